@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("pdvm: not built yet");
+    std::process::exit(1);
+}

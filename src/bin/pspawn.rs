@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("pspawn: not built yet");
+    std::process::exit(1);
+}
