@@ -1,1 +1,23 @@
-//! placeholder: filled in by the owning work item.
+//! The connection layer: rendezvous discovery, handshake, framing, and a
+//! live connection that routes replies and unsolicited messages.
+//!
+//! # Which identity is used
+//! - Inside a job (the server that launched us set `PMIX_NAMESPACE`,
+//!   `PMIX_RANK` and `PMIX_SERVER_URI*`), and with no flag naming a server,
+//!   we connect as a **client of that job**: our requests are the job's
+//!   ("application") requests, so reservations made are the job's.
+//! - Otherwise, or with `--as-tool` ([`ConnectOptions::force_tool`]), or when
+//!   a server is named with `--uri`/`--pid`/`--namespace`/system flags, we
+//!   connect as a **tool**; the server gives us a fresh namespace unless a
+//!   tool identity is supplied ([`ConnectOptions::tool_id`]).
+
+pub mod client;
+pub mod discover;
+pub mod frame;
+pub mod handshake;
+pub mod uri;
+
+pub use client::{Connection, Unsolicited};
+pub use discover::{ConnectOptions, Target};
+pub use handshake::Identity;
+pub use uri::{Rendezvous, ServerUri};

@@ -1,0 +1,350 @@
+//! A live connection to a PMIx server.
+//!
+//! One reader thread owns the receiving half of the socket. Replies are routed
+//! by tag to the request waiting for them; everything else (event
+//! notifications, forwarded output) goes to one queue the caller drains with
+//! [`Connection::next_unsolicited`]. When the server closes the connection or
+//! sends something unreadable, every waiting request fails at once with
+//! `PMIX_ERR_LOST_CONNECTION`, and the queue yields [`Unsolicited::Closed`].
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::discover::{discover, ConnectOptions, ProcessEnv, Target};
+use super::frame::{
+    io_error, read_frame, write_frame, MAX_PAYLOAD, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY,
+};
+use super::handshake::{handshake, Hello, Identity, Welcome, BUFFER_NON_DESCRIBED};
+
+/// How long the handshake may take before we give up on a silent server.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A message the server sent without being asked.
+#[derive(Debug)]
+pub enum Unsolicited {
+    /// An event notification (payload as received).
+    Notify(Vec<u8>),
+    /// Forwarded stdout/stderr of a process (payload as received).
+    Iof(Vec<u8>),
+    /// Any other tag.
+    Other(u32, Vec<u8>),
+    /// The connection ended; no more messages will come.
+    Closed(Error),
+}
+
+type Waiters = Arc<Mutex<HashMap<u32, Sender<Result<Vec<u8>>>>>>;
+
+/// A connected, handshaken session with a PMIx server.
+pub struct Connection {
+    writer: Mutex<TcpStream>,
+    waiters: Waiters,
+    unsolicited: Mutex<Receiver<Unsolicited>>,
+    next_tag: AtomicU32,
+    closed: Arc<AtomicBool>,
+    target: Target,
+    welcome: Welcome,
+    wire: &'static str,
+}
+
+/// Choose the wire version to speak from the server's PMIx version string:
+/// `v61` for OpenPMIx 6.1 and later (and master), `v41` otherwise.
+pub fn wire_for_version(version: Option<&str>) -> &'static str {
+    let Some(v) = version else { return "v41" };
+    let v = v.trim_start_matches('v');
+    let mut parts = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    let major: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    if major > 6 || (major == 6 && minor >= 1) {
+        "v61"
+    } else {
+        "v41"
+    }
+}
+
+/// Our command line as one string (PRRTE records it for the tool's job).
+fn command_line() -> String {
+    let line = std::env::args().collect::<Vec<_>>().join(" ");
+    if line.is_empty() {
+        "pmix-tools".to_string()
+    } else {
+        line
+    }
+}
+
+/// The PMIx version we announce for a wire version.
+fn version_for_wire(wire: &str) -> &'static str {
+    if wire == "v61" {
+        "6.1.0"
+    } else {
+        "5.0.11"
+    }
+}
+
+impl Connection {
+    /// Find the server per `opts`, connect and handshake, retrying as asked.
+    pub fn connect(opts: &ConnectOptions) -> Result<Connection> {
+        let attempts = opts.retries.saturating_add(1);
+        let delay = opts.wait_to_connect.unwrap_or(Duration::from_secs(1));
+        let mut last = None;
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                std::thread::sleep(delay);
+            }
+            match discover(opts, &ProcessEnv).and_then(|t| Connection::open(t, HANDSHAKE_TIMEOUT)) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last
+            .unwrap_or_else(|| Error::new(Status::ERR_UNREACH, "no connection attempt was made")))
+    }
+
+    /// Connect to a known target.
+    pub fn open(target: Target, handshake_timeout: Duration) -> Result<Connection> {
+        let addr = target.uri.socket_addr()?;
+        let mut stream = TcpStream::connect_timeout(&addr, handshake_timeout).map_err(|e| {
+            Error::new(
+                Status::ERR_UNREACH,
+                format!(
+                    "cannot connect to the server at {} (found by {}): {e}",
+                    target.uri.address, target.found_by
+                ),
+            )
+        })?;
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(handshake_timeout))
+            .map_err(|e| io_error(e, "configuring the socket"))?;
+        let wire = wire_for_version(target.version.as_deref());
+        let hello = Hello {
+            identity: target.identity.clone(),
+            version: version_for_wire(wire).to_string(),
+            bfrops: wire.to_string(),
+            buffer_kind: BUFFER_NON_DESCRIBED,
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+            info_blob: super::handshake::tool_info_blob(&command_line(), std::process::id()),
+        };
+        let welcome = handshake(&mut stream, &hello)
+            .map_err(|e| Error::new(e.status, format!("{} (server {})", e.context, target.uri)))?;
+        stream
+            .set_read_timeout(None)
+            .map_err(|e| io_error(e, "configuring the socket"))?;
+        let reader = stream
+            .try_clone()
+            .map_err(|e| io_error(e, "cloning the socket"))?;
+        let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
+        let closed = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        spawn_reader(reader, waiters.clone(), closed.clone(), tx);
+        Ok(Connection {
+            writer: Mutex::new(stream),
+            waiters,
+            unsolicited: Mutex::new(rx),
+            next_tag: AtomicU32::new(TAG_DYNAMIC),
+            closed,
+            target,
+            welcome,
+            wire,
+        })
+    }
+
+    /// Our own namespace and rank.
+    pub fn me(&self) -> (&str, u32) {
+        (&self.welcome.nspace, self.welcome.rank)
+    }
+
+    /// Who we connected as.
+    pub fn identity(&self) -> &Identity {
+        &self.target.identity
+    }
+
+    /// The server we are connected to.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The server's namespace and rank as it announced them (tools only).
+    pub fn server(&self) -> (&str, u32) {
+        (&self.welcome.server_nspace, self.welcome.server_rank)
+    }
+
+    /// The wire version spoken on this connection (`"v41"` or `"v61"`).
+    pub fn wire(&self) -> &'static str {
+        self.wire
+    }
+
+    /// True once the server has gone away.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn pindex(&self) -> i32 {
+        self.welcome.pindex.map(|p| p as i32).unwrap_or(0)
+    }
+
+    /// Send a request and wait up to `timeout` for its reply payload.
+    pub fn request(&self, payload: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+        if self.is_closed() {
+            return Err(Error::new(
+                Status::ERR_LOST_CONNECTION,
+                "the server closed the connection",
+            ));
+        }
+        let tag = self.alloc_tag();
+        let (tx, rx) = mpsc::channel();
+        lock(&self.waiters).insert(tag, tx);
+        if let Err(e) = self.send(tag, payload) {
+            lock(&self.waiters).remove(&tag);
+            return Err(e);
+        }
+        // The reader may have closed between our check and the insert.
+        if self.is_closed() {
+            lock(&self.waiters).remove(&tag);
+            return Err(Error::new(
+                Status::ERR_LOST_CONNECTION,
+                "the server closed the connection",
+            ));
+        }
+        match rx.recv_timeout(timeout) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                lock(&self.waiters).remove(&tag);
+                Err(Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "no reply from the server within {:.1}s",
+                        timeout.as_secs_f64()
+                    ),
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(Error::new(
+                Status::ERR_LOST_CONNECTION,
+                "the server closed the connection",
+            )),
+        }
+    }
+
+    /// Send a message on a fixed tag without waiting for a reply.
+    pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
+        let mut w = lock(&self.writer);
+        write_frame(&mut *w, self.pindex(), tag, payload)?;
+        w.flush().map_err(|e| io_error(e, "sending a message"))
+    }
+
+    /// Wait up to `timeout` for the next unsolicited message.
+    pub fn next_unsolicited(&self, timeout: Duration) -> Option<Unsolicited> {
+        let rx = lock(&self.unsolicited);
+        match rx.recv_timeout(timeout) {
+            Ok(m) => Some(m),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Unsolicited::Closed(Error::new(
+                Status::ERR_LOST_CONNECTION,
+                "the server closed the connection",
+            ))),
+        }
+    }
+
+    /// Wait until `deadline` for the next unsolicited message.
+    pub fn next_unsolicited_until(&self, deadline: Option<Instant>) -> Option<Unsolicited> {
+        let timeout = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::from_secs(3600 * 24 * 365),
+        };
+        self.next_unsolicited(timeout)
+    }
+
+    fn alloc_tag(&self) -> u32 {
+        // Stay in the lower half of the dynamic space, as the initiating side.
+        let t = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        if t >= u32::MAX / 2 {
+            self.next_tag.store(TAG_DYNAMIC + 1, Ordering::Relaxed);
+            TAG_DYNAMIC
+        } else {
+            t
+        }
+    }
+
+    /// Close the socket; the reader thread ends on its own.
+    pub fn shutdown(&self) {
+        let _ = lock(&self.writer).shutdown(Shutdown::Both);
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn spawn_reader(
+    mut stream: TcpStream,
+    waiters: Waiters,
+    closed: Arc<AtomicBool>,
+    tx: Sender<Unsolicited>,
+) {
+    std::thread::Builder::new()
+        .name("pmix-reader".into())
+        .spawn(move || {
+            let end = loop {
+                match read_frame(&mut stream, MAX_PAYLOAD) {
+                    Ok(Some((hdr, payload))) => {
+                        if hdr.tag >= TAG_DYNAMIC {
+                            if let Some(w) = lock(&waiters).remove(&hdr.tag) {
+                                let _ = w.send(Ok(payload));
+                                continue;
+                            }
+                        }
+                        let msg = match hdr.tag {
+                            TAG_NOTIFY => Unsolicited::Notify(payload),
+                            TAG_IOF => Unsolicited::Iof(payload),
+                            t => Unsolicited::Other(t, payload),
+                        };
+                        let _ = tx.send(msg);
+                    }
+                    Ok(None) => {
+                        break Error::new(
+                            Status::ERR_LOST_CONNECTION,
+                            "the server closed the connection",
+                        )
+                    }
+                    Err(e) => break e,
+                }
+            };
+            closed.store(true, Ordering::SeqCst);
+            for (_, w) in lock(&waiters).drain() {
+                let _ = w.send(Err(Error::new(end.status, end.context.clone())));
+            }
+            let _ = tx.send(Unsolicited::Closed(end));
+        })
+        .ok();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_choice_follows_server_version() {
+        assert_eq!(wire_for_version(Some("5.0.11rc1")), "v41");
+        assert_eq!(wire_for_version(Some("4.2.2")), "v41");
+        assert_eq!(wire_for_version(Some("6.0.0")), "v41");
+        assert_eq!(wire_for_version(Some("6.1.0")), "v61");
+        assert_eq!(wire_for_version(Some("7.0.0a1")), "v61");
+        assert_eq!(wire_for_version(None), "v41");
+    }
+}

@@ -1,0 +1,488 @@
+//! Finding the server to connect to, the way OpenPMIx tools do.
+//!
+//! Order of precedence:
+//! 1. `--uri URI` or `--uri file:PATH` (a rendezvous or `--report-uri` file);
+//! 2. `--pid PID` (or `file:PATH` holding it): the rendezvous file
+//!    `pmix.<host>.tool.<PID>` that server wrote;
+//! 3. `--namespace NS`: the rendezvous file `pmix.<host>.tool.<NS>`;
+//! 4. `--system-server-only`: the system server's `pmix.sys.<host>`;
+//!    `--system-server-first`: that, and the search below if there is none;
+//! 5. inside a job (`PMIX_NAMESPACE`, `PMIX_RANK` and a `PMIX_SERVER_URI*`
+//!    variable set by the launching server), unless a tool identity is
+//!    forced: that server, as a client of the job;
+//! 6. otherwise the one live server whose `pmix.<host>.tool` file is found in
+//!    the search directories (`--tmpdir`, else `PMIX_SERVER_TMPDIR`,
+//!    `TMPDIR`, `/tmp`, each with its immediate subdirectories, which is where
+//!    a PRRTE DVM puts its `prte.<pid>/` folder). Two or more live servers is
+//!    an error that lists them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::handshake::Identity;
+use super::uri::{read_bounded, Rendezvous, ServerUri};
+
+/// Environment variables a launching server sets for its clients, newest first.
+pub const SERVER_URI_VARS: [&str; 5] = [
+    "PMIX_SERVER_URI41",
+    "PMIX_SERVER_URI4",
+    "PMIX_SERVER_URI3",
+    "PMIX_SERVER_URI21",
+    "PMIX_SERVER_URI2",
+];
+
+/// Most rendezvous files we look at in one search (bounds a hostile tmpdir).
+const MAX_SCAN: usize = 10_000;
+
+/// How the caller asked us to find the server and who to be.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectOptions {
+    /// `--uri`: a URI, or `file:PATH`.
+    pub uri: Option<String>,
+    /// `--pid`: a pid, or `file:PATH` holding one.
+    pub pid: Option<String>,
+    /// `--namespace`: the server's namespace.
+    pub nspace: Option<String>,
+    /// `--system-server-first`.
+    pub system_first: bool,
+    /// `--system-server-only`.
+    pub system_only: bool,
+    /// `--tmpdir`: where to search instead of the default directories.
+    pub tmpdir: Option<PathBuf>,
+    /// `--wait-to-connect SECS`: delay between connection attempts.
+    pub wait_to_connect: Option<Duration>,
+    /// `--num-connect-retries N`: further attempts after the first.
+    pub retries: u32,
+    /// Connect as a tool even inside a job (`--as-tool`).
+    pub force_tool: bool,
+    /// Connect as a tool with this namespace and rank.
+    pub tool_id: Option<(String, u32)>,
+}
+
+impl ConnectOptions {
+    /// True when the caller named a server explicitly.
+    pub fn names_a_server(&self) -> bool {
+        self.uri.is_some()
+            || self.pid.is_some()
+            || self.nspace.is_some()
+            || self.system_first
+            || self.system_only
+    }
+}
+
+/// A server we found, and how to present ourselves to it.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The server's contact point.
+    pub uri: ServerUri,
+    /// The server's PMIx version string, when known.
+    pub version: Option<String>,
+    /// Who we will say we are.
+    pub identity: Identity,
+    /// How it was found (for messages).
+    pub found_by: String,
+}
+
+/// An environment lookup, so discovery is testable without touching the
+/// process environment.
+pub trait Env {
+    /// The value of a variable, if set.
+    fn var(&self, key: &str) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok().filter(|v| !v.is_empty())
+    }
+}
+
+/// Decide which server to connect to and as whom.
+pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
+    let tool_identity = match &opts.tool_id {
+        Some((ns, rank)) => Identity::ToolWithId {
+            nspace: ns.clone(),
+            rank: *rank,
+        },
+        None => Identity::Tool,
+    };
+    let tool = |r: Rendezvous, how: String| Target {
+        uri: r.uri,
+        version: r.version,
+        identity: tool_identity.clone(),
+        found_by: how,
+    };
+
+    if let Some(spec) = &opts.uri {
+        return Ok(match spec.strip_prefix("file:") {
+            Some(path) => {
+                let r = Rendezvous::read(Path::new(path))?;
+                tool(r, format!("--uri file:{path}"))
+            }
+            None => Target {
+                uri: ServerUri::parse(spec)?,
+                version: None,
+                identity: tool_identity,
+                found_by: "--uri".into(),
+            },
+        });
+    }
+    let dirs = search_dirs(opts, env);
+    if let Some(spec) = &opts.pid {
+        let pid = parse_pid(spec)?;
+        let r = find_named(&dirs, &format!(".tool.{pid}"))
+            .ok_or_else(|| not_found(format!("no rendezvous file for server pid {pid}"), &dirs))?;
+        return Ok(tool(r, format!("--pid {pid}")));
+    }
+    if let Some(ns) = &opts.nspace {
+        let r = find_named(&dirs, &format!(".tool.{ns}")).ok_or_else(|| {
+            not_found(
+                format!("no rendezvous file for server namespace {ns}"),
+                &dirs,
+            )
+        })?;
+        return Ok(tool(r, format!("--namespace {ns}")));
+    }
+    if opts.system_first || opts.system_only {
+        let sysdir = env
+            .var("PMIX_SYSTEM_TMPDIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/tmp".into());
+        if let Some(r) = find_system(&sysdir) {
+            return Ok(tool(r, "system server".into()));
+        }
+        if opts.system_only {
+            return Err(not_found("no system server is running".into(), &[sysdir]));
+        }
+    }
+    if !opts.force_tool && opts.tool_id.is_none() {
+        if let Some(t) = job_client_target(env)? {
+            return Ok(t);
+        }
+    }
+    let live = live_servers(&dirs);
+    match live.len() {
+        0 => Err(not_found("no PMIx server (DVM) found".into(), &dirs)),
+        1 => {
+            let r = live
+                .into_iter()
+                .next()
+                .map(|(_, r)| r)
+                .ok_or_else(|| not_found(String::new(), &dirs))?;
+            let how = format!("rendezvous file {}", r.path.display());
+            Ok(tool(r, how))
+        }
+        _ => {
+            let list: Vec<String> = live
+                .values()
+                .map(|r| {
+                    format!(
+                        "  pid {} namespace {} at {} ({})",
+                        r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                        r.uri.nspace,
+                        r.uri.address,
+                        r.path.display()
+                    )
+                })
+                .collect();
+            Err(Error::new(
+                Status::ERR_BAD_PARAM,
+                format!(
+                    "{} PMIx servers are running; choose one with --pid, --namespace or --uri:\n{}",
+                    live.len(),
+                    list.join("\n")
+                ),
+            ))
+        }
+    }
+}
+
+/// The server a launched process should call back, if we are inside a job.
+pub fn job_client_target(env: &dyn Env) -> Result<Option<Target>> {
+    let (Some(ns), Some(rank)) = (env.var("PMIX_NAMESPACE"), env.var("PMIX_RANK")) else {
+        return Ok(None);
+    };
+    let Some(uri) = SERVER_URI_VARS.iter().find_map(|k| env.var(k)) else {
+        return Ok(None);
+    };
+    let rank: u32 = rank.parse().map_err(|_| {
+        Error::new(
+            Status::ERR_BAD_PARAM,
+            format!("PMIX_RANK={rank:?} is not a rank"),
+        )
+    })?;
+    Ok(Some(Target {
+        uri: ServerUri::parse(&uri)?,
+        version: env.var("PMIX_VERSION"),
+        identity: Identity::Client { nspace: ns, rank },
+        found_by: "job environment (PMIX_NAMESPACE, PMIX_SERVER_URI*)".into(),
+    }))
+}
+
+/// Directories searched for rendezvous files, in order, without duplicates.
+pub fn search_dirs(opts: &ConnectOptions, env: &dyn Env) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf| {
+        if !dirs.contains(&p) {
+            dirs.push(p);
+        }
+    };
+    if let Some(d) = &opts.tmpdir {
+        add(d.clone());
+        return dirs;
+    }
+    for key in ["PMIX_SERVER_TMPDIR", "TMPDIR"] {
+        if let Some(v) = env.var(key) {
+            add(PathBuf::from(v));
+        }
+    }
+    add(PathBuf::from("/tmp"));
+    dirs
+}
+
+fn parse_pid(spec: &str) -> Result<u32> {
+    let text = match spec.strip_prefix("file:") {
+        Some(path) => read_bounded(Path::new(path))?,
+        None => spec.to_string(),
+    };
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ERR_BAD_PARAM,
+                format!("--pid {spec:?}: expected a process id or file:PATH"),
+            )
+        })
+}
+
+/// Every candidate rendezvous file: `pmix.*` entries of each directory and
+/// of its immediate subdirectories.
+fn candidate_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in rd.flatten().take(MAX_SCAN) {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("pmix.") {
+                out.push(path);
+            } else if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                if let Ok(sub) = std::fs::read_dir(&path) {
+                    for e in sub.flatten().take(MAX_SCAN) {
+                        if e.file_name().to_string_lossy().starts_with("pmix.") {
+                            out.push(e.path());
+                        }
+                    }
+                }
+            }
+            if out.len() >= MAX_SCAN {
+                return out;
+            }
+        }
+    }
+    out
+}
+
+fn find_named(dirs: &[PathBuf], suffix: &str) -> Option<Rendezvous> {
+    candidate_files(dirs)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().ends_with(suffix))
+                .unwrap_or(false)
+        })
+        .find_map(|p| Rendezvous::read(&p).ok())
+}
+
+fn find_system(dir: &Path) -> Option<Rendezvous> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("pmix.sys."))
+        .find_map(|e| Rendezvous::read(&e.path()).ok())
+        .filter(|r| r.pid.map(pid_alive).unwrap_or(true))
+}
+
+/// Live servers found through their generic `pmix.<host>.tool` files, keyed
+/// by URI so the several files one server writes count once.
+pub fn live_servers(dirs: &[PathBuf]) -> BTreeMap<String, Rendezvous> {
+    let mut found = BTreeMap::new();
+    for p in candidate_files(dirs) {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !(name.ends_with(".tool") || name.contains(".tool.")) {
+            continue;
+        }
+        let Ok(r) = Rendezvous::read(&p) else {
+            continue;
+        };
+        if !r.pid.map(pid_alive).unwrap_or(true) {
+            continue;
+        }
+        found.entry(r.uri.to_string()).or_insert(r);
+    }
+    found
+}
+
+/// True when a process with this pid exists.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
+
+fn not_found(what: String, dirs: &[PathBuf]) -> Error {
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Error::new(
+        Status::ERR_UNREACH,
+        format!(
+            "{what} (looked in {}); start one (e.g. `pdvm --nodes 4 &` or `prte`), or point at it with --uri, --pid or --tmpdir",
+            looked.join(", ")
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct MapEnv(HashMap<&'static str, String>);
+    impl Env for MapEnv {
+        fn var(&self, key: &str) -> Option<String> {
+            self.0.get(key).cloned()
+        }
+    }
+
+    fn write_server(dir: &Path, host: &str, pid: u32, ns: &str, port: u16) {
+        let sub = dir.join(format!("prte.{pid}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let text = format!("{ns}.0;tcp4://127.0.0.1:{port}\n5.0.11\n{pid}\n0:0\nnow\n");
+        for name in [
+            format!("pmix.{host}.tool"),
+            format!("pmix.{host}.tool.{pid}"),
+            format!("pmix.{host}.tool.{ns}"),
+        ] {
+            std::fs::write(sub.join(name), &text).unwrap();
+        }
+    }
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pmix-tools-disc-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn one_live_server_is_found_without_flags() {
+        let d = tmp("one");
+        let me = std::process::id();
+        write_server(&d, "h", me, "srv@0", 1234);
+        let env = MapEnv(HashMap::from([("TMPDIR", d.display().to_string())]));
+        let t = discover(&ConnectOptions::default(), &env).unwrap();
+        assert_eq!(t.uri.nspace, "srv@0");
+        assert_eq!(t.identity, Identity::Tool);
+        let by_pid = ConnectOptions {
+            pid: Some(me.to_string()),
+            ..Default::default()
+        };
+        assert_eq!(
+            discover(&by_pid, &env).unwrap().uri.address,
+            "tcp4://127.0.0.1:1234"
+        );
+        let by_ns = ConnectOptions {
+            nspace: Some("srv@0".into()),
+            ..Default::default()
+        };
+        assert_eq!(discover(&by_ns, &env).unwrap().uri.nspace, "srv@0");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn two_live_servers_are_an_error_listing_both() {
+        let d = tmp("two");
+        let me = std::process::id();
+        write_server(&d, "h", me, "a@0", 1);
+        write_server(&d, "h", 1, "b@0", 2); // pid 1 is always alive
+        let env = MapEnv(HashMap::from([("TMPDIR", d.display().to_string())]));
+        let e = discover(&ConnectOptions::default(), &env).unwrap_err();
+        assert!(
+            e.context.contains("a@0") && e.context.contains("b@0"),
+            "{}",
+            e.context
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn stale_files_are_ignored_and_none_found_says_where() {
+        let d = tmp("stale");
+        write_server(&d, "h", 0x7fff_fff0, "gone@0", 1);
+        let env = MapEnv(HashMap::from([("TMPDIR", d.display().to_string())]));
+        let e = discover(&ConnectOptions::default(), &env).unwrap_err();
+        assert_eq!(e.status, Status::ERR_UNREACH);
+        assert!(e.context.contains(&d.display().to_string()));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn inside_a_job_we_are_a_client_unless_forced() {
+        let env = MapEnv(HashMap::from([
+            ("PMIX_NAMESPACE", "job@1".to_string()),
+            ("PMIX_RANK", "3".to_string()),
+            (
+                "PMIX_SERVER_URI41",
+                "srv@0.0;tcp4://127.0.0.1:9".to_string(),
+            ),
+        ]));
+        let t = discover(&ConnectOptions::default(), &env).unwrap();
+        assert_eq!(
+            t.identity,
+            Identity::Client {
+                nspace: "job@1".into(),
+                rank: 3
+            }
+        );
+        let forced = ConnectOptions {
+            force_tool: true,
+            tmpdir: Some("/nonexistent".into()),
+            ..Default::default()
+        };
+        assert!(discover(&forced, &env).is_err());
+        let uri = ConnectOptions {
+            uri: Some("x@0.0;tcp4://127.0.0.1:5".into()),
+            ..Default::default()
+        };
+        assert_eq!(discover(&uri, &env).unwrap().identity, Identity::Tool);
+    }
+
+    #[test]
+    fn bad_pid_spec_is_refused() {
+        let env = MapEnv(HashMap::new());
+        for spec in ["abc", "0", "-5", "file:/nonexistent/x"] {
+            let o = ConnectOptions {
+                pid: Some(spec.into()),
+                ..Default::default()
+            };
+            assert!(discover(&o, &env).is_err(), "{spec}");
+        }
+    }
+}
