@@ -8,7 +8,9 @@
 //! without any server around: it is a crash of that tool, not a protocol
 //! mismatch with PRRTE 3.0.14. `/usr/bin/pps` from the same package
 //! connects to the DVM and runs the namespace query, so the 4.2.2 tool side
-//! is exercised through `pps`. [`pquery_crashes_before_connecting`] pins
+//! is exercised through `pps` and through the 4.2.2 Python binding run as a
+//! tool (connect, namespace query, allocation request refused with
+//! `PMIX_ERR_NOT_SUPPORTED`). [`pquery_crashes_before_connecting`] pins
 //! that down and turns into a real connection check once pquery is fixed.
 
 mod support;
@@ -255,4 +257,90 @@ fn debian_python_has_pmix_4_2_2() {
     eprintln!("{} pmix: {version}", python.display());
     assert!(out.status.success(), "{}", text(&out));
     assert!(version.starts_with("OpenPMIx 4.2.2"), "version {version:?}");
+}
+
+/// Debian's OpenPMIx 4.2.2 Python binding, as a tool, connects to PRRTE
+/// 3.0.14 by URI, queries namespaces, and gets `PMIX_ERR_NOT_SUPPORTED`
+/// (-47) for an allocation request: 3.0 has no reservation support.
+const PY_TOOL: &str = r#"
+import json, sys, pmix
+t = pmix.PMIxTool()
+out = {}
+rc, me = t.init([{'key': pmix.PMIX_SERVER_URI, 'value': sys.argv[1],
+                  'val_type': pmix.PMIX_STRING}])
+out['init'] = rc
+out['me'] = me
+if rc == 0:
+    rc, res = t.query([{'keys': [pmix.PMIX_QUERY_NAMESPACES], 'qualifiers': []}])
+    out['query'] = rc
+    key = pmix.PMIX_QUERY_NAMESPACES
+    key = key.decode() if isinstance(key, bytes) else key
+    out['namespaces'] = [r['value'] for r in res if r.get('key') == key]
+    rc, res = t.allocation_request(pmix.PMIX_ALLOC_NEW, [
+        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64}])
+    out['alloc'] = rc
+    out['alloc_name'] = t.error_string(rc)
+    out['finalize'] = t.finalize()
+print(json.dumps(out))
+"#;
+
+#[test]
+fn debian_python_tool_queries_and_is_refused_allocation() {
+    let dvm = Prte::start();
+    let python = debian_pmix_python();
+    let out = run_with_timeout(
+        dvm.tool_command(&python)
+            .args(["-W", "ignore", "-c", PY_TOOL, &dvm.full_uri()]),
+        30,
+    );
+    eprintln!("python3-pmix tool: {}", text(&out).trim());
+    assert!(out.status.success(), "{}\n{}", text(&out), dvm.logs());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let v: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out)));
+    assert_eq!(v["init"], 0, "{v}");
+    let me = v["me"]["nspace"].as_str().unwrap_or_default();
+    let prefix = format!("{}@", dvm.server_nspace.trim_end_matches("@0"));
+    assert!(
+        me.starts_with(&prefix),
+        "tool nspace {me:?}, DVM {}",
+        dvm.server_nspace
+    );
+    assert_ne!(me, dvm.server_nspace);
+    assert_eq!(v["query"], 0, "{v}");
+    let listed = v["namespaces"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    assert!(listed.split(',').any(|n| n == me), "{me} not in {listed:?}");
+    assert_eq!(v["alloc"], -47, "{v}");
+    assert_eq!(v["alloc_name"], "NOT-SUPPORTED", "{v}");
+    assert_eq!(v["finalize"], 0, "{v}");
+}
+
+/// The harness's time-out kills the whole process group (a grandchild
+/// holding the output pipes included) and reports what was printed.
+#[test]
+fn harness_timeout_kills_process_group() {
+    let start = std::time::Instant::now();
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", "echo started; sleep 30 & sleep 30"]);
+    let out = support::try_run_with_timeout(&mut cmd, Duration::from_millis(500))
+        .expect_err("must time out");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+    assert_eq!(
+        out.status.signal(),
+        Some(nix::sys::signal::Signal::SIGKILL as i32)
+    );
 }
