@@ -344,3 +344,14 @@ fn harness_timeout_kills_process_group() {
         Some(nix::sys::signal::Signal::SIGKILL as i32)
     );
 }
+
+/// `cargo_bin` finds this package's binaries as cargo built them for the run.
+#[test]
+fn harness_finds_package_binaries() {
+    for name in ["palloc", "pspawn", "prelease", "pwatch", "pdvm"] {
+        let bin = support::cargo_bin(name);
+        assert_eq!(bin.file_name().and_then(|n| n.to_str()), Some(name));
+        let meta = fs::metadata(&bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+        assert!(meta.is_file() && meta.len() > 0, "{}", bin.display());
+    }
+}
