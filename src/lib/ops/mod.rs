@@ -1,1 +1,14 @@
-//! placeholder: filled in by the owning work item.
+//! Operations the tools perform over a [`session::Session`]: allocation
+//! requests, spawn, queries, event registration and receipt, forwarded
+//! output, and job control.
+
+pub mod alloc;
+pub mod cmd;
+pub mod control;
+pub mod events;
+pub mod iof;
+pub mod keys;
+pub mod query;
+pub mod session;
+
+pub use session::Session;

@@ -1,0 +1,22 @@
+//! Command codes of the client/server protocol (first item of every request).
+
+/// Ask for our job's data.
+pub const REQ: u8 = 0;
+/// Finalize (orderly goodbye).
+pub const FINALIZE: u8 = 5;
+/// Spawn a job.
+pub const SPAWN: u8 = 9;
+/// An event notification (server to client).
+pub const NOTIFY: u8 = 12;
+/// Register for events.
+pub const REGEVENTS: u8 = 13;
+/// Deregister events.
+pub const DEREGEVENTS: u8 = 14;
+/// Query.
+pub const QUERY: u8 = 15;
+/// Allocation request.
+pub const ALLOC: u8 = 17;
+/// Job control.
+pub const JOB_CONTROL: u8 = 18;
+/// Ask for forwarded output.
+pub const IOF_PULL: u8 = 22;

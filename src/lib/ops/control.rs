@@ -1,0 +1,34 @@
+//! Job control (`PMIx_Job_control`): signal or terminate processes.
+
+use crate::codec::{Info, Proc, Size};
+use crate::error::Result;
+
+use super::session::{read_infos, read_status, write_infos, Session};
+use super::{cmd, keys};
+
+/// Send job-control `directives` to `targets`.
+pub fn job_control(s: &Session, targets: &[Proc], directives: &[Info]) -> Result<Vec<Info>> {
+    s.check_infos(directives)?;
+    let mut e = s.request(cmd::JOB_CONTROL)?;
+    e.pack_one(&Size(targets.len() as u64))?;
+    if !targets.is_empty() {
+        e.pack(targets)?;
+    }
+    write_infos(&mut e, directives)?;
+    let reply = s.call(e)?;
+    let mut d = s.decoder(&reply);
+    read_status(&mut d)?;
+    read_infos(&mut d)
+}
+
+/// Terminate every process of a job.
+pub fn terminate_job(s: &Session, nspace: &str) -> Result<()> {
+    let all = Proc { nspace: nspace.to_string(), rank: crate::codec::RANK_WILDCARD };
+    job_control(s, &[all], &[Info::new(keys::JOB_CTRL_TERMINATE, true)]).map(|_| ())
+}
+
+/// Send a signal to every process of a job.
+pub fn signal_job(s: &Session, nspace: &str, signal: i32) -> Result<()> {
+    let all = Proc { nspace: nspace.to_string(), rank: crate::codec::RANK_WILDCARD };
+    job_control(s, &[all], &[Info::new(keys::JOB_CTRL_SIGNAL, crate::codec::Value::Int(signal))]).map(|_| ())
+}

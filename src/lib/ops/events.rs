@@ -1,0 +1,71 @@
+//! Event registration and decoding of notifications.
+
+use serde::Serialize;
+
+use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value};
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::session::{find, read_infos, read_status, write_infos, Session, MAX_REPLY_ITEMS};
+use super::{cmd, keys};
+
+/// An event notification as delivered by the server.
+#[derive(Clone, Debug, Serialize)]
+pub struct Event {
+    /// The event code (e.g. `PMIX_EVENT_JOB_END`).
+    pub status: Status,
+    /// The process that raised it.
+    pub source: Proc,
+    /// Its payload.
+    pub info: Vec<Info>,
+}
+
+impl Event {
+    /// Look up a payload value by key.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        find(&self.info, key)
+    }
+
+    /// The namespace the event is about (`PMIX_EVENT_AFFECTED_PROC`, else the
+    /// first of `PMIX_EVENT_AFFECTED_PROCS`).
+    pub fn affected_nspace(&self) -> Option<&str> {
+        if let Some(Value::Proc(p)) = self.get(keys::EVENT_AFFECTED_PROC) {
+            return Some(&p.nspace);
+        }
+        match self.get(keys::EVENT_AFFECTED_PROCS) {
+            Some(Value::DataArray(a)) => a.procs().and_then(|p| p.first()).map(|p| p.nspace.as_str()),
+            _ => None,
+        }
+    }
+}
+
+/// Register for `codes` (all events when empty) with qualifiers `info`.
+pub fn register(s: &Session, codes: &[Status], info: &[Info]) -> Result<()> {
+    s.check_infos(info)?;
+    let mut e = s.request(cmd::REGEVENTS)?;
+    e.pack_one(&Size(codes.len() as u64))?;
+    if !codes.is_empty() {
+        e.pack(codes)?;
+    }
+    write_infos(&mut e, info)?;
+    let reply = s.call(e)?;
+    read_status(&mut s.decoder(&reply))
+}
+
+/// Decode a notification payload (command, code, source, size, infos).
+pub fn decode_notification(d: &mut Decoder) -> Result<Event> {
+    let Cmd(c) = d.unpack_one()?;
+    if c != cmd::NOTIFY {
+        return Err(Error::new(
+            Status::ERR_UNPACK_FAILURE,
+            format!("expected a notification, got command {c}"),
+        ));
+    }
+    let status: Status = d.unpack_one()?;
+    let source: Proc = d.unpack_one()?;
+    let info = read_infos(d)?;
+    if info.len() > MAX_REPLY_ITEMS {
+        return Err(Error::new(Status::ERR_UNPACK_FAILURE, "notification too large"));
+    }
+    Ok(Event { status, source, info })
+}

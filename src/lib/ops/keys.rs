@@ -1,0 +1,129 @@
+//! Attribute keys and event codes the tools use (values as in the PMIx headers).
+
+/// Allocation id assigned by the scheduler.
+pub const ALLOC_ID: &str = "pmix.alloc.id";
+/// The requester's own request id.
+pub const ALLOC_REQ_ID: &str = "pmix.alloc.reqid";
+/// Number of nodes (`u64`).
+pub const ALLOC_NUM_NODES: &str = "pmix.alloc.nnodes";
+/// Specific nodes (string).
+pub const ALLOC_NODE_LIST: &str = "pmix.alloc.nlist";
+/// Nodes to exclude (string).
+pub const ALLOC_EXCLUDE: &str = "pmix.alloc.exclude";
+/// Number of cpus (`u64`).
+pub const ALLOC_NUM_CPUS: &str = "pmix.alloc.ncpus";
+/// Memory in MB (`f32`).
+pub const ALLOC_MEM_SIZE: &str = "pmix.alloc.msize";
+/// Time limit: `u32` seconds for 4.x servers, a `d:h:m:s` string for 5.x and later.
+pub const ALLOC_TIME: &str = "pmix.alloc.time";
+/// Queue (string).
+pub const ALLOC_QUEUE: &str = "pmix.alloc.queue";
+/// Namespace the reservation is for (string; tools only).
+pub const ALLOC_TARGET: &str = "pmix.alloc.tgt";
+/// Put the nodes in the default session from the outset (`bool`).
+pub const ALLOC_SHARE: &str = "pmix.alloc.share";
+/// What happens when the owner ends (`pmix_alloc_inheritance_t`).
+pub const ALLOC_INHERITANCE: &str = "pmix.alloc.inhrt";
+/// Seconds before expiry at which to warn (`u32`).
+pub const ALLOC_WARN_TIMEOUT: &str = "pmix.alloc.wtmo";
+/// Reservation(s) a spawn may map onto (string or array of strings).
+pub const SPAWN_TARGET: &str = "pmix.spwn.tgt";
+/// Seconds remaining (`u32`), carried by the timeout warning.
+pub const TIME_REMAINING: &str = "pmix.time.remaining";
+/// Query: namespaces known to the server.
+pub const QUERY_NAMESPACES: &str = "pmix.qry.ns";
+/// Query: per-namespace information.
+pub const QUERY_NAMESPACE_INFO: &str = "pmix.qry.nsinfo";
+/// Query: nodes known to the server.
+pub const QUERY_ALLOCATION: &str = "pmix.query.allc";
+/// Query: status of an allocation request.
+pub const QUERY_ALLOC_STATUS: &str = "pmix.query.alloc";
+/// Query: state of a job.
+pub const QUERY_JOB_STATUS: &str = "pmix.qry.jst";
+/// Query: process table of a job.
+pub const QUERY_PROC_TABLE: &str = "pmix.qry.ptable";
+/// Ask to be notified when the spawned job completes.
+pub const NOTIFY_COMPLETION: &str = "pmix.notecomp";
+/// Forward the job's stdout to us.
+pub const FWD_STDOUT: &str = "pmix.fwd.stdout";
+/// Forward the job's stderr to us.
+pub const FWD_STDERR: &str = "pmix.fwd.stderr";
+/// A job's termination status (in job-end events).
+pub const JOB_TERM_STATUS: &str = "pmix.job.term.status";
+/// A process's exit code.
+pub const EXIT_CODE: &str = "pmix.exit.code";
+/// The process an event is about.
+pub const EVENT_AFFECTED_PROC: &str = "pmix.evproc";
+/// The processes an event is about.
+pub const EVENT_AFFECTED_PROCS: &str = "pmix.evaffected";
+/// Handler name given at registration.
+pub const EVENT_HDLR_NAME: &str = "pmix.evname";
+/// Human-readable text carried by an event.
+pub const EVENT_TEXT_MESSAGE: &str = "pmix.evtext";
+/// Command line of the tool (sent at connection).
+pub const CMD_LINE: &str = "pmix.cmd.line";
+/// Namespace.
+pub const NSPACE: &str = "pmix.nspace";
+/// Rank.
+pub const RANK: &str = "pmix.rank";
+/// Host name.
+pub const HOSTNAME: &str = "pmix.hname";
+/// Mapping policy.
+pub const MAPBY: &str = "pmix.mapby";
+/// Hosts to run on.
+pub const HOST: &str = "pmix.host";
+/// Working directory.
+pub const WDIR: &str = "pmix.wdir";
+/// Set an environment variable (`pmix_envar_t`).
+pub const SET_ENVAR: &str = "pmix.envar.set";
+/// Job control: kill.
+pub const JOB_CTRL_KILL: &str = "pmix.jctrl.kill";
+/// Job control: send a signal (`int`).
+pub const JOB_CTRL_SIGNAL: &str = "pmix.jctrl.sig";
+/// Job control: terminate politely.
+pub const JOB_CTRL_TERMINATE: &str = "pmix.jctrl.term";
+/// Tag forwarded output with its source.
+pub const IOF_TAG_OUTPUT: &str = "pmix.iof.tag";
+/// Forwarded output is complete (last chunk).
+pub const IOF_COMPLETE: &str = "pmix.iof.cmp";
+/// A process's pid.
+pub const PROC_PID: &str = "pmix.ppid";
+/// Number of processes in a job.
+pub const JOB_SIZE: &str = "pmix.job.size";
+/// Parent process of a spawned job.
+pub const PARENT_ID: &str = "pmix.parent";
+/// Node list.
+pub const NODE_LIST: &str = "pmix.nlist";
+/// Node information block in query replies.
+pub const NODE_INFO: &str = "pmix.node.info";
+
+/// Event: a job ended.
+pub const EVENT_JOB_END: i32 = -145;
+/// Event: an allocation is about to expire.
+pub const ALLOC_TIMEOUT_WARNING: i32 = -194;
+
+/// Allocation directives.
+pub mod directive {
+    /// Mint a new reservation.
+    pub const NEW: u8 = 1;
+    /// Add to an existing one.
+    pub const EXTEND: u8 = 2;
+    /// Give back (whole or part).
+    pub const RELEASE: u8 = 3;
+    /// Take back what was lent.
+    pub const REAQUIRE: u8 = 4;
+    /// Cancel a queued request.
+    pub const REQ_CANCEL: u8 = 5;
+
+    /// The directive's name as in the headers.
+    pub fn name(d: u8) -> &'static str {
+        match d {
+            NEW => "PMIX_ALLOC_NEW",
+            EXTEND => "PMIX_ALLOC_EXTEND",
+            RELEASE => "PMIX_ALLOC_RELEASE",
+            REAQUIRE => "PMIX_ALLOC_REAQUIRE",
+            REQ_CANCEL => "PMIX_ALLOC_REQ_CANCEL",
+            _ => "PMIX_ALLOC_UNKNOWN",
+        }
+    }
+}

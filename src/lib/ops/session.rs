@@ -1,0 +1,168 @@
+//! A session: a connection plus the wire version, the request time-out, and
+//! the helpers every operation shares (building a request, reading the
+//! status that leads every reply).
+
+use std::time::Duration;
+
+use crate::codec::{Cmd, Decoder, Encoder, Info, Size, Value, WireVersion};
+use crate::conn::{ConnectOptions, Connection};
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::cmd;
+
+/// Most entries we accept in any reply array (bounds hostile replies; every
+/// entry also costs at least one byte, which the decoder checks too).
+pub const MAX_REPLY_ITEMS: usize = 1 << 20;
+/// Default time we wait for a reply.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connected session with a PMIx server.
+pub struct Session {
+    conn: Connection,
+    wire: WireVersion,
+    timeout: Duration,
+}
+
+impl Session {
+    /// Find, connect and handshake per `opts`.
+    pub fn connect(opts: &ConnectOptions) -> Result<Session> {
+        Ok(Session::from_connection(Connection::connect(opts)?))
+    }
+
+    /// Wrap an established connection.
+    pub fn from_connection(conn: Connection) -> Session {
+        let wire = WireVersion::from_name(conn.wire()).unwrap_or(WireVersion::V41);
+        Session { conn, wire, timeout: DEFAULT_TIMEOUT }
+    }
+
+    /// Change the reply time-out.
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.timeout = t;
+    }
+
+    /// The reply time-out in force.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The underlying connection.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The wire version spoken.
+    pub fn wire(&self) -> WireVersion {
+        self.wire
+    }
+
+    /// Our namespace and rank.
+    pub fn me(&self) -> (String, u32) {
+        let (n, r) = self.conn.me();
+        (n.to_string(), r)
+    }
+
+    /// The server's PMIx version string, when known.
+    pub fn server_version(&self) -> Option<&str> {
+        self.conn.target().version.as_deref()
+    }
+
+    /// A fresh encoder for this session's wire version.
+    pub fn encoder(&self) -> Encoder {
+        Encoder::new(self.wire)
+    }
+
+    /// A decoder over a reply payload.
+    pub fn decoder<'a>(&self, bytes: &'a [u8]) -> Decoder<'a> {
+        Decoder::new(bytes, self.wire)
+    }
+
+    /// Start a request with its command code.
+    pub fn request(&self, command: u8) -> Result<Encoder> {
+        let mut e = self.encoder();
+        e.pack_one(&Cmd(command))?;
+        Ok(e)
+    }
+
+    /// Send a request and return the reply payload.
+    pub fn call(&self, enc: Encoder) -> Result<Vec<u8>> {
+        self.conn.request(enc.bytes(), self.timeout)
+    }
+
+    /// Check that every value can travel on this connection's wire version
+    /// before anything is sent (e.g. type 75 to a `v41` server).
+    pub fn check_infos(&self, infos: &[Info]) -> Result<()> {
+        for i in infos {
+            check_value(self.wire, &i.key, &i.value)?;
+        }
+        Ok(())
+    }
+
+    /// Say goodbye and close.
+    ///
+    /// The reply is awaited only briefly: a server that is slow to
+    /// acknowledge must not delay a tool's exit.
+    pub fn finalize(self) -> Result<()> {
+        let enc = self.request(cmd::FINALIZE)?;
+        let r = self.conn.request(enc.bytes(), Duration::from_millis(200));
+        self.conn.shutdown();
+        match r {
+            Ok(bytes) => read_status(&mut self.decoder(&bytes)),
+            Err(e) if e.status == Status::ERR_TIMEOUT => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn check_value(wire: WireVersion, key: &str, v: &Value) -> Result<()> {
+    if !wire.supports(v.data_type()) {
+        return Err(Error::new(
+            Status::ERR_NOT_SUPPORTED,
+            format!(
+                "{key} is a {} value, which the server's wire version {} cannot carry",
+                crate::codec::type_name(v.data_type()),
+                wire.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Read the status that leads a reply; a non-success status becomes an error.
+pub fn read_status(dec: &mut Decoder) -> Result<()> {
+    let st: Status = dec.unpack_one()?;
+    if st.is_success() {
+        Ok(())
+    } else {
+        Err(Error::new(st, "refused by the server"))
+    }
+}
+
+/// Read `size` followed by that many infos.
+pub fn read_infos(dec: &mut Decoder) -> Result<Vec<Info>> {
+    if dec.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Size(n) = dec.unpack_one()?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let n = usize::try_from(n).ok().filter(|n| *n <= MAX_REPLY_ITEMS).ok_or_else(|| {
+        Error::new(Status::ERR_UNPACK_FAILURE, format!("reply claims {n} entries"))
+    })?;
+    dec.unpack::<Info>(n)
+}
+
+/// Write `size` followed by the infos.
+pub fn write_infos(enc: &mut Encoder, infos: &[Info]) -> Result<()> {
+    enc.pack_one(&Size(infos.len() as u64))?;
+    if !infos.is_empty() {
+        enc.pack(infos)?;
+    }
+    Ok(())
+}
+
+/// Find an info by key.
+pub fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
+    infos.iter().find(|i| i.key == key).map(|i| &i.value)
+}

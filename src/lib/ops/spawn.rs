@@ -1,0 +1,56 @@
+//! Spawning jobs (`PMIx_Spawn`), with reservation targeting.
+
+use crate::codec::{App, DataArray, Info, Size, Value};
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::session::{write_infos, Session};
+use super::{cmd, keys};
+
+/// Build the `PMIX_SPAWN_TARGET` value: a string for one allocation id, an
+/// array of strings for several; `default_pool` adds the invalid-namespace
+/// entry (an empty string) meaning "and the default session".
+pub fn spawn_target(ids: &[String], default_pool: bool) -> Option<Value> {
+    let mut all: Vec<String> = ids.to_vec();
+    if default_pool && !all.is_empty() {
+        all.push(String::new());
+    }
+    match all.len() {
+        0 => None,
+        1 => Some(Value::from(all.remove(0))),
+        _ => Some(Value::DataArray(DataArray::strings(all))),
+    }
+}
+
+/// Spawn `apps` with job-level `job_info`; returns the new job's namespace.
+pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
+    if apps.is_empty() {
+        return Err(Error::new(Status::ERR_BAD_PARAM, "nothing to spawn: no application given"));
+    }
+    s.check_infos(job_info)?;
+    for a in apps {
+        s.check_infos(&a.info)?;
+    }
+    let mut e = s.request(cmd::SPAWN)?;
+    write_infos(&mut e, job_info)?;
+    e.pack_one(&Size(apps.len() as u64))?;
+    e.pack(apps)?;
+    let reply = s.call(e)?;
+    let mut d = s.decoder(&reply);
+    let st: Status = d.unpack_one()?;
+    if !st.is_success() {
+        return Err(Error::new(st, "spawn refused"));
+    }
+    let nspace: String = d.unpack_one()?;
+    Ok(nspace)
+}
+
+/// The job info a launcher normally sends: forward stdout and stderr to us
+/// and tell us when the job completes.
+pub fn launcher_job_info() -> Vec<Info> {
+    vec![
+        Info::new(keys::FWD_STDOUT, true),
+        Info::new(keys::FWD_STDERR, true),
+        Info::new(keys::NOTIFY_COMPLETION, true),
+    ]
+}
