@@ -7,6 +7,7 @@ pub mod cmd;
 pub mod control;
 pub mod events;
 pub mod iof;
+pub mod job;
 pub mod keys;
 pub mod query;
 pub mod session;
