@@ -15,6 +15,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::codec::WireVersion;
 use crate::error::{Error, Result};
 use crate::status::Status;
 
@@ -51,13 +52,15 @@ pub struct Connection {
     closed: Arc<AtomicBool>,
     target: Target,
     welcome: Welcome,
-    wire: &'static str,
+    wire: WireVersion,
 }
 
 /// Choose the wire version to speak from the server's PMIx version string:
 /// `v61` for OpenPMIx 6.1 and later (and master), `v41` otherwise.
-pub fn wire_for_version(version: Option<&str>) -> &'static str {
-    let Some(v) = version else { return "v41" };
+pub fn wire_for_version(version: Option<&str>) -> WireVersion {
+    let Some(v) = version else {
+        return WireVersion::V41;
+    };
     let v = v.trim_start_matches('v');
     let mut parts = v
         .split(|c: char| !c.is_ascii_digit())
@@ -65,9 +68,9 @@ pub fn wire_for_version(version: Option<&str>) -> &'static str {
     let major: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let minor: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     if major > 6 || (major == 6 && minor >= 1) {
-        "v61"
+        WireVersion::V61
     } else {
-        "v41"
+        WireVersion::V41
     }
 }
 
@@ -82,8 +85,8 @@ fn command_line() -> String {
 }
 
 /// The PMIx version we announce for a wire version.
-fn version_for_wire(wire: &str) -> &'static str {
-    if wire == "v61" {
+fn version_for_wire(wire: WireVersion) -> &'static str {
+    if wire == WireVersion::V61 {
         "6.1.0"
     } else {
         "5.0.11"
@@ -129,11 +132,11 @@ impl Connection {
         let hello = Hello {
             identity: target.identity.clone(),
             version: version_for_wire(wire).to_string(),
-            bfrops: wire.to_string(),
+            bfrops: wire.name().to_string(),
             buffer_kind: BUFFER_NON_DESCRIBED,
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
-            info_blob: super::handshake::tool_info_blob(&command_line(), std::process::id()),
+            info_blob: super::handshake::tool_info_blob(wire, &command_line(), std::process::id())?,
         };
         let welcome = handshake(&mut stream, &hello)
             .map_err(|e| Error::new(e.status, format!("{} (server {})", e.context, target.uri)))?;
@@ -179,8 +182,8 @@ impl Connection {
         (&self.welcome.server_nspace, self.welcome.server_rank)
     }
 
-    /// The wire version spoken on this connection (`"v41"` or `"v61"`).
-    pub fn wire(&self) -> &'static str {
+    /// The wire version spoken on this connection.
+    pub fn wire(&self) -> WireVersion {
         self.wire
     }
 
@@ -340,11 +343,11 @@ mod tests {
 
     #[test]
     fn wire_choice_follows_server_version() {
-        assert_eq!(wire_for_version(Some("5.0.11rc1")), "v41");
-        assert_eq!(wire_for_version(Some("4.2.2")), "v41");
-        assert_eq!(wire_for_version(Some("6.0.0")), "v41");
-        assert_eq!(wire_for_version(Some("6.1.0")), "v61");
-        assert_eq!(wire_for_version(Some("7.0.0a1")), "v61");
-        assert_eq!(wire_for_version(None), "v41");
+        assert_eq!(wire_for_version(Some("5.0.11rc1")), WireVersion::V41);
+        assert_eq!(wire_for_version(Some("4.2.2")), WireVersion::V41);
+        assert_eq!(wire_for_version(Some("6.0.0")), WireVersion::V41);
+        assert_eq!(wire_for_version(Some("6.1.0")), WireVersion::V61);
+        assert_eq!(wire_for_version(Some("7.0.0a1")), WireVersion::V61);
+        assert_eq!(wire_for_version(None), WireVersion::V41);
     }
 }

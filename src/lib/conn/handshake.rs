@@ -11,6 +11,7 @@
 
 use std::io::{Read, Write};
 
+use crate::codec::{Encoder, Info, Size, Value, WireVersion};
 use crate::error::{Error, Result};
 use crate::status::Status;
 
@@ -144,48 +145,20 @@ pub fn build_connect_ack(h: &Hello) -> Vec<u8> {
     msg
 }
 
-/// The info a tool sends with its connect-ack: `PMIX_CMD_LINE` and its pid.
+/// The info a tool sends with its connect-ack: `PMIX_CMD_LINE` and its pid,
+/// packed for `wire` as `size` + `info[]`.
 ///
 /// Servers record these for the tool's job; PRRTE 3.0 dereferences the
 /// command line unconditionally, so it must always be present.
-pub fn tool_info_blob(cmdline: &str, pid: u32) -> Vec<u8> {
-    // size_t count, then the info array, packed in the modern (flex) format.
-    let mut b = Vec::new();
-    flex_i32(&mut b, 1);
-    flex_u64(&mut b, 2);
-    flex_i32(&mut b, 2);
-    info_str(&mut b, "pmix.cmd.line", cmdline);
-    info_str(&mut b, "pmix.pid", &pid.to_string());
-    b
-}
-
-fn info_str(b: &mut Vec<u8>, key: &str, val: &str) {
-    flex_str(b, key);
-    flex_u64(b, 0); // directives
-    flex_u64(b, 3); // PMIX_STRING
-    flex_str(b, val);
-}
-
-fn flex_str(b: &mut Vec<u8>, s: &str) {
-    flex_i32(b, s.len() as i32 + 1);
-    b.extend_from_slice(s.as_bytes());
-    b.push(0);
-}
-
-fn flex_i32(b: &mut Vec<u8>, v: i32) {
-    flex_u64(b, ((v << 1) ^ (v >> 31)) as u32 as u64);
-}
-
-fn flex_u64(b: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            b.push(byte);
-            return;
-        }
-        b.push(byte | 0x80);
-    }
+pub fn tool_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<u8>> {
+    let info = [
+        Info::new("pmix.cmd.line", cmdline),
+        Info::new("pmix.ppid", Value::Pid(pid)),
+    ];
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Size(info.len() as u64))?;
+    e.pack(&info[..])?;
+    Ok(e.into_bytes())
 }
 
 fn put_str(p: &mut Vec<u8>, s: &str) {

@@ -44,8 +44,12 @@ pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply>
     let info = read_infos(&mut d)?;
     Ok(AllocReply {
         directive: keys::directive::name(directive),
-        alloc_id: find(&info, keys::ALLOC_ID).and_then(Value::as_str).map(String::from),
-        request_id: find(&info, keys::ALLOC_REQ_ID).and_then(Value::as_str).map(String::from),
+        alloc_id: find(&info, keys::ALLOC_ID)
+            .and_then(Value::as_str)
+            .map(String::from),
+        request_id: find(&info, keys::ALLOC_REQ_ID)
+            .and_then(Value::as_str)
+            .map(String::from),
         info,
     })
 }

@@ -23,12 +23,26 @@ pub fn job_control(s: &Session, targets: &[Proc], directives: &[Info]) -> Result
 
 /// Terminate every process of a job.
 pub fn terminate_job(s: &Session, nspace: &str) -> Result<()> {
-    let all = Proc { nspace: nspace.to_string(), rank: crate::codec::RANK_WILDCARD };
+    let all = Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
     job_control(s, &[all], &[Info::new(keys::JOB_CTRL_TERMINATE, true)]).map(|_| ())
 }
 
 /// Send a signal to every process of a job.
 pub fn signal_job(s: &Session, nspace: &str, signal: i32) -> Result<()> {
-    let all = Proc { nspace: nspace.to_string(), rank: crate::codec::RANK_WILDCARD };
-    job_control(s, &[all], &[Info::new(keys::JOB_CTRL_SIGNAL, crate::codec::Value::Int(signal))]).map(|_| ())
+    let all = Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
+    job_control(
+        s,
+        &[all],
+        &[Info::new(
+            keys::JOB_CTRL_SIGNAL,
+            crate::codec::Value::Int(signal),
+        )],
+    )
+    .map(|_| ())
 }

@@ -33,7 +33,10 @@ impl Event {
             return Some(&p.nspace);
         }
         match self.get(keys::EVENT_AFFECTED_PROCS) {
-            Some(Value::DataArray(a)) => a.procs().and_then(|p| p.first()).map(|p| p.nspace.as_str()),
+            Some(Value::DataArray(a)) => a
+                .as_procs()
+                .and_then(|p| p.first())
+                .map(|p| p.nspace.as_str()),
             _ => None,
         }
     }
@@ -65,7 +68,14 @@ pub fn decode_notification(d: &mut Decoder) -> Result<Event> {
     let source: Proc = d.unpack_one()?;
     let info = read_infos(d)?;
     if info.len() > MAX_REPLY_ITEMS {
-        return Err(Error::new(Status::ERR_UNPACK_FAILURE, "notification too large"));
+        return Err(Error::new(
+            Status::ERR_UNPACK_FAILURE,
+            "notification too large",
+        ));
     }
-    Ok(Event { status, source, info })
+    Ok(Event {
+        status,
+        source,
+        info,
+    })
 }

@@ -41,6 +41,13 @@ pub fn decode_iof(d: &mut Decoder) -> Result<IofChunk> {
     let Size(_refid) = d.unpack_one()?;
     let info = read_infos(d)?;
     let ByteObject(data) = d.unpack_one()?;
-    let complete = find(&info, keys::IOF_COMPLETE).map(|v| v.is_true()).unwrap_or(false);
-    Ok(IofChunk { source, channel, data, complete })
+    let complete = find(&info, keys::IOF_COMPLETE)
+        .map(|v| v.is_true())
+        .unwrap_or(false);
+    Ok(IofChunk {
+        source,
+        channel,
+        data,
+        complete,
+    })
 }

@@ -35,7 +35,11 @@ pub struct JobEnd {
 
 /// Register for job-end events (call before spawning so no end is missed).
 pub fn watch_job_ends(s: &Session) -> Result<()> {
-    register(s, &[Status(keys::EVENT_JOB_END)], &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")])
+    register(
+        s,
+        &[Status(keys::EVENT_JOB_END)],
+        &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
+    )
 }
 
 /// Spawn `apps` (with extra job info) and follow the job until it ends,
@@ -78,7 +82,9 @@ pub fn follow_job(
                 }
             }
             Unsolicited::Notify(bytes) => {
-                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else { continue };
+                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
+                    continue;
+                };
                 if let Some(end) = job_end_of(&ev, nspace) {
                     drain_output(s, on_output);
                     return Ok(end);
@@ -87,7 +93,10 @@ pub fn follow_job(
             }
             Unsolicited::Other(..) => {}
             Unsolicited::Closed(e) => {
-                return Err(Error::new(e.status, format!("lost the DVM while job {nspace} ran: {}", e.context)))
+                return Err(Error::new(
+                    e.status,
+                    format!("lost the DVM while job {nspace} ran: {}", e.context),
+                ))
             }
         }
     }
@@ -110,7 +119,10 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
     Some(JobEnd {
         nspace: nspace.to_string(),
         exit_status: exit,
-        message: ev.get(keys::EVENT_TEXT_MESSAGE).and_then(Value::as_str).map(String::from),
+        message: ev
+            .get(keys::EVENT_TEXT_MESSAGE)
+            .and_then(Value::as_str)
+            .map(String::from),
     })
 }
 
@@ -129,7 +141,9 @@ pub fn simple_app(argv: &[&str], np: i32) -> App {
         cmd: argv.first().map(|s| s.to_string()).unwrap_or_default(),
         argv: argv.iter().map(|s| s.to_string()).collect(),
         env: vec![],
-        cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|p| p.display().to_string()),
         maxprocs: np,
         info: vec![],
     }

@@ -11,5 +11,6 @@ pub mod job;
 pub mod keys;
 pub mod query;
 pub mod session;
+pub mod spawn;
 
 pub use session::Session;

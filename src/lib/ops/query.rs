@@ -22,12 +22,21 @@ pub fn query(s: &Session, queries: &[Query]) -> Result<Vec<Info>> {
 
 /// The namespaces the server knows (running jobs and connected tools).
 pub fn namespaces(s: &Session) -> Result<Vec<String>> {
-    let q = Query { keys: vec![keys::QUERY_NAMESPACES.into()], qualifiers: vec![] };
+    let q = Query {
+        keys: vec![keys::QUERY_NAMESPACES.into()],
+        qualifiers: vec![],
+    };
     let infos = query(s, &[q])?;
     Ok(infos
         .iter()
         .filter(|i| i.key == keys::QUERY_NAMESPACES)
         .filter_map(|i| i.value.as_str())
-        .flat_map(|v| v.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect::<Vec<_>>())
+        .flat_map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
         .collect())
 }

@@ -32,8 +32,12 @@ impl Session {
 
     /// Wrap an established connection.
     pub fn from_connection(conn: Connection) -> Session {
-        let wire = WireVersion::from_name(conn.wire()).unwrap_or(WireVersion::V41);
-        Session { conn, wire, timeout: DEFAULT_TIMEOUT }
+        let wire = conn.wire();
+        Session {
+            conn,
+            wire,
+            timeout: DEFAULT_TIMEOUT,
+        }
     }
 
     /// Change the reply time-out.
@@ -147,9 +151,15 @@ pub fn read_infos(dec: &mut Decoder) -> Result<Vec<Info>> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let n = usize::try_from(n).ok().filter(|n| *n <= MAX_REPLY_ITEMS).ok_or_else(|| {
-        Error::new(Status::ERR_UNPACK_FAILURE, format!("reply claims {n} entries"))
-    })?;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_REPLY_ITEMS)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ERR_UNPACK_FAILURE,
+                format!("reply claims {n} entries"),
+            )
+        })?;
     dec.unpack::<Info>(n)
 }
 

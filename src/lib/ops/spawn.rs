@@ -25,7 +25,10 @@ pub fn spawn_target(ids: &[String], default_pool: bool) -> Option<Value> {
 /// Spawn `apps` with job-level `job_info`; returns the new job's namespace.
 pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     if apps.is_empty() {
-        return Err(Error::new(Status::ERR_BAD_PARAM, "nothing to spawn: no application given"));
+        return Err(Error::new(
+            Status::ERR_BAD_PARAM,
+            "nothing to spawn: no application given",
+        ));
     }
     s.check_infos(job_info)?;
     for a in apps {
