@@ -126,14 +126,32 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
     })
 }
 
-/// Forwarded output can trail the end event by a moment; take what is queued.
+/// Forwarded output can trail the end event: keep taking messages until the
+/// stream has been quiet for [`TRAILING_QUIET`] (at most [`TRAILING_MAX`]).
 fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
-    while let Some(Unsolicited::Iof(bytes)) = s.conn().next_unsolicited(Duration::from_millis(20)) {
-        if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
-            on_output(JobOutput::Output(&chunk));
+    let stop = Instant::now() + TRAILING_MAX;
+    while Instant::now() < stop {
+        match s.conn().next_unsolicited(TRAILING_QUIET) {
+            Some(Unsolicited::Iof(bytes)) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Output(&chunk));
+                }
+            }
+            Some(Unsolicited::Notify(bytes)) => {
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Event(&ev));
+                }
+            }
+            Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Closed(_)) | None => return,
         }
     }
 }
+
+/// How long the output stream must be quiet after a job's end.
+pub const TRAILING_QUIET: Duration = Duration::from_millis(50);
+/// Longest we wait for trailing output after a job's end.
+pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 
 /// One app: `argv[0]` with arguments, `np` copies.
 pub fn simple_app(argv: &[&str], np: i32) -> App {

