@@ -322,3 +322,24 @@ fn bad_input_to_the_encoder_is_refused() {
         .pack_one(&"nul\0inside".to_string())
         .is_err());
 }
+
+#[test]
+fn names_a_c_peer_would_truncate_are_refused() {
+    let v = WireVersion::V41;
+    let long_key = Info::new("k".repeat(512), true);
+    assert_eq!(
+        Encoder::new(v).pack_one(&long_key).unwrap_err().status,
+        Status::ERR_BAD_PARAM
+    );
+    assert!(Encoder::new(v)
+        .pack_one(&Info::new("k".repeat(511), true))
+        .is_ok());
+    let long_ns = Proc::new("n".repeat(256), 0);
+    assert_eq!(
+        Encoder::new(v).pack_one(&long_ns).unwrap_err().status,
+        Status::ERR_BAD_PARAM
+    );
+    assert!(Encoder::new(v)
+        .pack_one(&Proc::new("n".repeat(255), 0))
+        .is_ok());
+}
