@@ -144,7 +144,11 @@ fn job_end_event_is_received_with_its_fields() {
             if ev.affected_nspace() == Some(ns.as_str()) {
                 assert_eq!(ev.status, Status::EVENT_JOB_END);
                 assert!(ev.get(keys::JOB_TERM_STATUS).is_some(), "{ev:?}");
-                assert_eq!(ops::job::job_end_of(&ev, &ns).unwrap().exit_status, 5, "{ev:?}");
+                assert_eq!(
+                    ops::job::job_end_of(&ev, &ns).unwrap().exit_status,
+                    5,
+                    "{ev:?}"
+                );
                 break;
             }
         }

@@ -1,0 +1,148 @@
+//! The wire library against an older real peer: an OpenPMIx 4.2.2 server
+//! (Debian's libpmix via python3-pmix) hosting tool connections, queries and
+//! allocation requests through its upcalls.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use pmix_tools::codec::Info;
+use pmix_tools::conn::discover::{discover, job_client_target, Env, ProcessEnv};
+use pmix_tools::conn::{ConnectOptions, Connection, Identity};
+
+struct Vars(std::collections::HashMap<String, String>);
+impl Env for Vars {
+    fn var(&self, key: &str) -> Option<String> {
+        self.0.get(key).cloned()
+    }
+}
+use pmix_tools::ops::{self, keys, Session};
+
+struct PyServer {
+    child: Child,
+    pid: u32,
+    env: std::collections::HashMap<String, String>,
+    out: BufReader<std::process::ChildStdout>,
+    _dir: support::TempDir,
+    dir: std::path::PathBuf,
+}
+
+impl PyServer {
+    fn start() -> PyServer {
+        let dir = support::unique_tmpdir("py422");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/pmix422_server.py");
+        let mut cmd = Command::new(support::debian_pmix_python());
+        support::scrub_pmix_env(&mut cmd);
+        let mut child = cmd
+            .arg(script)
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the 4.2.2 server");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let env: std::collections::HashMap<String, String> = line
+            .strip_prefix("ENV ")
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_else(|| panic!("4.2.2 server did not register its job: {line:?}"));
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        let pid = line
+            .strip_prefix("READY ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("4.2.2 server did not start: {line:?}"));
+        let d = dir.path().to_path_buf();
+        PyServer {
+            child,
+            pid,
+            env,
+            out,
+            _dir: dir,
+            dir: d,
+        }
+    }
+
+    fn next_line(&mut self) -> String {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn connect_query_and_allocate_against_openpmix_4_2_2() {
+    let mut srv = PyServer::start();
+    // The server is found through its rendezvous file like any other...
+    let opts = ConnectOptions {
+        pid: Some(srv.pid.to_string()),
+        tmpdir: Some(srv.dir.clone()),
+        ..Default::default()
+    };
+    let found = discover(&opts, &ProcessEnv).expect("find the 4.2.2 server by pid");
+    assert_eq!(
+        found.version.as_deref().map(|v| v.starts_with("4.2.2")),
+        Some(true)
+    );
+    // ...and we connect as the process of its job it registered, from the
+    // environment it handed that process (as a launched process would).
+    let target = job_client_target(&Vars(srv.env.clone()))
+        .unwrap()
+        .expect("job environment");
+    assert_eq!(target.uri, found.uri);
+    let conn = Connection::open(target, Duration::from_secs(10)).expect("connect to 4.2.2");
+    let mut s = Session::from_connection(conn);
+    s.set_timeout(Duration::from_secs(10));
+    assert_eq!(s.me(), ("py422-job".to_string(), 0));
+    assert!(matches!(s.conn().identity(), Identity::Client { .. }));
+    assert_eq!(
+        s.server_version().map(|v| v.starts_with("4.2.2")),
+        Some(true)
+    );
+
+    let ns = ops::query::namespaces(&s).expect("query");
+    assert_eq!(ns, ["py422-tool", "py422-job"]);
+    assert_eq!(srv.next_line().trim(), "QUERY pmix.qry.ns");
+
+    let info = [
+        Info::new(keys::ALLOC_NUM_NODES, 3u64),
+        Info::new(keys::ALLOC_REQ_ID, "my-req-7"),
+        Info::new(
+            keys::ALLOC_TIME,
+            ops::alloc::alloc_time_value(s.server_version(), 90),
+        ),
+    ];
+    let r = ops::alloc::allocate(&s, keys::directive::NEW, &info).expect("allocate");
+    assert_eq!(r.alloc_id.as_deref(), Some("py422-alloc-1"));
+    assert_eq!(r.request_id.as_deref(), Some("my-req-7"));
+    // what libpmix 4.2.2 decoded from our bytes
+    let logged = srv.next_line();
+    assert!(logged.starts_with("ALLOC 1 "), "{logged}");
+    assert!(logged.contains("('pmix.alloc.nnodes', 3)"), "{logged}");
+    assert!(
+        logged.contains("('pmix.alloc.reqid', 'my-req-7')"),
+        "{logged}"
+    );
+    // PMIX_VERSION from the job environment says 4.2.2, whose PMIX_ALLOC_TIME is a u32
+    assert!(logged.contains("('pmix.alloc.time', 90)"), "{logged}");
+    // The binding hosts no client-finalized upcall, so 4.2.2 answers our
+    // goodbye with NOT_SUPPORTED: an answer, not a hang or a dropped socket.
+    match s.finalize() {
+        Ok(()) => {}
+        Err(e) => assert_eq!(
+            e.status,
+            pmix_tools::status::Status::ERR_NOT_SUPPORTED,
+            "{e}"
+        ),
+    }
+}
