@@ -74,7 +74,9 @@ fn app_options<'a>(seg: &'a [String], app: &mut AppSpec, n: usize) -> Result<&'a
         };
         let (name, inline) = match (name, inline) {
             // `-n4`, `-xVAR=1`, `-Hnode1`: short flag with attached value.
-            (s, None) if s.len() > 2 && !s.starts_with("--") => (&s[..2], Some(s[2..].to_string())),
+            (s, None) if !s.starts_with("--") && s.is_char_boundary(2) && s.len() > 2 => {
+                (&s[..2], Some(s[2..].to_string()))
+            }
             other => other,
         };
         let mut value = || -> Result<String, String> {

@@ -120,9 +120,11 @@ pub struct PallocArgs {
     #[arg(long)]
     pub hold: bool,
 
+    /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
 
+    /// Output format and verbosity.
     #[command(flatten)]
     pub output: LongQuietOutputArgs,
 

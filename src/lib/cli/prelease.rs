@@ -63,9 +63,11 @@ pub struct PreleaseArgs {
     #[arg(long, value_name = "ALLOC_ID", value_parser = parse_id, conflicts_with_all = ["alloc_ids", "request_id"])]
     pub reacquire: Option<String>,
 
+    /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
 
+    /// Output format and verbosity.
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -90,9 +90,11 @@ pub struct PspawnArgs {
     #[arg(long)]
     pub detach: bool,
 
+    /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
 
+    /// Output format and verbosity.
     #[command(flatten)]
     pub output: OutputArgs,
 

@@ -108,9 +108,11 @@ pub struct PwatchArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_warn_secs, conflicts_with = "status")]
     pub warn_timeout: Option<u32>,
 
+    /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
 
+    /// Output format and verbosity.
     #[command(flatten)]
     pub output: OutputArgs,
 }
