@@ -1121,7 +1121,10 @@ fn s8_2_1_4_shared_allocation_none_returns_nodes_at_owner_death() {
 
 // ---- §8.2.1.9.5 timeout warning --------------------------------------------
 
-fn warns(fx: &[Effect]) -> Vec<((String, u32), String, Option<String>, u32)> {
+/// (recipient, alloc id, req id, seconds remaining) of each warning.
+type WarnSeen = ((String, u32), String, Option<String>, u32);
+
+fn warns(fx: &[Effect]) -> Vec<WarnSeen> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::Warn {
