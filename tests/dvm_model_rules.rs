@@ -1417,3 +1417,70 @@ fn s8_2_1_10_compat_spawn_target_ignored() {
     assert_eq!(plan.pool, vec!["n001", "n002"]);
     assert!(plan.sessions.is_empty());
 }
+
+#[test]
+fn s8_2_1_5_1_tool_with_target_extends_for_the_target() {
+    // The session-leader workflow: a tool acting for namespace "leader".
+    let (mut d, mut s) = setup(1, 4);
+    let t = Requester::tool("palloc-1");
+    let acting = AllocAttrs {
+        target: Some("leader".into()),
+        ..AllocAttrs::default()
+    };
+    let id = new_alloc(
+        &mut d,
+        &mut s,
+        &t,
+        AllocAttrs {
+            num_nodes: Some(1),
+            ..acting.clone()
+        },
+    );
+    let ext = req(
+        &t,
+        directive::EXTEND,
+        AllocAttrs {
+            num_nodes: Some(1),
+            alloc_id: Some(id.clone()),
+            ..acting
+        },
+    );
+    d.allocate(&ext, &mut s, 0).unwrap();
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().nodes.len(), 2);
+    // Without TARGET the tool's own namespace is not an owner.
+    let bare = req(
+        &t,
+        directive::EXTEND,
+        AllocAttrs {
+            num_nodes: Some(1),
+            ..by_id(&id)
+        },
+    );
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::NoPermissions(Rule::ExtendNotOwner),
+        |d, s| d.allocate(&bare, s, 0).map(|_| ()),
+    );
+}
+
+#[test]
+fn spawn_process_count_is_bounded() {
+    let (mut d, mut s) = setup(1, 0);
+    let t = Requester::tool("tool-1");
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::BadParam(Rule::SpawnTooManyProcs),
+        |d, _| {
+            d.spawn(&t, "job-1", None, &[u32::MAX, u32::MAX])
+                .map(|_| ())
+        },
+    );
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::BadParam(Rule::SpawnNoProcs),
+        |d, _| d.spawn(&t, "job-1", None, &[]).map(|_| ()),
+    );
+}
