@@ -1484,3 +1484,59 @@ fn spawn_process_count_is_bounded() {
         |d, _| d.spawn(&t, "job-1", None, &[]).map(|_| ()),
     );
 }
+
+#[test]
+fn queued_extend_granted_later_to_the_extend_requester() {
+    let (mut d, mut s) = setup(1, 2);
+    let a = Requester::tool("tool-a");
+    let b = Requester::tool("tool-b");
+    let mine = new_alloc(&mut d, &mut s, &a, nodes(1));
+    let other = new_alloc(&mut d, &mut s, &b, nodes(1));
+    let ext = req(
+        &a,
+        directive::EXTEND,
+        AllocAttrs {
+            num_nodes: Some(1),
+            req_id: Some("more".into()),
+            ..by_id(&mine)
+        },
+    );
+    assert_eq!(
+        d.allocate(&ext, &mut s, 0).unwrap().status,
+        AllocStatus::Queued
+    );
+    let out = d
+        .allocate(&req(&b, directive::RELEASE, by_id(&other)), &mut s, 0)
+        .unwrap();
+    assert!(out.effects.iter().any(|e| matches!(e,
+        Effect::Granted { to, alloc_id, req_id, nodes }
+            if to.0 == "tool-a" && *alloc_id == mine
+                && req_id.as_deref() == Some("more") && nodes.len() == 1)));
+    assert_eq!(d.reservation(&mine, &s, 0).unwrap().nodes.len(), 2);
+}
+
+#[test]
+fn s8_2_1_9_2_owner_death_drops_its_queued_request() {
+    let (mut d, mut s) = setup(1, 1);
+    let t = Requester::tool("tool-1");
+    new_alloc(&mut d, &mut s, &t, nodes(1));
+    d.spawn(&t, "job-1", None, &[1]).unwrap();
+    let app = Requester::app("job-1", 0);
+    let q = d
+        .allocate(&req(&app, directive::NEW, nodes(1)), &mut s, 0)
+        .unwrap();
+    assert_eq!(q.status, AllocStatus::Queued);
+    let fx = d.job_terminated("job-1", 0, &mut s, 0).unwrap();
+    assert_eq!(
+        ended(&fx),
+        vec![(
+            q.alloc_id.clone(),
+            EndHow::Cancelled,
+            EndWhy::Disposition(pmix_tools::dvm::Inheritance::Default)
+        )]
+    );
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::RequestDropped { to, .. } if to.0 == "job-1")));
+    assert_eq!(s.queue_len(), 0);
+}

@@ -155,3 +155,20 @@ fn unreserve_retains_own_nodes_and_frees_carved_ones() {
     s.teardown();
     assert_eq!(s.free_own_count(), 1);
 }
+
+#[test]
+fn retained_nodes_can_be_listed_again_and_then_returned() {
+    let mut s = Scheduler::new(1, 1);
+    let (a, _) = s.submit_new(&count(1), 0).unwrap();
+    s.unreserve(&a, 0);
+    assert_eq!(s.submit_new(&count(1), 0).unwrap().1, Submit::Queued);
+    let mut l = count(0);
+    l.ask = NodeAsk::List(names(&["s001"]));
+    // The queue is strict FIFO: cancel the waiting count request first.
+    s.cancel("alloc.2", 0).unwrap();
+    let (b, sub) = s.submit_new(&l, 0).unwrap();
+    assert_eq!(sub, Submit::Granted(names(&["s001"])));
+    let (back, _) = s.release(&b, None, 0).unwrap();
+    assert_eq!(back, names(&["s001"]));
+    assert_eq!(s.free_own_count(), 1);
+}

@@ -226,9 +226,11 @@ impl Scheduler {
                     .collect();
                 (got.len() == *k as usize).then_some(got)
             }
+            // A retained node sits unreserved in the DVM's default session:
+            // a list request may carve it again, as it may a startup node.
             Resolved::List(idx) => idx
                 .iter()
-                .all(|&i| self.nodes[i].state == NodeState::Free)
+                .all(|&i| matches!(self.nodes[i].state, NodeState::Free | NodeState::Retained))
                 .then(|| idx.clone()),
         }
     }
