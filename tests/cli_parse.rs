@@ -5,8 +5,7 @@ use clap::Parser;
 use pmix_tools::cli::parse::*;
 use pmix_tools::cli::request::{directive, EventKind, StatusWhat, WatchRequest};
 use pmix_tools::cli::{
-    try_parse_validated, PallocArgs, PallocMode, PdvmArgs, PidSpec, PreleaseArgs, PspawnArgs,
-    PwatchArgs, UriSpec,
+    try_parse_validated, PallocArgs, PallocMode, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs,
 };
 
 fn ok<T: Parser + pmix_tools::cli::Validate>(line: &str) -> T {
@@ -183,9 +182,12 @@ fn palloc_typical() {
     let a: PallocArgs =
         ok("palloc --uri file:/tmp/uri --as-tool --wait-to-connect 5 --num-connect-retries 3 -N 1");
     let c = a.connect.to_options();
-    assert_eq!(c.uri, Some(UriSpec::File("/tmp/uri".into())));
+    assert_eq!(c.uri.as_deref(), Some("file:/tmp/uri"));
     assert!(c.force_tool);
-    assert_eq!((c.wait_secs, c.retries), (Some(5), Some(3)));
+    assert_eq!(
+        (c.wait_to_connect, c.retries),
+        (Some(std::time::Duration::from_secs(5)), 3)
+    );
 }
 
 #[test]
@@ -391,16 +393,13 @@ fn connection_specs() {
     let a: PspawnArgs =
         ok("pspawn --pid file:/run/p --namespace prte@0 --tmpdir /t --system-server-only true");
     let c = a.connect.to_options();
-    assert_eq!(c.pid, Some(PidSpec::File("/run/p".into())));
+    assert_eq!(c.pid.as_deref(), Some("file:/run/p"));
     assert_eq!(c.nspace.as_deref(), Some("prte@0"));
     assert!(c.system_only);
     let a: PspawnArgs = ok("pspawn --pid 42 --uri prte@0;tcp4://127.0.0.1:1 true");
     let c = a.connect.to_options();
-    assert_eq!(c.pid, Some(PidSpec::Literal(42)));
-    assert_eq!(
-        c.uri,
-        Some(UriSpec::Literal("prte@0;tcp4://127.0.0.1:1".into()))
-    );
+    assert_eq!(c.pid.as_deref(), Some("42"));
+    assert_eq!(c.uri.as_deref(), Some("prte@0;tcp4://127.0.0.1:1"));
 }
 
 #[test]

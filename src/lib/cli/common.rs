@@ -9,6 +9,8 @@
 use clap::Args;
 use std::path::PathBuf;
 
+pub use crate::conn::ConnectOptions;
+
 /// Where the server's URI comes from: given literally or read from a file
 /// (`--uri file:PATH`). The connection layer resolves [`UriSpec::File`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,43 +103,26 @@ pub struct ConnectArgs {
     pub as_tool: bool,
 }
 
-/// The connection request, tool-independent; `file:` forms are kept as
-/// [`UriSpec::File`] / [`PidSpec::File`] for the connection layer to read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConnectOptions {
-    /// `--uri`.
-    pub uri: Option<UriSpec>,
-    /// `--pid`.
-    pub pid: Option<PidSpec>,
-    /// `--namespace` / `--nspace`.
-    pub nspace: Option<String>,
-    /// `--system-server-first`.
-    pub system_first: bool,
-    /// `--system-server-only`.
-    pub system_only: bool,
-    /// `--tmpdir`.
-    pub tmpdir: Option<PathBuf>,
-    /// `--wait-to-connect`, seconds.
-    pub wait_secs: Option<u64>,
-    /// `--num-connect-retries`.
-    pub retries: Option<u32>,
-    /// `--as-tool`: connect as a tool even inside a job.
-    pub force_tool: bool,
-}
-
 impl ConnectArgs {
     /// The plain connection options for the connection layer.
     pub fn to_options(&self) -> ConnectOptions {
         ConnectOptions {
-            uri: self.uri.clone(),
-            pid: self.pid.clone(),
+            uri: self.uri.as_ref().map(|u| match u {
+                UriSpec::Literal(s) => s.clone(),
+                UriSpec::File(p) => format!("file:{}", p.display()),
+            }),
+            pid: self.pid.as_ref().map(|p| match p {
+                PidSpec::Literal(n) => n.to_string(),
+                PidSpec::File(f) => format!("file:{}", f.display()),
+            }),
             nspace: self.nspace.clone(),
             system_first: self.system_server_first,
             system_only: self.system_server_only,
             tmpdir: self.tmpdir.clone(),
-            wait_secs: self.wait_to_connect,
-            retries: self.num_connect_retries,
+            wait_to_connect: self.wait_to_connect.map(std::time::Duration::from_secs),
+            retries: self.num_connect_retries.unwrap_or(0),
             force_tool: self.as_tool,
+            tool_id: None,
         }
     }
 }
