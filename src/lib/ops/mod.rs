@@ -12,5 +12,6 @@ pub mod keys;
 pub mod query;
 pub mod session;
 pub mod spawn;
+pub mod status_query;
 
 pub use session::Session;

@@ -1,0 +1,362 @@
+//! Status queries for reservations, nodes and jobs: the records `pwatch
+//! --status` renders and `pdvm` answers with, and how they travel.
+//!
+//! Keys: `PMIX_QUERY_ALLOC_STATUS` (`pmix.query.alloc`) answers with one entry
+//! per reservation (qualify with `PMIX_ALLOC_ID` or `PMIX_ALLOC_REQ_ID` for
+//! one); `PMIX_QUERY_ALLOCATION` (`pmix.query.allc`) with one entry per node,
+//! each a `PMIX_NODE_INFO` block whose first element is `PMIX_HOSTNAME`;
+//! `pdvm.qry.jobs` with one entry per job. Each answer is a data array of
+//! values, each value a data array of infos using standard keys where the
+//! PMIx headers define one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::{AllocInheritance, DataArray, Info, Query, Value, WireVersion};
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+use super::keys;
+use super::query::query;
+use super::session::Session;
+
+/// Query key answered with the job table (pdvm's own; no standard key exists).
+pub const QUERY_JOBS: &str = "pdvm.qry.jobs";
+/// Reservation field: the owner set, comma-separated.
+pub const OWNERS: &str = "pdvm.alloc.owners";
+/// Reservation field: state word (`queued`, `active`, `draining`).
+pub const STATE: &str = "pdvm.alloc.state";
+/// Node field: the reservation a node belongs to ("" = default session).
+pub const NODE_SESSION: &str = "pdvm.node.session";
+/// Node field: slots in use.
+pub const NODE_SLOTS_USED: &str = "pdvm.node.used";
+/// Node field: where the node came from (`startup`, `scheduler`).
+pub const NODE_ORIGIN: &str = "pdvm.node.origin";
+/// Node field: total slots.
+pub const NODE_SLOTS: &str = "pmix.node.slots";
+/// Job field: state word.
+pub const JOB_STATE: &str = "pdvm.job.state";
+/// Job field: parent namespace.
+pub const JOB_PARENT: &str = "pdvm.job.parent";
+
+/// One reservation as `pwatch --status` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReservationRecord {
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: String,
+    /// `PMIX_ALLOC_REQ_ID`, if one was given.
+    pub request_id: Option<String>,
+    /// The owning namespace (`PMIX_ALLOC_TARGET`, else the requester's).
+    pub owner: String,
+    /// The owner set (authorization).
+    pub owners: Vec<String>,
+    /// Disposition word: NONE, CHILD, DEFAULT, CHILD_DEFAULT.
+    pub inheritance: String,
+    /// `PMIX_ALLOC_SHARE`.
+    pub share: bool,
+    /// Node names.
+    pub nodes: Vec<String>,
+    /// Seconds until expiry, when the allocation has a time limit.
+    pub expires_in: Option<u32>,
+    /// State word.
+    pub state: String,
+}
+
+/// One node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// Node name.
+    pub name: String,
+    /// Reservation it belongs to; empty for the default session.
+    pub session: String,
+    /// Total slots.
+    pub slots: u32,
+    /// Slots in use.
+    pub used: u32,
+    /// `startup` or `scheduler`.
+    pub origin: String,
+}
+
+/// One job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job's namespace.
+    pub nspace: String,
+    /// Namespace that spawned it.
+    pub parent: Option<String>,
+    /// State word (`running`, `ended`, ...).
+    pub state: String,
+    /// Nodes its processes run on.
+    pub nodes: Vec<String>,
+    /// Exit status once ended.
+    pub exit_status: Option<i32>,
+}
+
+fn s(key: &str, v: impl Into<String>) -> Info {
+    Info::new(key, Value::from(v.into()))
+}
+
+impl ReservationRecord {
+    /// Encode for a peer speaking `wire` (the inheritance travels as type 75
+    /// to peers that have it, else as its word).
+    pub fn to_value(&self, wire: WireVersion) -> Value {
+        let mut v = vec![s(keys::ALLOC_ID, &self.alloc_id)];
+        if let Some(r) = &self.request_id {
+            v.push(s(keys::ALLOC_REQ_ID, r));
+        }
+        v.push(s(keys::ALLOC_TARGET, &self.owner));
+        v.push(s(OWNERS, self.owners.join(",")));
+        let inh = AllocInheritance::from_word(&self.inheritance);
+        match inh {
+            Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => {
+                v.push(Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(i)))
+            }
+            _ => v.push(s(keys::ALLOC_INHERITANCE, &self.inheritance)),
+        }
+        v.push(Info::new(keys::ALLOC_SHARE, self.share));
+        v.push(s(keys::NODE_LIST, self.nodes.join(",")));
+        if let Some(t) = self.expires_in {
+            v.push(Info::new(keys::TIME_REMAINING, Value::Uint32(t)));
+        }
+        v.push(s(STATE, &self.state));
+        Value::DataArray(DataArray::infos(v))
+    }
+
+    /// Decode one entry.
+    pub fn from_infos(infos: &[Info]) -> ReservationRecord {
+        let mut r = ReservationRecord::default();
+        for i in infos {
+            match i.key.as_str() {
+                keys::ALLOC_ID => r.alloc_id = text(&i.value),
+                keys::ALLOC_REQ_ID => r.request_id = Some(text(&i.value)),
+                keys::ALLOC_TARGET => r.owner = text(&i.value),
+                OWNERS => r.owners = list(&i.value),
+                keys::ALLOC_INHERITANCE => {
+                    r.inheritance = match &i.value {
+                        Value::AllocInherit(a) => a.as_str().to_string(),
+                        v => text(v),
+                    }
+                }
+                keys::ALLOC_SHARE => r.share = i.value.is_true(),
+                keys::NODE_LIST => r.nodes = list(&i.value),
+                keys::TIME_REMAINING => r.expires_in = i.value.as_u64().map(|t| t as u32),
+                STATE => r.state = text(&i.value),
+                _ => {}
+            }
+        }
+        r
+    }
+}
+
+impl NodeRecord {
+    /// Encode as a `PMIX_NODE_INFO` block (hostname first).
+    pub fn to_value(&self) -> Value {
+        Value::DataArray(DataArray::infos(vec![
+            s(keys::HOSTNAME, &self.name),
+            s(NODE_SESSION, &self.session),
+            Info::new(NODE_SLOTS, Value::Uint32(self.slots)),
+            Info::new(NODE_SLOTS_USED, Value::Uint32(self.used)),
+            s(NODE_ORIGIN, &self.origin),
+        ]))
+    }
+
+    /// Decode one entry.
+    pub fn from_infos(infos: &[Info]) -> NodeRecord {
+        let mut n = NodeRecord::default();
+        for i in infos {
+            match i.key.as_str() {
+                keys::HOSTNAME => n.name = text(&i.value),
+                NODE_SESSION => n.session = text(&i.value),
+                NODE_SLOTS => n.slots = i.value.as_u64().unwrap_or(0) as u32,
+                NODE_SLOTS_USED => n.used = i.value.as_u64().unwrap_or(0) as u32,
+                NODE_ORIGIN => n.origin = text(&i.value),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
+impl JobRecord {
+    /// Encode one entry.
+    pub fn to_value(&self) -> Value {
+        let mut v = vec![
+            s(keys::NSPACE, &self.nspace),
+            s(JOB_STATE, &self.state),
+            s(keys::NODE_LIST, self.nodes.join(",")),
+        ];
+        if let Some(p) = &self.parent {
+            v.push(s(JOB_PARENT, p));
+        }
+        if let Some(x) = self.exit_status {
+            v.push(Info::new(keys::EXIT_CODE, Value::Int(x)));
+        }
+        Value::DataArray(DataArray::infos(v))
+    }
+
+    /// Decode one entry.
+    pub fn from_infos(infos: &[Info]) -> JobRecord {
+        let mut j = JobRecord::default();
+        for i in infos {
+            match i.key.as_str() {
+                keys::NSPACE => j.nspace = text(&i.value),
+                JOB_STATE => j.state = text(&i.value),
+                keys::NODE_LIST => j.nodes = list(&i.value),
+                JOB_PARENT => j.parent = Some(text(&i.value)),
+                keys::EXIT_CODE => j.exit_status = i.value.as_i64().map(|x| x as i32),
+                _ => {}
+            }
+        }
+        j
+    }
+}
+
+fn text(v: &Value) -> String {
+    v.as_str()
+        .map(String::from)
+        .unwrap_or_else(|| v.to_string())
+}
+
+fn list(v: &Value) -> Vec<String> {
+    match v {
+        Value::DataArray(a) => a.as_strings().map(|s| s.to_vec()).unwrap_or_default(),
+        v => text(v)
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(String::from)
+            .collect(),
+    }
+}
+
+/// Pack a list of entries as the answer to one status key.
+pub fn answer(key: &str, entries: Vec<Value>) -> Info {
+    Info::new(key, Value::DataArray(DataArray::values(entries)))
+}
+
+fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
+    let Some(v) = infos.iter().find(|i| i.key == key).map(|i| &i.value) else {
+        return Ok(Vec::new());
+    };
+    let Value::DataArray(a) = v else {
+        return Err(Error::new(
+            Status::ERR_UNPACK_FAILURE,
+            format!("{key}: expected an array"),
+        ));
+    };
+    Ok(a.as_values()
+        .map(|vals| {
+            vals.iter()
+                .filter_map(|x| match x {
+                    Value::DataArray(d) => d.as_infos(),
+                    _ => None,
+                })
+                .collect()
+        })
+        .or_else(|| a.as_infos().map(|i| vec![i]))
+        .unwrap_or_default())
+}
+
+/// Ask for the reservations (all, or the one with `alloc_id`).
+pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<ReservationRecord>> {
+    let qualifiers = alloc_id
+        .map(|id| vec![s(keys::ALLOC_ID, id)])
+        .unwrap_or_default();
+    let infos = query(
+        sess,
+        &[Query {
+            keys: vec![keys::QUERY_ALLOC_STATUS.into()],
+            qualifiers,
+        }],
+    )?;
+    Ok(entries(&infos, keys::QUERY_ALLOC_STATUS)?
+        .into_iter()
+        .map(ReservationRecord::from_infos)
+        .collect())
+}
+
+/// Ask for the nodes.
+pub fn nodes(sess: &Session) -> Result<Vec<NodeRecord>> {
+    let infos = query(
+        sess,
+        &[Query {
+            keys: vec![keys::QUERY_ALLOCATION.into()],
+            qualifiers: vec![],
+        }],
+    )?;
+    Ok(entries(&infos, keys::QUERY_ALLOCATION)?
+        .into_iter()
+        .map(NodeRecord::from_infos)
+        .collect())
+}
+
+/// Ask for the jobs.
+pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
+    let infos = query(
+        sess,
+        &[Query {
+            keys: vec![QUERY_JOBS.into()],
+            qualifiers: vec![],
+        }],
+    )?;
+    Ok(entries(&infos, QUERY_JOBS)?
+        .into_iter()
+        .map(JobRecord::from_infos)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservation_round_trips_on_both_wires() {
+        let r = ReservationRecord {
+            alloc_id: "alloc.1".into(),
+            request_id: Some("r1".into()),
+            owner: "job@1".into(),
+            owners: vec!["job@1".into(), "job@2".into()],
+            inheritance: "CHILD_DEFAULT".into(),
+            share: false,
+            nodes: vec!["s001".into(), "s002".into()],
+            expires_in: Some(90),
+            state: "active".into(),
+        };
+        for wire in [WireVersion::V41, WireVersion::V61] {
+            let info = answer(keys::QUERY_ALLOC_STATUS, vec![r.to_value(wire)]);
+            let mut e = crate::codec::Encoder::new(wire);
+            e.pack_one(&info).unwrap();
+            let bytes = e.into_bytes();
+            let back: Info = crate::codec::Decoder::new(&bytes, wire)
+                .unpack_one()
+                .unwrap();
+            let got = entries(std::slice::from_ref(&back), keys::QUERY_ALLOC_STATUS).unwrap();
+            assert_eq!(ReservationRecord::from_infos(got[0]), r, "{wire:?}");
+        }
+    }
+
+    #[test]
+    fn node_and_job_round_trip() {
+        let n = NodeRecord {
+            name: "n001".into(),
+            session: "alloc.1".into(),
+            slots: 4,
+            used: 1,
+            origin: "startup".into(),
+        };
+        let Value::DataArray(a) = n.to_value() else {
+            panic!()
+        };
+        assert_eq!(NodeRecord::from_infos(a.as_infos().unwrap()), n);
+        let j = JobRecord {
+            nspace: "j@1".into(),
+            parent: Some("t@1".into()),
+            state: "ended".into(),
+            nodes: vec!["n001".into()],
+            exit_status: Some(3),
+        };
+        let Value::DataArray(a) = j.to_value() else {
+            panic!()
+        };
+        assert_eq!(JobRecord::from_infos(a.as_infos().unwrap()), j);
+    }
+}
