@@ -26,6 +26,10 @@ pub const TAG_DYNAMIC: u32 = 100;
 /// under a megabyte; anything larger is treated as hostile.
 pub const MAX_PAYLOAD: u32 = 64 * 1024 * 1024;
 
+/// Buffer reserved up front for a payload; beyond it the buffer grows only
+/// as bytes arrive.
+const INITIAL_CHUNK: usize = 64 * 1024;
+
 /// A steady-state message header.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Header {
@@ -119,9 +123,14 @@ pub fn read_frame(r: &mut impl Read, max_payload: u32) -> Result<Option<(Header,
             ),
         ));
     }
-    let mut payload = vec![0u8; hdr.nbytes as usize];
-    let got = read_full(r, &mut payload)?;
-    if got != payload.len() {
+    // Grow with the bytes that actually arrive, never with the announced
+    // length alone: a peer claiming 60 MiB and sending 10 bytes costs 10 bytes.
+    let mut payload = Vec::with_capacity((hdr.nbytes as usize).min(INITIAL_CHUNK));
+    let got = r
+        .take(u64::from(hdr.nbytes))
+        .read_to_end(&mut payload)
+        .map_err(|e| io_error(e, "reading from the server"))?;
+    if got != hdr.nbytes as usize {
         return Err(Error::new(
             Status::ERR_LOST_CONNECTION,
             format!(

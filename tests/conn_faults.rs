@@ -1,0 +1,197 @@
+//! A broken or hostile server cannot crash, hang or exhaust the library:
+//! scripted fake servers on loopback answer the handshake and then misbehave.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use pmix_tools::conn::discover::Target;
+use pmix_tools::conn::frame::{Header, HEADER_LEN};
+use pmix_tools::conn::{Connection, Identity, ServerUri};
+use pmix_tools::ops::{self, Session};
+use pmix_tools::status::Status;
+use proptest::prelude::*;
+
+/// Read a connect-ack (header with little-endian length, then the body).
+fn read_connect_ack(s: &mut TcpStream) {
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).unwrap();
+    let n = Header::decode_connect_len(&h) as usize;
+    let mut body = vec![0u8; n];
+    s.read_exact(&mut body).unwrap();
+}
+
+fn tool_welcome() -> Vec<u8> {
+    let mut r = vec![0, 0, 0, 0];
+    let mut ns = [0u8; 256];
+    ns[..6].copy_from_slice(b"fake@1");
+    r.extend_from_slice(&ns);
+    r.extend_from_slice(&[0; 4]);
+    let mut sns = [0u8; 256];
+    sns[..6].copy_from_slice(b"fake@0");
+    r.extend_from_slice(&sns);
+    r.extend_from_slice(&[0; 8]);
+    r
+}
+
+/// Start a fake server running `script` on its one connection.
+fn fake(script: impl FnOnce(TcpStream) + Send + 'static) -> Target {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Ok((s, _)) = l.accept() {
+            script(s)
+        }
+    });
+    Target {
+        uri: ServerUri::parse(&format!("fake@0.0;tcp4://127.0.0.1:{port}")).unwrap(),
+        version: Some("5.0.11".into()),
+        identity: Identity::Tool,
+        found_by: "test".into(),
+    }
+}
+
+fn welcomed(then: impl FnOnce(TcpStream) + Send + 'static) -> Target {
+    fake(move |mut s| {
+        read_connect_ack(&mut s);
+        s.write_all(&tool_welcome()).unwrap();
+        then(s)
+    })
+}
+
+#[test]
+fn a_server_that_stops_answering_times_out_at_the_request_deadline() {
+    let t = welcomed(|s| {
+        std::thread::sleep(Duration::from_secs(5));
+        drop(s)
+    });
+    let mut sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
+    sess.set_timeout(Duration::from_millis(300));
+    let start = Instant::now();
+    let e = ops::query::namespaces(&sess).unwrap_err();
+    assert_eq!(e.status, Status::ERR_TIMEOUT);
+    assert!(
+        start.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_server_that_closes_mid_request_fails_it_at_once() {
+    let t = welcomed(|mut s| {
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b);
+        drop(s)
+    });
+    let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
+    let start = Instant::now();
+    let e = ops::query::namespaces(&sess).unwrap_err();
+    assert_eq!(e.status, Status::ERR_LOST_CONNECTION, "{e}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn a_silent_server_cannot_hang_the_handshake() {
+    let t = fake(|s| {
+        std::thread::sleep(Duration::from_secs(5));
+        drop(s)
+    });
+    let start = Instant::now();
+    let e = Connection::open(t, Duration::from_millis(300))
+        .err()
+        .expect("must fail");
+    assert_eq!(e.status, Status::ERR_TIMEOUT, "{e}");
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn a_lying_length_costs_nothing_and_fails_cleanly() {
+    let t = welcomed(|mut s| {
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b);
+        // reply on tag 100 announcing 60 MiB, send 10 bytes, close
+        let h = Header {
+            pindex: 0,
+            tag: 100,
+            nbytes: 60 << 20,
+        }
+        .encode();
+        let _ = s.write_all(&h);
+        let _ = s.write_all(&[1; 10]);
+    });
+    let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
+    let e = ops::query::namespaces(&sess).unwrap_err();
+    assert_eq!(e.status, Status::ERR_LOST_CONNECTION, "{e}");
+}
+
+#[test]
+fn an_oversized_announcement_is_refused() {
+    let t = welcomed(|mut s| {
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b);
+        let h = Header {
+            pindex: 0,
+            tag: 100,
+            nbytes: u32::MAX,
+        }
+        .encode();
+        let _ = s.write_all(&h);
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
+    let e = ops::query::namespaces(&sess).unwrap_err();
+    assert_eq!(e.status, Status::ERR_UNPACK_FAILURE, "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Random bytes as the handshake reply: a result, never a panic or hang.
+    #[test]
+    fn random_handshake_replies_are_handled(reply in proptest::collection::vec(any::<u8>(), 0..700)) {
+        let t = fake(move |mut s| {
+            read_connect_ack(&mut s);
+            let _ = s.write_all(&reply);
+        });
+        let _ = Connection::open(t, Duration::from_millis(500));
+    }
+
+    /// Random bytes as a query reply payload: a typed error, never a panic.
+    #[test]
+    fn random_reply_payloads_are_typed_errors(payload in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let p2 = payload.clone();
+        let t = welcomed(move |mut s| {
+            let mut h = [0u8; HEADER_LEN];
+            if s.read_exact(&mut h).is_err() { return; }
+            let n = Header::decode(&h).nbytes as usize;
+            let mut b = vec![0u8; n];
+            let _ = s.read_exact(&mut b);
+            let tag = Header::decode(&h).tag;
+            let _ = s.write_all(&Header { pindex: 0, tag, nbytes: p2.len() as u32 }.encode());
+            let _ = s.write_all(&p2);
+            std::thread::sleep(Duration::from_millis(50));
+        });
+        let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
+        // Either a (garbage-tolerant) answer or a typed error; reaching here is the point.
+        if let Err(e) = ops::query::namespaces(&sess) {
+            prop_assert!(!e.status.is_success());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    /// Unsolicited messages (events, forwarded output) from a hostile peer
+    /// decode to a value or a typed error, never a panic.
+    #[test]
+    fn random_notifications_and_output_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        for wire in pmix_tools::codec::WireVersion::all() {
+            let mut d = pmix_tools::codec::Decoder::new(&bytes, wire);
+            let _ = ops::events::decode_notification(&mut d);
+            let mut d = pmix_tools::codec::Decoder::new(&bytes, wire);
+            let _ = ops::iof::decode_iof(&mut d);
+        }
+    }
+}
