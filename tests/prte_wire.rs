@@ -63,7 +63,7 @@ fn connects_as_tool_by_every_discovery_route() {
             s.me()
         );
         assert_sees_itself(&s);
-        s.finalize().expect("finalize");
+        s.finalize_and_wait().expect("finalize");
     }
     assert!(
         dvm.logs().is_empty() || !dvm.logs().contains("segfault"),
@@ -119,7 +119,7 @@ fn two_process_job_output_and_exit_status() {
     )
     .unwrap();
     assert_eq!(ok.exit_status, 0);
-    s.finalize().unwrap();
+    s.finalize_and_wait().unwrap();
 }
 
 #[test]

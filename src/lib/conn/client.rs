@@ -238,6 +238,13 @@ impl Connection {
         }
     }
 
+    /// Send a request on a fresh tag without waiting for its reply (a reply
+    /// that does come is treated as unsolicited).
+    pub fn post(&self, payload: &[u8]) -> Result<()> {
+        let tag = self.alloc_tag();
+        self.send(tag, payload)
+    }
+
     /// Send a message on a fixed tag without waiting for a reply.
     pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
         let mut w = lock(&self.writer);

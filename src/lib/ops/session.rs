@@ -104,17 +104,23 @@ impl Session {
 
     /// Say goodbye and close.
     ///
-    /// The reply is awaited only briefly: a server that is slow to
-    /// acknowledge must not delay a tool's exit.
+    /// The goodbye is sent and the socket closed without waiting for the
+    /// server's acknowledgement: nothing a tool does depends on it, and a
+    /// server slow to answer must not delay the tool's exit. Use
+    /// [`Session::finalize_and_wait`] to see the server's answer.
     pub fn finalize(self) -> Result<()> {
         let enc = self.request(cmd::FINALIZE)?;
-        let r = self.conn.request(enc.bytes(), Duration::from_millis(200));
+        let r = self.conn.post(enc.bytes());
         self.conn.shutdown();
-        match r {
-            Ok(bytes) => read_status(&mut self.decoder(&bytes)),
-            Err(e) if e.status == Status::ERR_TIMEOUT => Ok(()),
-            Err(e) => Err(e),
-        }
+        r
+    }
+
+    /// Say goodbye, wait (briefly) for the server's answer, and close.
+    pub fn finalize_and_wait(self) -> Result<()> {
+        let enc = self.request(cmd::FINALIZE)?;
+        let r = self.conn.request(enc.bytes(), Duration::from_millis(500));
+        self.conn.shutdown();
+        r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
     }
 }
 
