@@ -79,7 +79,7 @@ fn two_process_job_output_and_exit_status() {
         uri: Some(dvm.full_uri()),
         ..Default::default()
     });
-    let script = "echo out-$PMIX_RANK; echo err-$PMIX_RANK >&2; exit $((PMIX_RANK*3))";
+    let script = "echo out-$PMIX_RANK; echo err-$PMIX_RANK >&2";
     let mut out: std::collections::BTreeMap<(u32, bool), String> = Default::default();
     let end = run_job(
         &s,
@@ -108,7 +108,7 @@ fn two_process_job_output_and_exit_status() {
             "1:true:err-1\n"
         ]
     );
-    assert_eq!(end.exit_status, 3, "first non-zero exit code: {end:?}");
+    assert_eq!(end.exit_status, 0, "{end:?}");
 
     let ok = run_job(
         &s,
@@ -119,6 +119,13 @@ fn two_process_job_output_and_exit_status() {
     )
     .unwrap();
     assert_eq!(ok.exit_status, 0);
+    // A non-zero exit makes PRRTE end the whole job; its code is reported.
+    // (Last: after a failed job PRRTE 3.0.14 sometimes refuses the next
+    // spawn with PMIX_ERROR — a DVM defect, seen on this machine.)
+    let failing = simple_app(&["/bin/sh", "-c", "exit $((PMIX_RANK*3))"], 2);
+    let end = run_job(&s, &[], &[failing], Some(Duration::from_secs(30)), |_| {}).unwrap();
+    assert_eq!(end.exit_status, 3, "first non-zero exit code: {end:?}");
+
     s.finalize_and_wait().unwrap();
 }
 
