@@ -1,29 +1,137 @@
-//! TEMPORARY minimal status table; replaced by the codec work item's full table at merge.
-#![allow(missing_docs)]
+//! PMIx status and event codes.
+//!
+//! [`Status`] wraps the `pmix_status_t` integer carried on the wire. A
+//! constant exists for every status/event code of OpenPMIx v5.0.11 and
+//! master (`pmix_common.h.in`), spelled as in the header minus the `PMIX_`
+//! prefix, plus the deprecated names from `pmix_deprecated.h` as aliases.
+
+use std::fmt;
+
+/// A PMIx status or event code (`pmix_status_t`).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize)]
 pub struct Status(pub i32);
+
+/// Declares the canonical status constants and the name table.
+macro_rules! status_table {
+    ($($name:ident = $val:expr,)*) => {
+        impl Status {
+            $(
+                #[doc = concat!("`PMIX_", stringify!($name), "` (", stringify!($val), ").")]
+                pub const $name: Status = Status($val);
+            )*
+        }
+        /// Canonical (name, code) pairs, in header order of value.
+        const CANONICAL: &[(&str, i32)] = &[$((concat!("PMIX_", stringify!($name)), $val),)*];
+    };
+}
+
+/// Declares deprecated alias constants and their name table.
+macro_rules! status_aliases {
+    ($($name:ident = $val:expr,)*) => {
+        impl Status {
+            $(
+                #[doc = concat!("Deprecated `PMIX_", stringify!($name), "` (", stringify!($val), ").")]
+                pub const $name: Status = Status($val);
+            )*
+        }
+        /// Deprecated (name, code) pairs whose names are not canonical.
+        const ALIASES: &[(&str, i32)] = &[$((concat!("PMIX_", stringify!($name)), $val),)*];
+    };
+}
+
+include!("status/table.rs");
+
 impl Status {
-    pub const SUCCESS: Status = Status(0);
-    pub const ERROR: Status = Status(-1);
-    pub const ERR_INIT: Status = Status(-31);
-    pub const ERR_TIMEOUT: Status = Status(-24);
-    pub const ERR_UNREACH: Status = Status(-25);
-    pub const ERR_LOST_CONNECTION: Status = Status(-61);
-    pub const ERR_BAD_PARAM: Status = Status(-27);
-    pub const ERR_NOT_FOUND: Status = Status(-46);
-    pub const ERR_NOT_SUPPORTED: Status = Status(-47);
-    pub const ERR_NO_PERMISSIONS: Status = Status(-23);
-    pub const ERR_UNPACK_FAILURE: Status = Status(-20);
-    pub const ERR_OUT_OF_RESOURCE: Status = Status(-29);
+    /// The header name of this code (`"PMIX_ERR_NOT_SUPPORTED"`); canonical
+    /// names win over deprecated ones; `"UNKNOWN"` for codes with no name.
     pub fn name(self) -> &'static str {
-        "PMIX_STATUS"
+        CANONICAL
+            .iter()
+            .chain(ALIASES.iter())
+            .find(|(_, v)| *v == self.0)
+            .map(|(n, _)| *n)
+            .unwrap_or("UNKNOWN")
     }
+
+    /// Looks a code up by name, with or without the `PMIX_` prefix,
+    /// case-insensitively; deprecated names are accepted too.
+    pub fn from_name(s: &str) -> Option<Status> {
+        let s = s.trim();
+        let bare = if s.len() >= 5 && s[..5].eq_ignore_ascii_case("PMIX_") {
+            &s[5..]
+        } else {
+            s
+        };
+        CANONICAL
+            .iter()
+            .chain(ALIASES.iter())
+            .find(|(n, _)| n[5..].eq_ignore_ascii_case(bare))
+            .map(|(_, v)| Status(*v))
+    }
+
+    /// True for `PMIX_SUCCESS` only.
     pub fn is_success(self) -> bool {
         self.0 == 0
     }
+
+    /// True when the code lies in the system-event range
+    /// (`PMIX_EVENT_SYS_OTHER..=PMIX_EVENT_SYS_BASE`).
+    pub fn is_system_event(self) -> bool {
+        (Self::EVENT_SYS_OTHER.0..=Self::EVENT_SYS_BASE.0).contains(&self.0)
+    }
 }
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            "UNKNOWN" => write!(f, "PMIX_STATUS({})", self.0),
+            n => f.write_str(n),
+        }
+    }
+}
+
+impl From<i32> for Status {
+    fn from(v: i32) -> Self {
+        Status(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(Status::ERR_NOT_SUPPORTED.0, -47);
+        assert_eq!(Status::ERR_NOT_SUPPORTED.name(), "PMIX_ERR_NOT_SUPPORTED");
+        assert_eq!(Status::EVENT_JOB_END.0, -145);
+        assert_eq!(Status::ERR_JOB_TERMINATED, Status::EVENT_JOB_END);
+        assert_eq!(Status(-145).name(), "PMIX_EVENT_JOB_END");
+        assert_eq!(Status::ALLOC_TIMEOUT_WARNING.0, -194);
+        assert_eq!(Status::ERR_INVALID_NAMESPACE.0, -44);
+        assert_eq!(Status(-44).name(), "PMIX_ERR_INVALID_NAMESPACE");
+        for (n, v) in CANONICAL {
+            assert_eq!(Status::from_name(n), Some(Status(*v)), "{n}");
+        }
+        assert_eq!(Status::from_name("err_timeout"), Some(Status::ERR_TIMEOUT));
+        assert_eq!(
+            Status::from_name("pmix_err_job_terminated"),
+            Some(Status(-145))
+        );
+        assert_eq!(Status::from_name("nonsense"), None);
+        assert_eq!(Status(-99999).name(), "UNKNOWN");
+        assert_eq!(Status(-99999).to_string(), "PMIX_STATUS(-99999)");
+        assert_eq!(Status::SUCCESS.to_string(), "PMIX_SUCCESS");
+        assert!(Status::SUCCESS.is_success());
+        assert!(!Status::ERROR.is_success());
+    }
+
+    #[test]
+    fn canonical_values_are_unique() {
+        for (i, (n, v)) in CANONICAL.iter().enumerate() {
+            for (m, w) in &CANONICAL[i + 1..] {
+                assert!(v != w || n == m, "{n} and {m} share {v}");
+            }
+        }
     }
 }

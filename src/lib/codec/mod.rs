@@ -1,1 +1,38 @@
-//! placeholder: filled in by the owning work item.
+//! The codec: a pure (no I/O) implementation of OpenPMIx's "modern" bfrops
+//! wire format for versions `v41`, `v51` and `v61`, in both buffer kinds
+//! (non-described and fully described).
+//!
+//! ```
+//! use pmix_tools::codec::{Decoder, Encoder, Info, WireVersion};
+//! let mut enc = Encoder::new(WireVersion::V41);
+//! enc.pack(&[Info::required("pmix.alloc.nnodes", 4u64)]).unwrap();
+//! let mut dec = Decoder::new(enc.bytes(), WireVersion::V41);
+//! let infos: Vec<Info> = dec.unpack(16).unwrap();
+//! assert_eq!(infos[0].value.as_u64(), Some(4));
+//! ```
+
+mod buffer;
+mod darray;
+mod display;
+pub mod flex;
+mod json;
+mod scalars;
+mod structs;
+mod types;
+mod value;
+
+pub use buffer::{Decoder, Encoder, Pack, Unpack, MAX_DEPTH};
+pub use darray::DataArray;
+pub use json::infos_as_map;
+pub use scalars::{
+    AllocDirective, ByteObject, Cmd, DataTypeTag, Int, IofChannel, JobState, NullableString,
+    Persist, Pid, ProcNspace, ProcState, Range, Rank, Scope, Size, Time, Uint,
+};
+pub use structs::{
+    AllocInheritance, App, Envar, Info, InfoFlags, PData, Proc, ProcInfo, Query, Timeval,
+};
+pub use types::{
+    dt, type_name, DataType, WireVersion, RANK_INVALID, RANK_LOCAL_NODE, RANK_LOCAL_PEERS,
+    RANK_UNDEF, RANK_VALID, RANK_WILDCARD,
+};
+pub use value::Value;

@@ -33,7 +33,7 @@ impl Event {
             return Some(&p.nspace);
         }
         match self.get(keys::EVENT_AFFECTED_PROCS) {
-            Some(Value::DataArray(a)) => a.procs().and_then(|p| p.first()).map(|p| p.nspace.as_str()),
+            Some(Value::DataArray(a)) => a.as_procs().and_then(|p| p.first()).map(|p| p.nspace.as_str()),
             _ => None,
         }
     }

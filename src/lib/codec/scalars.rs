@@ -1,0 +1,333 @@
+//! Pack / Unpack for the primitive types and the typed newtypes that tell
+//! apart wire types sharing a Rust representation.
+
+use super::buffer::{Decoder, Encoder, Pack, Unpack};
+use super::types::{dt, DataType};
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+/// Implements Pack + Unpack for a type with a fixed per-item encoding.
+macro_rules! wire {
+    ($ty:ty, $dt:expr, |$e:ident, $v:ident| $pack:expr, |$d:ident| $unpack:expr) => {
+        impl Pack for $ty {
+            const DT: DataType = $dt;
+            fn pack_body(&self, $e: &mut Encoder) -> Result<()> {
+                let $v = self;
+                $pack;
+                Ok(())
+            }
+        }
+        impl Unpack for $ty {
+            const DT: DataType = $dt;
+            fn unpack_body($d: &mut Decoder) -> Result<Self> {
+                $unpack
+            }
+        }
+    };
+}
+
+/// Declares a documented single-field newtype.
+macro_rules! newtype {
+    ($(#[$m:meta])* $name:ident($inner:ty)) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+        pub struct $name(pub $inner);
+    };
+}
+
+newtype!(
+    /// `PMIX_SIZE` (`size_t`, flex encoded).
+    Size(u64)
+);
+newtype!(
+    /// `PMIX_PID` (`pid_t`; a `UINT32` type tag per pack call, then flex).
+    Pid(u32)
+);
+newtype!(
+    /// `PMIX_INT` (C `int`, packed as a flex `INT32`).
+    Int(i32)
+);
+newtype!(
+    /// `PMIX_UINT` (C `unsigned int`, packed as a flex `INT32` like `INT`).
+    Uint(u32)
+);
+newtype!(
+    /// `PMIX_PROC_RANK` (flex `UINT32`).
+    Rank(u32)
+);
+newtype!(
+    /// `PMIX_COMMAND` (one byte).
+    Cmd(u8)
+);
+newtype!(
+    /// `PMIX_DATA_TYPE` as a payload (flex `UINT16`, any value).
+    DataTypeTag(u16)
+);
+newtype!(
+    /// `PMIX_PROC_STATE` (one byte).
+    ProcState(u8)
+);
+newtype!(
+    /// `PMIX_JOB_STATE` (one byte).
+    JobState(u8)
+);
+newtype!(
+    /// `PMIX_ALLOC_DIRECTIVE` (one byte).
+    AllocDirective(u8)
+);
+newtype!(
+    /// `PMIX_IOF_CHANNEL` (flex `UINT16` bit mask).
+    IofChannel(u16)
+);
+newtype!(
+    /// `PMIX_TIME` (`time_t`, packed as flex `UINT64`).
+    Time(u64)
+);
+newtype!(
+    /// `PMIX_PERSIST` (one byte).
+    Persist(u8)
+);
+newtype!(
+    /// `PMIX_SCOPE` (one byte).
+    Scope(u8)
+);
+newtype!(
+    /// `PMIX_DATA_RANGE` (one byte).
+    Range(u8)
+);
+
+/// `PMIX_BYTE_OBJECT`: size then bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ByteObject(pub Vec<u8>);
+
+/// `PMIX_PROC_NSPACE`: a namespace name, packed as a string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ProcNspace(pub String);
+
+/// `PMIX_STRING` that may be the NULL string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct NullableString(pub Option<String>);
+
+/// Formats like C's `"%f"` (what bfrops sends for FLOAT and DOUBLE).
+pub(crate) fn c_fixed6(v: f64) -> String {
+    if v.is_nan() {
+        if v.is_sign_negative() { "-nan" } else { "nan" }.to_string()
+    } else if v.is_infinite() {
+        if v < 0.0 { "-inf" } else { "inf" }.to_string()
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// Parses the string form of a FLOAT / DOUBLE.
+pub(crate) fn parse_c_float(s: Option<String>) -> Result<f64> {
+    let s = s.unwrap_or_default();
+    let t = s.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    match t.to_ascii_lowercase().as_str() {
+        "nan" => return Ok(f64::NAN),
+        "-nan" => return Ok(-f64::NAN),
+        _ => {}
+    }
+    t.parse::<f64>().map_err(|_| {
+        Error::new(
+            Status::ERR_UNPACK_FAILURE,
+            format!("floating point text {s:?} does not parse"),
+        )
+    })
+}
+
+/// Writes `PMIX_PID`s as one `PACK_TYPE` call: a `UINT32` tag, then values.
+pub(crate) fn pack_pids(enc: &mut Encoder, pids: &[u32]) -> Result<()> {
+    enc.put_type(dt::UINT32)?;
+    pids.iter().for_each(|p| enc.put_u32(*p));
+    Ok(())
+}
+
+/// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values.
+pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
+    let t = dec.get_type()?;
+    let mut v = Vec::with_capacity(n.min(dec.remaining()));
+    for _ in 0..n {
+        let x: i128 = match t {
+            dt::UINT8 | dt::BYTE => i128::from(dec.get_u8()?),
+            dt::INT8 => i128::from(dec.get_u8()? as i8),
+            dt::UINT16 => i128::from(dec.get_u16()?),
+            dt::INT16 => i128::from(dec.get_i16()?),
+            dt::UINT32 => i128::from(dec.get_u32()?),
+            dt::INT32 => i128::from(dec.get_i32()?),
+            dt::UINT64 => i128::from(dec.get_u64()?),
+            dt::INT64 => i128::from(dec.get_i64()?),
+            other => {
+                return Err(Error::new(
+                    Status::ERR_UNPACK_FAILURE,
+                    format!("pid packed as non-integer type {other}"),
+                ))
+            }
+        };
+        let p = u32::try_from(x)
+            .map_err(|_| Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range")))?;
+        v.push(p);
+    }
+    Ok(v)
+}
+
+wire!(bool, dt::BOOL, |e, v| e.put_u8(u8::from(*v)), |d| Ok(d
+    .get_u8()?
+    != 0));
+wire!(u8, dt::BYTE, |e, v| e.put_u8(*v), |d| d.get_u8());
+wire!(i8, dt::INT8, |e, v| e.put_u8(*v as u8), |d| Ok(
+    d.get_u8()? as i8
+));
+wire!(u16, dt::UINT16, |e, v| e.put_u16(*v), |d| d.get_u16());
+wire!(i16, dt::INT16, |e, v| e.put_i16(*v), |d| d.get_i16());
+wire!(u32, dt::UINT32, |e, v| e.put_u32(*v), |d| d.get_u32());
+wire!(i32, dt::INT32, |e, v| e.put_i32(*v), |d| d.get_i32());
+wire!(u64, dt::UINT64, |e, v| e.put_u64(*v), |d| d.get_u64());
+wire!(i64, dt::INT64, |e, v| e.put_i64(*v), |d| d.get_i64());
+wire!(
+    f32,
+    dt::FLOAT,
+    |e, v| e.put_string(Some(&c_fixed6(f64::from(*v))))?,
+    |d| Ok(parse_c_float(d.get_string()?)? as f32)
+);
+wire!(
+    f64,
+    dt::DOUBLE,
+    |e, v| e.put_string(Some(&c_fixed6(*v)))?,
+    |d| parse_c_float(d.get_string()?)
+);
+wire!(String, dt::STRING, |e, v| e.put_string(Some(v))?, |d| Ok(d
+    .get_string()?
+    .unwrap_or_default()));
+wire!(
+    NullableString,
+    dt::STRING,
+    |e, v| e.put_string(v.0.as_deref())?,
+    |d| Ok(NullableString(d.get_string()?))
+);
+wire!(Status, dt::STATUS, |e, v| e.put_i32(v.0), |d| Ok(Status(
+    d.get_i32()?
+)));
+wire!(Size, dt::SIZE, |e, v| e.put_u64(v.0), |d| Ok(Size(
+    d.get_u64()?
+)));
+wire!(Int, dt::INT, |e, v| e.put_i32(v.0), |d| Ok(Int(
+    d.get_i32()?
+)));
+wire!(Uint, dt::UINT, |e, v| e.put_i32(v.0 as i32), |d| Ok(Uint(
+    d.get_i32()? as u32
+)));
+wire!(Rank, dt::PROC_RANK, |e, v| e.put_u32(v.0), |d| Ok(Rank(
+    d.get_u32()?
+)));
+wire!(Cmd, dt::COMMAND, |e, v| e.put_u8(v.0), |d| Ok(Cmd(
+    d.get_u8()?
+)));
+wire!(DataTypeTag, dt::DATA_TYPE, |e, v| e.put_u16(v.0), |d| Ok(
+    DataTypeTag(d.get_u16()?)
+));
+wire!(ProcState, dt::PROC_STATE, |e, v| e.put_u8(v.0), |d| Ok(
+    ProcState(d.get_u8()?)
+));
+wire!(JobState, dt::JOB_STATE, |e, v| e.put_u8(v.0), |d| Ok(
+    JobState(d.get_u8()?)
+));
+wire!(
+    AllocDirective,
+    dt::ALLOC_DIRECTIVE,
+    |e, v| e.put_u8(v.0),
+    |d| Ok(AllocDirective(d.get_u8()?))
+);
+wire!(IofChannel, dt::IOF_CHANNEL, |e, v| e.put_u16(v.0), |d| Ok(
+    IofChannel(d.get_u16()?)
+));
+wire!(Time, dt::TIME, |e, v| e.put_u64(v.0), |d| Ok(Time(
+    d.get_u64()?
+)));
+wire!(Persist, dt::PERSIST, |e, v| e.put_u8(v.0), |d| Ok(Persist(
+    d.get_u8()?
+)));
+wire!(Scope, dt::SCOPE, |e, v| e.put_u8(v.0), |d| Ok(Scope(
+    d.get_u8()?
+)));
+wire!(Range, dt::DATA_RANGE, |e, v| e.put_u8(v.0), |d| Ok(Range(
+    d.get_u8()?
+)));
+wire!(ByteObject, dt::BYTE_OBJECT, |e, v| e.put_bytes(&v.0), |d| {
+    Ok(ByteObject(d.get_bytes()?))
+});
+wire!(
+    ProcNspace,
+    dt::PROC_NSPACE,
+    |e, v| e.put_string(Some(&v.0))?,
+    |d| Ok(ProcNspace(d.get_string()?.unwrap_or_default()))
+);
+
+impl Pack for &str {
+    const DT: DataType = dt::STRING;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_string(Some(self))
+    }
+}
+
+impl Pack for Pid {
+    const DT: DataType = dt::PID;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        pack_pids(enc, &[self.0])
+    }
+    fn pack_slice(items: &[Self], enc: &mut Encoder) -> Result<()> {
+        let v: Vec<u32> = items.iter().map(|p| p.0).collect();
+        pack_pids(enc, &v)
+    }
+}
+
+impl Unpack for Pid {
+    const DT: DataType = dt::PID;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        Ok(Pid(unpack_pids(dec, 1)?
+            .into_iter()
+            .next()
+            .unwrap_or_default()))
+    }
+    fn unpack_many(dec: &mut Decoder, n: usize) -> Result<Vec<Self>> {
+        Ok(unpack_pids(dec, n)?.into_iter().map(Pid).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::WireVersion;
+
+    #[test]
+    fn string_encodings() {
+        let mut e = Encoder::new(WireVersion::V41);
+        e.put_string(Some("hi")).unwrap();
+        e.put_string(Some("")).unwrap();
+        e.put_string(None).unwrap();
+        assert_eq!(e.bytes(), [0x06, b'h', b'i', 0, 0x02, 0, 0x00]);
+        let mut d = Decoder::new(e.bytes(), WireVersion::V41);
+        assert_eq!(d.get_string().unwrap().as_deref(), Some("hi"));
+        assert_eq!(d.get_string().unwrap().as_deref(), Some(""));
+        assert_eq!(d.get_string().unwrap(), None);
+        assert!(d.is_empty());
+        assert!(e.put_string(Some("a\0b")).is_err());
+    }
+
+    #[test]
+    fn c_float_text() {
+        assert_eq!(c_fixed6(1.5), "1.500000");
+        assert_eq!(c_fixed6(-0.25), "-0.250000");
+        assert_eq!(c_fixed6(f64::INFINITY), "inf");
+        assert_eq!(parse_c_float(Some("3.250000".into())).unwrap(), 3.25);
+        assert!(parse_c_float(Some("x".into())).is_err());
+    }
+
+    #[test]
+    fn pid_tag_once_per_call() {
+        let mut e = Encoder::new(WireVersion::V41);
+        e.pack(&[Pid(0), Pid(12345)]).unwrap();
+        assert_eq!(e.bytes(), [0x04, 0x0e, 0x00, 0xb9, 0x60]);
+    }
+}

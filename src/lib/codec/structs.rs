@@ -1,0 +1,503 @@
+//! The composite wire structures: proc, info, app, query, envar, timeval,
+//! proc info, pdata, and the allocation-inheritance enum.
+
+use super::buffer::{Decoder, Encoder, Pack, Unpack};
+use super::scalars::{pack_pids, unpack_pids};
+use super::types::{dt, DataType, RANK_UNDEF};
+use super::value::Value;
+use crate::error::Result;
+
+/// A process identifier (`pmix_proc_t`): namespace and rank.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Proc {
+    /// Namespace (at most `PMIX_MAX_NSLEN` bytes on a C peer).
+    pub nspace: String,
+    /// Rank, or one of the `RANK_*` sentinels.
+    pub rank: u32,
+}
+
+impl Proc {
+    /// Builds a proc.
+    pub fn new(nspace: impl Into<String>, rank: u32) -> Self {
+        Proc {
+            nspace: nspace.into(),
+            rank,
+        }
+    }
+}
+
+impl Default for Proc {
+    fn default() -> Self {
+        Proc::new("", RANK_UNDEF)
+    }
+}
+
+impl Pack for Proc {
+    const DT: DataType = dt::PROC;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_string(Some(&self.nspace))?;
+        enc.put_u32(self.rank);
+        Ok(())
+    }
+}
+
+impl Unpack for Proc {
+    const DT: DataType = dt::PROC;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let nspace = dec.get_string()?.unwrap_or_default();
+        let rank = dec.get_u32()?;
+        Ok(Proc { nspace, rank })
+    }
+}
+
+/// Info directive flags (`pmix_info_directives_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct InfoFlags(pub u32);
+
+impl InfoFlags {
+    /// No flags.
+    pub const NONE: InfoFlags = InfoFlags(0);
+    /// `PMIX_INFO_REQD`: the receiver must honour the attribute.
+    pub const REQD: InfoFlags = InfoFlags(0x0000_0001);
+    /// `PMIX_INFO_ARRAY_END`: marks the last element of an info array.
+    pub const ARRAY_END: InfoFlags = InfoFlags(0x0000_0002);
+    /// `PMIX_INFO_REQD_PROCESSED`: a required attribute was processed.
+    pub const REQD_PROCESSED: InfoFlags = InfoFlags(0x0000_0004);
+    /// `PMIX_INFO_QUALIFIER`: qualifies the primary value.
+    pub const QUALIFIER: InfoFlags = InfoFlags(0x0000_0008);
+    /// `PMIX_INFO_PERSISTENT`: do not release the included value.
+    pub const PERSISTENT: InfoFlags = InfoFlags(0x0000_0010);
+    /// `PMIX_INFO_DIR_RESERVED`: bits reserved for host environments.
+    pub const DIR_RESERVED: InfoFlags = InfoFlags(0xffff_0000);
+
+    /// Whether every bit of `other` is set.
+    pub fn contains(self, other: InfoFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Union of both flag sets.
+    pub fn with(self, other: InfoFlags) -> InfoFlags {
+        InfoFlags(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOr for InfoFlags {
+    type Output = InfoFlags;
+    fn bitor(self, rhs: InfoFlags) -> InfoFlags {
+        self.with(rhs)
+    }
+}
+
+impl Pack for InfoFlags {
+    const DT: DataType = dt::INFO_DIRECTIVES;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_u32(self.0);
+        Ok(())
+    }
+}
+
+impl Unpack for InfoFlags {
+    const DT: DataType = dt::INFO_DIRECTIVES;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        Ok(InfoFlags(dec.get_u32()?))
+    }
+}
+
+/// A key / value attribute with directive flags (`pmix_info_t`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    /// The attribute key (at most `PMIX_MAX_KEYLEN` bytes on a C peer).
+    pub key: String,
+    /// Directive flags.
+    pub flags: InfoFlags,
+    /// The value.
+    pub value: Value,
+}
+
+impl Info {
+    /// An info with no flags.
+    pub fn new(key: impl Into<String>, value: impl Into<Value>) -> Self {
+        Info {
+            key: key.into(),
+            flags: InfoFlags::NONE,
+            value: value.into(),
+        }
+    }
+
+    /// An info marked `PMIX_INFO_REQD`.
+    pub fn required(key: impl Into<String>, value: impl Into<Value>) -> Self {
+        Info {
+            flags: InfoFlags::REQD,
+            ..Info::new(key, value)
+        }
+    }
+
+    /// Whether `PMIX_INFO_REQD` is set.
+    pub fn is_required(&self) -> bool {
+        self.flags.contains(InfoFlags::REQD)
+    }
+}
+
+impl Pack for Info {
+    const DT: DataType = dt::INFO;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_string(Some(&self.key))?;
+        enc.put_u32(self.flags.0);
+        self.value.pack_body(enc)
+    }
+}
+
+impl Unpack for Info {
+    const DT: DataType = dt::INFO;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let key = dec.get_string()?.unwrap_or_default();
+        let flags = InfoFlags(dec.get_u32()?);
+        let value = Value::unpack_body(dec)?;
+        Ok(Info { key, flags, value })
+    }
+}
+
+/// An application to spawn (`pmix_app_t`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct App {
+    /// Executable.
+    pub cmd: String,
+    /// Argument vector (argv\[0\] included).
+    pub argv: Vec<String>,
+    /// Environment entries `NAME=value`.
+    pub env: Vec<String>,
+    /// Working directory, if any.
+    pub cwd: Option<String>,
+    /// Number of processes.
+    pub maxprocs: i32,
+    /// Per-app attributes.
+    pub info: Vec<Info>,
+}
+
+/// Reads a string-array element (NULL reads as empty).
+fn get_str(dec: &mut Decoder) -> Result<String> {
+    Ok(dec.get_string()?.unwrap_or_default())
+}
+
+/// Reads `n` infos.
+fn get_infos(dec: &mut Decoder, n: usize) -> Result<Vec<Info>> {
+    Info::unpack_many(dec, n)
+}
+
+impl Pack for App {
+    const DT: DataType = dt::APP;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_string(Some(&self.cmd))?;
+        // argc goes out as PMIX_INT, envc as PMIX_INT32: both flex int32
+        enc.put_i32(i32::try_from(self.argv.len()).unwrap_or(i32::MAX));
+        for a in &self.argv {
+            enc.put_string(Some(a))?;
+        }
+        enc.put_i32(i32::try_from(self.env.len()).unwrap_or(i32::MAX));
+        for e in &self.env {
+            enc.put_string(Some(e))?;
+        }
+        enc.put_string(self.cwd.as_deref())?;
+        enc.put_i32(self.maxprocs);
+        enc.put_len(self.info.len());
+        Info::pack_slice(&self.info, enc)
+    }
+}
+
+impl Unpack for App {
+    const DT: DataType = dt::APP;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let cmd = get_str(dec)?;
+        let argc = dec.get_i32()?;
+        let argc = dec.count(i64::from(argc), "argv count")?;
+        let mut argv = Vec::with_capacity(argc);
+        for _ in 0..argc {
+            argv.push(get_str(dec)?);
+        }
+        let envc = dec.get_i32()?;
+        let envc = dec.count(i64::from(envc), "env count")?;
+        let mut env = Vec::with_capacity(envc);
+        for _ in 0..envc {
+            env.push(get_str(dec)?);
+        }
+        let cwd = dec.get_string()?;
+        let maxprocs = dec.get_i32()?;
+        let ninfo = dec.get_len("app info count")?;
+        let info = get_infos(dec, ninfo)?;
+        Ok(App {
+            cmd,
+            argv,
+            env,
+            cwd,
+            maxprocs,
+            info,
+        })
+    }
+}
+
+/// A query (`pmix_query_t`): keys plus qualifiers.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Query {
+    /// The keys asked for.
+    pub keys: Vec<String>,
+    /// Qualifiers narrowing the query.
+    pub qualifiers: Vec<Info>,
+}
+
+impl Pack for Query {
+    const DT: DataType = dt::QUERY;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_i32(i32::try_from(self.keys.len()).unwrap_or(i32::MAX));
+        for k in &self.keys {
+            enc.put_string(Some(k))?;
+        }
+        enc.put_len(self.qualifiers.len());
+        Info::pack_slice(&self.qualifiers, enc)
+    }
+}
+
+impl Unpack for Query {
+    const DT: DataType = dt::QUERY;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let n = dec.get_i32()?;
+        let n = dec.count(i64::from(n), "query key count")?;
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(get_str(dec)?);
+        }
+        let nq = dec.get_len("query qualifier count")?;
+        let qualifiers = get_infos(dec, nq)?;
+        Ok(Query { keys, qualifiers })
+    }
+}
+
+/// An environment-variable directive (`pmix_envar_t`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Envar {
+    /// Variable name.
+    pub name: String,
+    /// Value.
+    pub value: String,
+    /// Separator used when prepending / appending (e.g. `b':'`).
+    pub separator: u8,
+}
+
+impl Pack for Envar {
+    const DT: DataType = dt::ENVAR;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_string(Some(&self.name))?;
+        enc.put_string(Some(&self.value))?;
+        enc.put_u8(self.separator);
+        Ok(())
+    }
+}
+
+impl Unpack for Envar {
+    const DT: DataType = dt::ENVAR;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        Ok(Envar {
+            name: get_str(dec)?,
+            value: get_str(dec)?,
+            separator: dec.get_u8()?,
+        })
+    }
+}
+
+/// A `struct timeval` (packed as two flex `INT64`s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Timeval {
+    /// Seconds.
+    pub sec: i64,
+    /// Microseconds.
+    pub usec: i64,
+}
+
+impl Pack for Timeval {
+    const DT: DataType = dt::TIMEVAL;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_i64(self.sec);
+        enc.put_i64(self.usec);
+        Ok(())
+    }
+}
+
+impl Unpack for Timeval {
+    const DT: DataType = dt::TIMEVAL;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        Ok(Timeval {
+            sec: dec.get_i64()?,
+            usec: dec.get_i64()?,
+        })
+    }
+}
+
+/// Process information (`pmix_proc_info_t`; the exit code is not sent).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ProcInfo {
+    /// The process.
+    pub proc: Proc,
+    /// Host it runs on.
+    pub hostname: Option<String>,
+    /// Executable name.
+    pub executable_name: Option<String>,
+    /// OS pid.
+    pub pid: u32,
+    /// `pmix_proc_state_t`.
+    pub state: u8,
+}
+
+impl Pack for ProcInfo {
+    const DT: DataType = dt::PROC_INFO;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        self.proc.pack_body(enc)?;
+        enc.put_string(self.hostname.as_deref())?;
+        enc.put_string(self.executable_name.as_deref())?;
+        pack_pids(enc, &[self.pid])?;
+        enc.put_u8(self.state);
+        Ok(())
+    }
+}
+
+impl Unpack for ProcInfo {
+    const DT: DataType = dt::PROC_INFO;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let proc = Proc::unpack_body(dec)?;
+        let hostname = dec.get_string()?;
+        let executable_name = dec.get_string()?;
+        let pid = unpack_pids(dec, 1)?.into_iter().next().unwrap_or_default();
+        let state = dec.get_u8()?;
+        Ok(ProcInfo {
+            proc,
+            hostname,
+            executable_name,
+            pid,
+            state,
+        })
+    }
+}
+
+/// Published data (`pmix_pdata_t`): owner, key, value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PData {
+    /// Publishing process.
+    pub proc: Proc,
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: Value,
+}
+
+impl Pack for PData {
+    const DT: DataType = dt::PDATA;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        self.proc.pack_body(enc)?;
+        enc.put_string(Some(&self.key))?;
+        self.value.pack_body(enc)
+    }
+}
+
+impl Unpack for PData {
+    const DT: DataType = dt::PDATA;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        let proc = Proc::unpack_body(dec)?;
+        let key = get_str(dec)?;
+        let value = Value::unpack_body(dec)?;
+        Ok(PData { proc, key, value })
+    }
+}
+
+/// Allocation inheritance rule (`pmix_alloc_inheritance_t`, type 75, one
+/// byte on the wire; v61 only). Unknown values are kept as-is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AllocInheritance(pub u8);
+
+impl AllocInheritance {
+    /// `PMIX_ALLOC_INHERIT_NONE`: released when the requester ends.
+    pub const NONE: AllocInheritance = AllocInheritance(1);
+    /// `PMIX_ALLOC_INHERIT_CHILD`: lives until all children end.
+    pub const CHILD: AllocInheritance = AllocInheritance(2);
+    /// `PMIX_ALLOC_INHERIT_DEFAULT`: becomes unreserved when the requester ends.
+    pub const DEFAULT: AllocInheritance = AllocInheritance(3);
+    /// `PMIX_ALLOC_INHERIT_CHILD_DEFAULT`: unreserved once requester and children end.
+    pub const CHILD_DEFAULT: AllocInheritance = AllocInheritance(4);
+
+    /// The converter word: `"NONE"`, `"CHILD"`, `"DEFAULT"`,
+    /// `"CHILD_DEFAULT"`, or `"UNSPECIFIED"` for any other value.
+    pub fn as_str(self) -> &'static str {
+        match self.0 {
+            1 => "NONE",
+            2 => "CHILD",
+            3 => "DEFAULT",
+            4 => "CHILD_DEFAULT",
+            _ => "UNSPECIFIED",
+        }
+    }
+
+    /// Parses a word: case-insensitive, `-` and `_` interchangeable, with or
+    /// without the `PMIX_ALLOC_INHERIT_` prefix, or a number 1..=4.
+    pub fn from_word(s: &str) -> Option<AllocInheritance> {
+        let w = s.trim().to_ascii_uppercase().replace('-', "_");
+        let w = w.strip_prefix("PMIX_ALLOC_INHERIT_").unwrap_or(&w);
+        match w {
+            "NONE" | "1" => Some(Self::NONE),
+            "CHILD" | "2" => Some(Self::CHILD),
+            "DEFAULT" | "3" => Some(Self::DEFAULT),
+            "CHILD_DEFAULT" | "4" => Some(Self::CHILD_DEFAULT),
+            _ => None,
+        }
+    }
+
+    /// Whether the value is one of the four defined rules.
+    pub fn is_known(self) -> bool {
+        (1..=4).contains(&self.0)
+    }
+}
+
+impl Pack for AllocInheritance {
+    const DT: DataType = dt::ALLOC_INHERIT;
+    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        enc.put_u8(self.0);
+        Ok(())
+    }
+}
+
+impl Unpack for AllocInheritance {
+    const DT: DataType = dt::ALLOC_INHERIT;
+    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
+        Ok(AllocInheritance(dec.get_u8()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inheritance_words() {
+        assert_eq!(AllocInheritance::NONE.as_str(), "NONE");
+        assert_eq!(AllocInheritance::CHILD.as_str(), "CHILD");
+        assert_eq!(AllocInheritance::DEFAULT.as_str(), "DEFAULT");
+        assert_eq!(AllocInheritance::CHILD_DEFAULT.as_str(), "CHILD_DEFAULT");
+        for v in [0u8, 5, 42, 255] {
+            assert_eq!(AllocInheritance(v).as_str(), "UNSPECIFIED");
+        }
+        assert_eq!(
+            AllocInheritance::from_word("child-default"),
+            Some(AllocInheritance(4))
+        );
+        assert_eq!(
+            AllocInheritance::from_word("CHILD_DEFAULT"),
+            Some(AllocInheritance(4))
+        );
+        assert_eq!(
+            AllocInheritance::from_word("pmix_alloc_inherit_none"),
+            Some(AllocInheritance(1))
+        );
+        assert_eq!(
+            AllocInheritance::from_word("child"),
+            Some(AllocInheritance(2))
+        );
+        assert_eq!(AllocInheritance::from_word("sometimes"), None);
+        assert_eq!(AllocInheritance(200).0, 200);
+    }
+}
