@@ -1,0 +1,408 @@
+//! Allocation requests: the decision table (§8.2.1.5), NEW/EXTEND/RELEASE/
+//! REQ_CANCEL, and the error table (§8.2.1.8).
+//!
+//! Every request is fully validated — including the scheduler's own checks via
+//! [`Scheduler::check`] — before any state changes, so a rejection has no
+//! partial effect and costs the scheduler nothing (not even an allocation id).
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::sched::{NodeAsk, SchedError, SchedRequest, Scheduler, Submit};
+
+use super::error::{DvmError, Rule};
+use super::model::{Dvm, QueuedExtend, ResStage, Reservation};
+use super::types::{
+    directive, AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Inheritance,
+    Requester, RequesterClass,
+};
+
+/// An allocation request as the server hands it to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocRequest {
+    /// Who asks.
+    pub requester: Requester,
+    /// `pmix_alloc_directive_t` (1..=5).
+    pub directive: u8,
+    /// Decoded attributes.
+    pub attrs: AllocAttrs,
+}
+
+fn sched_err(e: SchedError) -> DvmError {
+    match e {
+        SchedError::UnknownNode => DvmError::BadParam(Rule::UnknownNode),
+        SchedError::DuplicateNode => DvmError::BadParam(Rule::DuplicateNode),
+        SchedError::TooMany => DvmError::OutOfResource(Rule::TooManyNodes),
+        SchedError::ZeroTime => DvmError::BadParam(Rule::ZeroTime),
+        SchedError::StillQueued => DvmError::ResourceBusy(Rule::ExtendQueued),
+        SchedError::NoSuchAllocation => DvmError::NotFound(Rule::ExtendNotFound),
+        SchedError::NothingQueued => DvmError::NotFound(Rule::CancelNotFound),
+        SchedError::NotInAllocation => DvmError::BadParam(Rule::ReleaseBadPart),
+    }
+}
+
+impl Dvm {
+    /// Answers an allocation request. On `Err` nothing changed anywhere.
+    pub fn allocate(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let a = &req.attrs;
+        if !(directive::NEW..=directive::REQ_CANCEL).contains(&req.directive) {
+            return Err(DvmError::BadParam(Rule::BadDirective));
+        }
+        // §8.2.1.8 row 1 (TARGET is unknown to a compat DVM: ignored there).
+        if !self.cfg.compat
+            && req.requester.class == RequesterClass::Application
+            && a.target.is_some()
+        {
+            return Err(DvmError::NoPermissions(Rule::AppTarget));
+        }
+        match req.directive {
+            directive::NEW => self.alloc_new(req, sched, now),
+            directive::EXTEND => self.alloc_extend(req, sched, now),
+            directive::RELEASE => self.alloc_release(req, sched, now),
+            directive::REAQUIRE => Err(DvmError::NotSupported(Rule::ReacquireNotSupported)),
+            _ => self.alloc_cancel(req, sched, now),
+        }
+    }
+
+    /// The namespace a tool acts for (its TARGET), outside compat mode.
+    fn acting_for<'a>(&self, req: &'a AllocRequest) -> Option<&'a str> {
+        if self.cfg.compat || req.requester.class == RequesterClass::Application {
+            return None;
+        }
+        req.attrs.target.as_deref()
+    }
+
+    fn parse_inherit(&self, a: &AllocAttrs) -> Result<Option<Inheritance>, DvmError> {
+        let Some(v) = a.inherit else {
+            return Ok(None);
+        };
+        if self.cfg.compat {
+            // §8.2.1.10: only the default disposition exists; asking for it
+            // explicitly is harmless, anything else is refused.
+            return if v == Inheritance::Default as u8 {
+                Ok(Some(Inheritance::Default))
+            } else {
+                Err(DvmError::NotSupported(Rule::InheritNotSupported))
+            };
+        }
+        Inheritance::from_u8(v)
+            .map(Some)
+            .ok_or(DvmError::BadParam(Rule::InheritInvalid))
+    }
+
+    fn sched_request(&self, a: &AllocAttrs) -> Result<SchedRequest, DvmError> {
+        let ask = match (&a.node_list, a.num_nodes) {
+            (Some(list), n) => {
+                if n.is_some_and(|n| n as usize != list.len()) {
+                    return Err(DvmError::BadParam(Rule::CountListMismatch));
+                }
+                if list.is_empty() {
+                    NodeAsk::Nothing
+                } else {
+                    NodeAsk::List(list.clone())
+                }
+            }
+            (None, Some(n)) if n > 0 => NodeAsk::Count(n),
+            _ => NodeAsk::Nothing,
+        };
+        Ok(SchedRequest {
+            ask,
+            exclude: a.exclude.clone().unwrap_or_default(),
+            time_secs: a.time_secs,
+            // §8.2.1.10: a compat DVM never forwards WARN_TIMEOUT.
+            warn_secs: if self.cfg.compat { None } else { a.warn_timeout },
+        })
+    }
+
+    fn alloc_new(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let a = &req.attrs;
+        let inherit = self.parse_inherit(a)?;
+        let sreq = self.sched_request(a)?;
+        if sreq.ask == NodeAsk::Nothing {
+            return Err(DvmError::BadParam(Rule::NoNodes));
+        }
+        sched.check(&sreq).map_err(sched_err)?;
+
+        // Decision table (§8.2.1.5): TARGET names the owner for tools;
+        // SHARE=true routes nodes to the default session.
+        let owner_ns = match (&a.target, self.cfg.compat) {
+            (Some(t), false) => t.clone(),
+            _ => req.requester.nspace.clone(),
+        };
+        let share = !self.cfg.compat && a.share == Some(true);
+
+        let (id, submit) = sched.submit_new(&sreq, now).map_err(sched_err)?;
+        self.ensure_requester(&req.requester);
+        let owner = self.gen.ensure(&owner_ns);
+        let owners = vec![owner_ns.clone()];
+        let r = Reservation {
+            id: id.clone(),
+            seq: self.next_seq,
+            req_id: a.req_id.clone(),
+            owner,
+            owner_lookup: owners.iter().cloned().collect::<HashSet<_>>(),
+            owners,
+            inherit: inherit.unwrap_or(Inheritance::Default),
+            inherit_given: inherit.is_some(),
+            share,
+            nodes: Vec::new(),
+            requester: (req.requester.nspace.clone(), req.requester.rank),
+            stage: ResStage::Queued,
+            queued_extends: VecDeque::new(),
+        };
+        self.next_seq += 1;
+        self.res.insert(id.clone(), r);
+        if let Some(q) = &a.req_id {
+            self.by_req.entry(q.clone()).or_default().push(id.clone());
+        }
+        self.gen.at_mut(owner).owned.push(id.clone());
+
+        let mut fx = Vec::new();
+        let status = match submit {
+            Submit::Granted(nodes) => {
+                if let Some(r) = self.res.get_mut(&id) {
+                    r.stage = ResStage::Active;
+                }
+                self.place_nodes(&id, &nodes, sched, &mut fx);
+                AllocStatus::Granted { nodes }
+            }
+            Submit::Queued => AllocStatus::Queued,
+        };
+        // An owning namespace that already ended (e.g. a TARGET that has
+        // finished) gets its disposition applied at once.
+        if self.gen.at(owner).ended {
+            let mut more = self.settle_owner(owner, true, sched, now);
+            fx.append(&mut more);
+        }
+        Ok(AllocOutcome {
+            alloc_id: id,
+            req_id: a.req_id.clone(),
+            status,
+            effects: fx,
+        })
+    }
+
+    fn alloc_extend(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let a = &req.attrs;
+        let inherit = self.parse_inherit(a)?;
+        let sreq = self.sched_request(a)?;
+        if a.alloc_id.is_none() && a.req_id.is_none() {
+            return Err(DvmError::BadParam(Rule::ExtendNoId));
+        }
+        let id = self
+            .find_for(
+                a.alloc_id.as_deref(),
+                a.req_id.as_deref(),
+                &req.requester,
+                self.acting_for(req),
+            )
+            .map_err(|owned_elsewhere| {
+                if owned_elsewhere {
+                    DvmError::NoPermissions(Rule::ExtendNotOwner)
+                } else {
+                    DvmError::NotFound(Rule::ExtendNotFound)
+                }
+            })?;
+        if self.res.get(&id).is_some_and(|r| r.stage == ResStage::Queued) {
+            return Err(DvmError::ResourceBusy(Rule::ExtendQueued));
+        }
+        sched.check(&sreq).map_err(sched_err)?;
+
+        let submit = sched.submit_extend(&id, &sreq, now).map_err(sched_err)?;
+        self.ensure_requester(&req.requester);
+        let to = (req.requester.nspace.clone(), req.requester.rank);
+        if let Some(r) = self.res.get_mut(&id) {
+            if let Some(i) = inherit {
+                r.inherit = i;
+                r.inherit_given = true;
+            }
+            // The warning follows the most recent requester (§8.2.1.9.5).
+            r.requester = to.clone();
+        }
+        let mut fx = Vec::new();
+        let status = match submit {
+            Submit::Granted(nodes) => {
+                self.place_nodes(&id, &nodes, sched, &mut fx);
+                AllocStatus::Granted { nodes }
+            }
+            Submit::Queued => {
+                if let Some(r) = self.res.get_mut(&id) {
+                    r.queued_extends.push_back(QueuedExtend {
+                        to,
+                        req_id: a.req_id.clone(),
+                    });
+                }
+                AllocStatus::Queued
+            }
+        };
+        Ok(AllocOutcome {
+            alloc_id: id,
+            req_id: a.req_id.clone(),
+            status,
+            effects: fx,
+        })
+    }
+
+    fn alloc_release(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let a = &req.attrs;
+        if a.alloc_id.is_none() && a.req_id.is_none() {
+            return Err(DvmError::BadParam(Rule::ReleaseNoId));
+        }
+        let id = self
+            .find_for(
+                a.alloc_id.as_deref(),
+                a.req_id.as_deref(),
+                &req.requester,
+                self.acting_for(req),
+            )
+            .map_err(|owned_elsewhere| {
+                if owned_elsewhere {
+                    DvmError::NoPermissions(Rule::ReleaseNotOwner)
+                } else {
+                    DvmError::NotFound(Rule::ReleaseNotFound)
+                }
+            })?;
+        let Some(r) = self.res.get(&id) else {
+            return Err(DvmError::NotFound(Rule::ReleaseNotFound));
+        };
+        // Which nodes: whole (None) or a validated subset.
+        let part: Option<Vec<usize>> = match (&a.node_list, a.num_nodes) {
+            (Some(list), _) => {
+                let mut v = Vec::with_capacity(list.len());
+                for n in list {
+                    let i = self
+                        .node_by_name
+                        .get(n)
+                        .copied()
+                        .filter(|i| r.nodes.contains(i) && !v.contains(i))
+                        .ok_or(DvmError::BadParam(Rule::ReleaseBadPart))?;
+                    v.push(i);
+                }
+                Some(v)
+            }
+            (None, Some(k)) => {
+                if k == 0 || k as usize > r.nodes.len() {
+                    return Err(DvmError::BadParam(Rule::ReleaseBadPart));
+                }
+                // The most recently granted nodes go first.
+                Some(r.nodes.iter().rev().take(k as usize).copied().collect())
+            }
+            (None, None) => None,
+        };
+        let whole = match &part {
+            None => true,
+            Some(v) => v.len() == r.nodes.len() || r.stage == ResStage::Queued,
+        };
+        let mut fx = Vec::new();
+        let mut released = Vec::new();
+        if whole {
+            released = r.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+            fx = self.end_reservation(&id, EndHow::Released, EndWhy::OwnerRelease, sched, now);
+        } else if let Some(v) = part {
+            let names: Vec<String> = v.iter().map(|&i| self.nodes[i].name.clone()).collect();
+            let (back, ev) = sched
+                .release(&id, Some(&names), now)
+                .map_err(sched_err)?;
+            for &i in &v {
+                self.detach_node(i, true, "released by its owner", &mut fx);
+            }
+            if let Some(r) = self.res.get_mut(&id) {
+                r.nodes.retain(|i| !v.contains(i));
+            }
+            let left: Vec<String> = v
+                .iter()
+                .filter(|&&i| !self.nodes[i].member)
+                .map(|&i| self.nodes[i].name.clone())
+                .collect();
+            if !left.is_empty() {
+                fx.push(Effect::NodesLeft { nodes: left });
+            }
+            released = back;
+            let mut more = self.apply_sched(ev, sched, now);
+            fx.append(&mut more);
+        }
+        Ok(AllocOutcome {
+            alloc_id: id,
+            req_id: a.req_id.clone(),
+            status: AllocStatus::Released { nodes: released },
+            effects: fx,
+        })
+    }
+
+    fn alloc_cancel(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let a = &req.attrs;
+        if a.alloc_id.is_none() && a.req_id.is_none() {
+            return Err(DvmError::BadParam(Rule::CancelNoId));
+        }
+        let id = self
+            .find_for(
+                a.alloc_id.as_deref(),
+                a.req_id.as_deref(),
+                &req.requester,
+                self.acting_for(req),
+            )
+            .map_err(|owned_elsewhere| {
+                if owned_elsewhere {
+                    DvmError::NoPermissions(Rule::CancelNotOwner)
+                } else {
+                    DvmError::NotFound(Rule::CancelNotFound)
+                }
+            })?;
+        let (count, was_new, ev) = sched.cancel(&id, now).map_err(sched_err)?;
+        let mut fx = Vec::new();
+        if was_new {
+            if let Some(r) = self.forget(&id) {
+                fx.push(Effect::RequestDropped {
+                    to: r.requester.clone(),
+                    alloc_id: id.clone(),
+                    req_id: r.req_id.clone(),
+                });
+                fx.push(Effect::ReservationEnded {
+                    alloc_id: id.clone(),
+                    how: EndHow::Cancelled,
+                    why: EndWhy::RequestCancelled,
+                });
+            }
+        } else if let Some(r) = self.res.get_mut(&id) {
+            for q in r.queued_extends.drain(..) {
+                fx.push(Effect::RequestDropped {
+                    to: q.to,
+                    alloc_id: id.clone(),
+                    req_id: q.req_id,
+                });
+            }
+        }
+        let mut more = self.apply_sched(ev, sched, now);
+        fx.append(&mut more);
+        Ok(AllocOutcome {
+            alloc_id: id,
+            req_id: a.req_id.clone(),
+            status: AllocStatus::Cancelled { count },
+            effects: fx,
+        })
+    }
+}

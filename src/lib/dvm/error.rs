@@ -1,0 +1,172 @@
+//! Typed refusals of the DVM model, each tied to the rule that produced it.
+
+use thiserror::Error;
+
+/// The rule a refusal applies: the spec clause and the row text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// §8.2.1.8 row 1.
+    AppTarget,
+    /// §8.2.1.8 row 2.
+    ExtendNotOwner,
+    /// §8.2.1.8 row 3.
+    ExtendNotFound,
+    /// §8.2.1.8 row 4.
+    ExtendNoId,
+    /// §8.2.1.8 row 5.
+    SpawnTargetNotFound,
+    /// §8.2.1.8 row 6.
+    SpawnTargetNotOwner,
+    /// §8.2.1.8 row 7 (compat mode: only DEFAULT is known).
+    InheritNotSupported,
+    /// §6.5.1.2: inheritance value outside 1..=4.
+    InheritInvalid,
+    /// Directive outside 1..=5.
+    BadDirective,
+    /// §8.2.1.9.1 trigger 1: RELEASE names no allocation.
+    ReleaseNoId,
+    /// §8.2.1.9.1 trigger 1: RELEASE names an unknown allocation.
+    ReleaseNotFound,
+    /// §8.2.1.9.1 trigger 1: RELEASE by a non-owner.
+    ReleaseNotOwner,
+    /// Partial release names nodes or a count the allocation does not hold.
+    ReleaseBadPart,
+    /// REQ_CANCEL names no request.
+    CancelNoId,
+    /// REQ_CANCEL names nothing that is queued.
+    CancelNotFound,
+    /// REQ_CANCEL by a non-owner.
+    CancelNotOwner,
+    /// REAQUIRE: nothing is ever lent in this DVM.
+    ReacquireNotSupported,
+    /// NEW asks for no nodes.
+    NoNodes,
+    /// NUM_NODES and NODE_LIST disagree.
+    CountListMismatch,
+    /// A node list names a node the scheduler does not manage.
+    UnknownNode,
+    /// A node is listed twice, or both listed and excluded.
+    DuplicateNode,
+    /// More nodes than the scheduler could ever grant.
+    TooManyNodes,
+    /// ALLOC_TIME of zero seconds.
+    ZeroTime,
+    /// EXTEND of an allocation still waiting in the queue.
+    ExtendQueued,
+    /// The spawn's candidate pool has no slot at all.
+    SpawnNoSlots,
+    /// The spawn asks for no process.
+    SpawnNoProcs,
+    /// The namespace is already known.
+    NamespaceExists,
+    /// The namespace is not known.
+    UnknownNamespace,
+}
+
+impl Rule {
+    /// The spec clause and the row or rule text.
+    pub fn text(self) -> &'static str {
+        match self {
+            Rule::AppTarget => "§8.2.1.8 row 1: application request carries PMIX_ALLOC_TARGET",
+            Rule::ExtendNotOwner => "§8.2.1.8 row 2: PMIX_ALLOC_EXTEND names an allocation the requester does not own",
+            Rule::ExtendNotFound => "§8.2.1.8 row 3: PMIX_ALLOC_EXTEND names an allocation that does not exist",
+            Rule::ExtendNoId => "§8.2.1.8 row 4: PMIX_ALLOC_EXTEND carries neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID to name its target",
+            Rule::SpawnTargetNotFound => "§8.2.1.8 row 5: PMIX_SPAWN_TARGET names an allocation that resolves to no session",
+            Rule::SpawnTargetNotOwner => "§8.2.1.8 row 6: PMIX_SPAWN_TARGET names a session the requester does not own",
+            Rule::InheritNotSupported => "§8.2.1.8 row 7: PMIX_ALLOC_INHERITANCE carries a non-default value the host does not support (§8.2.1.10 compat mode)",
+            Rule::InheritInvalid => "§6.5.1.2: PMIX_ALLOC_INHERITANCE must be NONE(1), CHILD(2), DEFAULT(3) or CHILD_DEFAULT(4)",
+            Rule::BadDirective => "§8.2.1.5: the allocation directive must be NEW(1), EXTEND(2), RELEASE(3), REAQUIRE(4) or REQ_CANCEL(5)",
+            Rule::ReleaseNoId => "§8.2.1.9.1 trigger 1: PMIX_ALLOC_RELEASE carries neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID",
+            Rule::ReleaseNotFound => "§8.2.1.9.1 trigger 1: PMIX_ALLOC_RELEASE names an allocation that does not exist",
+            Rule::ReleaseNotOwner => "§8.2.1.9.1 trigger 1: only a namespace in the owner set (or the scheduler) may release a reservation",
+            Rule::ReleaseBadPart => "§8.2.1.9.1 trigger 1: a partial release must name nodes (or a count) the allocation holds",
+            Rule::CancelNoId => "PMIX_ALLOC_REQ_CANCEL carries neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID",
+            Rule::CancelNotFound => "PMIX_ALLOC_REQ_CANCEL names no queued request",
+            Rule::CancelNotOwner => "§8.2.1.7: only a namespace in the owner set (or the scheduler) may cancel a queued request",
+            Rule::ReacquireNotSupported => "PMIX_ALLOC_REAQUIRE: pdvm never lends resources back, so there is nothing to reacquire",
+            Rule::NoNodes => "PMIX_ALLOC_NEW asks for no nodes (give PMIX_ALLOC_NUM_NODES or PMIX_ALLOC_NODE_LIST)",
+            Rule::CountListMismatch => "PMIX_ALLOC_NUM_NODES disagrees with the length of PMIX_ALLOC_NODE_LIST",
+            Rule::UnknownNode => "PMIX_ALLOC_NODE_LIST names a node the scheduler does not manage",
+            Rule::DuplicateNode => "PMIX_ALLOC_NODE_LIST names a node twice, or a node also in PMIX_ALLOC_EXCLUDE",
+            Rule::TooManyNodes => "PMIX_ALLOC_NUM_NODES exceeds every node the scheduler could ever grant",
+            Rule::ZeroTime => "PMIX_ALLOC_TIME of zero seconds",
+            Rule::ExtendQueued => "PMIX_ALLOC_EXTEND names an allocation that is still queued (cancel it or wait for the grant)",
+            Rule::SpawnNoSlots => "§8.2.1.6: the job's candidate pool (the union of its targeted sessions) has no slot",
+            Rule::SpawnNoProcs => "a spawn must ask for at least one process",
+            Rule::NamespaceExists => "a namespace maps to exactly one job and is never reused",
+            Rule::UnknownNamespace => "the namespace is not known to the DVM",
+        }
+    }
+}
+
+/// A refusal by the DVM model. Every variant maps to a PMIx status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum DvmError {
+    /// `PMIX_ERR_NO_PERMISSIONS`.
+    #[error("PMIX_ERR_NO_PERMISSIONS: {}", .0.text())]
+    NoPermissions(Rule),
+    /// `PMIX_ERR_NOT_FOUND`.
+    #[error("PMIX_ERR_NOT_FOUND: {}", .0.text())]
+    NotFound(Rule),
+    /// `PMIX_ERR_BAD_PARAM`.
+    #[error("PMIX_ERR_BAD_PARAM: {}", .0.text())]
+    BadParam(Rule),
+    /// `PMIX_ERR_NOT_SUPPORTED`.
+    #[error("PMIX_ERR_NOT_SUPPORTED: {}", .0.text())]
+    NotSupported(Rule),
+    /// `PMIX_ERR_OUT_OF_RESOURCE`.
+    #[error("PMIX_ERR_OUT_OF_RESOURCE: {}", .0.text())]
+    OutOfResource(Rule),
+    /// `PMIX_ERR_RESOURCE_BUSY`.
+    #[error("PMIX_ERR_RESOURCE_BUSY: {}", .0.text())]
+    ResourceBusy(Rule),
+    /// `PMIX_ERR_EXISTS`.
+    #[error("PMIX_ERR_EXISTS: {}", .0.text())]
+    Exists(Rule),
+}
+
+impl DvmError {
+    /// The PMIx status name, e.g. `"PMIX_ERR_NO_PERMISSIONS"`.
+    pub fn status_name(&self) -> &'static str {
+        match self {
+            DvmError::NoPermissions(_) => "PMIX_ERR_NO_PERMISSIONS",
+            DvmError::NotFound(_) => "PMIX_ERR_NOT_FOUND",
+            DvmError::BadParam(_) => "PMIX_ERR_BAD_PARAM",
+            DvmError::NotSupported(_) => "PMIX_ERR_NOT_SUPPORTED",
+            DvmError::OutOfResource(_) => "PMIX_ERR_OUT_OF_RESOURCE",
+            DvmError::ResourceBusy(_) => "PMIX_ERR_RESOURCE_BUSY",
+            DvmError::Exists(_) => "PMIX_ERR_EXISTS",
+        }
+    }
+
+    /// The PMIx status value (OpenPMIx v5 `pmix_common.h`).
+    pub fn code(&self) -> i32 {
+        match self {
+            DvmError::NoPermissions(_) => -23,
+            DvmError::NotFound(_) => -46,
+            DvmError::BadParam(_) => -27,
+            DvmError::NotSupported(_) => -47,
+            DvmError::OutOfResource(_) => -29,
+            DvmError::ResourceBusy(_) => -28,
+            DvmError::Exists(_) => -11,
+        }
+    }
+
+    /// The rule that applies.
+    pub fn rule_id(&self) -> Rule {
+        match *self {
+            DvmError::NoPermissions(r)
+            | DvmError::NotFound(r)
+            | DvmError::BadParam(r)
+            | DvmError::NotSupported(r)
+            | DvmError::OutOfResource(r)
+            | DvmError::ResourceBusy(r)
+            | DvmError::Exists(r) => r,
+        }
+    }
+
+    /// The spec clause and row text of the rule that applies.
+    pub fn rule(&self) -> &'static str {
+        self.rule_id().text()
+    }
+}

@@ -1,0 +1,215 @@
+//! Read-only views of the model, for pwatch-style queries and for tests.
+
+use serde::Serialize;
+
+use crate::sched::{NodeOrigin, Scheduler};
+
+use super::jobs::{JobState, NsKind};
+use super::model::{Dvm, ResStage};
+
+/// Life stage of a reservation as shown to users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ReservationState {
+    /// Waiting in the scheduler's queue.
+    Queued,
+    /// Granted; the owning namespace is alive (or never started).
+    Active,
+    /// Owner gone, CHILD-flavoured disposition waiting for derived children.
+    Draining,
+}
+
+/// One reservation (or shared allocation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReservationView {
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: String,
+    /// `PMIX_ALLOC_REQ_ID` of the creating request.
+    pub req_id: Option<String>,
+    /// The owning namespace.
+    pub owner: String,
+    /// The owner set, in insertion order.
+    pub owners: Vec<String>,
+    /// Inheritance word (`NONE`, `CHILD`, `DEFAULT`, `CHILD_DEFAULT`).
+    pub inheritance: &'static str,
+    /// True when the requester gave PMIX_ALLOC_INHERITANCE explicitly.
+    pub inheritance_given: bool,
+    /// True for a shared allocation (nodes in the default session).
+    pub share: bool,
+    /// Node names.
+    pub nodes: Vec<String>,
+    /// Absolute expiry in milliseconds.
+    pub expires_at_ms: Option<u64>,
+    /// Seconds remaining before expiry (rounded up).
+    pub remaining_secs: Option<u64>,
+    /// Warning threshold in seconds.
+    pub warn_secs: Option<u32>,
+    /// Recipient of warnings: (nspace, rank).
+    pub requester: (String, u32),
+    /// Queued, active or draining.
+    pub state: ReservationState,
+}
+
+/// One node of the DVM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeView {
+    /// Node name.
+    pub name: String,
+    /// Slots.
+    pub slots: u32,
+    /// Slots in use.
+    pub in_use: u32,
+    /// Startup or scheduler node.
+    pub origin: NodeOrigin,
+    /// `None` = default session, else the reservation id.
+    pub session: Option<String>,
+    /// The allocation the node belongs to (shared allocations included).
+    pub alloc: Option<String>,
+    /// Namespaces with processes on it.
+    pub jobs: Vec<String>,
+}
+
+/// One job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JobView {
+    /// Its namespace.
+    pub nspace: String,
+    /// Parent namespace (tool or job), if any.
+    pub parent: Option<String>,
+    /// `running`, `killing` or `terminated`.
+    pub state: &'static str,
+    /// Why it is being killed, when it is.
+    pub kill_reason: Option<String>,
+    /// (node, procs) for the nodes it still runs on.
+    pub nodes: Vec<(String, u32)>,
+    /// Exit status once terminated.
+    pub exit_status: Option<i32>,
+}
+
+/// Everything observable, for before/after comparisons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// All reservations.
+    pub reservations: Vec<ReservationView>,
+    /// All DVM nodes.
+    pub nodes: Vec<NodeView>,
+    /// All jobs.
+    pub jobs: Vec<JobView>,
+    /// Scheduler: own nodes free.
+    pub sched_free: usize,
+    /// Scheduler: requests queued.
+    pub sched_queued: usize,
+    /// Scheduler: the next allocation id it would mint.
+    pub sched_next_id: String,
+}
+
+impl Dvm {
+    /// All reservations, oldest first.
+    pub fn reservations(&self, sched: &Scheduler, now: u64) -> Vec<ReservationView> {
+        let mut v: Vec<_> = self.res.values().collect();
+        v.sort_by_key(|r| r.seq);
+        v.into_iter()
+            .map(|r| {
+                let sv = sched.allocation(&r.id);
+                let exp = sv.as_ref().and_then(|s| s.expires_at_ms);
+                let o = self.gen.at(r.owner);
+                let state = match r.stage {
+                    ResStage::Queued => ReservationState::Queued,
+                    ResStage::Active if o.ended && r.inherit.waits_for_children() => {
+                        ReservationState::Draining
+                    }
+                    ResStage::Active => ReservationState::Active,
+                };
+                ReservationView {
+                    alloc_id: r.id.clone(),
+                    req_id: r.req_id.clone(),
+                    owner: o.name.clone(),
+                    owners: r.owners.clone(),
+                    inheritance: r.inherit.word(),
+                    inheritance_given: r.inherit_given,
+                    share: r.share,
+                    nodes: r.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+                    expires_at_ms: exp,
+                    remaining_secs: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
+                    warn_secs: sv.and_then(|s| s.warn_secs),
+                    requester: r.requester.clone(),
+                    state,
+                }
+            })
+            .collect()
+    }
+
+    /// One reservation by id.
+    pub fn reservation(&self, id: &str, sched: &Scheduler, now: u64) -> Option<ReservationView> {
+        self.reservations(sched, now)
+            .into_iter()
+            .find(|r| r.alloc_id == id)
+    }
+
+    /// All nodes currently part of the DVM, startup nodes first.
+    pub fn nodes(&self) -> Vec<NodeView> {
+        self.nodes
+            .iter()
+            .filter(|n| n.member)
+            .map(|n| NodeView {
+                name: n.name.clone(),
+                slots: n.slots,
+                in_use: n.in_use,
+                origin: n.origin,
+                session: n.session.clone(),
+                alloc: n.alloc.clone(),
+                jobs: n
+                    .jobs
+                    .iter()
+                    .map(|&(j, _)| self.gen.at(j).name.clone())
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// All jobs ever launched, in launch order.
+    pub fn jobs(&self) -> Vec<JobView> {
+        self.gen
+            .ents
+            .iter()
+            .filter(|e| e.kind == NsKind::Job)
+            .map(|e| {
+                let (state, why) = match &e.state {
+                    JobState::Running => ("running", None),
+                    JobState::Killing(r) => ("killing", Some(r.clone())),
+                    JobState::Terminated => ("terminated", None),
+                };
+                JobView {
+                    nspace: e.name.clone(),
+                    parent: e.parent.map(|p| self.gen.at(p).name.clone()),
+                    state,
+                    kill_reason: why,
+                    nodes: e
+                        .placement
+                        .iter()
+                        .map(|&(n, c)| (self.nodes[n].name.clone(), c))
+                        .collect(),
+                    exit_status: e.exit_status,
+                }
+            })
+            .collect()
+    }
+
+    /// True when the namespace has at least one live derived child.
+    pub fn has_live_descendants(&self, nspace: &str) -> bool {
+        self.gen
+            .get(nspace)
+            .is_some_and(|i| self.gen.at(i).live_desc > 0)
+    }
+
+    /// Everything observable, model and scheduler.
+    pub fn snapshot(&self, sched: &Scheduler, now: u64) -> Snapshot {
+        Snapshot {
+            reservations: self.reservations(sched, now),
+            nodes: self.nodes(),
+            jobs: self.jobs(),
+            sched_free: sched.free_own_count(),
+            sched_queued: sched.queue_len(),
+            sched_next_id: sched.peek_next_id(),
+        }
+    }
+}

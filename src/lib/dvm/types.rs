@@ -1,0 +1,272 @@
+//! Inputs and outputs of the DVM model: requesters, attributes, effects.
+
+use serde::Serialize;
+
+/// What kind of process issues a request (§8.2.1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum RequesterClass {
+    /// A PMIx tool: its namespace was registered when it connected.
+    Tool,
+    /// A process of a running job.
+    Application,
+    /// The scheduler: an implicit owner of every session (§8.2.1.7).
+    Scheduler,
+}
+
+/// The process issuing a request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Requester {
+    /// Its namespace.
+    pub nspace: String,
+    /// Its rank within the namespace.
+    pub rank: u32,
+    /// Tool, application or scheduler.
+    pub class: RequesterClass,
+}
+
+impl Requester {
+    /// A tool requester (rank 0).
+    pub fn tool(nspace: &str) -> Self {
+        Requester {
+            nspace: nspace.to_string(),
+            rank: 0,
+            class: RequesterClass::Tool,
+        }
+    }
+
+    /// An application requester.
+    pub fn app(nspace: &str, rank: u32) -> Self {
+        Requester {
+            nspace: nspace.to_string(),
+            rank,
+            class: RequesterClass::Application,
+        }
+    }
+
+    /// The scheduler as requester.
+    pub fn scheduler(nspace: &str) -> Self {
+        Requester {
+            nspace: nspace.to_string(),
+            rank: 0,
+            class: RequesterClass::Scheduler,
+        }
+    }
+}
+
+/// `pmix_alloc_directive_t` values.
+pub mod directive {
+    /// `PMIX_ALLOC_NEW`.
+    pub const NEW: u8 = 1;
+    /// `PMIX_ALLOC_EXTEND`.
+    pub const EXTEND: u8 = 2;
+    /// `PMIX_ALLOC_RELEASE`.
+    pub const RELEASE: u8 = 3;
+    /// `PMIX_ALLOC_REAQUIRE`.
+    pub const REAQUIRE: u8 = 4;
+    /// `PMIX_ALLOC_REQ_CANCEL`.
+    pub const REQ_CANCEL: u8 = 5;
+}
+
+/// `pmix_alloc_inheritance_t`: what happens when the owning namespace dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Inheritance {
+    /// Release to the scheduler at owner termination.
+    None = 1,
+    /// Release to the scheduler after the last derived child.
+    Child = 2,
+    /// Unreserve in the session at owner termination (the default).
+    Default = 3,
+    /// Unreserve in the session after the last derived child.
+    ChildDefault = 4,
+}
+
+impl Inheritance {
+    /// Decodes the wire value (1..=4).
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(Inheritance::None),
+            2 => Some(Inheritance::Child),
+            3 => Some(Inheritance::Default),
+            4 => Some(Inheritance::ChildDefault),
+            _ => None,
+        }
+    }
+
+    /// The word `PMIx_Alloc_inheritance_string` uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            Inheritance::None => "NONE",
+            Inheritance::Child => "CHILD",
+            Inheritance::Default => "DEFAULT",
+            Inheritance::ChildDefault => "CHILD_DEFAULT",
+        }
+    }
+
+    /// True for the CHILD-flavoured dispositions (fire at last derived child).
+    pub fn waits_for_children(self) -> bool {
+        matches!(self, Inheritance::Child | Inheritance::ChildDefault)
+    }
+
+    /// True when the disposition returns nodes to the scheduler.
+    pub fn releases(self) -> bool {
+        matches!(self, Inheritance::None | Inheritance::Child)
+    }
+}
+
+/// The attributes of an allocation request, already decoded from the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllocAttrs {
+    /// `PMIX_ALLOC_TARGET`.
+    pub target: Option<String>,
+    /// `PMIX_ALLOC_SHARE`.
+    pub share: Option<bool>,
+    /// `PMIX_ALLOC_INHERITANCE` (raw; 1..=4 valid).
+    pub inherit: Option<u8>,
+    /// `PMIX_ALLOC_WARN_TIMEOUT` in seconds.
+    pub warn_timeout: Option<u32>,
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: Option<String>,
+    /// `PMIX_ALLOC_REQ_ID`.
+    pub req_id: Option<String>,
+    /// `PMIX_ALLOC_NUM_NODES`.
+    pub num_nodes: Option<u32>,
+    /// `PMIX_ALLOC_NODE_LIST` (already split into names).
+    pub node_list: Option<Vec<String>>,
+    /// `PMIX_ALLOC_EXCLUDE` (already split into names).
+    pub exclude: Option<Vec<String>>,
+    /// `PMIX_ALLOC_NUM_CPUS` (recorded, not enforced).
+    pub num_cpus: Option<u64>,
+    /// `PMIX_ALLOC_MEM_SIZE` in MB (recorded, not enforced).
+    pub mem_mb: Option<u64>,
+    /// `PMIX_ALLOC_TIME` in seconds.
+    pub time_secs: Option<u32>,
+    /// `PMIX_ALLOC_QUEUE` (recorded, not enforced).
+    pub queue: Option<String>,
+}
+
+/// How an allocation request was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum AllocStatus {
+    /// Granted now; these nodes were added.
+    Granted {
+        /// Names of the nodes added by this request.
+        nodes: Vec<String>,
+    },
+    /// Waiting in the scheduler's queue; an [`Effect::Granted`] follows later.
+    Queued,
+    /// Nodes were released.
+    Released {
+        /// Names of the nodes released.
+        nodes: Vec<String>,
+    },
+    /// Queued requests were cancelled.
+    Cancelled {
+        /// How many queued requests were removed.
+        count: usize,
+    },
+}
+
+/// The answer to an allocation request (§8.2.1.5.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllocOutcome {
+    /// `PMIX_ALLOC_ID` of the destination allocation.
+    pub alloc_id: String,
+    /// The request's `PMIX_ALLOC_REQ_ID`, echoed.
+    pub req_id: Option<String>,
+    /// What happened.
+    pub status: AllocStatus,
+    /// Everything else the server must do.
+    pub effects: Vec<Effect>,
+}
+
+/// How a reservation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EndHow {
+    /// Nodes returned to the scheduler (scheduler nodes leave the DVM, carved
+    /// startup nodes revert to the default session).
+    Released,
+    /// Nodes stay in the DVM and join the default session.
+    Unreserved,
+    /// The allocation was still queued: it is simply dropped.
+    Cancelled,
+}
+
+/// Why a reservation ended (§8.2.1.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EndWhy {
+    /// Trigger 1: an owner issued PMIX_ALLOC_RELEASE.
+    OwnerRelease,
+    /// Trigger 2: the DVM tears down.
+    Teardown,
+    /// Trigger 3: the scheduler's time limit expired.
+    Expired,
+    /// The namespace-termination disposition fired.
+    Disposition(Inheritance),
+    /// A queued request was cancelled with PMIX_ALLOC_REQ_CANCEL.
+    RequestCancelled,
+}
+
+/// Something the server must carry out or report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Effect {
+    /// Terminate this job: nodes it runs on are leaving the DVM.
+    KillJob {
+        /// The job.
+        nspace: String,
+        /// Human-readable reason.
+        reason: String,
+    },
+    /// A reservation (or shared allocation) ended.
+    ReservationEnded {
+        /// Its id.
+        alloc_id: String,
+        /// Released, unreserved or cancelled.
+        how: EndHow,
+        /// The trigger.
+        why: EndWhy,
+    },
+    /// Nodes joined the DVM (scheduler nodes granted).
+    NodesJoined {
+        /// The allocation they joined for.
+        alloc_id: String,
+        /// Node names.
+        nodes: Vec<String>,
+    },
+    /// Nodes left the DVM (returned to the scheduler).
+    NodesLeft {
+        /// Node names.
+        nodes: Vec<String>,
+    },
+    /// Directed `PMIX_ALLOC_TIMEOUT_WARNING` to the requester only.
+    Warn {
+        /// Recipient process (nspace, rank).
+        to: (String, u32),
+        /// `PMIX_ALLOC_ID`.
+        alloc_id: String,
+        /// `PMIX_ALLOC_REQ_ID` of the original request, when supplied.
+        req_id: Option<String>,
+        /// `PMIX_TIME_REMAINING`.
+        remaining_secs: u32,
+    },
+    /// A queued request has been granted: reply to the waiting requester.
+    Granted {
+        /// Recipient process (nspace, rank).
+        to: (String, u32),
+        /// `PMIX_ALLOC_ID`.
+        alloc_id: String,
+        /// The request's `PMIX_ALLOC_REQ_ID`, echoed.
+        req_id: Option<String>,
+        /// Nodes added.
+        nodes: Vec<String>,
+    },
+    /// A queued request will never be granted: reply with `PMIX_ERR_...`
+    /// (`PMIX_ERR_NOT_FOUND` once its allocation is gone) to the requester.
+    RequestDropped {
+        /// Recipient process (nspace, rank).
+        to: (String, u32),
+        /// `PMIX_ALLOC_ID`.
+        alloc_id: String,
+        /// The request's `PMIX_ALLOC_REQ_ID`, echoed.
+        req_id: Option<String>,
+    },
+}
