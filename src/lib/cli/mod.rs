@@ -1,1 +1,34 @@
-//! placeholder: filled in by the owning work item.
+//! The command-line layer shared by the five binaries: clap definitions,
+//! value parsers, cross-flag validation, exit codes, and the generators for
+//! man pages and shell completions. Nothing here talks to a server.
+//!
+//! A binary does, in order: [`validate::parse_validated`] (clap parsing plus
+//! cross-flag `validate()`; both print and exit [`exit::USAGE`] on error), build the request
+//! (`request()` / `requests()`), connect with
+//! [`common::ConnectArgs::to_options`], and map outcomes to [`exit`] codes.
+
+pub mod common;
+pub mod docs;
+pub mod exit;
+pub mod manual;
+pub mod mpmd;
+pub mod palloc;
+pub mod parse;
+pub mod pdvm;
+pub mod prelease;
+pub mod pspawn;
+pub mod pwatch;
+pub mod request;
+pub mod validate;
+
+pub use common::{ConnectArgs, ConnectOptions, OutputArgs, PidSpec, UriSpec};
+pub use palloc::{PallocArgs, PallocMode};
+pub use pdvm::PdvmArgs;
+pub use prelease::PreleaseArgs;
+pub use pspawn::PspawnArgs;
+pub use pwatch::PwatchArgs;
+pub use request::{
+    AllocRequest, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusWatch,
+    StatusWhat, WatchRequest,
+};
+pub use validate::{parse_validated, try_parse_validated, Validate};

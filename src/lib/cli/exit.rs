@@ -1,0 +1,384 @@
+//! Exit codes shared by all five binaries, and the sentences that explain a
+//! refusal by naming the rule of spec 001 that produced it.
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0 | success |
+//! | 1 | any other error (I/O, internal, unexpected reply) |
+//! | 2 | usage error: bad flag or value, refused before connecting (clap's code) |
+//! | 3 | cannot connect to the DVM (no rendezvous file, unreachable, lost) |
+//! | 4 | refused by the DVM (any error status not listed below, e.g. `PMIX_ERR_BAD_PARAM`) |
+//! | 5 | not found (`PMIX_ERR_NOT_FOUND`) |
+//! | 6 | no permission (`PMIX_ERR_NO_PERMISSIONS`) |
+//! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
+//! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`) |
+//! | 130 | interrupted (Ctrl-C; a pending allocation request was cancelled) |
+//!
+//! Once `palloc -- CMD` or `pspawn` has launched a command, the tool exits
+//! with the command's own status instead; a command killed by signal N gives
+//! 128+N, like a shell.
+
+/// Success.
+pub const SUCCESS: i32 = 0;
+/// Any other error.
+pub const OTHER: i32 = 1;
+/// Usage error (bad flag or value); clap uses the same code.
+pub const USAGE: i32 = 2;
+/// Could not connect to the DVM.
+pub const CANNOT_CONNECT: i32 = 3;
+/// The DVM refused the request (a status with no more specific code).
+pub const REFUSED: i32 = 4;
+/// The DVM answered `PMIX_ERR_NOT_FOUND`.
+pub const NOT_FOUND: i32 = 5;
+/// The DVM answered `PMIX_ERR_NO_PERMISSIONS`.
+pub const NO_PERMISSION: i32 = 6;
+/// The DVM does not support the request.
+pub const NOT_SUPPORTED: i32 = 7;
+/// The operation timed out.
+pub const TIMED_OUT: i32 = 8;
+/// Interrupted by the user (128 + SIGINT).
+pub const INTERRUPTED: i32 = 130;
+
+/// The tool's own outcomes, as an enum; [`Exit::code`] gives the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Exit {
+    /// 0.
+    Success,
+    /// 1.
+    Other,
+    /// 2.
+    Usage,
+    /// 3.
+    CannotConnect,
+    /// 4.
+    Refused,
+    /// 5.
+    NotFound,
+    /// 6.
+    NoPermission,
+    /// 7.
+    NotSupported,
+    /// 8.
+    TimedOut,
+    /// 130.
+    Interrupted,
+    /// A launched command exited with this status.
+    Command(i32),
+    /// A launched command was killed by this signal number (exit 128+N).
+    Signaled(i32),
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Success => SUCCESS,
+            Exit::Other => OTHER,
+            Exit::Usage => USAGE,
+            Exit::CannotConnect => CANNOT_CONNECT,
+            Exit::Refused => REFUSED,
+            Exit::NotFound => NOT_FOUND,
+            Exit::NoPermission => NO_PERMISSION,
+            Exit::NotSupported => NOT_SUPPORTED,
+            Exit::TimedOut => TIMED_OUT,
+            Exit::Interrupted => INTERRUPTED,
+            Exit::Command(c) => c.clamp(0, 255),
+            Exit::Signaled(n) => 128 + n.clamp(0, 127),
+        }
+    }
+}
+
+/// The rows of the EXIT STATUS section of every man page: (code, meaning).
+pub const EXIT_TABLE: &[(i32, &str)] = &[
+    (SUCCESS, "success"),
+    (
+        OTHER,
+        "any other error (I/O, internal, an unexpected reply)",
+    ),
+    (
+        USAGE,
+        "usage error: a bad flag or value, refused before connecting",
+    ),
+    (CANNOT_CONNECT, "cannot connect to the DVM"),
+    (
+        REFUSED,
+        "refused by the DVM; the message names the PMIx status and the spec rule",
+    ),
+    (NOT_FOUND, "not found (PMIX_ERR_NOT_FOUND)"),
+    (NO_PERMISSION, "no permission (PMIX_ERR_NO_PERMISSIONS)"),
+    (
+        NOT_SUPPORTED,
+        "not supported by this DVM (PMIX_ERR_NOT_SUPPORTED)",
+    ),
+    (TIMED_OUT, "timed out (--timeout, PMIX_ERR_TIMEOUT)"),
+    (
+        INTERRUPTED,
+        "interrupted (Ctrl-C); a queued allocation request is cancelled first",
+    ),
+];
+
+/// PMIx status names and codes this layer knows (values from OpenPMIx's
+/// `pmix_common.h`).
+const STATUS_CODES: &[(&str, i32)] = &[
+    ("PMIX_SUCCESS", 0),
+    ("PMIX_ERROR", -1),
+    ("PMIX_ERR_EXISTS", -11),
+    ("PMIX_ERR_NO_PERMISSIONS", -23),
+    ("PMIX_ERR_TIMEOUT", -24),
+    ("PMIX_ERR_UNREACH", -25),
+    ("PMIX_ERR_BAD_PARAM", -27),
+    ("PMIX_ERR_RESOURCE_BUSY", -28),
+    ("PMIX_ERR_OUT_OF_RESOURCE", -29),
+    ("PMIX_ERR_INIT", -31),
+    ("PMIX_ERR_NOMEM", -32),
+    ("PMIX_ERR_NOT_FOUND", -46),
+    ("PMIX_ERR_NOT_SUPPORTED", -47),
+    ("PMIX_ERR_COMM_FAILURE", -49),
+    ("PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED", -59),
+    ("PMIX_ERR_LOST_CONNECTION", -61),
+    ("PMIX_OPERATION_SUCCEEDED", -157),
+];
+
+/// The PMIx status name for a code this layer knows.
+pub fn status_name(code: i32) -> Option<&'static str> {
+    STATUS_CODES
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map(|(n, _)| *n)
+}
+
+/// Map a PMIx status name (as returned by the DVM) to an exit code.
+/// Unknown error names count as "refused" (4).
+pub fn exit_for_status_name(name: &str) -> i32 {
+    match name {
+        "PMIX_SUCCESS" | "PMIX_OPERATION_SUCCEEDED" => SUCCESS,
+        "PMIX_ERR_NOT_FOUND" => NOT_FOUND,
+        "PMIX_ERR_NO_PERMISSIONS" => NO_PERMISSION,
+        "PMIX_ERR_NOT_SUPPORTED" | "PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED" => NOT_SUPPORTED,
+        "PMIX_ERR_TIMEOUT" => TIMED_OUT,
+        "PMIX_ERR_UNREACH"
+        | "PMIX_ERR_LOST_CONNECTION"
+        | "PMIX_ERR_COMM_FAILURE"
+        | "PMIX_ERR_INIT" => CANNOT_CONNECT,
+        _ => REFUSED,
+    }
+}
+
+/// Map a PMIx status code to an exit code (unknown negative codes: 4).
+pub fn exit_for_status(code: i32) -> i32 {
+    match status_name(code) {
+        Some(n) => exit_for_status_name(n),
+        None if code == 0 => SUCCESS,
+        None => REFUSED,
+    }
+}
+
+/// The request a refusal answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// `PMIX_ALLOC_NEW`.
+    AllocNew,
+    /// `PMIX_ALLOC_EXTEND`.
+    AllocExtend,
+    /// `PMIX_ALLOC_RELEASE`.
+    Release,
+    /// `PMIX_ALLOC_REAQUIRE`.
+    Reacquire,
+    /// `PMIX_ALLOC_REQ_CANCEL`.
+    Cancel,
+    /// `PMIx_Spawn`.
+    Spawn,
+}
+
+/// Which attributes the refused request carried, and who sent it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AttrsPresent {
+    /// The request carried `PMIX_ALLOC_TARGET`.
+    pub target: bool,
+    /// The requester connected as a process of a job (an application), not a tool.
+    pub from_application: bool,
+    /// The request carried `PMIX_ALLOC_ID`.
+    pub alloc_id: bool,
+    /// The request carried `PMIX_ALLOC_REQ_ID`.
+    pub req_id: bool,
+    /// The request carried a non-default `PMIX_ALLOC_INHERITANCE`.
+    pub non_default_inheritance: bool,
+    /// The spawn carried `PMIX_SPAWN_TARGET`.
+    pub spawn_target: bool,
+}
+
+/// The rule of spec 001 that explains why a request was refused with
+/// `status`, as `"§8.2.1.8: <condition>"`, or `None` when no rule of the
+/// specification covers this combination.
+pub fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+    use Operation::*;
+    let alloc = matches!(op, AllocNew | AllocExtend);
+    match (op, status) {
+        (AllocNew | AllocExtend, "PMIX_ERR_NO_PERMISSIONS") if attrs.target && attrs.from_application => {
+            Some("§8.2.1.8: an application request carries PMIX_ALLOC_TARGET (only a tool may name the namespace it reserves for, §8.2.1.4)")
+        }
+        (AllocExtend, "PMIX_ERR_NO_PERMISSIONS") => {
+            Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation the requester does not own")
+        }
+        (AllocExtend, "PMIX_ERR_NOT_FOUND") if attrs.alloc_id || attrs.req_id => {
+            Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation that does not exist")
+        }
+        (AllocExtend, "PMIX_ERR_BAD_PARAM") if !attrs.alloc_id && !attrs.req_id => {
+            Some("§8.2.1.8: PMIX_ALLOC_EXTEND carries neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID to name its target")
+        }
+        (Spawn, "PMIX_ERR_NOT_FOUND") if attrs.spawn_target => {
+            Some("§8.2.1.8: PMIX_SPAWN_TARGET names an allocation that resolves to no session")
+        }
+        (Spawn, "PMIX_ERR_NO_PERMISSIONS") if attrs.spawn_target => {
+            Some("§8.2.1.8: PMIX_SPAWN_TARGET names a session the requester does not own")
+        }
+        (_, "PMIX_ERR_NOT_SUPPORTED") if alloc && attrs.non_default_inheritance => {
+            Some("§8.2.1.8: PMIX_ALLOC_INHERITANCE carries a non-default value the host does not support (§8.2.1.10)")
+        }
+        (Release, "PMIX_ERR_NO_PERMISSIONS") => {
+            Some("§8.2.1.9.1: only a namespace in the reservation's owner set (or the scheduler) may release it")
+        }
+        _ => None,
+    }
+}
+
+/// A suggestion of what to do next after a refusal, if one is useful.
+pub fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+    use Operation::*;
+    match (op, status) {
+        (AllocNew | AllocExtend, "PMIX_ERR_NO_PERMISSIONS") if attrs.target && attrs.from_application => {
+            Some("drop --target (inside a job you reserve for your own job), or run with --as-tool")
+        }
+        (AllocExtend | Release, "PMIX_ERR_NO_PERMISSIONS") => Some(
+            "only the owning namespace and jobs spawned into the reservation may do this; run from that job, or see `pwatch --status --what reservations`",
+        ),
+        (_, "PMIX_ERR_NOT_FOUND") => Some("list existing reservations with `pwatch --status --what reservations`"),
+        (Spawn, "PMIX_ERR_NO_PERMISSIONS") => Some("target only reservations your job owns or was spawned into"),
+        (_, "PMIX_ERR_NOT_SUPPORTED") if attrs.non_default_inheritance => {
+            Some("this DVM supports only the default disposition: drop --inherit")
+        }
+        (AllocNew | AllocExtend | Release | Reacquire | Cancel, "PMIX_ERR_NOT_SUPPORTED") => {
+            Some("this DVM does not implement node reservations (PRRTE before the spec 001 work answers so); use pdvm or a DVM that does")
+        }
+        _ => None,
+    }
+}
+
+/// The one-line message for a refusal: what was refused, the status name,
+/// the spec rule when one applies, and a hint.
+pub fn refusal_message(op: Operation, status: &str, attrs: &AttrsPresent) -> String {
+    let what = match op {
+        Operation::AllocNew => "allocation request",
+        Operation::AllocExtend => "extend request",
+        Operation::Release => "release",
+        Operation::Reacquire => "reacquire request",
+        Operation::Cancel => "cancel request",
+        Operation::Spawn => "spawn",
+    };
+    let mut m = format!("{what} refused by the DVM: {status}");
+    if let Some(rule) = spec_rule(op, status, attrs) {
+        m.push_str(" — ");
+        m.push_str(rule);
+    }
+    if let Some(h) = hint(op, status, attrs) {
+        m.push_str(". Hint: ");
+        m.push_str(h);
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_distinct() {
+        let mut seen: Vec<i32> = EXIT_TABLE.iter().map(|(c, _)| *c).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), EXIT_TABLE.len());
+        assert_eq!(Exit::Signaled(9).code(), 137);
+        assert_eq!(Exit::Command(3).code(), 3);
+    }
+
+    #[test]
+    fn status_mapping() {
+        assert_eq!(exit_for_status_name("PMIX_ERR_NO_PERMISSIONS"), 6);
+        assert_eq!(exit_for_status(-46), 5);
+        assert_eq!(exit_for_status(-47), 7);
+        assert_eq!(exit_for_status(-27), 4);
+        assert_eq!(exit_for_status(-25), 3);
+        assert_eq!(exit_for_status(-9999), 4);
+        assert_eq!(exit_for_status(0), 0);
+        assert_eq!(status_name(-23), Some("PMIX_ERR_NO_PERMISSIONS"));
+    }
+
+    #[test]
+    fn error_table_rows() {
+        let id = AttrsPresent {
+            alloc_id: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            spec_rule(Operation::AllocExtend, "PMIX_ERR_NO_PERMISSIONS", &id),
+            Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation the requester does not own")
+        );
+        assert!(spec_rule(Operation::AllocExtend, "PMIX_ERR_NOT_FOUND", &id)
+            .unwrap()
+            .contains("does not exist"));
+        assert!(spec_rule(
+            Operation::AllocExtend,
+            "PMIX_ERR_BAD_PARAM",
+            &AttrsPresent::default()
+        )
+        .unwrap()
+        .contains("neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID"));
+        let app_target = AttrsPresent {
+            target: true,
+            from_application: true,
+            ..Default::default()
+        };
+        assert!(
+            spec_rule(Operation::AllocNew, "PMIX_ERR_NO_PERMISSIONS", &app_target)
+                .unwrap()
+                .contains("application")
+        );
+        let st = AttrsPresent {
+            spawn_target: true,
+            ..Default::default()
+        };
+        assert!(spec_rule(Operation::Spawn, "PMIX_ERR_NOT_FOUND", &st)
+            .unwrap()
+            .contains("no session"));
+        assert!(spec_rule(Operation::Spawn, "PMIX_ERR_NO_PERMISSIONS", &st)
+            .unwrap()
+            .contains("does not own"));
+        let inh = AttrsPresent {
+            non_default_inheritance: true,
+            ..Default::default()
+        };
+        assert!(
+            spec_rule(Operation::AllocNew, "PMIX_ERR_NOT_SUPPORTED", &inh)
+                .unwrap()
+                .contains("INHERITANCE")
+        );
+        // No rule: a plain NEW refused as unsupported (a DVM without reservations).
+        assert_eq!(
+            spec_rule(
+                Operation::AllocNew,
+                "PMIX_ERR_NOT_SUPPORTED",
+                &AttrsPresent::default()
+            ),
+            None
+        );
+        let m = refusal_message(
+            Operation::AllocNew,
+            "PMIX_ERR_NOT_SUPPORTED",
+            &AttrsPresent::default(),
+        );
+        assert!(
+            m.contains("PMIX_ERR_NOT_SUPPORTED") && m.contains("does not implement"),
+            "{m}"
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! `palloc`: request an allocation (NEW) or extend one (EXTEND).
+
+use super::common::{ConnectArgs, LongQuietOutputArgs, OutputArgs};
+use super::parse::{
+    parse_count, parse_id, parse_inheritance, parse_mem_mb, parse_nodelist_arg, parse_time_limit,
+    parse_warn_secs, Inheritance, NodeList,
+};
+use super::request::{directive, AllocRequest};
+use clap::Parser;
+
+const ABOUT: &str = "Request an allocation of nodes from the DVM and say what was granted";
+
+const LONG_ABOUT: &str = "\
+Request an allocation of nodes from the DVM (PMIx_Allocation_request with \
+PMIX_ALLOC_NEW, or PMIX_ALLOC_EXTEND with --extend/--extend-request) and print \
+what was granted: the allocation id, the request id, the nodes, the time limit, \
+whether the nodes are reserved or shared, and what becomes of the reservation \
+when its owner ends.
+
+Identity and ownership. A reservation belongs to a namespace and, unless a \
+child-flavoured --inherit rule keeps it alive, its reservation ends when that \
+namespace ends (spec 001 §8.2.1.9.2). Inside a job (a process launched by the \
+DVM, e.g. a batch script run by `pdvm -- script` or `pspawn script`), palloc acts \
+for that job's namespace: separate palloc, pspawn, prelease and pwatch \
+invocations from one script allocate, spawn into, extend and release the same \
+reservations. Outside any job, palloc connects as a fresh tool namespace and \
+owns what it reserved only while it runs; so run the work under it \
+(`palloc -N 2 -- CMD`), keep it alive with --hold, or reserve for a longer-lived \
+job with --target NSPACE. --as-tool forces the tool identity inside a job.
+
+When palloc exits it says what becomes of the reservation: with \
+--inherit none the nodes go back to the scheduler at once; with child they go \
+back when the last job spawned into the reservation (and its descendants) ends; \
+with default (also when --inherit is absent) they stay in the DVM, unreserved, \
+for anyone; with child-default they become unreserved when the last descendant \
+ends.
+
+While the scheduler queues the request a spinner says so on a terminal; Ctrl-C \
+cancels the queued request (PMIX_ALLOC_REQ_CANCEL) and exits 130.";
+
+const AFTER_HELP: &str = "\
+EXIT STATUS:
+  0 granted (or, with -- CMD, CMD's own status; 128+N if CMD died of signal N)
+  2 usage error   3 cannot connect   4 refused   5 not found   6 no permission
+  7 not supported by this DVM   8 timed out   130 interrupted   1 other error
+
+EXAMPLES:
+  palloc -N 2 -t 30m -- ./run.sh        hold 2 nodes while run.sh runs inside them
+  palloc -N 4 --inherit child --hold    print the id, keep it until Ctrl-C/SIGTERM
+  palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child
+  palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 300
+  palloc -N 8 --no-wait --request-id nightly   return at once with the request id";
+
+/// `palloc` flags.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "palloc", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct PallocArgs {
+    /// Number of nodes (PMIX_ALLOC_NUM_NODES).
+    #[arg(short = 'N', long, value_name = "N", value_parser = parse_count)]
+    pub nodes: Option<u64>,
+
+    /// Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST).
+    #[arg(short = 'w', long, value_name = "LIST", value_parser = parse_nodelist_arg)]
+    pub nodelist: Option<NodeList>,
+
+    /// Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE).
+    #[arg(short = 'x', long, value_name = "LIST", value_parser = parse_nodelist_arg)]
+    pub exclude: Option<NodeList>,
+
+    /// Number of CPUs (PMIX_ALLOC_NUM_CPUS).
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_count)]
+    pub cpus: Option<u64>,
+
+    /// Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE).
+    #[arg(long, value_name = "SIZE", value_parser = parse_mem_mb)]
+    pub mem: Option<f32>,
+
+    /// Time limit: 90 (minutes), 45:00, 2:00:00, 1-00:00:00, 2h, 1d (PMIX_ALLOC_TIME).
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_time_limit)]
+    pub time: Option<u64>,
+
+    /// Scheduler queue (PMIX_ALLOC_QUEUE). `-q` is this, not --quiet.
+    #[arg(short = 'q', long, value_name = "QUEUE", value_parser = parse_id)]
+    pub queue: Option<String>,
+
+    /// Your own id for this request, echoed in the reply (PMIX_ALLOC_REQ_ID).
+    #[arg(long, value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "extend_request")]
+    pub request_id: Option<String>,
+
+    /// Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only).
+    #[arg(long, value_name = "NSPACE", value_parser = parse_id)]
+    pub target: Option<String>,
+
+    /// Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true).
+    #[arg(long)]
+    pub share: bool,
+
+    /// What happens when the owner ends: none, child, default, child-default
+    /// (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`).
+    #[arg(long, value_name = "RULE", value_parser = parse_inheritance)]
+    pub inherit: Option<u8>,
+
+    /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT; plain = seconds).
+    #[arg(long, value_name = "SECS", value_parser = parse_warn_secs)]
+    pub warn_timeout: Option<u32>,
+
+    /// Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID).
+    #[arg(long, value_name = "ALLOC_ID", num_args = 0..=1, value_parser = parse_id)]
+    pub extend: Option<Option<String>>,
+
+    /// Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID).
+    #[arg(long, value_name = "REQ_ID", value_parser = parse_id)]
+    pub extend_request: Option<String>,
+
+    /// Return as soon as the request is accepted, printing its request id.
+    #[arg(long, conflicts_with = "hold")]
+    pub no_wait: bool,
+
+    /// After the grant, print the id and keep the allocation until SIGINT/SIGTERM.
+    #[arg(long)]
+    pub hold: bool,
+
+    /// How to reach the DVM (the OpenPMIx connection flags).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    /// Output format and verbosity.
+    #[command(flatten)]
+    pub output: LongQuietOutputArgs,
+
+    /// Command to run inside the allocation once granted (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// What palloc does after sending its request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PallocMode {
+    /// Wait for the grant, print it and exit.
+    Print,
+    /// Print the request id at once and exit (`--no-wait`).
+    NoWait,
+    /// Wait for the grant, print it, keep it until a signal (`--hold`).
+    Hold,
+    /// Wait for the grant and run this command inside it (`-- CMD`).
+    Run(Vec<String>),
+}
+
+impl PallocArgs {
+    /// Checks spanning several flags; an error here means exit 2 before connecting.
+    pub fn validate(&self) -> Result<(), String> {
+        let extending = self.is_extend();
+        if matches!(self.extend, Some(None)) && self.extend_request.is_none() {
+            return Err("an EXTEND needs a target: give --extend ALLOC_ID or --extend-request REQ_ID \
+(§8.2.1.8: an EXTEND carrying neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID is refused with PMIX_ERR_BAD_PARAM)"
+                .into());
+        }
+        if extending && self.share {
+            return Err(
+                "--share sets the initial state of a new allocation and cannot be used with \
+--extend/--extend-request (the extended reservation keeps its state)"
+                    .into(),
+            );
+        }
+        if self.no_wait && !self.command.is_empty() {
+            return Err(
+                "--no-wait returns before the grant, so it cannot run a command: drop --no-wait \
+or the `-- CMD`"
+                    .into(),
+            );
+        }
+        if self.hold && !self.command.is_empty() {
+            return Err(
+                "--hold and `-- CMD` both keep the allocation while palloc runs: use one".into(),
+            );
+        }
+        if let (Some(NodeList(list)), Some(NodeList(ex))) = (&self.nodelist, &self.exclude) {
+            if let Some(n) = list.iter().find(|n| ex.contains(n)) {
+                return Err(format!("node `{n}` is both in --nodelist and in --exclude"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this is an EXTEND.
+    pub fn is_extend(&self) -> bool {
+        self.extend.is_some() || self.extend_request.is_some()
+    }
+
+    /// The request to send.
+    pub fn request(&self) -> AllocRequest {
+        let extending = self.is_extend();
+        AllocRequest {
+            directive: if extending {
+                directive::EXTEND
+            } else {
+                directive::NEW
+            },
+            nodes: self.nodes,
+            nodelist: self.nodelist.clone().unwrap_or_default().0,
+            exclude: self.exclude.clone().unwrap_or_default().0,
+            cpus: self.cpus,
+            mem_mb: self.mem,
+            time_secs: self.time,
+            queue: self.queue.clone(),
+            request_id: self
+                .extend_request
+                .clone()
+                .or_else(|| self.request_id.clone()),
+            alloc_id: self.extend.clone().flatten(),
+            target: self.target.clone(),
+            share: self.share,
+            inherit: self.inherit,
+            warn_timeout: self.warn_timeout,
+        }
+    }
+
+    /// What to do after sending the request.
+    pub fn mode(&self) -> PallocMode {
+        if self.no_wait {
+            PallocMode::NoWait
+        } else if self.hold {
+            PallocMode::Hold
+        } else if !self.command.is_empty() {
+            PallocMode::Run(self.command.clone())
+        } else {
+            PallocMode::Print
+        }
+    }
+
+    /// The output flags in their common form.
+    pub fn output(&self) -> OutputArgs {
+        OutputArgs::from(&self.output)
+    }
+}
+
+/// The sentence palloc prints when it exits while it owns a reservation:
+/// what now becomes of it and why. `owner_is_self` is true when palloc's
+/// own (tool) namespace owns it, i.e. no `--target` and not acting for a job.
+pub fn disposition_on_exit(inherit: Option<u8>, owner_is_self: bool, alloc_id: &str) -> String {
+    let rule = inherit
+        .and_then(Inheritance::from_code)
+        .unwrap_or(Inheritance::Default);
+    let why = if inherit.is_none() {
+        " (no --inherit given: the default rule)"
+    } else {
+        ""
+    };
+    if !owner_is_self {
+        return format!(
+            "reservation {alloc_id} stays: it belongs to a namespace that outlives palloc; \
+when that namespace ends, rule `{}`{why} applies",
+            rule.word()
+        );
+    }
+    let what = match rule {
+        Inheritance::None => "its nodes return to the scheduler now, even if jobs still run on them",
+        Inheritance::Child => {
+            "it lives on until the last job spawned into it (and their descendants) ends, then its nodes return to the scheduler"
+        }
+        Inheritance::Default => "its nodes stay in the DVM, unreserved, usable by any job",
+        Inheritance::ChildDefault => {
+            "it lives on until the last job spawned into it (and their descendants) ends, then its nodes become unreserved in the DVM"
+        }
+    };
+    format!(
+        "palloc's namespace owned reservation {alloc_id} and is ending: under rule `{}`{why}, {what} (§8.2.1.9.2)",
+        rule.word()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disposition_sentences() {
+        assert!(disposition_on_exit(None, true, "a1").contains("default rule"));
+        assert!(disposition_on_exit(Some(1), true, "a1").contains("return to the scheduler now"));
+        assert!(disposition_on_exit(Some(2), true, "a1").contains("last job"));
+        assert!(disposition_on_exit(Some(4), false, "a1").contains("outlives palloc"));
+    }
+}

@@ -1,0 +1,200 @@
+//! Durations.
+//!
+//! Two flavours share one grammar and differ only in what a bare number means:
+//!
+//! - **time limits** (`palloc -t`, `pwatch --extend-by`): a bare number is
+//!   **minutes**, as with Slurm's `salloc -t 90`;
+//! - **waits** (`--timeout`, `--interval`, `--warn-timeout`): a bare number is
+//!   **seconds**, as with `timeout(1)` and `watch -n`.
+//!
+//! Accepted forms (all yield whole seconds, must be greater than zero and at
+//! most `u32::MAX` seconds):
+//!
+//! | form | meaning |
+//! |------|---------|
+//! | `90` | minutes (time limit) or seconds (wait) |
+//! | `45:00` | minutes:seconds |
+//! | `2:00:00` | hours:minutes:seconds |
+//! | `1-12` | days-hours |
+//! | `1-12:30` | days-hours:minutes |
+//! | `1-00:00:00` | days-hours:minutes:seconds |
+//! | `2h`, `30m`, `45s`, `1d`, `1h30m` | suffixed units, combinable in d,h,m,s order |
+
+/// The valid forms, quoted in every error message.
+pub const DURATION_FORMS: &str = "N (a bare number), MM:SS, H:MM:SS, D-H, D-H:MM, D-H:MM:SS, \
+or units such as 45s, 30m, 2h, 1d, 1h30m";
+
+/// Parse a time limit: a bare number means minutes (Slurm's habit).
+pub fn parse_time_limit(s: &str) -> Result<u64, String> {
+    parse_with_unit(s, 60)
+}
+
+/// Parse a wait or interval: a bare number means seconds.
+pub fn parse_duration_secs(s: &str) -> Result<u64, String> {
+    parse_with_unit(s, 1)
+}
+
+/// Parse a warning lead time for `PMIX_ALLOC_WARN_TIMEOUT` (a `uint32_t` of
+/// seconds): any duration form, a bare number meaning seconds.
+pub fn parse_warn_secs(s: &str) -> Result<u32, String> {
+    let v = parse_duration_secs(s)?;
+    u32::try_from(v).map_err(|_| too_long(s))
+}
+
+fn too_long(s: &str) -> String {
+    format!("`{s}` is too long: the limit is {} seconds", u32::MAX)
+}
+
+fn bad(s: &str, why: &str) -> String {
+    format!("`{s}` is not a valid duration ({why}): expected {DURATION_FORMS}")
+}
+
+fn parse_with_unit(s: &str, bare_unit: u64) -> Result<u64, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad(s, "empty"));
+    }
+    if t.starts_with('-') {
+        return Err(bad(s, "negative"));
+    }
+    let secs = if t.bytes().all(|b| b.is_ascii_digit()) {
+        number(s, t)?
+            .checked_mul(bare_unit)
+            .ok_or_else(|| too_long(s))?
+    } else if t.bytes().any(|b| b.is_ascii_alphabetic()) {
+        suffixed(s, t)?
+    } else {
+        clock(s, t)?
+    };
+    if secs == 0 {
+        return Err(bad(s, "must be longer than zero"));
+    }
+    if secs > u64::from(u32::MAX) {
+        return Err(too_long(s));
+    }
+    Ok(secs)
+}
+
+fn number(s: &str, field: &str) -> Result<u64, String> {
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(s, "fields must be whole numbers"));
+    }
+    field.parse::<u64>().map_err(|_| too_long(s))
+}
+
+/// `[D-]H:MM:SS`, `MM:SS`, `D-H`, `D-H:MM`.
+fn clock(s: &str, t: &str) -> Result<u64, String> {
+    let (days, rest, has_days) = match t.split_once('-') {
+        Some((d, r)) => (number(s, d)?, r, true),
+        None => (0, t, false),
+    };
+    let fields: Vec<&str> = rest.split(':').collect();
+    let nums = fields
+        .iter()
+        .map(|f| number(s, f))
+        .collect::<Result<Vec<u64>, String>>()?;
+    // With days the fields are H[:MM[:SS]]; without, MM:SS or H:MM:SS.
+    let (h, m, sec) = match (has_days, nums.as_slice()) {
+        (true, [h]) => (*h, 0, 0),
+        (true, [h, m]) => (*h, *m, 0),
+        (true, [h, m, x]) => (*h, *m, *x),
+        (false, [m, x]) => (0, *m, *x),
+        (false, [h, m, x]) => (*h, *m, *x),
+        _ => return Err(bad(s, "wrong number of fields")),
+    };
+    if has_days && h >= 24 {
+        return Err(bad(s, "hours after a day count must be below 24"));
+    }
+    let leading_is_minutes = !has_days && nums.len() == 2;
+    if sec >= 60 || (!leading_is_minutes && m >= 60) {
+        return Err(bad(
+            s,
+            "minutes and seconds after the first field must be below 60",
+        ));
+    }
+    days.checked_mul(86_400)
+        .and_then(|d| h.checked_mul(3_600).and_then(|x| x.checked_add(d)))
+        .and_then(|x| m.checked_mul(60).and_then(|y| y.checked_add(x)))
+        .and_then(|x| x.checked_add(sec))
+        .ok_or_else(|| too_long(s))
+}
+
+/// `1d`, `2h`, `30m`, `45s`, `1h30m`: units in strictly decreasing order.
+fn suffixed(s: &str, t: &str) -> Result<u64, String> {
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    let mut last_rank = u8::MAX;
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let (rank, unit) = match c.to_ascii_lowercase() {
+            'd' => (3u8, 86_400u64),
+            'h' => (2, 3_600),
+            'm' => (1, 60),
+            's' => (0, 1),
+            _ => return Err(bad(s, "units are d, h, m and s")),
+        };
+        if digits.is_empty() {
+            return Err(bad(s, "each unit needs a number before it"));
+        }
+        if rank >= last_rank {
+            return Err(bad(s, "units must appear once each, largest first"));
+        }
+        last_rank = rank;
+        let n = number(s, &digits)?;
+        digits.clear();
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| v.checked_add(total))
+            .ok_or_else(|| too_long(s))?;
+    }
+    if !digits.is_empty() {
+        return Err(bad(s, "a number after the last unit has no unit"));
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_limit_forms() {
+        assert_eq!(parse_time_limit("90"), Ok(5_400));
+        assert_eq!(parse_time_limit("45:00"), Ok(2_700));
+        assert_eq!(parse_time_limit("2:00:00"), Ok(7_200));
+        assert_eq!(parse_time_limit("1-00:00:00"), Ok(86_400));
+        assert_eq!(parse_time_limit("1-12"), Ok(129_600));
+        assert_eq!(parse_time_limit("1-12:30"), Ok(131_400));
+        assert_eq!(parse_time_limit("2h"), Ok(7_200));
+        assert_eq!(parse_time_limit("30m"), Ok(1_800));
+        assert_eq!(parse_time_limit("45s"), Ok(45));
+        assert_eq!(parse_time_limit("1d"), Ok(86_400));
+        assert_eq!(parse_time_limit("1h30m"), Ok(5_400));
+        assert_eq!(parse_time_limit("90:30"), Ok(5_430));
+    }
+
+    #[test]
+    fn wait_forms() {
+        assert_eq!(parse_duration_secs("90"), Ok(90));
+        assert_eq!(parse_duration_secs("2m"), Ok(120));
+        assert_eq!(parse_warn_secs("300"), Ok(300));
+    }
+
+    #[test]
+    fn refusals_list_forms() {
+        for b in [
+            "", "0", "-5", "1:2:3:4", "1:60", "1:00:60", "1-24", "5x", "h", "30m1h", "1h1h",
+            "10 m", "1.5h", "2h5",
+        ] {
+            let e = parse_time_limit(b).unwrap_err();
+            assert!(e.contains("D-H:MM:SS"), "{b}: {e}");
+        }
+        assert!(parse_time_limit("99999999999")
+            .unwrap_err()
+            .contains("too long"));
+        assert!(parse_time_limit("999999999999999999999d").is_err());
+    }
+}

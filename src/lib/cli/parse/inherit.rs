@@ -1,0 +1,100 @@
+//! Inheritance words for `palloc --inherit` (`PMIX_ALLOC_INHERITANCE`).
+
+/// The four dispositions of spec 001 §8.2.1.9.2, with their PMIx codes
+/// (`pmix_alloc_inheritance_t`: NONE=1, CHILD=2, DEFAULT=3, CHILD_DEFAULT=4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Inheritance {
+    /// Released to the scheduler when the owning namespace ends.
+    None = 1,
+    /// Released to the scheduler when the last derived child ends.
+    Child = 2,
+    /// Unreserved in the session when the owning namespace ends (the default).
+    Default = 3,
+    /// Unreserved in the session when the last derived child ends.
+    ChildDefault = 4,
+}
+
+/// The valid words, quoted in error messages.
+pub const INHERIT_FORMS: &str = "none, child, default or child-default \
+(case-insensitive; `_` may replace `-`; the PMIX_ALLOC_INHERIT_ prefix is allowed)";
+
+impl Inheritance {
+    /// All four, in code order.
+    pub const ALL: [Inheritance; 4] = [Self::None, Self::Child, Self::Default, Self::ChildDefault];
+
+    /// The PMIx wire code (1..=4).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The disposition for a wire code, if it is one of the four.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|i| i.code() == code)
+    }
+
+    /// The lower-case word used on our command lines and in JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Child => "child",
+            Self::Default => "default",
+            Self::ChildDefault => "child-default",
+        }
+    }
+
+    /// The PMIx constant name.
+    pub fn pmix_name(self) -> &'static str {
+        match self {
+            Self::None => "PMIX_ALLOC_INHERIT_NONE",
+            Self::Child => "PMIX_ALLOC_INHERIT_CHILD",
+            Self::Default => "PMIX_ALLOC_INHERIT_DEFAULT",
+            Self::ChildDefault => "PMIX_ALLOC_INHERIT_CHILD_DEFAULT",
+        }
+    }
+
+    /// Whether the disposition waits for the last derived child.
+    pub fn waits_for_children(self) -> bool {
+        matches!(self, Self::Child | Self::ChildDefault)
+    }
+
+    /// Whether the disposition returns the nodes to the scheduler (as
+    /// opposed to leaving them unreserved in the session).
+    pub fn returns_to_scheduler(self) -> bool {
+        matches!(self, Self::None | Self::Child)
+    }
+}
+
+/// Parse an inheritance word into its PMIx code (NONE=1, CHILD=2, DEFAULT=3,
+/// CHILD_DEFAULT=4).
+pub fn parse_inheritance(s: &str) -> Result<u8, String> {
+    let norm = s.trim().to_ascii_lowercase().replace('_', "-");
+    let word = norm.strip_prefix("pmix-alloc-inherit-").unwrap_or(&norm);
+    Inheritance::ALL
+        .into_iter()
+        .find(|i| i.word() == word)
+        .map(Inheritance::code)
+        .ok_or_else(|| format!("`{s}` is not an inheritance rule: expected {INHERIT_FORMS}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words() {
+        assert_eq!(parse_inheritance("none"), Ok(1));
+        assert_eq!(parse_inheritance("CHILD"), Ok(2));
+        assert_eq!(parse_inheritance("Default"), Ok(3));
+        assert_eq!(parse_inheritance("child_default"), Ok(4));
+        assert_eq!(parse_inheritance("PMIX_ALLOC_INHERIT_CHILD_DEFAULT"), Ok(4));
+        assert!(parse_inheritance("children")
+            .unwrap_err()
+            .contains("child-default"));
+        assert!(parse_inheritance("").is_err());
+        for i in Inheritance::ALL {
+            assert_eq!(Inheritance::from_code(i.code()), Some(i));
+        }
+        assert_eq!(Inheritance::from_code(0), None);
+    }
+}

@@ -1,0 +1,110 @@
+//! `pdvm`: the embedded reference DVM's flags.
+
+use super::parse::{parse_count, parse_nonneg_count};
+use clap::Parser;
+use std::path::PathBuf;
+
+const ABOUT: &str = "Run a throw-away local DVM implementing node reservations (spec 001)";
+
+const LONG_ABOUT: &str = "\
+Start a PMIx DVM on this machine with N simulated nodes of S slots each (the \
+default session) and a simulated scheduler holding M further nodes, write \
+rendezvous files as PRRTE does (so palloc, pspawn, prelease and pwatch find it \
+with no flags), and print `DVM ready`.
+
+With `-- CMD ARGS…` it runs CMD as a job of its own namespace — the session \
+leader of the spec's workflows: every tool invoked from CMD acts for that \
+namespace — with the tools on PATH, then exits with CMD's status and tears \
+everything down. Without CMD it runs until SIGTERM or `pdvm --terminate`; \
+--daemonize detaches.
+
+--time-scale F makes simulated time run F times faster (allocation time limits, \
+warnings, expiry), for tests. --pmix-compat behaves as a DVM whose PMIx lacks \
+the five reservation attributes (§8.2.1.10): a non-default --inherit is refused \
+with PMIX_ERR_NOT_SUPPORTED.";
+
+const AFTER_HELP: &str = "\
+EXIT STATUS:
+  with CMD: CMD's status (128+N for signal N); otherwise 0 after a clean stop
+  2 usage error   3 --terminate found no DVM   1 other error (e.g. cannot bind)
+
+EXAMPLES:
+  pdvm --nodes 4 --scheduler-nodes 8 -- ./workflow.sh
+  pdvm --nodes 2 --daemonize --report-uri uri.txt && pspawn hostname
+  pdvm --terminate";
+
+/// `pdvm` flags.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "pdvm", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct PdvmArgs {
+    /// Simulated nodes in the default session.
+    #[arg(long, value_name = "N", value_parser = parse_count, default_value = "1")]
+    pub nodes: u64,
+
+    /// Slots per node.
+    #[arg(long, value_name = "S", value_parser = parse_count, default_value = "1")]
+    pub slots: u64,
+
+    /// Further nodes the simulated scheduler can grant (0 allowed).
+    #[arg(long, value_name = "M", value_parser = parse_nonneg_count, default_value = "0")]
+    pub scheduler_nodes: u64,
+
+    /// Directory for rendezvous files (default $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<PathBuf>,
+
+    /// Run simulated time this many times faster (a positive number).
+    #[arg(long, value_name = "F", value_parser = parse_time_scale, default_value = "1")]
+    pub time_scale: f64,
+
+    /// Behave as a DVM whose PMIx lacks the reservation attributes (§8.2.1.10).
+    #[arg(long)]
+    pub pmix_compat: bool,
+
+    /// Detach and run in the background once ready.
+    #[arg(long, conflicts_with = "command")]
+    pub daemonize: bool,
+
+    /// Stop the running pdvm found through the rendezvous files.
+    #[arg(long, conflicts_with_all = ["daemonize", "command", "pmix_compat", "report_uri"])]
+    pub terminate: bool,
+
+    /// Write the server URI (and PMIx version) into FILE, like `prte --report-uri`.
+    #[arg(long, value_name = "FILE")]
+    pub report_uri: Option<PathBuf>,
+
+    /// Print less (repeatable).
+    #[arg(short = 'q', long = "quiet", action = clap::ArgAction::Count)]
+    pub quiet: u8,
+
+    /// Print more: requests and decisions on stderr (repeatable).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Command to run as the session leader job (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Parse `--time-scale`: a finite number greater than zero.
+pub fn parse_time_scale(s: &str) -> Result<f64, String> {
+    const FORMS: &str = "a number greater than zero such as 1, 10 or 0.5";
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(format!("`{s}` is not a valid time scale: expected {FORMS}")),
+    }
+}
+
+impl PdvmArgs {
+    /// Checks spanning several flags; an error means exit 2.
+    pub fn validate(&self) -> Result<(), String> {
+        let total = self.nodes.checked_add(self.scheduler_nodes);
+        match total {
+            Some(t) if t <= super::parse::MAX_NODES as u64 => Ok(()),
+            _ => Err(format!(
+                "--nodes plus --scheduler-nodes may be at most {} simulated nodes",
+                super::parse::MAX_NODES
+            )),
+        }
+    }
+}

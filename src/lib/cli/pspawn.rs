@@ -1,0 +1,137 @@
+//! `pspawn`: launch a (possibly MPMD) job into the DVM.
+
+use super::common::{ConnectArgs, OutputArgs};
+use super::mpmd::split_apps;
+use super::parse::{
+    parse_count_u32, parse_duration_secs, parse_env, parse_id, parse_nodelist_arg, EnvSpec,
+    NodeList,
+};
+use super::request::SpawnRequest;
+use clap::Parser;
+
+const ABOUT: &str = "Launch a job into the DVM, forward its output and return its exit status";
+
+const LONG_ABOUT: &str = "\
+Launch a job into the DVM (PMIx_Spawn), forward its stdout and stderr, and exit \
+with the job's status (the first non-zero exit status among its processes; 128+N \
+for a process killed by signal N).
+
+MPMD: separate application contexts with a lone `:`. Options before the first \
+program set defaults for every app; options after a `:` (-n/--np, -x/--env, \
+--wdir, -H/--host, before that app's program) apply to that app only and \
+override. A lone `:` always separates apps, so it cannot be passed as an \
+argument.
+
+Targeting (spec 001 §8.2.1.6): --target ALLOC_ID (repeatable or comma-separated) \
+maps the job onto the union of those reservations' nodes \
+(PMIX_SPAWN_TARGET); --default-pool adds the default session to that union. \
+Without --target the job uses the default session, or inside a job its parent's \
+session. The job's namespace joins the owner set of each reservation it is \
+spawned into, so it can spawn further jobs there.
+
+Identity: inside a job, pspawn acts for that job's namespace (the new job is \
+its child, which matters for CHILD inheritance rules and ownership); outside, it \
+connects as a tool. --as-tool forces the latter.";
+
+const AFTER_HELP: &str = "\
+EXIT STATUS:
+  the job's status (first non-zero; 128+N for signal N), or before launch:
+  2 usage error   3 cannot connect   4 refused   5 not found   6 no permission
+  7 not supported   8 timed out (--timeout)   130 interrupted   1 other error
+
+EXAMPLES:
+  pspawn -n 4 ./a.out arg1                 four processes of a.out
+  pspawn -n 1 ./manager : -n 8 ./worker    MPMD job with two apps
+  pspawn --target alloc.3 --default-pool -n 16 ./solver
+  pspawn --detach -x OMP_NUM_THREADS=4 ./service";
+
+/// `pspawn` flags; the trailing `APP` holds the first program, its arguments
+/// and any further `:`-separated apps.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "pspawn", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct PspawnArgs {
+    /// Number of processes (default 1; applies to every app without its own -n).
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32)]
+    pub np: Option<u32>,
+
+    /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable).
+    #[arg(short = 'x', long = "env", value_name = "VAR[=VAL]", value_parser = parse_env)]
+    pub env: Vec<EnvSpec>,
+
+    /// Working directory of the processes.
+    #[arg(long, value_name = "DIR")]
+    pub wdir: Option<String>,
+
+    /// Hosts to run on, node list forms such as `node[01-02]` or file:PATH.
+    #[arg(short = 'H', long = "host", value_name = "LIST", value_parser = parse_nodelist_arg)]
+    pub host: Option<NodeList>,
+
+    /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node.
+    #[arg(long, value_name = "POLICY", value_parser = parse_id)]
+    pub map_by: Option<String>,
+
+    /// Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated).
+    #[arg(long, value_name = "ALLOC_ID", value_delimiter = ',', value_parser = parse_id)]
+    pub target: Vec<String>,
+
+    /// Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET).
+    #[arg(long)]
+    pub default_pool: bool,
+
+    /// Prefix each forwarded output line with `[rank]`.
+    #[arg(long, conflicts_with = "detach")]
+    pub tag_output: bool,
+
+    /// Kill the job and exit 8 after this long (plain numbers are seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, conflicts_with = "detach")]
+    pub timeout: Option<u64>,
+
+    /// Print the job's namespace and return without waiting for it.
+    #[arg(long)]
+    pub detach: bool,
+
+    /// How to reach the DVM (the OpenPMIx connection flags).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    /// Output format and verbosity.
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
+    #[arg(
+        value_name = "APP",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub app: Vec<String>,
+}
+
+impl PspawnArgs {
+    /// Build the spawn request: splits the MPMD apps and applies defaults.
+    /// An error means exit 2 before connecting.
+    pub fn request(&self) -> Result<SpawnRequest, String> {
+        let apps = split_apps(
+            &self.app,
+            self.np,
+            &self.env,
+            self.wdir.as_deref(),
+            self.host.as_ref().map(|h| h.0.as_slice()),
+        )?;
+        Ok(SpawnRequest {
+            apps,
+            targets: self.target.clone(),
+            default_pool: self.default_pool,
+            map_by: self.map_by.clone(),
+            tag_output: self.tag_output,
+            timeout_secs: self.timeout,
+            detach: self.detach,
+        })
+    }
+
+    /// Checks spanning several flags (currently: the MPMD split).
+    pub fn validate(&self) -> Result<(), String> {
+        self.request().map(|_| ())
+    }
+}

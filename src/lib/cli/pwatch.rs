@@ -1,0 +1,170 @@
+//! `pwatch`: stream events, or show reservations, namespaces and nodes.
+
+use super::common::{ConnectArgs, OutputArgs};
+use super::parse::{parse_count, parse_duration_secs, parse_id, parse_time_limit, parse_warn_secs};
+use super::request::{EventKind, EventWatch, StatusWatch, StatusWhat, WatchRequest};
+use clap::Parser;
+
+const ABOUT: &str = "Watch allocation and job events, or show reservations, namespaces and nodes";
+
+const LONG_ABOUT: &str = "\
+Events mode (the default) prints one line per event — allocation timeout \
+warnings (allocation id, request id, seconds remaining), job ends, allocation \
+and node changes — filtered by --alloc, --request-id, --job and --event. \
+--exec runs a shell command per event with the event in PWATCH_* variables \
+(PWATCH_EVENT, PWATCH_ALLOC_ID, PWATCH_REQUEST_ID, PWATCH_NSPACE, \
+PWATCH_TIME_REMAINING, PWATCH_STATUS, PWATCH_EXIT_CODE, PWATCH_NODES).
+
+Status mode (--status) prints reservations (id, owning namespace, owner set, \
+inheritance, share, nodes, expiry), namespaces and nodes as tables or JSON, \
+once or every --interval.
+
+Timeout warnings go only to the process that requested the allocation, and \
+the requester is refreshed by each EXTEND (spec 001 §8.2.1.9.5). So who sees \
+them depends on the pattern:
+  shell: `palloc … -- CMD` or `palloc --hold` is the requester and prints the \
+warnings itself;
+  batch script (run inside a job): palloc returns, so start \
+`pwatch --alloc ID --warn-timeout 300 --extend-by 30m &` from the same job; it \
+arms the warning at once with an EXTEND carrying only PMIX_ALLOC_WARN_TIMEOUT \
+(the job's namespace owns the reservation, so it may), which makes pwatch the \
+requester, and answers every warning with an EXTEND that re-arms it;
+  orchestrator: a long-lived pwatch of the owning namespace does the same for \
+each allocation it names with --alloc.
+--exec lets any of them checkpoint or drain instead.";
+
+const AFTER_HELP: &str = "\
+EXIT STATUS:
+  0 done (--count reached, stream ended)   2 usage error   3 cannot connect
+  4 refused   5 not found   6 no permission (e.g. --extend-by on a reservation
+  this namespace does not own)   7 not supported   8 --timeout before any match
+  130 interrupted   1 other error
+
+EXAMPLES:
+  pwatch --status --what reservations
+  pwatch --status --json --interval 5
+  pwatch --event job-end --job myjob@1 --count 1
+  pwatch --alloc alloc.3 --extend-by 30m --warn-timeout 300
+  pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'";
+
+/// `pwatch` flags.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "pwatch", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct PwatchArgs {
+    /// Show status instead of streaming events.
+    #[arg(long)]
+    pub status: bool,
+
+    /// With --status: what to show.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        requires = "status",
+        default_value = "all"
+    )]
+    pub what: Vec<StatusWhat>,
+
+    /// With --status: refresh every so often (plain numbers are seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, requires = "status")]
+    pub interval: Option<u64>,
+
+    /// Only events about this allocation id (repeatable).
+    #[arg(long, value_name = "ALLOC_ID", value_parser = parse_id, conflicts_with = "status")]
+    pub alloc: Vec<String>,
+
+    /// Only events about this request id (repeatable).
+    #[arg(long, value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "status")]
+    pub request_id: Vec<String>,
+
+    /// Only events about this job namespace (repeatable). Not --nspace: that
+    /// is the connection flag shared by every tool.
+    #[arg(long = "job", value_name = "NSPACE", value_parser = parse_id, conflicts_with = "status")]
+    pub job: Vec<String>,
+
+    /// Event kinds to show (repeatable; default any).
+    #[arg(long, value_enum, value_name = "NAME", conflicts_with = "status")]
+    pub event: Vec<EventKind>,
+
+    /// Stop after N matching events.
+    #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "status")]
+    pub count: Option<u64>,
+
+    /// Stop after this long (plain numbers are seconds); exit 8 if nothing matched.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, conflicts_with = "status")]
+    pub timeout: Option<u64>,
+
+    /// Run this shell command for each event, fields in PWATCH_* variables.
+    #[arg(long, value_name = "CMD", conflicts_with = "status")]
+    pub exec: Option<String>,
+
+    /// Answer each timeout warning with an EXTEND of this time (plain = minutes, like -t).
+    #[arg(long, value_name = "DURATION", value_parser = parse_time_limit, conflicts_with = "status")]
+    pub extend_by: Option<u64>,
+
+    /// Arm the warning for each --alloc at start, and re-arm it on each
+    /// --extend-by EXTEND (PMIX_ALLOC_WARN_TIMEOUT; plain = seconds). Arming
+    /// makes this pwatch the requester that receives the warnings.
+    #[arg(long, value_name = "SECS", value_parser = parse_warn_secs, conflicts_with = "status")]
+    pub warn_timeout: Option<u32>,
+
+    /// How to reach the DVM (the OpenPMIx connection flags).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    /// Output format and verbosity.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl PwatchArgs {
+    /// Checks spanning several flags (clap's `conflicts_with`/`requires` do
+    /// most); an error means exit 2 before connecting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.event.contains(&EventKind::Any) && self.event.len() > 1 {
+            return Err("--event any already includes every kind: give it alone".into());
+        }
+        if self.warn_timeout.is_some() && self.alloc.is_empty() && self.extend_by.is_none() {
+            return Err("--warn-timeout arms the warning for the allocations named by --alloc, or re-arms it \
+on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
+                .into());
+        }
+        Ok(())
+    }
+
+    /// The watch to perform.
+    pub fn request(&self) -> WatchRequest {
+        if self.status {
+            let what = if self.what.is_empty() || self.what.contains(&StatusWhat::All) {
+                vec![
+                    StatusWhat::Reservations,
+                    StatusWhat::Namespaces,
+                    StatusWhat::Nodes,
+                ]
+            } else {
+                let mut w = self.what.clone();
+                w.dedup();
+                w
+            };
+            return WatchRequest::Status(StatusWatch {
+                what,
+                interval_secs: self.interval,
+            });
+        }
+        WatchRequest::Events(EventWatch {
+            events: if self.event.is_empty() {
+                vec![EventKind::Any]
+            } else {
+                self.event.clone()
+            },
+            alloc_ids: self.alloc.clone(),
+            request_ids: self.request_id.clone(),
+            nspaces: self.job.clone(),
+            count: self.count,
+            timeout_secs: self.timeout,
+            exec: self.exec.clone(),
+            extend_by_secs: self.extend_by,
+            warn_timeout: self.warn_timeout,
+        })
+    }
+}

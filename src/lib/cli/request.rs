@@ -1,0 +1,190 @@
+//! Tool-independent request descriptions built from parsed flags.
+//!
+//! These are plain structs with public fields; the binaries map them onto
+//! PMIx attributes (`PMIX_ALLOC_*`, `PMIX_SPAWN_TARGET`, …) for the wire.
+
+use super::parse::EnvSpec;
+
+/// `pmix_alloc_directive_t` values (OpenPMIx `pmix_common.h`).
+pub mod directive {
+    /// `PMIX_ALLOC_NEW`.
+    pub const NEW: u8 = 1;
+    /// `PMIX_ALLOC_EXTEND`.
+    pub const EXTEND: u8 = 2;
+    /// `PMIX_ALLOC_RELEASE`.
+    pub const RELEASE: u8 = 3;
+    /// `PMIX_ALLOC_REAQUIRE` (sic).
+    pub const REAQUIRE: u8 = 4;
+    /// `PMIX_ALLOC_REQ_CANCEL`.
+    pub const REQ_CANCEL: u8 = 5;
+}
+
+/// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllocRequest {
+    /// [`directive::NEW`] or [`directive::EXTEND`].
+    pub directive: u8,
+    /// `PMIX_ALLOC_NUM_NODES`.
+    pub nodes: Option<u64>,
+    /// `PMIX_ALLOC_NODE_LIST`, expanded names.
+    pub nodelist: Vec<String>,
+    /// `PMIX_ALLOC_EXCLUDE`, expanded names.
+    pub exclude: Vec<String>,
+    /// `PMIX_ALLOC_NUM_CPUS`.
+    pub cpus: Option<u64>,
+    /// `PMIX_ALLOC_MEM_SIZE`, megabytes.
+    pub mem_mb: Option<f32>,
+    /// `PMIX_ALLOC_TIME`, seconds (the binary converts to the server's form).
+    pub time_secs: Option<u64>,
+    /// `PMIX_ALLOC_QUEUE`.
+    pub queue: Option<String>,
+    /// `PMIX_ALLOC_REQ_ID`: the requester's id for this request, or on an
+    /// EXTEND by request id, the request id naming the target.
+    pub request_id: Option<String>,
+    /// `PMIX_ALLOC_ID`: on EXTEND, the allocation to extend.
+    pub alloc_id: Option<String>,
+    /// `PMIX_ALLOC_TARGET`: the namespace to reserve for.
+    pub target: Option<String>,
+    /// `PMIX_ALLOC_SHARE=true` when set.
+    pub share: bool,
+    /// `PMIX_ALLOC_INHERITANCE` code (1..=4), absent means the DVM default.
+    pub inherit: Option<u8>,
+    /// `PMIX_ALLOC_WARN_TIMEOUT`, seconds.
+    pub warn_timeout: Option<u32>,
+}
+
+/// One application context of a (possibly MPMD) spawn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppSpec {
+    /// Number of processes (`maxprocs`).
+    pub np: u32,
+    /// The program.
+    pub program: String,
+    /// Its arguments (without the program).
+    pub args: Vec<String>,
+    /// Environment settings, global ones first then per-app ones.
+    pub env: Vec<EnvSpec>,
+    /// Working directory.
+    pub wdir: Option<String>,
+    /// Hosts (expanded), empty when not restricted.
+    pub hosts: Vec<String>,
+}
+
+/// A spawn request (pspawn).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpawnRequest {
+    /// The application contexts, in command-line order.
+    pub apps: Vec<AppSpec>,
+    /// `PMIX_SPAWN_TARGET` allocation ids (one id → a string, several → an array).
+    pub targets: Vec<String>,
+    /// Add the invalid namespace to `PMIX_SPAWN_TARGET` (default pool too, §8.2.1.6).
+    pub default_pool: bool,
+    /// `PMIX_MAPBY`.
+    pub map_by: Option<String>,
+    /// Prefix forwarded output lines with the rank.
+    pub tag_output: bool,
+    /// Give up (and exit 8) after this many seconds.
+    pub timeout_secs: Option<u64>,
+    /// Print the namespace and return without waiting.
+    pub detach: bool,
+}
+
+/// One release-family request (prelease): RELEASE, REQ_CANCEL or REAQUIRE.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReleaseRequest {
+    /// [`directive::RELEASE`], [`directive::REQ_CANCEL`] or [`directive::REAQUIRE`].
+    pub directive: u8,
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: Option<String>,
+    /// `PMIX_ALLOC_REQ_ID`.
+    pub request_id: Option<String>,
+    /// `PMIX_ALLOC_NUM_NODES` for a partial release.
+    pub nodes: Option<u64>,
+    /// `PMIX_ALLOC_NODE_LIST` for a partial release.
+    pub nodelist: Vec<String>,
+}
+
+/// Event kinds pwatch can select with `--event`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum EventKind {
+    /// `PMIX_ALLOC_TIMEOUT_WARNING` (-194).
+    TimeoutWarning,
+    /// `PMIX_EVENT_JOB_END` (-145).
+    JobEnd,
+    /// Allocation changes (granted, extended, released, reclaimed).
+    Alloc,
+    /// Node changes (joined, left, unreserved).
+    Node,
+    /// Everything.
+    Any,
+}
+
+/// What `pwatch --status` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum StatusWhat {
+    /// Reservations: id, owning namespace, owner set, inheritance, share, nodes, expiry.
+    Reservations,
+    /// Namespaces (jobs).
+    Namespaces,
+    /// Nodes.
+    Nodes,
+    /// All three.
+    All,
+}
+
+/// What pwatch should do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchRequest {
+    /// Stream events.
+    Events(EventWatch),
+    /// Show status tables.
+    Status(StatusWatch),
+}
+
+/// Event-stream mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventWatch {
+    /// Kinds to show; empty never happens (defaults to `Any`).
+    pub events: Vec<EventKind>,
+    /// Only events about these allocation ids (empty: all).
+    pub alloc_ids: Vec<String>,
+    /// Only events about these request ids (empty: all).
+    pub request_ids: Vec<String>,
+    /// Only events about these namespaces (empty: all).
+    pub nspaces: Vec<String>,
+    /// Stop after this many events.
+    pub count: Option<u64>,
+    /// Stop after this many seconds (exit 8 if no event matched).
+    pub timeout_secs: Option<u64>,
+    /// Run through `sh -c` once per event, with the event's fields in
+    /// `PWATCH_*` environment variables.
+    pub exec: Option<String>,
+    /// Answer each timeout warning with an EXTEND by this many seconds.
+    pub extend_by_secs: Option<u64>,
+    /// `PMIX_ALLOC_WARN_TIMEOUT`: arm the warning at start for each of
+    /// `alloc_ids` (an EXTEND carrying only this attribute, which makes the
+    /// watcher the requester) and re-arm it on each `extend_by_secs` EXTEND.
+    pub warn_timeout: Option<u32>,
+}
+
+/// Status mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusWatch {
+    /// Tables to show, expanded (never contains `All`).
+    pub what: Vec<StatusWhat>,
+    /// Refresh every so many seconds; `None` prints once.
+    pub interval_secs: Option<u64>,
+}
+
+impl EventKind {
+    /// The name used on the command line, in JSON (`"event"`) and in `PWATCH_EVENT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::TimeoutWarning => "timeout-warning",
+            EventKind::JobEnd => "job-end",
+            EventKind::Alloc => "alloc",
+            EventKind::Node => "node",
+            EventKind::Any => "any",
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Parsing plus cross-flag validation in one step, with clap's error format
+//! and exit code 2 for both kinds of mistake.
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use std::ffi::OsString;
+
+/// Checks that need more than one flag, run after clap parsing and before
+/// any connection.
+pub trait Validate {
+    /// `Err(sentence)` names the problem and what to do instead.
+    fn validate(&self) -> Result<(), String>;
+}
+
+macro_rules! validate_impl {
+    ($($t:ty),*) => {$(
+        impl Validate for $t {
+            fn validate(&self) -> Result<(), String> {
+                <$t>::validate(self)
+            }
+        }
+    )*};
+}
+
+validate_impl!(
+    super::PallocArgs,
+    super::PspawnArgs,
+    super::PreleaseArgs,
+    super::PwatchArgs,
+    super::PdvmArgs
+);
+
+/// Parse `args` (the first is the program name) and validate. A failure of
+/// either kind is a `clap::Error` whose `exit_code()` is 2 (or 0 for
+/// `--help`/`--version`); `err.exit()` prints it the usual way.
+pub fn try_parse_validated<T, I, A>(args: I) -> Result<T, clap::Error>
+where
+    T: Parser + Validate,
+    I: IntoIterator<Item = A>,
+    A: Into<OsString> + Clone,
+{
+    let parsed = T::try_parse_from(args)?;
+    parsed
+        .validate()
+        .map_err(|msg| T::command().error(ErrorKind::ArgumentConflict, msg))?;
+    Ok(parsed)
+}
+
+/// [`try_parse_validated`] over the process arguments; prints the error and
+/// exits (2 for usage errors) on failure.
+pub fn parse_validated<T: Parser + Validate>() -> T {
+    match try_parse_validated::<T, _, _>(std::env::args_os()) {
+        Ok(t) => t,
+        Err(e) => e.exit(),
+    }
+}

@@ -1,0 +1,431 @@
+//! The JSON objects the tools print, one type per kind, and the documented
+//! field list of each ([`Record::FIELDS`]) that the man pages' JSON FIELDS
+//! sections are generated from. Every object has a `"type"` field first;
+//! every listed field is always present (`null` when unknown). Adding a field
+//! is compatible; renaming or removing one is not.
+
+use serde::Serialize;
+
+/// A JSON record kind with its documented fields.
+pub trait Record {
+    /// The value of the `"type"` field.
+    const TYPE: &'static str;
+    /// `(field, meaning)` for every field after `"type"`, in output order.
+    const FIELDS: &'static [(&'static str, &'static str)];
+}
+
+/// palloc: a granted allocation (NEW or EXTEND).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(tag = "type", rename = "allocation")]
+pub struct AllocationRecord {
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: String,
+    /// `PMIX_ALLOC_REQ_ID` echoed by the DVM, if one was given.
+    pub request_id: Option<String>,
+    /// `"new"` or `"extend"`.
+    pub directive: String,
+    /// `"granted"`.
+    pub state: String,
+    /// Node names granted (for EXTEND: the nodes now in the allocation).
+    pub nodes: Vec<String>,
+    /// Time limit in seconds, if any.
+    pub time_limit_secs: Option<u64>,
+    /// Expiry as Unix seconds, if any.
+    pub expires_at: Option<u64>,
+    /// `true` when reserved for its owner, `false` when shared (`--share`).
+    pub reserved: bool,
+    /// The owning namespace.
+    pub owner_nspace: Option<String>,
+    /// The inheritance rule word (`none`, `child`, `default`, `child-default`).
+    pub inherit: String,
+    /// Sentence: what becomes of the reservation when its owner ends.
+    pub on_owner_exit: String,
+}
+
+impl Record for AllocationRecord {
+    const TYPE: &'static str = "allocation";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "alloc_id",
+            "allocation id (PMIX_ALLOC_ID); pass it to pspawn --target, palloc --extend, prelease",
+        ),
+        (
+            "request_id",
+            "request id echoed by the DVM (PMIX_ALLOC_REQ_ID), or null",
+        ),
+        ("directive", "\"new\" or \"extend\""),
+        ("state", "\"granted\""),
+        ("nodes", "array of node names in the allocation"),
+        ("time_limit_secs", "time limit in seconds, or null"),
+        ("expires_at", "expiry time in Unix seconds, or null"),
+        (
+            "reserved",
+            "true when reserved for its owner, false when shared (--share)",
+        ),
+        (
+            "owner_nspace",
+            "namespace that owns the reservation, or null if the DVM did not say",
+        ),
+        (
+            "inherit",
+            "inheritance rule: none, child, default or child-default",
+        ),
+        (
+            "on_owner_exit",
+            "sentence saying what becomes of the reservation when its owner ends",
+        ),
+    ];
+}
+
+/// palloc --no-wait: an accepted, not yet granted request.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "request")]
+pub struct RequestRecord {
+    /// The request id to wait for, cancel (`prelease --cancel`) or extend by.
+    pub request_id: Option<String>,
+    /// `"accepted"` or `"queued"`.
+    pub state: String,
+}
+
+impl Record for RequestRecord {
+    const TYPE: &'static str = "request";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "request_id",
+            "request id (PMIX_ALLOC_REQ_ID) for prelease --cancel or palloc --extend-request",
+        ),
+        ("state", "\"accepted\" or \"queued\""),
+    ];
+}
+
+/// The last line of `palloc -- CMD` / `palloc --hold` and of pspawn:
+/// how the tool ends.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "exit")]
+pub struct ExitRecord {
+    /// The tool's exit code.
+    pub exit_code: i32,
+    /// The allocation concerned, if any.
+    pub alloc_id: Option<String>,
+    /// What now becomes of that allocation, if any.
+    pub on_owner_exit: Option<String>,
+}
+
+impl Record for ExitRecord {
+    const TYPE: &'static str = "exit";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("exit_code", "the tool's exit status"),
+        ("alloc_id", "allocation concerned, or null"),
+        (
+            "on_owner_exit",
+            "what now becomes of that allocation, or null",
+        ),
+    ];
+}
+
+/// prelease: the outcome of one RELEASE, REQ_CANCEL or REAQUIRE.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "release")]
+pub struct ReleaseRecord {
+    /// `"release"`, `"cancel"` or `"reacquire"`.
+    pub directive: String,
+    /// The allocation id, if given.
+    pub alloc_id: Option<String>,
+    /// The request id, if given.
+    pub request_id: Option<String>,
+    /// PMIx status name of the answer (`PMIX_SUCCESS` on success).
+    pub status: String,
+    /// Exit code this outcome maps to.
+    pub exit_code: i32,
+    /// The spec rule that explains a refusal, if any.
+    pub rule: Option<String>,
+}
+
+impl Record for ReleaseRecord {
+    const TYPE: &'static str = "release";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("directive", "\"release\", \"cancel\" or \"reacquire\""),
+        ("alloc_id", "allocation id, or null"),
+        ("request_id", "request id, or null"),
+        (
+            "status",
+            "PMIx status name of the answer, PMIX_SUCCESS on success",
+        ),
+        (
+            "exit_code",
+            "exit code this outcome maps to (see EXIT STATUS)",
+        ),
+        ("rule", "spec 001 rule explaining a refusal, or null"),
+    ];
+}
+
+/// pspawn: the job launched, or ended.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "job")]
+pub struct JobRecord {
+    /// The job's namespace.
+    pub nspace: String,
+    /// `"launched"` or `"ended"`.
+    pub state: String,
+    /// Number of processes.
+    pub nprocs: u32,
+    /// `PMIX_SPAWN_TARGET` entries (`""` = the default pool).
+    pub targets: Vec<String>,
+    /// The job's status once ended.
+    pub exit_code: Option<i32>,
+}
+
+impl Record for JobRecord {
+    const TYPE: &'static str = "job";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("nspace", "the job's namespace"),
+        ("state", "\"launched\" or \"ended\""),
+        ("nprocs", "number of processes"),
+        (
+            "targets",
+            "allocation ids targeted (\"\" stands for the default pool)",
+        ),
+        (
+            "exit_code",
+            "the job's status once ended (first non-zero, 128+N for signal N), else null",
+        ),
+    ];
+}
+
+/// pspawn --json: one forwarded output line.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "output")]
+pub struct OutputRecord {
+    /// The job's namespace.
+    pub nspace: String,
+    /// The rank that wrote it.
+    pub rank: u32,
+    /// `"stdout"` or `"stderr"`.
+    pub stream: String,
+    /// The line, without its newline (lossy UTF-8).
+    pub line: String,
+}
+
+impl Record for OutputRecord {
+    const TYPE: &'static str = "output";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("nspace", "namespace of the job"),
+        ("rank", "rank of the process that wrote the line"),
+        ("stream", "\"stdout\" or \"stderr\""),
+        (
+            "line",
+            "the line without its newline (invalid UTF-8 replaced)",
+        ),
+    ];
+}
+
+/// pwatch (and palloc's warnings): one event. Borrowed so a stream of events
+/// needs no allocation per event.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(tag = "type", rename = "event")]
+pub struct EventRecord<'a> {
+    /// Event name: `timeout-warning`, `job-end`, `alloc`, `node`, or another
+    /// PMIx event's status name.
+    pub event: &'a str,
+    /// When it was received, Unix seconds with fraction.
+    pub time: f64,
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: Option<&'a str>,
+    /// `PMIX_ALLOC_REQ_ID`.
+    pub request_id: Option<&'a str>,
+    /// The namespace concerned.
+    pub nspace: Option<&'a str>,
+    /// `PMIX_TIME_REMAINING`, seconds.
+    pub time_remaining: Option<u32>,
+    /// PMIx status name carried, if any.
+    pub status: Option<&'a str>,
+    /// A job's exit code (job-end).
+    pub exit_code: Option<i32>,
+    /// Nodes concerned (alloc, node).
+    pub nodes: Option<&'a [String]>,
+}
+
+impl Record for EventRecord<'_> {
+    const TYPE: &'static str = "event";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "event",
+            "timeout-warning, job-end, alloc, node, or a PMIx status name for other events",
+        ),
+        ("time", "reception time, Unix seconds with fraction"),
+        ("alloc_id", "allocation id (PMIX_ALLOC_ID), or null"),
+        ("request_id", "request id (PMIX_ALLOC_REQ_ID), or null"),
+        ("nspace", "namespace concerned, or null"),
+        (
+            "time_remaining",
+            "seconds before expiry (timeout-warning), or null",
+        ),
+        ("status", "PMIx status name carried by the event, or null"),
+        ("exit_code", "job exit status (job-end), or null"),
+        ("nodes", "array of node names concerned, or null"),
+    ];
+}
+
+/// pwatch --status: one reservation.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "reservation")]
+pub struct ReservationRecord {
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: String,
+    /// The request id it was created with.
+    pub request_id: Option<String>,
+    /// The owning namespace.
+    pub owner_nspace: String,
+    /// The owner set (owning namespace plus jobs spawned into it).
+    pub owners: Vec<String>,
+    /// Inheritance rule word.
+    pub inherit: String,
+    /// Shared (`PMIX_ALLOC_SHARE`).
+    pub share: bool,
+    /// Node names.
+    pub nodes: Vec<String>,
+    /// Expiry, Unix seconds.
+    pub expires_at: Option<u64>,
+    /// `"reserved"`, `"shared"`, `"draining"`, …
+    pub state: String,
+}
+
+impl Record for ReservationRecord {
+    const TYPE: &'static str = "reservation";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("alloc_id", "allocation id"),
+        ("request_id", "request id it was created with, or null"),
+        (
+            "owner_nspace",
+            "owning namespace (its end drives the inheritance rule)",
+        ),
+        (
+            "owners",
+            "owner set: the owning namespace plus every job spawned into it",
+        ),
+        ("inherit", "none, child, default or child-default"),
+        ("share", "true when the nodes were shared from the outset"),
+        ("nodes", "array of node names"),
+        ("expires_at", "expiry time in Unix seconds, or null"),
+        (
+            "state",
+            "state as reported by the DVM, e.g. reserved, shared, draining",
+        ),
+    ];
+}
+
+/// pwatch --status: one namespace (job).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "namespace")]
+pub struct NamespaceRecord {
+    /// The namespace.
+    pub nspace: String,
+    /// The namespace that spawned it, if known.
+    pub parent: Option<String>,
+    /// Number of processes.
+    pub nprocs: Option<u32>,
+    /// `"running"`, `"ended"`, …
+    pub state: String,
+    /// Reservations it may use.
+    pub allocations: Vec<String>,
+}
+
+impl Record for NamespaceRecord {
+    const TYPE: &'static str = "namespace";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("nspace", "namespace"),
+        ("parent", "namespace that spawned it, or null"),
+        ("nprocs", "number of processes, or null"),
+        ("state", "state as reported by the DVM, e.g. running"),
+        ("allocations", "allocation ids whose owner set includes it"),
+    ];
+}
+
+/// pwatch --status: one node.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "node")]
+pub struct NodeRecord {
+    /// Node name.
+    pub name: String,
+    /// Slots.
+    pub slots: Option<u32>,
+    /// Allocation id it is reserved to; `null` for the default session.
+    pub alloc_id: Option<String>,
+    /// `"up"`, `"down"`, …
+    pub state: String,
+}
+
+impl Record for NodeRecord {
+    const TYPE: &'static str = "node";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("name", "node name"),
+        ("slots", "number of slots, or null"),
+        (
+            "alloc_id",
+            "reservation holding the node, or null for the default session",
+        ),
+        ("state", "state as reported by the DVM, e.g. up"),
+    ];
+}
+
+/// Any tool: a failure, printed with `--json` instead of the stderr sentence.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "error")]
+pub struct ErrorRecord {
+    /// PMIx status name, when the DVM answered one.
+    pub status: Option<String>,
+    /// The spec 001 rule that explains it, if any.
+    pub rule: Option<String>,
+    /// Human sentence.
+    pub message: String,
+    /// The tool's exit code.
+    pub exit_code: i32,
+}
+
+impl Record for ErrorRecord {
+    const TYPE: &'static str = "error";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "status",
+            "PMIx status name (e.g. PMIX_ERR_NO_PERMISSIONS), or null",
+        ),
+        ("rule", "spec 001 rule that explains the refusal, or null"),
+        ("message", "what was refused, why, and what to do"),
+        ("exit_code", "the tool's exit status (see EXIT STATUS)"),
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys<T: Serialize + Record>(v: &T) {
+        let j = serde_json::to_value(v).unwrap();
+        let obj = j.as_object().unwrap();
+        assert_eq!(obj["type"], T::TYPE);
+        let mut got: Vec<&str> = obj
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "type")
+            .collect();
+        let mut want: Vec<&str> = T::FIELDS.iter().map(|(k, _)| *k).collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{}", T::TYPE);
+    }
+
+    #[test]
+    fn documented_fields_match_output() {
+        keys(&AllocationRecord::default());
+        keys(&RequestRecord::default());
+        keys(&ExitRecord::default());
+        keys(&ReleaseRecord::default());
+        keys(&JobRecord::default());
+        keys(&OutputRecord::default());
+        keys(&EventRecord::default());
+        keys(&ReservationRecord::default());
+        keys(&NamespaceRecord::default());
+        keys(&NodeRecord::default());
+        keys(&ErrorRecord::default());
+    }
+}

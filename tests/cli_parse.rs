@@ -1,0 +1,417 @@
+//! Command-line parsing: value parsers and whole command lines of the five
+//! tools, including refusals (which exit 2 before any connection).
+
+use clap::Parser;
+use pmix_tools::cli::parse::*;
+use pmix_tools::cli::request::{directive, EventKind, StatusWhat, WatchRequest};
+use pmix_tools::cli::{
+    try_parse_validated, PallocArgs, PallocMode, PdvmArgs, PidSpec, PreleaseArgs, PspawnArgs,
+    PwatchArgs, UriSpec,
+};
+
+fn ok<T: Parser + pmix_tools::cli::Validate>(line: &str) -> T {
+    match try_parse_validated::<T, _, _>(line.split_whitespace()) {
+        Ok(t) => t,
+        Err(e) => panic!("`{line}` refused: {e}"),
+    }
+}
+
+/// The command line is refused with exit code 2; returns the message.
+fn refused<T: Parser + pmix_tools::cli::Validate + std::fmt::Debug>(line: &str) -> String {
+    match try_parse_validated::<T, _, _>(line.split_whitespace()) {
+        Ok(t) => panic!("`{line}` accepted: {t:?}"),
+        Err(e) => {
+            assert_eq!(e.exit_code(), 2, "`{line}`: {e}");
+            e.to_string()
+        }
+    }
+}
+
+// ---- value parsers ---------------------------------------------------------
+
+#[test]
+fn counts() {
+    assert_eq!(parse_count("3"), Ok(3));
+    for bad in ["0", "-1", "x", "", "2.5"] {
+        assert!(
+            parse_count(bad)
+                .unwrap_err()
+                .contains("positive whole number"),
+            "{bad}"
+        );
+    }
+    assert_eq!(parse_nonneg_count("0"), Ok(0));
+}
+
+#[test]
+fn durations() {
+    let forms = [
+        ("90", 5_400),
+        ("45:00", 2_700),
+        ("2:00:00", 7_200),
+        ("1-00:00:00", 86_400),
+        ("2h", 7_200),
+        ("30m", 1_800),
+        ("45s", 45),
+        ("1d", 86_400),
+        ("1h30m", 5_400),
+    ];
+    for (s, secs) in forms {
+        assert_eq!(parse_time_limit(s), Ok(secs), "{s}");
+    }
+    assert_eq!(parse_duration_secs("90"), Ok(90));
+    for bad in ["0", "-3", "1:2:3:4", "9:99", "2x", "h2", "", "1.5h"] {
+        let e = parse_time_limit(bad).unwrap_err();
+        assert!(e.contains("MM:SS") && e.contains("2h"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn inheritance_words() {
+    assert_eq!(parse_inheritance("none"), Ok(1));
+    assert_eq!(parse_inheritance("child"), Ok(2));
+    assert_eq!(parse_inheritance("default"), Ok(3));
+    assert_eq!(parse_inheritance("child-default"), Ok(4));
+    assert_eq!(parse_inheritance("CHILD_DEFAULT"), Ok(4));
+    let e = parse_inheritance("forever").unwrap_err();
+    assert!(e.contains("none, child, default or child-default"), "{e}");
+}
+
+#[test]
+fn node_lists() {
+    assert_eq!(
+        parse_nodelist("node[01-04],gpu7").unwrap(),
+        ["node01", "node02", "node03", "node04", "gpu7"]
+    );
+    assert_eq!(parse_nodelist("rack[1-2]-n[1-3]").unwrap().len(), 6);
+    for bad in ["node[01-", "node[4-1]", "a,,b", "node[x]", "n o"] {
+        assert!(
+            parse_nodelist(bad).unwrap_err().contains("file:PATH"),
+            "{bad}"
+        );
+    }
+    assert!(parse_nodelist("n[1-2000000]")
+        .unwrap_err()
+        .contains("1000000"));
+
+    let dir = std::env::temp_dir().join(format!("pmix-tools-cli-parse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("nodes.txt");
+    std::fs::write(&f, "# login nodes\nn1\nn2,gpu[1-2]\n\nn1\n").unwrap();
+    assert_eq!(
+        parse_nodelist(&format!("file:{}", f.display())).unwrap(),
+        ["n1", "n2", "gpu1", "gpu2"]
+    );
+    std::fs::write(&f, "n1\nbad[\n").unwrap();
+    assert!(parse_nodelist(&format!("file:{}", f.display()))
+        .unwrap_err()
+        .contains(":2:"));
+    assert!(parse_nodelist(&format!("file:{}", dir.join("missing").display())).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn memory_env_signal_ids() {
+    assert_eq!(parse_mem_mb("4G"), Ok(4096.0));
+    assert_eq!(parse_mem_mb("512M"), Ok(512.0));
+    assert_eq!(parse_mem_mb("100"), Ok(100.0));
+    assert!(parse_mem_mb("4Q").unwrap_err().contains("4G"));
+    assert!(parse_mem_mb("0").is_err());
+
+    assert_eq!(parse_env("A=1").unwrap().value.as_deref(), Some("1"));
+    assert_eq!(parse_env("HOME").unwrap().value, None);
+    assert!(parse_env("1X").unwrap_err().contains("VAR=VALUE"));
+
+    assert_eq!(
+        parse_signal("TERM").unwrap(),
+        nix::sys::signal::Signal::SIGTERM
+    );
+    assert!(parse_signal("BOGUS").unwrap_err().contains("TERM"));
+
+    assert!(parse_id("").is_err());
+    assert!(parse_id("has space").is_err());
+}
+
+// ---- palloc ----------------------------------------------------------------
+
+#[test]
+fn palloc_typical() {
+    let a: PallocArgs =
+        ok("palloc -N 2 -t 90 -q batch --inherit child --warn-timeout 300 -- srun -l hostname");
+    let r = a.request();
+    assert_eq!(r.directive, directive::NEW);
+    assert_eq!(r.nodes, Some(2));
+    assert_eq!(r.time_secs, Some(5_400));
+    assert_eq!(r.queue.as_deref(), Some("batch"));
+    assert_eq!(r.inherit, Some(2));
+    assert_eq!(r.warn_timeout, Some(300));
+    assert_eq!(
+        a.mode(),
+        PallocMode::Run(vec!["srun".into(), "-l".into(), "hostname".into()])
+    );
+
+    let a: PallocArgs =
+        ok("palloc -w node[01-03] -x node[04] --share --target job@1 --mem 4G -c 8 --quiet --hold");
+    let r = a.request();
+    assert_eq!(r.nodelist, ["node01", "node02", "node03"]);
+    assert_eq!(r.exclude, ["node04"]);
+    assert!(r.share);
+    assert_eq!(r.target.as_deref(), Some("job@1"));
+    assert_eq!(r.mem_mb, Some(4096.0));
+    assert_eq!(r.cpus, Some(8));
+    assert_eq!(a.output().quiet, 1);
+    assert_eq!(a.mode(), PallocMode::Hold);
+
+    let a: PallocArgs = ok("palloc --extend alloc.7 -N 1 -t 1h");
+    let r = a.request();
+    assert_eq!(
+        (r.directive, r.alloc_id.as_deref()),
+        (directive::EXTEND, Some("alloc.7"))
+    );
+
+    let a: PallocArgs = ok("palloc --extend-request nightly -t 30m");
+    let r = a.request();
+    assert_eq!(
+        (r.directive, r.request_id.as_deref(), r.alloc_id),
+        (directive::EXTEND, Some("nightly"), None)
+    );
+
+    let a: PallocArgs = ok("palloc -N 4 --no-wait --request-id r1");
+    assert_eq!(a.mode(), PallocMode::NoWait);
+    assert_eq!(a.request().request_id.as_deref(), Some("r1"));
+
+    let a: PallocArgs =
+        ok("palloc --uri file:/tmp/uri --as-tool --wait-to-connect 5 --num-connect-retries 3 -N 1");
+    let c = a.connect.to_options();
+    assert_eq!(c.uri, Some(UriSpec::File("/tmp/uri".into())));
+    assert!(c.force_tool);
+    assert_eq!((c.wait_secs, c.retries), (Some(5), Some(3)));
+}
+
+#[test]
+fn palloc_refusals() {
+    refused::<PallocArgs>("palloc -N 0");
+    refused::<PallocArgs>("palloc -N -2");
+    refused::<PallocArgs>("palloc -c 0");
+    assert!(refused::<PallocArgs>("palloc --inherit forever").contains("child-default"));
+    assert!(refused::<PallocArgs>("palloc -w node[1-").contains("node[01-04]"));
+    assert!(refused::<PallocArgs>("palloc -t 1:99").contains("D-H:MM:SS"));
+    assert!(refused::<PallocArgs>("palloc -t soon").contains("D-H:MM:SS"));
+    let e = refused::<PallocArgs>("palloc --extend -N 1");
+    assert!(
+        e.contains("needs a target") && e.contains("PMIX_ERR_BAD_PARAM"),
+        "{e}"
+    );
+    refused::<PallocArgs>("palloc --extend a1 --share");
+    refused::<PallocArgs>("palloc --no-wait -- hostname");
+    refused::<PallocArgs>("palloc --hold -- hostname");
+    refused::<PallocArgs>("palloc --no-wait --hold");
+    refused::<PallocArgs>("palloc --extend-request r --request-id r2");
+    refused::<PallocArgs>("palloc -w n1 -x n1");
+    refused::<PallocArgs>("palloc --system-server-first --system-server-only");
+    refused::<PallocArgs>("palloc --pid 0");
+}
+
+// ---- pspawn ----------------------------------------------------------------
+
+#[test]
+fn pspawn_typical() {
+    let a: PspawnArgs =
+        ok("pspawn -n 4 -x OMP=2 --target a1,a2 --target a3 --default-pool ./a.out --flag x");
+    let r = a.request().unwrap();
+    assert_eq!(r.targets, ["a1", "a2", "a3"]);
+    assert!(r.default_pool);
+    assert_eq!(r.apps.len(), 1);
+    assert_eq!(r.apps[0].np, 4);
+    assert_eq!(r.apps[0].program, "./a.out");
+    assert_eq!(r.apps[0].args, ["--flag", "x"]);
+    assert_eq!(r.apps[0].env[0].name, "OMP");
+
+    let a: PspawnArgs =
+        ok("pspawn -n 2 -H node[1-2] manager -v : -n 8 -x W=1 --wdir /w worker a : tool");
+    let r = a.request().unwrap();
+    assert_eq!(r.apps.len(), 3);
+    assert_eq!(
+        (r.apps[0].np, r.apps[0].args.clone()),
+        (2, vec!["-v".to_string()])
+    );
+    assert_eq!(r.apps[0].hosts, ["node1", "node2"]);
+    assert_eq!((r.apps[1].np, r.apps[1].program.as_str()), (8, "worker"));
+    assert_eq!(r.apps[1].wdir.as_deref(), Some("/w"));
+    assert_eq!(
+        r.apps[1].hosts,
+        ["node1", "node2"],
+        "global -H is a default"
+    );
+    assert_eq!(
+        (r.apps[2].np, r.apps[2].program.as_str()),
+        (2, "tool"),
+        "global -n is a default"
+    );
+
+    let a: PspawnArgs = ok("pspawn --detach --map-by ppr:2:node true");
+    let r = a.request().unwrap();
+    assert!(r.detach);
+    assert_eq!(r.apps[0].np, 1);
+    assert_eq!(r.map_by.as_deref(), Some("ppr:2:node"));
+
+    let a: PspawnArgs = ok("pspawn --tag-output --timeout 90 hostname");
+    let r = a.request().unwrap();
+    assert!(r.tag_output);
+    assert_eq!(r.timeout_secs, Some(90));
+}
+
+#[test]
+fn pspawn_refusals() {
+    refused::<PspawnArgs>("pspawn");
+    refused::<PspawnArgs>("pspawn -n 0 true");
+    refused::<PspawnArgs>("pspawn -n -1 true");
+    refused::<PspawnArgs>("pspawn a :");
+    refused::<PspawnArgs>("pspawn a : : b");
+    refused::<PspawnArgs>("pspawn a : -n 0 b");
+    refused::<PspawnArgs>("pspawn a : --bogus b");
+    refused::<PspawnArgs>("pspawn -x 9=1 a");
+    refused::<PspawnArgs>("pspawn --target a1,,a2 a");
+    refused::<PspawnArgs>("pspawn --detach --timeout 5 a");
+    refused::<PspawnArgs>("pspawn --timeout 0 a");
+}
+
+// ---- prelease ----------------------------------------------------------------
+
+#[test]
+fn prelease_forms() {
+    let a: PreleaseArgs = ok("prelease a1 a2 --request-id r1");
+    let rs = a.requests();
+    assert_eq!(rs.len(), 3);
+    assert!(rs.iter().all(|r| r.directive == directive::RELEASE));
+    assert_eq!(rs[2].request_id.as_deref(), Some("r1"));
+
+    let a: PreleaseArgs = ok("prelease a1 -w node[07-08]");
+    assert_eq!(a.requests()[0].nodelist, ["node07", "node08"]);
+    let a: PreleaseArgs = ok("prelease --request-id r -N 2");
+    assert_eq!(a.requests()[0].nodes, Some(2));
+
+    let a: PreleaseArgs = ok("prelease --cancel r9");
+    let rs = a.requests();
+    assert_eq!(
+        (rs[0].directive, rs[0].request_id.as_deref()),
+        (directive::REQ_CANCEL, Some("r9"))
+    );
+    let a: PreleaseArgs = ok("prelease --reacquire a4");
+    assert_eq!(a.requests()[0].directive, directive::REAQUIRE);
+
+    refused::<PreleaseArgs>("prelease");
+    refused::<PreleaseArgs>("prelease a1 a2 -N 1");
+    refused::<PreleaseArgs>("prelease a1 -N 0");
+    refused::<PreleaseArgs>("prelease a1 --cancel r");
+    refused::<PreleaseArgs>("prelease --cancel r -N 1");
+}
+
+// ---- pwatch ----------------------------------------------------------------
+
+#[test]
+fn pwatch_forms() {
+    let a: PwatchArgs = ok("pwatch");
+    match a.request() {
+        WatchRequest::Events(e) => assert_eq!(e.events, [EventKind::Any]),
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --event timeout-warning --event job-end --alloc a1 --job j@1 --count 3 --timeout 1m --exec true --nspace srv@0");
+    match a.request() {
+        WatchRequest::Events(e) => {
+            assert_eq!(e.events, [EventKind::TimeoutWarning, EventKind::JobEnd]);
+            assert_eq!(e.alloc_ids, ["a1"]);
+            assert_eq!(e.nspaces, ["j@1"]);
+            assert_eq!((e.count, e.timeout_secs), (Some(3), Some(60)));
+            assert_eq!(e.exec.as_deref(), Some("true"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(a.connect.nspace.as_deref(), Some("srv@0"));
+
+    let a: PwatchArgs = ok("pwatch --alloc a1 --warn-timeout 300 --extend-by 30");
+    match a.request() {
+        WatchRequest::Events(e) => {
+            assert_eq!((e.extend_by_secs, e.warn_timeout), (Some(1_800), Some(300)))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let a: PwatchArgs = ok("pwatch --status --json --interval 5");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(
+                s.what,
+                [
+                    StatusWhat::Reservations,
+                    StatusWhat::Namespaces,
+                    StatusWhat::Nodes
+                ]
+            );
+            assert_eq!(s.interval_secs, Some(5));
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --status --what nodes");
+    assert!(matches!(a.request(), WatchRequest::Status(s) if s.what == [StatusWhat::Nodes]));
+
+    refused::<PwatchArgs>("pwatch --event sometimes");
+    refused::<PwatchArgs>("pwatch --event any --event job-end");
+    refused::<PwatchArgs>("pwatch --count 0");
+    refused::<PwatchArgs>("pwatch --status --alloc a1");
+    refused::<PwatchArgs>("pwatch --interval 5");
+    refused::<PwatchArgs>("pwatch --warn-timeout 60");
+    refused::<PwatchArgs>("pwatch --extend-by never");
+}
+
+// ---- pdvm ------------------------------------------------------------------
+
+#[test]
+fn pdvm_forms() {
+    let a: PdvmArgs = ok(
+        "pdvm --nodes 4 --slots 2 --scheduler-nodes 8 --time-scale 10 --pmix-compat -- ./wf.sh arg",
+    );
+    assert_eq!((a.nodes, a.slots, a.scheduler_nodes), (4, 2, 8));
+    assert_eq!(a.time_scale, 10.0);
+    assert!(a.pmix_compat);
+    assert_eq!(a.command, ["./wf.sh", "arg"]);
+    let a: PdvmArgs = ok("pdvm --terminate");
+    assert!(a.terminate);
+
+    refused::<PdvmArgs>("pdvm --nodes 0");
+    refused::<PdvmArgs>("pdvm --time-scale 0");
+    refused::<PdvmArgs>("pdvm --time-scale nan");
+    refused::<PdvmArgs>("pdvm --daemonize -- sh");
+    refused::<PdvmArgs>("pdvm --terminate --daemonize");
+    refused::<PdvmArgs>("pdvm --nodes 999999 --scheduler-nodes 999999");
+}
+
+#[test]
+fn connection_specs() {
+    let a: PspawnArgs =
+        ok("pspawn --pid file:/run/p --namespace prte@0 --tmpdir /t --system-server-only true");
+    let c = a.connect.to_options();
+    assert_eq!(c.pid, Some(PidSpec::File("/run/p".into())));
+    assert_eq!(c.nspace.as_deref(), Some("prte@0"));
+    assert!(c.system_only);
+    let a: PspawnArgs = ok("pspawn --pid 42 --uri prte@0;tcp4://127.0.0.1:1 true");
+    let c = a.connect.to_options();
+    assert_eq!(c.pid, Some(PidSpec::Literal(42)));
+    assert_eq!(
+        c.uri,
+        Some(UriSpec::Literal("prte@0;tcp4://127.0.0.1:1".into()))
+    );
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    for line in ["palloc --help", "pspawn --version"] {
+        let e = match line.split_whitespace().next() {
+            Some("palloc") => {
+                try_parse_validated::<PallocArgs, _, _>(line.split_whitespace()).unwrap_err()
+            }
+            _ => try_parse_validated::<PspawnArgs, _, _>(line.split_whitespace()).unwrap_err(),
+        };
+        assert_eq!(e.exit_code(), 0, "{line}");
+    }
+}
