@@ -251,6 +251,17 @@ pub fn launch(spec: &ProcSpec, env: &LaunchEnv, out: Output, err: Output) -> std
     {
         use std::os::unix::process::CommandExt;
         c.process_group(0);
+        // pdvm blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP for its signalfd; the
+        // child must start with nothing blocked.
+        // SAFETY: only pthread_sigmask runs between fork and exec, which is
+        // async-signal-safe.
+        unsafe {
+            c.pre_exec(|| {
+                nix::sys::signal::SigSet::empty()
+                    .thread_set_mask()
+                    .map_err(std::io::Error::from)
+            });
+        }
     }
     let mut child = c.spawn()?;
     let pid = child.id() as i32;
