@@ -20,7 +20,11 @@ fn writes_private_rendezvous_files_and_is_discovered() {
     let dvm = Pdvm::start(&["--nodes", "2"]);
     let host = support::short_hostname();
     let dir = dvm.rendezvous_dir();
-    let mode = std::fs::metadata(&dir).expect("rendezvous dir").permissions().mode() & 0o777;
+    let mode = std::fs::metadata(&dir)
+        .expect("rendezvous dir")
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o700, "{}", dir.display());
     let nspace = format!("pdvm-{host}-{}@0", dvm.pid);
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -39,10 +43,16 @@ fn writes_private_rendezvous_files_and_is_discovered() {
     let gid = nix::unistd::getgid().as_raw();
     for n in &names {
         let p = dir.join(n);
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let body = std::fs::read_to_string(&p).unwrap();
         let lines: Vec<&str> = body.lines().collect();
-        assert!(lines[0].starts_with(&format!("{nspace}.0;tcp4://127.0.0.1:")), "{body}");
+        assert!(
+            lines[0].starts_with(&format!("{nspace}.0;tcp4://127.0.0.1:")),
+            "{body}"
+        );
         assert_eq!(lines[1], "5.0.11");
         assert_eq!(lines[2], dvm.pid.to_string());
         assert_eq!(lines[3], format!("{uid}:{gid}"));
@@ -85,8 +95,19 @@ fn tool_allocates_spawns_into_reservation_and_sees_output_and_end() {
     events::register(&s, &[Status::EVENT_JOB_END], &[]).unwrap();
     let mut info = spawn::launcher_job_info();
     info.push(Info::new(keys::SPAWN_TARGET, id.as_str()));
-    let job = spawn::spawn(&s, &info, &[app(&["/bin/sh", "-c", "echo hi; echo node=$PMIX_HOSTNAME alloc=$PMIX_ALLOC_ID"], 1)])
-        .expect("spawn into the reservation");
+    let job = spawn::spawn(
+        &s,
+        &info,
+        &[app(
+            &[
+                "/bin/sh",
+                "-c",
+                "echo hi; echo node=$PMIX_HOSTNAME alloc=$PMIX_ALLOC_ID",
+            ],
+            1,
+        )],
+    )
+    .expect("spawn into the reservation");
     let seen = follow_job(&s, &job, 20);
     let out = String::from_utf8_lossy(&seen.stdout).into_owned();
     assert!(out.starts_with("hi\n"), "{out:?}");
@@ -94,13 +115,19 @@ fn tool_allocates_spawns_into_reservation_and_sees_output_and_end() {
     assert!(out.contains("node=s001"), "{out:?}");
     assert!(out.contains(&format!("alloc={id}")), "{out:?}");
     let end = seen.job_end(&job).expect("job-end event");
-    assert_eq!(end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64), Some(0));
+    assert_eq!(
+        end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64),
+        Some(0)
+    );
     assert_eq!(end.get(keys::EXIT_CODE).and_then(Value::as_i64), Some(0));
 
     // The job is now in the reservation's owner set (pdvm's own table).
     let rows = query::query(
         &s,
-        &[pmix_tools::codec::Query { keys: vec!["pdvm.qry.resv".into()], qualifiers: vec![] }],
+        &[pmix_tools::codec::Query {
+            keys: vec!["pdvm.qry.resv".into()],
+            qualifiers: vec![],
+        }],
     )
     .unwrap();
     let text = format!("{rows:?}");
@@ -116,14 +143,27 @@ fn failing_job_reports_its_exit_status() {
     let job = spawn::spawn(
         &s,
         &spawn::launcher_job_info(),
-        &[app(&["/bin/sh", "-c", "if [ $PMIX_RANK = 1 ]; then exit 7; fi; echo rank$PMIX_RANK >&2"], 3)],
+        &[app(
+            &[
+                "/bin/sh",
+                "-c",
+                "if [ $PMIX_RANK = 1 ]; then exit 7; fi; echo rank$PMIX_RANK >&2",
+            ],
+            3,
+        )],
     )
     .unwrap();
     let seen = follow_job(&s, &job, 20);
     let end = seen.job_end(&job).expect("job-end event");
-    assert_eq!(end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64), Some(7));
+    assert_eq!(
+        end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64),
+        Some(7)
+    );
     let err = String::from_utf8_lossy(&seen.stderr).into_owned();
-    assert!(err.contains("rank0") && err.contains("rank2") && !err.contains("rank1"), "{err:?}");
+    assert!(
+        err.contains("rank0") && err.contains("rank2") && !err.contains("rank1"),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -141,14 +181,21 @@ fn unknown_executable_is_refused() {
 /// prints what it learnt. Outside pdvm there is nothing to check.
 #[test]
 fn helper_client_probe() {
-    let Ok(ns) = std::env::var("PMIX_NAMESPACE") else { return };
+    let Ok(ns) = std::env::var("PMIX_NAMESPACE") else {
+        return;
+    };
     let s = pmix_tools::ops::Session::connect(&Default::default()).expect("client connects back");
     let ident = match s.conn().identity() {
         pmix_tools::conn::Identity::Client { .. } => "client",
         _ => "tool",
     };
     let listed = query::namespaces(&s).expect("query as client");
-    println!("PROBE {ident} {} {} {}", s.me().0, s.me().1, listed.contains(&ns));
+    println!(
+        "PROBE {ident} {} {} {}",
+        s.me().0,
+        s.me().1,
+        listed.contains(&ns)
+    );
     s.finalize().unwrap();
 }
 
@@ -161,7 +208,16 @@ fn launched_process_connects_back_as_client() {
     let job = spawn::spawn(
         &s,
         &spawn::launcher_job_info(),
-        &[app(&[&exe, "--exact", "helper_client_probe", "--nocapture", "--test-threads=1"], 2)],
+        &[app(
+            &[
+                &exe,
+                "--exact",
+                "helper_client_probe",
+                "--nocapture",
+                "--test-threads=1",
+            ],
+            2,
+        )],
     )
     .unwrap();
     let seen = follow_job(&s, &job, 60);
@@ -171,7 +227,10 @@ fn launched_process_connects_back_as_client() {
         assert!(out.contains(&want), "missing {want:?} in {out:?}");
     }
     let end = seen.job_end(&job).expect("job-end event");
-    assert_eq!(end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64), Some(0));
+    assert_eq!(
+        end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64),
+        Some(0)
+    );
 }
 
 #[test]
@@ -190,7 +249,10 @@ fn command_runs_as_session_leader_and_sets_exit_status() {
     assert_eq!(out.status.code(), Some(5), "{text}");
     let host = support::short_hostname();
     assert!(text.starts_with("DVM ready\n"), "{text}");
-    assert!(text.contains(&format!("ns=pdvm-{host}-")) && text.contains("@1 rank=0"), "{text}");
+    assert!(
+        text.contains(&format!("ns=pdvm-{host}-")) && text.contains("@1 rank=0"),
+        "{text}"
+    );
     assert!(text.contains("tools-on-path"), "{text}");
     // torn down: no rendezvous directory left
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();

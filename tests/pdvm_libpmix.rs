@@ -52,36 +52,59 @@ print(json.dumps(out, default=str))
 
 fn last_json(stdout: &[u8]) -> serde_json::Value {
     let text = String::from_utf8_lossy(stdout);
-    let line = text.lines().filter(|l| l.starts_with('{')).last().unwrap_or_default();
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 #[test]
 fn libpmix_tool_queries_and_is_granted_an_allocation() {
     let dvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "2"]);
-    let uri = pmix_tools::conn::discover::discover(&dvm.opts(), &pmix_tools::conn::discover::ProcessEnv)
-        .unwrap()
-        .uri
-        .to_string();
+    let uri =
+        pmix_tools::conn::discover::discover(&dvm.opts(), &pmix_tools::conn::discover::ProcessEnv)
+            .unwrap()
+            .uri
+            .to_string();
     let mut cmd = std::process::Command::new(debian_pmix_python());
     support::scrub_pmix_env(&mut cmd);
     cmd.args(["-W", "ignore", "-c", PY_TOOL, &uri]);
     let out = run_with_timeout(&mut cmd, 30);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = last_json(&out.stdout);
     assert_eq!(v["init"], 0, "{v}");
     let me = v["me"]["nspace"].as_str().unwrap_or_default().to_string();
-    assert!(me.starts_with(&format!("pdvm-{}-{}@", support::short_hostname(), dvm.pid)), "{v}");
+    assert!(
+        me.starts_with(&format!("pdvm-{}-{}@", support::short_hostname(), dvm.pid)),
+        "{v}"
+    );
     assert_eq!(v["query"], 0, "{v}");
     let listed: Vec<String> = v["namespaces"]
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|n| n.as_str().unwrap_or_default().split(',').map(String::from).collect::<Vec<_>>())
+        .flat_map(|n| {
+            n.as_str()
+                .unwrap_or_default()
+                .split(',')
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
         .collect();
     assert!(listed.contains(&me), "{me} not in {listed:?}");
     assert_eq!(v["alloc"], 0, "{v}");
-    assert!(v["alloc_info"]["pmix.alloc.id"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
+    assert!(
+        v["alloc_info"]["pmix.alloc.id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
     assert_eq!(v["alloc_info"]["pmix.alloc.reqid"], "py-req", "{v}");
     assert_eq!(v["alloc_info"]["pmix.alloc.nlist"], "s001", "{v}");
     assert_eq!(v["finalize"], 0, "{v}");
@@ -98,13 +121,22 @@ fn libpmix_client_launched_by_pdvm_inits_and_allocates() {
         .arg(debian_pmix_python())
         .args(["-W", "ignore", "-c", PY_CLIENT]);
     let out = run_with_timeout(&mut cmd, 60);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = last_json(&out.stdout);
     assert_eq!(v["init"], 0, "{v}");
     assert_eq!(v["me"]["nspace"], v["env_ns"], "{v}");
     assert_eq!(v["me"]["rank"], 0, "{v}");
     assert_eq!(v["alloc"], 0, "{v}");
-    assert!(v["alloc_info"]["pmix.alloc.id"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
+    assert!(
+        v["alloc_info"]["pmix.alloc.id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
     assert_eq!(v["finalize"], 0, "{v}");
 }
 
@@ -114,9 +146,18 @@ fn libpmix_pps_lists_pdvm_namespaces() {
     let _held = dvm.session();
     let mut cmd = std::process::Command::new(debian_pmix_tool("pps"));
     support::scrub_pmix_env(&mut cmd);
-    cmd.arg("--pid").arg(dvm.pid.to_string()).env("TMPDIR", dvm.tmpdir.path());
+    cmd.arg("--pid")
+        .arg(dvm.pid.to_string())
+        .env("TMPDIR", dvm.tmpdir.path());
     let out = run_with_timeout(&mut cmd, 30);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{text}");
-    assert!(text.contains(&format!("pdvm-{}-{}@1", support::short_hostname(), dvm.pid)), "{text}");
+    assert!(
+        text.contains(&format!("pdvm-{}-{}@1", support::short_hostname(), dvm.pid)),
+        "{text}"
+    );
 }

@@ -15,7 +15,8 @@ use pdvm_harness::Pdvm;
 
 /// Read until the server closes the socket; the bytes received.
 fn read_until_closed(s: &mut TcpStream, secs: u64) -> Vec<u8> {
-    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let end = Instant::now() + Duration::from_secs(secs);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -23,7 +24,9 @@ fn read_until_closed(s: &mut TcpStream, secs: u64) -> Vec<u8> {
         match s.read(&mut buf) {
             Ok(0) => return got,
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => return got,
         }
     }
@@ -78,7 +81,11 @@ fn garbage_sender_is_dropped_and_others_keep_working() {
     let mut hdr = [0u8; 16];
     t.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     t.read_exact(&mut hdr).unwrap();
-    assert_eq!(u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]), 200, "reply on the request's tag");
+    assert_eq!(
+        u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]),
+        200,
+        "reply on the request's tag"
+    );
 
     // The good session is undisturbed, and new ones are served.
     assert!(!query::namespaces(&good).unwrap().is_empty());
@@ -122,7 +129,10 @@ fn huge_lengths_are_refused_without_allocating() {
     assert!(!st.is_success());
 
     let after = dvm.rss_kib();
-    assert!(after < before + 16 * 1024, "pdvm grew from {before} to {after} KiB");
+    assert!(
+        after < before + 16 * 1024,
+        "pdvm grew from {before} to {after} KiB"
+    );
     assert!(!query::namespaces(&s).unwrap().is_empty());
 }
 

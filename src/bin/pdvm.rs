@@ -89,7 +89,11 @@ fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
         Ok(ForkResult::Child) => {
             drop(rd);
             let _ = setsid();
-            if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+            if let Ok(null) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+            {
                 use std::os::fd::AsRawFd;
                 for fd in 0..3 {
                     let _ = nix::unistd::dup2(null.as_raw_fd(), fd);

@@ -80,8 +80,11 @@ impl Pdvm {
 
     /// The server's address.
     pub fn addr(&self) -> std::net::SocketAddr {
-        let t = pmix_tools::conn::discover::discover(&self.opts(), &pmix_tools::conn::discover::ProcessEnv)
-            .expect("discover pdvm");
+        let t = pmix_tools::conn::discover::discover(
+            &self.opts(),
+            &pmix_tools::conn::discover::ProcessEnv,
+        )
+        .expect("discover pdvm");
         t.uri.socket_addr().expect("address")
     }
 
@@ -160,7 +163,8 @@ pub fn follow_job(s: &Session, nspace: &str, secs: u64) -> Seen {
     while Instant::now() < end && seen.job_end(nspace).is_none() {
         match s.conn().next_unsolicited(Duration::from_millis(200)) {
             Some(Unsolicited::Iof(b)) => {
-                let c = pmix_tools::ops::iof::decode_iof(&mut s.decoder(&b)).expect("decode output");
+                let c =
+                    pmix_tools::ops::iof::decode_iof(&mut s.decoder(&b)).expect("decode output");
                 if c.is_stderr() {
                     seen.stderr.extend_from_slice(&c.data);
                 } else {

@@ -47,7 +47,9 @@ pub fn alloc_attrs(info: &[Info]) -> AllocAttrs {
             keys::ALLOC_TARGET => a.target = v.as_str().map(String::from),
             keys::ALLOC_SHARE => a.share = Some(v.is_true()),
             keys::ALLOC_INHERITANCE => a.inherit = inheritance_value(v),
-            keys::ALLOC_WARN_TIMEOUT => a.warn_timeout = v.as_u64().map(|x| x.min(u32::MAX as u64) as u32),
+            keys::ALLOC_WARN_TIMEOUT => {
+                a.warn_timeout = v.as_u64().map(|x| x.min(u32::MAX as u64) as u32)
+            }
             keys::ALLOC_ID => a.alloc_id = v.as_str().map(String::from),
             keys::ALLOC_REQ_ID => a.req_id = v.as_str().map(String::from),
             keys::ALLOC_NUM_NODES => {
@@ -109,11 +111,17 @@ mod tests {
             Info::new(keys::ALLOC_NODE_LIST, "s001, s002"),
             Info::new(keys::ALLOC_TIME, "0:00:01:30"),
             Info::new(keys::ALLOC_REQ_ID, "r1"),
-            Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(AllocInheritance(2))),
+            Info::new(
+                keys::ALLOC_INHERITANCE,
+                Value::AllocInherit(AllocInheritance(2)),
+            ),
             Info::new(keys::ALLOC_SHARE, true),
         ]);
         assert_eq!(a.num_nodes, Some(2));
-        assert_eq!(a.node_list, Some(vec!["s001".to_string(), "s002".to_string()]));
+        assert_eq!(
+            a.node_list,
+            Some(vec!["s001".to_string(), "s002".to_string()])
+        );
         assert_eq!(a.time_secs, Some(90));
         assert_eq!(a.req_id.as_deref(), Some("r1"));
         assert_eq!(a.inherit, Some(2));

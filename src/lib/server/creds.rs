@@ -19,7 +19,9 @@ pub fn peer_uid(s: &TcpStream) -> Option<u32> {
     }
     let (peer, local) = (s.peer_addr().ok()?, s.local_addr().ok()?);
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
         if let Some(uid) = find_owner(&text, &peer, &local) {
             return Some(uid);
         }
@@ -39,7 +41,10 @@ fn proc_addr(a: &SocketAddr) -> String {
             let o = v6.ip().octets();
             let mut s = String::with_capacity(37);
             for w in o.chunks(4) {
-                s.push_str(&format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])));
+                s.push_str(&format!(
+                    "{:08X}",
+                    u32::from_ne_bytes([w[0], w[1], w[2], w[3]])
+                ));
             }
             format!("{s}:{:04X}", v6.port())
         }

@@ -54,7 +54,9 @@ pub fn requester(p: &PeerInfo) -> Requester {
 impl Server {
     /// Handle one request from a handshaken peer.
     pub fn dispatch(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        let Some(c) = self.conns.get(&conn) else { return };
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         let Some(peer) = c.peer.clone() else { return };
         let mut d = c.decoder(payload);
         let command = match d.unpack_one::<Cmd>() {
@@ -102,14 +104,23 @@ impl Server {
     /// `PMIX_REQ_CMD`: the peer's job data. A libpmix tool or client reads a
     /// namespace string, then key/value pairs until the buffer ends.
     fn on_req(&mut self, conn: u64, tag: u32, peer: &PeerInfo) -> Result<()> {
-        let Some(c) = self.conns.get(&conn) else { return Ok(()) };
+        let Some(c) = self.conns.get(&conn) else {
+            return Ok(());
+        };
         let mut e = c.encoder();
         e.pack_one(&peer.nspace)?;
-        let size = self.jobs.get(&peer.nspace).map(|j| j.procs.len() as u32).unwrap_or(1);
+        let size = self
+            .jobs
+            .get(&peer.nspace)
+            .map(|j| j.procs.len() as u32)
+            .unwrap_or(1);
         for kv in [
             Kval(keys::JOB_SIZE.into(), crate::codec::Value::Uint32(size)),
             Kval("pmix.univ.size".into(), crate::codec::Value::Uint32(size)),
-            Kval("pmix.jobid".into(), crate::codec::Value::from(peer.nspace.as_str())),
+            Kval(
+                "pmix.jobid".into(),
+                crate::codec::Value::from(peer.nspace.as_str()),
+            ),
         ] {
             e.pack_one(&kv)?;
         }
@@ -159,11 +170,13 @@ impl Server {
                             });
                     }
                     AllocStatus::Granted { nodes } | AllocStatus::Released { nodes } => {
-                        let out = alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
+                        let out =
+                            alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
                         self.reply_status_infos(conn, tag, Status::SUCCESS, &out);
                     }
                     AllocStatus::Cancelled { .. } => {
-                        let out = alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), &[]);
+                        let out =
+                            alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), &[]);
                         self.reply_status_infos(conn, tag, Status::SUCCESS, &out);
                     }
                 }
@@ -212,11 +225,16 @@ impl Server {
                 .and_then(|s| Signal::try_from(s as i32).ok())
         };
         let Some(sig) = sig else {
-            return Err(Error::new(Status::ERR_NOT_SUPPORTED, "no job-control directive pdvm knows"));
+            return Err(Error::new(
+                Status::ERR_NOT_SUPPORTED,
+                "no job-control directive pdvm knows",
+            ));
         };
         let mut hit = false;
         for t in &targets {
-            let Some(j) = self.jobs.get(&t.nspace) else { continue };
+            let Some(j) = self.jobs.get(&t.nspace) else {
+                continue;
+            };
             hit = true;
             if t.rank == RANK_WILDCARD {
                 if sig == Signal::SIGTERM {
@@ -224,11 +242,20 @@ impl Server {
                 } else {
                     j.signal(sig);
                 }
-            } else if let Some(pid) = j.procs.iter().find(|p| p.rank == t.rank && p.exit.is_none()).and_then(|p| p.pid) {
+            } else if let Some(pid) = j
+                .procs
+                .iter()
+                .find(|p| p.rank == t.rank && p.exit.is_none())
+                .and_then(|p| p.pid)
+            {
                 let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig);
             }
         }
-        let st = if hit { Status::SUCCESS } else { Status::ERR_NOT_FOUND };
+        let st = if hit {
+            Status::SUCCESS
+        } else {
+            Status::ERR_NOT_FOUND
+        };
         self.reply_status_infos(conn, tag, st, &[]);
         Ok(())
     }
@@ -238,7 +265,10 @@ impl Server {
         let Size(n) = d.unpack_one()?;
         let n = bounded(n)?;
         if n == 0 {
-            return Err(Error::new(Status::ERR_BAD_PARAM, "spawn with no application"));
+            return Err(Error::new(
+                Status::ERR_BAD_PARAM,
+                "spawn with no application",
+            ));
         }
         let apps: Vec<App> = d.unpack(n)?;
         for a in &apps {
@@ -251,7 +281,10 @@ impl Server {
         }
         let nprocs: Vec<u32> = apps.iter().map(|a| a.maxprocs.max(1) as u32).collect();
         if nprocs.iter().map(|&x| u64::from(x)).sum::<u64>() > u64::from(MAX_PROCS) {
-            return Err(Error::new(Status::ERR_OUT_OF_RESOURCE, "too many processes"));
+            return Err(Error::new(
+                Status::ERR_OUT_OF_RESOURCE,
+                "too many processes",
+            ));
         }
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
@@ -279,18 +312,36 @@ impl Server {
         };
         self.jobs.insert(nspace.clone(), job);
         // Reply first: output and the end event must follow the namespace.
-        let mut e = self.conns.get(&conn).map(|c| c.encoder()).ok_or_else(|| {
-            Error::new(Status::ERR_LOST_CONNECTION, "spawner went away")
-        })?;
+        let mut e = self
+            .conns
+            .get(&conn)
+            .map(|c| c.encoder())
+            .ok_or_else(|| Error::new(Status::ERR_LOST_CONNECTION, "spawner went away"))?;
         e.pack_one(&Status::SUCCESS)?;
         e.pack_one(&nspace)?;
         let bytes = e.into_bytes();
         self.send(conn, tag, &bytes);
         let alloc_id = (plan.sessions.len() == 1).then(|| plan.sessions[0].clone());
-        let out = if fwd_out { Output::Capture } else { Output::Inherit };
-        let err = if fwd_err { Output::Capture } else { Output::Inherit };
+        let out = if fwd_out {
+            Output::Capture
+        } else {
+            Output::Inherit
+        };
+        let err = if fwd_err {
+            Output::Capture
+        } else {
+            Output::Inherit
+        };
         let size = plan.procs.len() as u32;
-        self.start_procs(&nspace, &apps, &plan.procs, alloc_id.as_deref(), size, out, err);
+        self.start_procs(
+            &nspace,
+            &apps,
+            &plan.procs,
+            alloc_id.as_deref(),
+            size,
+            out,
+            err,
+        );
         Ok(())
     }
 
@@ -335,7 +386,10 @@ impl Server {
                     }
                 }
                 Err(e) => {
-                    self.log(format!("{nspace} rank {}: cannot start {}: {e}", s.rank, app.cmd));
+                    self.log(format!(
+                        "{nspace} rank {}: cannot start {}: {e}",
+                        s.rank, app.cmd
+                    ));
                     rec.exit = Some(127);
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);

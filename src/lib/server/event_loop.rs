@@ -122,9 +122,8 @@ impl Server {
     pub fn flush_all(&mut self) {
         let mut dead = Vec::new();
         for (id, c) in self.conns.iter_mut() {
-            if c.pending_out() > 0 && c.flush().is_err() {
-                dead.push(*id);
-            } else if c.closing && c.pending_out() == 0 {
+            let failed = c.pending_out() > 0 && c.flush().is_err();
+            if failed || (c.closing && c.pending_out() == 0) {
                 dead.push(*id);
             }
         }
@@ -146,7 +145,9 @@ impl Server {
             None => return,
         };
         loop {
-            let Some(c) = self.conns.get_mut(&id) else { return };
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
             if c.closing {
                 break;
             }
@@ -196,7 +197,11 @@ impl Server {
         let me = nix::unistd::getuid().as_raw();
         let uid = self.conns.get(&id).and_then(|c| peer_uid(&c.stream));
         if uid != Some(me) {
-            return self.refuse(id, Status::ERR_NO_PERMISSIONS, "peer belongs to another user");
+            return self.refuse(
+                id,
+                Status::ERR_NO_PERMISSIONS,
+                "peer belongs to another user",
+            );
         }
         let Some(wire) = req.wire() else {
             return self.refuse(id, Status::ERR_NOT_SUPPORTED, "unknown wire version");
@@ -217,7 +222,8 @@ impl Server {
                 )
             }
             PeerIdentity::ToolWithId { nspace, rank } => {
-                let fresh = !self.jobs.contains_key(nspace) && self.dvm.tool_connected(nspace).is_ok();
+                let fresh =
+                    !self.jobs.contains_key(nspace) && self.dvm.tool_connected(nspace).is_ok();
                 (
                     tool_reply(None, &self.ident.nspace, 0),
                     PeerInfo {
@@ -249,12 +255,20 @@ impl Server {
         };
         self.log(format!(
             "{} {}:{} connected ({} {}, {})",
-            if peer.class == PeerClass::Tool { "tool" } else { "client" },
+            if peer.class == PeerClass::Tool {
+                "tool"
+            } else {
+                "client"
+            },
             peer.nspace,
             peer.rank,
             req.version,
             req.bfrops,
-            if described { "described" } else { "non-described" }
+            if described {
+                "described"
+            } else {
+                "non-described"
+            }
         ));
         if let Some(c) = self.conns.get_mut(&id) {
             c.wire = wire;

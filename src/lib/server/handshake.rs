@@ -168,7 +168,10 @@ pub fn parse_connect(body: &[u8]) -> Result<ConnectRequest> {
             claimed_ids = Some((c.u32_be("the uid")?, c.u32_be("the gid")?));
             PeerIdentity::ToolNeedsId
         }
-        FLAG_TOOL_GIVEN_ID | FLAG_TOOL_CLIENT | FLAG_LAUNCHER_GIVEN_ID | FLAG_LAUNCHER_CLIENT
+        FLAG_TOOL_GIVEN_ID
+        | FLAG_TOOL_CLIENT
+        | FLAG_LAUNCHER_GIVEN_ID
+        | FLAG_LAUNCHER_CLIENT
         | FLAG_SINGLETON_CLIENT => {
             claimed_ids = Some((c.u32_be("the uid")?, c.u32_be("the gid")?));
             let nspace = c.cstr("the namespace")?;
@@ -182,8 +185,7 @@ pub fn parse_connect(body: &[u8]) -> Result<ConnectRequest> {
             ))
         }
     };
-    if let PeerIdentity::Client { nspace, .. } | PeerIdentity::ToolWithId { nspace, .. } =
-        &identity
+    if let PeerIdentity::Client { nspace, .. } | PeerIdentity::ToolWithId { nspace, .. } = &identity
     {
         if nspace.is_empty() || nspace.len() >= NSPACE_FIELD {
             return Err(bad("connect request: namespace empty or too long".into()));
@@ -302,11 +304,20 @@ mod tests {
         assert_eq!(r.info.len(), 2);
         assert_eq!(r.info[0].value.as_str(), Some("palloc -N 1"));
         let m = build_connect_ack(&hello(
-            Identity::Client { nspace: "job@3".into(), rank: 7 },
+            Identity::Client {
+                nspace: "job@3".into(),
+                rank: 7,
+            },
             vec![],
         ));
         let r = parse_connect(&m[16..]).unwrap();
-        assert_eq!(r.identity, PeerIdentity::Client { nspace: "job@3".into(), rank: 7 });
+        assert_eq!(
+            r.identity,
+            PeerIdentity::Client {
+                nspace: "job@3".into(),
+                rank: 7
+            }
+        );
         assert!(!r.is_tool());
         // every truncation is an error or a shorter parse, never a panic
         for cut in 0..m.len() - 16 {

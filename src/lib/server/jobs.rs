@@ -192,7 +192,12 @@ pub struct Started {
 }
 
 /// Start one process of a job in its own process group.
-pub fn launch(spec: &ProcSpec, env: &LaunchEnv, out: Output, err: Output) -> std::io::Result<Started> {
+pub fn launch(
+    spec: &ProcSpec,
+    env: &LaunchEnv,
+    out: Output,
+    err: Output,
+) -> std::io::Result<Started> {
     let app = spec.app;
     let program = resolve(&app.cmd, env).unwrap_or_else(|| PathBuf::from(&app.cmd));
     let mut c = Command::new(&program);
@@ -246,8 +251,16 @@ pub fn launch(spec: &ProcSpec, env: &LaunchEnv, out: Output, err: Output) -> std
         c.current_dir(cwd);
     }
     c.stdin(Stdio::null());
-    c.stdout(if out == Output::Capture { Stdio::piped() } else { Stdio::inherit() });
-    c.stderr(if err == Output::Capture { Stdio::piped() } else { Stdio::inherit() });
+    c.stdout(if out == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    c.stderr(if err == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
     {
         use std::os::unix::process::CommandExt;
         c.process_group(0);

@@ -51,7 +51,13 @@ pub fn short_hostname() -> String {
     // What gethostname(2) returns on Linux.
     fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
-        .map(|h| h.trim().split('.').next().unwrap_or("localhost").to_string())
+        .map(|h| {
+            h.trim()
+                .split('.')
+                .next()
+                .unwrap_or("localhost")
+                .to_string()
+        })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into())
 }
@@ -192,10 +198,14 @@ pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for e in rd.flatten().take(10_000) {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name.strip_prefix("pdvm.").and_then(|p| p.parse::<u32>().ok()) else {
+            let Some(pid) = name
+                .strip_prefix("pdvm.")
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
                 continue;
             };
-            let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
+            let alive =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
             if alive && !pids.contains(&pid) {
                 pids.push(pid);
             }

@@ -93,12 +93,22 @@ fn err(ctx: &str, e: impl std::fmt::Display) -> Error {
 /// serve until a signal or the command's end, tear down.
 ///
 /// Returns the exit status pdvm should end with: the command's, else 0.
-pub fn run(cfg: ServerConfig, command: Option<Vec<String>>, ready: impl FnOnce(&ServerIdent)) -> Result<i32> {
+pub fn run(
+    cfg: ServerConfig,
+    command: Option<Vec<String>>,
+    ready: impl FnOnce(&ServerIdent),
+) -> Result<i32> {
     let mut mask = SigSet::empty();
-    for s in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
         mask.add(s);
     }
-    mask.thread_block().map_err(|e| err("blocking signals", e))?;
+    mask.thread_block()
+        .map_err(|e| err("blocking signals", e))?;
     let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| err("signalfd", e))?;
     let (listener, ident) = listener::bind()?;
@@ -202,8 +212,15 @@ impl Server {
             jobs::Output::Inherit,
             jobs::Output::Inherit,
         );
-        if self.jobs.get(&ns).is_some_and(|j| j.procs.iter().all(|p| p.pid.is_none())) {
-            return Err(Error::new(Status::ERR_NOT_FOUND, format!("cannot start {:?}", argv[0])));
+        if self
+            .jobs
+            .get(&ns)
+            .is_some_and(|j| j.procs.iter().all(|p| p.pid.is_none()))
+        {
+            return Err(Error::new(
+                Status::ERR_NOT_FOUND,
+                format!("cannot start {:?}", argv[0]),
+            ));
         }
         Ok(())
     }

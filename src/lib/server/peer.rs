@@ -97,7 +97,8 @@ impl PeerConn {
                     if self.rbuf.len() > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
                         return Err(Fatal("peer sent more than a message's worth".into()));
                     }
-                    if self.peer.is_none() && self.rbuf.len() > MAX_CONNECT_LEN as usize + HEADER_LEN
+                    if self.peer.is_none()
+                        && self.rbuf.len() > MAX_CONNECT_LEN as usize + HEADER_LEN
                     {
                         return Err(Fatal("oversized connection request".into()));
                     }

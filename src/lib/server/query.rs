@@ -169,9 +169,10 @@ impl Server {
             for k in &q.keys {
                 asked += 1;
                 match k.as_str() {
-                    keys::QUERY_NAMESPACES => {
-                        out.push(Info::new(keys::QUERY_NAMESPACES, self.namespaces().join(",")))
-                    }
+                    keys::QUERY_NAMESPACES => out.push(Info::new(
+                        keys::QUERY_NAMESPACES,
+                        self.namespaces().join(","),
+                    )),
                     keys::QUERY_ALLOCATION => {
                         out.push(table(keys::QUERY_ALLOCATION, self.node_rows(), ROW_NODE))
                     }

@@ -39,7 +39,11 @@ pub struct Clock {
 impl Clock {
     /// A clock starting now.
     pub fn new(scale: f64) -> Self {
-        let scale = if scale.is_finite() && scale > 0.0 { scale } else { 1.0 };
+        let scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
         Clock {
             start: Instant::now(),
             scale,
@@ -142,7 +146,9 @@ impl Server {
             None => false,
         };
         if failed {
-            self.log(format!("connection {conn}: output backlog too large, dropping it"));
+            self.log(format!(
+                "connection {conn}: output backlog too large, dropping it"
+            ));
             self.close_conn(conn);
         }
     }
@@ -162,7 +168,9 @@ impl Server {
 
     /// Build and send an event notification.
     pub fn notify(&mut self, conn: u64, code: Status, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else { return };
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         let mut e = c.encoder();
         let me = self.me();
         let built = e
@@ -180,8 +188,17 @@ impl Server {
     }
 
     /// Forward a chunk of output to a connection.
-    pub fn forward_output(&mut self, conn: u64, src: Proc, channel: u16, data: &[u8], complete: bool) {
-        let Some(c) = self.conns.get(&conn) else { return };
+    pub fn forward_output(
+        &mut self,
+        conn: u64,
+        src: Proc,
+        channel: u16,
+        data: &[u8],
+        complete: bool,
+    ) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         let mut e = c.encoder();
         let info: Vec<Info> = if complete {
             vec![Info::new(keys::IOF_COMPLETE, true)]
@@ -202,7 +219,9 @@ impl Server {
 
     /// Reply to a request: status followed by `size` + infos.
     pub fn reply_status_infos(&mut self, conn: u64, tag: u32, st: Status, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else { return };
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         let mut e = c.encoder();
         if e.pack_one(&st)
             .and_then(|_| crate::ops::session::write_infos(&mut e, info))
@@ -215,7 +234,9 @@ impl Server {
 
     /// Close a connection and settle what its peer leaves behind.
     pub fn close_conn(&mut self, id: u64) {
-        let Some(c) = self.conns.remove(&id) else { return };
+        let Some(c) = self.conns.remove(&id) else {
+            return;
+        };
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
             nspace,
@@ -250,7 +271,10 @@ impl Server {
                     if let Some(r) = req_id {
                         info.push(Info::new(keys::ALLOC_REQ_ID, r));
                     }
-                    info.push(Info::new(keys::TIME_REMAINING, Value::Uint32(remaining_secs)));
+                    info.push(Info::new(
+                        keys::TIME_REMAINING,
+                        Value::Uint32(remaining_secs),
+                    ));
                     for c in self.conns_of(&to) {
                         self.notify(c, Status::ALLOC_TIMEOUT_WARNING, &info);
                     }
@@ -266,7 +290,11 @@ impl Server {
                         self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
                     }
                 }
-                Effect::RequestDropped { to, alloc_id, req_id } => {
+                Effect::RequestDropped {
+                    to,
+                    alloc_id,
+                    req_id,
+                } => {
                     if let Some(p) = self.take_pending(&alloc_id, &to) {
                         let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
                         self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
@@ -317,13 +345,16 @@ impl Server {
 
     /// Read a pipe that polled readable; forward or close it.
     pub fn service_pipe(&mut self, id: u64) {
-        let Some(p) = self.pipes.get_mut(&id) else { return };
+        let Some(p) = self.pipes.get_mut(&id) else {
+            return;
+        };
         let chunk = p.read_some();
         let (ns, rank, ch) = (p.nspace.clone(), p.rank, p.channel);
         let (spawner, fwd) = match self.jobs.get(&ns) {
             Some(j) => (
                 j.spawner,
-                (ch == super::jobs::CH_STDOUT && j.fwd_stdout) || (ch == super::jobs::CH_STDERR && j.fwd_stderr),
+                (ch == super::jobs::CH_STDOUT && j.fwd_stdout)
+                    || (ch == super::jobs::CH_STDERR && j.fwd_stderr),
             ),
             None => (None, false),
         };
@@ -350,7 +381,9 @@ impl Server {
     /// Record reaped children.
     pub fn reaped(&mut self, list: Vec<(i32, i32)>) {
         for (pid, status) in list {
-            let Some((ns, rank)) = self.pids.remove(&pid) else { continue };
+            let Some((ns, rank)) = self.pids.remove(&pid) else {
+                continue;
+            };
             if let Some(j) = self.jobs.get_mut(&ns) {
                 if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank) {
                     p.exit = Some(status);
@@ -416,11 +449,16 @@ impl Server {
 
     /// A job's processes and output are done: tell the model and the peers.
     pub fn job_ended(&mut self, nspace: &str) {
-        let Some(j) = self.jobs.remove(nspace) else { return };
+        let Some(j) = self.jobs.remove(nspace) else {
+            return;
+        };
         let status = j.status();
         self.log(format!("job {nspace} ended with status {status}"));
         let now = self.clock.now_ms();
-        match self.dvm.job_terminated(nspace, status, &mut self.sched, now) {
+        match self
+            .dvm
+            .job_terminated(nspace, status, &mut self.sched, now)
+        {
             Ok(fx) => self.apply_effects(fx),
             Err(e) => self.log(format!("job {nspace}: {}", e.rule())),
         }
