@@ -6,10 +6,6 @@
 #   pdvm --nodes 1 --scheduler-nodes 2 --time-scale 60 -- examples/child-drain.sh
 set -eu
 
-field() {
-    sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" | head -n 1
-}
-
 echo "== a helper job reserves a node with CHILD inheritance and starts a worker in it"
 OUT=$(pspawn -n 1 sh -c '
     A=$(palloc -N 1 --inherit child --json | sed -n "s/.*\"alloc_id\":\"\([^\"]*\)\".*/\1/p" | head -n 1)

@@ -259,3 +259,40 @@ fn command_runs_as_session_leader_and_sets_exit_status() {
     assert!(left.is_empty(), "{left:?}");
     let _ = Duration::from_secs(0);
 }
+
+/// A peer announcing wire `v61` is spoken to in v61: it can carry the
+/// inheritance type (75) that v41 cannot, and pdvm records it.
+#[test]
+fn v61_peer_is_served_in_v61() {
+    use pmix_tools::codec::AllocInheritance;
+    use pmix_tools::conn::{Connection, Target};
+    let dvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut t: Target = discover(&dvm.opts(), &ProcessEnv).unwrap();
+    t.version = Some("6.1.0".into());
+    let c = Connection::open(t, Duration::from_secs(10)).expect("v61 handshake");
+    assert_eq!(c.wire(), "v61");
+    let s = pmix_tools::ops::Session::from_connection(c);
+    assert!(query::namespaces(&s).unwrap().contains(&s.me().0));
+    let r = alloc::allocate(
+        &s,
+        keys::directive::NEW,
+        &[
+            Info::new(keys::ALLOC_NUM_NODES, 1u64),
+            Info::new(
+                keys::ALLOC_INHERITANCE,
+                Value::AllocInherit(AllocInheritance::CHILD),
+            ),
+        ],
+    )
+    .expect("granted");
+    let rows = query::query(
+        &s,
+        &[pmix_tools::codec::Query {
+            keys: vec!["pdvm.qry.resv".into()],
+            qualifiers: vec![Info::new(keys::ALLOC_ID, r.alloc_id.clone().unwrap())],
+        }],
+    )
+    .unwrap();
+    let text = format!("{rows:?}");
+    assert!(text.contains("\"CHILD\""), "{text}");
+}
