@@ -182,15 +182,15 @@ int main(int argc, char **argv)
     }
     {
         pmix_proc_state_t ps = PMIX_PROC_STATE_RUNNING;
-        emit("pstate_running", "proc state RUNNING(4)", &ps, 1, PMIX_PROC_STATE);
+        emit("pstate_running", "proc state PMIX_PROC_STATE_RUNNING (5)", &ps, 1, PMIX_PROC_STATE);
         pmix_job_state_t js = PMIX_JOB_STATE_RUNNING;
         emit("jstate_running", "job state RUNNING(3)", &js, 1, PMIX_JOB_STATE);
         pmix_persistence_t pe = PMIX_PERSIST_SESSION;
-        emit("persist_session", "persist SESSION(3)", &pe, 1, PMIX_PERSIST);
+        emit("persist_session", "persist PMIX_PERSIST_SESSION (4)", &pe, 1, PMIX_PERSIST);
         pmix_scope_t sc = PMIX_GLOBAL;
         emit("scope_global", "scope GLOBAL(3)", &sc, 1, PMIX_SCOPE);
         pmix_data_range_t dr = PMIX_RANGE_NAMESPACE;
-        emit("range_namespace", "range NAMESPACE(4)", &dr, 1, PMIX_DATA_RANGE);
+        emit("range_namespace", "range PMIX_RANGE_NAMESPACE (3)", &dr, 1, PMIX_DATA_RANGE);
         uint8_t cmd = 7;
         emit("command_seven", "command 7", &cmd, 1, PMIX_COMMAND);
         pmix_data_type_t dts[2] = {PMIX_STRING, 500};
@@ -319,8 +319,12 @@ int main(int argc, char **argv)
         emit_value("value_envar", "value envar LD_LIBRARY_PATH=/opt/lib sep ':'", &e, PMIX_ENVAR);
         pmix_job_state_t js = PMIX_JOB_STATE_TERMINATED;
         emit_value("value_jstate", "value job state TERMINATED", &js, PMIX_JOB_STATE);
-        pmix_data_type_t dt = PMIX_INFO;
-        emit_value("value_dtype", "value data type INFO(24)", &dt, PMIX_DATA_TYPE);
+        /* PMIx_Value_load does not handle PMIX_DATA_TYPE in 4.2.2: load by hand */
+        pmix_value_t dtv;
+        PMIX_VALUE_CONSTRUCT(&dtv);
+        dtv.type = PMIX_DATA_TYPE;
+        dtv.data.uint16 = PMIX_INFO; /* the union has no pmix_data_type_t member */
+        emit("value_dtype", "value data type PMIX_INFO (24)", &dtv, 1, PMIX_VALUE);
         emit_value("value_nspace", "value proc nspace \"ns-n\"", "ns-n", PMIX_PROC_NSPACE);
         pmix_value_t undef;
         PMIX_VALUE_CONSTRUCT(&undef);

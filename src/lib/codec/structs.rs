@@ -5,7 +5,24 @@ use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::scalars::{pack_pids, unpack_pids};
 use super::types::{dt, DataType, RANK_UNDEF};
 use super::value::Value;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+/// Longest namespace a C peer stores (`PMIX_MAX_NSLEN`).
+const MAX_NSLEN: usize = 255;
+/// Longest key a C peer stores (`PMIX_MAX_KEYLEN`).
+const MAX_KEYLEN: usize = 511;
+
+/// Refuses a string a C peer would silently truncate.
+fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
+    if s.len() > max {
+        return Err(Error::new(
+            Status::ERR_BAD_PARAM,
+            format!("{what} of {} bytes exceeds the {max}-byte limit", s.len()),
+        ));
+    }
+    Ok(())
+}
 
 /// A process identifier (`pmix_proc_t`): namespace and rank.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,6 +52,7 @@ impl Default for Proc {
 impl Pack for Proc {
     const DT: DataType = dt::PROC;
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        check_len("namespace", &self.nspace, MAX_NSLEN)?;
         enc.put_string(Some(&self.nspace))?;
         enc.put_u32(self.rank);
         Ok(())
@@ -141,6 +159,7 @@ impl Info {
 impl Pack for Info {
     const DT: DataType = dt::INFO;
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
+        check_len("info key", &self.key, MAX_KEYLEN)?;
         enc.put_string(Some(&self.key))?;
         enc.put_u32(self.flags.0);
         self.value.pack_body(enc)
