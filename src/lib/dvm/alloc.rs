@@ -114,7 +114,11 @@ impl Dvm {
             exclude: a.exclude.clone().unwrap_or_default(),
             time_secs: a.time_secs,
             // §8.2.1.10: a compat DVM never forwards WARN_TIMEOUT.
-            warn_secs: if self.cfg.compat { None } else { a.warn_timeout },
+            warn_secs: if self.cfg.compat {
+                None
+            } else {
+                a.warn_timeout
+            },
         })
     }
 
@@ -217,7 +221,11 @@ impl Dvm {
                     DvmError::NotFound(Rule::ExtendNotFound)
                 }
             })?;
-        if self.res.get(&id).is_some_and(|r| r.stage == ResStage::Queued) {
+        if self
+            .res
+            .get(&id)
+            .is_some_and(|r| r.stage == ResStage::Queued)
+        {
             return Err(DvmError::ResourceBusy(Rule::ExtendQueued));
         }
         sched.check(&sreq).map_err(sched_err)?;
@@ -315,13 +323,15 @@ impl Dvm {
         let mut fx = Vec::new();
         let mut released = Vec::new();
         if whole {
-            released = r.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect();
+            released = r
+                .nodes
+                .iter()
+                .map(|&i| self.nodes[i].name.clone())
+                .collect();
             fx = self.end_reservation(&id, EndHow::Released, EndWhy::OwnerRelease, sched, now);
         } else if let Some(v) = part {
             let names: Vec<String> = v.iter().map(|&i| self.nodes[i].name.clone()).collect();
-            let (back, ev) = sched
-                .release(&id, Some(&names), now)
-                .map_err(sched_err)?;
+            let (back, ev) = sched.release(&id, Some(&names), now).map_err(sched_err)?;
             for &i in &v {
                 self.detach_node(i, true, "released by its owner", &mut fx);
             }

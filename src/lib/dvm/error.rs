@@ -57,6 +57,8 @@ pub enum Rule {
     SpawnNoSlots,
     /// The spawn asks for no process.
     SpawnNoProcs,
+    /// The spawn asks for more processes than one job may have.
+    SpawnTooManyProcs,
     /// The namespace is already known.
     NamespaceExists,
     /// The namespace is not known.
@@ -93,6 +95,7 @@ impl Rule {
             Rule::ExtendQueued => "PMIX_ALLOC_EXTEND names an allocation that is still queued (cancel it or wait for the grant)",
             Rule::SpawnNoSlots => "§8.2.1.6: the job's candidate pool (the union of its targeted sessions) has no slot",
             Rule::SpawnNoProcs => "a spawn must ask for at least one process",
+            Rule::SpawnTooManyProcs => "a spawn may ask for at most 1,048,576 processes per job",
             Rule::NamespaceExists => "a namespace maps to exactly one job and is never reused",
             Rule::UnknownNamespace => "the namespace is not known to the DVM",
         }

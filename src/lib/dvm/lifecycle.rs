@@ -226,8 +226,7 @@ impl Dvm {
                 } else {
                     EndHow::Unreserved
                 };
-                let mut more =
-                    self.end_reservation(&id, how, EndWhy::Disposition(inh), sched, now);
+                let mut more = self.end_reservation(&id, how, EndWhy::Disposition(inh), sched, now);
                 fx.append(&mut more);
             }
         }

@@ -127,7 +127,11 @@ impl Dvm {
                     inheritance: r.inherit.word(),
                     inheritance_given: r.inherit_given,
                     share: r.share,
-                    nodes: r.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+                    nodes: r
+                        .nodes
+                        .iter()
+                        .map(|&i| self.nodes[i].name.clone())
+                        .collect(),
                     expires_at_ms: exp,
                     remaining_secs: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
                     warn_secs: sv.and_then(|s| s.warn_secs),

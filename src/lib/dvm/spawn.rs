@@ -16,6 +16,9 @@ use super::jobs::NsKind;
 use super::model::{Dvm, ResStage};
 use super::types::{Requester, RequesterClass};
 
+/// Upper bound on the processes of one job (the count comes from the wire).
+pub const MAX_PROCS: u64 = 1 << 20;
+
 /// Where one process goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcSlot {
@@ -55,6 +58,9 @@ impl Dvm {
         let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         if total == 0 {
             return Err(DvmError::BadParam(Rule::SpawnNoProcs));
+        }
+        if total > MAX_PROCS {
+            return Err(DvmError::BadParam(Rule::SpawnTooManyProcs));
         }
         let mut sessions: Vec<String> = Vec::new();
         let mut default_pool = false;
@@ -111,7 +117,7 @@ impl Dvm {
         let mut planned = vec![0u32; pool.len()];
         let mut cursor = 0usize;
         let mut rr = 0usize;
-        let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0).min(1 << 20));
+        let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         let mut rank = 0u32;
         for (app, &n) in nprocs.iter().enumerate() {
             for _ in 0..n {

@@ -152,7 +152,11 @@ impl Scheduler {
         let a = self.allocs.get(alloc_id)?;
         Some(SchedAllocView {
             alloc_id: alloc_id.to_string(),
-            nodes: a.nodes.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+            nodes: a
+                .nodes
+                .iter()
+                .map(|&i| self.nodes[i].name.clone())
+                .collect(),
             expires_at_ms: a.expires,
             warn_secs: a.warn_secs,
             queued: a.queued,
@@ -222,9 +226,11 @@ impl Scheduler {
                     .collect();
                 (got.len() == *k as usize).then_some(got)
             }
+            // A retained node sits unreserved in the DVM's default session:
+            // a list request may carve it again, as it may a startup node.
             Resolved::List(idx) => idx
                 .iter()
-                .all(|&i| self.nodes[i].state == NodeState::Free)
+                .all(|&i| matches!(self.nodes[i].state, NodeState::Free | NodeState::Retained))
                 .then(|| idx.clone()),
         }
     }
@@ -298,6 +304,8 @@ impl Scheduler {
     /// Grants a pending request whose nodes are free; returns node names.
     fn grant(&mut self, p: Pending, now: u64) -> Vec<String> {
         let picked = self.pick(&p.want).unwrap_or_default();
+        // Deadlines are keyed by their instants: drop them before they move.
+        self.disarm(&p.alloc_id);
         for &i in &picked {
             self.nodes[i].state = NodeState::Granted(p.alloc_id.clone());
             self.free_own.remove(&i);
@@ -322,8 +330,8 @@ impl Scheduler {
     }
 
     /// (Re)registers the warning and expiry deadlines of an allocation.
+    /// The caller must have disarmed the old deadlines before changing them.
     fn arm(&mut self, alloc_id: &str) {
-        self.disarm(alloc_id);
         let Some(a) = self.allocs.get_mut(alloc_id) else {
             return;
         };
@@ -333,9 +341,7 @@ impl Scheduler {
         };
         self.deadlines
             .insert((exp, KIND_EXPIRE, alloc_id.to_string()));
-        a.warn_at = a
-            .warn_secs
-            .map(|w| exp.saturating_sub(u64::from(w) * 1000));
+        a.warn_at = a.warn_secs.map(|w| exp.saturating_sub(u64::from(w) * 1000));
         if let Some(w) = a.warn_at {
             self.deadlines.insert((w, KIND_WARN, alloc_id.to_string()));
         }
