@@ -1,4 +1,146 @@
-fn main() {
-    eprintln!("pdvm: not built yet");
-    std::process::exit(1);
+//! `pdvm`: a throw-away local DVM implementing node reservations.
+//!
+//! Flags are defined in [`pmix_tools::cli::pdvm::PdvmArgs`]; the server is
+//! [`pmix_tools::server::run`].
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use pmix_tools::cli::pdvm::PdvmArgs;
+use pmix_tools::server::{self, ServerConfig};
+
+fn main() -> ExitCode {
+    let args = PdvmArgs::parse();
+    if let Err(m) = args.validate() {
+        eprintln!("pdvm: {m}");
+        return ExitCode::from(2);
+    }
+    if args.terminate {
+        return terminate(&args);
+    }
+    let cfg = ServerConfig {
+        nodes: args.nodes as usize,
+        slots: args.slots.min(u32::MAX as u64) as u32,
+        sched_nodes: args.scheduler_nodes as usize,
+        tmpdir: args.tmpdir.clone().unwrap_or_else(std::env::temp_dir),
+        time_scale: args.time_scale,
+        compat: args.pmix_compat,
+        report_uri: args.report_uri.clone(),
+        bin_dir: std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.to_path_buf())),
+        verbose: args.verbose > 0,
+    };
+    let command = (!args.command.is_empty()).then(|| args.command.clone());
+    if args.daemonize {
+        return daemonize(cfg, args.quiet > 0);
+    }
+    let quiet = args.quiet > 0;
+    let r = server::run(cfg, command, |_| {
+        if !quiet {
+            println!("DVM ready");
+            let _ = std::io::stdout().flush();
+        }
+    });
+    match r {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("pdvm: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Fork; the child becomes the DVM (new session, stdio on /dev/null) and
+/// tells the parent through a pipe once it listens; the parent then prints
+/// "DVM ready" and exits.
+fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
+    use nix::unistd::{fork, pipe, setsid, ForkResult};
+    let (rd, wr) = match pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pdvm: pipe: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // SAFETY: single-threaded at this point; the child only runs our code.
+    match unsafe { fork() } {
+        Err(e) => {
+            eprintln!("pdvm: fork: {e}");
+            ExitCode::from(1)
+        }
+        Ok(ForkResult::Parent { .. }) => {
+            drop(wr);
+            let mut f = std::fs::File::from(rd);
+            let mut buf = String::new();
+            let _ = f.read_to_string(&mut buf);
+            if buf.starts_with("ready") {
+                if !quiet {
+                    println!("DVM ready");
+                }
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("pdvm: the DVM did not start: {}", buf.trim());
+                ExitCode::from(1)
+            }
+        }
+        Ok(ForkResult::Child) => {
+            drop(rd);
+            let _ = setsid();
+            if let Ok(null) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+            {
+                use std::os::fd::AsRawFd;
+                for fd in 0..3 {
+                    let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+                }
+            }
+            let mut w = Some(std::fs::File::from(wr));
+            let r = server::run(cfg, None, |_| {
+                if let Some(mut f) = w.take() {
+                    let _ = f.write_all(b"ready\n");
+                }
+            });
+            if let (Err(e), Some(mut f)) = (&r, w.take()) {
+                let _ = writeln!(f, "{e}");
+            }
+            ExitCode::from(if r.is_ok() { 0 } else { 1 })
+        }
+    }
+}
+
+/// `pdvm --terminate`: SIGTERM every running pdvm found through the
+/// rendezvous directories and wait for them to go.
+fn terminate(args: &PdvmArgs) -> ExitCode {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let pids = server::listener::find_running(args.tmpdir.as_deref());
+    if pids.is_empty() {
+        eprintln!("pdvm: no running pdvm found");
+        return ExitCode::from(3);
+    }
+    for &p in &pids {
+        let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if pids
+            .iter()
+            .all(|&p| kill(Pid::from_raw(p as i32), None).is_err())
+        {
+            if args.quiet == 0 {
+                for p in &pids {
+                    println!("pdvm {p} terminated");
+                }
+            }
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("pdvm: {pids:?} still running after SIGTERM");
+    ExitCode::from(1)
 }

@@ -1,1 +1,227 @@
-//! placeholder: filled in by the owning work item.
+//! pdvm's PMIx server side: the mirror image of [`crate::conn`] and
+//! [`crate::ops`].
+//!
+//! - [`listener`]: the listening socket on `127.0.0.1:0` and the PRRTE-style
+//!   rendezvous files that let tools find pdvm with no flags.
+//! - [`handshake`]: parsing a connect-ack (every length bounded) and the raw
+//!   answers to tools and clients; [`creds`]: the peer's uid (only the same
+//!   user may connect).
+//! - [`peer`]: per-connection buffers and framing; [`event_loop`]: one thread,
+//!   `poll(2)`, a signalfd, timers; [`dispatch`]: the request handlers;
+//!   [`query`]: query answers and pdvm's own table keys.
+//! - [`jobs`]: real local processes with the PMIx environment, their
+//!   captured output and exit statuses; [`state`]: the server's state, the
+//!   model's effects, notifications.
+//!
+//! The reservation rules themselves live in [`crate::dvm`] and
+//! [`crate::sched`]; this module only carries their inputs and effects.
+//!
+//! Entry point: [`run`].
+
+pub mod attrs;
+pub mod creds;
+pub mod dispatch;
+pub mod event_loop;
+pub mod handshake;
+pub mod jobs;
+pub mod listener;
+pub mod peer;
+pub mod query;
+pub mod state;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+
+use crate::codec::App;
+use crate::dvm::{Dvm, DvmConfig, Requester};
+use crate::error::{Error, Result};
+use crate::sched::Scheduler;
+use crate::status::Status;
+
+pub use listener::ServerIdent;
+pub use state::Server;
+
+/// How pdvm was asked to start.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Startup nodes (the default session).
+    pub nodes: usize,
+    /// Slots per node.
+    pub slots: u32,
+    /// Nodes the simulated scheduler holds beyond the startup pool.
+    pub sched_nodes: usize,
+    /// Where the rendezvous directory goes.
+    pub tmpdir: PathBuf,
+    /// Model time runs this many times faster than real time.
+    pub time_scale: f64,
+    /// `--pmix-compat` (§8.2.1.10).
+    pub compat: bool,
+    /// Also write the URI here.
+    pub report_uri: Option<PathBuf>,
+    /// Directory prepended to launched processes' PATH (the tools).
+    pub bin_dir: Option<PathBuf>,
+    /// Log activity on stderr.
+    pub verbose: bool,
+}
+
+impl ServerConfig {
+    /// Defaults: 1 node of 1 slot... overridden by the caller.
+    pub fn new(nodes: usize) -> Self {
+        ServerConfig {
+            nodes,
+            slots: 1,
+            sched_nodes: 0,
+            tmpdir: std::env::temp_dir(),
+            time_scale: 1.0,
+            compat: false,
+            report_uri: None,
+            bin_dir: None,
+            verbose: false,
+        }
+    }
+}
+
+fn err(ctx: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Status::ERROR, format!("{ctx}: {e}"))
+}
+
+/// Start pdvm: listen, write the rendezvous files, call `ready` (which
+/// prints "DVM ready"), run `command` (if any) as the session leader job,
+/// serve until a signal or the command's end, tear down.
+///
+/// Returns the exit status pdvm should end with: the command's, else 0.
+pub fn run(
+    cfg: ServerConfig,
+    command: Option<Vec<String>>,
+    ready: impl FnOnce(&ServerIdent),
+) -> Result<i32> {
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block()
+        .map_err(|e| err("blocking signals", e))?;
+    let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| err("signalfd", e))?;
+    let (listener, ident) = listener::bind()?;
+    let rdv = listener::Rendezvous::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
+    let mut sched = Scheduler::new(cfg.sched_nodes, 1);
+    let dvm = Dvm::new(
+        DvmConfig {
+            nodes: cfg.nodes,
+            slots: cfg.slots,
+            compat: cfg.compat,
+        },
+        &mut sched,
+    );
+    let launch = jobs::LaunchEnv {
+        uri: ident.uri(),
+        tmpdir: rdv.dir().to_path_buf(),
+        bin_dir: cfg.bin_dir.clone(),
+    };
+    let mut srv = Server {
+        clock: state::Clock::new(cfg.time_scale),
+        cfg,
+        ident,
+        listener,
+        rendezvous: Some(rdv),
+        conns: BTreeMap::new(),
+        next_conn: 1,
+        next_ns: 1,
+        dvm,
+        sched,
+        jobs: HashMap::new(),
+        pids: HashMap::new(),
+        pipes: BTreeMap::new(),
+        next_pipe: 1,
+        pending: HashMap::new(),
+        launch,
+        leader: None,
+        leader_status: None,
+        stop: false,
+    };
+    ready(&srv.ident);
+    if let Some(argv) = command.filter(|a| !a.is_empty()) {
+        if let Err(e) = srv.start_leader(argv) {
+            srv.teardown(&sigfd);
+            return Err(e);
+        }
+    }
+    srv.run_loop(&sigfd);
+    srv.teardown(&sigfd);
+    Ok(srv.leader_status.unwrap_or(0))
+}
+
+impl Server {
+    /// Run pdvm's own command as a one-process job of a fresh namespace
+    /// (the session leader), output passed through.
+    pub fn start_leader(&mut self, argv: Vec<String>) -> Result<()> {
+        let app = App {
+            cmd: argv[0].clone(),
+            argv: argv.clone(),
+            env: Vec::new(),
+            cwd: None,
+            maxprocs: 1,
+            info: Vec::new(),
+        };
+        if jobs::resolve(&app.cmd, &self.launch).is_none() {
+            return Err(Error::new(
+                Status::ERR_NOT_FOUND,
+                format!("command {:?} not found", app.cmd),
+            ));
+        }
+        let me = Requester::tool(&self.ident.nspace);
+        let plan = self
+            .dvm
+            .plan_spawn(&me, None, &[1])
+            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+        let ns = self.mint_nspace();
+        self.dvm
+            .commit_spawn(&plan, &ns, None)
+            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+        self.jobs.insert(
+            ns.clone(),
+            jobs::Job {
+                nspace: ns.clone(),
+                procs: Vec::new(),
+                spawner: None,
+                fwd_stdout: false,
+                fwd_stderr: false,
+                notify_completion: false,
+                open_pipes: 0,
+                all_exited_at: None,
+                kill_requested: None,
+                ended: false,
+            },
+        );
+        self.leader = Some(ns.clone());
+        self.start_procs(
+            &ns,
+            &[app],
+            &plan.procs,
+            None,
+            1,
+            jobs::Output::Inherit,
+            jobs::Output::Inherit,
+        );
+        if self
+            .jobs
+            .get(&ns)
+            .is_some_and(|j| j.procs.iter().all(|p| p.pid.is_none()))
+        {
+            return Err(Error::new(
+                Status::ERR_NOT_FOUND,
+                format!("cannot start {:?}", argv[0]),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,418 @@
+//! Request handlers: one function per command a peer may send.
+//!
+//! Every handler decodes with bounded counts; a request that does not decode
+//! is answered with `PMIX_ERR_UNPACK_FAILURE` when its tag allows a reply,
+//! and the peer is dropped only when the framing itself is broken.
+
+use std::time::Instant;
+
+use nix::sys::signal::Signal;
+
+use crate::codec::{App, Cmd, Decoder, Info, Proc, Query, Size, RANK_WILDCARD};
+use crate::dvm::{AllocRequest, AllocStatus, Requester};
+use crate::error::{Error, Result};
+use crate::ops::{cmd, keys};
+use crate::status::Status;
+
+use super::attrs::{alloc_attrs, flag, spawn_targets};
+use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
+use super::peer::{PeerClass, PeerInfo};
+use super::state::{alloc_reply_infos, Pending, Server};
+
+/// Most infos, apps, queries or targets accepted in one request.
+pub const MAX_ITEMS: usize = 4096;
+/// Most processes one spawn may start.
+pub const MAX_PROCS: u32 = 4096;
+
+fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
+    if d.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Size(n) = d.unpack_one()?;
+    let n = bounded(n)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    d.unpack(n)
+}
+
+fn bounded(n: u64) -> Result<usize> {
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_ITEMS)
+        .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
+}
+
+/// The requester behind a connection.
+pub fn requester(p: &PeerInfo) -> Requester {
+    match p.class {
+        PeerClass::Tool => Requester::tool(&p.nspace),
+        PeerClass::Client => Requester::app(&p.nspace, p.rank),
+    }
+}
+
+impl Server {
+    /// Handle one request from a handshaken peer.
+    pub fn dispatch(&mut self, conn: u64, tag: u32, payload: &[u8]) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let Some(peer) = c.peer.clone() else { return };
+        let mut d = c.decoder(payload);
+        let command = match d.unpack_one::<Cmd>() {
+            Ok(Cmd(x)) => x,
+            Err(e) => {
+                self.log(format!("{}: undecodable request: {e}", peer.nspace));
+                self.reply_status_infos(conn, tag, Status::ERR_UNPACK_FAILURE, &[]);
+                return;
+            }
+        };
+        let r = match command {
+            cmd::REQ => self.on_req(conn, tag, &peer),
+            cmd::FINALIZE => {
+                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+                Ok(())
+            }
+            cmd::QUERY => self.on_query(conn, tag, &mut d),
+            cmd::ALLOC => self.on_alloc(conn, tag, &peer, &mut d),
+            cmd::SPAWN => self.on_spawn(conn, tag, &peer, &mut d),
+            cmd::REGEVENTS => self.on_regevents(conn, tag, &mut d),
+            cmd::DEREGEVENTS => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.events = None;
+                }
+                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+                Ok(())
+            }
+            cmd::JOB_CONTROL => self.on_job_control(conn, tag, &mut d),
+            cmd::IOF_PULL => {
+                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+                Ok(())
+            }
+            other => Err(Error::new(
+                Status::ERR_NOT_SUPPORTED,
+                format!("command {other} is not supported by pdvm"),
+            )),
+        };
+        if let Err(e) = r {
+            self.log(format!("{}: command {command}: {e}", peer.nspace));
+            let info = vec![Info::new(keys::EVENT_TEXT_MESSAGE, e.context.as_str())];
+            self.reply_status_infos(conn, tag, e.status, &info);
+        }
+    }
+
+    /// `PMIX_REQ_CMD`: the peer's job data. A libpmix tool or client reads a
+    /// namespace string, then key/value pairs until the buffer ends.
+    fn on_req(&mut self, conn: u64, tag: u32, peer: &PeerInfo) -> Result<()> {
+        let Some(c) = self.conns.get(&conn) else {
+            return Ok(());
+        };
+        let mut e = c.encoder();
+        e.pack_one(&peer.nspace)?;
+        let size = self
+            .jobs
+            .get(&peer.nspace)
+            .map(|j| j.procs.len() as u32)
+            .unwrap_or(1);
+        for kv in [
+            Kval(keys::JOB_SIZE.into(), crate::codec::Value::Uint32(size)),
+            Kval("pmix.univ.size".into(), crate::codec::Value::Uint32(size)),
+            Kval(
+                "pmix.jobid".into(),
+                crate::codec::Value::from(peer.nspace.as_str()),
+            ),
+        ] {
+            e.pack_one(&kv)?;
+        }
+        let bytes = e.into_bytes();
+        self.send(conn, tag, &bytes);
+        Ok(())
+    }
+
+    fn on_query(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
+        let Size(n) = d.unpack_one()?;
+        let n = bounded(n)?;
+        let queries: Vec<Query> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+        let (st, info) = self.answer_queries(&queries);
+        self.reply_status_infos(conn, tag, st, &info);
+        Ok(())
+    }
+
+    fn on_alloc(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
+        let crate::codec::AllocDirective(directive) = d.unpack_one()?;
+        let info = read_infos(d)?;
+        let req = AllocRequest {
+            requester: requester(peer),
+            directive,
+            attrs: alloc_attrs(&info),
+        };
+        let now = self.clock.now_ms();
+        match self.dvm.allocate(&req, &mut self.sched, now) {
+            Err(e) => {
+                self.log(format!("{}: allocation refused: {}", peer.nspace, e.rule()));
+                let mut out = Vec::new();
+                if let Some(r) = &req.attrs.req_id {
+                    out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
+                }
+                out.push(Info::new(keys::EVENT_TEXT_MESSAGE, e.rule()));
+                self.reply_status_infos(conn, tag, Status(e.code()), &out);
+            }
+            Ok(outcome) => {
+                match &outcome.status {
+                    AllocStatus::Queued => {
+                        self.pending
+                            .entry(outcome.alloc_id.clone())
+                            .or_default()
+                            .push_back(Pending {
+                                conn,
+                                tag,
+                                to: (peer.nspace.clone(), peer.rank),
+                            });
+                    }
+                    AllocStatus::Granted { nodes } | AllocStatus::Released { nodes } => {
+                        let out =
+                            alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
+                        self.reply_status_infos(conn, tag, Status::SUCCESS, &out);
+                    }
+                    AllocStatus::Cancelled { .. } => {
+                        let out =
+                            alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), &[]);
+                        self.reply_status_infos(conn, tag, Status::SUCCESS, &out);
+                    }
+                }
+                self.apply_effects(outcome.effects);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_regevents(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
+        let Size(n) = d.unpack_one()?;
+        let n = bounded(n)?;
+        let codes: Vec<Status> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+        let _qualifiers = read_infos(d).unwrap_or_default();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            let all_already = matches!(&c.events, Some(l) if l.is_empty());
+            if codes.is_empty() || all_already {
+                c.events = Some(Vec::new());
+            } else {
+                let mut list = c.events.take().unwrap_or_default();
+                for s in codes {
+                    if !list.contains(&s.0) {
+                        list.push(s.0);
+                    }
+                }
+                c.events = Some(list);
+            }
+        }
+        self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+        Ok(())
+    }
+
+    fn on_job_control(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
+        let Size(n) = d.unpack_one()?;
+        let n = bounded(n)?;
+        let targets: Vec<Proc> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+        let dirs = read_infos(d)?;
+        let sig = if flag(&dirs, keys::JOB_CTRL_KILL) {
+            Some(Signal::SIGKILL)
+        } else if flag(&dirs, keys::JOB_CTRL_TERMINATE) {
+            Some(Signal::SIGTERM)
+        } else {
+            dirs.iter()
+                .find(|i| i.key == keys::JOB_CTRL_SIGNAL)
+                .and_then(|i| i.value.as_i64())
+                .and_then(|s| Signal::try_from(s as i32).ok())
+        };
+        let Some(sig) = sig else {
+            return Err(Error::new(
+                Status::ERR_NOT_SUPPORTED,
+                "no job-control directive pdvm knows",
+            ));
+        };
+        let mut hit = false;
+        for t in &targets {
+            let Some(j) = self.jobs.get(&t.nspace) else {
+                continue;
+            };
+            hit = true;
+            if t.rank == RANK_WILDCARD {
+                if sig == Signal::SIGTERM {
+                    self.terminate_job(&t.nspace, sig);
+                } else {
+                    j.signal(sig);
+                }
+            } else if let Some(pid) = j
+                .procs
+                .iter()
+                .find(|p| p.rank == t.rank && p.exit.is_none())
+                .and_then(|p| p.pid)
+            {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig);
+            }
+        }
+        let st = if hit {
+            Status::SUCCESS
+        } else {
+            Status::ERR_NOT_FOUND
+        };
+        self.reply_status_infos(conn, tag, st, &[]);
+        Ok(())
+    }
+
+    fn on_spawn(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
+        let job_info = read_infos(d)?;
+        let Size(n) = d.unpack_one()?;
+        let n = bounded(n)?;
+        if n == 0 {
+            return Err(Error::new(
+                Status::ERR_BAD_PARAM,
+                "spawn with no application",
+            ));
+        }
+        let apps: Vec<App> = d.unpack(n)?;
+        for a in &apps {
+            if resolve(&a.cmd, &self.launch).is_none() {
+                return Err(Error::new(
+                    Status::ERR_NOT_FOUND,
+                    format!("executable {:?} not found", a.cmd),
+                ));
+            }
+        }
+        let nprocs: Vec<u32> = apps.iter().map(|a| a.maxprocs.max(1) as u32).collect();
+        if nprocs.iter().map(|&x| u64::from(x)).sum::<u64>() > u64::from(MAX_PROCS) {
+            return Err(Error::new(
+                Status::ERR_OUT_OF_RESOURCE,
+                "too many processes",
+            ));
+        }
+        let targets = spawn_targets(&job_info);
+        let req = requester(peer);
+        let plan = self
+            .dvm
+            .plan_spawn(&req, targets.as_deref(), &nprocs)
+            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+        let nspace = self.mint_nspace();
+        self.dvm
+            .commit_spawn(&plan, &nspace, Some(&peer.nspace))
+            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+        let fwd_out = flag(&job_info, keys::FWD_STDOUT);
+        let fwd_err = flag(&job_info, keys::FWD_STDERR);
+        let job = Job {
+            nspace: nspace.clone(),
+            procs: Vec::new(),
+            spawner: Some(conn),
+            fwd_stdout: fwd_out,
+            fwd_stderr: fwd_err,
+            notify_completion: flag(&job_info, keys::NOTIFY_COMPLETION),
+            open_pipes: 0,
+            all_exited_at: None,
+            kill_requested: None,
+            ended: false,
+        };
+        self.jobs.insert(nspace.clone(), job);
+        // Reply first: output and the end event must follow the namespace.
+        let mut e = self
+            .conns
+            .get(&conn)
+            .map(|c| c.encoder())
+            .ok_or_else(|| Error::new(Status::ERR_LOST_CONNECTION, "spawner went away"))?;
+        e.pack_one(&Status::SUCCESS)?;
+        e.pack_one(&nspace)?;
+        let bytes = e.into_bytes();
+        self.send(conn, tag, &bytes);
+        let alloc_id = (plan.sessions.len() == 1).then(|| plan.sessions[0].clone());
+        let out = if fwd_out {
+            Output::Capture
+        } else {
+            Output::Inherit
+        };
+        let err = if fwd_err {
+            Output::Capture
+        } else {
+            Output::Inherit
+        };
+        let size = plan.procs.len() as u32;
+        self.start_procs(
+            &nspace,
+            &apps,
+            &plan.procs,
+            alloc_id.as_deref(),
+            size,
+            out,
+            err,
+        );
+        Ok(())
+    }
+
+    /// Start the processes of a committed job.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_procs(
+        &mut self,
+        nspace: &str,
+        apps: &[App],
+        slots: &[crate::dvm::ProcSlot],
+        alloc_id: Option<&str>,
+        size: u32,
+        out: Output,
+        err: Output,
+    ) {
+        for s in slots {
+            let Some(app) = apps.get(s.app) else { continue };
+            let spec = ProcSpec {
+                app,
+                nspace,
+                rank: s.rank,
+                node: &s.node,
+                alloc_id,
+                job_size: size,
+            };
+            let started = launch(&spec, &self.launch, out, err);
+            let mut rec = ProcRec {
+                rank: s.rank,
+                pid: None,
+                node: s.node.clone(),
+                exit: None,
+            };
+            match started {
+                Ok(st) => {
+                    rec.pid = Some(st.pid);
+                    self.pids.insert(st.pid, (nspace.to_string(), s.rank));
+                    if let Some(j) = self.jobs.get_mut(nspace) {
+                        j.procs.push(rec);
+                    }
+                    for (ch, fd) in st.pipes {
+                        self.add_pipe(fd, nspace, s.rank, ch);
+                    }
+                }
+                Err(e) => {
+                    self.log(format!(
+                        "{nspace} rank {}: cannot start {}: {e}",
+                        s.rank, app.cmd
+                    ));
+                    rec.exit = Some(127);
+                    if let Some(j) = self.jobs.get_mut(nspace) {
+                        j.procs.push(rec);
+                    }
+                }
+            }
+        }
+        if let Some(j) = self.jobs.get_mut(nspace) {
+            if j.live() == 0 {
+                j.all_exited_at = Some(Instant::now());
+            }
+        }
+    }
+}
+
+/// A key/value pair as the datastore's job-data stream carries it
+/// (`PMIX_KVAL`: key string, then a typed value).
+struct Kval(String, crate::codec::Value);
+
+impl crate::codec::Pack for Kval {
+    const DT: crate::codec::DataType = crate::codec::dt::KVAL;
+    fn pack_body(&self, enc: &mut crate::codec::Encoder) -> Result<()> {
+        enc.put_string(Some(&self.0))?;
+        crate::codec::Pack::pack_body(&self.1, enc)
+    }
+}

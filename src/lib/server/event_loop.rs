@@ -1,0 +1,314 @@
+//! The single-threaded event loop: `poll(2)` over the listener, a signalfd
+//! (SIGCHLD, SIGTERM, SIGINT, SIGHUP), captured output pipes and every
+//! connection; timers for scheduler deadlines and kill escalation.
+
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
+use nix::sys::signalfd::SignalFd;
+
+use crate::status::Status;
+
+use super::creds::peer_uid;
+use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
+use super::jobs::reap;
+use super::peer::{PeerClass, PeerConn, PeerInfo};
+use super::state::{Server, KILL_GRACE};
+
+/// Most connections served at once (further ones are closed at accept).
+pub const MAX_CONNECTIONS: usize = 16_384;
+
+impl Server {
+    /// Run until [`Server::stop`] is set (signal, or the leader job ended).
+    pub fn run_loop(&mut self, sigfd: &SignalFd) {
+        while !self.stop {
+            self.poll_once(sigfd, self.next_wakeup());
+            self.tick();
+        }
+    }
+
+    /// One round: wait up to `timeout`, then serve whatever is ready.
+    pub fn poll_once(&mut self, sigfd: &SignalFd, timeout: Duration) {
+        let pipe_ids: Vec<u64> = self.pipes.keys().copied().collect();
+        let conn_ids: Vec<u64> = self.conns.keys().copied().collect();
+        let ready: Vec<PollFlags> = {
+            let mut fds: Vec<PollFd> = Vec::with_capacity(2 + pipe_ids.len() + conn_ids.len());
+            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+            fds.push(PollFd::new(sigfd.as_fd(), PollFlags::POLLIN));
+            for id in &pipe_ids {
+                if let Some(p) = self.pipes.get(id) {
+                    fds.push(PollFd::new(p.file.as_fd(), PollFlags::POLLIN));
+                }
+            }
+            for id in &conn_ids {
+                if let Some(c) = self.conns.get(id) {
+                    let mut ev = PollFlags::POLLIN;
+                    if c.pending_out() > 0 {
+                        ev |= PollFlags::POLLOUT;
+                    }
+                    fds.push(PollFd::new(c.stream.as_fd(), ev));
+                }
+            }
+            let ms = timeout.as_millis().min(60_000) as u32;
+            let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+            if poll(&mut fds, t).is_err() {
+                // EINTR: just go round again.
+                return;
+            }
+            fds.iter()
+                .map(|f| f.revents().unwrap_or(PollFlags::empty()))
+                .collect()
+        };
+        let mut it = ready.into_iter();
+        let listener_ready = it.next().unwrap_or(PollFlags::empty());
+        let sig_ready = it.next().unwrap_or(PollFlags::empty());
+        let hup = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
+        if sig_ready.intersects(hup) {
+            self.on_signals(sigfd);
+        }
+        for id in pipe_ids {
+            if it.next().unwrap_or(PollFlags::empty()).intersects(hup) {
+                self.service_pipe(id);
+            }
+        }
+        for id in conn_ids {
+            let r = it.next().unwrap_or(PollFlags::empty());
+            if r.intersects(hup) {
+                self.service_conn(id);
+            }
+        }
+        if listener_ready.contains(PollFlags::POLLIN) {
+            self.accept_all();
+        }
+        self.flush_all();
+    }
+
+    fn on_signals(&mut self, sigfd: &SignalFd) {
+        while let Ok(Some(si)) = sigfd.read_signal() {
+            match Signal::try_from(si.ssi_signo as i32) {
+                Ok(Signal::SIGCHLD) => {}
+                Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) | Ok(Signal::SIGHUP) => {
+                    self.log("signal received: tearing down");
+                    self.stop = true;
+                }
+                _ => {}
+            }
+        }
+        let list = reap();
+        self.reaped(list);
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    if self.conns.len() >= MAX_CONNECTIONS || s.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let _ = s.set_nodelay(true);
+                    let id = self.next_conn;
+                    self.next_conn += 1;
+                    self.conns.insert(id, PeerConn::new(s));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Write pending output everywhere; drop peers whose socket failed.
+    pub fn flush_all(&mut self) {
+        let mut dead = Vec::new();
+        for (id, c) in self.conns.iter_mut() {
+            let failed = c.pending_out() > 0 && c.flush().is_err();
+            if failed || (c.closing && c.pending_out() == 0) {
+                dead.push(*id);
+            }
+        }
+        for id in dead {
+            self.close_conn(id);
+        }
+    }
+
+    fn service_conn(&mut self, id: u64) {
+        let open = match self.conns.get_mut(&id) {
+            Some(c) => match c.fill() {
+                Ok(open) => open,
+                Err(f) => {
+                    self.log(format!("connection {id} dropped: {}", f.0));
+                    self.close_conn(id);
+                    return;
+                }
+            },
+            None => return,
+        };
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            if c.closing {
+                break;
+            }
+            if c.peer.is_none() {
+                match c.take_connect() {
+                    Ok(Some(body)) => self.on_connect(id, &body),
+                    Ok(None) => break,
+                    Err(f) => {
+                        self.log(format!("connection {id} dropped: {}", f.0));
+                        self.close_conn(id);
+                        return;
+                    }
+                }
+            } else {
+                match c.take_frame() {
+                    Ok(Some(fr)) => self.dispatch(id, fr.header.tag, &fr.payload),
+                    Ok(None) => break,
+                    Err(f) => {
+                        self.log(format!("connection {id} dropped: {}", f.0));
+                        self.close_conn(id);
+                        return;
+                    }
+                }
+            }
+        }
+        if !open {
+            if let Some(c) = self.conns.get_mut(&id) {
+                let _ = c.flush();
+            }
+            self.close_conn(id);
+        }
+    }
+
+    fn refuse(&mut self, id: u64, st: Status, why: &str) {
+        self.log(format!("connection {id} refused: {why}"));
+        if let Some(c) = self.conns.get_mut(&id) {
+            let _ = c.queue_raw(&refusal(st));
+            c.closing = true;
+        }
+    }
+
+    fn on_connect(&mut self, id: u64, body: &[u8]) {
+        let req = match parse_connect(body) {
+            Ok(r) => r,
+            Err(e) => return self.refuse(id, e.status, &e.context),
+        };
+        let me = nix::unistd::getuid().as_raw();
+        let uid = self.conns.get(&id).and_then(|c| peer_uid(&c.stream));
+        if uid != Some(me) {
+            return self.refuse(
+                id,
+                Status::ERR_NO_PERMISSIONS,
+                "peer belongs to another user",
+            );
+        }
+        let Some(wire) = req.wire() else {
+            return self.refuse(id, Status::ERR_NOT_SUPPORTED, "unknown wire version");
+        };
+        let described = req.described();
+        let (reply, peer) = match &req.identity {
+            PeerIdentity::ToolNeedsId => {
+                let ns = self.mint_nspace();
+                let _ = self.dvm.tool_connected(&ns);
+                (
+                    tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
+                    PeerInfo {
+                        nspace: ns,
+                        rank: 0,
+                        class: PeerClass::Tool,
+                        owns_nspace: true,
+                    },
+                )
+            }
+            PeerIdentity::ToolWithId { nspace, rank } => {
+                let fresh =
+                    !self.jobs.contains_key(nspace) && self.dvm.tool_connected(nspace).is_ok();
+                (
+                    tool_reply(None, &self.ident.nspace, 0),
+                    PeerInfo {
+                        nspace: nspace.clone(),
+                        rank: *rank,
+                        class: PeerClass::Tool,
+                        owns_nspace: fresh,
+                    },
+                )
+            }
+            PeerIdentity::Client { nspace, rank } => {
+                let known = self
+                    .jobs
+                    .get(nspace)
+                    .is_some_and(|j| j.procs.iter().any(|p| p.rank == *rank));
+                if !known {
+                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running job");
+                }
+                (
+                    client_reply((id & 0x7fff_ffff) as u32),
+                    PeerInfo {
+                        nspace: nspace.clone(),
+                        rank: *rank,
+                        class: PeerClass::Client,
+                        owns_nspace: false,
+                    },
+                )
+            }
+        };
+        self.log(format!(
+            "{} {}:{} connected ({} {}, {})",
+            if peer.class == PeerClass::Tool {
+                "tool"
+            } else {
+                "client"
+            },
+            peer.nspace,
+            peer.rank,
+            req.version,
+            req.bfrops,
+            if described {
+                "described"
+            } else {
+                "non-described"
+            }
+        ));
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.wire = wire;
+            c.described = described;
+            c.peer = Some(peer);
+            if c.queue_raw(&reply).is_err() {
+                c.closing = true;
+            }
+        }
+    }
+
+    /// Tear everything down: end all reservations, terminate every job
+    /// (SIGTERM, then SIGKILL after the grace), flush what peers are owed.
+    pub fn teardown(&mut self, sigfd: &SignalFd) {
+        let fx = self.dvm.teardown(&mut self.sched);
+        self.apply_effects(fx);
+        let names: Vec<String> = self.jobs.keys().cloned().collect();
+        for ns in &names {
+            self.terminate_job(ns, Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + KILL_GRACE + Duration::from_millis(500);
+        while !self.jobs.is_empty() && Instant::now() < deadline {
+            self.poll_once(sigfd, Duration::from_millis(20));
+            self.tick();
+        }
+        for j in self.jobs.values() {
+            j.signal(Signal::SIGKILL);
+        }
+        let end = Instant::now() + Duration::from_millis(500);
+        while !self.jobs.is_empty() && Instant::now() < end {
+            self.poll_once(sigfd, Duration::from_millis(20));
+            self.tick();
+        }
+        self.flush_all();
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            if let Some(c) = self.conns.remove(&id) {
+                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        self.rendezvous = None;
+    }
+}

@@ -1,0 +1,311 @@
+//! Jobs as real local processes: launching them with the PMIx environment,
+//! capturing their output, reaping them, and signalling them.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::codec::App;
+
+/// Which stream a pipe carries (PMIx IOF channel bits).
+pub const CH_STDOUT: u16 = 0x0002;
+/// Stderr channel bit.
+pub const CH_STDERR: u16 = 0x0004;
+
+/// One process of a job.
+#[derive(Debug)]
+pub struct ProcRec {
+    /// Its rank.
+    pub rank: u32,
+    /// Its pid (`None` when it could not be started).
+    pub pid: Option<i32>,
+    /// Simulated node it runs on.
+    pub node: String,
+    /// Exit status once reaped.
+    pub exit: Option<i32>,
+}
+
+/// A job pdvm launched.
+#[derive(Debug)]
+pub struct Job {
+    /// Its namespace.
+    pub nspace: String,
+    /// Its processes.
+    pub procs: Vec<ProcRec>,
+    /// Connection id of the spawner, for forwarded output and completion.
+    pub spawner: Option<u64>,
+    /// Forward stdout to the spawner.
+    pub fwd_stdout: bool,
+    /// Forward stderr to the spawner.
+    pub fwd_stderr: bool,
+    /// Spawner asked to be told of completion.
+    pub notify_completion: bool,
+    /// Pipes still open.
+    pub open_pipes: usize,
+    /// When the last process exited (pipes then get a grace period).
+    pub all_exited_at: Option<Instant>,
+    /// When a termination was requested (SIGKILL follows after a grace).
+    pub kill_requested: Option<Instant>,
+    /// True once reported ended.
+    pub ended: bool,
+}
+
+impl Job {
+    /// Processes still running.
+    pub fn live(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| p.pid.is_some() && p.exit.is_none())
+            .count()
+    }
+
+    /// Exit status of the first failing process (by rank), else 0.
+    pub fn status(&self) -> i32 {
+        self.procs
+            .iter()
+            .filter_map(|p| p.exit)
+            .find(|&s| s != 0)
+            .unwrap_or(0)
+    }
+
+    /// Send `sig` to every live process (their process groups).
+    pub fn signal(&self, sig: Signal) {
+        for p in &self.procs {
+            if let (Some(pid), None) = (p.pid, p.exit) {
+                let _ = killpg(Pid::from_raw(pid), sig);
+            }
+        }
+    }
+}
+
+/// A captured output pipe.
+#[derive(Debug)]
+pub struct OutPipe {
+    /// The read end.
+    pub file: File,
+    /// Owning job.
+    pub nspace: String,
+    /// Rank of the writer.
+    pub rank: u32,
+    /// Channel bit.
+    pub channel: u16,
+}
+
+impl OutPipe {
+    /// Read what is available: `Ok(Some(bytes))`, `Ok(None)` at end of stream.
+    pub fn read_some(&mut self) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            match self.file.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Some(buf);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Some(Vec::new()),
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// What a launched process needs from the server.
+#[derive(Debug, Clone)]
+pub struct LaunchEnv {
+    /// Server URI (`NSPACE.0;tcp4://…`).
+    pub uri: String,
+    /// Server tmpdir.
+    pub tmpdir: PathBuf,
+    /// Directory prepended to PATH (where the tools live).
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// How to wire a process's stdout and stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Inherit pdvm's own stdout/stderr.
+    Inherit,
+    /// Capture through a pipe.
+    Capture,
+}
+
+fn set_nonblocking(fd: &impl AsRawFd) {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let raw = fd.as_raw_fd();
+    if let Ok(flags) = fcntl(raw, FcntlArg::F_GETFL) {
+        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
+        let _ = fcntl(raw, FcntlArg::F_SETFL(flags));
+    }
+}
+
+/// Resolve a command name against PATH (with `bin_dir` first).
+pub fn resolve(cmd: &str, env: &LaunchEnv) -> Option<PathBuf> {
+    if cmd.contains('/') {
+        let p = PathBuf::from(cmd);
+        return is_exec(&p).then_some(p);
+    }
+    let mut dirs: Vec<PathBuf> = env.bin_dir.iter().cloned().collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter().map(|d| d.join(cmd)).find(|p| is_exec(p))
+}
+
+fn is_exec(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// One process to start.
+#[derive(Debug)]
+pub struct ProcSpec<'a> {
+    /// The app it belongs to.
+    pub app: &'a App,
+    /// Job namespace.
+    pub nspace: &'a str,
+    /// Rank.
+    pub rank: u32,
+    /// Simulated node.
+    pub node: &'a str,
+    /// `PMIX_ALLOC_ID` when the job targets one reservation.
+    pub alloc_id: Option<&'a str>,
+    /// Job size.
+    pub job_size: u32,
+}
+
+/// A started process and its captured pipes.
+pub struct Started {
+    /// Its pid.
+    pub pid: i32,
+    /// Captured stdout/stderr (read ends).
+    pub pipes: Vec<(u16, OwnedFd)>,
+}
+
+/// Start one process of a job in its own process group.
+pub fn launch(
+    spec: &ProcSpec,
+    env: &LaunchEnv,
+    out: Output,
+    err: Output,
+) -> std::io::Result<Started> {
+    let app = spec.app;
+    let program = resolve(&app.cmd, env).unwrap_or_else(|| PathBuf::from(&app.cmd));
+    let mut c = Command::new(&program);
+    // PMIx argv carries argv[0] first, as exec does.
+    let args: &[String] = match app.argv.split_first() {
+        Some((a0, rest)) => {
+            use std::os::unix::process::CommandExt;
+            c.arg0(a0);
+            rest
+        }
+        None => &[],
+    };
+    c.args(args);
+    for (k, _) in std::env::vars_os() {
+        let ks = k.to_string_lossy();
+        if ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_") {
+            c.env_remove(&k);
+        }
+    }
+    for kv in &app.env {
+        if let Some((k, v)) = kv.split_once('=') {
+            if !k.is_empty() {
+                c.env(k, v);
+            }
+        }
+    }
+    let mut path = std::env::var_os("PATH").unwrap_or_default();
+    if let Some(d) = &env.bin_dir {
+        let mut all = vec![d.clone()];
+        all.extend(std::env::split_paths(&path));
+        path = std::env::join_paths(all).unwrap_or(path);
+    }
+    c.env("PATH", path)
+        .env("PMIX_NAMESPACE", spec.nspace)
+        .env("PMIX_RANK", spec.rank.to_string())
+        .env("PMIX_SERVER_TMPDIR", &env.tmpdir)
+        .env("PMIX_VERSION", super::listener::ANNOUNCED_VERSION)
+        .env("PMIX_HOSTNAME", spec.node)
+        .env("PMIX_SECURITY_MODE", "native")
+        .env("PMIX_BFROP_BUFFER_TYPE", "PMIX_BFROP_BUFFER_NON_DESC")
+        .env("PMIX_GDS_MODULE", "hash")
+        .env("PMIX_PTL_MODULE", "tcp")
+        .env("PMIX_JOB_SIZE", spec.job_size.to_string());
+    for k in crate::conn::discover::SERVER_URI_VARS {
+        c.env(k, &env.uri);
+    }
+    if let Some(a) = spec.alloc_id {
+        c.env("PMIX_ALLOC_ID", a);
+    }
+    if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
+        c.current_dir(cwd);
+    }
+    c.stdin(Stdio::null());
+    c.stdout(if out == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    c.stderr(if err == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    {
+        use std::os::unix::process::CommandExt;
+        c.process_group(0);
+        // pdvm blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP for its signalfd; the
+        // child must start with nothing blocked.
+        // SAFETY: only pthread_sigmask runs between fork and exec, which is
+        // async-signal-safe.
+        unsafe {
+            c.pre_exec(|| {
+                nix::sys::signal::SigSet::empty()
+                    .thread_set_mask()
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+    let mut child = c.spawn()?;
+    let pid = child.id() as i32;
+    let mut pipes = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        set_nonblocking(&o);
+        pipes.push((CH_STDOUT, OwnedFd::from(o)));
+    }
+    if let Some(e) = child.stderr.take() {
+        set_nonblocking(&e);
+        pipes.push((CH_STDERR, OwnedFd::from(e)));
+    }
+    // The child is reaped by the server's waitpid loop, not through `child`.
+    drop(child);
+    Ok(Started { pid, pipes })
+}
+
+/// Reap every exited child: `(pid, exit status)` (signals as 128 + number).
+pub fn reap() -> Vec<(i32, i32)> {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let mut out = Vec::new();
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => out.push((pid.as_raw(), code)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => out.push((pid.as_raw(), 128 + sig as i32)),
+            Ok(WaitStatus::StillAlive) | Err(_) => break,
+            Ok(_) => continue,
+        }
+    }
+    out
+}
+
+/// Index from pid to (job namespace, rank).
+pub type PidIndex = HashMap<i32, (String, u32)>;

@@ -1,0 +1,215 @@
+//! The listening socket and the rendezvous files tools use to find pdvm.
+//!
+//! Like a PRRTE DVM, pdvm writes into `$TMPDIR/pdvm.<pid>/` (mode 0700) three
+//! files of mode 0600 — `pmix.<host>.tool`, `pmix.<host>.tool.<pid>` and
+//! `pmix.<host>.tool.<server nspace>` — each holding
+//! `NSPACE.0;tcp4://127.0.0.1:PORT`, the PMIx version, the pid, `uid:gid`
+//! and the start time, one per line. They are removed when the
+//! [`Rendezvous`] value is dropped.
+
+use std::fs;
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::status::Status;
+
+/// The PMIx version pdvm announces (clients then speak wire `v41`).
+pub const ANNOUNCED_VERSION: &str = "5.0.11";
+
+/// Who and where the server is.
+#[derive(Clone, Debug)]
+pub struct ServerIdent {
+    /// Short host name.
+    pub host: String,
+    /// Our pid.
+    pub pid: u32,
+    /// Namespace prefix `pdvm-<host>-<pid>`.
+    pub prefix: String,
+    /// Server namespace `pdvm-<host>-<pid>@0`.
+    pub nspace: String,
+    /// `tcp4://127.0.0.1:PORT`.
+    pub address: String,
+}
+
+impl ServerIdent {
+    /// The full URI `NSPACE.0;tcp4://127.0.0.1:PORT`.
+    pub fn uri(&self) -> String {
+        format!("{}.0;{}", self.nspace, self.address)
+    }
+
+    /// The namespace numbered `n` (`pdvm-<host>-<pid>@n`).
+    pub fn nspace_n(&self, n: u64) -> String {
+        format!("{}@{n}", self.prefix)
+    }
+}
+
+/// The short host name (up to the first dot).
+pub fn short_hostname() -> String {
+    // What gethostname(2) returns on Linux.
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| {
+            h.trim()
+                .split('.')
+                .next()
+                .unwrap_or("localhost")
+                .to_string()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Bind `127.0.0.1:0` (non-blocking) and describe the server.
+pub fn bind() -> Result<(TcpListener, ServerIdent)> {
+    let l = TcpListener::bind(("127.0.0.1", 0))
+        .map_err(|e| Error::new(Status::ERR_UNREACH, format!("cannot listen: {e}")))?;
+    l.set_nonblocking(true)
+        .map_err(|e| Error::new(Status::ERROR, format!("cannot configure listener: {e}")))?;
+    let port = l
+        .local_addr()
+        .map_err(|e| Error::new(Status::ERROR, format!("listener address: {e}")))?
+        .port();
+    let host = short_hostname();
+    let pid = std::process::id();
+    let prefix = format!("pdvm-{host}-{pid}");
+    Ok((
+        l,
+        ServerIdent {
+            nspace: format!("{prefix}@0"),
+            prefix,
+            host,
+            pid,
+            address: format!("tcp4://127.0.0.1:{port}"),
+        },
+    ))
+}
+
+/// The rendezvous directory and files; removed on drop.
+#[derive(Debug)]
+pub struct Rendezvous {
+    dir: PathBuf,
+    files: Vec<PathBuf>,
+    report: Option<PathBuf>,
+}
+
+impl Rendezvous {
+    /// Write the three rendezvous files under `tmpdir/pdvm.<pid>/`, and the
+    /// `--report-uri` file when asked.
+    pub fn write(ident: &ServerIdent, tmpdir: &Path, report_uri: Option<&Path>) -> Result<Self> {
+        let dir = tmpdir.join(format!("pdvm.{}", ident.pid));
+        let io = |what: &str, p: &Path, e: std::io::Error| {
+            Error::new(Status::ERROR, format!("{what} {}: {e}", p.display()))
+        };
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // A leftover from a dead process with our pid: reuse it.
+                fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                    .map_err(|e| io("cannot secure", &dir, e))?;
+            }
+            Err(e) => return Err(io("cannot create", &dir, e)),
+        }
+        let mut me = Rendezvous {
+            dir: dir.clone(),
+            files: Vec::new(),
+            report: None,
+        };
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let body = format!(
+            "{}\n{}\n{}\n{uid}:{gid}\n{stamp}\n",
+            ident.uri(),
+            ANNOUNCED_VERSION,
+            ident.pid
+        );
+        for name in [
+            format!("pmix.{}.tool", ident.host),
+            format!("pmix.{}.tool.{}", ident.host, ident.pid),
+            format!("pmix.{}.tool.{}", ident.host, ident.nspace),
+        ] {
+            let p = dir.join(name);
+            write_private(&p, &body).map_err(|e| io("cannot write", &p, e))?;
+            me.files.push(p);
+        }
+        if let Some(r) = report_uri {
+            let text = format!("{}\n{}\n", ident.uri(), ANNOUNCED_VERSION);
+            write_private(r, &text).map_err(|e| io("cannot write", r, e))?;
+            me.report = Some(r.to_path_buf());
+        }
+        Ok(me)
+    }
+
+    /// The rendezvous directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The files written.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+}
+
+fn write_private(p: &Path, body: &str) -> std::io::Result<()> {
+    let _ = fs::remove_file(p);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(p)?;
+    f.write_all(body.as_bytes())
+}
+
+impl Drop for Rendezvous {
+    fn drop(&mut self) {
+        for f in &self.files {
+            let _ = fs::remove_file(f);
+        }
+        let _ = fs::remove_dir(&self.dir);
+        if let Some(r) = &self.report {
+            let _ = fs::remove_file(r);
+        }
+    }
+}
+
+/// Find running pdvm servers under the usual search directories: the pids
+/// recorded in `pdvm.<pid>/pmix.<host>.tool` files whose process is alive.
+pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(t) = tmpdir {
+        dirs.push(t.to_path_buf());
+    } else {
+        for k in ["PMIX_SERVER_TMPDIR", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(k).filter(|v| !v.is_empty()) {
+                dirs.push(PathBuf::from(v));
+            }
+        }
+        dirs.push(PathBuf::from("/tmp"));
+    }
+    let mut pids = Vec::new();
+    for d in dirs {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten().take(10_000) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("pdvm.")
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let alive =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
+            if alive && !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}

@@ -1,0 +1,228 @@
+//! One accepted connection: non-blocking socket, read and write buffers,
+//! and who is on the other end once the handshake is done.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+
+use crate::codec::{Decoder, Encoder, WireVersion};
+use crate::conn::frame::{Header, HEADER_LEN};
+
+use super::handshake::MAX_CONNECT_LEN;
+
+/// Largest steady-state message we accept from a peer (bytes).
+pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
+/// Most unsent bytes we hold for a peer that does not read; beyond, it is dropped.
+pub const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
+
+/// What kind of peer a connection carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerClass {
+    /// A tool (or launcher).
+    Tool,
+    /// A process of one of our jobs.
+    Client,
+}
+
+/// The identity of a handshaken peer.
+#[derive(Clone, Debug)]
+pub struct PeerInfo {
+    /// Its namespace.
+    pub nspace: String,
+    /// Its rank.
+    pub rank: u32,
+    /// Tool or client.
+    pub class: PeerClass,
+    /// True when we minted its namespace (its disconnect ends it).
+    pub owns_nspace: bool,
+}
+
+/// One framed message received.
+#[derive(Debug)]
+pub struct Frame {
+    /// Its header.
+    pub header: Header,
+    /// Its payload.
+    pub payload: Vec<u8>,
+}
+
+/// Why a connection must be dropped.
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+/// A connection's state.
+#[derive(Debug)]
+pub struct PeerConn {
+    /// The socket (non-blocking).
+    pub stream: TcpStream,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    woff: usize,
+    /// Set once the handshake succeeded.
+    pub peer: Option<PeerInfo>,
+    /// Wire version negotiated.
+    pub wire: WireVersion,
+    /// True when the peer uses fully described buffers.
+    pub described: bool,
+    /// Registered event codes: `None` = not registered; empty = all events.
+    pub events: Option<Vec<i32>>,
+    /// Close once the write buffer is flushed.
+    pub closing: bool,
+}
+
+impl PeerConn {
+    /// Wrap an accepted socket.
+    pub fn new(stream: TcpStream) -> Self {
+        PeerConn {
+            stream,
+            rbuf: Vec::new(),
+            wbuf: Vec::new(),
+            woff: 0,
+            peer: None,
+            wire: WireVersion::V41,
+            described: false,
+            events: None,
+            closing: false,
+        }
+    }
+
+    /// Read what is available. `Ok(false)` when the peer closed.
+    pub fn fill(&mut self) -> Result<bool, Fatal> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.rbuf.extend_from_slice(&chunk[..n]);
+                    // Never buffer more than one maximal message plus a header.
+                    if self.rbuf.len() > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
+                        return Err(Fatal("peer sent more than a message's worth".into()));
+                    }
+                    if self.peer.is_none()
+                        && self.rbuf.len() > MAX_CONNECT_LEN as usize + HEADER_LEN
+                    {
+                        return Err(Fatal("oversized connection request".into()));
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fatal(format!("read: {e}"))),
+            }
+        }
+    }
+
+    /// Take the connect-ack body if it has fully arrived.
+    pub fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
+        if self.rbuf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let mut hb = [0u8; HEADER_LEN];
+        hb.copy_from_slice(&self.rbuf[..HEADER_LEN]);
+        let len = Header::decode_connect_len(&hb);
+        if len > MAX_CONNECT_LEN {
+            return Err(Fatal(format!("connection request of {len} bytes refused")));
+        }
+        let total = HEADER_LEN + len as usize;
+        if self.rbuf.len() < total {
+            return Ok(None);
+        }
+        let body = self.rbuf[HEADER_LEN..total].to_vec();
+        self.rbuf.drain(..total);
+        Ok(Some(body))
+    }
+
+    /// Take the next complete steady-state message, if any.
+    pub fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
+        if self.rbuf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let mut hb = [0u8; HEADER_LEN];
+        hb.copy_from_slice(&self.rbuf[..HEADER_LEN]);
+        let header = Header::decode(&hb);
+        if header.nbytes > MAX_REQUEST_LEN {
+            return Err(Fatal(format!("message of {} bytes refused", header.nbytes)));
+        }
+        let total = HEADER_LEN + header.nbytes as usize;
+        if self.rbuf.len() < total {
+            return Ok(None);
+        }
+        let payload = self.rbuf[HEADER_LEN..total].to_vec();
+        self.rbuf.drain(..total);
+        if self.rbuf.is_empty() && self.rbuf.capacity() > 64 * 1024 {
+            self.rbuf = Vec::new();
+        }
+        Ok(Some(Frame { header, payload }))
+    }
+
+    /// Queue raw bytes (handshake replies).
+    pub fn queue_raw(&mut self, bytes: &[u8]) -> Result<(), Fatal> {
+        if self.pending_out() + bytes.len() > MAX_PENDING_OUT {
+            return Err(Fatal("peer does not read its messages".into()));
+        }
+        self.wbuf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Queue one framed message on `tag`.
+    pub fn queue(&mut self, tag: u32, payload: &[u8]) -> Result<(), Fatal> {
+        let nbytes = u32::try_from(payload.len()).map_err(|_| Fatal("reply too large".into()))?;
+        let h = Header {
+            pindex: 0,
+            tag,
+            nbytes,
+        }
+        .encode();
+        self.queue_raw(&h)?;
+        self.queue_raw(payload)
+    }
+
+    /// Bytes waiting to be written.
+    pub fn pending_out(&self) -> usize {
+        self.wbuf.len() - self.woff
+    }
+
+    /// Write what the socket accepts.
+    pub fn flush(&mut self) -> Result<(), Fatal> {
+        while self.woff < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[self.woff..]) {
+                Ok(0) => return Err(Fatal("peer closed while we were writing".into())),
+                Ok(n) => self.woff += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fatal(format!("write: {e}"))),
+            }
+        }
+        if self.woff == self.wbuf.len() {
+            self.wbuf.clear();
+            self.woff = 0;
+            if self.wbuf.capacity() > 64 * 1024 {
+                self.wbuf = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// A decoder over a payload in this peer's buffer kind and version.
+    pub fn decoder<'a>(&self, bytes: &'a [u8]) -> Decoder<'a> {
+        if self.described {
+            Decoder::described(bytes, self.wire)
+        } else {
+            Decoder::new(bytes, self.wire)
+        }
+    }
+
+    /// An encoder in this peer's buffer kind and version.
+    pub fn encoder(&self) -> Encoder {
+        if self.described {
+            Encoder::described(self.wire)
+        } else {
+            Encoder::new(self.wire)
+        }
+    }
+
+    /// True when the peer registered for `code` (or for all events).
+    pub fn wants(&self, code: i32) -> bool {
+        self.events
+            .as_ref()
+            .is_some_and(|c| c.is_empty() || c.contains(&code))
+    }
+}

@@ -1,0 +1,508 @@
+//! The server's state and the actions shared by the event loop and the
+//! request handlers: sending replies and notifications, applying the model's
+//! effects, and following jobs to their end.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::TcpListener;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
+use crate::dvm::{Dvm, Effect};
+use crate::ops::{cmd, keys};
+use crate::sched::Scheduler;
+use crate::status::Status;
+
+use super::jobs::{Job, LaunchEnv, OutPipe, PidIndex};
+use super::listener::{Rendezvous, ServerIdent};
+use super::peer::{PeerConn, PeerInfo};
+use super::ServerConfig;
+
+/// Tag of unsolicited notifications.
+pub const TAG_NOTIFY: u32 = crate::conn::frame::TAG_NOTIFY;
+/// Tag of forwarded output.
+pub const TAG_IOF: u32 = crate::conn::frame::TAG_IOF;
+/// Grace between SIGTERM and SIGKILL for a job being terminated.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long output pipes may outlive a job's last process.
+pub const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// Model time: real time since start, scaled by `--time-scale`.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+    scale: f64,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub fn new(scale: f64) -> Self {
+        let scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        Clock {
+            start: Instant::now(),
+            scale,
+        }
+    }
+
+    /// Model milliseconds now.
+    pub fn now_ms(&self) -> u64 {
+        (self.start.elapsed().as_secs_f64() * 1000.0 * self.scale) as u64
+    }
+
+    /// Real time until model instant `at_ms`.
+    pub fn until(&self, at_ms: u64) -> Duration {
+        let now = self.now_ms();
+        let ahead = at_ms.saturating_sub(now) as f64 / self.scale;
+        Duration::from_secs_f64((ahead / 1000.0).min(3600.0)) + Duration::from_millis(1)
+    }
+}
+
+/// A queued allocation request waiting for its reply.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// Connection id.
+    pub conn: u64,
+    /// Request tag.
+    pub tag: u32,
+    /// Requesting process.
+    pub to: (String, u32),
+}
+
+/// Everything the server holds.
+pub struct Server {
+    /// Start-up configuration.
+    pub cfg: ServerConfig,
+    /// Who we are.
+    pub ident: ServerIdent,
+    /// The listening socket.
+    pub listener: TcpListener,
+    /// Rendezvous files (removed on drop).
+    pub rendezvous: Option<Rendezvous>,
+    /// Live connections by id.
+    pub conns: BTreeMap<u64, PeerConn>,
+    /// Next connection id.
+    pub next_conn: u64,
+    /// Next namespace number.
+    pub next_ns: u64,
+    /// The reservation model.
+    pub dvm: Dvm,
+    /// The simulated scheduler.
+    pub sched: Scheduler,
+    /// Model clock.
+    pub clock: Clock,
+    /// Running jobs.
+    pub jobs: HashMap<String, Job>,
+    /// pid → (job, rank).
+    pub pids: PidIndex,
+    /// Captured output pipes by id.
+    pub pipes: BTreeMap<u64, OutPipe>,
+    /// Next pipe id.
+    pub next_pipe: u64,
+    /// Queued allocation requests by allocation id.
+    pub pending: HashMap<String, VecDeque<Pending>>,
+    /// Environment for launched processes.
+    pub launch: LaunchEnv,
+    /// pdvm's own command's namespace, when one was given.
+    pub leader: Option<String>,
+    /// Its exit status once it ended.
+    pub leader_status: Option<i32>,
+    /// Set when the server must stop.
+    pub stop: bool,
+}
+
+impl Server {
+    /// Mint the next namespace.
+    pub fn mint_nspace(&mut self) -> String {
+        let n = self.next_ns;
+        self.next_ns += 1;
+        self.ident.nspace_n(n)
+    }
+
+    /// Log a line on stderr when verbose.
+    pub fn log(&self, msg: impl AsRef<str>) {
+        if self.cfg.verbose {
+            eprintln!("pdvm: {}", msg.as_ref());
+        }
+    }
+
+    /// The server's own process name (source of notifications).
+    pub fn me(&self) -> Proc {
+        Proc {
+            nspace: self.ident.nspace.clone(),
+            rank: 0,
+        }
+    }
+
+    /// Queue a framed message to a connection (dropping it if it cannot take more).
+    pub fn send(&mut self, conn: u64, tag: u32, payload: &[u8]) {
+        let failed = match self.conns.get_mut(&conn) {
+            Some(c) => c.queue(tag, payload).is_err(),
+            None => false,
+        };
+        if failed {
+            self.log(format!(
+                "connection {conn}: output backlog too large, dropping it"
+            ));
+            self.close_conn(conn);
+        }
+    }
+
+    /// Connection ids whose peer is `(nspace, rank)`.
+    pub fn conns_of(&self, to: &(String, u32)) -> Vec<u64> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| {
+                c.peer
+                    .as_ref()
+                    .is_some_and(|p| p.nspace == to.0 && p.rank == to.1)
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Build and send an event notification.
+    pub fn notify(&mut self, conn: u64, code: Status, info: &[Info]) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let mut e = c.encoder();
+        let me = self.me();
+        let built = e
+            .pack_one(&Cmd(cmd::NOTIFY))
+            .and_then(|_| e.pack_one(&code))
+            .and_then(|_| e.pack_one(&me))
+            .and_then(|_| crate::ops::session::write_infos(&mut e, info));
+        match built {
+            Ok(()) => {
+                let bytes = e.into_bytes();
+                self.send(conn, TAG_NOTIFY, &bytes);
+            }
+            Err(err) => self.log(format!("cannot encode notification: {err}")),
+        }
+    }
+
+    /// Forward a chunk of output to a connection.
+    pub fn forward_output(
+        &mut self,
+        conn: u64,
+        src: Proc,
+        channel: u16,
+        data: &[u8],
+        complete: bool,
+    ) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let mut e = c.encoder();
+        let info: Vec<Info> = if complete {
+            vec![Info::new(keys::IOF_COMPLETE, true)]
+        } else {
+            Vec::new()
+        };
+        let built = e
+            .pack_one(&src)
+            .and_then(|_| e.pack_one(&IofChannel(channel)))
+            .and_then(|_| e.pack_one(&Size(0)))
+            .and_then(|_| crate::ops::session::write_infos(&mut e, &info))
+            .and_then(|_| e.pack_one(&ByteObject(data.to_vec())));
+        if built.is_ok() {
+            let bytes = e.into_bytes();
+            self.send(conn, TAG_IOF, &bytes);
+        }
+    }
+
+    /// Reply to a request: status followed by `size` + infos.
+    pub fn reply_status_infos(&mut self, conn: u64, tag: u32, st: Status, info: &[Info]) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let mut e = c.encoder();
+        if e.pack_one(&st)
+            .and_then(|_| crate::ops::session::write_infos(&mut e, info))
+            .is_ok()
+        {
+            let bytes = e.into_bytes();
+            self.send(conn, tag, &bytes);
+        }
+    }
+
+    /// Close a connection and settle what its peer leaves behind.
+    pub fn close_conn(&mut self, id: u64) {
+        let Some(c) = self.conns.remove(&id) else {
+            return;
+        };
+        let _ = c.stream.shutdown(std::net::Shutdown::Both);
+        if let Some(PeerInfo {
+            nspace,
+            owns_nspace: true,
+            ..
+        }) = c.peer
+        {
+            self.log(format!("tool {nspace} disconnected"));
+            let now = self.clock.now_ms();
+            match self.dvm.tool_disconnected(&nspace, &mut self.sched, now) {
+                Ok(fx) => self.apply_effects(fx),
+                Err(e) => self.log(format!("tool {nspace}: {}", e.rule())),
+            }
+        }
+    }
+
+    /// Carry out what the model asks.
+    pub fn apply_effects(&mut self, fx: Vec<Effect>) {
+        for f in fx {
+            match f {
+                Effect::KillJob { nspace, reason } => {
+                    self.log(format!("terminating {nspace}: {reason}"));
+                    self.terminate_job(&nspace, Signal::SIGTERM);
+                }
+                Effect::Warn {
+                    to,
+                    alloc_id,
+                    req_id,
+                    remaining_secs,
+                } => {
+                    let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id.as_str())];
+                    if let Some(r) = req_id {
+                        info.push(Info::new(keys::ALLOC_REQ_ID, r));
+                    }
+                    info.push(Info::new(
+                        keys::TIME_REMAINING,
+                        Value::Uint32(remaining_secs),
+                    ));
+                    for c in self.conns_of(&to) {
+                        self.notify(c, Status::ALLOC_TIMEOUT_WARNING, &info);
+                    }
+                }
+                Effect::Granted {
+                    to,
+                    alloc_id,
+                    req_id,
+                    nodes,
+                } => {
+                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                        let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &nodes);
+                        self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
+                    }
+                }
+                Effect::RequestDropped {
+                    to,
+                    alloc_id,
+                    req_id,
+                } => {
+                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                        let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
+                        self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
+                    }
+                }
+                other => self.log(format!("{other:?}")),
+            }
+        }
+    }
+
+    fn take_pending(&mut self, alloc_id: &str, to: &(String, u32)) -> Option<Pending> {
+        let q = self.pending.get_mut(alloc_id)?;
+        let i = q.iter().position(|p| &p.to == to).unwrap_or(0);
+        let p = q.remove(i);
+        if q.is_empty() {
+            self.pending.remove(alloc_id);
+        }
+        p
+    }
+
+    /// Signal a job's processes; SIGTERM starts the SIGKILL grace period.
+    pub fn terminate_job(&mut self, nspace: &str, sig: Signal) {
+        if let Some(j) = self.jobs.get_mut(nspace) {
+            j.signal(sig);
+            if sig == Signal::SIGTERM && j.kill_requested.is_none() {
+                j.kill_requested = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Register a captured pipe.
+    pub fn add_pipe(&mut self, fd: OwnedFd, nspace: &str, rank: u32, channel: u16) {
+        let id = self.next_pipe;
+        self.next_pipe += 1;
+        self.pipes.insert(
+            id,
+            OutPipe {
+                file: std::fs::File::from(fd),
+                nspace: nspace.to_string(),
+                rank,
+                channel,
+            },
+        );
+        if let Some(j) = self.jobs.get_mut(nspace) {
+            j.open_pipes += 1;
+        }
+    }
+
+    /// Read a pipe that polled readable; forward or close it.
+    pub fn service_pipe(&mut self, id: u64) {
+        let Some(p) = self.pipes.get_mut(&id) else {
+            return;
+        };
+        let chunk = p.read_some();
+        let (ns, rank, ch) = (p.nspace.clone(), p.rank, p.channel);
+        let (spawner, fwd) = match self.jobs.get(&ns) {
+            Some(j) => (
+                j.spawner,
+                (ch == super::jobs::CH_STDOUT && j.fwd_stdout)
+                    || (ch == super::jobs::CH_STDERR && j.fwd_stderr),
+            ),
+            None => (None, false),
+        };
+        match chunk {
+            Some(data) if data.is_empty() => {}
+            Some(data) => {
+                if let (Some(conn), true) = (spawner, fwd) {
+                    self.forward_output(conn, Proc { nspace: ns, rank }, ch, &data, false);
+                }
+            }
+            None => self.close_pipe(id),
+        }
+    }
+
+    /// Close a pipe and account for it in its job.
+    pub fn close_pipe(&mut self, id: u64) {
+        if let Some(p) = self.pipes.remove(&id) {
+            if let Some(j) = self.jobs.get_mut(&p.nspace) {
+                j.open_pipes = j.open_pipes.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Record reaped children.
+    pub fn reaped(&mut self, list: Vec<(i32, i32)>) {
+        for (pid, status) in list {
+            let Some((ns, rank)) = self.pids.remove(&pid) else {
+                continue;
+            };
+            if let Some(j) = self.jobs.get_mut(&ns) {
+                if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank) {
+                    p.exit = Some(status);
+                }
+                if j.live() == 0 && j.all_exited_at.is_none() {
+                    j.all_exited_at = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Time-driven work: scheduler deadlines, SIGKILL escalation, pipe
+    /// grace, and ending jobs whose processes and output are all done.
+    pub fn tick(&mut self) {
+        let now = self.clock.now_ms();
+        if self.sched.next_deadline().is_some_and(|d| d <= now) {
+            let fx = self.dvm.advance(&mut self.sched, now);
+            self.apply_effects(fx);
+        }
+        let mut stale_pipes = Vec::new();
+        let mut done = Vec::new();
+        for (ns, j) in &self.jobs {
+            if let Some(t) = j.kill_requested {
+                if t.elapsed() >= KILL_GRACE && j.live() > 0 {
+                    j.signal(Signal::SIGKILL);
+                }
+            }
+            if j.live() == 0 {
+                let grace_over = j.all_exited_at.map_or(true, |t| t.elapsed() >= PIPE_GRACE);
+                if j.open_pipes == 0 {
+                    done.push(ns.clone());
+                } else if grace_over {
+                    stale_pipes.extend(
+                        self.pipes
+                            .iter()
+                            .filter(|(_, p)| &p.nspace == ns)
+                            .map(|(id, _)| *id),
+                    );
+                }
+            }
+        }
+        for id in stale_pipes {
+            self.close_pipe(id);
+        }
+        for ns in done {
+            self.job_ended(&ns);
+        }
+    }
+
+    /// The next instant the loop must wake up for [`Server::tick`].
+    pub fn next_wakeup(&self) -> Duration {
+        let mut d = Duration::from_millis(500);
+        if let Some(at) = self.sched.next_deadline() {
+            d = d.min(self.clock.until(at));
+        }
+        for j in self.jobs.values() {
+            if j.kill_requested.is_some() || j.all_exited_at.is_some() {
+                d = d.min(Duration::from_millis(50));
+            }
+        }
+        d
+    }
+
+    /// A job's processes and output are done: tell the model and the peers.
+    pub fn job_ended(&mut self, nspace: &str) {
+        let Some(j) = self.jobs.remove(nspace) else {
+            return;
+        };
+        let status = j.status();
+        self.log(format!("job {nspace} ended with status {status}"));
+        let now = self.clock.now_ms();
+        match self
+            .dvm
+            .job_terminated(nspace, status, &mut self.sched, now)
+        {
+            Ok(fx) => self.apply_effects(fx),
+            Err(e) => self.log(format!("job {nspace}: {}", e.rule())),
+        }
+        let info = vec![
+            Info::new(
+                keys::EVENT_AFFECTED_PROC,
+                Value::Proc(Proc {
+                    nspace: nspace.to_string(),
+                    rank: RANK_WILDCARD,
+                }),
+            ),
+            Info::new(keys::JOB_TERM_STATUS, Value::Status(Status(status))),
+            Info::new(keys::EXIT_CODE, Value::Int(status)),
+        ];
+        let mut targets: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.peer.is_some() && c.wants(Status::EVENT_JOB_END.0))
+            .map(|(id, _)| *id)
+            .collect();
+        if let (Some(s), true) = (j.spawner, j.notify_completion) {
+            if !targets.contains(&s) {
+                targets.push(s);
+            }
+        }
+        for t in targets {
+            self.notify(t, Status::EVENT_JOB_END, &info);
+        }
+        if self.leader.as_deref() == Some(nspace) {
+            self.leader_status = Some(status);
+            self.stop = true;
+        }
+    }
+}
+
+/// The infos of an allocation reply.
+pub fn alloc_reply_infos(alloc_id: &str, req_id: Option<&str>, nodes: &[String]) -> Vec<Info> {
+    let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id)];
+    if let Some(r) = req_id {
+        info.push(Info::new(keys::ALLOC_REQ_ID, r));
+    }
+    if !nodes.is_empty() {
+        info.push(Info::new(keys::ALLOC_NODE_LIST, nodes.join(",")));
+        info.push(Info::new(keys::ALLOC_NUM_NODES, nodes.len() as u64));
+    }
+    info
+}

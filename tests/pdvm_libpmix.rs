@@ -1,0 +1,163 @@
+//! Real libpmix against pdvm: Debian's OpenPMIx 4.2.2 Python binding as a
+//! tool (connect by URI, query namespaces, allocation request granted with
+//! an allocation id and the request id echoed), as a client launched by
+//! pdvm (`PMIx_Init`, an application's allocation request), and Debian's
+//! 4.2.2 `pps` tool listing pdvm's namespaces. These FAIL when the peers are
+//! missing (`support::debian_pmix_python` / `debian_pmix_tool` panic).
+
+mod pdvm_harness;
+mod support;
+
+use pdvm_harness::Pdvm;
+use support::{debian_pmix_python, debian_pmix_tool, run_with_timeout};
+
+const PY_TOOL: &str = r#"
+import json, sys, pmix
+t = pmix.PMIxTool()
+out = {}
+rc, me = t.init([{'key': pmix.PMIX_SERVER_URI, 'value': sys.argv[1],
+                  'val_type': pmix.PMIX_STRING}])
+out['init'] = rc
+out['me'] = me
+if rc == 0:
+    rc, res = t.query([{'keys': [pmix.PMIX_QUERY_NAMESPACES], 'qualifiers': []}])
+    out['query'] = rc
+    key = pmix.PMIX_QUERY_NAMESPACES
+    key = key.decode() if isinstance(key, bytes) else key
+    out['namespaces'] = [r['value'] for r in res if r.get('key') == key]
+    rc, res = t.allocation_request(pmix.PMIX_ALLOC_NEW, [
+        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64},
+        {'key': 'pmix.alloc.reqid', 'value': 'py-req', 'val_type': pmix.PMIX_STRING}])
+    out['alloc'] = rc
+    out['alloc_info'] = {r['key']: r['value'] for r in res}
+    out['finalize'] = t.finalize()
+print(json.dumps(out, default=str))
+"#;
+
+const PY_CLIENT: &str = r#"
+import json, os, pmix
+c = pmix.PMIxClient()
+out = {'env_ns': os.environ.get('PMIX_NAMESPACE')}
+rc, me = c.init([])
+out['init'] = rc
+out['me'] = me
+if rc == 0:
+    rc, res = c.allocation_request(pmix.PMIX_ALLOC_NEW, [
+        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64}])
+    out['alloc'] = rc
+    out['alloc_info'] = {r['key']: r['value'] for r in res}
+    out['finalize'] = c.finalize([])
+print(json.dumps(out, default=str))
+"#;
+
+fn last_json(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn libpmix_tool_queries_and_is_granted_an_allocation() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "2"]);
+    let uri =
+        pmix_tools::conn::discover::discover(&dvm.opts(), &pmix_tools::conn::discover::ProcessEnv)
+            .unwrap()
+            .uri
+            .to_string();
+    let mut cmd = std::process::Command::new(debian_pmix_python());
+    support::scrub_pmix_env(&mut cmd);
+    cmd.args(["-W", "ignore", "-c", PY_TOOL, &uri]);
+    let out = run_with_timeout(&mut cmd, 30);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out.stdout);
+    assert_eq!(v["init"], 0, "{v}");
+    let me = v["me"]["nspace"].as_str().unwrap_or_default().to_string();
+    assert!(
+        me.starts_with(&format!("pdvm-{}-{}@", support::short_hostname(), dvm.pid)),
+        "{v}"
+    );
+    assert_eq!(v["query"], 0, "{v}");
+    let listed: Vec<String> = v["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|n| {
+            n.as_str()
+                .unwrap_or_default()
+                .split(',')
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(listed.contains(&me), "{me} not in {listed:?}");
+    assert_eq!(v["alloc"], 0, "{v}");
+    assert!(
+        v["alloc_info"]["pmix.alloc.id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+    assert_eq!(v["alloc_info"]["pmix.alloc.reqid"], "py-req", "{v}");
+    assert_eq!(v["alloc_info"]["pmix.alloc.nlist"], "s001", "{v}");
+    assert_eq!(v["finalize"], 0, "{v}");
+}
+
+#[test]
+fn libpmix_client_launched_by_pdvm_inits_and_allocates() {
+    let tmp = support::unique_tmpdir("pdvm-pyclient");
+    let mut cmd = std::process::Command::new(support::cargo_bin("pdvm"));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.args(["--nodes", "1", "--scheduler-nodes", "1", "--tmpdir"])
+        .arg(tmp.path())
+        .arg("--")
+        .arg(debian_pmix_python())
+        .args(["-W", "ignore", "-c", PY_CLIENT]);
+    let out = run_with_timeout(&mut cmd, 60);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out.stdout);
+    assert_eq!(v["init"], 0, "{v}");
+    assert_eq!(v["me"]["nspace"], v["env_ns"], "{v}");
+    assert_eq!(v["me"]["rank"], 0, "{v}");
+    assert_eq!(v["alloc"], 0, "{v}");
+    assert!(
+        v["alloc_info"]["pmix.alloc.id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+    assert_eq!(v["finalize"], 0, "{v}");
+}
+
+#[test]
+fn libpmix_pps_lists_pdvm_namespaces() {
+    let dvm = Pdvm::start(&["--nodes", "1"]);
+    let _held = dvm.session();
+    let mut cmd = std::process::Command::new(debian_pmix_tool("pps"));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.arg("--pid")
+        .arg(dvm.pid.to_string())
+        .env("TMPDIR", dvm.tmpdir.path());
+    let out = run_with_timeout(&mut cmd, 30);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("pdvm-{}-{}@1", support::short_hostname(), dvm.pid)),
+        "{text}"
+    );
+}

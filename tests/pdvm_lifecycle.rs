@@ -1,0 +1,120 @@
+//! pdvm's own life: `--daemonize`, `--terminate`, `--report-uri`, and jobs
+//! ended by job control or by tearing the DVM down.
+
+mod pdvm_harness;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use pmix_tools::codec::Value;
+use pmix_tools::ops::{control, events, keys};
+use pmix_tools::status::Status;
+
+use pdvm_harness::{app, follow_job, spawn, Pdvm};
+
+fn alive(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}
+
+#[test]
+fn daemonize_then_terminate() {
+    let tmp = support::unique_tmpdir("pdvm-daemon");
+    let report = tmp.path().join("uri.txt");
+    let pdvm = support::cargo_bin("pdvm");
+    let mut cmd = std::process::Command::new(&pdvm);
+    support::scrub_pmix_env(&mut cmd);
+    cmd.args(["--nodes", "1", "--daemonize", "--tmpdir"])
+        .arg(tmp.path())
+        .arg("--report-uri")
+        .arg(&report);
+    let out = support::run_with_timeout(&mut cmd, 20);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "DVM ready\n");
+    let uri = std::fs::read_to_string(&report).expect("report-uri file");
+    assert!(
+        uri.lines().next().unwrap().contains(";tcp4://127.0.0.1:"),
+        "{uri}"
+    );
+    assert_eq!(uri.lines().nth(1), Some("5.0.11"));
+    let pid: u32 = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix("pdvm.")?
+                .parse()
+                .ok()
+        })
+        .next()
+        .expect("rendezvous dir of the daemon");
+    assert!(alive(pid));
+
+    let mut term = std::process::Command::new(&pdvm);
+    term.args(["--terminate", "--tmpdir"]).arg(tmp.path());
+    let out = support::run_with_timeout(&mut term, 20);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let end = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "daemon {pid} survived --terminate");
+    assert!(!report.exists(), "report-uri file left behind");
+
+    // Nothing left to terminate: exit 3.
+    let mut again = std::process::Command::new(&pdvm);
+    again.args(["--terminate", "--tmpdir"]).arg(tmp.path());
+    assert_eq!(
+        support::run_with_timeout(&mut again, 20).status.code(),
+        Some(3)
+    );
+}
+
+#[test]
+fn job_control_terminates_a_job() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let s = dvm.session();
+    events::register(&s, &[Status::EVENT_JOB_END], &[]).unwrap();
+    let job = spawn::spawn(
+        &s,
+        &spawn::launcher_job_info(),
+        &[app(&["/bin/sleep", "30"], 2)],
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    control::terminate_job(&s, &job).unwrap();
+    let seen = follow_job(&s, &job, 10);
+    let end = seen.job_end(&job).expect("job-end after terminate");
+    // killed by SIGTERM: 128 + 15
+    assert_eq!(
+        end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64),
+        Some(143)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn sigterm_tears_down_running_jobs() {
+    let dvm = Pdvm::start(&["--nodes", "1"]);
+    let s = dvm.session();
+    let marker = dvm.tmpdir.path().join("child.pid");
+    let script = format!("echo $$ > {}; exec sleep 60", marker.display());
+    spawn::spawn(&s, &[], &[app(&["/bin/sh", "-c", &script], 1)]).unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while !marker.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let child: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(child));
+    let st = dvm.stop();
+    assert!(st.success(), "{st}");
+    assert!(!alive(child), "job process {child} survived the DVM");
+}
