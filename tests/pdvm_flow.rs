@@ -122,16 +122,9 @@ fn tool_allocates_spawns_into_reservation_and_sees_output_and_end() {
     assert_eq!(end.get(keys::EXIT_CODE).and_then(Value::as_i64), Some(0));
 
     // The job is now in the reservation's owner set (pdvm's own table).
-    let rows = query::query(
-        &s,
-        &[pmix_tools::codec::Query {
-            keys: vec!["pdvm.qry.resv".into()],
-            qualifiers: vec![],
-        }],
-    )
-    .unwrap();
-    let text = format!("{rows:?}");
-    assert!(text.contains(&id) && text.contains(&job), "{text}");
+    let rows = pmix_tools::ops::status_query::reservations(&s, Some(&id)).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].owners.contains(&job), "{rows:?}");
     s.finalize().unwrap();
 }
 
@@ -285,14 +278,7 @@ fn v61_peer_is_served_in_v61() {
         ],
     )
     .expect("granted");
-    let rows = query::query(
-        &s,
-        &[pmix_tools::codec::Query {
-            keys: vec!["pdvm.qry.resv".into()],
-            qualifiers: vec![Info::new(keys::ALLOC_ID, r.alloc_id.clone().unwrap())],
-        }],
-    )
-    .unwrap();
-    let text = format!("{rows:?}");
-    assert!(text.contains("\"CHILD\""), "{text}");
+    let rows = pmix_tools::ops::status_query::reservations(&s, r.alloc_id.as_deref()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].inheritance, "CHILD", "{rows:?}");
 }

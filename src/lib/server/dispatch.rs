@@ -133,7 +133,12 @@ impl Server {
         let Size(n) = d.unpack_one()?;
         let n = bounded(n)?;
         let queries: Vec<Query> = if n == 0 { Vec::new() } else { d.unpack(n)? };
-        let (st, info) = self.answer_queries(&queries);
+        let wire = self
+            .conns
+            .get(&conn)
+            .map(|c| c.wire)
+            .unwrap_or(crate::codec::WireVersion::V41);
+        let (st, info) = self.answer_queries(&queries, wire);
         self.reply_status_infos(conn, tag, st, &info);
         Ok(())
     }

@@ -1,61 +1,21 @@
 //! Answers to `PMIx_Query_info`.
 //!
-//! Standard keys:
 //! - `pmix.qry.ns` (`PMIX_QUERY_NAMESPACES`): a comma-separated string of
 //!   every live namespace (running jobs and connected tools), as PRRTE answers.
-//! - `pmix.query.allc` (`PMIX_QUERY_ALLOCATION`): the node table, as below.
-//! - `pmix.query.alloc` (`PMIX_QUERY_ALLOC_STATUS`): the reservation table,
-//!   restricted to the qualifier `pmix.alloc.id` when given.
+//! - `pmix.query.alloc` (`PMIX_QUERY_ALLOC_STATUS`): the reservations,
+//!   restricted to the qualifier `pmix.alloc.id` when given;
+//! - `pmix.query.allc` (`PMIX_QUERY_ALLOCATION`): the nodes;
+//! - `pdvm.qry.jobs`: the jobs and their genealogy.
 //!
-//! pdvm's own tables, each answered as one info whose value is a data array
-//! of infos, one per row; each row's value is itself a data array of infos:
-//! - [`QUERY_RESERVATIONS`] `pdvm.qry.resv`, rows keyed [`ROW_RESERVATION`]
-//!   with fields `pmix.alloc.id`, `pmix.alloc.reqid` (when given),
-//!   `pdvm.resv.owner`, `pdvm.resv.owners` (string array),
-//!   `pmix.alloc.inhrt` (the inheritance word), `pmix.alloc.share` (bool),
-//!   `pdvm.resv.nodes` (string array), `pmix.time.remaining` (u32 seconds,
-//!   when bounded), `pmix.alloc.wtmo` (u32, when set), `pdvm.resv.requester`
-//!   (proc), `pdvm.resv.state` (`Queued`/`Active`/`Draining`);
-//! - [`QUERY_NODES`] `pdvm.qry.nodes`, rows keyed [`ROW_NODE`] with
-//!   `pmix.hname`, `pdvm.node.slots` (u32), `pdvm.node.inuse` (u32),
-//!   `pdvm.node.origin` (`Startup`/`Scheduler`), `pdvm.node.session`
-//!   (reservation id, or `""` for the default session), `pmix.alloc.id` (when
-//!   part of one), `pdvm.node.jobs` (string array);
-//! - [`QUERY_JOBS`] `pdvm.qry.jobs`, rows keyed [`ROW_JOB`] with
-//!   `pmix.nspace`, `pmix.parent` (namespace, when any), `pdvm.job.state`,
-//!   `pmix.exit.code` (when ended), `pdvm.job.nodes` (string array of
-//!   `node:procs`).
+//! Rows use the shared records of [`crate::ops::status_query`], which is also
+//! what `pwatch --status` decodes.
 
-use crate::codec::{DataArray, Info, Proc, Query, Value};
+use crate::codec::{Info, Query, WireVersion};
 use crate::ops::keys;
+use crate::ops::status_query::{answer, JobRecord, NodeRecord, ReservationRecord, QUERY_JOBS};
 use crate::status::Status;
 
 use super::state::Server;
-
-/// Query key: pdvm's reservation table.
-pub const QUERY_RESERVATIONS: &str = "pdvm.qry.resv";
-/// Query key: pdvm's node table.
-pub const QUERY_NODES: &str = "pdvm.qry.nodes";
-/// Query key: pdvm's job table (the spawn genealogy).
-pub const QUERY_JOBS: &str = "pdvm.qry.jobs";
-/// Row key of a reservation.
-pub const ROW_RESERVATION: &str = "pdvm.resv";
-/// Row key of a node.
-pub const ROW_NODE: &str = "pdvm.node";
-/// Row key of a job.
-pub const ROW_JOB: &str = "pdvm.job";
-
-fn strings(v: &[String]) -> Value {
-    Value::DataArray(DataArray::strings(v.to_vec()))
-}
-
-fn table(key: &str, rows: Vec<Vec<Info>>, row_key: &str) -> Info {
-    let rows: Vec<Info> = rows
-        .into_iter()
-        .map(|r| Info::new(row_key, Value::DataArray(DataArray::infos(r))))
-        .collect();
-    Info::new(key, Value::DataArray(DataArray::infos(rows)))
-}
 
 impl Server {
     /// Every live namespace: running jobs and connected tools.
@@ -77,87 +37,60 @@ impl Server {
         v
     }
 
-    fn reservation_rows(&self, only: Option<&str>) -> Vec<Vec<Info>> {
+    /// The reservations (all, or the one with `only` as id).
+    pub fn reservation_records(&self, only: Option<&str>) -> Vec<ReservationRecord> {
         let now = self.clock.now_ms();
         self.dvm
             .reservations(&self.sched, now)
             .into_iter()
-            .filter(|r| only.map_or(true, |id| r.alloc_id == id))
-            .map(|r| {
-                let mut row = vec![Info::new(keys::ALLOC_ID, r.alloc_id.as_str())];
-                if let Some(q) = &r.req_id {
-                    row.push(Info::new(keys::ALLOC_REQ_ID, q.as_str()));
-                }
-                row.push(Info::new("pdvm.resv.owner", r.owner.as_str()));
-                row.push(Info::new("pdvm.resv.owners", strings(&r.owners)));
-                row.push(Info::new(keys::ALLOC_INHERITANCE, r.inheritance));
-                row.push(Info::new(keys::ALLOC_SHARE, r.share));
-                row.push(Info::new("pdvm.resv.nodes", strings(&r.nodes)));
-                if let Some(s) = r.remaining_secs {
-                    row.push(Info::new(
-                        keys::TIME_REMAINING,
-                        Value::Uint32(s.min(u32::MAX as u64) as u32),
-                    ));
-                }
-                if let Some(w) = r.warn_secs {
-                    row.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
-                }
-                row.push(Info::new(
-                    "pdvm.resv.requester",
-                    Value::Proc(Proc {
-                        nspace: r.requester.0.clone(),
-                        rank: r.requester.1,
-                    }),
-                ));
-                row.push(Info::new("pdvm.resv.state", format!("{:?}", r.state)));
-                row
+            .filter(|r| only.is_none_or(|id| r.alloc_id == id))
+            .map(|r| ReservationRecord {
+                alloc_id: r.alloc_id.clone(),
+                request_id: r.req_id.clone(),
+                owner: r.owner.clone(),
+                owners: r.owners.clone(),
+                inheritance: r.inheritance.to_string(),
+                share: r.share,
+                nodes: r.nodes.clone(),
+                expires_in: r.remaining_secs.map(|s| s.min(u32::MAX as u64) as u32),
+                state: format!("{:?}", r.state).to_lowercase(),
             })
             .collect()
     }
 
-    fn node_rows(&self) -> Vec<Vec<Info>> {
+    /// The nodes.
+    pub fn node_records(&self) -> Vec<NodeRecord> {
         self.dvm
             .nodes()
             .into_iter()
-            .map(|n| {
-                let mut row = vec![
-                    Info::new(keys::HOSTNAME, n.name.as_str()),
-                    Info::new("pdvm.node.slots", Value::Uint32(n.slots)),
-                    Info::new("pdvm.node.inuse", Value::Uint32(n.in_use)),
-                    Info::new("pdvm.node.origin", format!("{:?}", n.origin)),
-                    Info::new("pdvm.node.session", n.session.clone().unwrap_or_default()),
-                ];
-                if let Some(a) = &n.alloc {
-                    row.push(Info::new(keys::ALLOC_ID, a.as_str()));
-                }
-                row.push(Info::new("pdvm.node.jobs", strings(&n.jobs)));
-                row
+            .map(|n| NodeRecord {
+                name: n.name.clone(),
+                session: n.session.clone().unwrap_or_default(),
+                slots: n.slots,
+                used: n.in_use,
+                origin: format!("{:?}", n.origin).to_lowercase(),
             })
             .collect()
     }
 
-    fn job_rows(&self) -> Vec<Vec<Info>> {
+    /// The jobs.
+    pub fn job_records(&self) -> Vec<JobRecord> {
         self.dvm
             .jobs()
             .into_iter()
-            .map(|j| {
-                let mut row = vec![Info::new(keys::NSPACE, j.nspace.as_str())];
-                if let Some(p) = &j.parent {
-                    row.push(Info::new(keys::PARENT_ID, p.as_str()));
-                }
-                row.push(Info::new("pdvm.job.state", j.state));
-                if let Some(s) = j.exit_status {
-                    row.push(Info::new(keys::EXIT_CODE, Value::Int(s)));
-                }
-                let nodes: Vec<String> = j.nodes.iter().map(|(n, c)| format!("{n}:{c}")).collect();
-                row.push(Info::new("pdvm.job.nodes", strings(&nodes)));
-                row
+            .map(|j| JobRecord {
+                nspace: j.nspace.clone(),
+                parent: j.parent.clone(),
+                state: j.state.to_string(),
+                nodes: j.nodes.iter().map(|(n, _)| n.clone()).collect(),
+                exit_status: j.exit_status,
             })
             .collect()
     }
 
-    /// Answer a list of queries: status and the infos found.
-    pub fn answer_queries(&self, queries: &[Query]) -> (Status, Vec<Info>) {
+    /// Answer a list of queries for a peer speaking `wire`: status and the
+    /// infos found.
+    pub fn answer_queries(&self, queries: &[Query], wire: WireVersion) -> (Status, Vec<Info>) {
         let mut out = Vec::new();
         let mut asked = 0usize;
         for q in queries {
@@ -173,21 +106,24 @@ impl Server {
                         keys::QUERY_NAMESPACES,
                         self.namespaces().join(","),
                     )),
-                    keys::QUERY_ALLOCATION => {
-                        out.push(table(keys::QUERY_ALLOCATION, self.node_rows(), ROW_NODE))
-                    }
-                    QUERY_NODES => out.push(table(QUERY_NODES, self.node_rows(), ROW_NODE)),
-                    keys::QUERY_ALLOC_STATUS => out.push(table(
+                    keys::QUERY_ALLOCATION => out.push(answer(
+                        keys::QUERY_ALLOCATION,
+                        self.node_records()
+                            .iter()
+                            .map(NodeRecord::to_value)
+                            .collect(),
+                    )),
+                    keys::QUERY_ALLOC_STATUS => out.push(answer(
                         keys::QUERY_ALLOC_STATUS,
-                        self.reservation_rows(only),
-                        ROW_RESERVATION,
+                        self.reservation_records(only)
+                            .iter()
+                            .map(|r| r.to_value(wire))
+                            .collect(),
                     )),
-                    QUERY_RESERVATIONS => out.push(table(
-                        QUERY_RESERVATIONS,
-                        self.reservation_rows(only),
-                        ROW_RESERVATION,
+                    QUERY_JOBS => out.push(answer(
+                        QUERY_JOBS,
+                        self.job_records().iter().map(JobRecord::to_value).collect(),
                     )),
-                    QUERY_JOBS => out.push(table(QUERY_JOBS, self.job_rows(), ROW_JOB)),
                     _ => {}
                 }
             }
