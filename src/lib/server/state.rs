@@ -412,7 +412,7 @@ impl Server {
                 }
             }
             if j.live() == 0 {
-                let grace_over = j.all_exited_at.map_or(true, |t| t.elapsed() >= PIPE_GRACE);
+                let grace_over = j.all_exited_at.is_none_or(|t| t.elapsed() >= PIPE_GRACE);
                 if j.open_pipes == 0 {
                     done.push(ns.clone());
                 } else if grace_over {
