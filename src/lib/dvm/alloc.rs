@@ -204,23 +204,10 @@ impl Dvm {
         let a = &req.attrs;
         let inherit = self.parse_inherit(a)?;
         let sreq = self.sched_request(a)?;
-        if a.alloc_id.is_none() && a.req_id.is_none() {
-            return Err(DvmError::BadParam(Rule::ExtendNoId));
-        }
-        let id = self
-            .find_for(
-                a.alloc_id.as_deref(),
-                a.req_id.as_deref(),
-                &req.requester,
-                self.acting_for(req),
-            )
-            .map_err(|owned_elsewhere| {
-                if owned_elsewhere {
-                    DvmError::NoPermissions(Rule::ExtendNotOwner)
-                } else {
-                    DvmError::NotFound(Rule::ExtendNotFound)
-                }
-            })?;
+        let id = self.resolve_named(
+            req,
+            [Rule::ExtendNoId, Rule::ExtendNotOwner, Rule::ExtendNotFound],
+        )?;
         if self
             .res
             .get(&id)
@@ -265,6 +252,30 @@ impl Dvm {
         })
     }
 
+    /// The reservation an EXTEND, RELEASE or REQ_CANCEL names (by alloc id
+    /// or request id), checked for ownership. `rules` are the refusals for
+    /// (no id given, not owned, not found), in that order.
+    fn resolve_named(&self, req: &AllocRequest, rules: [Rule; 3]) -> Result<String, DvmError> {
+        let [no_id, not_owner, not_found] = rules;
+        let a = &req.attrs;
+        if a.alloc_id.is_none() && a.req_id.is_none() {
+            return Err(DvmError::BadParam(no_id));
+        }
+        self.find_for(
+            a.alloc_id.as_deref(),
+            a.req_id.as_deref(),
+            &req.requester,
+            self.acting_for(req),
+        )
+        .map_err(|owned_elsewhere| {
+            if owned_elsewhere {
+                DvmError::NoPermissions(not_owner)
+            } else {
+                DvmError::NotFound(not_found)
+            }
+        })
+    }
+
     fn alloc_release(
         &mut self,
         req: &AllocRequest,
@@ -272,23 +283,14 @@ impl Dvm {
         now: u64,
     ) -> Result<AllocOutcome, DvmError> {
         let a = &req.attrs;
-        if a.alloc_id.is_none() && a.req_id.is_none() {
-            return Err(DvmError::BadParam(Rule::ReleaseNoId));
-        }
-        let id = self
-            .find_for(
-                a.alloc_id.as_deref(),
-                a.req_id.as_deref(),
-                &req.requester,
-                self.acting_for(req),
-            )
-            .map_err(|owned_elsewhere| {
-                if owned_elsewhere {
-                    DvmError::NoPermissions(Rule::ReleaseNotOwner)
-                } else {
-                    DvmError::NotFound(Rule::ReleaseNotFound)
-                }
-            })?;
+        let id = self.resolve_named(
+            req,
+            [
+                Rule::ReleaseNoId,
+                Rule::ReleaseNotOwner,
+                Rule::ReleaseNotFound,
+            ],
+        )?;
         let Some(r) = self.res.get(&id) else {
             return Err(DvmError::NotFound(Rule::ReleaseNotFound));
         };
@@ -365,23 +367,10 @@ impl Dvm {
         now: u64,
     ) -> Result<AllocOutcome, DvmError> {
         let a = &req.attrs;
-        if a.alloc_id.is_none() && a.req_id.is_none() {
-            return Err(DvmError::BadParam(Rule::CancelNoId));
-        }
-        let id = self
-            .find_for(
-                a.alloc_id.as_deref(),
-                a.req_id.as_deref(),
-                &req.requester,
-                self.acting_for(req),
-            )
-            .map_err(|owned_elsewhere| {
-                if owned_elsewhere {
-                    DvmError::NoPermissions(Rule::CancelNotOwner)
-                } else {
-                    DvmError::NotFound(Rule::CancelNotFound)
-                }
-            })?;
+        let id = self.resolve_named(
+            req,
+            [Rule::CancelNoId, Rule::CancelNotOwner, Rule::CancelNotFound],
+        )?;
         let (count, was_new, ev) = sched.cancel(&id, now).map_err(sched_err)?;
         let mut fx = Vec::new();
         if was_new {
