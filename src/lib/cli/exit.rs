@@ -117,34 +117,10 @@ pub const EXIT_TABLE: &[(i32, &str)] = &[
     ),
 ];
 
-/// PMIx status names and codes this layer knows (values from OpenPMIx's
-/// `pmix_common.h`).
-const STATUS_CODES: &[(&str, i32)] = &[
-    ("PMIX_SUCCESS", 0),
-    ("PMIX_ERROR", -1),
-    ("PMIX_ERR_EXISTS", -11),
-    ("PMIX_ERR_NO_PERMISSIONS", -23),
-    ("PMIX_ERR_TIMEOUT", -24),
-    ("PMIX_ERR_UNREACH", -25),
-    ("PMIX_ERR_BAD_PARAM", -27),
-    ("PMIX_ERR_RESOURCE_BUSY", -28),
-    ("PMIX_ERR_OUT_OF_RESOURCE", -29),
-    ("PMIX_ERR_INIT", -31),
-    ("PMIX_ERR_NOMEM", -32),
-    ("PMIX_ERR_NOT_FOUND", -46),
-    ("PMIX_ERR_NOT_SUPPORTED", -47),
-    ("PMIX_ERR_COMM_FAILURE", -49),
-    ("PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED", -59),
-    ("PMIX_ERR_LOST_CONNECTION", -61),
-    ("PMIX_OPERATION_SUCCEEDED", -157),
-];
-
-/// The PMIx status name for a code this layer knows.
+/// The PMIx status name for a code, from the library's status table.
 pub fn status_name(code: i32) -> Option<&'static str> {
-    STATUS_CODES
-        .iter()
-        .find(|(_, c)| *c == code)
-        .map(|(n, _)| *n)
+    let name = crate::status::Status(code).name();
+    (name != "UNKNOWN").then_some(name)
 }
 
 /// Map a PMIx status name (as returned by the DVM) to an exit code.
