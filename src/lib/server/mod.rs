@@ -98,6 +98,7 @@ pub fn run(
     command: Option<Vec<String>>,
     ready: impl FnOnce(&ServerIdent),
 ) -> Result<i32> {
+    raise_fd_limit();
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -223,5 +224,16 @@ impl Server {
             ));
         }
         Ok(())
+    }
+}
+
+/// Let pdvm hold as many connections as the hard limit allows (thousands of
+/// tools connected at once), by raising the soft descriptor limit to it.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
     }
 }
