@@ -53,7 +53,7 @@ fn writes_private_rendezvous_files_and_is_discovered() {
             lines[0].starts_with(&format!("{nspace}.0;tcp4://127.0.0.1:")),
             "{body}"
         );
-        assert_eq!(lines[1], "5.0.11");
+        assert_eq!(lines[1], pmix_tools::server::listener::ANNOUNCED_VERSION);
         assert_eq!(lines[2], dvm.pid.to_string());
         assert_eq!(lines[3], format!("{uid}:{gid}"));
         assert!(!lines[4].is_empty());
@@ -61,9 +61,12 @@ fn writes_private_rendezvous_files_and_is_discovered() {
     // No flags beyond where to look: discovery finds it.
     let t = discover(&dvm.opts(), &ProcessEnv).expect("discover");
     assert_eq!(t.uri.nspace, nspace);
-    assert_eq!(t.version.as_deref(), Some("5.0.11"));
+    assert_eq!(
+        t.version.as_deref(),
+        Some(pmix_tools::server::listener::ANNOUNCED_VERSION)
+    );
     let s = dvm.session();
-    assert_eq!(s.conn().wire(), pmix_tools::codec::WireVersion::V41);
+    assert_eq!(s.conn().wire(), pmix_tools::codec::WireVersion::V61);
     assert_eq!(s.conn().server().0, nspace);
     assert!(s.me().0.starts_with(&format!("pdvm-{host}-{}@", dvm.pid)));
     s.finalize().unwrap();

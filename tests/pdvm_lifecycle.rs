@@ -35,7 +35,10 @@ fn daemonize_then_terminate() {
         uri.lines().next().unwrap().contains(";tcp4://127.0.0.1:"),
         "{uri}"
     );
-    assert_eq!(uri.lines().nth(1), Some("5.0.11"));
+    assert_eq!(
+        uri.lines().nth(1),
+        Some(pmix_tools::server::listener::ANNOUNCED_VERSION)
+    );
     let pid: u32 = std::fs::read_dir(tmp.path())
         .unwrap()
         .filter_map(|e| {

@@ -16,8 +16,13 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::status::Status;
 
-/// The PMIx version pdvm announces (clients then speak wire `v41`).
-pub const ANNOUNCED_VERSION: &str = "5.0.11";
+/// The PMIx version pdvm announces in its rendezvous files and to the jobs it
+/// launches. pdvm implements the reservation attributes, which first exist in
+/// OpenPMIx 7 (wire `v61`, where `PMIX_ALLOC_INHERIT` is defined), so tools
+/// that pick their wire from this version speak `v61` to it; peers that
+/// announce an older wire themselves (libpmix 4.x/5.x: `v41`) are answered
+/// in theirs.
+pub const ANNOUNCED_VERSION: &str = "7.0.0";
 
 /// Who and where the server is.
 #[derive(Clone, Debug)]
