@@ -133,7 +133,11 @@ pub fn str_field(v: &Value, name: &str) -> String {
 pub fn strings(v: &Value) -> Vec<String> {
     let mut out: Vec<String> = v
         .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     out.sort();
     out
@@ -213,7 +217,11 @@ impl Dvm {
             leader_ns: None,
         };
         dvm.poll("pdvm prints DVM ready", |d| {
-            d.lines.lock().expect("lines").iter().any(|l| l == "DVM ready")
+            d.lines
+                .lock()
+                .expect("lines")
+                .iter()
+                .any(|l| l == "DVM ready")
         });
         if leader.is_some() {
             let deadline = Instant::now() + POLL;
@@ -363,13 +371,6 @@ impl Dvm {
         self.nodes().into_iter().find(|n| n["name"] == name)
     }
 
-    /// The namespace object of `ns`, if listed.
-    pub fn namespace(&self, ns: &str) -> Option<Value> {
-        self.status()
-            .into_iter()
-            .find(|v| v["type"] == "namespace" && v["nspace"] == ns)
-    }
-
     /// Send SIGTERM to pdvm and wait for it to exit; its exit code.
     pub fn terminate(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;
@@ -444,11 +445,17 @@ impl Bg {
         let err = Arc::new(Mutex::new(String::new()));
         for (pipe, buf) in [
             (
-                child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
                 Arc::clone(&out),
             ),
             (
-                child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
                 Arc::clone(&err),
             ),
         ] {
@@ -469,11 +476,6 @@ impl Bg {
         }
     }
 
-    /// Process id.
-    pub fn pid(&self) -> i32 {
-        self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
-    }
-
     /// What it printed so far.
     pub fn snapshot(&self) -> Out {
         Out {
@@ -492,7 +494,10 @@ impl Bg {
                 return v;
             }
             if Instant::now() >= deadline {
-                panic!("no {ty:?} object from background tool:\n{}", self.snapshot());
+                panic!(
+                    "no {ty:?} object from background tool:\n{}",
+                    self.snapshot()
+                );
             }
             std::thread::sleep(Duration::from_millis(10));
         }

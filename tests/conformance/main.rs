@@ -19,5 +19,5 @@ mod s8_2_1_5_allocation;
 mod s8_2_1_6_targeting;
 mod s8_2_1_7_ownership;
 mod s8_2_1_8_errors;
-mod s8_2_1_9_lifecycle;
 mod s8_2_1_9_5_warning;
+mod s8_2_1_9_lifecycle;

@@ -14,7 +14,9 @@ use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir}
 fn s6_5_1_5_1_inheritance_recorded() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--scheduler-nodes", "5"]);
     for rule in ["none", "child", "default", "child-default"] {
-        let a = dvm.app(&format!("palloc -N 1 --inherit {rule} --json")).alloc_id();
+        let a = dvm
+            .app(&format!("palloc -N 1 --inherit {rule} --json"))
+            .alloc_id();
         let r = dvm.reservation(&a).expect("granted");
         assert_eq!(r["inherit"], rule, "{r}");
         assert_eq!(r["owner_nspace"], dvm.leader().as_str(), "{r}");
@@ -42,15 +44,24 @@ fn s6_5_1_3_inheritance_on_extend() {
 #[test]
 fn s6_5_1_4_orchestrator_workflow() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
-    let kids: Vec<GateJob> = (0..2).map(|k| GateJob::new(&dvm, &format!("child{k}"))).collect();
-    let grands: Vec<GateJob> = (0..2).map(|k| GateJob::new(&dvm, &format!("grand{k}"))).collect();
+    let kids: Vec<GateJob> = (0..2)
+        .map(|k| GateJob::new(&dvm, &format!("child{k}")))
+        .collect();
+    let grands: Vec<GateJob> = (0..2)
+        .map(|k| GateJob::new(&dvm, &format!("grand{k}")))
+        .collect();
     let mut body = palloc_into_a("-N 2 --inherit child");
     for (k, (c, g)) in kids.iter().zip(&grands).enumerate() {
         let child = dvm.script(
             &format!("launch{k}.sh"),
-            &format!("pspawn --detach --target \"$1\" -n 1 {}\n{}\n", g.cmd, c.cmd),
+            &format!(
+                "pspawn --detach --target \"$1\" -n 1 {}\n{}\n",
+                g.cmd, c.cmd
+            ),
         );
-        body.push_str(&format!("pspawn --detach --target \"$A\" -n 1 sh {child} \"$A\"\n"));
+        body.push_str(&format!(
+            "pspawn --detach --target \"$A\" -n 1 sh {child} \"$A\"\n"
+        ));
     }
     let orch = dvm.script("orchestrator.sh", &body);
     let o = dvm.app(&format!("pspawn -n 1 sh {orch}"));
@@ -59,13 +70,22 @@ fn s6_5_1_4_orchestrator_workflow() {
     let nodes = dvm.reservation(&a).expect("outlives the orchestrator")["nodes"].clone();
     let pids: Vec<i32> = kids.iter().chain(&grands).map(GateJob::pid).collect();
     for (job, pid) in kids.iter().chain(&grands).zip(&pids) {
-        assert!(nodes.as_array().unwrap().iter().any(|n| n == job.host().as_str()));
+        assert!(nodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == job.host().as_str()));
         // open one descendant at a time; the last one releases
-        assert!(dvm.reservation(&a).is_some(), "released with descendants alive");
+        assert!(
+            dvm.reservation(&a).is_some(),
+            "released with descendants alive"
+        );
         job.open();
         eventually("the descendant ends", || !alive(*pid));
     }
-    eventually("released after the last descendant", || dvm.reservation(&a).is_none());
+    eventually("released after the last descendant", || {
+        dvm.reservation(&a).is_none()
+    });
     for n in nodes.as_array().unwrap() {
         let n = n.as_str().unwrap();
         eventually("node returned to the scheduler", || dvm.node(n).is_none());
@@ -75,7 +95,9 @@ fn s6_5_1_4_orchestrator_workflow() {
 /// `pdvm … -- examples/<script>` in a private tmpdir; its output.
 fn run_example(script: &str, args: &[&str]) -> Out {
     let tmp = unique_tmpdir("example");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(script);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(script);
     let mut cmd = Command::new(cargo_bin("pdvm"));
     scrub_pmix_env(&mut cmd);
     cmd.args(args)
@@ -96,7 +118,10 @@ fn run_example(script: &str, args: &[&str]) -> Out {
 /// pdvm's session leader checks every step itself.
 #[test]
 fn s6_5_1_4_child_drain_example() {
-    let o = run_example("child-drain.sh", &["--nodes", "1", "--slots", "2", "--scheduler-nodes", "1"]);
+    let o = run_example(
+        "child-drain.sh",
+        &["--nodes", "1", "--slots", "2", "--scheduler-nodes", "1"],
+    );
     o.expect_code(0);
     assert!(o.stdout.contains("released alloc."), "{o}");
     assert!(!o.stdout.contains("FAIL"), "{o}");
@@ -108,8 +133,18 @@ fn s6_5_1_4_child_drain_example() {
 fn s8_2_1_readme_reservation_workflow_example() {
     let o = run_example(
         "reservation-workflow.sh",
-        &["--nodes", "2", "--scheduler-nodes", "4", "--time-scale", "60"],
+        &[
+            "--nodes",
+            "2",
+            "--scheduler-nodes",
+            "4",
+            "--time-scale",
+            "60",
+        ],
     );
     o.expect_code(0);
-    assert!(o.stdout.contains("timeout-warning") || o.stdout.contains("warning"), "{o}");
+    assert!(
+        o.stdout.contains("timeout-warning") || o.stdout.contains("warning"),
+        "{o}"
+    );
 }

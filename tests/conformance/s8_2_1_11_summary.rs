@@ -17,7 +17,10 @@ fn s8_2_1_11_1_candidates_exactly_permitted_union() {
     let (na, nb, nc) = (nodes(&dvm, &a), nodes(&dvm, &b), nodes(&dvm, &c));
     let cases: Vec<(String, Vec<String>)> = vec![
         (format!("--target {a}"), na.clone()),
-        (format!("--target {a},{b}"), [na.clone(), nb.clone()].concat()),
+        (
+            format!("--target {a},{b}"),
+            [na.clone(), nb.clone()].concat(),
+        ),
         (
             format!("--target {b} --default-pool"),
             [nb.clone(), vec!["n001".into(), "n002".into()]].concat(),
@@ -29,8 +32,14 @@ fn s8_2_1_11_1_candidates_exactly_permitted_union() {
         j.expect_code(0);
         let h = hosts(&j);
         assert_eq!(h.len(), 4, "{j}");
-        assert!(h.iter().all(|n| allowed.contains(n)), "{flags}: {h:?} ⊄ {allowed:?}");
-        assert!(h.iter().all(|n| !nc.contains(n)), "{flags}: landed on unnamed {nc:?}");
+        assert!(
+            h.iter().all(|n| allowed.contains(n)),
+            "{flags}: {h:?} ⊄ {allowed:?}"
+        );
+        assert!(
+            h.iter().all(|n| !nc.contains(n)),
+            "{flags}: landed on unnamed {nc:?}"
+        );
     }
 }
 
@@ -40,14 +49,18 @@ fn s8_2_1_11_1_candidates_exactly_permitted_union() {
 fn s8_2_1_11_2_no_reservation_without_request() {
     let mut dvm = Dvm::with_leader(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "2"]);
     dvm.app(&format!("pspawn -n 3 {PRINT_HOST}")).expect_code(0);
-    dvm.app("pspawn -n 1 sh -c 'pspawn -n 1 true'").expect_code(0);
+    dvm.app("pspawn -n 1 sh -c 'pspawn -n 1 true'")
+        .expect_code(0);
     dvm.tool("pspawn", &["-n", "2", "true"]).expect_code(0);
     dvm.tool("pwatch", &["--status"]).expect_code(0);
     assert!(dvm.reservations().is_empty());
     for n in dvm.nodes() {
         assert!(n["alloc_id"].is_null(), "{n}");
         let name = n["name"].as_str().unwrap_or_default();
-        assert!(name.starts_with('n'), "a scheduler node joined unasked: {n}");
+        assert!(
+            name.starts_with('n'),
+            "a scheduler node joined unasked: {n}"
+        );
     }
 }
 
@@ -60,13 +73,18 @@ fn s8_2_1_11_4_ends_on_no_other_event() {
     let a = dvm.app("palloc -N 2 --json").alloc_id();
     let before = dvm.reservation(&a).unwrap();
     let b = dvm.app("palloc -N 1 --json").alloc_id();
-    dvm.app(&format!("pspawn --target {a} -n 2 true")).expect_code(0);
-    dvm.app(&format!("pspawn --target {a} -n 1 sh -c 'exit 3'")).expect_code(3);
+    dvm.app(&format!("pspawn --target {a} -n 2 true"))
+        .expect_code(0);
+    dvm.app(&format!("pspawn --target {a} -n 1 sh -c 'exit 3'"))
+        .expect_code(3);
     dvm.tool("pwatch", &["--status", "--json"]).expect_code(0);
     dvm.tool("prelease", &[&a]).expect_code(6);
-    dvm.tool("palloc", &["--extend", &a, "-N", "1"]).expect_code(6);
+    dvm.tool("palloc", &["--extend", &a, "-N", "1"])
+        .expect_code(6);
     dvm.app(&format!("prelease {b}")).expect_code(0);
-    let after = dvm.reservation(&a).expect("reservation survives unrelated events");
+    let after = dvm
+        .reservation(&a)
+        .expect("reservation survives unrelated events");
     assert_eq!(before["nodes"], after["nodes"]);
     assert_eq!(before["owner_nspace"], after["owner_nspace"]);
     assert_eq!(after["state"], before["state"]);

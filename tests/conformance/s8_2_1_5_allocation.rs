@@ -10,7 +10,9 @@ fn s8_2_1_5_tool_with_target() {
     let leader = dvm.leader();
     let o = dvm.tool("palloc", &["-N", "1", "--target", &leader, "--json"]);
     let id = o.alloc_id();
-    let r = dvm.reservation(&id).expect("reservation exists after the tool left");
+    let r = dvm
+        .reservation(&id)
+        .expect("reservation exists after the tool left");
     assert_eq!(r["owner_nspace"], leader.as_str(), "{r}");
     assert_eq!(r["share"], false, "{r}");
     assert_eq!(strings(&r["owners"]), vec![leader.clone()], "{r}");
@@ -36,7 +38,10 @@ fn s8_2_1_5_tool_absent_absent() {
     assert_eq!(r["share"], false, "{r}");
     assert!(owner.starts_with("pdvm-"), "{a}");
     // A job from another tool (default session) cannot reach the node.
-    let j = dvm.tool("pspawn", &["-n", "2", "sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+    let j = dvm.tool(
+        "pspawn",
+        &["-n", "2", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+    );
     j.expect_code(0);
     assert!(
         hosts(&j).iter().all(|h| !strings(&r["nodes"]).contains(h)),
@@ -62,7 +67,10 @@ fn s8_2_1_5_tool_share() {
     let node = strings(&a["nodes"]);
     assert_eq!(node.len(), 1, "{a}");
     // A default-session job from another tool fills both nodes (1 slot each).
-    let j = dvm.tool("pspawn", &["-n", "2", "sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+    let j = dvm.tool(
+        "pspawn",
+        &["-n", "2", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+    );
     j.expect_code(0);
     assert!(hosts(&j).contains(&node[0]), "shared node unused: {j}");
     hold.stop(nix::sys::signal::Signal::SIGTERM);
@@ -96,7 +104,10 @@ fn s8_2_1_5_application_share() {
     }
     // n001's only slot runs the leader: an untargeted job of another tool
     // maps onto the shared node.
-    let j = dvm.tool("pspawn", &["-n", "1", "sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+    let j = dvm.tool(
+        "pspawn",
+        &["-n", "1", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+    );
     j.expect_code(0);
     assert_eq!(hosts(&j), node, "{j}");
 }
@@ -108,7 +119,11 @@ fn s8_2_1_5_application_with_target() {
     let leader = dvm.leader();
     let o = dvm.app(&format!("palloc -N 1 --target {leader} --json"));
     o.expect_code(6);
-    assert_eq!(o.error_status().as_deref(), Some("PMIX_ERR_NO_PERMISSIONS"), "{o}");
+    assert_eq!(
+        o.error_status().as_deref(),
+        Some("PMIX_ERR_NO_PERMISSIONS"),
+        "{o}"
+    );
     assert!(dvm.reservations().is_empty());
 }
 
@@ -147,7 +162,9 @@ fn s8_2_1_5_1_extend_by_alloc_id() {
 #[test]
 fn s8_2_1_5_1_extend_by_request_id() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--scheduler-nodes", "2"]);
-    let id = dvm.app("palloc -N 1 --request-id grow-me --json").alloc_id();
+    let id = dvm
+        .app("palloc -N 1 --request-id grow-me --json")
+        .alloc_id();
     let o = dvm.app("palloc --extend-request grow-me -N 1 --json");
     o.expect_code(0);
     let rs = dvm.reservations();
@@ -164,6 +181,8 @@ fn s8_2_1_5_2_reply_carries_alloc_id_and_request_id() {
     let id = o.alloc_id();
     assert!(!id.is_empty());
     assert_eq!(o.first("allocation")["request_id"], "my-req-42", "{o}");
-    let r = dvm.reservation(&id).expect("the id names a live reservation");
+    let r = dvm
+        .reservation(&id)
+        .expect("the id names a live reservation");
     assert_eq!(r["request_id"], "my-req-42", "{r}");
 }

@@ -29,7 +29,10 @@ fn s8_2_1_6_one_id() {
     j.expect_code(0);
     let h = hosts(&j);
     assert_eq!(h.len(), 4, "{j}");
-    assert!(h.iter().all(|n| nodes.contains(n)), "{h:?} not within {nodes:?}");
+    assert!(
+        h.iter().all(|n| nodes.contains(n)),
+        "{h:?} not within {nodes:?}"
+    );
 }
 
 /// Several ids → the union of their nodes (one slot each: both are used).
@@ -45,7 +48,9 @@ fn s8_2_1_6_several_ids_union() {
     j.expect_code(0);
     assert_eq!(hosts(&j), union, "{j}");
     // repeated --target is the same request
-    let j = dvm.app(&format!("pspawn --target {a} --target {b} -n 2 {PRINT_HOST}"));
+    let j = dvm.app(&format!(
+        "pspawn --target {a} --target {b} -n 2 {PRINT_HOST}"
+    ));
     j.expect_code(0);
     assert_eq!(hosts(&j), union, "{j}");
 }
@@ -59,7 +64,9 @@ fn s8_2_1_6_ids_plus_default_pool() {
     let mut want = strings(&dvm.reservation(&a).unwrap()["nodes"]);
     want.push("n002".into());
     want.sort();
-    let j = dvm.app(&format!("pspawn --target {a} --default-pool -n 2 {PRINT_HOST}"));
+    let j = dvm.app(&format!(
+        "pspawn --target {a} --default-pool -n 2 {PRINT_HOST}"
+    ));
     j.expect_code(0);
     assert_eq!(hosts(&j), want, "{j}");
 }
@@ -71,13 +78,19 @@ fn s8_2_1_6_isolation() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
     let a = dvm.app("palloc -N 2 --json").alloc_id();
     let reserved = strings(&dvm.reservation(&a).unwrap()["nodes"]);
-    let from_tool = dvm.tool("pspawn", &["-n", "5", "sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+    let from_tool = dvm.tool(
+        "pspawn",
+        &["-n", "5", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+    );
     let from_app = dvm.app(&format!("pspawn -n 5 {PRINT_HOST}"));
     for j in [from_tool, from_app] {
         if j.code == 0 {
             let h = hosts(&j);
             assert_eq!(h.len(), 5, "{j}");
-            assert!(h.iter().all(|n| !reserved.contains(n)), "{h:?} {reserved:?}");
+            assert!(
+                h.iter().all(|n| !reserved.contains(n)),
+                "{h:?} {reserved:?}"
+            );
         }
     }
     // Naming only the invalid namespace is the default session as well.

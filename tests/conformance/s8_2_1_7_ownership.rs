@@ -11,13 +11,21 @@ fn s8_2_1_7_owner_set_grows_with_each_spawn() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--slots", "4", "--scheduler-nodes", "1"]);
     let leader = dvm.leader();
     let a = dvm.app("palloc -N 1 --json").alloc_id();
-    let j1 = dvm.app(&format!("pspawn --json --target {a} -n 1 true")).job_nspace();
-    let j2 = dvm.app(&format!("pspawn --json --target {a} -n 1 true")).job_nspace();
+    let j1 = dvm
+        .app(&format!("pspawn --json --target {a} -n 1 true"))
+        .job_nspace();
+    let j2 = dvm
+        .app(&format!("pspawn --json --target {a} -n 1 true"))
+        .job_nspace();
     let r = dvm.reservation(&a).unwrap();
     let mut want = vec![leader.clone(), j1.clone(), j2.clone()];
     want.sort();
     assert_eq!(strings(&r["owners"]), want, "{r}");
-    assert_eq!(r["owner_nspace"], leader.as_str(), "owning namespace never changes: {r}");
+    assert_eq!(
+        r["owner_nspace"],
+        leader.as_str(),
+        "owning namespace never changes: {r}"
+    );
     // A child in the owner set spawns a grandchild there; it joins too.
     let inner = dvm.script(
         "inner.sh",
@@ -27,19 +35,20 @@ fn s8_2_1_7_owner_set_grows_with_each_spawn() {
     o.expect_code(0);
     let jobs = o.of_type("job");
     let nss: Vec<String> = o
-        .stdout
-        .lines()
+        .output_lines()
+        .iter()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["type"] == "output")
-        .filter_map(|v| v["line"].as_str().map(String::from))
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
         .filter(|v| v["type"] == "job")
         .filter_map(|v| v["nspace"].as_str().map(String::from))
         .collect();
     assert!(!jobs.is_empty() && !nss.is_empty(), "{o}");
     let r = dvm.reservation(&a).unwrap();
     let owners = strings(&r["owners"]);
-    assert!(owners.contains(&nss[0]), "grandchild {} not an owner: {r}", nss[0]);
+    assert!(
+        owners.contains(&nss[0]),
+        "grandchild {} not an owner: {r}",
+        nss[0]
+    );
     assert_eq!(owners.len(), 5, "{r}");
 }
 
@@ -60,7 +69,12 @@ fn s8_2_1_7_not_transitive() {
     let child = dvm.script("child.sh", &body);
     let o = dvm.app(&format!("pspawn --target {a} -n 1 sh {child}"));
     o.expect_code(0);
-    for (k, v) in [("spawn_b", "6"), ("extend_b", "6"), ("release_b", "6"), ("spawn_a", "0")] {
+    for (k, v) in [
+        ("spawn_b", "6"),
+        ("extend_b", "6"),
+        ("release_b", "6"),
+        ("spawn_a", "0"),
+    ] {
         assert!(o.stdout.contains(&format!("{k}={v}")), "{k} != {v}:\n{o}");
     }
     let rb = dvm.reservation(&b).expect("b untouched");
@@ -73,7 +87,12 @@ fn s8_2_1_7_not_transitive() {
 #[test]
 fn s8_2_1_7_scheduler_implicit_owner() {
     let mut dvm = Dvm::with_leader(&[
-        "--nodes", "1", "--scheduler-nodes", "1", "--time-scale", "60",
+        "--nodes",
+        "1",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
     ]);
     let leader = dvm.leader();
     let a = dvm.app("palloc -N 1 -t 1m --json").alloc_id();

@@ -35,7 +35,10 @@ fn rejected_outcome(
     assert_eq!(o.error_status().as_deref(), Some(status), "{o}");
     let after = comparable(&dvm.status());
     assert_eq!(before, after, "partial effect of a rejected request");
-    assert!(!Path::new(marker).exists(), "a process of a rejected spawn ran");
+    assert!(
+        !Path::new(marker).exists(),
+        "a process of a rejected spawn ran"
+    );
     o
 }
 
@@ -117,11 +120,25 @@ fn s8_2_1_8_spawn_target_not_found() {
     let (job, marker) = marking(&dvm);
     let before = comparable(&dvm.status());
     let o1 = dvm.app(&format!("pspawn --json --target no-such-alloc -n 1 {job}"));
-    let o2 = dvm.app(&format!("pspawn --json --target {a},no-such-alloc -n 1 {job}"));
+    let o2 = dvm.app(&format!(
+        "pspawn --json --target {a},no-such-alloc -n 1 {job}"
+    ));
     assert_eq!(before, comparable(&dvm.status()), "partial effect");
     rejected(&dvm, 5, "PMIX_ERR_NOT_FOUND", &marker, || o1);
     rejected(&dvm, 5, "PMIX_ERR_NOT_FOUND", &marker, || o2);
-    let o3 = dvm.tool("pspawn", &["--json", "--target", "no-such-alloc", "-n", "1", "sh", "-c", &format!("touch {marker}")]);
+    let o3 = dvm.tool(
+        "pspawn",
+        &[
+            "--json",
+            "--target",
+            "no-such-alloc",
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            &format!("touch {marker}"),
+        ],
+    );
     rejected(&dvm, 5, "PMIX_ERR_NOT_FOUND", &marker, || o3);
 }
 
@@ -139,14 +156,30 @@ fn s8_2_1_8_spawn_target_not_owned() {
     let (job, marker) = marking(&dvm);
     let before = comparable(&dvm.status());
     let o1 = dvm.app(&format!("pspawn --json --target {theirs} -n 1 {job}"));
-    let o2 = dvm.app(&format!("pspawn --json --target {mine},{theirs} -n 1 {job}"));
-    let o3 = dvm.app(&format!("pspawn --json --target {theirs} --default-pool -n 1 {job}"));
+    let o2 = dvm.app(&format!(
+        "pspawn --json --target {mine},{theirs} -n 1 {job}"
+    ));
+    let o3 = dvm.app(&format!(
+        "pspawn --json --target {theirs} --default-pool -n 1 {job}"
+    ));
     assert_eq!(before, comparable(&dvm.status()), "partial effect");
     rejected(&dvm, 6, "PMIX_ERR_NO_PERMISSIONS", &marker, || o1);
     rejected(&dvm, 6, "PMIX_ERR_NO_PERMISSIONS", &marker, || o2);
     rejected(&dvm, 6, "PMIX_ERR_NO_PERMISSIONS", &marker, || o3);
     // and from outside: a fresh tool owns nothing
-    let o4 = dvm.tool("pspawn", &["--json", "--target", &mine, "-n", "1", "sh", "-c", &format!("touch {marker}")]);
+    let o4 = dvm.tool(
+        "pspawn",
+        &[
+            "--json",
+            "--target",
+            &mine,
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            &format!("touch {marker}"),
+        ],
+    );
     rejected(&dvm, 6, "PMIX_ERR_NO_PERMISSIONS", &marker, || o4);
     hold.stop(nix::sys::signal::Signal::SIGTERM);
 }

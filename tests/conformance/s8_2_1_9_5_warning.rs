@@ -20,17 +20,35 @@ fn warnings(out: &crate::harness::Out) -> Vec<serde_json::Value> {
 #[test]
 fn s8_2_1_9_5_warning_only_to_requester() {
     let mut dvm = Dvm::with_leader(&[
-        "--nodes", "1", "--slots", "4", "--scheduler-nodes", "1", "--time-scale", "60",
+        "--nodes",
+        "1",
+        "--slots",
+        "4",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
     ]);
     let mut w = dvm.tool_cmd("pwatch");
     w.args(["--json", "--timeout", "4"]);
     let outside = Bg::start(w);
     let leader_log = dvm.path("leader-watch.out");
-    dvm.app(&format!("(pwatch --json --timeout 4; echo rc=$?) >{leader_log} 2>&1 &"))
-        .expect_code(0);
+    dvm.app(&format!(
+        "(pwatch --json --timeout 4; echo rc=$?) >{leader_log} 2>&1 &"
+    ))
+    .expect_code(0);
     let mut cmd = dvm.tool_cmd("palloc");
     cmd.args([
-        "-N", "1", "-t", "2m", "--warn-timeout", "60", "--request-id", "w-req", "--hold", "--json",
+        "-N",
+        "1",
+        "-t",
+        "2m",
+        "--warn-timeout",
+        "60",
+        "--request-id",
+        "w-req",
+        "--hold",
+        "--json",
     ]);
     let hold = Bg::start(cmd);
     let a = str_field(&hold.wait_for("allocation"), "alloc_id");
@@ -54,7 +72,10 @@ fn s8_2_1_9_5_warning_only_to_requester() {
     // control: the observers do receive events (a job of the leader ends)
     dvm.app("pspawn -n 1 true").expect_code(0);
     let o = outside.wait();
-    assert!(warnings(&o).is_empty(), "an outside tool saw the warning:\n{o}");
+    assert!(
+        warnings(&o).is_empty(),
+        "an outside tool saw the warning:\n{o}"
+    );
     assert!(
         o.of_type("event").iter().any(|e| e["event"] == "job-end"),
         "the outside observer received no events at all:\n{o}"
@@ -67,7 +88,10 @@ fn s8_2_1_9_5_warning_only_to_requester() {
         !leader_seen.contains("timeout-warning"),
         "the owning job's other process saw the warning: {leader_seen}"
     );
-    assert!(leader_seen.contains("job-end"), "leader's observer got no events: {leader_seen}");
+    assert!(
+        leader_seen.contains("job-end"),
+        "leader's observer got no events: {leader_seen}"
+    );
     let h = hold.stop(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(warnings(&h).len(), 1, "{h}");
 }
@@ -79,7 +103,14 @@ fn s8_2_1_9_5_warning_only_to_requester() {
 #[test]
 fn s8_2_1_9_5_extend_refreshes_requester() {
     let mut dvm = Dvm::with_leader(&[
-        "--nodes", "1", "--slots", "4", "--scheduler-nodes", "1", "--time-scale", "60",
+        "--nodes",
+        "1",
+        "--slots",
+        "4",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
     ]);
     let a = dvm
         .app("palloc -N 1 -t 3m --warn-timeout 60 --request-id first --json")
@@ -100,7 +131,10 @@ fn s8_2_1_9_5_extend_refreshes_requester() {
     assert_eq!(strings(&r["nodes"]).len(), 1, "{r}");
     dvm.app("pspawn -n 1 true").expect_code(0);
     let out = outside.wait();
-    assert!(warnings(&out).is_empty(), "an outside tool saw the warning:\n{out}");
+    assert!(
+        warnings(&out).is_empty(),
+        "an outside tool saw the warning:\n{out}"
+    );
     assert!(
         out.of_type("event").iter().any(|e| e["event"] == "job-end"),
         "the outside observer received no events at all:\n{out}"

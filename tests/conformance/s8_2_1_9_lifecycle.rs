@@ -68,7 +68,9 @@ fn disposition(word: Option<&str>, rule: Rule, live_child: bool) {
     let drains = matches!(rule, Rule::Child | Rule::ChildDefault) && live_child;
     if drains {
         // The owner is gone, a derived child lives: the reservation stays.
-        let r = dvm.reservation(&a).expect("CHILD-flavoured reservation outlives its owner");
+        let r = dvm
+            .reservation(&a)
+            .expect("CHILD-flavoured reservation outlives its owner");
         assert_eq!(r["inherit"], word.unwrap_or("default"), "{r}");
         assert!(alive(child_pid.unwrap()), "derived child killed");
         child.as_ref().unwrap().open();
@@ -77,7 +79,9 @@ fn disposition(word: Option<&str>, rule: Rule, live_child: bool) {
     eventually("the disposition fires", || dvm.reservation(&a).is_none());
     match rule {
         Rule::None | Rule::Child => {
-            eventually("the node returns to the scheduler", || dvm.node(S1).is_none());
+            eventually("the node returns to the scheduler", || {
+                dvm.node(S1).is_none()
+            });
             if let Some(pid) = child_pid {
                 // NONE: nodes left while the child ran on them → terminated.
                 eventually("the job on the departed node is terminated", || !alive(pid));
@@ -151,7 +155,10 @@ fn s8_2_1_9_3_absent_is_default_live_child() {
     unreserved_in_dvm(&dvm, S1);
     // n001 has one free slot (the leader holds the other): a 3-process
     // default-session job needs the formerly reserved node.
-    let j = dvm.tool("pspawn", &["-n", "3", "sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+    let j = dvm.tool(
+        "pspawn",
+        &["-n", "3", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+    );
     j.expect_code(0);
     assert!(hosts(&j).contains(&S1.to_string()), "{j}");
 }
@@ -163,10 +170,7 @@ fn s8_2_1_9_3_absent_is_default_live_child() {
 fn s8_2_1_9_2_child_drain_grandchild_other_session() {
     let mut dvm = dvm();
     let grand = GateJob::new(&dvm, "grandchild");
-    let child = dvm.script(
-        "child.sh",
-        &format!("pspawn --detach -n 1 {}\n", grand.cmd),
-    );
+    let child = dvm.script("child.sh", &format!("pspawn --detach -n 1 {}\n", grand.cmd));
     let mut body = palloc_into_a("-N 1 --inherit child");
     body.push_str(&format!("pspawn --target \"$A\" -n 1 sh {child}\n"));
     let owner = dvm.script("owner.sh", &body);
@@ -174,11 +178,19 @@ fn s8_2_1_9_2_child_drain_grandchild_other_session() {
     o.expect_code(0);
     let a = printed_alloc(&o);
     // owner and child have ended; the grandchild runs outside the reservation
-    assert_eq!(grand.host(), "n001", "grandchild runs in the default session");
-    let r = dvm.reservation(&a).expect("reservation kept by a live descendant");
+    assert_eq!(
+        grand.host(),
+        "n001",
+        "grandchild runs in the default session"
+    );
+    let r = dvm
+        .reservation(&a)
+        .expect("reservation kept by a live descendant");
     assert_eq!(r["inherit"], "child", "{r}");
     grand.open();
-    eventually("released after the last descendant", || dvm.reservation(&a).is_none());
+    eventually("released after the last descendant", || {
+        dvm.reservation(&a).is_none()
+    });
     eventually("node returned to the scheduler", || dvm.node(S1).is_none());
 }
 
@@ -195,10 +207,14 @@ fn s8_2_1_9_2_tool_owner_hold_killed() {
     let out = hold.stop(nix::sys::signal::Signal::SIGTERM);
     let exit = out.first("exit");
     assert!(
-        exit["on_owner_exit"].as_str().is_some_and(|s| s.contains("default")),
+        exit["on_owner_exit"]
+            .as_str()
+            .is_some_and(|s| s.contains("default")),
         "palloc says what becomes of the reservation: {out}"
     );
-    eventually("the tool's reservation ends with it", || dvm.reservation(&a).is_none());
+    eventually("the tool's reservation ends with it", || {
+        dvm.reservation(&a).is_none()
+    });
     unreserved_in_dvm(&dvm, S1);
 }
 
@@ -216,13 +232,21 @@ fn s8_2_1_9_2_tool_owner_child() {
             worker.cmd
         ),
     );
-    let o = dvm.tool("palloc", &["-N", "1", "--inherit", "child", "--", "sh", &cmd]);
+    let o = dvm.tool(
+        "palloc",
+        &["-N", "1", "--inherit", "child", "--", "sh", &cmd],
+    );
     o.expect_code(0);
     let a = printed_alloc(&o);
     assert_eq!(worker.host(), S1);
-    assert!(dvm.reservation(&a).is_some(), "drains while the worker runs");
+    assert!(
+        dvm.reservation(&a).is_some(),
+        "drains while the worker runs"
+    );
     worker.open();
-    eventually("released after the worker", || dvm.reservation(&a).is_none());
+    eventually("released after the worker", || {
+        dvm.reservation(&a).is_none()
+    });
     eventually("node returned", || dvm.node(S1).is_none());
 }
 
@@ -233,7 +257,10 @@ fn s8_2_1_9_1_owner_release() {
     let a = dvm.app("palloc -N 1 --json").alloc_id();
     dvm.app(&format!("prelease {a} --json")).expect_code(0);
     assert!(dvm.reservation(&a).is_none());
-    assert!(dvm.node(S1).is_none(), "released scheduler node still in the DVM");
+    assert!(
+        dvm.node(S1).is_none(),
+        "released scheduler node still in the DVM"
+    );
     // released twice: it no longer exists
     dvm.app(&format!("prelease {a} --json")).expect_code(5);
 }
@@ -245,7 +272,9 @@ fn s8_2_1_9_1_owner_release() {
 fn s8_2_1_9_1_child_owner_releases() {
     let mut dvm = Dvm::with_leader(&["--nodes", "3", "--slots", "2"]);
     let a = dvm.app("palloc -w n002 --json").alloc_id();
-    let o = dvm.app(&format!("pspawn --target {a} -n 1 sh -c 'prelease {a}; echo rc=$?'"));
+    let o = dvm.app(&format!(
+        "pspawn --target {a} -n 1 sh -c 'prelease {a}; echo rc=$?'"
+    ));
     o.expect_code(0);
     assert!(o.stdout.contains("rc=0"), "{o}");
     assert!(dvm.reservation(&a).is_none(), "released by the child");
@@ -262,8 +291,10 @@ fn s8_2_1_9_1_dvm_teardown() {
     let a = dvm.app("palloc -N 1 --json").alloc_id();
     let inside = GateJob::new(&dvm, "inside");
     let outside = GateJob::new(&dvm, "outside");
-    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", inside.cmd)).expect_code(0);
-    dvm.app(&format!("pspawn --detach -n 1 {}", outside.cmd)).expect_code(0);
+    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", inside.cmd))
+        .expect_code(0);
+    dvm.app(&format!("pspawn --detach -n 1 {}", outside.cmd))
+        .expect_code(0);
     let (p1, p2) = (inside.pid(), outside.pid());
     let rdv = dvm.tmp.path().join(format!("pdvm.{}", dvm.pid));
     assert!(rdv.exists());
@@ -277,13 +308,22 @@ fn s8_2_1_9_1_dvm_teardown() {
 #[test]
 fn s8_2_1_9_1_scheduler_expiry() {
     let mut dvm = Dvm::with_leader(&[
-        "--nodes", "1", "--slots", "4", "--scheduler-nodes", "1", "--time-scale", "60",
+        "--nodes",
+        "1",
+        "--slots",
+        "4",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
     ]);
     let a = dvm.app("palloc -N 1 -t 1m --json").alloc_id();
     let inside = GateJob::new(&dvm, "inside");
     let outside = GateJob::new(&dvm, "outside");
-    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", inside.cmd)).expect_code(0);
-    dvm.app(&format!("pspawn --detach -n 1 {}", outside.cmd)).expect_code(0);
+    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", inside.cmd))
+        .expect_code(0);
+    dvm.app(&format!("pspawn --detach -n 1 {}", outside.cmd))
+        .expect_code(0);
     let (p1, p2) = (inside.pid(), outside.pid());
     eventually("the allocation expires", || dvm.reservation(&a).is_none());
     eventually("its node leaves", || dvm.node(S1).is_none());
@@ -301,9 +341,18 @@ fn s8_2_1_9_4_startup_nodes_stay_nobody_killed() {
     let job = GateJob::new(&dvm, "job");
     let script = dvm.script("run.sh", &format!("{}\necho finished\n", job.cmd));
     let mut cmd = dvm.tool_cmd("pwatch");
-    cmd.args(["--json", "--event", "job-end", "--count", "1", "--timeout", "15"]);
+    cmd.args([
+        "--json",
+        "--event",
+        "job-end",
+        "--count",
+        "1",
+        "--timeout",
+        "15",
+    ]);
     let watch = Bg::start(cmd);
-    dvm.app(&format!("pspawn --detach --target {a} -n 1 sh {script}")).expect_code(0);
+    dvm.app(&format!("pspawn --detach --target {a} -n 1 sh {script}"))
+        .expect_code(0);
     assert_eq!(job.host(), "n002");
     let pid = job.pid();
     dvm.app(&format!("prelease {a}")).expect_code(0);
@@ -323,7 +372,8 @@ fn s8_2_1_9_4_scheduler_nodes_leave_jobs_terminated() {
     let mut dvm = dvm();
     let a = dvm.app("palloc -N 1 --json").alloc_id();
     let job = GateJob::new(&dvm, "job");
-    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", job.cmd)).expect_code(0);
+    dvm.app(&format!("pspawn --detach --target {a} -n 1 {}", job.cmd))
+        .expect_code(0);
     assert_eq!(job.host(), S1);
     let pid = job.pid();
     dvm.app(&format!("prelease {a}")).expect_code(0);
