@@ -630,6 +630,14 @@ impl GateJob {
             .to_string()
     }
 
+    /// A shell line that waits (bounded, 15 s) until the job has started.
+    pub fn await_started_sh(&self) -> String {
+        format!(
+            "i=0; while [ ! -s {} ] && [ $i -lt 750 ]; do sleep 0.02; i=$((i+1)); done\n",
+            self.pidfile
+        )
+    }
+
     /// Let it end.
     pub fn open(&self) {
         fs::write(&self.gate, "").expect("open gate");

@@ -33,6 +33,8 @@ fn owner_job(dvm: &mut Dvm, inherit: Option<&str>, child: Option<&GateJob>) -> S
     let mut body = palloc_into_a(&flags);
     if let Some(c) = child {
         body.push_str(&format!("pspawn --detach --target \"$A\" -n 1 {}\n", c.cmd));
+        // the owner ends only once its child runs (bounded poll)
+        body.push_str(&c.await_started_sh());
     }
     let script = dvm.script("owner.sh", &body);
     let o = dvm.app(&format!("pspawn -n 1 sh {script}"));
@@ -170,7 +172,14 @@ fn s8_2_1_9_3_absent_is_default_live_child() {
 fn s8_2_1_9_2_child_drain_grandchild_other_session() {
     let mut dvm = dvm();
     let grand = GateJob::new(&dvm, "grandchild");
-    let child = dvm.script("child.sh", &format!("pspawn --detach -n 1 {}\n", grand.cmd));
+    let child = dvm.script(
+        "child.sh",
+        &format!(
+            "pspawn --detach -n 1 {}\n{}",
+            grand.cmd,
+            grand.await_started_sh()
+        ),
+    );
     let mut body = palloc_into_a("-N 1 --inherit child");
     body.push_str(&format!("pspawn --target \"$A\" -n 1 sh {child}\n"));
     let owner = dvm.script("owner.sh", &body);
@@ -228,8 +237,9 @@ fn s8_2_1_9_2_tool_owner_child() {
     let cmd = dvm.script(
         "cmd.sh",
         &format!(
-            "echo alloc=$PMIX_ALLOC_ID\npspawn --detach --target \"$PMIX_ALLOC_ID\" -n 1 {}\n",
-            worker.cmd
+            "echo alloc=$PMIX_ALLOC_ID\npspawn --detach --target \"$PMIX_ALLOC_ID\" -n 1 {}\n{}",
+            worker.cmd,
+            worker.await_started_sh()
         ),
     );
     let o = dvm.tool(
