@@ -98,8 +98,9 @@ impl EventFields {
                 .and_then(Value::as_i64)
                 .map(|x| x as i32)
         };
+        // A job's termination status is a PMIx status when <= 0, else an exit code.
         let status = match ev.get(keys::JOB_TERM_STATUS) {
-            Some(Value::Status(s)) => Some(s.name().to_string()),
+            Some(Value::Status(s)) if s.0 <= 0 => Some(s.name().to_string()),
             _ => Some(ev.status.name().to_string()),
         };
         let nodes = ev.get(keys::NODE_LIST).map(|v| match v {

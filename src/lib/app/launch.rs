@@ -212,17 +212,31 @@ pub fn follow(
 }
 
 /// Job info for a spawn: the launcher's (forward output, notify
-/// completion), `PMIX_SPAWN_TARGET` when given and `PMIX_MAPBY`.
+/// completion) and [`placement_info`].
 pub fn job_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
     let mut info = crate::ops::spawn::launcher_job_info();
+    info.extend(placement_info(target, map_by));
+    info
+}
+
+/// Where the job may run: `PMIX_SPAWN_TARGET` when given, `PMIX_MAPBY`,
+/// and no core binding when the mapping oversubscribes (as mpirun does).
+pub fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
+    let mut info = Vec::new();
     if let Some(t) = target {
         info.push(Info::new(keys::SPAWN_TARGET, t));
     }
     if let Some(m) = map_by {
         info.push(Info::new(keys::MAPBY, m));
+        if m.to_ascii_uppercase().contains("OVERSUBSCRIBE") {
+            info.push(Info::new(BINDTO, "none"));
+        }
     }
     info
 }
+
+/// `PMIX_BINDTO`: the binding policy of a job.
+pub const BINDTO: &str = "pmix.bindto";
 
 /// Whether `ev` is a job-end or timeout-warning of interest while a job runs.
 pub fn is_warning(ev: &Event) -> bool {

@@ -9,6 +9,7 @@ use crate::ops::job::{watch_job_ends, JobOutput};
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::render::{ExitRecord, JobRecord};
+use crate::status::Status;
 
 use super::launch::{self, Followed, OutputSink};
 use super::{connect, finish, signals, Failure, Ui};
@@ -33,6 +34,21 @@ pub fn run(args: &PspawnArgs) -> i32 {
         Ok(code) => code,
         Err(f) => ui.fail(&f),
     }
+}
+
+/// A refused spawn; a mapping failure gets a hint about slots.
+fn spawn_failure(attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
+    let mut f = Failure::refused(Operation::Spawn, attrs, e);
+    if matches!(
+        e.status,
+        Status::ERR_JOB_FAILED_TO_MAP | Status::ERR_JOB_INSUFFICIENT_RESOURCES
+    ) {
+        f.message.push_str(
+            ". Hint: the DVM has too few free slots for this job; run fewer processes, or allow \
+more than one per core with --map-by :OVERSUBSCRIBE",
+        );
+    }
+    f
 }
 
 fn targets_of(req: &SpawnRequest) -> Vec<String> {
@@ -60,13 +76,13 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         exit_code: None,
     };
     if req.detach {
-        let mut info = Vec::new();
-        if let Some(t) = target {
-            info.push(crate::codec::Info::new(crate::ops::keys::SPAWN_TARGET, t));
-        }
-        if let Some(m) = &req.map_by {
-            info.push(crate::codec::Info::new(crate::ops::keys::MAPBY, m.as_str()));
-        }
+        // No output forwarding (nobody stays to read it), but the DVM still
+        // announces the job's end, so `pwatch --job NSPACE` can wait for it.
+        let mut info = vec![crate::codec::Info::new(
+            crate::ops::keys::NOTIFY_COMPLETION,
+            true,
+        )];
+        info.extend(launch::placement_info(target, req.map_by.as_deref()));
         let ns =
             spawn(s, &info, &apps).map_err(|e| Failure::refused(Operation::Spawn, &attrs, &e))?;
         job.nspace = ns.clone();
@@ -76,7 +92,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     watch_job_ends(s).map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let info = launch::job_info(target, req.map_by.as_deref());
-    let ns = spawn(s, &info, &apps).map_err(|e| Failure::refused(Operation::Spawn, &attrs, &e))?;
+    let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(&attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(&job);
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));

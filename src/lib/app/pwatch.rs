@@ -1,6 +1,7 @@
 //! `pwatch`: stream events (filters, `--count`, `--timeout`, `--exec`,
 //! `--extend-by`, warning re-arming) or show status tables.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
@@ -100,6 +101,40 @@ fn extend(
         })
 }
 
+/// A DVM replays the notifications it cached (every earlier job end, …)
+/// to a new registrant at once, in one burst right after the registration
+/// reply. Those are history, not events that happen while pwatch watches:
+/// drop everything that arrives until the stream has been quiet for
+/// [`REPLAY_QUIET`] (at most [`REPLAY_MAX`]). Returns how many were
+/// dropped and the (code, namespace) of each, so that a late straggler of
+/// the same history is recognised too (a job ends only once).
+fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
+    let stop = Instant::now() + REPLAY_MAX;
+    let mut n = 0;
+    let mut seen = HashSet::new();
+    while Instant::now() < stop {
+        match s.conn().next_unsolicited(REPLAY_QUIET) {
+            Some(Unsolicited::Notify(b)) => {
+                n += 1;
+                if let Ok(ev) = decode_notification(&mut s.decoder(&b)) {
+                    if let Some(ns) = ev.affected_nspace() {
+                        seen.insert((ev.status.0, ns.to_string()));
+                    }
+                }
+            }
+            Some(Unsolicited::Iof(_)) | Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Closed(_)) | None => break,
+        }
+    }
+    (n, seen)
+}
+
+/// Quiet gap that ends the replay (PRRTE sends it in bursts some tens of
+/// milliseconds apart).
+const REPLAY_QUIET: Duration = Duration::from_millis(150);
+/// Longest replay we skip.
+const REPLAY_MAX: Duration = Duration::from_secs(2);
+
 /// Run the `--exec` hook for one event and wait for it.
 fn run_hook(cmd: &str, f: &EventFields, ui: &Ui) {
     let status = std::process::Command::new("/bin/sh")
@@ -122,6 +157,12 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
         &[Info::new(keys::EVENT_HDLR_NAME, "pwatch")],
     )
     .map_err(|e| Failure::from_error("cannot register for events", &e))?;
+    let (replayed, history) = skip_replay(s);
+    if replayed > 0 {
+        ui.detail(&format!(
+            "skipped {replayed} event(s) the DVM replayed from before pwatch started"
+        ));
+    }
     if let Some(warn) = w.warn_timeout {
         for a in &w.alloc_ids {
             extend(s, a, None, Some(warn))?;
@@ -130,6 +171,7 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             ));
         }
     }
+    ui.detail("watching for events");
     let deadline = w
         .timeout_secs
         .map(|t| Instant::now() + Duration::from_secs(t));
@@ -173,6 +215,13 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             ui.detail("ignored an unreadable notification");
             continue;
         };
+        if ev.status == crate::status::Status::EVENT_JOB_END
+            && ev
+                .affected_nspace()
+                .is_some_and(|ns| history.contains(&(ev.status.0, ns.to_string())))
+        {
+            continue;
+        }
         let f = EventFields::from_event(&ev, now_secs());
         if !f.matches(w) {
             continue;

@@ -69,6 +69,17 @@ pub fn namespace(j: status_query::JobRecord) -> NamespaceRecord {
     }
 }
 
+/// Sort key for namespaces: `prte-vm-1@10` after `prte-vm-1@9`.
+pub fn nspace_order(n: &str) -> (String, u64, String) {
+    match n.rsplit_once('@') {
+        Some((base, num)) => match num.parse::<u64>() {
+            Ok(k) => (base.to_string(), k, String::new()),
+            Err(_) => (base.to_string(), u64::MAX, num.to_string()),
+        },
+        None => (n.to_string(), 0, String::new()),
+    }
+}
+
 /// Ask the DVM for what `w` names.
 pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let now = now_secs() as u64;
@@ -97,7 +108,8 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
                 snap.namespaces = Some(match jobs {
                     Some(v) => Ok(v),
                     None => query::namespaces(s)
-                        .map(|v| {
+                        .map(|mut v| {
+                            v.sort_by_key(|n| nspace_order(n));
                             v.into_iter()
                                 .map(|n| NamespaceRecord {
                                     nspace: n,
