@@ -45,15 +45,18 @@ fn exit_from_code(code: i32) -> Exit {
 impl Failure {
     /// Could not connect (exit 3), with the reason and what to do.
     pub fn connect(e: &Error) -> Failure {
+        // The connection layer often says what to do already.
+        let advice = if e.context.contains("--uri") {
+            ""
+        } else {
+            ". Start one (`prte`, or `pdvm`), or point at it with --uri URI|file:PATH, --pid PID, \
+--namespace NS or --tmpdir DIR"
+        };
         Failure {
             exit: Exit::CannotConnect,
             status: Some(e.status.name().to_string()),
             rule: None,
-            message: format!(
-                "cannot connect to the DVM: {}. Start one (`prte`, or `pdvm`), or point at it with \
---uri URI|file:PATH, --pid PID, --namespace NS or --tmpdir DIR",
-                e.context
-            ),
+            message: format!("cannot connect to the DVM: {}{advice}", e.context),
         }
     }
 

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cli::exit::Exit;
 use crate::cli::request::AppSpec;
@@ -175,9 +175,31 @@ pub enum Followed {
     Interrupted(i32),
 }
 
-/// Follow job `nspace` until it ends, `timeout` passes (the job is then
-/// terminated) or SIGINT/SIGTERM arrives (the job is terminated, and its end
-/// awaited for a short while). Output and other events go to `on_output`.
+/// Ask the DVM to stop job `nspace`: `PMIX_JOB_CTRL_TERMINATE`, and where
+/// the DVM does not support that (PRRTE 3.0 answers
+/// `PMIX_ERR_NOT_SUPPORTED`), SIGTERM to every process.
+pub fn stop_job(s: &Session, nspace: &str) {
+    if control::terminate_job(s, nspace).is_err() {
+        let _ = control::signal_job(s, nspace, nix::libc::SIGTERM);
+    }
+}
+
+/// Last resort after [`stop_job`]: `PMIX_JOB_CTRL_KILL`.
+pub fn kill_job(s: &Session, nspace: &str) {
+    let all = crate::codec::Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
+    let _ = control::job_control(s, &[all], &[Info::new(keys::JOB_CTRL_KILL, true)]);
+}
+
+/// How long a stopped job may take to end before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
+/// arrives; in the last two cases the job is stopped ([`stop_job`], then
+/// [`kill_job`] after [`STOP_GRACE`]) and its end awaited. Output and other
+/// events go to `on_output`.
 pub fn follow(
     s: &Session,
     nspace: &str,
@@ -185,24 +207,45 @@ pub fn follow(
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Followed> {
     let done = AtomicBool::new(false);
-    let killed = AtomicBool::new(false);
+    let timed_out = AtomicBool::new(false);
+    let deadline = timeout.map(|t| Instant::now() + t);
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
+            let mut stopped: Option<Instant> = None;
+            let mut killed = false;
             while !done.load(Ordering::SeqCst) {
-                if signals::caught().is_some() && !killed.swap(true, Ordering::SeqCst) {
-                    let _ = control::terminate_job(s, nspace);
+                let now = Instant::now();
+                match stopped {
+                    None => {
+                        let late = deadline.is_some_and(|d| now >= d);
+                        if late || signals::caught().is_some() {
+                            timed_out.store(late, Ordering::SeqCst);
+                            stop_job(s, nspace);
+                            stopped = Some(now);
+                        }
+                    }
+                    Some(t) if !killed && now >= t + STOP_GRACE => {
+                        kill_job(s, nspace);
+                        killed = true;
+                    }
+                    Some(_) => {}
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let r = follow_job(s, nspace, timeout, on_output);
+        // A backstop well after the watcher's stop and kill.
+        let backstop = timeout.map(|t| t + STOP_GRACE * 3);
+        let r = follow_job(s, nspace, backstop, on_output);
         done.store(true, Ordering::SeqCst);
         r
     });
     if let Some(sig) = signals::caught() {
-        if killed.load(Ordering::SeqCst) {
+        if !timed_out.load(Ordering::SeqCst) {
             return Ok(Followed::Interrupted(sig));
         }
+    }
+    if timed_out.load(Ordering::SeqCst) {
+        return Ok(Followed::TimedOut);
     }
     match result {
         Ok(end) => Ok(Followed::Ended(end)),

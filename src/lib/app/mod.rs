@@ -25,12 +25,28 @@ pub use failure::Failure;
 pub use ui::Ui;
 
 use crate::cli::ConnectArgs;
+use crate::conn::Identity;
 use crate::ops::Session;
 
 /// Connect as the connection flags say; a failure is already a
-/// [`Failure`] with exit code 3 and a sentence saying what to do.
-pub fn connect(args: &ConnectArgs) -> Result<Session, Failure> {
-    Session::connect(&args.to_options()).map_err(|e| Failure::connect(&e))
+/// [`Failure`] with exit code 3 and a sentence saying what to do. With
+/// `-v`, says who we connected as.
+pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
+    let s = Session::connect(&args.to_options()).map_err(|e| Failure::connect(&e))?;
+    if ui.level > 0 {
+        let (ns, rank) = s.me();
+        let (server, _) = s.conn().server();
+        let who = match s.conn().identity() {
+            Identity::Client { .. } => format!("a client of job {ns} (rank {rank})"),
+            _ => format!("tool {ns}"),
+        };
+        ui.detail(&format!(
+            "connected to {server} (PMIx {}, wire {}) as {who}",
+            s.server_version().unwrap_or("?"),
+            s.wire().name()
+        ));
+    }
+    Ok(s)
 }
 
 /// Say goodbye to the server; its answer does not change the exit code.

@@ -119,7 +119,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
-    let mut s = connect(&args.connect)?;
+    let mut s = connect(&args.connect, ui)?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
         target: req.target.is_some(),

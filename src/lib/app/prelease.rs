@@ -14,7 +14,7 @@ use super::{connect, finish, Failure, Ui};
 /// Run prelease; returns the exit code (the first failure's).
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
-    let s = match connect(&args.connect) {
+    let s = match connect(&args.connect, &ui) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };

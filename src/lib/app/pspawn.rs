@@ -24,7 +24,7 @@ pub fn run(args: &PspawnArgs) -> i32 {
         }
     };
     signals::install();
-    let s = match connect(&args.connect) {
+    let s = match connect(&args.connect, &ui) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };

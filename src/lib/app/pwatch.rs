@@ -24,7 +24,7 @@ const TICK: Duration = Duration::from_millis(50);
 pub fn run(args: &PwatchArgs) -> i32 {
     let ui = Ui::new("pwatch", &args.output);
     signals::install();
-    let s = match connect(&args.connect) {
+    let s = match connect(&args.connect, &ui) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };
