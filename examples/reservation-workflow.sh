@@ -19,6 +19,7 @@ echo "== session leader: $PMIX_NAMESPACE (rank $PMIX_RANK) on $PMIX_HOSTNAME"
 
 echo "== NEW: 2 scheduler nodes for 10 minutes, CHILD inheritance"
 ALLOC=$(palloc -N 2 -t 10m --inherit child --request-id wf-main --json | field alloc_id)
+[ -n "$ALLOC" ] || { echo "FAIL: palloc granted nothing"; exit 1; }
 echo "reserved $ALLOC"
 
 echo "== spawn targeting the reservation only"
@@ -31,8 +32,8 @@ echo "== arm a warning 5 minutes before expiry; answer it with a 10-minute EXTEN
 pwatch --alloc "$ALLOC" --warn-timeout 300 --event timeout-warning --count 1 --extend-by 10m
 
 echo "== state after the extend"
-pwatch --status reservations
+pwatch --status --what reservations
 
 echo "== release"
 prelease "$ALLOC"
-pwatch --status reservations nodes
+pwatch --status --what all

@@ -1,4 +1,9 @@
+//! `palloc`: see `man palloc` or `palloc --help`; the run logic is
+//! [`pmix_tools::app::palloc`].
+
+use pmix_tools::cli::{parse_validated, PallocArgs};
+
 fn main() {
-    eprintln!("palloc: not built yet");
-    std::process::exit(1);
+    let args: PallocArgs = parse_validated();
+    std::process::exit(pmix_tools::app::palloc::run(&args));
 }

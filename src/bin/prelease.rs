@@ -1,4 +1,9 @@
+//! `prelease`: see `man prelease` or `prelease --help`; the run logic is
+//! [`pmix_tools::app::prelease`].
+
+use pmix_tools::cli::{parse_validated, PreleaseArgs};
+
 fn main() {
-    eprintln!("prelease: not built yet");
-    std::process::exit(1);
+    let args: PreleaseArgs = parse_validated();
+    std::process::exit(pmix_tools::app::prelease::run(&args));
 }

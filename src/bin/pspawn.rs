@@ -1,4 +1,9 @@
+//! `pspawn`: see `man pspawn` or `pspawn --help`; the run logic is
+//! [`pmix_tools::app::pspawn`].
+
+use pmix_tools::cli::{parse_validated, PspawnArgs};
+
 fn main() {
-    eprintln!("pspawn: not built yet");
-    std::process::exit(1);
+    let args: PspawnArgs = parse_validated();
+    std::process::exit(pmix_tools::app::pspawn::run(&args));
 }

@@ -1,4 +1,9 @@
+//! `pwatch`: see `man pwatch` or `pwatch --help`; the run logic is
+//! [`pmix_tools::app::pwatch`].
+
+use pmix_tools::cli::{parse_validated, PwatchArgs};
+
 fn main() {
-    eprintln!("pwatch: not built yet");
-    std::process::exit(1);
+    let args: PwatchArgs = parse_validated();
+    std::process::exit(pmix_tools::app::pwatch::run(&args));
 }

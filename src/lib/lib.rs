@@ -12,6 +12,7 @@
 //! - [`server`], [`dvm`], [`sched`]: pdvm's PMIx server side, its
 //!   session / reservation model, and the simulated scheduler.
 
+pub mod app;
 pub mod cli;
 pub mod codec;
 pub mod conn;

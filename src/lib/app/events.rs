@@ -1,0 +1,331 @@
+//! Events as the tools show them: the fields of a notification
+//! ([`EventFields`]), the kinds pwatch selects with `--event`, filters,
+//! the `--exec` hook's environment, and the JSON-lines rendering path
+//! (also used by `pwatch --bench-render`).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::cli::request::{EventKind, EventWatch};
+use crate::codec::Value;
+use crate::ops::events::Event;
+use crate::ops::keys;
+use crate::render::{EventRecord, EventWriter};
+use crate::status::Status;
+
+/// Event codes counted as allocation changes.
+pub const ALLOC_CODES: [Status; 3] = [
+    Status::NOTIFY_ALLOC_COMPLETE,
+    Status::EVENT_SESSION_START,
+    Status::EVENT_SESSION_END,
+];
+/// Event codes counted as node changes.
+pub const NODE_CODES: [Status; 2] = [Status::EVENT_NODE_DOWN, Status::EVENT_NODE_OFFLINE];
+
+/// The codes to register for `kinds`; empty means every event.
+pub fn codes_for(kinds: &[EventKind]) -> Vec<Status> {
+    if kinds.is_empty() || kinds.contains(&EventKind::Any) {
+        return Vec::new();
+    }
+    let mut v = Vec::new();
+    for k in kinds {
+        match k {
+            EventKind::TimeoutWarning => v.push(Status::ALLOC_TIMEOUT_WARNING),
+            EventKind::JobEnd => v.push(Status::EVENT_JOB_END),
+            EventKind::Alloc => v.extend(ALLOC_CODES),
+            EventKind::Node => v.extend(NODE_CODES),
+            EventKind::Any => {}
+        }
+    }
+    v.dedup();
+    v
+}
+
+/// The kind an event code belongs to, if one.
+pub fn kind_of(st: Status) -> Option<EventKind> {
+    if st == Status::ALLOC_TIMEOUT_WARNING {
+        Some(EventKind::TimeoutWarning)
+    } else if st == Status::EVENT_JOB_END {
+        Some(EventKind::JobEnd)
+    } else if ALLOC_CODES.contains(&st) {
+        Some(EventKind::Alloc)
+    } else if NODE_CODES.contains(&st) {
+        Some(EventKind::Node)
+    } else {
+        None
+    }
+}
+
+/// The fields of one event, owned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventFields {
+    /// `timeout-warning`, `job-end`, `alloc`, `node`, or the status name.
+    pub event: String,
+    /// Reception time, Unix seconds.
+    pub time: f64,
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: Option<String>,
+    /// `PMIX_ALLOC_REQ_ID`.
+    pub request_id: Option<String>,
+    /// The namespace concerned.
+    pub nspace: Option<String>,
+    /// `PMIX_TIME_REMAINING`.
+    pub time_remaining: Option<u32>,
+    /// Status name carried (the event code's name, or the job's termination status).
+    pub status: Option<String>,
+    /// A job's exit code.
+    pub exit_code: Option<i32>,
+    /// Nodes concerned.
+    pub nodes: Option<Vec<String>>,
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(String::from)
+}
+
+impl EventFields {
+    /// Read the fields of `ev` received at `time`.
+    pub fn from_event(ev: &Event, time: f64) -> EventFields {
+        let kind = kind_of(ev.status);
+        let nspace = ev
+            .affected_nspace()
+            .map(String::from)
+            .or_else(|| ev.get(keys::NSPACE).and_then(text));
+        let exit_code = if kind == Some(EventKind::JobEnd) {
+            crate::ops::job::job_end_of(ev, nspace.as_deref().unwrap_or("")).map(|e| e.exit_status)
+        } else {
+            ev.get(keys::EXIT_CODE)
+                .and_then(Value::as_i64)
+                .map(|x| x as i32)
+        };
+        // A job's termination status is a PMIx status when <= 0, else an exit code.
+        let status = match ev.get(keys::JOB_TERM_STATUS) {
+            Some(Value::Status(s)) if s.0 <= 0 => Some(s.name().to_string()),
+            _ => Some(ev.status.name().to_string()),
+        };
+        let nodes = ev.get(keys::NODE_LIST).map(|v| match v {
+            Value::DataArray(a) => a.as_strings().map(<[String]>::to_vec).unwrap_or_default(),
+            v => v
+                .as_str()
+                .unwrap_or_default()
+                .split(',')
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect(),
+        });
+        EventFields {
+            event: kind
+                .map(|k| k.name().to_string())
+                .unwrap_or_else(|| ev.status.name().to_string()),
+            time,
+            alloc_id: ev.get(keys::ALLOC_ID).and_then(text),
+            request_id: ev.get(keys::ALLOC_REQ_ID).and_then(text),
+            nspace,
+            time_remaining: ev.get(keys::TIME_REMAINING).and_then(Value::as_u32),
+            status,
+            exit_code,
+            nodes,
+        }
+    }
+
+    /// The borrowed JSON record.
+    pub fn record(&self) -> EventRecord<'_> {
+        EventRecord {
+            event: &self.event,
+            time: self.time,
+            alloc_id: self.alloc_id.as_deref(),
+            request_id: self.request_id.as_deref(),
+            nspace: self.nspace.as_deref(),
+            time_remaining: self.time_remaining,
+            status: self.status.as_deref(),
+            exit_code: self.exit_code,
+            nodes: self.nodes.as_deref(),
+        }
+    }
+
+    /// One human line, e.g.
+    /// `timeout-warning alloc.3 (request r1): 5m 00s left`.
+    pub fn human(&self) -> String {
+        let mut s = self.event.clone();
+        if let Some(a) = &self.alloc_id {
+            s.push(' ');
+            s.push_str(a);
+        }
+        if let Some(r) = &self.request_id {
+            s.push_str(&format!(" (request {r})"));
+        }
+        if let Some(n) = &self.nspace {
+            s.push_str(&format!(" job {n}"));
+        }
+        if let Some(t) = self.time_remaining {
+            s.push_str(&format!(
+                ": {} left",
+                crate::render::human::duration(u64::from(t))
+            ));
+        }
+        if let Some(c) = self.exit_code {
+            s.push_str(&format!(" exit {c}"));
+        }
+        if let Some(n) = &self.nodes {
+            if !n.is_empty() {
+                s.push_str(&format!(
+                    " nodes {}",
+                    crate::render::human::compact_nodes(n)
+                ));
+            }
+        }
+        s
+    }
+
+    /// Whether the event passes the `--alloc`, `--request-id`, `--job` and
+    /// `--event` filters of `w` (an empty filter passes everything).
+    pub fn matches(&self, w: &EventWatch) -> bool {
+        let kind_ok = w.events.is_empty()
+            || w.events.contains(&EventKind::Any)
+            || w.events.iter().any(|k| k.name() == self.event);
+        let in_list = |list: &[String], v: &Option<String>| {
+            list.is_empty() || v.as_ref().is_some_and(|v| list.contains(v))
+        };
+        kind_ok
+            && in_list(&w.alloc_ids, &self.alloc_id)
+            && in_list(&w.request_ids, &self.request_id)
+            && in_list(&w.nspaces, &self.nspace)
+    }
+
+    /// The `--exec` hook's environment: `PWATCH_*` (as documented) and the
+    /// `PMIX_*`-style names (`PMIX_EVENT`, `PMIX_ALLOC_ID`,
+    /// `PMIX_ALLOC_REQ_ID`, `PMIX_TIME_REMAINING`, `PMIX_NSPACE`,
+    /// `PMIX_EXIT_STATUS`, `PMIX_NODES`, `PMIX_EVENT_STATUS`).
+    pub fn hook_env(&self) -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        let mut put = |pw: &str, px: &str, val: Option<String>| {
+            let val = val.unwrap_or_default();
+            v.push((format!("PWATCH_{pw}"), val.clone()));
+            v.push((format!("PMIX_{px}"), val));
+        };
+        put("EVENT", "EVENT", Some(self.event.clone()));
+        put("ALLOC_ID", "ALLOC_ID", self.alloc_id.clone());
+        put("REQUEST_ID", "ALLOC_REQ_ID", self.request_id.clone());
+        put("NSPACE", "NSPACE", self.nspace.clone());
+        put(
+            "TIME_REMAINING",
+            "TIME_REMAINING",
+            self.time_remaining.map(|t| t.to_string()),
+        );
+        put("STATUS", "EVENT_STATUS", self.status.clone());
+        put(
+            "EXIT_CODE",
+            "EXIT_STATUS",
+            self.exit_code.map(|c| c.to_string()),
+        );
+        put("NODES", "NODES", self.nodes.as_ref().map(|n| n.join(",")));
+        v
+    }
+}
+
+/// Feed `n` synthetic events through the JSON-lines writer pwatch uses, into
+/// `out`; returns the time taken. Events alternate between timeout warnings
+/// and job ends with varying fields, so the serialiser does real work.
+pub fn render_synthetic<W: Write>(n: u64, out: W) -> std::io::Result<Duration> {
+    let ids: Vec<String> = (0..64).map(|i| format!("alloc.{i}")).collect();
+    let nss: Vec<String> = (0..64).map(|i| format!("prte-vm-4242@{i}")).collect();
+    let mut w = EventWriter::new(out);
+    let t0 = Instant::now();
+    let base = super::now_secs();
+    for i in 0..n {
+        let k = (i % 64) as usize;
+        let warn = i % 2 == 0;
+        let rec = EventRecord {
+            event: if warn { "timeout-warning" } else { "job-end" },
+            time: base + i as f64 * 1e-4,
+            alloc_id: warn.then(|| ids[k].as_str()),
+            request_id: (warn && i % 3 == 0).then_some("nightly"),
+            nspace: Some(nss[k].as_str()),
+            time_remaining: warn.then_some((i % 3600) as u32),
+            status: Some(if warn {
+                "PMIX_ALLOC_TIMEOUT_WARNING"
+            } else {
+                "PMIX_EVENT_JOB_END"
+            }),
+            exit_code: (!warn).then_some((i % 5) as i32),
+            nodes: None,
+        };
+        w.write(&rec)?;
+    }
+    w.flush()?;
+    Ok(t0.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{Info, Proc};
+
+    fn warning() -> Event {
+        Event {
+            status: Status::ALLOC_TIMEOUT_WARNING,
+            source: Proc {
+                nspace: "prte@0".into(),
+                rank: 0,
+            },
+            info: vec![
+                Info::new(keys::ALLOC_ID, "alloc.3"),
+                Info::new(keys::ALLOC_REQ_ID, "r1"),
+                Info::new(keys::TIME_REMAINING, Value::Uint32(300)),
+            ],
+        }
+    }
+
+    #[test]
+    fn fields_filters_and_hook_env() {
+        let f = EventFields::from_event(&warning(), 1.5);
+        assert_eq!(f.event, "timeout-warning");
+        assert_eq!(f.alloc_id.as_deref(), Some("alloc.3"));
+        assert_eq!(f.time_remaining, Some(300));
+        assert_eq!(
+            f.human(),
+            "timeout-warning alloc.3 (request r1): 5m 00s left"
+        );
+        let mut w = EventWatch {
+            events: vec![EventKind::TimeoutWarning],
+            ..Default::default()
+        };
+        assert!(f.matches(&w));
+        w.alloc_ids = vec!["alloc.4".into()];
+        assert!(!f.matches(&w));
+        w.alloc_ids = vec!["alloc.3".into()];
+        w.events = vec![EventKind::JobEnd];
+        assert!(!f.matches(&w));
+        let env = f.hook_env();
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("PWATCH_TIME_REMAINING"), Some("300"));
+        assert_eq!(get("PMIX_ALLOC_REQ_ID"), Some("r1"));
+        assert_eq!(get("PMIX_EXIT_STATUS"), Some(""));
+        let j: serde_json::Value =
+            serde_json::from_str(&crate::render::json::to_line(&f.record())).unwrap();
+        assert_eq!(j["type"], "event");
+        assert_eq!(j["time_remaining"], 300);
+    }
+
+    #[test]
+    fn codes() {
+        assert!(codes_for(&[EventKind::Any]).is_empty());
+        assert_eq!(
+            codes_for(&[EventKind::JobEnd, EventKind::TimeoutWarning]),
+            [Status::EVENT_JOB_END, Status::ALLOC_TIMEOUT_WARNING]
+        );
+        assert_eq!(kind_of(Status(-231)), Some(EventKind::Node));
+    }
+
+    #[test]
+    fn synthetic_render_is_valid_json_lines() {
+        let mut out = Vec::new();
+        render_synthetic(1000, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1000);
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["type"], "event");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! A tool's failure: the exit code, the PMIx status name and spec rule when
+//! the DVM refused something, and the sentence a person reads.
+
+use crate::cli::exit::{self, refusal_message, spec_rule, AttrsPresent, Exit, Operation};
+use crate::error::Error;
+use crate::render::ErrorRecord;
+use crate::status::Status;
+
+/// What went wrong, ready to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The exit code class.
+    pub exit: Exit,
+    /// PMIx status name, when a status explains it.
+    pub status: Option<String>,
+    /// The spec 001 rule that explains a refusal.
+    pub rule: Option<String>,
+    /// The sentence: what failed, why, what to do.
+    pub message: String,
+}
+
+/// Whether a status means the DVM could not be reached or went away.
+pub fn is_connection_status(st: Status) -> bool {
+    matches!(
+        st,
+        Status::ERR_UNREACH | Status::ERR_LOST_CONNECTION | Status::ERR_COMM_FAILURE
+    ) || st == Status::ERR_INIT
+}
+
+fn exit_from_code(code: i32) -> Exit {
+    match code {
+        exit::SUCCESS => Exit::Success,
+        exit::USAGE => Exit::Usage,
+        exit::CANNOT_CONNECT => Exit::CannotConnect,
+        exit::REFUSED => Exit::Refused,
+        exit::NOT_FOUND => Exit::NotFound,
+        exit::NO_PERMISSION => Exit::NoPermission,
+        exit::NOT_SUPPORTED => Exit::NotSupported,
+        exit::TIMED_OUT => Exit::TimedOut,
+        exit::INTERRUPTED => Exit::Interrupted,
+        _ => Exit::Other,
+    }
+}
+
+impl Failure {
+    /// Could not connect (exit 3), with the reason and what to do.
+    pub fn connect(e: &Error) -> Failure {
+        // The connection layer often says what to do already.
+        let advice = if e.context.contains("--uri") {
+            ""
+        } else {
+            ". Start one (`prte`, or `pdvm`), or point at it with --uri URI|file:PATH, --pid PID, \
+--namespace NS or --tmpdir DIR"
+        };
+        Failure {
+            exit: Exit::CannotConnect,
+            status: Some(e.status.name().to_string()),
+            rule: None,
+            message: format!("cannot connect to the DVM: {}{advice}", e.context),
+        }
+    }
+
+    /// The DVM refused `op` (or the connection failed while asking): the
+    /// status name, the spec rule and a hint, with the status's exit code.
+    pub fn refused(op: Operation, attrs: &AttrsPresent, e: &Error) -> Failure {
+        if is_connection_status(e.status) {
+            return Failure::lost(e);
+        }
+        let name = e.status.name();
+        let mut message = refusal_message(op, name, attrs);
+        if !e.context.is_empty()
+            && !e.context.ends_with("refused")
+            && e.context != "refused by the server"
+        {
+            message.push_str(&format!(" ({})", e.context));
+        }
+        Failure {
+            exit: exit_from_code(exit::exit_for_status(e.status.0)),
+            status: Some(name.to_string()),
+            rule: spec_rule(op, name, attrs).map(String::from),
+            message,
+        }
+    }
+
+    /// The connection to the DVM was lost mid-way (exit 3).
+    pub fn lost(e: &Error) -> Failure {
+        Failure {
+            exit: Exit::CannotConnect,
+            status: Some(e.status.name().to_string()),
+            rule: None,
+            message: format!("lost the DVM: {}", e.context),
+        }
+    }
+
+    /// Any other error from the library, mapped by its status.
+    pub fn from_error(what: &str, e: &Error) -> Failure {
+        if is_connection_status(e.status) {
+            return Failure::lost(e);
+        }
+        if e.status == Status::ERR_TIMEOUT {
+            return Failure::timed_out(&format!("{what}: {}", e.context));
+        }
+        Failure {
+            exit: exit_from_code(exit::exit_for_status(e.status.0)),
+            status: Some(e.status.name().to_string()),
+            rule: None,
+            message: format!("{what}: {e}"),
+        }
+    }
+
+    /// Timed out (exit 8).
+    pub fn timed_out(msg: &str) -> Failure {
+        Failure {
+            exit: Exit::TimedOut,
+            status: None,
+            rule: None,
+            message: msg.to_string(),
+        }
+    }
+
+    /// Interrupted by a signal (exit 130).
+    pub fn interrupted(msg: &str) -> Failure {
+        Failure {
+            exit: Exit::Interrupted,
+            status: None,
+            rule: None,
+            message: msg.to_string(),
+        }
+    }
+
+    /// A plain failure with exit 1.
+    pub fn other(msg: impl Into<String>) -> Failure {
+        Failure {
+            exit: Exit::Other,
+            status: None,
+            rule: None,
+            message: msg.into(),
+        }
+    }
+
+    /// A failure with an explicit exit class and status name.
+    pub fn with(exit: Exit, status: Option<&str>, msg: impl Into<String>) -> Failure {
+        Failure {
+            exit,
+            status: status.map(String::from),
+            rule: None,
+            message: msg.into(),
+        }
+    }
+
+    /// The `--json` error object.
+    pub fn record(&self) -> ErrorRecord {
+        ErrorRecord {
+            status: self.status.clone(),
+            rule: self.rule.clone(),
+            message: self.message.clone(),
+            exit_code: self.exit.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_map_to_their_codes() {
+        let a = AttrsPresent::default();
+        let f = Failure::refused(
+            Operation::AllocNew,
+            &a,
+            &Error::new(Status::ERR_NOT_SUPPORTED, "PMIX_ALLOC_NEW refused"),
+        );
+        assert_eq!(f.exit.code(), 7);
+        assert_eq!(f.status.as_deref(), Some("PMIX_ERR_NOT_SUPPORTED"));
+        assert!(f.message.contains("does not implement"), "{}", f.message);
+        let f = Failure::refused(
+            Operation::Release,
+            &a,
+            &Error::new(Status::ERR_NO_PERMISSIONS, "x"),
+        );
+        assert_eq!(f.exit.code(), 6);
+        assert!(f.rule.unwrap().contains("§8.2.1.9.1"));
+        let f = Failure::refused(
+            Operation::Release,
+            &a,
+            &Error::new(Status::ERR_LOST_CONNECTION, "gone"),
+        );
+        assert_eq!(f.exit.code(), 3);
+        assert_eq!(
+            Failure::from_error("q", &Error::new(Status::ERR_TIMEOUT, "slow"))
+                .exit
+                .code(),
+            8
+        );
+    }
+}

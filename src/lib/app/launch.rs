@@ -1,0 +1,326 @@
+//! Launching a job from the command line's apps and following it: the
+//! apps and job info PRRTE understands, output forwarded line by line
+//! (optionally tagged with the rank, or as JSON `output` objects), other
+//! events handed to the caller, and SIGINT/SIGTERM or `--timeout`
+//! terminating the job.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::cli::exit::Exit;
+use crate::cli::request::AppSpec;
+use crate::codec::{App, Info, Value};
+use crate::error::Result;
+use crate::ops::events::Event;
+use crate::ops::iof::IofChunk;
+use crate::ops::job::{follow_job, JobEnd, JobOutput};
+use crate::ops::{control, keys, Session};
+use crate::render::OutputRecord;
+use crate::status::Status;
+
+use super::signals;
+
+/// The PMIx app for one command-line app: argv, `VAR=VAL` environment
+/// (a bare `VAR` forwards our value, or nothing when we have none), the
+/// working directory (absolute; ours by default), `PMIX_WDIR` and
+/// `PMIX_HOST` per app.
+pub fn to_app(spec: &AppSpec) -> App {
+    let mut env = Vec::new();
+    for e in &spec.env {
+        match &e.value {
+            Some(v) => env.push(format!("{}={v}", e.name)),
+            None => {
+                if let Ok(v) = std::env::var(&e.name) {
+                    env.push(format!("{}={v}", e.name));
+                }
+            }
+        }
+    }
+    let here = std::env::current_dir().ok();
+    let cwd = match &spec.wdir {
+        Some(w) if std::path::Path::new(w).is_absolute() => Some(w.clone()),
+        Some(w) => Some(match &here {
+            Some(h) => h.join(w).display().to_string(),
+            None => w.clone(),
+        }),
+        None => here.map(|h| h.display().to_string()),
+    };
+    let mut info = Vec::new();
+    if spec.wdir.is_some() {
+        if let Some(c) = &cwd {
+            info.push(Info::new(keys::WDIR, c.as_str()));
+        }
+    }
+    if !spec.hosts.is_empty() {
+        info.push(Info::new(keys::HOST, spec.hosts.join(",")));
+    }
+    let mut argv = vec![spec.program.clone()];
+    argv.extend(spec.args.iter().cloned());
+    App {
+        cmd: spec.program.clone(),
+        argv,
+        env,
+        cwd,
+        maxprocs: i32::try_from(spec.np).unwrap_or(i32::MAX),
+        info,
+    }
+}
+
+/// The exit class of a job's status: 0..=255 as is; a PMIx error status
+/// (negative) counts as a failure (1) unless it names a signal.
+pub fn job_exit(end: &JobEnd) -> Exit {
+    match end.exit_status {
+        0 => Exit::Success,
+        c @ 1..=255 => Exit::Command(c),
+        _ => Exit::Command(1),
+    }
+}
+
+/// Writes forwarded output: raw bytes to our stdout/stderr, or, when lines
+/// must be tagged or rendered as JSON, line by line with per-stream buffers.
+pub struct OutputSink {
+    nspace: String,
+    tag: bool,
+    json: bool,
+    partial: HashMap<(u32, bool), Vec<u8>>,
+}
+
+/// Most bytes kept for an unterminated line before it is written anyway.
+const MAX_PARTIAL: usize = 1 << 20;
+
+impl OutputSink {
+    /// A sink for job `nspace`.
+    pub fn new(nspace: &str, tag: bool, json: bool) -> OutputSink {
+        OutputSink {
+            nspace: nspace.to_string(),
+            tag,
+            json,
+            partial: HashMap::new(),
+        }
+    }
+
+    /// Take one chunk.
+    pub fn chunk(&mut self, c: &IofChunk) {
+        let err = c.is_stderr();
+        if !self.tag && !self.json {
+            if err {
+                let mut e = std::io::stderr().lock();
+                let _ = e.write_all(&c.data);
+                let _ = e.flush();
+            } else {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(&c.data);
+                let _ = o.flush();
+            }
+            return;
+        }
+        let key = (c.source.rank, err);
+        let mut buf = self.partial.remove(&key).unwrap_or_default();
+        buf.extend_from_slice(&c.data);
+        let mut start = 0;
+        while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
+            self.line(c.source.rank, err, &buf[start..start + pos]);
+            start += pos + 1;
+        }
+        let rest = buf.split_off(start);
+        if rest.len() > MAX_PARTIAL {
+            self.line(c.source.rank, err, &rest);
+        } else if !rest.is_empty() {
+            self.partial.insert(key, rest);
+        }
+    }
+
+    fn line(&self, rank: u32, err: bool, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        if self.json {
+            let rec = OutputRecord {
+                nspace: self.nspace.clone(),
+                rank,
+                stream: if err { "stderr" } else { "stdout" }.into(),
+                line: text.into_owned(),
+            };
+            let mut o = std::io::stdout().lock();
+            let _ = crate::render::json::write_line(&mut o, &rec);
+            let _ = o.flush();
+        } else if err {
+            eprintln!("[{rank}] {text}");
+        } else {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "[{rank}] {text}");
+            let _ = o.flush();
+        }
+    }
+
+    /// Write any unterminated lines still buffered.
+    pub fn flush(&mut self) {
+        let mut keys: Vec<(u32, bool)> = self.partial.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            if let Some(rest) = self.partial.remove(&k) {
+                self.line(k.0, k.1, &rest);
+            }
+        }
+    }
+}
+
+/// How following a job ended, besides its own end.
+pub enum Followed {
+    /// The job ended.
+    Ended(JobEnd),
+    /// `timeout` passed; the job was terminated.
+    TimedOut,
+    /// A signal arrived; the job was terminated (or its end awaited).
+    Interrupted(i32),
+}
+
+/// Ask the DVM to stop job `nspace`: `PMIX_JOB_CTRL_TERMINATE`, and where
+/// the DVM does not support that (PRRTE 3.0 answers
+/// `PMIX_ERR_NOT_SUPPORTED`), SIGTERM to every process.
+pub fn stop_job(s: &Session, nspace: &str) {
+    if control::terminate_job(s, nspace).is_err() {
+        let _ = control::signal_job(s, nspace, nix::libc::SIGTERM);
+    }
+}
+
+/// Last resort after [`stop_job`]: `PMIX_JOB_CTRL_KILL`.
+pub fn kill_job(s: &Session, nspace: &str) {
+    let all = crate::codec::Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
+    let _ = control::job_control(s, &[all], &[Info::new(keys::JOB_CTRL_KILL, true)]);
+}
+
+/// How long a stopped job may take to end before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
+/// arrives; in the last two cases the job is stopped ([`stop_job`], then
+/// [`kill_job`] after [`STOP_GRACE`]) and its end awaited. Output and other
+/// events go to `on_output`.
+pub fn follow(
+    s: &Session,
+    nspace: &str,
+    timeout: Option<Duration>,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Result<Followed> {
+    let done = AtomicBool::new(false);
+    let timed_out = AtomicBool::new(false);
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut stopped: Option<Instant> = None;
+            let mut killed = false;
+            while !done.load(Ordering::SeqCst) {
+                let now = Instant::now();
+                match stopped {
+                    None => {
+                        let late = deadline.is_some_and(|d| now >= d);
+                        if late || signals::caught().is_some() {
+                            timed_out.store(late, Ordering::SeqCst);
+                            stop_job(s, nspace);
+                            stopped = Some(now);
+                        }
+                    }
+                    Some(t) if !killed && now >= t + STOP_GRACE => {
+                        kill_job(s, nspace);
+                        killed = true;
+                    }
+                    Some(_) => {}
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        // A backstop well after the watcher's stop and kill.
+        let backstop = timeout.map(|t| t + STOP_GRACE * 3);
+        let r = follow_job(s, nspace, backstop, on_output);
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    if let Some(sig) = signals::caught() {
+        if !timed_out.load(Ordering::SeqCst) {
+            return Ok(Followed::Interrupted(sig));
+        }
+    }
+    if timed_out.load(Ordering::SeqCst) {
+        return Ok(Followed::TimedOut);
+    }
+    match result {
+        Ok(end) => Ok(Followed::Ended(end)),
+        Err(e) if e.status == Status::ERR_TIMEOUT => Ok(Followed::TimedOut),
+        Err(e) => Err(e),
+    }
+}
+
+/// Job info for a spawn: the launcher's (forward output, notify
+/// completion) and [`placement_info`].
+pub fn job_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
+    let mut info = crate::ops::spawn::launcher_job_info();
+    info.extend(placement_info(target, map_by));
+    info
+}
+
+/// Where the job may run: `PMIX_SPAWN_TARGET` when given, `PMIX_MAPBY`,
+/// and no core binding when the mapping oversubscribes (as mpirun does).
+pub fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
+    let mut info = Vec::new();
+    if let Some(t) = target {
+        info.push(Info::new(keys::SPAWN_TARGET, t));
+    }
+    if let Some(m) = map_by {
+        info.push(Info::new(keys::MAPBY, m));
+        if m.to_ascii_uppercase().contains("OVERSUBSCRIBE") {
+            info.push(Info::new(BINDTO, "none"));
+        }
+    }
+    info
+}
+
+/// `PMIX_BINDTO`: the binding policy of a job.
+pub const BINDTO: &str = "pmix.bindto";
+
+/// Whether `ev` is a job-end or timeout-warning of interest while a job runs.
+pub fn is_warning(ev: &Event) -> bool {
+    ev.status == Status::ALLOC_TIMEOUT_WARNING
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse::EnvSpec;
+
+    #[test]
+    fn app_from_spec() {
+        std::env::set_var("PMT_LAUNCH_TEST_VAR", "v1");
+        let spec = AppSpec {
+            np: 3,
+            program: "prog".into(),
+            args: vec!["a".into(), "b".into()],
+            env: vec![
+                EnvSpec {
+                    name: "X".into(),
+                    value: Some("1".into()),
+                },
+                EnvSpec {
+                    name: "PMT_LAUNCH_TEST_VAR".into(),
+                    value: None,
+                },
+                EnvSpec {
+                    name: "PMT_SURELY_UNSET_VAR".into(),
+                    value: None,
+                },
+            ],
+            wdir: Some("/tmp".into()),
+            hosts: vec!["n1".into(), "n2".into()],
+        };
+        let app = to_app(&spec);
+        assert_eq!(app.argv, ["prog", "a", "b"]);
+        assert_eq!(app.maxprocs, 3);
+        assert_eq!(app.env, ["X=1", "PMT_LAUNCH_TEST_VAR=v1"]);
+        assert_eq!(app.cwd.as_deref(), Some("/tmp"));
+        let host = app.info.iter().find(|i| i.key == keys::HOST).unwrap();
+        assert_eq!(host.value.as_str(), Some("n1,n2"));
+    }
+}

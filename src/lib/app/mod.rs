@@ -1,0 +1,63 @@
+//! The four tools' run logic, one module per tool, so each binary is a short
+//! `main` that parses its flags and hands them to [`palloc::run`],
+//! [`pspawn::run`], [`prelease::run`] or [`pwatch::run`]. Each returns the
+//! process exit code (see [`crate::cli::exit`]).
+//!
+//! Shared pieces: [`ui`] (where human lines, warnings and JSON go),
+//! [`failure`] (turning a library error into the sentence, the JSON error
+//! object and the exit code), [`signals`] (SIGINT/SIGTERM as a flag),
+//! [`launch`] (spawning a job from the command line's apps and following it
+//! with its output forwarded), [`events`] (an event's fields, filters, hooks
+//! and the JSON rendering path) and [`status`] (pwatch's status tables).
+
+pub mod events;
+pub mod failure;
+pub mod launch;
+pub mod palloc;
+pub mod prelease;
+pub mod pspawn;
+pub mod pwatch;
+pub mod signals;
+pub mod status;
+pub mod ui;
+
+pub use failure::Failure;
+pub use ui::Ui;
+
+use crate::cli::ConnectArgs;
+use crate::conn::Identity;
+use crate::ops::Session;
+
+/// Connect as the connection flags say; a failure is already a
+/// [`Failure`] with exit code 3 and a sentence saying what to do. With
+/// `-v`, says who we connected as.
+pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
+    let s = Session::connect(&args.to_options()).map_err(|e| Failure::connect(&e))?;
+    if ui.level > 0 {
+        let (ns, rank) = s.me();
+        let (server, _) = s.conn().server();
+        let who = match s.conn().identity() {
+            Identity::Client { .. } => format!("a client of job {ns} (rank {rank})"),
+            _ => format!("tool {ns}"),
+        };
+        ui.detail(&format!(
+            "connected to {server} (PMIx {}, wire {}) as {who}",
+            s.server_version().unwrap_or("?"),
+            s.wire().name()
+        ));
+    }
+    Ok(s)
+}
+
+/// Say goodbye to the server; its answer does not change the exit code.
+pub fn finish(s: Session) {
+    let _ = s.finalize();
+}
+
+/// Seconds since the Unix epoch, with fraction.
+pub fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}

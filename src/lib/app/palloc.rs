@@ -1,0 +1,502 @@
+//! `palloc`: request an allocation (NEW, or EXTEND), say what was granted
+//! and what becomes of it when palloc ends; optionally hold it until a
+//! signal, or run a command inside it.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::exit::{AttrsPresent, Exit, Operation};
+use crate::cli::palloc::disposition_on_exit;
+use crate::cli::parse::Inheritance;
+use crate::cli::request::{directive, AllocRequest, AppSpec};
+use crate::cli::{PallocArgs, PallocMode};
+use crate::codec::{dt, AllocInheritance, Info, Value};
+use crate::conn::Identity;
+use crate::error::Result;
+use crate::ops::alloc::{alloc_time_value, allocate, parse_alloc_time, AllocReply};
+use crate::ops::events::{decode_notification, register};
+use crate::ops::job::{watch_job_ends, JobOutput};
+use crate::ops::{keys, Session};
+use crate::render::human::allocation_line;
+use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
+use crate::status::Status;
+
+use super::events::EventFields;
+use super::launch::{self, Followed, OutputSink};
+use super::{connect, finish, now_secs, signals, Failure, Ui};
+
+/// How long a queued request may wait for its grant.
+const QUEUE_WAIT: Duration = Duration::from_secs(30 * 86_400);
+/// How long `--no-wait` listens for an immediate refusal after printing the id.
+const NO_WAIT_GRACE: Duration = Duration::from_millis(300);
+
+/// Run palloc; returns the exit code.
+pub fn run(args: &PallocArgs) -> i32 {
+    let ui = Ui::new("palloc", &args.output());
+    signals::install();
+    match run_inner(args, &ui) {
+        Ok(code) => code,
+        Err(f) => ui.fail(&f),
+    }
+}
+
+/// The request id palloc sends with a NEW when the user gave none, so the
+/// request can be cancelled and named: `palloc-<pid>-<millis>`.
+pub fn generated_request_id() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("palloc-{}-{ms}", std::process::id())
+}
+
+/// The attributes of `req` for a server speaking `server_version`; the
+/// inheritance is left out when `send_inheritance` is false.
+pub fn request_infos(
+    req: &AllocRequest,
+    server_version: Option<&str>,
+    send_inheritance: bool,
+) -> Vec<Info> {
+    let mut v = Vec::new();
+    if let Some(n) = req.nodes {
+        v.push(Info::new(keys::ALLOC_NUM_NODES, n));
+    }
+    if !req.nodelist.is_empty() {
+        v.push(Info::new(keys::ALLOC_NODE_LIST, req.nodelist.join(",")));
+    }
+    if !req.exclude.is_empty() {
+        v.push(Info::new(keys::ALLOC_EXCLUDE, req.exclude.join(",")));
+    }
+    if let Some(c) = req.cpus {
+        v.push(Info::new(keys::ALLOC_NUM_CPUS, c));
+    }
+    if let Some(m) = req.mem_mb {
+        v.push(Info::new(keys::ALLOC_MEM_SIZE, Value::Float(m)));
+    }
+    if let Some(t) = req.time_secs {
+        v.push(Info::new(
+            keys::ALLOC_TIME,
+            alloc_time_value(server_version, t),
+        ));
+    }
+    if let Some(q) = &req.queue {
+        v.push(Info::new(keys::ALLOC_QUEUE, q.as_str()));
+    }
+    if let Some(a) = &req.alloc_id {
+        v.push(Info::new(keys::ALLOC_ID, a.as_str()));
+    }
+    if let Some(r) = &req.request_id {
+        v.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
+    }
+    if let Some(t) = &req.target {
+        v.push(Info::new(keys::ALLOC_TARGET, t.as_str()));
+    }
+    if req.share {
+        v.push(Info::new(keys::ALLOC_SHARE, true));
+    }
+    if let (Some(code), true) = (req.inherit, send_inheritance) {
+        v.push(Info::new(
+            keys::ALLOC_INHERITANCE,
+            Value::AllocInherit(AllocInheritance(code)),
+        ));
+    }
+    if let Some(w) = req.warn_timeout {
+        v.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
+    }
+    v
+}
+
+fn inherit_word(code: Option<u8>) -> &'static str {
+    code.and_then(Inheritance::from_code)
+        .unwrap_or(Inheritance::Default)
+        .word()
+}
+
+fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
+    let mut req = args.request();
+    let mode = args.mode();
+    if req.directive == directive::NEW && req.request_id.is_none() {
+        req.request_id = Some(generated_request_id());
+    }
+    let mut s = connect(&args.connect, ui)?;
+    let from_application = matches!(s.conn().identity(), Identity::Client { .. });
+    let attrs = AttrsPresent {
+        target: req.target.is_some(),
+        from_application,
+        alloc_id: req.alloc_id.is_some(),
+        req_id: req.request_id.is_some(),
+        non_default_inheritance: req
+            .inherit
+            .is_some_and(|c| c != Inheritance::Default.code()),
+        spawn_target: false,
+    };
+    let op = if req.directive == directive::EXTEND {
+        Operation::AllocExtend
+    } else {
+        Operation::AllocNew
+    };
+
+    // PMIX_ALLOC_INHERITANCE needs wire type 75, which a v41 server lacks.
+    let mut send_inheritance = req.inherit.is_some();
+    if send_inheritance && !s.wire().supports(dt::ALLOC_INHERIT) {
+        if req.inherit == Some(Inheritance::Default.code()) {
+            ui.detail("--inherit default is this DVM's behaviour already; not sending it");
+            send_inheritance = false;
+        } else {
+            let msg = format!(
+                "this DVM's PMIx ({}) cannot carry PMIX_ALLOC_INHERITANCE; --inherit needs a DVM with \
+reservation support (nothing was sent)",
+                s.wire().name()
+            );
+            finish(s);
+            return Err(Failure::with(
+                Exit::NotSupported,
+                Some("PMIX_ERR_NOT_SUPPORTED"),
+                msg,
+            ));
+        }
+    }
+    let infos = request_infos(&req, s.server_version(), send_inheritance);
+
+    // Warnings for this allocation go to the requester: listen before asking.
+    if matches!(mode, PallocMode::Hold | PallocMode::Run(_)) {
+        if let Err(e) = register(
+            &s,
+            &[Status::ALLOC_TIMEOUT_WARNING],
+            &[Info::new(keys::EVENT_HDLR_NAME, "palloc-timeout-warning")],
+        ) {
+            ui.detail(&format!("cannot register for timeout warnings: {e}"));
+        }
+    }
+    s.set_timeout(QUEUE_WAIT);
+    let s = Arc::new(s);
+    let (tx, rx) = mpsc::channel::<Result<AllocReply>>();
+    let worker = {
+        let s = Arc::clone(&s);
+        let d = req.directive;
+        std::thread::spawn(move || {
+            let _ = tx.send(allocate(&s, d, &infos));
+        })
+    };
+
+    if mode == PallocMode::NoWait {
+        ui.record(&RequestRecord {
+            request_id: req.request_id.clone(),
+            state: "accepted".into(),
+        });
+        if let Some(r) = &req.request_id {
+            ui.result(r);
+        }
+        // Report an immediate refusal; otherwise leave the request queued.
+        return match rx.recv_timeout(NO_WAIT_GRACE) {
+            Ok(Err(e)) => Err(Failure::refused(op, &attrs, &e)),
+            Ok(Ok(reply)) => {
+                let rec = granted_record(&req, &reply, &s, from_application);
+                ui.record(&rec);
+                ui.note(&allocation_line(&rec));
+                Ok(0)
+            }
+            Err(_) => Ok(0),
+        };
+    }
+
+    let spinner = ui.spinner("waiting for the scheduler to grant the request");
+    let reply = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(crate::error::Error::new(
+                    Status::ERR_LOST_CONNECTION,
+                    "the request was lost",
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(sig) = signals::caught() {
+            if let Some(pb) = &spinner {
+                pb.finish_and_clear();
+            }
+            return Err(cancel_queued(&s, &req, sig, ui));
+        }
+    };
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    let _ = worker.join();
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            close(s);
+            return Err(Failure::refused(op, &attrs, &e));
+        }
+    };
+    let rec = granted_record(&req, &reply, &s, from_application);
+    ui.record(&rec);
+    ui.result(&allocation_line(&rec));
+    let code = match mode {
+        PallocMode::Print | PallocMode::NoWait => Ok(0),
+        PallocMode::Hold => hold(&s, &rec, ui),
+        PallocMode::Run(cmd) => run_command(&s, &rec, &cmd, ui),
+    };
+    let code = match code {
+        Ok(c) => c,
+        Err(f) => {
+            ui.note(&rec.on_owner_exit);
+            close(s);
+            return Err(f);
+        }
+    };
+    ui.note(&rec.on_owner_exit);
+    ui.record(&ExitRecord {
+        exit_code: code,
+        alloc_id: Some(rec.alloc_id.clone()),
+        on_owner_exit: Some(rec.on_owner_exit.clone()),
+    });
+    close(s);
+    Ok(code)
+}
+
+/// Finalize the session once no other thread holds it.
+fn close(s: Arc<Session>) {
+    if let Ok(s) = Arc::try_unwrap(s) {
+        finish(s);
+    }
+}
+
+/// Ctrl-C while the request is queued: withdraw it, then exit 130.
+fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, ui: &Ui) -> Failure {
+    let name = signals::name(sig);
+    let Some(id) = &req.request_id else {
+        return Failure::interrupted(&format!(
+            "interrupted by {name} while the request was queued"
+        ));
+    };
+    let (tx, rx) = mpsc::channel();
+    let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let _ = tx.send(allocate(s, directive::REQ_CANCEL, &cancel));
+        });
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(Ok(_)) => Failure::interrupted(&format!(
+                "interrupted by {name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
+            )),
+            Ok(Err(e)) => {
+                ui.detail(&format!("cancel of {id} answered {e}"));
+                Failure::interrupted(&format!(
+                    "interrupted by {name}; cancelling queued request {id} was refused: {}",
+                    e.status.name()
+                ))
+            }
+            Err(_) => {
+                s.conn().shutdown();
+                Failure::interrupted(&format!(
+                    "interrupted by {name}; no answer to the cancel of request {id}"
+                ))
+            }
+        }
+    })
+}
+
+fn node_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::DataArray(a) => a.as_strings().map(<[String]>::to_vec).unwrap_or_default(),
+        v => v
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(String::from)
+            .collect(),
+    }
+}
+
+/// What palloc prints for a grant.
+pub fn granted_record(
+    req: &AllocRequest,
+    reply: &AllocReply,
+    s: &Session,
+    from_application: bool,
+) -> AllocationRecord {
+    let find = |k: &str| reply.info.iter().find(|i| i.key == k).map(|i| &i.value);
+    let alloc_id = reply
+        .alloc_id
+        .clone()
+        .or_else(|| req.alloc_id.clone())
+        .unwrap_or_else(|| "(unnamed)".into());
+    let nodes = find(keys::ALLOC_NODE_LIST)
+        .or_else(|| find(keys::NODE_LIST))
+        .map(node_list)
+        .unwrap_or_else(|| req.nodelist.clone());
+    let time = find(keys::ALLOC_TIME)
+        .and_then(parse_alloc_time)
+        .or(req.time_secs);
+    let extend = req.directive == directive::EXTEND;
+    let owner = req.target.clone().or_else(|| (!extend).then(|| s.me().0));
+    let owner_is_self = !extend && req.target.is_none() && !from_application;
+    AllocationRecord {
+        alloc_id: alloc_id.clone(),
+        request_id: reply.request_id.clone().or_else(|| req.request_id.clone()),
+        directive: if extend { "extend" } else { "new" }.into(),
+        state: "granted".into(),
+        nodes,
+        time_limit_secs: time,
+        expires_at: time.map(|t| now_secs() as u64 + t),
+        reserved: !req.share,
+        owner_nspace: owner,
+        inherit: inherit_word(req.inherit).into(),
+        on_owner_exit: disposition_on_exit(req.inherit, owner_is_self, &alloc_id),
+    }
+}
+
+fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
+    let f = EventFields::from_event(ev, now_secs());
+    if f.alloc_id.as_deref().is_some_and(|a| a != alloc_id) {
+        return;
+    }
+    if ui.json {
+        ui.record(&f.record());
+    } else {
+        let left = f
+            .time_remaining
+            .map(|t| crate::render::human::duration(u64::from(t)))
+            .unwrap_or_else(|| "little time".into());
+        eprintln!(
+            "palloc: warning: allocation {alloc_id} expires in {left} \
+(extend it: palloc --extend {alloc_id} -t DURATION)"
+        );
+    }
+}
+
+/// `--hold`: keep the allocation (and palloc's namespace) until a signal.
+fn hold(s: &Session, rec: &AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
+    ui.note(&format!(
+        "holding allocation {}; Ctrl-C or SIGTERM ends palloc",
+        rec.alloc_id
+    ));
+    loop {
+        if signals::caught().is_some() {
+            return Ok(0);
+        }
+        match s.conn().next_unsolicited(Duration::from_millis(100)) {
+            Some(crate::conn::Unsolicited::Notify(bytes)) => {
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    if launch::is_warning(&ev) {
+                        show_warning(&ev, &rec.alloc_id, ui);
+                    }
+                }
+            }
+            Some(crate::conn::Unsolicited::Closed(e)) => return Err(Failure::lost(&e)),
+            _ => {}
+        }
+    }
+}
+
+/// `-- CMD`: run CMD inside the allocation and return its status.
+fn run_command(
+    s: &Session,
+    rec: &AllocationRecord,
+    cmd: &[String],
+    ui: &Ui,
+) -> std::result::Result<i32, Failure> {
+    let (program, args) = cmd
+        .split_first()
+        .ok_or_else(|| Failure::other("no command to run"))?;
+    let spec = AppSpec {
+        np: 1,
+        program: program.clone(),
+        args: args.to_vec(),
+        env: vec![crate::cli::parse::EnvSpec {
+            name: "PMIX_ALLOC_ID".into(),
+            value: Some(rec.alloc_id.clone()),
+        }],
+        wdir: None,
+        hosts: vec![],
+    };
+    let app = launch::to_app(&spec);
+    let info = launch::job_info(Some(Value::from(rec.alloc_id.as_str())), None);
+    watch_job_ends(s).map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    let spawn_attrs = AttrsPresent {
+        spawn_target: true,
+        ..Default::default()
+    };
+    let nspace = crate::ops::spawn::spawn(s, &info, &[app])
+        .map_err(|e| Failure::refused(Operation::Spawn, &spawn_attrs, &e))?;
+    ui.detail(&format!(
+        "running {program} as job {nspace} in {}",
+        rec.alloc_id
+    ));
+    let mut sink = OutputSink::new(&nspace, false, ui.json);
+    let followed = launch::follow(s, &nspace, None, &mut |o| match o {
+        JobOutput::Output(c) => sink.chunk(c),
+        JobOutput::Event(ev) if launch::is_warning(ev) => show_warning(ev, &rec.alloc_id, ui),
+        JobOutput::Event(_) => {}
+    })
+    .map_err(|e| Failure::from_error(&format!("while {program} ran"), &e))?;
+    sink.flush();
+    match followed {
+        Followed::Ended(end) => Ok(launch::job_exit(&end).code()),
+        Followed::TimedOut => Ok(Exit::TimedOut.code()),
+        Followed::Interrupted(sig) => {
+            ui.note(&format!(
+                "interrupted by {}; job {nspace} was terminated",
+                signals::name(sig)
+            ));
+            Ok(Exit::Interrupted.code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infos_carry_every_flag_in_wire_form() {
+        let req = AllocRequest {
+            directive: directive::NEW,
+            nodes: Some(2),
+            nodelist: vec!["n1".into(), "n2".into()],
+            exclude: vec!["n3".into()],
+            cpus: Some(8),
+            mem_mb: Some(512.0),
+            time_secs: Some(3600),
+            queue: Some("q".into()),
+            request_id: Some("r1".into()),
+            alloc_id: None,
+            target: Some("job@1".into()),
+            share: true,
+            inherit: Some(2),
+            warn_timeout: Some(60),
+        };
+        let v = request_infos(&req, Some("5.0.11"), true);
+        let get = |k: &str| v.iter().find(|i| i.key == k).map(|i| i.value.clone());
+        assert_eq!(get(keys::ALLOC_NUM_NODES), Some(Value::Uint64(2)));
+        assert_eq!(get(keys::ALLOC_NODE_LIST), Some(Value::from("n1,n2")));
+        assert_eq!(get(keys::ALLOC_EXCLUDE), Some(Value::from("n3")));
+        assert_eq!(get(keys::ALLOC_NUM_CPUS), Some(Value::Uint64(8)));
+        assert_eq!(get(keys::ALLOC_MEM_SIZE), Some(Value::Float(512.0)));
+        assert_eq!(get(keys::ALLOC_TIME), Some(Value::from("0:01:00:00")));
+        assert_eq!(get(keys::ALLOC_QUEUE), Some(Value::from("q")));
+        assert_eq!(get(keys::ALLOC_REQ_ID), Some(Value::from("r1")));
+        assert_eq!(get(keys::ALLOC_TARGET), Some(Value::from("job@1")));
+        assert_eq!(get(keys::ALLOC_SHARE), Some(Value::Bool(true)));
+        assert_eq!(
+            get(keys::ALLOC_INHERITANCE),
+            Some(Value::AllocInherit(AllocInheritance::CHILD))
+        );
+        assert_eq!(get(keys::ALLOC_WARN_TIMEOUT), Some(Value::Uint32(60)));
+        let old = request_infos(&req, Some("4.2.2"), false);
+        assert!(old.iter().all(|i| i.key != keys::ALLOC_INHERITANCE));
+        assert!(old
+            .iter()
+            .any(|i| i.key == keys::ALLOC_TIME && i.value == Value::Uint32(3600)));
+    }
+
+    #[test]
+    fn generated_ids_are_distinct_per_process() {
+        assert!(generated_request_id().starts_with(&format!("palloc-{}-", std::process::id())));
+    }
+}

@@ -1,0 +1,104 @@
+//! `prelease`: RELEASE (whole or partial), REQ_CANCEL, REAQUIRE.
+
+use crate::cli::exit::{AttrsPresent, Operation};
+use crate::cli::request::{directive, ReleaseRequest};
+use crate::cli::PreleaseArgs;
+use crate::codec::Info;
+use crate::conn::Identity;
+use crate::ops::alloc::allocate;
+use crate::ops::{keys, Session};
+use crate::render::ReleaseRecord;
+
+use super::{connect, finish, Failure, Ui};
+
+/// Run prelease; returns the exit code (the first failure's).
+pub fn run(args: &PreleaseArgs) -> i32 {
+    let ui = Ui::new("prelease", &args.output);
+    let s = match connect(&args.connect, &ui) {
+        Ok(s) => s,
+        Err(f) => return ui.fail(&f),
+    };
+    let mut first_failure = 0;
+    for req in args.requests() {
+        let code = one(&s, &req, &ui);
+        if first_failure == 0 {
+            first_failure = code;
+        }
+    }
+    finish(s);
+    first_failure
+}
+
+/// The attributes of one release-family request.
+pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
+    let mut v = Vec::new();
+    if let Some(a) = &req.alloc_id {
+        v.push(Info::new(keys::ALLOC_ID, a.as_str()));
+    }
+    if let Some(r) = &req.request_id {
+        v.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
+    }
+    if let Some(n) = req.nodes {
+        v.push(Info::new(keys::ALLOC_NUM_NODES, n));
+    }
+    if !req.nodelist.is_empty() {
+        v.push(Info::new(keys::ALLOC_NODE_LIST, req.nodelist.join(",")));
+    }
+    v
+}
+
+fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> i32 {
+    let (op, word, done) = match req.directive {
+        directive::REQ_CANCEL => (Operation::Cancel, "cancel", "cancelled request"),
+        directive::REAQUIRE => (Operation::Reacquire, "reacquire", "reacquired"),
+        _ => (Operation::Release, "release", "released"),
+    };
+    let what = req
+        .alloc_id
+        .clone()
+        .or_else(|| req.request_id.as_ref().map(|r| format!("request {r}")))
+        .unwrap_or_default();
+    let mut rec = ReleaseRecord {
+        directive: word.into(),
+        alloc_id: req.alloc_id.clone(),
+        request_id: req.request_id.clone(),
+        status: "PMIX_SUCCESS".into(),
+        exit_code: 0,
+        rule: None,
+    };
+    match allocate(s, req.directive, &release_infos(req)) {
+        Ok(_) => {
+            ui.record(&rec);
+            let partial = if req.nodes.is_some() || !req.nodelist.is_empty() {
+                " (partial)"
+            } else {
+                ""
+            };
+            let what = if req.directive == directive::REQ_CANCEL {
+                req.request_id.clone().unwrap_or_default()
+            } else {
+                what
+            };
+            ui.result(&format!("{done} {what}{partial}"));
+            0
+        }
+        Err(e) => {
+            let attrs = AttrsPresent {
+                from_application: matches!(s.conn().identity(), Identity::Client { .. }),
+                alloc_id: req.alloc_id.is_some(),
+                req_id: req.request_id.is_some(),
+                ..Default::default()
+            };
+            let mut f = Failure::refused(op, &attrs, &e);
+            f.message = format!("{what}: {}", f.message);
+            rec.status = f.status.clone().unwrap_or_default();
+            rec.exit_code = f.exit.code();
+            rec.rule = f.rule.clone();
+            ui.record(&rec);
+            if ui.level > -2 {
+                eprintln!("prelease: {}", f.message);
+            }
+            f.exit.code()
+        }
+    }
+}

