@@ -334,8 +334,25 @@ pub fn granted_record(
         .and_then(parse_alloc_time)
         .or(req.time_secs);
     let extend = req.directive == directive::EXTEND;
-    let owner = req.target.clone().or_else(|| (!extend).then(|| s.me().0));
-    let owner_is_self = !extend && req.target.is_none() && !from_application;
+    // What the DVM applied wins over what was asked (a DVM may ignore
+    // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
+    let owner = find(keys::ALLOC_TARGET)
+        .and_then(|v| v.as_str())
+        .map(String::from)
+        .or_else(|| req.target.clone())
+        .or_else(|| (!extend).then(|| s.me().0));
+    let share = find(keys::ALLOC_SHARE)
+        .map(|v| v.is_true())
+        .unwrap_or(req.share);
+    let inherit = match find(keys::ALLOC_INHERITANCE) {
+        Some(crate::codec::Value::AllocInherit(i)) => Some(i.0),
+        Some(v) => v
+            .as_str()
+            .and_then(crate::codec::AllocInheritance::from_word)
+            .map(|i| i.0),
+        None => req.inherit,
+    };
+    let owner_is_self = !from_application && owner.as_deref() == Some(s.me().0.as_str());
     AllocationRecord {
         alloc_id: alloc_id.clone(),
         request_id: reply.request_id.clone().or_else(|| req.request_id.clone()),
@@ -344,10 +361,10 @@ pub fn granted_record(
         nodes,
         time_limit_secs: time,
         expires_at: time.map(|t| now_secs() as u64 + t),
-        reserved: !req.share,
+        reserved: !share,
         owner_nspace: owner,
-        inherit: inherit_word(req.inherit).into(),
-        on_owner_exit: disposition_on_exit(req.inherit, owner_is_self, &alloc_id),
+        inherit: inherit_word(inherit).into(),
+        on_owner_exit: disposition_on_exit(inherit, owner_is_self, &alloc_id),
     }
 }
 

@@ -11,8 +11,8 @@
 //!    variable set by the launching server), unless a tool identity is
 //!    forced: that server, as a client of the job;
 //! 6. otherwise the one live server whose `pmix.<host>.tool` file is found in
-//!    the search directories (`--tmpdir`, else `PMIX_SERVER_TMPDIR`,
-//!    `TMPDIR`, `/tmp`, each with its immediate subdirectories, which is where
+//!    the search directories (`--tmpdir`, else `PMIX_SERVER_TMPDIR` and
+//!    `TMPDIR`, else `/tmp`; each with its immediate subdirectories, which is where
 //!    a PRRTE DVM puts its `prte.<pid>/` folder). Two or more live servers is
 //!    an error that lists them.
 
@@ -227,22 +227,22 @@ pub fn job_client_target(env: &dyn Env) -> Result<Option<Target>> {
 
 /// Directories searched for rendezvous files, in order, without duplicates.
 pub fn search_dirs(opts: &ConnectOptions, env: &dyn Env) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    let mut add = |p: PathBuf| {
-        if !dirs.contains(&p) {
-            dirs.push(p);
-        }
-    };
     if let Some(d) = &opts.tmpdir {
-        add(d.clone());
-        return dirs;
+        return vec![d.clone()];
     }
+    let mut dirs: Vec<PathBuf> = Vec::new();
     for key in ["PMIX_SERVER_TMPDIR", "TMPDIR"] {
-        if let Some(v) = env.var(key) {
-            add(PathBuf::from(v));
+        if let Some(v) = env.var(key).map(PathBuf::from) {
+            if !dirs.contains(&v) {
+                dirs.push(v);
+            }
         }
     }
-    add(PathBuf::from("/tmp"));
+    // /tmp only when no session tmpdir is set: a user who points TMPDIR
+    // somewhere means the servers there, not every server on the machine.
+    if dirs.is_empty() {
+        dirs.push(PathBuf::from("/tmp"));
+    }
     dirs
 }
 

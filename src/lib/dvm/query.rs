@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::sched::{NodeOrigin, Scheduler};
 
 use super::jobs::{JobState, NsKind};
-use super::model::{Dvm, ResStage};
+use super::model::{Dvm, ResStage, Reservation};
 
 /// Life stage of a reservation as shown to users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,46 +107,44 @@ impl Dvm {
     pub fn reservations(&self, sched: &Scheduler, now: u64) -> Vec<ReservationView> {
         let mut v: Vec<_> = self.res.values().collect();
         v.sort_by_key(|r| r.seq);
-        v.into_iter()
-            .map(|r| {
-                let sv = sched.allocation(&r.id);
-                let exp = sv.as_ref().and_then(|s| s.expires_at_ms);
-                let o = self.gen.at(r.owner);
-                let state = match r.stage {
-                    ResStage::Queued => ReservationState::Queued,
-                    ResStage::Active if o.ended && r.inherit.waits_for_children() => {
-                        ReservationState::Draining
-                    }
-                    ResStage::Active => ReservationState::Active,
-                };
-                ReservationView {
-                    alloc_id: r.id.clone(),
-                    req_id: r.req_id.clone(),
-                    owner: o.name.clone(),
-                    owners: r.owners.clone(),
-                    inheritance: r.inherit.word(),
-                    inheritance_given: r.inherit_given,
-                    share: r.share,
-                    nodes: r
-                        .nodes
-                        .iter()
-                        .map(|&i| self.nodes[i].name.clone())
-                        .collect(),
-                    expires_at_ms: exp,
-                    remaining_secs: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
-                    warn_secs: sv.and_then(|s| s.warn_secs),
-                    requester: r.requester.clone(),
-                    state,
-                }
-            })
-            .collect()
+        v.into_iter().map(|r| self.view_of(r, sched, now)).collect()
     }
 
     /// One reservation by id.
     pub fn reservation(&self, id: &str, sched: &Scheduler, now: u64) -> Option<ReservationView> {
-        self.reservations(sched, now)
-            .into_iter()
-            .find(|r| r.alloc_id == id)
+        self.res.get(id).map(|r| self.view_of(r, sched, now))
+    }
+
+    fn view_of(&self, r: &Reservation, sched: &Scheduler, now: u64) -> ReservationView {
+        let sv = sched.allocation(&r.id);
+        let exp = sv.as_ref().and_then(|s| s.expires_at_ms);
+        let o = self.gen.at(r.owner);
+        let state = match r.stage {
+            ResStage::Queued => ReservationState::Queued,
+            ResStage::Active if o.ended && r.inherit.waits_for_children() => {
+                ReservationState::Draining
+            }
+            ResStage::Active => ReservationState::Active,
+        };
+        ReservationView {
+            alloc_id: r.id.clone(),
+            req_id: r.req_id.clone(),
+            owner: o.name.clone(),
+            owners: r.owners.clone(),
+            inheritance: r.inherit.word(),
+            inheritance_given: r.inherit_given,
+            share: r.share,
+            nodes: r
+                .nodes
+                .iter()
+                .map(|&i| self.nodes[i].name.clone())
+                .collect(),
+            expires_at_ms: exp,
+            remaining_secs: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
+            warn_secs: sv.and_then(|s| s.warn_secs),
+            requester: r.requester.clone(),
+            state,
+        }
     }
 
     /// All nodes currently part of the DVM, startup nodes first.

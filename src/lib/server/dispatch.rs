@@ -174,7 +174,16 @@ impl Server {
                                 to: (peer.nspace.clone(), peer.rank),
                             });
                     }
-                    AllocStatus::Granted { nodes } | AllocStatus::Released { nodes } => {
+                    AllocStatus::Granted { nodes } => {
+                        let out = self.grant_infos(
+                            conn,
+                            &outcome.alloc_id,
+                            outcome.req_id.as_deref(),
+                            nodes,
+                        );
+                        self.reply_status_infos(conn, tag, Status::SUCCESS, &out);
+                    }
+                    AllocStatus::Released { nodes } => {
                         let out =
                             alloc_reply_infos(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
                         self.reply_status_infos(conn, tag, Status::SUCCESS, &out);

@@ -286,7 +286,7 @@ impl Server {
                     nodes,
                 } => {
                     if let Some(p) = self.take_pending(&alloc_id, &to) {
-                        let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &nodes);
+                        let info = self.grant_infos(p.conn, &alloc_id, req_id.as_deref(), &nodes);
                         self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
                     }
                 }
@@ -495,6 +495,48 @@ impl Server {
 }
 
 /// The infos of an allocation reply.
+impl Server {
+    /// The reply to a granted request: the ids and nodes, plus what the DVM
+    /// actually applied — owning namespace (`PMIX_ALLOC_TARGET`), share,
+    /// inheritance and time left — so the requester reports what it got, not
+    /// what it asked for (they differ in `--pmix-compat` mode).
+    pub fn grant_infos(
+        &self,
+        conn: u64,
+        alloc_id: &str,
+        req_id: Option<&str>,
+        nodes: &[String],
+    ) -> Vec<Info> {
+        let mut info = alloc_reply_infos(alloc_id, req_id, nodes);
+        let wire = self
+            .conns
+            .get(&conn)
+            .map(|c| c.wire)
+            .unwrap_or(crate::codec::WireVersion::V41);
+        if let Some(r) = self
+            .dvm
+            .reservation(alloc_id, &self.sched, self.clock.now_ms())
+        {
+            info.push(Info::new(keys::ALLOC_TARGET, r.owner.as_str()));
+            info.push(Info::new(keys::ALLOC_SHARE, r.share));
+            match crate::codec::AllocInheritance::from_word(r.inheritance) {
+                Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => info.push(Info::new(
+                    keys::ALLOC_INHERITANCE,
+                    crate::codec::Value::AllocInherit(i),
+                )),
+                _ => info.push(Info::new(keys::ALLOC_INHERITANCE, r.inheritance)),
+            }
+            if let Some(t) = r.remaining_secs {
+                info.push(Info::new(
+                    keys::TIME_REMAINING,
+                    crate::codec::Value::Uint32(t.min(u32::MAX as u64) as u32),
+                ));
+            }
+        }
+        info
+    }
+}
+
 pub fn alloc_reply_infos(alloc_id: &str, req_id: Option<&str>, nodes: &[String]) -> Vec<Info> {
     let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id)];
     if let Some(r) = req_id {
