@@ -29,10 +29,11 @@ use support::{cargo_bin, Prte};
 
 const N: usize = 30;
 
-/// One finished run: wall time and the child's peak RSS (KiB).
+/// One finished run: wall time, the child's peak RSS (KiB) and exit code.
 struct Run {
     wall: Duration,
     maxrss_kib: i64,
+    code: i32,
 }
 
 /// Spawn `cmd`, reap it with `wait4` for its own rusage, and time it.
@@ -51,10 +52,28 @@ fn run_once(cmd: &mut Command) -> Run {
     let wall = t.elapsed();
     assert_eq!(r, pid, "wait4 failed for {cmd:?}");
     drop(child);
+    let code = if nix::libc::WIFEXITED(status) {
+        nix::libc::WEXITSTATUS(status)
+    } else {
+        128 + nix::libc::WTERMSIG(status)
+    };
     Run {
         wall,
         maxrss_kib: ru.ru_maxrss,
+        code,
     }
+}
+
+/// `run_once`, insisting on exit code `want` (a timing of a failed run
+/// would mean nothing).
+fn run_expect(cmd: &mut Command, want: i32) -> Run {
+    let r = run_once(cmd);
+    assert_eq!(
+        r.code, want,
+        "{cmd:?} exited {} (another DVM under /tmp making discovery ambiguous?)",
+        r.code
+    );
+    r
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -171,9 +190,12 @@ fn dvm_times(dvm: &Prte) -> (Vec<Duration>, Vec<Duration>) {
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let dvm = Prte::start();
+    // `--tmpdir` names the DVM's directory, as a user with several DVMs
+    // around would; the plain search also scans /tmp, which other programs
+    // share on a busy host.
     let tool = |name: &str| {
         let mut c = dvm.tool_command(cargo_bin(name));
-        c.env("NO_COLOR", "1");
+        c.env("NO_COLOR", "1").arg("--tmpdir").arg(&dvm.tmpdir);
         c
     };
     let truth = || run_once(&mut Command::new("/bin/true"));
@@ -181,7 +203,7 @@ fn main() {
 
     let (r, _) = ab(
         "pwatch --status --json",
-        || run_once(tool("pwatch").args(["--status", "--json"])),
+        || run_expect(tool("pwatch").args(["--status", "--json"]), 0),
         "/bin/true",
         truth,
     );
@@ -189,7 +211,7 @@ fn main() {
 
     let (r, _) = ab(
         "palloc -N 1 (NOT_SUPPORTED)",
-        || run_once(tool("palloc").args(["-N", "1"])),
+        || run_expect(tool("palloc").args(["-N", "1"]), 7),
         "/bin/true",
         truth,
     );
@@ -198,7 +220,7 @@ fn main() {
     let probe = example("client_probe");
     let (mut r, runs) = ab(
         "client_probe (connect+query+finalize)",
-        || run_once(&mut dvm.tool_command(&probe)),
+        || run_expect(&mut dvm.tool_command(&probe), 0),
         "/bin/true",
         truth,
     );
@@ -219,7 +241,7 @@ fn main() {
     run_once(tool("pspawn").arg("/bin/true"));
     for _ in 0..3 {
         for _ in 0..N / 3 {
-            pspawn_t.push(run_once(tool("pspawn").arg("/bin/true")).wall);
+            pspawn_t.push(run_expect(tool("pspawn").arg("/bin/true"), 0).wall);
             std::thread::sleep(Duration::from_millis(20));
         }
         let (f, r) = dvm_times(&dvm);
