@@ -255,6 +255,12 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
 #[test]
 fn pwatch_shows_a_job_end() {
     let dvm = Prte::start();
+    let hook_dir = unique_tmpdir("hook");
+    let hook_out = hook_dir.join("hook.txt");
+    let hook = format!(
+        "echo \"$PWATCH_EVENT $PMIX_NSPACE $PMIX_EXIT_STATUS $PWATCH_ALLOC_ID.\" > {}",
+        hook_out.display()
+    );
     let mut watch = tool(&dvm, "pwatch")
         .args([
             "-v",
@@ -266,6 +272,7 @@ fn pwatch_shows_a_job_end() {
             "--timeout",
             "60",
         ])
+        .args(["--exec", &hook])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -303,6 +310,9 @@ fn pwatch_shows_a_job_end() {
     assert_eq!(ev[0]["event"], "job-end");
     assert_eq!(ev[0]["nspace"], ns.as_str());
     assert_eq!(ev[0]["exit_code"], 4);
+    // The --exec hook ran with the event's fields in its environment.
+    let got = std::fs::read_to_string(&hook_out).expect("hook wrote its file");
+    assert_eq!(got, format!("job-end {ns} 4 .\n"));
 }
 
 #[test]

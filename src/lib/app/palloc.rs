@@ -170,7 +170,7 @@ reservation support (nothing was sent)",
         }
     }
     s.set_timeout(QUEUE_WAIT);
-    let s = Arc::new(s);
+    let mut s = Arc::new(s);
     let (tx, rx) = mpsc::channel::<Result<AllocReply>>();
     let worker = {
         let s = Arc::clone(&s);
@@ -224,6 +224,11 @@ reservation support (nothing was sent)",
         pb.finish_and_clear();
     }
     let _ = worker.join();
+    // Only the queued request may wait that long; later requests (spawn,
+    // registration) get the usual reply time-out again.
+    if let Some(sess) = Arc::get_mut(&mut s) {
+        sess.set_timeout(crate::ops::session::DEFAULT_TIMEOUT);
+    }
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
