@@ -72,6 +72,19 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     assert_eq!(bad.status.code(), Some(7), "{}", show(&bad));
     assert_eq!(text(&bad.stdout), "before\n");
 
+    // Much output: every line arrives, in order, before pspawn exits.
+    let many = run_with_timeout(
+        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "seq 1 20000"]),
+        60,
+    );
+    assert_eq!(many.status.code(), Some(0), "{}", show(&many));
+    let want: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    assert!(
+        text(&many.stdout) == want,
+        "output differs ({} bytes)",
+        many.stdout.len()
+    );
+
     let killed = run_with_timeout(
         tool(&dvm, "pspawn").args(["/bin/sh", "-c", "kill -9 $$"]),
         60,
