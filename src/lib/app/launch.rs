@@ -206,6 +206,27 @@ enum StopReason {
     Signal(i32),
 }
 
+/// Tag of the job-end registration [`register_job_end`] sends: in the upper
+/// half of the dynamic tag space, which the connection never hands out, so
+/// its reply reaches [`follow`] as an unsolicited message.
+pub const REGISTRATION_TAG: u32 = u32::MAX - 100;
+
+/// Register for job-end events without waiting for the answer; [`follow`]
+/// checks it when it comes. The DVM handles one connection's requests in
+/// order, so a spawn sent next cannot end unseen; not waiting saves a round
+/// trip whose small reply a server without `TCP_NODELAY` may hold back for
+/// our delayed ACK (tens of milliseconds with PRRTE 3.0).
+pub fn register_job_end(s: &Session) -> Result<()> {
+    let mut e = s.request(crate::ops::cmd::REGEVENTS)?;
+    e.pack_one(&crate::codec::Size(1))?;
+    e.pack(&[Status::EVENT_JOB_END])?;
+    crate::ops::session::write_infos(
+        &mut e,
+        &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
+    )?;
+    s.conn().send(REGISTRATION_TAG, e.bytes())
+}
+
 /// How often [`follow`] looks at the signal flag and the deadline.
 const TICK: Duration = Duration::from_millis(20);
 /// After the job's end, output still in flight is awaited until the stream
@@ -260,6 +281,12 @@ pub fn follow(
             }
         }
         match s.conn().next_unsolicited(TICK) {
+            Some(Unsolicited::Other(REGISTRATION_TAG, bytes)) => {
+                let st: Status = s.decoder(&bytes).unpack_one()?;
+                if !st.is_success() {
+                    return Err(Error::new(st, "the DVM refused to report the job's end"));
+                }
+            }
             None | Some(Unsolicited::Other(..)) => {}
             Some(Unsolicited::Iof(bytes)) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {

@@ -16,7 +16,7 @@ use crate::conn::Identity;
 use crate::error::Result;
 use crate::ops::alloc::{alloc_time_value, allocate, parse_alloc_time, AllocReply};
 use crate::ops::events::{decode_notification, register};
-use crate::ops::job::{watch_job_ends, JobOutput};
+use crate::ops::job::JobOutput;
 use crate::ops::{keys, Session};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
@@ -422,7 +422,8 @@ fn run_command(
     };
     let app = launch::to_app(&spec);
     let info = launch::job_info(Some(Value::from(rec.alloc_id.as_str())), None);
-    watch_job_ends(s).map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    launch::register_job_end(s)
+        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let spawn_attrs = AttrsPresent {
         spawn_target: true,
         ..Default::default()
