@@ -2,7 +2,7 @@ complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to eve
 complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)' -r
 complete -c pspawn -l wdir -d 'Working directory of the processes' -r
 complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH' -r
-complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node' -r
+complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long (plain numbers are seconds)' -r
 complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r

@@ -22,7 +22,7 @@ _pspawn() {
 '--wdir=[Working directory of the processes]:DIR:_default' \
 '-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:_default' \
 '--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:_default' \
-'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node]:POLICY:_default' \
+'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:_default' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:_default' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long (plain numbers are seconds)]:DURATION:_default' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \

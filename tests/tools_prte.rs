@@ -16,16 +16,21 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{cargo_bin, run_with_timeout, unique_tmpdir, Prte};
 
+/// `name` as a user runs it next to this DVM. `--tmpdir` names where the
+/// DVM's rendezvous files are, so a server some other program left running
+/// under /tmp cannot make the choice ambiguous on a shared host.
 fn tool(dvm: &Prte, name: &str) -> Command {
-    dvm.tool_command(cargo_bin(name))
+    let mut c = dvm.tool_command(cargo_bin(name));
+    c.arg("--tmpdir").arg(&dvm.tmpdir);
+    c
 }
 
-/// A command for `name` that finds no DVM: an empty TMPDIR and no PMIx
-/// variables.
+/// A command for `name` that finds no DVM: an empty TMPDIR (also given as
+/// `--tmpdir`) and no PMIx variables.
 fn tool_without_dvm(name: &str, dir: &std::path::Path) -> Command {
     let mut c = Command::new(cargo_bin(name));
     support::scrub_pmix_env(&mut c);
-    c.env("TMPDIR", dir);
+    c.env("TMPDIR", dir).arg("--tmpdir").arg(dir);
     c
 }
 
@@ -66,6 +71,19 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     );
     assert_eq!(bad.status.code(), Some(7), "{}", show(&bad));
     assert_eq!(text(&bad.stdout), "before\n");
+
+    // Much output: every line arrives, in order, before pspawn exits.
+    let many = run_with_timeout(
+        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "seq 1 20000"]),
+        60,
+    );
+    assert_eq!(many.status.code(), Some(0), "{}", show(&many));
+    let want: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    assert!(
+        text(&many.stdout) == want,
+        "output differs ({} bytes)",
+        many.stdout.len()
+    );
 
     let killed = run_with_timeout(
         tool(&dvm, "pspawn").args(["/bin/sh", "-c", "kill -9 $$"]),
@@ -250,6 +268,12 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
 #[test]
 fn pwatch_shows_a_job_end() {
     let dvm = Prte::start();
+    let hook_dir = unique_tmpdir("hook");
+    let hook_out = hook_dir.join("hook.txt");
+    let hook = format!(
+        "echo \"$PWATCH_EVENT $PMIX_NSPACE $PMIX_EXIT_STATUS $PWATCH_ALLOC_ID.\" > {}",
+        hook_out.display()
+    );
     let mut watch = tool(&dvm, "pwatch")
         .args([
             "-v",
@@ -261,6 +285,7 @@ fn pwatch_shows_a_job_end() {
             "--timeout",
             "60",
         ])
+        .args(["--exec", &hook])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -298,6 +323,9 @@ fn pwatch_shows_a_job_end() {
     assert_eq!(ev[0]["event"], "job-end");
     assert_eq!(ev[0]["nspace"], ns.as_str());
     assert_eq!(ev[0]["exit_code"], 4);
+    // The --exec hook ran with the event's fields in its environment.
+    let got = std::fs::read_to_string(&hook_out).expect("hook wrote its file");
+    assert_eq!(got, format!("job-end {ns} 4 .\n"));
 }
 
 #[test]
@@ -474,5 +502,240 @@ fn pspawn_interrupted_terminates_the_job_and_exits_130() {
         text(&out.stderr).contains("interrupted by SIGINT"),
         "{}",
         show(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Grants: PRRTE 3.0 refuses every allocation, so the grant paths run against
+// the older real peer that answers them, an OpenPMIx 4.2.2 server (Debian's
+// python3-pmix, `tests/peers/pmix422_server.py`). The tools run as the
+// process of its registered job (from the environment it hands that
+// process), which is how a tool acts inside a job.
+
+/// The 4.2.2 server, its job's environment, and its upcall log.
+struct Py422 {
+    child: std::process::Child,
+    env: Vec<(String, String)>,
+    log: std::sync::mpsc::Receiver<String>,
+    _dir: support::TempDir,
+}
+
+impl Py422 {
+    fn start() -> Py422 {
+        let dir = unique_tmpdir("py422-tools");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/pmix422_server.py");
+        let mut cmd = Command::new(support::debian_pmix_python());
+        support::scrub_pmix_env(&mut cmd);
+        let mut child = cmd
+            .arg(script)
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the 4.2.2 server");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let env: std::collections::BTreeMap<String, String> = line
+            .strip_prefix("ENV ")
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_else(|| panic!("4.2.2 server did not register its job: {line:?}"));
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert!(
+            line.starts_with("READY "),
+            "4.2.2 server did not start: {line:?}"
+        );
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Py422 {
+            child,
+            env: env.into_iter().collect(),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// `name` run as the job's process.
+    fn tool(&self, name: &str) -> Command {
+        let mut c = Command::new(cargo_bin(name));
+        support::scrub_pmix_env(&mut c);
+        c.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        c
+    }
+
+    /// The next upcall line starting with `prefix`.
+    fn next(&self, prefix: &str) -> String {
+        loop {
+            let l = self
+                .log
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no {prefix} upcall logged"));
+            if l.starts_with(prefix) {
+                return l;
+            }
+        }
+    }
+}
+
+impl Drop for Py422 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn palloc_and_prelease_inside_a_job_against_openpmix_4_2_2() {
+    let srv = Py422::start();
+    let o = run_with_timeout(
+        srv.tool("palloc").args([
+            "-N",
+            "3",
+            "-t",
+            "90",
+            "--request-id",
+            "my-req",
+            "-x",
+            "n[1-2]",
+        ]),
+        30,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        text(&o.stdout),
+        "granted py422-alloc-1 (request my-req): nodes not reported, time limit 1h 30m, \
+reserved for py422-job, inherit default\n"
+    );
+    // Inside a job the reservation is the job's: it outlives palloc.
+    assert!(
+        text(&o.stderr).contains(
+            "reservation py422-alloc-1 stays: it belongs to a namespace that outlives palloc"
+        ),
+        "{}",
+        show(&o)
+    );
+    // What the server received: NEW, u32 seconds for a 4.x server.
+    assert_eq!(
+        srv.next("ALLOC"),
+        "ALLOC 1 [('pmix.alloc.exclude', 'n1,n2'), ('pmix.alloc.nnodes', 3), \
+('pmix.alloc.reqid', 'my-req'), ('pmix.alloc.time', 5400)]"
+    );
+
+    let j = run_with_timeout(
+        srv.tool("palloc").args(["--json", "-N", "1", "--share"]),
+        30,
+    );
+    assert_eq!(j.status.code(), Some(0), "{}", show(&j));
+    let recs = json_lines(&j);
+    assert_eq!(recs.len(), 2, "{}", show(&j));
+    assert_eq!(recs[0]["type"], "allocation");
+    assert_eq!(recs[0]["alloc_id"], "py422-alloc-2");
+    assert_eq!(recs[0]["reserved"], false);
+    assert_eq!(recs[0]["owner_nspace"], "py422-job");
+    // palloc names every NEW so it can be cancelled: the id it generated is echoed.
+    let req = recs[0]["request_id"].as_str().unwrap();
+    assert!(req.starts_with("palloc-"), "{req}");
+    assert_eq!(recs[1]["type"], "exit");
+    assert_eq!(recs[1]["exit_code"], 0);
+    let logged = srv.next("ALLOC");
+    assert!(
+        logged.contains(&format!("('pmix.alloc.reqid', '{req}')")),
+        "{logged}"
+    );
+    assert!(logged.contains("('pmix.alloc.share', True)"), "{logged}");
+
+    let r = run_with_timeout(srv.tool("prelease").args(["py422-alloc-1", "-w", "n1"]), 30);
+    assert_eq!(r.status.code(), Some(0), "{}", show(&r));
+    assert_eq!(text(&r.stdout), "released py422-alloc-1 (partial)\n");
+    assert_eq!(
+        srv.next("ALLOC"),
+        "ALLOC 3 [('pmix.alloc.id', 'py422-alloc-1'), ('pmix.alloc.nlist', 'n1')]"
+    );
+    let c = run_with_timeout(srv.tool("prelease").args(["--json", "--cancel", "q7"]), 30);
+    assert_eq!(c.status.code(), Some(0), "{}", show(&c));
+    assert_eq!(json_lines(&c)[0]["status"], "PMIX_SUCCESS");
+    assert_eq!(srv.next("ALLOC"), "ALLOC 5 [('pmix.alloc.reqid', 'q7')]");
+}
+
+#[test]
+fn palloc_hold_keeps_the_grant_until_sigterm() {
+    let srv = Py422::start();
+    let mut child = srv
+        .tool("palloc")
+        .args(["--hold", "--json", "-N", "1", "--inherit", "default"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let rec: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    assert_eq!(rec["type"], "allocation");
+    assert_eq!(rec["alloc_id"], "py422-alloc-1");
+    // Still holding a moment later.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "palloc --hold exited early"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let last: Value = serde_json::from_str(rest.trim()).unwrap_or_else(|e| panic!("{e}: {rest}"));
+    assert_eq!(last["type"], "exit");
+    assert_eq!(last["alloc_id"], "py422-alloc-1");
+    assert!(
+        last["on_owner_exit"]
+            .as_str()
+            .unwrap()
+            .contains("rule `default`"),
+        "{last}"
+    );
+    // `default` is the 4.x server's only behaviour; it was not sent as type 75.
+    assert_eq!(
+        srv.next("ALLOC"),
+        "ALLOC 1 [('pmix.alloc.nnodes', 1), ('pmix.alloc.reqid', '".to_string()
+            + rec["request_id"].as_str().unwrap()
+            + "')]"
+    );
+}
+
+#[test]
+fn pwatch_arms_the_timeout_warning_with_an_extend() {
+    let srv = Py422::start();
+    let o = run_with_timeout(
+        srv.tool("pwatch").args([
+            "--alloc",
+            "py422-alloc-9",
+            "--warn-timeout",
+            "300",
+            "--timeout",
+            "1",
+        ]),
+        30,
+    );
+    // Armed (the server granted the EXTEND), then no warning within 1 s.
+    assert_eq!(o.status.code(), Some(8), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("armed the timeout warning of py422-alloc-9"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        srv.next("ALLOC"),
+        "ALLOC 2 [('pmix.alloc.id', 'py422-alloc-9'), ('pmix.alloc.wtmo', 300)]"
     );
 }

@@ -66,6 +66,9 @@ impl Failure {
         if is_connection_status(e.status) {
             return Failure::lost(e);
         }
+        if e.status == Status::ERR_TIMEOUT {
+            return Failure::timed_out(&format!("no answer from the DVM: {}", e.context));
+        }
         let name = e.status.name();
         let mut message = refusal_message(op, name, attrs);
         if !e.context.is_empty()

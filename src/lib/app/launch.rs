@@ -6,16 +6,19 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::Exit;
 use crate::cli::request::AppSpec;
 use crate::codec::{App, Info, Value};
+use crate::conn::Unsolicited;
+use crate::error::Error;
 use crate::error::Result;
+use crate::ops::events::decode_notification;
 use crate::ops::events::Event;
+use crate::ops::iof::decode_iof;
 use crate::ops::iof::IofChunk;
-use crate::ops::job::{follow_job, JobEnd, JobOutput};
+use crate::ops::job::{job_end_of, JobEnd, JobOutput};
 use crate::ops::{control, keys, Session};
 use crate::render::OutputRecord;
 use crate::status::Status;
@@ -196,61 +199,147 @@ pub fn kill_job(s: &Session, nspace: &str) {
 /// How long a stopped job may take to end before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// Why following stopped before the job's own end.
+#[derive(Clone, Copy)]
+enum StopReason {
+    Timeout,
+    Signal(i32),
+}
+
+/// Tag of the job-end registration [`register_job_end`] sends: in the upper
+/// half of the dynamic tag space, which the connection never hands out, so
+/// its reply reaches [`follow`] as an unsolicited message.
+pub const REGISTRATION_TAG: u32 = u32::MAX - 100;
+
+/// Register for job-end events without waiting for the answer; [`follow`]
+/// checks it when it comes. The DVM handles one connection's requests in
+/// order, so a spawn sent next cannot end unseen; not waiting saves a round
+/// trip whose small reply a server without `TCP_NODELAY` may hold back for
+/// our delayed ACK (tens of milliseconds with PRRTE 3.0).
+pub fn register_job_end(s: &Session) -> Result<()> {
+    let mut e = s.request(crate::ops::cmd::REGEVENTS)?;
+    e.pack_one(&crate::codec::Size(1))?;
+    e.pack(&[Status::EVENT_JOB_END])?;
+    crate::ops::session::write_infos(
+        &mut e,
+        &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
+    )?;
+    s.conn().send(REGISTRATION_TAG, e.bytes())
+}
+
+/// How often [`follow`] looks at the signal flag and the deadline.
+const TICK: Duration = Duration::from_millis(20);
+/// After the job's end, output still in flight is awaited until the stream
+/// has been quiet this long. PRRTE forwards a process's output before it
+/// reports the process ended (both travel the same ordered path), so this
+/// only catches stragglers.
+pub const TRAILING_QUIET: Duration = Duration::from_millis(5);
+/// Longest wait for trailing output after the job's end.
+pub const TRAILING_MAX: Duration = Duration::from_millis(500);
+
 /// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
-/// [`kill_job`] after [`STOP_GRACE`]) and its end awaited. Output and other
-/// events go to `on_output`.
+/// [`kill_job`] after [`STOP_GRACE`]) and its end awaited (at most three
+/// grace periods). Output and other events go to `on_output`.
 pub fn follow(
     s: &Session,
     nspace: &str,
     timeout: Option<Duration>,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Followed> {
-    let done = AtomicBool::new(false);
-    let timed_out = AtomicBool::new(false);
     let deadline = timeout.map(|t| Instant::now() + t);
-    let result = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut stopped: Option<Instant> = None;
-            let mut killed = false;
-            while !done.load(Ordering::SeqCst) {
-                let now = Instant::now();
-                match stopped {
-                    None => {
-                        let late = deadline.is_some_and(|d| now >= d);
-                        if late || signals::caught().is_some() {
-                            timed_out.store(late, Ordering::SeqCst);
-                            stop_job(s, nspace);
-                            stopped = Some(now);
-                        }
-                    }
-                    Some(t) if !killed && now >= t + STOP_GRACE => {
-                        kill_job(s, nspace);
-                        killed = true;
-                    }
-                    Some(_) => {}
+    let mut stopped: Option<(Instant, StopReason)> = None;
+    let mut killed = false;
+    let outcome = |why: Option<StopReason>, end: Option<JobEnd>| match (why, end) {
+        (Some(StopReason::Timeout), _) => Followed::TimedOut,
+        (Some(StopReason::Signal(sig)), _) => Followed::Interrupted(sig),
+        (None, Some(end)) => Followed::Ended(end),
+        (None, None) => Followed::TimedOut,
+    };
+    loop {
+        let now = Instant::now();
+        match stopped {
+            None => {
+                let why = match (signals::caught(), deadline) {
+                    (Some(sig), _) => Some(StopReason::Signal(sig)),
+                    (None, Some(d)) if now >= d => Some(StopReason::Timeout),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    stop_job(s, nspace);
+                    stopped = Some((now, why));
                 }
-                std::thread::sleep(Duration::from_millis(20));
             }
-        });
-        // A backstop well after the watcher's stop and kill.
-        let backstop = timeout.map(|t| t + STOP_GRACE * 3);
-        let r = follow_job(s, nspace, backstop, on_output);
-        done.store(true, Ordering::SeqCst);
-        r
-    });
-    if let Some(sig) = signals::caught() {
-        if !timed_out.load(Ordering::SeqCst) {
-            return Ok(Followed::Interrupted(sig));
+            Some((at, why)) => {
+                if !killed && now >= at + STOP_GRACE {
+                    kill_job(s, nspace);
+                    killed = true;
+                }
+                if now >= at + STOP_GRACE * 3 {
+                    return Ok(outcome(Some(why), None));
+                }
+            }
+        }
+        match s.conn().next_unsolicited(TICK) {
+            Some(Unsolicited::Other(REGISTRATION_TAG, bytes)) => {
+                let st: Status = s.decoder(&bytes).unpack_one()?;
+                if !st.is_success() {
+                    return Err(Error::new(st, "the DVM refused to report the job's end"));
+                }
+            }
+            None | Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Iof(bytes)) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Output(&chunk));
+                }
+            }
+            Some(Unsolicited::Notify(bytes)) => {
+                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
+                    continue;
+                };
+                if let Some(end) = job_end_of(&ev, nspace) {
+                    drain_output(s, on_output);
+                    return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
+                }
+                on_output(JobOutput::Event(&ev));
+            }
+            Some(Unsolicited::Closed(e)) => {
+                return Err(Error::new(
+                    e.status,
+                    format!("lost the DVM while job {nspace} ran: {}", e.context),
+                ))
+            }
         }
     }
-    if timed_out.load(Ordering::SeqCst) {
-        return Ok(Followed::TimedOut);
-    }
-    match result {
-        Ok(end) => Ok(Followed::Ended(end)),
-        Err(e) if e.status == Status::ERR_TIMEOUT => Ok(Followed::TimedOut),
-        Err(e) => Err(e),
+}
+
+/// Take output that trails a job's end until it has been quiet for
+/// [`TRAILING_QUIET`] (events meanwhile are passed on but do not count as
+/// output), at most [`TRAILING_MAX`].
+fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+    let stop = Instant::now() + TRAILING_MAX;
+    let mut quiet_until = Instant::now() + TRAILING_QUIET;
+    loop {
+        let now = Instant::now();
+        let until = quiet_until.min(stop);
+        if now >= until {
+            return;
+        }
+        match s.conn().next_unsolicited(until - now) {
+            Some(Unsolicited::Iof(bytes)) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Output(&chunk));
+                }
+                quiet_until = Instant::now() + TRAILING_QUIET;
+            }
+            Some(Unsolicited::Notify(bytes)) => {
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Event(&ev));
+                }
+            }
+            Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Closed(_)) | None => return,
+        }
     }
 }
 

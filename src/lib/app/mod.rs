@@ -40,6 +40,11 @@ pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
             Identity::Client { .. } => format!("a client of job {ns} (rank {rank})"),
             _ => format!("tool {ns}"),
         };
+        let server = if server.is_empty() {
+            "the job's server"
+        } else {
+            server
+        };
         ui.detail(&format!(
             "connected to {server} (PMIx {}, wire {}) as {who}",
             s.server_version().unwrap_or("?"),

@@ -16,7 +16,7 @@ use crate::conn::Identity;
 use crate::error::Result;
 use crate::ops::alloc::{alloc_time_value, allocate, parse_alloc_time, AllocReply};
 use crate::ops::events::{decode_notification, register};
-use crate::ops::job::{watch_job_ends, JobOutput};
+use crate::ops::job::JobOutput;
 use crate::ops::{keys, Session};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
@@ -170,7 +170,7 @@ reservation support (nothing was sent)",
         }
     }
     s.set_timeout(QUEUE_WAIT);
-    let s = Arc::new(s);
+    let mut s = Arc::new(s);
     let (tx, rx) = mpsc::channel::<Result<AllocReply>>();
     let worker = {
         let s = Arc::clone(&s);
@@ -224,6 +224,11 @@ reservation support (nothing was sent)",
         pb.finish_and_clear();
     }
     let _ = worker.join();
+    // Only the queued request may wait that long; later requests (spawn,
+    // registration) get the usual reply time-out again.
+    if let Some(sess) = Arc::get_mut(&mut s) {
+        sess.set_timeout(crate::ops::session::DEFAULT_TIMEOUT);
+    }
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
@@ -434,7 +439,8 @@ fn run_command(
     };
     let app = launch::to_app(&spec);
     let info = launch::job_info(Some(Value::from(rec.alloc_id.as_str())), None);
-    watch_job_ends(s).map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    launch::register_job_end(s)
+        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let spawn_attrs = AttrsPresent {
         spawn_target: true,
         ..Default::default()

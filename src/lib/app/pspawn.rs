@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::SpawnRequest;
 use crate::cli::PspawnArgs;
-use crate::ops::job::{watch_job_ends, JobOutput};
+use crate::ops::job::JobOutput;
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::render::{ExitRecord, JobRecord};
@@ -90,7 +90,8 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         ui.result(&ns);
         return Ok(0);
     }
-    watch_job_ends(s).map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    launch::register_job_end(s)
+        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let info = launch::job_info(target, req.map_by.as_deref());
     let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(&attrs, &e))?;
     job.nspace = ns.clone();

@@ -66,7 +66,8 @@ pub struct PspawnArgs {
     #[arg(short = 'H', long = "host", value_name = "LIST", value_parser = parse_nodelist_arg)]
     pub host: Option<NodeList>,
 
-    /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node.
+    /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node,
+    /// :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores).
     #[arg(long, value_name = "POLICY", value_parser = parse_id)]
     pub map_by: Option<String>,
 

@@ -13,7 +13,12 @@ warnings (allocation id, request id, seconds remaining), job ends, allocation \
 and node changes — filtered by --alloc, --request-id, --job and --event. \
 --exec runs a shell command per event with the event in PWATCH_* variables \
 (PWATCH_EVENT, PWATCH_ALLOC_ID, PWATCH_REQUEST_ID, PWATCH_NSPACE, \
-PWATCH_TIME_REMAINING, PWATCH_STATUS, PWATCH_EXIT_CODE, PWATCH_NODES).
+PWATCH_TIME_REMAINING, PWATCH_STATUS, PWATCH_EXIT_CODE, PWATCH_NODES), \
+also under PMIx-style names (PMIX_EVENT, PMIX_ALLOC_ID, PMIX_ALLOC_REQ_ID, \
+PMIX_NSPACE, PMIX_TIME_REMAINING, PMIX_EVENT_STATUS, PMIX_EXIT_STATUS, \
+PMIX_NODES); empty when the event does not carry the field. Events the DVM \
+replays from before pwatch started (PRRTE resends every earlier job end to a \
+new listener) are skipped.
 
 Status mode (--status) prints reservations (id, owning namespace, owner set, \
 inheritance, share, nodes, expiry), namespaces and nodes as tables or JSON, \

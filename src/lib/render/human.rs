@@ -86,9 +86,10 @@ pub fn allocation_line(a: &AllocationRecord) -> String {
         s.push_str(&format!(" (request {r})"));
     }
     let n = a.nodes.len();
-    s.push_str(&format!(": {n} node{}", if n == 1 { "" } else { "s" }));
-    if n > 0 {
-        s.push(' ');
+    if n == 0 {
+        s.push_str(": nodes not reported");
+    } else {
+        s.push_str(&format!(": {n} node{} ", if n == 1 { "" } else { "s" }));
         s.push_str(&compact_nodes(&a.nodes));
     }
     if let Some(t) = a.time_limit_secs {
