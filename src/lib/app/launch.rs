@@ -233,7 +233,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// has been quiet this long. PRRTE forwards a process's output before it
 /// reports the process ended (both travel the same ordered path), so this
 /// only catches stragglers.
-pub const TRAILING_QUIET: Duration = Duration::from_millis(5);
+pub const TRAILING_QUIET: Duration = Duration::from_millis(1);
 /// Longest wait for trailing output after the job's end.
 pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 

@@ -102,19 +102,23 @@ fn extend(
 }
 
 /// A DVM replays the notifications it cached (every earlier job end, …)
-/// to a new registrant at once, in one burst right after the registration
-/// reply. Those are history, not events that happen while pwatch watches:
-/// drop everything that arrives until the stream has been quiet for
-/// [`REPLAY_QUIET`] (at most [`REPLAY_MAX`]). Returns how many were
-/// dropped and the (code, namespace) of each, so that a late straggler of
-/// the same history is recognised too (a job ends only once).
+/// to a new registrant, right after the registration reply. Those are
+/// history, not events that happen while pwatch watches. OpenPMIx queues
+/// that replay before it reads our next request, and our reader hands
+/// messages over in arrival order, so one more request (a namespaces query)
+/// is a barrier: everything unsolicited that is queued when its reply comes
+/// back is history. No time window is involved, so no live event is lost.
+/// Returns how many were dropped and the (code, namespace) of each, so that
+/// a straggler of the same history is recognised too (a job ends once).
 fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
-    let stop = Instant::now() + REPLAY_MAX;
     let mut n = 0;
     let mut seen = HashSet::new();
-    while Instant::now() < stop {
-        match s.conn().next_unsolicited(REPLAY_QUIET) {
-            Some(Unsolicited::Notify(b)) => {
+    if crate::ops::query::namespaces(s).is_err() {
+        return (n, seen);
+    }
+    while let Some(m) = s.conn().next_unsolicited(Duration::ZERO) {
+        match m {
+            Unsolicited::Notify(b) => {
                 n += 1;
                 if let Ok(ev) = decode_notification(&mut s.decoder(&b)) {
                     if let Some(ns) = ev.affected_nspace() {
@@ -122,18 +126,12 @@ fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
                     }
                 }
             }
-            Some(Unsolicited::Iof(_)) | Some(Unsolicited::Other(..)) => {}
-            Some(Unsolicited::Closed(_)) | None => break,
+            Unsolicited::Iof(_) | Unsolicited::Other(..) => {}
+            Unsolicited::Closed(_) => break,
         }
     }
     (n, seen)
 }
-
-/// Quiet gap that ends the replay (PRRTE sends it in bursts some tens of
-/// milliseconds apart).
-const REPLAY_QUIET: Duration = Duration::from_millis(150);
-/// Longest replay we skip.
-const REPLAY_MAX: Duration = Duration::from_secs(2);
 
 /// Run the `--exec` hook for one event and wait for it.
 fn run_hook(cmd: &str, f: &EventFields, ui: &Ui) {

@@ -5,19 +5,8 @@
 
 use super::parse::EnvSpec;
 
-/// `pmix_alloc_directive_t` values (OpenPMIx `pmix_common.h`).
-pub mod directive {
-    /// `PMIX_ALLOC_NEW`.
-    pub const NEW: u8 = 1;
-    /// `PMIX_ALLOC_EXTEND`.
-    pub const EXTEND: u8 = 2;
-    /// `PMIX_ALLOC_RELEASE`.
-    pub const RELEASE: u8 = 3;
-    /// `PMIX_ALLOC_REAQUIRE` (sic).
-    pub const REAQUIRE: u8 = 4;
-    /// `PMIX_ALLOC_REQ_CANCEL`.
-    pub const REQ_CANCEL: u8 = 5;
-}
+/// `pmix_alloc_directive_t` values (one definition, in the operations layer).
+pub use crate::ops::keys::directive;
 
 /// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -301,6 +301,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Acknowledge received segments at once rather than after the delayed-ACK
+/// timer. Servers such as PRRTE write a reply's header and body in separate
+/// segments with Nagle's algorithm on; with our ACK delayed, every small
+/// reply would wait ~40 ms. Linux resets the mode after a while, so it is
+/// set again before each read.
+fn quick_ack(stream: &TcpStream) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let one: nix::libc::c_int = 1;
+        // SAFETY: a valid socket descriptor we own, a pointer to a live c_int
+        // and its exact size; failure only leaves the default ACK behaviour.
+        unsafe {
+            nix::libc::setsockopt(
+                stream.as_raw_fd(),
+                nix::libc::IPPROTO_TCP,
+                nix::libc::TCP_QUICKACK,
+                (&one as *const nix::libc::c_int).cast(),
+                std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = stream;
+}
+
 fn spawn_reader(
     mut stream: TcpStream,
     waiters: Waiters,
@@ -311,6 +337,7 @@ fn spawn_reader(
         .name("pmix-reader".into())
         .spawn(move || {
             let end = loop {
+                quick_ack(&stream);
                 match read_frame(&mut stream, MAX_PAYLOAD) {
                     Ok(Some((hdr, payload))) => {
                         if hdr.tag >= TAG_DYNAMIC {

@@ -53,19 +53,8 @@ impl Requester {
     }
 }
 
-/// `pmix_alloc_directive_t` values.
-pub mod directive {
-    /// `PMIX_ALLOC_NEW`.
-    pub const NEW: u8 = 1;
-    /// `PMIX_ALLOC_EXTEND`.
-    pub const EXTEND: u8 = 2;
-    /// `PMIX_ALLOC_RELEASE`.
-    pub const RELEASE: u8 = 3;
-    /// `PMIX_ALLOC_REAQUIRE`.
-    pub const REAQUIRE: u8 = 4;
-    /// `PMIX_ALLOC_REQ_CANCEL`.
-    pub const REQ_CANCEL: u8 = 5;
-}
+/// `pmix_alloc_directive_t` values (one definition, in the operations layer).
+pub use crate::ops::keys::directive;
 
 /// `pmix_alloc_inheritance_t`: what happens when the owning namespace dies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -13,18 +13,13 @@ use crate::error::{Error, Result};
 use crate::status::Status;
 
 use crate::conn::handshake::{BUFFER_FULLY_DESCRIBED, NSPACE_FIELD};
+pub use crate::conn::handshake::{FLAG_SIMPLE_CLIENT, FLAG_TOOL_GIVEN_ID, FLAG_TOOL_NEEDS_ID};
 
 /// Largest connect-ack body we accept (bytes); larger is refused unread.
 pub const MAX_CONNECT_LEN: u32 = 64 * 1024;
 /// Most infos we read from a connect-ack blob.
 const MAX_CONNECT_INFOS: usize = 256;
 
-/// Identity flag: a process of a job the server launched.
-pub const FLAG_SIMPLE_CLIENT: u8 = 0;
-/// Identity flag: a self-started tool that needs a namespace.
-pub const FLAG_TOOL_NEEDS_ID: u8 = 3;
-/// Identity flag: a tool bringing its own identifier.
-pub const FLAG_TOOL_GIVEN_ID: u8 = 4;
 /// Identity flag: a tool started by a PMIx server, identifier given by it.
 pub const FLAG_TOOL_CLIENT: u8 = 5;
 /// Identity flag: a launcher that needs a namespace.
