@@ -18,7 +18,7 @@ use crate::ops::events::decode_notification;
 use crate::ops::events::Event;
 use crate::ops::iof::decode_iof;
 use crate::ops::iof::IofChunk;
-use crate::ops::job::{job_end_of, JobEnd, JobOutput};
+use crate::ops::job::{drain_output, job_end_of, JobEnd, JobOutput, TRAILING_QUIET};
 use crate::ops::{control, keys, Session};
 use crate::render::OutputRecord;
 use crate::status::Status;
@@ -229,13 +229,6 @@ pub fn register_job_end(s: &Session) -> Result<()> {
 
 /// How often [`follow`] looks at the signal flag and the deadline.
 const TICK: Duration = Duration::from_millis(20);
-/// After the job's end, output still in flight is awaited until the stream
-/// has been quiet this long. PRRTE forwards a process's output before it
-/// reports the process ended (both travel the same ordered path), so this
-/// only catches stragglers.
-pub const TRAILING_QUIET: Duration = Duration::from_millis(1);
-/// Longest wait for trailing output after the job's end.
-pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 
 /// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
@@ -298,7 +291,7 @@ pub fn follow(
                     continue;
                 };
                 if let Some(end) = job_end_of(&ev, nspace) {
-                    drain_output(s, on_output);
+                    drain_output(s, TRAILING_QUIET, on_output);
                     return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
                 }
                 on_output(JobOutput::Event(&ev));
@@ -309,36 +302,6 @@ pub fn follow(
                     format!("lost the DVM while job {nspace} ran: {}", e.context),
                 ))
             }
-        }
-    }
-}
-
-/// Take output that trails a job's end until it has been quiet for
-/// [`TRAILING_QUIET`] (events meanwhile are passed on but do not count as
-/// output), at most [`TRAILING_MAX`].
-fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
-    let stop = Instant::now() + TRAILING_MAX;
-    let mut quiet_until = Instant::now() + TRAILING_QUIET;
-    loop {
-        let now = Instant::now();
-        let until = quiet_until.min(stop);
-        if now >= until {
-            return;
-        }
-        match s.conn().next_unsolicited(until - now) {
-            Some(Unsolicited::Iof(bytes)) => {
-                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
-                    on_output(JobOutput::Output(&chunk));
-                }
-                quiet_until = Instant::now() + TRAILING_QUIET;
-            }
-            Some(Unsolicited::Notify(bytes)) => {
-                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
-                    on_output(JobOutput::Event(&ev));
-                }
-            }
-            Some(Unsolicited::Other(..)) => {}
-            Some(Unsolicited::Closed(_)) | None => return,
         }
     }
 }

@@ -86,7 +86,7 @@ pub fn follow_job(
                     continue;
                 };
                 if let Some(end) = job_end_of(&ev, nspace) {
-                    drain_output(s, on_output);
+                    drain_output(s, TRAILING_QUIET, on_output);
                     return Ok(end);
                 }
                 on_output(JobOutput::Event(&ev));
@@ -126,16 +126,24 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
     })
 }
 
-/// Forwarded output can trail the end event: keep taking messages until the
-/// stream has been quiet for [`TRAILING_QUIET`] (at most [`TRAILING_MAX`]).
-fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+/// Take the output that is queued behind a job's end event, then keep
+/// taking it until the stream has been quiet for `quiet` (at most
+/// [`TRAILING_MAX`]); events met meanwhile are passed on but do not count as
+/// output. PRRTE and pdvm report a process terminated only once its output
+/// streams have closed and been forwarded on the same ordered connection, so
+/// [`TRAILING_QUIET`] (zero: only what is already queued) is enough for them.
+pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobOutput<'_>)) {
     let stop = Instant::now() + TRAILING_MAX;
-    while Instant::now() < stop {
-        match s.conn().next_unsolicited(TRAILING_QUIET) {
+    let mut quiet_until = Instant::now() + quiet;
+    loop {
+        let now = Instant::now();
+        let wait = quiet_until.min(stop).saturating_duration_since(now);
+        match s.conn().next_unsolicited(wait) {
             Some(Unsolicited::Iof(bytes)) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
                     on_output(JobOutput::Output(&chunk));
                 }
+                quiet_until = Instant::now() + quiet;
             }
             Some(Unsolicited::Notify(bytes)) => {
                 if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
@@ -145,12 +153,16 @@ fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
             Some(Unsolicited::Other(..)) => {}
             Some(Unsolicited::Closed(_)) | None => return,
         }
+        if Instant::now() >= stop {
+            return;
+        }
     }
 }
 
-/// How long the output stream must be quiet after a job's end.
-pub const TRAILING_QUIET: Duration = Duration::from_millis(50);
-/// Longest we wait for trailing output after a job's end.
+/// How long the output stream must be quiet after a job's end (zero: take
+/// only what is already queued).
+pub const TRAILING_QUIET: Duration = Duration::ZERO;
+/// Longest we keep taking trailing output after a job's end.
 pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 
 /// One app: `argv[0]` with arguments, `np` copies.
