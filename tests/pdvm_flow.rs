@@ -13,7 +13,8 @@ use pmix_tools::conn::discover::{discover, ProcessEnv};
 use pmix_tools::ops::{alloc, events, keys, query};
 use pmix_tools::status::Status;
 
-use pdvm_harness::{app, follow_job, spawn, Pdvm};
+use pdvm_harness::{app, follow_job, Pdvm};
+use pmix_tools::ops::spawn;
 
 #[test]
 fn writes_private_rendezvous_files_and_is_discovered() {

@@ -10,7 +10,8 @@ use pmix_tools::codec::Value;
 use pmix_tools::ops::{control, events, keys};
 use pmix_tools::status::Status;
 
-use pdvm_harness::{app, follow_job, spawn, Pdvm};
+use pdvm_harness::{app, follow_job, Pdvm};
+use pmix_tools::ops::spawn;
 
 fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()

@@ -194,38 +194,3 @@ pub fn app(argv: &[&str], nprocs: i32) -> pmix_tools::codec::App {
         info: Vec::new(),
     }
 }
-
-/// Spawn requests built from the session's public pieces (`ops::spawn`
-/// exists on main but is not declared in `ops/mod.rs`, so it cannot be
-/// reached from here): info, apps; the reply is status then namespace.
-pub mod spawn {
-    use pmix_tools::codec::{App, Info, Size};
-    use pmix_tools::error::{Error, Result};
-    use pmix_tools::ops::session::write_infos;
-    use pmix_tools::ops::{cmd, keys, Session};
-    use pmix_tools::status::Status;
-
-    /// Spawn `apps` with `job_info`; the new namespace.
-    pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
-        let mut e = s.request(cmd::SPAWN)?;
-        write_infos(&mut e, job_info)?;
-        e.pack_one(&Size(apps.len() as u64))?;
-        e.pack(apps)?;
-        let reply = s.call(e)?;
-        let mut d = s.decoder(&reply);
-        let st: Status = d.unpack_one()?;
-        if !st.is_success() {
-            return Err(Error::new(st, "spawn refused"));
-        }
-        d.unpack_one()
-    }
-
-    /// Forward stdout/stderr and notify completion.
-    pub fn launcher_job_info() -> Vec<Info> {
-        vec![
-            Info::new(keys::FWD_STDOUT, true),
-            Info::new(keys::FWD_STDERR, true),
-            Info::new(keys::NOTIFY_COMPLETION, true),
-        ]
-    }
-}

@@ -316,16 +316,29 @@ fn find_system(dir: &Path) -> Option<Rendezvous> {
 /// Live servers found through their generic `pmix.<host>.tool` files, keyed
 /// by URI so the several files one server writes count once.
 pub fn live_servers(dirs: &[PathBuf]) -> BTreeMap<String, Rendezvous> {
-    let mut found = BTreeMap::new();
-    for p in candidate_files(dirs) {
-        let name = p
-            .file_name()
+    let files = candidate_files(dirs);
+    let name_of = |p: &PathBuf| {
+        p.file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if !(name.ends_with(".tool") || name.contains(".tool.")) {
+            .unwrap_or_default()
+    };
+    // A server writes the same contents to `pmix.<host>.tool`, `….tool.<pid>`
+    // and `….tool.<nspace>`: read the generic file, and the variants only in
+    // a folder that lacks one.
+    let generic_dirs: Vec<&Path> = files
+        .iter()
+        .filter(|p| name_of(p).ends_with(".tool"))
+        .filter_map(|p| p.parent())
+        .collect();
+    let mut found = BTreeMap::new();
+    for p in &files {
+        let name = name_of(p);
+        let wanted = name.ends_with(".tool")
+            || (name.contains(".tool.") && !p.parent().is_some_and(|d| generic_dirs.contains(&d)));
+        if !wanted {
             continue;
         }
-        let Ok(r) = Rendezvous::read(&p) else {
+        let Ok(r) = Rendezvous::read(p) else {
             continue;
         };
         if !r.pid.map(pid_alive).unwrap_or(true) {

@@ -340,14 +340,7 @@ impl Dvm {
             if let Some(r) = self.res.get_mut(&id) {
                 r.nodes.retain(|i| !v.contains(i));
             }
-            let left: Vec<String> = v
-                .iter()
-                .filter(|&&i| !self.nodes[i].member)
-                .map(|&i| self.nodes[i].name.clone())
-                .collect();
-            if !left.is_empty() {
-                fx.push(Effect::NodesLeft { nodes: left });
-            }
+            self.report_left(&v, &mut fx);
             released = back;
             let mut more = self.apply_sched(ev, sched, now);
             fx.append(&mut more);

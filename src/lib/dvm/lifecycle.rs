@@ -86,14 +86,7 @@ impl Dvm {
         for &i in &nodes {
             self.detach_node(i, leaves, reason, &mut fx);
         }
-        let left: Vec<String> = nodes
-            .iter()
-            .filter(|&&i| !self.nodes[i].member)
-            .map(|&i| self.nodes[i].name.clone())
-            .collect();
-        if !left.is_empty() {
-            fx.push(Effect::NodesLeft { nodes: left });
-        }
+        self.report_left(&nodes, &mut fx);
         self.forget(id);
         fx.push(Effect::ReservationEnded {
             alloc_id: id.to_string(),

@@ -232,6 +232,19 @@ impl Dvm {
     /// Removes a node from its allocation. Scheduler nodes leave the DVM and
     /// every job with processes on them is to be killed; startup nodes revert
     /// to the default session and nobody is killed (§8.2.1.9.4).
+    /// Report, as one `NodesLeft` effect, those of `nodes` that are no
+    /// longer members of the DVM (after a release or reclaim).
+    pub(crate) fn report_left(&self, nodes: &[usize], fx: &mut Vec<Effect>) {
+        let left: Vec<String> = nodes
+            .iter()
+            .filter(|&&i| !self.nodes[i].member)
+            .map(|&i| self.nodes[i].name.clone())
+            .collect();
+        if !left.is_empty() {
+            fx.push(Effect::NodesLeft { nodes: left });
+        }
+    }
+
     pub(crate) fn detach_node(&mut self, i: usize, leaves: bool, why: &str, fx: &mut Vec<Effect>) {
         let node = &mut self.nodes[i];
         node.session = None;

@@ -208,7 +208,7 @@ impl Server {
         };
         let described = req.described();
         let (reply, peer) = match &req.identity {
-            PeerIdentity::ToolNeedsId => {
+            PeerIdentity::Tool => {
                 let ns = self.mint_nspace();
                 let _ = self.dvm.tool_connected(&ns);
                 (

@@ -31,26 +31,8 @@ pub const FLAG_LAUNCHER_CLIENT: u8 = 8;
 /// Identity flag: a singleton client naming itself.
 pub const FLAG_SINGLETON_CLIENT: u8 = 9;
 
-/// Who the peer says it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PeerIdentity {
-    /// A tool (or launcher) asking us for a namespace.
-    ToolNeedsId,
-    /// A tool (or launcher) with its own namespace and rank.
-    ToolWithId {
-        /// Namespace.
-        nspace: String,
-        /// Rank.
-        rank: u32,
-    },
-    /// A process of a job we launched.
-    Client {
-        /// The job's namespace.
-        nspace: String,
-        /// The process's rank.
-        rank: u32,
-    },
-}
+/// Who the peer says it is: the same three identities a client presents.
+pub use crate::conn::handshake::Identity as PeerIdentity;
 
 /// A parsed connect-ack.
 #[derive(Clone, Debug)]
@@ -161,7 +143,7 @@ pub fn parse_connect(body: &[u8]) -> Result<ConnectRequest> {
         }
         FLAG_TOOL_NEEDS_ID | FLAG_LAUNCHER_NEEDS_ID => {
             claimed_ids = Some((c.u32_be("the uid")?, c.u32_be("the gid")?));
-            PeerIdentity::ToolNeedsId
+            PeerIdentity::Tool
         }
         FLAG_TOOL_GIVEN_ID
         | FLAG_TOOL_CLIENT
@@ -294,7 +276,7 @@ mod tests {
             tool_info_blob(crate::codec::WireVersion::V41, "palloc -N 1", 42).unwrap(),
         ));
         let r = parse_connect(&m[16..]).unwrap();
-        assert_eq!(r.identity, PeerIdentity::ToolNeedsId);
+        assert_eq!(r.identity, PeerIdentity::Tool);
         assert_eq!(r.claimed_ids, Some((1000, 100)));
         assert_eq!(native_cred_ids(&r.cred), Some((1000, 100)));
         assert_eq!(r.bfrops, "v41");
