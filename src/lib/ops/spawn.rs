@@ -1,5 +1,7 @@
 //! Spawning jobs (`PMIx_Spawn`), with reservation targeting.
 
+use std::time::Duration;
+
 use crate::codec::{App, DataArray, Info, Size, Value};
 use crate::error::{Error, Result};
 use crate::status::Status;
@@ -22,7 +24,19 @@ pub fn spawn_target(ids: &[String], default_pool: bool) -> Option<Value> {
     }
 }
 
+/// How often a spawn refused with the generic `PMIX_ERROR` is tried again.
+pub const TRANSIENT_RETRIES: u32 = 4;
+/// Pause before the first retry (doubled each time).
+pub const TRANSIENT_BACKOFF: Duration = Duration::from_millis(10);
+
 /// Spawn `apps` with job-level `job_info`; returns the new job's namespace.
+///
+/// PRRTE 3.0.14 answers a spawn that arrives within a few milliseconds of
+/// another job's end with the generic `PMIX_ERROR` while it is still
+/// releasing that job (seen on this project's machines); the same request
+/// succeeds moments later. So that error — and only it — is retried
+/// [`TRANSIENT_RETRIES`] times with a short back-off before it is reported.
+/// Every specific refusal (`NOT_FOUND`, `NO_PERMISSIONS`, …) is final at once.
 pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     if apps.is_empty() {
         return Err(Error::new(
@@ -34,6 +48,21 @@ pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     for a in apps {
         s.check_infos(&a.info)?;
     }
+    let mut pause = TRANSIENT_BACKOFF;
+    let mut tries = 0;
+    loop {
+        match spawn_once(s, job_info, apps) {
+            Err(e) if e.status == Status::ERROR && tries < TRANSIENT_RETRIES => {
+                tries += 1;
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            r => return r,
+        }
+    }
+}
+
+fn spawn_once(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     let mut e = s.request(cmd::SPAWN)?;
     write_infos(&mut e, job_info)?;
     e.pack_one(&Size(apps.len() as u64))?;
