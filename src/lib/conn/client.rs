@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,7 +41,24 @@ pub enum Unsolicited {
     Closed(Error),
 }
 
-type Waiters = Arc<Mutex<HashMap<u32, Sender<Result<Vec<u8>>>>>>;
+/// Requests waiting for replies, and why the connection closed once it has:
+/// one lock, so a request is either registered before the close (and then
+/// told the reason by the reader) or sees the reason itself — never lost.
+#[derive(Default)]
+struct WaitTable {
+    pending: HashMap<u32, Sender<Result<Vec<u8>>>>,
+    closed: Option<Error>,
+}
+
+impl WaitTable {
+    fn closed_error(&self) -> Option<Error> {
+        self.closed
+            .as_ref()
+            .map(|e| Error::new(e.status, e.context.clone()))
+    }
+}
+
+type Waiters = Arc<Mutex<WaitTable>>;
 
 /// A connected, handshaken session with a PMIx server.
 pub struct Connection {
@@ -49,7 +66,6 @@ pub struct Connection {
     waiters: Waiters,
     unsolicited: Mutex<Receiver<Unsolicited>>,
     next_tag: AtomicU32,
-    closed: Arc<AtomicBool>,
     target: Target,
     welcome: Welcome,
     wire: WireVersion,
@@ -146,16 +162,14 @@ impl Connection {
         let reader = stream
             .try_clone()
             .map_err(|e| io_error(e, "cloning the socket"))?;
-        let waiters: Waiters = Arc::new(Mutex::new(HashMap::new()));
-        let closed = Arc::new(AtomicBool::new(false));
+        let waiters: Waiters = Arc::new(Mutex::new(WaitTable::default()));
         let (tx, rx) = mpsc::channel();
-        spawn_reader(reader, waiters.clone(), closed.clone(), tx);
+        spawn_reader(reader, waiters.clone(), tx);
         Ok(Connection {
             writer: Mutex::new(stream),
             waiters,
             unsolicited: Mutex::new(rx),
             next_tag: AtomicU32::new(TAG_DYNAMIC),
-            closed,
             target,
             welcome,
             wire,
@@ -189,7 +203,7 @@ impl Connection {
 
     /// True once the server has gone away.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        lock(&self.waiters).closed.is_some()
     }
 
     fn pindex(&self) -> i32 {
@@ -198,31 +212,23 @@ impl Connection {
 
     /// Send a request and wait up to `timeout` for its reply payload.
     pub fn request(&self, payload: &[u8], timeout: Duration) -> Result<Vec<u8>> {
-        if self.is_closed() {
-            return Err(Error::new(
-                Status::ERR_LOST_CONNECTION,
-                "the server closed the connection",
-            ));
-        }
         let tag = self.alloc_tag();
         let (tx, rx) = mpsc::channel();
-        lock(&self.waiters).insert(tag, tx);
-        if let Err(e) = self.send(tag, payload) {
-            lock(&self.waiters).remove(&tag);
-            return Err(e);
+        {
+            let mut w = lock(&self.waiters);
+            if let Some(e) = w.closed_error() {
+                return Err(e);
+            }
+            w.pending.insert(tag, tx);
         }
-        // The reader may have closed between our check and the insert.
-        if self.is_closed() {
-            lock(&self.waiters).remove(&tag);
-            return Err(Error::new(
-                Status::ERR_LOST_CONNECTION,
-                "the server closed the connection",
-            ));
+        if let Err(e) = self.send(tag, payload) {
+            lock(&self.waiters).pending.remove(&tag);
+            return Err(e);
         }
         match rx.recv_timeout(timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
-                lock(&self.waiters).remove(&tag);
+                lock(&self.waiters).pending.remove(&tag);
                 Err(Error::new(
                     Status::ERR_TIMEOUT,
                     format!(
@@ -327,12 +333,7 @@ fn quick_ack(stream: &TcpStream) {
     let _ = stream;
 }
 
-fn spawn_reader(
-    mut stream: TcpStream,
-    waiters: Waiters,
-    closed: Arc<AtomicBool>,
-    tx: Sender<Unsolicited>,
-) {
+fn spawn_reader(mut stream: TcpStream, waiters: Waiters, tx: Sender<Unsolicited>) {
     std::thread::Builder::new()
         .name("pmix-reader".into())
         .spawn(move || {
@@ -341,7 +342,7 @@ fn spawn_reader(
                 match read_frame(&mut stream, MAX_PAYLOAD) {
                     Ok(Some((hdr, payload))) => {
                         if hdr.tag >= TAG_DYNAMIC {
-                            if let Some(w) = lock(&waiters).remove(&hdr.tag) {
+                            if let Some(w) = lock(&waiters).pending.remove(&hdr.tag) {
                                 let _ = w.send(Ok(payload));
                                 continue;
                             }
@@ -362,9 +363,12 @@ fn spawn_reader(
                     Err(e) => break e,
                 }
             };
-            closed.store(true, Ordering::SeqCst);
-            for (_, w) in lock(&waiters).drain() {
-                let _ = w.send(Err(Error::new(end.status, end.context.clone())));
+            {
+                let mut w = lock(&waiters);
+                w.closed = Some(Error::new(end.status, end.context.clone()));
+                for (_, waiter) in w.pending.drain() {
+                    let _ = waiter.send(Err(Error::new(end.status, end.context.clone())));
+                }
             }
             let _ = tx.send(Unsolicited::Closed(end));
         })
