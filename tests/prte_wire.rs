@@ -63,7 +63,7 @@ fn connects_as_tool_by_every_discovery_route() {
             s.me()
         );
         assert_sees_itself(&s);
-        s.finalize_and_wait().expect("finalize");
+        s.finalize().expect("finalize");
     }
     assert!(
         dvm.logs().is_empty() || !dvm.logs().contains("segfault"),
@@ -126,7 +126,7 @@ fn two_process_job_output_and_exit_status() {
     let end = run_job(&s, &[], &[failing], Some(Duration::from_secs(30)), |_| {}).unwrap();
     assert_eq!(end.exit_status, 3, "first non-zero exit code: {end:?}");
 
-    s.finalize_and_wait().unwrap();
+    s.finalize().unwrap();
 }
 
 #[test]

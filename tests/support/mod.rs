@@ -91,6 +91,35 @@ pub fn venv_dir() -> PathBuf {
     venv
 }
 
+/// The PRRTE master / OpenPMIx master build (`<peers>/master`, with `prrte/`
+/// and `pmix/` install prefixes); panics when it is missing.
+pub fn master_dir() -> PathBuf {
+    let dir = peers_dir().join("master");
+    let prte = dir.join("prrte").join("bin").join("prte");
+    if !is_executable(&prte) {
+        panic!(
+            "PRRTE master not found at {} (PMIX_TOOLS_PEERS={:?}): {INSTALL_HINT}",
+            prte.display(),
+            std::env::var_os("PMIX_TOOLS_PEERS")
+        );
+    }
+    dir
+}
+
+/// A PRRTE master program (`prte`, `prun`, `pterm`, …); panics when missing.
+pub fn master_prrte_bin(name: &str) -> PathBuf {
+    master_dir().join("prrte").join("bin").join(name)
+}
+
+/// An OpenPMIx master tool (`palloc`, `pps`, `pevent`, …); panics when missing.
+pub fn master_pmix_bin(name: &str) -> PathBuf {
+    let p = master_dir().join("pmix").join("bin").join(name);
+    if !is_executable(&p) {
+        panic!("{} not found: {INSTALL_HINT}", p.display());
+    }
+    p
+}
+
 /// Path of the wheel's `prte` executable; panics when missing.
 pub fn prte_bin() -> PathBuf {
     venv_dir().join("bin").join("prte")
@@ -363,7 +392,8 @@ pub struct Prte {
     /// The `TMPDIR` the DVM runs under (holds `prte.<pid>/`, `uri.txt` and
     /// the DVM's own stdout/stderr logs `prte.out`, `prte.err`).
     pub tmpdir: PathBuf,
-    /// The venv the DVM comes from (its install prefix).
+    /// Where the DVM comes from: the wheel's venv, or the master build's
+    /// directory (`<peers>/master`).
     pub venv: PathBuf,
     child: Child,
 }
@@ -375,6 +405,27 @@ impl Prte {
     /// when the wheel is not installed.
     pub fn start() -> Prte {
         let venv = venv_dir();
+        let mut cmd = Command::new(venv.join("bin").join("prte"));
+        scrub_pmix_env(&mut cmd);
+        cmd.env("PRTE_PREFIX", &venv)
+            .env("PMIX_INSTALL_PREFIX", &venv)
+            .env("OPAL_PREFIX", &venv);
+        Prte::launch(cmd, venv)
+    }
+
+    /// Start a PRRTE master DVM (PRRTE 5.0.0a1 + OpenPMIx 7.0.0a1, the one
+    /// that implements spec 001), like [`Prte::start`]. Its `PATH` holds
+    /// only the system directories, so jobs it launches do not find this
+    /// package's tools by accident.
+    pub fn start_master() -> Prte {
+        let dir = master_dir();
+        let mut cmd = Command::new(dir.join("prrte").join("bin").join("prte"));
+        scrub_pmix_env(&mut cmd);
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        Prte::launch(cmd, dir)
+    }
+
+    fn launch(mut cmd: Command, venv: PathBuf) -> Prte {
         let tmpdir = unique_tmpdir("prte").into_path();
         let uri_file = tmpdir.join("uri.txt");
         let out_log = tmpdir.join("prte.out");
@@ -382,16 +433,11 @@ impl Prte {
         let open =
             |p: &Path| fs::File::create(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
 
-        let mut cmd = Command::new(venv.join("bin").join("prte"));
         if nix::unistd::geteuid().is_root() {
             cmd.arg("--allow-run-as-root");
         }
         cmd.arg("--report-uri").arg(&uri_file);
-        scrub_pmix_env(&mut cmd);
-        cmd.env("PRTE_PREFIX", &venv)
-            .env("PMIX_INSTALL_PREFIX", &venv)
-            .env("OPAL_PREFIX", &venv)
-            .env("TMPDIR", &tmpdir)
+        cmd.env("TMPDIR", &tmpdir)
             .stdin(Stdio::null())
             .stdout(open(&out_log))
             .stderr(open(&err_log));

@@ -16,6 +16,8 @@ use super::cmd;
 pub const MAX_REPLY_ITEMS: usize = 1 << 20;
 /// Default time we wait for a reply.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for the server's answer to our goodbye.
+pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
 
 /// A connected session with a PMIx server.
 pub struct Session {
@@ -102,23 +104,16 @@ impl Session {
         Ok(())
     }
 
-    /// Say goodbye and close.
+    /// Say goodbye, wait for the server's answer (at most
+    /// [`FINALIZE_WAIT`]), and close.
     ///
-    /// The goodbye is sent and the socket closed without waiting for the
-    /// server's acknowledgement: nothing a tool does depends on it, and a
-    /// server slow to answer must not delay the tool's exit. Use
-    /// [`Session::finalize_and_wait`] to see the server's answer.
+    /// The wait matters: libpmix tools always wait for the answer, and PRRTE
+    /// master corrupts its heap when a tool closes the socket between sending
+    /// the goodbye and receiving it. A server that has already gone, or that
+    /// does not answer in time, costs at most the bound.
     pub fn finalize(self) -> Result<()> {
         let enc = self.request(cmd::FINALIZE)?;
-        let r = self.conn.post(enc.bytes());
-        self.conn.shutdown();
-        r
-    }
-
-    /// Say goodbye, wait (briefly) for the server's answer, and close.
-    pub fn finalize_and_wait(self) -> Result<()> {
-        let enc = self.request(cmd::FINALIZE)?;
-        let r = self.conn.request(enc.bytes(), Duration::from_millis(500));
+        let r = self.conn.request(enc.bytes(), FINALIZE_WAIT);
         self.conn.shutdown();
         r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
     }
