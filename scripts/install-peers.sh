@@ -8,7 +8,7 @@
 #   * OpenPMIx master + PRRTE master (the DVM that implements spec 001), built
 #     from the pinned source snapshots in <repo>/../shared/peers/ into
 #     "$MASTER_CACHE/<snapshot ids>/{pmix,prrte}" (default
-#     ~/.cache/pmix-tools/master), so a fresh clone on the same machine reuses
+#     ~/.cache/pmix-peers/master), so a fresh clone on the same machine reuses
 #     the build; "$PEERS/master" links to it.
 #
 # PEERS is $PMIX_TOOLS_PEERS, or <repo>/.peers when unset (gitignored).
@@ -28,7 +28,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="${PMIX_TOOLS_PEERS:-$repo_root/.peers}"
 VENV="$PEERS/venv"
 SNAPSHOTS="${PMIX_TOOLS_SNAPSHOTS:-$repo_root/../shared/peers}"
-MASTER_CACHE="${PMIX_TOOLS_MASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmix-tools/master}"
+MASTER_CACHE="${PMIX_TOOLS_MASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmix-peers/master}"
 # Debian packages the master build needs.
 readonly BUILD_PACKAGES=(libevent-dev libhwloc-dev autoconf automake libtool flex bison make gcc g++
     zlib1g-dev pkg-config)
@@ -124,6 +124,27 @@ snapshot() {
     echo "$f"
 }
 
+# build_master BUILD DEST PMIX_TAR PRRTE_TAR OAC_TAR: unpack and build both into DEST.
+# Every step is checked ('set -e' does not apply inside an '||' list).
+build_master() {
+    local build="$1" dest="$2" jobs
+    jobs="$(nproc)"
+    cd "$build" || return 1
+    tar xJf "$3" && tar xJf "$4" && tar xJf "$5" || return 1
+    rm -rf openpmix/config/oac prrte/config/oac
+    cp -r oac openpmix/config/oac && cp -r oac prrte/config/oac || return 1
+    cd "$build/openpmix" || return 1
+    ./autogen.pl || return 1
+    ./configure --prefix="$dest/pmix" --disable-man-pages || return 1
+    make -j"$jobs" || return 1
+    make install || return 1
+    cd "$build/prrte" || return 1
+    ./autogen.pl || return 1
+    ./configure --prefix="$dest/prrte" --with-pmix="$dest/pmix" --disable-man-pages || return 1
+    make -j"$jobs" || return 1
+    make install || return 1
+}
+
 # Build OpenPMIx master then PRRTE master from the snapshots, once per snapshot set.
 install_master() {
     local pmix_tar prrte_tar oac_tar id dest build
@@ -136,27 +157,10 @@ install_master() {
         echo "install-peers: building OpenPMIx master and PRRTE master into $dest (about 5 minutes on 2 cores)" >&2
         rm -rf "$dest"
         mkdir -p "$dest"
-        build="$(mktemp -d "${TMPDIR:-/tmp}/pmix-tools-master.XXXXXX")"
-        (
-            set -e
-            cd "$build"
-            tar xJf "$pmix_tar"
-            tar xJf "$prrte_tar"
-            tar xJf "$oac_tar"
-            rm -rf openpmix/config/oac prrte/config/oac
-            cp -r oac openpmix/config/oac
-            cp -r oac prrte/config/oac
-            cd "$build/openpmix"
-            ./autogen.pl
-            ./configure --prefix="$dest/pmix" --disable-man-pages
-            make -j"$(nproc)"
-            make install
-            cd "$build/prrte"
-            ./autogen.pl
-            ./configure --prefix="$dest/prrte" --with-pmix="$dest/pmix" --disable-man-pages
-            make -j"$(nproc)"
-            make install
-        ) >"$dest.log" 2>&1 || {
+        # The build directory's path must not contain "tools": OpenPMIx's
+        # help-text generator takes any such path for its tools' sources.
+        build="$(mktemp -d /tmp/pmix-master-build.XXXXXX)"
+        build_master "$build" "$dest" "$pmix_tar" "$prrte_tar" "$oac_tar" >"$dest.log" 2>&1 || {
             tail -n 40 "$dest.log" >&2
             rm -rf "$build"
             die "building the master peers failed (full log: $dest.log)"

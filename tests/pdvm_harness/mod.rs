@@ -177,7 +177,7 @@ pub fn follow_job(s: &Session, nspace: &str, secs: u64) -> Seen {
                 seen.events.push(e);
             }
             Some(Unsolicited::Closed(e)) => panic!("connection closed: {e}"),
-            Some(Unsolicited::Other(..)) | None => {}
+            Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) | None => {}
         }
     }
     seen

@@ -280,7 +280,7 @@ pub fn follow(
                     return Err(Error::new(st, "the DVM refused to report the job's end"));
                 }
             }
-            None | Some(Unsolicited::Other(..)) => {}
+            None | Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) => {}
             Some(Unsolicited::Iof(bytes)) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
                     on_output(JobOutput::Output(&chunk));

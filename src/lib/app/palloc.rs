@@ -9,25 +9,28 @@ use std::time::Duration;
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
 use crate::cli::parse::Inheritance;
-use crate::cli::request::{directive, AllocRequest, AppSpec};
+use crate::cli::request::{directive, AllocRequest};
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::{dt, AllocInheritance, Info, Value};
-use crate::conn::Identity;
+use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
+use crate::conn::holder::{Holder, HOLDER_ENV};
+use crate::conn::{Identity, Unsolicited};
 use crate::error::Result;
 use crate::ops::alloc::{alloc_time_value, allocate, parse_alloc_time, AllocReply};
 use crate::ops::events::{decode_notification, register};
-use crate::ops::job::JobOutput;
 use crate::ops::{keys, Session};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 use crate::status::Status;
 
 use super::events::EventFields;
-use super::launch::{self, Followed, OutputSink};
+use super::launch;
 use super::{connect, finish, now_secs, signals, Failure, Ui};
 
 /// How long a queued request may wait for its grant.
 const QUEUE_WAIT: Duration = Duration::from_secs(30 * 86_400);
+/// How often a loop that waits on a child looks at the signal flags.
+const SIGNAL_TICK: Duration = Duration::from_millis(100);
 /// How long `--no-wait` listens for an immediate refusal after printing the id.
 const NO_WAIT_GRACE: Duration = Duration::from_millis(300);
 
@@ -236,13 +239,13 @@ reservation support (nothing was sent)",
             return Err(Failure::refused(op, &attrs, &e));
         }
     };
-    let rec = granted_record(&req, &reply, &s, from_application);
+    let mut rec = granted_record(&req, &reply, &s, from_application);
     ui.record(&rec);
     ui.result(&allocation_line(&rec));
     let code = match mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
         PallocMode::Hold => hold(&s, &rec, ui),
-        PallocMode::Run(cmd) => run_command(&s, &rec, &cmd, ui),
+        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, args.keep, ui),
     };
     let code = match code {
         Ok(c) => c,
@@ -416,59 +419,130 @@ fn hold(s: &Session, rec: &AllocationRecord, ui: &Ui) -> std::result::Result<i32
     }
 }
 
-/// `-- CMD`: run CMD inside the allocation and return its status.
+/// `-- CMD`: run CMD as a local process (the caller's environment,
+/// directory, stdin and terminal, as `salloc` does) while palloc holds the
+/// allocation and relays the requests of the tools CMD runs (see
+/// [`crate::conn::holder`]); then give the allocation back unless a
+/// child-flavoured rule or `--keep` says otherwise. Returns CMD's status.
 fn run_command(
     s: &Session,
-    rec: &AllocationRecord,
+    rec: &mut AllocationRecord,
     cmd: &[String],
+    keep: bool,
     ui: &Ui,
 ) -> std::result::Result<i32, Failure> {
     let (program, args) = cmd
         .split_first()
         .ok_or_else(|| Failure::other("no command to run"))?;
-    let spec = AppSpec {
-        np: 1,
-        program: program.clone(),
-        args: args.to_vec(),
-        env: vec![crate::cli::parse::EnvSpec {
-            name: "PMIX_ALLOC_ID".into(),
-            value: Some(rec.alloc_id.clone()),
-        }],
-        wdir: None,
-        hosts: vec![],
+    let holder = Holder::start(s.shared_conn(), &rec.alloc_id)
+        .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
+    let child_rule = matches!(rec.inherit.as_str(), "child" | "child-default");
+    let give_back = !keep && !child_rule;
+    let spawned = std::process::Command::new(program)
+        .args(args)
+        .env("PMIX_ALLOC_ID", &rec.alloc_id)
+        .env(HOLDER_ENV, holder.path())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            if give_back {
+                release_after(s, rec, program, ui);
+            }
+            return Err(Failure::with(
+                Exit::Command(code),
+                None,
+                format!("cannot run `{program}`: {e}"),
+            ));
+        }
     };
-    let app = launch::to_app(&spec);
-    let info = launch::job_info(Some(Value::from(rec.alloc_id.as_str())), None);
-    launch::register_job_end(s)
-        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
-    let spawn_attrs = AttrsPresent {
-        spawn_target: true,
-        ..Default::default()
-    };
-    let nspace = crate::ops::spawn::spawn(s, &info, &[app])
-        .map_err(|e| Failure::refused(Operation::Spawn, &spawn_attrs, &e))?;
     ui.detail(&format!(
-        "running {program} as job {nspace} in {}",
+        "running {program} (pid {}) in allocation {}; its tools act through palloc",
+        child.id(),
         rec.alloc_id
     ));
-    let mut sink = OutputSink::new(&nspace, false, ui.json);
-    let followed = launch::follow(s, &nspace, None, &mut |o| match o {
-        JobOutput::Output(c) => sink.chunk(c),
-        JobOutput::Event(ev) if launch::is_warning(ev) => show_warning(ev, &rec.alloc_id, ui),
-        JobOutput::Event(_) => {}
-    })
-    .map_err(|e| Failure::from_error(&format!("while {program} ran"), &e))?;
-    sink.flush();
-    match followed {
-        Followed::Ended(end) => Ok(launch::job_exit(&end).code()),
-        Followed::TimedOut => Ok(Exit::TimedOut.code()),
-        Followed::Interrupted(sig) => {
-            ui.note(&format!(
-                "interrupted by {}; job {nspace} was terminated",
-                signals::name(sig)
-            ));
-            Ok(Exit::Interrupted.code())
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (done_tx, done) = mpsc::channel();
+    let waker = s.conn().waker();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+        waker.wake();
+    });
+    let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut dvm_lost = false;
+    let status = loop {
+        if let Ok(st) = done.try_recv() {
+            break st;
         }
+        if let Some(sig) = signals::take_new() {
+            // A terminal's Ctrl-C already reached CMD (same process group).
+            if sig != nix::libc::SIGINT || forward_int {
+                if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
+                    let _ = nix::sys::signal::kill(pid, sig);
+                }
+            }
+        }
+        if dvm_lost {
+            if let Ok(st) = done.recv_timeout(SIGNAL_TICK) {
+                break st;
+            }
+            continue;
+        }
+        match s.conn().next_unsolicited(SIGNAL_TICK) {
+            Some(Unsolicited::Notify(bytes)) => {
+                holder.broadcast(TAG_NOTIFY, &bytes);
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    if launch::is_warning(&ev) {
+                        show_warning(&ev, &rec.alloc_id, ui);
+                    }
+                }
+            }
+            Some(Unsolicited::Iof(bytes)) => holder.broadcast(TAG_IOF, &bytes),
+            Some(Unsolicited::Other(tag, bytes)) => holder.broadcast(tag, &bytes),
+            Some(Unsolicited::Wake) | None => {}
+            Some(Unsolicited::Closed(e)) => {
+                ui.warn(&format!(
+                    "lost the DVM while {program} ran ({e}); waiting for {program} to end"
+                ));
+                dvm_lost = true;
+            }
+        }
+    };
+    drop(holder);
+    let code = match status {
+        Ok(st) => {
+            use std::os::unix::process::ExitStatusExt;
+            st.code()
+                .or_else(|| st.signal().map(|n| 128 + n))
+                .unwrap_or(1)
+        }
+        Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
+    };
+    if give_back && !dvm_lost {
+        release_after(s, rec, program, ui);
+    }
+    Ok(code)
+}
+
+/// CMD ended: give the allocation back to the scheduler, as salloc does.
+fn release_after(s: &Session, rec: &mut AllocationRecord, program: &str, ui: &Ui) {
+    let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
+    match allocate(s, directive::RELEASE, &release) {
+        Ok(_) => {
+            rec.on_owner_exit = format!(
+                "{program} ended: released allocation {} (its nodes go back to the scheduler)",
+                rec.alloc_id
+            )
+        }
+        Err(e) => ui.warn(&format!(
+            "{program} ended, but releasing allocation {} was refused: {e}",
+            rec.alloc_id
+        )),
     }
 }
 

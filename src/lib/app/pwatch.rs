@@ -126,7 +126,7 @@ fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
                     }
                 }
             }
-            Unsolicited::Iof(_) | Unsolicited::Other(..) => {}
+            Unsolicited::Iof(_) | Unsolicited::Other(..) | Unsolicited::Wake => {}
             Unsolicited::Closed(_) => break,
         }
     }
@@ -201,7 +201,10 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             None => TICK,
         };
         let bytes = match s.conn().next_unsolicited(wait) {
-            None | Some(Unsolicited::Iof(_)) | Some(Unsolicited::Other(..)) => continue,
+            None
+            | Some(Unsolicited::Iof(_))
+            | Some(Unsolicited::Other(..))
+            | Some(Unsolicited::Wake) => continue,
             Some(Unsolicited::Closed(_)) => {
                 let _ = out.flush();
                 ui.note("the DVM closed the connection; the event stream ended");

@@ -28,6 +28,22 @@ owns what it reserved only while it runs; so run the work under it \
 (`palloc -N 2 -- CMD`), keep it alive with --hold, or reserve for a longer-lived \
 job with --target NSPACE. --as-tool forces the tool identity inside a job.
 
+Running a command (`palloc … -- CMD`). As with salloc, CMD runs on this \
+machine as an ordinary child of palloc: it gets your whole environment, \
+working directory, stdin and terminal, plus PMIX_ALLOC_ID (the allocation) and \
+PMIX_TOOLS_HOLDER (a private socket of palloc's). It takes none of the \
+allocation's slots. palloc stays connected and relays the requests of the \
+pmix-tools programs CMD runs, so the DVM sees them come from the namespace that \
+owns the allocation: `pspawn` inside CMD launches into the allocation by \
+default, and its jobs count as the allocation's for ownership and inheritance. \
+Only processes of your user may use the socket. To change what CMD sees, \
+change its environment as usual (`palloc -N 1 -- env -i PATH=$PATH CMD`); what \
+a job launched by pspawn sees is set with pspawn's own -x. When CMD ends, \
+palloc releases the allocation (back to the scheduler) and exits with CMD's \
+status — unless --inherit child or child-default keeps it for the jobs still \
+running in it, or --keep is given. SIGTERM and SIGHUP to palloc are passed on \
+to CMD; Ctrl-C at a terminal reaches CMD directly.
+
 When palloc exits it says what becomes of the reservation: with \
 --inherit none the nodes go back to the scheduler at once; with child they go \
 back when the last job spawned into the reservation (and its descendants) ends; \
@@ -120,6 +136,11 @@ pub struct PallocArgs {
     #[arg(long)]
     pub hold: bool,
 
+    /// With `-- CMD`: do not release the allocation when CMD ends (the --inherit rule then decides
+    /// what becomes of it when its owner ends).
+    #[arg(long, requires = "command")]
+    pub keep: bool,
+
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -128,7 +149,8 @@ pub struct PallocArgs {
     #[command(flatten)]
     pub output: LongQuietOutputArgs,
 
-    /// Command to run inside the allocation once granted (after `--`).
+    /// Command to run inside the allocation once granted (after `--`): a local process with your
+    /// environment, directory, stdin and terminal; the tools it runs act within the allocation.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }

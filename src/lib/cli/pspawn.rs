@@ -25,8 +25,10 @@ argument.
 Targeting (spec 001 §8.2.1.6): --target ALLOC_ID (repeatable or comma-separated) \
 maps the job onto the union of those reservations' nodes \
 (PMIX_SPAWN_TARGET); --default-pool adds the default session to that union. \
-Without --target the job uses the default session, or inside a job its parent's \
-session. The job's namespace joins the owner set of each reservation it is \
+Without --target, a job started inside an allocation (PMIX_ALLOC_ID is set, e.g. \
+under `palloc … -- CMD`) goes to that allocation, as srun inside salloc does; \
+--default-pool alone sends it to the default session instead. Otherwise it uses \
+the default session, or inside a job its parent's session. The job's namespace joins the owner set of each reservation it is \
 spawned into, so it can spawn further jobs there.
 
 Identity: inside a job, pspawn acts for that job's namespace (the new job is \
@@ -75,7 +77,8 @@ pub struct PspawnArgs {
     #[arg(long, value_name = "ALLOC_ID", value_delimiter = ',', value_parser = parse_id)]
     pub target: Vec<String>,
 
-    /// Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET).
+    /// Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it
+    /// overrides the allocation of PMIX_ALLOC_ID.
     #[arg(long)]
     pub default_pool: bool,
 
@@ -122,13 +125,27 @@ impl PspawnArgs {
         )?;
         Ok(SpawnRequest {
             apps,
-            targets: self.target.clone(),
+            targets: self.targets_or_context(),
             default_pool: self.default_pool,
             map_by: self.map_by.clone(),
             tag_output: self.tag_output,
             timeout_secs: self.timeout,
             detach: self.detach,
         })
+    }
+
+    /// `--target`, else (unless `--default-pool`) the allocation this
+    /// command runs in: `PMIX_ALLOC_ID`, set by `palloc … -- CMD` and by a
+    /// DVM for a job launched into exactly one reservation.
+    pub fn targets_or_context(&self) -> Vec<String> {
+        if !self.target.is_empty() || self.default_pool {
+            return self.target.clone();
+        }
+        std::env::var("PMIX_ALLOC_ID")
+            .ok()
+            .filter(|id| !id.is_empty())
+            .map(|id| vec![id])
+            .unwrap_or_default()
     }
 
     /// Checks spanning several flags (currently: the MPMD split).

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -24,6 +24,7 @@ use super::frame::{
     io_error, read_frame, write_frame, MAX_PAYLOAD, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY,
 };
 use super::handshake::{handshake, Hello, Identity, Welcome, BUFFER_NON_DESCRIBED};
+use super::stream::Stream;
 
 /// How long the handshake may take before we give up on a silent server.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +38,9 @@ pub enum Unsolicited {
     Iof(Vec<u8>),
     /// Any other tag.
     Other(u32, Vec<u8>),
+    /// Sent by a [`Waker`]: something outside the connection needs the
+    /// waiting loop's attention.
+    Wake,
     /// The connection ended; no more messages will come.
     Closed(Error),
 }
@@ -46,8 +50,38 @@ pub enum Unsolicited {
 /// told the reason by the reader) or sees the reason itself — never lost.
 #[derive(Default)]
 struct WaitTable {
-    pending: HashMap<u32, Sender<Result<Vec<u8>>>>,
+    pending: HashMap<u32, Waiter>,
     closed: Option<Error>,
+}
+
+/// Who gets a reply: a request blocked on a channel, or a callback (a
+/// relayed request, answered from the reader thread).
+enum Waiter {
+    Chan(Sender<Result<Vec<u8>>>),
+    Call(Box<dyn FnOnce(Result<Vec<u8>>) + Send>),
+}
+
+impl Waiter {
+    fn deliver(self, r: Result<Vec<u8>>) {
+        match self {
+            Waiter::Chan(tx) => {
+                let _ = tx.send(r);
+            }
+            Waiter::Call(f) => f(r),
+        }
+    }
+}
+
+/// Wakes a loop blocked in [`Connection::next_unsolicited`] with
+/// [`Unsolicited::Wake`] (e.g. when a child process ends).
+#[derive(Clone)]
+pub struct Waker(Sender<Unsolicited>);
+
+impl Waker {
+    /// Deliver one [`Unsolicited::Wake`].
+    pub fn wake(&self) {
+        let _ = self.0.send(Unsolicited::Wake);
+    }
 }
 
 impl WaitTable {
@@ -62,9 +96,10 @@ type Waiters = Arc<Mutex<WaitTable>>;
 
 /// A connected, handshaken session with a PMIx server.
 pub struct Connection {
-    writer: Mutex<TcpStream>,
+    writer: Mutex<Stream>,
     waiters: Waiters,
     unsolicited: Mutex<Receiver<Unsolicited>>,
+    wake: Sender<Unsolicited>,
     next_tag: AtomicU32,
     target: Target,
     welcome: Welcome,
@@ -90,6 +125,19 @@ pub fn wire_for_version(version: Option<&str>) -> WireVersion {
     }
 }
 
+/// The holder to connect through: inside `palloc … -- CMD` (its socket in
+/// [`super::holder::HOLDER_ENV`]), unless a server, a tool identity or
+/// `--as-tool` was asked for explicitly.
+pub fn holder_in_charge(
+    opts: &ConnectOptions,
+    env: &dyn super::discover::Env,
+) -> Option<std::path::PathBuf> {
+    if opts.names_a_server() || opts.force_tool || opts.tool_id.is_some() {
+        return None;
+    }
+    env.var(super::holder::HOLDER_ENV).map(Into::into)
+}
+
 /// Our command line as one string (PRRTE records it for the tool's job).
 fn command_line() -> String {
     let line = std::env::args().collect::<Vec<_>>().join(" ");
@@ -112,6 +160,9 @@ fn version_for_wire(wire: WireVersion) -> &'static str {
 impl Connection {
     /// Find the server per `opts`, connect and handshake, retrying as asked.
     pub fn connect(opts: &ConnectOptions) -> Result<Connection> {
+        if let Some(path) = holder_in_charge(opts, &ProcessEnv) {
+            return super::holder::connect(&path);
+        }
         let attempts = opts.retries.saturating_add(1);
         let delay = opts.wait_to_connect.unwrap_or(Duration::from_secs(1));
         let mut last = None;
@@ -156,6 +207,16 @@ impl Connection {
         };
         let welcome = handshake(&mut stream, &hello)
             .map_err(|e| Error::new(e.status, format!("{} (server {})", e.context, target.uri)))?;
+        Connection::established(Stream::Tcp(stream), target, welcome, wire)
+    }
+
+    /// Wrap a stream whose handshake is done: start its reader.
+    pub(crate) fn established(
+        stream: Stream,
+        target: Target,
+        welcome: Welcome,
+        wire: WireVersion,
+    ) -> Result<Connection> {
         stream
             .set_read_timeout(None)
             .map_err(|e| io_error(e, "configuring the socket"))?;
@@ -164,16 +225,22 @@ impl Connection {
             .map_err(|e| io_error(e, "cloning the socket"))?;
         let waiters: Waiters = Arc::new(Mutex::new(WaitTable::default()));
         let (tx, rx) = mpsc::channel();
-        spawn_reader(reader, waiters.clone(), tx);
+        spawn_reader(reader, waiters.clone(), tx.clone())?;
         Ok(Connection {
             writer: Mutex::new(stream),
             waiters,
             unsolicited: Mutex::new(rx),
+            wake: tx,
             next_tag: AtomicU32::new(TAG_DYNAMIC),
             target,
             welcome,
             wire,
         })
+    }
+
+    /// A handle that wakes [`Connection::next_unsolicited`] from elsewhere.
+    pub fn waker(&self) -> Waker {
+        Waker(self.wake.clone())
     }
 
     /// Our own namespace and rank.
@@ -219,7 +286,7 @@ impl Connection {
             if let Some(e) = w.closed_error() {
                 return Err(e);
             }
-            w.pending.insert(tag, tx);
+            w.pending.insert(tag, Waiter::Chan(tx));
         }
         if let Err(e) = self.send(tag, payload) {
             lock(&self.waiters).pending.remove(&tag);
@@ -244,6 +311,31 @@ impl Connection {
         }
     }
 
+    /// Send a request on a fresh tag; its reply (or the reason none will
+    /// come) is handed to `on_reply` on the reader thread, which must not
+    /// block for long. Used to relay requests for a holder's clients.
+    pub fn relay(
+        &self,
+        payload: &[u8],
+        on_reply: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
+    ) -> Result<()> {
+        let tag = self.alloc_tag();
+        {
+            let mut w = lock(&self.waiters);
+            if let Some(e) = w.closed_error() {
+                return Err(e);
+            }
+            w.pending.insert(tag, Waiter::Call(on_reply));
+        }
+        if let Err(e) = self.send(tag, payload) {
+            if let Some(w) = lock(&self.waiters).pending.remove(&tag) {
+                w.deliver(Err(e.clone()));
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Send a request on a fresh tag without waiting for its reply (a reply
     /// that does come is treated as unsolicited).
     pub fn post(&self, payload: &[u8]) -> Result<()> {
@@ -263,7 +355,9 @@ impl Connection {
         let rx = lock(&self.unsolicited);
         match rx.recv_timeout(timeout) {
             Ok(m) => Some(m),
-            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Timeout) => {
+                lock(&self.waiters).closed_error().map(Unsolicited::Closed)
+            }
             Err(RecvTimeoutError::Disconnected) => Some(Unsolicited::Closed(Error::new(
                 Status::ERR_LOST_CONNECTION,
                 "the server closed the connection",
@@ -293,7 +387,7 @@ impl Connection {
 
     /// Close the socket; the reader thread ends on its own.
     pub fn shutdown(&self) {
-        let _ = lock(&self.writer).shutdown(Shutdown::Both);
+        let _ = lock(&self.writer).shutdown();
     }
 }
 
@@ -307,43 +401,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Acknowledge received segments at once rather than after the delayed-ACK
-/// timer. Servers such as PRRTE write a reply's header and body in separate
-/// segments with Nagle's algorithm on; with our ACK delayed, every small
-/// reply would wait ~40 ms. Linux resets the mode after a while, so it is
-/// set again before each read.
-fn quick_ack(stream: &TcpStream) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let one: nix::libc::c_int = 1;
-        // SAFETY: a valid socket descriptor we own, a pointer to a live c_int
-        // and its exact size; failure only leaves the default ACK behaviour.
-        unsafe {
-            nix::libc::setsockopt(
-                stream.as_raw_fd(),
-                nix::libc::IPPROTO_TCP,
-                nix::libc::TCP_QUICKACK,
-                (&one as *const nix::libc::c_int).cast(),
-                std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t,
-            );
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = stream;
-}
-
-fn spawn_reader(mut stream: TcpStream, waiters: Waiters, tx: Sender<Unsolicited>) {
+fn spawn_reader(mut stream: Stream, waiters: Waiters, tx: Sender<Unsolicited>) -> Result<()> {
     std::thread::Builder::new()
         .name("pmix-reader".into())
         .spawn(move || {
             let end = loop {
-                quick_ack(&stream);
+                stream.quick_ack();
                 match read_frame(&mut stream, MAX_PAYLOAD) {
                     Ok(Some((hdr, payload))) => {
                         if hdr.tag >= TAG_DYNAMIC {
-                            if let Some(w) = lock(&waiters).pending.remove(&hdr.tag) {
-                                let _ = w.send(Ok(payload));
+                            let waiter = lock(&waiters).pending.remove(&hdr.tag);
+                            if let Some(w) = waiter {
+                                w.deliver(Ok(payload));
                                 continue;
                             }
                         }
@@ -363,16 +432,23 @@ fn spawn_reader(mut stream: TcpStream, waiters: Waiters, tx: Sender<Unsolicited>
                     Err(e) => break e,
                 }
             };
-            {
+            let waiting: Vec<Waiter> = {
                 let mut w = lock(&waiters);
                 w.closed = Some(Error::new(end.status, end.context.clone()));
-                for (_, waiter) in w.pending.drain() {
-                    let _ = waiter.send(Err(Error::new(end.status, end.context.clone())));
-                }
+                w.pending.drain().map(|(_, w)| w).collect()
+            };
+            for w in waiting {
+                w.deliver(Err(Error::new(end.status, end.context.clone())));
             }
             let _ = tx.send(Unsolicited::Closed(end));
         })
-        .ok();
+        .map(|_| ())
+        .map_err(|e| {
+            Error::new(
+                Status::ERR_OUT_OF_RESOURCE,
+                format!("cannot start the connection's reader thread: {e}"),
+            )
+        })
 }
 
 #[cfg(test)]

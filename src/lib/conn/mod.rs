@@ -15,9 +15,11 @@ pub mod client;
 pub mod discover;
 pub mod frame;
 pub mod handshake;
+pub mod holder;
+pub mod stream;
 pub mod uri;
 
-pub use client::{Connection, Unsolicited};
+pub use client::{Connection, Unsolicited, Waker};
 pub use discover::{ConnectOptions, Target};
 pub use handshake::Identity;
 pub use uri::{Rendezvous, ServerUri};

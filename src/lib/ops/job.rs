@@ -91,7 +91,7 @@ pub fn follow_job(
                 }
                 on_output(JobOutput::Event(&ev));
             }
-            Unsolicited::Other(..) => {}
+            Unsolicited::Other(..) | Unsolicited::Wake => {}
             Unsolicited::Closed(e) => {
                 return Err(Error::new(
                     e.status,
@@ -150,7 +150,7 @@ pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobO
                     on_output(JobOutput::Event(&ev));
                 }
             }
-            Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) => {}
             Some(Unsolicited::Closed(_)) | None => return,
         }
         if Instant::now() >= stop {

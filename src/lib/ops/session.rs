@@ -2,6 +2,7 @@
 //! the helpers every operation shares (building a request, reading the
 //! status that leads every reply).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::codec::{Cmd, Decoder, Encoder, Info, Size, Value, WireVersion};
@@ -21,7 +22,7 @@ pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
 
 /// A connected session with a PMIx server.
 pub struct Session {
-    conn: Connection,
+    conn: Arc<Connection>,
     wire: WireVersion,
     timeout: Duration,
 }
@@ -36,7 +37,7 @@ impl Session {
     pub fn from_connection(conn: Connection) -> Session {
         let wire = conn.wire();
         Session {
-            conn,
+            conn: Arc::new(conn),
             wire,
             timeout: DEFAULT_TIMEOUT,
         }
@@ -55,6 +56,12 @@ impl Session {
     /// The underlying connection.
     pub fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// A shared handle on the connection (for a holder relaying other
+    /// tools' requests over it).
+    pub fn shared_conn(&self) -> Arc<Connection> {
+        Arc::clone(&self.conn)
     }
 
     /// The wire version spoken.

@@ -1,0 +1,189 @@
+//! `palloc … -- CMD` as salloc users expect, against pdvm: CMD is a local
+//! process with the caller's environment and stdin; the tools it runs act
+//! within the allocation through palloc's holder; the allocation is given
+//! back when CMD ends.
+
+mod pdvm_harness;
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use pdvm_harness::Pdvm;
+
+/// A tool command that finds `pdvm` by its tmpdir, with our binaries first
+/// on PATH (as after installing them).
+fn tool(pdvm: &Pdvm, name: &str) -> Command {
+    let mut cmd = Command::new(support::cargo_bin(name));
+    support::scrub_pmix_env(&mut cmd);
+    let bin_dir = support::cargo_bin("palloc")
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("TMPDIR", pdvm.tmpdir.path()).env("PATH", path);
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The nodes named in palloc's `granted …` line, expanded (`s[001-002]`).
+fn granted_nodes(pdvm: &Pdvm, alloc_json: &str) -> Vec<String> {
+    let _ = pdvm;
+    let v: serde_json::Value = alloc_json
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "allocation")
+        .unwrap_or_else(|| panic!("no allocation record in {alloc_json}"));
+    v["nodes"]
+        .as_array()
+        .expect("nodes array")
+        .iter()
+        .map(|n| n.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn jobs_started_inside_land_on_the_allocation() {
+    let pdvm = Pdvm::start(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "4"]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.args([
+        "-N",
+        "2",
+        "--json",
+        "--",
+        "pspawn",
+        "-n",
+        "4",
+        "sh",
+        "-c",
+        "echo host=$PMIX_HOSTNAME",
+    ]);
+    let out = run(cmd);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let nodes = granted_nodes(&pdvm, &stdout);
+    assert_eq!(nodes.len(), 2, "{stdout}");
+    let hosts: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split("host=").nth(1))
+        .map(|h| h.trim_end_matches(['"', '}', ' ']))
+        .collect();
+    assert_eq!(hosts.len(), 4, "four ranks ran: {stdout}");
+    for h in &hosts {
+        assert!(
+            nodes.iter().any(|n| n == h),
+            "rank ran on {h}, outside the allocation {nodes:?}: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn ten_in_a_row_each_gives_its_node_back() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "4"]);
+    for i in 0..10 {
+        let mut cmd = tool(&pdvm, "palloc");
+        cmd.args(["-N", "1", "--", "true"]);
+        let out = run(cmd);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "palloc #{i}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("released allocation"),
+            "palloc #{i} says it gave the allocation back: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn command_gets_callers_environment_stdin_and_status() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.env("MY_SETTING", "from-the-shell").args([
+        "-N",
+        "1",
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        "echo setting=$MY_SETTING alloc=$PMIX_ALLOC_ID; read line; echo got=$line; exit 3",
+    ]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start palloc");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"typed\n")
+        .expect("write stdin");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(std::time::Instant::now() < deadline, "palloc did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "CMD's own status: {stdout}");
+    assert!(stdout.contains("setting=from-the-shell"), "{stdout}");
+    assert!(stdout.contains("alloc=alloc."), "{stdout}");
+    assert!(stdout.contains("got=typed"), "stdin reached CMD: {stdout}");
+}
+
+#[test]
+fn keep_leaves_the_allocation_to_its_rule() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.args(["-N", "1", "--keep", "--", "true"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("released allocation"));
+    // Under the default rule the node stays in the DVM, unreserved.
+    let mut st = tool(&pdvm, "pwatch");
+    st.args(["--status", "--json"]);
+    let status = text(&run(st).stdout);
+    assert!(
+        status.contains("\"s001\""),
+        "s001 stayed in the DVM: {status}"
+    );
+}
+
+#[test]
+fn a_missing_command_is_reported_and_released() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.args(["-N", "1", "--", "no-such-program-here"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no-such-program-here"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The node is free again for the next request.
+    let mut again = tool(&pdvm, "palloc");
+    again.args(["-N", "1", "--", "true"]);
+    assert_eq!(run(again).status.code(), Some(0));
+}
