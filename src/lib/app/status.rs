@@ -63,7 +63,7 @@ pub fn namespace(j: status_query::JobRecord) -> NamespaceRecord {
     NamespaceRecord {
         nspace: j.nspace,
         parent: j.parent,
-        nprocs: None,
+        nprocs: j.nprocs,
         state: j.state,
         allocations: Vec::new(),
     }
@@ -126,7 +126,23 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
             StatusWhat::All => {}
         }
     }
+    fill_node_allocations(&mut snap);
     snap
+}
+
+/// A DVM that does not say which reservation a node belongs to (PRRTE)
+/// still says which nodes each reservation has: fill the node rows from
+/// that.
+fn fill_node_allocations(snap: &mut Snapshot) {
+    let (Some(Ok(res)), Some(Ok(nodes))) = (&snap.reservations, &mut snap.nodes) else {
+        return;
+    };
+    for n in nodes.iter_mut().filter(|n| n.alloc_id.is_none()) {
+        n.alloc_id = res
+            .iter()
+            .find(|r| r.nodes.contains(&n.name))
+            .map(|r| r.alloc_id.clone());
+    }
 }
 
 /// Print a snapshot: JSON lines, or tables with a heading each.

@@ -42,6 +42,12 @@ pub const QUERY_ALLOC_STATUS: &str = "pmix.query.alloc";
 pub const QUERY_JOB_STATUS: &str = "pmix.qry.jst";
 /// Query: process table of a job.
 pub const QUERY_PROC_TABLE: &str = "pmix.qry.ptable";
+/// `PMIX_QUERY_ALLOC_IDS`: the DVM's allocation ids.
+pub const QUERY_ALLOC_IDS: &str = "pmix.query.alloc.ids";
+/// `PMIX_NUM_SLOTS`: slots of a node (PRRTE's node blocks).
+pub const NUM_SLOTS: &str = "pmix.num.slots";
+/// `PMIX_PROC_INFO_ARRAY`: one process's block in a namespace's information.
+pub const PROC_INFO_ARRAY: &str = "pmix.pdata";
 /// Ask to be notified when the spawned job completes.
 pub const NOTIFY_COMPLETION: &str = "pmix.notecomp";
 /// Forward the job's stdout to us.

@@ -89,6 +89,8 @@ pub struct JobRecord {
     pub nodes: Vec<String>,
     /// Exit status once ended.
     pub exit_status: Option<i32>,
+    /// Number of processes, when reported.
+    pub nprocs: Option<u32>,
 }
 
 fn s(key: &str, v: impl Into<String>) -> Info {
@@ -166,7 +168,7 @@ impl NodeRecord {
             match i.key.as_str() {
                 keys::HOSTNAME => n.name = text(&i.value),
                 NODE_SESSION => n.session = text(&i.value),
-                NODE_SLOTS => n.slots = i.value.as_u64().unwrap_or(0) as u32,
+                NODE_SLOTS | keys::NUM_SLOTS => n.slots = i.value.as_u64().unwrap_or(0) as u32,
                 NODE_SLOTS_USED => n.used = i.value.as_u64().unwrap_or(0) as u32,
                 NODE_ORIGIN => n.origin = text(&i.value),
                 _ => {}
@@ -190,7 +192,42 @@ impl JobRecord {
         if let Some(x) = self.exit_status {
             v.push(Info::new(keys::EXIT_CODE, Value::Int(x)));
         }
+        if let Some(n) = self.nprocs {
+            v.push(Info::new(keys::JOB_SIZE, Value::Uint32(n)));
+        }
         Value::DataArray(DataArray::infos(v))
+    }
+
+    /// Decode one `PMIX_JOB_INFO_ARRAY` block of a
+    /// `PMIX_QUERY_NAMESPACE_INFO` answer (PRRTE): namespace, size, and a
+    /// `PMIX_PROC_INFO_ARRAY` per process naming its host.
+    pub fn from_namespace_info(infos: &[Info]) -> JobRecord {
+        let mut j = JobRecord {
+            state: "running".into(),
+            ..Default::default()
+        };
+        for i in infos {
+            match i.key.as_str() {
+                keys::NSPACE => j.nspace = text(&i.value),
+                keys::JOB_SIZE => j.nprocs = i.value.as_u64().map(|n| n as u32),
+                keys::PROC_INFO_ARRAY => {
+                    let host = match &i.value {
+                        Value::DataArray(a) => a
+                            .as_infos()
+                            .and_then(|l| l.iter().find(|x| x.key == keys::HOSTNAME))
+                            .map(|x| text(&x.value)),
+                        _ => None,
+                    };
+                    if let Some(h) = host {
+                        if !j.nodes.contains(&h) {
+                            j.nodes.push(h);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        j
     }
 
     /// Decode one entry.
@@ -203,6 +240,7 @@ impl JobRecord {
                 keys::NODE_LIST => j.nodes = list(&i.value),
                 JOB_PARENT => j.parent = Some(text(&i.value)),
                 keys::EXIT_CODE => j.exit_status = i.value.as_i64().map(|x| x as i32),
+                keys::JOB_SIZE => j.nprocs = i.value.as_u64().map(|n| n as u32),
                 _ => {}
             }
         }
@@ -233,6 +271,11 @@ pub fn answer(key: &str, entries: Vec<Value>) -> Info {
     Info::new(key, Value::DataArray(DataArray::values(entries)))
 }
 
+/// The entries of the answer to `key`. Two shapes are read: pdvm's (an
+/// array of values, each an array of infos) and PRRTE's (an array of
+/// infos, each entry an info whose value is an array of infos, e.g.
+/// `PMIX_NODE_INFO` blocks; infos of other shapes, such as PRRTE's
+/// `PMIX_HWLOC_XML_V2` strings, are not entries).
 fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
     let Some(v) = infos.iter().find(|i| i.key == key).map(|i| &i.value) else {
         return Ok(Vec::new());
@@ -243,64 +286,132 @@ fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
             format!("{key}: expected an array"),
         ));
     };
-    Ok(a.as_values()
-        .map(|vals| {
-            vals.iter()
-                .filter_map(|x| match x {
-                    Value::DataArray(d) => d.as_infos(),
-                    _ => None,
-                })
-                .collect()
-        })
-        .or_else(|| a.as_infos().map(|i| vec![i]))
-        .unwrap_or_default())
+    let nested = |x: &'a Value| match x {
+        Value::DataArray(d) => d.as_infos(),
+        _ => None,
+    };
+    if let Some(vals) = a.as_values() {
+        return Ok(vals.iter().filter_map(nested).collect());
+    }
+    if let Some(list) = a.as_infos() {
+        let blocks: Vec<&[Info]> = list.iter().filter_map(|i| nested(&i.value)).collect();
+        return Ok(if blocks.is_empty() && !list.is_empty() {
+            vec![list]
+        } else {
+            blocks
+        });
+    }
+    Ok(Vec::new())
+}
+
+/// One query, one key, optional qualifiers; the answer's infos.
+fn ask(sess: &Session, key: &str, qualifiers: Vec<Info>) -> Result<Vec<Info>> {
+    query(
+        sess,
+        &[Query {
+            keys: vec![key.into()],
+            qualifiers,
+        }],
+    )
 }
 
 /// Ask for the reservations (all, or the one with `alloc_id`).
+///
+/// pdvm answers `PMIX_QUERY_ALLOC_STATUS` with full records. PRRTE master
+/// does not; there the reservations are its allocation ids
+/// (`PMIX_QUERY_ALLOC_IDS`), each with the nodes `PMIX_QUERY_ALLOCATION`
+/// reports for it, and nothing else is known (owner, rule and time are
+/// left empty).
 pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<ReservationRecord>> {
     let qualifiers = alloc_id
         .map(|id| vec![s(keys::ALLOC_ID, id)])
         .unwrap_or_default();
-    let infos = query(
-        sess,
-        &[Query {
-            keys: vec![keys::QUERY_ALLOC_STATUS.into()],
-            qualifiers,
-        }],
-    )?;
-    Ok(entries(&infos, keys::QUERY_ALLOC_STATUS)?
-        .into_iter()
-        .map(ReservationRecord::from_infos)
-        .collect())
+    match ask(sess, keys::QUERY_ALLOC_STATUS, qualifiers) {
+        Ok(infos) => {
+            let found = entries(&infos, keys::QUERY_ALLOC_STATUS)?;
+            if !found.is_empty() || infos.iter().any(|i| i.key == keys::QUERY_ALLOC_STATUS) {
+                return Ok(found
+                    .into_iter()
+                    .map(ReservationRecord::from_infos)
+                    .collect());
+            }
+        }
+        Err(e) if e.status == Status::ERR_LOST_CONNECTION => return Err(e),
+        Err(_) => {}
+    }
+    let ids = match alloc_id {
+        Some(id) => vec![id.to_string()],
+        None => allocation_ids(sess)?,
+    };
+    let mut out = Vec::with_capacity(ids.len().min(1024));
+    for id in ids {
+        let nodes = nodes_of(sess, Some(&id))?;
+        out.push(ReservationRecord {
+            alloc_id: id,
+            nodes: nodes.into_iter().map(|n| n.name).collect(),
+            state: "active".into(),
+            ..Default::default()
+        });
+    }
+    Ok(out)
 }
 
-/// Ask for the nodes.
+/// The DVM's allocation ids (`PMIX_QUERY_ALLOC_IDS`: infos, each a
+/// `PMIX_ALLOC_ID`).
+pub fn allocation_ids(sess: &Session) -> Result<Vec<String>> {
+    let infos = ask(sess, keys::QUERY_ALLOC_IDS, vec![])?;
+    let Some(Value::DataArray(a)) = infos
+        .iter()
+        .find(|i| i.key == keys::QUERY_ALLOC_IDS)
+        .map(|i| &i.value)
+    else {
+        return Err(Error::new(
+            Status::ERR_NOT_SUPPORTED,
+            "the DVM reports no allocation ids",
+        ));
+    };
+    Ok(a.as_infos()
+        .map(|l| {
+            l.iter()
+                .filter(|i| i.key == keys::ALLOC_ID)
+                .map(|i| text(&i.value))
+                .collect()
+        })
+        .or_else(|| a.as_strings().map(<[String]>::to_vec))
+        .unwrap_or_default())
+}
+
+/// Ask for the nodes (all of the DVM's).
 pub fn nodes(sess: &Session) -> Result<Vec<NodeRecord>> {
-    let infos = query(
-        sess,
-        &[Query {
-            keys: vec![keys::QUERY_ALLOCATION.into()],
-            qualifiers: vec![],
-        }],
-    )?;
+    nodes_of(sess, None)
+}
+
+/// The nodes of the DVM, or of one allocation.
+fn nodes_of(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<NodeRecord>> {
+    let qualifiers = alloc_id
+        .map(|id| vec![s(keys::ALLOC_ID, id)])
+        .unwrap_or_default();
+    let infos = ask(sess, keys::QUERY_ALLOCATION, qualifiers)?;
     Ok(entries(&infos, keys::QUERY_ALLOCATION)?
         .into_iter()
         .map(NodeRecord::from_infos)
         .collect())
 }
 
-/// Ask for the jobs.
+/// Ask for the jobs: pdvm's job table, else the standard namespace
+/// information (`PMIX_QUERY_NAMESPACE_INFO`: namespace, size and where
+/// each process runs).
 pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
-    let infos = query(
-        sess,
-        &[Query {
-            keys: vec![QUERY_JOBS.into()],
-            qualifiers: vec![],
-        }],
-    )?;
-    Ok(entries(&infos, QUERY_JOBS)?
+    if let Ok(infos) = ask(sess, QUERY_JOBS, vec![]) {
+        let found = entries(&infos, QUERY_JOBS)?;
+        if !found.is_empty() {
+            return Ok(found.into_iter().map(JobRecord::from_infos).collect());
+        }
+    }
+    let infos = ask(sess, keys::QUERY_NAMESPACE_INFO, vec![])?;
+    Ok(entries(&infos, keys::QUERY_NAMESPACE_INFO)?
         .into_iter()
-        .map(JobRecord::from_infos)
+        .map(JobRecord::from_namespace_info)
         .collect())
 }
 
@@ -353,6 +464,7 @@ mod tests {
             state: "ended".into(),
             nodes: vec!["n001".into()],
             exit_status: Some(3),
+            nprocs: Some(2),
         };
         let Value::DataArray(a) = j.to_value() else {
             panic!()

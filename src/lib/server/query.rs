@@ -84,6 +84,7 @@ impl Server {
                 state: j.state.to_string(),
                 nodes: j.nodes.iter().map(|(n, _)| n.clone()).collect(),
                 exit_status: j.exit_status,
+                nprocs: u32::try_from(j.nodes.iter().map(|(_, k)| *k as u64).sum::<u64>()).ok(),
             })
             .collect()
     }
