@@ -2,9 +2,19 @@
  * gen_vectors.c - produce golden wire vectors for the pmix-tools codec.
  *
  * Packs representative values of every data type the codec models with the
- * installed libpmix public API (PMIx_Data_pack with a NULL target, i.e. the
- * library's native bfrops component) and writes, per case, <dir>/<case>.hex
- * (hex of the packed bytes) and <dir>/<case>.txt (what was packed).
+ * libpmix public API (PMIx_Data_pack with a NULL target, i.e. the bfrops
+ * component the library assigns to itself) and writes, per case,
+ * <dir>/<case>.hex (hex of the packed bytes) and <dir>/<case>.txt (what was
+ * packed).
+ *
+ * Two targets, chosen by the library it is built against:
+ *   v41  Debian's OpenPMIx 4.2.2 (its native component is v41);
+ *   v61  OpenPMIx master (7.0.0a1); scripts/gen-golden.sh selects its v61
+ *        component with PMIX_MCA_bfrops=v61 (master also carries v51). The
+ *        PMIX_ALLOC_INHERIT (type 75) cases exist only there.
+ *
+ * Usage: gen_vectors <outdir> <expected-target>; the program refuses to run
+ * when the library does not match the target named on its command line.
  *
  * Build and run through scripts/gen-golden.sh.
  */
@@ -80,15 +90,102 @@ static void emit_value(const char *name, const char *desc, const void *data, pmi
     PMIX_VALUE_DESTRUCT(&val);
 }
 
+#ifdef PMIX_ALLOC_INHERIT
+/* The type-75 cases: each inheritance value bare, as a pmix_value_t, as the
+ * value of a PMIX_ALLOC_INHERITANCE info and inside a data array of infos. */
+static void emit_alloc_inherit(void)
+{
+    static const struct {
+        const char *suffix;
+        const char *word;
+        pmix_alloc_inheritance_t v;
+    } cases[4] = {
+        {"none", "NONE(1)", PMIX_ALLOC_INHERIT_NONE},
+        {"child", "CHILD(2)", PMIX_ALLOC_INHERIT_CHILD},
+        {"default", "DEFAULT(3)", PMIX_ALLOC_INHERIT_DEFAULT},
+        {"child_default", "CHILD_DEFAULT(4)", PMIX_ALLOC_INHERIT_CHILD_DEFAULT},
+    };
+    char name[128], desc[256];
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        pmix_alloc_inheritance_t v = cases[i].v;
+        pmix_info_t info;
+        pmix_data_array_t *da;
+        pmix_info_t *ia;
+        uint32_t nn = 2;
+
+        snprintf(name, sizeof(name), "inherit_%s", cases[i].suffix);
+        snprintf(desc, sizeof(desc), "alloc inheritance %s", cases[i].word);
+        emit(name, desc, &v, 1, PMIX_ALLOC_INHERIT);
+
+        snprintf(name, sizeof(name), "value_inherit_%s", cases[i].suffix);
+        snprintf(desc, sizeof(desc), "value alloc inheritance %s", cases[i].word);
+        emit_value(name, desc, &v, PMIX_ALLOC_INHERIT);
+
+        snprintf(name, sizeof(name), "info_inherit_%s", cases[i].suffix);
+        snprintf(desc, sizeof(desc), "info {PMIX_ALLOC_INHERITANCE,REQD,alloc inheritance %s}",
+                 cases[i].word);
+        PMIX_INFO_LOAD(&info, PMIX_ALLOC_INHERITANCE, &v, PMIX_ALLOC_INHERIT);
+        PMIX_INFO_REQUIRED(&info);
+        emit(name, desc, &info, 1, PMIX_INFO);
+        PMIX_INFO_DESTRUCT(&info);
+
+        snprintf(name, sizeof(name), "darray_infos_inherit_%s", cases[i].suffix);
+        snprintf(desc, sizeof(desc),
+                 "data array of infos [{pmix.alloc.nnodes,uint32 2},"
+                 "{PMIX_ALLOC_INHERITANCE,alloc inheritance %s}]",
+                 cases[i].word);
+        PMIX_DATA_ARRAY_CREATE(da, 2, PMIX_INFO);
+        ia = (pmix_info_t *) da->array;
+        PMIX_INFO_LOAD(&ia[0], "pmix.alloc.nnodes", &nn, PMIX_UINT32);
+        PMIX_INFO_LOAD(&ia[1], PMIX_ALLOC_INHERITANCE, &v, PMIX_ALLOC_INHERIT);
+        emit(name, desc, da, 1, PMIX_DATA_ARRAY);
+        PMIX_DATA_ARRAY_FREE(da);
+    }
+    {
+        /* all four plus a value outside the defined range: packed as is */
+        pmix_alloc_inheritance_t set[5] = {PMIX_ALLOC_INHERIT_NONE, PMIX_ALLOC_INHERIT_CHILD,
+                                           PMIX_ALLOC_INHERIT_DEFAULT,
+                                           PMIX_ALLOC_INHERIT_CHILD_DEFAULT, 9};
+        emit("inherit_set", "alloc inheritances [NONE,CHILD,DEFAULT,CHILD_DEFAULT,9]", set, 5,
+             PMIX_ALLOC_INHERIT);
+    }
+    {
+        pmix_data_array_t *da;
+        pmix_alloc_inheritance_t *va;
+        PMIX_DATA_ARRAY_CREATE(da, 2, PMIX_ALLOC_INHERIT);
+        va = (pmix_alloc_inheritance_t *) da->array;
+        va[0] = PMIX_ALLOC_INHERIT_NONE;
+        va[1] = PMIX_ALLOC_INHERIT_DEFAULT;
+        emit("darray_inherit", "data array of alloc inheritance [NONE,DEFAULT]", da, 1,
+             PMIX_DATA_ARRAY);
+        PMIX_DATA_ARRAY_FREE(da);
+    }
+}
+#endif
+
 int main(int argc, char **argv)
 {
     pmix_proc_t me;
     pmix_info_t tinfo[2];
     bool yes = true;
     pmix_status_t rc;
+#ifdef PMIX_ALLOC_INHERIT
+    const char *target = "v61";
+#else
+    const char *target = "v41";
+#endif
 
-    if (argc > 1) {
-        outdir = argv[1];
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s <outdir> v41|v61\n", argv[0]);
+        return 2;
+    }
+    outdir = argv[1];
+    if (0 != strcmp(argv[2], target)) {
+        fprintf(stderr, "%s: built against %s, which produces %s vectors, not %s\n", argv[0],
+                PMIx_Get_version(), target, argv[2]);
+        return 2;
     }
     PMIX_INFO_LOAD(&tinfo[0], PMIX_TOOL_DO_NOT_CONNECT, &yes, PMIX_BOOL);
     PMIX_INFO_LOAD(&tinfo[1], PMIX_TOOL_NSPACE, "golden", PMIX_STRING);
@@ -319,7 +416,7 @@ int main(int argc, char **argv)
         emit_value("value_envar", "value envar LD_LIBRARY_PATH=/opt/lib sep ':'", &e, PMIX_ENVAR);
         pmix_job_state_t js = PMIX_JOB_STATE_TERMINATED;
         emit_value("value_jstate", "value job state TERMINATED", &js, PMIX_JOB_STATE);
-        /* PMIx_Value_load does not handle PMIX_DATA_TYPE in 4.2.2: load by hand */
+        /* PMIx_Value_load does not handle PMIX_DATA_TYPE in 4.2.2: load by hand (both targets) */
         pmix_value_t dtv;
         PMIX_VALUE_CONSTRUCT(&dtv);
         dtv.type = PMIX_DATA_TYPE;
@@ -360,9 +457,13 @@ int main(int argc, char **argv)
         ua[2] = 0xFFFFFFFFu;
         emit("darray_uint32", "data array of uint32 [1,200,0xFFFFFFFF]", du, 1, PMIX_DATA_ARRAY);
 
-        pmix_data_array_t *de;
-        PMIX_DATA_ARRAY_CREATE(de, 0, PMIX_INFO);
-        emit("darray_empty_infos", "data array of info, zero elements", de, 1, PMIX_DATA_ARRAY);
+        /* by hand: master's PMIx_Data_array_create answers NULL for zero elements */
+        pmix_data_array_t de;
+        memset(&de, 0, sizeof(de));
+        de.type = PMIX_INFO;
+        de.size = 0;
+        de.array = NULL;
+        emit("darray_empty_infos", "data array of info, zero elements", &de, 1, PMIX_DATA_ARRAY);
 
         pmix_data_array_t *dv;
         pmix_value_t *va;
@@ -399,6 +500,10 @@ int main(int argc, char **argv)
         emit("info_with_darray", "info {pmix.alloc.req, darray of infos (as darray_nested_infos)}",
              &wrap, 1, PMIX_INFO);
     }
+
+#ifdef PMIX_ALLOC_INHERIT
+    emit_alloc_inherit();
+#endif
 
     PMIx_tool_finalize();
     if (failures) {
