@@ -35,6 +35,8 @@ pub const NODE_ORIGIN: &str = "pdvm.node.origin";
 pub const NODE_SLOTS: &str = "pmix.node.slots";
 /// Job field: state word.
 pub const JOB_STATE: &str = "pdvm.job.state";
+/// What a field holds when the DVM does not report it.
+pub const UNKNOWN: &str = "unknown";
 /// Job field: parent namespace.
 pub const JOB_PARENT: &str = "pdvm.job.parent";
 
@@ -350,6 +352,7 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
             alloc_id: id,
             nodes: nodes.into_iter().map(|n| n.name).collect(),
             state: "active".into(),
+            inheritance: UNKNOWN.into(),
             ..Default::default()
         });
     }
