@@ -45,8 +45,6 @@ use super::uri::ServerUri;
 pub const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
 /// Tag of the holder's first frame.
 pub const TAG_WELCOME: u32 = 3;
-/// PMIx command code of FINALIZE (answered by the holder itself).
-const CMD_FINALIZE: u8 = 1;
 /// Longest a write to one client may block before that client is dropped.
 const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest welcome frame a client accepts.
@@ -298,7 +296,7 @@ fn serve_client(mut reader: UnixStream, client: &Arc<Client>, conn: &Connection)
 fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
     matches!(
         Decoder::new(payload, wire).unpack_one::<Cmd>(),
-        Ok(Cmd(CMD_FINALIZE))
+        Ok(Cmd(crate::ops::cmd::FINALIZE))
     )
 }
 

@@ -1,0 +1,316 @@
+//! The four tools run as a user runs them against PRRTE master (PRRTE
+//! 5.0.0a1 + OpenPMIx 7.0.0a1, wire v61: the DVM that implements spec 001),
+//! built from `../shared/peers` by `scripts/install-peers.sh` and started by
+//! each test under a private TMPDIR with a PATH that does not hold our
+//! tools. A missing peer fails the test (see `support`).
+//!
+//! PRRTE master has one node (this host) and no scheduler: a reservation
+//! with nodes is made by naming the host (`palloc -w HOST`).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{cargo_bin, run_with_timeout, short_hostname, Prte};
+
+/// `name` as a user runs it next to this DVM (found through TMPDIR), with
+/// our binaries on PATH as after installing them.
+fn tool(dvm: &Prte, name: &str) -> Command {
+    let mut c = dvm.tool_command(cargo_bin(name));
+    c.env("PATH", user_path());
+    c
+}
+
+/// The user's PATH with our binaries first.
+fn user_path() -> String {
+    let bin = cargo_bin("palloc");
+    let dir = bin.parent().expect("target dir");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout:\n{}--- stderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+fn run(c: &mut Command) -> Output {
+    run_with_timeout(c.stdin(Stdio::null()), 60)
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
+        .collect()
+}
+
+/// The DVM is still running and answers a status query.
+fn assert_alive(dvm: &mut Prte) {
+    assert!(dvm.is_running(), "PRRTE master died\n{}", dvm.logs());
+    let o = run(tool(dvm, "pwatch").args(["--status", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+}
+
+/// `times` back-to-back runs of `args`; every one must exit with `code`.
+fn repeat(dvm: &mut Prte, name: &str, args: &[&str], times: usize, code: i32) {
+    for i in 0..times {
+        let o = run(tool(dvm, name).args(args));
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{name} {args:?} run {i} of {times}: {}\n{}",
+            show(&o),
+            dvm.logs()
+        );
+    }
+    assert_alive(dvm);
+}
+
+#[test]
+fn pwatch_status_40_times_and_pspawn_20_times_leave_the_dvm_alive() {
+    let mut dvm = Prte::start_master();
+    repeat(&mut dvm, "pwatch", &["--status", "--json"], 40, 0);
+    repeat(&mut dvm, "pspawn", &["-n", "1", "/bin/true"], 20, 0);
+}
+
+#[test]
+fn every_tool_200_times_back_to_back() {
+    let mut dvm = Prte::start_master();
+    let host = short_hostname();
+    repeat(&mut dvm, "pwatch", &["--status", "--json"], 200, 0);
+    repeat(&mut dvm, "pspawn", &["-n", "1", "/bin/true"], 200, 0);
+    repeat(&mut dvm, "palloc", &["-w", &host, "--json"], 200, 0);
+    // A release of an allocation that does not exist: the whole
+    // connect / request / finalize cycle, refused with NOT_FOUND (exit 5).
+    repeat(&mut dvm, "prelease", &["no-such-alloc@1.1"], 200, 5);
+}
+
+#[test]
+fn palloc_command_runs_with_the_callers_path_and_its_job_lands_in_the_reservation() {
+    let dvm = Prte::start_master();
+    let host = short_hostname();
+    let o = run(tool(&dvm, "palloc").args([
+        "-w",
+        &host,
+        "--inherit",
+        "child",
+        "--",
+        "sh",
+        "-c",
+        "pspawn -n 1 hostname",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+    assert_eq!(
+        text(&o.stdout).lines().last(),
+        Some(host.as_str()),
+        "{}",
+        show(&o)
+    );
+    // The host was carved out of the default pool: had the job gone to the
+    // default pool, it could not have been mapped. Prove that too.
+    let held = run(tool(&dvm, "palloc").args([
+        "-w",
+        &host,
+        "--",
+        "sh",
+        "-c",
+        "pspawn --default-pool -n 1 hostname; echo default=$?; pspawn -n 1 hostname",
+    ]));
+    let out = text(&held.stdout);
+    assert!(
+        out.contains("default=4"),
+        "default pool refused: {}",
+        show(&held)
+    );
+    assert_eq!(out.lines().last(), Some(host.as_str()), "{}", show(&held));
+}
+
+#[test]
+fn pwatch_status_names_the_node_and_the_reservations() {
+    let dvm = Prte::start_master();
+    let host = short_hostname();
+    let o = run(tool(&dvm, "pwatch").args(["--status", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let recs = json_lines(&o);
+    let node = recs
+        .iter()
+        .find(|r| r["type"] == "node")
+        .unwrap_or_else(|| panic!("no node: {}", show(&o)));
+    assert_eq!(node["name"], host.as_str(), "{}", show(&o));
+    assert!(node["slots"].as_u64().unwrap_or(0) >= 1, "{}", show(&o));
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "namespace" && r["nprocs"].as_u64().is_some()),
+        "namespaces carry their size: {}",
+        show(&o)
+    );
+    // While palloc holds a reservation of the host, it is listed with it.
+    let script = "pwatch --status --json";
+    let held = run(tool(&dvm, "palloc").args(["-w", &host, "--json", "--", "sh", "-c", script]));
+    assert_eq!(held.status.code(), Some(0), "{}", show(&held));
+    let recs = json_lines(&held);
+    let alloc = recs
+        .iter()
+        .find(|r| r["type"] == "allocation")
+        .unwrap_or_else(|| panic!("no grant: {}", show(&held)))["alloc_id"]
+        .clone();
+    let res = recs
+        .iter()
+        .find(|r| r["type"] == "reservation" && r["alloc_id"] == alloc)
+        .unwrap_or_else(|| panic!("reservation {alloc} not listed: {}", show(&held)));
+    assert_eq!(res["nodes"][0], host.as_str(), "{}", show(&held));
+    let node = recs
+        .iter()
+        .find(|r| r["type"] == "node" && r["name"] == host.as_str())
+        .unwrap_or_else(|| panic!("node not listed: {}", show(&held)));
+    assert_eq!(node["alloc_id"], alloc, "{}", show(&held));
+}
+
+#[test]
+fn connection_routes() {
+    let dvm = Prte::start_master();
+    let uri_file = format!("file:{}", dvm.uri_file().display());
+    let pid = dvm.pid.to_string();
+    let ns = dvm.server_nspace.clone();
+    let full = dvm.full_uri();
+    let tmp = dvm.tmpdir.display().to_string();
+    let routes: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["--uri", &uri_file],
+        vec!["--uri", &full],
+        vec!["--pid", &pid],
+        vec!["--namespace", &ns],
+        vec!["--tmpdir", &tmp],
+    ];
+    for r in routes {
+        let o = run(tool(&dvm, "pwatch")
+            .args(&r)
+            .args(["--status", "--json", "-v"]));
+        assert_eq!(o.status.code(), Some(0), "route {r:?}: {}", show(&o));
+        // A bare URI says nothing of the server's version: the oldest wire
+        // we speak (v41, which master also reads) is used then.
+        let wire = if r.first() == Some(&"--uri") && !r[1].starts_with("file:") {
+            "wire v41"
+        } else {
+            "wire v61"
+        };
+        assert!(
+            text(&o.stderr).contains(wire),
+            "route {r:?} speaks {wire} to master: {}",
+            show(&o)
+        );
+    }
+}
+
+#[test]
+fn pspawn_single_and_mpmd_output_and_exit_status() {
+    let dvm = Prte::start_master();
+    let o = run(tool(&dvm, "pspawn").args(["-n", "2", "sh", "-c", "echo rank=$PMIX_RANK; exit 3"]));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let mut ranks: Vec<String> = text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("rank="))
+        .map(String::from)
+        .collect();
+    ranks.sort();
+    assert_eq!(ranks, ["rank=0", "rank=1"], "{}", show(&o));
+    let o = run(tool(&dvm, "pspawn").args(["-n", "1", "echo", "A", ":", "-n", "1", "echo", "B"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["A", "B"], "{}", show(&o));
+}
+
+#[test]
+fn palloc_sends_each_inheritance_rule_as_type_75() {
+    let dvm = Prte::start_master();
+    let host = short_hostname();
+    for rule in ["none", "child", "default", "child-default"] {
+        let o = run(tool(&dvm, "palloc").args(["-w", &host, "--inherit", rule, "--json"]));
+        assert_eq!(o.status.code(), Some(0), "--inherit {rule}: {}", show(&o));
+        let grant = json_lines(&o)
+            .into_iter()
+            .find(|r| r["type"] == "allocation")
+            .unwrap_or_else(|| panic!("no grant: {}", show(&o)));
+        assert_eq!(grant["inherit"], rule, "{}", show(&o));
+        assert_eq!(grant["nodes"][0], host.as_str(), "{}", show(&o));
+    }
+}
+
+#[test]
+fn extend_and_release_from_inside_the_allocation() {
+    let dvm = Prte::start_master();
+    let host = short_hostname();
+    let script = "palloc --extend \"$PMIX_ALLOC_ID\" -t 10m --json; echo extend=$?; \
+                  prelease \"$PMIX_ALLOC_ID\"; echo release=$?";
+    let o = run(tool(&dvm, "palloc").args(["-w", &host, "--keep", "--", "sh", "-c", script]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+    let out = text(&o.stdout);
+    assert!(out.contains("extend=0"), "{}", show(&o));
+    assert!(out.contains("\"directive\":\"extend\""), "{}", show(&o));
+    assert!(out.contains("release=0"), "{}", show(&o));
+    // Released: a default-pool job can use the host again.
+    let job = run(tool(&dvm, "pspawn").args(["-n", "1", "hostname"]));
+    assert_eq!(job.status.code(), Some(0), "{}", show(&job));
+}
+
+#[test]
+fn pwatch_shows_a_job_end() {
+    let dvm = Prte::start_master();
+    let mut watch = tool(&dvm, "pwatch")
+        .args([
+            "-v",
+            "--json",
+            "--event",
+            "job-end",
+            "--count",
+            "1",
+            "--timeout",
+            "60",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pwatch");
+    let stderr = watch.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("watching for events") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("pwatch registered for events");
+    let job = run(tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", "exit 4"]));
+    assert_eq!(job.status.code(), Some(4), "{}", show(&job));
+    let ns = json_lines(&job)[0]["nspace"]
+        .as_str()
+        .expect("nspace")
+        .to_string();
+    let out = watch.wait_with_output().expect("pwatch ends");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let ev = json_lines(&out);
+    assert_eq!(ev.len(), 1, "{}", show(&out));
+    assert_eq!(ev[0]["event"], "job-end");
+    assert_eq!(ev[0]["nspace"], ns.as_str());
+    assert_eq!(ev[0]["exit_code"], 4);
+}
