@@ -25,6 +25,9 @@ pub struct ReservationView {
     pub alloc_id: String,
     /// `PMIX_ALLOC_REQ_ID` of the creating request.
     pub req_id: Option<String>,
+    /// `PMIX_SESSION_ID`: the reservation's session number (1, 2, … in
+    /// creation order; the default session is 0).
+    pub session_id: u32,
     /// The owning namespace.
     pub owner: String,
     /// The owner set, in insertion order.
@@ -129,6 +132,7 @@ impl Dvm {
         ReservationView {
             alloc_id: r.id.clone(),
             req_id: r.req_id.clone(),
+            session_id: u32::try_from(r.seq).unwrap_or(u32::MAX),
             owner: o.name.clone(),
             owners: r.owners.clone(),
             inheritance: r.inherit.word(),

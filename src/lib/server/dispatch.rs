@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::codec::{App, Cmd, Decoder, Info, Proc, Query, Size, RANK_WILDCARD};
+use crate::codec::{App, Cmd, Decoder, Info, Proc, Query, Range, Size, Value, RANK_WILDCARD};
 use crate::dvm::{AllocRequest, AllocStatus, Requester};
 use crate::error::{Error, Result};
 use crate::ops::{cmd, keys};
@@ -23,6 +23,17 @@ use super::state::{alloc_reply_infos, Pending, Server};
 pub const MAX_ITEMS: usize = 4096;
 /// Most processes one spawn may start.
 pub const MAX_PROCS: u32 = 4096;
+
+/// `PMIX_RANGE_RM`: the event is for the resource manager (pdvm) only.
+const RANGE_RM: u8 = 1;
+/// `PMIX_RANGE_NAMESPACE`: the source's namespace.
+const RANGE_NAMESPACE: u8 = 3;
+/// `PMIX_RANGE_CUSTOM`: the processes named by `PMIX_EVENT_CUSTOM_RANGE`.
+const RANGE_CUSTOM: u8 = 6;
+/// `PMIX_RANGE_PROC_LOCAL`: the source process only (never sent to a server).
+const RANGE_PROC_LOCAL: u8 = 7;
+/// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
+const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
 
 fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
     if d.is_empty() {
@@ -77,6 +88,7 @@ impl Server {
             cmd::ALLOC => self.on_alloc(conn, tag, &peer, &mut d),
             cmd::SPAWN => self.on_spawn(conn, tag, &peer, &mut d),
             cmd::REGEVENTS => self.on_regevents(conn, tag, &mut d),
+            cmd::NOTIFY => self.on_notify(conn, tag, &peer, &mut d),
             cmd::DEREGEVENTS => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.events = None;
@@ -220,6 +232,58 @@ impl Server {
             }
         }
         self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+        Ok(())
+    }
+
+    /// `PMIX_NOTIFY_CMD` from a peer (`PMIx_Notify_event`): status, range,
+    /// infos. The event is relayed, with the peer as its source, to every
+    /// other connection registered for it within the range: `NAMESPACE`
+    /// reaches the peer's own namespace, `CUSTOM` the processes named by
+    /// `pmix.evrange` (every peer when none is named), `RM` stays with pdvm
+    /// (it is the resource manager) and the wider ranges reach everyone.
+    fn on_notify(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
+        let code: Status = d.unpack_one()?;
+        let Range(range) = d.unpack_one()?;
+        let info = read_infos(d)?;
+        let custom: Option<Vec<Proc>> = (range == RANGE_CUSTOM)
+            .then(|| info.iter().find(|i| i.key == EVENT_CUSTOM_RANGE))
+            .flatten()
+            .map(|i| match &i.value {
+                Value::Proc(p) => vec![p.clone()],
+                Value::DataArray(a) => a.as_procs().map(<[Proc]>::to_vec).unwrap_or_default(),
+                _ => Vec::new(),
+            });
+        self.log(format!(
+            "{}:{} notified event {} (range {range})",
+            peer.nspace, peer.rank, code.0
+        ));
+        self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+        if range == RANGE_RM || range == RANGE_PROC_LOCAL {
+            return Ok(());
+        }
+        let targets: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(id, c)| **id != conn && c.wants(code.0))
+            .filter(|(_, c)| {
+                let Some(p) = &c.peer else { return false };
+                match (range, &custom) {
+                    (RANGE_NAMESPACE, _) => p.nspace == peer.nspace,
+                    (RANGE_CUSTOM, Some(list)) if !list.is_empty() => list.iter().any(|t| {
+                        t.nspace == p.nspace && (t.rank == RANK_WILDCARD || t.rank == p.rank)
+                    }),
+                    _ => true,
+                }
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let source = Proc {
+            nspace: peer.nspace.clone(),
+            rank: peer.rank,
+        };
+        for t in targets {
+            self.notify_from(t, code, &source, &info);
+        }
         Ok(())
     }
 
@@ -386,6 +450,9 @@ impl Server {
                 rank: s.rank,
                 pid: None,
                 node: s.node.clone(),
+                exe: resolve(&app.cmd, &self.launch)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,
             };
             match started {

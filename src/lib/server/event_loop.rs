@@ -9,6 +9,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 use nix::sys::signalfd::SignalFd;
 
+use crate::ops::keys;
 use crate::status::Status;
 
 use super::creds::peer_uid;
@@ -274,6 +275,17 @@ impl Server {
             c.wire = wire;
             c.described = described;
             c.peer = Some(peer);
+            c.pid = req
+                .info
+                .iter()
+                .find(|i| i.key == keys::PROC_PID)
+                .and_then(|i| i.value.as_u32());
+            c.cmd_line = req
+                .info
+                .iter()
+                .find(|i| i.key == keys::CMD_LINE)
+                .and_then(|i| i.value.as_str())
+                .map(str::to_string);
             if c.queue_raw(&reply).is_err() {
                 c.closing = true;
             }

@@ -28,6 +28,8 @@ pub struct ProcRec {
     pub pid: Option<i32>,
     /// Simulated node it runs on.
     pub node: String,
+    /// The executable it runs (the resolved path when found on PATH).
+    pub exe: String,
     /// Exit status once reaped.
     pub exit: Option<i32>,
 }

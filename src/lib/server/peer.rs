@@ -65,6 +65,10 @@ pub struct PeerConn {
     pub described: bool,
     /// Registered event codes: `None` = not registered; empty = all events.
     pub events: Option<Vec<i32>>,
+    /// The peer's OS pid, when its connect request said (`PMIX_PROC_PID`).
+    pub pid: Option<u32>,
+    /// The peer's command line, when its connect request said (`PMIX_CMD_LINE`).
+    pub cmd_line: Option<String>,
     /// Close once the write buffer is flushed.
     pub closing: bool,
 }
@@ -81,6 +85,8 @@ impl PeerConn {
             wire: WireVersion::V41,
             described: false,
             events: None,
+            pid: None,
+            cmd_line: None,
             closing: false,
         }
     }

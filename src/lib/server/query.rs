@@ -5,17 +5,50 @@
 //! - `pmix.query.alloc` (`PMIX_QUERY_ALLOC_STATUS`): the reservations,
 //!   restricted to the qualifier `pmix.alloc.id` when given;
 //! - `pmix.query.allc` (`PMIX_QUERY_ALLOCATION`): the nodes;
-//! - `pdvm.qry.jobs`: the jobs and their genealogy.
+//! - `pdvm.qry.jobs`: the jobs and their genealogy;
+//! - `pmix.qry.ptable` / `pmix.qry.lptable` (`PMIX_QUERY_PROC_TABLE`,
+//!   `PMIX_QUERY_LOCAL_PROC_TABLE`): an array of `pmix_proc_info_t` for the
+//!   namespace named by the `pmix.nspace` qualifier (every live job when
+//!   none is given): a job's real processes (pid, simulated node, executable,
+//!   state), or a connected tool's processes (the pid and command line its
+//!   connect request carried, on pdvm's own host).
 //!
 //! Rows use the shared records of [`crate::ops::status_query`], which is also
 //! what `pwatch --status` decodes.
 
-use crate::codec::{Info, Query, WireVersion};
+use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersion};
 use crate::ops::keys;
 use crate::ops::status_query::{answer, JobRecord, NodeRecord, ReservationRecord, QUERY_JOBS};
 use crate::status::Status;
 
+use super::jobs::ProcRec;
 use super::state::Server;
+
+/// `PMIX_QUERY_LOCAL_PROC_TABLE`: the processes of a namespace on the local
+/// node (with pdvm, every node is local).
+pub const QUERY_LOCAL_PROC_TABLE: &str = "pmix.qry.lptable";
+
+/// `pmix_proc_state_t` values pdvm reports (OpenPMIx `pmix_common.h`).
+pub mod proc_state {
+    /// `PMIX_PROC_STATE_RUNNING`: forked and running.
+    pub const RUNNING: u8 = 5;
+    /// `PMIX_PROC_STATE_TERMINATED`: exited with status 0.
+    pub const TERMINATED: u8 = 20;
+    /// `PMIX_PROC_STATE_FAILED_TO_START`: could not be started.
+    pub const FAILED_TO_START: u8 = 53;
+    /// `PMIX_PROC_STATE_TERM_NON_ZERO`: exited with a non-zero status.
+    pub const TERM_NON_ZERO: u8 = 62;
+}
+
+/// The process state of one job process.
+fn state_of(p: &ProcRec) -> u8 {
+    match (p.pid, p.exit) {
+        (None, _) => proc_state::FAILED_TO_START,
+        (Some(_), None) => proc_state::RUNNING,
+        (Some(_), Some(0)) => proc_state::TERMINATED,
+        (Some(_), Some(_)) => proc_state::TERM_NON_ZERO,
+    }
+}
 
 impl Server {
     /// Every live namespace: running jobs and connected tools.
@@ -89,6 +122,78 @@ impl Server {
             .collect()
     }
 
+    /// The process table of `nspace` (of every live job when `None`), in
+    /// rank order; `None` when no job or connected tool has that namespace.
+    pub fn proc_table(&self, nspace: Option<&str>) -> Option<Vec<ProcInfo>> {
+        let Some(ns) = nspace else {
+            let mut names: Vec<&String> = self.jobs.keys().collect();
+            names.sort();
+            return Some(
+                names
+                    .into_iter()
+                    .filter_map(|n| self.proc_table(Some(n)))
+                    .flatten()
+                    .collect(),
+            );
+        };
+        if let Some(j) = self.jobs.get(ns) {
+            let mut procs: Vec<&ProcRec> = j.procs.iter().collect();
+            procs.sort_by_key(|p| p.rank);
+            return Some(
+                procs
+                    .into_iter()
+                    .map(|p| ProcInfo {
+                        proc: Proc {
+                            nspace: ns.to_string(),
+                            rank: p.rank,
+                        },
+                        hostname: Some(p.node.clone()),
+                        executable_name: Some(p.exe.clone()),
+                        pid: p.pid.and_then(|x| u32::try_from(x).ok()).unwrap_or(0),
+                        state: state_of(p),
+                    })
+                    .collect(),
+            );
+        }
+        if ns == self.ident.nspace {
+            return Some(vec![ProcInfo {
+                proc: self.me(),
+                hostname: Some(self.ident.host.clone()),
+                executable_name: std::env::current_exe()
+                    .ok()
+                    .map(|p| p.to_string_lossy().into_owned()),
+                pid: self.ident.pid,
+                state: proc_state::RUNNING,
+            }]);
+        }
+        let mut tools: Vec<ProcInfo> = self
+            .conns
+            .values()
+            .filter_map(|c| {
+                let p = c.peer.as_ref().filter(|p| p.nspace == ns)?;
+                Some(ProcInfo {
+                    proc: Proc {
+                        nspace: ns.to_string(),
+                        rank: p.rank,
+                    },
+                    hostname: Some(self.ident.host.clone()),
+                    executable_name: c
+                        .cmd_line
+                        .as_deref()
+                        .and_then(|l| l.split_whitespace().next())
+                        .map(str::to_string),
+                    pid: c.pid.unwrap_or(0),
+                    state: proc_state::RUNNING,
+                })
+            })
+            .collect();
+        if tools.is_empty() {
+            return None;
+        }
+        tools.sort_by_key(|p| p.proc.rank);
+        Some(tools)
+    }
+
     /// Answer a list of queries for a peer speaking `wire`: status and the
     /// infos found.
     pub fn answer_queries(&self, queries: &[Query], wire: WireVersion) -> (Status, Vec<Info>) {
@@ -121,6 +226,22 @@ impl Server {
                             .map(|r| r.to_value(wire))
                             .collect(),
                     )),
+                    keys::QUERY_PROC_TABLE | QUERY_LOCAL_PROC_TABLE => {
+                        let ns = q
+                            .qualifiers
+                            .iter()
+                            .find(|i| i.key == keys::NSPACE)
+                            .and_then(|i| i.value.as_str());
+                        if let Some(table) = self.proc_table(ns) {
+                            out.push(Info::new(
+                                k.as_str(),
+                                Value::DataArray(DataArray::scalars(
+                                    dt::PROC_INFO,
+                                    table.into_iter().map(Value::ProcInfo).collect(),
+                                )),
+                            ));
+                        }
+                    }
                     QUERY_JOBS => out.push(answer(
                         QUERY_JOBS,
                         self.job_records().iter().map(JobRecord::to_value).collect(),

@@ -166,17 +166,22 @@ impl Server {
             .collect()
     }
 
-    /// Build and send an event notification.
+    /// Build and send an event notification from the server itself.
     pub fn notify(&mut self, conn: u64, code: Status, info: &[Info]) {
+        let me = self.me();
+        self.notify_from(conn, code, &me, info);
+    }
+
+    /// Build and send an event notification whose source is `source`.
+    pub fn notify_from(&mut self, conn: u64, code: Status, source: &Proc, info: &[Info]) {
         let Some(c) = self.conns.get(&conn) else {
             return;
         };
         let mut e = c.encoder();
-        let me = self.me();
         let built = e
             .pack_one(&Cmd(cmd::NOTIFY))
             .and_then(|_| e.pack_one(&code))
-            .and_then(|_| e.pack_one(&me))
+            .and_then(|_| e.pack_one(source))
             .and_then(|_| crate::ops::session::write_infos(&mut e, info));
         match built {
             Ok(()) => {
@@ -517,6 +522,10 @@ impl Server {
             .dvm
             .reservation(alloc_id, &self.sched, self.clock.now_ms())
         {
+            info.push(Info::new(
+                SESSION_ID,
+                crate::codec::Value::Uint32(r.session_id),
+            ));
             info.push(Info::new(keys::ALLOC_TARGET, r.owner.as_str()));
             info.push(Info::new(keys::ALLOC_SHARE, r.share));
             match crate::codec::AllocInheritance::from_word(r.inheritance) {
@@ -537,6 +546,11 @@ impl Server {
     }
 }
 
+/// `PMIX_SESSION_ID` (`uint32_t`): the granted reservation's session number,
+/// which PRRTE's allocation replies carry and OpenPMIx's `palloc` prints.
+pub const SESSION_ID: &str = "pmix.session.id";
+
+/// The infos of an allocation reply: id, request id, node list and count.
 pub fn alloc_reply_infos(alloc_id: &str, req_id: Option<&str>, nodes: &[String]) -> Vec<Info> {
     let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id)];
     if let Some(r) = req_id {
