@@ -23,7 +23,7 @@ _palloc() {
 
     case "${cmd}" in
         palloc)
-            opts="-N -w -x -c -t -q -v -h -V --nodes --nodelist --exclude --cpus --mem --time --queue --request-id --target --share --inherit --warn-timeout --extend --extend-request --no-wait --hold --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
+            opts="-N -w -x -c -t -q -v -h -V --nodes --nodelist --exclude --cpus --mem --time --queue --request-id --target --share --inherit --warn-timeout --extend --extend-request --no-wait --hold --keep --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -44,6 +44,7 @@ _palloc() {
 '--share[Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)]' \
 '(--hold)--no-wait[Return as soon as the request is accepted, printing its request id]' \
 '--hold[After the grant, print the id and keep the allocation until SIGINT/SIGTERM]' \
+'--keep[With \`-- CMD\`\: do not release the allocation when CMD ends (the --inherit rule then decides what becomes of it when its owner ends)]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \
@@ -55,7 +56,7 @@ _palloc() {
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::command -- Command to run inside the allocation once granted (after `--`):_default' \
+'*::command -- Command to run inside the allocation once granted (after `--`)\: a local process with your environment, directory, stdin and terminal; the tools it runs act within the allocation:_default' \
 && ret=0
 }
 

@@ -11,7 +11,7 @@ complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this
 complete -c pspawn -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -F
 complete -c pspawn -l wait-to-connect -d 'Keep trying to connect for up to SECS seconds' -r
 complete -c pspawn -l num-connect-retries -d 'Retry a failed connection N times' -r
-complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET)'
+complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID'
 complete -c pspawn -l tag-output -d 'Prefix each forwarded output line with `[rank]`'
 complete -c pspawn -l detach -d 'Print the job\'s namespace and return without waiting for it'
 complete -c pspawn -l system-server-first -d 'Try the system server first, then fall back to others'

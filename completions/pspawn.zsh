@@ -32,7 +32,7 @@ _pspawn() {
 '--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files' \
 '--wait-to-connect=[Keep trying to connect for up to SECS seconds]:SECS:_default' \
 '--num-connect-retries=[Retry a failed connection N times]:N:_default' \
-'--default-pool[Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET)]' \
+'--default-pool[Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID]' \
 '(--detach)--tag-output[Prefix each forwarded output line with \`\[rank\]\`]' \
 '--detach[Print the job'\''s namespace and return without waiting for it]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
