@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Side-by-side timings against one PRRTE master DVM (built by
+# scripts/install-peers.sh): our tools vs PRRTE's and OpenPMIx's own.
+#
+#   pspawn -n 1 /bin/true     vs  prun -n 1 /bin/true
+#   palloc -N 1               vs  OpenPMIx master palloc -N 1
+#   pwatch --status           vs  OpenPMIx master pps
+#
+# Usage: scripts/bench-master.sh [RUNS]   (default 10; release build)
+# Each pair runs A, B, A, B, … RUNS times each (after one warm-up of each),
+# every run bounded by `timeout 60`. Prints per pair the median wall time of
+# each side, the ratio of the medians and the median of the pairwise ratios.
+# Exits non-zero if any run fails or times out.
+set -euo pipefail
+
+runs="${1:-10}"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+peers="${PMIX_TOOLS_PEERS:-$repo/.peers}"
+master="$peers/master"
+[ -x "$master/prrte/bin/prte" ] || { echo "bench-master: no PRRTE master at $master: run scripts/install-peers.sh" >&2; exit 1; }
+
+cargo build --release --bins --quiet --manifest-path "$repo/Cargo.toml"
+bin="$repo/target/release"
+
+dir="$(mktemp -d /tmp/bench-master.XXXXXX)"
+root_flag=()
+[ "$(id -u)" -eq 0 ] && root_flag=(--allow-run-as-root)
+env -i PATH=/usr/bin:/bin HOME="$HOME" TMPDIR="$dir" \
+    "$master/prrte/bin/prte" "${root_flag[@]}" --report-uri "$dir/uri" >"$dir/prte.log" 2>&1 &
+dvm=$!
+cleanup() {
+    kill "$dvm" 2>/dev/null || true
+    wait "$dvm" 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+for _ in $(seq 200); do
+    grep -q "DVM ready" "$dir/prte.log" 2>/dev/null && [ -s "$dir/uri" ] && break
+    sleep 0.1
+done
+grep -q "DVM ready" "$dir/prte.log" || { echo "bench-master: PRRTE master did not start" >&2; cat "$dir/prte.log" >&2; exit 1; }
+
+export TMPDIR="$dir"
+unset PMIX_NAMESPACE PMIX_RANK PMIX_SERVER_URI41 PMIX_SERVER_URI4 PMIX_SERVER_URI3 PMIX_SERVER_URI2 PMIX_SERVER_URI21
+
+# one_run CMD...: wall nanoseconds of one bounded run on stdout; fails on error.
+one_run() {
+    local t0 t1
+    t0=$(date +%s%N)
+    timeout 60 "$@" >/dev/null 2>&1 || { echo "bench-master: failed or timed out: $*" >&2; return 1; }
+    t1=$(date +%s%N)
+    echo $((t1 - t0))
+}
+
+# pair NAME_A NAME_B -- A... -- B...
+pair() {
+    local name_a="$1" name_b="$2"
+    shift 2
+    [ "$1" = "--" ] && shift
+    local a=() b=()
+    while [ "$1" != "--" ]; do a+=("$1"); shift; done
+    shift
+    b=("$@")
+    one_run "${a[@]}" >/dev/null
+    one_run "${b[@]}" >/dev/null
+    local ta=() tb=()
+    for _ in $(seq "$runs"); do
+        ta+=("$(one_run "${a[@]}")")
+        tb+=("$(one_run "${b[@]}")")
+    done
+    python3 - "$name_a" "$name_b" "${ta[*]}" "${tb[*]}" <<'EOF'
+import statistics, sys
+na, nb, ta, tb = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
+ta = [int(x) / 1e6 for x in ta]
+tb = [int(x) / 1e6 for x in tb]
+ma, mb = statistics.median(ta), statistics.median(tb)
+pr = statistics.median(a / b for a, b in zip(ta, tb))
+print(f"| {na} | {ma:.1f} ms | {nb} | {mb:.1f} ms | {ma / mb:.3f} | {pr:.3f} |")
+EOF
+}
+
+echo "PRRTE master $("$master/prrte/bin/prte" --version 2>/dev/null | awk '/PRRTE/ {print $NF; exit}'), $runs runs each, wall time"
+echo "| ours | median | theirs | median | ratio of medians | median pairwise ratio |"
+echo "|---|---|---|---|---|---|"
+pair "pspawn -n 1 /bin/true" "prun -n 1 /bin/true" \
+    -- "$bin/pspawn" -n 1 /bin/true \
+    -- "$master/prrte/bin/prun" "${root_flag[@]}" --dvm-uri "file:$dir/uri" -n 1 /bin/true
+pair "palloc -N 1" "OpenPMIx palloc -N 1" \
+    -- "$bin/palloc" -N 1 \
+    -- "$master/pmix/bin/palloc" -N 1
+pair "pwatch --status" "OpenPMIx pps" \
+    -- "$bin/pwatch" --status \
+    -- "$master/pmix/bin/pps"
+kill -0 "$dvm" 2>/dev/null || { echo "bench-master: PRRTE master died during the benchmark" >&2; exit 1; }
+echo "PRRTE master alive after the benchmark"
