@@ -187,3 +187,94 @@ fn a_missing_command_is_reported_and_released() {
     again.args(["-N", "1", "--", "true"]);
     assert_eq!(run(again).status.code(), Some(0));
 }
+
+/// `palloc --hold` in one process; from another (no shared environment),
+/// `pspawn --target ID`, `palloc --extend ID` and `prelease ID` all act
+/// through the holder and succeed. `--as-tool` bypasses the holder: then
+/// the DVM sees a foreign namespace and refuses (§8.2.1.7 not weakened).
+#[test]
+fn another_shell_spawns_extends_and_releases_through_the_holder() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "3"]);
+    let mut hold = tool(&pdvm, "palloc");
+    hold.args(["-N", "2", "-t", "10m", "--hold", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut holder = hold.spawn().expect("start palloc --hold");
+    let stdout = holder.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let grant = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("palloc --hold prints its grant");
+    let grant: serde_json::Value = serde_json::from_str(&grant).expect("JSON grant");
+    let id = grant["alloc_id"].as_str().expect("alloc id").to_string();
+    let nodes = granted_nodes(&pdvm, &grant.to_string());
+
+    let mut foreign = tool(&pdvm, "pspawn");
+    foreign.args(["--as-tool", "--target", &id, "true"]);
+    let out = run(foreign);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "a foreign namespace is refused: {}",
+        text(&out.stderr)
+    );
+
+    let mut spawn = tool(&pdvm, "pspawn");
+    spawn.args([
+        "--target",
+        &id,
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "echo on=$PMIX_HOSTNAME",
+    ]);
+    let out = run(spawn);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for line in text(&out.stdout).lines() {
+        let host = line.trim_start_matches("on=");
+        assert!(nodes.iter().any(|n| n == host), "{line} outside {nodes:?}");
+    }
+
+    let mut extend = tool(&pdvm, "palloc");
+    extend.args(["--extend", &id, "-t", "30m"]);
+    let out = run(extend);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let mut release = tool(&pdvm, "prelease");
+    release.arg(&id);
+    let out = run(release);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut st = tool(&pdvm, "pwatch");
+    st.args(["--status", "--json", "--what", "reservations"]);
+    let status = text(&run(st).stdout);
+    assert!(!status.contains(&format!("\"{id}\"")), "released: {status}");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal palloc");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(st) = holder.try_wait().expect("wait") {
+            break st.code();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "palloc --hold did not end"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(143), "SIGTERM ends --hold with 128+15");
+}

@@ -32,14 +32,25 @@ use crate::ops::Session;
 /// [`Failure`] with exit code 3 and a sentence saying what to do. With
 /// `-v`, says who we connected as.
 pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
-    let s = Session::connect(&args.to_options()).map_err(|e| Failure::connect(&e))?;
+    connect_for(args, ui, None)
+}
+
+/// [`connect`] for a command that acts on allocation `alloc`: when a
+/// palloc of this user holds it (in another shell), through that palloc.
+pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<Session, Failure> {
+    let mut opts = args.to_options();
+    opts.alloc = alloc.map(String::from);
+    let s = Session::connect(&opts).map_err(|e| Failure::connect(&e))?;
     if ui.level > 0 {
         let (ns, rank) = s.me();
         let (server, _) = s.conn().server();
-        let who = match s.conn().identity() {
+        let mut who = match s.conn().identity() {
             Identity::Client { .. } => format!("a client of job {ns} (rank {rank})"),
             _ => format!("tool {ns}"),
         };
+        if s.conn().target().found_by.starts_with("palloc holder") {
+            who = format!("{who} through the {}", s.conn().target().found_by);
+        }
         let server = if server.is_empty() {
             "the job's server"
         } else {

@@ -25,7 +25,7 @@ use crate::status::Status;
 
 use super::events::EventFields;
 use super::launch;
-use super::{connect, finish, now_secs, signals, Failure, Ui};
+use super::{connect_for, finish, now_secs, signals, Failure, Ui};
 
 /// How long a queued request may wait for its grant.
 const QUEUE_WAIT: Duration = Duration::from_secs(30 * 86_400);
@@ -122,7 +122,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
-    let mut s = connect(&args.connect, ui)?;
+    let mut s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
         target: req.target.is_some(),
@@ -395,26 +395,39 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
     }
 }
 
-/// `--hold`: keep the allocation (and palloc's namespace) until a signal.
+/// `--hold`: keep the allocation (and palloc's namespace) until a signal,
+/// relaying the requests of this user's tools that name it from other
+/// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`).
 fn hold(s: &Session, rec: &AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
+    let holder = Holder::start(s.shared_conn(), &rec.alloc_id)
+        .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
     ui.note(&format!(
-        "holding allocation {}; Ctrl-C or SIGTERM ends palloc",
-        rec.alloc_id
+        "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
+and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
+        id = rec.alloc_id
     ));
+    ui.detail(&format!("holder socket {}", holder.path().display()));
     loop {
-        if signals::caught().is_some() {
-            return Ok(0);
+        if let Some(sig) = signals::caught() {
+            return Ok(if sig == nix::libc::SIGINT {
+                130
+            } else {
+                128 + sig
+            });
         }
-        match s.conn().next_unsolicited(Duration::from_millis(100)) {
-            Some(crate::conn::Unsolicited::Notify(bytes)) => {
+        match s.conn().next_unsolicited(SIGNAL_TICK) {
+            Some(Unsolicited::Notify(bytes)) => {
+                holder.broadcast(TAG_NOTIFY, &bytes);
                 if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
                     if launch::is_warning(&ev) {
                         show_warning(&ev, &rec.alloc_id, ui);
                     }
                 }
             }
-            Some(crate::conn::Unsolicited::Closed(e)) => return Err(Failure::lost(&e)),
-            _ => {}
+            Some(Unsolicited::Iof(bytes)) => holder.broadcast(TAG_IOF, &bytes),
+            Some(Unsolicited::Other(tag, bytes)) => holder.broadcast(tag, &bytes),
+            Some(Unsolicited::Closed(e)) => return Err(Failure::lost(&e)),
+            Some(Unsolicited::Wake) | None => {}
         }
     }
 }

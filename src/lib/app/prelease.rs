@@ -9,17 +9,19 @@ use crate::ops::alloc::allocate;
 use crate::ops::{keys, Session};
 use crate::render::ReleaseRecord;
 
-use super::{connect, finish, Failure, Ui};
+use super::{connect_for, finish, Failure, Ui};
 
 /// Run prelease; returns the exit code (the first failure's).
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
-    let s = match connect(&args.connect, &ui) {
+    let requests = args.requests();
+    let alloc = requests.iter().find_map(|r| r.alloc_id.clone());
+    let s = match connect_for(&args.connect, &ui, alloc.as_deref()) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };
     let mut first_failure = 0;
-    for req in args.requests() {
+    for req in requests {
         let code = one(&s, &req, &ui);
         if first_failure == 0 {
             first_failure = code;

@@ -12,7 +12,7 @@ use crate::render::{ExitRecord, JobRecord};
 use crate::status::Status;
 
 use super::launch::{self, Followed, OutputSink};
-use super::{connect, finish, signals, Failure, Ui};
+use super::{connect_for, finish, signals, Failure, Ui};
 
 /// Run pspawn; returns the exit code.
 pub fn run(args: &PspawnArgs) -> i32 {
@@ -24,7 +24,7 @@ pub fn run(args: &PspawnArgs) -> i32 {
         }
     };
     signals::install();
-    let s = match connect(&args.connect, &ui) {
+    let s = match connect_for(&args.connect, &ui, args.target.first().map(String::as_str)) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };

@@ -123,6 +123,7 @@ impl ConnectArgs {
             retries: self.num_connect_retries.unwrap_or(0),
             force_tool: self.as_tool,
             tool_id: None,
+            alloc: None,
         }
     }
 }

@@ -138,6 +138,17 @@ pub fn holder_in_charge(
     env.var(super::holder::HOLDER_ENV).map(Into::into)
 }
 
+/// The holder of the allocation the command acts on ([`ConnectOptions::alloc`]),
+/// registered by a palloc in another shell of the same user, unless a
+/// server, a tool identity or `--as-tool` was asked for explicitly.
+pub fn registered_holder(opts: &ConnectOptions) -> Option<std::path::PathBuf> {
+    if opts.names_a_server() || opts.force_tool || opts.tool_id.is_some() {
+        return None;
+    }
+    let path = super::holder::registered_path(opts.alloc.as_deref()?)?;
+    path.exists().then_some(path)
+}
+
 /// Our command line as one string (PRRTE records it for the tool's job).
 fn command_line() -> String {
     let line = std::env::args().collect::<Vec<_>>().join(" ");
@@ -162,6 +173,13 @@ impl Connection {
     pub fn connect(opts: &ConnectOptions) -> Result<Connection> {
         if let Some(path) = holder_in_charge(opts, &ProcessEnv) {
             return super::holder::connect(&path);
+        }
+        if let Some(path) = registered_holder(opts) {
+            // A holder that has gone leaves a stale socket: then connect
+            // as usual.
+            if let Ok(c) = super::holder::connect(&path) {
+                return Ok(c);
+            }
         }
         let attempts = opts.retries.saturating_add(1);
         let delay = opts.wait_to_connect.unwrap_or(Duration::from_secs(1));

@@ -61,6 +61,10 @@ pub struct ConnectOptions {
     pub force_tool: bool,
     /// Connect as a tool with this namespace and rank.
     pub tool_id: Option<(String, u32)>,
+    /// The allocation the command acts on: when a palloc of the same user
+    /// holds it (`palloc --hold`, `palloc -- CMD`), connect through that
+    /// palloc, so the DVM sees the allocation's owner ask.
+    pub alloc: Option<String>,
 }
 
 impl ConnectOptions {

@@ -78,7 +78,9 @@ pub struct HolderWelcome {
 
 /// A running holder; dropping it stops serving and removes its socket.
 pub struct Holder {
-    dir: PathBuf,
+    /// The private directory made for the socket (removed on drop), when
+    /// the registry was not used.
+    private_dir: Option<PathBuf>,
     path: PathBuf,
     clients: Arc<Mutex<Vec<Arc<Client>>>>,
     stopping: Arc<AtomicBool>,
@@ -106,27 +108,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Holder {
-    /// Serve `conn` (which holds `alloc_id`) on a fresh private socket.
+    /// Serve `conn` (which holds `alloc_id`): on the registered socket of
+    /// that allocation (see [`registered_path`]), so tools in other shells
+    /// of the same user find it by the allocation id, or, where the
+    /// registry cannot be used, on a socket in a fresh private directory.
     pub fn start(conn: Arc<Connection>, alloc_id: &str) -> Result<Holder> {
-        let base = std::env::var_os("TMPDIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir())
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let template = base.join(format!("palloc.{}.XXXXXX", std::process::id()));
-        let dir = nix::unistd::mkdtemp(&template).map_err(|e| {
-            Error::new(
-                Status::ERR_OUT_OF_RESOURCE,
-                format!(
-                    "cannot create a private directory under {}: {e}",
-                    base.display()
-                ),
-            )
-        })?;
-        let path = dir.join("holder.sock");
-        let listener = UnixListener::bind(&path).map_err(|e| {
-            let _ = std::fs::remove_dir(&dir);
-            io_error(e, "creating the holder socket")
-        })?;
+        let (listener, path, private_dir) = match bind_registered(alloc_id) {
+            Some((l, p)) => (l, p, None),
+            None => {
+                let (l, p, d) = bind_private()?;
+                (l, p, Some(d))
+            }
+        };
         let (me, rank) = conn.me();
         let target = conn.target();
         let (server_nspace, server_rank) = conn.server();
@@ -145,7 +138,7 @@ impl Holder {
         let welcome = serde_json::to_vec(&welcome)
             .map_err(|e| Error::new(Status::ERROR, format!("encoding the holder welcome: {e}")))?;
         let holder = Holder {
-            dir,
+            private_dir,
             path,
             clients: Arc::new(Mutex::new(Vec::new())),
             stopping: Arc::new(AtomicBool::new(false)),
@@ -199,7 +192,86 @@ impl Drop for Holder {
             c.close();
         }
         let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_dir(&self.dir);
+        if let Some(d) = &self.private_dir {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// The per-user directory where holders register their sockets by
+/// allocation id: `$XDG_RUNTIME_DIR/pmix-tools-holders` or
+/// `/tmp/pmix-tools-holders.<uid>`, created with mode 0700. Used only when
+/// it is a real directory (not a link) owned by us and private.
+pub fn registry_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = nix::unistd::geteuid().as_raw();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(d) if d.is_dir() => d.join("pmix-tools-holders"),
+        _ => PathBuf::from(format!("/tmp/pmix-tools-holders.{uid}")),
+    };
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    let private = meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0;
+    private.then_some(dir)
+}
+
+/// Where the holder of `alloc_id` registers its socket (in
+/// [`registry_dir`]); characters other than letters, digits and `@._-`
+/// are replaced by `_`.
+pub fn registered_path(alloc_id: &str) -> Option<PathBuf> {
+    if alloc_id.is_empty() || alloc_id.len() > 200 {
+        return None;
+    }
+    let name: String = alloc_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Some(registry_dir()?.join(format!("{name}.sock")))
+}
+
+/// Bind the registered socket of `alloc_id`, replacing a stale one (whose
+/// holder has gone); `None` when it cannot (no registry, or a live holder
+/// of the same id).
+fn bind_registered(alloc_id: &str) -> Option<(UnixListener, PathBuf)> {
+    let path = registered_path(alloc_id)?;
+    if path.exists() {
+        if UnixStream::connect(&path).is_ok() {
+            return None;
+        }
+        std::fs::remove_file(&path).ok()?;
+    }
+    UnixListener::bind(&path).ok().map(|l| (l, path))
+}
+
+/// Bind a socket in a fresh private directory under TMPDIR.
+fn bind_private() -> Result<(UnixListener, PathBuf, PathBuf)> {
+    let base = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let template = base.join(format!("palloc.{}.XXXXXX", std::process::id()));
+    let dir = nix::unistd::mkdtemp(&template).map_err(|e| {
+        Error::new(
+            Status::ERR_OUT_OF_RESOURCE,
+            format!(
+                "cannot create a private directory under {}: {e}",
+                base.display()
+            ),
+        )
+    })?;
+    let path = dir.join("holder.sock");
+    match UnixListener::bind(&path) {
+        Ok(l) => Ok((l, path, dir)),
+        Err(e) => {
+            let _ = std::fs::remove_dir(&dir);
+            Err(io_error(e, "creating the holder socket"))
+        }
     }
 }
 
