@@ -18,7 +18,7 @@ use crate::ops::events::decode_notification;
 use crate::ops::events::Event;
 use crate::ops::iof::decode_iof;
 use crate::ops::iof::IofChunk;
-use crate::ops::job::{drain_output, job_end_of, JobEnd, JobOutput, TRAILING_QUIET};
+use crate::ops::job::{drain_output, job_end_of, EndCheck, JobEnd, JobOutput, TRAILING_QUIET};
 use crate::ops::{control, keys, Session};
 use crate::render::OutputRecord;
 use crate::status::Status;
@@ -234,6 +234,11 @@ const TICK: Duration = Duration::from_millis(20);
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
 /// [`kill_job`] after [`STOP_GRACE`]) and its end awaited (at most three
 /// grace periods). Output and other events go to `on_output`.
+///
+/// The job's end is its `PMIX_EVENT_JOB_END`; when that does not come, an
+/// [`EndCheck`] asks the DVM about the job once it has been silent past a
+/// deadline (backing off, bounded), so a lost event cannot hang us: the
+/// job then ends with the best status known ([`JobEnd::announced`] false).
 pub fn follow(
     s: &Session,
     nspace: &str,
@@ -243,6 +248,7 @@ pub fn follow(
     let deadline = timeout.map(|t| Instant::now() + t);
     let mut stopped: Option<(Instant, StopReason)> = None;
     let mut killed = false;
+    let mut check = EndCheck::new(nspace);
     let outcome = |why: Option<StopReason>, end: Option<JobEnd>| match (why, end) {
         (Some(StopReason::Timeout), _) => Followed::TimedOut,
         (Some(StopReason::Signal(sig)), _) => Followed::Interrupted(sig),
@@ -273,6 +279,10 @@ pub fn follow(
                 }
             }
         }
+        // Due only after a silent deadline; otherwise returns at once.
+        if let Some(end) = check.poll(s, on_output) {
+            return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
+        }
         match s.conn().next_unsolicited(TICK) {
             Some(Unsolicited::Other(REGISTRATION_TAG, bytes)) => {
                 let st: Status = s.decoder(&bytes).unpack_one()?;
@@ -283,6 +293,7 @@ pub fn follow(
             None | Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) => {}
             Some(Unsolicited::Iof(bytes)) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    check.heard(&chunk);
                     on_output(JobOutput::Output(&chunk));
                 }
             }

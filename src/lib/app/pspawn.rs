@@ -6,7 +6,7 @@ use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::SpawnRequest;
 use crate::cli::PspawnArgs;
 use crate::ops::job::JobOutput;
-use crate::ops::spawn::{spawn, spawn_target};
+use crate::ops::spawn::{spawn, spawn_target, target_support, TargetSupport};
 use crate::ops::Session;
 use crate::render::{ExitRecord, JobRecord};
 use crate::status::Status;
@@ -51,6 +51,31 @@ more than one per core with --map-by :OVERSUBSCRIBE",
     f
 }
 
+/// Refuse `--target` before anything runs when the DVM cannot honour
+/// `PMIX_SPAWN_TARGET` (it would silently launch into its default pool):
+/// exit 7, `PMIX_ERR_NOT_SUPPORTED`.
+fn refuse_unsupported_target(s: &Session, ui: &Ui) -> Result<(), Failure> {
+    match target_support(s.server_version()) {
+        TargetSupport::Yes => Ok(()),
+        TargetSupport::Unknown => {
+            ui.detail(
+                "the DVM's PMIx version is unknown (bare --uri): cannot tell whether it honours \
+--target",
+            );
+            Ok(())
+        }
+        TargetSupport::No(why) => Err(Failure::with(
+            Exit::NotSupported,
+            Some(Status::ERR_NOT_SUPPORTED.name()),
+            format!(
+                "spawn targeting refused: {why} (PMIX_ERR_NOT_SUPPORTED, spec 001 §8.2.1.10); \
+nothing was launched. Run without --target to use the default pool, or use a DVM with PMIx 7 \
+or later (PRRTE master, pdvm)"
+            ),
+        )),
+    }
+}
+
 fn targets_of(req: &SpawnRequest) -> Vec<String> {
     let mut t = req.targets.clone();
     if req.default_pool && !t.is_empty() {
@@ -68,6 +93,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         spawn_target: target.is_some(),
         ..Default::default()
     };
+    if target.is_some() {
+        refuse_unsupported_target(s, ui)?;
+    }
     let mut job = JobRecord {
         nspace: String::new(),
         state: "launched".into(),
@@ -109,6 +137,11 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let code = match followed {
         Followed::Ended(end) => {
             let exit = launch::job_exit(&end);
+            if !end.announced {
+                if let Some(m) = &end.message {
+                    ui.warn(m);
+                }
+            }
             if exit != Exit::Success {
                 ui.detail(&format!(
                     "job {ns} ended with status {}{}",

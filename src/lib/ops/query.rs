@@ -1,6 +1,6 @@
 //! Queries (`PMIx_Query_info`).
 
-use crate::codec::{Info, Query, Size};
+use crate::codec::{DataArray, Info, ProcInfo, Query, Size, Value};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, Session};
@@ -39,4 +39,32 @@ pub fn namespaces(s: &Session) -> Result<Vec<String>> {
                 .collect::<Vec<_>>()
         })
         .collect())
+}
+
+/// The process table of job `nspace` (`PMIX_QUERY_PROC_TABLE` qualified by
+/// `PMIX_NSPACE`): one entry per process with its host, pid and
+/// `pmix_proc_state_t`. PRRTE 3.0.14 and master answer it for a live job
+/// and refuse it (`PMIX_ERR_NOT_FOUND`) once the job is gone; pdvm does not
+/// answer it.
+pub fn proc_table(s: &Session, nspace: &str) -> Result<Vec<ProcInfo>> {
+    let q = Query {
+        keys: vec![keys::QUERY_PROC_TABLE.into()],
+        qualifiers: vec![Info::new(keys::NSPACE, nspace)],
+    };
+    let infos = query(s, &[q])?;
+    let mut out = Vec::new();
+    for i in infos.iter().filter(|i| i.key == keys::QUERY_PROC_TABLE) {
+        match &i.value {
+            Value::ProcInfo(p) => out.push(p.clone()),
+            Value::DataArray(DataArray::Scalars(_, items))
+            | Value::DataArray(DataArray::Values(items)) => {
+                out.extend(items.iter().filter_map(|v| match v {
+                    Value::ProcInfo(p) => Some(p.clone()),
+                    _ => None,
+                }))
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }

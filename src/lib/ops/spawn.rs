@@ -24,6 +24,53 @@ pub fn spawn_target(ids: &[String], default_pool: bool) -> Option<Value> {
     }
 }
 
+/// Whether the connected DVM honours `PMIX_SPAWN_TARGET`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetSupport {
+    /// It does (PMIx 7 and later: PRRTE master, pdvm).
+    Yes,
+    /// It does not; the text says why (the server's version).
+    No(String),
+    /// Its version is unknown (a bare `--uri URI`): we cannot tell.
+    Unknown,
+}
+
+/// Decide, from the server's PMIx version, whether it honours
+/// `PMIX_SPAWN_TARGET`: the attribute first appears in OpenPMIx 7
+/// (PRRTE master); an older server (PRRTE 3.0.14 with OpenPMIx 5.0.11,
+/// OpenPMIx 4.x/5.x/6.x) does not know it, and PRRTE then launches the job
+/// in the default pool as if no target had been given.
+///
+/// The version, not an attribute-support query, decides: PRRTE 3.0.14
+/// answers `PMIX_QUERY_ATTRIBUTE_SUPPORT` for `PMIx_Spawn` with nothing at
+/// all (it registers no host attributes), so a query cannot tell "lacks
+/// it" from "does not say". It is the same version that picks the wire
+/// version ([`crate::conn::wire_for_version`]). pdvm announces 7.0.0 in both
+/// modes: under `--pmix-compat` it plays a DVM that ignores the attribute
+/// without saying so (spec §8.2.1.10), and is left to do so.
+pub fn target_support(server_version: Option<&str>) -> TargetSupport {
+    let Some(v) = server_version else {
+        return TargetSupport::Unknown;
+    };
+    let major: Option<u32> = v
+        .trim()
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|m| m.parse().ok());
+    match major {
+        Some(m) if m >= TARGET_MIN_MAJOR => TargetSupport::Yes,
+        Some(_) => TargetSupport::No(format!(
+            "the DVM runs PMIx {v}, which has no PMIX_SPAWN_TARGET (it first appears in PMIx \
+{TARGET_MIN_MAJOR}); it would launch the job in its default pool instead"
+        )),
+        None => TargetSupport::Unknown,
+    }
+}
+
+/// First PMIx major version whose servers honour `PMIX_SPAWN_TARGET`.
+pub const TARGET_MIN_MAJOR: u32 = 7;
+
 /// How often a spawn refused with the generic `PMIX_ERROR` is tried again.
 pub const TRANSIENT_RETRIES: u32 = 4;
 /// Pause before the first retry (doubled each time).
@@ -85,4 +132,24 @@ pub fn launcher_job_info() -> Vec<Info> {
         Info::new(keys::FWD_STDERR, true),
         Info::new(keys::NOTIFY_COMPLETION, true),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_support_follows_the_pmix_major_version() {
+        assert_eq!(target_support(Some("7.0.0")), TargetSupport::Yes);
+        assert_eq!(target_support(Some("v7.0.0a1")), TargetSupport::Yes);
+        assert_eq!(target_support(Some("8.1")), TargetSupport::Yes);
+        for old in ["v5.0.11rc1", "5.0.11", "4.2.2", "v6.1.0"] {
+            match target_support(Some(old)) {
+                TargetSupport::No(why) => assert!(why.contains(old), "{why}"),
+                other => panic!("{old}: {other:?}"),
+            }
+        }
+        assert_eq!(target_support(None), TargetSupport::Unknown);
+        assert_eq!(target_support(Some("unknown")), TargetSupport::Unknown);
+    }
 }

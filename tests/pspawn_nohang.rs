@@ -1,0 +1,352 @@
+//! `pspawn` never hangs and never silently runs elsewhere:
+//! - `--target` against PRRTE 3.0.14 (no `PMIX_SPAWN_TARGET`) is refused
+//!   with exit 7 before anything runs;
+//! - a job whose end event never comes is followed to its end by asking
+//!   the DVM (a scripted fake server that accepts the spawn, never sends
+//!   the job-end event, and answers the namespace and process-table
+//!   queries the way PRRTE does).
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use pmix_tools::codec::{
+    DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Query, Size, Value, WireVersion,
+};
+use pmix_tools::conn::frame::{Header, HEADER_LEN};
+use pmix_tools::ops::{cmd, keys};
+use pmix_tools::status::Status;
+use support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, Prte};
+
+/// Every pspawn run here must end well within this (its own bounds are a
+/// few seconds); reaching it fails the test.
+const RUN_DEADLINE: u64 = 60;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn target_against_prrte_3_0_14_is_refused_and_nothing_runs() {
+    let prte = Prte::start();
+    let dir = unique_tmpdir("nohang-target");
+    let marker = dir.path().join("ran");
+
+    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+    cmd.args(["--target", "some-allocation", "-n", "1", "touch"])
+        .arg(&marker);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "stderr: {err}");
+    assert!(err.contains("PMIX_ERR_NOT_SUPPORTED"), "{err}");
+    assert!(err.contains("--target"), "{err}");
+    assert!(!marker.exists(), "the job ran although it was refused");
+
+    // The same in JSON: one error object naming the status.
+    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+    cmd.args([
+        "--json", "--target", "a", "--target", "b", "-n", "1", "touch",
+    ])
+    .arg(&marker);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let line = text(&out.stdout);
+    let rec: serde_json::Value = serde_json::from_str(line.trim()).expect(&line);
+    assert_eq!(rec["status"], "PMIX_ERR_NOT_SUPPORTED", "{line}");
+    assert_eq!(rec["exit_code"], 7, "{line}");
+    assert!(!marker.exists(), "the job ran although it was refused");
+
+    // The detection works: without --target the same job runs.
+    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+    cmd.args(["-n", "1", "touch"]).arg(&marker);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(marker.exists(), "the untargeted job did not run");
+}
+
+/// How the fake DVM answers the follower's questions about job `fake@2`.
+#[derive(Clone, Copy)]
+enum Scenario {
+    /// Listed (process running) for the first `n` namespace queries, then
+    /// gone from the list, as PRRTE does once a job is cleaned up.
+    GoneAfter(usize),
+    /// Always listed; its one process is shown aborted (terminated).
+    Aborted,
+    /// Always listed, its process shown running on this host with the pid
+    /// of a process that has exited — what PRRTE 3.0.14 shows when it
+    /// missed its child's exit.
+    Stuck(u32),
+}
+
+const JOB: &str = "fake@2";
+/// `pmix_proc_state_t`: running, aborted.
+const RUNNING: u8 = 5;
+const ABORTED: u8 = 52;
+
+/// What the fake DVM saw.
+#[derive(Default)]
+struct Seen {
+    commands: Vec<u8>,
+    namespace_queries: usize,
+    /// A job-control request (terminate) arrived: the job is gone after it.
+    stopped: bool,
+}
+
+fn read_frame(s: &mut TcpStream) -> Option<(u32, Vec<u8>)> {
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).ok()?;
+    let h = Header::decode(&h);
+    let mut b = vec![0u8; h.nbytes as usize];
+    s.read_exact(&mut b).ok()?;
+    Some((h.tag, b))
+}
+
+fn reply(s: &mut TcpStream, tag: u32, e: &Encoder) {
+    let h = Header {
+        pindex: 0,
+        tag,
+        nbytes: e.bytes().len() as u32,
+    };
+    let _ = s.write_all(&h.encode());
+    let _ = s.write_all(e.bytes());
+}
+
+fn status_only(st: Status) -> Encoder {
+    let mut e = Encoder::new(WireVersion::V41);
+    e.pack_one(&st).unwrap();
+    e
+}
+
+fn tool_welcome() -> Vec<u8> {
+    let mut r = vec![0, 0, 0, 0];
+    let mut ns = [0u8; 256];
+    ns[..6].copy_from_slice(b"fake@1");
+    r.extend_from_slice(&ns);
+    r.extend_from_slice(&[0; 4]);
+    let mut sns = [0u8; 256];
+    sns[..6].copy_from_slice(b"fake@0");
+    r.extend_from_slice(&sns);
+    r.extend_from_slice(&[0; 8]);
+    r
+}
+
+/// A fake DVM on loopback for one tool connection: it accepts the
+/// registration and the spawn, never announces the job's end, and answers
+/// queries per `scenario`. Returns its URI and what it saw.
+fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = l.accept() else { return };
+        let mut h = [0u8; HEADER_LEN];
+        if s.read_exact(&mut h).is_err() {
+            return;
+        }
+        let mut ack = vec![0u8; Header::decode_connect_len(&h) as usize];
+        if s.read_exact(&mut ack).is_err() || s.write_all(&tool_welcome()).is_err() {
+            return;
+        }
+        while let Some((tag, body)) = read_frame(&mut s) {
+            let mut d = Decoder::new(&body, WireVersion::V41);
+            let Ok(c) = d.unpack_one::<pmix_tools::codec::Cmd>() else {
+                return;
+            };
+            log.lock().unwrap().commands.push(c.0);
+            match c.0 {
+                cmd::REGEVENTS => reply(&mut s, tag, &status_only(Status::SUCCESS)),
+                cmd::SPAWN => {
+                    let mut e = status_only(Status::SUCCESS);
+                    e.pack_one(&JOB.to_string()).unwrap();
+                    reply(&mut s, tag, &e);
+                }
+                cmd::QUERY => {
+                    let Ok(Size(n)) = d.unpack_one::<Size>() else {
+                        return;
+                    };
+                    let queries: Vec<Query> = d.unpack(n as usize).unwrap_or_default();
+                    let key = queries
+                        .first()
+                        .and_then(|q| q.keys.first().cloned())
+                        .unwrap_or_default();
+                    let e = answer(&key, scenario, &log);
+                    reply(&mut s, tag, &e);
+                }
+                cmd::JOB_CONTROL => {
+                    log.lock().unwrap().stopped = true;
+                    reply(&mut s, tag, &status_only(Status::SUCCESS));
+                }
+                cmd::FINALIZE => {
+                    reply(&mut s, tag, &status_only(Status::SUCCESS));
+                    return;
+                }
+                _ => reply(&mut s, tag, &status_only(Status::ERR_NOT_SUPPORTED)),
+            }
+        }
+    });
+    (format!("fake@0.0;tcp4://127.0.0.1:{port}"), seen)
+}
+
+fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
+    let infos = |infos: Vec<Info>| {
+        let mut e = status_only(Status::SUCCESS);
+        e.pack_one(&Size(infos.len() as u64)).unwrap();
+        e.pack(&infos).unwrap();
+        e
+    };
+    let proc_table = |state: u8, host: String, pid: u32| {
+        infos(vec![Info::new(
+            keys::QUERY_PROC_TABLE,
+            Value::DataArray(DataArray::Scalars(
+                pmix_tools::codec::dt::PROC_INFO,
+                vec![Value::ProcInfo(ProcInfo {
+                    proc: Proc {
+                        nspace: JOB.into(),
+                        rank: 0,
+                    },
+                    hostname: Some(host),
+                    executable_name: Some("/bin/true".into()),
+                    pid,
+                    state,
+                })],
+            )),
+        )])
+    };
+    match (key, scenario) {
+        (keys::QUERY_NAMESPACES, _) => {
+            let n = {
+                let mut seen = log.lock().unwrap();
+                seen.namespace_queries += 1;
+                seen.namespace_queries
+            };
+            let stopped = log.lock().unwrap().stopped;
+            let listed = !stopped
+                && match scenario {
+                    Scenario::GoneAfter(k) => n <= k,
+                    Scenario::Aborted | Scenario::Stuck(_) => true,
+                };
+            let list = if listed {
+                format!("fake@1,{JOB}")
+            } else {
+                "fake@1".to_string()
+            };
+            infos(vec![Info::new(keys::QUERY_NAMESPACES, list)])
+        }
+        // A live pid on another host: nothing to learn locally.
+        (keys::QUERY_PROC_TABLE, Scenario::GoneAfter(_)) => {
+            proc_table(RUNNING, "elsewhere".into(), std::process::id())
+        }
+        (keys::QUERY_PROC_TABLE, Scenario::Aborted) => {
+            proc_table(ABORTED, "elsewhere".into(), std::process::id())
+        }
+        (keys::QUERY_PROC_TABLE, Scenario::Stuck(pid)) => proc_table(RUNNING, hostname(), pid),
+        _ => status_only(Status::ERR_NOT_FOUND),
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("hostname")
+        .trim()
+        .to_string()
+}
+
+fn pspawn_against(uri: &str, extra: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(cargo_bin("pspawn"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["-v", "--uri", uri]).args(extra);
+    cmd.args(["-n", "1", "/bin/true"]);
+    run_with_timeout(&mut cmd, RUN_DEADLINE)
+}
+
+#[test]
+fn a_lost_job_end_is_learned_from_the_namespace_list() {
+    let (uri, seen) = fake_dvm(Scenario::GoneAfter(2));
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(
+        err.contains("never announced the end of job fake@2"),
+        "{err}"
+    );
+    assert!(err.contains("reported as 0"), "{err}");
+    let seen = seen.lock().unwrap();
+    // Listed twice (running), gone at the third question.
+    assert_eq!(seen.namespace_queries, 3, "commands: {:?}", seen.commands);
+    assert_eq!(
+        seen.commands.iter().filter(|c| **c == cmd::SPAWN).count(),
+        1
+    );
+    assert_eq!(seen.commands.last(), Some(&cmd::FINALIZE));
+}
+
+#[test]
+fn a_lost_job_end_with_an_aborted_process_reports_failure() {
+    let (uri, seen) = fake_dvm(Scenario::Aborted);
+    let out = pspawn_against(&uri, &["--json"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("reported as 1"), "{err}");
+    let stdout = text(&out.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).expect(&stdout);
+    assert_eq!(last["exit_code"], 1, "{stdout}");
+    // Seen terminated at two checks in a row before it counts.
+    assert_eq!(seen.lock().unwrap().namespace_queries, 2);
+}
+
+#[test]
+fn a_job_the_dvm_shows_running_but_whose_local_process_exited_ends() {
+    // A real process of ours that has exited (and been reaped): its pid is
+    // what the DVM keeps showing as running.
+    let mut child = Command::new("/bin/true").spawn().expect("run /bin/true");
+    let pid = child.id();
+    assert!(child.wait().expect("wait").success());
+    let (uri, seen) = fake_dvm(Scenario::Stuck(pid));
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(
+        err.contains("never announced the end of job fake@2"),
+        "{err}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.namespace_queries, 2);
+    // The DVM is told to stop the job, so it frees the job's slots.
+    assert!(seen.stopped, "commands: {:?}", seen.commands);
+}
+
+#[test]
+fn a_live_local_process_keeps_the_job_running() {
+    // The DVM shows the job's process running with the pid of a live
+    // process of this host carrying the job's namespace: it is running, so
+    // only --timeout ends the job.
+    let mut child = Command::new("sleep")
+        .arg("30")
+        .env("PMIX_NAMESPACE", JOB)
+        .spawn()
+        .expect("run sleep");
+    let (uri, seen) = fake_dvm(Scenario::Stuck(child.id()));
+    let out = pspawn_against(&uri, &["--timeout", "4"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(out.status.code(), Some(8), "stderr: {}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("never announced"));
+    assert!(seen.lock().unwrap().namespace_queries >= 2);
+}
+
+#[test]
+fn a_timed_out_job_whose_end_is_lost_still_ends() {
+    // Runs until --timeout; pspawn terminates it, the DVM drops it without
+    // any end event: pspawn learns that by asking and reports the time-out.
+    let (uri, seen) = fake_dvm(Scenario::GoneAfter(usize::MAX));
+    let out = pspawn_against(&uri, &["--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(8), "stderr: {}", text(&out.stderr));
+    let seen = seen.lock().unwrap();
+    assert!(seen.stopped, "the job was never terminated");
+    assert!(seen.namespace_queries >= 1);
+}
