@@ -31,6 +31,13 @@ under `palloc … -- CMD`) goes to that allocation, as srun inside salloc does; 
 the default session, or inside a job its parent's session. The job's namespace joins the owner set of each reservation it is \
 spawned into, so it can spawn further jobs there.
 
+Older DVMs: --target needs a DVM with PMIx 7 or later (PRRTE master, pdvm); \
+against an older one, which would silently launch into its default pool, \
+pspawn exits 7 (PMIX_ERR_NOT_SUPPORTED) before anything runs. If the DVM never \
+announces the job's end, pspawn asks it about the job once the job has been \
+silent for 1 s (then with the gap doubling up to 16 s), and reports the best \
+known status with a warning: 1 if a process was seen failing, else 0.
+
 Identity: inside a job, pspawn acts for that job's namespace (the new job is \
 its child, which matters for CHILD inheritance rules and ownership); outside, it \
 connects as a tool. --as-tool forces the latter.";

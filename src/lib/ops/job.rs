@@ -383,7 +383,7 @@ fn take_queued(
                 }
                 on_output(JobOutput::Event(&ev));
             }
-            Unsolicited::Other(..) => {}
+            Unsolicited::Other(..) | Unsolicited::Wake => {}
             Unsolicited::Closed(_) => return None,
         }
     }
