@@ -120,6 +120,17 @@ impl std::fmt::Display for Out {
     }
 }
 
+/// Run a prepared tool command (bounded by [`TOOL_SECS`]) and collect what
+/// it produced.
+pub fn run_tool(cmd: &mut Command) -> Out {
+    let o = run_with_timeout(cmd, TOOL_SECS);
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
 /// A string field of a JSON object; panics when absent.
 #[track_caller]
 pub fn str_field(v: &Value, name: &str) -> String {
@@ -285,12 +296,7 @@ impl Dvm {
     pub fn tool(&self, name: &str, args: &[&str]) -> Out {
         let mut cmd = self.tool_cmd(name);
         cmd.args(args);
-        let o = run_with_timeout(&mut cmd, TOOL_SECS);
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        run_tool(&mut cmd)
     }
 
     /// The control directory shared with the leader (scripts go there).
@@ -599,15 +605,22 @@ pub struct GateJob {
 impl GateJob {
     /// A gate job named `tag` in `dvm`'s control dir.
     pub fn new(dvm: &Dvm, tag: &str) -> GateJob {
-        let pidfile = dvm.path(&format!("{tag}.pid"));
-        let hostfile = dvm.path(&format!("{tag}.host"));
-        let gate = dvm.path(&format!("{tag}.gate"));
+        GateJob::in_dir(&dvm.ctl_dir(), tag)
+    }
+
+    /// A gate job named `tag` whose script and files live in `dir`.
+    pub fn in_dir(dir: &Path, tag: &str) -> GateJob {
+        let at = |n: String| dir.join(n).to_string_lossy().into_owned();
+        let pidfile = at(format!("{tag}.pid"));
+        let hostfile = at(format!("{tag}.host"));
+        let gate = at(format!("{tag}.gate"));
         let body = format!(
             "echo \"$PMIX_HOSTNAME\" >{hostfile}.tmp && mv {hostfile}.tmp {hostfile}\n\
              echo $$ >{pidfile}.tmp && mv {pidfile}.tmp {pidfile}\n\
              i=0\nwhile [ ! -e {gate} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
         );
-        let script = dvm.script(&format!("{tag}.sh"), &body);
+        let script = at(format!("{tag}.sh"));
+        fs::write(&script, body).expect("write gate script");
         GateJob {
             cmd: format!("sh {script}"),
             pidfile,

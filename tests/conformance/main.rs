@@ -11,6 +11,7 @@
 mod support;
 
 mod harness;
+mod prrte_master;
 
 mod s6_5_1_workflow;
 mod s8_2_1_10_compat;

@@ -1,0 +1,811 @@
+//! The same clauses against the real PRRTE master DVM (PRRTE 5.0.0a1 +
+//! OpenPMIx 7.0.0a1, the one DVM that implements spec 001), for every rule
+//! it can show with what it has: one node (this host, its cores as slots)
+//! and no scheduler attached.
+//!
+//! Consequences of that set-up, which every test here relies on:
+//!
+//! * `palloc -N 1` is granted with no node (nothing to take one from); a
+//!   reservation that holds a node is made with `palloc -w HOST`, which
+//!   carves the host out of the default session.
+//! * A **tool** requester is one of our tools run from outside (a fresh
+//!   tool namespace each); an **application** requester is a tool run inside
+//!   a job PRRTE launched (`pspawn -n 1 sh -c SCRIPT`): it connects as a
+//!   client of that job. Jobs get the DVM's `PATH`, which lacks our tools,
+//!   so scripts name them by absolute path ([`bin`]).
+//! * To spawn *as the owner* of a tool's reservation, the spawn runs under
+//!   `palloc -w HOST -- CMD` (palloc relays CMD's tools through itself).
+//!
+//! Where PRRTE master does not do what the spec says, the test asserts what
+//! it does and its messages and comments name the deviation; the list, with
+//! the evidence, is in docs/conformance.md ("PRRTE master deviations").
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use nix::sys::signal::Signal;
+use serde_json::Value;
+
+use crate::harness::{alive, eventually, run_tool, str_field, strings, Bg, GateJob, Out};
+use crate::support::{cargo_bin, short_hostname, Prte};
+
+/// A private PRRTE master DVM for one test (stopped on drop), driven only
+/// through our four binaries.
+pub struct MasterDvm {
+    /// The running DVM (its `TMPDIR` is private to this test).
+    pub prte: Prte,
+    /// The one node: this host's short name.
+    pub host: String,
+}
+
+impl MasterDvm {
+    /// Start a fresh PRRTE master DVM.
+    pub fn start() -> MasterDvm {
+        let prte = Prte::start_master();
+        fs::create_dir_all(prte.tmpdir.join("ctl.d")).expect("control dir");
+        MasterDvm {
+            prte,
+            host: short_hostname(),
+        }
+    }
+
+    /// A command for one of our tools, run from outside any job (a tool
+    /// requester), finding this DVM through `TMPDIR`.
+    pub fn tool_cmd(&self, name: &str) -> Command {
+        let mut cmd = self.prte.tool_command(cargo_bin(name));
+        cmd.env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// Run a tool from outside (tool requester) and wait for it.
+    pub fn tool(&self, name: &str, args: &[&str]) -> Out {
+        let mut cmd = self.tool_cmd(name);
+        cmd.args(args);
+        run_tool(&mut cmd)
+    }
+
+    /// Run shell `script` as a one-process job of the DVM (`pspawn -n 1 sh
+    /// -c SCRIPT`, default session): the tools it runs are application
+    /// requesters acting for that job's namespace. Its stdout, stderr and
+    /// exit status come back through pspawn.
+    pub fn job(&self, script: &str) -> Out {
+        self.tool("pspawn", &["-n", "1", "sh", "-c", script])
+    }
+
+    /// `palloc -w HOST ARGS -- sh -c SCRIPT` from outside: SCRIPT's tools act
+    /// for palloc's namespace, the reservation's owner.
+    pub fn under_palloc(&self, args: &[&str], script: &str) -> Out {
+        let mut cmd = self.tool_cmd("palloc");
+        cmd.args(["-w", &self.host])
+            .args(args)
+            .args(["--", "sh", "-c", script]);
+        run_tool(&mut cmd)
+    }
+
+    /// `palloc -w HOST --hold --json ARGS` in the background, once granted;
+    /// the holder and its allocation id.
+    pub fn hold(&self, args: &[&str]) -> (Bg, String) {
+        let mut cmd = self.tool_cmd("palloc");
+        cmd.args(["-w", &self.host, "--hold", "--json"]).args(args);
+        let bg = Bg::start(cmd);
+        let id = str_field(&bg.wait_for("allocation"), "alloc_id");
+        (bg, id)
+    }
+
+    /// A file path in the test's control dir (scripts, gates, markers).
+    pub fn path(&self, name: &str) -> String {
+        self.ctl_dir().to_string_lossy().into_owned() + "/" + name
+    }
+
+    fn ctl_dir(&self) -> PathBuf {
+        self.prte.tmpdir.join("ctl.d")
+    }
+
+    /// A gate job (see [`GateJob`]) in the control dir.
+    pub fn gate_job(&self, tag: &str) -> GateJob {
+        GateJob::in_dir(&self.ctl_dir(), tag)
+    }
+
+    /// A job body that leaves a marker file if it ever runs; (cmd, marker).
+    pub fn marking(&self) -> (String, String) {
+        let marker = self.path("ran");
+        (format!("touch {marker}"), marker)
+    }
+
+    /// `pwatch --status --json` from outside: every status object.
+    #[track_caller]
+    pub fn status(&self) -> Vec<Value> {
+        let o = self.tool("pwatch", &["--status", "--json"]);
+        assert_eq!(
+            o.code,
+            0,
+            "pwatch --status failed:\n{o}\n{}",
+            self.prte.logs()
+        );
+        o.json()
+    }
+
+    /// The reservation objects of the status.
+    pub fn reservations(&self) -> Vec<Value> {
+        of_type(self.status(), "reservation")
+    }
+
+    /// The reservation with this id, if listed.
+    pub fn reservation(&self, id: &str) -> Option<Value> {
+        self.reservations()
+            .into_iter()
+            .find(|r| r["alloc_id"] == id)
+    }
+
+    /// The host's node object.
+    #[track_caller]
+    pub fn node(&self) -> Value {
+        of_type(self.status(), "node")
+            .into_iter()
+            .find(|n| n["name"] == self.host.as_str())
+            .unwrap_or_else(|| panic!("node {} not in the status", self.host))
+    }
+
+    /// Wait until no reservation is listed.
+    #[track_caller]
+    pub fn await_no_reservation(&self, why: &str) {
+        eventually(why, || self.reservations().is_empty());
+    }
+
+    /// `pspawn -n N --json` of a job printing `host=NODE` per process, from
+    /// outside, into the default session (read it with [`json_hosts`]).
+    pub fn default_pool_spawn(&self, n: u32) -> Out {
+        self.tool(
+            "pspawn",
+            &[
+                "-n",
+                &n.to_string(),
+                "--json",
+                "sh",
+                "-c",
+                "echo host=$PMIX_HOSTNAME",
+            ],
+        )
+    }
+}
+
+/// The `host=` lines of a `pspawn --json` run, sorted.
+fn json_hosts(o: &Out) -> Vec<String> {
+    let mut h: Vec<String> = o
+        .output_lines()
+        .iter()
+        .filter_map(|l| l.strip_prefix("host=").map(String::from))
+        .collect();
+    h.sort();
+    h
+}
+
+/// Absolute path of one of our binaries (jobs' `PATH` lacks them).
+pub fn bin(name: &str) -> String {
+    cargo_bin(name).to_string_lossy().into_owned()
+}
+
+fn of_type(v: Vec<Value>, ty: &str) -> Vec<Value> {
+    v.into_iter().filter(|x| x["type"] == ty).collect()
+}
+
+/// Shell: print `ns=$PMIX_NAMESPACE`.
+const ECHO_NS: &str = "echo ns=$PMIX_NAMESPACE\n";
+
+/// The `ns=` line a job printed.
+#[track_caller]
+fn printed_ns(o: &Out) -> String {
+    o.stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ns="))
+        .unwrap_or_else(|| panic!("no ns= line:\n{o}"))
+        .to_string()
+}
+
+/// A failed tool run: exit `code`, `--json` error `status`.
+#[track_caller]
+fn refused(o: &Out, code: i32, status: &str) {
+    o.expect_code(code);
+    assert_eq!(o.error_status().as_deref(), Some(status), "{o}");
+}
+
+/// The allocation objects of a run, in order.
+fn allocations(o: &Out) -> Vec<Value> {
+    o.of_type("allocation")
+}
+
+// ---------------------------------------------------------------- §8.2.1.5
+
+/// §8.2.1.5 row 2 (tool, no TARGET, no SHARE → reservation owned by the
+/// tool's namespace): while the tool lives the host is reserved (listed,
+/// out of the default pool); the tool's exit ends it (its namespace owned
+/// it). §8.2.1.5.2: the id is PRRTE's `prte-<host>-<pid>@N.M`.
+#[test]
+fn prrte_s8_2_1_5_tool_absent_absent() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&[]);
+    let a = hold.wait_for("allocation");
+    let owner = str_field(&a, "owner_nspace");
+    assert_eq!(a["reserved"], true, "{a}");
+    assert_eq!(strings(&a["nodes"]), vec![dvm.host.clone()], "{a}");
+    assert!(
+        id.starts_with(&format!("{owner}.")),
+        "id {id} is minted under the tool's namespace {owner}"
+    );
+    let r = dvm.reservation(&id).expect("held reservation listed");
+    assert_eq!(strings(&r["nodes"]), vec![dvm.host.clone()], "{r}");
+    assert_eq!(dvm.node()["alloc_id"], id.as_str());
+    let o = dvm.default_pool_spawn(1);
+    refused(&o, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
+    hold.stop(Signal::SIGTERM).expect_code(0);
+    dvm.await_no_reservation("the tool's exit ends its reservation");
+}
+
+/// §8.2.1.5 row 1 (tool + TARGET <nspace> → owned by <nspace>): the
+/// reservation outlives the requesting tool and ends when the target job
+/// ends (DEFAULT fires on the target's termination, not the tool's).
+#[test]
+fn prrte_s8_2_1_5_tool_with_target() {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job("target");
+    let j = dvm.tool(
+        "pspawn",
+        &["--detach", "-n", "1", "--json", "sh", "-c", &g.cmd],
+    );
+    let target = j.job_nspace();
+    g.pid();
+    let o = dvm.tool("palloc", &["-w", &dvm.host, "--target", &target, "--json"]);
+    let id = o.alloc_id();
+    let a = o.first("allocation");
+    assert_eq!(a["owner_nspace"], target.as_str(), "{o}");
+    assert!(
+        id.starts_with(&format!("{target}.")),
+        "{id} minted for {target}"
+    );
+    // The tool has exited: the reservation is the target's, so it stays.
+    let r = dvm.reservation(&id).expect("outlives the requesting tool");
+    assert_eq!(strings(&r["nodes"]), vec![dvm.host.clone()], "{r}");
+    g.open();
+    dvm.await_no_reservation("the target job's end ends its reservation");
+}
+
+/// §8.2.1.5 row 3 (tool + SHARE → default session): nothing is reserved,
+/// a default-session job of another tool runs on the node.
+#[test]
+fn prrte_s8_2_1_5_tool_share() {
+    let dvm = MasterDvm::start();
+    let mut cmd = dvm.tool_cmd("palloc");
+    cmd.args(["-w", &dvm.host, "--share", "--hold", "--json"]);
+    let hold = Bg::start(cmd);
+    let a = hold.wait_for("allocation");
+    assert_eq!(a["reserved"], false, "{a}");
+    assert_eq!(strings(&a["nodes"]), vec![dvm.host.clone()], "{a}");
+    assert!(
+        dvm.reservations().is_empty(),
+        "a shared grant reserves nothing"
+    );
+    let j = dvm.default_pool_spawn(1);
+    j.expect_code(0);
+    assert_eq!(json_hosts(&j), vec![dvm.host.clone()], "{j}");
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.5 row 4 (application, no TARGET → owned by its namespace): the
+/// reservation is the job's while the job lives and ends with it.
+#[test]
+fn prrte_s8_2_1_5_application_absent() {
+    let dvm = MasterDvm::start();
+    let o = dvm.job(&format!(
+        "{ECHO_NS}{} -w {} --json\n{} --status --json\n",
+        bin("palloc"),
+        dvm.host,
+        bin("pwatch")
+    ));
+    o.expect_code(0);
+    let ns = printed_ns(&o);
+    let a = allocations(&o).into_iter().next().expect("granted");
+    let id = str_field(&a, "alloc_id");
+    assert_eq!(a["owner_nspace"], ns.as_str(), "{o}");
+    assert!(id.starts_with(&format!("{ns}.")), "{id} minted for {ns}");
+    let listed = o.of_type("reservation");
+    assert!(
+        listed
+            .iter()
+            .any(|r| r["alloc_id"] == id.as_str() && strings(&r["nodes"]) == [dvm.host.clone()]),
+        "reservation listed while its job lives: {o}"
+    );
+    dvm.await_no_reservation("the job's end ends its reservation (DEFAULT)");
+}
+
+/// §8.2.1.5 row 5 (application + SHARE → default session).
+#[test]
+fn prrte_s8_2_1_5_application_share() {
+    let dvm = MasterDvm::start();
+    let o = dvm.job(&format!(
+        "{} -w {} --share --json\n{} --status --json\n",
+        bin("palloc"),
+        dvm.host,
+        bin("pwatch")
+    ));
+    o.expect_code(0);
+    let a = allocations(&o).into_iter().next().expect("granted");
+    assert_eq!(a["reserved"], false, "{o}");
+    assert!(o.of_type("reservation").is_empty(), "nothing reserved: {o}");
+    let j = dvm.default_pool_spawn(1);
+    j.expect_code(0);
+    assert_eq!(json_hosts(&j), vec![dvm.host.clone()], "{j}");
+}
+
+/// §8.2.1.5 row 6 / §8.2.1.8 row 1 (application + TARGET →
+/// PMIX_ERR_NO_PERMISSIONS), with no partial effect.
+#[test]
+fn prrte_s8_2_1_5_application_with_target() {
+    let dvm = MasterDvm::start();
+    let o = dvm.job(&format!(
+        "{p} -w {h} --target $PMIX_NAMESPACE --json; echo rc1=$?\n\
+         {p} -N 1 --target $PMIX_NAMESPACE --json; echo rc2=$?\n\
+         {w} --status --json\n",
+        p = bin("palloc"),
+        h = dvm.host,
+        w = bin("pwatch")
+    ));
+    assert!(
+        o.stdout.contains("rc1=6") && o.stdout.contains("rc2=6"),
+        "{o}"
+    );
+    let errs = o.of_type("error");
+    assert_eq!(errs.len(), 2, "{o}");
+    for e in &errs {
+        assert_eq!(e["status"], "PMIX_ERR_NO_PERMISSIONS", "{o}");
+    }
+    assert!(o.of_type("reservation").is_empty(), "partial effect: {o}");
+    let node = o.of_type("node");
+    assert!(node.iter().all(|n| n["alloc_id"].is_null()), "{o}");
+}
+
+/// §8.2.1.5.1: NEW twice from one namespace mints two reservations.
+#[test]
+fn prrte_s8_2_1_5_1_new_twice_two_reservations() {
+    let dvm = MasterDvm::start();
+    let p = bin("palloc");
+    let o = dvm.job(&format!(
+        "{ECHO_NS}{p} -N 1 --json\n{p} -N 1 --json\n{} --status --json\n",
+        bin("pwatch")
+    ));
+    o.expect_code(0);
+    let ns = printed_ns(&o);
+    let ids: Vec<String> = allocations(&o)
+        .iter()
+        .map(|a| str_field(a, "alloc_id"))
+        .collect();
+    assert_eq!(ids.len(), 2, "{o}");
+    assert_ne!(ids[0], ids[1], "{o}");
+    for a in allocations(&o) {
+        assert_eq!(a["owner_nspace"], ns.as_str(), "{o}");
+    }
+    let mut listed: Vec<String> = o
+        .of_type("reservation")
+        .iter()
+        .map(|r| str_field(r, "alloc_id"))
+        .collect();
+    listed.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(listed, want, "both listed: {o}");
+}
+
+/// §8.2.1.5.1: EXTEND by PMIX_ALLOC_ID and by PMIX_ALLOC_REQ_ID, from the
+/// owner, names that reservation (granted, same id, still one
+/// reservation). With no scheduler no node can be added.
+#[test]
+fn prrte_s8_2_1_5_1_extend_by_alloc_id_and_request_id() {
+    let dvm = MasterDvm::start();
+    let p = bin("palloc");
+    let o = dvm.job(&format!(
+        "A=$({p} -N 1 --request-id grow-me --json | sed -n 's/.*\"alloc_id\":\"\\([^\"]*\\)\".*/\\1/p' | head -n 1)\n\
+         echo alloc=$A\n\
+         {p} --extend \"$A\" -N 1 --json; echo rc1=$?\n\
+         {p} --extend-request grow-me -N 1 --json; echo rc2=$?\n\
+         {} --status --json\n",
+        bin("pwatch")
+    ));
+    assert!(
+        o.stdout.contains("rc1=0") && o.stdout.contains("rc2=0"),
+        "{o}"
+    );
+    let id = crate::harness::printed_alloc(&o);
+    let ext: Vec<Value> = allocations(&o)
+        .into_iter()
+        .filter(|a| a["directive"] == "extend")
+        .collect();
+    assert_eq!(ext.len(), 2, "{o}");
+    for a in &ext {
+        assert_eq!(a["alloc_id"], id.as_str(), "{o}");
+        assert_eq!(a["state"], "granted", "{o}");
+    }
+    let listed = o.of_type("reservation");
+    assert_eq!(listed.len(), 1, "{o}");
+    assert_eq!(listed[0]["alloc_id"], id.as_str(), "{o}");
+}
+
+/// §8.2.1.5.2: the reply carries PMIX_ALLOC_ID (PRRTE's
+/// `prte-<host>-<pid>@N.M`) and echoes PMIX_ALLOC_REQ_ID.
+#[test]
+fn prrte_s8_2_1_5_2_reply_carries_alloc_id_and_request_id() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&["--request-id", "my-req-42"]);
+    let a = hold.wait_for("allocation");
+    assert_eq!(a["request_id"], "my-req-42", "{a}");
+    let prefix = format!("prte-{}-{}@", dvm.host, dvm.prte.pid);
+    let tail = id.strip_prefix(&prefix).unwrap_or_else(|| panic!("{id}"));
+    let (job, n) = tail.split_once('.').unwrap_or_else(|| panic!("{id}"));
+    assert!(
+        job.parse::<u32>().is_ok() && n.parse::<u32>().is_ok(),
+        "{id}"
+    );
+    assert!(dvm.reservation(&id).is_some(), "the id names a reservation");
+    hold.stop(Signal::SIGTERM);
+}
+
+// ---------------------------------------------------------------- §8.2.1.6
+
+/// §8.2.1.6 absent → default session; §8.2.1.11 (2): nothing is reserved
+/// without a request (not by a spawn either).
+#[test]
+fn prrte_s8_2_1_6_absent_default_session_only() {
+    let dvm = MasterDvm::start();
+    assert!(dvm.reservations().is_empty());
+    assert!(dvm.node()["alloc_id"].is_null());
+    let j = dvm.default_pool_spawn(2);
+    j.expect_code(0);
+    assert_eq!(json_hosts(&j), vec![dvm.host.clone(); 2], "{j}");
+    assert!(dvm.reservations().is_empty(), "a spawn reserved something");
+}
+
+/// §8.2.1.6 one id: the owner's job targeting its reservation runs on the
+/// reservation's node (the spawn runs under `palloc -- CMD`, as the owner;
+/// pspawn there targets `$PMIX_ALLOC_ID`, `--target` made explicit).
+#[test]
+fn prrte_s8_2_1_6_one_id() {
+    let dvm = MasterDvm::start();
+    let o = dvm.under_palloc(
+        &["--json"],
+        &format!(
+            "{} --target \"$PMIX_ALLOC_ID\" -n 1 --json sh -c 'echo host=$PMIX_HOSTNAME'\n",
+            bin("pspawn")
+        ),
+    );
+    o.expect_code(0);
+    let id = o.alloc_id();
+    let job = o.first("job");
+    assert_eq!(strings(&job["targets"]), vec![id.clone()], "{o}");
+    assert_eq!(o.output_lines(), vec![format!("host={}", dvm.host)], "{o}");
+}
+
+/// §8.2.1.6 isolation: once the host is reserved a default-session job
+/// cannot use it — with one node it fails to map, and nothing runs.
+#[test]
+fn prrte_s8_2_1_6_isolation() {
+    let dvm = MasterDvm::start();
+    let (hold, _id) = dvm.hold(&[]);
+    let (cmd, marker) = dvm.marking();
+    let o = dvm.tool("pspawn", &["-n", "1", "--json", "sh", "-c", &cmd]);
+    refused(&o, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
+    assert!(!std::path::Path::new(&marker).exists(), "a process ran");
+    hold.stop(Signal::SIGTERM);
+    // Node back (DEFAULT): the same job now runs.
+    dvm.await_no_reservation("reservation ends with its tool");
+    dvm.tool("pspawn", &["-n", "1", "sh", "-c", &cmd])
+        .expect_code(0);
+    assert!(std::path::Path::new(&marker).exists());
+}
+
+/// §8.2.1.6 ids + the invalid namespace: accepted, the job runs (with one
+/// node the default pool is empty while it is reserved, so the union is
+/// the reservation's node).
+#[test]
+fn prrte_s8_2_1_6_ids_plus_default_pool() {
+    let dvm = MasterDvm::start();
+    let o = dvm.under_palloc(
+        &["--json"],
+        &format!(
+            "{} --target \"$PMIX_ALLOC_ID\" --default-pool -n 1 --json sh -c 'echo host=$PMIX_HOSTNAME'\n",
+            bin("pspawn")
+        ),
+    );
+    o.expect_code(0);
+    let id = o.alloc_id();
+    let job = o.first("job");
+    assert_eq!(strings(&job["targets"]), vec![String::new(), id], "{o}");
+    assert_eq!(o.output_lines(), vec![format!("host={}", dvm.host)], "{o}");
+}
+
+// ---------------------------------------------------------------- §8.2.1.7
+
+/// §8.2.1.7 / §8.2.1.8 row 6: a spawn targeting a reservation the requester
+/// does not own must be refused with PMIX_ERR_NO_PERMISSIONS and launch
+/// nothing. PRRTE master DEVIATES: it launches the foreign tool's job on the
+/// reserved node. This test pins what it does.
+#[test]
+fn prrte_s8_2_1_7_spawn_into_unowned_reservation_deviation() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&[]);
+    let (cmd, marker) = dvm.marking();
+    let o = dvm.tool(
+        "pspawn",
+        &["--target", &id, "-n", "1", "--json", "sh", "-c", &cmd],
+    );
+    assert_eq!(
+        o.code, 0,
+        "PRRTE master deviation (§8.2.1.7): a foreign tool's spawn into a reservation it does \
+         not own is expected to run on PRRTE master (the spec requires PMIX_ERR_NO_PERMISSIONS, \
+         exit 6); if this fails PRRTE may now conform — update docs/conformance.md:\n{o}"
+    );
+    assert!(
+        std::path::Path::new(&marker).exists(),
+        "PRRTE master deviation (§8.2.1.7): the unowned spawn's process ran"
+    );
+    hold.stop(Signal::SIGTERM);
+}
+
+// ---------------------------------------------------------------- §8.2.1.8
+
+/// §8.2.1.8: EXTEND naming an allocation that does not exist (by id, by
+/// request id) → PMIX_ERR_NOT_FOUND, nothing changes.
+#[test]
+fn prrte_s8_2_1_8_extend_not_found() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&[]);
+    let before = crate::harness::comparable(&dvm.status());
+    for args in [
+        ["--extend", "no-such-alloc", "-N", "1", "--json"],
+        ["--extend-request", "no-such-request", "-N", "1", "--json"],
+    ] {
+        refused(&dvm.tool("palloc", &args), 5, "PMIX_ERR_NOT_FOUND");
+    }
+    let after = crate::harness::comparable(&dvm.status());
+    assert_eq!(
+        strip_namespaces(&before),
+        strip_namespaces(&after),
+        "partial effect"
+    );
+    assert!(dvm.reservation(&id).is_some());
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.8: EXTEND of a reservation the requester does not own must be
+/// PMIX_ERR_NO_PERMISSIONS. PRRTE master DEVIATES: a foreign tool's EXTEND
+/// (by id and by request id) is granted. This test pins what it does.
+#[test]
+fn prrte_s8_2_1_8_extend_not_owner_deviation() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&["--request-id", "mine"]);
+    for args in [
+        ["--extend", id.as_str(), "-N", "1", "--json"],
+        ["--extend-request", "mine", "-N", "1", "--json"],
+    ] {
+        let o = dvm.tool("palloc", &args);
+        assert_eq!(
+            o.code, 0,
+            "PRRTE master deviation (§8.2.1.8): a non-owner's EXTEND is expected to be granted \
+             on PRRTE master (the spec requires PMIX_ERR_NO_PERMISSIONS, exit 6):\n{o}"
+        );
+        assert_eq!(o.first("allocation")["alloc_id"], id.as_str(), "{o}");
+    }
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.8: PMIX_SPAWN_TARGET naming no session → PMIX_ERR_NOT_FOUND,
+/// nothing launched — alone or next to a valid id (rejected whole).
+#[test]
+fn prrte_s8_2_1_8_spawn_target_not_found() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&[]);
+    let (cmd, marker) = dvm.marking();
+    for target in ["no-such-alloc".to_string(), format!("{id},no-such-alloc")] {
+        let o = dvm.tool(
+            "pspawn",
+            &["--target", &target, "-n", "1", "--json", "sh", "-c", &cmd],
+        );
+        refused(&o, 5, "PMIX_ERR_NOT_FOUND");
+    }
+    assert!(!std::path::Path::new(&marker).exists(), "a process ran");
+    assert!(dvm.reservation(&id).is_some());
+    hold.stop(Signal::SIGTERM);
+}
+
+/// Status lines other than namespaces (each tool run adds and removes a
+/// namespace of its own).
+fn strip_namespaces(v: &[String]) -> Vec<String> {
+    v.iter()
+        .filter(|l| !l.contains("\"type\":\"namespace\""))
+        .cloned()
+        .collect()
+}
+
+// ---------------------------------------------------------------- §8.2.1.9
+
+/// §8.2.1.9.1 (1): the owner releases its reservation (prelease inside the
+/// owning job): it ends and the node is back in the default session.
+#[test]
+fn prrte_s8_2_1_9_1_owner_release() {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job("owner");
+    let o = dvm.job(&format!(
+        "A=$({p} -w {h} --json | sed -n 's/.*\"alloc_id\":\"\\([^\"]*\\)\".*/\\1/p' | head -n 1)\n\
+         echo alloc=$A\n\
+         {w} --status --json\n\
+         {r} \"$A\" --json; echo rc=$?\n\
+         {w} --status --json\n",
+        p = bin("palloc"),
+        h = dvm.host,
+        w = bin("pwatch"),
+        r = bin("prelease")
+    ));
+    let id = crate::harness::printed_alloc(&o);
+    assert!(o.stdout.contains("rc=0"), "{o}");
+    let rel = o.first("release");
+    assert_eq!(rel["alloc_id"], id.as_str(), "{o}");
+    let res = o.of_type("reservation");
+    assert_eq!(res.len(), 1, "listed once, before the release only: {o}");
+    assert!(dvm.reservations().is_empty());
+    // Node back: a default-session job runs on it.
+    let j = dvm.tool("pspawn", &["--detach", "-n", "1", "sh", "-c", &g.cmd]);
+    j.expect_code(0);
+    assert_eq!(g.host(), dvm.host);
+    g.open();
+}
+
+/// §8.2.1.9.1 (1) only owners release: PRRTE master DEVIATES — a foreign
+/// tool's `prelease ID` of another tool's reservation succeeds and ends it.
+#[test]
+fn prrte_s8_2_1_9_1_release_by_non_owner_deviation() {
+    let dvm = MasterDvm::start();
+    let (hold, id) = dvm.hold(&[]);
+    let o = dvm.tool("prelease", &[&id, "--json"]);
+    assert_eq!(
+        o.code, 0,
+        "PRRTE master deviation (§8.2.1.7, §8.2.1.9.1): a non-owner's release is expected to \
+         succeed on PRRTE master:\n{o}"
+    );
+    dvm.await_no_reservation("the foreign release ended the reservation (deviation)");
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.9.1 (2): DVM teardown ends everything, jobs in reservations too.
+#[test]
+fn prrte_s8_2_1_9_1_dvm_teardown() {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job("teardown");
+    let o = dvm.under_palloc(
+        &["--inherit", "child", "--json"],
+        &format!("{} --detach -n 1 {}\n", bin("pspawn"), g.cmd),
+    );
+    o.expect_code(0);
+    let pid = g.pid();
+    assert!(dvm.reservation(&o.alloc_id()).is_some());
+    drop(dvm);
+    eventually("the DVM's teardown ends the reserved job", || !alive(pid));
+}
+
+/// §8.2.1.9.2 DEFAULT / §8.2.1.9.3 absent = DEFAULT: at the owning tool's
+/// exit the node becomes unreserved in the default session, and a job
+/// still running on it is not killed (§8.2.1.9.4, nodes stay).
+#[test]
+fn prrte_s8_2_1_9_2_default_owner_death_live_child() {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job("default");
+    let o = dvm.under_palloc(
+        &["--json"],
+        &format!("{} --detach -n 1 {}\n", bin("pspawn"), g.cmd),
+    );
+    o.expect_code(0);
+    assert_eq!(o.first("allocation")["inherit"], "default", "{o}");
+    let pid = g.pid();
+    dvm.await_no_reservation("DEFAULT unreserves at the owner's exit");
+    assert!(dvm.node()["alloc_id"].is_null());
+    assert!(
+        alive(pid),
+        "§8.2.1.9.4: an unreserved node's job is not killed"
+    );
+    g.open();
+}
+
+/// §8.2.1.9.2 NONE: released at the owning tool's exit even with a live
+/// derived child; the node was carved from the startup pool, so it reverts
+/// to the default session and the child is not killed.
+#[test]
+fn prrte_s8_2_1_9_2_none_owner_death_live_child() {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job("none");
+    let o = dvm.under_palloc(
+        &["--inherit", "none", "--json"],
+        &format!("{} --detach -n 1 {}\n", bin("pspawn"), g.cmd),
+    );
+    o.expect_code(0);
+    assert_eq!(o.first("allocation")["inherit"], "none", "{o}");
+    let pid = g.pid();
+    dvm.await_no_reservation("NONE releases at the owner's exit");
+    assert!(alive(pid), "a startup node stays in the DVM: nobody killed");
+    g.open();
+}
+
+/// §8.2.1.9.2 CHILD: held after the owning tool's exit until its last
+/// derived child ends, then released.
+#[test]
+fn prrte_s8_2_1_9_2_child_drain_live_child() {
+    child_flavoured("child");
+}
+
+/// §8.2.1.9.2 CHILD_DEFAULT: held until the last derived child ends, then
+/// unreserved in the session.
+#[test]
+fn prrte_s8_2_1_9_2_child_default_drain_live_child() {
+    child_flavoured("child-default");
+}
+
+fn child_flavoured(rule: &str) {
+    let dvm = MasterDvm::start();
+    let g = dvm.gate_job(rule);
+    let o = dvm.under_palloc(
+        &["--inherit", rule, "--json"],
+        &format!("{} --detach -n 1 {}\n", bin("pspawn"), g.cmd),
+    );
+    o.expect_code(0);
+    let id = o.alloc_id();
+    assert_eq!(o.first("allocation")["inherit"], rule, "{o}");
+    g.pid();
+    // palloc (the owner) has exited; the child keeps the reservation.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = dvm
+        .reservation(&id)
+        .unwrap_or_else(|| panic!("{rule}: reservation ended before its last child"));
+    assert_eq!(strings(&r["nodes"]), vec![dvm.host.clone()], "{r}");
+    g.open();
+    dvm.await_no_reservation(&format!("{rule}: the last child's end ends it"));
+    assert!(dvm.node()["alloc_id"].is_null());
+    dvm.default_pool_spawn(1).expect_code(0);
+}
+
+/// Carving the host into a reservation and getting it back (any path: here
+/// DEFAULT at the tool's exit) should leave the default session as it was
+/// (§8.2.1.9.2 DEFAULT: the nodes "join the default session for general
+/// use"; §8.2.1.6: a job that targets no reservation behaves as before).
+/// PRRTE master DEVIATES: the node loses a slot — the reservation offers one
+/// slot of the host's two, and after it ends the host has one slot left, so a
+/// two-process default-session job that ran before now fails to map.
+#[test]
+fn prrte_s8_2_1_9_2_default_node_back_slot_lost_deviation() {
+    let dvm = MasterDvm::start();
+    let slots = dvm.node()["slots"].as_u64().expect("slots");
+    assert_eq!(slots, 2, "this test assumes a 2-core host: {}", dvm.node());
+    dvm.default_pool_spawn(2).expect_code(0);
+    let (hold, id) = dvm.hold(&[]);
+    let two = dvm.tool(
+        "pspawn",
+        &[
+            "--target",
+            &id,
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo host=$PMIX_HOSTNAME",
+        ],
+    );
+    hold.stop(Signal::SIGTERM);
+    dvm.await_no_reservation("DEFAULT at the tool's exit");
+    let after = dvm.default_pool_spawn(2);
+    let node = dvm.node();
+    assert_eq!(
+        (two.code, after.code, node["slots"].as_u64()),
+        (4, 4, Some(1)),
+        "PRRTE master deviation (§8.2.1.9.2): a 2-process job into the reservation and a \
+         2-process default-session job after it ended are expected to fail to map (the node \
+         kept 1 of its 2 slots); if not, PRRTE may now conform — update docs/conformance.md\n\
+         --- into the reservation:\n{two}\n--- after:\n{after}\n--- node: {node}"
+    );
+    refused(&after, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
+    dvm.default_pool_spawn(1).expect_code(0);
+}
