@@ -166,8 +166,10 @@ fn s8_2_1_9_3_absent_is_default_live_child() {
 }
 
 /// CHILD drain tracks the transitive genealogy: a grandchild running in the
-/// default session (spawned without a target by a child of the
-/// reservation) keeps the reservation alive after owner and child ended.
+/// default session (spawned into the default pool by a child of the
+/// reservation — `--default-pool`, since inside a reservation pspawn
+/// otherwise targets it, `$PMIX_ALLOC_ID`) keeps the reservation alive after
+/// owner and child ended.
 #[test]
 fn s8_2_1_9_2_child_drain_grandchild_other_session() {
     let mut dvm = dvm();
@@ -175,7 +177,7 @@ fn s8_2_1_9_2_child_drain_grandchild_other_session() {
     let child = dvm.script(
         "child.sh",
         &format!(
-            "pspawn --detach -n 1 {}\n{}",
+            "pspawn --default-pool --detach -n 1 {}\n{}",
             grand.cmd,
             grand.await_started_sh()
         ),

@@ -258,7 +258,10 @@ fn text(v: &Value) -> String {
 
 fn list(v: &Value) -> Vec<String> {
     match v {
-        Value::DataArray(a) => a.as_strings().map(|s| s.to_vec()).unwrap_or_default(),
+        Value::DataArray(a) => a
+            .as_strings()
+            .map(|s| s.iter().filter(|x| !x.is_empty()).cloned().collect())
+            .unwrap_or_default(),
         v => text(v)
             .split(',')
             .map(str::trim)
@@ -350,7 +353,11 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
         let nodes = nodes_of(sess, Some(&id))?;
         out.push(ReservationRecord {
             alloc_id: id,
-            nodes: nodes.into_iter().map(|n| n.name).collect(),
+            nodes: nodes
+                .into_iter()
+                .map(|n| n.name)
+                .filter(|n| !n.is_empty())
+                .collect(),
             state: "active".into(),
             inheritance: UNKNOWN.into(),
             ..Default::default()
