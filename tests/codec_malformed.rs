@@ -58,7 +58,7 @@ fn decoder_for(name: &str) -> DecodeFn {
         ("query_", dec::<Query>),
         ("value_", dec::<Value>),
         ("darray_", dec::<DataArray>),
-        ("alloc_inherit_", dec::<AllocInheritance>),
+        ("inherit_", dec::<AllocInheritance>),
     ];
     table
         .iter()

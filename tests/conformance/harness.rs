@@ -120,6 +120,18 @@ impl std::fmt::Display for Out {
     }
 }
 
+/// The PATH of a user who installed the tools: our binaries first (what
+/// `palloc -- CMD` runs, runs with it).
+pub fn user_path() -> String {
+    let bin = cargo_bin("palloc");
+    let dir = bin.parent().expect("target dir");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// Run a prepared tool command (bounded by [`TOOL_SECS`]) and collect what
 /// it produced.
 pub fn run_tool(cmd: &mut Command) -> Out {
@@ -288,7 +300,9 @@ impl Dvm {
     pub fn tool_cmd(&self, name: &str) -> Command {
         let mut cmd = Command::new(cargo_bin(name));
         scrub_pmix_env(&mut cmd);
-        cmd.env("TMPDIR", self.tmp.path()).env("NO_COLOR", "1");
+        cmd.env("TMPDIR", self.tmp.path())
+            .env("NO_COLOR", "1")
+            .env("PATH", user_path());
         cmd
     }
 

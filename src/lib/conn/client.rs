@@ -138,14 +138,15 @@ pub fn holder_in_charge(
     env.var(super::holder::HOLDER_ENV).map(Into::into)
 }
 
-/// The holder of the allocation the command acts on ([`ConnectOptions::alloc`]),
-/// registered by a palloc in another shell of the same user, unless a
-/// server, a tool identity or `--as-tool` was asked for explicitly.
-pub fn registered_holder(opts: &ConnectOptions) -> Option<std::path::PathBuf> {
-    if opts.names_a_server() || opts.force_tool || opts.tool_id.is_some() {
+/// The holder of the allocation the command acts on ([`ConnectOptions::alloc`])
+/// on the DVM found (`target`), registered by a palloc in another shell of
+/// the same user; none inside a job, or when a server or `--as-tool` was
+/// asked for explicitly.
+pub fn registered_holder(opts: &ConnectOptions, target: &Target) -> Option<std::path::PathBuf> {
+    if opts.names_a_server() || opts.force_tool || !target.identity.is_tool() {
         return None;
     }
-    let path = super::holder::registered_path(opts.alloc.as_deref()?)?;
+    let path = super::holder::registered_path(&target.uri.nspace, opts.alloc.as_deref()?)?;
     path.exists().then_some(path)
 }
 
@@ -174,13 +175,6 @@ impl Connection {
         if let Some(path) = holder_in_charge(opts, &ProcessEnv) {
             return super::holder::connect(&path);
         }
-        if let Some(path) = registered_holder(opts) {
-            // A holder that has gone leaves a stale socket: then connect
-            // as usual.
-            if let Ok(c) = super::holder::connect(&path) {
-                return Ok(c);
-            }
-        }
         let attempts = opts.retries.saturating_add(1);
         let delay = opts.wait_to_connect.unwrap_or(Duration::from_secs(1));
         let mut last = None;
@@ -188,7 +182,15 @@ impl Connection {
             if attempt > 0 {
                 std::thread::sleep(delay);
             }
-            match discover(opts, &ProcessEnv).and_then(|t| Connection::open(t, HANDSHAKE_TIMEOUT)) {
+            let found = discover(opts, &ProcessEnv).and_then(|t| {
+                // A holder that has gone leaves a stale socket: then
+                // connect as usual.
+                match registered_holder(opts, &t).map(|p| super::holder::connect(&p)) {
+                    Some(Ok(c)) => Ok(c),
+                    _ => Connection::open(t, HANDSHAKE_TIMEOUT),
+                }
+            });
+            match found {
                 Ok(c) => return Ok(c),
                 Err(e) => last = Some(e),
             }

@@ -113,7 +113,8 @@ impl Holder {
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
     pub fn start(conn: Arc<Connection>, alloc_id: &str) -> Result<Holder> {
-        let (listener, path, private_dir) = match bind_registered(alloc_id) {
+        let server = conn.target().uri.nspace.clone();
+        let (listener, path, private_dir) = match bind_registered(&server, alloc_id) {
             Some((l, p)) => (l, p, None),
             None => {
                 let (l, p, d) = bind_private()?;
@@ -215,17 +216,18 @@ pub fn registry_dir() -> Option<PathBuf> {
     private.then_some(dir)
 }
 
-/// Where the holder of `alloc_id` registers its socket (in
-/// [`registry_dir`]); characters other than letters, digits and `@._-`
+/// Where the holder of `alloc_id` on the DVM whose namespace is `server`
+/// registers its socket (in [`registry_dir`]): allocation ids are unique
+/// only within one DVM. Characters other than letters, digits and `@._-`
 /// are replaced by `_`.
-pub fn registered_path(alloc_id: &str) -> Option<PathBuf> {
-    if alloc_id.is_empty() || alloc_id.len() > 200 {
+pub fn registered_path(server: &str, alloc_id: &str) -> Option<PathBuf> {
+    if alloc_id.is_empty() || alloc_id.len() + server.len() > 200 {
         return None;
     }
-    let name: String = alloc_id
+    let name: String = format!("{server}+{alloc_id}")
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+            if c.is_ascii_alphanumeric() || "@._-+".contains(c) {
                 c
             } else {
                 '_'
@@ -235,11 +237,11 @@ pub fn registered_path(alloc_id: &str) -> Option<PathBuf> {
     Some(registry_dir()?.join(format!("{name}.sock")))
 }
 
-/// Bind the registered socket of `alloc_id`, replacing a stale one (whose
+/// Bind the registered socket of `alloc_id` on `server`, replacing a stale one (whose
 /// holder has gone); `None` when it cannot (no registry, or a live holder
 /// of the same id).
-fn bind_registered(alloc_id: &str) -> Option<(UnixListener, PathBuf)> {
-    let path = registered_path(alloc_id)?;
+fn bind_registered(server: &str, alloc_id: &str) -> Option<(UnixListener, PathBuf)> {
+    let path = registered_path(server, alloc_id)?;
     if path.exists() {
         if UnixStream::connect(&path).is_ok() {
             return None;
