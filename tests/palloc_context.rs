@@ -11,31 +11,20 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use pdvm_harness::Pdvm;
+use support::text;
 
 /// A tool command that finds `pdvm` by its tmpdir, with our binaries first
 /// on PATH (as after installing them).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
     let mut cmd = Command::new(support::cargo_bin(name));
     support::scrub_pmix_env(&mut cmd);
-    let bin_dir = support::cargo_bin("palloc")
-        .parent()
-        .expect("target dir")
-        .to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.env("TMPDIR", pdvm.tmpdir.path()).env("PATH", path);
+    cmd.env("TMPDIR", pdvm.tmpdir.path())
+        .env("PATH", support::user_path());
     cmd
 }
 
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The nodes named in palloc's `granted …` line, expanded (`s[001-002]`).
@@ -139,11 +128,11 @@ fn command_gets_callers_environment_stdin_and_status() {
         .expect("stdin")
         .write_all(b"typed\n")
         .expect("write stdin");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while child.try_wait().expect("wait").is_none() {
-        assert!(std::time::Instant::now() < deadline, "palloc did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (_, timed_out) = support::wait_until(
+        &mut child,
+        std::time::Instant::now() + Duration::from_secs(30),
+    );
+    assert!(!timed_out, "palloc did not end");
     let out = child.wait_with_output().expect("output");
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "CMD's own status: {stdout}");
@@ -265,16 +254,11 @@ fn another_shell_spawns_extends_and_releases_through_the_holder() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("signal palloc");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let code = loop {
-        if let Some(st) = holder.try_wait().expect("wait") {
-            break st.code();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "palloc --hold did not end"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, timed_out) = support::wait_until(
+        &mut holder,
+        std::time::Instant::now() + Duration::from_secs(20),
+    );
+    assert!(!timed_out, "palloc --hold did not end");
+    let code = status.and_then(|s| s.code());
     assert_eq!(code, Some(143), "SIGTERM ends --hold with 128+15");
 }

@@ -19,15 +19,11 @@ use pmix_tools::codec::{
 use pmix_tools::conn::frame::{Header, HEADER_LEN};
 use pmix_tools::ops::{cmd, keys};
 use pmix_tools::status::Status;
-use support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, Prte};
+use support::{cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_tmpdir, Prte};
 
 /// Every pspawn run here must end well within this (its own bounds are a
 /// few seconds); reaching it fails the test.
 const RUN_DEADLINE: u64 = 60;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn target_against_prrte_3_0_14_is_refused_and_nothing_runs() {

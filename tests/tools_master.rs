@@ -9,12 +9,10 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
-use support::{cargo_bin, run_with_timeout, short_hostname, Prte};
+use support::{cargo_bin, run_with_timeout, short_hostname, show, text, user_path, Prte};
 
 /// `name` as a user runs it next to this DVM (found through TMPDIR), with
 /// our binaries on PATH as after installing them.
@@ -22,30 +20,6 @@ fn tool(dvm: &Prte, name: &str) -> Command {
     let mut c = dvm.tool_command(cargo_bin(name));
     c.env("PATH", user_path());
     c
-}
-
-/// The user's PATH with our binaries first.
-fn user_path() -> String {
-    let bin = cargo_bin("palloc");
-    let dir = bin.parent().expect("target dir");
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout:\n{}--- stderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
 }
 
 fn run(c: &mut Command) -> Output {
@@ -273,44 +247,5 @@ fn extend_and_release_from_inside_the_allocation() {
 #[test]
 fn pwatch_shows_a_job_end() {
     let dvm = Prte::start_master();
-    let mut watch = tool(&dvm, "pwatch")
-        .args([
-            "-v",
-            "--json",
-            "--event",
-            "job-end",
-            "--count",
-            "1",
-            "--timeout",
-            "60",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pwatch");
-    let stderr = watch.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("watching for events") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("pwatch registered for events");
-    let job = run(tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", "exit 4"]));
-    assert_eq!(job.status.code(), Some(4), "{}", show(&job));
-    let ns = json_lines(&job)[0]["nspace"]
-        .as_str()
-        .expect("nspace")
-        .to_string();
-    let out = watch.wait_with_output().expect("pwatch ends");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let ev = json_lines(&out);
-    assert_eq!(ev.len(), 1, "{}", show(&out));
-    assert_eq!(ev[0]["event"], "job-end");
-    assert_eq!(ev[0]["nspace"], ns.as_str());
-    assert_eq!(ev[0]["exit_code"], 4);
+    support::pwatch_sees_a_job_end(&|name| tool(&dvm, name));
 }

@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{cargo_bin, run_with_timeout, unique_tmpdir, Prte};
+use support::{cargo_bin, run_with_timeout, show, text, unique_tmpdir, Prte};
 
 /// `name` as a user runs it next to this DVM. `--tmpdir` names where the
 /// DVM's rendezvous files are, so a server some other program left running
@@ -32,19 +32,6 @@ fn tool_without_dvm(name: &str, dir: &std::path::Path) -> Command {
     support::scrub_pmix_env(&mut c);
     c.env("TMPDIR", dir).arg("--tmpdir").arg(dir);
     c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout:\n{}--- stderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
 }
 
 fn json_lines(o: &Output) -> Vec<Value> {
@@ -268,64 +255,7 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
 #[test]
 fn pwatch_shows_a_job_end() {
     let dvm = Prte::start();
-    let hook_dir = unique_tmpdir("hook");
-    let hook_out = hook_dir.join("hook.txt");
-    let hook = format!(
-        "echo \"$PWATCH_EVENT $PMIX_NSPACE $PMIX_EXIT_STATUS $PWATCH_ALLOC_ID.\" > {}",
-        hook_out.display()
-    );
-    let mut watch = tool(&dvm, "pwatch")
-        .args([
-            "-v",
-            "--json",
-            "--event",
-            "job-end",
-            "--count",
-            "1",
-            "--timeout",
-            "60",
-        ])
-        .args(["--exec", &hook])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pwatch");
-    // Wait until it is registered (it says so with -v).
-    let stderr = watch.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut log = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("watching for events") {
-                let _ = tx.send(());
-            }
-            log.push_str(&line);
-            log.push('\n');
-        }
-        log
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("pwatch registered for events");
-    let job = run_with_timeout(
-        tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", "exit 4"]),
-        60,
-    );
-    assert_eq!(job.status.code(), Some(4), "{}", show(&job));
-    let ns = json_lines(&job)[0]["nspace"].as_str().unwrap().to_string();
-    let out = watch
-        .wait_with_output()
-        .expect("pwatch ends after one event");
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let ev = json_lines(&out);
-    assert_eq!(ev.len(), 1, "{}", show(&out));
-    assert_eq!(ev[0]["type"], "event");
-    assert_eq!(ev[0]["event"], "job-end");
-    assert_eq!(ev[0]["nspace"], ns.as_str());
-    assert_eq!(ev[0]["exit_code"], 4);
-    // The --exec hook ran with the event's fields in its environment.
-    let got = std::fs::read_to_string(&hook_out).expect("hook wrote its file");
-    assert_eq!(got, format!("job-end {ns} 4 .\n"));
+    support::pwatch_sees_a_job_end(&|name| tool(&dvm, name));
 }
 
 #[test]

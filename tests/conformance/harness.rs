@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, TempDir};
+use crate::support::{
+    cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, user_path, TempDir,
+};
 
 /// Longest any single tool invocation may take before the test fails.
 pub const TOOL_SECS: u64 = 20;
@@ -118,18 +120,6 @@ impl std::fmt::Display for Out {
             self.code, self.stdout, self.stderr
         )
     }
-}
-
-/// The PATH of a user who installed the tools: our binaries first (what
-/// `palloc -- CMD` runs, runs with it).
-pub fn user_path() -> String {
-    let bin = cargo_bin("palloc");
-    let dir = bin.parent().expect("target dir");
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 /// Run a prepared tool command (bounded by [`TOOL_SECS`]) and collect what

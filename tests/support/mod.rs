@@ -45,7 +45,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -118,6 +118,33 @@ pub fn master_pmix_bin(name: &str) -> PathBuf {
         panic!("{} not found: {INSTALL_HINT}", p.display());
     }
     p
+}
+
+/// The PATH of a user who installed the tools: our binaries first (what
+/// `palloc -- CMD` runs, runs with it).
+pub fn user_path() -> String {
+    let bin = cargo_bin("palloc");
+    let dir = bin.parent().expect("target dir");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Bytes a program printed, as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A finished program's status, stdout and stderr, for failure messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout:\n{}--- stderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
 }
 
 /// Path of the wheel's `prte` executable; panics when missing.
@@ -311,7 +338,7 @@ pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Outp
 }
 
 /// Poll `child` until it exits or `deadline` passes; `(status, timed_out)`.
-fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, bool) {
+pub fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, bool) {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return (Some(status), false),
@@ -615,4 +642,80 @@ pub fn short_hostname() -> String {
         Some((short, _)) => short.to_string(),
         None => full,
     }
+}
+
+/// `pwatch --event job-end --count 1 --exec HOOK` sees the end (exit 4) of
+/// a job `pspawn` runs, with its namespace and status, and runs the hook
+/// with the event's fields. `tool(name)` makes the command for one of our
+/// tools next to the DVM under test.
+pub fn pwatch_sees_a_job_end(tool: &dyn Fn(&str) -> Command) {
+    let hook_dir = unique_tmpdir("hook");
+    let hook_out = hook_dir.join("hook.txt");
+    let hook = format!(
+        "echo \"$PWATCH_EVENT $PMIX_NSPACE $PMIX_EXIT_STATUS $PWATCH_ALLOC_ID.\" > {}",
+        hook_out.display()
+    );
+    let mut watch = tool("pwatch")
+        .args([
+            "-v",
+            "--json",
+            "--event",
+            "job-end",
+            "--count",
+            "1",
+            "--timeout",
+            "60",
+        ])
+        .args(["--exec", &hook])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pwatch");
+    // Wait until it is registered (it says so with -v).
+    let stderr = watch.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("watching for events") {
+                let _ = tx.send(());
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("pwatch registered for events");
+    let job = run_with_timeout(
+        tool("pspawn").args(["--json", "/bin/sh", "-c", "exit 4"]),
+        60,
+    );
+    assert_eq!(job.status.code(), Some(4), "{}", show(&job));
+    let ns = json_objects(&job)[0]["nspace"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = watch
+        .wait_with_output()
+        .expect("pwatch ends after one event");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let ev = json_objects(&out);
+    assert_eq!(ev.len(), 1, "{}", show(&out));
+    assert_eq!(ev[0]["type"], "event");
+    assert_eq!(ev[0]["event"], "job-end");
+    assert_eq!(ev[0]["nspace"], ns.as_str());
+    assert_eq!(ev[0]["exit_code"], 4);
+    // The --exec hook ran with the event's fields in its environment.
+    let got = std::fs::read_to_string(&hook_out).expect("hook wrote its file");
+    assert_eq!(got, format!("job-end {ns} 4 .\n"));
+}
+
+/// Every line of a finished program's stdout as a JSON value.
+pub fn json_objects(o: &Output) -> Vec<serde_json::Value> {
+    text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
+        .collect()
 }

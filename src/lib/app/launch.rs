@@ -14,11 +14,9 @@ use crate::codec::{App, Info, Value};
 use crate::conn::Unsolicited;
 use crate::error::Error;
 use crate::error::Result;
-use crate::ops::events::decode_notification;
 use crate::ops::events::Event;
-use crate::ops::iof::decode_iof;
 use crate::ops::iof::IofChunk;
-use crate::ops::job::{drain_output, job_end_of, EndCheck, JobEnd, JobOutput, TRAILING_QUIET};
+use crate::ops::job::{follow_message, EndCheck, JobEnd, JobOutput};
 use crate::ops::{control, keys, Session};
 use crate::render::OutputRecord;
 use crate::status::Status;
@@ -290,29 +288,12 @@ pub fn follow(
                     return Err(Error::new(st, "the DVM refused to report the job's end"));
                 }
             }
-            None | Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) => {}
-            Some(Unsolicited::Iof(bytes)) => {
-                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
-                    check.heard(&chunk);
-                    on_output(JobOutput::Output(&chunk));
-                }
-            }
-            Some(Unsolicited::Notify(bytes)) => {
-                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
-                    continue;
-                };
-                if let Some(end) = job_end_of(&ev, nspace) {
-                    drain_output(s, TRAILING_QUIET, on_output);
-                    return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
-                }
-                on_output(JobOutput::Event(&ev));
-            }
-            Some(Unsolicited::Closed(e)) => {
-                return Err(Error::new(
-                    e.status,
-                    format!("lost the DVM while job {nspace} ran: {}", e.context),
-                ))
-            }
+            None => {}
+            Some(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
+                Some(Ok(end)) => return Ok(outcome(stopped.map(|(_, w)| w), Some(end))),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            },
         }
     }
 }

@@ -415,21 +415,31 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
                 128 + sig
             });
         }
-        match s.conn().next_unsolicited(SIGNAL_TICK) {
-            Some(Unsolicited::Notify(bytes)) => {
-                holder.broadcast(TAG_NOTIFY, &bytes);
-                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
-                    if launch::is_warning(&ev) {
-                        show_warning(&ev, &rec.alloc_id, ui);
-                    }
-                }
-            }
-            Some(Unsolicited::Iof(bytes)) => holder.broadcast(TAG_IOF, &bytes),
-            Some(Unsolicited::Other(tag, bytes)) => holder.broadcast(tag, &bytes),
-            Some(Unsolicited::Closed(e)) => return Err(Failure::lost(&e)),
-            Some(Unsolicited::Wake) | None => {}
+        if let Some(e) = pump(s, &holder, &rec.alloc_id, ui) {
+            return Err(Failure::lost(&e));
         }
     }
+}
+
+/// Wait (at most [`SIGNAL_TICK`]) for what the DVM sends unasked and pass
+/// it to the holder's clients, showing a timeout warning for `alloc_id` on
+/// the way; the reason, once the connection has closed.
+fn pump(s: &Session, holder: &Holder, alloc_id: &str, ui: &Ui) -> Option<crate::error::Error> {
+    match s.conn().next_unsolicited(SIGNAL_TICK)? {
+        Unsolicited::Notify(bytes) => {
+            holder.broadcast(TAG_NOTIFY, &bytes);
+            if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                if launch::is_warning(&ev) {
+                    show_warning(&ev, alloc_id, ui);
+                }
+            }
+        }
+        Unsolicited::Iof(bytes) => holder.broadcast(TAG_IOF, &bytes),
+        Unsolicited::Other(tag, bytes) => holder.broadcast(tag, &bytes),
+        Unsolicited::Closed(e) => return Some(e),
+        Unsolicited::Wake => {}
+    }
+    None
 }
 
 /// `-- CMD`: run CMD as a local process (the caller's environment,
@@ -506,24 +516,11 @@ fn run_command(
             }
             continue;
         }
-        match s.conn().next_unsolicited(SIGNAL_TICK) {
-            Some(Unsolicited::Notify(bytes)) => {
-                holder.broadcast(TAG_NOTIFY, &bytes);
-                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
-                    if launch::is_warning(&ev) {
-                        show_warning(&ev, &rec.alloc_id, ui);
-                    }
-                }
-            }
-            Some(Unsolicited::Iof(bytes)) => holder.broadcast(TAG_IOF, &bytes),
-            Some(Unsolicited::Other(tag, bytes)) => holder.broadcast(tag, &bytes),
-            Some(Unsolicited::Wake) | None => {}
-            Some(Unsolicited::Closed(e)) => {
-                ui.warn(&format!(
-                    "lost the DVM while {program} ran ({e}); waiting for {program} to end"
-                ));
-                dvm_lost = true;
-            }
+        if let Some(e) = pump(s, &holder, &rec.alloc_id, ui) {
+            ui.warn(&format!(
+                "lost the DVM while {program} ran ({e}); waiting for {program} to end"
+            ));
+            dvm_lost = true;
         }
     };
     drop(holder);

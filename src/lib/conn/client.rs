@@ -132,10 +132,16 @@ pub fn holder_in_charge(
     opts: &ConnectOptions,
     env: &dyn super::discover::Env,
 ) -> Option<std::path::PathBuf> {
-    if opts.names_a_server() || opts.force_tool || opts.tool_id.is_some() {
+    if !holders_apply(opts) {
         return None;
     }
     env.var(super::holder::HOLDER_ENV).map(Into::into)
+}
+
+/// Holders are bypassed when a server, a tool identity or `--as-tool` is
+/// asked for explicitly.
+fn holders_apply(opts: &ConnectOptions) -> bool {
+    !(opts.names_a_server() || opts.force_tool || opts.tool_id.is_some())
 }
 
 /// The holder of the allocation the command acts on ([`ConnectOptions::alloc`])
@@ -143,7 +149,7 @@ pub fn holder_in_charge(
 /// the same user; none inside a job, or when a server or `--as-tool` was
 /// asked for explicitly.
 pub fn registered_holder(opts: &ConnectOptions, target: &Target) -> Option<std::path::PathBuf> {
-    if opts.names_a_server() || opts.force_tool || !target.identity.is_tool() {
+    if !holders_apply(opts) || !target.identity.is_tool() {
         return None;
     }
     let path = super::holder::registered_path(&target.uri.nspace, opts.alloc.as_deref()?)?;

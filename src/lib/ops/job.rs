@@ -91,31 +91,45 @@ pub fn follow_job(
             }
             continue;
         };
-        match msg {
-            Unsolicited::Iof(bytes) => {
-                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
-                    check.heard(&chunk);
-                    on_output(JobOutput::Output(&chunk));
-                }
-            }
-            Unsolicited::Notify(bytes) => {
-                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
-                    continue;
-                };
-                if let Some(end) = job_end_of(&ev, nspace) {
-                    drain_output(s, TRAILING_QUIET, on_output);
-                    return Ok(end);
-                }
-                on_output(JobOutput::Event(&ev));
-            }
-            Unsolicited::Other(..) | Unsolicited::Wake => {}
-            Unsolicited::Closed(e) => {
-                return Err(Error::new(
-                    e.status,
-                    format!("lost the DVM while job {nspace} ran: {}", e.context),
-                ))
-            }
+        if let Some(r) = follow_message(s, nspace, msg, &mut check, on_output) {
+            return r;
         }
+    }
+}
+
+/// One message received while following job `nspace`: output (which
+/// `check` hears) and other events go to `on_output`; the job's end, with
+/// the output queued behind it, is `Some(Ok(end))`; a closed connection is
+/// `Some(Err(..))`; anything else is `None`.
+pub fn follow_message(
+    s: &Session,
+    nspace: &str,
+    msg: Unsolicited,
+    check: &mut EndCheck,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Option<Result<JobEnd>> {
+    match msg {
+        Unsolicited::Iof(bytes) => {
+            if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                check.heard(&chunk);
+                on_output(JobOutput::Output(&chunk));
+            }
+            None
+        }
+        Unsolicited::Notify(bytes) => {
+            let ev = decode_notification(&mut s.decoder(&bytes)).ok()?;
+            if let Some(end) = job_end_of(&ev, nspace) {
+                drain_output(s, TRAILING_QUIET, on_output);
+                return Some(Ok(end));
+            }
+            on_output(JobOutput::Event(&ev));
+            None
+        }
+        Unsolicited::Other(..) | Unsolicited::Wake => None,
+        Unsolicited::Closed(e) => Some(Err(Error::new(
+            e.status,
+            format!("lost the DVM while job {nspace} ran: {}", e.context),
+        ))),
     }
 }
 
@@ -227,7 +241,7 @@ impl EndCheck {
         if !ended {
             return None;
         }
-        if let Some(end) = take_queued(s, &self.nspace, on_output) {
+        if let Some(end) = take_queued(s, self, on_output) {
             return Some(end);
         }
         if self.release {
@@ -358,33 +372,19 @@ fn on_this_host(host: Option<&str>) -> bool {
     !me.is_empty() && (host == me || short(host) == short(me))
 }
 
-/// Take what is already queued on the connection: output is passed on,
-/// other events too; the end event of job `nspace`, if among them, is
-/// returned (with any output queued behind it).
+/// Take what is already queued on the connection (see [`follow_message`]);
+/// the end of the checked job, if among it, is returned.
 fn take_queued(
     s: &Session,
-    nspace: &str,
+    check: &mut EndCheck,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Option<JobEnd> {
+    let nspace = check.nspace.clone();
     while let Some(msg) = s.conn().next_unsolicited(Duration::ZERO) {
-        match msg {
-            Unsolicited::Iof(bytes) => {
-                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
-                    on_output(JobOutput::Output(&chunk));
-                }
-            }
-            Unsolicited::Notify(bytes) => {
-                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
-                    continue;
-                };
-                if let Some(end) = job_end_of(&ev, nspace) {
-                    drain_output(s, TRAILING_QUIET, on_output);
-                    return Some(end);
-                }
-                on_output(JobOutput::Event(&ev));
-            }
-            Unsolicited::Other(..) | Unsolicited::Wake => {}
-            Unsolicited::Closed(_) => return None,
+        match follow_message(s, &nspace, msg, check, on_output) {
+            Some(Ok(end)) => return Some(end),
+            Some(Err(_)) => return None,
+            None => {}
         }
     }
     None
