@@ -43,53 +43,20 @@ grep -q "DVM ready" "$dir/prte.log" || { echo "bench-master: PRRTE master did no
 export TMPDIR="$dir"
 unset PMIX_NAMESPACE PMIX_RANK PMIX_SERVER_URI41 PMIX_SERVER_URI4 PMIX_SERVER_URI3 PMIX_SERVER_URI2 PMIX_SERVER_URI21
 
-# one_run CMD...: wall nanoseconds of one bounded run on stdout; fails on error.
-one_run() {
-    local t0 t1
-    t0=$(date +%s%N)
-    timeout 60 "$@" >/dev/null 2>&1 || { echo "bench-master: failed or timed out: $*" >&2; return 1; }
-    t1=$(date +%s%N)
-    echo $((t1 - t0))
-}
-
-# pair NAME_A NAME_B -- A... -- B...
-pair() {
-    local name_a="$1" name_b="$2"
-    shift 2
-    [ "$1" = "--" ] && shift
-    local a=() b=()
-    while [ "$1" != "--" ]; do a+=("$1"); shift; done
-    shift
-    b=("$@")
-    one_run "${a[@]}" >/dev/null
-    one_run "${b[@]}" >/dev/null
-    local ta=() tb=()
-    for _ in $(seq "$runs"); do
-        ta+=("$(one_run "${a[@]}")")
-        tb+=("$(one_run "${b[@]}")")
-    done
-    python3 - "$name_a" "$name_b" "${ta[*]}" "${tb[*]}" <<'EOF'
-import statistics, sys
-na, nb, ta, tb = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
-ta = [int(x) / 1e6 for x in ta]
-tb = [int(x) / 1e6 for x in tb]
-ma, mb = statistics.median(ta), statistics.median(tb)
-pr = statistics.median(a / b for a, b in zip(ta, tb))
-print(f"| {na} | {ma:.1f} ms | {nb} | {mb:.1f} ms | {ma / mb:.3f} | {pr:.3f} |")
-EOF
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$repo/scripts/bench-lib.sh"
 
 echo "PRRTE master $("$master/prrte/bin/prte" --version 2>/dev/null | awk '/PRRTE/ {print $NF; exit}'), $runs runs each, wall time"
 echo "| ours | median | theirs | median | ratio of medians | median pairwise ratio |"
 echo "|---|---|---|---|---|---|"
 pair "pspawn -n 1 /bin/true" "prun -n 1 /bin/true" \
-    -- "$bin/pspawn" -n 1 /bin/true \
-    -- "$master/prrte/bin/prun" "${root_flag[@]}" --dvm-uri "file:$dir/uri" -n 1 /bin/true
+    ::: "$bin/pspawn" -n 1 /bin/true \
+    ::: "$master/prrte/bin/prun" "${root_flag[@]}" --dvm-uri "file:$dir/uri" -n 1 /bin/true
 pair "palloc -N 1" "OpenPMIx palloc -N 1" \
-    -- "$bin/palloc" -N 1 \
-    -- "$master/pmix/bin/palloc" -N 1
+    ::: "$bin/palloc" -N 1 \
+    ::: "$master/pmix/bin/palloc" -N 1
 pair "pwatch --status" "OpenPMIx pps" \
-    -- "$bin/pwatch" --status \
-    -- "$master/pmix/bin/pps"
+    ::: "$bin/pwatch" --status \
+    ::: "$master/pmix/bin/pps"
 kill -0 "$dvm" 2>/dev/null || { echo "bench-master: PRRTE master died during the benchmark" >&2; exit 1; }
 echo "PRRTE master alive after the benchmark"
