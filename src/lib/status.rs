@@ -57,10 +57,11 @@ impl Status {
     /// case-insensitively; deprecated names are accepted too.
     pub fn from_name(s: &str) -> Option<Status> {
         let s = s.trim();
-        let bare = if s.len() >= 5 && s[..5].eq_ignore_ascii_case("PMIX_") {
-            &s[5..]
-        } else {
-            s
+        // `get` rather than slicing: a multi-byte character straddling
+        // byte 5 must not panic (`Status::from_name("ααα")`).
+        let bare = match s.get(..5) {
+            Some(p) if p.eq_ignore_ascii_case("PMIX_") => &s[5..],
+            _ => s,
         };
         CANONICAL
             .iter()

@@ -13,6 +13,17 @@ use crate::status::Status;
 
 /// Deepest nesting of data arrays / values accepted on decode or encode.
 pub const MAX_DEPTH: u32 = 64;
+/// Decoded memory allowed per byte of input: a decoder refuses to hold more
+/// than `BUDGET_PER_BYTE × input + BUDGET_FLOOR` bytes of elements, so what
+/// a peer makes us allocate is proportional to what it sent (the costliest
+/// legitimate element, a small `pmix_value_t` in v61, takes about 44 times
+/// its wire size).
+pub const BUDGET_PER_BYTE: usize = 64;
+/// See [`BUDGET_PER_BYTE`].
+pub const BUDGET_FLOOR: usize = 1 << 20;
+/// Most elements reserved up front for a wire count; beyond it a vector
+/// grows only as elements are actually decoded.
+pub const PREALLOC_MAX: usize = 1024;
 
 /// A type that can be written to the wire.
 pub trait Pack {
@@ -39,7 +50,7 @@ pub trait Unpack: Sized {
     /// Reads `n` items as one `UNPACK_TYPE` call would; `n` has already
     /// been bounded by the bytes remaining.
     fn unpack_many(dec: &mut Decoder, n: usize) -> Result<Vec<Self>> {
-        let mut v = Vec::with_capacity(n.min(dec.remaining()));
+        let mut v = dec.alloc::<Self>(n)?;
         for _ in 0..n {
             v.push(Self::unpack_body(dec)?);
         }
@@ -247,6 +258,8 @@ pub struct Decoder<'a> {
     ver: WireVersion,
     described: bool,
     depth: u32,
+    /// Bytes of elements still allowed (see [`BUDGET_PER_BYTE`]).
+    budget: usize,
 }
 
 /// Shorthand for a read-past-end error.
@@ -266,6 +279,10 @@ impl<'a> Decoder<'a> {
             ver,
             described: false,
             depth: 0,
+            budget: bytes
+                .len()
+                .saturating_mul(BUDGET_PER_BYTE)
+                .saturating_add(BUDGET_FLOOR),
         }
     }
 
@@ -371,6 +388,25 @@ impl<'a> Decoder<'a> {
             ));
         }
         Ok(n)
+    }
+
+    /// An empty vector for `n` wire-counted elements of `T`: charges
+    /// `n × size_of::<T>()` against the decoder's memory budget (refusing a
+    /// count that would exceed it) and reserves at most [`PREALLOC_MAX`].
+    pub fn alloc<T>(&mut self, n: usize) -> Result<Vec<T>> {
+        let cost = n.saturating_mul(std::mem::size_of::<T>().max(1));
+        if cost > self.budget {
+            return Err(Error::new(
+                Status::ERR_UNPACK_INADEQUATE_SPACE,
+                format!(
+                    "{n} elements would take {cost} bytes, over the {} bytes this {}-byte message may decode into",
+                    self.budget,
+                    self.bytes.len()
+                ),
+            ));
+        }
+        self.budget -= cost;
+        Ok(Vec::with_capacity(n.min(PREALLOC_MAX)))
     }
 
     /// Reads one raw byte.

@@ -179,7 +179,7 @@ impl DataArray {
     fn unpack_elems(dec: &mut Decoder, t: DataType, n: usize) -> Result<DataArray> {
         Ok(match t {
             dt::STRING => {
-                let mut v = Vec::with_capacity(n);
+                let mut v: Vec<Option<String>> = dec.alloc(n)?;
                 for _ in 0..n {
                     v.push(dec.get_string()?);
                 }
@@ -200,7 +200,7 @@ impl DataArray {
                 unpack_pids(dec, n)?.into_iter().map(Value::Pid).collect(),
             ),
             _ => {
-                let mut v = Vec::with_capacity(n);
+                let mut v: Vec<Value> = dec.alloc(n)?;
                 for _ in 0..n {
                     v.push(Value::unpack_payload(dec, t)?);
                 }

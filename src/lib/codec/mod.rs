@@ -21,7 +21,9 @@ mod structs;
 mod types;
 mod value;
 
-pub use buffer::{Decoder, Encoder, Pack, Unpack, MAX_DEPTH};
+pub use buffer::{
+    Decoder, Encoder, Pack, Unpack, BUDGET_FLOOR, BUDGET_PER_BYTE, MAX_DEPTH, PREALLOC_MAX,
+};
 pub use darray::DataArray;
 pub use json::infos_as_map;
 pub use scalars::{

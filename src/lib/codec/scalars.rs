@@ -147,7 +147,7 @@ pub(crate) fn pack_pids(enc: &mut Encoder, pids: &[u32]) -> Result<()> {
 /// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values.
 pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
     let t = dec.get_type()?;
-    let mut v = Vec::with_capacity(n.min(dec.remaining()));
+    let mut v: Vec<u32> = dec.alloc(n)?;
     for _ in 0..n {
         let x: i128 = match t {
             dt::UINT8 | dt::BYTE => i128::from(dec.get_u8()?),

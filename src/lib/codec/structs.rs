@@ -229,13 +229,13 @@ impl Unpack for App {
         let cmd = get_str(dec)?;
         let argc = dec.get_i32()?;
         let argc = dec.count(i64::from(argc), "argv count")?;
-        let mut argv = Vec::with_capacity(argc);
+        let mut argv: Vec<String> = dec.alloc(argc)?;
         for _ in 0..argc {
             argv.push(get_str(dec)?);
         }
         let envc = dec.get_i32()?;
         let envc = dec.count(i64::from(envc), "env count")?;
-        let mut env = Vec::with_capacity(envc);
+        let mut env: Vec<String> = dec.alloc(envc)?;
         for _ in 0..envc {
             env.push(get_str(dec)?);
         }
@@ -280,7 +280,7 @@ impl Unpack for Query {
     fn unpack_body(dec: &mut Decoder) -> Result<Self> {
         let n = dec.get_i32()?;
         let n = dec.count(i64::from(n), "query key count")?;
-        let mut keys = Vec::with_capacity(n);
+        let mut keys: Vec<String> = dec.alloc(n)?;
         for _ in 0..n {
             keys.push(get_str(dec)?);
         }
