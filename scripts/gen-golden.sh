@@ -40,7 +40,8 @@ command -v gcc >/dev/null 2>&1 || { echo "gen-golden: gcc not found" >&2; exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cflags=$(PKG_CONFIG_PATH=$pcpath pkg-config --cflags pmix)
-libs=$(PKG_CONFIG_PATH=$pcpath pkg-config --libs pmix)
+# hwloc: the cpuset vector is built from an hwloc bitmap (libhwloc-dev)
+libs="$(PKG_CONFIG_PATH=$pcpath pkg-config --libs pmix) -lhwloc"
 libdir=$(PKG_CONFIG_PATH=$pcpath pkg-config --variable=libdir pmix)
 # the run path makes the program load the libpmix it was compiled against
 # shellcheck disable=SC2086

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <stdint.h>
 #include <limits.h>
+#include <hwloc.h>
 #include <pmix.h>
 #include <pmix_tool.h>
 
@@ -88,6 +89,61 @@ static void emit_value(const char *name, const char *desc, const void *data, pmi
     }
     emit(name, desc, &val, 1, PMIX_VALUE);
     PMIX_VALUE_DESTRUCT(&val);
+}
+
+/* Registered types our codec reads past without modelling them: each as a
+ * pmix_value_t, as they arrive inside infos. */
+static void emit_unmodelled(void)
+{
+    uint32_t xyz[3] = {1, 300, 0xFFFFFFFFu};
+    pmix_coord_t c;
+    memset(&c, 0, sizeof(c));
+    c.view = PMIX_COORD_LOGICAL_VIEW;
+    c.coord = xyz;
+    c.dims = 3;
+    emit_value("unmodelled_coord", "value coord {logical view, [1,300,0xFFFFFFFF]}", &c, PMIX_COORD);
+
+    pmix_geometry_t g;
+    memset(&g, 0, sizeof(g));
+    g.fabric = 7;
+    g.uuid = "fab-uuid";
+    g.osname = "ib0";
+    g.coordinates = &c;
+    g.ncoords = 1;
+    emit_value("unmodelled_geometry", "value geometry {fabric 7, fab-uuid, ib0, [coord as above]}",
+               &g, PMIX_GEOMETRY);
+
+    pmix_device_distance_t d;
+    memset(&d, 0, sizeof(d));
+    d.uuid = "dev-uuid";
+    d.osname = "mlx5_0";
+    d.type = PMIX_DEVTYPE_NETWORK;
+    d.mindist = 10;
+    d.maxdist = 300;
+    emit_value("unmodelled_devdist", "value device distance {dev-uuid, mlx5_0, NETWORK, 10, 300}",
+               &d, PMIX_DEVICE_DIST);
+
+    pmix_endpoint_t e;
+    char ebytes[4] = {0, 1, 2, (char) 0xff};
+    memset(&e, 0, sizeof(e));
+    e.uuid = "ep-uuid";
+    e.osname = "eth0";
+    e.endpt.bytes = ebytes;
+    e.endpt.size = 4;
+    emit_value("unmodelled_endpoint", "value endpoint {ep-uuid, eth0, [00 01 02 ff]}", &e,
+               PMIX_ENDPOINT);
+
+#if PMIX_VERSION_MAJOR >= 5
+    /* OpenPMIx 4.2.2 (Debian) refuses to pack a cpuset */
+    pmix_cpuset_t cs;
+    memset(&cs, 0, sizeof(cs));
+    cs.source = "hwloc";
+    cs.bitmap = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(cs.bitmap, 0, 3);
+    hwloc_bitmap_set(cs.bitmap, 8);
+    emit_value("unmodelled_cpuset", "value cpuset {hwloc, 0-3,8}", &cs, PMIX_PROC_CPUSET);
+    hwloc_bitmap_free(cs.bitmap);
+#endif
 }
 
 #ifdef PMIX_ALLOC_INHERIT
@@ -504,6 +560,7 @@ int main(int argc, char **argv)
 #ifdef PMIX_ALLOC_INHERIT
     emit_alloc_inherit();
 #endif
+    emit_unmodelled();
 
     PMIx_tool_finalize();
     if (failures) {

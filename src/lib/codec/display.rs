@@ -140,6 +140,7 @@ impl fmt::Display for Value {
             InfoDirectives(d) => write!(f, "{:#x}", d.0),
             Envar(e) => write!(f, "{e}"),
             AllocInherit(a) => write!(f, "{a}"),
+            Unmodelled { kind, raw } => write!(f, "<{}: {} bytes>", type_name(*kind), raw.len()),
         }
     }
 }

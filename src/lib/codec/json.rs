@@ -140,6 +140,7 @@ impl Serialize for Value {
             InfoDirectives(d) => s.serialize_u32(d.0),
             Envar(e) => e.serialize(s),
             AllocInherit(a) => s.serialize_str(a.as_str()),
+            Unmodelled { raw, .. } => s.serialize_str(&hex(raw)),
         }
     }
 }

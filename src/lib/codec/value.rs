@@ -102,6 +102,17 @@ pub enum Value {
     LocType(u16),
     /// `PMIX_ALLOC_INHERIT` (v61 only)
     AllocInherit(AllocInheritance),
+    /// A registered type this codec reads past but does not model
+    /// (`PMIX_PROC_CPUSET`, `PMIX_TOPO`, `PMIX_COORD`, `PMIX_GEOMETRY`,
+    /// `PMIX_DEVICE_DIST`, `PMIX_ENDPOINT`): its type and its payload bytes as
+    /// received, which pack back unchanged. A reply carrying one is read
+    /// whole instead of failing.
+    Unmodelled {
+        /// The type tag.
+        kind: DataType,
+        /// The payload as it was on the wire.
+        raw: Vec<u8>,
+    },
 }
 
 impl Value {
@@ -153,6 +164,7 @@ impl Value {
             DevType(_) => dt::DEVTYPE,
             LocType(_) => dt::LOCTYPE,
             AllocInherit(_) => dt::ALLOC_INHERIT,
+            Unmodelled { kind, .. } => *kind,
         }
     }
 
@@ -187,6 +199,7 @@ impl Value {
             InfoDirectives(f) => enc.put_u32(f.0),
             Envar(e) => e.pack_body(enc)?,
             AllocInherit(a) => enc.put_u8(a.0),
+            Unmodelled { raw, .. } => enc.put_raw(raw),
         }
         Ok(())
     }
@@ -242,6 +255,20 @@ impl Value {
             dt::DATA_ARRAY => V::DataArray(DataArray::unpack_body(dec)?),
             dt::INFO_DIRECTIVES => V::InfoDirectives(InfoFlags(dec.get_u32()?)),
             dt::ENVAR => V::Envar(Envar::unpack_body(dec)?),
+            dt::PROC_CPUSET
+            | dt::TOPO
+            | dt::COORD
+            | dt::GEOMETRY
+            | dt::DEVICE_DIST
+            | dt::ENDPOINT => {
+                let start = dec.position();
+                let all = dec.rest();
+                skip_unmodelled(dec, t)?;
+                V::Unmodelled {
+                    kind: t,
+                    raw: all[..dec.position() - start].to_vec(),
+                }
+            }
             other => {
                 return Err(Error::new(
                     Status::ERR_UNKNOWN_DATA_TYPE,
@@ -461,6 +488,58 @@ impl From<()> for Value {
     fn from(_: ()) -> Self {
         Value::Undef
     }
+}
+
+/// Read past the payload of a registered type the codec does not model,
+/// following OpenPMIx's field order: a cpuset is its CPU list string, a
+/// topology its XML string; a coordinate a `UINT8` view, a `SIZE` and that
+/// many `UINT32`s; a geometry a `SIZE` fabric id, uuid and OS name strings
+/// and a `SIZE`-counted list of coordinates; a device distance uuid and OS
+/// name strings, a `DEVTYPE` and two `UINT16`s; an endpoint uuid and OS name
+/// strings and a `SIZE`-counted byte run.
+fn skip_unmodelled(dec: &mut Decoder, t: DataType) -> Result<()> {
+    let coord = |dec: &mut Decoder| -> Result<()> {
+        dec.get_u8()?;
+        let dims = dec.get_len("coordinate dimensions")?;
+        for _ in 0..dims {
+            dec.get_u32()?;
+        }
+        Ok(())
+    };
+    match t {
+        dt::PROC_CPUSET | dt::TOPO => {
+            dec.get_string()?;
+        }
+        dt::COORD => coord(dec)?,
+        dt::GEOMETRY => {
+            dec.get_u64()?;
+            dec.get_string()?;
+            dec.get_string()?;
+            let n = dec.get_len("geometry coordinates")?;
+            for _ in 0..n {
+                coord(dec)?;
+            }
+        }
+        dt::DEVICE_DIST => {
+            dec.get_string()?;
+            dec.get_string()?;
+            dec.get_u64()?;
+            dec.get_u16()?;
+            dec.get_u16()?;
+        }
+        dt::ENDPOINT => {
+            dec.get_string()?;
+            dec.get_string()?;
+            dec.get_bytes()?;
+        }
+        other => {
+            return Err(Error::new(
+                Status::ERR_UNKNOWN_DATA_TYPE,
+                format!("no rule to read past {}", type_name(other)),
+            ))
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
