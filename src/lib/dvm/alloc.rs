@@ -341,6 +341,7 @@ impl Dvm {
                 r.nodes.retain(|i| !v.contains(i));
             }
             self.report_left(&v, &mut fx);
+            self.report_unreserved(&id, &v, &mut fx);
             released = back;
             let mut more = self.apply_sched(ev, sched, now);
             fx.append(&mut more);

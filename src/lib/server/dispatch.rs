@@ -207,6 +207,9 @@ impl Server {
                     }
                 }
                 self.apply_effects(outcome.effects);
+                if let AllocStatus::Granted { nodes } = &outcome.status {
+                    self.emit_granted(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
+                }
             }
         }
         Ok(())

@@ -11,7 +11,8 @@
 //!   [`query`]: query answers and pdvm's own table keys.
 //! - [`jobs`]: real local processes with the PMIx environment, their
 //!   captured output and exit statuses; [`state`]: the server's state, the
-//!   model's effects, notifications.
+//!   model's effects, notifications; [`events`]: the allocation and node
+//!   events pdvm broadcasts.
 //!
 //! The reservation rules themselves live in [`crate::dvm`] and
 //! [`crate::sched`]; this module only carries their inputs and effects.
@@ -22,6 +23,7 @@ pub mod attrs;
 pub mod creds;
 pub mod dispatch;
 pub mod event_loop;
+pub mod events;
 pub mod handshake;
 pub mod jobs;
 pub mod listener;
@@ -144,6 +146,7 @@ pub fn run(
         pipes: BTreeMap::new(),
         next_pipe: 1,
         pending: HashMap::new(),
+        alloc_meta: HashMap::new(),
         launch,
         leader: None,
         leader_status: None,
