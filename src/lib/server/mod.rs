@@ -91,7 +91,7 @@ fn err(ctx: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Start pdvm: listen, write the rendezvous files, call `ready` (which
-/// prints "DVM ready"), run `command` (if any) as the session leader job,
+/// prints "DVM ready" on stderr), run `command` (if any) as the session leader job,
 /// serve until a signal or the command's end, tear down.
 ///
 /// Returns the exit status pdvm should end with: the command's, else 0.
