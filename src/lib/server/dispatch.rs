@@ -402,10 +402,39 @@ impl Server {
         }
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
+        let refused = |e: crate::dvm::DvmError| Error::new(Status(e.code()), e.rule());
+        let map = match job_info
+            .iter()
+            .find(|i| i.key == keys::MAPBY)
+            .and_then(|i| i.value.as_str())
+        {
+            Some(m) => crate::dvm::MapBy::parse(m).map_err(refused)?,
+            None => crate::dvm::MapBy::default(),
+        };
+        let asks: Vec<crate::dvm::AppAsk> = apps
+            .iter()
+            .zip(&nprocs)
+            .map(|(a, &n)| crate::dvm::AppAsk {
+                nprocs: n,
+                hosts: a
+                    .info
+                    .iter()
+                    .find(|i| i.key == keys::HOST)
+                    .and_then(|i| i.value.as_str())
+                    .map(|h| {
+                        h.split(',')
+                            .map(str::trim)
+                            .filter(|x| !x.is_empty())
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect();
         let plan = self
             .dvm
-            .plan_spawn(&req, targets.as_deref(), &nprocs)
-            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+            .plan_spawn_with(&req, targets.as_deref(), &asks, map)
+            .map_err(refused)?;
         let nspace = self.mint_nspace();
         self.dvm
             .commit_spawn(&plan, &nspace, Some(&peer.nspace))
