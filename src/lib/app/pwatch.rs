@@ -190,7 +190,7 @@ fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFiel
                 return Err(Failure::with(
                     Exit::NotFound,
                     Some("PMIX_ERR_NOT_FOUND"),
-                    &format!(
+                    format!(
                         "the DVM has no job {ns}: it never existed, or it ended before \
                          pwatch started and the DVM kept no record of it"
                     ),
