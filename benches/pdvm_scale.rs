@@ -40,11 +40,12 @@ fn start(args: &[&str]) -> Pdvm {
         .args(args)
         .arg("--tmpdir")
         .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start pdvm");
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    // "DVM ready" is printed on stderr.
+    let mut out = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut out, &mut line).unwrap();
     assert!(line.contains("DVM ready"), "pdvm said {line:?}");

@@ -245,7 +245,11 @@ fn command_runs_as_session_leader_and_sets_exit_status() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(5), "{text}");
     let host = support::short_hostname();
-    assert!(text.starts_with("DVM ready\n"), "{text}");
+    assert!(!text.contains("DVM ready"), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("DVM ready\n"),
+        "DVM ready goes to stderr"
+    );
     assert!(
         text.contains(&format!("ns=pdvm-{host}-")) && text.contains("@1 rank=0"),
         "{text}"

@@ -30,7 +30,12 @@ fn daemonize_then_terminate() {
         .arg(&report);
     let out = support::run_with_timeout(&mut cmd, 20);
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "DVM ready\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "DVM ready\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "stdout stays clean"
+    );
     let uri = std::fs::read_to_string(&report).expect("report-uri file");
     assert!(
         uri.lines().next().unwrap().contains(";tcp4://127.0.0.1:"),

@@ -33,6 +33,17 @@ fn main() -> ExitCode {
             .and_then(|p| p.parent().map(|d| d.to_path_buf())),
         verbose: args.verbose > 0,
     };
+    // One pdvm per tmpdir: a second one would make every tool there fail
+    // with "several PMIx servers".
+    let running = server::listener::find_running(Some(&cfg.tmpdir));
+    if let Some(pid) = running.first() {
+        eprintln!(
+            "pdvm: refused: a pdvm (pid {pid}) already serves {dir}; stop it with \
+             `pdvm --terminate --tmpdir {dir}`, or give this one another --tmpdir",
+            dir = cfg.tmpdir.display()
+        );
+        return ExitCode::from(1);
+    }
     let command = (!args.command.is_empty()).then(|| args.command.clone());
     if args.daemonize {
         return daemonize(cfg, args.quiet > 0);
@@ -40,8 +51,8 @@ fn main() -> ExitCode {
     let quiet = args.quiet > 0;
     let r = server::run(cfg, command, |_| {
         if !quiet {
-            println!("DVM ready");
-            let _ = std::io::stdout().flush();
+            eprintln!("DVM ready");
+            let _ = std::io::stderr().flush();
         }
     });
     match r {
@@ -55,7 +66,7 @@ fn main() -> ExitCode {
 
 /// Fork; the child becomes the DVM (new session, stdio on /dev/null) and
 /// tells the parent through a pipe once it listens; the parent then prints
-/// "DVM ready" and exits.
+/// "DVM ready" (on stderr) and exits.
 fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
     use nix::unistd::{fork, pipe, setsid, ForkResult};
     let (rd, wr) = match pipe() {
@@ -78,7 +89,7 @@ fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
             let _ = f.read_to_string(&mut buf);
             if buf.starts_with("ready") {
                 if !quiet {
-                    println!("DVM ready");
+                    eprintln!("DVM ready");
                 }
                 ExitCode::SUCCESS
             } else {

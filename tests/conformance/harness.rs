@@ -229,12 +229,10 @@ impl Dvm {
             next: 0,
             leader_ns: None,
         };
-        dvm.poll("pdvm prints DVM ready", |d| {
-            d.lines
-                .lock()
-                .expect("lines")
-                .iter()
-                .any(|l| l == "DVM ready")
+        // "DVM ready" goes to pdvm's stderr (its stdout belongs to the leader).
+        let err_path = dvm.tmp.path().join("pdvm.err");
+        dvm.poll("pdvm prints DVM ready", |_| {
+            fs::read_to_string(&err_path).is_ok_and(|e| e.lines().any(|l| l == "DVM ready"))
         });
         if leader.is_some() {
             let deadline = Instant::now() + POLL;

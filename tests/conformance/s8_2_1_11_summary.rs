@@ -28,7 +28,11 @@ fn s8_2_1_11_1_candidates_exactly_permitted_union() {
         (String::new(), vec!["n001".into(), "n002".into()]),
     ];
     for (flags, allowed) in cases {
-        let j = dvm.app(&format!("pspawn {flags} -n 4 {PRINT_HOST}"));
+        // 4 processes on a 1-node reservation of 2 slots: oversubscribed
+        // explicitly (pdvm refuses more processes than slots otherwise).
+        let j = dvm.app(&format!(
+            "pspawn {flags} --map-by :OVERSUBSCRIBE -n 4 {PRINT_HOST}"
+        ));
         j.expect_code(0);
         let h = hosts(&j);
         assert_eq!(h.len(), 4, "{j}");

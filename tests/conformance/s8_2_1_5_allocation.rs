@@ -38,9 +38,18 @@ fn s8_2_1_5_tool_absent_absent() {
     assert_eq!(r["share"], false, "{r}");
     assert!(owner.starts_with("pdvm-"), "{a}");
     // A job from another tool (default session) cannot reach the node.
+    // (2 processes on the one 1-slot default node: oversubscribed explicitly)
     let j = dvm.tool(
         "pspawn",
-        &["-n", "2", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+        &[
+            "--map-by",
+            ":OVERSUBSCRIBE",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "echo host=$PMIX_HOSTNAME",
+        ],
     );
     j.expect_code(0);
     assert!(

@@ -20,12 +20,13 @@ pub struct Pdvm {
     pub pid: u32,
     /// The tmpdir it writes its rendezvous directory into.
     pub tmpdir: TempDir,
-    /// Lines it printed on stdout after "DVM ready".
+    /// Lines it printed on stdout.
     pub stdout: mpsc::Receiver<String>,
 }
 
 impl Pdvm {
-    /// Start `pdvm ARGS --tmpdir <fresh dir>` and wait for "DVM ready".
+    /// Start `pdvm ARGS --tmpdir <fresh dir>` and wait for "DVM ready" (on
+    /// its stderr; its other stderr lines are passed on to ours).
     pub fn start(args: &[&str]) -> Pdvm {
         let tmpdir = unique_tmpdir("pdvm");
         let mut cmd = Command::new(cargo_bin("pdvm"));
@@ -35,9 +36,10 @@ impl Pdvm {
             .arg(tmpdir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start pdvm");
         let out = child.stdout.take().expect("pdvm stdout");
+        let err = child.stderr.take().expect("pdvm stderr");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
@@ -46,10 +48,22 @@ impl Pdvm {
                 }
             }
         });
-        let first = rx
+        let (rtx, ready) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = Some(rtx);
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                match first.take() {
+                    Some(t) => {
+                        let _ = t.send(line);
+                    }
+                    None => eprintln!("{line}"),
+                }
+            }
+        });
+        let first = ready
             .recv_timeout(Duration::from_secs(20))
             .unwrap_or_else(|_| panic!("pdvm did not print DVM ready"));
-        assert_eq!(first, "DVM ready");
+        assert_eq!(first, "DVM ready", "pdvm's first line on stderr");
         let pid = child.id();
         Pdvm {
             child,

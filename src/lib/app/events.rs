@@ -8,19 +8,33 @@ use std::time::{Duration, Instant};
 
 use crate::cli::request::{EventKind, EventWatch};
 use crate::codec::Value;
-use crate::ops::events::Event;
+use crate::ops::events::{Event, CHANGE, NODE_CHANGE, NODE_CHANGE_NAME};
 use crate::ops::keys;
 use crate::render::{EventRecord, EventWriter};
 use crate::status::Status;
 
-/// Event codes counted as allocation changes.
-pub const ALLOC_CODES: [Status; 3] = [
+/// Event codes counted as allocation changes: pdvm's grants and
+/// extensions (`PMIX_NOTIFY_ALLOC_COMPLETE`) and ends
+/// (`PMIX_EVENT_SESSION_END`), sessions starting, PRRTE master's
+/// DVM-modification results (`PMIX_DVM_IS_READY`, `PMIX_ERR_DVM_MOD`,
+/// directed to the requester), and the timeout warning, which reaches only
+/// the requester (§8.2.1.9.5).
+pub const ALLOC_CODES: [Status; 6] = [
     Status::NOTIFY_ALLOC_COMPLETE,
     Status::EVENT_SESSION_START,
     Status::EVENT_SESSION_END,
+    Status::DVM_IS_READY,
+    Status::ERR_DVM_MOD,
+    Status::ALLOC_TIMEOUT_WARNING,
 ];
-/// Event codes counted as node changes.
-pub const NODE_CODES: [Status; 2] = [Status::EVENT_NODE_DOWN, Status::EVENT_NODE_OFFLINE];
+/// Event codes counted as node changes: PMIx's node down/offline (pdvm:
+/// nodes returned to the scheduler) and pdvm's own node-change code
+/// (joined, unreserved).
+pub const NODE_CODES: [Status; 3] = [
+    Status::EVENT_NODE_DOWN,
+    Status::EVENT_NODE_OFFLINE,
+    NODE_CHANGE,
+];
 
 /// The codes to register for `kinds`; empty means every event.
 pub fn codes_for(kinds: &[EventKind]) -> Vec<Status> {
@@ -37,8 +51,13 @@ pub fn codes_for(kinds: &[EventKind]) -> Vec<Status> {
             EventKind::Any => {}
         }
     }
-    v.dedup();
-    v
+    let mut uniq = Vec::with_capacity(v.len());
+    for c in v {
+        if !uniq.contains(&c) {
+            uniq.push(c);
+        }
+    }
+    uniq
 }
 
 /// The kind an event code belongs to, if one.
@@ -77,6 +96,11 @@ pub struct EventFields {
     pub exit_code: Option<i32>,
     /// Nodes concerned.
     pub nodes: Option<Vec<String>>,
+    /// What changed (pdvm's allocation and node events; `warning` for a
+    /// timeout warning), else `None`.
+    pub change: Option<String>,
+    /// The DVM's words about the event (`PMIX_EVENT_TEXT_MESSAGE`).
+    pub message: Option<String>,
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -101,8 +125,12 @@ impl EventFields {
         // A job's termination status is a PMIx status when <= 0, else an exit code.
         let status = match ev.get(keys::JOB_TERM_STATUS) {
             Some(Value::Status(s)) if s.0 <= 0 => Some(s.name().to_string()),
+            _ if ev.status == NODE_CHANGE => Some(NODE_CHANGE_NAME.to_string()),
             _ => Some(ev.status.name().to_string()),
         };
+        let change = ev.get(CHANGE).and_then(text).or_else(|| {
+            (ev.status == Status::ALLOC_TIMEOUT_WARNING).then(|| "warning".to_string())
+        });
         let nodes = ev.get(keys::NODE_LIST).map(|v| match v {
             Value::DataArray(a) => a.as_strings().map(<[String]>::to_vec).unwrap_or_default(),
             v => v
@@ -125,6 +153,8 @@ impl EventFields {
             status,
             exit_code,
             nodes,
+            change,
+            message: ev.get(keys::EVENT_TEXT_MESSAGE).and_then(text),
         }
     }
 
@@ -140,6 +170,7 @@ impl EventFields {
             status: self.status.as_deref(),
             exit_code: self.exit_code,
             nodes: self.nodes.as_deref(),
+            change: self.change.as_deref(),
         }
     }
 
@@ -147,6 +178,10 @@ impl EventFields {
     /// `timeout-warning alloc.3 (request r1): 5m 00s left`.
     pub fn human(&self) -> String {
         let mut s = self.event.clone();
+        if let (Some(c), false) = (&self.change, self.event == "timeout-warning") {
+            s.push(' ');
+            s.push_str(c);
+        }
         if let Some(a) = &self.alloc_id {
             s.push(' ');
             s.push_str(a);
@@ -155,7 +190,12 @@ impl EventFields {
             s.push_str(&format!(" (request {r})"));
         }
         if let Some(n) = &self.nspace {
-            s.push_str(&format!(" job {n}"));
+            let what = if self.event == "alloc" {
+                "owner"
+            } else {
+                "job"
+            };
+            s.push_str(&format!(" {what} {n}"));
         }
         if let Some(t) = self.time_remaining {
             s.push_str(&format!(
@@ -174,15 +214,23 @@ impl EventFields {
                 ));
             }
         }
+        if let (Some(m), true) = (&self.message, self.event == "alloc") {
+            s.push_str(&format!(" ({m})"));
+        }
         s
     }
 
     /// Whether the event passes the `--alloc`, `--request-id`, `--job` and
     /// `--event` filters of `w` (an empty filter passes everything).
     pub fn matches(&self, w: &EventWatch) -> bool {
+        // `--event alloc` covers the timeout warning too (it is an
+        // allocation change that reaches only its requester).
         let kind_ok = w.events.is_empty()
             || w.events.contains(&EventKind::Any)
-            || w.events.iter().any(|k| k.name() == self.event);
+            || w.events.iter().any(|k| {
+                k.name() == self.event
+                    || (*k == EventKind::Alloc && self.event == "timeout-warning")
+            });
         let in_list = |list: &[String], v: &Option<String>| {
             list.is_empty() || v.as_ref().is_some_and(|v| list.contains(v))
         };
@@ -249,6 +297,7 @@ pub fn render_synthetic<W: Write>(n: u64, out: W) -> std::io::Result<Duration> {
             }),
             exit_code: (!warn).then_some((i % 5) as i32),
             nodes: None,
+            change: warn.then_some("warning"),
         };
         w.write(&rec)?;
     }

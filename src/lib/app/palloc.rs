@@ -160,6 +160,25 @@ reservation support (nothing was sent)",
             ));
         }
     }
+    // A TARGET must name a live namespace (the owner), or the nodes would be
+    // stranded: refuse before anything is reserved.
+    if let (Some(t), false, true) = (
+        &req.target,
+        from_application,
+        req.directive == directive::NEW,
+    ) {
+        if crate::ops::alloc::target_is_live(&s, t) == Some(false) {
+            finish(s);
+            return Err(Failure::with(
+                Exit::NotFound,
+                Some("PMIX_ERR_NOT_FOUND"),
+                format!(
+                    "--target {t} names no live namespace of this DVM (the owning namespace must \
+exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --status --what namespaces`"
+                ),
+            ));
+        }
+    }
     let infos = request_infos(&req, s.server_version(), send_inheritance);
 
     // Warnings for this allocation go to the requester: listen before asking.

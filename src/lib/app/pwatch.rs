@@ -1,18 +1,19 @@
 //! `pwatch`: stream events (filters, `--count`, `--timeout`, `--exec`,
 //! `--extend-by`, warning re-arming) or show status tables.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
-use crate::cli::request::{directive, EventWatch, StatusWatch, WatchRequest};
+use crate::cli::request::{directive, EventKind, EventWatch, StatusWatch, WatchRequest};
 use crate::cli::PwatchArgs;
 use crate::codec::{Info, Value};
 use crate::conn::Unsolicited;
 use crate::ops::alloc::{alloc_time_value, allocate};
-use crate::ops::events::{decode_notification, register};
+use crate::ops::events::{decode_notification, register, Event};
 use crate::ops::{keys, Session};
 use crate::render::EventWriter;
+use crate::status::Status;
 
 use super::events::{codes_for, EventFields};
 use super::{connect, finish, now_secs, signals, status, Failure, Ui};
@@ -108,29 +109,96 @@ fn extend(
 /// messages over in arrival order, so one more request (a namespaces query)
 /// is a barrier: everything unsolicited that is queued when its reply comes
 /// back is history. No time window is involved, so no live event is lost.
-/// Returns how many were dropped and the (code, namespace) of each, so that
-/// a straggler of the same history is recognised too (a job ends once).
-fn skip_replay(s: &Session) -> (usize, HashSet<(i32, String)>) {
-    let mut n = 0;
-    let mut seen = HashSet::new();
-    if crate::ops::query::namespaces(s).is_err() {
-        return (n, seen);
+/// Returns what was dropped: the (code, namespace) of each, so that a
+/// straggler of the same history is recognised too (a job ends once), the
+/// replayed events themselves, and the live namespaces the barrier query
+/// answered.
+fn skip_replay(s: &Session) -> Replay {
+    let mut r = Replay::default();
+    match crate::ops::query::namespaces(s) {
+        Ok(live) => r.live = Some(live),
+        Err(_) => return r,
     }
     while let Some(m) = s.conn().next_unsolicited(Duration::ZERO) {
         match m {
             Unsolicited::Notify(b) => {
-                n += 1;
+                r.count += 1;
                 if let Ok(ev) = decode_notification(&mut s.decoder(&b)) {
                     if let Some(ns) = ev.affected_nspace() {
-                        seen.insert((ev.status.0, ns.to_string()));
+                        r.seen.insert((ev.status.0, ns.to_string()));
                     }
+                    r.events.push(ev);
                 }
             }
             Unsolicited::Iof(_) | Unsolicited::Other(..) | Unsolicited::Wake => {}
             Unsolicited::Closed(_) => break,
         }
     }
-    (n, seen)
+    r
+}
+
+/// What [`skip_replay`] dropped and learnt.
+#[derive(Default)]
+struct Replay {
+    count: usize,
+    seen: HashSet<(i32, String)>,
+    events: Vec<Event>,
+    live: Option<Vec<String>>,
+}
+
+/// The job ends pwatch can report at once for `--job NS --event job-end`:
+/// a job that ended before pwatch started never ends again, so waiting for
+/// its end would wait forever. The DVM's replayed end event is used when it
+/// sent one (PRRTE caches them); else, for a namespace the DVM no longer
+/// lists, its job table (pdvm keeps ended jobs with their status). A job
+/// the DVM knows nothing about is refused (`PMIX_ERR_NOT_FOUND`).
+fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFields>, Failure> {
+    let wants_end = w.events.is_empty()
+        || w.events
+            .iter()
+            .any(|k| matches!(k, EventKind::JobEnd | EventKind::Any));
+    let Some(live) = r.live.as_ref().filter(|_| wants_end) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut table: Option<Vec<crate::ops::status_query::JobRecord>> = None;
+    for ns in &w.nspaces {
+        let replayed = r.events.iter().find(|ev| {
+            ev.status == Status::EVENT_JOB_END && ev.affected_nspace() == Some(ns.as_str())
+        });
+        if let Some(ev) = replayed {
+            out.push(EventFields::from_event(ev, now_secs()));
+            continue;
+        }
+        if live.contains(ns) {
+            continue;
+        }
+        let jobs =
+            table.get_or_insert_with(|| crate::ops::status_query::jobs(s).unwrap_or_default());
+        match jobs.iter().find(|j| &j.nspace == ns) {
+            Some(j) if j.exit_status.is_some() => out.push(EventFields {
+                event: EventKind::JobEnd.name().to_string(),
+                time: now_secs(),
+                nspace: Some(ns.clone()),
+                status: Some(Status::EVENT_JOB_END.name().to_string()),
+                exit_code: j.exit_status,
+                message: Some("the job had already ended when pwatch started".into()),
+                ..Default::default()
+            }),
+            Some(_) => {}
+            None => {
+                return Err(Failure::with(
+                    Exit::NotFound,
+                    Some("PMIX_ERR_NOT_FOUND"),
+                    format!(
+                        "the DVM has no job {ns}: it never existed, or it ended before \
+                         pwatch started and the DVM kept no record of it"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Run the `--exec` hook for one event and wait for it.
@@ -155,12 +223,15 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
         &[Info::new(keys::EVENT_HDLR_NAME, "pwatch")],
     )
     .map_err(|e| Failure::from_error("cannot register for events", &e))?;
-    let (replayed, history) = skip_replay(s);
-    if replayed > 0 {
+    let replay = skip_replay(s);
+    if replay.count > 0 {
         ui.detail(&format!(
-            "skipped {replayed} event(s) the DVM replayed from before pwatch started"
+            "skipped {} event(s) the DVM replayed from before pwatch started",
+            replay.count
         ));
     }
+    let mut early: VecDeque<EventFields> = ended_before(s, w, &replay)?.into();
+    let history = replay.seen;
     if let Some(warn) = w.warn_timeout {
         for a in &w.alloc_ids {
             extend(s, a, None, Some(warn))?;
@@ -200,6 +271,22 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             }
             None => TICK,
         };
+        if let Some(f) = early.pop_front() {
+            seen += 1;
+            if ui.json {
+                let _ = out.write(&f.record());
+            } else {
+                ui.result(&f.human());
+            }
+            if let Some(cmd) = &w.exec {
+                run_hook(cmd, &f, ui);
+            }
+            if w.count.is_some_and(|c| seen >= c) {
+                let _ = out.flush();
+                return Ok(0);
+            }
+            continue;
+        }
         let bytes = match s.conn().next_unsolicited(wait) {
             None
             | Some(Unsolicited::Iof(_))

@@ -10,7 +10,8 @@ const LONG_ABOUT: &str = "\
 Start a PMIx DVM on this machine with N simulated nodes of S slots each (the \
 default session) and a simulated scheduler holding M further nodes, write \
 rendezvous files as PRRTE does (so palloc, pspawn, prelease and pwatch find it \
-with no flags), and print `DVM ready`.
+with no flags), and print `DVM ready` on stderr (stdout is left to CMD). \
+A tmpdir already served by a live pdvm is refused, naming its pid.
 
 With `-- CMD ARGS…` it runs CMD as a job of its own namespace — the session \
 leader of the spec's workflows: every tool invoked from CMD acts for that \
@@ -26,7 +27,8 @@ with PMIX_ERR_NOT_SUPPORTED.";
 const AFTER_HELP: &str = "\
 EXIT STATUS:
   with CMD: CMD's status (128+N for signal N); otherwise 0 after a clean stop
-  2 usage error   3 --terminate found no DVM   1 other error (e.g. cannot bind)
+  2 usage error   3 --terminate found no DVM
+  1 other error (e.g. cannot bind, or the tmpdir is already served by a live pdvm)
 
 EXAMPLES:
   pdvm --nodes 4 --scheduler-nodes 8 -- ./workflow.sh

@@ -16,6 +16,9 @@ use super::types::{
     Requester, RequesterClass,
 };
 
+/// Memory of a pdvm node per slot, in MB (a node of S slots has S × this).
+pub const MEM_PER_SLOT_MB: u64 = 4096;
+
 /// An allocation request as the server hands it to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocRequest {
@@ -134,6 +137,7 @@ impl Dvm {
         if sreq.ask == NodeAsk::Nothing {
             return Err(DvmError::BadParam(Rule::NoNodes));
         }
+        self.check_node_resources(a, &sreq.ask)?;
         sched.check(&sreq).map_err(sched_err)?;
 
         // Decision table (§8.2.1.5): TARGET names the owner for tools;
@@ -193,6 +197,29 @@ impl Dvm {
             status,
             effects: fx,
         })
+    }
+
+    /// CPUs and memory no node count could ever provide are refused
+    /// (`PMIX_ERR_OUT_OF_RESOURCE`) rather than granted on nodes too small:
+    /// a pdvm node has one CPU per slot and [`MEM_PER_SLOT_MB`] per slot;
+    /// `PMIX_ALLOC_NUM_CPUS` counts over all the nodes asked for,
+    /// `PMIX_ALLOC_MEM_SIZE` is per node.
+    fn check_node_resources(&self, a: &AllocAttrs, ask: &NodeAsk) -> Result<(), DvmError> {
+        let nodes = match ask {
+            NodeAsk::Count(k) => u64::from(*k),
+            NodeAsk::List(l) => l.len() as u64,
+            NodeAsk::Nothing => 0,
+        };
+        let slots = u64::from(self.cfg.slots);
+        if a.num_cpus.is_some_and(|c| c > nodes.saturating_mul(slots)) {
+            return Err(DvmError::OutOfResource(Rule::TooManyCpus));
+        }
+        if a.mem_mb
+            .is_some_and(|m| m > slots.saturating_mul(MEM_PER_SLOT_MB))
+        {
+            return Err(DvmError::OutOfResource(Rule::TooMuchMemory));
+        }
+        Ok(())
     }
 
     fn alloc_extend(
@@ -341,6 +368,7 @@ impl Dvm {
                 r.nodes.retain(|i| !v.contains(i));
             }
             self.report_left(&v, &mut fx);
+            self.report_unreserved(&id, &v, &mut fx);
             released = back;
             let mut more = self.apply_sched(ev, sched, now);
             fx.append(&mut more);

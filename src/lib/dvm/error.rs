@@ -63,6 +63,20 @@ pub enum Rule {
     NamespaceExists,
     /// The namespace is not known.
     UnknownNamespace,
+    /// PMIX_ALLOC_NUM_CPUS beyond the slots of the nodes asked for.
+    TooManyCpus,
+    /// PMIX_ALLOC_MEM_SIZE beyond one node's memory.
+    TooMuchMemory,
+    /// PMIX_HOST names no node of the DVM.
+    SpawnUnknownHost,
+    /// PMIX_HOST names nodes outside the job's candidate pool.
+    SpawnHostOutsidePool,
+    /// PMIX_MAPBY is no mapping policy.
+    MapByInvalid,
+    /// PMIX_MAPBY names a policy pdvm does not model.
+    MapByNotModelled,
+    /// More processes than the candidate nodes have slots.
+    SpawnNotEnoughSlots,
 }
 
 impl Rule {
@@ -98,6 +112,13 @@ impl Rule {
             Rule::SpawnTooManyProcs => "a spawn may ask for at most 1,048,576 processes per job",
             Rule::NamespaceExists => "a namespace maps to exactly one job and is never reused",
             Rule::UnknownNamespace => "the namespace is not known to the DVM",
+            Rule::TooManyCpus => "PMIX_ALLOC_NUM_CPUS exceeds the CPUs of the nodes asked for (a pdvm node has one CPU per slot)",
+            Rule::TooMuchMemory => "PMIX_ALLOC_MEM_SIZE exceeds the memory of one node (a pdvm node has 4096 MB per slot)",
+            Rule::SpawnUnknownHost => "PMIX_HOST names a node the DVM does not have",
+            Rule::SpawnHostOutsidePool => "§8.2.1.6: PMIX_HOST names only nodes outside the job's candidate pool (target their reservation)",
+            Rule::MapByInvalid => "PMIX_MAPBY is not a mapping policy (pdvm knows slot, node, ppr:N:node, core, hwthread; modifiers OVERSUBSCRIBE, NOOVERSUBSCRIBE)",
+            Rule::MapByNotModelled => "PMIX_MAPBY names a policy pdvm does not model (it models nodes and slots: slot, node, ppr:N:node, core, hwthread)",
+            Rule::SpawnNotEnoughSlots => "the job has more processes than its candidate nodes have slots (add :OVERSUBSCRIBE to the mapping policy to allow it)",
         }
     }
 }
@@ -126,6 +147,9 @@ pub enum DvmError {
     /// `PMIX_ERR_EXISTS`.
     #[error("PMIX_ERR_EXISTS: {}", .0.text())]
     Exists(Rule),
+    /// `PMIX_ERR_JOB_FAILED_TO_MAP`.
+    #[error("PMIX_ERR_JOB_FAILED_TO_MAP: {}", .0.text())]
+    FailedToMap(Rule),
 }
 
 impl DvmError {
@@ -139,6 +163,7 @@ impl DvmError {
             DvmError::OutOfResource(_) => "PMIX_ERR_OUT_OF_RESOURCE",
             DvmError::ResourceBusy(_) => "PMIX_ERR_RESOURCE_BUSY",
             DvmError::Exists(_) => "PMIX_ERR_EXISTS",
+            DvmError::FailedToMap(_) => "PMIX_ERR_JOB_FAILED_TO_MAP",
         }
     }
 
@@ -152,6 +177,7 @@ impl DvmError {
             DvmError::OutOfResource(_) => -29,
             DvmError::ResourceBusy(_) => -28,
             DvmError::Exists(_) => -11,
+            DvmError::FailedToMap(_) => -179,
         }
     }
 
@@ -164,7 +190,8 @@ impl DvmError {
             | DvmError::NotSupported(r)
             | DvmError::OutOfResource(r)
             | DvmError::ResourceBusy(r)
-            | DvmError::Exists(r) => r,
+            | DvmError::Exists(r)
+            | DvmError::FailedToMap(r) => r,
         }
     }
 

@@ -87,6 +87,7 @@ impl Dvm {
             self.detach_node(i, leaves, reason, &mut fx);
         }
         self.report_left(&nodes, &mut fx);
+        self.report_unreserved(id, &nodes, &mut fx);
         self.forget(id);
         fx.push(Effect::ReservationEnded {
             alloc_id: id.to_string(),

@@ -46,7 +46,7 @@ pub use alloc::AllocRequest;
 pub use error::{DvmError, Rule};
 pub use model::{Dvm, DvmConfig};
 pub use query::{JobView, NodeView, ReservationState, ReservationView, Snapshot};
-pub use spawn::{Placement, ProcSlot, MAX_PROCS};
+pub use spawn::{AppAsk, MapBy, MapPolicy, Placement, ProcSlot, MAX_PROCS};
 pub use types::{
     directive, AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Inheritance,
     Requester, RequesterClass,

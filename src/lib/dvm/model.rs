@@ -245,6 +245,22 @@ impl Dvm {
         }
     }
 
+    /// Report, as one `NodesUnreserved` effect, those of `nodes` (just
+    /// detached from allocation `id`) that stay members of the DVM.
+    pub(crate) fn report_unreserved(&self, id: &str, nodes: &[usize], fx: &mut Vec<Effect>) {
+        let stayed: Vec<String> = nodes
+            .iter()
+            .filter(|&&i| self.nodes[i].member)
+            .map(|&i| self.nodes[i].name.clone())
+            .collect();
+        if !stayed.is_empty() {
+            fx.push(Effect::NodesUnreserved {
+                alloc_id: id.to_string(),
+                nodes: stayed,
+            });
+        }
+    }
+
     pub(crate) fn detach_node(&mut self, i: usize, leaves: bool, why: &str, fx: &mut Vec<Effect>) {
         let node = &mut self.nodes[i];
         node.session = None;

@@ -1,11 +1,25 @@
 //! Spawn targeting (§8.2.1.6), the ownership check (§8.2.1.7) and placement.
 //!
-//! Placement policy: processes fill free slots node by node over the
-//! candidate pool (targeted reservations in target order, then the default
-//! pool when included, each in node order). When every slot of the pool is
-//! taken the remaining processes are oversubscribed round-robin over the same
-//! pool, starting from its first node. A pool with no slot at all is refused
-//! with `PMIX_ERR_OUT_OF_RESOURCE`.
+//! Placement policy ([`MapBy`], from `PMIX_MAPBY`): the candidate pool is
+//! the targeted reservations in target order, then the default pool when
+//! included, each in node order; an app with `PMIX_HOST` is placed on those
+//! of its hosts only (a host the DVM does not have is `PMIX_ERR_NOT_FOUND`,
+//! a host outside the pool `PMIX_ERR_JOB_FAILED_TO_MAP`).
+//!
+//! - `slot` (the default; `core` and `hwthread` mean the same here, one slot
+//!   being one CPU): fill free slots node by node;
+//! - `node`: one process per node in turn;
+//! - `ppr:N:node`: N processes on each node in turn.
+//!
+//! A job may have at most as many processes on a node as the node has slots
+//! (N for `ppr`), counting its own processes only (jobs of a session share
+//! its nodes: a busy slot is avoided, not refused); more is refused with
+//! `PMIX_ERR_JOB_FAILED_TO_MAP` unless the policy carries `:OVERSUBSCRIBE`,
+//! which places the rest round-robin over the pool. A policy that is none of
+//! these is `PMIX_ERR_BAD_PARAM`; PRRTE policies pdvm does not model
+//! (`numa`, `package`, `l1cache`…`l3cache`, `seq`, `dist`, `rankfile`,
+//! `pe-list`) are `PMIX_ERR_NOT_SUPPORTED`. A pool with no slot at all is
+//! refused with `PMIX_ERR_OUT_OF_RESOURCE`.
 
 use std::collections::HashMap;
 
@@ -18,6 +32,92 @@ use super::types::{Requester, RequesterClass};
 
 /// Upper bound on the processes of one job (the count comes from the wire).
 pub const MAX_PROCS: u64 = 1 << 20;
+
+/// How processes are spread over nodes (`PMIX_MAPBY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MapPolicy {
+    /// Fill each node's slots before the next.
+    Slot,
+    /// One process per node in turn.
+    Node,
+    /// This many processes per node in turn.
+    PerNode(u32),
+}
+
+/// A parsed `PMIX_MAPBY`: policy and whether oversubscription is allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MapBy {
+    /// The policy.
+    pub policy: MapPolicy,
+    /// `:OVERSUBSCRIBE` given.
+    pub oversubscribe: bool,
+}
+
+impl Default for MapBy {
+    fn default() -> Self {
+        MapBy {
+            policy: MapPolicy::Slot,
+            oversubscribe: false,
+        }
+    }
+}
+
+impl MapBy {
+    /// Parses `POLICY[:MOD[,MOD…]]` (`ppr:N:node[:MOD…]`), case-insensitive;
+    /// an empty policy (`:OVERSUBSCRIBE`) keeps `slot`.
+    pub fn parse(s: &str) -> Result<MapBy, DvmError> {
+        let bad = DvmError::BadParam(Rule::MapByInvalid);
+        let parts: Vec<String> = s
+            .split(':')
+            .map(|p| p.trim().to_ascii_lowercase())
+            .collect();
+        let (policy, mods) = match parts[0].as_str() {
+            "" | "slot" | "core" | "hwthread" => (MapPolicy::Slot, &parts[1..]),
+            "node" => (MapPolicy::Node, &parts[1..]),
+            "ppr" => {
+                let n = parts
+                    .get(1)
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or(bad)?;
+                match parts.get(2).map(String::as_str) {
+                    Some("node") => {}
+                    Some(
+                        "numa" | "package" | "l1cache" | "l2cache" | "l3cache" | "core"
+                        | "hwthread",
+                    ) => return Err(DvmError::NotSupported(Rule::MapByNotModelled)),
+                    _ => return Err(bad),
+                }
+                (MapPolicy::PerNode(n), parts.get(3..).unwrap_or(&[]))
+            }
+            "numa" | "package" | "l1cache" | "l2cache" | "l3cache" | "seq" | "dist"
+            | "rankfile" | "pe-list" => return Err(DvmError::NotSupported(Rule::MapByNotModelled)),
+            _ => return Err(bad),
+        };
+        let mut m = MapBy {
+            policy,
+            oversubscribe: false,
+        };
+        for md in mods.iter().flat_map(|x| x.split(',')) {
+            match md.trim() {
+                "" => {}
+                "oversubscribe" => m.oversubscribe = true,
+                "nooversubscribe" => m.oversubscribe = false,
+                _ => return Err(bad),
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// One app of a spawn as placement sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppAsk {
+    /// Processes.
+    pub nprocs: u32,
+    /// `PMIX_HOST`: the nodes it may use (empty: the whole pool).
+    pub hosts: Vec<String>,
+}
 
 /// Where one process goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,12 +149,39 @@ impl Dvm {
     /// `targets`: `PMIX_SPAWN_TARGET` entries; `""` is the default session.
     /// `nprocs`: processes per app context. A target naming a shared
     /// allocation resolves to the default session where its nodes live.
+    ///
+    /// This form places as pdvm always did: `slot` with oversubscription
+    /// allowed, no host lists (see [`Dvm::plan_spawn_with`]).
     pub fn plan_spawn(
         &self,
         req: &Requester,
         targets: Option<&[String]>,
         nprocs: &[u32],
     ) -> Result<Placement, DvmError> {
+        let apps: Vec<AppAsk> = nprocs
+            .iter()
+            .map(|&n| AppAsk {
+                nprocs: n,
+                hosts: Vec::new(),
+            })
+            .collect();
+        let map = MapBy {
+            policy: MapPolicy::Slot,
+            oversubscribe: true,
+        };
+        self.plan_spawn_with(req, targets, &apps, map)
+    }
+
+    /// Validates a spawn and places its processes by `map`, each app on its
+    /// hosts when it names some, without changing anything.
+    pub fn plan_spawn_with(
+        &self,
+        req: &Requester,
+        targets: Option<&[String]>,
+        apps: &[AppAsk],
+        map: MapBy,
+    ) -> Result<Placement, DvmError> {
+        let nprocs: Vec<u32> = apps.iter().map(|a| a.nprocs).collect();
         let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         if total == 0 {
             return Err(DvmError::BadParam(Rule::SpawnNoProcs));
@@ -114,24 +241,73 @@ impl Dvm {
         if capacity == 0 {
             return Err(DvmError::OutOfResource(Rule::SpawnNoSlots));
         }
+        // Each app's candidates: the pool, or its hosts within the pool.
+        let mut cands: Vec<Vec<usize>> = Vec::with_capacity(apps.len());
+        for a in apps {
+            if a.hosts.is_empty() {
+                cands.push((0..pool.len()).collect());
+                continue;
+            }
+            let mut c = Vec::with_capacity(a.hosts.len());
+            for h in &a.hosts {
+                let i = self
+                    .node_by_name
+                    .get(h)
+                    .copied()
+                    .filter(|&i| self.nodes[i].member)
+                    .ok_or(DvmError::NotFound(Rule::SpawnUnknownHost))?;
+                let k = pool
+                    .iter()
+                    .position(|&p| p == i)
+                    .ok_or(DvmError::FailedToMap(Rule::SpawnHostOutsidePool))?;
+                if !c.contains(&k) {
+                    c.push(k);
+                }
+            }
+            cands.push(c);
+        }
         let mut planned = vec![0u32; pool.len()];
-        let mut cursor = 0usize;
-        let mut rr = 0usize;
+        let procs = if map.oversubscribe && map.policy == MapPolicy::Slot {
+            self.place_legacy(&pool, &cands, &nprocs, &mut planned)
+        } else {
+            self.place(&pool, &cands, &nprocs, map, &mut planned)?
+        };
+        Ok(Placement {
+            sessions,
+            default_pool,
+            pool: pool.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+            procs,
+        })
+    }
+
+    /// pdvm's historical placement (`slot`, oversubscription allowed): fill
+    /// free slots node by node, then round-robin over the candidates.
+    fn place_legacy(
+        &self,
+        pool: &[usize],
+        cands: &[Vec<usize>],
+        nprocs: &[u32],
+        planned: &mut [u32],
+    ) -> Vec<ProcSlot> {
+        let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         let mut rank = 0u32;
+        let mut rr = 0usize;
         for (app, &n) in nprocs.iter().enumerate() {
+            let c = &cands[app];
+            let mut cursor = 0usize;
             for _ in 0..n {
-                while cursor < pool.len() {
-                    let node = &self.nodes[pool[cursor]];
-                    if node.in_use.saturating_add(planned[cursor]) < node.slots {
+                while cursor < c.len() {
+                    let node = &self.nodes[pool[c[cursor]]];
+                    if node.in_use.saturating_add(planned[c[cursor]]) < node.slots {
                         break;
                     }
                     cursor += 1;
                 }
-                let k = if cursor < pool.len() {
-                    cursor
+                let k = if cursor < c.len() {
+                    c[cursor]
                 } else {
-                    let k = rr % pool.len();
+                    let k = c[rr % c.len()];
                     rr += 1;
                     k
                 };
@@ -144,12 +320,70 @@ impl Dvm {
                 rank = rank.wrapping_add(1);
             }
         }
-        Ok(Placement {
-            sessions,
-            default_pool,
-            pool: pool.iter().map(|&i| self.nodes[i].name.clone()).collect(),
-            procs,
-        })
+        procs
+    }
+
+    /// Placement by `map` (see the [module documentation](self)).
+    fn place(
+        &self,
+        pool: &[usize],
+        cands: &[Vec<usize>],
+        nprocs: &[u32],
+        map: MapBy,
+        planned: &mut [u32],
+    ) -> Result<Vec<ProcSlot>, DvmError> {
+        let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
+        let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        let mut rank = 0u32;
+        let mut rr = 0usize;
+        for (app, &n) in nprocs.iter().enumerate() {
+            let c = &cands[app];
+            let mut next = 0usize;
+            for _ in 0..n {
+                let slots = |k: usize| self.nodes[pool[k]].slots;
+                let limit = |k: usize| match map.policy {
+                    MapPolicy::PerNode(n) if map.oversubscribe => n,
+                    MapPolicy::PerNode(n) => n.min(slots(k)),
+                    _ => slots(k),
+                };
+                let room = |k: usize, planned: &[u32]| planned[k] < limit(k);
+                let free = |k: usize, planned: &[u32]| {
+                    self.nodes[pool[k]].in_use.saturating_add(planned[k]) < slots(k)
+                };
+                let pick = match map.policy {
+                    MapPolicy::Slot => c
+                        .iter()
+                        .copied()
+                        .find(|&k| room(k, planned) && free(k, planned))
+                        .or_else(|| c.iter().copied().find(|&k| room(k, planned))),
+                    MapPolicy::PerNode(_) => c.iter().copied().find(|&k| room(k, planned)),
+                    MapPolicy::Node => (0..c.len())
+                        .map(|d| (next + d) % c.len())
+                        .find(|&j| room(c[j], planned))
+                        .map(|j| {
+                            next = j + 1;
+                            c[j]
+                        }),
+                };
+                let k = match pick {
+                    Some(k) => k,
+                    None if map.oversubscribe => {
+                        let k = c[rr % c.len()];
+                        rr += 1;
+                        k
+                    }
+                    None => return Err(DvmError::FailedToMap(Rule::SpawnNotEnoughSlots)),
+                };
+                planned[k] += 1;
+                procs.push(ProcSlot {
+                    app,
+                    rank,
+                    node: self.nodes[pool[k]].name.clone(),
+                });
+                rank = rank.wrapping_add(1);
+            }
+        }
+        Ok(procs)
     }
 
     /// Records a planned job: namespace `nspace` (child of `parent`, a tool or

@@ -226,6 +226,15 @@ pub enum Effect {
         /// Node names.
         nodes: Vec<String>,
     },
+    /// Nodes of an ended reservation that stay in the DVM and join the
+    /// default session (a `*_DEFAULT` disposition, or carved startup nodes
+    /// given back).
+    NodesUnreserved {
+        /// The allocation they belonged to.
+        alloc_id: String,
+        /// Node names.
+        nodes: Vec<String>,
+    },
     /// Directed `PMIX_ALLOC_TIMEOUT_WARNING` to the requester only.
     Warn {
         /// Recipient process (nspace, rank).

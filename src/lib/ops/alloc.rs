@@ -54,6 +54,16 @@ pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply>
     })
 }
 
+/// Whether the server lists `nspace` among its live namespaces (a
+/// `PMIX_QUERY_NAMESPACES` query); `None` when it does not answer the query.
+/// palloc asks before a NEW with `PMIX_ALLOC_TARGET`, so a mistyped target
+/// is refused before anything is reserved, on any DVM.
+pub fn target_is_live(s: &Session, nspace: &str) -> Option<bool> {
+    super::query::namespaces(s)
+        .ok()
+        .map(|l| l.iter().any(|n| n == nspace))
+}
+
 /// The value of `PMIX_ALLOC_TIME` in the form the server expects: a `u32` of
 /// seconds for OpenPMIx 4.x servers, a `d:h:m:s` string for 5.x and later.
 pub fn alloc_time_value(server_version: Option<&str>, secs: u64) -> Value {

@@ -77,6 +77,7 @@ mod tests {
                 status: None,
                 exit_code: (i % 2 == 1).then_some((i % 7) as i32),
                 nodes: None,
+                change: None,
             };
             w.write(&ev).unwrap();
         }

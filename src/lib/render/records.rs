@@ -243,6 +243,8 @@ pub struct EventRecord<'a> {
     pub exit_code: Option<i32>,
     /// Nodes concerned (alloc, node).
     pub nodes: Option<&'a [String]>,
+    /// What changed (alloc, node), or `None`.
+    pub change: Option<&'a str>,
 }
 
 impl Record for EventRecord<'_> {
@@ -263,6 +265,10 @@ impl Record for EventRecord<'_> {
         ("status", "PMIx status name carried by the event, or null"),
         ("exit_code", "job exit status (job-end), or null"),
         ("nodes", "array of node names concerned, or null"),
+        (
+            "change",
+            "alloc: granted, extended, released, expired, unreserved, cancelled or warning; node: joined, left or unreserved; else null",
+        ),
     ];
 }
 

@@ -163,6 +163,16 @@ impl Server {
             directive,
             attrs: alloc_attrs(&info),
         };
+        if let Some(why) = self.dead_target(&req) {
+            self.log(format!("{}: allocation refused: {why}", peer.nspace));
+            let mut out = Vec::new();
+            if let Some(r) = &req.attrs.req_id {
+                out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
+            }
+            out.push(Info::new(keys::EVENT_TEXT_MESSAGE, why.as_str()));
+            self.reply_status_infos(conn, tag, Status::ERR_NOT_FOUND, &out);
+            return Ok(());
+        }
         let now = self.clock.now_ms();
         match self.dvm.allocate(&req, &mut self.sched, now) {
             Err(e) => {
@@ -207,9 +217,35 @@ impl Server {
                     }
                 }
                 self.apply_effects(outcome.effects);
+                if let AllocStatus::Granted { nodes } = &outcome.status {
+                    self.emit_granted(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
+                }
             }
         }
         Ok(())
+    }
+
+    /// A tool's NEW request whose `PMIX_ALLOC_TARGET` names no live
+    /// namespace (no running job, no connected tool, not pdvm itself) is
+    /// refused with `PMIX_ERR_NOT_FOUND` before anything is reserved: the
+    /// owning namespace (§8.2.1.7) must exist, or the nodes would be
+    /// stranded until the DVM ends. Applications are left to the model
+    /// (their TARGET is `PMIX_ERR_NO_PERMISSIONS`, §8.2.1.8), and a
+    /// `--pmix-compat` DVM ignores TARGET (§8.2.1.10).
+    fn dead_target(&self, req: &AllocRequest) -> Option<String> {
+        let t = req.attrs.target.as_deref()?;
+        if req.directive != crate::dvm::directive::NEW
+            || req.requester.class != crate::dvm::RequesterClass::Tool
+            || self.cfg.compat
+            || t == self.ident.nspace
+            || self.namespaces().iter().any(|n| n == t)
+        {
+            return None;
+        }
+        Some(format!(
+            "PMIX_ALLOC_TARGET names {t:?}, which is no live namespace of this DVM \
+             (the owning namespace must exist, §8.2.1.7): nothing was reserved"
+        ))
     }
 
     fn on_regevents(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
@@ -366,10 +402,39 @@ impl Server {
         }
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
+        let refused = |e: crate::dvm::DvmError| Error::new(Status(e.code()), e.rule());
+        let map = match job_info
+            .iter()
+            .find(|i| i.key == keys::MAPBY)
+            .and_then(|i| i.value.as_str())
+        {
+            Some(m) => crate::dvm::MapBy::parse(m).map_err(refused)?,
+            None => crate::dvm::MapBy::default(),
+        };
+        let asks: Vec<crate::dvm::AppAsk> = apps
+            .iter()
+            .zip(&nprocs)
+            .map(|(a, &n)| crate::dvm::AppAsk {
+                nprocs: n,
+                hosts: a
+                    .info
+                    .iter()
+                    .find(|i| i.key == keys::HOST)
+                    .and_then(|i| i.value.as_str())
+                    .map(|h| {
+                        h.split(',')
+                            .map(str::trim)
+                            .filter(|x| !x.is_empty())
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect();
         let plan = self
             .dvm
-            .plan_spawn(&req, targets.as_deref(), &nprocs)
-            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+            .plan_spawn_with(&req, targets.as_deref(), &asks, map)
+            .map_err(refused)?;
         let nspace = self.mint_nspace();
         self.dvm
             .commit_spawn(&plan, &nspace, Some(&peer.nspace))

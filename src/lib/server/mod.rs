@@ -11,7 +11,8 @@
 //!   [`query`]: query answers and pdvm's own table keys.
 //! - [`jobs`]: real local processes with the PMIx environment, their
 //!   captured output and exit statuses; [`state`]: the server's state, the
-//!   model's effects, notifications.
+//!   model's effects, notifications; [`events`]: the allocation and node
+//!   events pdvm broadcasts.
 //!
 //! The reservation rules themselves live in [`crate::dvm`] and
 //! [`crate::sched`]; this module only carries their inputs and effects.
@@ -22,6 +23,7 @@ pub mod attrs;
 pub mod creds;
 pub mod dispatch;
 pub mod event_loop;
+pub mod events;
 pub mod handshake;
 pub mod jobs;
 pub mod listener;
@@ -89,7 +91,7 @@ fn err(ctx: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Start pdvm: listen, write the rendezvous files, call `ready` (which
-/// prints "DVM ready"), run `command` (if any) as the session leader job,
+/// prints "DVM ready" on stderr), run `command` (if any) as the session leader job,
 /// serve until a signal or the command's end, tear down.
 ///
 /// Returns the exit status pdvm should end with: the command's, else 0.
@@ -144,6 +146,7 @@ pub fn run(
         pipes: BTreeMap::new(),
         next_pipe: 1,
         pending: HashMap::new(),
+        alloc_meta: HashMap::new(),
         launch,
         leader: None,
         leader_status: None,

@@ -106,6 +106,9 @@ pub struct Server {
     pub next_pipe: u64,
     /// Queued allocation requests by allocation id.
     pub pending: HashMap<String, VecDeque<Pending>>,
+    /// Request id and owning namespace of each granted allocation, for the
+    /// event announcing its end (the model forgets them first).
+    pub alloc_meta: HashMap<String, (Option<String>, String)>,
     /// Environment for launched processes.
     pub launch: LaunchEnv,
     /// pdvm's own command's namespace, when one was given.
@@ -294,6 +297,7 @@ impl Server {
                         let info = self.grant_infos(p.conn, &alloc_id, req_id.as_deref(), &nodes);
                         self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
                     }
+                    self.emit_granted(&alloc_id, req_id.as_deref(), &nodes);
                 }
                 Effect::RequestDropped {
                     to,
@@ -305,7 +309,17 @@ impl Server {
                         self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
                     }
                 }
-                other => self.log(format!("{other:?}")),
+                Effect::ReservationEnded { alloc_id, how, why } => {
+                    self.log(format!("{alloc_id} ended: {how:?} ({why:?})"));
+                    self.emit_ended(&alloc_id, how, why);
+                }
+                Effect::NodesJoined { alloc_id, nodes } => {
+                    self.emit_nodes("joined", Some(&alloc_id), &nodes);
+                }
+                Effect::NodesLeft { nodes } => self.emit_nodes("left", None, &nodes),
+                Effect::NodesUnreserved { alloc_id, nodes } => {
+                    self.emit_nodes("unreserved", Some(&alloc_id), &nodes);
+                }
             }
         }
     }

@@ -1,0 +1,122 @@
+//! pdvm's allocation and node events, broadcast to every connection that
+//! registered for their code (`pwatch --event alloc`, `--event node`).
+//!
+//! | change | code | payload |
+//! | --- | --- | --- |
+//! | allocation `granted`, `extended` | `PMIX_NOTIFY_ALLOC_COMPLETE` (-105) | `PMIX_ALLOC_ID`, `PMIX_ALLOC_REQ_ID`, `PMIX_NSPACE` (owner), `PMIX_NODE_LIST` (nodes added) |
+//! | allocation `released`, `expired`, `unreserved`, `cancelled` | `PMIX_EVENT_SESSION_END` (-193) | `PMIX_ALLOC_ID`, `PMIX_ALLOC_REQ_ID`, `PMIX_NSPACE` (owner), `PMIX_EVENT_TEXT_MESSAGE` (why) |
+//! | node `joined` (granted by the scheduler) | pdvm's `PDVM_EVENT_NODE_CHANGE` (-3001) | `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` |
+//! | node `left` (back to the scheduler) | `PMIX_EVENT_NODE_OFFLINE` (-232) | `PMIX_NODE_LIST` |
+//! | node `unreserved` (stays, joins the default session) | pdvm's `PDVM_EVENT_NODE_CHANGE` (-3001) | `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` |
+//!
+//! Every one also carries [`crate::ops::events::CHANGE`] naming the change.
+//! The timeout warning is not broadcast: it stays directed to the requester
+//! (§8.2.1.9.5, §8.2.1.11 (6)).
+
+use crate::codec::Info;
+use crate::dvm::{EndHow, EndWhy};
+use crate::ops::events::{CHANGE, NODE_CHANGE};
+use crate::ops::keys;
+use crate::status::Status;
+
+use super::state::Server;
+
+impl Server {
+    /// Send `code` with `info` to every connection registered for it.
+    pub fn broadcast(&mut self, code: Status, info: &[Info]) {
+        let targets: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.peer.is_some() && c.wants(code.0))
+            .map(|(id, _)| *id)
+            .collect();
+        for t in targets {
+            self.notify(t, code, info);
+        }
+    }
+
+    /// Nodes were added to allocation `alloc_id`: `granted` when they are
+    /// all it has, else `extended`.
+    pub fn emit_granted(&mut self, alloc_id: &str, req_id: Option<&str>, nodes: &[String]) {
+        let view = self
+            .dvm
+            .reservation(alloc_id, &self.sched, self.clock.now_ms());
+        let (owner, total) = view
+            .as_ref()
+            .map(|v| (Some(v.owner.clone()), v.nodes.len()))
+            .unwrap_or((None, nodes.len()));
+        if let Some(o) = &owner {
+            self.alloc_meta
+                .insert(alloc_id.to_string(), (req_id.map(String::from), o.clone()));
+        }
+        let change = if total > nodes.len() {
+            "extended"
+        } else {
+            "granted"
+        };
+        let mut info = vec![
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(CHANGE, change),
+        ];
+        if let Some(r) = req_id {
+            info.push(Info::new(keys::ALLOC_REQ_ID, r));
+        }
+        if let Some(o) = owner {
+            info.push(Info::new(keys::NSPACE, o));
+        }
+        if !nodes.is_empty() {
+            info.push(Info::new(keys::NODE_LIST, nodes.join(",")));
+        }
+        self.broadcast(Status::NOTIFY_ALLOC_COMPLETE, &info);
+    }
+
+    /// Allocation `alloc_id` ended.
+    pub fn emit_ended(&mut self, alloc_id: &str, how: EndHow, why: EndWhy) {
+        let (change, text) = match (how, why) {
+            (EndHow::Cancelled, _) => ("cancelled", "the queued request was cancelled"),
+            (_, EndWhy::Expired) => (
+                "expired",
+                "the time limit was reached: the scheduler reclaimed it",
+            ),
+            (_, EndWhy::Teardown) => ("released", "the DVM is tearing down"),
+            (_, EndWhy::OwnerRelease) => ("released", "released by an owner"),
+            (EndHow::Unreserved, _) => (
+                "unreserved",
+                "its owning namespace ended: the nodes joined the default session",
+            ),
+            _ => (
+                "released",
+                "its inheritance disposition returned the nodes to the scheduler",
+            ),
+        };
+        let mut info = vec![
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(CHANGE, change),
+            Info::new(keys::EVENT_TEXT_MESSAGE, text),
+        ];
+        if let Some((req, owner)) = self.alloc_meta.remove(alloc_id) {
+            if let Some(r) = req {
+                info.push(Info::new(keys::ALLOC_REQ_ID, r));
+            }
+            info.push(Info::new(keys::NSPACE, owner));
+        }
+        self.broadcast(Status::EVENT_SESSION_END, &info);
+    }
+
+    /// Nodes changed: `joined`, `left` or `unreserved`.
+    pub fn emit_nodes(&mut self, change: &str, alloc_id: Option<&str>, nodes: &[String]) {
+        let code = if change == "left" {
+            Status::EVENT_NODE_OFFLINE
+        } else {
+            NODE_CHANGE
+        };
+        let mut info = vec![
+            Info::new(CHANGE, change),
+            Info::new(keys::NODE_LIST, nodes.join(",")),
+        ];
+        if let Some(a) = alloc_id {
+            info.push(Info::new(keys::ALLOC_ID, a));
+        }
+        self.broadcast(code, &info);
+    }
+}
