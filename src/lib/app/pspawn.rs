@@ -58,6 +58,12 @@ launched. Check the name, or give its path",
         );
         return f;
     }
+    if e.status == Status::ERR_JOB_FAILED_TO_LAUNCH {
+        f.message.push_str(
+            ". Hint: the DVM could not start the processes; the usual causes are a program that \
+is not installed on its nodes (or not executable) and a --wdir that does not exist there",
+        );
+    }
     if matches!(
         e.status,
         Status::ERR_JOB_FAILED_TO_MAP | Status::ERR_JOB_INSUFFICIENT_RESOURCES
