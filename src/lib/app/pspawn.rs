@@ -218,10 +218,28 @@ fn launch_status_failure(ns: &str, status: i32) -> Option<Failure> {
 fn stdin_readable() -> bool {
     use std::io::IsTerminal;
     let stdin = std::io::stdin();
+    if stdin_is_dev_null() {
+        // Nothing to forward: the job gets no stdin pipe at all.
+        return false;
+    }
     if !stdin.is_terminal() {
         return true;
     }
     nix::unistd::tcgetpgrp(&stdin).is_ok_and(|fg| fg == nix::unistd::getpgrp())
+}
+
+/// Whether our stdin is `/dev/null` (or closed): there is no input to
+/// forward, and the job is better off with its own end of file.
+fn stdin_is_dev_null() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ours = match nix::sys::stat::fstat(0) {
+        Ok(st) => st,
+        Err(_) => return true,
+    };
+    std::fs::metadata("/dev/null").is_ok_and(|null| {
+        u64::try_from(ours.st_rdev).is_ok_and(|r| r == null.rdev())
+            && (ours.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFCHR
+    })
 }
 
 /// Forward our stdin to `rank` of job `ns` on a thread of its own (PMIx IOF
