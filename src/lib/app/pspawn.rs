@@ -237,8 +237,7 @@ fn stdin_is_dev_null() -> bool {
         Err(_) => return true,
     };
     std::fs::metadata("/dev/null").is_ok_and(|null| {
-        u64::try_from(ours.st_rdev).is_ok_and(|r| r == null.rdev())
-            && (ours.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFCHR
+        ours.st_rdev == null.rdev() && (ours.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFCHR
     })
 }
 
