@@ -195,6 +195,11 @@ fn missing_program_bad_wdir_and_time_limits_are_said() {
         "{}",
         show(&out)
     );
+    assert!(
+        text(&out.stderr).contains("had already ended"),
+        "palloc does not claim to own it any more: {}",
+        show(&out)
+    );
 }
 
 #[test]

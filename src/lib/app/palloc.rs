@@ -575,6 +575,13 @@ fn release_after(s: &Session, rec: &mut AllocationRecord, program: &str, ui: &Ui
                 rec.alloc_id
             )
         }
+        Err(e) if e.status == Status::ERR_NOT_FOUND => {
+            rec.on_owner_exit = format!(
+                "{program} ended; allocation {} had already ended (its time limit was reached, or \
+it was released)",
+                rec.alloc_id
+            )
+        }
         Err(e) => ui.warn(&format!(
             "{program} ended, but releasing allocation {} was refused: {e}",
             rec.alloc_id
