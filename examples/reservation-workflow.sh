@@ -29,7 +29,7 @@ echo "== spawn targeting the reservation plus the default pool"
 pspawn --target "$ALLOC" --default-pool -n 4 sh -c 'echo "rank $PMIX_RANK on $PMIX_HOSTNAME"'
 
 echo "== arm a warning 5 minutes before expiry; answer it with a 10-minute EXTEND"
-pwatch --alloc "$ALLOC" --warn-timeout 300 --event timeout-warning --count 1 --extend-by 10m
+pwatch --alloc "$ALLOC" --warn-timeout 5m --event timeout-warning --count 1 --extend-by 10m
 
 echo "== state after the extend"
 pwatch --status --what reservations

@@ -58,7 +58,15 @@ fn durations() {
     for (s, secs) in forms {
         assert_eq!(parse_time_limit(s), Ok(secs), "{s}");
     }
-    assert_eq!(parse_duration_secs("90"), Ok(90));
+    // One rule for every duration flag: a plain number is minutes (this was
+    // 90 seconds for waits before issue 9).
+    assert_eq!(parse_duration_secs("90"), Ok(5_400));
+    assert_eq!(parse_duration_secs("90s"), Ok(90));
+    assert_eq!(parse_warn_secs("5"), Ok(300));
+    assert_eq!(
+        parse_time_limit_or_unlimited("UNLIMITED"),
+        Ok(TimeLimit(None))
+    );
     for bad in ["0", "-3", "1:2:3:4", "9:99", "2x", "h2", "", "1.5h"] {
         let e = parse_time_limit(bad).unwrap_err();
         assert!(e.contains("MM:SS") && e.contains("2h"), "{bad}: {e}");
@@ -136,7 +144,7 @@ fn memory_env_signal_ids() {
 #[test]
 fn palloc_typical() {
     let a: PallocArgs =
-        ok("palloc -N 2 -t 90 -q batch --inherit child --warn-timeout 300 -- srun -l hostname");
+        ok("palloc -N 2 -t 90 -p batch --inherit child --warn-timeout 5 -- srun -l hostname");
     let r = a.request();
     assert_eq!(r.directive, directive::NEW);
     assert_eq!(r.nodes, Some(2));
@@ -150,7 +158,7 @@ fn palloc_typical() {
     );
 
     let a: PallocArgs =
-        ok("palloc -w node[01-03] -x node[04] --share --target job@1 --mem 4G -c 8 --quiet --hold");
+        ok("palloc -w node[01-03] --exclude node[04] --share --target job@1 --mem 4G -c 8 --quiet --hold");
     let r = a.request();
     assert_eq!(r.nodelist, ["node01", "node02", "node03"]);
     assert_eq!(r.exclude, ["node04"]);
@@ -209,7 +217,7 @@ fn palloc_refusals() {
     refused::<PallocArgs>("palloc --hold -- hostname");
     refused::<PallocArgs>("palloc --no-wait --hold");
     refused::<PallocArgs>("palloc --extend-request r --request-id r2");
-    refused::<PallocArgs>("palloc -w n1 -x n1");
+    refused::<PallocArgs>("palloc -w n1 --exclude n1");
     refused::<PallocArgs>("palloc --system-server-first --system-server-only");
     refused::<PallocArgs>("palloc --pid 0");
 }
@@ -257,7 +265,7 @@ fn pspawn_typical() {
     assert_eq!(r.apps[0].np, 1);
     assert_eq!(r.map_by.as_deref(), Some("ppr:2:node"));
 
-    let a: PspawnArgs = ok("pspawn --tag-output --timeout 90 hostname");
+    let a: PspawnArgs = ok("pspawn --tag-output --timeout 90s hostname");
     let r = a.request().unwrap();
     assert!(r.tag_output);
     assert_eq!(r.timeout_secs, Some(90));
@@ -331,7 +339,7 @@ fn pwatch_forms() {
     }
     assert_eq!(a.connect.nspace.as_deref(), Some("srv@0"));
 
-    let a: PwatchArgs = ok("pwatch --alloc a1 --warn-timeout 300 --extend-by 30");
+    let a: PwatchArgs = ok("pwatch --alloc a1 --warn-timeout 5 --extend-by 30");
     match a.request() {
         WatchRequest::Events(e) => {
             assert_eq!((e.extend_by_secs, e.warn_timeout), (Some(1_800), Some(300)))
@@ -339,7 +347,7 @@ fn pwatch_forms() {
         other => panic!("{other:?}"),
     }
 
-    let a: PwatchArgs = ok("pwatch --status --json --interval 5");
+    let a: PwatchArgs = ok("pwatch --status --json --interval 5s");
     match a.request() {
         WatchRequest::Status(s) => {
             assert_eq!(
@@ -396,10 +404,20 @@ fn connection_specs() {
     assert_eq!(c.pid.as_deref(), Some("file:/run/p"));
     assert_eq!(c.nspace.as_deref(), Some("prte@0"));
     assert!(c.system_only);
-    let a: PspawnArgs = ok("pspawn --pid 42 --uri prte@0;tcp4://127.0.0.1:1 true");
+    // A literal URI needs the server's NSPACE.RANK (`prte@0` alone is now a usage error).
+    let a: PspawnArgs = ok("pspawn --pid 42 --uri prte@0.0;tcp4://127.0.0.1:1 true");
     let c = a.connect.to_options();
     assert_eq!(c.pid.as_deref(), Some("42"));
-    assert_eq!(c.uri.as_deref(), Some("prte@0;tcp4://127.0.0.1:1"));
+    assert_eq!(c.uri.as_deref(), Some("prte@0.0;tcp4://127.0.0.1:1"));
+    for bad in [
+        "garbage",
+        "prte@0;tcp4://127.0.0.1:1",
+        "p@0.0;udp://h:1",
+        "p@0.0;tcp4://h",
+    ] {
+        let e = refused::<PspawnArgs>(&format!("pspawn --uri {bad} true"));
+        assert!(e.contains("not a server URI"), "{bad}: {e}");
+    }
 }
 
 #[test]
@@ -413,4 +431,136 @@ fn help_and_version_exit_zero() {
         };
         assert_eq!(e.exit_code(), 0, "{line}");
     }
+}
+
+// ---- issue 9: one meaning per short flag, one unit rule, --parsable ----------
+
+#[test]
+fn short_flags_mean_one_thing() {
+    // -q is --quiet everywhere, palloc included; the queue is -p/--partition/--queue.
+    let a: PallocArgs = ok("palloc -qq -N 1");
+    assert_eq!(a.output().quiet, 2);
+    assert_eq!(a.request().queue, None);
+    for line in [
+        "palloc -p debug -N 1",
+        "palloc --partition debug -N 1",
+        "palloc --queue debug -N 1",
+    ] {
+        let a: PallocArgs = ok(line);
+        assert_eq!(a.request().queue.as_deref(), Some("debug"), "{line}");
+    }
+    let a: PspawnArgs = ok("pspawn -q true");
+    assert_eq!(a.output.quiet, 1);
+    let a: PreleaseArgs = ok("prelease -q a1");
+    assert_eq!(a.output.quiet, 1);
+    // -x is --env (pspawn); palloc has no -x: its exclude is --exclude only.
+    refused::<PallocArgs>("palloc -x n1 -N 1");
+    let a: PspawnArgs = ok("pspawn -x A=1 true");
+    assert_eq!(a.request().unwrap().apps[0].env[0].name, "A");
+    // -J names the request, as Slurm's job name.
+    let a: PallocArgs = ok("palloc -J nightly -N 1");
+    assert_eq!(a.request().request_id.as_deref(), Some("nightly"));
+    let a: PallocArgs = ok("palloc --job-name nightly -N 1");
+    assert_eq!(a.request().request_id.as_deref(), Some("nightly"));
+}
+
+#[test]
+fn one_unit_rule_for_every_duration_flag() {
+    let a: PallocArgs = ok("palloc -N 1 -t 30 --warn-timeout 2");
+    let r = a.request();
+    assert_eq!((r.time_secs, r.warn_timeout), (Some(1_800), Some(120)));
+    let a: PallocArgs = ok("palloc -N 1 -t UNLIMITED");
+    assert_eq!(a.request().time_secs, None);
+    let a: PallocArgs = ok("palloc -N 1 -t 1-00:00:00");
+    assert_eq!(a.request().time_secs, Some(86_400));
+    let a: PspawnArgs = ok("pspawn --timeout 2 true");
+    assert_eq!(a.request().unwrap().timeout_secs, Some(120));
+    let a: PspawnArgs = ok("pspawn --timeout 00:30 true");
+    assert_eq!(a.request().unwrap().timeout_secs, Some(30));
+    let a: PwatchArgs = ok("pwatch --status --interval 1");
+    assert!(matches!(a.request(), WatchRequest::Status(s) if s.interval_secs == Some(60)));
+    let a: PwatchArgs = ok("pwatch --timeout 1 --alloc a1 --extend-by 10 --warn-timeout 1");
+    match a.request() {
+        WatchRequest::Events(e) => assert_eq!(
+            (e.timeout_secs, e.extend_by_secs, e.warn_timeout),
+            (Some(60), Some(600), Some(60))
+        ),
+        other => panic!("{other:?}"),
+    }
+    // --wait-to-connect keeps OpenPMIx's meaning: seconds between retries.
+    let a: PspawnArgs = ok("pspawn --wait-to-connect 2 true");
+    assert_eq!(
+        a.connect.to_options().wait_to_connect,
+        Some(std::time::Duration::from_secs(2))
+    );
+    refused::<PallocArgs>("palloc -t forever");
+    refused::<PallocArgs>("palloc --warn-timeout UNLIMITED");
+}
+
+#[test]
+fn usage_errors_say_what_is_wrong() {
+    let e = refused::<PallocArgs>("palloc -N -3");
+    assert!(
+        e.contains("negative") && e.contains("positive whole number"),
+        "{e}"
+    );
+    let e = refused::<PspawnArgs>("pspawn -n -2 true");
+    assert!(e.contains("negative"), "{e}");
+    let e = refused::<PallocArgs>("palloc --uri garbage");
+    assert!(e.contains("not a server URI"), "{e}");
+}
+
+#[test]
+fn parsable_and_stdin() {
+    let a: PallocArgs = ok("palloc -N 1 --parsable");
+    assert!(a.parsable);
+    refused::<PallocArgs>("palloc -N 1 --parsable --json");
+    let a: PspawnArgs = ok("pspawn --detach --parsable true");
+    assert!(a.parsable && a.request().unwrap().detach);
+    refused::<PspawnArgs>("pspawn --parsable true");
+    use pmix_tools::cli::StdinTarget;
+    let a: PspawnArgs = ok("pspawn cat");
+    assert_eq!(a.request().unwrap().stdin, StdinTarget::Rank(0));
+    let a: PspawnArgs = ok("pspawn --stdin none cat");
+    assert_eq!(a.request().unwrap().stdin, StdinTarget::None);
+    let a: PspawnArgs = ok("pspawn --stdin 3 -n 4 cat");
+    assert_eq!(a.request().unwrap().stdin, StdinTarget::Rank(3));
+    let a: PspawnArgs = ok("pspawn --detach cat");
+    assert_eq!(a.request().unwrap().stdin, StdinTarget::None);
+    refused::<PspawnArgs>("pspawn --stdin all cat");
+    refused::<PspawnArgs>("pspawn --detach --stdin 0 cat");
+}
+
+#[test]
+fn palloc_alone_opens_a_shell_at_a_terminal() {
+    let a: PallocArgs = ok("palloc");
+    // A NEW naming no nodes asks for one, as salloc does.
+    assert_eq!(a.request().nodes, Some(1));
+    assert_eq!(
+        a.mode_at(true, Some("/bin/bash")),
+        PallocMode::Run(vec!["/bin/bash".into()])
+    );
+    assert_eq!(
+        a.mode_at(true, None),
+        PallocMode::Run(vec!["/bin/sh".into()])
+    );
+    // In scripts (not a terminal) it requests and prints.
+    assert_eq!(a.mode_at(false, Some("/bin/bash")), PallocMode::Print);
+    for line in [
+        "palloc --json",
+        "palloc --parsable",
+        "palloc --hold",
+        "palloc --no-wait",
+        "palloc --extend a1 -t 10",
+    ] {
+        let a: PallocArgs = ok(line);
+        assert!(!a.opens_shell(true), "{line}");
+    }
+    let a: PallocArgs = ok("palloc -N 3");
+    assert_eq!(a.request().nodes, Some(3));
+    assert!(a.opens_shell(true));
+    let a: PallocArgs = ok("palloc -w n1");
+    assert_eq!(a.request().nodes, None);
+    let a: PallocArgs = ok("palloc --extend a1 -t 10");
+    assert_eq!(a.request().nodes, None);
 }

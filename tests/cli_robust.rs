@@ -20,6 +20,12 @@ fn token() -> impl Strategy<Value = String> {
         Just("-w".to_string()),
         Just("-t".to_string()),
         Just("--status".to_string()),
+        Just("-q".to_string()),
+        Just("-p".to_string()),
+        Just("-J".to_string()),
+        Just("--parsable".to_string()),
+        Just("--stdin".to_string()),
+        Just("UNLIMITED".to_string()),
         "[-a-zA-Z0-9:=\\[\\],é ]{0,12}",
     ]
 }
@@ -32,6 +38,10 @@ proptest! {
         let _ = parse_time_limit(&s);
         let _ = parse_duration_secs(&s);
         let _ = parse_warn_secs(&s);
+        let _ = parse_time_limit_or_unlimited(&s);
+        let _ = parse_connect_secs(&s);
+        let _ = pmix_tools::cli::common::parse_uri_spec(&s);
+        let _ = pmix_tools::cli::pspawn::parse_stdin_target(&s);
         let _ = parse_inheritance(&s);
         let _ = parse_mem_mb(&s);
         let _ = parse_env(&s);

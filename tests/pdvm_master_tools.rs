@@ -327,7 +327,7 @@ fn master_pevent_notification_reaches_a_listening_pwatch() {
             "--count",
             "1",
             "--timeout",
-            "30",
+            "30s",
             "--json",
         ])
         .stdout(Stdio::piped())

@@ -327,7 +327,7 @@ fn a_live_local_process_keeps_the_job_running() {
         .spawn()
         .expect("run sleep");
     let (uri, seen) = fake_dvm(Scenario::Stuck(child.id()));
-    let out = pspawn_against(&uri, &["--timeout", "4"]);
+    let out = pspawn_against(&uri, &["--timeout", "4s"]);
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(out.status.code(), Some(8), "stderr: {}", text(&out.stderr));
@@ -340,7 +340,7 @@ fn a_timed_out_job_whose_end_is_lost_still_ends() {
     // Runs until --timeout; pspawn terminates it, the DVM drops it without
     // any end event: pspawn learns that by asking and reports the time-out.
     let (uri, seen) = fake_dvm(Scenario::GoneAfter(usize::MAX));
-    let out = pspawn_against(&uri, &["--timeout", "1"]);
+    let out = pspawn_against(&uri, &["--timeout", "1s"]);
     assert_eq!(out.status.code(), Some(8), "stderr: {}", text(&out.stderr));
     let seen = seen.lock().unwrap();
     assert!(seen.stopped, "the job was never terminated");

@@ -118,7 +118,7 @@ fn s8_2_1_10_compat_no_warning_expiry_still_reclaims() {
         "-t",
         "1m",
         "--warn-timeout",
-        "30",
+        "30s",
         "--hold",
         "--json",
     ]);

@@ -30,11 +30,11 @@ fn s8_2_1_9_5_warning_only_to_requester() {
         "60",
     ]);
     let mut w = dvm.tool_cmd("pwatch");
-    w.args(["--json", "--timeout", "4"]);
+    w.args(["--json", "--timeout", "4s"]);
     let outside = Bg::start(w);
     let leader_log = dvm.path("leader-watch.out");
     dvm.app(&format!(
-        "(pwatch --json --timeout 4; echo rc=$?) >{leader_log} 2>&1 &"
+        "(pwatch --json --timeout 4s; echo rc=$?) >{leader_log} 2>&1 &"
     ))
     .expect_code(0);
     let mut cmd = dvm.tool_cmd("palloc");
@@ -44,7 +44,7 @@ fn s8_2_1_9_5_warning_only_to_requester() {
         "-t",
         "2m",
         "--warn-timeout",
-        "60",
+        "60s",
         "--request-id",
         "w-req",
         "--hold",
@@ -113,13 +113,13 @@ fn s8_2_1_9_5_extend_refreshes_requester() {
         "60",
     ]);
     let a = dvm
-        .app("palloc -N 1 -t 3m --warn-timeout 60 --request-id first --json")
+        .app("palloc -N 1 -t 3m --warn-timeout 60s --request-id first --json")
         .alloc_id();
     let mut w = dvm.tool_cmd("pwatch");
-    w.args(["--json", "--timeout", "3"]);
+    w.args(["--json", "--timeout", "3s"]);
     let outside = Bg::start(w);
     let o = dvm.app(&format!(
-        "pwatch --alloc {a} --warn-timeout 90 --event timeout-warning --count 1 --timeout 10 --json"
+        "pwatch --alloc {a} --warn-timeout 90s --event timeout-warning --count 1 --timeout 10s --json"
     ));
     o.expect_code(0);
     let ws = warnings(&o);

@@ -664,7 +664,7 @@ pub fn pwatch_sees_a_job_end(tool: &dyn Fn(&str) -> Command) {
             "--count",
             "1",
             "--timeout",
-            "60",
+            "60s",
         ])
         .args(["--exec", &hook])
         .stdin(Stdio::null())

@@ -121,10 +121,15 @@ impl Failure {
         }
     }
 
-    /// Interrupted by a signal (exit 130).
+    /// Interrupted by a signal: exit 130 for SIGINT (or none recorded),
+    /// 128+N for another caught signal N (143 for SIGTERM).
     pub fn interrupted(msg: &str) -> Failure {
+        let exit = match super::signals::caught() {
+            Some(sig) if sig != nix::libc::SIGINT => Exit::Signaled(sig),
+            _ => Exit::Interrupted,
+        };
         Failure {
-            exit: Exit::Interrupted,
+            exit,
             status: None,
             rule: None,
             message: msg.to_string(),

@@ -116,9 +116,20 @@ fn inherit_word(code: Option<u8>) -> &'static str {
         .word()
 }
 
+/// Whether palloc was typed at a terminal outside any job: stdin and
+/// stdout are terminals and no job's namespace is in the environment.
+pub fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("PMIX_NAMESPACE").is_none_or(|v| v.is_empty())
+}
+
 fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     let mut req = args.request();
-    let mode = args.mode();
+    let shell = std::env::var("SHELL").ok();
+    let mode = args.mode_at(interactive(), shell.as_deref());
+    let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
@@ -260,7 +271,19 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     };
     let mut rec = granted_record(&req, &reply, &s, from_application);
     ui.record(&rec);
-    ui.result(&allocation_line(&rec));
+    if args.parsable {
+        ui.result(&rec.alloc_id);
+    } else {
+        ui.result(&allocation_line(&rec));
+    }
+    if opens_shell {
+        if let PallocMode::Run(cmd) = &mode {
+            ui.note(&format!(
+                "starting {} inside allocation {}; exit it to give the allocation back",
+                cmd[0], rec.alloc_id
+            ));
+        }
+    }
     let code = match mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
         PallocMode::Hold => hold(&s, &rec, ui),
@@ -275,11 +298,14 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         }
     };
     ui.note(&rec.on_owner_exit);
-    ui.record(&ExitRecord {
-        exit_code: code,
-        alloc_id: Some(rec.alloc_id.clone()),
-        on_owner_exit: Some(rec.on_owner_exit.clone()),
-    });
+    // A plain grant is one JSON document; --hold and -- CMD stream records.
+    if !matches!(args.mode(), PallocMode::Print) || opens_shell {
+        ui.record(&ExitRecord {
+            exit_code: code,
+            alloc_id: Some(rec.alloc_id.clone()),
+            on_owner_exit: Some(rec.on_owner_exit.clone()),
+        });
+    }
     close(s);
     Ok(code)
 }
@@ -565,6 +591,13 @@ fn release_after(s: &Session, rec: &mut AllocationRecord, program: &str, ui: &Ui
         Ok(_) => {
             rec.on_owner_exit = format!(
                 "{program} ended: released allocation {} (its nodes go back to the scheduler)",
+                rec.alloc_id
+            )
+        }
+        Err(e) if e.status == Status::ERR_NOT_FOUND => {
+            rec.on_owner_exit = format!(
+                "{program} ended; allocation {} had already ended (its time limit was reached, or \
+it was released)",
                 rec.alloc_id
             )
         }

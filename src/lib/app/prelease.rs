@@ -21,13 +21,25 @@ pub fn run(args: &PreleaseArgs) -> i32 {
         Err(f) => return ui.fail(&f),
     };
     let mut first_failure = 0;
+    let mut records = Vec::new();
     for req in requests {
-        let code = one(&s, &req, &ui);
+        let (code, rec) = one(&s, &req, &ui);
+        records.push(rec);
         if first_failure == 0 {
             first_failure = code;
         }
     }
     finish(s);
+    // One JSON document: the release record, or for several ids one
+    // `releases` object listing them.
+    match records.as_slice() {
+        [one] => ui.record(one),
+        many => ui.record(&serde_json::json!({
+            "type": "releases",
+            "results": many,
+            "exit_code": first_failure,
+        })),
+    }
     first_failure
 }
 
@@ -49,7 +61,7 @@ pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
     v
 }
 
-fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> i32 {
+fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     let (op, word, done) = match req.directive {
         directive::REQ_CANCEL => (Operation::Cancel, "cancel", "cancelled request"),
         directive::REAQUIRE => (Operation::Reacquire, "reacquire", "reacquired"),
@@ -70,7 +82,6 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> i32 {
     };
     match allocate(s, req.directive, &release_infos(req)) {
         Ok(_) => {
-            ui.record(&rec);
             let partial = if req.nodes.is_some() || !req.nodelist.is_empty() {
                 " (partial)"
             } else {
@@ -82,7 +93,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> i32 {
                 what
             };
             ui.result(&format!("{done} {what}{partial}"));
-            0
+            (0, rec)
         }
         Err(e) => {
             let attrs = AttrsPresent {
@@ -96,11 +107,10 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> i32 {
             rec.status = f.status.clone().unwrap_or_default();
             rec.exit_code = f.exit.code();
             rec.rule = f.rule.clone();
-            ui.record(&rec);
             if ui.level > -2 {
                 eprintln!("prelease: {}", f.message);
             }
-            f.exit.code()
+            (f.exit.code(), rec)
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
-use crate::cli::request::SpawnRequest;
+use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
 use crate::cli::PspawnArgs;
 use crate::ops::job::JobOutput;
 use crate::ops::spawn::{spawn, spawn_target, target_support, TargetSupport};
@@ -23,6 +23,15 @@ pub fn run(args: &PspawnArgs) -> i32 {
             return ui.fail(&Failure::with(Exit::Usage, None, msg));
         }
     };
+    let ui = if args.parsable {
+        // Only the namespace on stdout; errors still on stderr.
+        Ui {
+            level: ui.level.min(0),
+            ..ui
+        }
+    } else {
+        ui
+    };
     signals::install();
     let s = match connect_for(&args.connect, &ui, args.target.first().map(String::as_str)) {
         Ok(s) => s,
@@ -36,9 +45,25 @@ pub fn run(args: &PspawnArgs) -> i32 {
     }
 }
 
-/// A refused spawn; a mapping failure gets a hint about slots.
-fn spawn_failure(attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
+/// A refused spawn; a mapping failure gets a hint about slots, a missing
+/// program is named.
+fn spawn_failure(req: &SpawnRequest, attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
     let mut f = Failure::refused(Operation::Spawn, attrs, e);
+    if e.status == Status::ERR_NOT_FOUND && !attrs.spawn_target {
+        let names: Vec<&str> = req.apps.iter().map(|a| a.program.as_str()).collect();
+        f.message = format!(
+            "program not found: the DVM cannot find {} (PMIX_ERR_NOT_FOUND); nothing was \
+launched. Check the name, or give its path",
+            names.join(", ")
+        );
+        return f;
+    }
+    if e.status == Status::ERR_JOB_FAILED_TO_LAUNCH {
+        f.message.push_str(
+            ". Hint: the DVM could not start the processes; the usual causes are a program that \
+is not installed on its nodes (or not executable) and a --wdir that does not exist there",
+        );
+    }
     if matches!(
         e.status,
         Status::ERR_JOB_FAILED_TO_MAP | Status::ERR_JOB_INSUFFICIENT_RESOURCES
@@ -84,8 +109,191 @@ fn targets_of(req: &SpawnRequest) -> Vec<String> {
     t
 }
 
+/// Whether the DVM runs its processes on this machine: it listens on a
+/// loopback address (pdvm, a single-node PRRTE), so programs and working
+/// directories can be checked here before anything is sent.
+pub fn dvm_is_local(s: &Session) -> bool {
+    s.conn()
+        .target()
+        .uri
+        .socket_addr()
+        .map(|a| a.ip().is_loopback())
+        .unwrap_or(false)
+}
+
+/// Whether `program` names an executable here: a path, or a name found on
+/// PATH or next to this tool (where pdvm also looks).
+pub fn program_exists(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        return is_exec(std::path::Path::new(program));
+    }
+    let mut dirs: Vec<std::path::PathBuf> = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(std::path::Path::to_path_buf))
+        .into_iter()
+        .collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.iter().any(|d| is_exec(&d.join(program)))
+}
+
+/// The checks made here before a spawn to a DVM on this machine: each
+/// app's program exists (exit 5, `PMIX_ERR_NOT_FOUND`, as the DVM would
+/// answer) and its --wdir is a directory (exit 2, a bad value).
+pub fn check_apps_locally(apps: &[AppSpec]) -> Result<(), Failure> {
+    for a in apps {
+        // A PATH given to the app with -x may find what ours does not.
+        if a.env.iter().any(|e| e.name == "PATH") {
+            continue;
+        }
+        if !program_exists(&a.program) {
+            return Err(Failure::with(
+                Exit::NotFound,
+                Some(Status::ERR_NOT_FOUND.name()),
+                format!(
+                    "program not found: `{}` is not {} (PMIX_ERR_NOT_FOUND); nothing was launched. \
+Check the name, or give its path",
+                    a.program,
+                    if a.program.contains('/') {
+                        "an executable file"
+                    } else {
+                        "on PATH"
+                    }
+                ),
+            ));
+        }
+    }
+    for a in apps {
+        if let Some(w) = &a.wdir {
+            let p = std::env::current_dir()
+                .map(|h| h.join(w))
+                .unwrap_or_else(|_| w.into());
+            if !p.is_dir() {
+                return Err(Failure::with(
+                    Exit::Usage,
+                    None,
+                    format!(
+                        "--wdir {w}: no such directory on this machine, where the DVM runs the \
+job; nothing was launched"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a job's end status says when the DVM could not start it (PRRTE
+/// reports these as the job's status): the failure to report instead of a
+/// bare status.
+fn launch_status_failure(ns: &str, status: i32) -> Option<Failure> {
+    let (exit, what) = match Status(status) {
+        Status::ERR_JOB_EXE_NOT_FOUND => (Exit::NotFound, "its program was not found"),
+        Status::ERR_JOB_APP_NOT_EXECUTABLE => (Exit::NotFound, "its program is not executable"),
+        Status::ERR_JOB_WDIR_NOT_FOUND => {
+            (Exit::Usage, "its working directory (--wdir) does not exist")
+        }
+        _ => return None,
+    };
+    Some(Failure::with(
+        exit,
+        Some(Status(status).name()),
+        format!(
+            "job {ns} could not start: {what} ({})",
+            Status(status).name()
+        ),
+    ))
+}
+
+/// Whether our stdin can be read without being stopped: not a terminal,
+/// or a terminal whose foreground process group is ours (a job put in the
+/// background of an interactive shell would get SIGTTIN).
+fn stdin_readable() -> bool {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin_is_dev_null() {
+        // Nothing to forward: the job gets no stdin pipe at all.
+        return false;
+    }
+    if !stdin.is_terminal() {
+        return true;
+    }
+    nix::unistd::tcgetpgrp(&stdin).is_ok_and(|fg| fg == nix::unistd::getpgrp())
+}
+
+/// Whether our stdin is `/dev/null` (or closed): there is no input to
+/// forward, and the job is better off with its own end of file.
+fn stdin_is_dev_null() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ours = match nix::sys::stat::fstat(0) {
+        Ok(st) => st,
+        Err(_) => return true,
+    };
+    std::fs::metadata("/dev/null").is_ok_and(|null| {
+        ours.st_rdev == null.rdev() && (ours.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFCHR
+    })
+}
+
+/// Forward our stdin to `rank` of job `ns` on a thread of its own (PMIx IOF
+/// push); end of input closes the rank's stdin. A DVM that refuses pushes
+/// leaves the job without input (said with -v).
+fn start_stdin_forwarding(s: &Session, ns: &str, rank: u32, ui: &Ui) {
+    let conn = s.shared_conn();
+    let target = crate::codec::Proc {
+        nspace: ns.to_string(),
+        rank,
+    };
+    let timeout = s.timeout();
+    let ui = ui.clone();
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin().lock();
+        if let Err(e) = crate::ops::iof::forward_stdin(
+            &conn,
+            std::slice::from_ref(&target),
+            &mut input,
+            timeout,
+        ) {
+            ui.detail(&format!("stdin not forwarded to rank {rank}: {e}"));
+        }
+    });
+}
+
+/// The sentence and exit 8 for a job the DVM stopped (SIGTERM/SIGKILL)
+/// because the allocation it ran in ended, or `None` when the allocations
+/// it targeted are still there.
+fn allocation_end_failure(s: &Session, ns: &str, targets: &[String]) -> Option<Failure> {
+    let live = crate::ops::status_query::reservations(s, None).ok()?;
+    let gone: Vec<&String> = targets
+        .iter()
+        .filter(|t| !live.iter().any(|r| &r.alloc_id == *t))
+        .collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let gone: Vec<&str> = gone.iter().map(|g| g.as_str()).collect();
+    Some(Failure::with(
+        Exit::TimedOut,
+        None,
+        format!(
+            "job {ns} was stopped by the DVM: allocation {} ended while it ran (its time limit \
+was reached, or it was released); extend it with `palloc --extend ID -t DURATION` next time",
+            gone.join(", ")
+        ),
+    ))
+}
+
 /// Spawn the job of `req` and, unless detached, follow it to its end.
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
+    if dvm_is_local(s) {
+        check_apps_locally(&req.apps)?;
+    }
     let apps: Vec<_> = req.apps.iter().map(launch::to_app).collect();
     let nprocs: u32 = req.apps.iter().map(|a| a.np).sum();
     let target = spawn_target(&req.targets, req.default_pool);
@@ -106,13 +314,12 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     if req.detach {
         // No output forwarding (nobody stays to read it), but the DVM still
         // announces the job's end, so `pwatch --job NSPACE` can wait for it.
-        let mut info = vec![crate::codec::Info::new(
-            crate::ops::keys::NOTIFY_COMPLETION,
-            true,
-        )];
+        let mut info = vec![
+            crate::codec::Info::new(crate::ops::keys::NOTIFY_COMPLETION, true),
+            crate::codec::Info::new(crate::ops::iof::STDIN_TGT, "none"),
+        ];
         info.extend(launch::placement_info(target, req.map_by.as_deref()));
-        let ns =
-            spawn(s, &info, &apps).map_err(|e| Failure::refused(Operation::Spawn, &attrs, &e))?;
+        let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(req, &attrs, &e))?;
         job.nspace = ns.clone();
         ui.record(&job);
         ui.result(&ns);
@@ -120,11 +327,22 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
-    let info = launch::job_info(target, req.map_by.as_deref());
-    let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(&attrs, &e))?;
+    let mut info = launch::job_info(target, req.map_by.as_deref());
+    let stdin_rank = match req.stdin {
+        StdinTarget::Rank(r) if stdin_readable() => Some(r),
+        _ => None,
+    };
+    info.push(crate::codec::Info::new(
+        crate::ops::iof::STDIN_TGT,
+        stdin_rank.map_or_else(|| "none".to_string(), |r| r.to_string()),
+    ));
+    let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(req, &attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(&job);
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
+    if let Some(rank) = stdin_rank {
+        start_stdin_forwarding(s, &ns, rank, ui);
+    }
     let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
     let timeout = req.timeout_secs.map(Duration::from_secs);
     let followed = launch::follow(s, &ns, timeout, &mut |o| {
@@ -136,6 +354,15 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     sink.flush();
     let code = match followed {
         Followed::Ended(end) => {
+            if let Some(f) = launch_status_failure(&ns, end.exit_status) {
+                return Err(f);
+            }
+            // Stopped by the DVM (SIGTERM/SIGKILL): at its allocation's end?
+            if matches!(end.exit_status, 137 | 143) && !req.targets.is_empty() {
+                if let Some(f) = allocation_end_failure(s, &ns, &req.targets) {
+                    return Err(f);
+                }
+            }
             let exit = launch::job_exit(&end);
             if !end.announced {
                 if let Some(m) = &end.message {
@@ -153,8 +380,8 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         }
         Followed::TimedOut => {
             return Err(Failure::timed_out(&format!(
-                "job {ns} did not finish within {}s; it was terminated",
-                req.timeout_secs.unwrap_or(0)
+                "job {ns} reached its time limit (--timeout {}) and was terminated",
+                crate::render::human::duration(req.timeout_secs.unwrap_or(0))
             )))
         }
         Followed::Interrupted(sig) => {

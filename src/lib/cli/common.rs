@@ -38,7 +38,34 @@ pub fn parse_uri_spec(s: &str) -> Result<UriSpec, String> {
         Some("") => Err(format!("`file:` needs a path: expected {FORMS}")),
         Some(p) => Ok(UriSpec::File(PathBuf::from(p))),
         None if s.trim().is_empty() => Err(format!("an empty URI is not valid: expected {FORMS}")),
-        None => Ok(UriSpec::Literal(s.to_string())),
+        None => match uri_shape_problem(s.trim()) {
+            Some(why) => Err(format!(
+                "`{s}` is not a server URI ({why}): expected {FORMS}"
+            )),
+            None => Ok(UriSpec::Literal(s.to_string())),
+        },
+    }
+}
+
+/// What is wrong with the shape of a literal URI `NSPACE.RANK;tcpN://HOST:PORT`
+/// (checked without resolving the host), or `None`.
+fn uri_shape_problem(s: &str) -> Option<&'static str> {
+    let Some((id, address)) = s.split_once(';') else {
+        return Some("no `;` between the server's NSPACE.RANK and its address");
+    };
+    match id.rsplit_once('.') {
+        Some((ns, rank)) if !ns.is_empty() && rank.parse::<u32>().is_ok() => {}
+        _ => return Some("it does not start with the server's NSPACE.RANK"),
+    }
+    let Some(rest) = ["tcp4://", "tcp6://", "tcp://"]
+        .iter()
+        .find_map(|p| address.strip_prefix(p))
+    else {
+        return Some("the address is not tcp4://, tcp6:// or tcp://");
+    };
+    match rest.trim_end_matches('/').rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => None,
+        _ => Some("the address has no HOST:PORT"),
     }
 }
 
@@ -89,11 +116,12 @@ pub struct ConnectArgs {
     #[arg(long, value_name = "DIR")]
     pub tmpdir: Option<PathBuf>,
 
-    /// Keep trying to connect for up to SECS seconds.
-    #[arg(long, value_name = "SECS", value_parser = super::parse::parse_duration_secs)]
+    /// Delay between connection retries (see --num-connect-retries); a plain number
+    /// is seconds here, as in the OpenPMIx tools (default 1s).
+    #[arg(long, value_name = "SECS", value_parser = super::parse::parse_connect_secs)]
     pub wait_to_connect: Option<u64>,
 
-    /// Retry a failed connection N times.
+    /// Retry a failed connection N times, waiting --wait-to-connect between tries.
     #[arg(long, value_name = "N", value_parser = super::parse::parse_count_u32)]
     pub num_connect_retries: Option<u32>,
 
@@ -128,12 +156,14 @@ impl ConnectArgs {
     }
 }
 
-/// Output flags for pspawn, prelease, pwatch and pdvm: `--json`, `-q`, `-v`.
+/// Output flags of every tool: `--json`, `-q/--quiet`, `-v/--verbose`
+/// (`-q` means `--quiet` in every tool).
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Output")]
 pub struct OutputArgs {
-    /// Print one JSON object per result (JSON lines for streams); field names
-    /// are listed under JSON FIELDS in the man page.
+    /// Print JSON: a one-shot result is ONE JSON document; a stream (events,
+    /// a job's output) is JSON lines, one object per line. Field names are
+    /// listed under JSON FIELDS in the man page.
     #[arg(long)]
     pub json: bool,
 
@@ -144,34 +174,6 @@ pub struct OutputArgs {
     /// Print more: once for details, twice for protocol tracing on stderr.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
-}
-
-/// Output flags for palloc, where `-q` means `--queue` (as in the issue and
-/// OpenPMIx palloc), so quiet is `--quiet` only.
-#[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Output")]
-pub struct LongQuietOutputArgs {
-    /// Print one JSON object per result; see JSON FIELDS in the man page.
-    #[arg(long)]
-    pub json: bool,
-
-    /// Print less (repeatable). palloc has no `-q` short form: `-q` is `--queue`.
-    #[arg(long = "quiet", action = clap::ArgAction::Count)]
-    pub quiet: u8,
-
-    /// Print more (repeatable).
-    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
-    pub verbose: u8,
-}
-
-impl From<&LongQuietOutputArgs> for OutputArgs {
-    fn from(o: &LongQuietOutputArgs) -> Self {
-        OutputArgs {
-            json: o.json,
-            quiet: o.quiet,
-            verbose: o.verbose,
-        }
-    }
 }
 
 impl OutputArgs {
@@ -209,10 +211,20 @@ mod tests {
             Ok(UriSpec::File("/tmp/u".into()))
         );
         assert_eq!(
-            parse_uri_spec("x;tcp4://1"),
-            Ok(UriSpec::Literal("x;tcp4://1".into()))
+            parse_uri_spec("x.0;tcp4://h:1"),
+            Ok(UriSpec::Literal("x.0;tcp4://h:1".into()))
         );
         assert!(parse_uri_spec("file:").is_err());
+        for bad in [
+            "garbage",
+            "x;tcp4://1",
+            "ns.0;udp://h:1",
+            "ns.r;tcp4://h:1",
+            "ns.0;tcp4://h",
+        ] {
+            assert!(parse_uri_spec(bad).is_err(), "{bad}");
+        }
+        assert!(parse_uri_spec("prte-vm-1@0.0;tcp4://127.0.0.1:40211").is_ok());
         assert_eq!(parse_pid_spec("42"), Ok(PidSpec::Literal(42)));
         assert_eq!(parse_pid_spec("file:p"), Ok(PidSpec::File("p".into())));
         assert!(parse_pid_spec("0").is_err());

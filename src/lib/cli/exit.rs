@@ -11,8 +11,9 @@
 //! | 5 | not found (`PMIX_ERR_NOT_FOUND`) |
 //! | 6 | no permission (`PMIX_ERR_NO_PERMISSIONS`) |
 //! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
-//! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`) |
-//! | 130 | interrupted (Ctrl-C; a pending allocation request was cancelled) |
+//! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`, a job stopped at its allocation's time limit) |
+//! | 130 | interrupted (Ctrl-C, SIGINT; a pending allocation request was cancelled) |
+//! | 143 | ended by SIGTERM (128+15; SIGHUP gives 129) |
 //!
 //! Once `palloc -- CMD` or `pspawn` has launched a command, the tool exits
 //! with the command's own status instead; a command killed by signal N gives
@@ -38,6 +39,8 @@ pub const NOT_SUPPORTED: i32 = 7;
 pub const TIMED_OUT: i32 = 8;
 /// Interrupted by the user (128 + SIGINT).
 pub const INTERRUPTED: i32 = 130;
+/// Ended by SIGTERM (128 + 15).
+pub const TERMINATED: i32 = 143;
 
 /// The tool's own outcomes, as an enum; [`Exit::code`] gives the number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,10 +113,18 @@ pub const EXIT_TABLE: &[(i32, &str)] = &[
         NOT_SUPPORTED,
         "not supported by this DVM (PMIX_ERR_NOT_SUPPORTED)",
     ),
-    (TIMED_OUT, "timed out (--timeout, PMIX_ERR_TIMEOUT)"),
+    (
+        TIMED_OUT,
+        "timed out (--timeout, PMIX_ERR_TIMEOUT), or a job stopped because its allocation \
+reached its time limit",
+    ),
     (
         INTERRUPTED,
-        "interrupted (Ctrl-C); a queued allocation request is cancelled first",
+        "interrupted (Ctrl-C, SIGINT); a queued allocation request is cancelled first",
+    ),
+    (
+        TERMINATED,
+        "ended by SIGTERM (128+15); a queued request is cancelled, a running job stopped first",
     ),
 ];
 
@@ -228,6 +239,9 @@ pub fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'stati
         (AllocExtend | Release, "PMIX_ERR_NO_PERMISSIONS") => Some(
             "only the owning namespace and jobs spawned into the reservation may do this; run from that job, or see `pwatch --status --what reservations`",
         ),
+        (Spawn, "PMIX_ERR_NOT_FOUND") if !attrs.spawn_target => {
+            Some("check the program's name and that it is installed on the DVM's nodes (give a path, or fix PATH)")
+        }
         (_, "PMIX_ERR_NOT_FOUND") => Some("list existing reservations with `pwatch --status --what reservations`"),
         (Spawn, "PMIX_ERR_NO_PERMISSIONS") => Some("target only reservations your job owns or was spawned into"),
         (_, "PMIX_ERR_NOT_SUPPORTED") if attrs.non_default_inheritance => {

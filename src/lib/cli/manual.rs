@@ -101,12 +101,12 @@ A PMIX_ALLOC_TIMEOUT_WARNING goes only to the process that requested the \
 allocation, and each EXTEND makes its sender the requester (§8.2.1.9.5). Three \
 patterns make sure a person or a program sees it:
 
-From a shell: `palloc -t 1h --warn-timeout 300 -- CMD` (or --hold) is the \
+From a shell: `palloc -t 1h --warn-timeout 5m -- CMD` (or --hold) is the \
 requester and prints each warning on stderr (and as a JSON event with --json) \
 while CMD runs.
 
 From a batch script (a job): palloc returns after the grant, so start \
-`pwatch --alloc ID --warn-timeout 300 --extend-by 30m &` from the same job. It \
+`pwatch --alloc ID --warn-timeout 5m --extend-by 30m &` from the same job. It \
 arms the warning with an EXTEND carrying PMIX_ALLOC_WARN_TIMEOUT, which the job \
 may send as owner and which makes pwatch the requester, then answers every \
 warning with an EXTEND that re-arms it (or use --exec to checkpoint instead).
@@ -132,7 +132,7 @@ pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
                 "reserve four named nodes for a running job",
             ),
             (
-                "palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 300",
+                "palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m",
                 "add a node and an hour, warn 5 minutes before the end",
             ),
             (
@@ -176,7 +176,7 @@ pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
                 "table of reservations",
             ),
             (
-                "pwatch --status --json --interval 5",
+                "pwatch --status --json --interval 5s",
                 "JSON lines every five seconds",
             ),
             (
@@ -184,7 +184,7 @@ pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
                 "wait for one job to end",
             ),
             (
-                "pwatch --alloc alloc.3 --warn-timeout 300 --extend-by 30m",
+                "pwatch --alloc alloc.3 --warn-timeout 5m --extend-by 30m",
                 "keep an allocation alive from a job",
             ),
             (

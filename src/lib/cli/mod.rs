@@ -29,6 +29,6 @@ pub use pspawn::PspawnArgs;
 pub use pwatch::PwatchArgs;
 pub use request::{
     AllocRequest, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusWatch,
-    StatusWhat, WatchRequest,
+    StatusWhat, StdinTarget, WatchRequest,
 };
 pub use validate::{parse_validated, try_parse_validated, Validate};

@@ -1,9 +1,9 @@
 //! `palloc`: request an allocation (NEW) or extend one (EXTEND).
 
-use super::common::{ConnectArgs, LongQuietOutputArgs, OutputArgs};
+use super::common::{ConnectArgs, OutputArgs};
 use super::parse::{
-    parse_count, parse_id, parse_inheritance, parse_mem_mb, parse_nodelist_arg, parse_time_limit,
-    parse_warn_secs, Inheritance, NodeList,
+    parse_count, parse_id, parse_inheritance, parse_mem_mb, parse_nodelist_arg,
+    parse_time_limit_or_unlimited, parse_warn_secs, Inheritance, NodeList, TimeLimit,
 };
 use super::request::{directive, AllocRequest};
 use clap::Parser;
@@ -51,28 +51,51 @@ with default (also when --inherit is absent) they stay in the DVM, unreserved, \
 for anyone; with child-default they become unreserved when the last descendant \
 ends.
 
+With no command, typed at a terminal (stdin and stdout) outside any job, \
+palloc opens your $SHELL inside the allocation, as salloc and flux alloc do: \
+`palloc` alone is `palloc -N 1 -- $SHELL`. In scripts (stdin or stdout not a \
+terminal), inside a job, and with --json, --parsable, --hold, --no-wait or an \
+EXTEND, it requests, prints the grant and exits. A NEW that names no nodes \
+(-N, -w, -c) asks for one node, as salloc does.
+
+Durations: -t and --warn-timeout follow the suite's one rule — a plain \
+number is minutes (as in Slurm); 45s, 30m, 2h, 1d, MM:SS and [D-]HH:MM:SS are \
+accepted by every duration flag; -t also takes UNLIMITED (no time limit \
+asked for).
+
+Output: the grant is one line on stdout; --parsable prints the allocation id \
+alone (with --no-wait, the request id), like sbatch --parsable; --json prints \
+the grant as ONE JSON document — with --hold or -- CMD, palloc then stays, \
+and its later records (timeout warnings, the exit record) follow as JSON \
+lines.
+
 While the scheduler queues the request a spinner says so on a terminal; Ctrl-C \
-cancels the queued request (PMIX_ALLOC_REQ_CANCEL) and exits 130.";
+cancels the queued request (PMIX_ALLOC_REQ_CANCEL) and exits 130 (SIGTERM: \
+143).";
 
 const AFTER_HELP: &str = "\
 EXIT STATUS:
   0 granted (or, with -- CMD, CMD's own status; 128+N if CMD died of signal N)
   2 usage error   3 cannot connect   4 refused   5 not found   6 no permission
-  7 not supported by this DVM   8 timed out   130 interrupted   1 other error
+  7 not supported by this DVM   8 timed out   130 interrupted (SIGINT)
+  143 ended by SIGTERM   1 other error
 
 EXAMPLES:
-  palloc -N 2 -t 30m -- ./run.sh        hold 2 nodes while run.sh runs inside them
+  palloc                                a shell inside a 1-node allocation (at a terminal)
+  palloc -N 2 -t 30 -- ./run.sh         hold 2 nodes for at most 30 minutes while run.sh runs
+  ID=$(palloc -N 1 --parsable)          just the allocation id
   palloc -N 4 --inherit child --hold    print the id, keep it until Ctrl-C/SIGTERM
   palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child
-  palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 300
+  palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m
+  palloc -p debug -J nightly -N 2 -t UNLIMITED
   palloc -N 8 --no-wait --request-id nightly   return at once with the request id";
 
 /// `palloc` flags.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "palloc", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PallocArgs {
-    /// Number of nodes (PMIX_ALLOC_NUM_NODES).
-    #[arg(short = 'N', long, value_name = "N", value_parser = parse_count)]
+    /// Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1).
+    #[arg(short = 'N', long, value_name = "N", value_parser = parse_count, allow_hyphen_values = true)]
     pub nodes: Option<u64>,
 
     /// Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST).
@@ -80,27 +103,29 @@ pub struct PallocArgs {
     pub nodelist: Option<NodeList>,
 
     /// Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE).
-    #[arg(short = 'x', long, value_name = "LIST", value_parser = parse_nodelist_arg)]
+    /// Long form only: `-x` means --env throughout the suite.
+    #[arg(long, value_name = "LIST", value_parser = parse_nodelist_arg)]
     pub exclude: Option<NodeList>,
 
     /// Number of CPUs (PMIX_ALLOC_NUM_CPUS).
-    #[arg(short = 'c', long, value_name = "N", value_parser = parse_count)]
+    #[arg(short = 'c', long, value_name = "N", value_parser = parse_count, allow_hyphen_values = true)]
     pub cpus: Option<u64>,
 
     /// Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE).
     #[arg(long, value_name = "SIZE", value_parser = parse_mem_mb)]
     pub mem: Option<f32>,
 
-    /// Time limit: 90 (minutes), 45:00, 2:00:00, 1-00:00:00, 2h, 1d (PMIX_ALLOC_TIME).
-    #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_time_limit)]
-    pub time: Option<u64>,
+    /// Time limit (PMIX_ALLOC_TIME): a plain number is minutes; or 45s, 30m, 2h, 1d,
+    /// MM:SS, [D-]HH:MM:SS; UNLIMITED asks for none.
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = parse_time_limit_or_unlimited)]
+    pub time: Option<TimeLimit>,
 
-    /// Scheduler queue (PMIX_ALLOC_QUEUE). `-q` is this, not --quiet.
-    #[arg(short = 'q', long, value_name = "QUEUE", value_parser = parse_id)]
+    /// Scheduler queue, Slurm's partition (PMIX_ALLOC_QUEUE).
+    #[arg(short = 'p', long = "partition", visible_alias = "queue", value_name = "QUEUE", value_parser = parse_id)]
     pub queue: Option<String>,
 
-    /// Your own id for this request, echoed in the reply (PMIX_ALLOC_REQ_ID).
-    #[arg(long, value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "extend_request")]
+    /// Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID).
+    #[arg(short = 'J', long, visible_alias = "job-name", value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "extend_request")]
     pub request_id: Option<String>,
 
     /// Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only).
@@ -116,8 +141,9 @@ pub struct PallocArgs {
     #[arg(long, value_name = "RULE", value_parser = parse_inheritance)]
     pub inherit: Option<u8>,
 
-    /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT; plain = seconds).
-    #[arg(long, value_name = "SECS", value_parser = parse_warn_secs)]
+    /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT):
+    /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS.
+    #[arg(long, value_name = "DURATION", value_parser = parse_warn_secs)]
     pub warn_timeout: Option<u32>,
 
     /// Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID).
@@ -136,6 +162,10 @@ pub struct PallocArgs {
     #[arg(long)]
     pub hold: bool,
 
+    /// Print only the allocation id (with --no-wait, the request id), as sbatch --parsable.
+    #[arg(long, conflicts_with = "json")]
+    pub parsable: bool,
+
     /// With `-- CMD`: do not release the allocation when CMD ends (the --inherit rule then decides
     /// what becomes of it when its owner ends).
     #[arg(long, requires = "command")]
@@ -147,7 +177,7 @@ pub struct PallocArgs {
 
     /// Output format and verbosity.
     #[command(flatten)]
-    pub output: LongQuietOutputArgs,
+    pub output: OutputArgs,
 
     /// Command to run inside the allocation once granted (after `--`): a local process with your
     /// environment, directory, stdin and terminal; the tools it runs act within the allocation.
@@ -212,18 +242,23 @@ or the `-- CMD`"
     /// The request to send.
     pub fn request(&self) -> AllocRequest {
         let extending = self.is_extend();
+        let names_nodes = self.nodes.is_some() || self.nodelist.is_some() || self.cpus.is_some();
         AllocRequest {
             directive: if extending {
                 directive::EXTEND
             } else {
                 directive::NEW
             },
-            nodes: self.nodes,
+            nodes: if extending || names_nodes {
+                self.nodes
+            } else {
+                Some(1)
+            },
             nodelist: self.nodelist.clone().unwrap_or_default().0,
             exclude: self.exclude.clone().unwrap_or_default().0,
             cpus: self.cpus,
             mem_mb: self.mem,
-            time_secs: self.time,
+            time_secs: self.time.and_then(|t| t.0),
             queue: self.queue.clone(),
             request_id: self
                 .extend_request
@@ -237,8 +272,31 @@ or the `-- CMD`"
         }
     }
 
-    /// What to do after sending the request.
+    /// What to do after sending the request (never a shell: see [`PallocArgs::mode_at`]).
     pub fn mode(&self) -> PallocMode {
+        self.mode_at(false, None)
+    }
+
+    /// Whether palloc with no command opens a shell: typed at a terminal
+    /// (`interactive`: stdin and stdout are terminals, outside any job) for a
+    /// NEW without --json, --parsable, --hold or --no-wait.
+    pub fn opens_shell(&self, interactive: bool) -> bool {
+        interactive
+            && self.command.is_empty()
+            && !self.is_extend()
+            && !self.no_wait
+            && !self.hold
+            && !self.parsable
+            && !self.output.json
+    }
+
+    /// What to do after sending the request; `interactive` as for
+    /// [`PallocArgs::opens_shell`], `shell` the user's `$SHELL`.
+    pub fn mode_at(&self, interactive: bool, shell: Option<&str>) -> PallocMode {
+        if self.opens_shell(interactive) {
+            let sh = shell.filter(|s| !s.is_empty()).unwrap_or("/bin/sh");
+            return PallocMode::Run(vec![sh.to_string()]);
+        }
         if self.no_wait {
             PallocMode::NoWait
         } else if self.hold {
@@ -250,9 +308,9 @@ or the `-- CMD`"
         }
     }
 
-    /// The output flags in their common form.
+    /// The output flags.
     pub fn output(&self) -> OutputArgs {
-        OutputArgs::from(&self.output)
+        self.output.clone()
     }
 }
 

@@ -21,13 +21,18 @@ reservation from a plain shell is refused with PMIX_ERR_NO_PERMISSIONS (exit 6).
 An id that does not exist gives PMIX_ERR_NOT_FOUND (exit 5).
 
 Several ids are released one by one; prelease reports each and exits with the \
-first failure's code.";
+first failure's code.
+
+Output: one line per id on stdout; --json prints ONE JSON document: the \
+release object for one id, or for several a `releases` object whose \
+`results` lists them, with the overall `exit_code`.";
 
 const AFTER_HELP: &str = "\
 EXIT STATUS:
   0 all released   2 usage error   3 cannot connect   4 refused
   5 not found (PMIX_ERR_NOT_FOUND)   6 not yours (PMIX_ERR_NO_PERMISSIONS)
-  7 not supported by this DVM   8 timed out   1 other error
+  7 not supported by this DVM   8 timed out   130 interrupted (SIGINT)
+  143 ended by SIGTERM   1 other error
 
 EXAMPLES:
   prelease alloc.3 alloc.4

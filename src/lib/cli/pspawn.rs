@@ -6,7 +6,7 @@ use super::parse::{
     parse_count_u32, parse_duration_secs, parse_env, parse_id, parse_nodelist_arg, EnvSpec,
     NodeList,
 };
-use super::request::SpawnRequest;
+use super::request::{SpawnRequest, StdinTarget};
 use clap::Parser;
 
 const ABOUT: &str = "Launch a job into the DVM, forward its output and return its exit status";
@@ -38,6 +38,26 @@ announces the job's end, pspawn asks it about the job once the job has been \
 silent for 1 s (then with the gap doubling up to 16 s), and reports the best \
 known status with a warning: 1 if a process was seen failing, else 0.
 
+Input: pspawn forwards its stdin to rank 0 of the job (as srun and prun do; \
+PMIx IOF push), and closes rank 0's stdin at end of input, so \
+`echo hello | pspawn cat` prints hello. --stdin none gives the job no input \
+(rank 0 reads end of file), --stdin RANK sends it to another rank. With \
+--detach nothing is forwarded.
+
+Errors before anything runs are said plainly: a program that does not exist \
+(exit 5, PMIX_ERR_NOT_FOUND) and a --wdir that is not a directory (exit 2, \
+checked here when the DVM runs on this machine, else reported by the DVM) \
+are named. A job stopped by --timeout says so and exits 8; a job the DVM \
+stops because its allocation ended (time limit reached) says so and exits 8.
+
+Output: the job's output is forwarded as is; --tag-output prefixes each line \
+with [rank]; --json makes the output a stream of JSON lines (one object per \
+output line, then the job's end); --detach prints the job's namespace, and \
+--parsable makes that the only thing printed.
+
+Durations: --timeout follows the suite's one rule: a plain number is \
+minutes (as in Slurm); 45s, 30m, 2h, 1d, MM:SS and [D-]HH:MM:SS are accepted.
+
 Identity: inside a job, pspawn acts for that job's namespace (the new job is \
 its child, which matters for CHILD inheritance rules and ownership); outside, it \
 connects as a tool. --as-tool forces the latter.";
@@ -46,13 +66,16 @@ const AFTER_HELP: &str = "\
 EXIT STATUS:
   the job's status (first non-zero; 128+N for signal N), or before launch:
   2 usage error   3 cannot connect   4 refused   5 not found   6 no permission
-  7 not supported   8 timed out (--timeout)   130 interrupted   1 other error
+  7 not supported   8 timed out (--timeout, or the allocation's time limit)
+  130 interrupted (SIGINT)   143 ended by SIGTERM   1 other error
 
 EXAMPLES:
   pspawn -n 4 ./a.out arg1                 four processes of a.out
   pspawn -n 1 ./manager : -n 8 ./worker    MPMD job with two apps
   pspawn --target alloc.3 --default-pool -n 16 ./solver
-  pspawn --detach -x OMP_NUM_THREADS=4 ./service";
+  echo hello | pspawn cat                  stdin goes to rank 0
+  pspawn --timeout 90s ./step              stop it after 90 seconds (plain 90: minutes)
+  NS=$(pspawn --detach --parsable -x OMP_NUM_THREADS=4 ./service)";
 
 /// `pspawn` flags; the trailing `APP` holds the first program, its arguments
 /// and any further `:`-separated apps.
@@ -60,7 +83,7 @@ EXAMPLES:
 #[command(name = "pspawn", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PspawnArgs {
     /// Number of processes (default 1; applies to every app without its own -n).
-    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32)]
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32, allow_hyphen_values = true)]
     pub np: Option<u32>,
 
     /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable).
@@ -93,13 +116,22 @@ pub struct PspawnArgs {
     #[arg(long, conflicts_with = "detach")]
     pub tag_output: bool,
 
-    /// Kill the job and exit 8 after this long (plain numbers are seconds).
+    /// Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m,
+    /// 2h, 1d, MM:SS, [D-]HH:MM:SS.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, conflicts_with = "detach")]
     pub timeout: Option<u64>,
 
     /// Print the job's namespace and return without waiting for it.
     #[arg(long)]
     pub detach: bool,
+
+    /// With --detach: print only the job's namespace, nothing else (as sbatch --parsable).
+    #[arg(long, requires = "detach", conflicts_with = "json")]
+    pub parsable: bool,
+
+    /// Which rank gets pspawn's stdin: a rank number (default 0) or `none`.
+    #[arg(long, value_name = "RANK|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
+    pub stdin: Option<StdinTarget>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
@@ -117,6 +149,17 @@ pub struct PspawnArgs {
         allow_hyphen_values = true
     )]
     pub app: Vec<String>,
+}
+
+/// Parse `--stdin RANK|none`.
+pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(StdinTarget::None);
+    }
+    t.parse::<u32>()
+        .map(StdinTarget::Rank)
+        .map_err(|_| format!("`{s}` is not a stdin target: expected a rank such as 0, or none"))
 }
 
 impl PspawnArgs {
@@ -138,6 +181,11 @@ impl PspawnArgs {
             tag_output: self.tag_output,
             timeout_secs: self.timeout,
             detach: self.detach,
+            stdin: if self.detach {
+                StdinTarget::None
+            } else {
+                self.stdin.unwrap_or(StdinTarget::Rank(0))
+            },
         })
     }
 

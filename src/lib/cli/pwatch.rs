@@ -30,7 +30,7 @@ them depends on the pattern:
   shell: `palloc … -- CMD` or `palloc --hold` is the requester and prints the \
 warnings itself;
   batch script (run inside a job): palloc returns, so start \
-`pwatch --alloc ID --warn-timeout 300 --extend-by 30m &` from the same job; it \
+`pwatch --alloc ID --warn-timeout 5m --extend-by 30m &` from the same job; it \
 arms the warning at once with an EXTEND carrying only PMIX_ALLOC_WARN_TIMEOUT \
 (the job's namespace owns the reservation, so it may), which makes pwatch the \
 requester, and answers every warning with an EXTEND that re-arms it;
@@ -47,9 +47,9 @@ EXIT STATUS:
 
 EXAMPLES:
   pwatch --status --what reservations
-  pwatch --status --json --interval 5
+  pwatch --status --json --interval 5s
   pwatch --event job-end --job myjob@1 --count 1
-  pwatch --alloc alloc.3 --extend-by 30m --warn-timeout 300
+  pwatch --alloc alloc.3 --extend-by 30 --warn-timeout 5   (both in minutes)
   pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'";
 
 /// `pwatch` flags.
@@ -70,7 +70,7 @@ pub struct PwatchArgs {
     )]
     pub what: Vec<StatusWhat>,
 
-    /// With --status: refresh every so often (plain numbers are seconds).
+    /// With --status: refresh every so often (a plain number is minutes; or 5s, 2m, MM:SS).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, requires = "status")]
     pub interval: Option<u64>,
 
@@ -95,7 +95,8 @@ pub struct PwatchArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "status")]
     pub count: Option<u64>,
 
-    /// Stop after this long (plain numbers are seconds); exit 8 if nothing matched.
+    /// Stop after this long (a plain number is minutes; or 30s, 2h, MM:SS); exit 8 if
+    /// nothing matched.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, conflicts_with = "status")]
     pub timeout: Option<u64>,
 
@@ -103,14 +104,15 @@ pub struct PwatchArgs {
     #[arg(long, value_name = "CMD", conflicts_with = "status")]
     pub exec: Option<String>,
 
-    /// Answer each timeout warning with an EXTEND of this time (plain = minutes, like -t).
+    /// Answer each timeout warning with an EXTEND of this time (a plain number is
+    /// minutes; or 30s, 2h, MM:SS, [D-]HH:MM:SS).
     #[arg(long, value_name = "DURATION", value_parser = parse_time_limit, conflicts_with = "status")]
     pub extend_by: Option<u64>,
 
     /// Arm the warning for each --alloc at start, and re-arm it on each
-    /// --extend-by EXTEND (PMIX_ALLOC_WARN_TIMEOUT; plain = seconds). Arming
+    /// --extend-by EXTEND (PMIX_ALLOC_WARN_TIMEOUT; a plain number is minutes, or 300s). Arming
     /// makes this pwatch the requester that receives the warnings.
-    #[arg(long, value_name = "SECS", value_parser = parse_warn_secs, conflicts_with = "status")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_warn_secs, conflicts_with = "status")]
     pub warn_timeout: Option<u32>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).

@@ -76,6 +76,18 @@ pub struct SpawnRequest {
     pub timeout_secs: Option<u64>,
     /// Print the namespace and return without waiting.
     pub detach: bool,
+    /// Which rank receives the launcher's stdin.
+    pub stdin: StdinTarget,
+}
+
+/// Where a job's stdin comes from (`pspawn --stdin`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StdinTarget {
+    /// No process gets input (`PMIX_STDIN_TGT` = `none`).
+    #[default]
+    None,
+    /// This rank gets the launcher's stdin (`PMIX_STDIN_TGT` = the rank).
+    Rank(u32),
 }
 
 /// One release-family request (prelease): RELEASE, REQ_CANCEL or REAQUIRE.

@@ -51,3 +51,106 @@ pub fn decode_iof(d: &mut Decoder) -> Result<IofChunk> {
         complete,
     })
 }
+
+/// `PMIX_IOF_PUSH_CMD`: push bytes to the stdin of processes.
+pub const IOF_PUSH_CMD: u8 = 23;
+
+/// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
+/// string: a rank number, `all` or `none`, as PRRTE reads it).
+pub const STDIN_TGT: &str = "pmix.stdin";
+
+/// The payload of an IOF push (`PMIX_IOF_PUSH_CMD`): the number of targets
+/// and the targets, the number of directives and the directives, then the
+/// bytes. Zero bytes mean end of input: the targets' stdin is closed.
+pub fn push_payload(
+    wire: crate::codec::WireVersion,
+    targets: &[Proc],
+    data: &[u8],
+) -> Result<Vec<u8>> {
+    let mut e = crate::codec::Encoder::new(wire);
+    e.pack_one(&crate::codec::Cmd(IOF_PUSH_CMD))?;
+    e.pack_one(&Size(targets.len() as u64))?;
+    if !targets.is_empty() {
+        e.pack(targets)?;
+    }
+    let dirs = if data.is_empty() {
+        vec![crate::codec::Info::new(keys::IOF_COMPLETE, true)]
+    } else {
+        Vec::new()
+    };
+    super::session::write_infos(&mut e, &dirs)?;
+    e.pack_one(&ByteObject(data.to_vec()))?;
+    Ok(e.into_bytes())
+}
+
+/// Whether the answer to a push means the bytes were taken: success, or
+/// PRRTE's "input complete" (the answer to end of input) and "slow down"
+/// (taken, but the target is backed up).
+pub fn push_accepted(st: crate::status::Status) -> bool {
+    use crate::status::Status;
+    st.is_success() || st == Status::ERR_IOF_COMPLETE || st == Status::ERR_IOF_XOFF
+}
+
+/// Forward everything `input` yields to `targets`' stdin over `conn`, one
+/// push per read (at most 16 KiB), waiting for each answer (the DVM paces
+/// us), then an empty push (end of input). Returns when the input ends, the
+/// DVM refuses a push, or the connection fails; meant for its own thread.
+pub fn forward_stdin(
+    conn: &crate::conn::Connection,
+    targets: &[Proc],
+    input: &mut dyn std::io::Read,
+    timeout: std::time::Duration,
+) -> Result<()> {
+    let wire = conn.wire();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => 0,
+        };
+        let reply = conn.request(&push_payload(wire, targets, &buf[..n])?, timeout)?;
+        let st: crate::status::Status = Decoder::new(&reply, wire).unpack_one()?;
+        if !push_accepted(st) {
+            return Err(crate::error::Error::new(
+                st,
+                "the DVM refused the job's input",
+            ));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{Cmd, Info, WireVersion};
+
+    #[test]
+    fn push_layout() {
+        let target = Proc {
+            nspace: "job@1".into(),
+            rank: 0,
+        };
+        for wire in [WireVersion::V41, WireVersion::V61] {
+            let bytes = push_payload(wire, std::slice::from_ref(&target), b"hi").unwrap();
+            let mut d = Decoder::new(&bytes, wire);
+            assert_eq!(d.unpack_one::<Cmd>().unwrap().0, IOF_PUSH_CMD);
+            assert_eq!(d.unpack_one::<Size>().unwrap().0, 1);
+            assert_eq!(d.unpack_one::<Proc>().unwrap(), target);
+            assert_eq!(d.unpack_one::<Size>().unwrap().0, 0);
+            assert_eq!(d.unpack_one::<ByteObject>().unwrap().0, b"hi");
+            let eof = push_payload(wire, std::slice::from_ref(&target), b"").unwrap();
+            let mut d = Decoder::new(&eof, wire);
+            let _ = d.unpack_one::<Cmd>().unwrap();
+            let _ = d.unpack_one::<Size>().unwrap();
+            let _ = d.unpack_one::<Proc>().unwrap();
+            assert_eq!(d.unpack_one::<Size>().unwrap().0, 1);
+            let i: Info = d.unpack_one().unwrap();
+            assert_eq!(i.key, keys::IOF_COMPLETE);
+            assert!(d.unpack_one::<ByteObject>().unwrap().0.is_empty());
+        }
+    }
+}

@@ -97,6 +97,7 @@ impl Server {
                 Ok(())
             }
             cmd::JOB_CONTROL => self.on_job_control(conn, tag, &mut d),
+            crate::ops::iof::IOF_PUSH_CMD => self.on_iof_push(conn, tag, &mut d),
             cmd::IOF_PULL => {
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
@@ -452,6 +453,8 @@ impl Server {
             all_exited_at: None,
             kill_requested: None,
             ended: false,
+            stdin_rank: super::jobs::stdin_rank(&job_info),
+            stdin: None,
         };
         self.jobs.insert(nspace.clone(), job);
         // Reply first: output and the end event must follow the namespace.
@@ -509,6 +512,7 @@ impl Server {
                 node: &s.node,
                 alloc_id,
                 job_size: size,
+                stdin: self.jobs.get(nspace).and_then(|j| j.stdin_rank) == Some(s.rank),
             };
             let started = launch(&spec, &self.launch, out, err);
             let mut rec = ProcRec {
@@ -526,6 +530,9 @@ impl Server {
                     self.pids.insert(st.pid, (nspace.to_string(), s.rank));
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);
+                    }
+                    if let (Some(sink), Some(j)) = (st.stdin, self.jobs.get_mut(nspace)) {
+                        j.stdin = Some(sink);
                     }
                     for (ch, fd) in st.pipes {
                         self.add_pipe(fd, nspace, s.rank, ch);

@@ -57,6 +57,100 @@ pub struct Job {
     pub kill_requested: Option<Instant>,
     /// True once reported ended.
     pub ended: bool,
+    /// The rank whose stdin the spawner feeds (`PMIX_STDIN_TGT`), if any.
+    pub stdin_rank: Option<u32>,
+    /// That rank's stdin, once started.
+    pub stdin: Option<StdinSink>,
+}
+
+/// The write end of a process's stdin, fed by IOF pushes
+/// (`PMIX_IOF_PUSH_CMD`) on a thread of its own, so a process that does
+/// not read never blocks the server. An empty push (end of input) closes it.
+#[derive(Debug)]
+pub struct StdinSink {
+    tx: Option<std::sync::mpsc::Sender<Vec<u8>>>,
+}
+
+impl StdinSink {
+    /// Start feeding `stdin`.
+    pub fn start(stdin: std::process::ChildStdin) -> StdinSink {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut stdin = stdin;
+            for chunk in rx {
+                if stdin.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        StdinSink { tx: Some(tx) }
+    }
+
+    /// Take pushed bytes; none means end of input (the pipe closes once
+    /// what was queued is written).
+    pub fn push(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            self.tx = None;
+        } else if let Some(tx) = &self.tx {
+            let _ = tx.send(data.to_vec());
+        }
+    }
+}
+
+/// Read `PMIX_STDIN_TGT` from a spawn's job info: a rank number (as a
+/// string, as PRRTE reads it, or an integer); `none`, `all` or absent
+/// give no stdin (pdvm feeds one rank).
+pub fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<u32> {
+    let v = &job_info
+        .iter()
+        .find(|i| i.key == crate::ops::iof::STDIN_TGT)?
+        .value;
+    match v.as_str() {
+        Some(t) => t.trim().parse().ok(),
+        None => v.as_u64().and_then(|r| u32::try_from(r).ok()),
+    }
+}
+
+impl super::Server {
+    /// `PMIX_IOF_PUSH_CMD`: bytes for the stdin of the target processes
+    /// (those pdvm feeds; others' input is dropped, as PRRTE does); no
+    /// bytes close it. Answered `PMIX_SUCCESS`, `PMIX_ERR_NOT_FOUND` for a
+    /// job that is not running.
+    pub fn on_iof_push(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        d: &mut crate::codec::Decoder,
+    ) -> crate::error::Result<()> {
+        use crate::codec::{ByteObject, Proc, Size};
+        use crate::status::Status;
+        let Size(n) = d.unpack_one()?;
+        let targets: Vec<Proc> = if n == 0 {
+            Vec::new()
+        } else {
+            d.unpack(usize::try_from(n.min(1024)).unwrap_or(1024))?
+        };
+        let _directives = crate::ops::session::read_infos(d)?;
+        let ByteObject(data) = d.unpack_one()?;
+        let mut found = false;
+        for t in &targets {
+            if let Some(j) = self.jobs.get_mut(&t.nspace).filter(|j| !j.ended) {
+                found = true;
+                let wanted = t.rank == crate::codec::RANK_WILDCARD || Some(t.rank) == j.stdin_rank;
+                if let (true, Some(sink)) = (wanted, j.stdin.as_mut()) {
+                    sink.push(&data);
+                }
+            }
+        }
+        let st = if found || targets.is_empty() {
+            Status::SUCCESS
+        } else {
+            Status::ERR_NOT_FOUND
+        };
+        self.reply_status_infos(conn, tag, st, &[]);
+        Ok(())
+    }
 }
 
 impl Job {
@@ -183,6 +277,8 @@ pub struct ProcSpec<'a> {
     pub alloc_id: Option<&'a str>,
     /// Job size.
     pub job_size: u32,
+    /// Give it a stdin pipe (else /dev/null).
+    pub stdin: bool,
 }
 
 /// A started process and its captured pipes.
@@ -191,6 +287,8 @@ pub struct Started {
     pub pid: i32,
     /// Captured stdout/stderr (read ends).
     pub pipes: Vec<(u16, OwnedFd)>,
+    /// Its stdin, when [`ProcSpec::stdin`] asked for a pipe.
+    pub stdin: Option<StdinSink>,
 }
 
 /// Start one process of a job in its own process group.
@@ -252,7 +350,11 @@ pub fn launch(
     if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
         c.current_dir(cwd);
     }
-    c.stdin(Stdio::null());
+    c.stdin(if spec.stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     c.stdout(if out == Output::Capture {
         Stdio::piped()
     } else {
@@ -289,9 +391,10 @@ pub fn launch(
         set_nonblocking(&e);
         pipes.push((CH_STDERR, OwnedFd::from(e)));
     }
+    let stdin = child.stdin.take().map(StdinSink::start);
     // The child is reaped by the server's waitpid loop, not through `child`.
     drop(child);
-    Ok(Started { pid, pipes })
+    Ok(Started { pid, pipes, stdin })
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).

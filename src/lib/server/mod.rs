@@ -204,6 +204,8 @@ impl Server {
                 all_exited_at: None,
                 kill_requested: None,
                 ended: false,
+                stdin_rank: None,
+                stdin: None,
             },
         );
         self.leader = Some(ns.clone());

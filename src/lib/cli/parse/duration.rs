@@ -1,41 +1,72 @@
 //! Durations.
 //!
-//! Two flavours share one grammar and differ only in what a bare number means:
-//!
-//! - **time limits** (`palloc -t`, `pwatch --extend-by`): a bare number is
-//!   **minutes**, as with Slurm's `salloc -t 90`;
-//! - **waits** (`--timeout`, `--interval`, `--warn-timeout`): a bare number is
-//!   **seconds**, as with `timeout(1)` and `watch -n`.
+//! **One rule for every duration flag** (`palloc -t`, `--warn-timeout`,
+//! `pspawn --timeout`, `pwatch --timeout/--interval/--extend-by/--warn-timeout`):
+//! a plain number is **minutes**, as in Slurm (`salloc -t 90`, `srun
+//! --time`); seconds, hours and days are written with a unit (`45s`, `2h`,
+//! `1d`) or in Slurm's clock forms. Only `--wait-to-connect` keeps
+//! OpenPMIx's meaning (plain number = seconds), see [`parse_connect_secs`].
 //!
 //! Accepted forms (all yield whole seconds, must be greater than zero and at
 //! most `u32::MAX` seconds):
 //!
 //! | form | meaning |
 //! |------|---------|
-//! | `90` | minutes (time limit) or seconds (wait) |
+//! | `90` | minutes |
 //! | `45:00` | minutes:seconds |
 //! | `2:00:00` | hours:minutes:seconds |
 //! | `1-12` | days-hours |
 //! | `1-12:30` | days-hours:minutes |
 //! | `1-00:00:00` | days-hours:minutes:seconds |
 //! | `2h`, `30m`, `45s`, `1d`, `1h30m` | suffixed units, combinable in d,h,m,s order |
+//!
+//! A time limit (`palloc -t`) also accepts `UNLIMITED` (or `infinite`), as
+//! Slurm does: no time limit is asked for.
+
+/// The one unit rule, quoted in every duration flag's help.
+pub const DURATION_RULE: &str =
+    "a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS";
 
 /// The valid forms, quoted in every error message.
-pub const DURATION_FORMS: &str = "N (a bare number), MM:SS, H:MM:SS, D-H, D-H:MM, D-H:MM:SS, \
+pub const DURATION_FORMS: &str =
+    "N (a plain number: minutes), MM:SS, H:MM:SS, D-H, D-H:MM, D-H:MM:SS, \
 or units such as 45s, 30m, 2h, 1d, 1h30m";
 
-/// Parse a time limit: a bare number means minutes (Slurm's habit).
+/// Parse a time limit: a plain number means minutes (Slurm's habit).
 pub fn parse_time_limit(s: &str) -> Result<u64, String> {
     parse_with_unit(s, 60)
 }
 
-/// Parse a wait or interval: a bare number means seconds.
+/// A time limit that may be `UNLIMITED` (`palloc -t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeLimit(pub Option<u64>);
+
+/// Parse `palloc -t`: any duration ([`parse_time_limit`]) or `UNLIMITED` /
+/// `infinite` (any case), which asks for no time limit.
+pub fn parse_time_limit_or_unlimited(s: &str) -> Result<TimeLimit, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
+        return Ok(TimeLimit(None));
+    }
+    parse_time_limit(s)
+        .map(|v| TimeLimit(Some(v)))
+        .map_err(|e| format!("{e}, or UNLIMITED"))
+}
+
+/// Parse a wait or interval: the same rule as every duration, a plain
+/// number means minutes.
 pub fn parse_duration_secs(s: &str) -> Result<u64, String> {
+    parse_with_unit(s, 60)
+}
+
+/// Parse `--wait-to-connect`, OpenPMIx's flag: a plain number is seconds
+/// there (its meaning upstream), units and clock forms as elsewhere.
+pub fn parse_connect_secs(s: &str) -> Result<u64, String> {
     parse_with_unit(s, 1)
 }
 
 /// Parse a warning lead time for `PMIX_ALLOC_WARN_TIMEOUT` (a `uint32_t` of
-/// seconds): any duration form, a bare number meaning seconds.
+/// seconds): any duration form, a plain number meaning minutes.
 pub fn parse_warn_secs(s: &str) -> Result<u32, String> {
     let v = parse_duration_secs(s)?;
     u32::try_from(v).map_err(|_| too_long(s))
@@ -177,10 +208,33 @@ mod tests {
     }
 
     #[test]
-    fn wait_forms() {
-        assert_eq!(parse_duration_secs("90"), Ok(90));
+    fn one_rule_for_plain_numbers() {
+        assert_eq!(parse_duration_secs("90"), Ok(5_400));
+        assert_eq!(parse_duration_secs("90s"), Ok(90));
         assert_eq!(parse_duration_secs("2m"), Ok(120));
-        assert_eq!(parse_warn_secs("300"), Ok(300));
+        assert_eq!(parse_warn_secs("5"), Ok(300));
+        assert_eq!(parse_warn_secs("300s"), Ok(300));
+        assert_eq!(parse_connect_secs("3"), Ok(3));
+    }
+
+    #[test]
+    fn unlimited() {
+        assert_eq!(
+            parse_time_limit_or_unlimited("UNLIMITED"),
+            Ok(TimeLimit(None))
+        );
+        assert_eq!(
+            parse_time_limit_or_unlimited("infinite"),
+            Ok(TimeLimit(None))
+        );
+        assert_eq!(
+            parse_time_limit_or_unlimited("30"),
+            Ok(TimeLimit(Some(1_800)))
+        );
+        assert!(parse_time_limit_or_unlimited("forever")
+            .unwrap_err()
+            .contains("UNLIMITED"));
+        assert!(parse_time_limit("UNLIMITED").is_err());
     }
 
     #[test]

@@ -17,7 +17,10 @@ pub mod nodelist;
 pub mod signal;
 
 pub use count::{parse_count, parse_count_u32, parse_nonneg_count};
-pub use duration::{parse_duration_secs, parse_time_limit, parse_warn_secs};
+pub use duration::{
+    parse_connect_secs, parse_duration_secs, parse_time_limit, parse_time_limit_or_unlimited,
+    parse_warn_secs, TimeLimit, DURATION_RULE,
+};
 pub use env::{parse_env, EnvSpec};
 pub use ident::parse_id;
 pub use inherit::{parse_inheritance, Inheritance};
