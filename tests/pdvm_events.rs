@@ -118,7 +118,7 @@ fn pwatch_event_alloc_count_1_sees_a_grant_made_elsewhere() {
             "1",
             "--json",
             "--timeout",
-            "20",
+            "20s",
         ],
         "grant",
     );
@@ -155,7 +155,7 @@ fn alloc_and_node_events_follow_a_reservation_from_grant_to_release() {
             "4",
             "--json",
             "--timeout",
-            "20",
+            "20s",
         ],
         "life",
     );
@@ -217,7 +217,7 @@ fn unreserved_and_expired_allocations_are_announced() {
             "node",
             "--json",
             "--timeout",
-            "6",
+            "6s",
         ],
         "ends",
     );
@@ -295,7 +295,7 @@ fn waiting_on_a_job_that_already_ended_returns_at_once() {
         "1",
         "--json",
         "--timeout",
-        "20",
+        "20s",
     ]);
     let out = run(cmd);
     let took = t0.elapsed();

@@ -64,6 +64,12 @@ pub const PRTE_STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 const INSTALL_HINT: &str = "run scripts/install-peers.sh";
 
+/// The security mode the peers and the libpmix tools next to them use:
+/// with a munge daemon running on the machine (as beside a local Slurm),
+/// OpenPMIx 4.2.2 tools and the PRRTE 3.0.14 DVM otherwise disagree on it
+/// and the tool's connection fails (`UNPACK-PAST-END`).
+const PSEC: (&str, &str) = ("PMIX_MCA_psec", "native");
+
 /// Environment variables of an outer PMIx/PRRTE/Open MPI world that must not
 /// leak into the peers or tools a test starts.
 const FOREIGN_ENV_PREFIXES: [&str; 4] = ["PMIX_", "PRTE_", "OMPI_", "OPAL_"];
@@ -436,7 +442,8 @@ impl Prte {
         scrub_pmix_env(&mut cmd);
         cmd.env("PRTE_PREFIX", &venv)
             .env("PMIX_INSTALL_PREFIX", &venv)
-            .env("OPAL_PREFIX", &venv);
+            .env("OPAL_PREFIX", &venv)
+            .env(PSEC.0, PSEC.1);
         Prte::launch(cmd, venv)
     }
 
@@ -576,7 +583,7 @@ impl Prte {
     pub fn tool_command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         scrub_pmix_env(&mut cmd);
-        cmd.envs(self.env());
+        cmd.envs(self.env()).env(PSEC.0, PSEC.1);
         cmd
     }
 
