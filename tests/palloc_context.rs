@@ -262,3 +262,23 @@ fn another_shell_spawns_extends_and_releases_through_the_holder() {
     let code = status.and_then(|s| s.code());
     assert_eq!(code, Some(143), "SIGTERM ends --hold with 128+15");
 }
+
+/// `palloc --hold` ends when the DVM announces its allocation's end: an
+/// expired time limit exits 8 and says so; it does not hold on forever.
+#[test]
+fn hold_ends_when_the_allocation_expires() {
+    let pdvm = Pdvm::start(&[
+        "--nodes",
+        "1",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
+    ]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.args(["-N", "1", "-t", "1m", "--hold"]);
+    let out = run(cmd);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(err.contains("has ended"), "{err}");
+}

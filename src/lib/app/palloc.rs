@@ -196,7 +196,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     if matches!(mode, PallocMode::Hold | PallocMode::Run(_)) {
         if let Err(e) = register(
             &s,
-            &[Status::ALLOC_TIMEOUT_WARNING],
+            &[Status::ALLOC_TIMEOUT_WARNING, Status::EVENT_SESSION_END],
             &[Info::new(keys::EVENT_HDLR_NAME, "palloc-timeout-warning")],
         ) {
             ui.detail(&format!("cannot register for timeout warnings: {e}"));
@@ -286,7 +286,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     }
     let code = match mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
-        PallocMode::Hold => hold(&s, &rec, ui),
+        PallocMode::Hold => hold(&s, &mut rec, ui),
         PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, args.keep, ui),
     };
     let code = match code {
@@ -442,8 +442,9 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
 
 /// `--hold`: keep the allocation (and palloc's namespace) until a signal,
 /// relaying the requests of this user's tools that name it from other
-/// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`).
-fn hold(s: &Session, rec: &AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
+/// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`),
+/// until the DVM announces the allocation's end (exit 8 when it expired).
+fn hold(s: &Session, rec: &mut AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
     let holder = Holder::start(s.shared_conn(), &rec.alloc_id)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
     ui.note(&format!(
@@ -460,31 +461,67 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
                 128 + sig
             });
         }
-        if let Some(e) = pump(s, &holder, &rec.alloc_id, ui) {
-            return Err(Failure::lost(&e));
+        match pump(s, &holder, &rec.alloc_id, ui) {
+            Pumped::Quiet => {}
+            Pumped::Lost(e) => return Err(Failure::lost(&e)),
+            Pumped::Ended { expired, why } => {
+                rec.on_owner_exit = format!("allocation {} has ended ({why})", rec.alloc_id);
+                return Ok(if expired { Exit::TimedOut.code() } else { 0 });
+            }
         }
     }
 }
 
+/// What [`pump`] saw.
+enum Pumped {
+    /// Nothing that ends the wait.
+    Quiet,
+    /// The DVM announced the end of the held allocation.
+    Ended {
+        /// Its time limit was reached.
+        expired: bool,
+        /// Why, as the DVM said.
+        why: String,
+    },
+    /// The connection closed.
+    Lost(crate::error::Error),
+}
+
 /// Wait (at most [`SIGNAL_TICK`]) for what the DVM sends unasked and pass
 /// it to the holder's clients, showing a timeout warning for `alloc_id` on
-/// the way; the reason, once the connection has closed.
-fn pump(s: &Session, holder: &Holder, alloc_id: &str, ui: &Ui) -> Option<crate::error::Error> {
-    match s.conn().next_unsolicited(SIGNAL_TICK)? {
+/// the way, and noticing the DVM announce the allocation's end.
+fn pump(s: &Session, holder: &Holder, alloc_id: &str, ui: &Ui) -> Pumped {
+    let Some(msg) = s.conn().next_unsolicited(SIGNAL_TICK) else {
+        return Pumped::Quiet;
+    };
+    match msg {
         Unsolicited::Notify(bytes) => {
             holder.broadcast(TAG_NOTIFY, &bytes);
             if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
                 if launch::is_warning(&ev) {
                     show_warning(&ev, alloc_id, ui);
+                } else if ev.status == Status::EVENT_SESSION_END
+                    && ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) == Some(alloc_id)
+                {
+                    let f = EventFields::from_event(&ev, now_secs());
+                    let why = ev
+                        .get(keys::EVENT_TEXT_MESSAGE)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("the DVM ended it")
+                        .to_string();
+                    return Pumped::Ended {
+                        expired: f.change.as_deref() == Some("expired"),
+                        why,
+                    };
                 }
             }
         }
         Unsolicited::Iof(bytes) => holder.broadcast(TAG_IOF, &bytes),
         Unsolicited::Other(tag, bytes) => holder.broadcast(tag, &bytes),
-        Unsolicited::Closed(e) => return Some(e),
+        Unsolicited::Closed(e) => return Pumped::Lost(e),
         Unsolicited::Wake => {}
     }
-    None
+    Pumped::Quiet
 }
 
 /// `-- CMD`: run CMD as a local process (the caller's environment,
@@ -543,6 +580,7 @@ fn run_command(
     });
     let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut dvm_lost = false;
+    let mut ended = false;
     let status = loop {
         if let Ok(st) = done.try_recv() {
             break st;
@@ -561,11 +599,21 @@ fn run_command(
             }
             continue;
         }
-        if let Some(e) = pump(s, &holder, &rec.alloc_id, ui) {
-            ui.warn(&format!(
-                "lost the DVM while {program} ran ({e}); waiting for {program} to end"
-            ));
-            dvm_lost = true;
+        match pump(s, &holder, &rec.alloc_id, ui) {
+            Pumped::Quiet => {}
+            Pumped::Lost(e) => {
+                ui.warn(&format!(
+                    "lost the DVM while {program} ran ({e}); waiting for {program} to end"
+                ));
+                dvm_lost = true;
+            }
+            Pumped::Ended { why, .. } => {
+                ui.warn(&format!(
+                    "allocation {} has ended ({why}) while {program} runs",
+                    rec.alloc_id
+                ));
+                ended = true;
+            }
         }
     };
     drop(holder);
@@ -578,7 +626,7 @@ fn run_command(
         }
         Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
     };
-    if give_back && !dvm_lost {
+    if give_back && !dvm_lost && !ended {
         release_after(s, rec, program, ui);
     }
     Ok(code)
