@@ -249,3 +249,20 @@ fn pwatch_shows_a_job_end() {
     let dvm = Prte::start_master();
     support::pwatch_sees_a_job_end(&|name| tool(&dvm, name));
 }
+
+/// A job that fails at once: PRRTE master may answer its spawn with the
+/// generic PMIX_ERROR after it already ran. pspawn reports the job's own
+/// status, and never launches it a second time.
+#[test]
+fn a_job_that_fails_at_once_runs_once_and_reports_its_status() {
+    let dvm = Prte::start_master();
+    let marks = support::unique_tmpdir("runs");
+    let log = marks.join("runs.log");
+    let script = format!("echo run >> {}; exit 3", log.display());
+    for i in 0..20 {
+        let o = run(tool(&dvm, "pspawn").args(["/bin/sh", "-c", &script]));
+        assert_eq!(o.status.code(), Some(3), "run {i}: {}", show(&o));
+    }
+    let runs = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 20, "each job ran exactly once");
+}

@@ -712,7 +712,7 @@ pub fn pwatch_sees_a_job_end(tool: &dyn Fn(&str) -> Command) {
     assert_eq!(ev.len(), 1, "{}", show(&out));
     assert_eq!(ev[0]["type"], "event");
     assert_eq!(ev[0]["event"], "job-end");
-    assert_eq!(ev[0]["nspace"], ns.as_str());
+    assert_eq!(ev[0]["nspace"], ns.as_str(), "{}", show(&out));
     assert_eq!(ev[0]["exit_code"], 4);
     // The --exec hook ran with the event's fields in its environment.
     let got = std::fs::read_to_string(&hook_out).expect("hook wrote its file");

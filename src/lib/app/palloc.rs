@@ -453,6 +453,10 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
         id = rec.alloc_id
     ));
     ui.detail(&format!("holder socket {}", holder.path().display()));
+    // Once the allocation has ended, the clients still connected (e.g. the
+    // prelease that ended it, with more requests to make) are served until
+    // they leave.
+    let mut ended = None;
     loop {
         if let Some(sig) = signals::caught() {
             return Ok(if sig == nix::libc::SIGINT {
@@ -461,12 +465,15 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
                 128 + sig
             });
         }
+        if let (Some(code), 0) = (ended, holder.clients()) {
+            return Ok(code);
+        }
         match pump(s, &holder, &rec.alloc_id, ui) {
             Pumped::Quiet => {}
             Pumped::Lost(e) => return Err(Failure::lost(&e)),
             Pumped::Ended { expired, why } => {
                 rec.on_owner_exit = format!("allocation {} has ended ({why})", rec.alloc_id);
-                return Ok(if expired { Exit::TimedOut.code() } else { 0 });
+                ended = Some(if expired { Exit::TimedOut.code() } else { 0 });
             }
         }
     }
@@ -612,6 +619,10 @@ fn run_command(
                     "allocation {} has ended ({why}) while {program} runs",
                     rec.alloc_id
                 ));
+                rec.on_owner_exit = format!(
+                    "{program} ended; allocation {} had already ended ({why})",
+                    rec.alloc_id
+                );
                 ended = true;
             }
         }

@@ -133,6 +133,61 @@ pub fn follow_message(
     }
 }
 
+/// The end of a job whose spawn the DVM answered with the generic
+/// `PMIX_ERROR` although the job had already run: PRRTE master does so when
+/// the job fails before the reply is sent, and the reply then names no
+/// namespace. Its output and end still come to the launcher, which asked for
+/// both. Waits at most `wait` for the first end of a namespace numbered after
+/// `me` (PRRTE numbers namespaces `BASE@N` in order, so the replayed ends of
+/// older jobs do not qualify), passes that job's output to `on_output`, and
+/// returns how it ended. Another tool's job started at the same moment could
+/// be taken for it; the caller says so.
+pub fn ended_before_reply(
+    s: &Session,
+    me: &str,
+    wait: Duration,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Option<JobEnd> {
+    let numbered = |ns: &str| {
+        ns.rsplit_once('@')
+            .and_then(|(base, n)| Some((base.to_string(), n.parse::<u64>().ok()?)))
+    };
+    let (base, mine) = numbered(me)?;
+    let deadline = Instant::now() + wait;
+    let mut output: Vec<IofChunk> = Vec::new();
+    while let Some(msg) = s.conn().next_unsolicited_until(Some(deadline)) {
+        match msg {
+            Unsolicited::Iof(bytes) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    output.push(chunk);
+                }
+            }
+            Unsolicited::Notify(bytes) => {
+                let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
+                    continue;
+                };
+                let Some(ns) = ev.affected_nspace().map(String::from) else {
+                    continue;
+                };
+                let later = numbered(&ns).is_some_and(|(b, n)| b == base && n > mine);
+                if let (true, Some(end)) = (later, job_end_of(&ev, &ns)) {
+                    for c in output.iter().filter(|c| c.source.nspace == ns) {
+                        on_output(JobOutput::Output(c));
+                    }
+                    drain_output(s, TRAILING_QUIET, on_output);
+                    return Some(end);
+                }
+            }
+            Unsolicited::Closed(_) => return None,
+            Unsolicited::Other(..) | Unsolicited::Wake => {}
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+    None
+}
+
 /// If `ev` is the end of job `nspace`, how it ended.
 pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
     if ev.status != Status(keys::EVENT_JOB_END) || ev.affected_nspace() != Some(nspace) {

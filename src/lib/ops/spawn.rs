@@ -52,13 +52,7 @@ pub fn target_support(server_version: Option<&str>) -> TargetSupport {
     let Some(v) = server_version else {
         return TargetSupport::Unknown;
     };
-    let major: Option<u32> = v
-        .trim()
-        .trim_start_matches('v')
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|m| m.parse().ok());
-    match major {
+    match pmix_major(v) {
         Some(m) if m >= TARGET_MIN_MAJOR => TargetSupport::Yes,
         Some(_) => TargetSupport::No(format!(
             "the DVM runs PMIx {v}, which has no PMIX_SPAWN_TARGET (it first appears in PMIx \
@@ -67,6 +61,19 @@ pub fn target_support(server_version: Option<&str>) -> TargetSupport {
         None => TargetSupport::Unknown,
     }
 }
+
+/// The major number of a PMIx version string (`v5.0.11rc1` → 5).
+fn pmix_major(v: &str) -> Option<u32> {
+    v.trim()
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|m| m.parse().ok())
+}
+
+/// Last PMIx major version whose servers (PRRTE 3.0.x) refuse a spawn
+/// transiently with the generic `PMIX_ERROR`.
+const TRANSIENT_MAX_MAJOR: u32 = 5;
 
 /// First PMIx major version whose servers honour `PMIX_SPAWN_TARGET`.
 pub const TARGET_MIN_MAJOR: u32 = 7;
@@ -81,9 +88,13 @@ pub const TRANSIENT_BACKOFF: Duration = Duration::from_millis(10);
 /// PRRTE 3.0.14 answers a spawn that arrives within a few milliseconds of
 /// another job's end with the generic `PMIX_ERROR` while it is still
 /// releasing that job (seen on this project's machines); the same request
-/// succeeds moments later. So that error — and only it — is retried
-/// [`TRANSIENT_RETRIES`] times with a short back-off before it is reported.
-/// Every specific refusal (`NOT_FOUND`, `NO_PERMISSIONS`, …) is final at once.
+/// succeeds moments later. So that error — and only it, and only from such
+/// a DVM (PMIx 5 or older) — is retried [`TRANSIENT_RETRIES`] times with a
+/// short back-off before it is reported. PRRTE master answers `PMIX_ERROR`
+/// for a job that already ran and failed before the reply: retrying there
+/// would run the user's command twice, so a newer or unknown DVM's error is
+/// final. Every specific refusal (`NOT_FOUND`, `NO_PERMISSIONS`, …) is final
+/// at once.
 pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     if apps.is_empty() {
         return Err(Error::new(
@@ -95,11 +106,15 @@ pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     for a in apps {
         s.check_infos(&a.info)?;
     }
+    let retries = match s.server_version().and_then(pmix_major) {
+        Some(m) if m <= TRANSIENT_MAX_MAJOR => TRANSIENT_RETRIES,
+        _ => 0,
+    };
     let mut pause = TRANSIENT_BACKOFF;
     let mut tries = 0;
     loop {
         match spawn_once(s, job_info, apps) {
-            Err(e) if e.status == Status::ERROR && tries < TRANSIENT_RETRIES => {
+            Err(e) if e.status == Status::ERROR && tries < retries => {
                 tries += 1;
                 std::thread::sleep(pause);
                 pause *= 2;
