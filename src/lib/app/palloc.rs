@@ -204,7 +204,7 @@ reservation support (nothing was sent)",
         };
     }
 
-    let spinner = ui.spinner("waiting for the scheduler to grant the request");
+    let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(r) => break r,
