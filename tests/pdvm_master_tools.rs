@@ -269,7 +269,7 @@ fn master_pps_shows_a_finished_process_of_a_running_job() {
 fn status_nodes(dvm: &Pdvm) -> Vec<String> {
     let out = run_with_timeout(our_tool(dvm, "pwatch").args(["--status", "--json"]), 30);
     assert!(out.status.success(), "{}", text(&out));
-    json_records(&text(&out.stdout))
+    json_records(&String::from_utf8_lossy(&out.stdout))
         .into_iter()
         .filter(|v| v["type"] == "node")
         .filter_map(|v| v["name"].as_str().map(String::from))
