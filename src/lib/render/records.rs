@@ -309,7 +309,7 @@ impl Record for ReservationRecord {
         ("expires_at", "expiry time in Unix seconds, or null"),
         (
             "state",
-            "state as reported by the DVM, e.g. reserved, shared, draining",
+            "queued (waiting for the scheduler), active, or draining (owner ended, kept for its running descendants)",
         ),
     ];
 }
@@ -336,7 +336,10 @@ impl Record for NamespaceRecord {
         ("nspace", "namespace"),
         ("parent", "namespace that spawned it, or null"),
         ("nprocs", "number of processes, or null"),
-        ("state", "state as reported by the DVM, e.g. running"),
+        (
+            "state",
+            "running, killing or terminated (terminated ones only with --all); known when the DVM lists only names",
+        ),
         ("allocations", "allocation ids whose owner set includes it"),
     ];
 }
