@@ -1,8 +1,7 @@
 //! comfy-table tables for status output.
 //!
 //! On a terminal: a rule under the header only (no rule after every row,
-//! no borders), the header bold unless `NO_COLOR` is set, columns fitted
-//! to the width. Elsewhere: plain space-separated columns with no escape
+//! no borders), the header bold unless `NO_COLOR` is set. Elsewhere: plain space-separated columns with no escape
 //! codes, easy to read in a log or with `awk`.
 
 use super::human::{compact_nodes, duration};
@@ -41,8 +40,11 @@ pub fn new_table(headers: &[&str], style: Style) -> Table {
     let mut t = Table::new();
     match style {
         Style::Terminal { color } => {
+            // Rows are never wrapped to the terminal's width (as squeue):
+            // a terminal that reports no width (0 columns, e.g. `script`)
+            // would squeeze every column to one character.
             t.load_preset(HEADER_RULE_ONLY)
-                .set_content_arrangement(ContentArrangement::Dynamic);
+                .set_content_arrangement(ContentArrangement::Disabled);
             if color {
                 t.set_header(
                     headers
