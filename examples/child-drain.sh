@@ -22,7 +22,8 @@ present() {
 
 # ended NSPACE: has job NSPACE terminated?
 ended() {
-    pwatch --status --what namespaces --json | grep "\"nspace\":\"$1\"" | grep -q '"state":"terminated"'
+    pwatch --status --what namespaces --all --json | tr '{' '\n' |
+        grep "\"nspace\":\"$1\"" | grep -q '"state":"terminated"'
 }
 
 # within SECS CMD…: poll CMD every 50 ms for at most SECS seconds

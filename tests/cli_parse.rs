@@ -355,10 +355,12 @@ fn pwatch_forms() {
                 [
                     StatusWhat::Reservations,
                     StatusWhat::Namespaces,
-                    StatusWhat::Nodes
+                    StatusWhat::Nodes,
+                    StatusWhat::Scheduler
                 ]
             );
             assert_eq!(s.interval_secs, Some(5));
+            assert!(s.states.is_empty() && !s.mine && !s.all);
         }
         other => panic!("{other:?}"),
     }
@@ -369,6 +371,18 @@ fn pwatch_forms() {
     refused::<PwatchArgs>("pwatch --event any --event job-end");
     refused::<PwatchArgs>("pwatch --count 0");
     refused::<PwatchArgs>("pwatch --status --alloc a1");
+    refused::<PwatchArgs>("pwatch --mine");
+    refused::<PwatchArgs>("pwatch --state active");
+    refused::<PwatchArgs>("pwatch --status --state bogus");
+    refused::<PwatchArgs>("pwatch --status --what nodes --state queued");
+    let a: PwatchArgs = ok("pwatch --status --state queued --state ended --mine");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(s.what, [StatusWhat::Reservations, StatusWhat::Namespaces]);
+            assert!(s.all && s.mine, "ended implies --all");
+        }
+        other => panic!("{other:?}"),
+    }
     refused::<PwatchArgs>("pwatch --interval 5");
     refused::<PwatchArgs>("pwatch --warn-timeout 60");
     refused::<PwatchArgs>("pwatch --extend-by never");

@@ -151,7 +151,7 @@ fn keep_leaves_the_allocation_to_its_rule() {
     assert!(!text(&out.stderr).contains("released allocation"));
     // Under the default rule the node stays in the DVM, unreserved.
     let mut st = tool(&pdvm, "pwatch");
-    st.args(["--status", "--json"]);
+    st.args(["--status", "--json", "--what", "nodes"]);
     let status = text(&run(st).stdout);
     assert!(
         status.contains("\"s001\""),

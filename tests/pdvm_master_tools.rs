@@ -18,7 +18,7 @@ use pdvm_harness::{wait_for, Pdvm};
 use pmix_tools::codec::{
     dt, DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Value, WireVersion,
 };
-use support::{cargo_bin, master_pmix_bin, run_with_timeout, scrub_pmix_env};
+use support::{cargo_bin, json_records, master_pmix_bin, run_with_timeout, scrub_pmix_env};
 
 /// A command for a master OpenPMIx tool finding `dvm` through its tmpdir.
 fn master_tool(dvm: &Pdvm, name: &str) -> Command {
@@ -269,9 +269,8 @@ fn master_pps_shows_a_finished_process_of_a_running_job() {
 fn status_nodes(dvm: &Pdvm) -> Vec<String> {
     let out = run_with_timeout(our_tool(dvm, "pwatch").args(["--status", "--json"]), 30);
     assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    json_records(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
         .filter(|v| v["type"] == "node")
         .filter_map(|v| v["name"].as_str().map(String::from))
         .collect()

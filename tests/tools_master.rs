@@ -12,7 +12,9 @@ mod support;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use support::{cargo_bin, run_with_timeout, short_hostname, show, text, user_path, Prte};
+use support::{
+    cargo_bin, json_records, run_with_timeout, short_hostname, show, text, user_path, Prte,
+};
 
 /// `name` as a user runs it next to this DVM (found through TMPDIR), with
 /// our binaries on PATH as after installing them.
@@ -27,11 +29,12 @@ fn run(c: &mut Command) -> Output {
 }
 
 fn json_lines(o: &Output) -> Vec<Value> {
-    text(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
-        .collect()
+    let out = text(&o.stdout);
+    for l in out.lines().filter(|l| l.starts_with('{')) {
+        serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o)));
+    }
+    // A `pwatch --status --json` document stands for its records.
+    json_records(&out)
 }
 
 /// The DVM is still running and answers a status query.

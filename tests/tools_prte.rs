@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{cargo_bin, run_with_timeout, show, text, unique_tmpdir, Prte};
+use support::{cargo_bin, json_records, run_with_timeout, show, text, unique_tmpdir, Prte};
 
 /// `name` as a user runs it next to this DVM. `--tmpdir` names where the
 /// DVM's rendezvous files are, so a server some other program left running
@@ -35,10 +35,12 @@ fn tool_without_dvm(name: &str, dir: &std::path::Path) -> Command {
 }
 
 fn json_lines(o: &Output) -> Vec<Value> {
-    text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
-        .collect()
+    let out = text(&o.stdout);
+    for l in out.lines() {
+        serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o)));
+    }
+    // A `pwatch --status --json` document stands for its records.
+    json_records(&out)
 }
 
 #[test]

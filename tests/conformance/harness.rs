@@ -52,11 +52,7 @@ pub struct Out {
 impl Out {
     /// Every stdout line that parses as a JSON object.
     pub fn json(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-            .filter(Value::is_object)
-            .collect()
+        crate::support::json_records(&self.stdout)
     }
 
     /// The JSON objects whose `"type"` is `ty`.

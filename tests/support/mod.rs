@@ -143,6 +143,29 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The JSON objects a tool printed, one per line; each `pwatch --status
+/// --json` document (`"type":"status"`) stands for the records of its
+/// arrays (reservations, namespaces, nodes, scheduler queues).
+pub fn json_records(stdout: &str) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for v in stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .filter(serde_json::Value::is_object)
+    {
+        if v["type"] == "status" {
+            for table in ["reservations", "namespaces", "nodes", "scheduler"] {
+                if let Some(rows) = v[table].as_array() {
+                    out.extend(rows.iter().cloned());
+                }
+            }
+        } else {
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// A finished program's status, stdout and stderr, for failure messages.
 pub fn show(o: &Output) -> String {
     format!(

@@ -234,7 +234,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         };
     }
 
-    let spinner = ui.spinner("waiting for the scheduler to grant the request");
+    let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(r) => break r,

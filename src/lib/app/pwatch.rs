@@ -2,16 +2,17 @@
 //! `--extend-by`, warning re-arming) or show status tables.
 
 use std::collections::{HashSet, VecDeque};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{directive, EventKind, EventWatch, StatusWatch, WatchRequest};
-use crate::cli::PwatchArgs;
+use crate::cli::{CompleteWhat, PwatchArgs};
 use crate::codec::{Info, Value};
 use crate::conn::Unsolicited;
 use crate::ops::alloc::{alloc_time_value, allocate};
 use crate::ops::events::{decode_notification, register, Event};
-use crate::ops::{keys, Session};
+use crate::ops::{keys, status_query, Session};
 use crate::render::EventWriter;
 use crate::status::Status;
 
@@ -24,6 +25,9 @@ const TICK: Duration = Duration::from_millis(50);
 /// Run pwatch; returns the exit code.
 pub fn run(args: &PwatchArgs) -> i32 {
     let ui = Ui::new("pwatch", &args.output);
+    if let Some(what) = args.complete {
+        return complete(args, what, &ui);
+    }
     signals::install();
     let s = match connect(&args.connect, &ui) {
         Ok(s) => s,
@@ -38,6 +42,44 @@ pub fn run(args: &PwatchArgs) -> i32 {
         Ok(code) => code,
         Err(f) => ui.fail(&f),
     }
+}
+
+/// `pwatch --complete WHAT`: the live allocation ids or job namespaces, one
+/// per line, for the shell completions; nothing (and 0) when no DVM answers.
+fn complete(args: &PwatchArgs, what: CompleteWhat, ui: &Ui) -> i32 {
+    let Ok(s) = connect(&args.connect, ui) else {
+        return 0;
+    };
+    let want = status_query::Want {
+        reservations: what == CompleteWhat::Allocs,
+        jobs: what == CompleteWhat::Namespaces,
+        ..Default::default()
+    };
+    let a = status_query::status(&s, want);
+    let mut words: Vec<String> = match what {
+        CompleteWhat::Allocs => a
+            .reservations
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.alloc_id)
+            .collect(),
+        CompleteWhat::Namespaces => a
+            .jobs
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|j| j.state != "terminated")
+            .map(|j| j.nspace)
+            .collect(),
+    };
+    finish(s);
+    words.retain(|w| !w.is_empty());
+    let mut out = std::io::stdout().lock();
+    for w in words {
+        let _ = writeln!(out, "{w}");
+    }
+    0
 }
 
 fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {

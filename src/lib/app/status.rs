@@ -1,15 +1,22 @@
-//! `pwatch --status`: reservations, namespaces and nodes, as tables or JSON
-//! lines, from the DVM's status queries. A DVM that answers none of the
+//! `pwatch --status`: reservations, namespaces, nodes and the scheduler's
+//! queues, as tables or one JSON document per snapshot, from one status
+//! request (see [`status_query::status`]). A DVM that answers none of the
 //! reservation queries (PRRTE before spec 001) still lists its namespaces.
 
-use crate::cli::request::{StatusWatch, StatusWhat};
+use std::collections::{BTreeMap, HashSet};
+
+use crate::cli::request::{StatusState, StatusWatch, StatusWhat};
+use crate::conn::holder::registered_path;
+use crate::conn::Identity;
 use crate::ops::{query, status_query, Session};
-use crate::render::{table, NamespaceRecord, NodeRecord, ReservationRecord};
+use crate::render::{
+    table, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord, StatusRecord,
+};
 
 use super::{now_secs, Ui};
 
-/// One snapshot of what was asked for; `None` where the DVM did not answer,
-/// with the status name it answered instead.
+/// One snapshot of what was asked for; `None` where not asked, `Err` with
+/// the status name the DVM answered where it did not report.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// Reservations, or why not.
@@ -18,6 +25,8 @@ pub struct Snapshot {
     pub namespaces: Option<Result<Vec<NamespaceRecord>, String>>,
     /// Nodes, or why not.
     pub nodes: Option<Result<Vec<NodeRecord>, String>>,
+    /// Scheduler queues, or why not.
+    pub scheduler: Option<Result<Vec<QueueRecord>, String>>,
 }
 
 /// `CHILD_DEFAULT` → `child-default`.
@@ -44,28 +53,43 @@ pub fn reservation(r: status_query::ReservationRecord, now: u64) -> ReservationR
     }
 }
 
-/// The printed form of a node the DVM reported.
+/// The printed form of a node the DVM reported: `idle` or `busy`, with the
+/// slots in use as a number (the table shows `busy 1/2`).
 pub fn node(n: status_query::NodeRecord) -> NodeRecord {
     NodeRecord {
-        state: if n.used > 0 {
-            format!("busy {}/{}", n.used, n.slots)
-        } else {
-            "idle".into()
-        },
+        state: if n.used > 0 { "busy" } else { "idle" }.into(),
+        slots_used: Some(n.used),
         name: n.name,
         slots: Some(n.slots),
         alloc_id: (!n.session.is_empty()).then_some(n.session),
+        origin: (!n.origin.is_empty()).then_some(n.origin),
     }
 }
 
-/// The printed form of a job the DVM reported.
-pub fn namespace(j: status_query::JobRecord) -> NamespaceRecord {
+/// The printed form of a job the DVM reported; `allocations` are the
+/// reservations whose owner set holds it.
+pub fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -> NamespaceRecord {
     NamespaceRecord {
+        allocations: res
+            .iter()
+            .filter(|r| r.owner_nspace == j.nspace || r.owners.contains(&j.nspace))
+            .map(|r| r.alloc_id.clone())
+            .collect(),
         nspace: j.nspace,
         parent: j.parent,
         nprocs: j.nprocs,
         state: j.state,
-        allocations: Vec::new(),
+    }
+}
+
+/// The printed form of a scheduler queue.
+pub fn queue(q: status_query::QueueRecord) -> QueueRecord {
+    QueueRecord {
+        free: u32::try_from(q.free.len()).unwrap_or(u32::MAX),
+        queue: q.queue,
+        nodes: q.nodes,
+        free_nodes: q.free,
+        pending: q.pending,
     }
 }
 
@@ -80,63 +104,183 @@ pub fn nspace_order(n: &str) -> (String, u64, String) {
     }
 }
 
-/// Ask the DVM for what `w` names.
+/// What "mine" means for `--mine`: the namespace this pwatch acts for (a
+/// job's inside a job, the holder's inside an allocation), the allocation
+/// in `$PMIX_ALLOC_ID`, and the allocations held by this user's pallocs
+/// (registered holders) on this DVM.
+struct Mine {
+    nspaces: HashSet<String>,
+    alloc_ids: HashSet<String>,
+}
+
+impl Mine {
+    fn of(s: &Session, res: &[ReservationRecord]) -> Mine {
+        let mut nspaces = HashSet::new();
+        nspaces.insert(s.me().0);
+        let mut alloc_ids: HashSet<String> = std::env::var("PMIX_ALLOC_ID")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .into_iter()
+            .collect();
+        let server = s.conn().target().uri.nspace.clone();
+        for r in res {
+            if registered_path(&server, &r.alloc_id).is_some_and(|p| p.exists()) {
+                alloc_ids.insert(r.alloc_id.clone());
+            }
+        }
+        Mine { nspaces, alloc_ids }
+    }
+
+    fn owns(&self, r: &ReservationRecord) -> bool {
+        self.alloc_ids.contains(&r.alloc_id)
+            || self.nspaces.contains(&r.owner_nspace)
+            || r.owners.iter().any(|o| self.nspaces.contains(o))
+    }
+}
+
+/// Ask the DVM for what `w` names: one request (pdvm), filtered as `w`
+/// says.
 pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let now = now_secs() as u64;
-    let mut snap = Snapshot::default();
-    for what in &w.what {
-        match what {
-            StatusWhat::Reservations => {
-                snap.reservations = Some(
-                    status_query::reservations(s, None)
-                        .map(|v| v.into_iter().map(|r| reservation(r, now)).collect())
-                        .map_err(|e| e.status.name().to_string()),
-                )
+    let asked = |t: StatusWhat| w.what.contains(&t);
+    // Namespaces need the reservations for their ALLOCATIONS column, and
+    // --mine needs them (and the jobs) to know what is mine.
+    let want = status_query::Want {
+        reservations: asked(StatusWhat::Reservations)
+            || asked(StatusWhat::Namespaces)
+            || (w.mine && asked(StatusWhat::Nodes)),
+        jobs: asked(StatusWhat::Namespaces) || (w.mine && asked(StatusWhat::Nodes)),
+        ended_jobs: w.all,
+        nodes: asked(StatusWhat::Nodes),
+        sched: asked(StatusWhat::Scheduler),
+    };
+    let a = status_query::status(s, want);
+    let why = |e: crate::error::Error| e.status.name().to_string();
+    let res: Result<Vec<ReservationRecord>, String> = a
+        .reservations
+        .unwrap_or_else(|| Ok(Vec::new()))
+        .map(|v| v.into_iter().map(|r| reservation(r, now)).collect())
+        .map_err(why);
+    let all_res: &[ReservationRecord] = res.as_deref().unwrap_or(&[]);
+    let me = s.me().0;
+    let as_tool = matches!(
+        s.conn().identity(),
+        Identity::Tool | Identity::ToolWithId { .. }
+    );
+    let mut jobs: Option<Result<Vec<status_query::JobRecord>, String>> = a.jobs.map(|r| {
+        r.map_err(why).map(|mut v| {
+            // pwatch's own tool namespace is no job of the DVM's.
+            if as_tool {
+                v.retain(|j| j.nspace != me);
             }
-            StatusWhat::Nodes => {
-                snap.nodes = Some(
-                    status_query::nodes(s)
-                        .map(|v| v.into_iter().map(node).collect())
-                        .map_err(|e| e.status.name().to_string()),
-                )
+            if !w.all {
+                v.retain(|j| !ended(&j.state));
             }
-            StatusWhat::Namespaces => {
-                let jobs = status_query::jobs(s)
-                    .ok()
-                    .filter(|v| !v.is_empty())
-                    .map(|v| v.into_iter().map(namespace).collect());
-                snap.namespaces = Some(match jobs {
-                    Some(v) => Ok(v),
-                    None => query::namespaces(s)
-                        .map(|mut v| {
-                            v.sort_by_key(|n| nspace_order(n));
-                            v.into_iter()
-                                .map(|n| NamespaceRecord {
-                                    nspace: n,
-                                    parent: None,
-                                    nprocs: None,
-                                    state: "known".into(),
-                                    allocations: Vec::new(),
-                                })
-                                .collect()
-                        })
-                        .map_err(|e| e.status.name().to_string()),
-                });
-            }
-            StatusWhat::All => {}
+            v
+        })
+    });
+    // A DVM with no job table: the bare namespace list.
+    if let Some(Err(_)) = &jobs {
+        if let Ok(mut v) = query::namespaces(s) {
+            v.retain(|n| !as_tool || *n != me);
+            v.sort_by_key(|n| nspace_order(n));
+            jobs = Some(Ok(v
+                .into_iter()
+                .map(|n| status_query::JobRecord {
+                    nspace: n,
+                    state: "known".into(),
+                    ..Default::default()
+                })
+                .collect()));
         }
     }
-    fill_node_allocations(&mut snap);
+    let mine = w.mine.then(|| Mine::of(s, all_res));
+    let is_mine = |r: &ReservationRecord| mine.as_ref().is_none_or(|m| m.owns(r));
+    let my_res: Vec<&ReservationRecord> = all_res.iter().filter(|r| is_mine(r)).collect();
+    // My namespaces: what I act as, the owner sets of my reservations, and
+    // every job those launched (a parent comes before its children).
+    let my_ns: Option<HashSet<String>> = mine.as_ref().map(|m| {
+        let mut set = m.nspaces.clone();
+        for r in &my_res {
+            set.insert(r.owner_nspace.clone());
+            set.extend(r.owners.iter().cloned());
+        }
+        if let Some(Ok(v)) = &jobs {
+            loop {
+                let before = set.len();
+                for j in v {
+                    if j.parent.as_ref().is_some_and(|p| set.contains(p)) {
+                        set.insert(j.nspace.clone());
+                    }
+                }
+                if set.len() == before {
+                    break;
+                }
+            }
+        }
+        set
+    });
+    let keep_state = |table: StatusWhat, state: &str| {
+        let named: Vec<&StatusState> = w.states.iter().filter(|s| s.table() == table).collect();
+        named.is_empty()
+            || named
+                .iter()
+                .any(|s| s.word() == state || (**s == StatusState::Ended && ended(state)))
+    };
+    let mut snap = Snapshot::default();
+    if asked(StatusWhat::Reservations) {
+        snap.reservations = Some(res.clone().map(|v| {
+            v.into_iter()
+                .filter(|r| is_mine(r))
+                .filter(|r| keep_state(StatusWhat::Reservations, &r.state))
+                .collect()
+        }));
+    }
+    let my_nodes: Option<HashSet<String>> = my_ns.as_ref().map(|ns| {
+        let mut nodes: HashSet<String> = my_res.iter().flat_map(|r| r.nodes.clone()).collect();
+        if let Some(Ok(v)) = &jobs {
+            for j in v.iter().filter(|j| ns.contains(&j.nspace)) {
+                nodes.extend(j.nodes.iter().cloned());
+            }
+        }
+        nodes
+    });
+    if asked(StatusWhat::Namespaces) {
+        snap.namespaces = jobs.map(|r| {
+            r.map(|v| {
+                v.into_iter()
+                    .filter(|j| my_ns.as_ref().is_none_or(|m| m.contains(&j.nspace)))
+                    .filter(|j| keep_state(StatusWhat::Namespaces, &j.state))
+                    .map(|j| namespace(j, all_res))
+                    .collect()
+            })
+        });
+    }
+    if let Some(n) = a.nodes {
+        snap.nodes = Some(n.map_err(why).map(|v| {
+            let mut v: Vec<NodeRecord> = v.into_iter().map(node).collect();
+            fill_node_allocations(&mut v, all_res);
+            v.into_iter()
+                .filter(|n| my_nodes.as_ref().is_none_or(|m| m.contains(&n.name)))
+                .filter(|n| keep_state(StatusWhat::Nodes, &n.state))
+                .collect()
+        }));
+    }
+    if let Some(q) = a.sched {
+        snap.scheduler = Some(q.map_err(why).map(|v| v.into_iter().map(queue).collect()));
+    }
     snap
+}
+
+/// A job state word meaning the job is over.
+fn ended(state: &str) -> bool {
+    matches!(state, "terminated" | "ended")
 }
 
 /// A DVM that does not say which reservation a node belongs to (PRRTE)
 /// still says which nodes each reservation has: fill the node rows from
 /// that.
-fn fill_node_allocations(snap: &mut Snapshot) {
-    let (Some(Ok(res)), Some(Ok(nodes))) = (&snap.reservations, &mut snap.nodes) else {
-        return;
-    };
+fn fill_node_allocations(nodes: &mut [NodeRecord], res: &[ReservationRecord]) {
     for n in nodes.iter_mut().filter(|n| n.alloc_id.is_none()) {
         n.alloc_id = res
             .iter()
@@ -145,62 +289,98 @@ fn fill_node_allocations(snap: &mut Snapshot) {
     }
 }
 
-/// Print a snapshot: JSON lines, or tables with a heading each.
+type Tables = BTreeMap<String, String>;
+
+fn take<T: Clone>(
+    name: &str,
+    t: &Option<Result<Vec<T>, String>>,
+    un: &mut Tables,
+) -> Option<Vec<T>> {
+    match t {
+        Some(Ok(v)) => Some(v.clone()),
+        Some(Err(why)) => {
+            un.insert(name.to_string(), why.clone());
+            None
+        }
+        None => None,
+    }
+}
+
+/// The JSON document of a snapshot.
+pub fn document(snap: &Snapshot) -> StatusRecord {
+    let mut un = Tables::new();
+    StatusRecord {
+        time: now_secs(),
+        reservations: take("reservations", &snap.reservations, &mut un),
+        namespaces: take("namespaces", &snap.namespaces, &mut un),
+        nodes: take("nodes", &snap.nodes, &mut un),
+        scheduler: take("scheduler", &snap.scheduler, &mut un),
+        unreported: un,
+    }
+}
+
+/// Print a snapshot: one JSON document on one line, or tables with a
+/// heading each, written at once.
 pub fn print(snap: &Snapshot, ui: &Ui) {
-    let styled = table::styled(ui.stdout_tty);
+    if ui.json {
+        ui.record(&document(snap));
+        return;
+    }
+    let style = table::style(ui.stdout_tty);
     let now = now_secs() as u64;
     let several = [
         snap.reservations.is_some(),
         snap.namespaces.is_some(),
         snap.nodes.is_some(),
+        snap.scheduler.is_some(),
     ]
     .iter()
     .filter(|b| **b)
     .count()
         > 1;
-    let unreported = |what: &str, why: &str| {
-        let msg = format!("this DVM does not report {what} ({why})");
-        if ui.json {
-            ui.note(&msg);
-        } else {
-            ui.result(&format!("{what}: not reported by this DVM ({why})"));
+    let mut out = String::new();
+    let mut section = |h: &str, body: Result<String, &String>| {
+        if several {
+            out.push_str(h);
+            out.push_str(":\n");
         }
-    };
-    let heading = |h: &str| {
-        if several && !ui.json {
-            ui.result(&format!("{h}:"));
+        match body {
+            Ok(t) => out.push_str(&t),
+            Err(why) => out.push_str(&format!(
+                "{}: not reported by this DVM ({why})",
+                h.to_ascii_lowercase()
+            )),
         }
+        out.push('\n');
     };
     if let Some(r) = &snap.reservations {
-        match r {
-            Ok(rows) if ui.json => rows.iter().for_each(|x| ui.record(x)),
-            Ok(rows) => {
-                heading("RESERVATIONS");
-                ui.result(&table::reservations(rows, now, styled).to_string());
-            }
-            Err(why) => unreported("reservations", why),
-        }
+        section(
+            "RESERVATIONS",
+            r.as_ref()
+                .map(|rows| table::reservations(rows, now, style).to_string()),
+        );
     }
     if let Some(r) = &snap.namespaces {
-        match r {
-            Ok(rows) if ui.json => rows.iter().for_each(|x| ui.record(x)),
-            Ok(rows) => {
-                heading("NAMESPACES");
-                ui.result(&table::namespaces(rows, styled).to_string());
-            }
-            Err(why) => unreported("namespaces", why),
-        }
+        section(
+            "NAMESPACES",
+            r.as_ref()
+                .map(|rows| table::namespaces(rows, style).to_string()),
+        );
     }
     if let Some(r) = &snap.nodes {
-        match r {
-            Ok(rows) if ui.json => rows.iter().for_each(|x| ui.record(x)),
-            Ok(rows) => {
-                heading("NODES");
-                ui.result(&table::nodes(rows, styled).to_string());
-            }
-            Err(why) => unreported("nodes", why),
-        }
+        section(
+            "NODES",
+            r.as_ref().map(|rows| table::nodes(rows, style).to_string()),
+        );
     }
+    if let Some(r) = &snap.scheduler {
+        section(
+            "SCHEDULER",
+            r.as_ref()
+                .map(|rows| table::queues(rows, style).to_string()),
+        );
+    }
+    ui.result(out.trim_end_matches('\n'));
 }
 
 #[cfg(test)]
@@ -231,6 +411,18 @@ mod tests {
             origin: "startup".into(),
         });
         assert_eq!(n.alloc_id, None);
-        assert_eq!(n.state, "busy 2/4");
+        assert_eq!((n.state.as_str(), n.slots_used), ("busy", Some(2)));
+        assert_eq!(n.state_text(), "busy 2/4");
+        let doc = document(&Snapshot {
+            nodes: Some(Ok(vec![n])),
+            scheduler: Some(Err("PMIX_ERR_NOT_SUPPORTED".into())),
+            ..Default::default()
+        });
+        let v = serde_json::to_value(&doc).unwrap();
+        assert_eq!(v["type"], "status");
+        assert_eq!(v["nodes"][0]["state"], "busy");
+        assert_eq!(v["nodes"][0]["slots_used"], 2);
+        assert!(v["reservations"].is_null() && v["scheduler"].is_null());
+        assert_eq!(v["unreported"]["scheduler"], "PMIX_ERR_NOT_SUPPORTED");
     }
 }

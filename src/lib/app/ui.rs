@@ -3,6 +3,7 @@
 //! stderr always (unless `-qq`), and with `--json` also as an `error` object.
 
 use std::io::{IsTerminal, Write};
+use std::sync::{mpsc, Mutex};
 
 use serde::Serialize;
 
@@ -115,4 +116,92 @@ impl Ui {
         pb.enable_steady_tick(std::time::Duration::from_millis(120));
         Some(pb)
     }
+
+    /// While a request waits for the scheduler: if no answer has come after
+    /// [`QUEUED_AFTER`], a spinner naming the request id with the time
+    /// waited (stderr a terminal), or one line `queued: request ID waiting
+    /// for the scheduler` (stderr not a terminal; hidden by `-q`, and with
+    /// `--json` shown only with `-v`). The spinner is erased by
+    /// [`Waiting::finish_and_clear`] or when the value is dropped (every
+    /// exit path, Ctrl-C included).
+    pub fn queued(&self, request_id: Option<&str>) -> Option<Waiting> {
+        let what = match request_id {
+            Some(id) => format!("request {id}"),
+            None => "the request".to_string(),
+        };
+        let show = if self.progress {
+            Show::Spinner
+        } else if self.level >= 0 && (!self.json || self.level > 0) {
+            Show::Line
+        } else {
+            return None;
+        };
+        Some(Waiting::start(self.tool, what, show))
+    }
+}
+
+/// How long a request may wait before [`Ui::queued`] says so.
+pub const QUEUED_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Show {
+    Spinner,
+    Line,
+}
+
+/// The "queued" indication of [`Ui::queued`]; a thread draws it once the
+/// wait passes [`QUEUED_AFTER`].
+pub struct Waiting {
+    stop: Mutex<Option<mpsc::Sender<()>>>,
+    drawer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Waiting {
+    fn start(tool: &'static str, what: String, show: Show) -> Waiting {
+        let (tx, rx) = mpsc::channel::<()>();
+        let drawer = std::thread::spawn(move || {
+            if rx.recv_timeout(QUEUED_AFTER) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
+            if show == Show::Line {
+                eprintln!("{tool}: queued: {what} waiting for the scheduler");
+                return;
+            }
+            let pb = indicatif::ProgressBar::new_spinner();
+            pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} queued: {msg} waiting for the scheduler ({elapsed})",
+            ) {
+                pb.set_style(style);
+            }
+            pb.set_message(what);
+            pb.enable_steady_tick(std::time::Duration::from_millis(120));
+            // Until finished (a message) or dropped (disconnected).
+            let _ = rx.recv();
+            pb.finish_and_clear();
+        });
+        Waiting {
+            stop: Mutex::new(Some(tx)),
+            drawer: Mutex::new(Some(drawer)),
+        }
+    }
+
+    /// Stop waiting: erase the spinner (if drawn) before anything else is
+    /// printed.
+    pub fn finish_and_clear(&self) {
+        drop(lock(&self.stop).take());
+        if let Some(t) = lock(&self.drawer).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.finish_and_clear();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

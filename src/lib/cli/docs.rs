@@ -8,7 +8,7 @@ use super::manual;
 use super::{PallocArgs, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs};
 use clap::CommandFactory;
 use clap_complete::Shell;
-use clap_mangen::roff::{bold, roman, Roff};
+use clap_mangen::roff::{bold, italic, roman, Roff};
 use clap_mangen::Man;
 use std::path::PathBuf;
 
@@ -28,8 +28,37 @@ pub fn commands() -> Vec<clap::Command> {
 
 /// The man page (roff) for `cmd`: NAME, SYNOPSIS, DESCRIPTION, the option
 /// sections, EXIT STATUS, JSON FIELDS, IDENTITY AND OWNERSHIP, TIMEOUT
-/// WARNINGS, EXAMPLES, VERSION.
+/// WARNINGS, ENVIRONMENT, FILES, EXAMPLES, SEE ALSO, VERSION; text between
+/// backticks is set in bold (see [`markup`]).
 pub fn render_man(cmd: &clap::Command) -> Vec<u8> {
+    markup(&render_plain_man(cmd)).into_bytes()
+}
+
+/// Text between a pair of backticks on one line of roff becomes bold
+/// (`\fB…\fR`); a line with an odd number of backticks is left as it is.
+pub fn markup(roff: &[u8]) -> String {
+    let text = String::from_utf8_lossy(roff);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let n = line.matches('`').count();
+        if n == 0 || n % 2 == 1 {
+            out.push_str(line);
+            continue;
+        }
+        for (i, part) in line.split('`').enumerate() {
+            if i % 2 == 1 {
+                out.push_str("\\fB");
+                out.push_str(part);
+                out.push_str("\\fR");
+            } else {
+                out.push_str(part);
+            }
+        }
+    }
+    out
+}
+
+fn render_plain_man(cmd: &clap::Command) -> Vec<u8> {
     let name = cmd.get_name().to_string();
     let man = Man::new(cmd.clone()).manual("pmix-tools");
     let mut out = Vec::new();
@@ -71,12 +100,31 @@ are a stable contract: fields may be added, never renamed or removed.",
         paragraphs(&mut r, manual::WARNINGS);
     }
 
+    r.control("SH", ["ENVIRONMENT"]);
+    for (var, meaning) in manual::environment(&name) {
+        r.control("TP", []).text([bold(var)]).text([roman(meaning)]);
+    }
+    r.control("SH", ["FILES"]);
+    for (path, meaning) in manual::files(&name) {
+        r.control("TP", [])
+            .text([italic(path)])
+            .text([roman(meaning)]);
+    }
+
     r.control("SH", ["EXAMPLES"]);
     for (cmdline, what) in manual::examples(&name) {
         r.control("TP", [])
             .text([bold(*cmdline)])
             .text([roman(*what)]);
     }
+    r.control("SH", ["SEE ALSO"]);
+    let also = manual::see_also(&name);
+    let mut parts = Vec::with_capacity(also.len() * 2);
+    for (i, t) in also.iter().enumerate() {
+        parts.push(bold(*t));
+        parts.push(roman(if i + 1 < also.len() { "(1), " } else { "(1)" }));
+    }
+    r.text(parts);
     let _ = r.to_writer(&mut out);
     let _ = man.render_version_section(&mut out);
     out
@@ -91,13 +139,97 @@ fn paragraphs(r: &mut Roff, text: &str) {
     }
 }
 
-/// The completion script for `cmd` in `shell`.
-pub fn render_completions(cmd: &clap::Command, shell: Shell) -> Vec<u8> {
+/// Placeholder value standing for the live allocation ids in a generated
+/// script, replaced by a call of `pwatch --complete allocs`.
+const LIVE_ALLOCS: &str = "__PMIX_TOOLS_LIVE_ALLOCS__";
+/// Same for the live job namespaces (`pwatch --complete namespaces`).
+const LIVE_NAMESPACES: &str = "__PMIX_TOOLS_LIVE_NAMESPACES__";
+
+/// The values the completions offer for one argument of `tool`: the
+/// enumerated values, live ids (see [`LIVE_ALLOCS`]), paths only where a
+/// path is meant, and nothing (no file names) for other values.
+fn completion_arg(tool: &str, a: clap::Arg) -> clap::Arg {
+    use clap::ValueHint;
+    if !a.get_num_args().is_some_and(|n| n.takes_values()) && !a.get_action().takes_values() {
+        return a;
+    }
+    let id = a.get_id().as_str().to_string();
+    let live = match (tool, id.as_str()) {
+        (_, "alloc" | "alloc_ids" | "reacquire" | "extend") | ("pspawn", "target") => {
+            Some(LIVE_ALLOCS)
+        }
+        ("palloc", "target") | ("pwatch", "job") => Some(LIVE_NAMESPACES),
+        _ => None,
+    };
+    if let Some(word) = live {
+        return a.value_parser([word]);
+    }
+    if id == "inherit" {
+        return a.value_parser(["none", "child", "default", "child-default"]);
+    }
+    if !a.get_possible_values().is_empty() {
+        return a;
+    }
+    let hint = match id.as_str() {
+        "wdir" | "tmpdir" => ValueHint::DirPath,
+        "report_uri" => ValueHint::FilePath,
+        "command" => ValueHint::CommandWithArguments,
+        "exec" => ValueHint::CommandString,
+        "uri" | "pid" | "apps" => return a,
+        _ => ValueHint::Other,
+    };
+    a.value_hint(hint)
+}
+
+/// `cmd` as the completion generators should see it.
+fn for_completion(cmd: &clap::Command) -> clap::Command {
+    let tool = cmd.get_name().to_string();
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().as_str().to_string())
+        .collect();
     let mut c = cmd.clone();
+    for id in ids {
+        c = c.mut_arg(id, |a| completion_arg(&tool, a));
+    }
+    c
+}
+
+/// The completion script for `cmd` in `shell`. Allocation ids and job
+/// namespaces are completed live: the script runs `pwatch --complete
+/// allocs` (or `namespaces`), which prints the ones the DVM knows, one per
+/// line, and nothing when no DVM answers.
+pub fn render_completions(cmd: &clap::Command, shell: Shell) -> Vec<u8> {
+    let mut c = for_completion(cmd);
     let name = c.get_name().to_string();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut c, name, &mut out);
-    out
+    let script = String::from_utf8_lossy(&out).into_owned();
+    let call = |what: &str| format!("pwatch --complete {what} 2>/dev/null");
+    let script = match shell {
+        Shell::Zsh => script
+            .replace(
+                &format!("({LIVE_ALLOCS})"),
+                &format!("($({}))", call("allocs")),
+            )
+            .replace(
+                &format!("({LIVE_NAMESPACES})"),
+                &format!("($({}))", call("namespaces")),
+            ),
+        Shell::Fish => script
+            .replace(
+                &format!("\"{LIVE_ALLOCS}\\t''\""),
+                &format!("\"({})\"", call("allocs")),
+            )
+            .replace(
+                &format!("\"{LIVE_NAMESPACES}\\t''\""),
+                &format!("\"({})\"", call("namespaces")),
+            ),
+        _ => script
+            .replace(LIVE_ALLOCS, &format!("$({})", call("allocs")))
+            .replace(LIVE_NAMESPACES, &format!("$({})", call("namespaces"))),
+    };
+    script.into_bytes()
 }
 
 /// The file name a completion script is committed under.
@@ -143,6 +275,9 @@ mod tests {
                 "IDENTITY AND OWNERSHIP",
                 "EXAMPLES",
                 "SYNOPSIS",
+                "ENVIRONMENT",
+                "FILES",
+                "SEE ALSO",
             ] {
                 assert!(page.contains(s), "{} lacks {s}", cmd.get_name());
             }
@@ -152,6 +287,49 @@ mod tests {
                     "{}",
                     cmd.get_name()
                 );
+            }
+            let literal = page.lines().filter(|l| l.matches('`').count() >= 2).count();
+            assert_eq!(literal, 0, "{}: backticks left in:\n{page}", cmd.get_name());
+        }
+    }
+
+    #[test]
+    fn markup_sets_backticked_text_bold() {
+        assert_eq!(
+            markup(b"run `palloc -- CMD` now\n"),
+            "run \\fBpalloc -- CMD\\fR now\n"
+        );
+        assert_eq!(markup(b"odd ` stays\n"), "odd ` stays\n");
+    }
+
+    #[test]
+    fn completions_offer_values_and_live_ids() {
+        for cmd in commands() {
+            for shell in SHELLS {
+                let s = String::from_utf8(render_completions(&cmd, shell)).unwrap();
+                assert!(
+                    !s.contains("__PMIX_TOOLS_LIVE"),
+                    "{} {shell:?}",
+                    cmd.get_name()
+                );
+                if cmd.get_name() != "pdvm" {
+                    assert!(
+                        s.contains("pwatch --complete allocs"),
+                        "{} {shell:?}: no live allocation ids",
+                        cmd.get_name()
+                    );
+                }
+                match cmd.get_name() {
+                    "palloc" => assert!(
+                        s.contains("child-default") && s.contains("pwatch --complete namespaces"),
+                        "{shell:?}: {s}"
+                    ),
+                    "pwatch" => assert!(
+                        s.contains("timeout-warning") && s.contains("draining"),
+                        "{shell:?}"
+                    ),
+                    _ => {}
+                }
             }
         }
     }

@@ -1,10 +1,12 @@
 //! Man page sections beyond what clap knows: EXIT STATUS, JSON FIELDS,
-//! IDENTITY AND OWNERSHIP, TIMEOUT WARNINGS and EXAMPLES, per tool.
+//! IDENTITY AND OWNERSHIP, TIMEOUT WARNINGS, ENVIRONMENT, FILES, EXAMPLES
+//! and SEE ALSO, per tool. Text between backticks is rendered bold.
 
 use super::exit::EXIT_TABLE;
 use crate::render::records::{
     AllocationRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord, NamespaceRecord, NodeRecord,
-    OutputRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
+    OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
+    StatusRecord,
 };
 
 /// A JSON record kind: its `"type"` value and `(field, meaning)` rows.
@@ -68,9 +70,11 @@ pub fn json_kinds(tool: &str) -> Vec<JsonKind> {
         "prelease" => vec![kind::<ReleaseRecord>(), kind::<ErrorRecord>()],
         "pwatch" => vec![
             kind::<EventRecord>(),
+            kind::<StatusRecord>(),
             kind::<ReservationRecord>(),
             kind::<NamespaceRecord>(),
             kind::<NodeRecord>(),
+            kind::<QueueRecord>(),
             kind::<ErrorRecord>(),
         ],
         _ => Vec::new(),
@@ -114,6 +118,114 @@ warning with an EXTEND that re-arms it (or use --exec to checkpoint instead).
 From an orchestrator: one long-lived pwatch of the owning namespace, with one \
 --alloc per allocation, does the same for all of them; its events are JSON \
 lines with --json.";
+
+/// The environment variables every tool reads to find its server.
+const CONNECT_ENV: &[(&str, &str)] = &[
+    (
+        "PMIX_NAMESPACE, PMIX_RANK",
+        "set by the DVM for the processes it launches: with no flag naming a server, the tool connects as a client of that job and acts for its namespace",
+    ),
+    (
+        "PMIX_SERVER_URI41, PMIX_SERVER_URI4, PMIX_SERVER_URI3, PMIX_SERVER_URI21, PMIX_SERVER_URI2",
+        "the server's URI inside a job (the first one set is used)",
+    ),
+    (
+        "PMIX_SERVER_TMPDIR",
+        "where the server's rendezvous files are searched, before TMPDIR",
+    ),
+    (
+        "PMIX_SYSTEM_TMPDIR",
+        "where a system server's rendezvous file is searched (--system-server-first/-only); default /tmp",
+    ),
+    (
+        "TMPDIR",
+        "where rendezvous files are searched when neither --tmpdir nor PMIX_SERVER_TMPDIR says (then /tmp)",
+    ),
+    (
+        "PMIX_TOOLS_HOLDER",
+        "the socket of the palloc that holds the allocation (set by `palloc … -- CMD`): the tool's requests are relayed by that palloc, acting for the allocation's owner; naming a server or --as-tool bypasses it",
+    ),
+    (
+        "XDG_RUNTIME_DIR",
+        "where the holder registry is (see FILES)",
+    ),
+    (
+        "NO_COLOR",
+        "when set and not empty: no bold or colour in tables (see https://no-color.org)",
+    ),
+];
+
+/// ENVIRONMENT rows `(variables, meaning)` for `tool`.
+pub fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
+    if tool == "pdvm" {
+        return vec![
+            (
+                "TMPDIR",
+                "where the rendezvous folder pdvm.<pid>/ is made when --tmpdir is not given (then /tmp)",
+            ),
+            (
+                "PATH",
+                "passed to the jobs, with the directory of pdvm's own binary added so that CMD finds the tools",
+            ),
+            (
+                "NO_COLOR",
+                "when set and not empty: no styling",
+            ),
+        ];
+    }
+    let mut v: Vec<(&str, &str)> = CONNECT_ENV.to_vec();
+    match tool {
+        "pspawn" => v.push((
+            "PMIX_ALLOC_ID",
+            "the allocation this shell runs in (set by `palloc … -- CMD`): without --target or --default-pool, jobs are launched into it, as `srun` inside `salloc`",
+        )),
+        "pwatch" => v.push((
+            "PMIX_ALLOC_ID",
+            "the allocation this shell runs in: counted as yours by --status --mine",
+        )),
+        "palloc" => v.push((
+            "PMIX_ALLOC_ID",
+            "set for CMD by `palloc … -- CMD`: the allocation it runs in",
+        )),
+        _ => {}
+    }
+    v
+}
+
+/// FILES rows `(path, meaning)` for `tool`.
+pub fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
+    let rendezvous = (
+        "$TMPDIR/prte.<pid>/pmix.<host>.tool*, $TMPDIR/pdvm.<pid>/pmix.<host>.tool*",
+        "rendezvous files of a PRRTE DVM or of pdvm (URI, PMIx version, pid); found with no flag when exactly one live server has them",
+    );
+    let system = (
+        "$PMIX_SYSTEM_TMPDIR/pmix.sys.<host>",
+        "rendezvous file of a system server (--system-server-first/-only)",
+    );
+    let holders = (
+        "$XDG_RUNTIME_DIR/pmix-tools-holders/, else /tmp/pmix-tools-holders.<uid>/",
+        "holder registry (mode 0700, used only when owned by you): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation",
+    );
+    match tool {
+        "pdvm" => vec![(
+            "$TMPDIR/pdvm.<pid>/pmix.<host>.tool, pmix.<host>.tool.<pid>, pmix.<host>.tool.<nspace>",
+            "the rendezvous files pdvm writes (mode 0600, in a folder of mode 0700), laid out as PRRTE's, removed when it stops",
+        )],
+        _ => vec![rendezvous, system, holders],
+    }
+}
+
+/// SEE ALSO entries for `tool`: the other tools, then the anchors.
+pub fn see_also(tool: &str) -> Vec<&'static str> {
+    let mut v: Vec<&str> = ["palloc", "pspawn", "prelease", "pwatch", "pdvm"]
+        .into_iter()
+        .filter(|t| *t != tool)
+        .collect();
+    v.extend([
+        "prte", "prun", "pps", "salloc", "srun", "scancel", "squeue", "sinfo",
+    ]);
+    v
+}
 
 /// EXAMPLES `(command, explanation)` for `tool`.
 pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
@@ -176,8 +288,20 @@ pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
                 "table of reservations",
             ),
             (
+                "pwatch --status --mine --state active",
+                "my granted reservations, my jobs, their nodes",
+            ),
+            (
+                "pwatch --status --what scheduler",
+                "free nodes per queue, as sinfo shows",
+            ),
+            (
+                "pwatch --status --json | python3 -m json.tool",
+                "one JSON document",
+            ),
+            (
                 "pwatch --status --json --interval 5s",
-                "JSON lines every five seconds",
+                "one JSON document per line every five seconds",
             ),
             (
                 "pwatch --event job-end --job myjob@1 --count 1",
@@ -219,5 +343,12 @@ mod tests {
             assert!(!examples(t).is_empty(), "{t}");
         }
         assert!(exit_rows("pdvm").iter().any(|(c, _)| c == "N"));
+        for t in ["palloc", "pspawn", "prelease", "pwatch", "pdvm"] {
+            assert!(!environment(t).is_empty() && !files(t).is_empty(), "{t}");
+            assert!(!see_also(t).contains(&t) && see_also(t).len() > 4, "{t}");
+        }
+        assert!(environment("pspawn")
+            .iter()
+            .any(|(k, _)| *k == "PMIX_ALLOC_ID"));
     }
 }

@@ -26,9 +26,9 @@ pub use palloc::{PallocArgs, PallocMode};
 pub use pdvm::PdvmArgs;
 pub use prelease::PreleaseArgs;
 pub use pspawn::PspawnArgs;
-pub use pwatch::PwatchArgs;
+pub use pwatch::{CompleteWhat, PwatchArgs};
 pub use request::{
-    AllocRequest, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusWatch,
-    StatusWhat, StdinTarget, WatchRequest,
+    AllocRequest, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusState,
+    StatusWatch, StatusWhat, StdinTarget, WatchRequest,
 };
 pub use validate::{parse_validated, try_parse_validated, Validate};

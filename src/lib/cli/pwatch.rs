@@ -2,7 +2,7 @@
 
 use super::common::{ConnectArgs, OutputArgs};
 use super::parse::{parse_count, parse_duration_secs, parse_id, parse_time_limit, parse_warn_secs};
-use super::request::{EventKind, EventWatch, StatusWatch, StatusWhat, WatchRequest};
+use super::request::{EventKind, EventWatch, StatusState, StatusWatch, StatusWhat, WatchRequest};
 use clap::Parser;
 
 const ABOUT: &str = "Watch allocation and job events, or show reservations, namespaces and nodes";
@@ -21,8 +21,22 @@ replays from before pwatch started (PRRTE resends every earlier job end to a \
 new listener) are skipped.
 
 Status mode (--status) prints reservations (id, owning namespace, owner set, \
-inheritance, share, nodes, expiry), namespaces and nodes as tables or JSON, \
-once or every --interval.
+inheritance, share, nodes, expiry, state), namespaces (parent, number of \
+processes, state, the allocations whose owner set holds them), nodes (slots, \
+reservation, idle or busy) and the scheduler's queues (nodes, free nodes, \
+pending requests: what `sinfo` shows), once or every --interval. Namespaces \
+that ended are left out unless --all; pwatch's own namespace is never listed. \
+--state keeps the rows in the states named (reservations: queued, active, \
+draining; namespaces: running, killing, ended; nodes: idle, busy) and shows \
+only the tables those states belong to. --mine keeps what is yours: the \
+reservations whose owner set holds the namespace this pwatch acts for (the \
+job's inside a job, the allocation's inside `palloc -- CMD`), the allocation \
+in $PMIX_ALLOC_ID, and the allocations your own palloc --hold or palloc -- CMD \
+hold in other shells (found in the holder registry); and the namespaces in \
+those owner sets and every job they launched, and the nodes those \
+reservations hold or those jobs run on. With --json each snapshot is one JSON \
+document (an object with reservations, namespaces, nodes and scheduler \
+arrays) on one line; --interval prints one such line per snapshot.
 
 Timeout warnings go only to the process that requested the allocation, and \
 the requester is refreshed by each EXTEND (spec 001 §8.2.1.9.5). So who sees \
@@ -46,11 +60,23 @@ EXIT STATUS:
   130 interrupted   1 other error
 
 EXAMPLES:
-  pwatch --status --what reservations
+  pwatch --status --what reservations --state queued
+  pwatch --status --mine
+  pwatch --status --what scheduler
+  pwatch --status --json | python3 -m json.tool
   pwatch --status --json --interval 5s
   pwatch --event job-end --job myjob@1 --count 1
   pwatch --alloc alloc.3 --extend-by 30 --warn-timeout 5   (both in minutes)
   pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'";
+
+/// What `pwatch --complete` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompleteWhat {
+    /// Live allocation ids.
+    Allocs,
+    /// Live job namespaces.
+    Namespaces,
+}
 
 /// `pwatch` flags.
 #[derive(Debug, Clone, Parser)]
@@ -69,6 +95,34 @@ pub struct PwatchArgs {
         default_value = "all"
     )]
     pub what: Vec<StatusWhat>,
+
+    /// With --status: keep only rows in this state (repeatable): queued,
+    /// active, draining (reservations), running, killing, ended
+    /// (namespaces), idle, busy (nodes); tables none of whose states is
+    /// named are left out.
+    #[arg(long, value_enum, value_name = "STATE", requires = "status")]
+    pub state: Vec<StatusState>,
+
+    /// With --status: only my reservations, the namespaces in their owner
+    /// sets and the jobs those launched, and their nodes (see DESCRIPTION).
+    #[arg(long, requires = "status")]
+    pub mine: bool,
+
+    /// With --status: also list namespaces that ended.
+    #[arg(long, requires = "status")]
+    pub all: bool,
+
+    /// Print live allocation ids or namespaces, one per line, for the shell
+    /// completions (they call `pwatch --complete allocs`); prints nothing
+    /// and exits 0 when no DVM answers.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        hide = true,
+        conflicts_with = "status"
+    )]
+    pub complete: Option<CompleteWhat>,
 
     /// With --status: refresh every so often (a plain number is minutes; or 5s, 2m, MM:SS).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, requires = "status")]
@@ -131,6 +185,13 @@ impl PwatchArgs {
         if self.event.contains(&EventKind::Any) && self.event.len() > 1 {
             return Err("--event any already includes every kind: give it alone".into());
         }
+        if let WatchRequest::Status(w) = self.request() {
+            if !self.state.is_empty() && w.what.is_empty() {
+                return Err("--state names rows of tables that --what does not show: \
+queued, active, draining are reservations; running, killing, ended namespaces; idle, busy nodes"
+                    .into());
+            }
+        }
         if self.warn_timeout.is_some() && self.alloc.is_empty() && self.extend_by.is_none() {
             return Err("--warn-timeout arms the warning for the allocations named by --alloc, or re-arms it \
 on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
@@ -147,15 +208,29 @@ on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
                     StatusWhat::Reservations,
                     StatusWhat::Namespaces,
                     StatusWhat::Nodes,
+                    StatusWhat::Scheduler,
                 ]
             } else {
                 let mut w = self.what.clone();
                 w.dedup();
                 w
             };
+            let mut states = self.state.clone();
+            states.dedup();
+            // --state shows only the tables its states belong to.
+            let what = if states.is_empty() {
+                what
+            } else {
+                what.into_iter()
+                    .filter(|t| states.iter().any(|s| s.table() == *t))
+                    .collect()
+            };
             return WatchRequest::Status(StatusWatch {
                 what,
                 interval_secs: self.interval,
+                all: self.all || states.contains(&StatusState::Ended),
+                states,
+                mine: self.mine,
             });
         }
         WatchRequest::Events(EventWatch {

@@ -129,8 +129,60 @@ pub enum StatusWhat {
     Namespaces,
     /// Nodes.
     Nodes,
-    /// All three.
+    /// Scheduler queues: nodes, free nodes, pending requests (like `sinfo`).
+    Scheduler,
+    /// All four.
     All,
+}
+
+/// A state `pwatch --status --state` keeps (each names rows of one table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum StatusState {
+    /// Reservations waiting in the scheduler's queue.
+    Queued,
+    /// Reservations granted, owner alive.
+    Active,
+    /// Reservations whose owner ended, kept for its running descendants.
+    Draining,
+    /// Namespaces (jobs) running.
+    Running,
+    /// Namespaces being killed.
+    Killing,
+    /// Namespaces that ended (implies --all).
+    Ended,
+    /// Nodes with no slot in use.
+    Idle,
+    /// Nodes with slots in use.
+    Busy,
+}
+
+impl StatusState {
+    /// The word as the DVM reports it.
+    pub fn word(self) -> &'static str {
+        match self {
+            StatusState::Queued => "queued",
+            StatusState::Active => "active",
+            StatusState::Draining => "draining",
+            StatusState::Running => "running",
+            StatusState::Killing => "killing",
+            StatusState::Ended => "terminated",
+            StatusState::Idle => "idle",
+            StatusState::Busy => "busy",
+        }
+    }
+
+    /// The table whose rows this state names.
+    pub fn table(self) -> StatusWhat {
+        match self {
+            StatusState::Queued | StatusState::Active | StatusState::Draining => {
+                StatusWhat::Reservations
+            }
+            StatusState::Running | StatusState::Killing | StatusState::Ended => {
+                StatusWhat::Namespaces
+            }
+            StatusState::Idle | StatusState::Busy => StatusWhat::Nodes,
+        }
+    }
 }
 
 /// What pwatch should do.
@@ -175,6 +227,13 @@ pub struct StatusWatch {
     pub what: Vec<StatusWhat>,
     /// Refresh every so many seconds; `None` prints once.
     pub interval_secs: Option<u64>,
+    /// Keep only rows in these states (empty: no filter); tables none of
+    /// whose states is named are left out.
+    pub states: Vec<StatusState>,
+    /// Only what is mine (see `pwatch --mine`).
+    pub mine: bool,
+    /// Also namespaces that ended.
+    pub all: bool,
 }
 
 impl EventKind {

@@ -5,7 +5,10 @@
 //! per reservation (qualify with `PMIX_ALLOC_ID` or `PMIX_ALLOC_REQ_ID` for
 //! one); `PMIX_QUERY_ALLOCATION` (`pmix.query.allc`) with one entry per node,
 //! each a `PMIX_NODE_INFO` block whose first element is `PMIX_HOSTNAME`;
-//! `pdvm.qry.jobs` with one entry per job. Each answer is a data array of
+//! `pdvm.qry.jobs` with one entry per job (only the live ones when
+//! qualified with `pdvm.qry.live` = true); `pdvm.qry.sched` with one entry
+//! per scheduler queue (nodes, free nodes, pending requests: what `sinfo`
+//! answers). [`status`] asks for several of them in one request. Each answer is a data array of
 //! values, each value a data array of infos using standard keys where the
 //! PMIx headers define one.
 
@@ -21,6 +24,16 @@ use super::session::Session;
 
 /// Query key answered with the job table (pdvm's own; no standard key exists).
 pub const QUERY_JOBS: &str = "pdvm.qry.jobs";
+/// Query key answered with the scheduler's queues (pdvm's own).
+pub const QUERY_SCHED: &str = "pdvm.qry.sched";
+/// Qualifier of [`QUERY_JOBS`]: `true` leaves out the jobs that ended.
+pub const QUERY_LIVE: &str = "pdvm.qry.live";
+/// Queue field: the scheduler's nodes in the queue.
+pub const SCHED_NODES: &str = "pdvm.sched.nodes";
+/// Queue field: the names of the free nodes, comma-separated.
+pub const SCHED_FREE: &str = "pdvm.sched.free";
+/// Queue field: requests waiting in the queue.
+pub const SCHED_PENDING: &str = "pdvm.sched.pending";
 /// Reservation field: the owner set, comma-separated.
 pub const OWNERS: &str = "pdvm.alloc.owners";
 /// Reservation field: state word (`queued`, `active`, `draining`).
@@ -93,6 +106,46 @@ pub struct JobRecord {
     pub exit_status: Option<i32>,
     /// Number of processes, when reported.
     pub nprocs: Option<u32>,
+}
+
+/// One scheduler queue: its capacity and what is free now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueRecord {
+    /// Queue name (`PMIX_ALLOC_QUEUE`).
+    pub queue: String,
+    /// Nodes the scheduler manages in this queue.
+    pub nodes: u32,
+    /// Names of the nodes free for a grant.
+    pub free: Vec<String>,
+    /// Requests waiting.
+    pub pending: u32,
+}
+
+impl QueueRecord {
+    /// Encode one entry.
+    pub fn to_value(&self) -> Value {
+        Value::DataArray(DataArray::infos(vec![
+            s(keys::ALLOC_QUEUE, &self.queue),
+            Info::new(SCHED_NODES, Value::Uint32(self.nodes)),
+            s(SCHED_FREE, self.free.join(",")),
+            Info::new(SCHED_PENDING, Value::Uint32(self.pending)),
+        ]))
+    }
+
+    /// Decode one entry.
+    pub fn from_infos(infos: &[Info]) -> QueueRecord {
+        let mut q = QueueRecord::default();
+        for i in infos {
+            match i.key.as_str() {
+                keys::ALLOC_QUEUE => q.queue = text(&i.value),
+                SCHED_NODES => q.nodes = i.value.as_u64().unwrap_or(0) as u32,
+                SCHED_FREE => q.free = list(&i.value),
+                SCHED_PENDING => q.pending = i.value.as_u64().unwrap_or(0) as u32,
+                _ => {}
+            }
+        }
+        q
+    }
 }
 
 fn s(key: &str, v: impl Into<String>) -> Info {
@@ -413,11 +466,16 @@ fn nodes_of(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<NodeRecord>> {
 /// each process runs).
 pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
     if let Ok(infos) = ask(sess, QUERY_JOBS, vec![]) {
-        let found = entries(&infos, QUERY_JOBS)?;
-        if !found.is_empty() {
+        if infos.iter().any(|i| i.key == QUERY_JOBS) {
+            let found = entries(&infos, QUERY_JOBS)?;
             return Ok(found.into_iter().map(JobRecord::from_infos).collect());
         }
     }
+    namespace_info(sess)
+}
+
+/// The standard namespace information (PRRTE).
+fn namespace_info(sess: &Session) -> Result<Vec<JobRecord>> {
     let infos = ask(sess, keys::QUERY_NAMESPACE_INFO, vec![])?;
     Ok(entries(&infos, keys::QUERY_NAMESPACE_INFO)?
         .into_iter()
@@ -425,9 +483,123 @@ pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
         .collect())
 }
 
+/// Which tables one [`status`] request asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Want {
+    /// Reservations.
+    pub reservations: bool,
+    /// Jobs.
+    pub jobs: bool,
+    /// Also the jobs that ended (else only live ones are asked for).
+    pub ended_jobs: bool,
+    /// Nodes.
+    pub nodes: bool,
+    /// Scheduler queues.
+    pub sched: bool,
+}
+
+/// The answers of one [`status`] request; `None` where not asked.
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// Reservations, or why not.
+    pub reservations: Option<Result<Vec<ReservationRecord>>>,
+    /// Jobs, or why not.
+    pub jobs: Option<Result<Vec<JobRecord>>>,
+    /// Nodes, or why not.
+    pub nodes: Option<Result<Vec<NodeRecord>>>,
+    /// Scheduler queues, or why not.
+    pub sched: Option<Result<Vec<QueueRecord>>>,
+}
+
+/// Ask for every table `want` names in one request (one round trip to
+/// pdvm). Tables the DVM leaves unanswered (PRRTE knows none of pdvm's
+/// keys) are then asked for the standard way, one by one.
+pub fn status(sess: &Session, want: Want) -> Answers {
+    let mut qs = Vec::with_capacity(4);
+    let mut q = |key: &str, qualifiers: Vec<Info>| {
+        qs.push(Query {
+            keys: vec![key.into()],
+            qualifiers,
+        })
+    };
+    if want.reservations {
+        q(keys::QUERY_ALLOC_STATUS, vec![]);
+    }
+    if want.jobs {
+        let live = if want.ended_jobs {
+            vec![]
+        } else {
+            vec![Info::new(QUERY_LIVE, true)]
+        };
+        q(QUERY_JOBS, live);
+    }
+    if want.nodes {
+        q(keys::QUERY_ALLOCATION, vec![]);
+    }
+    if want.sched {
+        q(QUERY_SCHED, vec![]);
+    }
+    let infos = if qs.is_empty() {
+        Vec::new()
+    } else {
+        query(sess, &qs).unwrap_or_default()
+    };
+    let has = |k: &str| infos.iter().any(|i| i.key == k);
+    let decode = |k: &str| entries(&infos, k);
+    let mut a = Answers::default();
+    if want.reservations {
+        a.reservations = Some(if has(keys::QUERY_ALLOC_STATUS) {
+            decode(keys::QUERY_ALLOC_STATUS)
+                .map(|v| v.into_iter().map(ReservationRecord::from_infos).collect())
+        } else {
+            reservations(sess, None)
+        });
+    }
+    if want.jobs {
+        a.jobs = Some(if has(QUERY_JOBS) {
+            decode(QUERY_JOBS).map(|v| v.into_iter().map(JobRecord::from_infos).collect())
+        } else {
+            namespace_info(sess)
+        });
+    }
+    if want.nodes {
+        a.nodes = Some(if has(keys::QUERY_ALLOCATION) {
+            decode(keys::QUERY_ALLOCATION)
+                .map(|v| v.into_iter().map(NodeRecord::from_infos).collect())
+        } else {
+            nodes(sess)
+        });
+    }
+    if want.sched {
+        a.sched = Some(if has(QUERY_SCHED) {
+            decode(QUERY_SCHED).map(|v| v.into_iter().map(QueueRecord::from_infos).collect())
+        } else {
+            Err(Error::new(
+                Status::ERR_NOT_SUPPORTED,
+                "the DVM reports no scheduler queues",
+            ))
+        });
+    }
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_round_trips() {
+        let q = QueueRecord {
+            queue: "default".into(),
+            nodes: 4,
+            free: vec!["s002".into(), "s004".into()],
+            pending: 1,
+        };
+        let Value::DataArray(a) = q.to_value() else {
+            panic!()
+        };
+        assert_eq!(QueueRecord::from_infos(a.as_infos().unwrap()), q);
+    }
 
     #[test]
     fn reservation_round_trips_on_both_wires() {

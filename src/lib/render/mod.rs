@@ -11,5 +11,6 @@ pub mod table;
 pub use events::EventWriter;
 pub use records::{
     AllocationRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord, NamespaceRecord, NodeRecord,
-    OutputRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
+    OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
+    StatusRecord,
 };

@@ -315,7 +315,7 @@ impl Record for ReservationRecord {
         ("expires_at", "expiry time in Unix seconds, or null"),
         (
             "state",
-            "state as reported by the DVM, e.g. reserved, shared, draining",
+            "queued (waiting for the scheduler), active, or draining (owner ended, kept for its running descendants)",
         ),
     ];
 }
@@ -342,7 +342,10 @@ impl Record for NamespaceRecord {
         ("nspace", "namespace"),
         ("parent", "namespace that spawned it, or null"),
         ("nprocs", "number of processes, or null"),
-        ("state", "state as reported by the DVM, e.g. running"),
+        (
+            "state",
+            "running, killing or terminated (terminated ones only with --all); known when the DVM lists only names",
+        ),
         ("allocations", "allocation ids whose owner set includes it"),
     ];
 }
@@ -355,10 +358,24 @@ pub struct NodeRecord {
     pub name: String,
     /// Slots.
     pub slots: Option<u32>,
+    /// Slots in use, when the DVM says.
+    pub slots_used: Option<u32>,
     /// Allocation id it is reserved to; `null` for the default session.
     pub alloc_id: Option<String>,
-    /// `"up"`, `"down"`, …
+    /// `"idle"`, `"busy"`, …
     pub state: String,
+    /// `"startup"` or `"scheduler"`, when the DVM says.
+    pub origin: Option<String>,
+}
+
+impl NodeRecord {
+    /// The state as a person reads it: `busy 1/2` (slots used of slots).
+    pub fn state_text(&self) -> String {
+        match (self.slots_used, self.slots) {
+            (Some(u), Some(n)) if u > 0 => format!("{} {u}/{n}", self.state),
+            _ => self.state.clone(),
+        }
+    }
 }
 
 impl Record for NodeRecord {
@@ -367,10 +384,85 @@ impl Record for NodeRecord {
         ("name", "node name"),
         ("slots", "number of slots, or null"),
         (
+            "slots_used",
+            "slots in use, or null if the DVM does not say",
+        ),
+        (
             "alloc_id",
             "reservation holding the node, or null for the default session",
         ),
-        ("state", "state as reported by the DVM, e.g. up"),
+        (
+            "state",
+            "idle (no slot in use) or busy (slots_used > 0); other words as reported by the DVM",
+        ),
+        (
+            "origin",
+            "startup (a node of the DVM's own) or scheduler (granted by the scheduler), or null",
+        ),
+    ];
+}
+
+/// pwatch --status: one scheduler queue (what `sinfo` answers).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(tag = "type", rename = "queue")]
+pub struct QueueRecord {
+    /// Queue name.
+    pub queue: String,
+    /// Nodes the scheduler manages in it.
+    pub nodes: u32,
+    /// How many are free for a grant now.
+    pub free: u32,
+    /// Their names.
+    pub free_nodes: Vec<String>,
+    /// Requests waiting in the queue.
+    pub pending: u32,
+}
+
+impl Record for QueueRecord {
+    const TYPE: &'static str = "queue";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("queue", "scheduler queue name (pdvm has one: default)"),
+        ("nodes", "nodes the scheduler manages in the queue"),
+        ("free", "how many of them are free for a grant now"),
+        ("free_nodes", "array of the free nodes' names"),
+        ("pending", "requests waiting in the queue"),
+    ];
+}
+
+/// pwatch --status --json: one snapshot, one document.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(tag = "type", rename = "status")]
+pub struct StatusRecord {
+    /// When it was taken, Unix seconds with fraction.
+    pub time: f64,
+    /// Reservations, or `null` when not asked for or not reported.
+    pub reservations: Option<Vec<ReservationRecord>>,
+    /// Namespaces, or `null`.
+    pub namespaces: Option<Vec<NamespaceRecord>>,
+    /// Nodes, or `null`.
+    pub nodes: Option<Vec<NodeRecord>>,
+    /// Scheduler queues, or `null`.
+    pub scheduler: Option<Vec<QueueRecord>>,
+    /// Table name → PMIx status name, for each table asked for that the
+    /// DVM did not report.
+    pub unreported: std::collections::BTreeMap<String, String>,
+}
+
+impl Record for StatusRecord {
+    const TYPE: &'static str = "status";
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("time", "when the snapshot was taken, Unix seconds with fraction"),
+        (
+            "reservations",
+            "array of reservation objects, or null when not asked for (--what) or not reported",
+        ),
+        ("namespaces", "array of namespace objects, or null"),
+        ("nodes", "array of node objects, or null"),
+        ("scheduler", "array of queue objects, or null"),
+        (
+            "unreported",
+            "object: for each table asked for that the DVM did not report, the PMIx status it answered",
+        ),
     ];
 }
 
@@ -432,6 +524,8 @@ mod tests {
         keys(&ReservationRecord::default());
         keys(&NamespaceRecord::default());
         keys(&NodeRecord::default());
+        keys(&QueueRecord::default());
+        keys(&StatusRecord::default());
         keys(&ErrorRecord::default());
     }
 }

@@ -1,33 +1,65 @@
 //! comfy-table tables for status output.
 //!
-//! Styled (Unicode borders, bold headers) only when the caller says the
-//! stream is a terminal and `NO_COLOR` is unset; otherwise plain
-//! space-separated columns that are easy to read in a log.
+//! On a terminal: a rule under the header only (no rule after every row,
+//! no borders), the header bold unless `NO_COLOR` is set. Elsewhere: plain space-separated columns with no escape
+//! codes, easy to read in a log or with `awk`.
 
 use super::human::{compact_nodes, duration};
-use super::records::{NamespaceRecord, NodeRecord, ReservationRecord};
+use super::records::{NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord};
 use comfy_table::{presets, Attribute, Cell, ContentArrangement, Table};
 
-/// Whether to style a table for a stream that is (or not) a terminal.
-pub fn styled(is_tty: bool) -> bool {
-    is_tty && !crate::cli::common::no_color()
+/// A rule under the header and nothing else (comfy-table preset string:
+/// header line and its intersections only).
+const HEADER_RULE_ONLY: &str = "     ──            ";
+
+/// How a table is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Not a terminal: plain columns.
+    Plain,
+    /// A terminal: a rule under the header; bold header when `color`.
+    Terminal {
+        /// Bold header (false with `NO_COLOR`).
+        color: bool,
+    },
+}
+
+/// The style for a stream that is (or not) a terminal, honouring `NO_COLOR`.
+pub fn style(is_tty: bool) -> Style {
+    if is_tty {
+        Style::Terminal {
+            color: !crate::cli::common::no_color(),
+        }
+    } else {
+        Style::Plain
+    }
 }
 
 /// A new table with these headers.
-pub fn new_table(headers: &[&str], styled: bool) -> Table {
+pub fn new_table(headers: &[&str], style: Style) -> Table {
     let mut t = Table::new();
-    if styled {
-        t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header(
-                headers
-                    .iter()
-                    .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
-            );
-    } else {
-        t.load_preset(presets::NOTHING)
-            .force_no_tty()
-            .set_header(headers.iter().map(Cell::new));
+    match style {
+        Style::Terminal { color } => {
+            // Rows are never wrapped to the terminal's width (as squeue):
+            // a terminal that reports no width (0 columns, e.g. `script`)
+            // would squeeze every column to one character.
+            t.load_preset(HEADER_RULE_ONLY)
+                .set_content_arrangement(ContentArrangement::Disabled);
+            if color {
+                t.set_header(
+                    headers
+                        .iter()
+                        .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+                );
+            } else {
+                t.force_no_tty().set_header(headers.iter().map(Cell::new));
+            }
+        }
+        Style::Plain => {
+            t.load_preset(presets::NOTHING)
+                .force_no_tty()
+                .set_header(headers.iter().map(Cell::new));
+        }
     }
     t
 }
@@ -37,12 +69,12 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 }
 
 /// Reservations; `now` (Unix seconds) turns expiry into time left.
-pub fn reservations(rows: &[ReservationRecord], now: u64, styled: bool) -> Table {
+pub fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table {
     let mut t = new_table(
         &[
             "ALLOC_ID", "REQ_ID", "OWNER", "OWNERS", "INHERIT", "SHARE", "NODES", "LEFT", "STATE",
         ],
-        styled,
+        style,
     );
     for r in rows {
         t.add_row(vec![
@@ -62,10 +94,10 @@ pub fn reservations(rows: &[ReservationRecord], now: u64, styled: bool) -> Table
 }
 
 /// Namespaces.
-pub fn namespaces(rows: &[NamespaceRecord], styled: bool) -> Table {
+pub fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
     let mut t = new_table(
         &["NSPACE", "PARENT", "NPROCS", "STATE", "ALLOCATIONS"],
-        styled,
+        style,
     );
     for r in rows {
         t.add_row(vec![
@@ -84,14 +116,33 @@ pub fn namespaces(rows: &[NamespaceRecord], styled: bool) -> Table {
 }
 
 /// Nodes.
-pub fn nodes(rows: &[NodeRecord], styled: bool) -> Table {
-    let mut t = new_table(&["NODE", "SLOTS", "ALLOC_ID", "STATE"], styled);
+pub fn nodes(rows: &[NodeRecord], style: Style) -> Table {
+    let mut t = new_table(&["NODE", "SLOTS", "ALLOC_ID", "STATE"], style);
     for r in rows {
         t.add_row(vec![
             r.name.clone(),
             opt(&r.slots),
             r.alloc_id.clone().unwrap_or_else(|| "(default)".into()),
-            r.state.clone(),
+            r.state_text(),
+        ]);
+    }
+    t
+}
+
+/// Scheduler queues: capacity and free nodes (what `sinfo` shows).
+pub fn queues(rows: &[QueueRecord], style: Style) -> Table {
+    let mut t = new_table(&["QUEUE", "NODES", "FREE", "PENDING", "FREE_NODES"], style);
+    for r in rows {
+        t.add_row(vec![
+            r.queue.clone(),
+            r.nodes.to_string(),
+            r.free.to_string(),
+            r.pending.to_string(),
+            if r.free_nodes.is_empty() {
+                "-".into()
+            } else {
+                compact_nodes(&r.free_nodes)
+            },
         ]);
     }
     t
@@ -113,7 +164,7 @@ mod tests {
             state: "reserved".into(),
             ..Default::default()
         }];
-        let s = reservations(&rows, 1_000, false).to_string();
+        let s = reservations(&rows, 1_000, Style::Plain).to_string();
         let lines: Vec<&str> = s.lines().collect();
         assert!(
             lines[0].contains("ALLOC_ID") && lines[0].contains("STATE"),
@@ -130,7 +181,7 @@ mod tests {
                 state: "up".into(),
                 ..Default::default()
             }],
-            false,
+            Style::Plain,
         )
         .to_string();
         assert!(n.contains("(default)"));
@@ -140,8 +191,40 @@ mod tests {
                 state: "running".into(),
                 ..Default::default()
             }],
-            false,
+            Style::Plain,
         );
         assert!(ns.to_string().contains("j@1"));
+    }
+
+    #[test]
+    fn terminal_tables_have_one_rule() {
+        let rows: Vec<NodeRecord> = (1..=3)
+            .map(|i| NodeRecord {
+                name: format!("n{i}"),
+                slots: Some(2),
+                slots_used: Some(1),
+                state: "busy".into(),
+                ..Default::default()
+            })
+            .collect();
+        let s = nodes(&rows, Style::Terminal { color: false }).to_string();
+        let rules = s.lines().filter(|l| l.contains('─')).count();
+        assert_eq!(rules, 1, "one rule, under the header:\n{s}");
+        assert_eq!(s.lines().count(), 5, "header, rule, three rows:\n{s}");
+        assert!(s.lines().nth(1).unwrap().contains('─'), "{s}");
+        assert!(s.contains("busy 1/2"), "{s}");
+        assert!(!s.contains('\u{1b}'), "NO_COLOR: no escape codes:\n{s}");
+        let q = queues(
+            &[QueueRecord {
+                queue: "default".into(),
+                nodes: 4,
+                free: 2,
+                free_nodes: vec!["s003".into(), "s004".into()],
+                pending: 0,
+            }],
+            Style::Plain,
+        )
+        .to_string();
+        assert!(q.contains("s[003-004]") && q.contains("default"), "{q}");
     }
 }

@@ -18,6 +18,9 @@ pub fn peer_uid(s: &TcpStream) -> Option<u32> {
         }
     }
     let (peer, local) = (s.peer_addr().ok()?, s.local_addr().ok()?);
+    if let Some(uid) = super::sockdiag::tcp_owner(&peer, &local) {
+        return Some(uid);
+    }
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
             continue;

@@ -29,6 +29,7 @@ pub mod jobs;
 pub mod listener;
 pub mod peer;
 pub mod query;
+pub mod sockdiag;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};

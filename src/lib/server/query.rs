@@ -5,7 +5,10 @@
 //! - `pmix.query.alloc` (`PMIX_QUERY_ALLOC_STATUS`): the reservations,
 //!   restricted to the qualifier `pmix.alloc.id` when given;
 //! - `pmix.query.allc` (`PMIX_QUERY_ALLOCATION`): the nodes;
-//! - `pdvm.qry.jobs`: the jobs and their genealogy;
+//! - `pdvm.qry.jobs`: the jobs and their genealogy (only the live ones
+//!   when qualified with `pdvm.qry.live` = true);
+//! - `pdvm.qry.sched`: the scheduler's queue (pdvm has one, `default`):
+//!   its nodes, the free ones, the requests waiting;
 //! - `pmix.qry.ptable` / `pmix.qry.lptable` (`PMIX_QUERY_PROC_TABLE`,
 //!   `PMIX_QUERY_LOCAL_PROC_TABLE`): an array of `pmix_proc_info_t` for the
 //!   namespace named by the `pmix.nspace` qualifier (every live job when
@@ -18,7 +21,10 @@
 
 use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersion};
 use crate::ops::keys;
-use crate::ops::status_query::{answer, JobRecord, NodeRecord, ReservationRecord, QUERY_JOBS};
+use crate::ops::status_query::{
+    answer, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS, QUERY_LIVE,
+    QUERY_SCHED,
+};
 use crate::status::Status;
 
 use super::jobs::ProcRec;
@@ -106,20 +112,38 @@ impl Server {
             .collect()
     }
 
-    /// The jobs.
-    pub fn job_records(&self) -> Vec<JobRecord> {
+    /// The jobs (only those not terminated when `live_only`).
+    pub fn job_records(&self, live_only: bool) -> Vec<JobRecord> {
         self.dvm
             .jobs()
             .into_iter()
-            .map(|j| JobRecord {
-                nspace: j.nspace.clone(),
-                parent: j.parent.clone(),
-                state: j.state.to_string(),
-                nodes: j.nodes.iter().map(|(n, _)| n.clone()).collect(),
-                exit_status: j.exit_status,
-                nprocs: u32::try_from(j.nodes.iter().map(|(_, k)| *k as u64).sum::<u64>()).ok(),
+            .filter(|j| !live_only || j.state != "terminated")
+            .map(|j| {
+                let placed = j.nodes.iter().map(|(_, k)| *k as u64).sum::<u64>();
+                let started = self.jobs.get(&j.nspace).map(|r| r.procs.len() as u64);
+                let n = started.unwrap_or(placed).max(placed);
+                JobRecord {
+                    // An ended job's processes are no longer recorded.
+                    nprocs: u32::try_from(n).ok().filter(|&n| n > 0),
+                    nspace: j.nspace,
+                    parent: j.parent,
+                    state: j.state.to_string(),
+                    nodes: j.nodes.into_iter().map(|(n, _)| n).collect(),
+                    exit_status: j.exit_status,
+                }
             })
             .collect()
+    }
+
+    /// The scheduler's queue: its nodes, the free ones, the requests waiting.
+    pub fn queue_records(&self) -> Vec<QueueRecord> {
+        let own = self.sched.own_node_names();
+        vec![QueueRecord {
+            queue: "default".into(),
+            nodes: u32::try_from(own.len()).unwrap_or(u32::MAX),
+            free: own.into_iter().filter(|n| self.sched.is_free(n)).collect(),
+            pending: u32::try_from(self.sched.queue_len()).unwrap_or(u32::MAX),
+        }]
     }
 
     /// The process table of `nspace` (of every live job when `None`), in
@@ -242,9 +266,25 @@ impl Server {
                             ));
                         }
                     }
-                    QUERY_JOBS => out.push(answer(
-                        QUERY_JOBS,
-                        self.job_records().iter().map(JobRecord::to_value).collect(),
+                    QUERY_JOBS => {
+                        let live = q
+                            .qualifiers
+                            .iter()
+                            .any(|i| i.key == QUERY_LIVE && i.value.is_true());
+                        out.push(answer(
+                            QUERY_JOBS,
+                            self.job_records(live)
+                                .iter()
+                                .map(JobRecord::to_value)
+                                .collect(),
+                        ))
+                    }
+                    QUERY_SCHED => out.push(answer(
+                        QUERY_SCHED,
+                        self.queue_records()
+                            .iter()
+                            .map(QueueRecord::to_value)
+                            .collect(),
                     )),
                     _ => {}
                 }

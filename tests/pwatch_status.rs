@@ -1,0 +1,347 @@
+//! `pwatch --status` as a user sees it beside a daemonized pdvm: one JSON
+//! document, live jobs only unless `--all`, pwatch never lists itself,
+//! NPROCS and ALLOCATIONS filled, structured node states, the scheduler's
+//! free nodes, `--state` and `--mine`, `--interval` streams, the live ids
+//! the completions ask for, and palloc's one-line "queued" note.
+
+mod pdvm_harness;
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pdvm_harness::Pdvm;
+use serde_json::Value;
+use support::text;
+
+/// A tool command that finds `pdvm` by its tmpdir, with our binaries first
+/// on PATH.
+fn tool(pdvm: &Pdvm, name: &str) -> Command {
+    let mut cmd = Command::new(support::cargo_bin(name));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.env("TMPDIR", pdvm.tmpdir.path())
+        .env("PATH", support::user_path())
+        .env_remove("NO_COLOR");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
+}
+
+/// `pwatch --status --json ARGS`: exactly one line, one document.
+fn status(pdvm: &Pdvm, args: &[&str]) -> Value {
+    let o = run(tool(pdvm, "pwatch").args(["--status", "--json"]).args(args));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().count(), 1, "one document on one line: {out}");
+    let v: Value = serde_json::from_str(out.trim()).expect("a JSON document");
+    assert_eq!(v["type"], "status", "{out}");
+    v
+}
+
+fn rows<'a>(v: &'a Value, table: &str) -> &'a Vec<Value> {
+    v[table]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {table} array in {v}"))
+}
+
+/// Poll `f` every 50 ms for up to `secs` seconds.
+fn within(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// `palloc -N 1 --hold` in the background, once its holder serves other
+/// shells (it says so on stderr): (child, allocation id).
+fn hold(pdvm: &Pdvm) -> (Child, String) {
+    let mut child = tool(pdvm, "palloc")
+        .args(["-N", "1", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start palloc --hold");
+    let err = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("palloc: holding allocation ") {
+                let id = rest.split(';').next().unwrap_or_default().to_string();
+                let _ = tx.send(id);
+            }
+        }
+    });
+    let id = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("palloc --hold never said it holds the allocation");
+    (child, id)
+}
+
+fn stop(mut child: Child) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let (_, timed_out) = support::wait_until(&mut child, Instant::now() + Duration::from_secs(20));
+    assert!(!timed_out, "palloc --hold did not end on SIGTERM");
+}
+
+#[test]
+fn one_document_no_self_and_the_scheduler_view() {
+    let pdvm = Pdvm::start(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "4"]);
+    let v = status(&pdvm, &[]);
+    // python3's json.tool accepts it as it is.
+    let o = run(tool(&pdvm, "pwatch").args(["--status", "--json"]));
+    let mut py = Command::new("python3")
+        .args(["-m", "json.tool"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("python3");
+    std::io::Write::write_all(&mut py.stdin.take().unwrap(), &o.stdout).unwrap();
+    assert!(
+        py.wait().unwrap().success(),
+        "json.tool refused {}",
+        text(&o.stdout)
+    );
+
+    assert!(rows(&v, "reservations").is_empty(), "{v}");
+    assert!(
+        rows(&v, "namespaces").is_empty(),
+        "no job runs: pwatch must not list its own namespace: {v}"
+    );
+    let nodes = rows(&v, "nodes");
+    assert_eq!(nodes.len(), 2, "{v}");
+    for n in nodes {
+        assert_eq!(n["state"], "idle", "{v}");
+        assert_eq!(n["slots"], 2, "{v}");
+        assert_eq!(n["slots_used"], 0, "{v}");
+    }
+    let sched = rows(&v, "scheduler");
+    assert_eq!(sched.len(), 1, "{v}");
+    assert_eq!(sched[0]["nodes"], 4, "{v}");
+    assert_eq!(sched[0]["free"], 4, "{v}");
+    assert_eq!(sched[0]["pending"], 0, "{v}");
+
+    // A busy node is "busy" with its slots in use as a number; the table
+    // still says "busy 1/2".
+    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let v = status(&pdvm, &["--what", "nodes"]);
+    assert!(
+        v["reservations"].is_null() && v["scheduler"].is_null(),
+        "{v}"
+    );
+    let busy: Vec<&Value> = rows(&v, "nodes")
+        .iter()
+        .filter(|n| n["state"] == "busy")
+        .collect();
+    assert_eq!(busy.len(), 1, "{v}");
+    assert_eq!(busy[0]["slots_used"], 1, "{v}");
+    let human = run(tool(&pdvm, "pwatch").args(["--status", "--what", "nodes"]));
+    let h = text(&human.stdout);
+    assert!(h.contains("busy 1/2"), "{h}");
+    assert!(
+        !h.contains('─') && !h.contains('\u{1b}'),
+        "plain off a terminal: {h}"
+    );
+    let sched = run(tool(&pdvm, "pwatch").args(["--status", "--what", "scheduler"]));
+    let h = text(&sched.stdout);
+    assert!(
+        h.contains("QUEUE") && h.contains("FREE") && h.contains("s[001-004]"),
+        "{h}"
+    );
+}
+
+#[test]
+fn ended_jobs_drop_off_and_live_ones_carry_their_size() {
+    let pdvm = Pdvm::start(&["--nodes", "2", "--slots", "2"]);
+    for _ in 0..3 {
+        let o = run(tool(&pdvm, "pspawn").args(["-n", "1", "true"]));
+        assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    }
+    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "3", "sleep", "30"]));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let live = text(&o.stdout).trim().to_string();
+    let v = status(&pdvm, &["--what", "namespaces"]);
+    let ns = rows(&v, "namespaces");
+    assert_eq!(ns.len(), 1, "only the live job: {v}");
+    assert_eq!(ns[0]["nspace"], live.as_str(), "{v}");
+    assert_eq!(ns[0]["nprocs"], 3, "{v}");
+    assert_eq!(ns[0]["state"], "running", "{v}");
+
+    let v = status(&pdvm, &["--what", "namespaces", "--all"]);
+    let ns = rows(&v, "namespaces");
+    assert_eq!(ns.len(), 4, "--all shows the ended ones too: {v}");
+    assert_eq!(
+        ns.iter().filter(|n| n["state"] == "terminated").count(),
+        3,
+        "{v}"
+    );
+    let v = status(&pdvm, &["--state", "ended"]);
+    assert_eq!(rows(&v, "namespaces").len(), 3, "{v}");
+    assert!(v["nodes"].is_null() && v["reservations"].is_null(), "{v}");
+}
+
+#[test]
+fn allocations_mine_and_state_filters() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
+    let (holder, id) = hold(&pdvm);
+    // From another shell, through the holder: a job in the allocation.
+    let o =
+        run(tool(&pdvm, "pspawn").args(["--target", &id, "--detach", "-n", "1", "sleep", "30"]));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let job = text(&o.stdout).trim().to_string();
+    // And one in the default pool, not mine.
+    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let other = text(&o.stdout).trim().to_string();
+
+    let v = status(&pdvm, &[]);
+    let ns = rows(&v, "namespaces");
+    let row = |n: &str| ns.iter().find(|r| r["nspace"] == n).cloned();
+    let mine = row(&job).unwrap_or_else(|| panic!("{job} not listed: {v}"));
+    assert_eq!(mine["allocations"], serde_json::json!([id]), "{v}");
+    assert_eq!(mine["nprocs"], 1, "{v}");
+    let theirs = row(&other).unwrap_or_else(|| panic!("{other} not listed: {v}"));
+    assert_eq!(theirs["allocations"], serde_json::json!([]), "{v}");
+    assert_eq!(rows(&v, "scheduler")[0]["free"], 1, "{v}");
+
+    // --mine: my held allocation, the job in it, its node; not the other job.
+    let v = status(&pdvm, &["--mine"]);
+    let res = rows(&v, "reservations");
+    assert_eq!(res.len(), 1, "{v}");
+    assert_eq!(res[0]["alloc_id"], id.as_str(), "{v}");
+    let names: Vec<&str> = rows(&v, "namespaces")
+        .iter()
+        .filter_map(|n| n["nspace"].as_str())
+        .collect();
+    assert!(
+        names.contains(&job.as_str()) && !names.contains(&other.as_str()),
+        "{v}"
+    );
+    let nodes = rows(&v, "nodes");
+    assert_eq!(nodes.len(), 1, "{v}");
+    assert_eq!(nodes[0]["alloc_id"], id.as_str(), "{v}");
+
+    // --state: only the named states, only their tables.
+    let v = status(&pdvm, &["--state", "active"]);
+    assert_eq!(rows(&v, "reservations").len(), 1, "{v}");
+    assert!(v["namespaces"].is_null() && v["nodes"].is_null(), "{v}");
+    let v = status(&pdvm, &["--state", "queued"]);
+    assert!(rows(&v, "reservations").is_empty(), "{v}");
+    let bad =
+        run(tool(&pdvm, "pwatch").args(["--status", "--state", "idle", "--what", "reservations"]));
+    assert_eq!(bad.status.code(), Some(2), "{}", support::show(&bad));
+
+    // What the completions ask for.
+    let o = run(tool(&pdvm, "pwatch").args(["--complete", "allocs"]));
+    assert_eq!(text(&o.stdout).trim(), id, "{}", support::show(&o));
+    let o = run(tool(&pdvm, "pwatch").args(["--complete", "namespaces"]));
+    let listed = text(&o.stdout);
+    assert!(
+        listed.lines().any(|l| l == job) && listed.lines().any(|l| l == other),
+        "{listed}"
+    );
+    stop(holder);
+}
+
+#[test]
+fn interval_prints_one_document_per_line() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let mut child = tool(&pdvm, "pwatch")
+        .args(["--status", "--json", "--interval", "1s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pwatch");
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let (st, timed_out) = support::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
+    assert!(!timed_out, "pwatch --interval did not stop on SIGINT");
+    assert_eq!(st.and_then(|s| s.code()), Some(130));
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut docs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // The interruption itself is reported as an error object, last.
+    let last = docs.pop().expect("output");
+    assert_eq!(last["type"], "error", "{out}");
+    assert_eq!(last["exit_code"], 130, "{out}");
+    assert!(docs.len() >= 2, "a document per snapshot: {out}");
+    assert!(
+        docs.iter()
+            .all(|d| d["type"] == "status" && d["nodes"].is_array()),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_queued_request_says_so_on_one_line_off_a_terminal() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let (holder, id) = hold(&pdvm);
+    let mut waiting = tool(&pdvm, "palloc")
+        .args(["-N", "1", "--request-id", "second", "--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("palloc");
+    let v = {
+        let mut seen = Value::Null;
+        let queued = within(10, || {
+            seen = status(&pdvm, &["--what", "scheduler"]);
+            seen["scheduler"][0]["pending"] == 1
+        });
+        assert!(queued, "the second request is not queued: {seen}");
+        seen
+    };
+    assert_eq!(v["scheduler"][0]["free"], 0, "{v}");
+    // Waiting longer than palloc's 250 ms grace, it has said so by now.
+    std::thread::sleep(Duration::from_secs(1));
+    // Given back (through the holder) to the scheduler, which grants the
+    // queued request.
+    let o = run(tool(&pdvm, "prelease").arg(&id));
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let (st, timed_out) =
+        support::wait_until(&mut waiting, Instant::now() + Duration::from_secs(20));
+    assert!(!timed_out, "the queued palloc was never granted");
+    stop(holder);
+    assert_eq!(st.and_then(|s| s.code()), Some(0));
+    let mut err = String::new();
+    waiting
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("queued")).collect();
+    assert_eq!(
+        lines,
+        vec!["palloc: queued: request second waiting for the scheduler"],
+        "{err}"
+    );
+    assert!(
+        !err.contains('\r') && !err.contains('\u{1b}'),
+        "no spinner off a terminal: {err:?}"
+    );
+}
