@@ -1,31 +1,35 @@
-complete -c palloc -s N -l nodes -d 'Number of nodes (PMIX_ALLOC_NUM_NODES)' -r
-complete -c palloc -s w -l nodelist -d 'Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST)' -r
-complete -c palloc -s x -l exclude -d 'Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE)' -r
-complete -c palloc -s c -l cpus -d 'Number of CPUs (PMIX_ALLOC_NUM_CPUS)' -r
-complete -c palloc -l mem -d 'Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE)' -r
-complete -c palloc -s t -l time -d 'Time limit: 90 (minutes), 45:00, 2:00:00, 1-00:00:00, 2h, 1d (PMIX_ALLOC_TIME)' -r
-complete -c palloc -s q -l queue -d 'Scheduler queue (PMIX_ALLOC_QUEUE). `-q` is this, not --quiet' -r
-complete -c palloc -l request-id -d 'Your own id for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)' -r
-complete -c palloc -l target -d 'Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only)' -r
-complete -c palloc -l inherit -d 'What happens when the owner ends: none, child, default, child-default (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`)' -r
-complete -c palloc -l warn-timeout -d 'Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT; plain = seconds)' -r
-complete -c palloc -l extend -d 'Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)' -r
-complete -c palloc -l extend-request -d 'Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)' -r
+complete -c palloc -s N -l nodes -d 'Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1)' -r -f
+complete -c palloc -s w -l nodelist -d 'Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST)' -r -f
+complete -c palloc -l exclude -d 'Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE). Long form only: `-x` means --env throughout the suite' -r -f
+complete -c palloc -s c -l cpus -d 'Number of CPUs (PMIX_ALLOC_NUM_CPUS)' -r -f
+complete -c palloc -l mem -d 'Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE)' -r -f
+complete -c palloc -s t -l time -d 'Time limit (PMIX_ALLOC_TIME): a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS; UNLIMITED asks for none' -r -f
+complete -c palloc -s p -l partition -l queue -d 'Scheduler queue, Slurm\'s partition (PMIX_ALLOC_QUEUE)' -r -f
+complete -c palloc -s J -l request-id -l job-name -d 'Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)' -r -f
+complete -c palloc -l target -d 'Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only)' -r -f -a "(pwatch --complete namespaces 2>/dev/null)"
+complete -c palloc -l inherit -d 'What happens when the owner ends: none, child, default, child-default (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`)' -r -f -a "none\t''
+child\t''
+default\t''
+child-default\t''"
+complete -c palloc -l warn-timeout -d 'Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT): a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS' -r -f
+complete -c palloc -l extend -d 'Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
+complete -c palloc -l extend-request -d 'Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)' -r -f
 complete -c palloc -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r
 complete -c palloc -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
-complete -c palloc -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r
-complete -c palloc -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -F
-complete -c palloc -l wait-to-connect -d 'Keep trying to connect for up to SECS seconds' -r
-complete -c palloc -l num-connect-retries -d 'Retry a failed connection N times' -r
+complete -c palloc -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f
+complete -c palloc -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"
+complete -c palloc -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
+complete -c palloc -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
 complete -c palloc -l share -d 'Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)'
 complete -c palloc -l no-wait -d 'Return as soon as the request is accepted, printing its request id'
 complete -c palloc -l hold -d 'After the grant, print the id and keep the allocation until SIGINT/SIGTERM'
+complete -c palloc -l parsable -d 'Print only the allocation id (with --no-wait, the request id), as sbatch --parsable'
 complete -c palloc -l keep -d 'With `-- CMD`: do not release the allocation when CMD ends (the --inherit rule then decides what becomes of it when its owner ends)'
 complete -c palloc -l system-server-first -d 'Try the system server first, then fall back to others'
 complete -c palloc -l system-server-only -d 'Connect only to the system server'
 complete -c palloc -l as-tool -d 'Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job\'s namespace)'
-complete -c palloc -l json -d 'Print one JSON object per result; see JSON FIELDS in the man page'
-complete -c palloc -l quiet -d 'Print less (repeatable). palloc has no `-q` short form: `-q` is `--queue`'
-complete -c palloc -s v -l verbose -d 'Print more (repeatable)'
+complete -c palloc -l json -d 'Print JSON: a one-shot result is ONE JSON document; a stream (events, a job\'s output) is JSON lines, one object per line. Field names are listed under JSON FIELDS in the man page'
+complete -c palloc -s q -l quiet -d 'Print less: once for results only, twice for nothing but errors'
+complete -c palloc -s v -l verbose -d 'Print more: once for details, twice for protocol tracing on stderr'
 complete -c palloc -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c palloc -s V -l version -d 'Print version'

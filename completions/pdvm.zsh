@@ -15,11 +15,11 @@ _pdvm() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'--nodes=[Simulated nodes in the default session]:N:_default' \
-'--slots=[Slots per node]:S:_default' \
-'--scheduler-nodes=[Further nodes the simulated scheduler can grant (0 allowed)]:M:_default' \
-'--tmpdir=[Directory for rendezvous files (default \$TMPDIR)]:DIR:_files' \
-'--time-scale=[Run simulated time this many times faster (a positive number)]:F:_default' \
+'--nodes=[Simulated nodes in the default session]:N:' \
+'--slots=[Slots per node]:S:' \
+'--scheduler-nodes=[Further nodes the simulated scheduler can grant (0 allowed)]:M:' \
+'--tmpdir=[Directory for rendezvous files (default \$TMPDIR)]:DIR:_files -/' \
+'--time-scale=[Run simulated time this many times faster (a positive number)]:F:' \
 '--report-uri=[Write the server URI (and PMIx version) into FILE, like \`prte --report-uri\`]:FILE:_files' \
 '--pmix-compat[Behave as a DVM whose PMIx lacks the reservation attributes (§8.2.1.10)]' \
 '()--daemonize[Detach and run in the background once ready]' \
@@ -32,7 +32,7 @@ _pdvm() {
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::command -- Command to run as the session leader job (after `--`):_default' \
+'*::command -- Command to run as the session leader job (after `--`):_cmdambivalent' \
 && ret=0
 }
 

@@ -15,24 +15,24 @@ _prelease() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'*--request-id=[Release the allocation requested under this request id (repeatable)]:REQ_ID:_default' \
-'(--cancel --reacquire)-N+[Release only this many nodes of the allocation (partial release)]:N:_default' \
-'(--cancel --reacquire)--nodes=[Release only this many nodes of the allocation (partial release)]:N:_default' \
-'(--cancel --reacquire)-w+[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:_default' \
-'(--cancel --reacquire)--nodelist=[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:_default' \
-'(--request-id --reacquire)--cancel=[Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL)]:REQ_ID:_default' \
-'(--request-id)--reacquire=[Reacquire this released allocation (PMIX_ALLOC_REAQUIRE)]:ALLOC_ID:_default' \
+'*--request-id=[Release the allocation requested under this request id (repeatable)]:REQ_ID:' \
+'(--cancel --reacquire)-N+[Release only this many nodes of the allocation (partial release)]:N:' \
+'(--cancel --reacquire)--nodes=[Release only this many nodes of the allocation (partial release)]:N:' \
+'(--cancel --reacquire)-w+[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:' \
+'(--cancel --reacquire)--nodelist=[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:' \
+'(--request-id --reacquire)--cancel=[Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL)]:REQ_ID:' \
+'(--request-id)--reacquire=[Reacquire this released allocation (PMIX_ALLOC_REAQUIRE)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
-'--namespace=[Connect to the server hosting this namespace]:NS:_default' \
-'--nspace=[Connect to the server hosting this namespace]:NS:_default' \
-'--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files' \
-'--wait-to-connect=[Keep trying to connect for up to SECS seconds]:SECS:_default' \
-'--num-connect-retries=[Retry a failed connection N times]:N:_default' \
+'--namespace=[Connect to the server hosting this namespace]:NS:' \
+'--nspace=[Connect to the server hosting this namespace]:NS:' \
+'--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files -/' \
+'--wait-to-connect=[Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)]:SECS:' \
+'--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \
-'--json[Print one JSON object per result (JSON lines for streams); field names are listed under JSON FIELDS in the man page]' \
+'--json[Print JSON\: a one-shot result is ONE JSON document; a stream (events, a job'\''s output) is JSON lines, one object per line. Field names are listed under JSON FIELDS in the man page]' \
 '*-q[Print less\: once for results only, twice for nothing but errors]' \
 '*--quiet[Print less\: once for results only, twice for nothing but errors]' \
 '*-v[Print more\: once for details, twice for protocol tracing on stderr]' \
@@ -41,7 +41,7 @@ _prelease() {
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::alloc_ids -- Allocation ids to release:_default' \
+'*::alloc_ids -- Allocation ids to release:($(pwatch --complete allocs 2>/dev/null))' \
 && ret=0
 }
 

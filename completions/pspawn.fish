@@ -1,23 +1,25 @@
-complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to every app without its own -n)' -r
-complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)' -r
-complete -c pspawn -l wdir -d 'Working directory of the processes' -r
-complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH' -r
-complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r
-complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r
-complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long (plain numbers are seconds)' -r
+complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to every app without its own -n)' -r -f
+complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)' -r -f
+complete -c pspawn -l wdir -d 'Working directory of the processes' -r -f -a "(__fish_complete_directories)"
+complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH' -r -f
+complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f
+complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
+complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
+complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0) or `none`' -r -f
 complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r
 complete -c pspawn -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
-complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r
-complete -c pspawn -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -F
-complete -c pspawn -l wait-to-connect -d 'Keep trying to connect for up to SECS seconds' -r
-complete -c pspawn -l num-connect-retries -d 'Retry a failed connection N times' -r
+complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f
+complete -c pspawn -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"
+complete -c pspawn -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
+complete -c pspawn -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
 complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID'
 complete -c pspawn -l tag-output -d 'Prefix each forwarded output line with `[rank]`'
 complete -c pspawn -l detach -d 'Print the job\'s namespace and return without waiting for it'
+complete -c pspawn -l parsable -d 'With --detach: print only the job\'s namespace, nothing else (as sbatch --parsable)'
 complete -c pspawn -l system-server-first -d 'Try the system server first, then fall back to others'
 complete -c pspawn -l system-server-only -d 'Connect only to the system server'
 complete -c pspawn -l as-tool -d 'Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job\'s namespace)'
-complete -c pspawn -l json -d 'Print one JSON object per result (JSON lines for streams); field names are listed under JSON FIELDS in the man page'
+complete -c pspawn -l json -d 'Print JSON: a one-shot result is ONE JSON document; a stream (events, a job\'s output) is JSON lines, one object per line. Field names are listed under JSON FIELDS in the man page'
 complete -c pspawn -s q -l quiet -d 'Print less: once for results only, twice for nothing but errors'
 complete -c pspawn -s v -l verbose -d 'Print more: once for details, twice for protocol tracing on stderr'
 complete -c pspawn -s h -l help -d 'Print help (see more with \'--help\')'

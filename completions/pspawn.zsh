@@ -15,30 +15,32 @@ _pspawn() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'-n+[Number of processes (default 1; applies to every app without its own -n)]:N:_default' \
-'--np=[Number of processes (default 1; applies to every app without its own -n)]:N:_default' \
-'*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:_default' \
-'*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:_default' \
-'--wdir=[Working directory of the processes]:DIR:_default' \
-'-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:_default' \
-'--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:_default' \
-'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:_default' \
-'*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:_default' \
-'(--detach)--timeout=[Kill the job and exit 8 after this long (plain numbers are seconds)]:DURATION:_default' \
+'-n+[Number of processes (default 1; applies to every app without its own -n)]:N:' \
+'--np=[Number of processes (default 1; applies to every app without its own -n)]:N:' \
+'*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:' \
+'*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:' \
+'--wdir=[Working directory of the processes]:DIR:_files -/' \
+'-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:' \
+'--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH]:LIST:' \
+'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:' \
+'*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
+'(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
+'(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0) or \`none\`]:RANK|none:' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
-'--namespace=[Connect to the server hosting this namespace]:NS:_default' \
-'--nspace=[Connect to the server hosting this namespace]:NS:_default' \
-'--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files' \
-'--wait-to-connect=[Keep trying to connect for up to SECS seconds]:SECS:_default' \
-'--num-connect-retries=[Retry a failed connection N times]:N:_default' \
+'--namespace=[Connect to the server hosting this namespace]:NS:' \
+'--nspace=[Connect to the server hosting this namespace]:NS:' \
+'--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files -/' \
+'--wait-to-connect=[Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)]:SECS:' \
+'--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
 '--default-pool[Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID]' \
 '(--detach)--tag-output[Prefix each forwarded output line with \`\[rank\]\`]' \
 '--detach[Print the job'\''s namespace and return without waiting for it]' \
+'(--json)--parsable[With --detach\: print only the job'\''s namespace, nothing else (as sbatch --parsable)]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \
-'--json[Print one JSON object per result (JSON lines for streams); field names are listed under JSON FIELDS in the man page]' \
+'--json[Print JSON\: a one-shot result is ONE JSON document; a stream (events, a job'\''s output) is JSON lines, one object per line. Field names are listed under JSON FIELDS in the man page]' \
 '*-q[Print less\: once for results only, twice for nothing but errors]' \
 '*--quiet[Print less\: once for results only, twice for nothing but errors]' \
 '*-v[Print more\: once for details, twice for protocol tracing on stderr]' \
@@ -47,7 +49,7 @@ _pspawn() {
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::app -- PROGRAM \[ARGS…\] \[\: \[APP OPTIONS\] PROGRAM \[ARGS…\]\]…:_default' \
+'*::app -- PROGRAM \[ARGS…\] \[\: \[APP OPTIONS\] PROGRAM \[ARGS…\]\]…:' \
 && ret=0
 }
 
