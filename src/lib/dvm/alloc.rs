@@ -290,13 +290,13 @@ impl Dvm {
             return Err(DvmError::BadParam(no_id));
         }
         self.find_for(a.alloc_id.as_deref(), a.req_id.as_deref(), &req.requester)
-        .map_err(|owned_elsewhere| {
-            if owned_elsewhere {
-                DvmError::NoPermissions(not_owner)
-            } else {
-                DvmError::NotFound(not_found)
-            }
-        })
+            .map_err(|owned_elsewhere| {
+                if owned_elsewhere {
+                    DvmError::NoPermissions(not_owner)
+                } else {
+                    DvmError::NotFound(not_found)
+                }
+            })
     }
 
     fn alloc_release(
@@ -389,7 +389,11 @@ impl Dvm {
         // A queued EXTEND named by its own request id (RFC 002).
         if let (None, Some(q)) = (&a.alloc_id, &a.req_id) {
             if let Some((id, tag)) = self.find_queued_extend(q) {
-                if !self.res.get(&id).is_some_and(|r| r.owned_by(&req.requester)) {
+                if !self
+                    .res
+                    .get(&id)
+                    .is_some_and(|r| r.owned_by(&req.requester))
+                {
                     return Err(DvmError::NoPermissions(Rule::CancelNotOwner));
                 }
                 let fx = self.cancel_extend(&id, tag, sched, now)?;
