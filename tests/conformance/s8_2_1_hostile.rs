@@ -295,3 +295,68 @@ fn s8_2_1_10_out_of_range_inheritance_same_status_in_compat() {
         assert!(dvm.reservations().is_empty());
     }
 }
+
+/// Warnings received on `s` within `window` (the session must be registered).
+fn warnings_within(s: &Session, window: Duration) -> usize {
+    let end = std::time::Instant::now() + window;
+    let mut seen = 0;
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return seen;
+        }
+        if let Some(pmix_tools::conn::Unsolicited::Notify(p)) = s.conn().next_unsolicited(left) {
+            let ev = pmix_tools::ops::events::decode_notification(&mut s.decoder(&p))
+                .expect("notification");
+            if ev.status == Status::ALLOC_TIMEOUT_WARNING {
+                seen += 1;
+            }
+        }
+    }
+}
+
+/// §8.2.1.9.5: an EXTEND that leaves the deadline where it is (more nodes,
+/// no more time) does not deliver again a warning already delivered; one
+/// that moves the deadline arms a new one.
+#[test]
+fn s8_2_1_9_5_extend_not_moving_deadline_does_not_rewarn() {
+    let dvm = Dvm::start(&[
+        "--nodes",
+        "1",
+        "--scheduler-nodes",
+        "2",
+        "--time-scale",
+        "60",
+    ]);
+    let s = tool_session(&dvm);
+    pmix_tools::ops::events::register(&s, &[Status::ALLOC_TIMEOUT_WARNING], &[])
+        .expect("register for warnings");
+    let time = |secs| {
+        Info::new(
+            keys::ALLOC_TIME,
+            pmix_tools::ops::alloc::alloc_time_value(s.server_version(), secs),
+        )
+    };
+    // 4 simulated minutes, warned 3 minutes ahead: the warning comes after
+    // about 1 s of real time, the expiry after 4 s.
+    let a = granted_id(
+        &s,
+        &[n(1), time(240), Info::new(keys::ALLOC_WARN_TIMEOUT, 180u32)],
+    );
+    assert_eq!(
+        warnings_within(&s, Duration::from_secs(3)),
+        1,
+        "first warning"
+    );
+    assert_eq!(
+        call(&s, EXTEND, &[id(keys::ALLOC_ID, &a), n(1)]),
+        Status::SUCCESS
+    );
+    assert_eq!(
+        warnings_within(&s, Duration::from_millis(600)),
+        0,
+        "an EXTEND that did not move the deadline warned again"
+    );
+    let r = dvm.reservation(&a).expect("still there");
+    assert_eq!(strings(&r["nodes"]).len(), 2, "{r}");
+}
