@@ -149,6 +149,11 @@ impl Dvm {
         self.cfg
     }
 
+    /// True when `nspace` is (or was) a tool's or a job's namespace here.
+    pub fn namespace_known(&self, nspace: &str) -> bool {
+        self.gen.is_registered(nspace)
+    }
+
     /// Registers a connected tool's namespace (a live genealogy root).
     pub fn tool_connected(&mut self, nspace: &str) -> Result<(), DvmError> {
         if self.gen.is_registered(nspace) {

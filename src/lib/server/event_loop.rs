@@ -190,6 +190,30 @@ impl Server {
         }
     }
 
+    /// Whether a tool may take `nspace` as its given identity.
+    fn given_identity_free(&self, nspace: &str) -> Result<(), (Status, &'static str)> {
+        let minted = nspace
+            .strip_prefix(self.ident.prefix.as_str())
+            .is_some_and(|rest| rest.starts_with('@'));
+        if nspace == self.ident.nspace || minted {
+            return Err((
+                Status::ERR_NO_PERMISSIONS,
+                "namespace belongs to pdvm (its own, or one it assigns)",
+            ));
+        }
+        if self.jobs.contains_key(nspace) || self.dvm.namespace_known(nspace) {
+            return Err((Status::EXISTS, "namespace already in use or used before"));
+        }
+        if self
+            .conns
+            .values()
+            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace == nspace))
+        {
+            return Err((Status::EXISTS, "tool namespace already in use"));
+        }
+        Ok(())
+    }
+
     fn on_connect(&mut self, id: u64, body: &[u8]) {
         let req = match parse_connect(body) {
             Ok(r) => r,
@@ -223,25 +247,49 @@ impl Server {
                 )
             }
             PeerIdentity::ToolWithId { nspace, rank } => {
-                let fresh =
-                    !self.jobs.contains_key(nspace) && self.dvm.tool_connected(nspace).is_ok();
+                // Identity is bound to the connection that proved it: a given
+                // namespace must be new — not pdvm's own or one it mints, not
+                // a job's, not one in use or used before (a namespace maps to
+                // exactly one job and is never reused).
+                if let Err((st, why)) = self.given_identity_free(nspace) {
+                    return self.refuse(id, st, why);
+                }
+                if self.dvm.tool_connected(nspace).is_err() {
+                    return self.refuse(id, Status::EXISTS, "tool namespace already in use");
+                }
                 (
                     tool_reply(None, &self.ident.nspace, 0),
                     PeerInfo {
                         nspace: nspace.clone(),
                         rank: *rank,
                         class: PeerClass::Tool,
-                        owns_nspace: fresh,
+                        owns_nspace: true,
                     },
                 )
             }
             PeerIdentity::Client { nspace, rank } => {
-                let known = self
-                    .jobs
-                    .get(nspace)
-                    .is_some_and(|j| j.procs.iter().any(|p| p.rank == *rank));
-                if !known {
-                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running job");
+                // A client rank is accepted only while that rank's process
+                // lives, and (where the kernel tells) only from it or one of
+                // its descendants.
+                let pid = self.jobs.get(nspace).and_then(|j| {
+                    j.procs
+                        .iter()
+                        .find(|p| p.rank == *rank && p.exit.is_none())
+                        .map(|p| p.pid)
+                });
+                let Some(pid) = pid else {
+                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running process");
+                };
+                let from_job = self
+                    .conns
+                    .get(&id)
+                    .map(|c| super::creds::peer_in_tree(&c.stream, pid));
+                if from_job == Some(Some(false)) {
+                    return self.refuse(
+                        id,
+                        Status::ERR_NO_PERMISSIONS,
+                        "client identity claimed from outside that process",
+                    );
                 }
                 (
                     client_reply((id & 0x7fff_ffff) as u32),

@@ -1,0 +1,298 @@
+//! pdvm under hostile clients (issue 10), bounded and on loopback only:
+//! identities bound to the connection that proved them, floods of frames,
+//! giant queries. Every test has deadlines; none depends on timing
+//! thresholds (measured times are printed as figures).
+
+mod pdvm_harness;
+mod support;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pdvm_harness::Pdvm;
+use pmix_tools::conn::ConnectOptions;
+use pmix_tools::ops::Session;
+use support::{show, text};
+
+fn tool(pdvm: &Pdvm, name: &str) -> Command {
+    let mut cmd = Command::new(support::cargo_bin(name));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.env("TMPDIR", pdvm.tmpdir.path())
+        .env("NO_COLOR", "1")
+        .env("PATH", support::user_path());
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
+}
+
+fn with_id(pdvm: &Pdvm, nspace: &str) -> ConnectOptions {
+    ConnectOptions {
+        tool_id: Some((nspace.to_string(), 0)),
+        ..pdvm.opts()
+    }
+}
+
+/// Reservation ids listed by `pwatch --status --json`.
+fn reservations(pdvm: &Pdvm) -> Vec<String> {
+    let o = run({
+        let mut c = tool(pdvm, "pwatch");
+        c.args(["--status", "--json"]);
+        c
+    });
+    assert!(o.status.success(), "pwatch --status: {}", show(&o));
+    text(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "reservation")
+        .filter_map(|v| v["alloc_id"].as_str().map(String::from))
+        .collect()
+}
+
+fn wait_file(path: &std::path::Path) -> String {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        assert!(Instant::now() < end, "{} never written", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- identity ---------------------------------------------------------------
+
+/// A given tool identity in use is refused; one used before is refused too
+/// (a namespace is never reused), so the first tool's reservations are not
+/// disposed of by someone else's disconnect.
+#[test]
+fn given_tool_identity_in_use_or_used_before_is_refused() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let first = Session::connect(&with_id(&pdvm, "mine@1")).expect("first use of mine@1");
+    let second = Session::connect(&with_id(&pdvm, "mine@1"));
+    assert!(second.is_err(), "a second connection took mine@1");
+    first.finalize().expect("finalize");
+    pdvm_harness_wait();
+    let again = Session::connect(&with_id(&pdvm, "mine@1"));
+    assert!(again.is_err(), "mine@1 was reused after it ended");
+    // Fresh identities still work.
+    Session::connect(&with_id(&pdvm, "other@7")).expect("a fresh given identity");
+}
+
+fn pdvm_harness_wait() {
+    std::thread::sleep(Duration::from_millis(100));
+}
+
+/// A tool may not claim pdvm's own namespace, nor one pdvm assigns.
+#[test]
+fn tool_may_not_claim_pdvm_namespaces() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let s = pdvm.session();
+    let (server_ns, _) = s.conn().server();
+    let server_ns = server_ns.to_string();
+    let (mine, _) = s.me();
+    let prefix = server_ns.rsplit_once('@').expect("ns@n").0.to_string();
+    for ns in [server_ns.clone(), mine.clone(), format!("{prefix}@99")] {
+        assert!(
+            Session::connect(&with_id(&pdvm, &ns)).is_err(),
+            "a tool claimed {ns}"
+        );
+    }
+}
+
+/// A process outside a job that copies the job's `PMIX_NAMESPACE` /
+/// `PMIX_RANK` / server URI is not accepted as that job's client: it cannot
+/// release the job's reservation. The job itself still can.
+#[test]
+fn forged_client_identity_is_refused() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "1"]);
+    let dir = pdvm.tmpdir.path().join("forge");
+    std::fs::create_dir(&dir).unwrap();
+    let d = dir.display();
+    let body = format!(
+        "palloc -N 1 --json >{d}/a.tmp; mv {d}/a.tmp {d}/a.json\n\
+         env | grep '^PMIX_' >{d}/env.tmp; mv {d}/env.tmp {d}/env\n\
+         i=0; while [ ! -e {d}/gate ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done\n\
+         prelease \"$(sed -n 's/.*\"alloc_id\":\"\\([^\"]*\\)\".*/\\1/p' {d}/a.json | head -n 1)\"\n\
+         echo $? >{d}/rc.tmp; mv {d}/rc.tmp {d}/rc\n"
+    );
+    let mut spawn = tool(&pdvm, "pspawn");
+    spawn.args(["--detach", "-n", "1", "sh", "-c", &body]);
+    let o = run(spawn);
+    assert!(o.status.success(), "{}", show(&o));
+    let a = wait_file(&dir.join("a.json"));
+    let alloc: serde_json::Value = a
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|v: &serde_json::Value| v["type"] == "allocation")
+        .expect("allocation record");
+    let id = alloc["alloc_id"].as_str().unwrap().to_string();
+    let env = wait_file(&dir.join("env"));
+    let mut forged = tool(&pdvm, "prelease");
+    forged.arg(&id);
+    for line in env.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            forged.env(k, v);
+        }
+    }
+    let o = run(forged);
+    assert!(
+        !o.status.success(),
+        "a forged client released the job's reservation: {}",
+        show(&o)
+    );
+    assert_eq!(reservations(&pdvm), vec![id.clone()], "reservation intact");
+    std::fs::write(dir.join("gate"), "").unwrap();
+    assert_eq!(wait_file(&dir.join("rc")).trim(), "0", "the job itself may");
+    assert!(reservations(&pdvm).is_empty());
+}
+
+// ---- bounded work -----------------------------------------------------------
+
+/// Write `bytes` on a raw connection after a valid tool handshake.
+fn handshaken_raw(pdvm: &Pdvm) -> TcpStream {
+    use pmix_tools::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
+    let mut s = TcpStream::connect(pdvm.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let hello = Hello {
+        identity: Identity::Tool,
+        version: "5.0.11".into(),
+        bfrops: "v41".into(),
+        buffer_kind: 1,
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        info_blob: tool_info_blob(pmix_tools::codec::WireVersion::V41, "hostile", 1).unwrap(),
+    };
+    s.write_all(&build_connect_ack(&hello)).expect("send hello");
+    // status + assigned nspace + rank + server nspace + rank + sec status
+    let mut reply = vec![0u8; 4 + 256 + 4 + 256 + 4 + 4];
+    std::io::Read::read_exact(&mut s, &mut reply).expect("handshake reply");
+    assert_eq!(&reply[..4], &[0, 0, 0, 0], "handshake refused");
+    s
+}
+
+fn pwatch_status_timed(pdvm: &Pdvm) -> (Output, Duration) {
+    let t = Instant::now();
+    let mut c = tool(pdvm, "pwatch");
+    c.args(["--status", "--json"]);
+    let o = run(c);
+    (o, t.elapsed())
+}
+
+/// 400k empty frames in one burst from one client: pdvm stays responsive —
+/// a concurrent `pwatch --status` succeeds (its time is printed as a
+/// figure) — and alive.
+#[test]
+fn burst_of_empty_frames_does_not_stall_pdvm() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let mut s = handshaken_raw(&pdvm);
+    let frames = 400_000usize;
+    let mut burst = Vec::with_capacity(frames * 16);
+    for i in 0..frames {
+        // header: pindex, tag, nbytes (network order), no payload
+        burst.extend_from_slice(&0u32.to_be_bytes());
+        burst.extend_from_slice(&(1000 + i as u32).to_be_bytes());
+        burst.extend_from_slice(&0u32.to_be_bytes());
+        burst.extend_from_slice(&0u32.to_be_bytes());
+    }
+    let writer = std::thread::spawn(move || {
+        let t = Instant::now();
+        let _ = s.write_all(&burst);
+        (s, t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let (o, took) = pwatch_status_timed(&pdvm);
+    assert!(
+        o.status.success(),
+        "pwatch --status during the burst: {}",
+        show(&o)
+    );
+    let (_s, sent) = writer.join().expect("writer");
+    eprintln!(
+        "FIGURE burst: {frames} empty frames ({} MB) written in {:.2}s; concurrent pwatch --status took {:.3}s",
+        frames * 16 / 1_000_000,
+        sent.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    assert!(pmix_alive(&pdvm), "pdvm died");
+    let (o, _) = pwatch_status_timed(&pdvm);
+    assert!(o.status.success(), "after the burst: {}", show(&o));
+}
+
+fn pmix_alive(pdvm: &Pdvm) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pdvm.pid as i32), None).is_ok()
+}
+
+/// One QUERY repeating `pmix.query.allc` 200k times: pdvm stays alive
+/// (refused or answered within its budget) and a concurrent
+/// `pwatch --status` succeeds.
+#[test]
+fn giant_repeated_query_is_bounded() {
+    use pmix_tools::codec::{Cmd, Query, Size};
+    let pdvm = Pdvm::start(&["--nodes", "2", "--scheduler-nodes", "4"]);
+    // Something to report in every answer.
+    let mut p = tool(&pdvm, "palloc");
+    p.args(["-N", "2", "--hold"]);
+    let mut holder = p
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("palloc --hold");
+    let s = pdvm.session();
+    let end = Instant::now() + Duration::from_secs(20);
+    while reservations(&pdvm).is_empty() {
+        assert!(Instant::now() < end, "palloc --hold never granted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let n = 200_000usize;
+    let mut e = s.encoder();
+    e.pack_one(&Cmd(pmix_tools::ops::cmd::QUERY)).unwrap();
+    e.pack_one(&Size(n as u64)).unwrap();
+    let q = Query {
+        keys: vec!["pmix.query.allc".to_string()],
+        qualifiers: Vec::new(),
+    };
+    for _ in 0..n {
+        e.pack_one(&q).unwrap();
+    }
+    let payload = e.into_bytes();
+    let rss_before = pdvm.rss_kib();
+    let t = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    s.conn()
+        .relay(
+            &payload,
+            Box::new(move |r| {
+                let _ = tx.send(r.map(|b| b.len()));
+            }),
+        )
+        .expect("send the giant query");
+    let (o, took) = pwatch_status_timed(&pdvm);
+    assert!(
+        o.status.success(),
+        "pwatch --status beside the giant query: {}",
+        show(&o)
+    );
+    let answer = rx.recv_timeout(Duration::from_secs(30));
+    let rss_after = pdvm.rss_kib();
+    eprintln!(
+        "FIGURE giant query: {} MB request, answer {:?} after {:.2}s, concurrent pwatch --status {:.3}s, pdvm RSS {} -> {} KiB",
+        payload.len() / 1_000_000,
+        answer.as_ref().map(|r| r.as_ref().map_err(|e| e.to_string())),
+        t.elapsed().as_secs_f64(),
+        took.as_secs_f64(),
+        rss_before,
+        rss_after
+    );
+    assert!(answer.is_ok(), "the giant query was never answered");
+    assert!(pmix_alive(&pdvm), "pdvm died");
+    assert_eq!(reservations(&pdvm).len(), 1, "reservation lost");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
