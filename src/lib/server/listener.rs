@@ -67,12 +67,21 @@ pub fn short_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Pending connections the kernel may queue before pdvm accepts them.
+pub const LISTEN_BACKLOG: i32 = 4096;
+
 /// Bind `127.0.0.1:0` (non-blocking) and describe the server.
 pub fn bind() -> Result<(TcpListener, ServerIdent)> {
     let l = TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| Error::new(Status::ERR_UNREACH, format!("cannot listen: {e}")))?;
     l.set_nonblocking(true)
         .map_err(|e| Error::new(Status::ERROR, format!("cannot configure listener: {e}")))?;
+    // A backlog sized for a crowd (the kernel caps it at net.core.somaxconn):
+    // listen(2) again on a listening socket only changes its backlog.
+    // SAFETY: listen(2) on a descriptor we own.
+    unsafe {
+        nix::libc::listen(std::os::fd::AsRawFd::as_raw_fd(&l), LISTEN_BACKLOG);
+    }
     let port = l
         .local_addr()
         .map_err(|e| Error::new(Status::ERROR, format!("listener address: {e}")))?

@@ -147,6 +147,9 @@ pub fn run(
         launch,
         leader: None,
         leader_status: None,
+        held_total: 0,
+        accept_paused_until: None,
+        per_uid: HashMap::new(),
         stop: false,
     };
     ready(&srv.ident);
