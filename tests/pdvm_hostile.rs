@@ -294,3 +294,135 @@ fn giant_repeated_query_is_bounded() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+fn frame(tag: u32, payload_len: u32) -> Vec<u8> {
+    let mut h = Vec::with_capacity(16);
+    h.extend_from_slice(&0u32.to_be_bytes());
+    h.extend_from_slice(&tag.to_be_bytes());
+    h.extend_from_slice(&payload_len.to_be_bytes());
+    h.extend_from_slice(&0u32.to_be_bytes());
+    h
+}
+
+/// 96 connections each announcing a request of 16 MiB − 1 and sending only
+/// its start: pdvm admits what fits its memory budget, answers the others
+/// `PMIX_ERR_OUT_OF_RESOURCE` on their tag, and stays alive and responsive.
+#[test]
+fn partial_giant_frames_are_refused_beyond_the_memory_budget() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let mut conns = Vec::new();
+    for i in 0..96u32 {
+        let mut s = handshaken_raw(&pdvm);
+        let mut m = frame(500 + i, 16 * 1024 * 1024 - 1);
+        m.extend_from_slice(&[0u8; 4096]);
+        s.write_all(&m).expect("send partial frame");
+        conns.push(s);
+    }
+    let (o, took) = pwatch_status_timed(&pdvm);
+    assert!(o.status.success(), "pwatch --status: {}", show(&o));
+    let mut refused = 0;
+    for s in conns.iter_mut() {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut h = [0u8; 16];
+        if std::io::Read::read_exact(s, &mut h).is_ok() {
+            let n = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+            let mut body = vec![0u8; n];
+            std::io::Read::read_exact(s, &mut body).expect("reply body");
+            let st: pmix_tools::status::Status =
+                pmix_tools::codec::Decoder::new(&body, pmix_tools::codec::WireVersion::V41)
+                    .unpack_one()
+                    .expect("status");
+            assert_eq!(st, pmix_tools::status::Status::ERR_OUT_OF_RESOURCE);
+            refused += 1;
+        }
+    }
+    let rss = pdvm.rss_kib();
+    eprintln!(
+        "FIGURE partial giants: {refused} of 96 refused OUT_OF_RESOURCE; pwatch --status {:.3}s; pdvm RSS {rss} KiB",
+        took.as_secs_f64()
+    );
+    assert!(
+        refused >= 96 - 16,
+        "only {refused} refused: the budget admits 16"
+    );
+    assert!(pmix_alive(&pdvm));
+}
+
+/// Requests pipelined by a peer that never reads its replies: pdvm stops
+/// reading it (backpressure) instead of buffering, and every other tool is
+/// still served.
+#[test]
+fn unread_replies_do_not_lock_others_out() {
+    use pmix_tools::codec::{Cmd, Query, Size};
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let s = handshaken_raw(&pdvm);
+    let mut e = pmix_tools::codec::Encoder::new(pmix_tools::codec::WireVersion::V41);
+    e.pack_one(&Cmd(pmix_tools::ops::cmd::QUERY)).unwrap();
+    e.pack_one(&Size(1)).unwrap();
+    e.pack_one(&Query {
+        keys: vec![pmix_tools::ops::keys::QUERY_NAMESPACES.to_string()],
+        qualifiers: Vec::new(),
+    })
+    .unwrap();
+    let q = e.into_bytes();
+    let n = 200_000u32;
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut sent = 0u32;
+        for i in 0..n {
+            let mut m = frame(1000 + i, q.len() as u32);
+            m.extend_from_slice(&q);
+            if w.write_all(&m).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_mid = pdvm.rss_kib();
+    let (o, took) = pwatch_status_timed(&pdvm);
+    assert!(
+        o.status.success(),
+        "pwatch --status beside the flood: {}",
+        show(&o)
+    );
+    let again = Session::connect(&pdvm.opts());
+    assert!(again.is_ok(), "a new tool could not connect");
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let sent = writer.join().expect("writer");
+    eprintln!(
+        "FIGURE unread replies: {sent} of {n} requests accepted by the socket before backpressure; pwatch --status {:.3}s; pdvm RSS {rss_mid} KiB",
+        took.as_secs_f64()
+    );
+    assert!(pmix_alive(&pdvm));
+}
+
+/// Connections that never complete a handshake are closed after the
+/// pre-authentication timeout (10 s).
+#[test]
+fn idle_unauthenticated_connections_are_closed() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let mut idle: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(pdvm.addr()).expect("connect"))
+        .collect();
+    let t = Instant::now();
+    for s in idle.iter_mut() {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut b = [0u8; 1];
+        let r = std::io::Read::read(s, &mut b);
+        let closed = match &r {
+            Ok(0) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            Ok(_) => false,
+        };
+        assert!(closed, "idle connection not closed: {r:?}");
+    }
+    eprintln!(
+        "FIGURE pre-auth: 50 idle connections closed after {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    let (o, _) = pwatch_status_timed(&pdvm);
+    assert!(o.status.success(), "{}", show(&o));
+}

@@ -15,7 +15,7 @@ use crate::status::Status;
 use super::creds::peer_uid;
 use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
 use super::jobs::reap;
-use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET};
+use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
 use super::state::{Server, KILL_GRACE, MEM_BUDGET};
 
 /// Most connections served at once (further ones are closed at accept).
@@ -267,7 +267,9 @@ impl Server {
             // A large message that would pass the memory budget is refused
             // (typed error on its tag) and discarded as it arrives.
             if let Some(h) = c.peek_header() {
-                let big = h.nbytes as usize > 64 * 1024;
+                // (Beyond MAX_REQUEST_LEN the framing itself is broken:
+                // take_frame drops the peer.)
+                let big = h.nbytes as usize > 64 * 1024 && h.nbytes <= MAX_REQUEST_LEN;
                 let partial = !c.has_frame() && !c.admitted();
                 if big && partial && self.held_total + h.nbytes as usize > MEM_BUDGET {
                     c.discard_next();
