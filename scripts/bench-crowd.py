@@ -47,6 +47,9 @@ def main():
     assert dvm.stdout.readline().strip() == "DVM ready", "pdvm did not start"
     fifo = os.path.join(tmp, "gate")
     os.mkfifo(fifo)
+    # Held open read-write: every `cat` opens at once and blocks reading;
+    # closing it is the release signal (EOF for all).
+    gate = os.open(fifo, os.O_RDWR)
     # Raise our fd limit for N pipes.
     try:
         import resource
@@ -95,12 +98,18 @@ def main():
                     pending -= 1
     ticks1 = cpu_ticks(dvm.pid)
     # Release everyone at once.
-    fd = os.open(fifo, os.O_WRONLY)
-    os.close(fd)
+    os.close(gate)
+    # A `cat` that opened the FIFO after that close waits for a writer:
+    # open and close it again until every palloc has ended.
+    end = time.monotonic() + 60
+    while any(p.poll() is None for p, _ in procs) and time.monotonic() < end:
+        fd = os.open(fifo, os.O_RDWR)
+        time.sleep(0.2)
+        os.close(fd)
     codes = []
     for p, _ in procs:
         try:
-            codes.append(p.wait(timeout=60))
+            codes.append(p.wait(timeout=5))
         except subprocess.TimeoutExpired:
             p.kill()
             codes.append(-9)

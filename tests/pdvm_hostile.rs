@@ -426,3 +426,84 @@ fn idle_unauthenticated_connections_are_closed() {
     let (o, _) = pwatch_status_timed(&pdvm);
     assert!(o.status.success(), "{}", show(&o));
 }
+
+/// pdvm's CPU time per connection: 1000 tool handshakes in a row (accept,
+/// peer credentials, namespace, reply) and disconnects. Printed as a
+/// figure; all must succeed.
+#[test]
+fn handshake_cost_figure() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let ticks = |pid: u32| -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let rest: Vec<&str> = s.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap()
+    };
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let n = 1000;
+    let before = ticks(pdvm.pid);
+    let t = Instant::now();
+    for _ in 0..n {
+        let s = handshaken_raw(&pdvm);
+        drop(s);
+    }
+    let wall = t.elapsed();
+    let cpu = (ticks(pdvm.pid) - before) as f64 / hz;
+    eprintln!(
+        "FIGURE handshakes: {n} tool connects in {:.2}s wall; pdvm CPU {:.0} us each (accept, sock_diag, handshake, disconnect)",
+        wall.as_secs_f64(),
+        cpu * 1e6 / n as f64
+    );
+    assert!(pmix_alive(&pdvm));
+    let (o, _) = pwatch_status_timed(&pdvm);
+    assert!(o.status.success(), "{}", show(&o));
+}
+
+/// kill -9 of pdvm does not orphan its jobs: they die with it.
+#[test]
+fn jobs_die_with_a_killed_pdvm() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let pidfile = pdvm.tmpdir.path().join("job.pid");
+    let mut c = tool(&pdvm, "pspawn");
+    c.args([
+        "--detach",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        &format!(
+            "echo $$ >{0}.tmp; mv {0}.tmp {0}; exec sleep 60",
+            pidfile.display()
+        ),
+    ]);
+    let o = run(c);
+    assert!(o.status.success(), "{}", show(&o));
+    let job: i32 = wait_file(&pidfile).trim().parse().expect("job pid");
+    let alive = |p: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok();
+    assert!(alive(job));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pdvm.pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill -9 pdvm");
+    let end = Instant::now() + Duration::from_secs(10);
+    while alive(job) && Instant::now() < end {
+        // A zombie still answers kill(0): look at its state.
+        let st = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
+        if st
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
+    let gone = st.is_empty()
+        || st
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+    assert!(gone, "job {job} outlived pdvm: {st}");
+}

@@ -349,7 +349,12 @@ impl Server {
             Err(e) => return self.refuse(id, e.status, &e.context),
         };
         let me = nix::unistd::getuid().as_raw();
-        let uid = self.conns.get(&id).and_then(|c| peer_uid(&c.stream));
+        // The uid the kernel reported at accept (one sock_diag lookup).
+        let uid = self.conns.get(&id).and_then(|c| {
+            c.uid
+                .filter(|&u| u != u32::MAX)
+                .or_else(|| peer_uid(&c.stream))
+        });
         if uid != Some(me) {
             return self.refuse(
                 id,
