@@ -507,3 +507,77 @@ fn jobs_die_with_a_killed_pdvm() {
             .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
     assert!(gone, "job {job} outlived pdvm: {st}");
 }
+
+// ---- files and signals --------------------------------------------------------
+
+/// `pdvm --terminate` signals only a pdvm of ours identified by its
+/// rendezvous file and process, not any pid a `pdvm.<N>` directory names.
+#[test]
+fn terminate_signals_only_a_real_pdvm() {
+    use std::os::unix::fs::PermissionsExt;
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let mut victim = Command::new("sleep").arg("30").spawn().expect("sleep");
+    let vpid = victim.id();
+    // A planted directory naming the victim, with a plausible file.
+    let planted = pdvm.tmpdir.path().join(format!("pdvm.{vpid}"));
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(
+        planted.join("pmix.host.tool"),
+        format!("x.0;tcp4://127.0.0.1:1\n7.0.0\n{vpid}\n"),
+    )
+    .unwrap();
+    let found = pmix_tools::server::listener::find_running(Some(pdvm.tmpdir.path()));
+    assert_eq!(found, vec![pdvm.pid], "only the real pdvm");
+    let mut t = Command::new(support::cargo_bin("pdvm"));
+    support::scrub_pmix_env(&mut t);
+    t.arg("--terminate").arg("--tmpdir").arg(pdvm.tmpdir.path());
+    let o = run(t);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "pdvm --terminate killed an unrelated process"
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+/// A pre-existing symlink where pdvm's rendezvous directory goes is refused:
+/// not followed, its target not chmodded.
+#[test]
+fn planted_rendezvous_symlink_is_refused() {
+    use pmix_tools::server::listener::{Rendezvous, ServerIdent};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = support::unique_tmpdir("rdv");
+    let target = tmp.path().join("elsewhere");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pid = 4_000_000u32;
+    std::os::unix::fs::symlink(&target, tmp.path().join(format!("pdvm.{pid}"))).unwrap();
+    let ident = ServerIdent {
+        host: "h".into(),
+        pid,
+        prefix: format!("pdvm-h-{pid}"),
+        nspace: format!("pdvm-h-{pid}@0"),
+        address: "tcp4://127.0.0.1:1".into(),
+    };
+    assert!(Rendezvous::write(&ident, tmp.path(), None).is_err());
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(&target).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o755, "the symlink's target was chmodded");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "files written through it"
+    );
+    // A stale directory of ours is replaced by a fresh one.
+    let pid2 = 4_000_001u32;
+    let stale = tmp.path().join(format!("pdvm.{pid2}"));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("pmix.h.tool"), "old").unwrap();
+    let ident2 = ServerIdent { pid: pid2, ..ident };
+    let r = Rendezvous::write(&ident2, tmp.path(), None).expect("stale dir replaced");
+    let body = std::fs::read_to_string(stale.join("pmix.h.tool")).unwrap();
+    assert!(body.contains(&pid2.to_string()), "{body}");
+    drop(r);
+}
