@@ -1419,8 +1419,11 @@ fn s8_2_1_10_compat_spawn_target_ignored() {
 }
 
 #[test]
-fn s8_2_1_5_1_tool_with_target_extends_for_the_target() {
-    // The session-leader workflow: a tool acting for namespace "leader".
+fn s8_2_1_5_1_tool_with_target_does_not_extend_for_the_target() {
+    // TARGET names whose reservation it is, not who is asking: a tool that
+    // created a reservation for "leader" is not in its owner set, so neither
+    // with nor without TARGET may it extend it (issue 10; this used to be
+    // granted with TARGET).
     let (mut d, mut s) = setup(1, 4);
     let t = Requester::tool("palloc-1");
     let acting = AllocAttrs {
@@ -1445,9 +1448,14 @@ fn s8_2_1_5_1_tool_with_target_extends_for_the_target() {
             ..acting
         },
     );
-    d.allocate(&ext, &mut s, 0).unwrap();
-    assert_eq!(d.reservation(&id, &s, 0).unwrap().nodes.len(), 2);
-    // Without TARGET the tool's own namespace is not an owner.
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::NoPermissions(Rule::ExtendNotOwner),
+        |d, s| d.allocate(&ext, s, 0).map(|_| ()),
+    );
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().nodes.len(), 1);
+    // Without TARGET the tool's own namespace is not an owner either.
     let bare = req(
         &t,
         directive::EXTEND,
@@ -1462,6 +1470,18 @@ fn s8_2_1_5_1_tool_with_target_extends_for_the_target() {
         DvmError::NoPermissions(Rule::ExtendNotOwner),
         |d, s| d.allocate(&bare, s, 0).map(|_| ()),
     );
+    // The owner itself may.
+    let leader = Requester::app("leader", 0);
+    let own = req(
+        &leader,
+        directive::EXTEND,
+        AllocAttrs {
+            num_nodes: Some(1),
+            ..by_id(&id)
+        },
+    );
+    d.allocate(&own, &mut s, 0).unwrap();
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().nodes.len(), 2);
 }
 
 #[test]
@@ -1539,4 +1559,284 @@ fn s8_2_1_9_2_owner_death_drops_its_queued_request() {
         .iter()
         .any(|e| matches!(e, Effect::RequestDropped { to, .. } if to.0 == "job-1")));
     assert_eq!(s.queue_len(), 0);
+}
+
+// ---- issue 10: hostile requesters and state corners -----------------------
+
+/// A job "lead" owning a reservation of one of three scheduler nodes, with a
+/// queued EXTEND ("ext-1") of it waiting for two more nodes held elsewhere.
+fn lead_with_queued_extend() -> (Dvm, Scheduler, String) {
+    let (mut d, mut s) = setup(1, 3);
+    let t = Requester::tool("tool-1");
+    d.tool_connected("tool-1").unwrap();
+    d.spawn(&t, "lead", None, &[1]).unwrap();
+    let lead = Requester::app("lead", 0);
+    let id = new_alloc(&mut d, &mut s, &lead, nodes(1));
+    let other = Requester::tool("tool-2");
+    new_alloc(&mut d, &mut s, &other, nodes(1));
+    let out = d
+        .allocate(
+            &req(
+                &lead,
+                directive::EXTEND,
+                AllocAttrs {
+                    req_id: Some("ext-1".into()),
+                    inherit: Some(NONE),
+                    num_nodes: Some(2),
+                    ..by_id(&id)
+                },
+            ),
+            &mut s,
+            0,
+        )
+        .unwrap();
+    assert_eq!(out.status, AllocStatus::Queued);
+    (d, s, id)
+}
+
+#[test]
+fn s8_2_1_9_1_foreign_tool_with_target_changes_nothing() {
+    let (mut d, mut s, id) = lead_with_queued_extend();
+    let stranger = Requester::tool("stranger");
+    let t = |extra: AllocAttrs| AllocAttrs {
+        target: Some("lead".into()),
+        ..extra
+    };
+    let cases = [
+        (
+            directive::EXTEND,
+            t(AllocAttrs {
+                inherit: Some(CHILD),
+                num_nodes: Some(1),
+                ..by_id(&id)
+            }),
+            Rule::ExtendNotOwner,
+        ),
+        (directive::RELEASE, t(by_id(&id)), Rule::ReleaseNotOwner),
+        (
+            directive::RELEASE,
+            t(AllocAttrs {
+                num_nodes: Some(1),
+                ..by_id(&id)
+            }),
+            Rule::ReleaseNotOwner,
+        ),
+        (directive::REQ_CANCEL, t(by_id(&id)), Rule::CancelNotOwner),
+        (
+            directive::REQ_CANCEL,
+            t(AllocAttrs {
+                req_id: Some("ext-1".into()),
+                ..AllocAttrs::default()
+            }),
+            Rule::CancelNotOwner,
+        ),
+    ];
+    for (dir, attrs, rule) in cases {
+        let r = req(&stranger, dir, attrs);
+        rejected_without_effect(&mut d, &mut s, DvmError::NoPermissions(rule), |d, s| {
+            d.allocate(&r, s, 0).map(|_| ())
+        });
+        assert_eq!(DvmError::NoPermissions(rule).code(), -23);
+    }
+    assert_eq!(s.queue_len(), 1, "the owner's queued EXTEND survives");
+}
+
+#[test]
+fn s8_2_1_9_2_draining_child_extend_to_none_or_default_ends() {
+    for (inh, how) in [(NONE, EndHow::Released), (DEFAULT, EndHow::Unreserved)] {
+        let (mut d, mut s, id) = owner_with(Some(CHILD), true);
+        d.job_terminated("lead", 0, &mut s, 0).unwrap();
+        assert_eq!(
+            d.reservation(&id, &s, 0).unwrap().state,
+            ReservationState::Draining
+        );
+        let kid = Requester::app("kid", 0);
+        let out = d
+            .allocate(
+                &req(
+                    &kid,
+                    directive::EXTEND,
+                    AllocAttrs {
+                        inherit: Some(inh),
+                        ..by_id(&id)
+                    },
+                ),
+                &mut s,
+                0,
+            )
+            .unwrap();
+        assert!(matches!(out.status, AllocStatus::Granted { .. }));
+        // The owner is gone: the new disposition applies now, not never.
+        assert_eq!(ended(&out.effects).len(), 1, "{:?}", out.effects);
+        assert_eq!(ended(&out.effects)[0].1, how);
+        assert!(d.reservation(&id, &s, 0).is_none());
+        let fx = d.job_terminated("kid", 0, &mut s, 0).unwrap();
+        assert!(ended(&fx).is_empty());
+        assert!(d.reservations(&s, 0).is_empty());
+    }
+}
+
+#[test]
+fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
+    let (mut d, mut s, id) = lead_with_queued_extend();
+    let lead = Requester::app("lead", 0);
+    let q = d
+        .allocate(&req(&lead, directive::NEW, nodes(1)), &mut s, 0)
+        .unwrap();
+    assert_eq!(q.status, AllocStatus::Queued);
+    // Someone else's queued request is not touched.
+    let other = Requester::tool("tool-2");
+    let theirs = d
+        .allocate(&req(&other, directive::NEW, nodes(1)), &mut s, 0)
+        .unwrap();
+    assert_eq!(theirs.status, AllocStatus::Queued);
+    assert_eq!(s.queue_len(), 3);
+    let out = d
+        .allocate(
+            &req(&lead, directive::REQ_CANCEL, AllocAttrs::default()),
+            &mut s,
+            0,
+        )
+        .unwrap();
+    assert_eq!(out.status, AllocStatus::Cancelled { count: 2 });
+    // The freed queue lets tool-2's request through; it was not cancelled.
+    assert_eq!(s.queue_len(), 0);
+    assert!(out.effects.iter().any(|e| matches!(e,
+        Effect::Granted { alloc_id, .. } if *alloc_id == theirs.alloc_id)));
+    assert!(d.reservation(&q.alloc_id, &s, 0).is_none());
+    assert!(d.reservation(&theirs.alloc_id, &s, 0).is_some());
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().inheritance, "DEFAULT");
+    // Nothing left: NOT_FOUND.
+    let again = req(&lead, directive::REQ_CANCEL, AllocAttrs::default());
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::NotFound(Rule::CancelNotFound),
+        |d, s| d.allocate(&again, s, 0).map(|_| ()),
+    );
+}
+
+#[test]
+fn rfc002_queued_extend_cancelled_by_its_own_request_id_leaves_nothing() {
+    let (mut d, mut s, id) = lead_with_queued_extend();
+    let before = d.reservation(&id, &s, 0).unwrap();
+    assert_eq!(before.inheritance, "DEFAULT", "queued: nothing applied yet");
+    assert_eq!(before.requester, ("lead".to_string(), 0));
+    let lead = Requester::app("lead", 0);
+    let out = d
+        .allocate(
+            &req(
+                &lead,
+                directive::REQ_CANCEL,
+                AllocAttrs {
+                    req_id: Some("ext-1".into()),
+                    ..AllocAttrs::default()
+                },
+            ),
+            &mut s,
+            0,
+        )
+        .unwrap();
+    assert_eq!(out.status, AllocStatus::Cancelled { count: 1 });
+    assert_eq!(out.alloc_id, id);
+    assert!(out.effects.iter().any(|e| matches!(e,
+        Effect::RequestDropped { req_id: Some(r), .. } if r == "ext-1")));
+    assert_eq!(s.queue_len(), 0);
+    let after = d.reservation(&id, &s, 0).unwrap();
+    assert_eq!(after, before, "a cancelled EXTEND leaves no side effect");
+}
+
+#[test]
+fn rfc002_granted_queued_extend_applies_its_inheritance_then() {
+    let (mut d, mut s, id) = lead_with_queued_extend();
+    let other = d
+        .reservations(&s, 0)
+        .into_iter()
+        .find(|r| r.alloc_id != id)
+        .unwrap()
+        .alloc_id;
+    let t2 = Requester::tool("tool-2");
+    let out = d
+        .allocate(&req(&t2, directive::RELEASE, by_id(&other)), &mut s, 0)
+        .unwrap();
+    assert!(out.effects.iter().any(|e| matches!(e,
+        Effect::Granted { req_id: Some(r), .. } if r == "ext-1")));
+    let r = d.reservation(&id, &s, 0).unwrap();
+    assert_eq!(r.inheritance, "NONE");
+    assert_eq!(r.nodes.len(), 3);
+}
+
+#[test]
+fn s8_2_1_9_5_extend_not_moving_deadline_does_not_rewarn() {
+    let (mut d, mut s) = setup(1, 3);
+    let t = Requester::tool("tool-1");
+    let id = new_alloc(
+        &mut d,
+        &mut s,
+        &t,
+        AllocAttrs {
+            time_secs: Some(60),
+            warn_timeout: Some(10),
+            ..nodes(1)
+        },
+    );
+    assert_eq!(warns(&d.advance(&mut s, 50_000)).len(), 1);
+    // More nodes, same deadline: the delivered warning is not repeated.
+    let out = d
+        .allocate(
+            &req(
+                &t,
+                directive::EXTEND,
+                AllocAttrs {
+                    num_nodes: Some(1),
+                    ..by_id(&id)
+                },
+            ),
+            &mut s,
+            51_000,
+        )
+        .unwrap();
+    assert!(warns(&out.effects).is_empty());
+    assert!(warns(&d.advance(&mut s, 52_000)).is_empty());
+    assert_eq!(s.next_deadline(), Some(60_000), "only the expiry is left");
+    // Moving the deadline arms a new warning.
+    d.allocate(
+        &req(
+            &t,
+            directive::EXTEND,
+            AllocAttrs {
+                time_secs: Some(60),
+                ..by_id(&id)
+            },
+        ),
+        &mut s,
+        53_000,
+    )
+    .unwrap();
+    assert_eq!(s.next_deadline(), Some(110_000));
+    assert_eq!(warns(&d.advance(&mut s, 110_000)).len(), 1);
+}
+
+#[test]
+fn s8_2_1_10_out_of_range_inheritance_same_status_in_compat() {
+    for compat in [false, true] {
+        let (mut d, mut s) = setup_mode(2, 4, compat);
+        let t = Requester::tool("tool-1");
+        for v in [0u8, 5, 255] {
+            let r = req(
+                &t,
+                directive::NEW,
+                AllocAttrs {
+                    inherit: Some(v),
+                    ..nodes(1)
+                },
+            );
+            rejected_without_effect(
+                &mut d,
+                &mut s,
+                DvmError::BadParam(Rule::InheritInvalid),
+                |d, s| d.allocate(&r, s, 0).map(|_| ()),
+            );
+        }
+    }
 }

@@ -139,10 +139,15 @@ fn terminate(args: &PdvmArgs) -> ExitCode {
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if pids
-            .iter()
-            .all(|&p| kill(Pid::from_raw(p as i32), None).is_err())
-        {
+        // Gone: no such process, or a zombie its parent has not reaped yet.
+        let gone = |p: u32| {
+            kill(Pid::from_raw(p as i32), None).is_err()
+                || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
+                })
+        };
+        if pids.iter().all(|&p| gone(p)) {
             if args.quiet == 0 {
                 for p in &pids {
                     println!("pdvm {p} terminated");

@@ -22,3 +22,4 @@ mod s8_2_1_7_ownership;
 mod s8_2_1_8_errors;
 mod s8_2_1_9_5_warning;
 mod s8_2_1_9_lifecycle;
+mod s8_2_1_hostile;

@@ -71,30 +71,18 @@ impl Dvm {
         }
     }
 
-    /// The namespace a tool acts for (its TARGET), outside compat mode.
-    fn acting_for<'a>(&self, req: &'a AllocRequest) -> Option<&'a str> {
-        if self.cfg.compat || req.requester.class == RequesterClass::Application {
-            return None;
-        }
-        req.attrs.target.as_deref()
-    }
-
     fn parse_inherit(&self, a: &AllocAttrs) -> Result<Option<Inheritance>, DvmError> {
         let Some(v) = a.inherit else {
             return Ok(None);
         };
-        if self.cfg.compat {
-            // §8.2.1.10: only the default disposition exists; asking for it
-            // explicitly is harmless, anything else is refused.
-            return if v == Inheritance::Default as u8 {
-                Ok(Some(Inheritance::Default))
-            } else {
-                Err(DvmError::NotSupported(Rule::InheritNotSupported))
-            };
+        // A value outside the type is malformed whatever the mode.
+        let i = Inheritance::from_u8(v).ok_or(DvmError::BadParam(Rule::InheritInvalid))?;
+        // §8.2.1.10: only the default disposition exists in compat mode;
+        // asking for it explicitly is harmless, anything else is refused.
+        if self.cfg.compat && i != Inheritance::Default {
+            return Err(DvmError::NotSupported(Rule::InheritNotSupported));
         }
-        Inheritance::from_u8(v)
-            .map(Some)
-            .ok_or(DvmError::BadParam(Rule::InheritInvalid))
+        Ok(Some(i))
     }
 
     fn sched_request(&self, a: &AllocAttrs) -> Result<SchedRequest, DvmError> {
@@ -188,7 +176,7 @@ impl Dvm {
         // An owning namespace that already ended (e.g. a TARGET that has
         // finished) gets its disposition applied at once.
         if self.gen.at(owner).ended {
-            let mut more = self.settle_owner(owner, true, sched, now);
+            let mut more = self.settle_owner(owner, sched, now);
             fx.append(&mut more);
         }
         Ok(AllocOutcome {
@@ -244,28 +232,31 @@ impl Dvm {
         }
         sched.check(&sreq).map_err(sched_err)?;
 
-        let submit = sched.submit_extend(&id, &sreq, now).map_err(sched_err)?;
+        let tag = self.next_seq;
+        let submit = sched
+            .submit_extend_tagged(&id, &sreq, now, tag)
+            .map_err(sched_err)?;
+        self.next_seq += 1;
         self.ensure_requester(&req.requester);
         let to = (req.requester.nspace.clone(), req.requester.rank);
-        if let Some(r) = self.res.get_mut(&id) {
-            if let Some(i) = inherit {
-                r.inherit = i;
-                r.inherit_given = true;
-            }
-            // The warning follows the most recent requester (§8.2.1.9.5).
-            r.requester = to.clone();
-        }
         let mut fx = Vec::new();
         let status = match submit {
             Submit::Granted(nodes) => {
+                self.extend_granted(&id, to, inherit);
                 self.place_nodes(&id, &nodes, sched, &mut fx);
+                let mut more = self.settle_after_extend(&id, inherit, sched, now);
+                fx.append(&mut more);
                 AllocStatus::Granted { nodes }
             }
             Submit::Queued => {
+                // Nothing changes until the grant (RFC 002: a cancelled
+                // queued EXTEND leaves no side effect).
                 if let Some(r) = self.res.get_mut(&id) {
                     r.queued_extends.push_back(QueuedExtend {
                         to,
                         req_id: a.req_id.clone(),
+                        inherit,
+                        tag,
                     });
                 }
                 AllocStatus::Queued
@@ -279,6 +270,43 @@ impl Dvm {
         })
     }
 
+    /// Applies what a granted EXTEND changes besides nodes: the recorded
+    /// disposition, and the warning's recipient (§8.2.1.9.5).
+    pub(crate) fn extend_granted(
+        &mut self,
+        id: &str,
+        to: (String, u32),
+        inherit: Option<Inheritance>,
+    ) {
+        if let Some(r) = self.res.get_mut(id) {
+            if let Some(i) = inherit {
+                r.inherit = i;
+                r.inherit_given = true;
+            }
+            r.requester = to;
+        }
+    }
+
+    /// After a granted EXTEND that set a disposition: when the owning
+    /// namespace has already ended (a draining CHILD reservation switched to
+    /// NONE/DEFAULT, say), the new disposition is settled at once rather
+    /// than never.
+    pub(crate) fn settle_after_extend(
+        &mut self,
+        id: &str,
+        inherit: Option<Inheritance>,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Vec<Effect> {
+        let Some(owner) = self.res.get(id).map(|r| r.owner) else {
+            return Vec::new();
+        };
+        if inherit.is_none() || !self.gen.at(owner).ended {
+            return Vec::new();
+        }
+        self.settle_owner(owner, sched, now)
+    }
+
     /// The reservation an EXTEND, RELEASE or REQ_CANCEL names (by alloc id
     /// or request id), checked for ownership. `rules` are the refusals for
     /// (no id given, not owned, not found), in that order.
@@ -288,19 +316,14 @@ impl Dvm {
         if a.alloc_id.is_none() && a.req_id.is_none() {
             return Err(DvmError::BadParam(no_id));
         }
-        self.find_for(
-            a.alloc_id.as_deref(),
-            a.req_id.as_deref(),
-            &req.requester,
-            self.acting_for(req),
-        )
-        .map_err(|owned_elsewhere| {
-            if owned_elsewhere {
-                DvmError::NoPermissions(not_owner)
-            } else {
-                DvmError::NotFound(not_found)
-            }
-        })
+        self.find_for(a.alloc_id.as_deref(), a.req_id.as_deref(), &req.requester)
+            .map_err(|owned_elsewhere| {
+                if owned_elsewhere {
+                    DvmError::NoPermissions(not_owner)
+                } else {
+                    DvmError::NotFound(not_found)
+                }
+            })
     }
 
     fn alloc_release(
@@ -388,39 +411,164 @@ impl Dvm {
         now: u64,
     ) -> Result<AllocOutcome, DvmError> {
         let a = &req.attrs;
+        if a.alloc_id.is_none() && a.req_id.is_none() {
+            return self.cancel_all_of(req, sched, now);
+        }
+        // A queued EXTEND named by its own request id (RFC 002).
+        if let (None, Some(q)) = (&a.alloc_id, &a.req_id) {
+            if let Some((id, tag)) = self.find_queued_extend(q) {
+                if !self
+                    .res
+                    .get(&id)
+                    .is_some_and(|r| r.owned_by(&req.requester))
+                {
+                    return Err(DvmError::NoPermissions(Rule::CancelNotOwner));
+                }
+                let fx = self.cancel_extend(&id, tag, sched, now)?;
+                return Ok(AllocOutcome {
+                    alloc_id: id,
+                    req_id: a.req_id.clone(),
+                    status: AllocStatus::Cancelled { count: 1 },
+                    effects: fx,
+                });
+            }
+        }
         let id = self.resolve_named(
             req,
             [Rule::CancelNoId, Rule::CancelNotOwner, Rule::CancelNotFound],
         )?;
-        let (count, was_new, ev) = sched.cancel(&id, now).map_err(sched_err)?;
+        let (count, fx) = self.cancel_queued_of(&id, sched, now)?;
+        Ok(AllocOutcome {
+            alloc_id: id,
+            req_id: a.req_id.clone(),
+            status: AllocStatus::Cancelled { count },
+            effects: fx,
+        })
+    }
+
+    /// The (allocation, tag) of the queued EXTEND carrying request id `q`.
+    fn find_queued_extend(&self, q: &str) -> Option<(String, u64)> {
+        let mut best: Option<(u64, String, u64)> = None;
+        for r in self.res.values() {
+            for e in &r.queued_extends {
+                if e.req_id.as_deref() == Some(q) && best.as_ref().is_none_or(|b| e.tag > b.0) {
+                    best = Some((e.tag, r.id.clone(), e.tag));
+                }
+            }
+        }
+        best.map(|(_, id, tag)| (id, tag))
+    }
+
+    /// Cancels the one queued EXTEND `tag` of reservation `id`.
+    fn cancel_extend(
+        &mut self,
+        id: &str,
+        tag: u64,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<Vec<Effect>, DvmError> {
+        let ev = sched.cancel_tagged(id, tag, now).map_err(sched_err)?;
+        let mut fx = Vec::new();
+        if let Some(r) = self.res.get_mut(id) {
+            if let Some(k) = r.queued_extends.iter().position(|e| e.tag == tag) {
+                if let Some(q) = r.queued_extends.remove(k) {
+                    fx.push(Effect::RequestDropped {
+                        to: q.to,
+                        alloc_id: id.to_string(),
+                        req_id: q.req_id,
+                    });
+                }
+            }
+        }
+        let mut more = self.apply_sched(ev, sched, now);
+        fx.append(&mut more);
+        Ok(fx)
+    }
+
+    /// Cancels everything queued for reservation `id`: the reservation
+    /// itself while it waits for its first grant, else its queued EXTENDs.
+    fn cancel_queued_of(
+        &mut self,
+        id: &str,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<(usize, Vec<Effect>), DvmError> {
+        let (count, was_new, ev) = sched.cancel(id, now).map_err(sched_err)?;
         let mut fx = Vec::new();
         if was_new {
-            if let Some(r) = self.forget(&id) {
+            if let Some(r) = self.forget(id) {
                 fx.push(Effect::RequestDropped {
                     to: r.requester.clone(),
-                    alloc_id: id.clone(),
+                    alloc_id: id.to_string(),
                     req_id: r.req_id.clone(),
                 });
                 fx.push(Effect::ReservationEnded {
-                    alloc_id: id.clone(),
+                    alloc_id: id.to_string(),
                     how: EndHow::Cancelled,
                     why: EndWhy::RequestCancelled,
                 });
             }
-        } else if let Some(r) = self.res.get_mut(&id) {
+        } else if let Some(r) = self.res.get_mut(id) {
             for q in r.queued_extends.drain(..) {
                 fx.push(Effect::RequestDropped {
                     to: q.to,
-                    alloc_id: id.clone(),
+                    alloc_id: id.to_string(),
                     req_id: q.req_id,
                 });
             }
         }
         let mut more = self.apply_sched(ev, sched, now);
         fx.append(&mut more);
+        Ok((count, fx))
+    }
+
+    /// REQ_CANCEL naming nothing: cancels every outstanding request of the
+    /// requester's namespace — queued NEWs it sent and queued EXTENDs it
+    /// sent (RFC 002). `PMIX_ERR_NOT_FOUND` when there is none.
+    fn cancel_all_of(
+        &mut self,
+        req: &AllocRequest,
+        sched: &mut Scheduler,
+        now: u64,
+    ) -> Result<AllocOutcome, DvmError> {
+        let ns = &req.requester.nspace;
+        // (submission order, allocation, Some(tag) for an EXTEND).
+        let mut mine: Vec<(u64, String, Option<u64>)> = Vec::new();
+        for r in self.res.values() {
+            if r.stage == ResStage::Queued {
+                if &r.requester.0 == ns {
+                    mine.push((r.seq, r.id.clone(), None));
+                }
+                continue;
+            }
+            for e in &r.queued_extends {
+                if &e.to.0 == ns {
+                    mine.push((e.tag, r.id.clone(), Some(e.tag)));
+                }
+            }
+        }
+        if mine.is_empty() {
+            return Err(DvmError::NotFound(Rule::CancelNotFound));
+        }
+        // Latest first: removing a request behind others never lets one of
+        // ours still waiting in front be granted in between.
+        mine.sort();
+        let first = mine[0].1.clone();
+        let mut fx = Vec::new();
+        let mut count = 0;
+        for (_, id, tag) in mine.into_iter().rev() {
+            let done = match tag {
+                Some(tag) => self.cancel_extend(&id, tag, sched, now).map(|f| (1, f)),
+                None => self.cancel_queued_of(&id, sched, now),
+            };
+            if let Ok((n, mut more)) = done {
+                count += n;
+                fx.append(&mut more);
+            }
+        }
         Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
+            alloc_id: first,
+            req_id: None,
             status: AllocStatus::Cancelled { count },
             effects: fx,
         })

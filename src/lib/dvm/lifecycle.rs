@@ -157,22 +157,33 @@ impl Dvm {
                     let Some(r) = self.res.get_mut(&alloc_id) else {
                         continue;
                     };
+                    let mut inherit = None;
                     let (to, req_id) = if extend {
                         match r.queued_extends.pop_front() {
-                            Some(q) => (q.to, q.req_id),
+                            Some(q) => {
+                                inherit = q.inherit;
+                                (q.to, q.req_id)
+                            }
                             None => (r.requester.clone(), r.req_id.clone()),
                         }
                     } else {
                         r.stage = ResStage::Active;
                         (r.requester.clone(), r.req_id.clone())
                     };
+                    if extend {
+                        self.extend_granted(&alloc_id, to.clone(), inherit);
+                    }
                     self.place_nodes(&alloc_id, &nodes, sched, &mut fx);
                     fx.push(Effect::Granted {
                         to,
-                        alloc_id,
+                        alloc_id: alloc_id.clone(),
                         req_id,
                         nodes,
                     });
+                    if extend {
+                        let mut more = self.settle_after_extend(&alloc_id, inherit, sched, now);
+                        fx.append(&mut more);
+                    }
                 }
             }
         }
@@ -187,13 +198,12 @@ impl Dvm {
     }
 
     /// Applies the dispositions of the reservations owned by namespace
-    /// `owner`. `own_death`: the owner itself just ended (NONE/DEFAULT fire);
-    /// CHILD-flavoured ones fire once the owner has ended and has no live
-    /// derived child left.
+    /// `owner`, once it has ended: NONE/DEFAULT fire (at its death, or at
+    /// once when an EXTEND set them after it), CHILD-flavoured ones fire once
+    /// it has no live derived child left.
     pub(crate) fn settle_owner(
         &mut self,
         owner: u32,
-        own_death: bool,
         sched: &mut Scheduler,
         now: u64,
     ) -> Vec<Effect> {
@@ -209,11 +219,7 @@ impl Dvm {
                 continue;
             };
             let inh = r.inherit;
-            let fire = if inh.waits_for_children() {
-                drained
-            } else {
-                own_death
-            };
+            let fire = !inh.waits_for_children() || drained;
             if fire {
                 let how = if inh.releases() {
                     EndHow::Released
@@ -274,8 +280,8 @@ impl Dvm {
         self.gen.at_mut(i).exit_status = exit_status;
         let candidates = self.gen.end(i);
         let mut fx = Vec::new();
-        for (k, c) in candidates.into_iter().enumerate() {
-            let mut more = self.settle_owner(c, k == 0, sched, now);
+        for c in candidates {
+            let mut more = self.settle_owner(c, sched, now);
             fx.append(&mut more);
         }
         Ok(fx)

@@ -13,9 +13,10 @@
 //! it never decides time-outs itself.
 //!
 //! Decisions where the spec leaves room:
-//! - A tool carrying `PMIX_ALLOC_TARGET` acts for that namespace in ownership
-//!   checks of EXTEND/RELEASE/REQ_CANCEL (as PRRTE's design plan states for
-//!   tool requests); without TARGET the requester's own namespace must own it.
+//! - EXTEND, RELEASE and REQ_CANCEL are honoured only when the requester's
+//!   own namespace is in the owner set (or it is the scheduler), whatever
+//!   `PMIX_ALLOC_TARGET` names: TARGET says whose reservation it is, not who
+//!   is asking (§8.2.1.5.1, §8.2.1.9.1).
 //! - `PMIX_ALLOC_TARGET` on any directive from an application is refused
 //!   (§8.2.1.8 row 1 applies to "an application request", whatever directive).
 //! - `PMIX_ALLOC_REAQUIRE` is answered `PMIX_ERR_NOT_SUPPORTED`: pdvm never
@@ -27,7 +28,18 @@
 //!   as a spawn target it resolves to the default session, where its nodes are.
 //! - EXTEND keeps the original request id for warnings but moves the warning
 //!   recipient to the EXTEND requester; an EXTEND carrying
-//!   `PMIX_ALLOC_INHERITANCE` replaces the recorded disposition.
+//!   `PMIX_ALLOC_INHERITANCE` replaces the recorded disposition. Both happen
+//!   only when the EXTEND is granted: a queued EXTEND that is cancelled
+//!   leaves nothing behind. When the owning namespace has already ended, a
+//!   disposition set by EXTEND is settled at once (a draining CHILD
+//!   reservation switched to NONE/DEFAULT ends then, not never).
+//! - An EXTEND that leaves the deadline where it was does not deliver again
+//!   a warning already delivered for that deadline.
+//! - `PMIX_ALLOC_REQ_CANCEL` naming nothing cancels every queued request
+//!   (NEW or EXTEND) sent by the requester's namespace; naming the request
+//!   id of a queued EXTEND cancels that EXTEND alone (RFC 002).
+//! - An inheritance value outside 1..=4 is `PMIX_ERR_BAD_PARAM` in both
+//!   modes; compat mode refuses valid non-default ones as NOT_SUPPORTED.
 //! - EXTEND of a still-queued allocation is refused with
 //!   `PMIX_ERR_RESOURCE_BUSY`.
 //! - A reservation whose owning namespace has already ended when it is granted

@@ -50,6 +50,11 @@ pub(crate) enum ResStage {
 pub(crate) struct QueuedExtend {
     pub to: (String, u32),
     pub req_id: Option<String>,
+    /// The disposition it asks for: applied only once it is granted, so a
+    /// cancelled EXTEND leaves nothing behind.
+    pub inherit: Option<Inheritance>,
+    /// Its tag in the scheduler's queue.
+    pub tag: u64,
 }
 
 /// A reservation (or shared allocation) and its bookkeeping.
@@ -75,11 +80,12 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// True when `req` may target, extend, release or cancel this reservation.
-    pub fn owned_by(&self, req: &Requester, acting_for: Option<&str>) -> bool {
-        req.class == RequesterClass::Scheduler
-            || self.owner_lookup.contains(&req.nspace)
-            || acting_for.is_some_and(|t| self.owner_lookup.contains(t))
+    /// True when `req` may target, extend, release or cancel this reservation:
+    /// its own namespace is in the owner set, or it is the scheduler
+    /// (§8.2.1.7, §8.2.1.9.1). `PMIX_ALLOC_TARGET` never counts: it names
+    /// whose reservation it is, not who is asking.
+    pub fn owned_by(&self, req: &Requester) -> bool {
+        req.class == RequesterClass::Scheduler || self.owner_lookup.contains(&req.nspace)
     }
 
     /// Adds a namespace to the owner set (no-op when present).
@@ -141,6 +147,11 @@ impl Dvm {
     /// The configuration the model was built with.
     pub fn config(&self) -> DvmConfig {
         self.cfg
+    }
+
+    /// True when `nspace` is (or was) a tool's or a job's namespace here.
+    pub fn namespace_known(&self, nspace: &str) -> bool {
+        self.gen.is_registered(nspace)
     }
 
     /// Registers a connected tool's namespace (a live genealogy root).
@@ -293,11 +304,10 @@ impl Dvm {
         alloc_id: Option<&str>,
         req_id: Option<&str>,
         req: &Requester,
-        acting_for: Option<&str>,
     ) -> Result<String, bool> {
         if let Some(a) = alloc_id {
             if let Some(r) = self.res.get(a) {
-                return if r.owned_by(req, acting_for) {
+                return if r.owned_by(req) {
                     Ok(a.to_string())
                 } else {
                     Err(true)
@@ -314,7 +324,7 @@ impl Dvm {
         for id in ids.iter().rev() {
             if let Some(r) = self.res.get(id) {
                 exists = true;
-                if r.owned_by(req, acting_for) {
+                if r.owned_by(req) {
                     return Ok(id.clone());
                 }
             }

@@ -40,6 +40,8 @@ struct Pending {
     time_secs: Option<u32>,
     warn_secs: Option<u32>,
     extend: bool,
+    /// Caller's tag of an EXTEND (0 for NEW), for cancelling just that one.
+    tag: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -48,6 +50,9 @@ struct Alloc {
     expires: Option<u64>,
     warn_secs: Option<u32>,
     warn_at: Option<u64>,
+    /// The expiry instant whose warning was already delivered: a grant that
+    /// leaves the deadline there does not warn again.
+    warned_for: Option<u64>,
     queued: bool,
 }
 
@@ -258,6 +263,7 @@ impl Scheduler {
             time_secs: req.time_secs,
             warn_secs: req.warn_secs,
             extend: false,
+            tag: 0,
         };
         Ok((id, self.enqueue_or_grant(p, now)))
     }
@@ -269,6 +275,18 @@ impl Scheduler {
         alloc_id: &str,
         req: &SchedRequest,
         now: u64,
+    ) -> Result<Submit, SchedError> {
+        self.submit_extend_tagged(alloc_id, req, now, 0)
+    }
+
+    /// [`Scheduler::submit_extend`] with a caller-chosen `tag`, so a queued
+    /// EXTEND can later be cancelled alone ([`Scheduler::cancel_tagged`]).
+    pub fn submit_extend_tagged(
+        &mut self,
+        alloc_id: &str,
+        req: &SchedRequest,
+        now: u64,
+        tag: u64,
     ) -> Result<Submit, SchedError> {
         let a = self
             .allocs
@@ -284,6 +302,7 @@ impl Scheduler {
             time_secs: req.time_secs,
             warn_secs: req.warn_secs,
             extend: true,
+            tag,
         };
         if matches!(p.want, Resolved::Nothing) {
             let nodes = self.grant(p, now);
@@ -341,7 +360,11 @@ impl Scheduler {
         };
         self.deadlines
             .insert((exp, KIND_EXPIRE, alloc_id.to_string()));
-        a.warn_at = a.warn_secs.map(|w| exp.saturating_sub(u64::from(w) * 1000));
+        a.warn_at = if a.warned_for == Some(exp) {
+            None
+        } else {
+            a.warn_secs.map(|w| exp.saturating_sub(u64::from(w) * 1000))
+        };
         if let Some(w) = a.warn_at {
             self.deadlines.insert((w, KIND_WARN, alloc_id.to_string()));
         }
@@ -400,6 +423,25 @@ impl Scheduler {
         let mut ev = Vec::new();
         self.pump(now, &mut ev);
         Ok((removed, was_new, ev))
+    }
+
+    /// Removes the one queued EXTEND of `alloc_id` submitted with `tag`.
+    /// Returns the grants this unblocked.
+    pub fn cancel_tagged(
+        &mut self,
+        alloc_id: &str,
+        tag: u64,
+        now: u64,
+    ) -> Result<Vec<SchedEvent>, SchedError> {
+        let i = self
+            .queue
+            .iter()
+            .position(|p| p.extend && p.tag == tag && p.alloc_id == alloc_id)
+            .ok_or(SchedError::NothingQueued)?;
+        self.queue.remove(i);
+        let mut ev = Vec::new();
+        self.pump(now, &mut ev);
+        Ok(ev)
     }
 
     /// Returns nodes of an allocation to the scheduler: all of them (`None`,
@@ -496,6 +538,7 @@ impl Scheduler {
                     continue;
                 };
                 a.warn_at = None;
+                a.warned_for = a.expires;
                 let left = a.expires.unwrap_or(now).saturating_sub(now);
                 let secs = u32::try_from(left.div_ceil(1000)).unwrap_or(u32::MAX);
                 ev.push(SchedEvent::WarnDue {

@@ -1,13 +1,28 @@
 //! Who is on the other end of a socket.
 //!
 //! `SO_PEERCRED` answers for Unix-domain sockets only; on a TCP socket Linux
-//! reports uid -1. For loopback TCP the kernel still knows the owner of the
-//! peer's socket: `/proc/net/tcp` (and `tcp6`) lists every socket with its
-//! local and remote address and the uid that created it, so the peer's
-//! uid is the one on the line whose local end is the peer's address and
-//! whose remote end is ours.
+//! reports uid -1. For loopback TCP the kernel still knows the peer's socket:
+//! a `NETLINK_SOCK_DIAG` request for the exact 4-tuple (the peer's address as
+//! source, ours as destination) returns that one socket's owner uid and
+//! inode, at a constant cost whatever the number of sockets on the host.
+//! Where sock_diag is unavailable (no `inet_diag` in the kernel), the uid is
+//! looked up in `/proc/net/tcp` (and `tcp6`), which lists every socket.
 
+use std::io::{Error as IoError, ErrorKind};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use nix::libc;
+
+/// What the kernel says about the peer's end of a loopback TCP connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerSocket {
+    /// The uid that created the peer's socket.
+    pub uid: u32,
+    /// The inode of the peer's socket (`socket:[INODE]` in its fd table);
+    /// 0 when only the uid is known.
+    pub inode: u64,
+}
 
 /// The uid owning the peer end of `s`, when it can be established.
 pub fn peer_uid(s: &TcpStream) -> Option<u32> {
@@ -17,19 +32,208 @@ pub fn peer_uid(s: &TcpStream) -> Option<u32> {
             return Some(c.uid());
         }
     }
+    peer_socket(s).map(|p| p.uid)
+}
+
+/// The peer's socket owner and inode: one sock_diag lookup, else the uid
+/// from `/proc/net/tcp*`.
+pub fn peer_socket(s: &TcpStream) -> Option<PeerSocket> {
     let (peer, local) = (s.peer_addr().ok()?, s.local_addr().ok()?);
-    if let Some(uid) = super::sockdiag::tcp_owner(&peer, &local) {
-        return Some(uid);
+    if let Ok(found) = sock_diag_lookup(&peer, &local) {
+        return found;
     }
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else {
             continue;
         };
         if let Some(uid) = find_owner(&text, &peer, &local) {
-            return Some(uid);
+            return Some(PeerSocket { uid, inode: 0 });
         }
     }
     None
+}
+
+/// Whether the peer's socket is held by process `pid`, one of its
+/// descendants, or a member of its process group (a job's process leads its
+/// own group; a background child orphaned by a shell stays in it). `None`
+/// when the kernel cannot tell (no socket inode, no
+/// `/proc/PID/task/TID/children`).
+pub fn peer_in_tree(s: &TcpStream, pid: Option<i32>) -> Option<bool> {
+    let pid = pid?;
+    let inode = peer_socket(s).map(|p| p.inode).filter(|&i| i != 0)?;
+    let want = format!("socket:[{inode}]");
+    let holds = |p: i32| {
+        std::fs::read_dir(format!("/proc/{p}/fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == want.as_str())
+            })
+        })
+    };
+    let mut todo = vec![pid];
+    let mut seen = 0usize;
+    while let Some(p) = todo.pop() {
+        seen += 1;
+        if seen > 4096 {
+            return None;
+        }
+        if holds(p) {
+            return Some(true);
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(kids) = std::fs::read_to_string(t.path().join("children")) else {
+                return None;
+            };
+            todo.extend(
+                kids.split_whitespace()
+                    .filter_map(|k| k.parse::<i32>().ok()),
+            );
+        }
+    }
+    // Orphaned members of the job's process group.
+    let procs = std::fs::read_dir("/proc").ok()?;
+    for e in procs.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if process_group(p) == Some(pid) && holds(p) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The process group of `pid` (field 5 of `/proc/PID/stat`).
+fn process_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+const NETLINK_SOCK_DIAG: i32 = 4;
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLM_F_REQUEST: u16 = 1;
+const NLMSG_HDRLEN: usize = 16;
+/// Offsets in `struct inet_diag_msg` (after the netlink header).
+const DIAG_UID_AT: usize = 4 + 48 + 12;
+const DIAG_INODE_AT: usize = DIAG_UID_AT + 4;
+
+fn sockid(src: &SocketAddr, dst: &SocketAddr) -> [u8; 48] {
+    let mut id = [0u8; 48];
+    id[0..2].copy_from_slice(&src.port().to_be_bytes());
+    id[2..4].copy_from_slice(&dst.port().to_be_bytes());
+    let put = |a: &SocketAddr, out: &mut [u8]| match a {
+        SocketAddr::V4(v) => out[..4].copy_from_slice(&v.ip().octets()),
+        SocketAddr::V6(v) => out.copy_from_slice(&v.ip().octets()),
+    };
+    put(src, &mut id[4..20]);
+    put(dst, &mut id[20..36]);
+    // idiag_if = 0; idiag_cookie = INET_DIAG_NOCOOKIE.
+    id[40..48].copy_from_slice(&[0xff; 8]);
+    id
+}
+
+/// One exact sock_diag lookup of the TCP socket `src` → `dst`.
+/// `Err` when sock_diag itself is unavailable; `Ok(None)` when the kernel
+/// knows no such socket.
+fn sock_diag_lookup(src: &SocketAddr, dst: &SocketAddr) -> Result<Option<PeerSocket>, IoError> {
+    let family = match src {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    } as u8;
+    // SAFETY: plain socket(2); the fd is owned at once.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            NETLINK_SOCK_DIAG,
+        )
+    };
+    if raw < 0 {
+        return Err(IoError::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let tv = libc::timeval {
+        tv_sec: 1,
+        tv_usec: 0,
+    };
+    // SAFETY: valid pointer and length for SO_RCVTIMEO.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        );
+    }
+    let mut req = Vec::with_capacity(NLMSG_HDRLEN + 56);
+    req.extend_from_slice(&((NLMSG_HDRLEN + 56) as u32).to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
+    req.extend_from_slice(&u32::MAX.to_ne_bytes());
+    req.extend_from_slice(&sockid(src, dst));
+    // SAFETY: a zeroed sockaddr_nl addresses the kernel.
+    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    // SAFETY: valid buffer and address for sendto(2).
+    let n = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        return Err(IoError::last_os_error());
+    }
+    let mut buf = [0u8; 1024];
+    // SAFETY: valid buffer for recv(2).
+    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return Err(IoError::last_os_error());
+    }
+    let b = &buf[..n as usize];
+    if b.len() < NLMSG_HDRLEN {
+        return Err(IoError::new(ErrorKind::InvalidData, "short netlink reply"));
+    }
+    let ty = u16::from_ne_bytes([b[4], b[5]]);
+    if ty == NLMSG_ERROR {
+        let errno = b
+            .get(NLMSG_HDRLEN..NLMSG_HDRLEN + 4)
+            .map(|e| -i32::from_ne_bytes([e[0], e[1], e[2], e[3]]))
+            .unwrap_or(0);
+        // ENOENT: no such socket; anything else: sock_diag is not usable.
+        return if errno == libc::ENOENT {
+            Ok(None)
+        } else {
+            Err(IoError::from_raw_os_error(errno))
+        };
+    }
+    let at = |o: usize| {
+        b.get(NLMSG_HDRLEN + o..NLMSG_HDRLEN + o + 4)
+            .map(|x| u32::from_ne_bytes([x[0], x[1], x[2], x[3]]))
+    };
+    match (ty, at(DIAG_UID_AT), at(DIAG_INODE_AT)) {
+        (SOCK_DIAG_BY_FAMILY, Some(uid), Some(inode)) => Ok(Some(PeerSocket {
+            uid,
+            inode: u64::from(inode),
+        })),
+        _ => Err(IoError::new(
+            ErrorKind::InvalidData,
+            "unexpected netlink reply",
+        )),
+    }
 }
 
 /// Format an address as `/proc/net/tcp` prints it.
@@ -76,6 +280,35 @@ mod tests {
         let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
         assert_eq!(peer_uid(&s), Some(nix::unistd::getuid().as_raw()));
+    }
+
+    #[test]
+    fn sock_diag_finds_the_exact_peer_socket_and_its_holder() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let found = sock_diag_lookup(&s.peer_addr().unwrap(), &s.local_addr().unwrap())
+            .expect("sock_diag available on this kernel")
+            .expect("the peer socket is known");
+        assert_eq!(found.uid, nix::unistd::getuid().as_raw());
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", c.as_raw_fd())).unwrap();
+        assert_eq!(link.to_string_lossy(), format!("socket:[{}]", found.inode));
+        let me = std::process::id() as i32;
+        assert_eq!(peer_in_tree(&s, Some(me)), Some(true));
+        // A process that does not hold it (a child sleeping) is not the peer.
+        let mut kid = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert_eq!(peer_in_tree(&s, Some(kid.id() as i32)), Some(false));
+        let _ = kid.kill();
+        let _ = kid.wait();
+        // A socket nobody has: NOT found, not an error.
+        let gone: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(
+            sock_diag_lookup(&gone, &s.local_addr().unwrap()).unwrap(),
+            None
+        );
     }
 
     #[test]

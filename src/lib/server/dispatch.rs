@@ -54,6 +54,33 @@ fn bounded(n: u64) -> Result<usize> {
         .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
 }
 
+/// Most distinct query keys answered in one `PMIX_QUERY` (after repeats are
+/// folded): the answer's size stays bounded whatever the request repeats.
+pub const MAX_QUERY_KEYS: usize = 256;
+
+/// Folds repeated keys within a query and repeated queries, then bounds the
+/// number of keys left ([`MAX_QUERY_KEYS`]).
+fn dedup_queries(queries: Vec<Query>) -> Result<Vec<Query>> {
+    let mut out: Vec<Query> = Vec::new();
+    let mut total = 0usize;
+    for mut q in queries {
+        let mut seen = std::collections::HashSet::new();
+        q.keys.retain(|k| seen.insert(k.clone()));
+        if out.contains(&q) {
+            continue;
+        }
+        total += q.keys.len();
+        if total > MAX_QUERY_KEYS {
+            return Err(Error::new(
+                Status::ERR_BAD_PARAM,
+                format!("a query may ask for at most {MAX_QUERY_KEYS} distinct keys"),
+            ));
+        }
+        out.push(q);
+    }
+    Ok(out)
+}
+
 /// The requester behind a connection.
 pub fn requester(p: &PeerInfo) -> Requester {
     match p.class {
@@ -146,6 +173,7 @@ impl Server {
         let Size(n) = d.unpack_one()?;
         let n = bounded(n)?;
         let queries: Vec<Query> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+        let queries = dedup_queries(queries)?;
         let wire = self
             .conns
             .get(&conn)

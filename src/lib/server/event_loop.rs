@@ -15,11 +15,20 @@ use crate::status::Status;
 use super::creds::peer_uid;
 use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
 use super::jobs::reap;
-use super::peer::{PeerClass, PeerConn, PeerInfo};
-use super::state::{Server, KILL_GRACE};
+use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
+use super::state::{Server, KILL_GRACE, MEM_BUDGET};
 
 /// Most connections served at once (further ones are closed at accept).
 pub const MAX_CONNECTIONS: usize = 16_384;
+/// Most connections one uid other than pdvm's own may hold (they are all
+/// refused at the handshake; this keeps them from filling the table).
+pub const MAX_FOREIGN_PER_UID: usize = 32;
+/// Most connections pdvm's own uid may hold (a crowd of tools fits).
+pub const MAX_OWN_CONNECTIONS: usize = MAX_CONNECTIONS - 1024;
+/// A connection must complete its handshake within this time.
+pub const PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long accepting pauses when the process is out of descriptors.
+const EMFILE_PAUSE: Duration = Duration::from_millis(100);
 
 impl Server {
     /// Run until [`Server::stop`] is set (signal, or the leader job ended).
@@ -32,25 +41,57 @@ impl Server {
 
     /// One round: wait up to `timeout`, then serve whatever is ready.
     pub fn poll_once(&mut self, sigfd: &SignalFd, timeout: Duration) {
+        let mut timeout = timeout;
+        let mut backlog = false;
         let pipe_ids: Vec<u64> = self.pipes.keys().copied().collect();
         let conn_ids: Vec<u64> = self.conns.keys().copied().collect();
+        let accepting = match self.accept_paused_until {
+            Some(t) if Instant::now() < t => {
+                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
+                false
+            }
+            _ => {
+                self.accept_paused_until = None;
+                true
+            }
+        };
         let ready: Vec<PollFlags> = {
             let mut fds: Vec<PollFd> = Vec::with_capacity(2 + pipe_ids.len() + conn_ids.len());
-            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+            let lev = if accepting {
+                PollFlags::POLLIN
+            } else {
+                PollFlags::empty()
+            };
+            fds.push(PollFd::new(self.listener.as_fd(), lev));
             fds.push(PollFd::new(sigfd.as_fd(), PollFlags::POLLIN));
             for id in &pipe_ids {
                 if let Some(p) = self.pipes.get(id) {
                     fds.push(PollFd::new(p.file.as_fd(), PollFlags::POLLIN));
                 }
             }
+            let mut held = 0;
             for id in &conn_ids {
                 if let Some(c) = self.conns.get(id) {
-                    let mut ev = PollFlags::POLLIN;
+                    held += c.held();
+                    // A peer that does not read its replies is not read
+                    // either (backpressure) until its backlog drains.
+                    let mut ev = if c.throttled() {
+                        PollFlags::empty()
+                    } else {
+                        PollFlags::POLLIN
+                    };
                     if c.pending_out() > 0 {
                         ev |= PollFlags::POLLOUT;
                     }
+                    if !c.throttled() && c.has_frame() {
+                        backlog = true;
+                    }
                     fds.push(PollFd::new(c.stream.as_fd(), ev));
                 }
+            }
+            self.held_total = held;
+            if backlog {
+                timeout = Duration::ZERO;
             }
             let ms = timeout.as_millis().min(60_000) as u32;
             let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
@@ -76,14 +117,36 @@ impl Server {
         }
         for id in conn_ids {
             let r = it.next().unwrap_or(PollFlags::empty());
-            if r.intersects(hup) {
-                self.service_conn(id);
+            let waiting = self
+                .conns
+                .get(&id)
+                .is_some_and(|c| !c.throttled() && c.has_frame());
+            if r.intersects(hup) || waiting {
+                self.service_conn(id, r.intersects(hup));
             }
         }
-        if listener_ready.contains(PollFlags::POLLIN) {
+        if accepting && listener_ready.contains(PollFlags::POLLIN) {
             self.accept_all();
         }
         self.flush_all();
+        self.expire_unauthenticated();
+    }
+
+    /// Close connections that did not complete their handshake in time.
+    fn expire_unauthenticated(&mut self) {
+        let late: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.peer.is_none() && !c.closing)
+            .filter(|(_, c)| c.accepted.elapsed() >= PRE_AUTH_TIMEOUT)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in late {
+            self.log(format!(
+                "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
+            ));
+            self.close_conn(id);
+        }
     }
 
     fn on_signals(&mut self, sigfd: &SignalFd) {
@@ -102,19 +165,53 @@ impl Server {
     }
 
     fn accept_all(&mut self) {
-        loop {
+        // Bounded per round, so a crowd cannot starve the peers being served.
+        for _ in 0..1024 {
             match self.listener.accept() {
                 Ok((s, _)) => {
                     if self.conns.len() >= MAX_CONNECTIONS || s.set_nonblocking(true).is_err() {
                         continue;
                     }
+                    let uid = super::creds::peer_uid(&s);
+                    let me = nix::unistd::getuid().as_raw();
+                    let limit = if uid == Some(me) {
+                        MAX_OWN_CONNECTIONS
+                    } else {
+                        MAX_FOREIGN_PER_UID
+                    };
+                    let key = uid.unwrap_or(u32::MAX);
+                    let n = self.per_uid.get(&key).copied().unwrap_or(0);
+                    if n >= limit {
+                        self.log(format!(
+                            "connection from uid {key} refused: {n} already open"
+                        ));
+                        continue;
+                    }
+                    *self.per_uid.entry(key).or_insert(0) += 1;
                     let _ = s.set_nodelay(true);
                     let id = self.next_conn;
                     self.next_conn += 1;
-                    self.conns.insert(id, PeerConn::new(s));
+                    let mut c = PeerConn::new(s);
+                    c.uid = Some(key);
+                    self.conns.insert(id, c);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+                Err(e) => {
+                    // Out of descriptors: the pending connection stays queued
+                    // and the listener stays readable; pause instead of
+                    // spinning on it.
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(nix::libc::EMFILE)
+                            | Some(nix::libc::ENFILE)
+                            | Some(nix::libc::ENOBUFS)
+                            | Some(nix::libc::ENOMEM)
+                    ) {
+                        self.log(format!("accept: {e}; pausing {EMFILE_PAUSE:?}"));
+                        self.accept_paused_until = Some(Instant::now() + EMFILE_PAUSE);
+                    }
+                    break;
+                }
             }
         }
     }
@@ -133,9 +230,9 @@ impl Server {
         }
     }
 
-    fn service_conn(&mut self, id: u64) {
+    fn service_conn(&mut self, id: u64, readable: bool) {
         let open = match self.conns.get_mut(&id) {
-            Some(c) => match c.fill() {
+            Some(c) if readable && !c.throttled() => match c.fill() {
                 Ok(open) => open,
                 Err(f) => {
                     self.log(format!("connection {id} dropped: {}", f.0));
@@ -143,13 +240,16 @@ impl Server {
                     return;
                 }
             },
+            Some(_) => true,
             None => return,
         };
-        loop {
+        // A bounded amount of work per peer per round: the rest waits for
+        // the next round, after every other ready peer had its turn.
+        for _ in 0..FRAME_BUDGET {
             let Some(c) = self.conns.get_mut(&id) else {
                 return;
             };
-            if c.closing {
+            if c.closing || c.throttled() {
                 break;
             }
             if c.peer.is_none() {
@@ -162,15 +262,44 @@ impl Server {
                         return;
                     }
                 }
-            } else {
-                match c.take_frame() {
-                    Ok(Some(fr)) => self.dispatch(id, fr.header.tag, &fr.payload),
-                    Ok(None) => break,
-                    Err(f) => {
-                        self.log(format!("connection {id} dropped: {}", f.0));
-                        self.close_conn(id);
-                        return;
-                    }
+                continue;
+            }
+            // A large message that would pass the memory budget is refused
+            // (typed error on its tag) and discarded as it arrives.
+            if let Some(h) = c.peek_header() {
+                // (Beyond MAX_REQUEST_LEN the framing itself is broken:
+                // take_frame drops the peer.)
+                let big = h.nbytes as usize > 64 * 1024 && h.nbytes <= MAX_REQUEST_LEN;
+                let partial = !c.has_frame() && !c.admitted();
+                if big && partial && self.held_total + h.nbytes as usize > MEM_BUDGET {
+                    c.discard_next();
+                    self.log(format!(
+                        "connection {id}: request of {} bytes refused (memory budget)",
+                        h.nbytes
+                    ));
+                    let info = vec![crate::codec::Info::new(
+                        keys::EVENT_TEXT_MESSAGE,
+                        "request refused: pdvm's memory budget for partial requests is exhausted",
+                    )];
+                    self.reply_status_infos(id, h.tag, Status::ERR_OUT_OF_RESOURCE, &info);
+                    continue;
+                }
+                if big && partial {
+                    // The whole announced message counts as held from now on.
+                    c.admit(h.nbytes as usize);
+                    self.held_total += h.nbytes as usize;
+                }
+            }
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            match c.take_frame() {
+                Ok(Some(fr)) => self.dispatch(id, fr.header.tag, &fr.payload),
+                Ok(None) => break,
+                Err(f) => {
+                    self.log(format!("connection {id} dropped: {}", f.0));
+                    self.close_conn(id);
+                    return;
                 }
             }
         }
@@ -190,13 +319,42 @@ impl Server {
         }
     }
 
+    /// Whether a tool may take `nspace` as its given identity.
+    fn given_identity_free(&self, nspace: &str) -> Result<(), (Status, &'static str)> {
+        let minted = nspace
+            .strip_prefix(self.ident.prefix.as_str())
+            .is_some_and(|rest| rest.starts_with('@'));
+        if nspace == self.ident.nspace || minted {
+            return Err((
+                Status::ERR_NO_PERMISSIONS,
+                "namespace belongs to pdvm (its own, or one it assigns)",
+            ));
+        }
+        if self.jobs.contains_key(nspace) || self.dvm.namespace_known(nspace) {
+            return Err((Status::EXISTS, "namespace already in use or used before"));
+        }
+        if self
+            .conns
+            .values()
+            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace == nspace))
+        {
+            return Err((Status::EXISTS, "tool namespace already in use"));
+        }
+        Ok(())
+    }
+
     fn on_connect(&mut self, id: u64, body: &[u8]) {
         let req = match parse_connect(body) {
             Ok(r) => r,
             Err(e) => return self.refuse(id, e.status, &e.context),
         };
         let me = nix::unistd::getuid().as_raw();
-        let uid = self.conns.get(&id).and_then(|c| peer_uid(&c.stream));
+        // The uid the kernel reported at accept (one sock_diag lookup).
+        let uid = self.conns.get(&id).and_then(|c| {
+            c.uid
+                .filter(|&u| u != u32::MAX)
+                .or_else(|| peer_uid(&c.stream))
+        });
         if uid != Some(me) {
             return self.refuse(
                 id,
@@ -223,25 +381,49 @@ impl Server {
                 )
             }
             PeerIdentity::ToolWithId { nspace, rank } => {
-                let fresh =
-                    !self.jobs.contains_key(nspace) && self.dvm.tool_connected(nspace).is_ok();
+                // Identity is bound to the connection that proved it: a given
+                // namespace must be new — not pdvm's own or one it mints, not
+                // a job's, not one in use or used before (a namespace maps to
+                // exactly one job and is never reused).
+                if let Err((st, why)) = self.given_identity_free(nspace) {
+                    return self.refuse(id, st, why);
+                }
+                if self.dvm.tool_connected(nspace).is_err() {
+                    return self.refuse(id, Status::EXISTS, "tool namespace already in use");
+                }
                 (
                     tool_reply(None, &self.ident.nspace, 0),
                     PeerInfo {
                         nspace: nspace.clone(),
                         rank: *rank,
                         class: PeerClass::Tool,
-                        owns_nspace: fresh,
+                        owns_nspace: true,
                     },
                 )
             }
             PeerIdentity::Client { nspace, rank } => {
-                let known = self
-                    .jobs
-                    .get(nspace)
-                    .is_some_and(|j| j.procs.iter().any(|p| p.rank == *rank));
-                if !known {
-                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running job");
+                // A client rank is accepted only while that rank's process
+                // lives, and (where the kernel tells) only from it or one of
+                // its descendants.
+                let pid = self.jobs.get(nspace).and_then(|j| {
+                    j.procs
+                        .iter()
+                        .find(|p| p.rank == *rank && p.exit.is_none())
+                        .map(|p| p.pid)
+                });
+                let Some(pid) = pid else {
+                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running process");
+                };
+                let from_job = self
+                    .conns
+                    .get(&id)
+                    .map(|c| super::creds::peer_in_tree(&c.stream, pid));
+                if from_job == Some(Some(false)) {
+                    return self.refuse(
+                        id,
+                        Status::ERR_NO_PERMISSIONS,
+                        "client identity claimed from outside that process",
+                    );
                 }
                 (
                     client_reply((id & 0x7fff_ffff) as u32),

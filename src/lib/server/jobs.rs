@@ -370,13 +370,24 @@ pub fn launch(
         c.process_group(0);
         // pdvm blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP for its signalfd; the
         // child must start with nothing blocked.
-        // SAFETY: only pthread_sigmask runs between fork and exec, which is
-        // async-signal-safe.
+        // The job dies with pdvm, even a pdvm killed with SIGKILL
+        // (PR_SET_PDEATHSIG; pdvm is single-threaded, so its forking thread
+        // is the process).
+        let parent = std::process::id() as i32;
+        // SAFETY: only pthread_sigmask, prctl and getppid run between fork
+        // and exec, all async-signal-safe.
         unsafe {
-            c.pre_exec(|| {
+            c.pre_exec(move || {
                 nix::sys::signal::SigSet::empty()
                     .thread_set_mask()
-                    .map_err(std::io::Error::from)
+                    .map_err(std::io::Error::from)?;
+                if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if nix::libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+                }
+                Ok(())
             });
         }
     }

@@ -67,12 +67,21 @@ pub fn short_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Pending connections the kernel may queue before pdvm accepts them.
+pub const LISTEN_BACKLOG: i32 = 4096;
+
 /// Bind `127.0.0.1:0` (non-blocking) and describe the server.
 pub fn bind() -> Result<(TcpListener, ServerIdent)> {
     let l = TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| Error::new(Status::ERR_UNREACH, format!("cannot listen: {e}")))?;
     l.set_nonblocking(true)
         .map_err(|e| Error::new(Status::ERROR, format!("cannot configure listener: {e}")))?;
+    // A backlog sized for a crowd (the kernel caps it at net.core.somaxconn):
+    // listen(2) again on a listening socket only changes its backlog.
+    // SAFETY: listen(2) on a descriptor we own.
+    unsafe {
+        nix::libc::listen(std::os::fd::AsRawFd::as_raw_fd(&l), LISTEN_BACKLOG);
+    }
     let port = l
         .local_addr()
         .map_err(|e| Error::new(Status::ERROR, format!("listener address: {e}")))?
@@ -108,15 +117,28 @@ impl Rendezvous {
         let io = |what: &str, p: &Path, e: std::io::Error| {
             Error::new(Status::ERROR, format!("{what} {}: {e}", p.display()))
         };
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                // A leftover from a dead process with our pid: reuse it.
-                fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                    .map_err(|e| io("cannot secure", &dir, e))?;
+        // A fresh private directory: a leftover of ours (a dead process that
+        // had our pid) is emptied and replaced; a symlink, a non-directory
+        // or another user's directory is refused, never followed or adopted.
+        if let Ok(m) = fs::symlink_metadata(&dir) {
+            use std::os::unix::fs::MetadataExt;
+            let mine = m.uid() == nix::unistd::getuid().as_raw();
+            if !m.file_type().is_dir() || !mine {
+                return Err(io(
+                    "refusing pre-existing",
+                    &dir,
+                    std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        "not a directory of ours (symlink, file or another user's)",
+                    ),
+                ));
             }
-            Err(e) => return Err(io("cannot create", &dir, e)),
+            remove_stale(&dir).map_err(|e| io("cannot remove stale", &dir, e))?;
         }
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| io("cannot create", &dir, e))?;
         let mut me = Rendezvous {
             dir: dir.clone(),
             files: Vec::new(),
@@ -162,14 +184,64 @@ impl Rendezvous {
     }
 }
 
+/// Remove a stale rendezvous directory of ours: its entries (symlinks are
+/// removed, never followed), then the directory.
+fn remove_stale(dir: &Path) -> std::io::Result<()> {
+    for e in fs::read_dir(dir)?.flatten().take(1000) {
+        let _ = fs::remove_file(e.path());
+    }
+    fs::remove_dir(dir)
+}
+
+/// Write `body` to `p` complete before it is visible: a private temporary
+/// file in the same directory, renamed into place.
 fn write_private(p: &Path, body: &str) -> std::io::Result<()> {
-    let _ = fs::remove_file(p);
+    let tmp = p.with_extension(format!("tmp.{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(p)?;
-    f.write_all(body.as_bytes())
+        .open(&tmp)?;
+    f.write_all(body.as_bytes())?;
+    f.sync_all()?;
+    fs::rename(&tmp, p)
+}
+
+/// True when `pid` is a live pdvm process of our uid whose rendezvous
+/// directory `dir` is a real directory of ours holding a rendezvous file
+/// that names that pid — identified by more than a directory name.
+fn is_our_pdvm(pid: u32, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::getuid().as_raw();
+    let Ok(m) = fs::symlink_metadata(dir) else {
+        return false;
+    };
+    if !m.file_type().is_dir() || m.uid() != me {
+        return false;
+    }
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let uid_ok = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|u| u.parse::<u32>().ok())
+        == Some(me);
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    if !uid_ok || comm.trim() != "pdvm" {
+        return false;
+    }
+    let Ok(rd) = fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().take(100).any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("pmix.")
+            && fs::symlink_metadata(e.path())
+                .is_ok_and(|f| f.file_type().is_file() && f.uid() == me)
+            && fs::read_to_string(e.path())
+                .is_ok_and(|t| t.lines().nth(2).map(str::trim) == Some(pid.to_string().as_str()))
+    })
 }
 
 impl Drop for Rendezvous {
@@ -184,8 +256,9 @@ impl Drop for Rendezvous {
     }
 }
 
-/// Find running pdvm servers under the usual search directories: the pids
-/// recorded in `pdvm.<pid>/pmix.<host>.tool` files whose process is alive.
+/// Find running pdvm servers under the usual search directories: `pdvm.<pid>`
+/// directories of ours whose rendezvous file names that pid, when the pid is
+/// a live `pdvm` process of our uid.
 pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(t) = tmpdir {
@@ -209,9 +282,7 @@ pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
             else {
                 continue;
             };
-            let alive =
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
-            if alive && !pids.contains(&pid) {
+            if is_our_pdvm(pid, &e.path()) && !pids.contains(&pid) {
                 pids.push(pid);
             }
         }

@@ -29,7 +29,6 @@ pub mod jobs;
 pub mod listener;
 pub mod peer;
 pub mod query;
-pub mod sockdiag;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};
@@ -151,6 +150,9 @@ pub fn run(
         launch,
         leader: None,
         leader_status: None,
+        held_total: 0,
+        accept_paused_until: None,
+        per_uid: HashMap::new(),
         stop: false,
     };
     ready(&srv.ident);

@@ -13,6 +13,13 @@ use super::handshake::MAX_CONNECT_LEN;
 pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
 /// Most unsent bytes we hold for a peer that does not read; beyond, it is dropped.
 pub const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
+/// Above this many unsent bytes a peer's requests are not read any more
+/// until it reads its replies (backpressure instead of buffering).
+pub const OUT_HIGH_WATER: usize = 1024 * 1024;
+/// Most bytes read from one peer in one poll round.
+pub const READ_BUDGET: usize = 256 * 1024;
+/// Most requests handled for one peer in one poll round.
+pub const FRAME_BUDGET: usize = 256;
 
 /// What kind of peer a connection carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +61,14 @@ pub struct Fatal(pub String);
 pub struct PeerConn {
     /// The socket (non-blocking).
     pub stream: TcpStream,
+    /// Received bytes; those before `rpos` are already consumed.
     rbuf: Vec<u8>,
+    rpos: usize,
+    /// Payload bytes of a refused message still to be discarded.
+    skip: usize,
+    /// Size of the large message being received, once admitted against the
+    /// memory budget (0 when none).
+    reserve: usize,
     wbuf: Vec<u8>,
     woff: usize,
     /// Set once the handshake succeeded.
@@ -71,6 +85,10 @@ pub struct PeerConn {
     pub cmd_line: Option<String>,
     /// Close once the write buffer is flushed.
     pub closing: bool,
+    /// When the connection was accepted (pre-authentication timeout).
+    pub accepted: std::time::Instant,
+    /// uid owning the peer's socket, when the kernel said at accept.
+    pub uid: Option<u32>,
 }
 
 impl PeerConn {
@@ -79,6 +97,9 @@ impl PeerConn {
         PeerConn {
             stream,
             rbuf: Vec::new(),
+            rpos: 0,
+            skip: 0,
+            reserve: 0,
             wbuf: Vec::new(),
             woff: 0,
             peer: None,
@@ -88,23 +109,76 @@ impl PeerConn {
             pid: None,
             cmd_line: None,
             closing: false,
+            accepted: std::time::Instant::now(),
+            uid: None,
         }
     }
 
-    /// Read what is available. `Ok(false)` when the peer closed.
+    /// Unconsumed received bytes.
+    fn unread(&self) -> &[u8] {
+        &self.rbuf[self.rpos..]
+    }
+
+    /// Bytes held for this peer: unconsumed input and unsent output.
+    pub fn held(&self) -> usize {
+        (self.rbuf.len() - self.rpos).max(self.reserve) + self.pending_out()
+    }
+
+    /// True when the large message being received was already admitted.
+    pub fn admitted(&self) -> bool {
+        self.reserve > 0
+    }
+
+    /// Admit the message being received: its whole size counts as held.
+    pub fn admit(&mut self, n: usize) {
+        self.reserve = HEADER_LEN + n;
+    }
+
+    /// True when the peer's output backlog is so large that its requests
+    /// wait until it reads (see [`OUT_HIGH_WATER`]).
+    pub fn throttled(&self) -> bool {
+        self.pending_out() > OUT_HIGH_WATER
+    }
+
+    /// Consume `n` bytes; compact the buffer once most of it is consumed, so
+    /// each byte is moved at most a bounded number of times (O(1) per frame).
+    fn consume(&mut self, n: usize) {
+        self.rpos += n;
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+            if self.rbuf.capacity() > 1024 * 1024 {
+                self.rbuf = Vec::new();
+            }
+        } else if self.rpos >= 64 * 1024 && self.rpos * 2 >= self.rbuf.len() {
+            self.rbuf.drain(..self.rpos);
+            self.rpos = 0;
+        }
+    }
+
+    /// Read what is available, at most [`READ_BUDGET`] bytes this round.
+    /// `Ok(false)` when the peer closed.
     pub fn fill(&mut self) -> Result<bool, Fatal> {
         let mut chunk = [0u8; 16 * 1024];
-        loop {
+        let mut got = 0;
+        while got < READ_BUDGET {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
-                    self.rbuf.extend_from_slice(&chunk[..n]);
+                    got += n;
+                    let mut data = &chunk[..n];
+                    if self.skip > 0 {
+                        let k = self.skip.min(data.len());
+                        self.skip -= k;
+                        data = &data[k..];
+                    }
+                    self.rbuf.extend_from_slice(data);
                     // Never buffer more than one maximal message plus a header.
-                    if self.rbuf.len() > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
+                    if self.rbuf.len() - self.rpos > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
                         return Err(Fatal("peer sent more than a message's worth".into()));
                     }
                     if self.peer.is_none()
-                        && self.rbuf.len() > MAX_CONNECT_LEN as usize + HEADER_LEN
+                        && self.rbuf.len() - self.rpos > MAX_CONNECT_LEN as usize + HEADER_LEN
                     {
                         return Err(Fatal("oversized connection request".into()));
                     }
@@ -114,48 +188,78 @@ impl PeerConn {
                 Err(e) => return Err(Fatal(format!("read: {e}"))),
             }
         }
+        Ok(true)
     }
 
     /// Take the connect-ack body if it has fully arrived.
     pub fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
-        if self.rbuf.len() < HEADER_LEN {
+        let b = self.unread();
+        if b.len() < HEADER_LEN {
             return Ok(None);
         }
         let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&self.rbuf[..HEADER_LEN]);
+        hb.copy_from_slice(&b[..HEADER_LEN]);
         let len = Header::decode_connect_len(&hb);
         if len > MAX_CONNECT_LEN {
             return Err(Fatal(format!("connection request of {len} bytes refused")));
         }
         let total = HEADER_LEN + len as usize;
-        if self.rbuf.len() < total {
+        if b.len() < total {
             return Ok(None);
         }
-        let body = self.rbuf[HEADER_LEN..total].to_vec();
-        self.rbuf.drain(..total);
+        let body = b[HEADER_LEN..total].to_vec();
+        self.consume(total);
         Ok(Some(body))
+    }
+
+    /// The header of the next message, once it has arrived.
+    pub fn peek_header(&self) -> Option<Header> {
+        let b = self.unread();
+        if b.len() < HEADER_LEN {
+            return None;
+        }
+        let mut hb = [0u8; HEADER_LEN];
+        hb.copy_from_slice(&b[..HEADER_LEN]);
+        Some(Header::decode(&hb))
+    }
+
+    /// Drop the next message unread: its header and whatever of its payload
+    /// has arrived; the rest is discarded as it comes.
+    pub fn discard_next(&mut self) {
+        let Some(h) = self.peek_header() else {
+            return;
+        };
+        let have = self.unread().len() - HEADER_LEN;
+        let n = (h.nbytes as usize).min(have);
+        self.skip = h.nbytes as usize - n;
+        self.reserve = 0;
+        self.consume(HEADER_LEN + n);
+    }
+
+    /// True when a complete message is waiting.
+    pub fn has_frame(&self) -> bool {
+        self.skip == 0
+            && self
+                .peek_header()
+                .is_some_and(|h| self.unread().len() >= HEADER_LEN + h.nbytes as usize)
     }
 
     /// Take the next complete steady-state message, if any.
     pub fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
-        if self.rbuf.len() < HEADER_LEN {
+        let Some(header) = self.peek_header() else {
             return Ok(None);
-        }
-        let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&self.rbuf[..HEADER_LEN]);
-        let header = Header::decode(&hb);
+        };
         if header.nbytes > MAX_REQUEST_LEN {
             return Err(Fatal(format!("message of {} bytes refused", header.nbytes)));
         }
         let total = HEADER_LEN + header.nbytes as usize;
-        if self.rbuf.len() < total {
+        let b = self.unread();
+        if b.len() < total {
             return Ok(None);
         }
-        let payload = self.rbuf[HEADER_LEN..total].to_vec();
-        self.rbuf.drain(..total);
-        if self.rbuf.is_empty() && self.rbuf.capacity() > 64 * 1024 {
-            self.rbuf = Vec::new();
-        }
+        let payload = b[HEADER_LEN..total].to_vec();
+        self.reserve = 0;
+        self.consume(total);
         Ok(Some(Frame { header, payload }))
     }
 

@@ -117,7 +117,21 @@ pub struct Server {
     pub leader_status: Option<i32>,
     /// Set when the server must stop.
     pub stop: bool,
+    /// Bytes held for all peers (input not yet handled, output not yet
+    /// sent), as of the last poll round plus what was queued since.
+    pub held_total: usize,
+    /// Accepting is paused until then (the process ran out of descriptors).
+    pub accept_paused_until: Option<Instant>,
+    /// Open connections per peer uid (as the kernel reported at accept).
+    pub per_uid: HashMap<u32, usize>,
 }
+
+/// Most bytes pdvm holds for all peers together (partial requests, replies
+/// and forwarded output not yet sent); a request or reply that would pass it
+/// is refused with `PMIX_ERR_OUT_OF_RESOURCE` instead.
+pub const MEM_BUDGET: usize = 256 * 1024 * 1024;
+/// Messages at most this large are always queued (refusals must get out).
+const ALWAYS_SEND: usize = 4096;
 
 impl Server {
     /// Mint the next namespace.
@@ -144,6 +158,21 @@ impl Server {
 
     /// Queue a framed message to a connection (dropping it if it cannot take more).
     pub fn send(&mut self, conn: u64, tag: u32, payload: &[u8]) {
+        if payload.len() > ALWAYS_SEND && self.held_total + payload.len() > MEM_BUDGET {
+            self.log(format!(
+                "connection {conn}: {} bytes would pass the memory budget, refused",
+                payload.len()
+            ));
+            if tag != TAG_NOTIFY && tag != TAG_IOF {
+                let info = vec![Info::new(
+                    keys::EVENT_TEXT_MESSAGE,
+                    "pdvm's memory budget for pending replies is exhausted; retry later",
+                )];
+                self.reply_status_infos(conn, tag, Status::ERR_OUT_OF_RESOURCE, &info);
+            }
+            return;
+        }
+        self.held_total += payload.len();
         let failed = match self.conns.get_mut(&conn) {
             Some(c) => c.queue(tag, payload).is_err(),
             None => false,
@@ -245,6 +274,14 @@ impl Server {
         let Some(c) = self.conns.remove(&id) else {
             return;
         };
+        if let Some(uid) = c.uid {
+            if let Some(n) = self.per_uid.get_mut(&uid) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.per_uid.remove(&uid);
+                }
+            }
+        }
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
             nspace,

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Crowd benchmark for pdvm (issue 10): N simultaneous
+`palloc -N 1 --inherit none` against a pdvm with N scheduler nodes.
+
+Every palloc runs `cat FIFO` as its command, so it holds its allocation
+until the benchmark opens the FIFO: all N allocations are then held at once
+and "no double grant" means N distinct nodes. Reports how many succeeded,
+the latency (palloc start -> allocation printed) p50/p99/max, and pdvm's CPU
+time per connection.
+
+usage: scripts/bench-crowd.py [N] [TARGET_DIR]   (default 1000, target/debug)
+"""
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+BIN = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "target", "debug")
+DEADLINE = 120.0
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])  # utime + stime
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))] if v else float("nan")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="bench-crowd.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMIX_", "PRTE_", "OMPI_"))}
+    env["TMPDIR"] = tmp
+    env["NO_COLOR"] = "1"
+    dvm = subprocess.Popen(
+        [os.path.join(BIN, "pdvm"), "--nodes", "1", "--scheduler-nodes", str(N), "--tmpdir", tmp],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    assert dvm.stdout.readline().strip() == "DVM ready", "pdvm did not start"
+    fifo = os.path.join(tmp, "gate")
+    os.mkfifo(fifo)
+    # Held open read-write: every `cat` opens at once and blocks reading;
+    # closing it is the release signal (EOF for all).
+    gate = os.open(fifo, os.O_RDWR)
+    # Raise our fd limit for N pipes.
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * N + 64)), hard))
+    except Exception:
+        pass
+    ticks0 = cpu_ticks(dvm.pid)
+    sel = selectors.DefaultSelector()
+    procs = []
+    t0 = time.monotonic()
+    for i in range(N):
+        p = subprocess.Popen(
+            [os.path.join(BIN, "palloc"), "-N", "1", "--inherit", "none", "--json", "--", "cat", fifo],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+        rec = {"i": i, "start": time.monotonic(), "lat": None, "alloc": None, "nodes": [], "buf": b""}
+        procs.append((p, rec))
+        os.set_blocking(p.stdout.fileno(), False)
+        sel.register(p.stdout, selectors.EVENT_READ, (p, rec))
+    spawned = time.monotonic() - t0
+    pending = N
+    end = time.monotonic() + DEADLINE
+    while pending > 0 and time.monotonic() < end:
+        for key, _ in sel.select(timeout=0.5):
+            p, rec = key.data
+            try:
+                chunk = os.read(key.fileobj.fileno(), 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                sel.unregister(key.fileobj)
+                if rec["lat"] is None:
+                    pending -= 1
+                continue
+            rec["buf"] += chunk
+            while b"\n" in rec["buf"]:
+                line, rec["buf"] = rec["buf"].split(b"\n", 1)
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    continue
+                if v.get("type") == "allocation" and rec["lat"] is None:
+                    rec["lat"] = time.monotonic() - rec["start"]
+                    rec["alloc"] = v.get("alloc_id")
+                    rec["nodes"] = v.get("nodes") or []
+                    pending -= 1
+    ticks1 = cpu_ticks(dvm.pid)
+    # Release everyone at once.
+    os.close(gate)
+    # A `cat` that opened the FIFO after that close waits for a writer:
+    # open and close it again until every palloc has ended.
+    end = time.monotonic() + 60
+    while any(p.poll() is None for p, _ in procs) and time.monotonic() < end:
+        fd = os.open(fifo, os.O_RDWR)
+        time.sleep(0.2)
+        os.close(fd)
+    codes = []
+    for p, _ in procs:
+        try:
+            codes.append(p.wait(timeout=5))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(-9)
+    dvm.terminate()
+    dvm.wait(timeout=30)
+    ok = [r for _, r in procs if r["lat"] is not None]
+    lats = [r["lat"] for r in ok]
+    nodes = [n for r in ok for n in r["nodes"]]
+    ids = [r["alloc"] for r in ok]
+    hz = os.sysconf("SC_CLK_TCK")
+    cpu = (ticks1 - ticks0) / hz
+    print(f"crowd: {N} simultaneous palloc -N 1 --inherit none (spawned in {spawned:.2f}s)")
+    print(f"  granted:  {len(ok)}/{N}; exit 0: {sum(1 for c in codes if c == 0)}/{N}")
+    print(f"  latency:  p50 {pct(lats, 50):.3f}s  p99 {pct(lats, 99):.3f}s  max {max(lats) if lats else float('nan'):.3f}s")
+    print(f"  double grants: {len(nodes) - len(set(nodes))} (nodes held at once: {len(set(nodes))}); "
+          f"duplicate ids: {len(ids) - len(set(ids))}")
+    print(f"  pdvm CPU while granting: {cpu:.2f}s = {1e6 * cpu / max(1, N):.0f} us per palloc "
+          f"(connect, handshake, NEW, status)")
+    return 0 if len(ok) == N and len(nodes) == len(set(nodes)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
