@@ -44,9 +44,8 @@ fn reservations(pdvm: &Pdvm) -> Vec<String> {
         c
     });
     assert!(o.status.success(), "pwatch --status: {}", show(&o));
-    text(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    support::json_records(&text(&o.stdout))
+        .into_iter()
         .filter(|v| v["type"] == "reservation")
         .filter_map(|v| v["alloc_id"].as_str().map(String::from))
         .collect()
