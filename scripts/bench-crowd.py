@@ -41,10 +41,18 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMIX_", "PRTE_", "OMPI_"))}
     env["TMPDIR"] = tmp
     env["NO_COLOR"] = "1"
+    # pdvm says "DVM ready" on stderr; wait for it at most 20 s.
     dvm = subprocess.Popen(
         [os.path.join(BIN, "pdvm"), "--nodes", "1", "--scheduler-nodes", str(N), "--tmpdir", tmp],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    assert dvm.stdout.readline().strip() == "DVM ready", "pdvm did not start"
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    ready = selectors.DefaultSelector()
+    ready.register(dvm.stderr, selectors.EVENT_READ)
+    if not ready.select(timeout=20) or dvm.stderr.readline().strip() != "DVM ready":
+        dvm.kill()
+        sys.exit("bench-crowd: pdvm did not start")
+    # Keep reading pdvm's stderr so it can never block on a full pipe.
+    import threading
+    threading.Thread(target=lambda: [None for _ in dvm.stderr], daemon=True).start()
     fifo = os.path.join(tmp, "gate")
     os.mkfifo(fifo)
     # Held open read-write: every `cat` opens at once and blocks reading;
