@@ -279,3 +279,37 @@ fn hold_ends_when_the_allocation_expires() {
     assert_eq!(out.status.code(), Some(8), "{err}");
     assert!(err.contains("has ended"), "{err}");
 }
+
+/// Inside a job (`pdvm -- script`: the script is pdvm's session leader, so
+/// palloc acts for its namespace), `palloc -N 2 -- stage` five times in a
+/// row on a DVM with only two scheduler nodes: each stage's allocation is
+/// given back when it ends, so the next one is granted.
+#[test]
+fn stages_in_a_loop_inside_a_job_finish() {
+    let tmp = support::unique_tmpdir("stages");
+    let script = "for i in 1 2 3 4 5; do \
+                  palloc -N 2 -- sh -c 'echo stage $PMIX_ALLOC_ID' || exit 10; \
+                  done";
+    let mut cmd = Command::new(support::cargo_bin("pdvm"));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.env("PATH", support::user_path())
+        .args(["--nodes", "1", "--scheduler-nodes", "2", "--tmpdir"])
+        .arg(tmp.path())
+        .args(["--", "sh", "-c", script]);
+    let out = support::run_with_timeout(cmd.stdin(Stdio::null()), 60);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("stage alloc."))
+            .count(),
+        5,
+        "{stdout}"
+    );
+}
