@@ -313,3 +313,71 @@ fn stages_in_a_loop_inside_a_job_finish() {
         "{stdout}"
     );
 }
+
+/// `palloc --no-wait` from a shell submits a request that outlives it (as
+/// sbatch's does): it returns at once with the request id; a queued one is
+/// cancelled from another shell by `prelease --cancel ID`; a granted one is
+/// used and released by its allocation id; the detached palloc then ends.
+#[test]
+fn no_wait_requests_outlive_palloc() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let submit = |rid: &str| {
+        let mut c = tool(&pdvm, "palloc");
+        c.args(["-N", "1", "--no-wait", "--parsable", "--request-id", rid]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout).trim(), rid);
+        let err = text(&o.stderr);
+        let pid: i32 = err
+            .split("(pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no detached pid in: {err}"));
+        pid
+    };
+    let status = || {
+        let mut st = tool(&pdvm, "pwatch");
+        st.args(["--status", "--json", "--what", "reservations"]);
+        support::json_records(&text(&run(st).stdout))
+    };
+    let find = |rid: &str| {
+        status()
+            .into_iter()
+            .find(|r| r["type"] == "reservation" && r["request_id"] == rid)
+    };
+    let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(std::time::Instant::now() < end, "{what}: {:?}", status());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let first = submit("first");
+    wait_for("first granted", &|| {
+        find("first").is_some_and(|r| r["state"] == "active")
+    });
+    let queued = submit("second");
+    wait_for("second queued", &|| find("second").is_some());
+    let mut cancel = tool(&pdvm, "prelease");
+    cancel.args(["--cancel", "second"]);
+    let o = run(cancel);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    wait_for("second cancelled", &|| find("second").is_none());
+
+    let id = find("first").expect("first")["alloc_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let mut spawn = tool(&pdvm, "pspawn");
+    spawn.args(["--target", &id, "true"]);
+    assert_eq!(run(spawn).status.code(), Some(0));
+    let mut release = tool(&pdvm, "prelease");
+    release.arg(&id);
+    let o = run(release);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let alive = |pid: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    wait_for("the detached pallocs end", &|| {
+        !alive(first) && !alive(queued)
+    });
+}

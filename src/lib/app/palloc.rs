@@ -150,6 +150,13 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     } else {
         Operation::AllocNew
     };
+    // Outside a job, a tool's request dies with its namespace: a request
+    // that must outlive this palloc (as sbatch's does) is handed to a
+    // detached palloc that waits for it and then holds the grant.
+    if mode == PallocMode::NoWait && !from_application && req.directive == directive::NEW {
+        finish(s);
+        return submit_detached(args, &req, ui);
+    }
 
     // PMIX_ALLOC_INHERITANCE needs wire type 75, which a v41 server lacks.
     let mut send_inheritance = req.inherit.is_some();
@@ -234,6 +241,12 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         };
     }
 
+    // While a detached palloc's request is queued, other shells of the user
+    // reach it by the request id (`prelease --cancel ID`).
+    let queued_holder = match (&mode, from_application, &req.request_id) {
+        (PallocMode::Hold, false, Some(rid)) => Holder::start(s.shared_conn(), rid).ok(),
+        _ => None,
+    };
     let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
@@ -253,6 +266,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             return Err(cancel_queued(&s, &req, sig, ui));
         }
     };
+    drop(queued_holder);
     if let Some(pb) = spinner {
         pb.finish_and_clear();
     }
@@ -308,6 +322,59 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     }
     close(s);
     Ok(code)
+}
+
+/// `--no-wait` outside a job: start `palloc … --hold` for the same request,
+/// detached from this terminal (its own session, no stdio), print the
+/// request id and return. The detached palloc waits for the grant (its
+/// queued request can be cancelled from any shell of the user with
+/// `prelease --cancel ID`), then holds the allocation until it is released
+/// or expires.
+fn submit_detached(
+    args: &PallocArgs,
+    req: &AllocRequest,
+    ui: &Ui,
+) -> std::result::Result<i32, Failure> {
+    use std::os::unix::process::CommandExt;
+    let rid = req.request_id.clone().unwrap_or_else(generated_request_id);
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip(1)
+        .filter(|a| a != "--no-wait")
+        .collect();
+    argv.push("--hold".into());
+    if args.request_id.is_none() {
+        argv.push("--request-id".into());
+        argv.push(rid.clone().into());
+    }
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(&argv)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))?;
+    ui.record(&RequestRecord {
+        request_id: Some(rid.clone()),
+        state: "submitted".into(),
+    });
+    ui.result(&rid);
+    ui.note(&format!(
+        "request {rid} is held by a detached palloc (pid {}): `pwatch --event alloc --request-id {rid}` \
+shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
+        child.id()
+    ));
+    Ok(0)
 }
 
 /// Finalize the session once no other thread holds it.

@@ -15,7 +15,11 @@ use super::{connect_for, finish, Failure, Ui};
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
     let requests = args.requests();
-    let alloc = requests.iter().find_map(|r| r.alloc_id.clone());
+    // A held allocation is found by its id; a queued request (held by a
+    // detached `palloc --no-wait`) by its request id.
+    let alloc = requests
+        .iter()
+        .find_map(|r| r.alloc_id.clone().or_else(|| r.request_id.clone()));
     let s = match connect_for(&args.connect, &ui, alloc.as_deref()) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),

@@ -154,7 +154,9 @@ pub struct PallocArgs {
     #[arg(long, value_name = "REQ_ID", value_parser = parse_id)]
     pub extend_request: Option<String>,
 
-    /// Return as soon as the request is accepted, printing its request id.
+    /// Submit the request and return at once, printing its request id (like sbatch). Outside a
+    /// job a detached palloc keeps the request, then holds the grant until it is released
+    /// (`prelease ID`) or expires; `prelease --cancel REQ_ID` withdraws it while queued.
     #[arg(long, conflicts_with = "hold")]
     pub no_wait: bool,
 
