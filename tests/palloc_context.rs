@@ -331,7 +331,7 @@ fn no_wait_requests_outlive_palloc() {
         let pid: i32 = err
             .split("(pid ")
             .nth(1)
-            .and_then(|r| r.split(')').next())
+            .and_then(|r| r.split([')', ',']).next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no detached pid in: {err}"));
         pid

@@ -348,11 +348,28 @@ fn submit_detached(
         argv.push("--request-id".into());
         argv.push(rid.clone().into());
     }
+    // Its output goes to a log in the user's private holder directory.
+    let log_path = crate::conn::holder::registry_dir()
+        .map(|d| d.join(format!("palloc.{}.log", rid.replace('/', "_"))));
+    let log = log_path
+        .as_ref()
+        .and_then(|p| std::fs::File::create(p).ok());
+    let (out, err) = match &log {
+        Some(f) => (
+            f.try_clone()
+                .map(Into::into)
+                .unwrap_or(std::process::Stdio::null()),
+            f.try_clone()
+                .map(Into::into)
+                .unwrap_or(std::process::Stdio::null()),
+        ),
+        None => (std::process::Stdio::null(), std::process::Stdio::null()),
+    };
     let mut cmd = std::process::Command::new(exe);
     cmd.args(&argv)
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stdout(out)
+        .stderr(err);
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
     unsafe {
         cmd.pre_exec(|| {
@@ -361,7 +378,7 @@ fn submit_detached(
                 .map_err(std::io::Error::from)
         });
     }
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))?;
     ui.record(&RequestRecord {
@@ -369,10 +386,41 @@ fn submit_detached(
         state: "submitted".into(),
     });
     ui.result(&rid);
+    // An immediate refusal (a DVM without reservations, a bad request) is
+    // reported here; anything later is in the log.
+    let until = std::time::Instant::now() + NO_WAIT_GRACE;
+    while std::time::Instant::now() < until {
+        if let Ok(Some(st)) = child.try_wait() {
+            let said = log_path
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default();
+            let why = said
+                .lines()
+                .filter_map(|l| l.strip_prefix("palloc: "))
+                .last()
+                .unwrap_or("the detached palloc ended at once")
+                .to_string();
+            let code = st.code().unwrap_or(1);
+            let status = why
+                .split_whitespace()
+                .find(|w| w.starts_with("PMIX_"))
+                .map(|w| w.trim_end_matches([',', '.', ':', ';']).to_string());
+            return Err(Failure::with(
+                Exit::Command(code),
+                status.as_deref(),
+                format!("request {rid} was refused: {why}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     ui.note(&format!(
-        "request {rid} is held by a detached palloc (pid {}): `pwatch --event alloc --request-id {rid}` \
+        "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc --request-id {rid}` \
 shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
-        child.id()
+        child.id(),
+        log_path
+            .map(|p| format!(", log {}", p.display()))
+            .unwrap_or_default()
     ));
     Ok(0)
 }
