@@ -397,8 +397,8 @@ fn submit_detached(
                 .unwrap_or_default();
             let why = said
                 .lines()
-                .filter_map(|l| l.strip_prefix("palloc: "))
-                .last()
+                .rev()
+                .find_map(|l| l.strip_prefix("palloc: "))
                 .unwrap_or("the detached palloc ended at once")
                 .to_string();
             let code = st.code().unwrap_or(1);
