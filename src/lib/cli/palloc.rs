@@ -26,7 +26,14 @@ invocations from one script allocate, spawn into, extend and release the same \
 reservations. Outside any job, palloc connects as a fresh tool namespace and \
 owns what it reserved only while it runs; so run the work under it \
 (`palloc -N 2 -- CMD`), keep it alive with --hold, or reserve for a longer-lived \
-job with --target NSPACE. --as-tool forces the tool identity inside a job.
+job with --target NSPACE. --as-tool forces the tool identity inside a job. \
+While a palloc holds an allocation (--hold, -- CMD, or the detached palloc of \
+--no-wait), other shells of the same user act on it through that palloc: \
+`pspawn --target ID`, `palloc --extend ID` and `prelease ID` (or \
+`prelease --cancel REQ_ID` while it is queued) find it by the id in a private \
+per-user directory, so the DVM still sees the request come from the owning \
+namespace; another user, or a namespace acting on its own (--as-tool), is \
+refused as the spec says.
 
 Running a command (`palloc … -- CMD`). As with salloc, CMD runs on this \
 machine as an ordinary child of palloc: it gets your whole environment, \
