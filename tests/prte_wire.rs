@@ -139,7 +139,10 @@ fn job_end_event_is_received_with_its_fields() {
     ops::job::watch_job_ends(&s).unwrap();
     let mut info = ops::spawn::launcher_job_info();
     info.retain(|i| i.key == keys::NOTIFY_COMPLETION);
-    let ns = ops::spawn::spawn(&s, &info, &[simple_app(&["/bin/sh", "-c", "exit 5"], 1)]).unwrap();
+    // The job outlives the spawn's reply: a job that fails at once may be
+    // answered PMIX_ERROR instead (see ops::job::spawn_or_ended).
+    let app = simple_app(&["/bin/sh", "-c", "sleep 0.3; exit 5"], 1);
+    let ns = ops::spawn::spawn(&s, &info, &[app]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let msg = s

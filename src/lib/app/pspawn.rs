@@ -6,6 +6,7 @@ use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
 use crate::cli::PspawnArgs;
 use crate::ops::job::JobOutput;
+use crate::ops::job::{spawn_or_ended, JobEnd, Launched};
 use crate::ops::spawn::{spawn, spawn_target, target_support, TargetSupport};
 use crate::ops::Session;
 use crate::render::{ExitRecord, JobRecord};
@@ -290,41 +291,24 @@ was reached, or it was released); extend it with `palloc --extend ID -t DURATION
 }
 
 /// Spawn the job of `req` and, unless detached, follow it to its end.
-/// A spawn answered with the generic `PMIX_ERROR` by a DVM that does so for
-/// a job that already ran and failed (see
-/// [`crate::ops::job::ended_before_reply`]): that job's output and exit
-/// status, when its end shows up within a second; `None` otherwise.
-fn ended_before_reply(
-    s: &Session,
-    req: &SpawnRequest,
-    job: &mut JobRecord,
-    ui: &Ui,
-) -> Option<i32> {
-    let (me, _) = s.me();
-    let mut sink: Option<OutputSink> = None;
-    let end = crate::ops::job::ended_before_reply(s, &me, Duration::from_secs(1), &mut |o| {
-        if let JobOutput::Output(c) = o {
-            sink.get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
-                .chunk(c)
-        }
-    })?;
-    if let Some(mut k) = sink {
-        k.flush();
-    }
+/// A spawn the DVM answered `PMIX_ERROR` for, although the job had already
+/// run and ended (see [`crate::ops::job::spawn_or_ended`]): report that job
+/// and its status.
+fn ended_before_reply(end: &JobEnd, job: &mut JobRecord, ui: &Ui) -> i32 {
     job.nspace = end.nspace.clone();
     ui.record(job);
     ui.warn(&format!(
         "the DVM answered the spawn with PMIX_ERROR, but job {} had already run and ended with status {} \
-(PRRTE master answers so for a job that fails at once); reporting that job",
+(PRRTE answers so for a job that fails at once); reporting that job",
         end.nspace, end.exit_status
     ));
-    let code = launch::job_exit(&end).code();
+    let code = launch::job_exit(end).code();
     ui.record(&ExitRecord {
         exit_code: code,
         alloc_id: None,
         on_owner_exit: None,
     });
-    Some(code)
+    code
 }
 
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
@@ -373,13 +357,23 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         crate::ops::iof::STDIN_TGT,
         stdin_rank.map_or_else(|| "none".to_string(), |r| r.to_string()),
     ));
-    let ns = match spawn(s, &info, &apps) {
-        Ok(ns) => ns,
-        Err(e) if e.status == Status::ERROR => {
-            return ended_before_reply(s, req, &mut job, ui)
-                .ok_or_else(|| spawn_failure(req, &attrs, &e));
+    let mut early: Option<OutputSink> = None;
+    let launched = spawn_or_ended(s, &info, &apps, &mut |o| {
+        if let JobOutput::Output(c) = o {
+            early
+                .get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
+                .chunk(c)
         }
-        Err(e) => return Err(spawn_failure(req, &attrs, &e)),
+    })
+    .map_err(|e| spawn_failure(req, &attrs, &e))?;
+    let ns = match launched {
+        Launched::Running(ns) => ns,
+        Launched::Ended(end) => {
+            if let Some(mut k) = early {
+                k.flush();
+            }
+            return Ok(ended_before_reply(&end, &mut job, ui));
+        }
     };
     job.nspace = ns.clone();
     ui.record(&job);

@@ -59,8 +59,10 @@ pub fn run_job(
     watch_job_ends(s)?;
     let mut info = launcher_job_info();
     info.extend_from_slice(extra_job_info);
-    let nspace = spawn(s, &info, apps)?;
-    follow_job(s, &nspace, timeout, &mut on_output)
+    match spawn_or_ended(s, &info, apps, &mut on_output)? {
+        Launched::Running(nspace) => follow_job(s, &nspace, timeout, &mut on_output),
+        Launched::Ended(end) => Ok(end),
+    }
 }
 
 /// Follow an already-spawned job until its end event arrives, or until
@@ -133,13 +135,66 @@ pub fn follow_message(
     }
 }
 
+/// What a spawn led to.
+#[derive(Debug)]
+pub enum Launched {
+    /// The job runs: its namespace.
+    Running(String),
+    /// The DVM answered `PMIX_ERROR`, but the job had already run and ended
+    /// (see [`ended_before_reply`]); its output went to `on_output`.
+    Ended(JobEnd),
+}
+
+/// Spawn, never launching a job twice: a generic `PMIX_ERROR` may come for
+/// a job that already ran and failed before the reply (PRRTE 3.0 and
+/// master), so its end is looked for first ([`ENDED_BEFORE_REPLY_WAIT`])
+/// and reported instead of a refusal; only when none shows up is the request
+/// retried, and only on a DVM that also refuses spawns transiently
+/// ([`super::spawn::transient_retries`]).
+pub fn spawn_or_ended(
+    s: &Session,
+    job_info: &[Info],
+    apps: &[App],
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Result<Launched> {
+    let (me, _) = s.me();
+    let mut pause = super::spawn::TRANSIENT_BACKOFF;
+    let mut tries = 0;
+    loop {
+        match spawn(s, job_info, apps) {
+            Ok(ns) => return Ok(Launched::Running(ns)),
+            Err(e) if e.status == Status::ERROR => {
+                if let Some(end) = ended_before_reply(s, &me, ENDED_BEFORE_REPLY_WAIT, on_output) {
+                    return Ok(Launched::Ended(end));
+                }
+                if tries >= super::spawn::transient_retries(s) {
+                    return Err(e);
+                }
+                tries += 1;
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// How long a spawn answered `PMIX_ERROR` waits for the end of a job that
+/// already ran before the refusal is believed.
+pub const ENDED_BEFORE_REPLY_WAIT: Duration = Duration::from_millis(500);
+
+/// How long the output of a job found by [`ended_before_reply`] must be
+/// quiet after its end (PRRTE 3.0 may send the last output after the end).
+const ENDED_OUTPUT_QUIET: Duration = Duration::from_millis(50);
+
 /// The end of a job whose spawn the DVM answered with the generic
 /// `PMIX_ERROR` although the job had already run: PRRTE master does so when
 /// the job fails before the reply is sent, and the reply then names no
 /// namespace. Its output and end still come to the launcher, which asked for
 /// both. Waits at most `wait` for the first end of a namespace numbered after
-/// `me` (PRRTE numbers namespaces `BASE@N` in order, so the replayed ends of
-/// older jobs do not qualify), passes that job's output to `on_output`, and
+/// `me` and after every job this session launched (PRRTE numbers namespaces
+/// `BASE@N` in order, so the replayed ends of older jobs do not qualify),
+/// passes that job's output to `on_output`, and
 /// returns how it ended. Another tool's job started at the same moment could
 /// be taken for it; the caller says so.
 pub fn ended_before_reply(
@@ -153,6 +208,9 @@ pub fn ended_before_reply(
             .and_then(|(base, n)| Some((base.to_string(), n.parse::<u64>().ok()?)))
     };
     let (base, mine) = numbered(me)?;
+    // Ends replayed to a new registration are of older jobs: this session's
+    // earlier ones included.
+    let mine = mine.max(s.last_launched());
     let deadline = Instant::now() + wait;
     let mut output: Vec<IofChunk> = Vec::new();
     while let Some(msg) = s.conn().next_unsolicited_until(Some(deadline)) {
@@ -174,7 +232,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
-                    drain_output(s, TRAILING_QUIET, on_output);
+                    drain_output(s, ENDED_OUTPUT_QUIET, on_output);
                     return Some(end);
                 }
             }
@@ -478,9 +536,9 @@ pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobO
     }
 }
 
-/// How long the output stream must be quiet after a job's end (zero: take
-/// only what is already queued).
-pub const TRAILING_QUIET: Duration = Duration::ZERO;
+/// How long the output stream must be quiet after a job's end: PRRTE 3.0
+/// sometimes sends a job's last output just after its end event.
+pub const TRAILING_QUIET: Duration = Duration::from_millis(20);
 /// Longest we keep taking trailing output after a job's end.
 pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 

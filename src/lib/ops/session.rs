@@ -22,6 +22,8 @@ pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
 
 /// A connected session with a PMIx server.
 pub struct Session {
+    /// The highest `@N` of a namespace this session launched (0: none).
+    last_job: std::sync::atomic::AtomicU64,
     conn: Arc<Connection>,
     wire: WireVersion,
     timeout: Duration,
@@ -37,6 +39,7 @@ impl Session {
     pub fn from_connection(conn: Connection) -> Session {
         let wire = conn.wire();
         Session {
+            last_job: std::sync::atomic::AtomicU64::new(0),
             conn: Arc::new(conn),
             wire,
             timeout: DEFAULT_TIMEOUT,
@@ -62,6 +65,19 @@ impl Session {
     /// tools' requests over it).
     pub fn shared_conn(&self) -> Arc<Connection> {
         Arc::clone(&self.conn)
+    }
+
+    /// Remember a namespace this session launched (`BASE@N`).
+    pub fn launched(&self, nspace: &str) {
+        if let Some(n) = nspace.rsplit_once('@').and_then(|(_, n)| n.parse().ok()) {
+            self.last_job
+                .fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// The highest `@N` of a namespace this session launched (0: none).
+    pub fn last_launched(&self) -> u64 {
+        self.last_job.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The wire version spoken.

@@ -84,17 +84,8 @@ pub const TRANSIENT_RETRIES: u32 = 4;
 pub const TRANSIENT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Spawn `apps` with job-level `job_info`; returns the new job's namespace.
-///
-/// PRRTE 3.0.14 answers a spawn that arrives within a few milliseconds of
-/// another job's end with the generic `PMIX_ERROR` while it is still
-/// releasing that job (seen on this project's machines); the same request
-/// succeeds moments later. So that error — and only it, and only from such
-/// a DVM (PMIx 5 or older) — is retried [`TRANSIENT_RETRIES`] times with a
-/// short back-off before it is reported. PRRTE master answers `PMIX_ERROR`
-/// for a job that already ran and failed before the reply: retrying there
-/// would run the user's command twice, so a newer or unknown DVM's error is
-/// final. Every specific refusal (`NOT_FOUND`, `NO_PERMISSIONS`, …) is final
-/// at once.
+/// One request: a generic `PMIX_ERROR` is returned as is (see
+/// [`transient_retries`] for what a caller may do about it).
 pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     if apps.is_empty() {
         return Err(Error::new(
@@ -106,21 +97,19 @@ pub fn spawn(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     for a in apps {
         s.check_infos(&a.info)?;
     }
-    let retries = match s.server_version().and_then(pmix_major) {
+    spawn_once(s, job_info, apps)
+}
+
+/// How often a spawn refused with the generic `PMIX_ERROR` may be tried
+/// again on this DVM: [`TRANSIENT_RETRIES`] on PRRTE 3.0.x (PMIx 5 or
+/// older), which refuses a spawn sent just after another job's end that
+/// way; none on newer or unknown DVMs. The caller must first rule out that
+/// the job already ran (both answer `PMIX_ERROR` for a job that failed
+/// before the reply): see [`super::job::ended_before_reply`].
+pub fn transient_retries(s: &Session) -> u32 {
+    match s.server_version().and_then(pmix_major) {
         Some(m) if m <= TRANSIENT_MAX_MAJOR => TRANSIENT_RETRIES,
         _ => 0,
-    };
-    let mut pause = TRANSIENT_BACKOFF;
-    let mut tries = 0;
-    loop {
-        match spawn_once(s, job_info, apps) {
-            Err(e) if e.status == Status::ERROR && tries < retries => {
-                tries += 1;
-                std::thread::sleep(pause);
-                pause *= 2;
-            }
-            r => return r,
-        }
     }
 }
 
@@ -136,6 +125,7 @@ fn spawn_once(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
         return Err(Error::new(st, "spawn refused"));
     }
     let nspace: String = d.unpack_one()?;
+    s.launched(&nspace);
     Ok(nspace)
 }
 
