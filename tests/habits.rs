@@ -17,13 +17,9 @@ use std::time::{Duration, Instant};
 use pdvm_harness::Pdvm;
 use support::{show, text, Prte};
 
-/// A tool command that finds pdvm by its tmpdir, our binaries first on PATH.
+/// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.env("TMPDIR", pdvm.tmpdir.path())
-        .env("PATH", support::user_path());
-    cmd
+    pdvm.tool(name)
 }
 
 fn run(mut cmd: Command) -> Output {

@@ -13,14 +13,9 @@ use std::time::Duration;
 use pdvm_harness::Pdvm;
 use support::text;
 
-/// A tool command that finds `pdvm` by its tmpdir, with our binaries first
-/// on PATH (as after installing them).
+/// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.env("TMPDIR", pdvm.tmpdir.path())
-        .env("PATH", support::user_path());
-    cmd
+    pdvm.tool(name)
 }
 
 fn run(mut cmd: Command) -> Output {

@@ -73,6 +73,16 @@ impl Pdvm {
         }
     }
 
+    /// A command for one of our tools as a user runs it next to this pdvm:
+    /// found through its tmpdir, our binaries first on PATH.
+    pub fn tool(&self, name: &str) -> Command {
+        let mut cmd = Command::new(cargo_bin(name));
+        scrub_pmix_env(&mut cmd);
+        cmd.env("TMPDIR", self.tmpdir.path())
+            .env("PATH", crate::support::user_path());
+        cmd
+    }
+
     /// The rendezvous directory `tmpdir/pdvm.<pid>`.
     pub fn rendezvous_dir(&self) -> PathBuf {
         self.tmpdir.path().join(format!("pdvm.{}", self.pid))
