@@ -18,9 +18,11 @@ pub mod codec;
 pub mod conn;
 pub mod dvm;
 pub mod error;
-pub mod helpers;
 pub mod ops;
+pub mod proto;
 pub mod render;
 pub mod sched;
 pub mod server;
-pub mod status;
+
+/// Shim while the layers move to [`proto`]; removed once every path names it.
+pub use proto::status;

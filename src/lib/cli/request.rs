@@ -6,7 +6,7 @@
 use super::parse::EnvSpec;
 
 /// `pmix_alloc_directive_t` values (one definition, in the operations layer).
-pub use crate::ops::keys::directive;
+pub use crate::proto::directive;
 
 /// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
 #[derive(Debug, Clone, Default, PartialEq)]

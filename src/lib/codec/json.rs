@@ -5,7 +5,7 @@ use super::darray::DataArray;
 use super::structs::{App, Envar, Info, PData, Proc, ProcInfo, Query, Timeval};
 use super::types::type_name;
 use super::value::Value;
-use serde::ser::{SerializeMap, SerializeStruct};
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 /// Lowercase hex of a byte run.
@@ -145,11 +145,3 @@ impl Serialize for Value {
     }
 }
 
-/// Serializes a list of infos as a JSON object keyed by info key.
-pub fn infos_as_map<S: Serializer>(infos: &[Info], s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_map(Some(infos.len()))?;
-    for i in infos {
-        m.serialize_entry(&i.key, &i.value)?;
-    }
-    m.end()
-}

@@ -25,7 +25,6 @@ pub use buffer::{
     Decoder, Encoder, Pack, Unpack, BUDGET_FLOOR, BUDGET_PER_BYTE, MAX_DEPTH, PREALLOC_MAX,
 };
 pub use darray::DataArray;
-pub use json::infos_as_map;
 pub use scalars::{
     AllocDirective, ByteObject, Cmd, DataTypeTag, Int, IofChannel, JobState, NullableString,
     Persist, Pid, ProcNspace, ProcState, Range, Rank, Scope, Size, Time, Uint,

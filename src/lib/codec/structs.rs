@@ -6,12 +6,9 @@ use super::scalars::{pack_pids, unpack_pids};
 use super::types::{dt, DataType, RANK_UNDEF};
 use super::value::Value;
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::{Inheritance, Status};
 
-/// Longest namespace a C peer stores (`PMIX_MAX_NSLEN`).
-const MAX_NSLEN: usize = 255;
-/// Longest key a C peer stores (`PMIX_MAX_KEYLEN`).
-const MAX_KEYLEN: usize = 511;
+use crate::proto::helpers::{MAX_KEYLEN, MAX_NSLEN};
 
 /// Refuses a string a C peer would silently truncate.
 fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
@@ -426,49 +423,50 @@ impl Unpack for PData {
 }
 
 /// Allocation inheritance rule (`pmix_alloc_inheritance_t`, type 75, one
-/// byte on the wire; v61 only). Unknown values are kept as-is.
+/// byte on the wire; v61 only): the raw byte, so that values outside the
+/// four rules of [`Inheritance`] survive decoding and can be refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AllocInheritance(pub u8);
 
 impl AllocInheritance {
-    /// `PMIX_ALLOC_INHERIT_NONE`: released when the requester ends.
-    pub const NONE: AllocInheritance = AllocInheritance(1);
-    /// `PMIX_ALLOC_INHERIT_CHILD`: lives until all children end.
-    pub const CHILD: AllocInheritance = AllocInheritance(2);
-    /// `PMIX_ALLOC_INHERIT_DEFAULT`: becomes unreserved when the requester ends.
-    pub const DEFAULT: AllocInheritance = AllocInheritance(3);
-    /// `PMIX_ALLOC_INHERIT_CHILD_DEFAULT`: unreserved once requester and children end.
-    pub const CHILD_DEFAULT: AllocInheritance = AllocInheritance(4);
+    /// `PMIX_ALLOC_INHERIT_NONE`.
+    pub const NONE: AllocInheritance = AllocInheritance(Inheritance::None as u8);
+    /// `PMIX_ALLOC_INHERIT_CHILD`.
+    pub const CHILD: AllocInheritance = AllocInheritance(Inheritance::Child as u8);
+    /// `PMIX_ALLOC_INHERIT_DEFAULT`.
+    pub const DEFAULT: AllocInheritance = AllocInheritance(Inheritance::Default as u8);
+    /// `PMIX_ALLOC_INHERIT_CHILD_DEFAULT`.
+    pub const CHILD_DEFAULT: AllocInheritance =
+        AllocInheritance(Inheritance::ChildDefault as u8);
 
     /// The converter word: `"NONE"`, `"CHILD"`, `"DEFAULT"`,
     /// `"CHILD_DEFAULT"`, or `"UNSPECIFIED"` for any other value.
     pub fn as_str(self) -> &'static str {
-        match self.0 {
-            1 => "NONE",
-            2 => "CHILD",
-            3 => "DEFAULT",
-            4 => "CHILD_DEFAULT",
-            _ => "UNSPECIFIED",
-        }
+        Inheritance::spec_word_of(self.0)
     }
 
-    /// Parses a word: case-insensitive, `-` and `_` interchangeable, with or
-    /// without the `PMIX_ALLOC_INHERIT_` prefix, or a number 1..=4.
+    /// Parses any spelling [`Inheritance::from_word`] accepts, or a number
+    /// 1..=4.
     pub fn from_word(s: &str) -> Option<AllocInheritance> {
-        let w = s.trim().to_ascii_uppercase().replace('-', "_");
-        let w = w.strip_prefix("PMIX_ALLOC_INHERIT_").unwrap_or(&w);
-        match w {
-            "NONE" | "1" => Some(Self::NONE),
-            "CHILD" | "2" => Some(Self::CHILD),
-            "DEFAULT" | "3" => Some(Self::DEFAULT),
-            "CHILD_DEFAULT" | "4" => Some(Self::CHILD_DEFAULT),
-            _ => None,
-        }
+        Inheritance::from_word(s)
+            .or_else(|| s.trim().parse().ok().and_then(Inheritance::from_code))
+            .map(AllocInheritance::from)
+    }
+
+    /// The rule, when the value is one of the four defined ones.
+    pub fn rule(self) -> Option<Inheritance> {
+        Inheritance::from_code(self.0)
     }
 
     /// Whether the value is one of the four defined rules.
     pub fn is_known(self) -> bool {
-        (1..=4).contains(&self.0)
+        self.rule().is_some()
+    }
+}
+
+impl From<Inheritance> for AllocInheritance {
+    fn from(i: Inheritance) -> Self {
+        AllocInheritance(i.code())
     }
 }
 

@@ -76,7 +76,7 @@ impl Dvm {
             return Ok(None);
         };
         // A value outside the type is malformed whatever the mode.
-        let i = Inheritance::from_u8(v).ok_or(DvmError::BadParam(Rule::InheritInvalid))?;
+        let i = Inheritance::from_code(v).ok_or(DvmError::BadParam(Rule::InheritInvalid))?;
         // §8.2.1.10: only the default disposition exists in compat mode;
         // asking for it explicitly is harmless, anything else is refused.
         if self.cfg.compat && i != Inheritance::Default {

@@ -221,7 +221,7 @@ impl Dvm {
             let inh = r.inherit;
             let fire = !inh.waits_for_children() || drained;
             if fire {
-                let how = if inh.releases() {
+                let how = if inh.returns_to_scheduler() {
                     EndHow::Released
                 } else {
                     EndHow::Unreserved

@@ -135,7 +135,7 @@ impl Dvm {
             session_id: u32::try_from(r.seq).unwrap_or(u32::MAX),
             owner: o.name.clone(),
             owners: r.owners.clone(),
-            inheritance: r.inherit.word(),
+            inheritance: r.inherit.spec_word(),
             inheritance_given: r.inherit_given,
             share: r.share,
             nodes: r

@@ -53,54 +53,11 @@ impl Requester {
     }
 }
 
-/// `pmix_alloc_directive_t` values (one definition, in the operations layer).
-pub use crate::ops::keys::directive;
+/// `pmix_alloc_directive_t` values (one definition, in [`crate::proto`]).
+pub use crate::proto::directive;
 
 /// `pmix_alloc_inheritance_t`: what happens when the owning namespace dies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Inheritance {
-    /// Release to the scheduler at owner termination.
-    None = 1,
-    /// Release to the scheduler after the last derived child.
-    Child = 2,
-    /// Unreserve in the session at owner termination (the default).
-    Default = 3,
-    /// Unreserve in the session after the last derived child.
-    ChildDefault = 4,
-}
-
-impl Inheritance {
-    /// Decodes the wire value (1..=4).
-    pub fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            1 => Some(Inheritance::None),
-            2 => Some(Inheritance::Child),
-            3 => Some(Inheritance::Default),
-            4 => Some(Inheritance::ChildDefault),
-            _ => None,
-        }
-    }
-
-    /// The word `PMIx_Alloc_inheritance_string` uses.
-    pub fn word(self) -> &'static str {
-        match self {
-            Inheritance::None => "NONE",
-            Inheritance::Child => "CHILD",
-            Inheritance::Default => "DEFAULT",
-            Inheritance::ChildDefault => "CHILD_DEFAULT",
-        }
-    }
-
-    /// True for the CHILD-flavoured dispositions (fire at last derived child).
-    pub fn waits_for_children(self) -> bool {
-        matches!(self, Inheritance::Child | Inheritance::ChildDefault)
-    }
-
-    /// True when the disposition returns nodes to the scheduler.
-    pub fn releases(self) -> bool {
-        matches!(self, Inheritance::None | Inheritance::Child)
-    }
-}
+pub use crate::proto::Inheritance;
 
 /// The attributes of an allocation request, already decoded from the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,7 +11,6 @@ pub mod count;
 pub mod duration;
 pub mod env;
 pub mod ident;
-pub mod inherit;
 pub mod memory;
 pub mod nodelist;
 pub mod signal;
@@ -23,7 +22,7 @@ pub use duration::{
 };
 pub use env::{parse_env, EnvSpec};
 pub use ident::parse_id;
-pub use inherit::{parse_inheritance, Inheritance};
+pub use crate::proto::inherit::{parse_inheritance, Inheritance};
 pub use memory::parse_mem_mb;
 pub use nodelist::{expand_nodelist, parse_nodelist, parse_nodelist_arg, NodeList, MAX_NODES};
 pub use signal::parse_signal;

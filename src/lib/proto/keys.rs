@@ -1,4 +1,6 @@
-//! Attribute keys and event codes the tools use (values as in the PMIx headers).
+//! Attribute keys (`pmix.*` strings, values as in the PMIx headers). Event and
+//! status codes are [`super::status::Status`] constants; directives are
+//! [`super::directive::Directive`].
 
 /// Allocation id assigned by the scheduler.
 pub const ALLOC_ID: &str = "pmix.alloc.id";
@@ -103,33 +105,9 @@ pub const NODE_LIST: &str = "pmix.nlist";
 /// Node information block in query replies.
 pub const NODE_INFO: &str = "pmix.node.info";
 
-/// Event: a job ended.
-pub const EVENT_JOB_END: i32 = -145;
-/// Event: an allocation is about to expire.
-pub const ALLOC_TIMEOUT_WARNING: i32 = -194;
-
-/// Allocation directives.
-pub mod directive {
-    /// Mint a new reservation.
-    pub const NEW: u8 = 1;
-    /// Add to an existing one.
-    pub const EXTEND: u8 = 2;
-    /// Give back (whole or part).
-    pub const RELEASE: u8 = 3;
-    /// Take back what was lent.
-    pub const REAQUIRE: u8 = 4;
-    /// Cancel a queued request.
-    pub const REQ_CANCEL: u8 = 5;
-
-    /// The directive's name as in the headers.
-    pub fn name(d: u8) -> &'static str {
-        match d {
-            NEW => "PMIX_ALLOC_NEW",
-            EXTEND => "PMIX_ALLOC_EXTEND",
-            RELEASE => "PMIX_ALLOC_RELEASE",
-            REAQUIRE => "PMIX_ALLOC_REAQUIRE",
-            REQ_CANCEL => "PMIX_ALLOC_REQ_CANCEL",
-            _ => "PMIX_ALLOC_UNKNOWN",
-        }
-    }
-}
+// Shims while the client moves to `proto`: removed once every path names
+// `proto::directive` and `Status::EVENT_JOB_END` directly.
+#[doc(hidden)]
+pub use super::directive;
+#[doc(hidden)]
+pub const EVENT_JOB_END: i32 = super::Status::EVENT_JOB_END.0;

@@ -1,4 +1,6 @@
-//! Inheritance words for `palloc --inherit` (`PMIX_ALLOC_INHERITANCE`).
+//! `pmix_alloc_inheritance_t` (`PMIX_ALLOC_INHERITANCE`): what happens to a
+//! reservation when its owner ends; the one model used by the flags, the wire
+//! values, pdvm's rules and the output.
 
 /// The four dispositions of spec 001 §8.2.1.9.2, with their PMIx codes
 /// (`pmix_alloc_inheritance_t`: NONE=1, CHILD=2, DEFAULT=3, CHILD_DEFAULT=4).
@@ -53,6 +55,30 @@ impl Inheritance {
         }
     }
 
+    /// The word `PMIx_Alloc_inheritance_string` gives (`NONE`, `CHILD`,
+    /// `DEFAULT`, `CHILD_DEFAULT`).
+    pub fn spec_word(self) -> &'static str {
+        match self {
+            Self::None => "NONE",
+            Self::Child => "CHILD",
+            Self::Default => "DEFAULT",
+            Self::ChildDefault => "CHILD_DEFAULT",
+        }
+    }
+
+    /// The rule named by any accepted spelling: our word, the spec word, or
+    /// the PMIx constant name (case-insensitive, `_` for `-`).
+    pub fn from_word(s: &str) -> Option<Self> {
+        let norm = s.trim().to_ascii_lowercase().replace('_', "-");
+        let word = norm.strip_prefix("pmix-alloc-inherit-").unwrap_or(&norm);
+        Self::ALL.into_iter().find(|i| i.word() == word)
+    }
+
+    /// The spec word of a raw wire code, `UNSPECIFIED` for any other value.
+    pub fn spec_word_of(code: u8) -> &'static str {
+        Self::from_code(code).map_or("UNSPECIFIED", Self::spec_word)
+    }
+
     /// Whether the disposition waits for the last derived child.
     pub fn waits_for_children(self) -> bool {
         matches!(self, Self::Child | Self::ChildDefault)
@@ -68,11 +94,7 @@ impl Inheritance {
 /// Parse an inheritance word into its PMIx code (NONE=1, CHILD=2, DEFAULT=3,
 /// CHILD_DEFAULT=4).
 pub fn parse_inheritance(s: &str) -> Result<u8, String> {
-    let norm = s.trim().to_ascii_lowercase().replace('_', "-");
-    let word = norm.strip_prefix("pmix-alloc-inherit-").unwrap_or(&norm);
-    Inheritance::ALL
-        .into_iter()
-        .find(|i| i.word() == word)
+    Inheritance::from_word(s)
         .map(Inheritance::code)
         .ok_or_else(|| format!("`{s}` is not an inheritance rule: expected {INHERIT_FORMS}"))
 }
@@ -96,5 +118,16 @@ mod tests {
             assert_eq!(Inheritance::from_code(i.code()), Some(i));
         }
         assert_eq!(Inheritance::from_code(0), None);
+        assert_eq!(Inheritance::ChildDefault.spec_word(), "CHILD_DEFAULT");
+        assert_eq!(Inheritance::spec_word_of(200), "UNSPECIFIED");
+        assert_eq!(Inheritance::from_word("CHILD_DEFAULT"), Some(Inheritance::ChildDefault));
+        assert_eq!(Inheritance::from_word("sometimes"), None);
+    }
+}
+
+/// In JSON a rule is its word (`"child-default"`), as on the command line.
+impl serde::Serialize for Inheritance {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
     }
 }

@@ -1,0 +1,20 @@
+//! The PMIx vocabulary, once: attribute keys, command codes, allocation
+//! directives, inheritance rules, status / event codes with their names, and
+//! the spec-004 helpers (key, namespace and rank checks, value comparison).
+//!
+//! Everything above the codec speaks these types: the client
+//! ([`crate::conn`], [`crate::ops`]), pdvm ([`crate::server`], [`crate::dvm`],
+//! [`crate::sched`]), the flags ([`crate::cli`]) and the output
+//! ([`crate::render`]). A new PMIx attribute is added here first (see
+//! `ARCHITECTURE.md`).
+
+pub mod cmd;
+pub mod directive;
+pub mod helpers;
+pub mod inherit;
+pub mod keys;
+pub mod status;
+
+pub use directive::Directive;
+pub use inherit::{parse_inheritance, Inheritance, INHERIT_FORMS};
+pub use status::Status;
