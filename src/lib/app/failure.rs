@@ -2,9 +2,8 @@
 //! the DVM refused something, and the sentence a person reads.
 
 use crate::cli::exit::{self, refusal_message, spec_rule, AttrsPresent, Exit, Operation};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::render::ErrorRecord;
-use crate::status::Status;
 
 /// What went wrong, ready to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,12 +18,9 @@ pub struct Failure {
     pub message: String,
 }
 
-/// Whether a status means the DVM could not be reached or went away.
-pub fn is_connection_status(st: Status) -> bool {
-    matches!(
-        st,
-        Status::ERR_UNREACH | Status::ERR_LOST_CONNECTION | Status::ERR_COMM_FAILURE
-    ) || st == Status::ERR_INIT
+/// Whether the error means the DVM could not be reached or went away.
+pub fn is_connection_error(e: &Error) -> bool {
+    matches!(e.kind, ErrorKind::Connection | ErrorKind::NoServer)
 }
 
 fn exit_from_code(code: i32) -> Exit {
@@ -46,7 +42,7 @@ impl Failure {
     /// Could not connect (exit 3), with the reason and what to do.
     pub fn connect(e: &Error) -> Failure {
         // The connection layer often says what to do already.
-        let advice = if e.context.contains("--uri") {
+        let advice = if e.kind == ErrorKind::NoServer {
             ""
         } else {
             ". Start one (`prte`, or `pdvm`), or point at it with --uri URI|file:PATH, --pid PID, \
@@ -63,18 +59,15 @@ impl Failure {
     /// The DVM refused `op` (or the connection failed while asking): the
     /// status name, the spec rule and a hint, with the status's exit code.
     pub fn refused(op: Operation, attrs: &AttrsPresent, e: &Error) -> Failure {
-        if is_connection_status(e.status) {
+        if is_connection_error(e) {
             return Failure::lost(e);
         }
-        if e.status == Status::ERR_TIMEOUT {
+        if e.kind == ErrorKind::TimedOut {
             return Failure::timed_out(&format!("no answer from the DVM: {}", e.context));
         }
         let name = e.status.name();
         let mut message = refusal_message(op, name, attrs);
-        if !e.context.is_empty()
-            && !e.context.ends_with("refused")
-            && e.context != "refused by the server"
-        {
+        if e.kind != ErrorKind::Refused && !e.context.is_empty() {
             message.push_str(&format!(" ({})", e.context));
         }
         Failure {
@@ -97,10 +90,10 @@ impl Failure {
 
     /// Any other error from the library, mapped by its status.
     pub fn from_error(what: &str, e: &Error) -> Failure {
-        if is_connection_status(e.status) {
+        if is_connection_error(e) {
             return Failure::lost(e);
         }
-        if e.status == Status::ERR_TIMEOUT {
+        if e.kind == ErrorKind::TimedOut {
             return Failure::timed_out(&format!("{what}: {}", e.context));
         }
         Failure {
@@ -170,6 +163,7 @@ impl Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::Status;
 
     #[test]
     fn refusals_map_to_their_codes() {
@@ -177,7 +171,7 @@ mod tests {
         let f = Failure::refused(
             Operation::AllocNew,
             &a,
-            &Error::new(Status::ERR_NOT_SUPPORTED, "PMIX_ALLOC_NEW refused"),
+            &Error::refused(Status::ERR_NOT_SUPPORTED, "PMIX_ALLOC_NEW"),
         );
         assert_eq!(f.exit.code(), 7);
         assert_eq!(f.status.as_deref(), Some("PMIX_ERR_NOT_SUPPORTED"));

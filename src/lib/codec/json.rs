@@ -144,4 +144,3 @@ impl Serialize for Value {
         }
     }
 }
-

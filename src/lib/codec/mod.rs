@@ -15,6 +15,7 @@ mod buffer;
 mod darray;
 mod display;
 pub mod flex;
+pub mod helpers;
 mod json;
 mod scalars;
 mod structs;

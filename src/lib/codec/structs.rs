@@ -8,7 +8,7 @@ use super::value::Value;
 use crate::error::{Error, Result};
 use crate::proto::{Inheritance, Status};
 
-use crate::proto::helpers::{MAX_KEYLEN, MAX_NSLEN};
+use super::helpers::{MAX_KEYLEN, MAX_NSLEN};
 
 /// Refuses a string a C peer would silently truncate.
 fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
@@ -436,8 +436,7 @@ impl AllocInheritance {
     /// `PMIX_ALLOC_INHERIT_DEFAULT`.
     pub const DEFAULT: AllocInheritance = AllocInheritance(Inheritance::Default as u8);
     /// `PMIX_ALLOC_INHERIT_CHILD_DEFAULT`.
-    pub const CHILD_DEFAULT: AllocInheritance =
-        AllocInheritance(Inheritance::ChildDefault as u8);
+    pub const CHILD_DEFAULT: AllocInheritance = AllocInheritance(Inheritance::ChildDefault as u8);
 
     /// The converter word: `"NONE"`, `"CHILD"`, `"DEFAULT"`,
     /// `"CHILD_DEFAULT"`, or `"UNSPECIFIED"` for any other value.

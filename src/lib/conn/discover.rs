@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::status::Status;
 
 use super::handshake::Identity;
@@ -195,7 +195,8 @@ pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
                     )
                 })
                 .collect();
-            Err(Error::new(
+            Err(Error::of_kind(
+                ErrorKind::NoServer,
                 Status::ERR_BAD_PARAM,
                 format!(
                     "{} PMIx servers are running; choose one with --pid, --namespace or --uri:\n{}",
@@ -367,7 +368,8 @@ pub fn pid_alive(pid: u32) -> bool {
 
 fn not_found(what: String, dirs: &[PathBuf]) -> Error {
     let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Error::new(
+    Error::of_kind(
+        ErrorKind::NoServer,
         Status::ERR_UNREACH,
         format!(
             "{what} (looked in {}); start one (e.g. `pdvm --nodes 4 &` or `prte`), or point at it with --uri, --pid or --tmpdir",

@@ -36,10 +36,7 @@ pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply>
     let mut d = s.decoder(&reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {
-        return Err(Error::new(
-            st,
-            format!("{} refused", keys::directive::name(directive)),
-        ));
+        return Err(Error::refused(st, keys::directive::name(directive)));
     }
     let info = read_infos(&mut d)?;
     Ok(AllocReply {

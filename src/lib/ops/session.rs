@@ -162,7 +162,7 @@ pub fn read_status(dec: &mut Decoder) -> Result<()> {
     if st.is_success() {
         Ok(())
     } else {
-        Err(Error::new(st, "refused by the server"))
+        Err(Error::refused(st, "request"))
     }
 }
 

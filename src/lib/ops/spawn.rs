@@ -122,7 +122,7 @@ fn spawn_once(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     let mut d = s.decoder(&reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {
-        return Err(Error::new(st, "spawn refused"));
+        return Err(Error::refused(st, "spawn"));
     }
     let nspace: String = d.unpack_one()?;
     s.launched(&nspace);

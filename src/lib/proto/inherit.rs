@@ -120,7 +120,10 @@ mod tests {
         assert_eq!(Inheritance::from_code(0), None);
         assert_eq!(Inheritance::ChildDefault.spec_word(), "CHILD_DEFAULT");
         assert_eq!(Inheritance::spec_word_of(200), "UNSPECIFIED");
-        assert_eq!(Inheritance::from_word("CHILD_DEFAULT"), Some(Inheritance::ChildDefault));
+        assert_eq!(
+            Inheritance::from_word("CHILD_DEFAULT"),
+            Some(Inheritance::ChildDefault)
+        );
         assert_eq!(Inheritance::from_word("sometimes"), None);
     }
 }

@@ -1,6 +1,7 @@
 //! The PMIx vocabulary, once: attribute keys, command codes, allocation
-//! directives, inheritance rules, status / event codes with their names, and
-//! the spec-004 helpers (key, namespace and rank checks, value comparison).
+//! directives, inheritance rules, and status / event codes with their names.
+//! It depends on nothing else in the crate: the codec and everything above
+//! it build on it.
 //!
 //! Everything above the codec speaks these types: the client
 //! ([`crate::conn`], [`crate::ops`]), pdvm ([`crate::server`], [`crate::dvm`],
@@ -10,7 +11,6 @@
 
 pub mod cmd;
 pub mod directive;
-pub mod helpers;
 pub mod inherit;
 pub mod keys;
 pub mod status;

@@ -15,6 +15,7 @@ pub mod memory;
 pub mod nodelist;
 pub mod signal;
 
+pub use crate::proto::inherit::{parse_inheritance, Inheritance};
 pub use count::{parse_count, parse_count_u32, parse_nonneg_count};
 pub use duration::{
     parse_connect_secs, parse_duration_secs, parse_time_limit, parse_time_limit_or_unlimited,
@@ -22,7 +23,6 @@ pub use duration::{
 };
 pub use env::{parse_env, EnvSpec};
 pub use ident::parse_id;
-pub use crate::proto::inherit::{parse_inheritance, Inheritance};
 pub use memory::parse_mem_mb;
 pub use nodelist::{expand_nodelist, parse_nodelist, parse_nodelist_arg, NodeList, MAX_NODES};
 pub use signal::parse_signal;

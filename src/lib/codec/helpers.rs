@@ -1,7 +1,7 @@
 //! Rust equivalents of the OpenPMIx helper APIs of spec 004 (key, nspace,
 //! rank and proc checks, value comparison, info truth).
 
-use crate::codec::{Info, Proc, Value, RANK_INVALID, RANK_WILDCARD};
+use super::{Info, Proc, Value, RANK_INVALID, RANK_WILDCARD};
 use std::cmp::Ordering;
 
 /// `PMIX_MAX_NSLEN`: longest namespace a C peer stores.
