@@ -129,7 +129,7 @@ fn s8_2_1_5_tool_target_reserves_for_target() {
         },
     );
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.owner, "leader");
+    assert_eq!(r.owner_nspace, "leader");
     assert_eq!(r.owners, vec!["leader".to_string()]);
     assert!(!r.share);
     for n in &r.nodes {
@@ -144,7 +144,7 @@ fn s8_2_1_5_tool_no_target_reserves_for_tool() {
     d.tool_connected("tool-1").unwrap();
     let id = new_alloc(&mut d, &mut s, &t, nodes(1));
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.owner, "tool-1");
+    assert_eq!(r.owner_nspace, "tool-1");
     assert_eq!(session_of(&d, &r.nodes[0]), Some(Some(id)));
 }
 
@@ -164,7 +164,7 @@ fn s8_2_1_5_tool_share_goes_to_default_session() {
     );
     let r = d.reservation(&id, &s, 0).unwrap();
     assert!(r.share);
-    assert_eq!(r.owner, "tool-1");
+    assert_eq!(r.owner_nspace, "tool-1");
     for n in &r.nodes {
         assert_eq!(
             session_of(&d, n),
@@ -195,7 +195,7 @@ fn s8_2_1_5_tool_target_share_default_session_owned_by_target() {
     );
     let r = d.reservation(&id, &s, 0).unwrap();
     assert!(r.share);
-    assert_eq!(r.owner, "leader");
+    assert_eq!(r.owner_nspace, "leader");
     assert_eq!(session_of(&d, &r.nodes[0]), Some(None));
 }
 
@@ -208,7 +208,7 @@ fn s8_2_1_5_app_no_target_reserves_for_app() {
     let app = Requester::app("job-1", 0);
     let id = new_alloc(&mut d, &mut s, &app, nodes(1));
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.owner, "job-1");
+    assert_eq!(r.owner_nspace, "job-1");
     assert_eq!(session_of(&d, &r.nodes[0]), Some(Some(id)));
 }
 
@@ -227,7 +227,7 @@ fn s8_2_1_5_app_share_goes_to_default_session() {
     );
     let r = d.reservation(&id, &s, 0).unwrap();
     assert!(r.share);
-    assert_eq!(r.owner, "job-1");
+    assert_eq!(r.owner_nspace, "job-1");
     assert_eq!(session_of(&d, &r.nodes[0]), Some(None));
 }
 
@@ -263,7 +263,7 @@ fn s8_2_1_5_1_new_twice_two_reservations() {
     assert_ne!(a, b);
     let rs = d.reservations(&s, 0);
     assert_eq!(rs.len(), 2);
-    assert!(rs.iter().all(|r| r.owner == "tool-1"));
+    assert!(rs.iter().all(|r| r.owner_nspace == "tool-1"));
     assert_ne!(rs[0].nodes, rs[1].nodes);
 }
 
@@ -1035,7 +1035,7 @@ fn s8_2_1_9_2_child_default_without_children_unreserves_at_owner_death() {
 #[test]
 fn s8_2_1_9_3_absent_inheritance_behaves_as_default() {
     let (mut d, mut s, id) = owner_with(None, true);
-    assert_eq!(d.reservation(&id, &s, 0).unwrap().inheritance, "DEFAULT");
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().inherit, "default");
     let fx = d.job_terminated("lead", 0, &mut s, 0).unwrap();
     assert_eq!(
         ended(&fx),
@@ -1207,10 +1207,7 @@ fn s8_2_1_9_5_warning_follows_extend_requester_and_extend_lengthens() {
         55_000,
     )
     .unwrap();
-    assert_eq!(
-        d.reservation(&id, &s, 55_000).unwrap().expires_at_ms,
-        Some(120_000)
-    );
+    assert_eq!(d.reservation(&id, &s, 55_000).unwrap().expires_in, Some(65));
     assert!(
         d.advance(&mut s, 60_000).is_empty(),
         "old expiry no longer applies"
@@ -1359,7 +1356,7 @@ fn s8_2_1_10_compat_target_and_share_ignored() {
         },
     );
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.owner, "job-1");
+    assert_eq!(r.owner_nspace, "job-1");
     assert!(!r.share);
     assert_eq!(session_of(&d, &r.nodes[0]), Some(Some(id)));
 }
@@ -1705,7 +1702,7 @@ fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
         Effect::Granted { alloc_id, .. } if *alloc_id == theirs.alloc_id)));
     assert!(d.reservation(&q.alloc_id, &s, 0).is_none());
     assert!(d.reservation(&theirs.alloc_id, &s, 0).is_some());
-    assert_eq!(d.reservation(&id, &s, 0).unwrap().inheritance, "DEFAULT");
+    assert_eq!(d.reservation(&id, &s, 0).unwrap().inherit, "default");
     // Nothing left: NOT_FOUND.
     let again = req(&lead, directive::REQ_CANCEL, AllocAttrs::default());
     rejected_without_effect(
@@ -1720,8 +1717,8 @@ fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
 fn rfc002_queued_extend_cancelled_by_its_own_request_id_leaves_nothing() {
     let (mut d, mut s, id) = lead_with_queued_extend();
     let before = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(before.inheritance, "DEFAULT", "queued: nothing applied yet");
-    assert_eq!(before.requester, ("lead".to_string(), 0));
+    assert_eq!(before.inherit, "default", "queued: nothing applied yet");
+    assert_eq!(before.warn_to.as_deref(), Some("lead:0"));
     let lead = Requester::app("lead", 0);
     let out = d
         .allocate(
@@ -1762,7 +1759,7 @@ fn rfc002_granted_queued_extend_applies_its_inheritance_then() {
     assert!(out.effects.iter().any(|e| matches!(e,
         Effect::Granted { req_id: Some(r), .. } if r == "ext-1")));
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.inheritance, "NONE");
+    assert_eq!(r.inherit, "none");
     assert_eq!(r.nodes.len(), 3);
 }
 

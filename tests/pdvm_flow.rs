@@ -288,5 +288,5 @@ fn v61_peer_is_served_in_v61() {
     .expect("granted");
     let rows = pmix_tools::ops::status_query::reservations(&s, r.alloc_id.as_deref()).unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(rows[0].inheritance, "CHILD", "{rows:?}");
+    assert_eq!(rows[0].inherit, "child", "{rows:?}");
 }

@@ -29,30 +29,6 @@ pub struct Snapshot {
     pub scheduler: Option<Result<Vec<QueueRecord>, String>>,
 }
 
-/// `CHILD_DEFAULT` → `child-default`.
-pub fn inherit_word(s: &str) -> String {
-    if s.is_empty() {
-        "default".into()
-    } else {
-        s.to_ascii_lowercase().replace('_', "-")
-    }
-}
-
-/// The printed form of a reservation the DVM reported.
-pub fn reservation(r: status_query::ReservationRecord, now: u64) -> ReservationRecord {
-    ReservationRecord {
-        alloc_id: r.alloc_id,
-        request_id: r.request_id,
-        owner_nspace: r.owner,
-        owners: r.owners,
-        inherit: inherit_word(&r.inheritance),
-        share: r.share,
-        nodes: r.nodes,
-        expires_at: r.expires_in.map(|t| now + u64::from(t)),
-        state: r.state,
-    }
-}
-
 /// The printed form of a node the DVM reported: `idle` or `busy`, with the
 /// slots in use as a number (the table shows `busy 1/2`).
 pub fn node(n: status_query::NodeRecord) -> NodeRecord {
@@ -141,7 +117,6 @@ impl Mine {
 /// Ask the DVM for what `w` names: one request (pdvm), filtered as `w`
 /// says.
 pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
-    let now = now_secs() as u64;
     let asked = |t: StatusWhat| w.what.contains(&t);
     // Namespaces need the reservations for their ALLOCATIONS column, and
     // --mine needs them (and the jobs) to know what is mine.
@@ -159,7 +134,6 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let res: Result<Vec<ReservationRecord>, String> = a
         .reservations
         .unwrap_or_else(|| Ok(Vec::new()))
-        .map(|v| v.into_iter().map(|r| reservation(r, now)).collect())
         .map_err(why);
     let all_res: &[ReservationRecord] = res.as_deref().unwrap_or(&[]);
     let me = s.me().0;
@@ -389,20 +363,8 @@ mod tests {
 
     #[test]
     fn conversions() {
-        assert_eq!(inherit_word("CHILD_DEFAULT"), "child-default");
-        assert_eq!(inherit_word(""), "default");
-        let r = reservation(
-            status_query::ReservationRecord {
-                alloc_id: "a".into(),
-                owner: "j@1".into(),
-                inheritance: "CHILD".into(),
-                expires_in: Some(60),
-                ..Default::default()
-            },
-            1000,
-        );
-        assert_eq!((r.inherit.as_str(), r.expires_at), ("child", Some(1060)));
-        assert_eq!(r.owner_nspace, "j@1");
+        assert_eq!(status_query::inherit_word("CHILD_DEFAULT"), "child-default");
+        assert_eq!(status_query::inherit_word(""), "default");
         let n = node(status_query::NodeRecord {
             name: "n1".into(),
             session: String::new(),

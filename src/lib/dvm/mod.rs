@@ -57,7 +57,7 @@ mod types;
 pub use alloc::AllocRequest;
 pub use error::{DvmError, Rule};
 pub use model::{Dvm, DvmConfig};
-pub use query::{JobView, NodeView, ReservationState, ReservationView, Snapshot};
+pub use query::{JobView, NodeView, ReservationRecord, ReservationState, Snapshot};
 pub use spawn::{AppAsk, MapBy, MapPolicy, Placement, ProcSlot, MAX_PROCS};
 pub use types::{
     directive, AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Inheritance,

@@ -7,50 +7,7 @@ use crate::sched::{NodeOrigin, Scheduler};
 use super::jobs::{JobState, NsKind};
 use super::model::{Dvm, ResStage, Reservation};
 
-/// Life stage of a reservation as shown to users.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum ReservationState {
-    /// Waiting in the scheduler's queue.
-    Queued,
-    /// Granted; the owning namespace is alive (or never started).
-    Active,
-    /// Owner gone, CHILD-flavoured disposition waiting for derived children.
-    Draining,
-}
-
-/// One reservation (or shared allocation).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReservationView {
-    /// `PMIX_ALLOC_ID`.
-    pub alloc_id: String,
-    /// `PMIX_ALLOC_REQ_ID` of the creating request.
-    pub req_id: Option<String>,
-    /// `PMIX_SESSION_ID`: the reservation's session number (1, 2, … in
-    /// creation order; the default session is 0).
-    pub session_id: u32,
-    /// The owning namespace.
-    pub owner: String,
-    /// The owner set, in insertion order.
-    pub owners: Vec<String>,
-    /// Inheritance word (`NONE`, `CHILD`, `DEFAULT`, `CHILD_DEFAULT`).
-    pub inheritance: &'static str,
-    /// True when the requester gave PMIX_ALLOC_INHERITANCE explicitly.
-    pub inheritance_given: bool,
-    /// True for a shared allocation (nodes in the default session).
-    pub share: bool,
-    /// Node names.
-    pub nodes: Vec<String>,
-    /// Absolute expiry in milliseconds.
-    pub expires_at_ms: Option<u64>,
-    /// Seconds remaining before expiry (rounded up).
-    pub remaining_secs: Option<u64>,
-    /// Warning threshold in seconds.
-    pub warn_secs: Option<u32>,
-    /// Recipient of warnings: (nspace, rank).
-    pub requester: (String, u32),
-    /// Queued, active or draining.
-    pub state: ReservationState,
-}
+pub use crate::render::{ReservationRecord, ReservationState};
 
 /// One node of the DVM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -92,7 +49,7 @@ pub struct JobView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// All reservations.
-    pub reservations: Vec<ReservationView>,
+    pub reservations: Vec<ReservationRecord>,
     /// All DVM nodes.
     pub nodes: Vec<NodeView>,
     /// All jobs.
@@ -107,18 +64,18 @@ pub struct Snapshot {
 
 impl Dvm {
     /// All reservations, oldest first.
-    pub fn reservations(&self, sched: &Scheduler, now: u64) -> Vec<ReservationView> {
+    pub fn reservations(&self, sched: &Scheduler, now: u64) -> Vec<ReservationRecord> {
         let mut v: Vec<_> = self.res.values().collect();
         v.sort_by_key(|r| r.seq);
         v.into_iter().map(|r| self.view_of(r, sched, now)).collect()
     }
 
     /// One reservation by id.
-    pub fn reservation(&self, id: &str, sched: &Scheduler, now: u64) -> Option<ReservationView> {
+    pub fn reservation(&self, id: &str, sched: &Scheduler, now: u64) -> Option<ReservationRecord> {
         self.res.get(id).map(|r| self.view_of(r, sched, now))
     }
 
-    fn view_of(&self, r: &Reservation, sched: &Scheduler, now: u64) -> ReservationView {
+    fn view_of(&self, r: &Reservation, sched: &Scheduler, now: u64) -> ReservationRecord {
         let sv = sched.allocation(&r.id);
         let exp = sv.as_ref().and_then(|s| s.expires_at_ms);
         let o = self.gen.at(r.owner);
@@ -129,25 +86,24 @@ impl Dvm {
             }
             ResStage::Active => ReservationState::Active,
         };
-        ReservationView {
+        ReservationRecord {
             alloc_id: r.id.clone(),
-            req_id: r.req_id.clone(),
-            session_id: u32::try_from(r.seq).unwrap_or(u32::MAX),
-            owner: o.name.clone(),
+            request_id: r.req_id.clone(),
+            session_id: Some(u32::try_from(r.seq).unwrap_or(u32::MAX)),
+            owner_nspace: o.name.clone(),
             owners: r.owners.clone(),
-            inheritance: r.inherit.spec_word(),
-            inheritance_given: r.inherit_given,
+            inherit: r.inherit.word().to_string(),
             share: r.share,
             nodes: r
                 .nodes
                 .iter()
                 .map(|&i| self.nodes[i].name.clone())
                 .collect(),
-            expires_at_ms: exp,
-            remaining_secs: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
+            expires_at: None,
+            expires_in: exp.map(|e| e.saturating_sub(now).div_ceil(1000)),
             warn_secs: sv.and_then(|s| s.warn_secs),
-            requester: r.requester.clone(),
-            state,
+            warn_to: Some(format!("{}:{}", r.requester.0, r.requester.1)),
+            state: state.word().to_string(),
         }
     }
 

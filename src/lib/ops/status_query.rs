@@ -53,28 +53,7 @@ pub const UNKNOWN: &str = "unknown";
 /// Job field: parent namespace.
 pub const JOB_PARENT: &str = "pdvm.job.parent";
 
-/// One reservation as `pwatch --status` shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReservationRecord {
-    /// `PMIX_ALLOC_ID`.
-    pub alloc_id: String,
-    /// `PMIX_ALLOC_REQ_ID`, if one was given.
-    pub request_id: Option<String>,
-    /// The owning namespace (`PMIX_ALLOC_TARGET`, else the requester's).
-    pub owner: String,
-    /// The owner set (authorization).
-    pub owners: Vec<String>,
-    /// Disposition word: NONE, CHILD, DEFAULT, CHILD_DEFAULT.
-    pub inheritance: String,
-    /// `PMIX_ALLOC_SHARE`.
-    pub share: bool,
-    /// Node names.
-    pub nodes: Vec<String>,
-    /// Seconds until expiry, when the allocation has a time limit.
-    pub expires_in: Option<u32>,
-    /// State word.
-    pub state: String,
-}
+pub use crate::render::ReservationRecord;
 
 /// One node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -152,56 +131,96 @@ fn s(key: &str, v: impl Into<String>) -> Info {
     Info::new(key, Value::from(v.into()))
 }
 
-impl ReservationRecord {
-    /// Encode for a peer speaking `wire` (the inheritance travels as type 75
-    /// to peers that have it, else as its word).
-    pub fn to_value(&self, wire: WireVersion) -> Value {
-        let mut v = vec![s(keys::ALLOC_ID, &self.alloc_id)];
-        if let Some(r) = &self.request_id {
-            v.push(s(keys::ALLOC_REQ_ID, r));
-        }
-        v.push(s(keys::ALLOC_TARGET, &self.owner));
-        v.push(s(OWNERS, self.owners.join(",")));
-        let inh = AllocInheritance::from_word(&self.inheritance);
-        match inh {
-            Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => {
-                v.push(Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(i)))
-            }
-            _ => v.push(s(keys::ALLOC_INHERITANCE, &self.inheritance)),
-        }
-        v.push(Info::new(keys::ALLOC_SHARE, self.share));
-        v.push(s(keys::NODE_LIST, self.nodes.join(",")));
-        if let Some(t) = self.expires_in {
-            v.push(Info::new(keys::TIME_REMAINING, Value::Uint32(t)));
-        }
-        v.push(s(STATE, &self.state));
-        Value::DataArray(DataArray::infos(v))
+/// A reservation as pdvm's `PMIX_QUERY_ALLOC_STATUS` answer carries it
+/// (the inheritance travels as type 75 to peers that have it, else as its
+/// word). pdvm's answers to allocation requests carry the same fields.
+pub fn reservation_infos(r: &ReservationRecord, wire: WireVersion) -> Vec<Info> {
+    let mut v = vec![s(keys::ALLOC_ID, &r.alloc_id)];
+    if let Some(q) = &r.request_id {
+        v.push(s(keys::ALLOC_REQ_ID, q));
     }
+    if let Some(n) = r.session_id {
+        v.push(Info::new(keys::SESSION_ID, Value::Uint32(n)));
+    }
+    v.push(s(keys::ALLOC_TARGET, &r.owner_nspace));
+    v.push(s(OWNERS, r.owners.join(",")));
+    v.push(inheritance_info(&r.inherit, wire));
+    v.push(Info::new(keys::ALLOC_SHARE, r.share));
+    v.push(s(keys::NODE_LIST, r.nodes.join(",")));
+    if let Some(t) = r.expires_in {
+        v.push(Info::new(
+            keys::TIME_REMAINING,
+            Value::Uint32(t.min(u32::MAX as u64) as u32),
+        ));
+    }
+    if let Some(w) = r.warn_secs {
+        v.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
+    }
+    v.push(s(STATE, &r.state));
+    v
+}
 
-    /// Decode one entry.
-    pub fn from_infos(infos: &[Info]) -> ReservationRecord {
-        let mut r = ReservationRecord::default();
-        for i in infos {
-            match i.key.as_str() {
-                keys::ALLOC_ID => r.alloc_id = text(&i.value),
-                keys::ALLOC_REQ_ID => r.request_id = Some(text(&i.value)),
-                keys::ALLOC_TARGET => r.owner = text(&i.value),
-                OWNERS => r.owners = list(&i.value),
-                keys::ALLOC_INHERITANCE => {
-                    r.inheritance = match &i.value {
-                        Value::AllocInherit(a) => a.as_str().to_string(),
-                        v => text(v),
-                    }
-                }
-                keys::ALLOC_SHARE => r.share = i.value.is_true(),
-                keys::NODE_LIST => r.nodes = list(&i.value),
-                keys::TIME_REMAINING => r.expires_in = i.value.as_u64().map(|t| t as u32),
-                STATE => r.state = text(&i.value),
-                _ => {}
-            }
+/// `PMIX_ALLOC_INHERITANCE` for `wire`: type 75 where the peer has it, else
+/// the spec word.
+pub fn inheritance_info(word: &str, wire: WireVersion) -> Info {
+    match AllocInheritance::from_word(word) {
+        Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => {
+            Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(i))
         }
-        r
+        Some(i) => s(keys::ALLOC_INHERITANCE, i.as_str()),
+        None => s(keys::ALLOC_INHERITANCE, word),
     }
+}
+
+/// Decode one reservation; `now` (Unix seconds) turns the time left into
+/// an expiry time.
+pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
+    let mut r = ReservationRecord::default();
+    for i in infos {
+        match i.key.as_str() {
+            keys::ALLOC_ID => r.alloc_id = text(&i.value),
+            keys::ALLOC_REQ_ID => r.request_id = Some(text(&i.value)),
+            keys::SESSION_ID => r.session_id = i.value.as_u64().map(|n| n as u32),
+            keys::ALLOC_TARGET => r.owner_nspace = text(&i.value),
+            OWNERS => r.owners = list(&i.value),
+            keys::ALLOC_INHERITANCE => {
+                r.inherit = match &i.value {
+                    Value::AllocInherit(a) => a.rule().map_or(UNKNOWN, |x| x.word()).to_string(),
+                    v => inherit_word(&text(v)),
+                }
+            }
+            keys::ALLOC_SHARE => r.share = i.value.is_true(),
+            keys::NODE_LIST => r.nodes = list(&i.value),
+            keys::TIME_REMAINING => {
+                r.expires_in = i.value.as_u64();
+                r.expires_at = r.expires_in.map(|t| now + t);
+            }
+            keys::ALLOC_WARN_TIMEOUT => r.warn_secs = i.value.as_u64().map(|n| n as u32),
+            STATE => r.state = text(&i.value),
+            _ => {}
+        }
+    }
+    if r.inherit.is_empty() {
+        r.inherit = inherit_word("");
+    }
+    r
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Our word for a rule a DVM reported in any spelling; `default` when it
+/// reported none, the text itself when it is not a rule.
+pub fn inherit_word(s: &str) -> String {
+    if s.is_empty() {
+        return crate::proto::Inheritance::Default.word().into();
+    }
+    crate::proto::Inheritance::from_word(s)
+        .map_or_else(|| s.to_ascii_lowercase(), |i| i.word().to_string())
 }
 
 impl NodeRecord {
@@ -390,7 +409,7 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
             if !found.is_empty() || infos.iter().any(|i| i.key == keys::QUERY_ALLOC_STATUS) {
                 return Ok(found
                     .into_iter()
-                    .map(ReservationRecord::from_infos)
+                    .map(|i| reservation_from_infos(i, unix_now()))
                     .collect());
             }
         }
@@ -412,7 +431,7 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
                 .filter(|n| !n.is_empty())
                 .collect(),
             state: "active".into(),
-            inheritance: UNKNOWN.into(),
+            inherit: UNKNOWN.into(),
             ..Default::default()
         });
     }
@@ -549,8 +568,11 @@ pub fn status(sess: &Session, want: Want) -> Answers {
     let mut a = Answers::default();
     if want.reservations {
         a.reservations = Some(if has(keys::QUERY_ALLOC_STATUS) {
-            decode(keys::QUERY_ALLOC_STATUS)
-                .map(|v| v.into_iter().map(ReservationRecord::from_infos).collect())
+            decode(keys::QUERY_ALLOC_STATUS).map(|v| {
+                v.into_iter()
+                    .map(|i| reservation_from_infos(i, unix_now()))
+                    .collect()
+            })
         } else {
             reservations(sess, None)
         });
@@ -606,16 +628,21 @@ mod tests {
         let r = ReservationRecord {
             alloc_id: "alloc.1".into(),
             request_id: Some("r1".into()),
-            owner: "job@1".into(),
+            session_id: Some(3),
+            owner_nspace: "job@1".into(),
             owners: vec!["job@1".into(), "job@2".into()],
-            inheritance: "CHILD_DEFAULT".into(),
+            inherit: "child-default".into(),
             share: false,
             nodes: vec!["s001".into(), "s002".into()],
+            expires_at: Some(1090),
             expires_in: Some(90),
+            warn_secs: Some(30),
+            warn_to: None,
             state: "active".into(),
         };
         for wire in [WireVersion::V41, WireVersion::V61] {
-            let info = answer(keys::QUERY_ALLOC_STATUS, vec![r.to_value(wire)]);
+            let entry = Value::DataArray(DataArray::infos(reservation_infos(&r, wire)));
+            let info = answer(keys::QUERY_ALLOC_STATUS, vec![entry]);
             let mut e = crate::codec::Encoder::new(wire);
             e.pack_one(&info).unwrap();
             let bytes = e.into_bytes();
@@ -623,7 +650,7 @@ mod tests {
                 .unpack_one()
                 .unwrap();
             let got = entries(std::slice::from_ref(&back), keys::QUERY_ALLOC_STATUS).unwrap();
-            assert_eq!(ReservationRecord::from_infos(got[0]), r, "{wire:?}");
+            assert_eq!(reservation_from_infos(got[0], 1000), r, "{wire:?}");
         }
     }
 

@@ -102,6 +102,8 @@ pub const JOB_SIZE: &str = "pmix.job.size";
 pub const PARENT_ID: &str = "pmix.parent";
 /// Node list.
 pub const NODE_LIST: &str = "pmix.nlist";
+/// `PMIX_SESSION_ID` (`uint32_t`): a reservation's session number.
+pub const SESSION_ID: &str = "pmix.session.id";
 /// Node information block in query replies.
 pub const NODE_INFO: &str = "pmix.node.info";
 

@@ -12,5 +12,5 @@ pub use events::EventWriter;
 pub use records::{
     AllocationRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord, NamespaceRecord, NodeRecord,
     OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
-    StatusRecord,
+    ReservationState, StatusRecord,
 };

@@ -280,6 +280,8 @@ pub struct ReservationRecord {
     pub alloc_id: String,
     /// The request id it was created with.
     pub request_id: Option<String>,
+    /// `PMIX_SESSION_ID`: the reservation's session number, when reported.
+    pub session_id: Option<u32>,
     /// The owning namespace.
     pub owner_nspace: String,
     /// The owner set (owning namespace plus jobs spawned into it).
@@ -290,10 +292,45 @@ pub struct ReservationRecord {
     pub share: bool,
     /// Node names.
     pub nodes: Vec<String>,
-    /// Expiry, Unix seconds.
+    /// Expiry, Unix seconds (set by the tool from [`Self::expires_in`]).
     pub expires_at: Option<u64>,
-    /// `"reserved"`, `"shared"`, `"draining"`, …
+    /// Seconds left before expiry when the DVM answered.
+    pub expires_in: Option<u64>,
+    /// Seconds before expiry at which the owner is warned, when asked for.
+    pub warn_secs: Option<u32>,
+    /// Who receives that warning (`nspace:rank`), when known.
+    pub warn_to: Option<String>,
+    /// A [`ReservationState`] word; another DVM may report others.
     pub state: String,
+}
+
+/// Where a reservation is in its life, as pdvm reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReservationState {
+    /// Waiting in the scheduler's queue.
+    Queued,
+    /// Granted; the owning namespace is alive (or never started).
+    Active,
+    /// Owner gone, a CHILD rule waiting for its derived children.
+    Draining,
+}
+
+impl ReservationState {
+    /// The word in records, tables and JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Active => "active",
+            Self::Draining => "draining",
+        }
+    }
+}
+
+impl PartialEq<ReservationState> for String {
+    fn eq(&self, s: &ReservationState) -> bool {
+        self == s.word()
+    }
 }
 
 impl Record for ReservationRecord {
@@ -301,6 +338,7 @@ impl Record for ReservationRecord {
     const FIELDS: &'static [(&'static str, &'static str)] = &[
         ("alloc_id", "allocation id"),
         ("request_id", "request id it was created with, or null"),
+        ("session_id", "session number (PMIX_SESSION_ID), or null when not reported"),
         (
             "owner_nspace",
             "owning namespace (its end drives the inheritance rule)",
@@ -313,6 +351,9 @@ impl Record for ReservationRecord {
         ("share", "true when the nodes were shared from the outset"),
         ("nodes", "array of node names"),
         ("expires_at", "expiry time in Unix seconds, or null"),
+        ("expires_in", "seconds left before expiry when the DVM answered, or null"),
+        ("warn_secs", "seconds before expiry at which the owner is warned, or null"),
+        ("warn_to", "who receives that warning (nspace:rank), or null"),
         (
             "state",
             "queued (waiting for the scheduler), active, or draining (owner ended, kept for its running descendants)",

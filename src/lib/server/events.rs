@@ -43,7 +43,7 @@ impl Server {
             .reservation(alloc_id, &self.sched, self.clock.now_ms());
         let (owner, total) = view
             .as_ref()
-            .map(|v| (Some(v.owner.clone()), v.nodes.len()))
+            .map(|v| (Some(v.owner_nspace.clone()), v.nodes.len()))
             .unwrap_or((None, nodes.len()));
         if let Some(o) = &owner {
             self.alloc_meta

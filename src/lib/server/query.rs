@@ -22,8 +22,8 @@
 use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersion};
 use crate::ops::keys;
 use crate::ops::status_query::{
-    answer, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS, QUERY_LIVE,
-    QUERY_SCHED,
+    answer, reservation_infos, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS,
+    QUERY_LIVE, QUERY_SCHED,
 };
 use crate::status::Status;
 
@@ -83,17 +83,6 @@ impl Server {
             .reservations(&self.sched, now)
             .into_iter()
             .filter(|r| only.is_none_or(|id| r.alloc_id == id))
-            .map(|r| ReservationRecord {
-                alloc_id: r.alloc_id.clone(),
-                request_id: r.req_id.clone(),
-                owner: r.owner.clone(),
-                owners: r.owners.clone(),
-                inheritance: r.inheritance.to_string(),
-                share: r.share,
-                nodes: r.nodes.clone(),
-                expires_in: r.remaining_secs.map(|s| s.min(u32::MAX as u64) as u32),
-                state: format!("{:?}", r.state).to_lowercase(),
-            })
             .collect()
     }
 
@@ -247,7 +236,7 @@ impl Server {
                         keys::QUERY_ALLOC_STATUS,
                         self.reservation_records(only)
                             .iter()
-                            .map(|r| r.to_value(wire))
+                            .map(|r| Value::DataArray(DataArray::infos(reservation_infos(r, wire))))
                             .collect(),
                     )),
                     keys::QUERY_PROC_TABLE | QUERY_LOCAL_PROC_TABLE => {

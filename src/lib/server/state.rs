@@ -573,20 +573,13 @@ impl Server {
             .dvm
             .reservation(alloc_id, &self.sched, self.clock.now_ms())
         {
-            info.push(Info::new(
-                SESSION_ID,
-                crate::codec::Value::Uint32(r.session_id),
-            ));
-            info.push(Info::new(keys::ALLOC_TARGET, r.owner.as_str()));
-            info.push(Info::new(keys::ALLOC_SHARE, r.share));
-            match crate::codec::AllocInheritance::from_word(r.inheritance) {
-                Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => info.push(Info::new(
-                    keys::ALLOC_INHERITANCE,
-                    crate::codec::Value::AllocInherit(i),
-                )),
-                _ => info.push(Info::new(keys::ALLOC_INHERITANCE, r.inheritance)),
+            if let Some(n) = r.session_id {
+                info.push(Info::new(keys::SESSION_ID, crate::codec::Value::Uint32(n)));
             }
-            if let Some(t) = r.remaining_secs {
+            info.push(Info::new(keys::ALLOC_TARGET, r.owner_nspace.as_str()));
+            info.push(Info::new(keys::ALLOC_SHARE, r.share));
+            info.push(crate::ops::status_query::inheritance_info(&r.inherit, wire));
+            if let Some(t) = r.expires_in {
                 info.push(Info::new(
                     keys::TIME_REMAINING,
                     crate::codec::Value::Uint32(t.min(u32::MAX as u64) as u32),
@@ -596,10 +589,6 @@ impl Server {
         info
     }
 }
-
-/// `PMIX_SESSION_ID` (`uint32_t`): the granted reservation's session number,
-/// which PRRTE's allocation replies carry and OpenPMIx's `palloc` prints.
-pub const SESSION_ID: &str = "pmix.session.id";
 
 /// The infos of an allocation reply: id, request id, node list and count.
 pub fn alloc_reply_infos(alloc_id: &str, req_id: Option<&str>, nodes: &[String]) -> Vec<Info> {
