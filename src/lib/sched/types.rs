@@ -4,6 +4,7 @@ use serde::Serialize;
 
 /// Where a node managed by the scheduler comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NodeOrigin {
     /// One of the DVM's startup nodes, handed to the scheduler as carvable.
     /// It never leaves the DVM: when released it reverts to the default session.
@@ -11,6 +12,16 @@ pub enum NodeOrigin {
     /// One of the scheduler's own nodes (`s001`…): it joins the DVM when
     /// granted and leaves it when returned.
     Scheduler,
+}
+
+impl NodeOrigin {
+    /// The word in records and JSON (`startup`, `scheduler`).
+    pub fn word(self) -> &'static str {
+        match self {
+            NodeOrigin::Startup => "startup",
+            NodeOrigin::Scheduler => "scheduler",
+        }
+    }
 }
 
 /// What a request asks for in terms of nodes.

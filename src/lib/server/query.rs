@@ -96,7 +96,7 @@ impl Server {
                 session: n.session.clone().unwrap_or_default(),
                 slots: n.slots,
                 used: n.in_use,
-                origin: format!("{:?}", n.origin).to_lowercase(),
+                origin: n.origin.word().to_string(),
             })
             .collect()
     }
