@@ -8,6 +8,9 @@
 //!    report how many were served and pdvm's resident memory per idle
 //!    connection (RSS before and after, divided by 1,000).
 
+#[path = "watchdog.rs"]
+mod watchdog;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,6 +71,9 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    if !watchdog::start("pdvm_scale", Duration::from_secs(300)) {
+        return;
+    }
     let dvm = start(&[
         "--nodes",
         "10000",

@@ -4,16 +4,15 @@
 //! free nodes, `--state` and `--mine`, `--interval` streams, the live ids
 //! the completions ask for, and palloc's one-line "queued" note.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
+use crate::support::text;
 use serde_json::Value;
-use support::text;
 
 /// A tool command that finds `pdvm` by its tmpdir, with our binaries first
 /// on PATH.

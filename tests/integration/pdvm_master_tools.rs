@@ -7,18 +7,17 @@
 //! process table's wire form. These FAIL when the master peers are missing
 //! (`support::master_pmix_bin` panics). Every wait has a deadline.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::{wait_for, Pdvm};
+use crate::support::pdvm::{wait_for, Pdvm};
+use crate::support::{cargo_bin, json_records, master_pmix_bin, run_with_timeout, scrub_pmix_env};
 use pmix_tools::codec::{
     dt, DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Value, WireVersion,
 };
-use support::{cargo_bin, json_records, master_pmix_bin, run_with_timeout, scrub_pmix_env};
 
 /// A command for a master OpenPMIx tool finding `dvm` through its tmpdir.
 fn master_tool(dvm: &Pdvm, name: &str) -> Command {

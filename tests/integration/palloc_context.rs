@@ -3,15 +3,14 @@
 //! within the allocation through palloc's holder; the allocation is given
 //! back when CMD ends.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use pdvm_harness::Pdvm;
-use support::text;
+use crate::support::pdvm::Pdvm;
+use crate::support::text;
 
 /// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {

@@ -2,8 +2,7 @@
 //! discovery, a tool's query / allocate / spawn / output / job-end flow,
 //! exit statuses, and a launched process connecting back as a client.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use pmix_tools::conn::discover::{discover, ProcessEnv};
 use pmix_tools::ops::{alloc, events, keys, query};
 use pmix_tools::status::Status;
 
-use pdvm_harness::{app, follow_job, Pdvm};
+use crate::support::pdvm::{app, follow_job, Pdvm};
 use pmix_tools::ops::spawn;
 
 #[test]

@@ -2,9 +2,6 @@
 //! reaches only the requesting process, expiry reclaims the nodes, and a
 //! queued request is answered when the nodes come free.
 
-mod pdvm_harness;
-mod support;
-
 use std::time::{Duration, Instant};
 
 use pmix_tools::codec::{Info, Value};
@@ -12,7 +9,7 @@ use pmix_tools::conn::Unsolicited;
 use pmix_tools::ops::{alloc, events, keys, Session};
 use pmix_tools::status::Status;
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
 
 fn drain_events(s: &Session, for_: Duration) -> Vec<events::Event> {
     let end = Instant::now() + for_;

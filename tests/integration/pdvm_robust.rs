@@ -1,9 +1,6 @@
 //! Hostile and broken peers: each is dropped without disturbing the others,
 //! and announced lengths never buy memory before the bytes arrive.
 
-mod pdvm_harness;
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -11,7 +8,7 @@ use std::time::{Duration, Instant};
 use pmix_tools::conn::handshake::{build_connect_ack, Hello, Identity};
 use pmix_tools::ops::query;
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
 
 /// Read until the server closes the socket; the bytes received.
 fn read_until_closed(s: &mut TcpStream, secs: u64) -> Vec<u8> {
