@@ -244,12 +244,9 @@ fn parsable_ids_and_one_json_document() {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let mut child = hold.spawn().unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        let line = support::LineReader::new(child.stdout.take().unwrap())
+            .next_line(Duration::from_secs(30))
+            .unwrap_or_default();
         ids.push((line.trim().to_string(), child));
     }
     let out = run({

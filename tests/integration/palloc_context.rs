@@ -127,7 +127,7 @@ fn command_gets_callers_environment_stdin_and_status() {
         std::time::Instant::now() + Duration::from_secs(30),
     );
     assert!(!timed_out, "palloc did not end");
-    let out = child.wait_with_output().expect("output");
+    let out = support::wait_output(child, Duration::from_secs(10));
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "CMD's own status: {stdout}");
     assert!(stdout.contains("setting=from-the-shell"), "{stdout}");

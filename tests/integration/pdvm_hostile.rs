@@ -210,7 +210,7 @@ fn burst_of_empty_frames_does_not_stall_pdvm() {
         "pwatch --status during the burst: {}",
         show(&o)
     );
-    let (_s, sent) = writer.join().expect("writer");
+    let (_s, sent) = support::join_within(writer, Duration::from_secs(120), "writer");
     eprintln!(
         "FIGURE burst: {frames} empty frames ({} MB) written in {:.2}s; concurrent pwatch --status took {:.3}s",
         frames * 16 / 1_000_000,

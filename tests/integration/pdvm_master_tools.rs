@@ -352,7 +352,7 @@ fn master_pevent_notification_reaches_a_listening_pwatch() {
         assert!(!text(&out).contains("bad status"), "{}", text(&out));
         sent += 1;
     };
-    let out = watch.wait_with_output().expect("pwatch output");
+    let out = crate::support::wait_output(watch, Duration::from_secs(10));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         status.success(),

@@ -64,6 +64,7 @@ fn garbage_sender_is_dropped_and_others_keep_working() {
     // A handshaken tool that then sends an undecodable request gets an
     // error reply; one that breaks the framing is dropped.
     let mut t = TcpStream::connect(dvm.addr()).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     t.write_all(&build_connect_ack(&tool_hello())).unwrap();
     let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
     t.read_exact(&mut welcome).unwrap();
@@ -105,6 +106,7 @@ fn huge_lengths_are_refused_without_allocating() {
 
     // A handshaken tool announcing a 4 GiB request.
     let mut t = TcpStream::connect(dvm.addr()).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     t.write_all(&build_connect_ack(&tool_hello())).unwrap();
     let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
     t.read_exact(&mut welcome).unwrap();
@@ -140,6 +142,7 @@ fn many_idle_tools_are_all_served() {
     let mut held = Vec::new();
     for _ in 0..200 {
         let mut t = TcpStream::connect(dvm.addr()).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         t.write_all(&build_connect_ack(&tool_hello())).unwrap();
         let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
         t.read_exact(&mut welcome).unwrap();

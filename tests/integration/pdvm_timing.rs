@@ -84,6 +84,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
             .and_then(Value::as_u64)
             .unwrap();
         assert!((100..=120).contains(&rem), "{rem}");
+        // Bounded: the waiter's request has the session's 30 s deadline.
         let granted = waiter.join().unwrap().expect("queued request granted");
         let waited = t0.elapsed();
         assert!(

@@ -299,7 +299,7 @@ fn a_job_the_dvm_shows_running_but_whose_local_process_exited_ends() {
     // what the DVM keeps showing as running.
     let mut child = Command::new("/bin/true").spawn().expect("run /bin/true");
     let pid = child.id();
-    assert!(child.wait().expect("wait").success());
+    assert!(crate::support::wait_exit(&mut child, std::time::Duration::from_secs(10)).success());
     let (uri, seen) = fake_dvm(Scenario::Stuck(pid));
     let out = pspawn_against(&uri, &[]);
     let err = text(&out.stderr);

@@ -199,19 +199,21 @@ pub fn prte_bin() -> PathBuf {
 /// binding from `python3-pmix`); panics when it cannot.
 pub fn debian_pmix_python() -> PathBuf {
     let python = PathBuf::from("/usr/bin/python3");
-    let out = Command::new(&python)
-        .args(["-W", "ignore", "-c", "import pmix"])
-        .stdin(Stdio::null())
-        .output();
+    if !is_executable(&python) {
+        panic!("cannot run {}: not found; {INSTALL_HINT}", python.display());
+    }
+    let out = try_run_with_timeout(
+        Command::new(&python).args(["-W", "ignore", "-c", "import pmix"]),
+        Duration::from_secs(60),
+    );
     match out {
         Ok(o) if o.status.success() => python,
-        Ok(o) => panic!(
+        Ok(o) | Err(o) => panic!(
             "{} cannot `import pmix` ({}): {}\n{INSTALL_HINT}",
             python.display(),
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
         ),
-        Err(e) => panic!("cannot run {}: {e}; {INSTALL_HINT}", python.display()),
     }
 }
 

@@ -155,12 +155,15 @@ impl Py422 {
         l + "\n"
     }
 
-    /// The next upcall line starting with `prefix` (earlier ones skipped).
+    /// The next upcall line starting with `prefix` (earlier ones skipped),
+    /// within [`PY422_LINE_TIMEOUT`].
     pub fn next(&self, prefix: &str) -> String {
+        let deadline = std::time::Instant::now() + PY422_LINE_TIMEOUT;
         loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
             let l = self
                 .log
-                .recv_timeout(PY422_LINE_TIMEOUT)
+                .recv_timeout(left)
                 .unwrap_or_else(|_| panic!("no {prefix} upcall logged"));
             if l.starts_with(prefix) {
                 return l;
