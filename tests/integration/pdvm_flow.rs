@@ -201,17 +201,14 @@ fn launched_process_connects_back_as_client() {
     let s = dvm.session();
     let exe = std::env::current_exe().unwrap();
     let exe = exe.to_string_lossy().into_owned();
+    // The probe's test name in this crate: `<module>::helper_client_probe`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let probe = format!("{module}::helper_client_probe");
     let job = spawn::spawn(
         &s,
         &spawn::launcher_job_info(),
         &[app(
-            &[
-                &exe,
-                "--exact",
-                "helper_client_probe",
-                "--nocapture",
-                "--test-threads=1",
-            ],
+            &[&exe, "--exact", &probe, "--nocapture", "--test-threads=1"],
             2,
         )],
     )
