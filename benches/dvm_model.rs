@@ -7,6 +7,9 @@
 //!    single event: the last live leaf ending and draining every CHILD-flavoured
 //!    reservation up a 1,000-deep spine at once.
 
+#[path = "watchdog.rs"]
+mod watchdog;
+
 use std::time::{Duration, Instant};
 
 use pmix_tools::dvm::{directive, AllocAttrs, AllocRequest, Dvm, DvmConfig, Effect, Requester};
@@ -269,6 +272,9 @@ fn termination_bench() {
 }
 
 fn main() {
+    if !watchdog::start("dvm_model", Duration::from_secs(300)) {
+        return;
+    }
     alloc_bench();
     termination_bench();
 }

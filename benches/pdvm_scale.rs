@@ -8,48 +8,25 @@
 //!    report how many were served and pdvm's resident memory per idle
 //!    connection (RSS before and after, divided by 1,000).
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+#[path = "watchdog.rs"]
+mod watchdog;
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::time::{Duration, Instant};
 
 use pmix_tools::codec::Info;
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::{self, keys, Session};
+use support::pdvm::Pdvm;
 
-struct Pdvm {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Pdvm {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
+/// pdvm with `args`, through the tests' one pdvm launcher.
 fn start(args: &[&str]) -> Pdvm {
-    let dir = std::env::temp_dir().join(format!("pdvm-scale-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pdvm"))
-        .args(args)
-        .arg("--tmpdir")
-        .arg(&dir)
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pdvm");
-    // "DVM ready" is printed on stderr.
-    let mut out = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert!(line.contains("DVM ready"), "pdvm said {line:?}");
-    Pdvm { child, dir }
+    Pdvm::builder(args)
+        .tag("pdvm-scale")
+        .lenient_ready()
+        .start()
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -68,6 +45,9 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    if !watchdog::start("pdvm_scale", Duration::from_secs(300)) {
+        return;
+    }
     let dvm = start(&[
         "--nodes",
         "10000",
@@ -77,7 +57,7 @@ fn main() {
         "2000",
     ]);
     let opts = ConnectOptions {
-        tmpdir: Some(dvm.dir.clone()),
+        tmpdir: Some(dvm.tmpdir.path().to_path_buf()),
         force_tool: true,
         ..Default::default()
     };
@@ -112,13 +92,13 @@ fn main() {
         lat.last().unwrap().as_secs_f64() * 1e6
     );
 
-    let before = rss_kib(dvm.child.id());
+    let before = rss_kib(dvm.pid);
     let t = Instant::now();
     let tools: Vec<Session> = (0..1000)
         .map(|i| Session::connect(&opts).unwrap_or_else(|e| panic!("tool {i}: {e}")))
         .collect();
     let connected = t.elapsed();
-    let after = rss_kib(dvm.child.id());
+    let after = rss_kib(dvm.pid);
     let served = tools
         .iter()
         .filter(|t| {

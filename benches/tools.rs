@@ -20,6 +20,9 @@
 //! [`JOB_END_DEADLINE`] (PRRTE 3.0.14 now and then never sends it: that
 //! sample is dropped and counted).
 
+#[path = "watchdog.rs"]
+mod watchdog;
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -239,7 +242,9 @@ fn dvm_times(dvm: &Prte) -> (Vec<Duration>, Vec<Duration>, usize) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; nothing else to parse.
+    if !watchdog::start("tools", Duration::from_secs(600)) {
+        return;
+    }
     let dvm = Prte::start();
     // `--tmpdir` names the DVM's directory, as a user with several DVMs
     // around would; the plain search also scans /tmp, which other programs

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pmix-tools test command (see README.md): installs the real peers, then
 # format check, lint, build and every test. Any failure stops it non-zero.
-# Tests that need a peer fail (never skip) when it is missing.
+# Tests that need a peer fail (never skip) when it is missing. No benchmark
+# runs here: `cargo bench` runs them (see tests/README.md).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,6 +27,9 @@ cargo clippy --all-targets -- -D warnings
 section "cargo build --all-targets"
 cargo build --all-targets
 
+# The unit tests, the two test crates (tests/integration, tests/conformance)
+# and the examples' build. Benchmarks are built (clippy has checked them)
+# but return at once without `--bench` (benches/watchdog.rs).
 section "cargo test --all-targets"
 cargo test --all-targets
 

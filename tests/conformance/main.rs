@@ -10,7 +10,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod harness;
 mod prrte_master;
 
 mod s6_5_1_workflow;

@@ -27,7 +27,7 @@ use std::process::Command;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
-use crate::harness::{alive, eventually, run_tool, str_field, strings, Bg, GateJob, Out};
+use crate::support::blackbox::{alive, eventually, run_tool, str_field, strings, Bg, GateJob, Out};
 use crate::support::{cargo_bin, short_hostname, Prte};
 
 /// A private PRRTE master DVM for one test (stopped on drop), driven only
@@ -415,7 +415,7 @@ fn prrte_s8_2_1_5_1_extend_by_alloc_id_and_request_id() {
         o.stdout.contains("rc1=0") && o.stdout.contains("rc2=0"),
         "{o}"
     );
-    let id = crate::harness::printed_alloc(&o);
+    let id = crate::support::blackbox::printed_alloc(&o);
     let ext: Vec<Value> = allocations(&o)
         .into_iter()
         .filter(|a| a["directive"] == "extend")
@@ -558,14 +558,14 @@ fn prrte_s8_2_1_7_spawn_into_unowned_reservation_deviation() {
 fn prrte_s8_2_1_8_extend_not_found() {
     let dvm = MasterDvm::start();
     let (hold, id) = dvm.hold(&[]);
-    let before = crate::harness::comparable(&dvm.status());
+    let before = crate::support::blackbox::comparable(&dvm.status());
     for args in [
         ["--extend", "no-such-alloc", "-N", "1", "--json"],
         ["--extend-request", "no-such-request", "-N", "1", "--json"],
     ] {
         refused(&dvm.tool("palloc", &args), 5, "PMIX_ERR_NOT_FOUND");
     }
-    let after = crate::harness::comparable(&dvm.status());
+    let after = crate::support::blackbox::comparable(&dvm.status());
     assert_eq!(
         strip_namespaces(&before),
         strip_namespaces(&after),
@@ -644,7 +644,7 @@ fn prrte_s8_2_1_9_1_owner_release() {
         w = bin("pwatch"),
         r = bin("prelease")
     ));
-    let id = crate::harness::printed_alloc(&o);
+    let id = crate::support::blackbox::printed_alloc(&o);
     assert!(o.stdout.contains("rc=0"), "{o}");
     let rel = o.first("release");
     assert_eq!(rel["alloc_id"], id.as_str(), "{o}");

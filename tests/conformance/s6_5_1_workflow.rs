@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::harness::{alive, eventually, palloc_into_a, printed_alloc, Dvm, GateJob, Out};
+use crate::support::blackbox::{
+    alive, eventually, palloc_into_a, printed_alloc, Dvm, GateJob, Out,
+};
 use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir};
 
 /// §6.5.1.2/§6.5.1.5 (1): each of the four values is recorded with the

@@ -1,7 +1,7 @@
 //! §8.2.1.10 backward compatibility: `pdvm --pmix-compat` behaves as a DVM
 //! whose PMIx lacks the five attributes.
 
-use crate::harness::{
+use crate::support::blackbox::{
     eventually, hosts, palloc_into_a, printed_alloc, str_field, strings, Bg, Dvm,
 };
 

@@ -2,7 +2,7 @@
 //! (items 1, 3, 5 and 6 map onto the §8.2.1.6, §8.2.1.8, §8.2.1.9.2 and
 //! §8.2.1.9.5 tests; see docs/conformance.md).
 
-use crate::harness::{hosts, strings, Dvm, PRINT_HOST};
+use crate::support::blackbox::{hosts, strings, Dvm, PRINT_HOST};
 
 /// Item 1: candidate nodes are exactly the union of the permitted sessions —
 /// with three reservations (two of them the job's) and the default pool,

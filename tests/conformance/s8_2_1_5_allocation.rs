@@ -1,7 +1,7 @@
 //! §8.2.1.5 allocation behaviour: the destination decision table (six rows),
 //! §8.2.1.5.1 NEW versus EXTEND, §8.2.1.5.2 the reply.
 
-use crate::harness::{hosts, str_field, strings, Bg, Dvm, PRINT_HOST};
+use crate::support::blackbox::{hosts, str_field, strings, Bg, Dvm, PRINT_HOST};
 
 /// Row 1: tool, TARGET <nspace>, no SHARE → reservation owned by <nspace>.
 #[test]

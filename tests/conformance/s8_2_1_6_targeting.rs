@@ -1,7 +1,7 @@
 //! §8.2.1.6 spawn targeting: absent, one id, several ids (union), ids plus
 //! the default pool, and isolation of reserved nodes.
 
-use crate::harness::{hosts, strings, Dvm, PRINT_HOST};
+use crate::support::blackbox::{hosts, strings, Dvm, PRINT_HOST};
 
 /// Absent → the default session only; reserved nodes are never used, even
 /// when the job needs more slots than the default session has.

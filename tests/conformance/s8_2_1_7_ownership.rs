@@ -2,7 +2,7 @@
 //! reservation; ownership is not transitive; the scheduler is an implicit
 //! owner.
 
-use crate::harness::{eventually, strings, Dvm};
+use crate::support::blackbox::{eventually, strings, Dvm};
 
 /// Each job spawned into the reservation joins its owner set, and may then
 /// spawn further jobs onto the same nodes (and release it).

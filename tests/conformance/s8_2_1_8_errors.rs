@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::harness::{comparable, Bg, Dvm, Out};
+use crate::support::blackbox::{comparable, Bg, Dvm, Out};
 
 /// Run `reject` and check it failed with `code`/`status`, that the status
 /// did not change and that `marker` was never created.
@@ -152,7 +152,7 @@ fn s8_2_1_8_spawn_target_not_owned() {
     let mut cmd = dvm.tool_cmd("palloc");
     cmd.args(["-N", "1", "--hold", "--json"]);
     let hold = Bg::start(cmd);
-    let theirs = crate::harness::str_field(&hold.wait_for("allocation"), "alloc_id");
+    let theirs = crate::support::blackbox::str_field(&hold.wait_for("allocation"), "alloc_id");
     let (job, marker) = marking(&dvm);
     let before = comparable(&dvm.status());
     let o1 = dvm.app(&format!("pspawn --json --target {theirs} -n 1 {job}"));

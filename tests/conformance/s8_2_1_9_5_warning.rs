@@ -2,10 +2,10 @@
 //! that requested the allocation (never a broadcast), refreshed on EXTEND,
 //! advisory. Time runs 60× faster (`--time-scale 60`).
 
-use crate::harness::{eventually, str_field, strings, Bg, Dvm};
+use crate::support::blackbox::{eventually, str_field, strings, Bg, Dvm};
 
 /// The timeout-warning events in a tool's `--json` output.
-fn warnings(out: &crate::harness::Out) -> Vec<serde_json::Value> {
+fn warnings(out: &crate::support::blackbox::Out) -> Vec<serde_json::Value> {
     out.of_type("event")
         .into_iter()
         .filter(|e| e["event"] == "timeout-warning")

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::harness::{
+use crate::support::blackbox::{
     alive, eventually, hosts, palloc_into_a, printed_alloc, str_field, Bg, Dvm, GateJob,
 };
 
@@ -308,7 +308,7 @@ fn s8_2_1_9_1_dvm_teardown() {
     dvm.app(&format!("pspawn --detach -n 1 {}", outside.cmd))
         .expect_code(0);
     let (p1, p2) = (inside.pid(), outside.pid());
-    let rdv = dvm.tmp.path().join(format!("pdvm.{}", dvm.pid));
+    let rdv = dvm.tmpdir.path().join(format!("pdvm.{}", dvm.pid));
     assert!(rdv.exists());
     dvm.terminate();
     eventually("jobs end with the DVM", || !alive(p1) && !alive(p2));

@@ -16,7 +16,9 @@ use pmix_tools::ops::session::write_infos;
 use pmix_tools::ops::{cmd, keys, Session};
 use pmix_tools::status::Status;
 
-use crate::harness::{comparable, eventually, palloc_into_a, printed_alloc, strings, Dvm, GateJob};
+use crate::support::blackbox::{
+    comparable, eventually, palloc_into_a, printed_alloc, strings, Dvm, GateJob,
+};
 
 const NEW: u8 = 1;
 const EXTEND: u8 = 2;
@@ -26,7 +28,7 @@ const REQ_CANCEL: u8 = 5;
 /// A tool session with `dvm` (a fresh tool namespace), bounded replies.
 fn tool_session(dvm: &Dvm) -> Session {
     let opts = ConnectOptions {
-        tmpdir: Some(dvm.tmp.path().to_path_buf()),
+        tmpdir: Some(dvm.tmpdir.path().to_path_buf()),
         force_tool: true,
         ..Default::default()
     };
@@ -153,7 +155,10 @@ fn s8_2_1_9_1_foreign_tool_naming_owner_as_target_changes_nothing() {
         );
     }
     assert_eq!(comparable(&dvm.status()), before, "a refusal changed state");
-    assert!(crate::harness::alive(pid), "the owner's job was killed");
+    assert!(
+        crate::support::blackbox::alive(pid),
+        "the owner's job was killed"
+    );
     let r = dvm.reservation(&a).expect("reservation intact");
     assert_eq!(strings(&r["nodes"]).len(), 2, "{r}");
     assert_eq!(r["inherit"], "default", "{r}");

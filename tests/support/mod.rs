@@ -1,7 +1,17 @@
-//! Shared harness for the integration tests: the real peers, started by the
-//! tests themselves.
+//! The one test harness, shared by the integration crate
+//! (`tests/integration/main.rs`), the conformance crate
+//! (`tests/conformance/main.rs`) and the `tools` bench, each including it
+//! with `#[path = "../support/mod.rs"] mod support;` (see tests/README.md).
 //!
-//! Include it from a test crate with `mod support;`.
+//! * this module: the real peers (PRRTE DVMs: [`Prte`]), running a program
+//!   with a deadline ([`run_with_timeout`], [`wait_output`], [`LineReader`]),
+//!   private temporary directories ([`unique_tmpdir`]);
+//! * [`pdvm`]: the one pdvm launcher ([`pdvm::Pdvm`]) and library-level
+//!   helpers (following a job through a [`pmix_tools::ops::Session`]);
+//! * [`blackbox`]: the conformance harness on top of it: tools run from
+//!   outside or inside pdvm's session-leader job, their `--json` parsed;
+//! * [`py`]: the Python peers (Debian's OpenPMIx 4.2.2 binding) as server,
+//!   tool and client.
 //!
 //! # Peers
 //!
@@ -42,6 +52,10 @@
 //! * On SIGTERM the DVM removes `prte.<pid>/` and exits; the report-uri file
 //!   stays (it is ours).
 #![allow(dead_code)] // each test crate uses a different part of the harness
+
+pub mod blackbox;
+pub mod pdvm;
+pub mod py;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -185,19 +199,21 @@ pub fn prte_bin() -> PathBuf {
 /// binding from `python3-pmix`); panics when it cannot.
 pub fn debian_pmix_python() -> PathBuf {
     let python = PathBuf::from("/usr/bin/python3");
-    let out = Command::new(&python)
-        .args(["-W", "ignore", "-c", "import pmix"])
-        .stdin(Stdio::null())
-        .output();
+    if !is_executable(&python) {
+        panic!("cannot run {}: not found; {INSTALL_HINT}", python.display());
+    }
+    let out = try_run_with_timeout(
+        Command::new(&python).args(["-W", "ignore", "-c", "import pmix"]),
+        Duration::from_secs(60),
+    );
     match out {
         Ok(o) if o.status.success() => python,
-        Ok(o) => panic!(
+        Ok(o) | Err(o) => panic!(
             "{} cannot `import pmix` ({}): {}\n{INSTALL_HINT}",
             python.display(),
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
         ),
-        Err(e) => panic!("cannot run {}: {e}; {INSTALL_HINT}", python.display()),
     }
 }
 
@@ -727,9 +743,8 @@ pub fn pwatch_sees_a_job_end(tool: &dyn Fn(&str) -> Command) {
         .as_str()
         .unwrap()
         .to_string();
-    let out = watch
-        .wait_with_output()
-        .expect("pwatch ends after one event");
+    // pwatch ends after one event (its own --timeout is 60 s).
+    let out = wait_output(watch, Duration::from_secs(90));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let ev = json_objects(&out);
     assert_eq!(ev.len(), 1, "{}", show(&out));
@@ -748,4 +763,122 @@ pub fn json_objects(o: &Output) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", show(o))))
         .collect()
+}
+
+/// Wait (at most `timeout`) for a spawned `child` to exit and collect its
+/// piped stdout and stderr (like `wait_with_output`). On time-out the child
+/// (and its process group, when it leads one) is killed and the test panics
+/// with what it printed.
+#[track_caller]
+pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let (status, timed_out) = wait_until(&mut child, Instant::now() + timeout);
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = killpg(child_pid(&child), Signal::SIGKILL);
+            let _ = child.kill();
+            child.wait().expect("wait for killed child")
+        }
+    };
+    let grace = Instant::now() + Duration::from_secs(2);
+    let output = Output {
+        status,
+        stdout: stdout.finish(grace),
+        stderr: stderr.finish(grace),
+    };
+    if timed_out {
+        panic!(
+            "child {} did not exit within {timeout:?} and was killed\n{}",
+            child.id(),
+            show(&output)
+        );
+    }
+    output
+}
+
+/// Wait (at most `timeout`) for `child` to exit; its status. On time-out
+/// the child (and its process group, when it leads one) is killed and the
+/// test panics.
+#[track_caller]
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> ExitStatus {
+    match wait_until(child, Instant::now() + timeout) {
+        (Some(status), _) => status,
+        (None, _) => {
+            let _ = killpg(child_pid(child), Signal::SIGKILL);
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("child {} did not exit within {timeout:?}", child.id());
+        }
+    }
+}
+
+/// Join `handle` within `timeout`; panics (naming `what`) when the thread
+/// has not finished by then or panicked.
+#[track_caller]
+pub fn join_within<T>(handle: thread::JoinHandle<T>, timeout: Duration, what: &str) -> T {
+    let deadline = Instant::now() + timeout;
+    while !handle.is_finished() {
+        if Instant::now() >= deadline {
+            panic!("{what} did not finish within {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    handle.join().unwrap_or_else(|_| panic!("{what} panicked"))
+}
+
+/// The lines of a pipe (a child's stdout, say), read by a background thread,
+/// each taken with a deadline.
+pub struct LineReader {
+    rx: std::sync::mpsc::Receiver<String>,
+}
+
+impl LineReader {
+    /// Start reading `pipe` line by line.
+    pub fn new<R: Read + Send + 'static>(pipe: R) -> LineReader {
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LineReader { rx }
+    }
+
+    /// The next line (without its newline); `None` at the end of the pipe.
+    /// Panics when none came within `timeout`.
+    #[track_caller]
+    pub fn next_line(&self, timeout: Duration) -> Option<String> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(l) => Some(l),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("no line within {timeout:?}")
+            }
+        }
+    }
+
+    /// Every remaining line until the pipe closes, each followed by a
+    /// newline; panics when it is still open after `timeout`.
+    #[track_caller]
+    pub fn rest(&self, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut out = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) => {
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return out,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("pipe still open after {timeout:?}; read so far:\n{out}")
+                }
+            }
+        }
+    }
 }

@@ -2,10 +2,12 @@
 //! sent: at most `BUDGET_PER_BYTE × input + BUDGET_FLOOR` bytes of decoded
 //! elements (plus the strings and byte objects, which are never larger than
 //! their wire form). Measured with a counting global allocator in this test
-//! crate, on 1 MiB of hostile input of three shapes.
+//! crate, on 1 MiB of hostile input of three shapes. The counters are per
+//! thread: the decoding thread's own allocations are measured, whatever the
+//! other tests of the crate do meanwhile.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 use std::sync::Mutex;
 
 use pmix_tools::codec::{
@@ -15,22 +17,34 @@ use pmix_tools::status::Status;
 
 struct Counting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Bytes this thread allocated minus the bytes it freed.
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    /// The highest [`LIVE`] reached since the last reset.
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    // `try_with`: nothing to count while the thread is being torn down.
+    let _ = LIVE.try_with(|live| {
+        let now = live.get() + delta;
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
 
 // SAFETY: forwards to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let p = System.alloc(l);
         if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::SeqCst) + l.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
+            count(l.size() as isize);
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Ordering::SeqCst);
+        count(-(l.size() as isize));
     }
 }
 
@@ -45,13 +59,17 @@ const MIB: usize = 1 << 20;
 /// Peak bytes allocated (above what was live before) while decoding `bytes`
 /// as one value, and whether it decoded.
 fn peak_while_decoding(bytes: &[u8], wire: WireVersion) -> (usize, Result<(), Status>) {
-    let base = LIVE.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(base));
     let r = Decoder::new(bytes, wire)
         .unpack_one::<Value>()
         .map(drop)
         .map_err(|e| e.status);
-    (PEAK.load(Ordering::SeqCst) - base, r)
+    let peak = PEAK.with(Cell::get) - base;
+    (
+        usize::try_from(peak).expect("peak is not below the base"),
+        r,
+    )
 }
 
 fn bound(input: usize) -> usize {

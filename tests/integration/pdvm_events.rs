@@ -3,15 +3,14 @@
 //! and resource flags, and one pdvm per tmpdir — each as a user at a shell
 //! beside pdvm.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::Pdvm;
-use support::text;
+use crate::support::pdvm::Pdvm;
+use crate::support::text;
 
 /// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {

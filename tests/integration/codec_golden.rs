@@ -596,12 +596,13 @@ fn generator_reproduces(target: &str) {
         std::thread::current().id()
     ));
     let _ = std::fs::remove_dir_all(&out);
-    let res = std::process::Command::new("sh")
-        .arg(root.join("scripts/gen-golden.sh"))
-        .arg(target)
-        .arg(&out)
-        .output()
-        .expect("run sh scripts/gen-golden.sh");
+    let res = crate::support::run_with_timeout(
+        std::process::Command::new("sh")
+            .arg(root.join("scripts/gen-golden.sh"))
+            .arg(target)
+            .arg(&out),
+        300,
+    );
     let cleanup = |out: &Path| {
         let _ = std::fs::remove_dir_all(out);
     };

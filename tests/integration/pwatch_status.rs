@@ -4,16 +4,15 @@
 //! free nodes, `--state` and `--mine`, `--interval` streams, the live ids
 //! the completions ask for, and palloc's one-line "queued" note.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
+use crate::support::text;
 use serde_json::Value;
-use support::text;
 
 /// A tool command that finds `pdvm` by its tmpdir, with our binaries first
 /// on PATH.
@@ -108,7 +107,7 @@ fn one_document_no_self_and_the_scheduler_view() {
         .expect("python3");
     std::io::Write::write_all(&mut py.stdin.take().unwrap(), &o.stdout).unwrap();
     assert!(
-        py.wait().unwrap().success(),
+        support::wait_exit(&mut py, Duration::from_secs(30)).success(),
         "json.tool refused {}",
         text(&o.stdout)
     );
@@ -272,13 +271,7 @@ fn interval_prints_one_document_per_line() {
     let (st, timed_out) = support::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
     assert!(!timed_out, "pwatch --interval did not stop on SIGINT");
     assert_eq!(st.and_then(|s| s.code()), Some(130));
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    let out = text(&support::wait_output(child, Duration::from_secs(10)).stdout);
     let mut docs: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -327,13 +320,7 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
     assert!(!timed_out, "the queued palloc was never granted");
     stop(holder);
     assert_eq!(st.and_then(|s| s.code()), Some(0));
-    let mut err = String::new();
-    waiting
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = text(&support::wait_output(waiting, Duration::from_secs(10)).stderr);
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("queued")).collect();
     assert_eq!(
         lines,

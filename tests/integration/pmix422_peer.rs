@@ -2,10 +2,8 @@
 //! (Debian's libpmix via python3-pmix) hosting tool connections, queries and
 //! allocation requests through its upcalls.
 
-mod support;
+use crate::support::py::Py422;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use pmix_tools::codec::Info;
@@ -20,69 +18,9 @@ impl Env for Vars {
 }
 use pmix_tools::ops::{self, keys, Session};
 
-struct PyServer {
-    child: Child,
-    pid: u32,
-    env: std::collections::HashMap<String, String>,
-    out: BufReader<std::process::ChildStdout>,
-    _dir: support::TempDir,
-    dir: std::path::PathBuf,
-}
-
-impl PyServer {
-    fn start() -> PyServer {
-        let dir = support::unique_tmpdir("py422");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/pmix422_server.py");
-        let mut cmd = Command::new(support::debian_pmix_python());
-        support::scrub_pmix_env(&mut cmd);
-        let mut child = cmd
-            .arg(script)
-            .arg(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the 4.2.2 server");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let env: std::collections::HashMap<String, String> = line
-            .strip_prefix("ENV ")
-            .and_then(|j| serde_json::from_str(j).ok())
-            .unwrap_or_else(|| panic!("4.2.2 server did not register its job: {line:?}"));
-        line.clear();
-        out.read_line(&mut line).unwrap();
-        let pid = line
-            .strip_prefix("READY ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("4.2.2 server did not start: {line:?}"));
-        let d = dir.path().to_path_buf();
-        PyServer {
-            child,
-            pid,
-            env,
-            out,
-            _dir: dir,
-            dir: d,
-        }
-    }
-
-    fn next_line(&mut self) -> String {
-        let mut line = String::new();
-        self.out.read_line(&mut line).unwrap();
-        line
-    }
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn connect_query_and_allocate_against_openpmix_4_2_2() {
-    let mut srv = PyServer::start();
+    let srv = Py422::start();
     // The server is found through its rendezvous file like any other...
     let opts = ConnectOptions {
         pid: Some(srv.pid.to_string()),

@@ -10,6 +10,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
+use std::ops::Deref;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{
-    cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, user_path, TempDir,
-};
+use crate::support::pdvm::Pdvm;
+use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, user_path};
 
 /// Longest any single tool invocation may take before the test fails.
 pub const TOOL_SECS: u64 = 20;
@@ -152,15 +152,11 @@ pub fn strings(v: &Value) -> Vec<String> {
     out
 }
 
-/// A running pdvm private to one test, stopped on drop.
+/// A running pdvm private to one test, optionally with a session leader
+/// whose job runs the commands [`Dvm::app`] sends; stopped on drop. It is a
+/// [`Pdvm`] (the one launcher) plus the leader's control channel.
 pub struct Dvm {
-    child: Option<Child>,
-    /// pdvm's process id.
-    pub pid: u32,
-    /// Private tmpdir: rendezvous files, the control dir, logs.
-    pub tmp: TempDir,
-    /// Lines pdvm printed on stdout.
-    lines: Arc<Mutex<Vec<String>>>,
+    pdvm: Pdvm,
     /// The leader's control FIFO (write end), when started with a leader.
     ctl: Option<fs::File>,
     next: u32,
@@ -168,69 +164,52 @@ pub struct Dvm {
     pub leader_ns: Option<String>,
 }
 
+impl Deref for Dvm {
+    type Target = Pdvm;
+    fn deref(&self) -> &Pdvm {
+        &self.pdvm
+    }
+}
+
 impl Dvm {
     /// `pdvm ARGS` with no command: every tool is run from outside.
     pub fn start(args: &[&str]) -> Dvm {
-        Dvm::launch(args, None)
+        Dvm::launch(args, false)
     }
 
     /// `pdvm ARGS -- sh -c LEADER_LOOP`: [`Dvm::app`] runs commands as the
     /// session leader's job.
     pub fn with_leader(args: &[&str]) -> Dvm {
-        Dvm::launch(args, Some(()))
+        Dvm::launch(args, true)
     }
 
-    fn launch(args: &[&str], leader: Option<()>) -> Dvm {
+    fn launch(args: &[&str], leader: bool) -> Dvm {
         let tmp = unique_tmpdir("conf");
         let ctl_dir = tmp.path().join("ctl.d");
         fs::create_dir(&ctl_dir).expect("control dir");
-        let fifo = ctl_dir.join("ctl");
-        if leader.is_some() {
-            nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let mut builder = Pdvm::builder(args)
+            .in_tmpdir(tmp)
+            .tmpdir_env()
+            .lenient_ready();
+        if leader {
+            nix::unistd::mkfifo(&ctl_dir.join("ctl"), nix::sys::stat::Mode::S_IRWXU)
+                .expect("mkfifo");
+            builder = builder.leader([
+                std::ffi::OsStr::new("sh"),
+                "-c".as_ref(),
+                LEADER_LOOP.as_ref(),
+                "leader".as_ref(),
+                ctl_dir.as_os_str(),
+            ]);
         }
-        let err = fs::File::create(tmp.path().join("pdvm.err")).expect("pdvm.err");
-        let mut cmd = Command::new(cargo_bin("pdvm"));
-        scrub_pmix_env(&mut cmd);
-        cmd.args(args)
-            .arg("--tmpdir")
-            .arg(tmp.path())
-            .env("TMPDIR", tmp.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err);
-        if leader.is_some() {
-            cmd.arg("--")
-                .arg("sh")
-                .arg("-c")
-                .arg(LEADER_LOOP)
-                .arg("leader")
-                .arg(&ctl_dir);
-        }
-        let mut child = cmd.spawn().expect("start pdvm");
-        let out = child.stdout.take().expect("pdvm stdout");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                sink.lock().expect("lines").push(line);
-            }
-        });
-        let pid = child.id();
         let mut dvm = Dvm {
-            child: Some(child),
-            pid,
-            tmp,
-            lines,
+            pdvm: builder.start(),
             ctl: None,
             next: 0,
             leader_ns: None,
         };
-        // "DVM ready" goes to pdvm's stderr (its stdout belongs to the leader).
-        let err_path = dvm.tmp.path().join("pdvm.err");
-        dvm.poll("pdvm prints DVM ready", |_| {
-            fs::read_to_string(&err_path).is_ok_and(|e| e.lines().any(|l| l == "DVM ready"))
-        });
-        if leader.is_some() {
+        if leader {
+            let fifo = ctl_dir.join("ctl");
             let deadline = Instant::now() + POLL;
             let file = loop {
                 match fs::OpenOptions::new()
@@ -254,17 +233,9 @@ impl Dvm {
         }
         dvm
     }
-
     /// The leader's namespace; panics without a leader.
     pub fn leader(&self) -> String {
         self.leader_ns.clone().expect("started with a leader")
-    }
-
-    /// pdvm's log (stderr) and stdout, for failure messages.
-    pub fn logs(&self) -> String {
-        let err = fs::read_to_string(self.tmp.path().join("pdvm.err")).unwrap_or_default();
-        let out = self.lines.lock().map(|l| l.join("\n")).unwrap_or_default();
-        format!("--- pdvm stdout:\n{out}\n--- pdvm stderr:\n{err}")
     }
 
     /// Poll `cond` every 10 ms until true; panic after [`POLL`].
@@ -284,7 +255,7 @@ impl Dvm {
     pub fn tool_cmd(&self, name: &str) -> Command {
         let mut cmd = Command::new(cargo_bin(name));
         scrub_pmix_env(&mut cmd);
-        cmd.env("TMPDIR", self.tmp.path())
+        cmd.env("TMPDIR", self.tmpdir.path())
             .env("NO_COLOR", "1")
             .env("PATH", user_path());
         cmd
@@ -299,7 +270,7 @@ impl Dvm {
 
     /// The control directory shared with the leader (scripts go there).
     pub fn ctl_dir(&self) -> PathBuf {
-        self.tmp.path().join("ctl.d")
+        self.tmpdir.path().join("ctl.d")
     }
 
     /// Write an executable-by-sh script into the control dir; its path.
@@ -377,55 +348,17 @@ impl Dvm {
 
     /// Send SIGTERM to pdvm and wait for it to exit; its exit code.
     pub fn terminate(&mut self) -> Option<i32> {
-        let mut child = self.child.take()?;
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(Some(st)) = child.try_wait() {
-                return st.code();
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("pdvm did not stop on SIGTERM\n{}", self.logs());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.pdvm.terminate().and_then(|st| st.code())
     }
 }
 
 impl Drop for Dvm {
     fn drop(&mut self) {
+        // The leader ends its loop; pdvm itself is stopped by its own drop.
         if let Some(ctl) = self.ctl.as_mut() {
             let _ = ctl.write_all(b"exit\n");
         }
         self.ctl = None;
-        if self.child.is_some() {
-            let _ = self.terminate_quietly();
-        }
-    }
-}
-
-impl Dvm {
-    fn terminate_quietly(&mut self) -> Option<()> {
-        let mut child = self.child.take()?;
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return Some(());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        Some(())
     }
 }
 
@@ -434,6 +367,7 @@ pub struct Bg {
     child: Option<Child>,
     out: Arc<Mutex<String>>,
     err: Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Bg {
@@ -447,6 +381,7 @@ impl Bg {
         let mut child = cmd.spawn().expect("start background tool");
         let out = Arc::new(Mutex::new(String::new()));
         let err = Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
         for (pipe, buf) in [
             (
                 child
@@ -464,19 +399,20 @@ impl Bg {
             ),
         ] {
             if let Some(p) = pipe {
-                std::thread::spawn(move || {
+                readers.push(std::thread::spawn(move || {
                     for line in BufReader::new(p).lines().map_while(Result::ok) {
                         let mut b = buf.lock().expect("bg buffer");
                         b.push_str(&line);
                         b.push('\n');
                     }
-                });
+                }));
             }
         }
         Bg {
             child: Some(child),
             out,
             err,
+            readers,
         }
     }
 
@@ -536,8 +472,12 @@ impl Bg {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        // Let the reader threads drain the pipes.
-        std::thread::sleep(Duration::from_millis(50));
+        // Let the reader threads drain the pipes: they end when the last
+        // process holding them exits (bounded: a stray grandchild may not).
+        let grace = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < grace && !self.readers.iter().all(|r| r.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let mut o = self.snapshot();
         o.code = st.code().unwrap_or(-1);
         o

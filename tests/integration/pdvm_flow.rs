@@ -2,8 +2,7 @@
 //! discovery, a tool's query / allocate / spawn / output / job-end flow,
 //! exit statuses, and a launched process connecting back as a client.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use pmix_tools::conn::discover::{discover, ProcessEnv};
 use pmix_tools::ops::{alloc, events, keys, query};
 use pmix_tools::status::Status;
 
-use pdvm_harness::{app, follow_job, Pdvm};
+use crate::support::pdvm::{app, follow_job, Pdvm};
 use pmix_tools::ops::spawn;
 
 #[test]
@@ -202,17 +201,14 @@ fn launched_process_connects_back_as_client() {
     let s = dvm.session();
     let exe = std::env::current_exe().unwrap();
     let exe = exe.to_string_lossy().into_owned();
+    // The probe's test name in this crate: `<module>::helper_client_probe`.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let probe = format!("{module}::helper_client_probe");
     let job = spawn::spawn(
         &s,
         &spawn::launcher_job_info(),
         &[app(
-            &[
-                &exe,
-                "--exact",
-                "helper_client_probe",
-                "--nocapture",
-                "--test-threads=1",
-            ],
+            &[&exe, "--exact", &probe, "--nocapture", "--test-threads=1"],
             2,
         )],
     )

@@ -1,8 +1,7 @@
 //! pdvm's own life: `--daemonize`, `--terminate`, `--report-uri`, and jobs
 //! ended by job control or by tearing the DVM down.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +9,7 @@ use pmix_tools::codec::Value;
 use pmix_tools::ops::{control, events, keys};
 use pmix_tools::status::Status;
 
-use pdvm_harness::{app, follow_job, Pdvm};
+use crate::support::pdvm::{app, follow_job, Pdvm};
 use pmix_tools::ops::spawn;
 
 fn alive(pid: u32) -> bool {

@@ -7,14 +7,15 @@
 //! own job-end events arriving before that output ever does); the MPMD test
 //! therefore allows a few attempts and says why each failed.
 
-mod support;
+use crate::support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::py::Py422;
+use crate::support::{cargo_bin, json_records, run_with_timeout, show, text, unique_tmpdir, Prte};
+use crate::support::{wait_exit, wait_output, LineReader};
 use serde_json::Value;
-use support::{cargo_bin, json_records, run_with_timeout, show, text, unique_tmpdir, Prte};
 
 /// `name` as a user runs it next to this DVM. `--tmpdir` names where the
 /// DVM's rendezvous files are, so a server some other program left running
@@ -415,9 +416,10 @@ fn pspawn_interrupted_terminates_the_job_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let stdout = LineReader::new(child.stdout.take().unwrap());
+    let first = stdout
+        .next_line(Duration::from_secs(30))
+        .unwrap_or_default();
     let rec: Value = serde_json::from_str(&first).unwrap();
     assert_eq!(rec["state"], "launched");
     let t = Instant::now();
@@ -426,7 +428,7 @@ fn pspawn_interrupted_terminates_the_job_and_exits_130() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_output(child, Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(130), "{}", show(&out));
     assert!(
         t.elapsed() < Duration::from_secs(15),
@@ -446,83 +448,6 @@ fn pspawn_interrupted_terminates_the_job_and_exits_130() {
 // python3-pmix, `tests/peers/pmix422_server.py`). The tools run as the
 // process of its registered job (from the environment it hands that
 // process), which is how a tool acts inside a job.
-
-/// The 4.2.2 server, its job's environment, and its upcall log.
-struct Py422 {
-    child: std::process::Child,
-    env: Vec<(String, String)>,
-    log: std::sync::mpsc::Receiver<String>,
-    _dir: support::TempDir,
-}
-
-impl Py422 {
-    fn start() -> Py422 {
-        let dir = unique_tmpdir("py422-tools");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/pmix422_server.py");
-        let mut cmd = Command::new(support::debian_pmix_python());
-        support::scrub_pmix_env(&mut cmd);
-        let mut child = cmd
-            .arg(script)
-            .arg(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the 4.2.2 server");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let env: std::collections::BTreeMap<String, String> = line
-            .strip_prefix("ENV ")
-            .and_then(|j| serde_json::from_str(j).ok())
-            .unwrap_or_else(|| panic!("4.2.2 server did not register its job: {line:?}"));
-        line.clear();
-        out.read_line(&mut line).unwrap();
-        assert!(
-            line.starts_with("READY "),
-            "4.2.2 server did not start: {line:?}"
-        );
-        let (tx, log) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in out.lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        Py422 {
-            child,
-            env: env.into_iter().collect(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// `name` run as the job's process.
-    fn tool(&self, name: &str) -> Command {
-        let mut c = Command::new(cargo_bin(name));
-        support::scrub_pmix_env(&mut c);
-        c.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        c
-    }
-
-    /// The next upcall line starting with `prefix`.
-    fn next(&self, prefix: &str) -> String {
-        loop {
-            let l = self
-                .log
-                .recv_timeout(Duration::from_secs(10))
-                .unwrap_or_else(|_| panic!("no {prefix} upcall logged"));
-            if l.starts_with(prefix) {
-                return l;
-            }
-        }
-    }
-}
-
-impl Drop for Py422 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn palloc_and_prelease_inside_a_job_against_openpmix_4_2_2() {
@@ -609,9 +534,8 @@ fn palloc_hold_keeps_the_grant_until_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
+    let out = LineReader::new(child.stdout.take().unwrap());
+    let first = out.next_line(Duration::from_secs(30)).unwrap_or_default();
     let rec: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
     assert_eq!(rec["type"], "allocation");
     assert_eq!(rec["alloc_id"], "py422-alloc-1");
@@ -626,9 +550,8 @@ fn palloc_hold_keeps_the_grant_until_sigterm() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    let status = child.wait().unwrap();
+    let rest = out.rest(Duration::from_secs(30));
+    let status = wait_exit(&mut child, Duration::from_secs(30));
     // Ended by SIGTERM: 128 + 15, the shell convention (README, exit codes).
     assert_eq!(status.code(), Some(143), "{rest}");
     let last: Value = serde_json::from_str(rest.trim()).unwrap_or_else(|e| panic!("{e}: {rest}"));

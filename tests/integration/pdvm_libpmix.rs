@@ -5,60 +5,11 @@
 //! 4.2.2 `pps` tool listing pdvm's namespaces. These FAIL when the peers are
 //! missing (`support::debian_pmix_python` / `debian_pmix_tool` panic).
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
-use pdvm_harness::Pdvm;
-use support::{debian_pmix_python, debian_pmix_tool, run_with_timeout};
-
-const PY_TOOL: &str = r#"
-import json, sys, pmix
-t = pmix.PMIxTool()
-out = {}
-rc, me = t.init([{'key': pmix.PMIX_SERVER_URI, 'value': sys.argv[1],
-                  'val_type': pmix.PMIX_STRING}])
-out['init'] = rc
-out['me'] = me
-if rc == 0:
-    rc, res = t.query([{'keys': [pmix.PMIX_QUERY_NAMESPACES], 'qualifiers': []}])
-    out['query'] = rc
-    key = pmix.PMIX_QUERY_NAMESPACES
-    key = key.decode() if isinstance(key, bytes) else key
-    out['namespaces'] = [r['value'] for r in res if r.get('key') == key]
-    rc, res = t.allocation_request(pmix.PMIX_ALLOC_NEW, [
-        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64},
-        {'key': 'pmix.alloc.reqid', 'value': 'py-req', 'val_type': pmix.PMIX_STRING}])
-    out['alloc'] = rc
-    out['alloc_info'] = {r['key']: r['value'] for r in res}
-    out['finalize'] = t.finalize()
-print(json.dumps(out, default=str))
-"#;
-
-const PY_CLIENT: &str = r#"
-import json, os, pmix
-c = pmix.PMIxClient()
-out = {'env_ns': os.environ.get('PMIX_NAMESPACE')}
-rc, me = c.init([])
-out['init'] = rc
-out['me'] = me
-if rc == 0:
-    rc, res = c.allocation_request(pmix.PMIX_ALLOC_NEW, [
-        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64}])
-    out['alloc'] = rc
-    out['alloc_info'] = {r['key']: r['value'] for r in res}
-    out['finalize'] = c.finalize([])
-print(json.dumps(out, default=str))
-"#;
-
-fn last_json(stdout: &[u8]) -> serde_json::Value {
-    let text = String::from_utf8_lossy(stdout);
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use crate::support::pdvm::Pdvm;
+use crate::support::py::{last_json, libpmix_client_argv, libpmix_tool};
+use crate::support::{debian_pmix_tool, run_with_timeout};
 
 #[test]
 fn libpmix_tool_queries_and_is_granted_an_allocation() {
@@ -68,10 +19,7 @@ fn libpmix_tool_queries_and_is_granted_an_allocation() {
             .unwrap()
             .uri
             .to_string();
-    let mut cmd = std::process::Command::new(debian_pmix_python());
-    support::scrub_pmix_env(&mut cmd);
-    cmd.args(["-W", "ignore", "-c", PY_TOOL, &uri]);
-    let out = run_with_timeout(&mut cmd, 30);
+    let out = run_with_timeout(&mut libpmix_tool(&uri, Some("py-req")), 30);
     assert!(
         out.status.success(),
         "{}",
@@ -118,8 +66,7 @@ fn libpmix_client_launched_by_pdvm_inits_and_allocates() {
     cmd.args(["--nodes", "1", "--scheduler-nodes", "1", "--tmpdir"])
         .arg(tmp.path())
         .arg("--")
-        .arg(debian_pmix_python())
-        .args(["-W", "ignore", "-c", PY_CLIENT]);
+        .args(libpmix_client_argv());
     let out = run_with_timeout(&mut cmd, 60);
     assert!(
         out.status.success(),

@@ -3,15 +3,14 @@
 //! within the allocation through palloc's holder; the allocation is given
 //! back when CMD ends.
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use pdvm_harness::Pdvm;
-use support::text;
+use crate::support::pdvm::Pdvm;
+use crate::support::text;
 
 /// A tool command next to `pdvm` (see [`Pdvm::tool`]).
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
@@ -128,7 +127,7 @@ fn command_gets_callers_environment_stdin_and_status() {
         std::time::Instant::now() + Duration::from_secs(30),
     );
     assert!(!timed_out, "palloc did not end");
-    let out = child.wait_with_output().expect("output");
+    let out = support::wait_output(child, Duration::from_secs(10));
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "CMD's own status: {stdout}");
     assert!(stdout.contains("setting=from-the-shell"), "{stdout}");

@@ -3,18 +3,17 @@
 //! giant queries. Every test has deadlines; none depends on timing
 //! thresholds (measured times are printed as figures).
 
-mod pdvm_harness;
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
+use crate::support::{show, text};
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::Session;
-use support::{show, text};
 
 fn tool(pdvm: &Pdvm, name: &str) -> Command {
     let mut cmd = Command::new(support::cargo_bin(name));
@@ -211,7 +210,7 @@ fn burst_of_empty_frames_does_not_stall_pdvm() {
         "pwatch --status during the burst: {}",
         show(&o)
     );
-    let (_s, sent) = writer.join().expect("writer");
+    let (_s, sent) = support::join_within(writer, Duration::from_secs(120), "writer");
     eprintln!(
         "FIGURE burst: {frames} empty frames ({} MB) written in {:.2}s; concurrent pwatch --status took {:.3}s",
         frames * 16 / 1_000_000,

@@ -13,7 +13,7 @@
 //! `PMIX_ERR_NOT_SUPPORTED`). [`pquery_crashes_before_connecting`] pins
 //! that down and turns into a real connection check once pquery is fixed.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::net::TcpStream;
@@ -21,7 +21,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 use std::time::Duration;
 
-use support::{debian_pmix_python, debian_pmix_tool, run_with_timeout, Prte};
+use crate::support::py::libpmix_tool_args;
+use crate::support::{debian_pmix_python, debian_pmix_tool, run_with_timeout, Prte};
 
 fn text(out: &Output) -> String {
     format!(
@@ -262,35 +263,13 @@ fn debian_python_has_pmix_4_2_2() {
 /// Debian's OpenPMIx 4.2.2 Python binding, as a tool, connects to PRRTE
 /// 3.0.14 by URI, queries namespaces, and gets `PMIX_ERR_NOT_SUPPORTED`
 /// (-47) for an allocation request: 3.0 has no reservation support.
-const PY_TOOL: &str = r#"
-import json, sys, pmix
-t = pmix.PMIxTool()
-out = {}
-rc, me = t.init([{'key': pmix.PMIX_SERVER_URI, 'value': sys.argv[1],
-                  'val_type': pmix.PMIX_STRING}])
-out['init'] = rc
-out['me'] = me
-if rc == 0:
-    rc, res = t.query([{'keys': [pmix.PMIX_QUERY_NAMESPACES], 'qualifiers': []}])
-    out['query'] = rc
-    key = pmix.PMIX_QUERY_NAMESPACES
-    key = key.decode() if isinstance(key, bytes) else key
-    out['namespaces'] = [r['value'] for r in res if r.get('key') == key]
-    rc, res = t.allocation_request(pmix.PMIX_ALLOC_NEW, [
-        {'key': pmix.PMIX_ALLOC_NUM_NODES, 'value': 1, 'val_type': pmix.PMIX_UINT64}])
-    out['alloc'] = rc
-    out['alloc_name'] = t.error_string(rc)
-    out['finalize'] = t.finalize()
-print(json.dumps(out))
-"#;
 
 #[test]
 fn debian_python_tool_queries_and_is_refused_allocation() {
     let dvm = Prte::start();
-    let python = debian_pmix_python();
     let out = run_with_timeout(
-        dvm.tool_command(&python)
-            .args(["-W", "ignore", "-c", PY_TOOL, &dvm.full_uri()]),
+        dvm.tool_command(debian_pmix_python())
+            .args(libpmix_tool_args(&dvm.full_uri(), None)),
         30,
     );
     eprintln!("python3-pmix tool: {}", text(&out).trim());

@@ -1,9 +1,6 @@
 //! Hostile and broken peers: each is dropped without disturbing the others,
 //! and announced lengths never buy memory before the bytes arrive.
 
-mod pdvm_harness;
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -11,7 +8,7 @@ use std::time::{Duration, Instant};
 use pmix_tools::conn::handshake::{build_connect_ack, Hello, Identity};
 use pmix_tools::ops::query;
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
 
 /// Read until the server closes the socket; the bytes received.
 fn read_until_closed(s: &mut TcpStream, secs: u64) -> Vec<u8> {
@@ -67,6 +64,7 @@ fn garbage_sender_is_dropped_and_others_keep_working() {
     // A handshaken tool that then sends an undecodable request gets an
     // error reply; one that breaks the framing is dropped.
     let mut t = TcpStream::connect(dvm.addr()).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     t.write_all(&build_connect_ack(&tool_hello())).unwrap();
     let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
     t.read_exact(&mut welcome).unwrap();
@@ -108,6 +106,7 @@ fn huge_lengths_are_refused_without_allocating() {
 
     // A handshaken tool announcing a 4 GiB request.
     let mut t = TcpStream::connect(dvm.addr()).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     t.write_all(&build_connect_ack(&tool_hello())).unwrap();
     let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
     t.read_exact(&mut welcome).unwrap();
@@ -143,6 +142,7 @@ fn many_idle_tools_are_all_served() {
     let mut held = Vec::new();
     for _ in 0..200 {
         let mut t = TcpStream::connect(dvm.addr()).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         t.write_all(&build_connect_ack(&tool_hello())).unwrap();
         let mut welcome = [0u8; 4 + 256 + 4 + 256 + 4 + 4];
         t.read_exact(&mut welcome).unwrap();

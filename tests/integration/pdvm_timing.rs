@@ -2,9 +2,6 @@
 //! reaches only the requesting process, expiry reclaims the nodes, and a
 //! queued request is answered when the nodes come free.
 
-mod pdvm_harness;
-mod support;
-
 use std::time::{Duration, Instant};
 
 use pmix_tools::codec::{Info, Value};
@@ -12,7 +9,7 @@ use pmix_tools::conn::Unsolicited;
 use pmix_tools::ops::{alloc, events, keys, Session};
 use pmix_tools::status::Status;
 
-use pdvm_harness::Pdvm;
+use crate::support::pdvm::Pdvm;
 
 fn drain_events(s: &Session, for_: Duration) -> Vec<events::Event> {
     let end = Instant::now() + for_;
@@ -87,6 +84,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
             .and_then(Value::as_u64)
             .unwrap();
         assert!((100..=120).contains(&rem), "{rem}");
+        // Bounded: the waiter's request has the session's 30 s deadline.
         let granted = waiter.join().unwrap().expect("queued request granted");
         let waited = t0.elapsed();
         assert!(

@@ -1,0 +1,37 @@
+//! The integration tests: one crate, one module per area (see
+//! tests/README.md). Every module reaches the shared harness as
+//! `crate::support` (tests/support/); tests that need a real peer fail when
+//! it is missing (scripts/install-peers.sh installs them).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_parse;
+mod cli_robust;
+mod codec_budget;
+mod codec_golden;
+mod codec_malformed;
+mod codec_proptest;
+mod conn_faults;
+mod docs_current;
+mod dvm_model_genealogy;
+mod dvm_model_rules;
+mod dvm_model_sched;
+mod habits;
+mod palloc_context;
+mod parsers_proptest;
+mod pdvm_events;
+mod pdvm_flow;
+mod pdvm_hostile;
+mod pdvm_libpmix;
+mod pdvm_lifecycle;
+mod pdvm_master_tools;
+mod pdvm_robust;
+mod pdvm_timing;
+mod peers_smoke;
+mod pmix422_peer;
+mod prte_wire;
+mod pspawn_nohang;
+mod pwatch_status;
+mod tools_master;
+mod tools_prte;
