@@ -18,6 +18,7 @@ mod dvm_model_genealogy;
 mod dvm_model_rules;
 mod dvm_model_sched;
 mod habits;
+mod layers;
 mod palloc_context;
 mod parsers_proptest;
 mod pdvm_events;

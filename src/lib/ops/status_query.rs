@@ -53,7 +53,7 @@ pub const UNKNOWN: &str = "unknown";
 /// Job field: parent namespace.
 pub const JOB_PARENT: &str = "pdvm.job.parent";
 
-pub use crate::render::ReservationRecord;
+pub use crate::render::records::ReservationRecord;
 
 /// One node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
