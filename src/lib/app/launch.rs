@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cli::exit::Exit;
 use crate::cli::request::AppSpec;
 use crate::codec::{App, Info, Value};
-use crate::conn::Unsolicited;
+use crate::conn::Event as Wake;
 use crate::error::Error;
 use crate::error::Result;
 use crate::ops::events::Event;
@@ -204,17 +204,13 @@ enum StopReason {
     Signal(i32),
 }
 
-/// Tag of the job-end registration [`register_job_end`] sends: in the upper
-/// half of the dynamic tag space, which the connection never hands out, so
-/// its reply reaches [`follow`] as an unsolicited message.
-pub const REGISTRATION_TAG: u32 = u32::MAX - 100;
-
-/// Register for job-end events without waiting for the answer; [`follow`]
-/// checks it when it comes. The DVM handles one connection's requests in
-/// order, so a spawn sent next cannot end unseen; not waiting saves a round
-/// trip whose small reply a server without `TCP_NODELAY` may hold back for
-/// our delayed ACK (tens of milliseconds with PRRTE 3.0).
-pub fn register_job_end(s: &Session) -> Result<()> {
+/// Register for job-end events without waiting for the answer: returns
+/// the registration's pending-reply tag, which [`follow`] checks when the
+/// reply comes. The DVM handles one connection's requests in order, so a
+/// spawn sent next cannot end unseen; not waiting saves a round trip whose
+/// small reply a server without `TCP_NODELAY` may hold back for our delayed
+/// ACK (tens of milliseconds with PRRTE 3.0).
+pub fn register_job_end(s: &Session) -> Result<u32> {
     let mut e = s.request(crate::ops::cmd::REGEVENTS)?;
     e.pack_one(&crate::codec::Size(1))?;
     e.pack(&[Status::EVENT_JOB_END])?;
@@ -222,24 +218,27 @@ pub fn register_job_end(s: &Session) -> Result<()> {
         &mut e,
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
     )?;
-    s.conn().send(REGISTRATION_TAG, e.bytes())
+    s.conn().begin(e.bytes())
 }
-
-/// How often [`follow`] looks at the signal flag and the deadline.
-const TICK: Duration = Duration::from_millis(20);
 
 /// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
 /// [`kill_job`] after [`STOP_GRACE`]) and its end awaited (at most three
 /// grace periods). Output and other events go to `on_output`.
+/// `registration`: the tag of a [`register_job_end`] whose reply is still
+/// to be checked.
 ///
-/// The job's end is its `PMIX_EVENT_JOB_END`; when that does not come, an
-/// [`EndCheck`] asks the DVM about the job once it has been silent past a
-/// deadline (backing off, bounded), so a lost event cannot hang us: the
-/// job then ends with the best status known ([`JobEnd::announced`] false).
+/// One wait covers the connection, the signal self-pipe and the next
+/// deadline (the time-out, a grace period, or the [`EndCheck`]'s next
+/// question). The job's end is its `PMIX_EVENT_JOB_END`; when that does not
+/// come, the [`EndCheck`] asks the DVM about the job once it has been
+/// silent past a deadline (backing off, bounded), so a lost event cannot
+/// hang us: the job then ends with the best status known
+/// ([`JobEnd::announced`] false).
 pub fn follow(
     s: &Session,
     nspace: &str,
+    registration: Option<u32>,
     timeout: Option<Duration>,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Followed> {
@@ -253,8 +252,10 @@ pub fn follow(
         (None, Some(end)) => Followed::Ended(end),
         (None, None) => Followed::TimedOut,
     };
+    let sig: Vec<_> = signals::fd().into_iter().collect();
     loop {
         let now = Instant::now();
+        let mut wake = check.due();
         match stopped {
             None => {
                 let why = match (signals::caught(), deadline) {
@@ -265,6 +266,10 @@ pub fn follow(
                 if let Some(why) = why {
                     stop_job(s, nspace);
                     stopped = Some((now, why));
+                    continue;
+                }
+                if let Some(d) = deadline {
+                    wake = wake.min(d);
                 }
             }
             Some((at, why)) => {
@@ -275,21 +280,28 @@ pub fn follow(
                 if now >= at + STOP_GRACE * 3 {
                     return Ok(outcome(Some(why), None));
                 }
+                if !killed {
+                    wake = wake.min(at + STOP_GRACE);
+                }
+                wake = wake.min(at + STOP_GRACE * 3);
             }
         }
         // Due only after a silent deadline; otherwise returns at once.
         if let Some(end) = check.poll(s, on_output) {
             return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
         }
-        match s.conn().next_unsolicited(TICK) {
-            Some(Unsolicited::Other(REGISTRATION_TAG, bytes)) => {
-                let st: Status = s.decoder(&bytes).unpack_one()?;
-                if !st.is_success() {
-                    return Err(Error::new(st, "the DVM refused to report the job's end"));
+        match s.conn().wait(&sig, Some(wake)) {
+            Wake::Ready(_) => signals::drain(),
+            Wake::Reply(tag) if Some(tag) == registration => {
+                if let Some(reply) = s.conn().take_reply(tag) {
+                    let st: Status = s.decoder(&reply?).unpack_one()?;
+                    if !st.is_success() {
+                        return Err(Error::new(st, "the DVM refused to report the job's end"));
+                    }
                 }
             }
-            None => {}
-            Some(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
+            Wake::Reply(_) | Wake::Deadline => {}
+            Wake::Message(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
                 Some(Ok(end)) => return Ok(outcome(stopped.map(|(_, w)| w), Some(end))),
                 Some(Err(e)) => return Err(e),
                 None => {}

@@ -346,7 +346,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         ui.result(&ns);
         return Ok(0);
     }
-    launch::register_job_end(s)
+    let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     let stdin_rank = match req.stdin {
@@ -383,7 +383,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
     let timeout = req.timeout_secs.map(Duration::from_secs);
-    let followed = launch::follow(s, &ns, timeout, &mut |o| {
+    let followed = launch::follow(s, &ns, Some(registration), timeout, &mut |o| {
         if let JobOutput::Output(c) = o {
             sink.chunk(c)
         }

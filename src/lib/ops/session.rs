@@ -115,7 +115,11 @@ impl Session {
 
     /// Send a request and return the reply payload.
     pub fn call(&self, enc: Encoder) -> Result<Vec<u8>> {
-        self.conn.request(enc.bytes(), self.timeout)
+        let what = enc
+            .bytes()
+            .first()
+            .map_or("our request", |c| cmd::describe(*c));
+        self.conn.request_for(enc.bytes(), self.timeout, what)
     }
 
     /// Check that every value can travel on this connection's wire version
@@ -136,7 +140,9 @@ impl Session {
     /// does not answer in time, costs at most the bound.
     pub fn finalize(self) -> Result<()> {
         let enc = self.request(cmd::FINALIZE)?;
-        let r = self.conn.request(enc.bytes(), FINALIZE_WAIT);
+        let r = self
+            .conn
+            .request_for(enc.bytes(), FINALIZE_WAIT, cmd::describe(cmd::FINALIZE));
         self.conn.shutdown();
         r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
     }
