@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -240,13 +240,18 @@ this tool can take them",
 /// A connected, handshaken session with a PMIx server.
 pub struct Connection {
     writer: Mutex<Stream>,
-    rx: Mutex<Rx>,
-    turn: Condvar,
-    fd: RawFd,
+    shared: Arc<Shared>,
     next_tag: AtomicU32,
     target: Target,
     welcome: Welcome,
     wire: WireVersion,
+}
+
+/// The receiving side as the waiting threads share it.
+struct Shared {
+    rx: Mutex<Rx>,
+    turn: Condvar,
+    fd: RawFd,
 }
 
 /// What a waiter's check says after each round.
@@ -452,19 +457,21 @@ found by {}); it may be stopped or overloaded",
         let fd = reader.as_raw_fd();
         Ok(Connection {
             writer: Mutex::new(stream),
-            rx: Mutex::new(Rx {
-                reader,
-                decoder: FrameDecoder::new(MAX_PAYLOAD),
-                scratch: Vec::new(),
-                pending: HashMap::new(),
-                ready: VecDeque::new(),
-                queue: VecDeque::new(),
-                queued_bytes: 0,
-                closed: None,
-                polling: false,
+            shared: Arc::new(Shared {
+                rx: Mutex::new(Rx {
+                    reader,
+                    decoder: FrameDecoder::new(MAX_PAYLOAD),
+                    scratch: Vec::new(),
+                    pending: HashMap::new(),
+                    ready: VecDeque::new(),
+                    queue: VecDeque::new(),
+                    queued_bytes: 0,
+                    closed: None,
+                    polling: false,
+                }),
+                turn: Condvar::new(),
+                fd,
             }),
-            turn: Condvar::new(),
-            fd,
             next_tag: AtomicU32::new(TAG_DYNAMIC),
             target,
             welcome,
@@ -499,7 +506,7 @@ found by {}); it may be stopped or overloaded",
 
     /// True once the server has gone away.
     pub fn is_closed(&self) -> bool {
-        lock(&self.rx).closed.is_some()
+        lock(&self.shared.rx).closed.is_some()
     }
 
     fn pindex(&self) -> i32 {
@@ -516,14 +523,14 @@ found by {}); it may be stopped or overloaded",
     fn start(&self, payload: &[u8], notify: bool) -> Result<u32> {
         let tag = self.alloc_tag();
         {
-            let mut rx = lock(&self.rx);
+            let mut rx = lock(&self.shared.rx);
             if let Some(e) = rx.closed_error() {
                 return Err(e);
             }
             rx.pending.insert(tag, Slot::Waiting { notify });
         }
         if let Err(e) = self.send(tag, payload) {
-            lock(&self.rx).pending.remove(&tag);
+            lock(&self.shared.rx).pending.remove(&tag);
             return Err(e);
         }
         Ok(tag)
@@ -533,7 +540,7 @@ found by {}); it may be stopped or overloaded",
     /// reason none will come (`Some(Err)`); `None` while it is pending.
     /// Taking a reply ends the handle.
     pub fn take_reply(&self, tag: u32) -> Option<Result<Vec<u8>>> {
-        let mut rx = lock(&self.rx);
+        let mut rx = lock(&self.shared.rx);
         rx.ready.retain(|t| *t != tag);
         match rx.pending.get(&tag) {
             Some(Slot::Arrived(_)) => match rx.pending.remove(&tag) {
@@ -555,7 +562,7 @@ found by {}); it may be stopped or overloaded",
     /// Stop waiting for the reply to `tag` (a reply that still comes is
     /// then unsolicited).
     pub fn forget(&self, tag: u32) {
-        let mut rx = lock(&self.rx);
+        let mut rx = lock(&self.shared.rx);
         rx.pending.remove(&tag);
         rx.ready.retain(|t| *t != tag);
     }
@@ -585,9 +592,141 @@ found by {}); it may be stopped or overloaded",
 
     /// Wait until `deadline` for the reply to `tag` (from
     /// [`Connection::begin`]); `Ok(None)` at the deadline (the request
-    /// stays pending). Unsolicited messages meanwhile are queued for the
-    /// caller; while that queue is full the wait fails.
+    /// stays pending) or when one of `extras` became readable. Unsolicited
+    /// messages meanwhile are queued for the caller; while that queue is
+    /// full the wait fails.
     pub fn await_reply(
+        &self,
+        tag: u32,
+        extras: &[BorrowedFd<'_>],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.shared.await_reply(tag, extras, deadline)
+    }
+
+    /// Send a request on a fresh tag; its reply (or the reason none will
+    /// come) is handed to `on_reply` on a thread of its own that waits for
+    /// it. For callers without a wait loop of their own (tests, scripts);
+    /// the tools use [`Connection::begin`] and [`Connection::wait`].
+    pub fn relay(
+        &self,
+        payload: &[u8],
+        on_reply: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
+    ) -> Result<()> {
+        let tag = self.start(payload, false)?;
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name("pmix-relay".into())
+            .spawn(move || {
+                let r = shared.await_reply(tag, &[], None).and_then(|r| {
+                    r.ok_or_else(|| Error::new(Status::ERR_TIMEOUT, "no reply came"))
+                });
+                on_reply(r);
+            })
+            .map(|_| ())
+            .map_err(|e| {
+                self.forget(tag);
+                Error::new(
+                    Status::ERR_OUT_OF_RESOURCE,
+                    format!("cannot start a thread to wait for the reply: {e}"),
+                )
+            })
+    }
+
+    /// The one wait primitive: the next event, waiting at most until
+    /// `deadline` (`None`: no limit). Replies to [`Connection::begin`]
+    /// requests come first, then queued unsolicited messages (the caller's
+    /// `extras` are still looked at between them), then whatever poll(2)
+    /// finds on the socket and `extras`.
+    pub fn wait(&self, extras: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Event {
+        let r = self.shared.wait_for(extras, deadline, false, |rx| {
+            if let Some(tag) = rx.ready.pop_front() {
+                return Check::Done(Event::Reply(tag));
+            }
+            if let Some(m) = rx.queue.pop_front() {
+                rx.queued_bytes -= m.len();
+                return Check::Done(Event::Message(m));
+            }
+            match rx.closed_error() {
+                Some(e) if !rx.decoder.has_frame() => {
+                    Check::Done(Event::Message(Unsolicited::Closed(e)))
+                }
+                _ => Check::Again,
+            }
+        });
+        match r {
+            WaitOut::Done(ev) => ev,
+            WaitOut::Ready(i) => Event::Ready(i),
+            WaitOut::Deadline => Event::Deadline,
+        }
+    }
+
+    /// Wait up to `timeout` for the next unsolicited message (replies to
+    /// [`Connection::begin`] requests stay for [`Connection::wait`]).
+    pub fn next_unsolicited(&self, timeout: Duration) -> Option<Unsolicited> {
+        self.next_unsolicited_until(Some(Instant::now() + timeout))
+    }
+
+    /// Wait until `deadline` for the next unsolicited message.
+    pub fn next_unsolicited_until(&self, deadline: Option<Instant>) -> Option<Unsolicited> {
+        let r = self.shared.wait_for(&[], deadline, false, |rx| {
+            if let Some(m) = rx.queue.pop_front() {
+                rx.queued_bytes -= m.len();
+                return Check::Done(m);
+            }
+            match rx.closed_error() {
+                Some(e) if !rx.decoder.has_frame() => Check::Done(Unsolicited::Closed(e)),
+                _ => Check::Again,
+            }
+        });
+        match r {
+            WaitOut::Done(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Send a message on a fixed tag without waiting for a reply.
+    pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
+        let msg = encode_frame(self.pindex(), tag, payload)?;
+        let mut w = lock(&self.writer);
+        w.write_all(&msg).map_err(|e| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "the DVM took nothing we sent for {} (it may be stopped)",
+                        seconds(WRITE_TIMEOUT)
+                    ),
+                )
+            } else {
+                io_error(e, "sending a message")
+            }
+        })?;
+        w.flush().map_err(|e| io_error(e, "sending a message"))
+    }
+
+    fn alloc_tag(&self) -> u32 {
+        // Stay in the lower half of the dynamic space, as the initiating side.
+        let t = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        if t >= u32::MAX / 2 {
+            self.next_tag.store(TAG_DYNAMIC + 1, Ordering::Relaxed);
+            TAG_DYNAMIC
+        } else {
+            t
+        }
+    }
+
+    /// Close the socket; waits see the connection closed.
+    pub fn shutdown(&self) {
+        let _ = lock(&self.writer).shutdown();
+    }
+}
+
+impl Shared {
+    fn await_reply(
         &self,
         tag: u32,
         extras: &[BorrowedFd<'_>],
@@ -626,62 +765,10 @@ found by {}); it may be stopped or overloaded",
             WaitOut::Done(Err(e)) => Err(e),
             WaitOut::Ready(_) | WaitOut::Deadline => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
-                    self.forget(tag);
+                    lock(&self.rx).pending.remove(&tag);
                 }
                 Ok(None)
             }
-        }
-    }
-
-    /// The one wait primitive: the next event, waiting at most until
-    /// `deadline` (`None`: no limit). Replies to [`Connection::begin`]
-    /// requests come first, then queued unsolicited messages (the caller's
-    /// `extras` are still looked at between them), then whatever poll(2)
-    /// finds on the socket and `extras`.
-    pub fn wait(&self, extras: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Event {
-        let r = self.wait_for(extras, deadline, false, |rx| {
-            if let Some(tag) = rx.ready.pop_front() {
-                return Check::Done(Event::Reply(tag));
-            }
-            if let Some(m) = rx.queue.pop_front() {
-                rx.queued_bytes -= m.len();
-                return Check::Done(Event::Message(m));
-            }
-            match rx.closed_error() {
-                Some(e) if !rx.decoder.has_frame() => {
-                    Check::Done(Event::Message(Unsolicited::Closed(e)))
-                }
-                _ => Check::Again,
-            }
-        });
-        match r {
-            WaitOut::Done(ev) => ev,
-            WaitOut::Ready(i) => Event::Ready(i),
-            WaitOut::Deadline => Event::Deadline,
-        }
-    }
-
-    /// Wait up to `timeout` for the next unsolicited message (replies to
-    /// [`Connection::begin`] requests stay for [`Connection::wait`]).
-    pub fn next_unsolicited(&self, timeout: Duration) -> Option<Unsolicited> {
-        self.next_unsolicited_until(Some(Instant::now() + timeout))
-    }
-
-    /// Wait until `deadline` for the next unsolicited message.
-    pub fn next_unsolicited_until(&self, deadline: Option<Instant>) -> Option<Unsolicited> {
-        let r = self.wait_for(&[], deadline, false, |rx| {
-            if let Some(m) = rx.queue.pop_front() {
-                rx.queued_bytes -= m.len();
-                return Check::Done(m);
-            }
-            match rx.closed_error() {
-                Some(e) if !rx.decoder.has_frame() => Check::Done(Unsolicited::Closed(e)),
-                _ => Check::Again,
-            }
-        });
-        match r {
-            WaitOut::Done(m) => Some(m),
-            _ => None,
         }
     }
 
@@ -785,45 +872,6 @@ found by {}); it may be stopped or overloaded",
             socket: read_socket && fired(&fds[0]),
             extra: fds[skip..].iter().position(fired),
         }
-    }
-
-    /// Send a message on a fixed tag without waiting for a reply.
-    pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
-        let msg = encode_frame(self.pindex(), tag, payload)?;
-        let mut w = lock(&self.writer);
-        w.write_all(&msg).map_err(|e| {
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) {
-                Error::new(
-                    Status::ERR_TIMEOUT,
-                    format!(
-                        "the DVM took nothing we sent for {} (it may be stopped)",
-                        seconds(WRITE_TIMEOUT)
-                    ),
-                )
-            } else {
-                io_error(e, "sending a message")
-            }
-        })?;
-        w.flush().map_err(|e| io_error(e, "sending a message"))
-    }
-
-    fn alloc_tag(&self) -> u32 {
-        // Stay in the lower half of the dynamic space, as the initiating side.
-        let t = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        if t >= u32::MAX / 2 {
-            self.next_tag.store(TAG_DYNAMIC + 1, Ordering::Relaxed);
-            TAG_DYNAMIC
-        } else {
-            t
-        }
-    }
-
-    /// Close the socket; waits see the connection closed.
-    pub fn shutdown(&self) {
-        let _ = lock(&self.writer).shutdown();
     }
 }
 
@@ -940,7 +988,7 @@ impl Write for Deadlined<'_> {
 impl AsFd for Connection {
     fn as_fd(&self) -> BorrowedFd<'_> {
         // SAFETY: the socket stays open while `self` lives.
-        unsafe { BorrowedFd::borrow_raw(self.fd) }
+        unsafe { BorrowedFd::borrow_raw(self.shared.fd) }
     }
 }
 
