@@ -90,6 +90,9 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
             ));
         }
         status::print(&snap, ui);
+        if let Some(e) = &snap.failure {
+            return Err(Failure::from_error("the DVM did not report its status", e));
+        }
         let Some(every) = w.interval_secs else {
             return Ok(0);
         };
