@@ -47,6 +47,24 @@ use super::stream::Stream;
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Environment variable overriding the handshake deadline and the default
+/// per-request deadline, in seconds (e.g. `PMIX_TOOLS_TIMEOUT=5`).
+pub const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";
+
+/// The deadline [`TIMEOUT_ENV`] sets, if it holds a positive number of
+/// seconds.
+pub fn env_timeout() -> Option<Duration> {
+    let v = std::env::var(TIMEOUT_ENV).ok()?;
+    let secs: f64 = v.trim().trim_end_matches('s').parse().ok()?;
+    (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The handshake deadline in force: [`TIMEOUT_ENV`], else
+/// [`HANDSHAKE_TIMEOUT`].
+pub fn handshake_timeout() -> Duration {
+    env_timeout().unwrap_or(HANDSHAKE_TIMEOUT)
+}
+
 /// Most unsolicited messages kept for the caller before the socket is no
 /// longer read.
 pub const MAX_QUEUED: usize = 8192;
@@ -363,7 +381,7 @@ impl Connection {
                 // connect as usual.
                 match registered_holder(opts, &t).map(|p| super::holder::connect(&p)) {
                     Some(Ok(c)) => Ok(c),
-                    _ => Connection::open(t, HANDSHAKE_TIMEOUT),
+                    _ => Connection::open(t, handshake_timeout()),
                 }
             });
             match found {
@@ -391,10 +409,10 @@ impl Connection {
                 return Error::new(
                     Status::ERR_TIMEOUT,
                     format!(
-                        "no answer from the DVM at {} (found by {}) to our connection after {} s",
+                        "no answer from the DVM at {} (found by {}) to our connection after {}",
                         target.uri.address,
                         target.found_by,
-                        handshake_timeout.as_secs()
+                        seconds(handshake_timeout)
                     ),
                 );
             }
@@ -424,9 +442,9 @@ impl Connection {
                     Error::new(
                         Status::ERR_TIMEOUT,
                         format!(
-                        "no answer from the DVM to the connection handshake after {} s (server {}, \
+                        "no answer from the DVM to the connection handshake after {} (server {}, \
 found by {}); it may be stopped or overloaded",
-                        handshake_timeout.as_secs(),
+                        seconds(handshake_timeout),
                         target.uri,
                         target.found_by
                     ),

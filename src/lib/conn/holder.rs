@@ -39,7 +39,7 @@ use crate::codec::{Cmd, Decoder, Encoder, WireVersion};
 use crate::error::{Error, Result};
 use crate::status::Status;
 
-use super::client::{Connection, Deadlined, HANDSHAKE_TIMEOUT};
+use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
 use super::frame::{io_error, read_frame, write_frame, FrameDecoder, MAX_PAYLOAD, TAG_DYNAMIC};
 use super::handshake::{Identity, Welcome};
@@ -439,16 +439,17 @@ it has probably ended",
     };
     let stream = UnixStream::connect(path).map_err(fail)?;
     let mut stream = Stream::Unix(stream);
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let patience = handshake_timeout();
+    let deadline = Instant::now() + patience;
     let welcome =
         read_frame(&mut Deadlined::new(&mut stream, deadline), MAX_WELCOME).map_err(|e| {
             if e.status == Status::ERR_TIMEOUT {
                 Error::new(
                     Status::ERR_TIMEOUT,
                     format!(
-                        "no answer from the palloc holding this allocation ({}) after {} s",
+                        "no answer from the palloc holding this allocation ({}) after {}",
                         path.display(),
-                        HANDSHAKE_TIMEOUT.as_secs()
+                        seconds(patience)
                     ),
                 )
             } else {

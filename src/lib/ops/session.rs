@@ -15,7 +15,7 @@ use super::cmd;
 /// Most entries we accept in any reply array (bounds hostile replies; every
 /// entry also costs at least one byte, which the decoder checks too).
 pub const MAX_REPLY_ITEMS: usize = 1 << 20;
-/// Default time we wait for a reply.
+/// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait for the server's answer to our goodbye.
 pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
@@ -42,7 +42,7 @@ impl Session {
             last_job: std::sync::atomic::AtomicU64::new(0),
             conn: Arc::new(conn),
             wire,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: crate::conn::client::env_timeout().unwrap_or(DEFAULT_TIMEOUT),
         }
     }
 
