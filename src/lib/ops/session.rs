@@ -115,10 +115,10 @@ impl Session {
 
     /// Send a request and return the reply payload.
     pub fn call(&self, enc: Encoder) -> Result<Vec<u8>> {
-        let what = enc
-            .bytes()
-            .first()
-            .map_or("our request", |c| cmd::describe(*c));
+        let what = self
+            .decoder(enc.bytes())
+            .unpack_one::<Cmd>()
+            .map_or("our request", |Cmd(c)| cmd::describe(c));
         self.conn.request_for(enc.bytes(), self.timeout, what)
     }
 
