@@ -263,6 +263,14 @@ fn parsable_ids_and_one_json_document() {
     assert_eq!(results[0]["status"], "PMIX_SUCCESS", "{doc}");
     assert_eq!(results[1]["status"], "PMIX_ERR_NOT_FOUND", "{doc}");
     assert_eq!(doc["exit_code"], 5);
+    let mut ids = ids.into_iter();
+    // The released allocation's --hold ends by itself, with 0 (its man
+    // page: "--hold ends when its allocation ends: 0 after a release").
+    if let Some((id, mut child)) = ids.next() {
+        let st = crate::support::pdvm::wait_for(&mut child, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("--hold of released {id} did not end"));
+        assert_eq!(st.code(), Some(0), "--hold of released {id}");
+    }
     for (_, mut child) in ids {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(child.id() as i32),

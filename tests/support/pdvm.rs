@@ -339,7 +339,7 @@ pub fn follow_job(s: &Session, nspace: &str, secs: u64) -> Seen {
                 seen.events.push(e);
             }
             Some(Unsolicited::Closed(e)) => panic!("connection closed: {e}"),
-            Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) | None => {}
+            Some(Unsolicited::Other(..)) | None => {}
         }
     }
     seen

@@ -41,6 +41,16 @@ fn exit_from_code(code: i32) -> Exit {
 impl Failure {
     /// Could not connect (exit 3), with the reason and what to do.
     pub fn connect(e: &Error) -> Failure {
+        // A server that accepted the connection but did not answer in time
+        // is not missing: starting another would not help.
+        if e.kind == ErrorKind::TimedOut {
+            return Failure {
+                exit: Exit::TimedOut,
+                status: Some(e.status.name().to_string()),
+                rule: None,
+                message: format!("cannot connect to the DVM: {}", e.context),
+            };
+        }
         // The connection layer often says what to do already.
         let advice = if e.kind == ErrorKind::NoServer {
             ""
@@ -63,7 +73,9 @@ impl Failure {
             return Failure::lost(e);
         }
         if e.kind == ErrorKind::TimedOut {
-            return Failure::timed_out(&format!("no answer from the DVM: {}", e.context));
+            // Our deadline: the connection layer's sentence names what was
+            // awaited.
+            return Failure::timed_out(&e.context);
         }
         let name = e.status.name();
         let mut message = refusal_message(op, name, attrs);

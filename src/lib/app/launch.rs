@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cli::exit::Exit;
 use crate::cli::request::AppSpec;
 use crate::codec::{App, Info, Value};
-use crate::conn::Unsolicited;
+use crate::conn::Event as Wake;
 use crate::error::Error;
 use crate::error::Result;
 use crate::ops::events::Event;
@@ -204,17 +204,110 @@ enum StopReason {
     Signal(i32),
 }
 
-/// Tag of the job-end registration [`register_job_end`] sends: in the upper
-/// half of the dynamic tag space, which the connection never hands out, so
-/// its reply reaches [`follow`] as an unsolicited message.
-pub const REGISTRATION_TAG: u32 = u32::MAX - 100;
+/// Forwards our stdin to one rank of a job from [`follow`]'s wait: stdin
+/// is one more descriptor of that wait; each read (at most 16 KiB) becomes
+/// one IOF push, and stdin is not read again until the DVM has answered it
+/// (the DVM paces us); end of input becomes an empty push, which closes the
+/// rank's stdin. A DVM that refuses a push leaves the job without further
+/// input (said with -v).
+pub struct StdinPump {
+    target: crate::codec::Proc,
+    pending: Option<u32>,
+    sent_end: bool,
+    done: bool,
+    why_stopped: Option<String>,
+}
 
-/// Register for job-end events without waiting for the answer; [`follow`]
-/// checks it when it comes. The DVM handles one connection's requests in
-/// order, so a spawn sent next cannot end unseen; not waiting saves a round
-/// trip whose small reply a server without `TCP_NODELAY` may hold back for
-/// our delayed ACK (tens of milliseconds with PRRTE 3.0).
-pub fn register_job_end(s: &Session) -> Result<()> {
+/// Largest read forwarded in one push.
+const STDIN_CHUNK: usize = 16 * 1024;
+
+impl StdinPump {
+    /// Forward to `rank` of job `nspace`.
+    pub fn new(nspace: &str, rank: u32) -> StdinPump {
+        StdinPump {
+            target: crate::codec::Proc {
+                nspace: nspace.to_string(),
+                rank,
+            },
+            pending: None,
+            sent_end: false,
+            done: false,
+            why_stopped: None,
+        }
+    }
+
+    /// Our stdin, while it is to be read now (no push awaiting its answer).
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'static>> {
+        if self.done || self.pending.is_some() || self.sent_end {
+            return None;
+        }
+        // SAFETY: descriptor 0 stays open for the life of the process.
+        Some(unsafe { std::os::fd::BorrowedFd::borrow_raw(0) })
+    }
+
+    /// Stdin is readable: read once and push what came.
+    fn on_readable(&mut self, s: &Session) {
+        let mut buf = vec![0u8; STDIN_CHUNK];
+        let n = loop {
+            match nix::unistd::read(0, &mut buf) {
+                Ok(n) => break n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => return,
+                Err(_) => break 0,
+            }
+        };
+        let payload =
+            crate::ops::iof::push_payload(s.wire(), std::slice::from_ref(&self.target), &buf[..n]);
+        match payload.and_then(|p| s.conn().begin(&p)) {
+            Ok(tag) => {
+                self.pending = Some(tag);
+                self.sent_end = n == 0;
+            }
+            Err(e) => self.stop(format!("{e}")),
+        }
+    }
+
+    /// The answer to a push; false when `tag` is not ours.
+    fn on_reply(&mut self, tag: u32, s: &Session) -> bool {
+        if self.pending != Some(tag) {
+            return false;
+        }
+        self.pending = None;
+        let status = match s.conn().take_reply(tag) {
+            Some(Ok(bytes)) => s.decoder(&bytes).unpack_one::<Status>(),
+            Some(Err(e)) => Err(e),
+            None => return true,
+        };
+        match status {
+            Ok(st) if crate::ops::iof::push_accepted(st) => {
+                if self.sent_end {
+                    self.done = true;
+                }
+            }
+            Ok(st) => self.stop(format!("the DVM refused the job's input ({})", st.name())),
+            Err(e) => self.stop(format!("{e}")),
+        }
+        true
+    }
+
+    fn stop(&mut self, why: String) {
+        self.done = true;
+        self.why_stopped = Some(why);
+    }
+
+    /// Why forwarding stopped before the end of input, if it did.
+    pub fn stopped_because(&self) -> Option<&str> {
+        self.why_stopped.as_deref()
+    }
+}
+
+/// Register for job-end events without waiting for the answer: returns
+/// the registration's pending-reply tag, which [`follow`] checks when the
+/// reply comes. The DVM handles one connection's requests in order, so a
+/// spawn sent next cannot end unseen; not waiting saves a round trip whose
+/// small reply a server without `TCP_NODELAY` may hold back for our delayed
+/// ACK (tens of milliseconds with PRRTE 3.0).
+pub fn register_job_end(s: &Session) -> Result<u32> {
     let mut e = s.request(crate::ops::cmd::REGEVENTS)?;
     e.pack_one(&crate::codec::Size(1))?;
     e.pack(&[Status::EVENT_JOB_END])?;
@@ -222,24 +315,28 @@ pub fn register_job_end(s: &Session) -> Result<()> {
         &mut e,
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
     )?;
-    s.conn().send(REGISTRATION_TAG, e.bytes())
+    s.conn().begin(e.bytes())
 }
-
-/// How often [`follow`] looks at the signal flag and the deadline.
-const TICK: Duration = Duration::from_millis(20);
 
 /// Follow job `nspace` until it ends, `timeout` passes or SIGINT/SIGTERM
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
 /// [`kill_job`] after [`STOP_GRACE`]) and its end awaited (at most three
 /// grace periods). Output and other events go to `on_output`.
+/// `registration`: the tag of a [`register_job_end`] whose reply is still
+/// to be checked; `stdin`: our input, forwarded to the job meanwhile.
 ///
-/// The job's end is its `PMIX_EVENT_JOB_END`; when that does not come, an
-/// [`EndCheck`] asks the DVM about the job once it has been silent past a
-/// deadline (backing off, bounded), so a lost event cannot hang us: the
-/// job then ends with the best status known ([`JobEnd::announced`] false).
+/// One wait covers the connection, the signal self-pipe and the next
+/// deadline (the time-out, a grace period, or the [`EndCheck`]'s next
+/// question). The job's end is its `PMIX_EVENT_JOB_END`; when that does not
+/// come, the [`EndCheck`] asks the DVM about the job once it has been
+/// silent past a deadline (backing off, bounded), so a lost event cannot
+/// hang us: the job then ends with the best status known
+/// ([`JobEnd::announced`] false).
 pub fn follow(
     s: &Session,
     nspace: &str,
+    registration: Option<u32>,
+    mut stdin: Option<&mut StdinPump>,
     timeout: Option<Duration>,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Followed> {
@@ -253,8 +350,10 @@ pub fn follow(
         (None, Some(end)) => Followed::Ended(end),
         (None, None) => Followed::TimedOut,
     };
+    let sig = signals::fd();
     loop {
         let now = Instant::now();
+        let mut wake = check.due();
         match stopped {
             None => {
                 let why = match (signals::caught(), deadline) {
@@ -265,6 +364,10 @@ pub fn follow(
                 if let Some(why) = why {
                     stop_job(s, nspace);
                     stopped = Some((now, why));
+                    continue;
+                }
+                if let Some(d) = deadline {
+                    wake = wake.min(d);
                 }
             }
             Some((at, why)) => {
@@ -275,21 +378,37 @@ pub fn follow(
                 if now >= at + STOP_GRACE * 3 {
                     return Ok(outcome(Some(why), None));
                 }
+                if !killed {
+                    wake = wake.min(at + STOP_GRACE);
+                }
+                wake = wake.min(at + STOP_GRACE * 3);
             }
         }
         // Due only after a silent deadline; otherwise returns at once.
         if let Some(end) = check.poll(s, on_output) {
             return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
         }
-        match s.conn().next_unsolicited(TICK) {
-            Some(Unsolicited::Other(REGISTRATION_TAG, bytes)) => {
-                let st: Status = s.decoder(&bytes).unpack_one()?;
-                if !st.is_success() {
-                    return Err(Error::new(st, "the DVM refused to report the job's end"));
+        let input = stdin.as_ref().and_then(|p| p.fd());
+        let extras: Vec<_> = sig.into_iter().chain(input).collect();
+        match s.conn().wait(&extras, Some(wake)) {
+            Wake::Ready(i) => {
+                if sig.is_some() && i == 0 {
+                    signals::drain();
+                } else if let Some(p) = stdin.as_deref_mut() {
+                    p.on_readable(s);
                 }
             }
-            None => {}
-            Some(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
+            Wake::Reply(tag) if stdin.as_deref_mut().is_some_and(|p| p.on_reply(tag, s)) => {}
+            Wake::Reply(tag) if Some(tag) == registration => {
+                if let Some(reply) = s.conn().take_reply(tag) {
+                    let st: Status = s.decoder(&reply?).unpack_one()?;
+                    if !st.is_success() {
+                        return Err(Error::new(st, "the DVM refused to report the job's end"));
+                    }
+                }
+            }
+            Wake::Reply(_) | Wake::Deadline => {}
+            Wake::Message(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
                 Some(Ok(end)) => return Ok(outcome(stopped.map(|(_, w)| w), Some(end))),
                 Some(Err(e)) => return Err(e),
                 None => {}

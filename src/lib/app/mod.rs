@@ -40,7 +40,11 @@ pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
 pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<Session, Failure> {
     let mut opts = args.to_options();
     opts.alloc = alloc.map(String::from);
-    let s = Session::connect(&opts).map_err(|e| Failure::connect(&e))?;
+    let s = Session::connect(&opts);
+    for skipped in crate::conn::discover::skipped_files() {
+        ui.detail(&format!("skipped untrusted rendezvous file {skipped}"));
+    }
+    let s = s.map_err(|e| Failure::connect(&e))?;
     if ui.level > 0 {
         let (ns, rank) = s.me();
         let (server, _) = s.conn().server();

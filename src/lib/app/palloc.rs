@@ -2,9 +2,8 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::time::Duration;
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
@@ -12,11 +11,13 @@ use crate::cli::parse::Inheritance;
 use crate::cli::request::{directive, AllocRequest};
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::{dt, AllocInheritance, Info, Value};
+use crate::conn::client::Event;
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
 use crate::conn::holder::{Holder, HOLDER_ENV};
 use crate::conn::{Identity, Unsolicited};
-use crate::error::Result;
-use crate::ops::alloc::{alloc_time_value, allocate, parse_alloc_time, AllocReply};
+use crate::ops::alloc::{
+    alloc_time_value, allocate, begin_allocate, decode_alloc_reply, parse_alloc_time, AllocReply,
+};
 use crate::ops::events::{decode_notification, register};
 use crate::ops::{keys, Session};
 use crate::render::human::allocation_line;
@@ -27,12 +28,10 @@ use super::events::EventFields;
 use super::launch;
 use super::{connect_for, finish, now_secs, signals, Failure, Ui};
 
-/// How long a queued request may wait for its grant.
-const QUEUE_WAIT: Duration = Duration::from_secs(30 * 86_400);
-/// How often a loop that waits on a child looks at the signal flags.
-const SIGNAL_TICK: Duration = Duration::from_millis(100);
 /// How long `--no-wait` listens for an immediate refusal after printing the id.
 const NO_WAIT_GRACE: Duration = Duration::from_millis(300);
+/// How long the cancel of a queued request may take to be answered.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// Run palloc; returns the exit code.
 pub fn run(args: &PallocArgs) -> i32 {
@@ -133,7 +132,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
-    let mut s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
+    let s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
         target: req.target.is_some(),
@@ -209,16 +208,11 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             ui.detail(&format!("cannot register for timeout warnings: {e}"));
         }
     }
-    s.set_timeout(QUEUE_WAIT);
-    let mut s = Arc::new(s);
-    let (tx, rx) = mpsc::channel::<Result<AllocReply>>();
-    let worker = {
-        let s = Arc::clone(&s);
-        let d = req.directive;
-        std::thread::spawn(move || {
-            let _ = tx.send(allocate(&s, d, &infos));
-        })
-    };
+    // The request stays pending (a queued one may wait for days); the wait
+    // below also watches signals and, for a detached --hold, serves other
+    // shells that cancel it by its request id.
+    let tag =
+        begin_allocate(&s, req.directive, &infos).map_err(|e| Failure::refused(op, &attrs, &e))?;
 
     if mode == PallocMode::NoWait {
         ui.record(&RequestRecord {
@@ -229,57 +223,62 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             ui.result(r);
         }
         // Report an immediate refusal; otherwise leave the request queued.
-        return match rx.recv_timeout(NO_WAIT_GRACE) {
-            Ok(Err(e)) => Err(Failure::refused(op, &attrs, &e)),
-            Ok(Ok(reply)) => {
-                let rec = granted_record(&req, &reply, &s, from_application);
-                ui.record(&rec);
-                ui.note(&allocation_line(&rec));
-                Ok(0)
-            }
-            Err(_) => Ok(0),
+        let until = Instant::now() + NO_WAIT_GRACE;
+        return match s.conn().await_reply(tag, &[], Some(until)) {
+            Ok(Some(bytes)) => match decode_alloc_reply(&s, req.directive, &bytes) {
+                Err(e) => Err(Failure::refused(op, &attrs, &e)),
+                Ok(reply) => {
+                    let rec = granted_record(&req, &reply, &s, from_application);
+                    ui.record(&rec);
+                    ui.note(&allocation_line(&rec));
+                    Ok(0)
+                }
+            },
+            Ok(None) => Ok(0),
+            Err(e) => Err(Failure::refused(op, &attrs, &e)),
         };
     }
 
     // While a detached palloc's request is queued, other shells of the user
     // reach it by the request id (`prelease --cancel ID`).
-    let queued_holder = match (&mode, from_application, &req.request_id) {
-        (PallocMode::Hold, false, Some(rid)) => Holder::start(s.shared_conn(), rid).ok(),
+    let mut queued_holder = match (&mode, from_application, &req.request_id) {
+        (PallocMode::Hold, false, Some(rid)) => Holder::start(s.conn(), rid).ok(),
         _ => None,
     };
     let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(r) => break r,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(crate::error::Error::new(
-                    Status::ERR_LOST_CONNECTION,
-                    "the request was lost",
-                ))
+        match step(&s, queued_holder.as_mut(), None, None) {
+            Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
+                Some(Ok(bytes)) => break decode_alloc_reply(&s, req.directive, &bytes),
+                Some(Err(e)) => break Err(e),
+                None => {}
+            },
+            Step::Signal => {
+                if let Some(sig) = signals::caught() {
+                    if let Some(pb) = &spinner {
+                        pb.finish_and_clear();
+                    }
+                    return Err(cancel_queued(&s, &req, sig, tag, ui));
+                }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-        if let Some(sig) = signals::caught() {
-            if let Some(pb) = &spinner {
-                pb.finish_and_clear();
+            Step::Lost(e) => {
+                // The reply may have come just before the end.
+                if let Some(Ok(bytes)) = s.conn().take_reply(tag) {
+                    break decode_alloc_reply(&s, req.directive, &bytes);
+                }
+                break Err(e);
             }
-            return Err(cancel_queued(&s, &req, sig, ui));
+            _ => {}
         }
     };
     drop(queued_holder);
     if let Some(pb) = spinner {
         pb.finish_and_clear();
     }
-    let _ = worker.join();
-    // Only the queued request may wait that long; later requests (spawn,
-    // registration) get the usual reply time-out again.
-    if let Some(sess) = Arc::get_mut(&mut s) {
-        sess.set_timeout(crate::ops::session::DEFAULT_TIMEOUT);
-    }
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
-            close(s);
+            finish(s);
             return Err(Failure::refused(op, &attrs, &e));
         }
     };
@@ -307,7 +306,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         Ok(c) => c,
         Err(f) => {
             ui.note(&rec.on_owner_exit);
-            close(s);
+            finish(s);
             return Err(f);
         }
     };
@@ -320,7 +319,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             on_owner_exit: Some(rec.on_owner_exit.clone()),
         });
     }
-    close(s);
+    finish(s);
     Ok(code)
 }
 
@@ -425,46 +424,43 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
     Ok(0)
 }
 
-/// Finalize the session once no other thread holds it.
-fn close(s: Arc<Session>) {
-    if let Ok(s) = Arc::try_unwrap(s) {
-        finish(s);
-    }
-}
-
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
-fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, ui: &Ui) -> Failure {
+fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -> Failure {
     let name = signals::name(sig);
+    s.conn().forget(tag);
     let Some(id) = &req.request_id else {
         return Failure::interrupted(&format!(
             "interrupted by {name} while the request was queued"
         ));
     };
-    let (tx, rx) = mpsc::channel();
     let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
-    std::thread::scope(|sc| {
-        sc.spawn(|| {
-            let _ = tx.send(allocate(s, directive::REQ_CANCEL, &cancel));
-        });
-        match rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(Ok(_)) => Failure::interrupted(&format!(
-                "interrupted by {name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
-            )),
-            Ok(Err(e)) => {
-                ui.detail(&format!("cancel of {id} answered {e}"));
-                Failure::interrupted(&format!(
-                    "interrupted by {name}; cancelling queued request {id} was refused: {}",
-                    e.status.name()
-                ))
-            }
-            Err(_) => {
-                s.conn().shutdown();
-                Failure::interrupted(&format!(
-                    "interrupted by {name}; no answer to the cancel of request {id}"
-                ))
-            }
+    let answer = begin_allocate(s, directive::REQ_CANCEL, &cancel).and_then(|t| {
+        match s
+            .conn()
+            .await_reply(t, &[], Some(Instant::now() + CANCEL_WAIT))?
+        {
+            Some(bytes) => decode_alloc_reply(s, directive::REQ_CANCEL, &bytes).map(Some),
+            None => Ok(None),
         }
-    })
+    });
+    match answer {
+        Ok(Some(_)) => Failure::interrupted(&format!(
+            "interrupted by {name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
+        )),
+        Err(e) => {
+            ui.detail(&format!("cancel of {id} answered {e}"));
+            Failure::interrupted(&format!(
+                "interrupted by {name}; cancelling queued request {id} was refused: {}",
+                e.status.name()
+            ))
+        }
+        Ok(None) => {
+            s.conn().shutdown();
+            Failure::interrupted(&format!(
+                "interrupted by {name}; no answer to the cancel of request {id}"
+            ))
+        }
+    }
 }
 
 fn node_list(v: &Value) -> Vec<String> {
@@ -560,7 +556,7 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
 /// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`),
 /// until the DVM announces the allocation's end (exit 8 when it expired).
 fn hold(s: &Session, rec: &mut AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
-    let holder = Holder::start(s.shared_conn(), &rec.alloc_id)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
     ui.note(&format!(
         "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
@@ -583,68 +579,165 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
         if let (Some(code), 0) = (ended, holder.clients()) {
             return Ok(code);
         }
-        match pump(s, &holder, &rec.alloc_id, ui) {
-            Pumped::Quiet => {}
-            Pumped::Lost(e) => return Err(Failure::lost(&e)),
-            Pumped::Ended { expired, why } => {
-                rec.on_owner_exit = format!("allocation {} has ended ({why})", rec.alloc_id);
-                ended = Some(if expired { Exit::TimedOut.code() } else { 0 });
-            }
-        }
-    }
-}
-
-/// What [`pump`] saw.
-enum Pumped {
-    /// Nothing that ends the wait.
-    Quiet,
-    /// The DVM announced the end of the held allocation.
-    Ended {
-        /// Its time limit was reached.
-        expired: bool,
-        /// Why, as the DVM said.
-        why: String,
-    },
-    /// The connection closed.
-    Lost(crate::error::Error),
-}
-
-/// Wait (at most [`SIGNAL_TICK`]) for what the DVM sends unasked and pass
-/// it to the holder's clients, showing a timeout warning for `alloc_id` on
-/// the way, and noticing the DVM announce the allocation's end.
-fn pump(s: &Session, holder: &Holder, alloc_id: &str, ui: &Ui) -> Pumped {
-    let Some(msg) = s.conn().next_unsolicited(SIGNAL_TICK) else {
-        return Pumped::Quiet;
-    };
-    match msg {
-        Unsolicited::Notify(bytes) => {
-            holder.broadcast(TAG_NOTIFY, &bytes);
-            if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
-                if launch::is_warning(&ev) {
-                    show_warning(&ev, alloc_id, ui);
-                } else if ev.status == Status::EVENT_SESSION_END
-                    && ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) == Some(alloc_id)
-                {
-                    let f = EventFields::from_event(&ev, now_secs());
-                    let why = ev
-                        .get(keys::EVENT_TEXT_MESSAGE)
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("the DVM ended it")
-                        .to_string();
-                    return Pumped::Ended {
-                        expired: f.change.as_deref() == Some("expired"),
-                        why,
-                    };
+        match step(s, Some(&mut holder), None, None) {
+            Step::Notify(bytes) => {
+                if let Some((expired, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                    rec.on_owner_exit = format!("allocation {} has ended ({why})", rec.alloc_id);
+                    ended = Some(if expired { Exit::TimedOut.code() } else { 0 });
                 }
             }
+            Step::Lost(e) => return Err(Failure::lost(&e)),
+            _ => {}
         }
-        Unsolicited::Iof(bytes) => holder.broadcast(TAG_IOF, &bytes),
-        Unsolicited::Other(tag, bytes) => holder.broadcast(tag, &bytes),
-        Unsolicited::Closed(e) => return Pumped::Lost(e),
-        Unsolicited::Wake => {}
     }
-    Pumped::Quiet
 }
+
+/// What one turn of palloc's wait brought.
+enum Step {
+    /// A signal was caught (see [`signals::caught`]).
+    Signal,
+    /// The watched child's descriptor became readable: it has ended.
+    Child,
+    /// The reply to one of palloc's own pending requests (by tag).
+    Reply(u32),
+    /// An event notification (already copied to the holder's clients).
+    Notify(Vec<u8>),
+    /// The connection to the DVM closed.
+    Lost(crate::error::Error),
+    /// Nothing for the caller (holder work done, other messages passed
+    /// on, or the deadline).
+    Quiet,
+}
+
+/// One turn of palloc's single wait: the DVM connection, the signal
+/// self-pipe, the child's pidfd and the holder's sockets. What the DVM sends
+/// unasked goes to the holder's clients; their requests are relayed.
+fn step(
+    s: &Session,
+    mut holder: Option<&mut Holder>,
+    child: Option<BorrowedFd<'_>>,
+    deadline: Option<Instant>,
+) -> Step {
+    let hfds: Vec<RawFd> = holder.as_ref().map(|h| h.fds()).unwrap_or_default();
+    let mut extras: Vec<BorrowedFd<'_>> = Vec::with_capacity(hfds.len() + 2);
+    let sig = signals::fd();
+    if let Some(f) = sig {
+        extras.push(f);
+    }
+    let child_at = child.map(|c| {
+        extras.push(c);
+        extras.len() - 1
+    });
+    let holder_from = extras.len();
+    for fd in &hfds {
+        // SAFETY: the holder owns these sockets and is not touched until
+        // the wait below returns.
+        extras.push(unsafe { BorrowedFd::borrow_raw(*fd) });
+    }
+    match s.conn().wait(&extras, deadline) {
+        Event::Ready(i) => {
+            if sig.is_some() && i == 0 {
+                signals::drain();
+                return Step::Signal;
+            }
+            if Some(i) == child_at {
+                return Step::Child;
+            }
+            if let (Some(h), Some(fd)) = (holder.as_deref_mut(), hfds.get(i - holder_from)) {
+                h.on_ready(*fd, s.conn());
+            }
+            Step::Quiet
+        }
+        Event::Reply(tag) => match holder {
+            Some(h) if h.owns(tag) => {
+                h.on_reply(tag, s.conn());
+                Step::Quiet
+            }
+            _ => Step::Reply(tag),
+        },
+        Event::Message(m) => match m {
+            Unsolicited::Notify(bytes) => {
+                if let Some(h) = holder {
+                    h.broadcast(TAG_NOTIFY, &bytes);
+                }
+                Step::Notify(bytes)
+            }
+            Unsolicited::Iof(bytes) => {
+                if let Some(h) = holder {
+                    h.broadcast(TAG_IOF, &bytes);
+                }
+                Step::Quiet
+            }
+            Unsolicited::Other(tag, bytes) => {
+                if let Some(h) = holder {
+                    h.broadcast(tag, &bytes);
+                }
+                Step::Quiet
+            }
+            Unsolicited::Closed(e) => Step::Lost(e),
+        },
+        Event::Deadline => Step::Quiet,
+    }
+}
+
+/// A notification palloc looks at: a timeout warning for `alloc_id` is
+/// shown; the end of `alloc_id` is returned (expired?, why).
+fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<(bool, String)> {
+    let ev = decode_notification(&mut s.decoder(bytes)).ok()?;
+    if launch::is_warning(&ev) {
+        show_warning(&ev, alloc_id, ui);
+        return None;
+    }
+    if ev.status == Status::EVENT_SESSION_END
+        && ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) == Some(alloc_id)
+    {
+        let f = EventFields::from_event(&ev, now_secs());
+        let why = ev
+            .get(keys::EVENT_TEXT_MESSAGE)
+            .and_then(|v| v.as_str())
+            .unwrap_or("the DVM ended it")
+            .to_string();
+        return Some((f.change.as_deref() == Some("expired"), why));
+    }
+    None
+}
+
+/// A descriptor that becomes readable when process `pid` (our child) ends
+/// (pidfd_open(2)); `None` on kernels without it.
+fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // (or -1); nothing else is touched.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::pid_t, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a fresh descriptor we now own.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Wait until one of `fds` is readable or `deadline` passes (the DVM
+/// connection is gone, only the child and signals are left to watch).
+fn wait_fds(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout};
+    let mut p: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|f| PollFd::new(*f, PollFlags::POLLIN))
+        .collect();
+    let ms = deadline.map_or(-1, |d| {
+        i32::try_from(
+            d.saturating_duration_since(Instant::now())
+                .as_millis()
+                .max(1),
+        )
+        .unwrap_or(i32::MAX)
+    });
+    let _ = nix::poll::poll(
+        &mut p,
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE),
+    );
+}
+
+/// How often the end of a child is looked for on a kernel without pidfds.
+const NO_PIDFD_CHECK: Duration = Duration::from_millis(250);
 
 /// `-- CMD`: run CMD as a local process (the caller's environment,
 /// directory, stdin and terminal, as `salloc` does) while palloc holds the
@@ -661,7 +754,7 @@ fn run_command(
     let (program, args) = cmd
         .split_first()
         .ok_or_else(|| Failure::other("no command to run"))?;
-    let holder = Holder::start(s.shared_conn(), &rec.alloc_id)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
     let child_rule = matches!(rec.inherit.as_str(), "child" | "child-default");
     let give_back = !keep && !child_rule;
@@ -694,18 +787,15 @@ fn run_command(
         rec.alloc_id
     ));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (done_tx, done) = mpsc::channel();
-    let waker = s.conn().waker();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
-        waker.wake();
-    });
+    let child_fd = pidfd(child.id());
     let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut dvm_lost = false;
     let mut ended = false;
     let status = loop {
-        if let Ok(st) = done.try_recv() {
-            break st;
+        match child.try_wait() {
+            Ok(Some(st)) => break Ok(st),
+            Ok(None) => {}
+            Err(e) => break Err(e),
         }
         if let Some(sig) = signals::take_new() {
             // A terminal's Ctrl-C already reached CMD (same process group).
@@ -715,31 +805,35 @@ fn run_command(
                 }
             }
         }
+        let deadline = child_fd.is_none().then(|| Instant::now() + NO_PIDFD_CHECK);
+        let child_watch = child_fd.as_ref().map(|f| f.as_fd());
         if dvm_lost {
-            if let Ok(st) = done.recv_timeout(SIGNAL_TICK) {
-                break st;
-            }
+            let fds: Vec<BorrowedFd<'_>> = signals::fd().into_iter().chain(child_watch).collect();
+            wait_fds(&fds, deadline);
+            signals::drain();
             continue;
         }
-        match pump(s, &holder, &rec.alloc_id, ui) {
-            Pumped::Quiet => {}
-            Pumped::Lost(e) => {
+        match step(s, Some(&mut holder), child_watch, deadline) {
+            Step::Notify(bytes) => {
+                if let Some((_, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                    ui.warn(&format!(
+                        "allocation {} has ended ({why}) while {program} runs",
+                        rec.alloc_id
+                    ));
+                    rec.on_owner_exit = format!(
+                        "{program} ended; allocation {} had already ended ({why})",
+                        rec.alloc_id
+                    );
+                    ended = true;
+                }
+            }
+            Step::Lost(e) => {
                 ui.warn(&format!(
                     "lost the DVM while {program} ran ({e}); waiting for {program} to end"
                 ));
                 dvm_lost = true;
             }
-            Pumped::Ended { why, .. } => {
-                ui.warn(&format!(
-                    "allocation {} has ended ({why}) while {program} runs",
-                    rec.alloc_id
-                ));
-                rec.on_owner_exit = format!(
-                    "{program} ended; allocation {} had already ended ({why})",
-                    rec.alloc_id
-                );
-                ended = true;
-            }
+            _ => {}
         }
     };
     drop(holder);

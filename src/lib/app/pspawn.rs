@@ -242,30 +242,6 @@ fn stdin_is_dev_null() -> bool {
     })
 }
 
-/// Forward our stdin to `rank` of job `ns` on a thread of its own (PMIx IOF
-/// push); end of input closes the rank's stdin. A DVM that refuses pushes
-/// leaves the job without input (said with -v).
-fn start_stdin_forwarding(s: &Session, ns: &str, rank: u32, ui: &Ui) {
-    let conn = s.shared_conn();
-    let target = crate::codec::Proc {
-        nspace: ns.to_string(),
-        rank,
-    };
-    let timeout = s.timeout();
-    let ui = ui.clone();
-    std::thread::spawn(move || {
-        let mut input = std::io::stdin().lock();
-        if let Err(e) = crate::ops::iof::forward_stdin(
-            &conn,
-            std::slice::from_ref(&target),
-            &mut input,
-            timeout,
-        ) {
-            ui.detail(&format!("stdin not forwarded to rank {rank}: {e}"));
-        }
-    });
-}
-
 /// The sentence and exit 8 for a job the DVM stopped (SIGTERM/SIGKILL)
 /// because the allocation it ran in ended, or `None` when the allocations
 /// it targeted are still there.
@@ -346,7 +322,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         ui.result(&ns);
         return Ok(0);
     }
-    launch::register_job_end(s)
+    let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     let stdin_rank = match req.stdin {
@@ -378,18 +354,26 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     job.nspace = ns.clone();
     ui.record(&job);
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
-    if let Some(rank) = stdin_rank {
-        start_stdin_forwarding(s, &ns, rank, ui);
-    }
+    let mut stdin = stdin_rank.map(|rank| launch::StdinPump::new(&ns, rank));
     let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
     let timeout = req.timeout_secs.map(Duration::from_secs);
-    let followed = launch::follow(s, &ns, timeout, &mut |o| {
-        if let JobOutput::Output(c) = o {
-            sink.chunk(c)
-        }
-    })
+    let followed = launch::follow(
+        s,
+        &ns,
+        Some(registration),
+        stdin.as_mut(),
+        timeout,
+        &mut |o| {
+            if let JobOutput::Output(c) = o {
+                sink.chunk(c)
+            }
+        },
+    )
     .map_err(|e| Failure::from_error(&format!("while job {ns} ran"), &e))?;
     sink.flush();
+    if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
+        ui.detail(&format!("stdin not forwarded to the job: {why}"));
+    }
     let code = match followed {
         Followed::Ended(end) => {
             if let Some(f) = launch_status_failure(&ns, end.exit_status) {

@@ -9,7 +9,7 @@ use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{directive, EventKind, EventWatch, StatusWatch, WatchRequest};
 use crate::cli::{CompleteWhat, PwatchArgs};
 use crate::codec::{Info, Value};
-use crate::conn::Unsolicited;
+use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::alloc::{alloc_time_value, allocate};
 use crate::ops::events::{decode_notification, register, Event};
 use crate::ops::{keys, status_query, Session};
@@ -18,9 +18,6 @@ use crate::status::Status;
 
 use super::events::{codes_for, EventFields};
 use super::{connect, finish, now_secs, signals, status, Failure, Ui};
-
-/// How often a waiting loop looks at the signal flag.
-const TICK: Duration = Duration::from_millis(50);
 
 /// Run pwatch; returns the exit code.
 pub fn run(args: &PwatchArgs) -> i32 {
@@ -93,18 +90,18 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
             ));
         }
         status::print(&snap, ui);
+        if let Some(e) = &snap.failure {
+            return Err(Failure::from_error("the DVM did not report its status", e));
+        }
         let Some(every) = w.interval_secs else {
             return Ok(0);
         };
         let until = Instant::now() + Duration::from_secs(every);
-        while Instant::now() < until {
-            if let Some(sig) = signals::caught() {
-                return Err(Failure::interrupted(&format!(
-                    "interrupted by {}",
-                    signals::name(sig)
-                )));
-            }
-            std::thread::sleep(TICK);
+        if let Some(sig) = signals::sleep_until(until) {
+            return Err(Failure::interrupted(&format!(
+                "interrupted by {}",
+                signals::name(sig)
+            )));
         }
         if !ui.json {
             ui.result("");
@@ -172,7 +169,7 @@ fn skip_replay(s: &Session) -> Replay {
                     r.events.push(ev);
                 }
             }
-            Unsolicited::Iof(_) | Unsolicited::Other(..) | Unsolicited::Wake => {}
+            Unsolicited::Iof(_) | Unsolicited::Other(..) => {}
             Unsolicited::Closed(_) => break,
         }
     }
@@ -296,23 +293,16 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
                 signals::name(sig)
             )));
         }
-        let wait = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    let _ = out.flush();
-                    if seen == 0 {
-                        return Err(Failure::timed_out(&format!(
-                            "no matching event within {}s",
-                            w.timeout_secs.unwrap_or(0)
-                        )));
-                    }
-                    return Ok(0);
-                }
-                left.min(TICK)
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            let _ = out.flush();
+            if seen == 0 {
+                return Err(Failure::timed_out(&format!(
+                    "no matching event within {}s",
+                    w.timeout_secs.unwrap_or(0)
+                )));
             }
-            None => TICK,
-        };
+            return Ok(0);
+        }
         if let Some(f) = early.pop_front() {
             seen += 1;
             if ui.json {
@@ -329,17 +319,22 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             }
             continue;
         }
-        let bytes = match s.conn().next_unsolicited(wait) {
-            None
-            | Some(Unsolicited::Iof(_))
-            | Some(Unsolicited::Other(..))
-            | Some(Unsolicited::Wake) => continue,
-            Some(Unsolicited::Closed(_)) => {
+        let sig: Vec<_> = signals::fd().into_iter().collect();
+        let bytes = match s.conn().wait(&sig, deadline) {
+            Wake::Ready(_) => {
+                signals::drain();
+                continue;
+            }
+            Wake::Deadline
+            | Wake::Reply(_)
+            | Wake::Message(Unsolicited::Iof(_))
+            | Wake::Message(Unsolicited::Other(..)) => continue,
+            Wake::Message(Unsolicited::Closed(_)) => {
                 let _ = out.flush();
                 ui.note("the DVM closed the connection; the event stream ended");
                 return Ok(0);
             }
-            Some(Unsolicited::Notify(b)) => b,
+            Wake::Message(Unsolicited::Notify(b)) => b,
         };
         let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
             ui.detail("ignored an unreadable notification");

@@ -1,20 +1,64 @@
-//! SIGINT, SIGTERM and SIGHUP as a flag the tools poll, so an interrupted tool can
-//! cancel what it asked for (a queued request, a running job) before exiting.
+//! SIGINT, SIGTERM and SIGHUP as a flag, plus a self-pipe whose read end
+//! ([`fd`]) a tool's wait loop polls with its connection, so an interrupted
+//! tool wakes at once and can cancel what it asked for (a queued request, a
+//! running job) before exiting.
 
+use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
 static LATEST: AtomicI32 = AtomicI32::new(0);
 
+/// The self-pipe's write end (-1 before [`install`]).
+static PIPE_W: AtomicI32 = AtomicI32::new(-1);
+/// The self-pipe's read end.
+static PIPE_R: OnceLock<OwnedFd> = OnceLock::new();
+
 extern "C" fn on_signal(sig: nix::libc::c_int) {
     CAUGHT.store(sig, Ordering::SeqCst);
     LATEST.store(sig, Ordering::SeqCst);
+    let w = PIPE_W.load(Ordering::SeqCst);
+    if w >= 0 {
+        // SAFETY: write(2) is async-signal-safe; a full pipe (already
+        // readable) just drops the byte.
+        unsafe {
+            nix::libc::write(w, [1u8].as_ptr().cast(), 1);
+        }
+    }
+}
+
+/// The read end of the signal self-pipe: readable once a signal was caught
+/// since the last [`drain`]. `None` before [`install`].
+pub fn fd() -> Option<BorrowedFd<'static>> {
+    use std::os::fd::AsFd;
+    PIPE_R.get().map(|f| f.as_fd())
+}
+
+/// Empty the self-pipe (after its readiness was seen).
+pub fn drain() {
+    use std::os::fd::AsRawFd;
+    if let Some(r) = PIPE_R.get() {
+        let mut buf = [0u8; 64];
+        while matches!(nix::unistd::read(r.as_raw_fd(), &mut buf), Ok(n) if n > 0) {}
+    }
 }
 
 /// Catch SIGINT, SIGTERM and SIGHUP from now on (instead of dying at once).
 pub fn install() {
+    if PIPE_R.get().is_none() {
+        if let Ok((r, w)) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+        {
+            // SAFETY: `r` is a fresh descriptor we own.
+            let r = unsafe { OwnedFd::from_raw_fd(r.into_raw_fd()) };
+            if PIPE_R.set(r).is_ok() {
+                PIPE_W.store(w.into_raw_fd(), Ordering::SeqCst);
+            }
+        }
+    }
     let act = SigAction::new(
         SigHandler::Handler(on_signal),
         SaFlags::SA_RESTART,
@@ -49,4 +93,29 @@ pub fn name(sig: i32) -> &'static str {
     Signal::try_from(sig)
         .map(|s| s.as_str())
         .unwrap_or("signal")
+}
+
+/// Sleep until `deadline`, waking early for a caught signal; returns the
+/// signal caught so far, if any.
+pub fn sleep_until(deadline: std::time::Instant) -> Option<i32> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout};
+    loop {
+        if let Some(sig) = caught() {
+            return Some(sig);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let ms = i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+        let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+        match fd() {
+            Some(f) => {
+                let mut p = [PollFd::new(f, PollFlags::POLLIN)];
+                let _ = nix::poll::poll(&mut p, timeout);
+                drain();
+            }
+            None => std::thread::sleep(left),
+        }
+    }
 }

@@ -27,6 +27,33 @@ pub struct Snapshot {
     pub nodes: Option<Result<Vec<NodeRecord>, String>>,
     /// Scheduler queues, or why not.
     pub scheduler: Option<Result<Vec<QueueRecord>, String>>,
+    /// Why the snapshot as a whole failed, if it did: a query that was not
+    /// answered (time-out, lost connection, unreadable answer) or answered
+    /// with an error other than "not supported"/"not found", or no table
+    /// answered at all. `pwatch --status` exits non-zero with it.
+    pub failure: Option<crate::error::Error>,
+}
+
+/// The failure of a status snapshot, from the answers of its tables (see
+/// [`Snapshot::failure`]).
+pub fn snapshot_failure(results: &[Option<&crate::error::Error>]) -> Option<crate::error::Error> {
+    use crate::status::Status;
+    let failed: Vec<&crate::error::Error> = results.iter().flatten().copied().collect();
+    if let Some(e) = failed
+        .iter()
+        .find(|e| crate::ops::status_query::is_hard_failure(e))
+    {
+        return Some((*e).clone());
+    }
+    if let Some(e) = failed
+        .iter()
+        .find(|e| !matches!(e.status, Status::ERR_NOT_SUPPORTED | Status::ERR_NOT_FOUND))
+    {
+        return Some((*e).clone());
+    }
+    (!results.is_empty() && failed.len() == results.len())
+        .then(|| failed.first().map(|e| (*e).clone()))
+        .flatten()
 }
 
 /// The printed form of a node the DVM reported: `idle` or `busy`, with the
@@ -130,6 +157,21 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
         sched: asked(StatusWhat::Scheduler),
     };
     let a = status_query::status(s, want);
+    fn err_of<T>(
+        r: &Option<Result<Vec<T>, crate::error::Error>>,
+    ) -> Option<Option<crate::error::Error>> {
+        match r {
+            Some(Err(e)) => Some(Some(e.clone())),
+            Some(Ok(_)) => Some(None),
+            None => None,
+        }
+    }
+    // Only the tables asked for by the user count (reservations are also
+    // asked for the namespaces' column; their failure then costs only that).
+    let res_result = err_of(&a.reservations);
+    let jobs_error = a.jobs.as_ref().and_then(|r| r.as_ref().err().cloned());
+    let nodes_result = err_of(&a.nodes);
+    let sched_result = err_of(&a.sched);
     let why = |e: crate::error::Error| e.status.name().to_string();
     let res: Result<Vec<ReservationRecord>, String> = a
         .reservations
@@ -153,8 +195,12 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
             v
         })
     });
-    // A DVM with no job table: the bare namespace list.
-    if let Some(Err(_)) = &jobs {
+    // A DVM with no job table: the bare namespace list (not when the DVM
+    // did not answer at all: asking again would only wait as long again).
+    let hard = jobs_error
+        .as_ref()
+        .is_some_and(status_query::is_hard_failure);
+    if let (Some(Err(_)), false) = (&jobs, hard) {
         if let Ok(mut v) = query::namespaces(s) {
             v.retain(|n| !as_tool || *n != me);
             v.sort_by_key(|n| nspace_order(n));
@@ -243,6 +289,24 @@ pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     if let Some(q) = a.sched {
         snap.scheduler = Some(q.map_err(why).map(|v| v.into_iter().map(queue).collect()));
     }
+    let mut asked_results: Vec<Option<&crate::error::Error>> = Vec::new();
+    if asked(StatusWhat::Reservations) {
+        asked_results.extend(res_result.as_ref().map(Option::as_ref));
+    }
+    if let Some(n) = &snap.namespaces {
+        asked_results.push(if n.is_err() {
+            jobs_error.as_ref()
+        } else {
+            None
+        });
+    }
+    if asked(StatusWhat::Nodes) {
+        asked_results.extend(nodes_result.as_ref().map(Option::as_ref));
+    }
+    if asked(StatusWhat::Scheduler) {
+        asked_results.extend(sched_result.as_ref().map(Option::as_ref));
+    }
+    snap.failure = snapshot_failure(&asked_results);
     snap
 }
 

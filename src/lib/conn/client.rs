@@ -1,19 +1,37 @@
-//! A live connection to a PMIx server.
+//! A live connection to a PMIx server, event-driven.
 //!
-//! One reader thread owns the receiving half of the socket. Replies are routed
-//! by tag to the request waiting for them; everything else (event
-//! notifications, forwarded output) goes to one queue the caller drains with
-//! [`Connection::next_unsolicited`]. When the server closes the connection or
-//! sends something unreadable, every waiting request fails at once with
-//! `PMIX_ERR_LOST_CONNECTION`, and the queue yields [`Unsolicited::Closed`].
+//! There is no reader thread. Sending a request ([`Connection::begin`])
+//! returns its tag, a pending-reply handle; one wait primitive,
+//! [`Connection::wait`], polls the server's socket together with any
+//! descriptors the caller registers (a signal self-pipe, a child's pidfd, a
+//! holder's sockets) and returns the next [`Event`]: a reply for a pending
+//! tag, an unsolicited message (event notification, forwarded output), a
+//! readable extra descriptor, or the deadline. Blocking calls
+//! ([`Connection::request`], [`Connection::next_unsolicited`]) are wrappers
+//! over the same primitive with a deadline.
+//!
+//! Bytes go through a sans-IO [`FrameDecoder`]. Unsolicited messages wait
+//! in a queue bounded in count ([`MAX_QUEUED`]) and bytes
+//! ([`MAX_QUEUED_BYTES`]); while it is full the socket is not read, so TCP
+//! backpressure reaches the server, and a request whose reply is awaited
+//! meanwhile fails with `PMIX_ERR_OUT_OF_RESOURCE` rather than let memory
+//! grow. When the server closes the connection or sends something
+//! unreadable, every waiting request fails with the reason and the queue,
+//! once drained, yields [`Unsolicited::Closed`].
+//!
+//! Several threads may share a connection (e.g. one forwarding stdin while
+//! another follows a job): one of them polls at a time and the others wait
+//! on a condition variable for what it reads.
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 
 use crate::codec::WireVersion;
 use crate::error::{Error, Result};
@@ -21,13 +39,47 @@ use crate::status::Status;
 
 use super::discover::{discover, ConnectOptions, ProcessEnv, Target};
 use super::frame::{
-    io_error, read_frame, write_frame, MAX_PAYLOAD, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY,
+    encode_frame, io_error, FrameDecoder, MAX_PAYLOAD, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY,
 };
 use super::handshake::{handshake, Hello, Identity, Welcome, BUFFER_NON_DESCRIBED};
 use super::stream::Stream;
 
-/// How long the handshake may take before we give up on a silent server.
+/// How long the whole handshake (connect, our request, the server's whole
+/// answer) may take before we give up on a silent or stopped server.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Environment variable overriding the handshake deadline and the default
+/// per-request deadline, in seconds (e.g. `PMIX_TOOLS_TIMEOUT=5`).
+pub const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";
+
+/// The deadline [`TIMEOUT_ENV`] sets, if it holds a positive number of
+/// seconds.
+pub fn env_timeout() -> Option<Duration> {
+    let v = std::env::var(TIMEOUT_ENV).ok()?;
+    let secs: f64 = v.trim().trim_end_matches('s').parse().ok()?;
+    (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The handshake deadline in force: [`TIMEOUT_ENV`], else
+/// [`HANDSHAKE_TIMEOUT`].
+pub fn handshake_timeout() -> Duration {
+    env_timeout().unwrap_or(HANDSHAKE_TIMEOUT)
+}
+
+/// Most unsolicited messages kept for the caller before the socket is no
+/// longer read.
+pub const MAX_QUEUED: usize = 8192;
+/// Most payload bytes of unsolicited messages kept for the caller before the
+/// socket is no longer read.
+pub const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+/// Longest a single write to the server may block.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
+/// Reads per poll round at most (fairness with the caller's descriptors).
+const READS_PER_ROUND: usize = 16;
+/// Longest command line sent in the handshake (the tool's identity only;
+/// the spawn request carries a job's real argv).
+pub const MAX_HANDSHAKE_CMDLINE: usize = 1024;
 
 /// A message the server sent without being asked.
 #[derive(Debug)]
@@ -36,74 +88,194 @@ pub enum Unsolicited {
     Notify(Vec<u8>),
     /// Forwarded stdout/stderr of a process (payload as received).
     Iof(Vec<u8>),
-    /// Any other tag.
+    /// Any other tag (including a reply to a request nobody waits for).
     Other(u32, Vec<u8>),
-    /// Sent by a [`Waker`]: something outside the connection needs the
-    /// waiting loop's attention.
-    Wake,
     /// The connection ended; no more messages will come.
     Closed(Error),
 }
 
-/// Requests waiting for replies, and why the connection closed once it has:
-/// one lock, so a request is either registered before the close (and then
-/// told the reason by the reader) or sees the reason itself — never lost.
-#[derive(Default)]
-struct WaitTable {
-    pending: HashMap<u32, Waiter>,
-    closed: Option<Error>,
-}
-
-/// Who gets a reply: a request blocked on a channel, or a callback (a
-/// relayed request, answered from the reader thread).
-enum Waiter {
-    Chan(Sender<Result<Vec<u8>>>),
-    Call(Box<dyn FnOnce(Result<Vec<u8>>) + Send>),
-}
-
-impl Waiter {
-    fn deliver(self, r: Result<Vec<u8>>) {
+impl Unsolicited {
+    fn len(&self) -> usize {
         match self {
-            Waiter::Chan(tx) => {
-                let _ = tx.send(r);
-            }
-            Waiter::Call(f) => f(r),
+            Unsolicited::Notify(b) | Unsolicited::Iof(b) | Unsolicited::Other(_, b) => b.len(),
+            Unsolicited::Closed(_) => 0,
         }
     }
 }
 
-/// Wakes a loop blocked in [`Connection::next_unsolicited`] with
-/// [`Unsolicited::Wake`] (e.g. when a child process ends).
-#[derive(Clone)]
-pub struct Waker(Sender<Unsolicited>);
-
-impl Waker {
-    /// Deliver one [`Unsolicited::Wake`].
-    pub fn wake(&self) {
-        let _ = self.0.send(Unsolicited::Wake);
-    }
+/// What [`Connection::wait`] returns.
+#[derive(Debug)]
+pub enum Event {
+    /// The reply to a request sent with [`Connection::begin`] has arrived
+    /// (or the connection closed first); take it with
+    /// [`Connection::take_reply`].
+    Reply(u32),
+    /// An unsolicited message.
+    Message(Unsolicited),
+    /// The caller's extra descriptor at this index is readable (or hung up).
+    Ready(usize),
+    /// The deadline passed.
+    Deadline,
 }
 
-impl WaitTable {
+/// A request's reply slot.
+enum Slot {
+    /// Sent, no reply yet; `notify`: report its arrival as [`Event::Reply`].
+    Waiting { notify: bool },
+    /// The reply.
+    Arrived(Vec<u8>),
+}
+
+/// The receiving side: decoder, reply slots, the unsolicited queue.
+struct Rx {
+    reader: Stream,
+    decoder: FrameDecoder,
+    scratch: Vec<u8>,
+    pending: HashMap<u32, Slot>,
+    /// Tags of [`Slot::Waiting`] `notify` slots whose reply arrived, not yet
+    /// reported.
+    ready: VecDeque<u32>,
+    queue: VecDeque<Unsolicited>,
+    queued_bytes: usize,
+    closed: Option<Error>,
+    /// A thread is in poll(2) on the socket (the others wait on the condvar).
+    polling: bool,
+}
+
+impl Rx {
+    fn full(&self) -> bool {
+        self.queue.len() >= MAX_QUEUED || self.queued_bytes >= MAX_QUEUED_BYTES
+    }
+
     fn closed_error(&self) -> Option<Error> {
         self.closed
             .as_ref()
             .map(|e| Error::new(e.status, e.context.clone()))
     }
-}
 
-type Waiters = Arc<Mutex<WaitTable>>;
+    fn backpressure_error(&self) -> Error {
+        Error::new(
+            Status::ERR_OUT_OF_RESOURCE,
+            format!(
+                "{} unsolicited messages ({} bytes) from the server are waiting to be handled \
+(the limit is {MAX_QUEUED} messages or {MAX_QUEUED_BYTES} bytes); the server sends faster than \
+this tool can take them",
+                self.queue.len(),
+                self.queued_bytes
+            ),
+        )
+    }
+
+    /// Route whole frames out of the decoder while the queue has room.
+    fn dispatch(&mut self) {
+        while !self.full() {
+            match self.decoder.next_frame() {
+                Ok(Some((hdr, payload))) => self.route(hdr.tag, payload),
+                Ok(None) => break,
+                Err(e) => {
+                    self.close(e);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn route(&mut self, tag: u32, payload: Vec<u8>) {
+        if tag >= TAG_DYNAMIC {
+            if let Some(slot) = self.pending.get_mut(&tag) {
+                if let Slot::Waiting { notify } = *slot {
+                    *slot = Slot::Arrived(payload);
+                    if notify {
+                        self.ready.push_back(tag);
+                    }
+                    return;
+                }
+            }
+        }
+        let msg = match tag {
+            TAG_NOTIFY => Unsolicited::Notify(payload),
+            TAG_IOF => Unsolicited::Iof(payload),
+            t => Unsolicited::Other(t, payload),
+        };
+        self.queued_bytes += msg.len();
+        self.queue.push_back(msg);
+    }
+
+    fn close(&mut self, e: Error) {
+        if self.closed.is_some() {
+            return;
+        }
+        for (tag, slot) in &self.pending {
+            if matches!(slot, Slot::Waiting { notify: true }) {
+                self.ready.push_back(*tag);
+            }
+        }
+        self.closed = Some(e);
+    }
+
+    /// Read what the socket has (never blocking), and route it.
+    fn read_available(&mut self) {
+        for _ in 0..READS_PER_ROUND {
+            if self.closed.is_some() || self.full() {
+                return;
+            }
+            self.reader.quick_ack();
+            let fd = self.reader.as_raw_fd();
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.resize(READ_CHUNK, 0);
+            let got =
+                nix::sys::socket::recv(fd, &mut scratch, nix::sys::socket::MsgFlags::MSG_DONTWAIT);
+            match got {
+                Ok(0) => {
+                    let e = self.decoder.eof_error();
+                    self.scratch = scratch;
+                    self.dispatch();
+                    self.close(e);
+                    return;
+                }
+                Ok(n) => {
+                    self.decoder.feed(&scratch[..n]);
+                    self.scratch = scratch;
+                    self.dispatch();
+                }
+                Err(nix::errno::Errno::EAGAIN) => {
+                    self.scratch = scratch;
+                    return;
+                }
+                Err(nix::errno::Errno::EINTR) => {
+                    self.scratch = scratch;
+                }
+                Err(e) => {
+                    self.scratch = scratch;
+                    self.close(io_error(std::io::Error::from(e), "reading from the server"));
+                    return;
+                }
+            }
+        }
+    }
+}
 
 /// A connected, handshaken session with a PMIx server.
 pub struct Connection {
     writer: Mutex<Stream>,
-    waiters: Waiters,
-    unsolicited: Mutex<Receiver<Unsolicited>>,
-    wake: Sender<Unsolicited>,
+    shared: Arc<Shared>,
     next_tag: AtomicU32,
     target: Target,
     welcome: Welcome,
     wire: WireVersion,
+}
+
+/// The receiving side as the waiting threads share it.
+struct Shared {
+    rx: Mutex<Rx>,
+    turn: Condvar,
+    fd: RawFd,
+}
+
+/// What a waiter's check says after each round.
+enum Check<T> {
+    Done(T),
+    Again,
 }
 
 /// Choose the wire version to speak from the server's PMIx version string:
@@ -156,14 +328,30 @@ pub fn registered_holder(opts: &ConnectOptions, target: &Target) -> Option<std::
     path.exists().then_some(path)
 }
 
-/// Our command line as one string (PRRTE records it for the tool's job).
+/// Our command line as one string (PRRTE records it for the tool's job),
+/// cut to [`MAX_HANDSHAKE_CMDLINE`] bytes: it only names the tool, and a
+/// long one (10,000 arguments) must not make the handshake too large.
 fn command_line() -> String {
-    let line = std::env::args().collect::<Vec<_>>().join(" ");
+    let args: Vec<String> = std::env::args().collect();
+    summarise_command_line(&args)
+}
+
+/// `args` joined by spaces, cut at a character boundary to
+/// [`MAX_HANDSHAKE_CMDLINE`] bytes with a note of what was left out.
+pub fn summarise_command_line(args: &[String]) -> String {
+    let line = args.join(" ");
     if line.is_empty() {
-        "pmix-tools".to_string()
-    } else {
-        line
+        return "pmix-tools".to_string();
     }
+    if line.len() <= MAX_HANDSHAKE_CMDLINE {
+        return line;
+    }
+    let note = format!(" … ({} arguments, {} bytes)", args.len(), line.len());
+    let mut cut = MAX_HANDSHAKE_CMDLINE.saturating_sub(note.len());
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{note}", &line[..cut])
 }
 
 /// The PMIx version we announce for a wire version.
@@ -193,11 +381,14 @@ impl Connection {
                 // connect as usual.
                 match registered_holder(opts, &t).map(|p| super::holder::connect(&p)) {
                     Some(Ok(c)) => Ok(c),
-                    _ => Connection::open(t, HANDSHAKE_TIMEOUT),
+                    _ => Connection::open(t, handshake_timeout()),
                 }
             });
             match found {
                 Ok(c) => return Ok(c),
+                // A server that accepted but did not answer in time will not
+                // do better on a second try within the same patience.
+                Err(e) if e.status == Status::ERR_TIMEOUT => return Err(e),
                 Err(e) => last = Some(e),
             }
         }
@@ -205,10 +396,26 @@ impl Connection {
             .unwrap_or_else(|| Error::new(Status::ERR_UNREACH, "no connection attempt was made")))
     }
 
-    /// Connect to a known target.
+    /// Connect to a known target; the connection and the whole handshake
+    /// must be done within `handshake_timeout`.
     pub fn open(target: Target, handshake_timeout: Duration) -> Result<Connection> {
+        let deadline = Instant::now() + handshake_timeout;
         let addr = target.uri.socket_addr()?;
-        let mut stream = TcpStream::connect_timeout(&addr, handshake_timeout).map_err(|e| {
+        let stream = TcpStream::connect_timeout(&addr, handshake_timeout).map_err(|e| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) {
+                return Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "no answer from the DVM at {} (found by {}) to our connection after {}",
+                        target.uri.address,
+                        target.found_by,
+                        seconds(handshake_timeout)
+                    ),
+                );
+            }
             Error::new(
                 Status::ERR_UNREACH,
                 format!(
@@ -218,9 +425,6 @@ impl Connection {
             )
         })?;
         let _ = stream.set_nodelay(true);
-        stream
-            .set_read_timeout(Some(handshake_timeout))
-            .map_err(|e| io_error(e, "configuring the socket"))?;
         let wire = wire_for_version(target.version.as_deref());
         let hello = Hello {
             identity: target.identity.clone(),
@@ -231,12 +435,28 @@ impl Connection {
             gid: nix::unistd::getegid().as_raw(),
             info_blob: super::handshake::tool_info_blob(wire, &command_line(), std::process::id())?,
         };
-        let welcome = handshake(&mut stream, &hello)
-            .map_err(|e| Error::new(e.status, format!("{} (server {})", e.context, target.uri)))?;
-        Connection::established(Stream::Tcp(stream), target, welcome, wire)
+        let mut stream = Stream::Tcp(stream);
+        let welcome =
+            handshake(&mut Deadlined::new(&mut stream, deadline), &hello).map_err(|e| {
+                if e.status == Status::ERR_TIMEOUT {
+                    Error::new(
+                        Status::ERR_TIMEOUT,
+                        format!(
+                        "no answer from the DVM to the connection handshake after {} (server {}, \
+found by {}); it may be stopped or overloaded",
+                        seconds(handshake_timeout),
+                        target.uri,
+                        target.found_by
+                    ),
+                    )
+                } else {
+                    Error::new(e.status, format!("{} (server {})", e.context, target.uri))
+                }
+            })?;
+        Connection::established(stream, target, welcome, wire)
     }
 
-    /// Wrap a stream whose handshake is done: start its reader.
+    /// Wrap a stream whose handshake is done.
     pub(crate) fn established(
         stream: Stream,
         target: Target,
@@ -246,27 +466,35 @@ impl Connection {
         stream
             .set_read_timeout(None)
             .map_err(|e| io_error(e, "configuring the socket"))?;
+        stream
+            .set_write_timeout(Some(WRITE_TIMEOUT))
+            .map_err(|e| io_error(e, "configuring the socket"))?;
         let reader = stream
             .try_clone()
             .map_err(|e| io_error(e, "cloning the socket"))?;
-        let waiters: Waiters = Arc::new(Mutex::new(WaitTable::default()));
-        let (tx, rx) = mpsc::channel();
-        spawn_reader(reader, waiters.clone(), tx.clone())?;
+        let fd = reader.as_raw_fd();
         Ok(Connection {
             writer: Mutex::new(stream),
-            waiters,
-            unsolicited: Mutex::new(rx),
-            wake: tx,
+            shared: Arc::new(Shared {
+                rx: Mutex::new(Rx {
+                    reader,
+                    decoder: FrameDecoder::new(MAX_PAYLOAD),
+                    scratch: Vec::new(),
+                    pending: HashMap::new(),
+                    ready: VecDeque::new(),
+                    queue: VecDeque::new(),
+                    queued_bytes: 0,
+                    closed: None,
+                    polling: false,
+                }),
+                turn: Condvar::new(),
+                fd,
+            }),
             next_tag: AtomicU32::new(TAG_DYNAMIC),
             target,
             welcome,
             wire,
         })
-    }
-
-    /// A handle that wakes [`Connection::next_unsolicited`] from elsewhere.
-    pub fn waker(&self) -> Waker {
-        Waker(self.wake.clone())
     }
 
     /// Our own namespace and rank.
@@ -296,108 +524,206 @@ impl Connection {
 
     /// True once the server has gone away.
     pub fn is_closed(&self) -> bool {
-        lock(&self.waiters).closed.is_some()
+        lock(&self.shared.rx).closed.is_some()
     }
 
     fn pindex(&self) -> i32 {
         self.welcome.pindex.map(|p| p as i32).unwrap_or(0)
     }
 
-    /// Send a request and wait up to `timeout` for its reply payload.
-    pub fn request(&self, payload: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+    /// Send a request on a fresh tag and return the tag: the handle of its
+    /// pending reply. [`Connection::wait`] reports the reply's arrival as
+    /// [`Event::Reply`]; [`Connection::take_reply`] takes it.
+    pub fn begin(&self, payload: &[u8]) -> Result<u32> {
+        self.start(payload, true)
+    }
+
+    fn start(&self, payload: &[u8], notify: bool) -> Result<u32> {
         let tag = self.alloc_tag();
-        let (tx, rx) = mpsc::channel();
         {
-            let mut w = lock(&self.waiters);
-            if let Some(e) = w.closed_error() {
+            let mut rx = lock(&self.shared.rx);
+            if let Some(e) = rx.closed_error() {
                 return Err(e);
             }
-            w.pending.insert(tag, Waiter::Chan(tx));
+            rx.pending.insert(tag, Slot::Waiting { notify });
         }
         if let Err(e) = self.send(tag, payload) {
-            lock(&self.waiters).pending.remove(&tag);
+            lock(&self.shared.rx).pending.remove(&tag);
             return Err(e);
         }
-        match rx.recv_timeout(timeout) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => {
-                lock(&self.waiters).pending.remove(&tag);
-                Err(Error::new(
-                    Status::ERR_TIMEOUT,
-                    format!(
-                        "no reply from the server within {:.1}s",
-                        timeout.as_secs_f64()
-                    ),
-                ))
+        Ok(tag)
+    }
+
+    /// The reply to request `tag` once it has arrived (`Some(Ok)`), or the
+    /// reason none will come (`Some(Err)`); `None` while it is pending.
+    /// Taking a reply ends the handle.
+    pub fn take_reply(&self, tag: u32) -> Option<Result<Vec<u8>>> {
+        let mut rx = lock(&self.shared.rx);
+        rx.ready.retain(|t| *t != tag);
+        match rx.pending.get(&tag) {
+            Some(Slot::Arrived(_)) => match rx.pending.remove(&tag) {
+                Some(Slot::Arrived(b)) => Some(Ok(b)),
+                _ => None,
+            },
+            Some(Slot::Waiting { .. }) => {
+                let e = rx.closed_error()?;
+                rx.pending.remove(&tag);
+                Some(Err(e))
             }
-            Err(RecvTimeoutError::Disconnected) => Err(Error::new(
-                Status::ERR_LOST_CONNECTION,
-                "the server closed the connection",
-            )),
+            None => Some(Err(Error::new(
+                Status::ERR_NOT_FOUND,
+                format!("no request with tag {tag} is pending"),
+            ))),
         }
     }
 
+    /// Stop waiting for the reply to `tag` (a reply that still comes is
+    /// then unsolicited).
+    pub fn forget(&self, tag: u32) {
+        let mut rx = lock(&self.shared.rx);
+        rx.pending.remove(&tag);
+        rx.ready.retain(|t| *t != tag);
+    }
+
+    /// Send a request and wait up to `timeout` for its reply payload.
+    pub fn request(&self, payload: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+        self.request_for(payload, timeout, "our request")
+    }
+
+    /// [`Connection::request`], naming what was asked (`what`, e.g. "the
+    /// allocation request") in the time-out error.
+    pub fn request_for(&self, payload: &[u8], timeout: Duration, what: &str) -> Result<Vec<u8>> {
+        let tag = self.start(payload, false)?;
+        let deadline = Instant::now() + timeout;
+        match self.await_reply(tag, &[], Some(deadline)) {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(Error::new(
+                Status::ERR_TIMEOUT,
+                format!(
+                    "no answer from the DVM to {what} after {}",
+                    seconds(timeout)
+                ),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Wait until `deadline` for the reply to `tag` (from
+    /// [`Connection::begin`]); `Ok(None)` at the deadline (the request
+    /// stays pending) or when one of `extras` became readable. Unsolicited
+    /// messages meanwhile are queued for the caller; while that queue is
+    /// full the wait fails.
+    pub fn await_reply(
+        &self,
+        tag: u32,
+        extras: &[BorrowedFd<'_>],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.shared.await_reply(tag, extras, deadline)
+    }
+
     /// Send a request on a fresh tag; its reply (or the reason none will
-    /// come) is handed to `on_reply` on the reader thread, which must not
-    /// block for long. Used to relay requests for a holder's clients.
+    /// come) is handed to `on_reply` on a thread of its own that waits for
+    /// it. For callers without a wait loop of their own (tests, scripts);
+    /// the tools use [`Connection::begin`] and [`Connection::wait`].
     pub fn relay(
         &self,
         payload: &[u8],
         on_reply: Box<dyn FnOnce(Result<Vec<u8>>) + Send>,
     ) -> Result<()> {
-        let tag = self.alloc_tag();
-        {
-            let mut w = lock(&self.waiters);
-            if let Some(e) = w.closed_error() {
-                return Err(e);
+        let tag = self.start(payload, false)?;
+        let shared = Arc::clone(&self.shared);
+        std::thread::Builder::new()
+            .name("pmix-relay".into())
+            .spawn(move || {
+                let r = shared.await_reply(tag, &[], None).and_then(|r| {
+                    r.ok_or_else(|| Error::new(Status::ERR_TIMEOUT, "no reply came"))
+                });
+                on_reply(r);
+            })
+            .map(|_| ())
+            .map_err(|e| {
+                self.forget(tag);
+                Error::new(
+                    Status::ERR_OUT_OF_RESOURCE,
+                    format!("cannot start a thread to wait for the reply: {e}"),
+                )
+            })
+    }
+
+    /// The one wait primitive: the next event, waiting at most until
+    /// `deadline` (`None`: no limit). Replies to [`Connection::begin`]
+    /// requests come first, then queued unsolicited messages (the caller's
+    /// `extras` are still looked at between them), then whatever poll(2)
+    /// finds on the socket and `extras`.
+    pub fn wait(&self, extras: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Event {
+        let r = self.shared.wait_for(extras, deadline, false, |rx| {
+            if let Some(tag) = rx.ready.pop_front() {
+                return Check::Done(Event::Reply(tag));
             }
-            w.pending.insert(tag, Waiter::Call(on_reply));
-        }
-        if let Err(e) = self.send(tag, payload) {
-            if let Some(w) = lock(&self.waiters).pending.remove(&tag) {
-                w.deliver(Err(e.clone()));
+            if let Some(m) = rx.queue.pop_front() {
+                rx.queued_bytes -= m.len();
+                return Check::Done(Event::Message(m));
             }
-            return Err(e);
+            match rx.closed_error() {
+                Some(e) if !rx.decoder.has_frame() => {
+                    Check::Done(Event::Message(Unsolicited::Closed(e)))
+                }
+                _ => Check::Again,
+            }
+        });
+        match r {
+            WaitOut::Done(ev) => ev,
+            WaitOut::Ready(i) => Event::Ready(i),
+            WaitOut::Deadline => Event::Deadline,
         }
-        Ok(())
     }
 
-    /// Send a request on a fresh tag without waiting for its reply (a reply
-    /// that does come is treated as unsolicited).
-    pub fn post(&self, payload: &[u8]) -> Result<()> {
-        let tag = self.alloc_tag();
-        self.send(tag, payload)
-    }
-
-    /// Send a message on a fixed tag without waiting for a reply.
-    pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
-        let mut w = lock(&self.writer);
-        write_frame(&mut *w, self.pindex(), tag, payload)?;
-        w.flush().map_err(|e| io_error(e, "sending a message"))
-    }
-
-    /// Wait up to `timeout` for the next unsolicited message.
+    /// Wait up to `timeout` for the next unsolicited message (replies to
+    /// [`Connection::begin`] requests stay for [`Connection::wait`]).
     pub fn next_unsolicited(&self, timeout: Duration) -> Option<Unsolicited> {
-        let rx = lock(&self.unsolicited);
-        match rx.recv_timeout(timeout) {
-            Ok(m) => Some(m),
-            Err(RecvTimeoutError::Timeout) => {
-                lock(&self.waiters).closed_error().map(Unsolicited::Closed)
-            }
-            Err(RecvTimeoutError::Disconnected) => Some(Unsolicited::Closed(Error::new(
-                Status::ERR_LOST_CONNECTION,
-                "the server closed the connection",
-            ))),
-        }
+        self.next_unsolicited_until(Some(Instant::now() + timeout))
     }
 
     /// Wait until `deadline` for the next unsolicited message.
     pub fn next_unsolicited_until(&self, deadline: Option<Instant>) -> Option<Unsolicited> {
-        let timeout = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => Duration::from_secs(3600 * 24 * 365),
-        };
-        self.next_unsolicited(timeout)
+        let r = self.shared.wait_for(&[], deadline, false, |rx| {
+            if let Some(m) = rx.queue.pop_front() {
+                rx.queued_bytes -= m.len();
+                return Check::Done(m);
+            }
+            match rx.closed_error() {
+                Some(e) if !rx.decoder.has_frame() => Check::Done(Unsolicited::Closed(e)),
+                _ => Check::Again,
+            }
+        });
+        match r {
+            WaitOut::Done(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Send a message on a fixed tag without waiting for a reply.
+    pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
+        let msg = encode_frame(self.pindex(), tag, payload)?;
+        let mut w = lock(&self.writer);
+        w.write_all(&msg).map_err(|e| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "the DVM took nothing we sent for {} (it may be stopped)",
+                        seconds(WRITE_TIMEOUT)
+                    ),
+                )
+            } else {
+                io_error(e, "sending a message")
+            }
+        })?;
+        w.flush().map_err(|e| io_error(e, "sending a message"))
     }
 
     fn alloc_tag(&self) -> u32 {
@@ -411,9 +737,159 @@ impl Connection {
         }
     }
 
-    /// Close the socket; the reader thread ends on its own.
+    /// Close the socket; waits see the connection closed.
     pub fn shutdown(&self) {
         let _ = lock(&self.writer).shutdown();
+    }
+}
+
+impl Shared {
+    fn await_reply(
+        &self,
+        tag: u32,
+        extras: &[BorrowedFd<'_>],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<u8>>> {
+        let r = self.wait_for(extras, deadline, true, |rx| {
+            match rx.pending.get(&tag) {
+                Some(Slot::Arrived(_)) => {
+                    rx.ready.retain(|t| *t != tag);
+                    match rx.pending.remove(&tag) {
+                        Some(Slot::Arrived(b)) => return Check::Done(Ok(b)),
+                        _ => unreachable!("checked above"),
+                    }
+                }
+                None => {
+                    return Check::Done(Err(Error::new(
+                        Status::ERR_NOT_FOUND,
+                        format!("no request with tag {tag} is pending"),
+                    )))
+                }
+                Some(Slot::Waiting { .. }) => {}
+            }
+            if let Some(e) = rx.closed_error() {
+                rx.pending.remove(&tag);
+                rx.ready.retain(|t| *t != tag);
+                return Check::Done(Err(e));
+            }
+            if rx.full() && !rx.polling {
+                rx.pending.remove(&tag);
+                return Check::Done(Err(rx.backpressure_error()));
+            }
+            Check::Again
+        });
+        match r {
+            WaitOut::Done(Ok(b)) => Ok(Some(b)),
+            WaitOut::Done(Err(e)) => Err(e),
+            WaitOut::Ready(_) | WaitOut::Deadline => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    lock(&self.rx).pending.remove(&tag);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The leader/follower loop under every wait: `check` runs on the
+    /// receive state after each round; one thread at a time polls. Unless
+    /// `for_reply`, with messages queued, `extras` are polled without
+    /// waiting before the next message is handed out (so a flood cannot
+    /// hide a signal).
+    fn wait_for<T>(
+        &self,
+        extras: &[BorrowedFd<'_>],
+        deadline: Option<Instant>,
+        for_reply: bool,
+        mut check: impl FnMut(&mut Rx) -> Check<T>,
+    ) -> WaitOut<T> {
+        let mut rx = lock(&self.rx);
+        loop {
+            rx.dispatch();
+            if !extras.is_empty() && !for_reply && (!rx.queue.is_empty() || !rx.ready.is_empty()) {
+                if let Some(i) = poll_extras(extras) {
+                    return WaitOut::Ready(i);
+                }
+            }
+            if let Check::Done(t) = check(&mut rx) {
+                return WaitOut::Done(t);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return WaitOut::Deadline;
+            }
+            if rx.polling {
+                // Another thread polls: it wakes us when it has read.
+                let left = deadline.map_or(Duration::from_secs(3600), |d| d - now);
+                rx = self
+                    .turn
+                    .wait_timeout(rx, left.min(Duration::from_secs(3600)))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
+                continue;
+            }
+            let read_socket = rx.closed.is_none() && !rx.full();
+            rx.polling = true;
+            drop(rx);
+            let ready = self.poll_once(read_socket, extras, deadline);
+            rx = lock(&self.rx);
+            rx.polling = false;
+            if ready.socket {
+                rx.read_available();
+            }
+            self.turn.notify_all();
+            if let Some(i) = ready.extra {
+                rx.dispatch();
+                if let Check::Done(t) = check(&mut rx) {
+                    return WaitOut::Done(t);
+                }
+                return WaitOut::Ready(i);
+            }
+        }
+    }
+
+    fn poll_once(
+        &self,
+        read_socket: bool,
+        extras: &[BorrowedFd<'_>],
+        deadline: Option<Instant>,
+    ) -> Readiness {
+        // SAFETY: the connection's socket stays open while `self` lives.
+        let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(extras.len() + 1);
+        if read_socket {
+            fds.push(PollFd::new(sock, PollFlags::POLLIN));
+        }
+        for e in extras {
+            fds.push(PollFd::new(*e, PollFlags::POLLIN));
+        }
+        let timeout = poll_timeout(deadline);
+        if fds.is_empty() {
+            // Nothing to watch (queue full, no extras): sleep to the deadline.
+            std::thread::sleep(match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()),
+                None => Duration::from_secs(3600),
+            });
+            return Readiness::default();
+        }
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(n) if n > 0 => {}
+            _ => return Readiness::default(),
+        }
+        let fired = |p: &PollFd<'_>| {
+            p.revents().is_some_and(|r| {
+                r.intersects(
+                    PollFlags::POLLIN
+                        | PollFlags::POLLHUP
+                        | PollFlags::POLLERR
+                        | PollFlags::POLLNVAL,
+                )
+            })
+        };
+        let skip = usize::from(read_socket);
+        Readiness {
+            socket: read_socket && fired(&fds[0]),
+            extra: fds[skip..].iter().position(fired),
+        }
     }
 }
 
@@ -423,58 +899,115 @@ impl Drop for Connection {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// How a [`Connection::wait_for`] ended.
+enum WaitOut<T> {
+    Done(T),
+    Ready(usize),
+    Deadline,
+}
+
+#[derive(Default)]
+struct Readiness {
+    socket: bool,
+    extra: Option<usize>,
+}
+
+/// Which of `extras` is readable now (no waiting).
+fn poll_extras(extras: &[BorrowedFd<'_>]) -> Option<usize> {
+    let mut fds: Vec<PollFd<'_>> = extras
+        .iter()
+        .map(|e| PollFd::new(*e, PollFlags::POLLIN))
+        .collect();
+    match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
+        Ok(n) if n > 0 => fds.iter().position(|p| {
+            p.revents().is_some_and(|r| {
+                r.intersects(
+                    PollFlags::POLLIN
+                        | PollFlags::POLLHUP
+                        | PollFlags::POLLERR
+                        | PollFlags::POLLNVAL,
+                )
+            })
+        }),
+        _ => None,
+    }
+}
+
+/// poll(2)'s timeout for `deadline`, rounded up to whole milliseconds.
+fn poll_timeout(deadline: Option<Instant>) -> PollTimeout {
+    match deadline {
+        None => PollTimeout::NONE,
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now());
+            let ms = left.as_nanos().div_ceil(1_000_000);
+            PollTimeout::try_from(i32::try_from(ms).unwrap_or(i32::MAX)).unwrap_or(PollTimeout::MAX)
+        }
+    }
+}
+
+/// "30 s", "2.5 s".
+pub fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn spawn_reader(mut stream: Stream, waiters: Waiters, tx: Sender<Unsolicited>) -> Result<()> {
-    std::thread::Builder::new()
-        .name("pmix-reader".into())
-        .spawn(move || {
-            let end = loop {
-                stream.quick_ack();
-                match read_frame(&mut stream, MAX_PAYLOAD) {
-                    Ok(Some((hdr, payload))) => {
-                        if hdr.tag >= TAG_DYNAMIC {
-                            let waiter = lock(&waiters).pending.remove(&hdr.tag);
-                            if let Some(w) = waiter {
-                                w.deliver(Ok(payload));
-                                continue;
-                            }
-                        }
-                        let msg = match hdr.tag {
-                            TAG_NOTIFY => Unsolicited::Notify(payload),
-                            TAG_IOF => Unsolicited::Iof(payload),
-                            t => Unsolicited::Other(t, payload),
-                        };
-                        let _ = tx.send(msg);
-                    }
-                    Ok(None) => {
-                        break Error::new(
-                            Status::ERR_LOST_CONNECTION,
-                            "the server closed the connection",
-                        )
-                    }
-                    Err(e) => break e,
-                }
-            };
-            let waiting: Vec<Waiter> = {
-                let mut w = lock(&waiters);
-                w.closed = Some(Error::new(end.status, end.context.clone()));
-                w.pending.drain().map(|(_, w)| w).collect()
-            };
-            for w in waiting {
-                w.deliver(Err(Error::new(end.status, end.context.clone())));
-            }
-            let _ = tx.send(Unsolicited::Closed(end));
-        })
-        .map(|_| ())
-        .map_err(|e| {
-            Error::new(
-                Status::ERR_OUT_OF_RESOURCE,
-                format!("cannot start the connection's reader thread: {e}"),
-            )
-        })
+/// A stream whose reads and writes all end by one deadline (the handshake:
+/// a server dripping its answer a byte at a time cannot keep us past it).
+pub struct Deadlined<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+}
+
+impl<'a> Deadlined<'a> {
+    /// Bound every operation on `stream` by `deadline`.
+    pub fn new(stream: &'a mut Stream, deadline: Instant) -> Deadlined<'a> {
+        Deadlined { stream, deadline }
+    }
+
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "deadline passed",
+            ));
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Deadlined<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+impl AsFd for Connection {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the socket stays open while `self` lives.
+        unsafe { BorrowedFd::borrow_raw(self.shared.fd) }
+    }
 }
 
 #[cfg(test)]
@@ -489,5 +1022,18 @@ mod tests {
         assert_eq!(wire_for_version(Some("6.1.0")), WireVersion::V61);
         assert_eq!(wire_for_version(Some("7.0.0a1")), WireVersion::V61);
         assert_eq!(wire_for_version(None), WireVersion::V41);
+    }
+
+    #[test]
+    fn long_command_lines_are_summarised() {
+        let args: Vec<String> = (0..10_000).map(|i| format!("arg{i:06}")).collect();
+        let line = summarise_command_line(&args);
+        assert!(line.len() <= MAX_HANDSHAKE_CMDLINE, "{}", line.len());
+        assert!(line.starts_with("arg000000 arg000001"));
+        assert!(line.ends_with("(10000 arguments, 99999 bytes)"), "{line}");
+        let short = vec!["palloc".to_string(), "-N".into(), "1".into()];
+        assert_eq!(summarise_command_line(&short), "palloc -N 1");
+        let wide = vec!["é".repeat(2000)];
+        assert!(summarise_command_line(&wide).len() <= MAX_HANDSHAKE_CMDLINE);
     }
 }

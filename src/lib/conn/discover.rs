@@ -15,6 +15,16 @@
 //!    `TMPDIR`, else `/tmp`; each with its immediate subdirectories, which is where
 //!    a PRRTE DVM puts its `prte.<pid>/` folder). Two or more live servers is
 //!    an error that lists them.
+//!
+//! # Which rendezvous files are trusted
+//! A rendezvous file names the server we send our command line, `-x`
+//! values and working directory to, so only files that the running user or
+//! root owns, that are regular files and not group- or other-writable, in
+//! a directory owned by the user or root that is not group- or
+//! other-writable either (a sticky directory such as `/tmp` is accepted: no
+//! one else can replace our files there), are read. Others are skipped;
+//! [`skipped_files`] says which and why (shown with `-v` and in the
+//! "not found" error).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +47,81 @@ pub const SERVER_URI_VARS: [&str; 5] = [
 
 /// Most rendezvous files we look at in one search (bounds a hostile tmpdir).
 const MAX_SCAN: usize = 10_000;
+
+/// Rendezvous files the last search skipped, with the reason.
+static SKIPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The rendezvous files the latest search of this process skipped as
+/// untrusted, each as "PATH (reason)".
+pub fn skipped_files() -> Vec<String> {
+    SKIPPED.lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+fn note_skipped(path: &Path, why: &str) {
+    if let Ok(mut v) = SKIPPED.lock() {
+        let line = format!("{} ({why})", path.display());
+        if v.len() < 32 && !v.contains(&line) {
+            v.push(line);
+        }
+    }
+}
+
+/// Why `path` (a rendezvous file) is not to be trusted, or `None` when it
+/// is: see the module documentation.
+pub fn untrusted_reason(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let owner_ok = |uid: u32| uid == me || uid == 0;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("cannot inspect it: {e}")),
+    };
+    if !meta.file_type().is_file() {
+        return Some("not a regular file".into());
+    }
+    if !owner_ok(meta.uid()) {
+        return Some(format!(
+            "owned by uid {}, not by you (uid {me}) or root",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let dmeta = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("cannot inspect its directory: {e}")),
+    };
+    if !owner_ok(dmeta.uid()) {
+        return Some(format!(
+            "its directory {} is owned by uid {}, not by you (uid {me}) or root",
+            dir.display(),
+            dmeta.uid()
+        ));
+    }
+    let sticky = dmeta.mode() & 0o1000 != 0;
+    if dmeta.mode() & 0o022 != 0 && !sticky {
+        return Some(format!(
+            "its directory {} is writable by group or others (mode {:o})",
+            dir.display(),
+            dmeta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// Read a rendezvous file found by searching, if it is trusted.
+fn read_trusted(path: &Path) -> Option<Rendezvous> {
+    if let Some(why) = untrusted_reason(path) {
+        note_skipped(path, &why);
+        return None;
+    }
+    Rendezvous::read(path).ok()
+}
 
 /// How the caller asked us to find the server and who to be.
 #[derive(Clone, Debug, Default)]
@@ -109,6 +194,9 @@ impl Env for ProcessEnv {
 
 /// Decide which server to connect to and as whom.
 pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
+    if let Ok(mut v) = SKIPPED.lock() {
+        v.clear();
+    }
     let tool_identity = match &opts.tool_id {
         Some((ns, rank)) => Identity::ToolWithId {
             nspace: ns.clone(),
@@ -307,14 +395,14 @@ fn find_named(dirs: &[PathBuf], suffix: &str) -> Option<Rendezvous> {
                 .map(|n| n.to_string_lossy().ends_with(suffix))
                 .unwrap_or(false)
         })
-        .find_map(|p| Rendezvous::read(&p).ok())
+        .find_map(|p| read_trusted(&p))
 }
 
 fn find_system(dir: &Path) -> Option<Rendezvous> {
     let rd = std::fs::read_dir(dir).ok()?;
     rd.flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("pmix.sys."))
-        .find_map(|e| Rendezvous::read(&e.path()).ok())
+        .find_map(|e| read_trusted(&e.path()))
         .filter(|r| r.pid.map(pid_alive).unwrap_or(true))
 }
 
@@ -343,7 +431,7 @@ pub fn live_servers(dirs: &[PathBuf]) -> BTreeMap<String, Rendezvous> {
         if !wanted {
             continue;
         }
-        let Ok(r) = Rendezvous::read(p) else {
+        let Some(r) = read_trusted(p) else {
             continue;
         };
         if !r.pid.map(pid_alive).unwrap_or(true) {
@@ -368,11 +456,21 @@ pub fn pid_alive(pid: u32) -> bool {
 
 fn not_found(what: String, dirs: &[PathBuf]) -> Error {
     let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let skipped = skipped_files();
+    let skipped = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; skipped {} untrusted rendezvous file(s): {}",
+            skipped.len(),
+            skipped.join("; ")
+        )
+    };
     Error::of_kind(
         ErrorKind::NoServer,
         Status::ERR_UNREACH,
         format!(
-            "{what} (looked in {}); start one (e.g. `pdvm --nodes 4 &` or `prte`), or point at it with --uri, --pid or --tmpdir",
+            "{what} (looked in {}{skipped}); start one (e.g. `pdvm --nodes 4 &` or `prte`), or point at it with --uri, --pid or --tmpdir",
             looked.join(", ")
         ),
     )

@@ -76,8 +76,139 @@ impl Header {
     }
 }
 
-/// Write one framed message.
-pub fn write_frame(w: &mut impl Write, pindex: i32, tag: u32, payload: &[u8]) -> Result<()> {
+/// A sans-IO frame decoder: feed it the bytes that arrived, take whole
+/// frames out. It does no I/O and never blocks, so the same decoder serves
+/// a blocking reader, a poll loop, or a server's event loop.
+///
+/// Work is O(bytes fed): consumed bytes are dropped by moving a start
+/// offset and compacting only when the dead prefix is at least half the
+/// buffer. Memory is bounded by what has arrived: a header announcing a
+/// payload larger than the decoder's limit is refused at once, and nothing
+/// is reserved for an announced length before its bytes come.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    buf: Vec<u8>,
+    start: usize,
+    max_payload: u32,
+    /// The next frame is a connect-ack (its length in little-endian order).
+    connect: bool,
+    failed: bool,
+}
+
+impl FrameDecoder {
+    /// A decoder of steady-state frames whose payloads may be at most
+    /// `max_payload` bytes.
+    pub fn new(max_payload: u32) -> FrameDecoder {
+        FrameDecoder {
+            buf: Vec::new(),
+            start: 0,
+            max_payload,
+            connect: false,
+            failed: false,
+        }
+    }
+
+    /// A decoder whose first frame is a connect-ack (a server reading a
+    /// connecting peer); later frames are steady-state.
+    pub fn for_connect_ack(max_payload: u32) -> FrameDecoder {
+        FrameDecoder {
+            connect: true,
+            ..FrameDecoder::new(max_payload)
+        }
+    }
+
+    /// Append bytes received from the peer.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes held that do not yet form a whole frame (or frames not yet
+    /// taken).
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// True when a whole frame is ready to be taken.
+    pub fn has_frame(&self) -> bool {
+        match self.peek_header() {
+            Some(h) => self.buffered() >= HEADER_LEN + h.nbytes as usize,
+            None => false,
+        }
+    }
+
+    fn peek_header(&self) -> Option<Header> {
+        let avail = &self.buf[self.start..];
+        let hb: &[u8; HEADER_LEN] = avail.get(..HEADER_LEN)?.try_into().ok()?;
+        let mut h = Header::decode(hb);
+        if self.connect {
+            h.nbytes = Header::decode_connect_len(hb);
+        }
+        Some(h)
+    }
+
+    /// The next whole frame, `Ok(None)` when more bytes are needed, or an
+    /// error (after which the stream cannot be trusted; every later call
+    /// fails too) when the peer announced a payload above the limit.
+    pub fn next_frame(&mut self) -> Result<Option<(Header, Vec<u8>)>> {
+        if self.failed {
+            return Err(self.too_large(None));
+        }
+        let Some(h) = self.peek_header() else {
+            return Ok(None);
+        };
+        if h.nbytes > self.max_payload {
+            self.failed = true;
+            return Err(self.too_large(Some(h.nbytes)));
+        }
+        let end = self.start + HEADER_LEN + h.nbytes as usize;
+        if self.buf.len() < end {
+            return Ok(None);
+        }
+        let payload = self.buf[self.start + HEADER_LEN..end].to_vec();
+        self.start = end;
+        self.connect = false;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(Some((h, payload)))
+    }
+
+    /// What to say when the peer has gone: whether it left inside a frame.
+    pub fn eof_error(&self) -> Error {
+        let held = self.buffered();
+        if held == 0 {
+            return Error::new(
+                Status::ERR_LOST_CONNECTION,
+                "the server closed the connection",
+            );
+        }
+        Error::new(
+            Status::ERR_LOST_CONNECTION,
+            format!("connection closed inside a message ({held} bytes of it received)"),
+        )
+    }
+
+    fn too_large(&self, n: Option<u32>) -> Error {
+        Error::new(
+            Status::ERR_UNPACK_FAILURE,
+            match n {
+                Some(n) => format!(
+                    "peer announced a {n}-byte message; the limit is {}",
+                    self.max_payload
+                ),
+                None => "the stream is unreadable after an oversized message".to_string(),
+            },
+        )
+    }
+}
+
+/// A whole frame (header and payload) ready to write.
+pub fn encode_frame(pindex: i32, tag: u32, payload: &[u8]) -> Result<Vec<u8>> {
     let nbytes = u32::try_from(payload.len())
         .ok()
         .filter(|n| *n <= MAX_PAYLOAD)
@@ -87,15 +218,22 @@ pub fn write_frame(w: &mut impl Write, pindex: i32, tag: u32, payload: &[u8]) ->
                 format!("message of {} bytes is too large", payload.len()),
             )
         })?;
-    let hdr = Header {
-        pindex,
-        tag,
-        nbytes,
-    }
-    .encode();
     let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
-    msg.extend_from_slice(&hdr);
+    msg.extend_from_slice(
+        &Header {
+            pindex,
+            tag,
+            nbytes,
+        }
+        .encode(),
+    );
     msg.extend_from_slice(payload);
+    Ok(msg)
+}
+
+/// Write one framed message.
+pub fn write_frame(w: &mut impl Write, pindex: i32, tag: u32, payload: &[u8]) -> Result<()> {
+    let msg = encode_frame(pindex, tag, payload)?;
     w.write_all(&msg)
         .map_err(|e| io_error(e, "sending a message"))
 }
@@ -216,5 +354,102 @@ mod tests {
             read_frame(&mut &huge[..], MAX_PAYLOAD).unwrap_err().status,
             Status::ERR_UNPACK_FAILURE
         );
+    }
+
+    fn frame(tag: u32, payload: &[u8]) -> Vec<u8> {
+        encode_frame(0, tag, payload).unwrap()
+    }
+
+    #[test]
+    fn decoder_yields_frames_fed_byte_by_byte() {
+        let mut bytes = frame(101, b"hello");
+        bytes.extend(frame(0, b""));
+        bytes.extend(frame(2, &[7; 300]));
+        let mut d = FrameDecoder::new(MAX_PAYLOAD);
+        let mut got = Vec::new();
+        for b in &bytes {
+            d.feed(std::slice::from_ref(b));
+            while let Some((h, p)) = d.next_frame().unwrap() {
+                got.push((h.tag, p));
+            }
+        }
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], (101, b"hello".to_vec()));
+        assert_eq!(got[1], (0, vec![]));
+        assert_eq!(got[2], (2, vec![7; 300]));
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn decoder_takes_many_frames_from_one_chunk() {
+        let mut bytes = Vec::new();
+        for i in 0..1000u32 {
+            bytes.extend(frame(100 + i, &i.to_be_bytes()));
+        }
+        let mut d = FrameDecoder::new(MAX_PAYLOAD);
+        d.feed(&bytes);
+        for i in 0..1000u32 {
+            assert!(d.has_frame());
+            let (h, p) = d.next_frame().unwrap().unwrap();
+            assert_eq!((h.tag, p), (100 + i, i.to_be_bytes().to_vec()));
+        }
+        assert!(!d.has_frame());
+        assert!(d.next_frame().unwrap().is_none());
+    }
+
+    #[test]
+    fn decoder_refuses_frames_above_the_limit() {
+        let mut d = FrameDecoder::new(MAX_PAYLOAD);
+        let huge = Header {
+            pindex: 0,
+            tag: 101,
+            nbytes: MAX_PAYLOAD + 1,
+        }
+        .encode();
+        d.feed(&huge);
+        let e = d.next_frame().unwrap_err();
+        assert_eq!(e.status, Status::ERR_UNPACK_FAILURE);
+        assert!(e.context.contains("limit"), "{}", e.context);
+        // the stream stays refused
+        d.feed(&frame(101, b"x"));
+        assert!(d.next_frame().is_err());
+        // a small limit applies as given; exactly the limit is fine
+        let mut d = FrameDecoder::new(4);
+        d.feed(&frame(5, b"1234"));
+        assert_eq!(d.next_frame().unwrap().unwrap().1, b"1234");
+        d.feed(&frame(5, b"12345"));
+        assert!(d.next_frame().is_err());
+    }
+
+    #[test]
+    fn decoder_reserves_nothing_for_an_announced_length() {
+        let mut d = FrameDecoder::new(MAX_PAYLOAD);
+        d.feed(
+            &Header {
+                pindex: 0,
+                tag: 101,
+                nbytes: MAX_PAYLOAD,
+            }
+            .encode(),
+        );
+        d.feed(b"ten bytes!");
+        assert!(d.next_frame().unwrap().is_none());
+        assert_eq!(d.buffered(), HEADER_LEN + 10);
+        assert!(d.buf.capacity() < 1024 * 1024);
+        assert!(d.eof_error().context.contains("inside a message"));
+    }
+
+    #[test]
+    fn decoder_reads_a_connect_ack_first() {
+        let body = b"native\0rest";
+        let mut bytes = Header::encode_connect(body.len() as u32).to_vec();
+        bytes.extend_from_slice(body);
+        bytes.extend(frame(101, b"next"));
+        let mut d = FrameDecoder::for_connect_ack(1024);
+        d.feed(&bytes);
+        let (h, p) = d.next_frame().unwrap().unwrap();
+        assert_eq!((h.tag, p.as_slice()), (u32::MAX, &body[..]));
+        let (h, p) = d.next_frame().unwrap().unwrap();
+        assert_eq!((h.tag, p.as_slice()), (101, &b"next"[..]));
     }
 }

@@ -19,13 +19,19 @@
 //! itself (the holder's connection stays). Everything the DVM sends
 //! unasked (events, forwarded output) is copied to every client, each of
 //! which keeps what concerns it.
+//!
+//! The holder has no threads: its listening socket and its clients'
+//! sockets are extra descriptors of the owner's one wait
+//! ([`crate::conn::Connection::wait`]); the owner hands it what becomes
+//! readable ([`Holder::on_ready`]) and the replies to relayed requests
+//! ([`Holder::on_reply`]).
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,9 +39,9 @@ use crate::codec::{Cmd, Decoder, Encoder, WireVersion};
 use crate::error::{Error, Result};
 use crate::status::Status;
 
-use super::client::{Connection, HANDSHAKE_TIMEOUT};
+use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
-use super::frame::{io_error, read_frame, write_frame, MAX_PAYLOAD, TAG_DYNAMIC};
+use super::frame::{io_error, read_frame, write_frame, FrameDecoder, MAX_PAYLOAD, TAG_DYNAMIC};
 use super::handshake::{Identity, Welcome};
 use super::stream::Stream;
 use super::uri::ServerUri;
@@ -49,6 +55,9 @@ pub const TAG_WELCOME: u32 = 3;
 const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest welcome frame a client accepts.
 const MAX_WELCOME: u32 = 64 * 1024;
+/// Most requests of one client relayed and not yet answered; beyond it the
+/// holder stops reading that client until replies come.
+const MAX_RELAYED_PER_CLIENT: usize = 256;
 
 /// What a client learns on connecting: who it acts as, and the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,29 +91,33 @@ pub struct Holder {
     /// the registry was not used.
     private_dir: Option<PathBuf>,
     path: PathBuf,
-    clients: Arc<Mutex<Vec<Arc<Client>>>>,
-    stopping: Arc<AtomicBool>,
+    listener: UnixListener,
+    welcome: Vec<u8>,
+    wire: WireVersion,
+    clients: Vec<Client>,
+    next_id: u64,
+    /// Our tag on the DVM connection → (client id, the client's tag).
+    relayed: HashMap<u32, (u64, u32)>,
 }
 
 struct Client {
-    writer: Mutex<UnixStream>,
+    id: u64,
+    stream: UnixStream,
+    decoder: FrameDecoder,
+    in_flight: usize,
 }
 
 impl Client {
     fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
-        let mut w = lock(&self.writer);
-        write_frame(&mut *w, 0, tag, payload)?;
+        let mut w = &self.stream;
+        write_frame(&mut w, 0, tag, payload)?;
         w.flush()
             .map_err(|e| io_error(e, "writing to a holder client"))
     }
 
     fn close(&self) {
-        let _ = lock(&self.writer).shutdown(std::net::Shutdown::Both);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Holder {
@@ -112,7 +125,7 @@ impl Holder {
     /// that allocation (see [`registered_path`]), so tools in other shells
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
-    pub fn start(conn: Arc<Connection>, alloc_id: &str) -> Result<Holder> {
+    pub fn start(conn: &Connection, alloc_id: &str) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
         let (listener, path, private_dir) = match bind_registered(&server, alloc_id) {
             Some((l, p)) => (l, p, None),
@@ -121,6 +134,9 @@ impl Holder {
                 (l, p, Some(d))
             }
         };
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| io_error(e, "configuring the holder socket"))?;
         let (me, rank) = conn.me();
         let target = conn.target();
         let (server_nspace, server_rank) = conn.server();
@@ -138,24 +154,16 @@ impl Holder {
         };
         let welcome = serde_json::to_vec(&welcome)
             .map_err(|e| Error::new(Status::ERROR, format!("encoding the holder welcome: {e}")))?;
-        let holder = Holder {
+        Ok(Holder {
             private_dir,
             path,
-            clients: Arc::new(Mutex::new(Vec::new())),
-            stopping: Arc::new(AtomicBool::new(false)),
-        };
-        let clients = Arc::clone(&holder.clients);
-        let stopping = Arc::clone(&holder.stopping);
-        std::thread::Builder::new()
-            .name("holder-accept".into())
-            .spawn(move || accept_loop(listener, conn, welcome, clients, stopping))
-            .map_err(|e| {
-                Error::new(
-                    Status::ERR_OUT_OF_RESOURCE,
-                    format!("cannot start the holder: {e}"),
-                )
-            })?;
-        Ok(holder)
+            listener,
+            welcome,
+            wire: conn.wire(),
+            clients: Vec::new(),
+            next_id: 0,
+            relayed: HashMap::new(),
+        })
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
@@ -163,33 +171,159 @@ impl Holder {
         &self.path
     }
 
+    /// The descriptors to watch for readability: the listening socket, then
+    /// each client that may send more now. Pass their index in this list
+    /// to [`Holder::on_ready`].
+    pub fn fds(&self) -> Vec<RawFd> {
+        let mut v = vec![self.listener.as_raw_fd()];
+        v.extend(
+            self.clients
+                .iter()
+                .filter(|c| c.in_flight < MAX_RELAYED_PER_CLIENT)
+                .map(|c| c.stream.as_raw_fd()),
+        );
+        v
+    }
+
+    /// Descriptor `fd` (one of [`Holder::fds`]) is readable: accept a
+    /// client, or relay what a client sent over `conn`.
+    pub fn on_ready(&mut self, fd: RawFd, conn: &Connection) {
+        if fd == self.listener.as_raw_fd() {
+            self.accept();
+            return;
+        }
+        let Some(i) = self.clients.iter().position(|c| c.stream.as_raw_fd() == fd) else {
+            return;
+        };
+        if !self.serve(i, conn) {
+            let c = self.clients.swap_remove(i);
+            c.close();
+            self.relayed.retain(|_, (id, _)| *id != c.id);
+        }
+    }
+
+    /// Whether `tag` (an [`crate::conn::client::Event::Reply`]) is a relayed
+    /// request's.
+    pub fn owns(&self, tag: u32) -> bool {
+        self.relayed.contains_key(&tag)
+    }
+
+    /// The DVM answered relayed request `tag`: pass the reply back under
+    /// the client's tag (a client whose request can no longer be answered
+    /// learns it by its connection closing).
+    pub fn on_reply(&mut self, tag: u32, conn: &Connection) {
+        let Some((id, ctag)) = self.relayed.remove(&tag) else {
+            return;
+        };
+        let reply = conn.take_reply(tag);
+        let Some(i) = self.clients.iter().position(|c| c.id == id) else {
+            return;
+        };
+        self.clients[i].in_flight = self.clients[i].in_flight.saturating_sub(1);
+        let ok = match reply {
+            Some(Ok(bytes)) => self.clients[i].send(ctag, &bytes).is_ok(),
+            _ => false,
+        };
+        if !ok {
+            let c = self.clients.swap_remove(i);
+            c.close();
+            self.relayed.retain(|_, (cid, _)| *cid != c.id);
+        }
+    }
+
     /// Copy a message the DVM sent unasked to every client.
-    pub fn broadcast(&self, tag: u32, payload: &[u8]) {
-        let clients: Vec<Arc<Client>> = lock(&self.clients).clone();
+    pub fn broadcast(&mut self, tag: u32, payload: &[u8]) {
         let mut dead = Vec::new();
-        for c in clients {
+        for c in &self.clients {
             if c.send(tag, payload).is_err() {
                 c.close();
-                dead.push(c);
+                dead.push(c.id);
             }
         }
         if !dead.is_empty() {
-            lock(&self.clients).retain(|c| !dead.iter().any(|d| Arc::ptr_eq(c, d)));
+            self.clients.retain(|c| !dead.contains(&c.id));
+            self.relayed.retain(|_, (id, _)| !dead.contains(id));
         }
     }
 
     /// How many clients are connected now.
     pub fn clients(&self) -> usize {
-        lock(&self.clients).len()
+        self.clients.len()
+    }
+
+    fn accept(&mut self) {
+        // At most a few per round: the owner's loop comes back for more.
+        for _ in 0..16 {
+            let Ok((stream, _)) = self.listener.accept() else {
+                return;
+            };
+            if !same_user(&stream) {
+                continue;
+            }
+            let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
+            self.next_id += 1;
+            let client = Client {
+                id: self.next_id,
+                stream,
+                decoder: FrameDecoder::new(MAX_PAYLOAD),
+                in_flight: 0,
+            };
+            if client.send(TAG_WELCOME, &self.welcome).is_ok() {
+                self.clients.push(client);
+            }
+        }
+    }
+
+    /// Read what client `i` sent and relay it; false when it has gone.
+    fn serve(&mut self, i: usize, conn: &Connection) -> bool {
+        let mut buf = vec![0u8; 64 * 1024];
+        let got = nix::sys::socket::recv(
+            self.clients[i].stream.as_raw_fd(),
+            &mut buf,
+            nix::sys::socket::MsgFlags::MSG_DONTWAIT,
+        );
+        match got {
+            Ok(0) => return false,
+            Ok(n) => self.clients[i].decoder.feed(&buf[..n]),
+            Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => return true,
+            Err(_) => return false,
+        }
+        loop {
+            let frame = match self.clients[i].decoder.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => return true,
+                Err(_) => return false,
+            };
+            let (hdr, payload) = frame;
+            if hdr.tag < TAG_DYNAMIC {
+                if conn.send(hdr.tag, &payload).is_err() {
+                    return false;
+                }
+                continue;
+            }
+            if is_finalize(&payload, self.wire) {
+                let mut e = Encoder::new(self.wire);
+                if e.pack_one(&Status::SUCCESS).is_ok()
+                    && self.clients[i].send(hdr.tag, &e.into_bytes()).is_err()
+                {
+                    return false;
+                }
+                continue;
+            }
+            match conn.begin(&payload) {
+                Ok(tag) => {
+                    self.relayed.insert(tag, (self.clients[i].id, hdr.tag));
+                    self.clients[i].in_flight += 1;
+                }
+                Err(_) => return false,
+            }
+        }
     }
 }
 
 impl Drop for Holder {
     fn drop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag and ends.
-        let _ = UnixStream::connect(&self.path);
-        for c in lock(&self.clients).drain(..) {
+        for c in self.clients.drain(..) {
             c.close();
         }
         let _ = std::fs::remove_file(&self.path);
@@ -284,89 +418,6 @@ fn same_user(s: &UnixStream) -> bool {
         .unwrap_or(false)
 }
 
-fn accept_loop(
-    listener: UnixListener,
-    conn: Arc<Connection>,
-    welcome: Vec<u8>,
-    clients: Arc<Mutex<Vec<Arc<Client>>>>,
-    stopping: Arc<AtomicBool>,
-) {
-    for incoming in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = incoming else {
-            // Out of descriptors or similar: back off rather than spin.
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        };
-        if !same_user(&stream) {
-            continue;
-        }
-        let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
-        let Ok(reader) = stream.try_clone() else {
-            continue;
-        };
-        let client = Arc::new(Client {
-            writer: Mutex::new(stream),
-        });
-        if client.send(TAG_WELCOME, &welcome).is_err() {
-            continue;
-        }
-        lock(&clients).push(Arc::clone(&client));
-        let conn = Arc::clone(&conn);
-        let registry = Arc::clone(&clients);
-        let spawned = std::thread::Builder::new()
-            .name("holder-client".into())
-            .spawn(move || {
-                serve_client(reader, &client, &conn);
-                client.close();
-                lock(&registry).retain(|c| !Arc::ptr_eq(c, &client));
-            });
-        if spawned.is_err() {
-            lock(&clients).pop();
-        }
-    }
-}
-
-/// Relay one client's requests until it leaves.
-fn serve_client(mut reader: UnixStream, client: &Arc<Client>, conn: &Connection) {
-    let wire = conn.wire();
-    while let Ok(Some((hdr, payload))) = read_frame(&mut reader, MAX_PAYLOAD) {
-        if hdr.tag < TAG_DYNAMIC {
-            if conn.send(hdr.tag, &payload).is_err() {
-                return;
-            }
-            continue;
-        }
-        if is_finalize(&payload, wire) {
-            let mut e = Encoder::new(wire);
-            if e.pack_one(&Status::SUCCESS).is_ok() {
-                let _ = client.send(hdr.tag, &e.into_bytes());
-            }
-            continue;
-        }
-        let back = Arc::clone(client);
-        let tag = hdr.tag;
-        let relayed = conn.relay(
-            &payload,
-            Box::new(move |reply| match reply {
-                Ok(bytes) => {
-                    if back.send(tag, &bytes).is_err() {
-                        back.close();
-                    }
-                }
-                // The DVM connection is gone: the client learns it by its
-                // own connection closing.
-                Err(_) => back.close(),
-            }),
-        );
-        if relayed.is_err() {
-            return;
-        }
-    }
-}
-
 fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
     matches!(
         Decoder::new(payload, wire).unpack_one::<Cmd>(),
@@ -387,11 +438,25 @@ it has probably ended",
         )
     };
     let stream = UnixStream::connect(path).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(fail)?;
     let mut stream = Stream::Unix(stream);
-    let Some((hdr, body)) = read_frame(&mut stream, MAX_WELCOME)? else {
+    let patience = handshake_timeout();
+    let deadline = Instant::now() + patience;
+    let welcome =
+        read_frame(&mut Deadlined::new(&mut stream, deadline), MAX_WELCOME).map_err(|e| {
+            if e.status == Status::ERR_TIMEOUT {
+                Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "no answer from the palloc holding this allocation ({}) after {}",
+                        path.display(),
+                        seconds(patience)
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+    let Some((hdr, body)) = welcome else {
         return Err(Error::new(
             Status::ERR_LOST_CONNECTION,
             format!("the holder at {} closed the connection", path.display()),

@@ -19,7 +19,7 @@ pub mod holder;
 pub mod stream;
 pub mod uri;
 
-pub use client::{Connection, Unsolicited, Waker};
+pub use client::{Connection, Event, Unsolicited};
 pub use discover::{ConnectOptions, Target};
 pub use handshake::Identity;
 pub use uri::{Rendezvous, ServerUri};

@@ -28,12 +28,29 @@ pub struct AllocReply {
 /// A refusal comes back as an [`Error`] whose status is the server's (for
 /// example `PMIX_ERR_NOT_SUPPORTED` from a DVM without reservation support).
 pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply> {
+    let reply = s.call(alloc_request(s, directive, info)?)?;
+    decode_alloc_reply(s, directive, &reply)
+}
+
+/// Send an allocation request without waiting: returns the pending reply's
+/// tag (see [`crate::conn::Connection::begin`]); decode the reply with
+/// [`decode_alloc_reply`].
+pub fn begin_allocate(s: &Session, directive: u8, info: &[Info]) -> Result<u32> {
+    let e = alloc_request(s, directive, info)?;
+    s.conn().begin(e.bytes())
+}
+
+fn alloc_request(s: &Session, directive: u8, info: &[Info]) -> Result<crate::codec::Encoder> {
     s.check_infos(info)?;
     let mut e = s.request(cmd::ALLOC)?;
     e.pack_one(&AllocDirective(directive))?;
     write_infos(&mut e, info)?;
-    let reply = s.call(e)?;
-    let mut d = s.decoder(&reply);
+    Ok(e)
+}
+
+/// Read the reply to an allocation request with `directive`.
+pub fn decode_alloc_reply(s: &Session, directive: u8, reply: &[u8]) -> Result<AllocReply> {
+    let mut d = s.decoder(reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {
         return Err(Error::refused(st, keys::directive::name(directive)));

@@ -127,7 +127,7 @@ pub fn follow_message(
             on_output(JobOutput::Event(&ev));
             None
         }
-        Unsolicited::Other(..) | Unsolicited::Wake => None,
+        Unsolicited::Other(..) => None,
         Unsolicited::Closed(e) => Some(Err(Error::new(
             e.status,
             format!("lost the DVM while job {nspace} ran: {}", e.context),
@@ -237,7 +237,7 @@ pub fn ended_before_reply(
                 }
             }
             Unsolicited::Closed(_) => return None,
-            Unsolicited::Other(..) | Unsolicited::Wake => {}
+            Unsolicited::Other(..) => {}
         }
         if Instant::now() >= deadline {
             break;
@@ -527,7 +527,7 @@ pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobO
                     on_output(JobOutput::Event(&ev));
                 }
             }
-            Some(Unsolicited::Other(..)) | Some(Unsolicited::Wake) => {}
+            Some(Unsolicited::Other(..)) => {}
             Some(Unsolicited::Closed(_)) | None => return,
         }
         if Instant::now() >= stop {

@@ -15,7 +15,7 @@ use super::cmd;
 /// Most entries we accept in any reply array (bounds hostile replies; every
 /// entry also costs at least one byte, which the decoder checks too).
 pub const MAX_REPLY_ITEMS: usize = 1 << 20;
-/// Default time we wait for a reply.
+/// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait for the server's answer to our goodbye.
 pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
@@ -42,7 +42,7 @@ impl Session {
             last_job: std::sync::atomic::AtomicU64::new(0),
             conn: Arc::new(conn),
             wire,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: crate::conn::client::env_timeout().unwrap_or(DEFAULT_TIMEOUT),
         }
     }
 
@@ -115,7 +115,11 @@ impl Session {
 
     /// Send a request and return the reply payload.
     pub fn call(&self, enc: Encoder) -> Result<Vec<u8>> {
-        self.conn.request(enc.bytes(), self.timeout)
+        let what = self
+            .decoder(enc.bytes())
+            .unpack_one::<Cmd>()
+            .map_or("our request", |Cmd(c)| cmd::describe(c));
+        self.conn.request_for(enc.bytes(), self.timeout, what)
     }
 
     /// Check that every value can travel on this connection's wire version
@@ -136,7 +140,9 @@ impl Session {
     /// does not answer in time, costs at most the bound.
     pub fn finalize(self) -> Result<()> {
         let enc = self.request(cmd::FINALIZE)?;
-        let r = self.conn.request(enc.bytes(), FINALIZE_WAIT);
+        let r = self
+            .conn
+            .request_for(enc.bytes(), FINALIZE_WAIT, cmd::describe(cmd::FINALIZE));
         self.conn.shutdown();
         r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
     }

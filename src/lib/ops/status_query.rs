@@ -413,7 +413,7 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
                     .collect());
             }
         }
-        Err(e) if e.status == Status::ERR_LOST_CONNECTION => return Err(e),
+        Err(e) if is_hard_failure(&e) => return Err(e),
         Err(_) => {}
     }
     let ids = match alloc_id {
@@ -484,13 +484,30 @@ fn nodes_of(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<NodeRecord>> {
 /// information (`PMIX_QUERY_NAMESPACE_INFO`: namespace, size and where
 /// each process runs).
 pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
-    if let Ok(infos) = ask(sess, QUERY_JOBS, vec![]) {
-        if infos.iter().any(|i| i.key == QUERY_JOBS) {
+    match ask(sess, QUERY_JOBS, vec![]) {
+        Ok(infos) if infos.iter().any(|i| i.key == QUERY_JOBS) => {
             let found = entries(&infos, QUERY_JOBS)?;
             return Ok(found.into_iter().map(JobRecord::from_infos).collect());
         }
+        Err(e) if is_hard_failure(&e) => return Err(e),
+        _ => {}
     }
     namespace_info(sess)
+}
+
+/// Whether a failed query says nothing about what the DVM knows, but that
+/// the asking itself failed (no answer in time, the connection lost, an
+/// unreadable answer, our queue full): then no other way of asking is
+/// tried, and the status is a failure.
+pub fn is_hard_failure(e: &Error) -> bool {
+    matches!(
+        e.status,
+        Status::ERR_TIMEOUT
+            | Status::ERR_LOST_CONNECTION
+            | Status::ERR_UNREACH
+            | Status::ERR_OUT_OF_RESOURCE
+            | Status::ERR_UNPACK_FAILURE
+    )
 }
 
 /// The standard namespace information (PRRTE).
@@ -561,7 +578,23 @@ pub fn status(sess: &Session, want: Want) -> Answers {
     let infos = if qs.is_empty() {
         Vec::new()
     } else {
-        query(sess, &qs).unwrap_or_default()
+        match query(sess, &qs) {
+            Ok(infos) => infos,
+            // No answer (or none readable): asking table by table would
+            // only wait as long again for each.
+            Err(e) if is_hard_failure(&e) => {
+                fn fail<T>(asked: bool, e: &Error) -> Option<Result<Vec<T>>> {
+                    asked.then(|| Err(e.clone()))
+                }
+                return Answers {
+                    reservations: fail(want.reservations, &e),
+                    jobs: fail(want.jobs, &e),
+                    nodes: fail(want.nodes, &e),
+                    sched: fail(want.sched, &e),
+                };
+            }
+            Err(_) => Vec::new(),
+        }
     };
     let has = |k: &str| infos.iter().any(|i| i.key == k);
     let decode = |k: &str| entries(&infos, k);

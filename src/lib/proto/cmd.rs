@@ -20,3 +20,20 @@ pub const ALLOC: u8 = 17;
 pub const JOB_CONTROL: u8 = 18;
 /// Ask for forwarded output.
 pub const IOF_PULL: u8 = 22;
+
+/// What a request with command `code` is, for messages ("no answer from
+/// the DVM to the allocation request after 30 s").
+pub fn describe(code: u8) -> &'static str {
+    match code {
+        REQ => "the request for our job's data",
+        FINALIZE => "our goodbye",
+        SPAWN => "the spawn request",
+        REGEVENTS => "the event registration",
+        DEREGEVENTS => "the event deregistration",
+        QUERY => "the query",
+        ALLOC => "the allocation request",
+        JOB_CONTROL => "the job-control request",
+        IOF_PULL => "the output-forwarding request",
+        _ => "our request",
+    }
+}
