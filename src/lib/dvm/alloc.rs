@@ -30,6 +30,21 @@ pub struct AllocRequest {
     pub attrs: AllocAttrs,
 }
 
+/// The answer naming allocation `alloc_id`, echoing `req_id`.
+fn outcome(
+    alloc_id: String,
+    req_id: Option<&String>,
+    status: AllocStatus,
+    effects: Vec<Effect>,
+) -> AllocOutcome {
+    AllocOutcome {
+        alloc_id,
+        req_id: req_id.cloned(),
+        status,
+        effects,
+    }
+}
+
 fn sched_err(e: SchedError) -> DvmError {
     match e {
         SchedError::UnknownNode => DvmError::BadParam(Rule::UnknownNode),
@@ -176,15 +191,9 @@ impl Dvm {
         // An owning namespace that already ended (e.g. a TARGET that has
         // finished) gets its disposition applied at once.
         if self.gen.at(owner).ended {
-            let mut more = self.settle_owner(owner, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.settle_owner(owner, sched, now));
         }
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status,
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), status, fx))
     }
 
     /// CPUs and memory no node count could ever provide are refused
@@ -244,8 +253,7 @@ impl Dvm {
             Submit::Granted(nodes) => {
                 self.extend_granted(&id, to, inherit);
                 self.place_nodes(&id, &nodes, sched, &mut fx);
-                let mut more = self.settle_after_extend(&id, inherit, sched, now);
-                fx.append(&mut more);
+                fx.extend(self.settle_after_extend(&id, inherit, sched, now));
                 AllocStatus::Granted { nodes }
             }
             Submit::Queued => {
@@ -262,12 +270,7 @@ impl Dvm {
                 AllocStatus::Queued
             }
         };
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status,
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), status, fx))
     }
 
     /// Applies what a granted EXTEND changes besides nodes: the recorded
@@ -393,15 +396,9 @@ impl Dvm {
             self.report_left(&v, &mut fx);
             self.report_unreserved(&id, &v, &mut fx);
             released = back;
-            let mut more = self.apply_sched(ev, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.apply_sched(ev, sched, now));
         }
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status: AllocStatus::Released { nodes: released },
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Released { nodes: released }, fx))
     }
 
     fn alloc_cancel(
@@ -425,12 +422,7 @@ impl Dvm {
                     return Err(DvmError::NoPermissions(Rule::CancelNotOwner));
                 }
                 let fx = self.cancel_extend(&id, tag, sched, now)?;
-                return Ok(AllocOutcome {
-                    alloc_id: id,
-                    req_id: a.req_id.clone(),
-                    status: AllocStatus::Cancelled { count: 1 },
-                    effects: fx,
-                });
+                return Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Cancelled { count: 1 }, fx));
             }
         }
         let id = self.resolve_named(
@@ -438,12 +430,7 @@ impl Dvm {
             [Rule::CancelNoId, Rule::CancelNotOwner, Rule::CancelNotFound],
         )?;
         let (count, fx) = self.cancel_queued_of(&id, sched, now)?;
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status: AllocStatus::Cancelled { count },
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Cancelled { count }, fx))
     }
 
     /// The (allocation, tag) of the queued EXTEND carrying request id `q`.
@@ -471,17 +458,10 @@ impl Dvm {
         let mut fx = Vec::new();
         if let Some(r) = self.res.get_mut(id) {
             if let Some(k) = r.queued_extends.iter().position(|e| e.tag == tag) {
-                if let Some(q) = r.queued_extends.remove(k) {
-                    fx.push(Effect::RequestDropped {
-                        to: q.to,
-                        alloc_id: id.to_string(),
-                        req_id: q.req_id,
-                    });
-                }
+                fx.extend(r.queued_extends.remove(k).map(|q| q.dropped(id)));
             }
         }
-        let mut more = self.apply_sched(ev, sched, now);
-        fx.append(&mut more);
+        fx.extend(self.apply_sched(ev, sched, now));
         Ok(fx)
     }
 
@@ -494,31 +474,23 @@ impl Dvm {
         now: u64,
     ) -> Result<(usize, Vec<Effect>), DvmError> {
         let (count, was_new, ev) = sched.cancel(id, now).map_err(sched_err)?;
-        let mut fx = Vec::new();
-        if was_new {
-            if let Some(r) = self.forget(id) {
-                fx.push(Effect::RequestDropped {
-                    to: r.requester.clone(),
-                    alloc_id: id.to_string(),
-                    req_id: r.req_id.clone(),
-                });
-                fx.push(Effect::ReservationEnded {
-                    alloc_id: id.to_string(),
-                    how: EndHow::Cancelled,
-                    why: EndWhy::RequestCancelled,
-                });
-            }
-        } else if let Some(r) = self.res.get_mut(id) {
-            for q in r.queued_extends.drain(..) {
-                fx.push(Effect::RequestDropped {
-                    to: q.to,
-                    alloc_id: id.to_string(),
-                    req_id: q.req_id,
-                });
-            }
-        }
-        let mut more = self.apply_sched(ev, sched, now);
-        fx.append(&mut more);
+        let mut fx = if was_new {
+            // The scheduler has already dropped it from its queue.
+            self.end_reservation_inner(
+                id,
+                EndHow::Cancelled,
+                EndWhy::RequestCancelled,
+                true,
+                sched,
+                now,
+            )
+        } else {
+            self.res
+                .get_mut(id)
+                .map(Reservation::drop_extends)
+                .unwrap_or_default()
+        };
+        fx.extend(self.apply_sched(ev, sched, now));
         Ok((count, fx))
     }
 
@@ -566,11 +538,6 @@ impl Dvm {
                 fx.append(&mut more);
             }
         }
-        Ok(AllocOutcome {
-            alloc_id: first,
-            req_id: None,
-            status: AllocStatus::Cancelled { count },
-            effects: fx,
-        })
+        Ok(outcome(first, None, AllocStatus::Cancelled { count }, fx))
     }
 }
