@@ -304,26 +304,21 @@ pub struct ReservationRecord {
     pub state: String,
 }
 
-/// Where a reservation is in its life, as pdvm reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReservationState {
-    /// Waiting in the scheduler's queue.
-    Queued,
-    /// Granted; the owning namespace is alive (or never started).
-    Active,
-    /// Owner gone, a CHILD rule waiting for its derived children.
-    Draining,
-}
-
-impl ReservationState {
-    /// The word in records, tables and JSON.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Active => "active",
-            Self::Draining => "draining",
-        }
+crate::proto::enums::pmix_enum! {
+    /// Where a reservation is in its life, as pdvm reports it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReservationState {
+        /// Waiting in the scheduler's queue.
+        Queued => ["queued"],
+        /// Granted; the owning namespace is alive (or never started).
+        Active => ["active"],
+        /// Owner gone, a CHILD rule waiting for its derived children.
+        Draining => ["draining"],
+    }
+    strings {
+        /// The word in records, tables and JSON.
+        word,
     }
 }
 
