@@ -233,4 +233,3 @@ pub struct StatusWatch {
     /// Also namespaces that ended.
     pub all: bool,
 }
-

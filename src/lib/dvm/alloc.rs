@@ -30,6 +30,10 @@ pub struct AllocRequest {
     pub attrs: AllocAttrs,
 }
 
+/// What an allocation request gets: an outcome, or a refusal that changed
+/// nothing.
+type Answer = Result<AllocOutcome, DvmError>;
+
 /// The answer naming allocation `alloc_id`, echoing `req_id`.
 fn outcome(
     alloc_id: String,
@@ -60,12 +64,7 @@ fn sched_err(e: SchedError) -> DvmError {
 
 impl Dvm {
     /// Answers an allocation request. On `Err` nothing changed anywhere.
-    pub fn allocate(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    pub fn allocate(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         if !(directive::NEW..=directive::REQ_CANCEL).contains(&req.directive) {
             return Err(DvmError::BadParam(Rule::BadDirective));
@@ -100,6 +99,12 @@ impl Dvm {
         Ok(Some(i))
     }
 
+    /// What a NEW or EXTEND asks for: its disposition, then its nodes and
+    /// time as the scheduler takes them.
+    fn parse_grow(&self, a: &AllocAttrs) -> Result<(Option<Inheritance>, SchedRequest), DvmError> {
+        Ok((self.parse_inherit(a)?, self.sched_request(a)?))
+    }
+
     fn sched_request(&self, a: &AllocAttrs) -> Result<SchedRequest, DvmError> {
         let ask = match (&a.node_list, a.num_nodes) {
             (Some(list), n) => {
@@ -128,15 +133,9 @@ impl Dvm {
         })
     }
 
-    fn alloc_new(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_new(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
-        let inherit = self.parse_inherit(a)?;
-        let sreq = self.sched_request(a)?;
+        let (inherit, sreq) = self.parse_grow(a)?;
         if sreq.ask == NodeAsk::Nothing {
             return Err(DvmError::BadParam(Rule::NoNodes));
         }
@@ -219,15 +218,9 @@ impl Dvm {
         Ok(())
     }
 
-    fn alloc_extend(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_extend(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
-        let inherit = self.parse_inherit(a)?;
-        let sreq = self.sched_request(a)?;
+        let (inherit, sreq) = self.parse_grow(a)?;
         let id = self.resolve_named(
             req,
             [Rule::ExtendNoId, Rule::ExtendNotOwner, Rule::ExtendNotFound],
@@ -329,12 +322,7 @@ impl Dvm {
             })
     }
 
-    fn alloc_release(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_release(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         let id = self.resolve_named(
             req,
@@ -398,15 +386,15 @@ impl Dvm {
             released = back;
             fx.extend(self.apply_sched(ev, sched, now));
         }
-        Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Released { nodes: released }, fx))
+        Ok(outcome(
+            id,
+            a.req_id.as_ref(),
+            AllocStatus::Released { nodes: released },
+            fx,
+        ))
     }
 
-    fn alloc_cancel(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_cancel(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         if a.alloc_id.is_none() && a.req_id.is_none() {
             return self.cancel_all_of(req, sched, now);
@@ -422,7 +410,12 @@ impl Dvm {
                     return Err(DvmError::NoPermissions(Rule::CancelNotOwner));
                 }
                 let fx = self.cancel_extend(&id, tag, sched, now)?;
-                return Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Cancelled { count: 1 }, fx));
+                return Ok(outcome(
+                    id,
+                    a.req_id.as_ref(),
+                    AllocStatus::Cancelled { count: 1 },
+                    fx,
+                ));
             }
         }
         let id = self.resolve_named(
@@ -430,7 +423,12 @@ impl Dvm {
             [Rule::CancelNoId, Rule::CancelNotOwner, Rule::CancelNotFound],
         )?;
         let (count, fx) = self.cancel_queued_of(&id, sched, now)?;
-        Ok(outcome(id, a.req_id.as_ref(), AllocStatus::Cancelled { count }, fx))
+        Ok(outcome(
+            id,
+            a.req_id.as_ref(),
+            AllocStatus::Cancelled { count },
+            fx,
+        ))
     }
 
     /// The (allocation, tag) of the queued EXTEND carrying request id `q`.
@@ -497,12 +495,7 @@ impl Dvm {
     /// REQ_CANCEL naming nothing: cancels every outstanding request of the
     /// requester's namespace — queued NEWs it sent and queued EXTENDs it
     /// sent (RFC 002). `PMIX_ERR_NOT_FOUND` when there is none.
-    fn cancel_all_of(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn cancel_all_of(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let ns = &req.requester.nspace;
         // (submission order, allocation, Some(tag) for an EXTEND).
         let mut mine: Vec<(u64, String, Option<u64>)> = Vec::new();
