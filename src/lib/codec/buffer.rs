@@ -25,6 +25,59 @@ pub const BUDGET_FLOOR: usize = 1 << 20;
 /// grows only as elements are actually decoded.
 pub const PREALLOC_MAX: usize = 1024;
 
+/// The flex-encoded integers, one line a width: `put_*` on [`Encoder`] and
+/// `get_*` on [`Decoder`] (a reader refuses a value wider than the type);
+/// signed ones are zigzag-folded.
+macro_rules! flex_ints {
+    ($($(#[$doc:meta])* $put:ident, $get:ident: $t:ident, $bits:literal, $what:literal, $fold:ident;)*) => {
+        impl Encoder {
+            $(
+                $(#[$doc])*
+                pub fn $put(&mut self, v: $t) {
+                    flex_ints!(@put $fold, self, v);
+                }
+            )*
+        }
+
+        impl Decoder<'_> {
+            $(
+                $(#[$doc])*
+                pub fn $get(&mut self) -> Result<$t> {
+                    let v = self.get_flex($bits, $what)?;
+                    Ok(flex_ints!(@get $fold, v) as $t)
+                }
+            )*
+        }
+    };
+    (@put unsigned, $enc:ident, $v:ident) => {
+        flex::put_unsigned(&mut $enc.buf, u64::from($v))
+    };
+    (@put signed, $enc:ident, $v:ident) => {
+        flex::put_signed(&mut $enc.buf, i64::from($v))
+    };
+    (@get unsigned, $v:ident) => {
+        $v
+    };
+    (@get signed, $v:ident) => {
+        flex::unfold_signed($v)
+    };
+}
+
+flex_ints! {
+    /// Flex `UINT16`.
+    put_u16, get_u16: u16, 16, "a UINT16", unsigned;
+    /// Flex `UINT32`.
+    put_u32, get_u32: u32, 32, "a UINT32", unsigned;
+    /// Flex `UINT64` / `SIZE`.
+    put_u64, get_u64: u64, 64, "a UINT64", unsigned;
+    /// Flex `INT16`.
+    put_i16, get_i16: i16, 16, "an INT16", signed;
+    /// Flex `INT32` (also `PMIX_INT`, `PMIX_UINT`, `PMIX_STATUS`).
+    put_i32, get_i32: i32, 32, "an INT32", signed;
+    /// Flex `INT64`.
+    put_i64, get_i64: i64, 64, "an INT64", signed;
+}
+
 /// A type that can be written to the wire.
 pub trait Pack {
     /// The PMIx data type code this Rust type packs as.
@@ -163,36 +216,6 @@ impl Encoder {
     /// Writes raw bytes.
     pub fn put_raw(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
-    }
-
-    /// Flex `UINT16`.
-    pub fn put_u16(&mut self, v: u16) {
-        flex::put_unsigned(&mut self.buf, u64::from(v));
-    }
-
-    /// Flex `UINT32`.
-    pub fn put_u32(&mut self, v: u32) {
-        flex::put_unsigned(&mut self.buf, u64::from(v));
-    }
-
-    /// Flex `UINT64` / `SIZE`.
-    pub fn put_u64(&mut self, v: u64) {
-        flex::put_unsigned(&mut self.buf, v);
-    }
-
-    /// Flex `INT16`.
-    pub fn put_i16(&mut self, v: i16) {
-        flex::put_signed(&mut self.buf, i64::from(v));
-    }
-
-    /// Flex `INT32` (also `PMIX_INT`, `PMIX_UINT`, `PMIX_STATUS`).
-    pub fn put_i32(&mut self, v: i32) {
-        flex::put_signed(&mut self.buf, i64::from(v));
-    }
-
-    /// Flex `INT64`.
-    pub fn put_i64(&mut self, v: i64) {
-        flex::put_signed(&mut self.buf, v);
     }
 
     /// A `PMIX_SIZE` holding a length.
@@ -437,36 +460,6 @@ impl<'a> Decoder<'a> {
         }
         self.pos += n;
         Ok(v)
-    }
-
-    /// Flex `UINT16`.
-    pub fn get_u16(&mut self) -> Result<u16> {
-        Ok(self.get_flex(16, "a UINT16")? as u16)
-    }
-
-    /// Flex `UINT32`.
-    pub fn get_u32(&mut self) -> Result<u32> {
-        Ok(self.get_flex(32, "a UINT32")? as u32)
-    }
-
-    /// Flex `UINT64` / `SIZE`.
-    pub fn get_u64(&mut self) -> Result<u64> {
-        self.get_flex(64, "a UINT64")
-    }
-
-    /// Flex `INT16`.
-    pub fn get_i16(&mut self) -> Result<i16> {
-        Ok(flex::unfold_signed(self.get_flex(16, "an INT16")?) as i16)
-    }
-
-    /// Flex `INT32`.
-    pub fn get_i32(&mut self) -> Result<i32> {
-        Ok(flex::unfold_signed(self.get_flex(32, "an INT32")?) as i32)
-    }
-
-    /// Flex `INT64`.
-    pub fn get_i64(&mut self) -> Result<i64> {
-        Ok(flex::unfold_signed(self.get_flex(64, "an INT64")?))
     }
 
     /// A `PMIX_SIZE` element count, bounded by the bytes remaining.

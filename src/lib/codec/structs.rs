@@ -2,7 +2,7 @@
 //! proc info, pdata, and the allocation-inheritance enum.
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
-use super::scalars::{pack_pids, unpack_pids};
+use super::scalars::{pack_pids, unpack_pids, wire_as_inner};
 use super::types::{dt, DataType, RANK_UNDEF};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -103,20 +103,7 @@ impl std::ops::BitOr for InfoFlags {
     }
 }
 
-impl Pack for InfoFlags {
-    const DT: DataType = dt::INFO_DIRECTIVES;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_u32(self.0);
-        Ok(())
-    }
-}
-
-impl Unpack for InfoFlags {
-    const DT: DataType = dt::INFO_DIRECTIVES;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(InfoFlags(dec.get_u32()?))
-    }
-}
+wire_as_inner!(InfoFlags(u32), dt::INFO_DIRECTIVES);
 
 /// A key / value attribute with directive flags (`pmix_info_t`).
 #[derive(Clone, Debug, PartialEq)]
@@ -469,20 +456,7 @@ impl From<Inheritance> for AllocInheritance {
     }
 }
 
-impl Pack for AllocInheritance {
-    const DT: DataType = dt::ALLOC_INHERIT;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_u8(self.0);
-        Ok(())
-    }
-}
-
-impl Unpack for AllocInheritance {
-    const DT: DataType = dt::ALLOC_INHERIT;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(AllocInheritance(dec.get_u8()?))
-    }
-}
+wire_as_inner!(AllocInheritance(u8), dt::ALLOC_INHERIT);
 
 #[cfg(test)]
 mod tests {
