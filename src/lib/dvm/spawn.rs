@@ -267,11 +267,7 @@ impl Dvm {
             cands.push(c);
         }
         let mut planned = vec![0u32; pool.len()];
-        let procs = if map.oversubscribe && map.policy == MapPolicy::Slot {
-            self.place_legacy(&pool, &cands, &nprocs, &mut planned)?
-        } else {
-            self.place(&pool, &cands, &nprocs, map, &mut planned)?
-        };
+        let procs = self.place(&pool, &cands, &nprocs, map, &mut planned)?;
         Ok(Placement {
             sessions,
             default_pool,
@@ -280,28 +276,9 @@ impl Dvm {
         })
     }
 
-    /// pdvm's historical placement (`slot`, oversubscription allowed): fill
-    /// free slots node by node, then round-robin over the candidates.
-    fn place_legacy(
-        &self,
-        pool: &[usize],
-        cands: &[Vec<usize>],
-        nprocs: &[u32],
-        planned: &mut [u32],
-    ) -> Result<Vec<ProcSlot>, DvmError> {
-        self.assign(pool, cands, nprocs, planned, true, |c, cursor, planned| {
-            while *cursor < c.len() {
-                let node = &self.nodes[pool[c[*cursor]]];
-                if node.in_use.saturating_add(planned[c[*cursor]]) < node.slots {
-                    break;
-                }
-                *cursor += 1;
-            }
-            c.get(*cursor).copied()
-        })
-    }
-
-    /// Placement by `map` (see the [module documentation](self)).
+    /// Placement by `map` (see the [module documentation](self)); `slot`
+    /// with oversubscription is pdvm's historical placement: fill free slots
+    /// node by node, then round-robin over the candidates.
     fn place(
         &self,
         pool: &[usize],
@@ -310,6 +287,7 @@ impl Dvm {
         map: MapBy,
         planned: &mut [u32],
     ) -> Result<Vec<ProcSlot>, DvmError> {
+        let legacy = map.oversubscribe && map.policy == MapPolicy::Slot;
         let slots = |k: usize| self.nodes[pool[k]].slots;
         let limit = |k: usize| match map.policy {
             MapPolicy::PerNode(n) if map.oversubscribe => n,
@@ -320,55 +298,39 @@ impl Dvm {
         let free = |k: usize, planned: &[u32]| {
             self.nodes[pool[k]].in_use.saturating_add(planned[k]) < slots(k)
         };
-        self.assign(
-            pool,
-            cands,
-            nprocs,
-            planned,
-            map.oversubscribe,
-            |c, next, planned| match map.policy {
-                MapPolicy::Slot => c
-                    .iter()
-                    .copied()
-                    .find(|&k| room(k, planned) && free(k, planned))
-                    .or_else(|| c.iter().copied().find(|&k| room(k, planned))),
-                MapPolicy::PerNode(_) => c.iter().copied().find(|&k| room(k, planned)),
-                MapPolicy::Node => (0..c.len())
-                    .map(|d| (*next + d) % c.len())
-                    .find(|&j| room(c[j], planned))
-                    .map(|j| {
-                        *next = j + 1;
-                        c[j]
-                    }),
-            },
-        )
-    }
-
-    /// Ranks the processes of every app in turn, each on the candidate
-    /// (index into `pool`) that `pick` chooses given the app's candidates,
-    /// a cursor of its own (0 at each app's start) and the plan so far;
-    /// when it finds none, round-robin over the candidates if `oversubscribe`,
-    /// else `SpawnNotEnoughSlots`.
-    fn assign(
-        &self,
-        pool: &[usize],
-        cands: &[Vec<usize>],
-        nprocs: &[u32],
-        planned: &mut [u32],
-        oversubscribe: bool,
-        mut pick: impl FnMut(&[usize], &mut usize, &[u32]) -> Option<usize>,
-    ) -> Result<Vec<ProcSlot>, DvmError> {
         let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         let mut rank = 0u32;
         let mut rr = 0usize;
         for (app, &n) in nprocs.iter().enumerate() {
             let c = &cands[app];
-            let mut cursor = 0usize;
+            // Where the app's search resumes (legacy and `node` only).
+            let mut next = 0usize;
             for _ in 0..n {
-                let k = match pick(c, &mut cursor, planned) {
+                let pick = match map.policy {
+                    MapPolicy::Slot if legacy => {
+                        while next < c.len() && !free(c[next], planned) {
+                            next += 1;
+                        }
+                        c.get(next).copied()
+                    }
+                    MapPolicy::Slot => c
+                        .iter()
+                        .copied()
+                        .find(|&k| room(k, planned) && free(k, planned))
+                        .or_else(|| c.iter().copied().find(|&k| room(k, planned))),
+                    MapPolicy::PerNode(_) => c.iter().copied().find(|&k| room(k, planned)),
+                    MapPolicy::Node => (0..c.len())
+                        .map(|d| (next + d) % c.len())
+                        .find(|&j| room(c[j], planned))
+                        .map(|j| {
+                            next = j + 1;
+                            c[j]
+                        }),
+                };
+                let k = match pick {
                     Some(k) => k,
-                    None if oversubscribe => {
+                    None if map.oversubscribe => {
                         let k = c[rr % c.len()];
                         rr += 1;
                         k

@@ -45,12 +45,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_round_trip_and_unknown_is_named() {
+    fn unknown_is_named() {
+        // Codes round-trip: `proto::enums`.
         for d in Directive::ALL {
-            assert_eq!(Directive::from_code(d.code()), Some(d));
             assert_eq!(name(d.code()), d.pmix_name());
         }
-        assert_eq!(Directive::from_code(0), None);
         assert_eq!(name(9), "PMIX_ALLOC_UNKNOWN");
         assert_eq!(REQ_CANCEL, 5);
     }

@@ -143,4 +143,20 @@ mod tests {
         assert_eq!(Plain::ALL, [Plain::X, Plain::Y]);
         assert_eq!(Plain::Y.word(), "y");
     }
+
+    /// Every coded enum of the vocabulary: each variant's code names it, 0
+    /// names none.
+    #[test]
+    fn vocabulary_codes_round_trip() {
+        use crate::proto::{Directive, Inheritance};
+        let directives =
+            Directive::ALL.map(|d| (d.code(), Directive::from_code(d.code()) == Some(d)));
+        let rules =
+            Inheritance::ALL.map(|i| (i.code(), Inheritance::from_code(i.code()) == Some(i)));
+        for (code, round_trips) in directives.iter().chain(&rules) {
+            assert!(round_trips, "code {code}");
+        }
+        assert_eq!(Directive::from_code(0), None);
+        assert_eq!(Inheritance::from_code(0), None);
+    }
 }
