@@ -78,6 +78,29 @@ flex_ints! {
     put_i64, get_i64: i64, 64, "an INT64", signed;
 }
 
+/// How deep an encoder or decoder is in nested data arrays / values.
+#[derive(Debug, Clone, Copy, Default)]
+struct Depth(u32);
+
+impl Depth {
+    /// One level deeper, refused (with `failure`) beyond [`MAX_DEPTH`].
+    fn enter(&mut self, failure: Status) -> Result<()> {
+        if self.0 >= MAX_DEPTH {
+            return Err(Error::new(
+                failure,
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.0 += 1;
+        Ok(())
+    }
+
+    /// One level up.
+    fn leave(&mut self) {
+        self.0 = self.0.saturating_sub(1);
+    }
+}
+
 /// A type that can be written to the wire.
 pub trait Pack {
     /// The PMIx data type code this Rust type packs as.
@@ -117,7 +140,7 @@ pub struct Encoder {
     buf: Vec<u8>,
     ver: WireVersion,
     described: bool,
-    depth: u32,
+    depth: Depth,
 }
 
 impl Encoder {
@@ -127,7 +150,7 @@ impl Encoder {
             buf: Vec::new(),
             ver,
             described: false,
-            depth: 0,
+            depth: Depth::default(),
         }
     }
 
@@ -257,19 +280,12 @@ impl Encoder {
     /// Enters one nesting level (data array / value), refusing depth beyond
     /// [`MAX_DEPTH`].
     pub(crate) fn enter(&mut self) -> Result<()> {
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::new(
-                Status::ERR_PACK_FAILURE,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
-        }
-        self.depth += 1;
-        Ok(())
+        self.depth.enter(Status::ERR_PACK_FAILURE)
     }
 
     /// Leaves a nesting level.
     pub(crate) fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+        self.depth.leave();
     }
 }
 
@@ -280,7 +296,7 @@ pub struct Decoder<'a> {
     pos: usize,
     ver: WireVersion,
     described: bool,
-    depth: u32,
+    depth: Depth,
     /// Bytes of elements still allowed (see [`BUDGET_PER_BYTE`]).
     budget: usize,
 }
@@ -301,7 +317,7 @@ impl<'a> Decoder<'a> {
             pos: 0,
             ver,
             described: false,
-            depth: 0,
+            depth: Depth::default(),
             budget: bytes
                 .len()
                 .saturating_mul(BUDGET_PER_BYTE)
@@ -505,18 +521,11 @@ impl<'a> Decoder<'a> {
 
     /// Enters one nesting level, refusing depth beyond [`MAX_DEPTH`].
     pub(crate) fn enter(&mut self) -> Result<()> {
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::new(
-                Status::ERR_UNPACK_FAILURE,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
-        }
-        self.depth += 1;
-        Ok(())
+        self.depth.enter(Status::ERR_UNPACK_FAILURE)
     }
 
     /// Leaves a nesting level.
     pub(crate) fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+        self.depth.leave();
     }
 }

@@ -182,8 +182,32 @@ fn get_str(dec: &mut Decoder) -> Result<String> {
     Ok(dec.get_string()?.unwrap_or_default())
 }
 
-/// Reads `n` infos.
-fn get_infos(dec: &mut Decoder, n: usize) -> Result<Vec<Info>> {
+/// Writes a string array counted by a flex `INT32` (argv, env, query keys).
+fn put_strings(enc: &mut Encoder, v: &[String]) -> Result<()> {
+    enc.put_i32(i32::try_from(v.len()).unwrap_or(i32::MAX));
+    v.iter().try_for_each(|s| enc.put_string(Some(s)))
+}
+
+/// Reads a string array counted by a flex `INT32`; `what` names the count.
+fn get_strings(dec: &mut Decoder, what: &str) -> Result<Vec<String>> {
+    let n = dec.get_i32()?;
+    let n = dec.count(i64::from(n), what)?;
+    let mut v: Vec<String> = dec.alloc(n)?;
+    for _ in 0..n {
+        v.push(get_str(dec)?);
+    }
+    Ok(v)
+}
+
+/// Writes infos counted by a `PMIX_SIZE`.
+fn put_infos(enc: &mut Encoder, v: &[Info]) -> Result<()> {
+    enc.put_len(v.len());
+    Info::pack_slice(v, enc)
+}
+
+/// Reads infos counted by a `PMIX_SIZE`; `what` names the count.
+fn get_infos(dec: &mut Decoder, what: &str) -> Result<Vec<Info>> {
+    let n = dec.get_len(what)?;
     Info::unpack_many(dec, n)
 }
 
@@ -192,48 +216,24 @@ impl Pack for App {
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
         enc.put_string(Some(&self.cmd))?;
         // argc goes out as PMIX_INT, envc as PMIX_INT32: both flex int32
-        enc.put_i32(i32::try_from(self.argv.len()).unwrap_or(i32::MAX));
-        for a in &self.argv {
-            enc.put_string(Some(a))?;
-        }
-        enc.put_i32(i32::try_from(self.env.len()).unwrap_or(i32::MAX));
-        for e in &self.env {
-            enc.put_string(Some(e))?;
-        }
+        put_strings(enc, &self.argv)?;
+        put_strings(enc, &self.env)?;
         enc.put_string(self.cwd.as_deref())?;
         enc.put_i32(self.maxprocs);
-        enc.put_len(self.info.len());
-        Info::pack_slice(&self.info, enc)
+        put_infos(enc, &self.info)
     }
 }
 
 impl Unpack for App {
     const DT: DataType = dt::APP;
     fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let cmd = get_str(dec)?;
-        let argc = dec.get_i32()?;
-        let argc = dec.count(i64::from(argc), "argv count")?;
-        let mut argv: Vec<String> = dec.alloc(argc)?;
-        for _ in 0..argc {
-            argv.push(get_str(dec)?);
-        }
-        let envc = dec.get_i32()?;
-        let envc = dec.count(i64::from(envc), "env count")?;
-        let mut env: Vec<String> = dec.alloc(envc)?;
-        for _ in 0..envc {
-            env.push(get_str(dec)?);
-        }
-        let cwd = dec.get_string()?;
-        let maxprocs = dec.get_i32()?;
-        let ninfo = dec.get_len("app info count")?;
-        let info = get_infos(dec, ninfo)?;
         Ok(App {
-            cmd,
-            argv,
-            env,
-            cwd,
-            maxprocs,
-            info,
+            cmd: get_str(dec)?,
+            argv: get_strings(dec, "argv count")?,
+            env: get_strings(dec, "env count")?,
+            cwd: dec.get_string()?,
+            maxprocs: dec.get_i32()?,
+            info: get_infos(dec, "app info count")?,
         })
     }
 }
@@ -250,27 +250,18 @@ pub struct Query {
 impl Pack for Query {
     const DT: DataType = dt::QUERY;
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_i32(i32::try_from(self.keys.len()).unwrap_or(i32::MAX));
-        for k in &self.keys {
-            enc.put_string(Some(k))?;
-        }
-        enc.put_len(self.qualifiers.len());
-        Info::pack_slice(&self.qualifiers, enc)
+        put_strings(enc, &self.keys)?;
+        put_infos(enc, &self.qualifiers)
     }
 }
 
 impl Unpack for Query {
     const DT: DataType = dt::QUERY;
     fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let n = dec.get_i32()?;
-        let n = dec.count(i64::from(n), "query key count")?;
-        let mut keys: Vec<String> = dec.alloc(n)?;
-        for _ in 0..n {
-            keys.push(get_str(dec)?);
-        }
-        let nq = dec.get_len("query qualifier count")?;
-        let qualifiers = get_infos(dec, nq)?;
-        Ok(Query { keys, qualifiers })
+        Ok(Query {
+            keys: get_strings(dec, "query key count")?,
+            qualifiers: get_infos(dec, "query qualifier count")?,
+        })
     }
 }
 
