@@ -71,6 +71,13 @@ pub fn parse_inheritance(s: &str) -> Result<u8, String> {
         .ok_or_else(|| format!("`{s}` is not an inheritance rule: expected {INHERIT_FORMS}"))
 }
 
+/// In JSON a rule is its word (`"child-default"`), as on the command line.
+impl serde::Serialize for Inheritance {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,12 +93,5 @@ mod tests {
             Some(Inheritance::ChildDefault)
         );
         assert_eq!(Inheritance::from_word("sometimes"), None);
-    }
-}
-
-/// In JSON a rule is its word (`"child-default"`), as on the command line.
-impl serde::Serialize for Inheritance {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.word())
     }
 }
