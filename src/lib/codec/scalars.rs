@@ -39,7 +39,24 @@ macro_rules! wire_as_inner {
     };
 }
 
-pub(crate) use {wire, wire_as_inner};
+/// Implements Pack + Unpack for a struct that travels as its fields, in
+/// order, each as its own type.
+macro_rules! wire_fields {
+    ($ty:ident, $dt:expr, $($f:ident),+ $(,)?) => {
+        $crate::codec::scalars::wire!(
+            $ty,
+            $dt,
+            |e, v| {
+                $($crate::codec::buffer::Pack::pack_body(&v.$f, e)?;)+
+            },
+            |d| Ok($ty {
+                $($f: $crate::codec::buffer::Unpack::unpack_body(d)?,)+
+            })
+        );
+    };
+}
+
+pub(crate) use {wire, wire_as_inner, wire_fields};
 
 /// Declares a documented single-field newtype that travels as its inner
 /// scalar under type code `$dt`.

@@ -2,7 +2,7 @@
 //! proc info, pdata, and the allocation-inheritance enum.
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
-use super::scalars::{pack_pids, unpack_pids, wire_as_inner};
+use super::scalars::{pack_pids, unpack_pids, wire_as_inner, wire_fields};
 use super::types::{dt, DataType, RANK_UNDEF};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -276,26 +276,7 @@ pub struct Envar {
     pub separator: u8,
 }
 
-impl Pack for Envar {
-    const DT: DataType = dt::ENVAR;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_string(Some(&self.name))?;
-        enc.put_string(Some(&self.value))?;
-        enc.put_u8(self.separator);
-        Ok(())
-    }
-}
-
-impl Unpack for Envar {
-    const DT: DataType = dt::ENVAR;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(Envar {
-            name: get_str(dec)?,
-            value: get_str(dec)?,
-            separator: dec.get_u8()?,
-        })
-    }
-}
+wire_fields!(Envar, dt::ENVAR, name, value, separator);
 
 /// A `struct timeval` (packed as two flex `INT64`s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -306,24 +287,7 @@ pub struct Timeval {
     pub usec: i64,
 }
 
-impl Pack for Timeval {
-    const DT: DataType = dt::TIMEVAL;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_i64(self.sec);
-        enc.put_i64(self.usec);
-        Ok(())
-    }
-}
-
-impl Unpack for Timeval {
-    const DT: DataType = dt::TIMEVAL;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(Timeval {
-            sec: dec.get_i64()?,
-            usec: dec.get_i64()?,
-        })
-    }
-}
+wire_fields!(Timeval, dt::TIMEVAL, sec, usec);
 
 /// Process information (`pmix_proc_info_t`; the exit code is not sent).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -381,24 +345,7 @@ pub struct PData {
     pub value: Value,
 }
 
-impl Pack for PData {
-    const DT: DataType = dt::PDATA;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        self.proc.pack_body(enc)?;
-        enc.put_string(Some(&self.key))?;
-        self.value.pack_body(enc)
-    }
-}
-
-impl Unpack for PData {
-    const DT: DataType = dt::PDATA;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let proc = Proc::unpack_body(dec)?;
-        let key = get_str(dec)?;
-        let value = Value::unpack_body(dec)?;
-        Ok(PData { proc, key, value })
-    }
-}
+wire_fields!(PData, dt::PDATA, proc, key, value);
 
 /// Allocation inheritance rule (`pmix_alloc_inheritance_t`, type 75, one
 /// byte on the wire; v61 only): the raw byte, so that values outside the
