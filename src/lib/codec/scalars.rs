@@ -3,6 +3,7 @@
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::types::{dt, DataType};
+use super::value::Value;
 use crate::error::{Error, Result};
 use crate::status::Status;
 
@@ -189,29 +190,33 @@ pub(crate) fn pack_pids(enc: &mut Encoder, pids: &[u32]) -> Result<()> {
     Ok(())
 }
 
-/// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values.
+/// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values
+/// (each decoded as [`Value`] decodes that integer type).
 pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
     let t = dec.get_type()?;
     let mut v: Vec<u32> = dec.alloc(n)?;
     for _ in 0..n {
-        let x: i128 = match t {
-            dt::UINT8 | dt::BYTE => i128::from(dec.get_u8()?),
-            dt::INT8 => i128::from(dec.get_u8()? as i8),
-            dt::UINT16 => i128::from(dec.get_u16()?),
-            dt::INT16 => i128::from(dec.get_i16()?),
-            dt::UINT32 => i128::from(dec.get_u32()?),
-            dt::INT32 => i128::from(dec.get_i32()?),
-            dt::UINT64 => i128::from(dec.get_u64()?),
-            dt::INT64 => i128::from(dec.get_i64()?),
-            other => {
-                return Err(Error::new(
-                    Status::ERR_UNPACK_FAILURE,
-                    format!("pid packed as non-integer type {other}"),
-                ))
-            }
-        };
-        let p = u32::try_from(x)
-            .map_err(|_| Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range")))?;
+        if !matches!(
+            t,
+            dt::UINT8
+                | dt::BYTE
+                | dt::INT8
+                | dt::UINT16
+                | dt::INT16
+                | dt::UINT32
+                | dt::INT32
+                | dt::UINT64
+                | dt::INT64
+        ) {
+            return Err(Error::new(
+                Status::ERR_UNPACK_FAILURE,
+                format!("pid packed as non-integer type {t}"),
+            ));
+        }
+        let x = Value::unpack_payload(dec, t)?;
+        let p = x.as_u32().ok_or_else(|| {
+            Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range"))
+        })?;
         v.push(p);
     }
     Ok(v)

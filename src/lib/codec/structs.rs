@@ -402,29 +402,29 @@ mod tests {
 
     #[test]
     fn inheritance_words() {
-        assert_eq!(AllocInheritance::NONE.as_str(), "NONE");
-        assert_eq!(AllocInheritance::CHILD.as_str(), "CHILD");
-        assert_eq!(AllocInheritance::DEFAULT.as_str(), "DEFAULT");
-        assert_eq!(AllocInheritance::CHILD_DEFAULT.as_str(), "CHILD_DEFAULT");
+        for (v, word) in [
+            (AllocInheritance::NONE, "NONE"),
+            (AllocInheritance::CHILD, "CHILD"),
+            (AllocInheritance::DEFAULT, "DEFAULT"),
+            (AllocInheritance::CHILD_DEFAULT, "CHILD_DEFAULT"),
+        ] {
+            assert_eq!(v.as_str(), word);
+        }
         for v in [0u8, 5, 42, 255] {
             assert_eq!(AllocInheritance(v).as_str(), "UNSPECIFIED");
         }
-        assert_eq!(
-            AllocInheritance::from_word("child-default"),
-            Some(AllocInheritance(4))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("CHILD_DEFAULT"),
-            Some(AllocInheritance(4))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("pmix_alloc_inherit_none"),
-            Some(AllocInheritance(1))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("child"),
-            Some(AllocInheritance(2))
-        );
+        for (word, code) in [
+            ("child-default", 4),
+            ("CHILD_DEFAULT", 4),
+            ("pmix_alloc_inherit_none", 1),
+            ("child", 2),
+        ] {
+            assert_eq!(
+                AllocInheritance::from_word(word),
+                Some(AllocInheritance(code)),
+                "{word}"
+            );
+        }
         assert_eq!(AllocInheritance::from_word("sometimes"), None);
         assert_eq!(AllocInheritance(200).0, 200);
     }
