@@ -205,30 +205,22 @@ pub fn render_completions(cmd: &clap::Command, shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut c, name, &mut out);
     let script = String::from_utf8_lossy(&out).into_owned();
-    let call = |what: &str| format!("pwatch --complete {what} 2>/dev/null");
-    let script = match shell {
-        Shell::Zsh => script
-            .replace(
-                &format!("({LIVE_ALLOCS})"),
-                &format!("($({}))", call("allocs")),
-            )
-            .replace(
-                &format!("({LIVE_NAMESPACES})"),
-                &format!("($({}))", call("namespaces")),
-            ),
-        Shell::Fish => script
-            .replace(
-                &format!("\"{LIVE_ALLOCS}\\t''\""),
-                &format!("\"({})\"", call("allocs")),
-            )
-            .replace(
-                &format!("\"{LIVE_NAMESPACES}\\t''\""),
-                &format!("\"({})\"", call("namespaces")),
-            ),
-        _ => script
-            .replace(LIVE_ALLOCS, &format!("$({})", call("allocs")))
-            .replace(LIVE_NAMESPACES, &format!("$({})", call("namespaces"))),
+    // Each placeholder as the shell's generator quotes it, and the live
+    // call that replaces it.
+    let live = |placeholder: &str, what: &str| {
+        let call = format!("pwatch --complete {what} 2>/dev/null");
+        match shell {
+            Shell::Zsh => (format!("({placeholder})"), format!("($({call}))")),
+            Shell::Fish => (format!("\"{placeholder}\\t''\""), format!("\"({call})\"")),
+            _ => (placeholder.to_string(), format!("$({call})")),
+        }
     };
+    let script = [(LIVE_ALLOCS, "allocs"), (LIVE_NAMESPACES, "namespaces")]
+        .into_iter()
+        .fold(script, |script, (placeholder, what)| {
+            let (from, to) = live(placeholder, what);
+            script.replace(&from, &to)
+        });
     script.into_bytes()
 }
 

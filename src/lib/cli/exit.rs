@@ -313,45 +313,59 @@ mod tests {
             spec_rule(Operation::AllocExtend, "PMIX_ERR_NO_PERMISSIONS", &id),
             Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation the requester does not own")
         );
-        assert!(spec_rule(Operation::AllocExtend, "PMIX_ERR_NOT_FOUND", &id)
-            .unwrap()
-            .contains("does not exist"));
-        assert!(spec_rule(
-            Operation::AllocExtend,
-            "PMIX_ERR_BAD_PARAM",
-            &AttrsPresent::default()
-        )
-        .unwrap()
-        .contains("neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID"));
+        let none = AttrsPresent::default();
         let app_target = AttrsPresent {
             target: true,
             from_application: true,
-            ..Default::default()
+            ..none
         };
-        assert!(
-            spec_rule(Operation::AllocNew, "PMIX_ERR_NO_PERMISSIONS", &app_target)
-                .unwrap()
-                .contains("application")
-        );
         let st = AttrsPresent {
             spawn_target: true,
-            ..Default::default()
+            ..none
         };
-        assert!(spec_rule(Operation::Spawn, "PMIX_ERR_NOT_FOUND", &st)
-            .unwrap()
-            .contains("no session"));
-        assert!(spec_rule(Operation::Spawn, "PMIX_ERR_NO_PERMISSIONS", &st)
-            .unwrap()
-            .contains("does not own"));
         let inh = AttrsPresent {
             non_default_inheritance: true,
-            ..Default::default()
+            ..none
         };
-        assert!(
-            spec_rule(Operation::AllocNew, "PMIX_ERR_NOT_SUPPORTED", &inh)
-                .unwrap()
-                .contains("INHERITANCE")
-        );
+        for (op, status, attrs, says) in [
+            (
+                Operation::AllocExtend,
+                "PMIX_ERR_NOT_FOUND",
+                id,
+                "does not exist",
+            ),
+            (
+                Operation::AllocExtend,
+                "PMIX_ERR_BAD_PARAM",
+                none,
+                "neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID",
+            ),
+            (
+                Operation::AllocNew,
+                "PMIX_ERR_NO_PERMISSIONS",
+                app_target,
+                "application",
+            ),
+            (Operation::Spawn, "PMIX_ERR_NOT_FOUND", st, "no session"),
+            (
+                Operation::Spawn,
+                "PMIX_ERR_NO_PERMISSIONS",
+                st,
+                "does not own",
+            ),
+            (
+                Operation::AllocNew,
+                "PMIX_ERR_NOT_SUPPORTED",
+                inh,
+                "INHERITANCE",
+            ),
+        ] {
+            let rule = spec_rule(op, status, &attrs);
+            assert!(
+                rule.is_some_and(|r| r.contains(says)),
+                "{op:?} {status}: {rule:?}"
+            );
+        }
         // No rule: a plain NEW refused as unsupported (a DVM without reservations).
         assert_eq!(
             spec_rule(

@@ -51,23 +51,22 @@ pub fn exit_rows(tool: &str) -> Vec<(String, String)> {
     rows
 }
 
-/// The JSON record kinds `tool` prints with `--json`.
+/// The JSON record kinds `tool` prints with `--json`; every tool may end
+/// with an error record.
 pub fn json_kinds(tool: &str) -> Vec<JsonKind> {
-    match tool {
+    let mut kinds = match tool {
         "palloc" => vec![
             kind::<AllocationRecord>(),
             kind::<RequestRecord>(),
             kind::<EventRecord>(),
             kind::<ExitRecord>(),
-            kind::<ErrorRecord>(),
         ],
         "pspawn" => vec![
             kind::<JobRecord>(),
             kind::<OutputRecord>(),
             kind::<ExitRecord>(),
-            kind::<ErrorRecord>(),
         ],
-        "prelease" => vec![kind::<ReleaseRecord>(), kind::<ErrorRecord>()],
+        "prelease" => vec![kind::<ReleaseRecord>()],
         "pwatch" => vec![
             kind::<EventRecord>(),
             kind::<StatusRecord>(),
@@ -75,10 +74,11 @@ pub fn json_kinds(tool: &str) -> Vec<JsonKind> {
             kind::<NamespaceRecord>(),
             kind::<NodeRecord>(),
             kind::<QueueRecord>(),
-            kind::<ErrorRecord>(),
         ],
-        _ => Vec::new(),
-    }
+        _ => return Vec::new(),
+    };
+    kinds.push(kind::<ErrorRecord>());
+    kinds
 }
 
 /// Identity and ownership, shared by the four tools.

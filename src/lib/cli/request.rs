@@ -105,19 +105,25 @@ pub struct ReleaseRequest {
     pub nodelist: Vec<String>,
 }
 
-/// Event kinds pwatch can select with `--event`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
-pub enum EventKind {
-    /// `PMIX_ALLOC_TIMEOUT_WARNING` (-194).
-    TimeoutWarning,
-    /// `PMIX_EVENT_JOB_END` (-145).
-    JobEnd,
-    /// Allocation changes (granted, extended, released, reclaimed).
-    Alloc,
-    /// Node changes (joined, left, unreserved).
-    Node,
-    /// Everything.
-    Any,
+crate::proto::enums::pmix_enum! {
+    /// Event kinds pwatch can select with `--event`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+    pub enum EventKind {
+        /// `PMIX_ALLOC_TIMEOUT_WARNING` (-194).
+        TimeoutWarning => ["timeout-warning"],
+        /// `PMIX_EVENT_JOB_END` (-145).
+        JobEnd => ["job-end"],
+        /// Allocation changes (granted, extended, released, reclaimed).
+        Alloc => ["alloc"],
+        /// Node changes (joined, left, unreserved).
+        Node => ["node"],
+        /// Everything.
+        Any => ["any"],
+    }
+    strings {
+        /// The name used on the command line, in JSON (`"event"`) and in `PWATCH_EVENT`.
+        name,
+    }
 }
 
 /// What `pwatch --status` shows.
@@ -135,42 +141,34 @@ pub enum StatusWhat {
     All,
 }
 
-/// A state `pwatch --status --state` keeps (each names rows of one table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
-pub enum StatusState {
-    /// Reservations waiting in the scheduler's queue.
-    Queued,
-    /// Reservations granted, owner alive.
-    Active,
-    /// Reservations whose owner ended, kept for its running descendants.
-    Draining,
-    /// Namespaces (jobs) running.
-    Running,
-    /// Namespaces being killed.
-    Killing,
-    /// Namespaces that ended (implies --all).
-    Ended,
-    /// Nodes with no slot in use.
-    Idle,
-    /// Nodes with slots in use.
-    Busy,
+crate::proto::enums::pmix_enum! {
+    /// A state `pwatch --status --state` keeps (each names rows of one table).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+    pub enum StatusState {
+        /// Reservations waiting in the scheduler's queue.
+        Queued => ["queued"],
+        /// Reservations granted, owner alive.
+        Active => ["active"],
+        /// Reservations whose owner ended, kept for its running descendants.
+        Draining => ["draining"],
+        /// Namespaces (jobs) running.
+        Running => ["running"],
+        /// Namespaces being killed.
+        Killing => ["killing"],
+        /// Namespaces that ended (implies --all).
+        Ended => ["terminated"],
+        /// Nodes with no slot in use.
+        Idle => ["idle"],
+        /// Nodes with slots in use.
+        Busy => ["busy"],
+    }
+    strings {
+        /// The word as the DVM reports it.
+        word,
+    }
 }
 
 impl StatusState {
-    /// The word as the DVM reports it.
-    pub fn word(self) -> &'static str {
-        match self {
-            StatusState::Queued => "queued",
-            StatusState::Active => "active",
-            StatusState::Draining => "draining",
-            StatusState::Running => "running",
-            StatusState::Killing => "killing",
-            StatusState::Ended => "terminated",
-            StatusState::Idle => "idle",
-            StatusState::Busy => "busy",
-        }
-    }
-
     /// The table whose rows this state names.
     pub fn table(self) -> StatusWhat {
         match self {
@@ -234,17 +232,4 @@ pub struct StatusWatch {
     pub mine: bool,
     /// Also namespaces that ended.
     pub all: bool,
-}
-
-impl EventKind {
-    /// The name used on the command line, in JSON (`"event"`) and in `PWATCH_EVENT`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::TimeoutWarning => "timeout-warning",
-            EventKind::JobEnd => "job-end",
-            EventKind::Alloc => "alloc",
-            EventKind::Node => "node",
-            EventKind::Any => "any",
-        }
-    }
 }

@@ -25,6 +25,82 @@ pub const BUDGET_FLOOR: usize = 1 << 20;
 /// grows only as elements are actually decoded.
 pub const PREALLOC_MAX: usize = 1024;
 
+/// The flex-encoded integers, one line a width: `put_*` on [`Encoder`] and
+/// `get_*` on [`Decoder`] (a reader refuses a value wider than the type);
+/// signed ones are zigzag-folded.
+macro_rules! flex_ints {
+    ($($(#[$doc:meta])* $put:ident, $get:ident: $t:ident, $bits:literal, $what:literal, $fold:ident;)*) => {
+        impl Encoder {
+            $(
+                $(#[$doc])*
+                pub fn $put(&mut self, v: $t) {
+                    flex_ints!(@put $fold, self, v);
+                }
+            )*
+        }
+
+        impl Decoder<'_> {
+            $(
+                $(#[$doc])*
+                pub fn $get(&mut self) -> Result<$t> {
+                    let v = self.get_flex($bits, $what)?;
+                    Ok(flex_ints!(@get $fold, v) as $t)
+                }
+            )*
+        }
+    };
+    (@put unsigned, $enc:ident, $v:ident) => {
+        flex::put_unsigned(&mut $enc.buf, u64::from($v))
+    };
+    (@put signed, $enc:ident, $v:ident) => {
+        flex::put_signed(&mut $enc.buf, i64::from($v))
+    };
+    (@get unsigned, $v:ident) => {
+        $v
+    };
+    (@get signed, $v:ident) => {
+        flex::unfold_signed($v)
+    };
+}
+
+flex_ints! {
+    /// Flex `UINT16`.
+    put_u16, get_u16: u16, 16, "a UINT16", unsigned;
+    /// Flex `UINT32`.
+    put_u32, get_u32: u32, 32, "a UINT32", unsigned;
+    /// Flex `UINT64` / `SIZE`.
+    put_u64, get_u64: u64, 64, "a UINT64", unsigned;
+    /// Flex `INT16`.
+    put_i16, get_i16: i16, 16, "an INT16", signed;
+    /// Flex `INT32` (also `PMIX_INT`, `PMIX_UINT`, `PMIX_STATUS`).
+    put_i32, get_i32: i32, 32, "an INT32", signed;
+    /// Flex `INT64`.
+    put_i64, get_i64: i64, 64, "an INT64", signed;
+}
+
+/// How deep an encoder or decoder is in nested data arrays / values.
+#[derive(Debug, Clone, Copy, Default)]
+struct Depth(u32);
+
+impl Depth {
+    /// One level deeper, refused (with `failure`) beyond [`MAX_DEPTH`].
+    fn enter(&mut self, failure: Status) -> Result<()> {
+        if self.0 >= MAX_DEPTH {
+            return Err(Error::new(
+                failure,
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.0 += 1;
+        Ok(())
+    }
+
+    /// One level up.
+    fn leave(&mut self) {
+        self.0 = self.0.saturating_sub(1);
+    }
+}
+
 /// A type that can be written to the wire.
 pub trait Pack {
     /// The PMIx data type code this Rust type packs as.
@@ -64,7 +140,7 @@ pub struct Encoder {
     buf: Vec<u8>,
     ver: WireVersion,
     described: bool,
-    depth: u32,
+    depth: Depth,
 }
 
 impl Encoder {
@@ -74,7 +150,7 @@ impl Encoder {
             buf: Vec::new(),
             ver,
             described: false,
-            depth: 0,
+            depth: Depth::default(),
         }
     }
 
@@ -165,36 +241,6 @@ impl Encoder {
         self.buf.extend_from_slice(b);
     }
 
-    /// Flex `UINT16`.
-    pub fn put_u16(&mut self, v: u16) {
-        flex::put_unsigned(&mut self.buf, u64::from(v));
-    }
-
-    /// Flex `UINT32`.
-    pub fn put_u32(&mut self, v: u32) {
-        flex::put_unsigned(&mut self.buf, u64::from(v));
-    }
-
-    /// Flex `UINT64` / `SIZE`.
-    pub fn put_u64(&mut self, v: u64) {
-        flex::put_unsigned(&mut self.buf, v);
-    }
-
-    /// Flex `INT16`.
-    pub fn put_i16(&mut self, v: i16) {
-        flex::put_signed(&mut self.buf, i64::from(v));
-    }
-
-    /// Flex `INT32` (also `PMIX_INT`, `PMIX_UINT`, `PMIX_STATUS`).
-    pub fn put_i32(&mut self, v: i32) {
-        flex::put_signed(&mut self.buf, i64::from(v));
-    }
-
-    /// Flex `INT64`.
-    pub fn put_i64(&mut self, v: i64) {
-        flex::put_signed(&mut self.buf, v);
-    }
-
     /// A `PMIX_SIZE` holding a length.
     pub fn put_len(&mut self, n: usize) {
         self.put_u64(n as u64);
@@ -234,19 +280,12 @@ impl Encoder {
     /// Enters one nesting level (data array / value), refusing depth beyond
     /// [`MAX_DEPTH`].
     pub(crate) fn enter(&mut self) -> Result<()> {
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::new(
-                Status::ERR_PACK_FAILURE,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
-        }
-        self.depth += 1;
-        Ok(())
+        self.depth.enter(Status::ERR_PACK_FAILURE)
     }
 
     /// Leaves a nesting level.
     pub(crate) fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+        self.depth.leave();
     }
 }
 
@@ -257,7 +296,7 @@ pub struct Decoder<'a> {
     pos: usize,
     ver: WireVersion,
     described: bool,
-    depth: u32,
+    depth: Depth,
     /// Bytes of elements still allowed (see [`BUDGET_PER_BYTE`]).
     budget: usize,
 }
@@ -278,7 +317,7 @@ impl<'a> Decoder<'a> {
             pos: 0,
             ver,
             described: false,
-            depth: 0,
+            depth: Depth::default(),
             budget: bytes
                 .len()
                 .saturating_mul(BUDGET_PER_BYTE)
@@ -439,36 +478,6 @@ impl<'a> Decoder<'a> {
         Ok(v)
     }
 
-    /// Flex `UINT16`.
-    pub fn get_u16(&mut self) -> Result<u16> {
-        Ok(self.get_flex(16, "a UINT16")? as u16)
-    }
-
-    /// Flex `UINT32`.
-    pub fn get_u32(&mut self) -> Result<u32> {
-        Ok(self.get_flex(32, "a UINT32")? as u32)
-    }
-
-    /// Flex `UINT64` / `SIZE`.
-    pub fn get_u64(&mut self) -> Result<u64> {
-        self.get_flex(64, "a UINT64")
-    }
-
-    /// Flex `INT16`.
-    pub fn get_i16(&mut self) -> Result<i16> {
-        Ok(flex::unfold_signed(self.get_flex(16, "an INT16")?) as i16)
-    }
-
-    /// Flex `INT32`.
-    pub fn get_i32(&mut self) -> Result<i32> {
-        Ok(flex::unfold_signed(self.get_flex(32, "an INT32")?) as i32)
-    }
-
-    /// Flex `INT64`.
-    pub fn get_i64(&mut self) -> Result<i64> {
-        Ok(flex::unfold_signed(self.get_flex(64, "an INT64")?))
-    }
-
     /// A `PMIX_SIZE` element count, bounded by the bytes remaining.
     pub fn get_len(&mut self, what: &str) -> Result<usize> {
         let n = self.get_u64()?;
@@ -512,18 +521,11 @@ impl<'a> Decoder<'a> {
 
     /// Enters one nesting level, refusing depth beyond [`MAX_DEPTH`].
     pub(crate) fn enter(&mut self) -> Result<()> {
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::new(
-                Status::ERR_UNPACK_FAILURE,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
-        }
-        self.depth += 1;
-        Ok(())
+        self.depth.enter(Status::ERR_UNPACK_FAILURE)
     }
 
     /// Leaves a nesting level.
     pub(crate) fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+        self.depth.leave();
     }
 }

@@ -13,88 +13,51 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-impl Serialize for Proc {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Proc", 2)?;
-        st.serialize_field("nspace", &self.nspace)?;
-        st.serialize_field("rank", &self.rank)?;
-        st.end()
-    }
+/// `Serialize` for a struct as a JSON object: `|o| { "field": expr, ... }`,
+/// each expression reading the struct through `o`, in output order.
+macro_rules! json_object {
+    ($ty:ident, |$o:ident| { $($name:literal: $val:expr),* $(,)? }) => {
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $o = self;
+                let mut st = s.serialize_struct(stringify!($ty), [$($name),*].len())?;
+                $(st.serialize_field($name, &$val)?;)*
+                st.end()
+            }
+        }
+    };
 }
 
-impl Serialize for Timeval {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Timeval", 2)?;
-        st.serialize_field("sec", &self.sec)?;
-        st.serialize_field("usec", &self.usec)?;
-        st.end()
-    }
-}
-
-impl Serialize for Envar {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Envar", 3)?;
-        st.serialize_field("name", &self.name)?;
-        st.serialize_field("value", &self.value)?;
-        st.serialize_field("separator", &char::from(self.separator).to_string())?;
-        st.end()
-    }
-}
-
-impl Serialize for ProcInfo {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("ProcInfo", 5)?;
-        st.serialize_field("proc", &self.proc)?;
-        st.serialize_field("hostname", &self.hostname)?;
-        st.serialize_field("executable", &self.executable_name)?;
-        st.serialize_field("pid", &self.pid)?;
-        st.serialize_field("state", &self.state)?;
-        st.end()
-    }
-}
-
-impl Serialize for Info {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Info", 4)?;
-        st.serialize_field("key", &self.key)?;
-        st.serialize_field("type", type_name(self.value.data_type()))?;
-        st.serialize_field("value", &self.value)?;
-        st.serialize_field("required", &self.is_required())?;
-        st.end()
-    }
-}
-
-impl Serialize for App {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("App", 6)?;
-        st.serialize_field("cmd", &self.cmd)?;
-        st.serialize_field("argv", &self.argv)?;
-        st.serialize_field("env", &self.env)?;
-        st.serialize_field("cwd", &self.cwd)?;
-        st.serialize_field("maxprocs", &self.maxprocs)?;
-        st.serialize_field("info", &self.info)?;
-        st.end()
-    }
-}
-
-impl Serialize for Query {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Query", 2)?;
-        st.serialize_field("keys", &self.keys)?;
-        st.serialize_field("qualifiers", &self.qualifiers)?;
-        st.end()
-    }
-}
-
-impl Serialize for PData {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("PData", 3)?;
-        st.serialize_field("proc", &self.proc)?;
-        st.serialize_field("key", &self.key)?;
-        st.serialize_field("value", &self.value)?;
-        st.end()
-    }
-}
+json_object!(Proc, |p| { "nspace": p.nspace, "rank": p.rank });
+json_object!(Timeval, |t| { "sec": t.sec, "usec": t.usec });
+json_object!(Envar, |e| {
+    "name": e.name,
+    "value": e.value,
+    "separator": char::from(e.separator).to_string(),
+});
+json_object!(ProcInfo, |p| {
+    "proc": p.proc,
+    "hostname": p.hostname,
+    "executable": p.executable_name,
+    "pid": p.pid,
+    "state": p.state,
+});
+json_object!(Info, |i| {
+    "key": i.key,
+    "type": type_name(i.value.data_type()),
+    "value": i.value,
+    "required": i.is_required(),
+});
+json_object!(App, |a| {
+    "cmd": a.cmd,
+    "argv": a.argv,
+    "env": a.env,
+    "cwd": a.cwd,
+    "maxprocs": a.maxprocs,
+    "info": a.info,
+});
+json_object!(Query, |q| { "keys": q.keys, "qualifiers": q.qualifiers });
+json_object!(PData, |d| { "proc": d.proc, "key": d.key, "value": d.value });
 
 impl Serialize for DataArray {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

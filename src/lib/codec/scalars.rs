@@ -3,97 +3,143 @@
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::types::{dt, DataType};
+use super::value::Value;
 use crate::error::{Error, Result};
 use crate::status::Status;
 
 /// Implements Pack + Unpack for a type with a fixed per-item encoding.
 macro_rules! wire {
     ($ty:ty, $dt:expr, |$e:ident, $v:ident| $pack:expr, |$d:ident| $unpack:expr) => {
-        impl Pack for $ty {
-            const DT: DataType = $dt;
-            fn pack_body(&self, $e: &mut Encoder) -> Result<()> {
+        impl $crate::codec::buffer::Pack for $ty {
+            const DT: $crate::codec::types::DataType = $dt;
+            fn pack_body(
+                &self,
+                $e: &mut $crate::codec::buffer::Encoder,
+            ) -> $crate::error::Result<()> {
                 let $v = self;
                 $pack;
                 Ok(())
             }
         }
-        impl Unpack for $ty {
-            const DT: DataType = $dt;
-            fn unpack_body($d: &mut Decoder) -> Result<Self> {
+        impl $crate::codec::buffer::Unpack for $ty {
+            const DT: $crate::codec::types::DataType = $dt;
+            fn unpack_body($d: &mut $crate::codec::buffer::Decoder) -> $crate::error::Result<Self> {
                 $unpack
             }
         }
     };
 }
 
-/// Declares a documented single-field newtype.
+/// Implements Pack + Unpack for a newtype that travels as its inner scalar
+/// under its own type code.
+macro_rules! wire_as_inner {
+    ($name:ident($inner:ty), $dt:expr) => {
+        $crate::codec::scalars::wire!($name, $dt, |e, v| v.0.pack_body(e)?, |d| Ok($name(
+            <$inner as $crate::codec::buffer::Unpack>::unpack_body(d)?
+        )));
+    };
+}
+
+/// Implements Pack + Unpack for a struct that travels as its fields, in
+/// order, each as its own type.
+macro_rules! wire_fields {
+    ($ty:ident, $dt:expr, $($f:ident),+ $(,)?) => {
+        $crate::codec::scalars::wire!(
+            $ty,
+            $dt,
+            |e, v| {
+                $($crate::codec::buffer::Pack::pack_body(&v.$f, e)?;)+
+            },
+            |d| Ok($ty {
+                $($f: $crate::codec::buffer::Unpack::unpack_body(d)?,)+
+            })
+        );
+    };
+}
+
+pub(crate) use {wire, wire_as_inner, wire_fields};
+
+/// Declares a documented single-field newtype that travels as its inner
+/// scalar under type code `$dt`.
 macro_rules! newtype {
-    ($(#[$m:meta])* $name:ident($inner:ty)) => {
+    ($(#[$m:meta])* $name:ident($inner:ty), $dt:expr) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
         pub struct $name(pub $inner);
+        wire_as_inner!($name($inner), $dt);
     };
 }
 
 newtype!(
     /// `PMIX_SIZE` (`size_t`, flex encoded).
-    Size(u64)
+    Size(u64),
+    dt::SIZE
 );
-newtype!(
-    /// `PMIX_PID` (`pid_t`; a `UINT32` type tag per pack call, then flex).
-    Pid(u32)
-);
+/// `PMIX_PID` (`pid_t`; a `UINT32` type tag per pack call, then flex).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Pid(pub u32);
 newtype!(
     /// `PMIX_INT` (C `int`, packed as a flex `INT32`).
-    Int(i32)
+    Int(i32),
+    dt::INT
 );
-newtype!(
-    /// `PMIX_UINT` (C `unsigned int`, packed as a flex `INT32` like `INT`).
-    Uint(u32)
-);
+/// `PMIX_UINT` (C `unsigned int`, packed as a flex `INT32` like `INT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Uint(pub u32);
 newtype!(
     /// `PMIX_PROC_RANK` (flex `UINT32`).
-    Rank(u32)
+    Rank(u32),
+    dt::PROC_RANK
 );
 newtype!(
     /// `PMIX_COMMAND` (one byte).
-    Cmd(u8)
+    Cmd(u8),
+    dt::COMMAND
 );
 newtype!(
     /// `PMIX_DATA_TYPE` as a payload (flex `UINT16`, any value).
-    DataTypeTag(u16)
+    DataTypeTag(u16),
+    dt::DATA_TYPE
 );
 newtype!(
     /// `PMIX_PROC_STATE` (one byte).
-    ProcState(u8)
+    ProcState(u8),
+    dt::PROC_STATE
 );
 newtype!(
     /// `PMIX_JOB_STATE` (one byte).
-    JobState(u8)
+    JobState(u8),
+    dt::JOB_STATE
 );
 newtype!(
     /// `PMIX_ALLOC_DIRECTIVE` (one byte).
-    AllocDirective(u8)
+    AllocDirective(u8),
+    dt::ALLOC_DIRECTIVE
 );
 newtype!(
     /// `PMIX_IOF_CHANNEL` (flex `UINT16` bit mask).
-    IofChannel(u16)
+    IofChannel(u16),
+    dt::IOF_CHANNEL
 );
 newtype!(
     /// `PMIX_TIME` (`time_t`, packed as flex `UINT64`).
-    Time(u64)
+    Time(u64),
+    dt::TIME
 );
 newtype!(
     /// `PMIX_PERSIST` (one byte).
-    Persist(u8)
+    Persist(u8),
+    dt::PERSIST
 );
 newtype!(
     /// `PMIX_SCOPE` (one byte).
-    Scope(u8)
+    Scope(u8),
+    dt::SCOPE
 );
 newtype!(
     /// `PMIX_DATA_RANGE` (one byte).
-    Range(u8)
+    Range(u8),
+    dt::DATA_RANGE
 );
 
 /// `PMIX_BYTE_OBJECT`: size then bytes.
@@ -144,29 +190,33 @@ pub(crate) fn pack_pids(enc: &mut Encoder, pids: &[u32]) -> Result<()> {
     Ok(())
 }
 
-/// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values.
+/// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values
+/// (each decoded as [`Value`] decodes that integer type).
 pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
     let t = dec.get_type()?;
     let mut v: Vec<u32> = dec.alloc(n)?;
     for _ in 0..n {
-        let x: i128 = match t {
-            dt::UINT8 | dt::BYTE => i128::from(dec.get_u8()?),
-            dt::INT8 => i128::from(dec.get_u8()? as i8),
-            dt::UINT16 => i128::from(dec.get_u16()?),
-            dt::INT16 => i128::from(dec.get_i16()?),
-            dt::UINT32 => i128::from(dec.get_u32()?),
-            dt::INT32 => i128::from(dec.get_i32()?),
-            dt::UINT64 => i128::from(dec.get_u64()?),
-            dt::INT64 => i128::from(dec.get_i64()?),
-            other => {
-                return Err(Error::new(
-                    Status::ERR_UNPACK_FAILURE,
-                    format!("pid packed as non-integer type {other}"),
-                ))
-            }
-        };
-        let p = u32::try_from(x)
-            .map_err(|_| Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range")))?;
+        if !matches!(
+            t,
+            dt::UINT8
+                | dt::BYTE
+                | dt::INT8
+                | dt::UINT16
+                | dt::INT16
+                | dt::UINT32
+                | dt::INT32
+                | dt::UINT64
+                | dt::INT64
+        ) {
+            return Err(Error::new(
+                Status::ERR_UNPACK_FAILURE,
+                format!("pid packed as non-integer type {t}"),
+            ));
+        }
+        let x = Value::unpack_payload(dec, t)?;
+        let p = x.as_u32().ok_or_else(|| {
+            Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range"))
+        })?;
         v.push(p);
     }
     Ok(v)
@@ -206,53 +256,9 @@ wire!(
     |e, v| e.put_string(v.0.as_deref())?,
     |d| Ok(NullableString(d.get_string()?))
 );
-wire!(Status, dt::STATUS, |e, v| e.put_i32(v.0), |d| Ok(Status(
-    d.get_i32()?
-)));
-wire!(Size, dt::SIZE, |e, v| e.put_u64(v.0), |d| Ok(Size(
-    d.get_u64()?
-)));
-wire!(Int, dt::INT, |e, v| e.put_i32(v.0), |d| Ok(Int(
-    d.get_i32()?
-)));
+wire_as_inner!(Status(i32), dt::STATUS);
 wire!(Uint, dt::UINT, |e, v| e.put_i32(v.0 as i32), |d| Ok(Uint(
     d.get_i32()? as u32
-)));
-wire!(Rank, dt::PROC_RANK, |e, v| e.put_u32(v.0), |d| Ok(Rank(
-    d.get_u32()?
-)));
-wire!(Cmd, dt::COMMAND, |e, v| e.put_u8(v.0), |d| Ok(Cmd(
-    d.get_u8()?
-)));
-wire!(DataTypeTag, dt::DATA_TYPE, |e, v| e.put_u16(v.0), |d| Ok(
-    DataTypeTag(d.get_u16()?)
-));
-wire!(ProcState, dt::PROC_STATE, |e, v| e.put_u8(v.0), |d| Ok(
-    ProcState(d.get_u8()?)
-));
-wire!(JobState, dt::JOB_STATE, |e, v| e.put_u8(v.0), |d| Ok(
-    JobState(d.get_u8()?)
-));
-wire!(
-    AllocDirective,
-    dt::ALLOC_DIRECTIVE,
-    |e, v| e.put_u8(v.0),
-    |d| Ok(AllocDirective(d.get_u8()?))
-);
-wire!(IofChannel, dt::IOF_CHANNEL, |e, v| e.put_u16(v.0), |d| Ok(
-    IofChannel(d.get_u16()?)
-));
-wire!(Time, dt::TIME, |e, v| e.put_u64(v.0), |d| Ok(Time(
-    d.get_u64()?
-)));
-wire!(Persist, dt::PERSIST, |e, v| e.put_u8(v.0), |d| Ok(Persist(
-    d.get_u8()?
-)));
-wire!(Scope, dt::SCOPE, |e, v| e.put_u8(v.0), |d| Ok(Scope(
-    d.get_u8()?
-)));
-wire!(Range, dt::DATA_RANGE, |e, v| e.put_u8(v.0), |d| Ok(Range(
-    d.get_u8()?
 )));
 wire!(ByteObject, dt::BYTE_OBJECT, |e, v| e.put_bytes(&v.0), |d| {
     Ok(ByteObject(d.get_bytes()?))

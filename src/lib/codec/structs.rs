@@ -2,7 +2,7 @@
 //! proc info, pdata, and the allocation-inheritance enum.
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
-use super::scalars::{pack_pids, unpack_pids};
+use super::scalars::{pack_pids, unpack_pids, wire_as_inner, wire_fields};
 use super::types::{dt, DataType, RANK_UNDEF};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -103,20 +103,7 @@ impl std::ops::BitOr for InfoFlags {
     }
 }
 
-impl Pack for InfoFlags {
-    const DT: DataType = dt::INFO_DIRECTIVES;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_u32(self.0);
-        Ok(())
-    }
-}
-
-impl Unpack for InfoFlags {
-    const DT: DataType = dt::INFO_DIRECTIVES;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(InfoFlags(dec.get_u32()?))
-    }
-}
+wire_as_inner!(InfoFlags(u32), dt::INFO_DIRECTIVES);
 
 /// A key / value attribute with directive flags (`pmix_info_t`).
 #[derive(Clone, Debug, PartialEq)]
@@ -195,8 +182,32 @@ fn get_str(dec: &mut Decoder) -> Result<String> {
     Ok(dec.get_string()?.unwrap_or_default())
 }
 
-/// Reads `n` infos.
-fn get_infos(dec: &mut Decoder, n: usize) -> Result<Vec<Info>> {
+/// Writes a string array counted by a flex `INT32` (argv, env, query keys).
+fn put_strings(enc: &mut Encoder, v: &[String]) -> Result<()> {
+    enc.put_i32(i32::try_from(v.len()).unwrap_or(i32::MAX));
+    v.iter().try_for_each(|s| enc.put_string(Some(s)))
+}
+
+/// Reads a string array counted by a flex `INT32`; `what` names the count.
+fn get_strings(dec: &mut Decoder, what: &str) -> Result<Vec<String>> {
+    let n = dec.get_i32()?;
+    let n = dec.count(i64::from(n), what)?;
+    let mut v: Vec<String> = dec.alloc(n)?;
+    for _ in 0..n {
+        v.push(get_str(dec)?);
+    }
+    Ok(v)
+}
+
+/// Writes infos counted by a `PMIX_SIZE`.
+fn put_infos(enc: &mut Encoder, v: &[Info]) -> Result<()> {
+    enc.put_len(v.len());
+    Info::pack_slice(v, enc)
+}
+
+/// Reads infos counted by a `PMIX_SIZE`; `what` names the count.
+fn get_infos(dec: &mut Decoder, what: &str) -> Result<Vec<Info>> {
+    let n = dec.get_len(what)?;
     Info::unpack_many(dec, n)
 }
 
@@ -205,48 +216,24 @@ impl Pack for App {
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
         enc.put_string(Some(&self.cmd))?;
         // argc goes out as PMIX_INT, envc as PMIX_INT32: both flex int32
-        enc.put_i32(i32::try_from(self.argv.len()).unwrap_or(i32::MAX));
-        for a in &self.argv {
-            enc.put_string(Some(a))?;
-        }
-        enc.put_i32(i32::try_from(self.env.len()).unwrap_or(i32::MAX));
-        for e in &self.env {
-            enc.put_string(Some(e))?;
-        }
+        put_strings(enc, &self.argv)?;
+        put_strings(enc, &self.env)?;
         enc.put_string(self.cwd.as_deref())?;
         enc.put_i32(self.maxprocs);
-        enc.put_len(self.info.len());
-        Info::pack_slice(&self.info, enc)
+        put_infos(enc, &self.info)
     }
 }
 
 impl Unpack for App {
     const DT: DataType = dt::APP;
     fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let cmd = get_str(dec)?;
-        let argc = dec.get_i32()?;
-        let argc = dec.count(i64::from(argc), "argv count")?;
-        let mut argv: Vec<String> = dec.alloc(argc)?;
-        for _ in 0..argc {
-            argv.push(get_str(dec)?);
-        }
-        let envc = dec.get_i32()?;
-        let envc = dec.count(i64::from(envc), "env count")?;
-        let mut env: Vec<String> = dec.alloc(envc)?;
-        for _ in 0..envc {
-            env.push(get_str(dec)?);
-        }
-        let cwd = dec.get_string()?;
-        let maxprocs = dec.get_i32()?;
-        let ninfo = dec.get_len("app info count")?;
-        let info = get_infos(dec, ninfo)?;
         Ok(App {
-            cmd,
-            argv,
-            env,
-            cwd,
-            maxprocs,
-            info,
+            cmd: get_str(dec)?,
+            argv: get_strings(dec, "argv count")?,
+            env: get_strings(dec, "env count")?,
+            cwd: dec.get_string()?,
+            maxprocs: dec.get_i32()?,
+            info: get_infos(dec, "app info count")?,
         })
     }
 }
@@ -263,27 +250,18 @@ pub struct Query {
 impl Pack for Query {
     const DT: DataType = dt::QUERY;
     fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_i32(i32::try_from(self.keys.len()).unwrap_or(i32::MAX));
-        for k in &self.keys {
-            enc.put_string(Some(k))?;
-        }
-        enc.put_len(self.qualifiers.len());
-        Info::pack_slice(&self.qualifiers, enc)
+        put_strings(enc, &self.keys)?;
+        put_infos(enc, &self.qualifiers)
     }
 }
 
 impl Unpack for Query {
     const DT: DataType = dt::QUERY;
     fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let n = dec.get_i32()?;
-        let n = dec.count(i64::from(n), "query key count")?;
-        let mut keys: Vec<String> = dec.alloc(n)?;
-        for _ in 0..n {
-            keys.push(get_str(dec)?);
-        }
-        let nq = dec.get_len("query qualifier count")?;
-        let qualifiers = get_infos(dec, nq)?;
-        Ok(Query { keys, qualifiers })
+        Ok(Query {
+            keys: get_strings(dec, "query key count")?,
+            qualifiers: get_infos(dec, "query qualifier count")?,
+        })
     }
 }
 
@@ -298,26 +276,7 @@ pub struct Envar {
     pub separator: u8,
 }
 
-impl Pack for Envar {
-    const DT: DataType = dt::ENVAR;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_string(Some(&self.name))?;
-        enc.put_string(Some(&self.value))?;
-        enc.put_u8(self.separator);
-        Ok(())
-    }
-}
-
-impl Unpack for Envar {
-    const DT: DataType = dt::ENVAR;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(Envar {
-            name: get_str(dec)?,
-            value: get_str(dec)?,
-            separator: dec.get_u8()?,
-        })
-    }
-}
+wire_fields!(Envar, dt::ENVAR, name, value, separator);
 
 /// A `struct timeval` (packed as two flex `INT64`s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -328,24 +287,7 @@ pub struct Timeval {
     pub usec: i64,
 }
 
-impl Pack for Timeval {
-    const DT: DataType = dt::TIMEVAL;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_i64(self.sec);
-        enc.put_i64(self.usec);
-        Ok(())
-    }
-}
-
-impl Unpack for Timeval {
-    const DT: DataType = dt::TIMEVAL;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(Timeval {
-            sec: dec.get_i64()?,
-            usec: dec.get_i64()?,
-        })
-    }
-}
+wire_fields!(Timeval, dt::TIMEVAL, sec, usec);
 
 /// Process information (`pmix_proc_info_t`; the exit code is not sent).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -403,24 +345,7 @@ pub struct PData {
     pub value: Value,
 }
 
-impl Pack for PData {
-    const DT: DataType = dt::PDATA;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        self.proc.pack_body(enc)?;
-        enc.put_string(Some(&self.key))?;
-        self.value.pack_body(enc)
-    }
-}
-
-impl Unpack for PData {
-    const DT: DataType = dt::PDATA;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let proc = Proc::unpack_body(dec)?;
-        let key = get_str(dec)?;
-        let value = Value::unpack_body(dec)?;
-        Ok(PData { proc, key, value })
-    }
-}
+wire_fields!(PData, dt::PDATA, proc, key, value);
 
 /// Allocation inheritance rule (`pmix_alloc_inheritance_t`, type 75, one
 /// byte on the wire; v61 only): the raw byte, so that values outside the
@@ -469,20 +394,7 @@ impl From<Inheritance> for AllocInheritance {
     }
 }
 
-impl Pack for AllocInheritance {
-    const DT: DataType = dt::ALLOC_INHERIT;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_u8(self.0);
-        Ok(())
-    }
-}
-
-impl Unpack for AllocInheritance {
-    const DT: DataType = dt::ALLOC_INHERIT;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(AllocInheritance(dec.get_u8()?))
-    }
-}
+wire_as_inner!(AllocInheritance(u8), dt::ALLOC_INHERIT);
 
 #[cfg(test)]
 mod tests {
@@ -490,29 +402,29 @@ mod tests {
 
     #[test]
     fn inheritance_words() {
-        assert_eq!(AllocInheritance::NONE.as_str(), "NONE");
-        assert_eq!(AllocInheritance::CHILD.as_str(), "CHILD");
-        assert_eq!(AllocInheritance::DEFAULT.as_str(), "DEFAULT");
-        assert_eq!(AllocInheritance::CHILD_DEFAULT.as_str(), "CHILD_DEFAULT");
+        for (v, word) in [
+            (AllocInheritance::NONE, "NONE"),
+            (AllocInheritance::CHILD, "CHILD"),
+            (AllocInheritance::DEFAULT, "DEFAULT"),
+            (AllocInheritance::CHILD_DEFAULT, "CHILD_DEFAULT"),
+        ] {
+            assert_eq!(v.as_str(), word);
+        }
         for v in [0u8, 5, 42, 255] {
             assert_eq!(AllocInheritance(v).as_str(), "UNSPECIFIED");
         }
-        assert_eq!(
-            AllocInheritance::from_word("child-default"),
-            Some(AllocInheritance(4))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("CHILD_DEFAULT"),
-            Some(AllocInheritance(4))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("pmix_alloc_inherit_none"),
-            Some(AllocInheritance(1))
-        );
-        assert_eq!(
-            AllocInheritance::from_word("child"),
-            Some(AllocInheritance(2))
-        );
+        for (word, code) in [
+            ("child-default", 4),
+            ("CHILD_DEFAULT", 4),
+            ("pmix_alloc_inherit_none", 1),
+            ("child", 2),
+        ] {
+            assert_eq!(
+                AllocInheritance::from_word(word),
+                Some(AllocInheritance(code)),
+                "{word}"
+            );
+        }
         assert_eq!(AllocInheritance::from_word("sometimes"), None);
         assert_eq!(AllocInheritance(200).0, 200);
     }

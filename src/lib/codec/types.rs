@@ -258,15 +258,21 @@ pub const RANK_LOCAL_PEERS: u32 = u32::MAX - 4;
 /// `PMIX_RANK_VALID`: ranks below this are real ranks.
 pub const RANK_VALID: u32 = u32::MAX - 50;
 
-/// A bfrops wire-format version ("modern" family, flex-encoded integers).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WireVersion {
-    /// `v41`: OpenPMIx 4.1 – 5.0 (PRRTE 3.0.x runs 5.0.x).
-    V41,
-    /// `v51`: OpenPMIx 5.1 / 6.0.
-    V51,
-    /// `v61`: OpenPMIx master (adds `PMIX_ALLOC_INHERIT`).
-    V61,
+crate::proto::enums::pmix_enum! {
+    /// A bfrops wire-format version ("modern" family, flex-encoded integers).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum WireVersion {
+        /// `v41`: OpenPMIx 4.1 – 5.0 (PRRTE 3.0.x runs 5.0.x).
+        V41 => ["v41"],
+        /// `v51`: OpenPMIx 5.1 / 6.0.
+        V51 => ["v51"],
+        /// `v61`: OpenPMIx master (adds `PMIX_ALLOC_INHERIT`).
+        V61 => ["v61"],
+    }
+    strings {
+        /// The version string used in the handshake (`"v41"` ...).
+        name,
+    }
 }
 
 /// Types registered by the v41 component (OpenPMIx v5.0.11).
@@ -287,21 +293,10 @@ fn v61_registers(t: DataType) -> bool {
 impl WireVersion {
     /// Parses `"v41"`, `"v51"`, `"v61"` (case-insensitive).
     pub fn from_name(s: &str) -> Option<WireVersion> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "v41" => Some(WireVersion::V41),
-            "v51" => Some(WireVersion::V51),
-            "v61" => Some(WireVersion::V61),
-            _ => None,
-        }
-    }
-
-    /// The version string used in the handshake (`"v41"` ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            WireVersion::V41 => "v41",
-            WireVersion::V51 => "v51",
-            WireVersion::V61 => "v61",
-        }
+        let s = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|v| v.name().eq_ignore_ascii_case(s))
     }
 
     /// The newest version this crate speaks.
@@ -311,7 +306,7 @@ impl WireVersion {
 
     /// Every supported version, oldest first.
     pub fn all() -> [WireVersion; 3] {
-        [WireVersion::V41, WireVersion::V51, WireVersion::V61]
+        Self::ALL
     }
 
     /// Whether a peer speaking this version can carry data type `t`

@@ -30,6 +30,25 @@ pub struct AllocRequest {
     pub attrs: AllocAttrs,
 }
 
+/// What an allocation request gets: an outcome, or a refusal that changed
+/// nothing.
+type Answer = Result<AllocOutcome, DvmError>;
+
+/// The answer naming allocation `alloc_id`, echoing `req_id`.
+fn outcome(
+    alloc_id: String,
+    req_id: Option<&String>,
+    status: AllocStatus,
+    effects: Vec<Effect>,
+) -> AllocOutcome {
+    AllocOutcome {
+        alloc_id,
+        req_id: req_id.cloned(),
+        status,
+        effects,
+    }
+}
+
 fn sched_err(e: SchedError) -> DvmError {
     match e {
         SchedError::UnknownNode => DvmError::BadParam(Rule::UnknownNode),
@@ -45,12 +64,7 @@ fn sched_err(e: SchedError) -> DvmError {
 
 impl Dvm {
     /// Answers an allocation request. On `Err` nothing changed anywhere.
-    pub fn allocate(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    pub fn allocate(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         if !(directive::NEW..=directive::REQ_CANCEL).contains(&req.directive) {
             return Err(DvmError::BadParam(Rule::BadDirective));
@@ -85,6 +99,12 @@ impl Dvm {
         Ok(Some(i))
     }
 
+    /// What a NEW or EXTEND asks for: its disposition, then its nodes and
+    /// time as the scheduler takes them.
+    fn parse_grow(&self, a: &AllocAttrs) -> Result<(Option<Inheritance>, SchedRequest), DvmError> {
+        Ok((self.parse_inherit(a)?, self.sched_request(a)?))
+    }
+
     fn sched_request(&self, a: &AllocAttrs) -> Result<SchedRequest, DvmError> {
         let ask = match (&a.node_list, a.num_nodes) {
             (Some(list), n) => {
@@ -113,15 +133,9 @@ impl Dvm {
         })
     }
 
-    fn alloc_new(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_new(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
-        let inherit = self.parse_inherit(a)?;
-        let sreq = self.sched_request(a)?;
+        let (inherit, sreq) = self.parse_grow(a)?;
         if sreq.ask == NodeAsk::Nothing {
             return Err(DvmError::BadParam(Rule::NoNodes));
         }
@@ -176,15 +190,9 @@ impl Dvm {
         // An owning namespace that already ended (e.g. a TARGET that has
         // finished) gets its disposition applied at once.
         if self.gen.at(owner).ended {
-            let mut more = self.settle_owner(owner, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.settle_owner(owner, sched, now));
         }
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status,
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), status, fx))
     }
 
     /// CPUs and memory no node count could ever provide are refused
@@ -210,15 +218,9 @@ impl Dvm {
         Ok(())
     }
 
-    fn alloc_extend(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_extend(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
-        let inherit = self.parse_inherit(a)?;
-        let sreq = self.sched_request(a)?;
+        let (inherit, sreq) = self.parse_grow(a)?;
         let id = self.resolve_named(
             req,
             [Rule::ExtendNoId, Rule::ExtendNotOwner, Rule::ExtendNotFound],
@@ -244,8 +246,7 @@ impl Dvm {
             Submit::Granted(nodes) => {
                 self.extend_granted(&id, to, inherit);
                 self.place_nodes(&id, &nodes, sched, &mut fx);
-                let mut more = self.settle_after_extend(&id, inherit, sched, now);
-                fx.append(&mut more);
+                fx.extend(self.settle_after_extend(&id, inherit, sched, now));
                 AllocStatus::Granted { nodes }
             }
             Submit::Queued => {
@@ -262,12 +263,7 @@ impl Dvm {
                 AllocStatus::Queued
             }
         };
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status,
-            effects: fx,
-        })
+        Ok(outcome(id, a.req_id.as_ref(), status, fx))
     }
 
     /// Applies what a granted EXTEND changes besides nodes: the recorded
@@ -326,12 +322,7 @@ impl Dvm {
             })
     }
 
-    fn alloc_release(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_release(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         let id = self.resolve_named(
             req,
@@ -393,23 +384,17 @@ impl Dvm {
             self.report_left(&v, &mut fx);
             self.report_unreserved(&id, &v, &mut fx);
             released = back;
-            let mut more = self.apply_sched(ev, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.apply_sched(ev, sched, now));
         }
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status: AllocStatus::Released { nodes: released },
-            effects: fx,
-        })
+        Ok(outcome(
+            id,
+            a.req_id.as_ref(),
+            AllocStatus::Released { nodes: released },
+            fx,
+        ))
     }
 
-    fn alloc_cancel(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn alloc_cancel(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
         if a.alloc_id.is_none() && a.req_id.is_none() {
             return self.cancel_all_of(req, sched, now);
@@ -425,12 +410,12 @@ impl Dvm {
                     return Err(DvmError::NoPermissions(Rule::CancelNotOwner));
                 }
                 let fx = self.cancel_extend(&id, tag, sched, now)?;
-                return Ok(AllocOutcome {
-                    alloc_id: id,
-                    req_id: a.req_id.clone(),
-                    status: AllocStatus::Cancelled { count: 1 },
-                    effects: fx,
-                });
+                return Ok(outcome(
+                    id,
+                    a.req_id.as_ref(),
+                    AllocStatus::Cancelled { count: 1 },
+                    fx,
+                ));
             }
         }
         let id = self.resolve_named(
@@ -438,12 +423,12 @@ impl Dvm {
             [Rule::CancelNoId, Rule::CancelNotOwner, Rule::CancelNotFound],
         )?;
         let (count, fx) = self.cancel_queued_of(&id, sched, now)?;
-        Ok(AllocOutcome {
-            alloc_id: id,
-            req_id: a.req_id.clone(),
-            status: AllocStatus::Cancelled { count },
-            effects: fx,
-        })
+        Ok(outcome(
+            id,
+            a.req_id.as_ref(),
+            AllocStatus::Cancelled { count },
+            fx,
+        ))
     }
 
     /// The (allocation, tag) of the queued EXTEND carrying request id `q`.
@@ -471,17 +456,10 @@ impl Dvm {
         let mut fx = Vec::new();
         if let Some(r) = self.res.get_mut(id) {
             if let Some(k) = r.queued_extends.iter().position(|e| e.tag == tag) {
-                if let Some(q) = r.queued_extends.remove(k) {
-                    fx.push(Effect::RequestDropped {
-                        to: q.to,
-                        alloc_id: id.to_string(),
-                        req_id: q.req_id,
-                    });
-                }
+                fx.extend(r.queued_extends.remove(k).map(|q| q.dropped(id)));
             }
         }
-        let mut more = self.apply_sched(ev, sched, now);
-        fx.append(&mut more);
+        fx.extend(self.apply_sched(ev, sched, now));
         Ok(fx)
     }
 
@@ -494,43 +472,30 @@ impl Dvm {
         now: u64,
     ) -> Result<(usize, Vec<Effect>), DvmError> {
         let (count, was_new, ev) = sched.cancel(id, now).map_err(sched_err)?;
-        let mut fx = Vec::new();
-        if was_new {
-            if let Some(r) = self.forget(id) {
-                fx.push(Effect::RequestDropped {
-                    to: r.requester.clone(),
-                    alloc_id: id.to_string(),
-                    req_id: r.req_id.clone(),
-                });
-                fx.push(Effect::ReservationEnded {
-                    alloc_id: id.to_string(),
-                    how: EndHow::Cancelled,
-                    why: EndWhy::RequestCancelled,
-                });
-            }
-        } else if let Some(r) = self.res.get_mut(id) {
-            for q in r.queued_extends.drain(..) {
-                fx.push(Effect::RequestDropped {
-                    to: q.to,
-                    alloc_id: id.to_string(),
-                    req_id: q.req_id,
-                });
-            }
-        }
-        let mut more = self.apply_sched(ev, sched, now);
-        fx.append(&mut more);
+        let mut fx = if was_new {
+            // The scheduler has already dropped it from its queue.
+            self.end_reservation_inner(
+                id,
+                EndHow::Cancelled,
+                EndWhy::RequestCancelled,
+                true,
+                sched,
+                now,
+            )
+        } else {
+            self.res
+                .get_mut(id)
+                .map(Reservation::drop_extends)
+                .unwrap_or_default()
+        };
+        fx.extend(self.apply_sched(ev, sched, now));
         Ok((count, fx))
     }
 
     /// REQ_CANCEL naming nothing: cancels every outstanding request of the
     /// requester's namespace — queued NEWs it sent and queued EXTENDs it
     /// sent (RFC 002). `PMIX_ERR_NOT_FOUND` when there is none.
-    fn cancel_all_of(
-        &mut self,
-        req: &AllocRequest,
-        sched: &mut Scheduler,
-        now: u64,
-    ) -> Result<AllocOutcome, DvmError> {
+    fn cancel_all_of(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let ns = &req.requester.nspace;
         // (submission order, allocation, Some(tag) for an EXTEND).
         let mut mine: Vec<(u64, String, Option<u64>)> = Vec::new();
@@ -566,11 +531,6 @@ impl Dvm {
                 fx.append(&mut more);
             }
         }
-        Ok(AllocOutcome {
-            alloc_id: first,
-            req_id: None,
-            status: AllocStatus::Cancelled { count },
-            effects: fx,
-        })
+        Ok(outcome(first, None, AllocStatus::Cancelled { count }, fx))
     }
 }

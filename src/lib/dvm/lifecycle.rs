@@ -29,41 +29,28 @@ impl Dvm {
         };
         let mut events = Vec::new();
         if r.stage == ResStage::Queued {
-            let to = r.requester.clone();
-            let req_id = r.req_id.clone();
+            fx.push(r.dropped());
             if !reclaimed {
                 if let Ok((_, _, ev)) = sched.cancel(id, now) {
                     events = ev;
                 }
             }
             self.forget(id);
-            fx.push(Effect::RequestDropped {
-                to,
-                alloc_id: id.to_string(),
-                req_id,
-            });
             fx.push(Effect::ReservationEnded {
                 alloc_id: id.to_string(),
                 how: EndHow::Cancelled,
                 why,
             });
-            let mut more = self.apply_sched(events, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.apply_sched(events, sched, now));
             return fx;
         }
-        let waiting: Vec<_> = r.queued_extends.drain(..).collect();
-        if !waiting.is_empty() && !reclaimed {
+        let dropped = r.drop_extends();
+        if !dropped.is_empty() && !reclaimed {
             if let Ok((_, _, ev)) = sched.cancel(id, now) {
                 events.extend(ev);
             }
         }
-        for q in waiting {
-            fx.push(Effect::RequestDropped {
-                to: q.to,
-                alloc_id: id.to_string(),
-                req_id: q.req_id,
-            });
-        }
+        fx.extend(dropped);
         let nodes = r.nodes.clone();
         let leaves = how == EndHow::Released;
         if !reclaimed {
@@ -94,8 +81,7 @@ impl Dvm {
             how,
             why,
         });
-        let mut more = self.apply_sched(events, sched, now);
-        fx.append(&mut more);
+        fx.extend(self.apply_sched(events, sched, now));
         fx
     }
 
@@ -139,15 +125,14 @@ impl Dvm {
                     }
                 }
                 SchedEvent::Expired { alloc_id, .. } => {
-                    let mut more = self.end_reservation_inner(
+                    fx.extend(self.end_reservation_inner(
                         &alloc_id,
                         EndHow::Released,
                         EndWhy::Expired,
                         true,
                         sched,
                         now,
-                    );
-                    fx.append(&mut more);
+                    ));
                 }
                 SchedEvent::QueuedGranted {
                     alloc_id,
@@ -181,8 +166,7 @@ impl Dvm {
                         nodes,
                     });
                     if extend {
-                        let mut more = self.settle_after_extend(&alloc_id, inherit, sched, now);
-                        fx.append(&mut more);
+                        fx.extend(self.settle_after_extend(&alloc_id, inherit, sched, now));
                     }
                 }
             }
@@ -226,8 +210,7 @@ impl Dvm {
                 } else {
                     EndHow::Unreserved
                 };
-                let mut more = self.end_reservation(&id, how, EndWhy::Disposition(inh), sched, now);
-                fx.append(&mut more);
+                fx.extend(self.end_reservation(&id, how, EndWhy::Disposition(inh), sched, now));
             }
         }
         fx
@@ -281,8 +264,7 @@ impl Dvm {
         let candidates = self.gen.end(i);
         let mut fx = Vec::new();
         for c in candidates {
-            let mut more = self.settle_owner(c, sched, now);
-            fx.append(&mut more);
+            fx.extend(self.settle_owner(c, sched, now));
         }
         Ok(fx)
     }
@@ -296,24 +278,14 @@ impl Dvm {
             self.res.values().map(|r| (r.seq, r.id.clone())).collect();
         ids.sort();
         for (_, id) in ids {
-            let Some(r) = self.forget(&id) else {
+            let Some(mut r) = self.forget(&id) else {
                 continue;
             };
             let queued = r.stage == ResStage::Queued;
             if queued {
-                fx.push(Effect::RequestDropped {
-                    to: r.requester.clone(),
-                    alloc_id: id.clone(),
-                    req_id: r.req_id.clone(),
-                });
+                fx.push(r.dropped());
             }
-            for q in r.queued_extends {
-                fx.push(Effect::RequestDropped {
-                    to: q.to,
-                    alloc_id: id.clone(),
-                    req_id: q.req_id,
-                });
-            }
+            fx.extend(r.drop_extends());
             fx.push(Effect::ReservationEnded {
                 alloc_id: id,
                 how: if queued {

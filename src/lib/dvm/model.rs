@@ -79,7 +79,38 @@ pub(crate) struct Reservation {
     pub queued_extends: VecDeque<QueuedExtend>,
 }
 
+impl QueuedExtend {
+    /// The reply owed to its requester when it is dropped ungranted.
+    pub fn dropped(self, alloc_id: &str) -> Effect {
+        Effect::RequestDropped {
+            to: self.to,
+            alloc_id: alloc_id.to_string(),
+            req_id: self.req_id,
+        }
+    }
+}
+
 impl Reservation {
+    /// The reply owed to the requester of this reservation's own NEW when
+    /// it is dropped before its first grant.
+    pub fn dropped(&self) -> Effect {
+        Effect::RequestDropped {
+            to: self.requester.clone(),
+            alloc_id: self.id.clone(),
+            req_id: self.req_id.clone(),
+        }
+    }
+
+    /// Takes out every queued EXTEND, returning the replies owed to their
+    /// requesters, in queue order.
+    pub fn drop_extends(&mut self) -> Vec<Effect> {
+        let id = &self.id;
+        self.queued_extends
+            .drain(..)
+            .map(|q| q.dropped(id))
+            .collect()
+    }
+
     /// True when `req` may target, extend, release or cancel this reservation:
     /// its own namespace is in the owner set, or it is the scheduler
     /// (§8.2.1.7, §8.2.1.9.1). `PMIX_ALLOC_TARGET` never counts: it names

@@ -267,11 +267,7 @@ impl Dvm {
             cands.push(c);
         }
         let mut planned = vec![0u32; pool.len()];
-        let procs = if map.oversubscribe && map.policy == MapPolicy::Slot {
-            self.place_legacy(&pool, &cands, &nprocs, &mut planned)
-        } else {
-            self.place(&pool, &cands, &nprocs, map, &mut planned)?
-        };
+        let procs = self.place(&pool, &cands, &nprocs, map, &mut planned)?;
         Ok(Placement {
             sessions,
             default_pool,
@@ -280,50 +276,9 @@ impl Dvm {
         })
     }
 
-    /// pdvm's historical placement (`slot`, oversubscription allowed): fill
-    /// free slots node by node, then round-robin over the candidates.
-    fn place_legacy(
-        &self,
-        pool: &[usize],
-        cands: &[Vec<usize>],
-        nprocs: &[u32],
-        planned: &mut [u32],
-    ) -> Vec<ProcSlot> {
-        let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
-        let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-        let mut rank = 0u32;
-        let mut rr = 0usize;
-        for (app, &n) in nprocs.iter().enumerate() {
-            let c = &cands[app];
-            let mut cursor = 0usize;
-            for _ in 0..n {
-                while cursor < c.len() {
-                    let node = &self.nodes[pool[c[cursor]]];
-                    if node.in_use.saturating_add(planned[c[cursor]]) < node.slots {
-                        break;
-                    }
-                    cursor += 1;
-                }
-                let k = if cursor < c.len() {
-                    c[cursor]
-                } else {
-                    let k = c[rr % c.len()];
-                    rr += 1;
-                    k
-                };
-                planned[k] += 1;
-                procs.push(ProcSlot {
-                    app,
-                    rank,
-                    node: self.nodes[pool[k]].name.clone(),
-                });
-                rank = rank.wrapping_add(1);
-            }
-        }
-        procs
-    }
-
-    /// Placement by `map` (see the [module documentation](self)).
+    /// Placement by `map` (see the [module documentation](self)); `slot`
+    /// with oversubscription is pdvm's historical placement: fill free slots
+    /// node by node, then round-robin over the candidates.
     fn place(
         &self,
         pool: &[usize],
@@ -332,25 +287,33 @@ impl Dvm {
         map: MapBy,
         planned: &mut [u32],
     ) -> Result<Vec<ProcSlot>, DvmError> {
+        let legacy = map.oversubscribe && map.policy == MapPolicy::Slot;
+        let slots = |k: usize| self.nodes[pool[k]].slots;
+        let limit = |k: usize| match map.policy {
+            MapPolicy::PerNode(n) if map.oversubscribe => n,
+            MapPolicy::PerNode(n) => n.min(slots(k)),
+            _ => slots(k),
+        };
+        let room = |k: usize, planned: &[u32]| planned[k] < limit(k);
+        let free = |k: usize, planned: &[u32]| {
+            self.nodes[pool[k]].in_use.saturating_add(planned[k]) < slots(k)
+        };
         let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
         let mut rank = 0u32;
         let mut rr = 0usize;
         for (app, &n) in nprocs.iter().enumerate() {
             let c = &cands[app];
+            // Where the app's search resumes (legacy and `node` only).
             let mut next = 0usize;
             for _ in 0..n {
-                let slots = |k: usize| self.nodes[pool[k]].slots;
-                let limit = |k: usize| match map.policy {
-                    MapPolicy::PerNode(n) if map.oversubscribe => n,
-                    MapPolicy::PerNode(n) => n.min(slots(k)),
-                    _ => slots(k),
-                };
-                let room = |k: usize, planned: &[u32]| planned[k] < limit(k);
-                let free = |k: usize, planned: &[u32]| {
-                    self.nodes[pool[k]].in_use.saturating_add(planned[k]) < slots(k)
-                };
                 let pick = match map.policy {
+                    MapPolicy::Slot if legacy => {
+                        while next < c.len() && !free(c[next], planned) {
+                            next += 1;
+                        }
+                        c.get(next).copied()
+                    }
                     MapPolicy::Slot => c
                         .iter()
                         .copied()

@@ -1,50 +1,26 @@
 //! `pmix_alloc_directive_t`: what an allocation request asks for.
 
-/// The allocation directives of spec 001 §8.2.1 with their PMIx codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Directive {
-    /// `PMIX_ALLOC_NEW`: mint a new reservation.
-    New = 1,
-    /// `PMIX_ALLOC_EXTEND`: add to an existing one.
-    Extend = 2,
-    /// `PMIX_ALLOC_RELEASE`: give back (whole or part).
-    Release = 3,
-    /// `PMIX_ALLOC_REAQUIRE`: take back what was lent.
-    Reaquire = 4,
-    /// `PMIX_ALLOC_REQ_CANCEL`: cancel a queued request.
-    ReqCancel = 5,
-}
+use super::enums::pmix_enum;
 
-impl Directive {
-    /// All five, in code order.
-    pub const ALL: [Directive; 5] = [
-        Self::New,
-        Self::Extend,
-        Self::Release,
-        Self::Reaquire,
-        Self::ReqCancel,
-    ];
-
-    /// The wire code (1..=5).
-    pub fn code(self) -> u8 {
-        self as u8
+pmix_enum! {
+    /// The allocation directives of spec 001 §8.2.1 with their PMIx codes
+    /// (1..=5).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Directive: u8 {
+        /// `PMIX_ALLOC_NEW`: mint a new reservation.
+        New = 1 => ["PMIX_ALLOC_NEW"],
+        /// `PMIX_ALLOC_EXTEND`: add to an existing one.
+        Extend = 2 => ["PMIX_ALLOC_EXTEND"],
+        /// `PMIX_ALLOC_RELEASE`: give back (whole or part).
+        Release = 3 => ["PMIX_ALLOC_RELEASE"],
+        /// `PMIX_ALLOC_REAQUIRE`: take back what was lent.
+        Reaquire = 4 => ["PMIX_ALLOC_REAQUIRE"],
+        /// `PMIX_ALLOC_REQ_CANCEL`: cancel a queued request.
+        ReqCancel = 5 => ["PMIX_ALLOC_REQ_CANCEL"],
     }
-
-    /// The directive for a wire code, if it is one of the five.
-    pub fn from_code(code: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.code() == code)
-    }
-
-    /// The constant's name as in the headers.
-    pub fn pmix_name(self) -> &'static str {
-        match self {
-            Self::New => "PMIX_ALLOC_NEW",
-            Self::Extend => "PMIX_ALLOC_EXTEND",
-            Self::Release => "PMIX_ALLOC_RELEASE",
-            Self::Reaquire => "PMIX_ALLOC_REAQUIRE",
-            Self::ReqCancel => "PMIX_ALLOC_REQ_CANCEL",
-        }
+    strings {
+        /// The constant's name as in the headers.
+        pmix_name,
     }
 }
 
@@ -69,12 +45,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_round_trip_and_unknown_is_named() {
+    fn unknown_is_named() {
+        // Codes round-trip: `proto::enums`.
         for d in Directive::ALL {
-            assert_eq!(Directive::from_code(d.code()), Some(d));
             assert_eq!(name(d.code()), d.pmix_name());
         }
-        assert_eq!(Directive::from_code(0), None);
         assert_eq!(name(9), "PMIX_ALLOC_UNKNOWN");
         assert_eq!(REQ_CANCEL, 5);
     }

@@ -2,19 +2,35 @@
 //! reservation when its owner ends; the one model used by the flags, the wire
 //! values, pdvm's rules and the output.
 
-/// The four dispositions of spec 001 §8.2.1.9.2, with their PMIx codes
-/// (`pmix_alloc_inheritance_t`: NONE=1, CHILD=2, DEFAULT=3, CHILD_DEFAULT=4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Inheritance {
-    /// Released to the scheduler when the owning namespace ends.
-    None = 1,
-    /// Released to the scheduler when the last derived child ends.
-    Child = 2,
-    /// Unreserved in the session when the owning namespace ends (the default).
-    Default = 3,
-    /// Unreserved in the session when the last derived child ends.
-    ChildDefault = 4,
+use super::enums::pmix_enum;
+
+pmix_enum! {
+    /// The four dispositions of spec 001 §8.2.1.9.2, with their PMIx codes
+    /// (`pmix_alloc_inheritance_t`: NONE=1, CHILD=2, DEFAULT=3, CHILD_DEFAULT=4).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Inheritance: u8 {
+        /// Released to the scheduler when the owning namespace ends.
+        None = 1 => ["none", "PMIX_ALLOC_INHERIT_NONE", "NONE"],
+        /// Released to the scheduler when the last derived child ends.
+        Child = 2 => ["child", "PMIX_ALLOC_INHERIT_CHILD", "CHILD"],
+        /// Unreserved in the session when the owning namespace ends (the default).
+        Default = 3 => ["default", "PMIX_ALLOC_INHERIT_DEFAULT", "DEFAULT"],
+        /// Unreserved in the session when the last derived child ends.
+        ChildDefault = 4 => [
+            "child-default",
+            "PMIX_ALLOC_INHERIT_CHILD_DEFAULT",
+            "CHILD_DEFAULT",
+        ],
+    }
+    strings {
+        /// The lower-case word used on our command lines and in JSON.
+        word,
+        /// The PMIx constant name.
+        pmix_name,
+        /// The word `PMIx_Alloc_inheritance_string` gives (`NONE`, `CHILD`,
+        /// `DEFAULT`, `CHILD_DEFAULT`).
+        spec_word,
+    }
 }
 
 /// The valid words, quoted in error messages.
@@ -22,50 +38,6 @@ pub const INHERIT_FORMS: &str = "none, child, default or child-default \
 (case-insensitive; `_` may replace `-`; the PMIX_ALLOC_INHERIT_ prefix is allowed)";
 
 impl Inheritance {
-    /// All four, in code order.
-    pub const ALL: [Inheritance; 4] = [Self::None, Self::Child, Self::Default, Self::ChildDefault];
-
-    /// The PMIx wire code (1..=4).
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The disposition for a wire code, if it is one of the four.
-    pub fn from_code(code: u8) -> Option<Self> {
-        Self::ALL.into_iter().find(|i| i.code() == code)
-    }
-
-    /// The lower-case word used on our command lines and in JSON.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Child => "child",
-            Self::Default => "default",
-            Self::ChildDefault => "child-default",
-        }
-    }
-
-    /// The PMIx constant name.
-    pub fn pmix_name(self) -> &'static str {
-        match self {
-            Self::None => "PMIX_ALLOC_INHERIT_NONE",
-            Self::Child => "PMIX_ALLOC_INHERIT_CHILD",
-            Self::Default => "PMIX_ALLOC_INHERIT_DEFAULT",
-            Self::ChildDefault => "PMIX_ALLOC_INHERIT_CHILD_DEFAULT",
-        }
-    }
-
-    /// The word `PMIx_Alloc_inheritance_string` gives (`NONE`, `CHILD`,
-    /// `DEFAULT`, `CHILD_DEFAULT`).
-    pub fn spec_word(self) -> &'static str {
-        match self {
-            Self::None => "NONE",
-            Self::Child => "CHILD",
-            Self::Default => "DEFAULT",
-            Self::ChildDefault => "CHILD_DEFAULT",
-        }
-    }
-
     /// The rule named by any accepted spelling: our word, the spec word, or
     /// the PMIx constant name (case-insensitive, `_` for `-`).
     pub fn from_word(s: &str) -> Option<Self> {
@@ -99,25 +71,21 @@ pub fn parse_inheritance(s: &str) -> Result<u8, String> {
         .ok_or_else(|| format!("`{s}` is not an inheritance rule: expected {INHERIT_FORMS}"))
 }
 
+/// In JSON a rule is its word (`"child-default"`), as on the command line.
+impl serde::Serialize for Inheritance {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    // `parse_inheritance` as a flag parser is checked with the others, in
+    // `cli::parse`; codes round-trip: `proto::enums`.
     #[test]
     fn words() {
-        assert_eq!(parse_inheritance("none"), Ok(1));
-        assert_eq!(parse_inheritance("CHILD"), Ok(2));
-        assert_eq!(parse_inheritance("Default"), Ok(3));
-        assert_eq!(parse_inheritance("child_default"), Ok(4));
-        assert_eq!(parse_inheritance("PMIX_ALLOC_INHERIT_CHILD_DEFAULT"), Ok(4));
-        assert!(parse_inheritance("children")
-            .unwrap_err()
-            .contains("child-default"));
-        assert!(parse_inheritance("").is_err());
-        for i in Inheritance::ALL {
-            assert_eq!(Inheritance::from_code(i.code()), Some(i));
-        }
-        assert_eq!(Inheritance::from_code(0), None);
         assert_eq!(Inheritance::ChildDefault.spec_word(), "CHILD_DEFAULT");
         assert_eq!(Inheritance::spec_word_of(200), "UNSPECIFIED");
         assert_eq!(
@@ -125,12 +93,5 @@ mod tests {
             Some(Inheritance::ChildDefault)
         );
         assert_eq!(Inheritance::from_word("sometimes"), None);
-    }
-}
-
-/// In JSON a rule is its word (`"child-default"`), as on the command line.
-impl serde::Serialize for Inheritance {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.word())
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod cmd;
 pub mod directive;
+pub(crate) mod enums;
 pub mod inherit;
 pub mod keys;
 pub mod status;

@@ -11,31 +11,37 @@ use std::fmt;
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize)]
 pub struct Status(pub i32);
 
-/// Declares the canonical status constants and the name table.
-macro_rules! status_table {
-    ($($name:ident = $val:expr,)*) => {
+/// Declares status constants (`doc` prefixes each one's doc) and their
+/// (name, code) table `$table`.
+macro_rules! status_codes {
+    ($table:ident, $doc:literal, $table_doc:literal; $($name:ident = $val:expr,)*) => {
         impl Status {
             $(
-                #[doc = concat!("`PMIX_", stringify!($name), "` (", stringify!($val), ").")]
+                #[doc = concat!($doc, "`PMIX_", stringify!($name), "` (", stringify!($val), ").")]
                 pub const $name: Status = Status($val);
             )*
         }
-        /// Canonical (name, code) pairs, in header order of value.
-        const CANONICAL: &[(&str, i32)] = &[$((concat!("PMIX_", stringify!($name)), $val),)*];
+        #[doc = $table_doc]
+        const $table: &[(&str, i32)] = &[$((concat!("PMIX_", stringify!($name)), $val),)*];
+    };
+}
+
+/// Declares the canonical status constants and the name table.
+macro_rules! status_table {
+    ($($body:tt)*) => {
+        status_codes!(CANONICAL, "", "Canonical (name, code) pairs, in header order of value."; $($body)*);
     };
 }
 
 /// Declares deprecated alias constants and their name table.
 macro_rules! status_aliases {
-    ($($name:ident = $val:expr,)*) => {
-        impl Status {
-            $(
-                #[doc = concat!("Deprecated `PMIX_", stringify!($name), "` (", stringify!($val), ").")]
-                pub const $name: Status = Status($val);
-            )*
-        }
-        /// Deprecated (name, code) pairs whose names are not canonical.
-        const ALIASES: &[(&str, i32)] = &[$((concat!("PMIX_", stringify!($name)), $val),)*];
+    ($($body:tt)*) => {
+        status_codes!(
+            ALIASES,
+            "Deprecated ",
+            "Deprecated (name, code) pairs whose names are not canonical.";
+            $($body)*
+        );
     };
 }
 

@@ -68,16 +68,31 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map_or_else(|| "-".to_string(), T::to_string)
 }
 
+/// A list joined by `join`, or `-` when empty.
+fn list(v: &[String], join: impl Fn(&[String]) -> String) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        join(v)
+    }
+}
+
+/// A table with these headers and one row a record, its cells given by `row`.
+fn table<R>(headers: &[&str], rows: &[R], style: Style, row: impl Fn(&R) -> Vec<String>) -> Table {
+    let mut t = new_table(headers, style);
+    for r in rows {
+        t.add_row(row(r));
+    }
+    t
+}
+
 /// Reservations; `now` (Unix seconds) turns expiry into time left.
 pub fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table {
-    let mut t = new_table(
-        &[
-            "ALLOC_ID", "REQ_ID", "OWNER", "OWNERS", "INHERIT", "SHARE", "NODES", "LEFT", "STATE",
-        ],
-        style,
-    );
-    for r in rows {
-        t.add_row(vec![
+    let headers = [
+        "ALLOC_ID", "REQ_ID", "OWNER", "OWNERS", "INHERIT", "SHARE", "NODES", "LEFT", "STATE",
+    ];
+    table(&headers, rows, style, |r| {
+        vec![
             r.alloc_id.clone(),
             opt(&r.request_id),
             r.owner_nspace.clone(),
@@ -88,64 +103,48 @@ pub fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table
             r.expires_at
                 .map_or_else(|| "-".into(), |e| duration(e.saturating_sub(now))),
             r.state.clone(),
-        ]);
-    }
-    t
+        ]
+    })
 }
 
 /// Namespaces.
 pub fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
-    let mut t = new_table(
-        &["NSPACE", "PARENT", "NPROCS", "STATE", "ALLOCATIONS"],
-        style,
-    );
-    for r in rows {
-        t.add_row(vec![
+    let headers = ["NSPACE", "PARENT", "NPROCS", "STATE", "ALLOCATIONS"];
+    table(&headers, rows, style, |r| {
+        vec![
             r.nspace.clone(),
             opt(&r.parent),
             opt(&r.nprocs),
             r.state.clone(),
-            if r.allocations.is_empty() {
-                "-".into()
-            } else {
-                r.allocations.join(",")
-            },
-        ]);
-    }
-    t
+            list(&r.allocations, |a| a.join(",")),
+        ]
+    })
 }
 
 /// Nodes.
 pub fn nodes(rows: &[NodeRecord], style: Style) -> Table {
-    let mut t = new_table(&["NODE", "SLOTS", "ALLOC_ID", "STATE"], style);
-    for r in rows {
-        t.add_row(vec![
+    table(&["NODE", "SLOTS", "ALLOC_ID", "STATE"], rows, style, |r| {
+        vec![
             r.name.clone(),
             opt(&r.slots),
             r.alloc_id.clone().unwrap_or_else(|| "(default)".into()),
             r.state_text(),
-        ]);
-    }
-    t
+        ]
+    })
 }
 
 /// Scheduler queues: capacity and free nodes (what `sinfo` shows).
 pub fn queues(rows: &[QueueRecord], style: Style) -> Table {
-    let mut t = new_table(&["QUEUE", "NODES", "FREE", "PENDING", "FREE_NODES"], style);
-    for r in rows {
-        t.add_row(vec![
+    let headers = ["QUEUE", "NODES", "FREE", "PENDING", "FREE_NODES"];
+    table(&headers, rows, style, |r| {
+        vec![
             r.queue.clone(),
             r.nodes.to_string(),
             r.free.to_string(),
             r.pending.to_string(),
-            if r.free_nodes.is_empty() {
-                "-".into()
-            } else {
-                compact_nodes(&r.free_nodes)
-            },
-        ]);
-    }
-    t
+            list(&r.free_nodes, compact_nodes),
+        ]
+    })
 }
 
 #[cfg(test)]

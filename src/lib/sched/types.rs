@@ -2,25 +2,21 @@
 
 use serde::Serialize;
 
-/// Where a node managed by the scheduler comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NodeOrigin {
-    /// One of the DVM's startup nodes, handed to the scheduler as carvable.
-    /// It never leaves the DVM: when released it reverts to the default session.
-    Startup,
-    /// One of the scheduler's own nodes (`s001`…): it joins the DVM when
-    /// granted and leaves it when returned.
-    Scheduler,
-}
-
-impl NodeOrigin {
-    /// The word in records and JSON (`startup`, `scheduler`).
-    pub fn word(self) -> &'static str {
-        match self {
-            NodeOrigin::Startup => "startup",
-            NodeOrigin::Scheduler => "scheduler",
-        }
+crate::proto::enums::pmix_enum! {
+    /// Where a node managed by the scheduler comes from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum NodeOrigin {
+        /// One of the DVM's startup nodes, handed to the scheduler as carvable.
+        /// It never leaves the DVM: when released it reverts to the default session.
+        Startup => ["startup"],
+        /// One of the scheduler's own nodes (`s001`…): it joins the DVM when
+        /// granted and leaves it when returned.
+        Scheduler => ["scheduler"],
+    }
+    strings {
+        /// The word in records and JSON (`startup`, `scheduler`).
+        word,
     }
 }
 

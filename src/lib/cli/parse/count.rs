@@ -44,23 +44,24 @@ fn parse_digits(s: &str, forms: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cases::{accepts, refuses};
     use super::*;
 
     #[test]
     fn accepts_positive() {
-        assert_eq!(parse_count("1"), Ok(1));
-        assert_eq!(parse_count(" 42 "), Ok(42));
-        assert_eq!(parse_count_u32("4294967295"), Ok(u32::MAX));
-        assert_eq!(parse_nonneg_count("0"), Ok(0));
+        accepts(parse_count, &[("1", 1), (" 42 ", 42)]);
+        accepts(parse_count_u32, &[("4294967295", u32::MAX)]);
+        accepts(parse_nonneg_count, &[("0", 0)]);
     }
 
     #[test]
     fn refuses_zero_negative_and_junk() {
-        for bad in ["0", "-1", "+3", "1.5", "", "ten", "99999999999999999999999"] {
-            let e = parse_count(bad).unwrap_err();
-            assert!(e.contains("positive whole number"), "{bad}: {e}");
-        }
+        refuses(
+            parse_count,
+            &["0", "-1", "+3", "1.5", "", "ten", "99999999999999999999999"],
+            "positive whole number",
+        );
         assert!(parse_count_u32("4294967296").is_err());
-        assert!(parse_nonneg_count("-2").unwrap_err().contains("negative"));
+        refuses(parse_nonneg_count, &["-2"], "negative");
     }
 }

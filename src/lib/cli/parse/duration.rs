@@ -189,66 +189,65 @@ fn suffixed(s: &str, t: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cases::{accepts, refuses};
     use super::*;
 
     #[test]
     fn time_limit_forms() {
-        assert_eq!(parse_time_limit("90"), Ok(5_400));
-        assert_eq!(parse_time_limit("45:00"), Ok(2_700));
-        assert_eq!(parse_time_limit("2:00:00"), Ok(7_200));
-        assert_eq!(parse_time_limit("1-00:00:00"), Ok(86_400));
-        assert_eq!(parse_time_limit("1-12"), Ok(129_600));
-        assert_eq!(parse_time_limit("1-12:30"), Ok(131_400));
-        assert_eq!(parse_time_limit("2h"), Ok(7_200));
-        assert_eq!(parse_time_limit("30m"), Ok(1_800));
-        assert_eq!(parse_time_limit("45s"), Ok(45));
-        assert_eq!(parse_time_limit("1d"), Ok(86_400));
-        assert_eq!(parse_time_limit("1h30m"), Ok(5_400));
-        assert_eq!(parse_time_limit("90:30"), Ok(5_430));
+        accepts(
+            parse_time_limit,
+            &[
+                ("90", 5_400),
+                ("45:00", 2_700),
+                ("2:00:00", 7_200),
+                ("1-00:00:00", 86_400),
+                ("1-12", 129_600),
+                ("1-12:30", 131_400),
+                ("2h", 7_200),
+                ("30m", 1_800),
+                ("45s", 45),
+                ("1d", 86_400),
+                ("1h30m", 5_400),
+                ("90:30", 5_430),
+            ],
+        );
     }
 
     #[test]
     fn one_rule_for_plain_numbers() {
-        assert_eq!(parse_duration_secs("90"), Ok(5_400));
-        assert_eq!(parse_duration_secs("90s"), Ok(90));
-        assert_eq!(parse_duration_secs("2m"), Ok(120));
-        assert_eq!(parse_warn_secs("5"), Ok(300));
-        assert_eq!(parse_warn_secs("300s"), Ok(300));
-        assert_eq!(parse_connect_secs("3"), Ok(3));
+        accepts(
+            parse_duration_secs,
+            &[("90", 5_400), ("90s", 90), ("2m", 120)],
+        );
+        accepts(parse_warn_secs, &[("5", 300), ("300s", 300)]);
+        accepts(parse_connect_secs, &[("3", 3)]);
     }
 
     #[test]
     fn unlimited() {
-        assert_eq!(
-            parse_time_limit_or_unlimited("UNLIMITED"),
-            Ok(TimeLimit(None))
+        accepts(
+            parse_time_limit_or_unlimited,
+            &[
+                ("UNLIMITED", TimeLimit(None)),
+                ("infinite", TimeLimit(None)),
+                ("30", TimeLimit(Some(1_800))),
+            ],
         );
-        assert_eq!(
-            parse_time_limit_or_unlimited("infinite"),
-            Ok(TimeLimit(None))
-        );
-        assert_eq!(
-            parse_time_limit_or_unlimited("30"),
-            Ok(TimeLimit(Some(1_800)))
-        );
-        assert!(parse_time_limit_or_unlimited("forever")
-            .unwrap_err()
-            .contains("UNLIMITED"));
+        refuses(parse_time_limit_or_unlimited, &["forever"], "UNLIMITED");
         assert!(parse_time_limit("UNLIMITED").is_err());
     }
 
     #[test]
     fn refusals_list_forms() {
-        for b in [
-            "", "0", "-5", "1:2:3:4", "1:60", "1:00:60", "1-24", "5x", "h", "30m1h", "1h1h",
-            "10 m", "1.5h", "2h5",
-        ] {
-            let e = parse_time_limit(b).unwrap_err();
-            assert!(e.contains("D-H:MM:SS"), "{b}: {e}");
-        }
-        assert!(parse_time_limit("99999999999")
-            .unwrap_err()
-            .contains("too long"));
+        refuses(
+            parse_time_limit,
+            &[
+                "", "0", "-5", "1:2:3:4", "1:60", "1:00:60", "1-24", "5x", "h", "30m1h", "1h1h",
+                "10 m", "1.5h", "2h5",
+            ],
+            "D-H:MM:SS",
+        );
+        refuses(parse_time_limit, &["99999999999"], "too long");
         assert!(parse_time_limit("999999999999999999999d").is_err());
     }
 }

@@ -35,19 +35,27 @@ pub fn parse_mem_mb(s: &str) -> Result<f32, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cases::{accepts, refuses};
     use super::*;
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_mem_mb("512"), Ok(512.0));
-        assert_eq!(parse_mem_mb("512M"), Ok(512.0));
-        assert_eq!(parse_mem_mb("4G"), Ok(4096.0));
-        assert_eq!(parse_mem_mb("1.5g"), Ok(1536.0));
-        assert_eq!(parse_mem_mb("1T"), Ok(1_048_576.0));
-        assert_eq!(parse_mem_mb("512K"), Ok(0.5));
-        assert_eq!(parse_mem_mb("2GiB"), Ok(2048.0));
-        for b in ["", "0", "0G", "-4G", "4X", "G", "1.2.3", ".", "4 G x"] {
-            assert!(parse_mem_mb(b).unwrap_err().contains("512M"), "{b}");
-        }
+        accepts(
+            parse_mem_mb,
+            &[
+                ("512", 512.0),
+                ("512M", 512.0),
+                ("4G", 4096.0),
+                ("1.5g", 1536.0),
+                ("1T", 1_048_576.0),
+                ("512K", 0.5),
+                ("2GiB", 2048.0),
+            ],
+        );
+        refuses(
+            parse_mem_mb,
+            &["", "0", "0G", "-4G", "4X", "G", "1.2.3", ".", "4 G x"],
+            "512M",
+        );
     }
 }

@@ -26,3 +26,45 @@ pub use ident::parse_id;
 pub use memory::parse_mem_mb;
 pub use nodelist::{expand_nodelist, parse_nodelist, parse_nodelist_arg, NodeList, MAX_NODES};
 pub use signal::parse_signal;
+
+/// Table-driven checks shared by the parsers' tests: what a parser accepts,
+/// and that what it refuses is refused with the valid forms in the message.
+#[cfg(test)]
+pub(crate) mod cases {
+    use std::fmt::Debug;
+
+    /// Asserts that `parse` turns each input into its value.
+    pub fn accepts<T: PartialEq + Debug>(
+        parse: impl Fn(&str) -> Result<T, String>,
+        cases: &[(&str, T)],
+    ) {
+        for (input, want) in cases {
+            assert_eq!(parse(input).as_ref(), Ok(want), "{input:?}");
+        }
+    }
+
+    /// Asserts that `parse` refuses each input with a message containing
+    /// `forms` (the valid forms it lists).
+    pub fn refuses<T: Debug>(parse: impl Fn(&str) -> Result<T, String>, bad: &[&str], forms: &str) {
+        for input in bad {
+            let e = parse(input).expect_err(input);
+            assert!(e.contains(forms), "{input:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn inheritance_words() {
+        use super::parse_inheritance;
+        accepts(
+            parse_inheritance,
+            &[
+                ("none", 1),
+                ("CHILD", 2),
+                ("Default", 3),
+                ("child_default", 4),
+                ("PMIX_ALLOC_INHERIT_CHILD_DEFAULT", 4),
+            ],
+        );
+        refuses(parse_inheritance, &["children", ""], "child-default");
+    }
+}

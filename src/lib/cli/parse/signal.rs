@@ -25,16 +25,20 @@ pub fn parse_signal(s: &str) -> Result<Signal, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cases::{accepts, refuses};
     use super::*;
 
     #[test]
     fn signals() {
-        assert_eq!(parse_signal("TERM"), Ok(Signal::SIGTERM));
-        assert_eq!(parse_signal("sigint"), Ok(Signal::SIGINT));
-        assert_eq!(parse_signal("usr1"), Ok(Signal::SIGUSR1));
-        assert_eq!(parse_signal("9"), Ok(Signal::SIGKILL));
-        for b in ["", "0", "999", "NOPE", "-9"] {
-            assert!(parse_signal(b).unwrap_err().contains("SIGTERM"), "{b}");
-        }
+        accepts(
+            parse_signal,
+            &[
+                ("TERM", Signal::SIGTERM),
+                ("sigint", Signal::SIGINT),
+                ("usr1", Signal::SIGUSR1),
+                ("9", Signal::SIGKILL),
+            ],
+        );
+        refuses(parse_signal, &["", "0", "999", "NOPE", "-9"], "SIGTERM");
     }
 }
