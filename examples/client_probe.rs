@@ -7,7 +7,8 @@
 
 use pmix_tools::codec::Info;
 use pmix_tools::conn::{ConnectOptions, Identity};
-use pmix_tools::ops::{self, keys, Session};
+use pmix_tools::ops::{self, Session};
+use pmix_tools::proto::keys;
 
 fn main() {
     let want_alloc = std::env::args().any(|a| a == "--alloc");
@@ -27,7 +28,7 @@ fn main() {
     let alloc = want_alloc.then(|| {
         match ops::alloc::allocate(
             &s,
-            keys::directive::NEW,
+            pmix_tools::proto::directive::NEW,
             &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
         ) {
             Ok(r) => serde_json::json!({"ok": true, "alloc_id": r.alloc_id}),

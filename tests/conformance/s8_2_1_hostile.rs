@@ -13,8 +13,9 @@ use std::time::Duration;
 use pmix_tools::codec::{AllocDirective, Cmd, Info, Value};
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::session::write_infos;
-use pmix_tools::ops::{cmd, keys, Session};
-use pmix_tools::status::Status;
+use pmix_tools::ops::Session;
+use pmix_tools::proto::status::Status;
+use pmix_tools::proto::{cmd, keys};
 
 use crate::support::blackbox::{
     comparable, eventually, palloc_into_a, printed_alloc, strings, Dvm, GateJob,

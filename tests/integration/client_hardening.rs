@@ -21,7 +21,7 @@ use crate::support::pdvm::Pdvm;
 use crate::support::{show, text};
 use pmix_tools::codec::{Encoder, WireVersion};
 use pmix_tools::conn::frame::{encode_frame, FrameDecoder, Header, HEADER_LEN, TAG_NOTIFY};
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 
 /// Bound on a tool's resident memory while a server floods it.
 const RSS_BOUND_KIB: u64 = 200 * 1024;

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use pmix_tools::codec::{
     DataArray, Decoder, Encoder, Value, WireVersion, BUDGET_FLOOR, BUDGET_PER_BYTE,
 };
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 
 struct Counting;
 

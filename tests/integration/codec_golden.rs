@@ -14,7 +14,7 @@
 //! and prove the committed vectors are what they produce.
 
 use pmix_tools::codec::*;
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! Every case must come back as a typed error, never a panic.
 
 use pmix_tools::codec::*;
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 use std::path::PathBuf;
 
 type DecodeFn = fn(&[u8], WireVersion) -> Result<(), pmix_tools::error::Error>;

@@ -3,7 +3,7 @@
 //! both buffer kinds.
 
 use pmix_tools::codec::*;
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 use proptest::prelude::*;
 
 /// Runs `bytes` through the unpacker of every type, in both buffer kinds.

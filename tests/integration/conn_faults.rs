@@ -9,7 +9,7 @@ use pmix_tools::conn::discover::Target;
 use pmix_tools::conn::frame::{Header, HEADER_LEN};
 use pmix_tools::conn::{Connection, Identity, ServerUri};
 use pmix_tools::ops::{self, Session};
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 use proptest::prelude::*;
 
 /// Read a connect-ack (header with little-endian length, then the body).

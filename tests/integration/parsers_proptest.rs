@@ -7,7 +7,7 @@ use std::path::Path;
 use pmix_tools::cli::parse;
 use pmix_tools::codec::{AllocInheritance, WireVersion};
 use pmix_tools::conn::{Rendezvous, ServerUri};
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
 use proptest::prelude::*;
 
 /// Arbitrary text, plus text built from the pieces the parsers look for.

@@ -335,12 +335,16 @@ fn target_naming_no_live_namespace_is_refused_and_holds_nothing() {
         &s,
         1,
         &[
-            pmix_tools::codec::Info::new(pmix_tools::ops::keys::ALLOC_NUM_NODES, 1u64),
-            pmix_tools::codec::Info::new(pmix_tools::ops::keys::ALLOC_TARGET, "typo@98"),
+            pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_NUM_NODES, 1u64),
+            pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_TARGET, "typo@98"),
         ],
     );
     let e = r.expect_err("pdvm refuses a dead TARGET");
-    assert_eq!(e.status, pmix_tools::status::Status::ERR_NOT_FOUND, "{e}");
+    assert_eq!(
+        e.status,
+        pmix_tools::proto::status::Status::ERR_NOT_FOUND,
+        "{e}"
+    );
     assert!(reservations(&pdvm).is_empty(), "nothing reserved by pdvm");
     drop(s);
     // a live target is still honoured

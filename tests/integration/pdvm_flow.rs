@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use pmix_tools::codec::{Info, Value};
 use pmix_tools::conn::discover::{discover, ProcessEnv};
-use pmix_tools::ops::{alloc, events, keys, query};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{alloc, events, query};
+use pmix_tools::proto::keys;
+use pmix_tools::proto::status::Status;
 
 use crate::support::pdvm::{app, follow_job, Pdvm};
 use pmix_tools::ops::spawn;
@@ -85,7 +86,7 @@ fn tool_allocates_spawns_into_reservation_and_sees_output_and_end() {
 
     let r = alloc::allocate(
         &s,
-        keys::directive::NEW,
+        pmix_tools::proto::directive::NEW,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(keys::ALLOC_REQ_ID, "req-1"),
@@ -272,7 +273,7 @@ fn v61_peer_is_served_in_v61() {
     assert!(query::namespaces(&s).unwrap().contains(&s.me().0));
     let r = alloc::allocate(
         &s,
-        keys::directive::NEW,
+        pmix_tools::proto::directive::NEW,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(

@@ -250,7 +250,7 @@ fn giant_repeated_query_is_bounded() {
     }
     let n = 200_000usize;
     let mut e = s.encoder();
-    e.pack_one(&Cmd(pmix_tools::ops::cmd::QUERY)).unwrap();
+    e.pack_one(&Cmd(pmix_tools::proto::cmd::QUERY)).unwrap();
     e.pack_one(&Size(1)).unwrap();
     let q = Query {
         keys: vec!["pmix.query.allc".to_string(); n],
@@ -327,11 +327,11 @@ fn partial_giant_frames_are_refused_beyond_the_memory_budget() {
             let n = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
             let mut body = vec![0u8; n];
             std::io::Read::read_exact(s, &mut body).expect("reply body");
-            let st: pmix_tools::status::Status =
+            let st: pmix_tools::proto::status::Status =
                 pmix_tools::codec::Decoder::new(&body, pmix_tools::codec::WireVersion::V41)
                     .unpack_one()
                     .expect("status");
-            assert_eq!(st, pmix_tools::status::Status::ERR_OUT_OF_RESOURCE);
+            assert_eq!(st, pmix_tools::proto::status::Status::ERR_OUT_OF_RESOURCE);
             refused += 1;
         }
     }
@@ -356,10 +356,10 @@ fn unread_replies_do_not_lock_others_out() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
     let s = handshaken_raw(&pdvm);
     let mut e = pmix_tools::codec::Encoder::new(pmix_tools::codec::WireVersion::V41);
-    e.pack_one(&Cmd(pmix_tools::ops::cmd::QUERY)).unwrap();
+    e.pack_one(&Cmd(pmix_tools::proto::cmd::QUERY)).unwrap();
     e.pack_one(&Size(1)).unwrap();
     e.pack_one(&Query {
-        keys: vec![pmix_tools::ops::keys::QUERY_NAMESPACES.to_string()],
+        keys: vec![pmix_tools::proto::keys::QUERY_NAMESPACES.to_string()],
         qualifiers: Vec::new(),
     })
     .unwrap();

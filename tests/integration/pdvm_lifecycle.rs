@@ -6,8 +6,9 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use pmix_tools::codec::Value;
-use pmix_tools::ops::{control, events, keys};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{control, events};
+use pmix_tools::proto::keys;
+use pmix_tools::proto::status::Status;
 
 use crate::support::pdvm::{app, follow_job, Pdvm};
 use pmix_tools::ops::spawn;
@@ -112,15 +113,13 @@ fn sigterm_tears_down_running_jobs() {
     let marker = dvm.tmpdir.path().join("child.pid");
     let script = format!("echo $$ > {}; exec sleep 60", marker.display());
     spawn::spawn(&s, &[], &[app(&["/bin/sh", "-c", &script], 1)]).unwrap();
+    // The shell creates the file before it writes the pid: wait for a pid.
     let end = Instant::now() + Duration::from_secs(5);
-    while !marker.exists() && Instant::now() < end {
+    let read = || -> Option<u32> { std::fs::read_to_string(&marker).ok()?.trim().parse().ok() };
+    while read().is_none() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let child: u32 = std::fs::read_to_string(&marker)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let child: u32 = read().expect("the job wrote its pid within 5 s");
     assert!(alive(child));
     let st = dvm.stop();
     assert!(st.success(), "{st}");

@@ -121,10 +121,10 @@ fn huge_lengths_are_refused_without_allocating() {
 
     // A packed count of 2^31 items inside a small request.
     let s = dvm.session();
-    let mut e = s.request(pmix_tools::ops::cmd::QUERY).unwrap();
+    let mut e = s.request(pmix_tools::proto::cmd::QUERY).unwrap();
     e.raw().extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
     let r = s.call(e).unwrap();
-    let st: pmix_tools::status::Status = s.decoder(&r).unpack_one().unwrap();
+    let st: pmix_tools::proto::status::Status = s.decoder(&r).unpack_one().unwrap();
     assert!(!st.is_success());
 
     let after = dvm.rss_kib();

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use pmix_tools::codec::{Info, Value};
 use pmix_tools::conn::Unsolicited;
-use pmix_tools::ops::{alloc, events, keys, Session};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{alloc, events, Session};
+use pmix_tools::proto::keys;
+use pmix_tools::proto::status::Status;
 
 use crate::support::pdvm::Pdvm;
 
@@ -40,7 +41,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
     let t0 = Instant::now();
     let r = alloc::allocate(
         &a,
-        keys::directive::NEW,
+        pmix_tools::proto::directive::NEW,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
@@ -58,7 +59,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
         let waiter = sc.spawn(|| {
             alloc::allocate(
                 &b,
-                keys::directive::NEW,
+                pmix_tools::proto::directive::NEW,
                 &[
                     Info::new(keys::ALLOC_NUM_NODES, 1u64),
                     Info::new(keys::ALLOC_REQ_ID, "b-req"),

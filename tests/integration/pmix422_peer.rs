@@ -16,7 +16,8 @@ impl Env for Vars {
         self.0.get(key).cloned()
     }
 }
-use pmix_tools::ops::{self, keys, Session};
+use pmix_tools::ops::{self, Session};
+use pmix_tools::proto::keys;
 
 #[test]
 fn connect_query_and_allocate_against_openpmix_4_2_2() {
@@ -60,7 +61,7 @@ fn connect_query_and_allocate_against_openpmix_4_2_2() {
             ops::alloc::alloc_time_value(s.server_version(), 90),
         ),
     ];
-    let r = ops::alloc::allocate(&s, keys::directive::NEW, &info).expect("allocate");
+    let r = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &info).expect("allocate");
     assert_eq!(r.alloc_id.as_deref(), Some("py422-alloc-1"));
     assert_eq!(r.request_id.as_deref(), Some("my-req-7"));
     // what libpmix 4.2.2 decoded from our bytes
@@ -79,7 +80,7 @@ fn connect_query_and_allocate_against_openpmix_4_2_2() {
         Ok(()) => {}
         Err(e) => assert_eq!(
             e.status,
-            pmix_tools::status::Status::ERR_NOT_SUPPORTED,
+            pmix_tools::proto::status::Status::ERR_NOT_SUPPORTED,
             "{e}"
         ),
     }

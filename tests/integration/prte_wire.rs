@@ -8,8 +8,9 @@ use crate::support::Prte;
 use pmix_tools::codec::{AllocInheritance, Info, Value};
 use pmix_tools::conn::{ConnectOptions, Identity};
 use pmix_tools::ops::job::{run_job, simple_app, JobOutput};
-use pmix_tools::ops::{self, keys, Session};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{self, Session};
+use pmix_tools::proto::keys;
+use pmix_tools::proto::status::Status;
 
 fn connect(opts: ConnectOptions) -> Session {
     Session::connect(&opts).unwrap_or_else(|e| panic!("connect with {opts:?}: {e}"))
@@ -172,7 +173,7 @@ fn allocation_request_is_refused_as_not_supported() {
     });
     let e = ops::alloc::allocate(
         &s,
-        keys::directive::NEW,
+        pmix_tools::proto::directive::NEW,
         &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
     )
     .unwrap_err();
@@ -193,7 +194,7 @@ fn inheritance_is_refused_before_sending_to_a_v41_server() {
         keys::ALLOC_INHERITANCE,
         Value::AllocInherit(AllocInheritance::CHILD),
     )];
-    let e = ops::alloc::allocate(&s, keys::directive::NEW, &info).unwrap_err();
+    let e = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &info).unwrap_err();
     assert_eq!(e.status, Status::ERR_NOT_SUPPORTED);
     assert!(e.context.contains("v41"), "{}", e.context);
 }

@@ -16,8 +16,8 @@ use pmix_tools::codec::{
     DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Query, Size, Value, WireVersion,
 };
 use pmix_tools::conn::frame::{Header, HEADER_LEN};
-use pmix_tools::ops::{cmd, keys};
-use pmix_tools::status::Status;
+use pmix_tools::proto::status::Status;
+use pmix_tools::proto::{cmd, keys};
 
 /// Every pspawn run here must end well within this (its own bounds are a
 /// few seconds); reaching it fails the test.

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use crate::cli::request::{EventKind, EventWatch};
 use crate::codec::Value;
 use crate::ops::events::{Event, CHANGE, NODE_CHANGE, NODE_CHANGE_NAME};
-use crate::ops::keys;
+use crate::proto::keys;
+use crate::proto::status::Status;
 use crate::render::{EventRecord, EventWriter};
-use crate::status::Status;
 
 /// Event codes counted as allocation changes: pdvm's grants and
 /// extensions (`PMIX_NOTIFY_ALLOC_COMPLETE`) and ends

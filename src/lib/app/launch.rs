@@ -17,9 +17,10 @@ use crate::error::Result;
 use crate::ops::events::Event;
 use crate::ops::iof::IofChunk;
 use crate::ops::job::{follow_message, EndCheck, JobEnd, JobOutput};
-use crate::ops::{control, keys, Session};
+use crate::ops::{control, Session};
+use crate::proto::keys;
+use crate::proto::status::Status;
 use crate::render::OutputRecord;
-use crate::status::Status;
 
 use super::signals;
 
@@ -308,7 +309,7 @@ impl StdinPump {
 /// small reply a server without `TCP_NODELAY` may hold back for our delayed
 /// ACK (tens of milliseconds with PRRTE 3.0).
 pub fn register_job_end(s: &Session) -> Result<u32> {
-    let mut e = s.request(crate::ops::cmd::REGEVENTS)?;
+    let mut e = s.request(crate::proto::cmd::REGEVENTS)?;
     e.pack_one(&crate::codec::Size(1))?;
     e.pack(&[Status::EVENT_JOB_END])?;
     crate::ops::session::write_infos(

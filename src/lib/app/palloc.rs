@@ -19,10 +19,11 @@ use crate::ops::alloc::{
     alloc_time_value, allocate, begin_allocate, decode_alloc_reply, parse_alloc_time, AllocReply,
 };
 use crate::ops::events::{decode_notification, register};
-use crate::ops::{keys, Session};
+use crate::ops::Session;
+use crate::proto::keys;
+use crate::proto::status::Status;
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
-use crate::status::Status;
 
 use super::events::EventFields;
 use super::launch;

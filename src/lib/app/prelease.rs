@@ -6,7 +6,8 @@ use crate::cli::PreleaseArgs;
 use crate::codec::Info;
 use crate::conn::Identity;
 use crate::ops::alloc::allocate;
-use crate::ops::{keys, Session};
+use crate::ops::Session;
+use crate::proto::keys;
 use crate::render::ReleaseRecord;
 
 use super::{connect_for, finish, Failure, Ui};

@@ -9,8 +9,8 @@ use crate::ops::job::JobOutput;
 use crate::ops::job::{spawn_or_ended, JobEnd, Launched};
 use crate::ops::spawn::{spawn, spawn_target, target_support, TargetSupport};
 use crate::ops::Session;
+use crate::proto::status::Status;
 use crate::render::{ExitRecord, JobRecord};
-use crate::status::Status;
 
 use super::launch::{self, Followed, OutputSink};
 use super::{connect_for, finish, signals, Failure, Ui};
@@ -312,7 +312,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         // No output forwarding (nobody stays to read it), but the DVM still
         // announces the job's end, so `pwatch --job NSPACE` can wait for it.
         let mut info = vec![
-            crate::codec::Info::new(crate::ops::keys::NOTIFY_COMPLETION, true),
+            crate::codec::Info::new(crate::proto::keys::NOTIFY_COMPLETION, true),
             crate::codec::Info::new(crate::ops::iof::STDIN_TGT, "none"),
         ];
         info.extend(launch::placement_info(target, req.map_by.as_deref()));

@@ -12,9 +12,10 @@ use crate::codec::{Info, Value};
 use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::alloc::{alloc_time_value, allocate};
 use crate::ops::events::{decode_notification, register, Event};
-use crate::ops::{keys, status_query, Session};
+use crate::ops::{status_query, Session};
+use crate::proto::keys;
+use crate::proto::status::Status;
 use crate::render::EventWriter;
-use crate::status::Status;
 
 use super::events::{codes_for, EventFields};
 use super::{connect, finish, now_secs, signals, status, Failure, Ui};
@@ -340,7 +341,7 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             ui.detail("ignored an unreadable notification");
             continue;
         };
-        if ev.status == crate::status::Status::EVENT_JOB_END
+        if ev.status == crate::proto::status::Status::EVENT_JOB_END
             && ev
                 .affected_nspace()
                 .is_some_and(|ns| history.contains(&(ev.status.0, ns.to_string())))

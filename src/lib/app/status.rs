@@ -37,7 +37,7 @@ pub struct Snapshot {
 /// The failure of a status snapshot, from the answers of its tables (see
 /// [`Snapshot::failure`]).
 pub fn snapshot_failure(results: &[Option<&crate::error::Error>]) -> Option<crate::error::Error> {
-    use crate::status::Status;
+    use crate::proto::status::Status;
     let failed: Vec<&crate::error::Error> = results.iter().flatten().copied().collect();
     if let Some(e) = failed
         .iter()

@@ -130,7 +130,7 @@ reached its time limit",
 
 /// The PMIx status name for a code, from the library's status table.
 pub fn status_name(code: i32) -> Option<&'static str> {
-    let name = crate::status::Status(code).name();
+    let name = crate::proto::status::Status(code).name();
     (name != "UNKNOWN").then_some(name)
 }
 

@@ -9,7 +9,7 @@
 use super::flex;
 use super::types::{dt, type_name, DataType, WireVersion};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// Deepest nesting of data arrays / values accepted on decode or encode.
 pub const MAX_DEPTH: u32 = 64;

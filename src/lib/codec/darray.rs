@@ -7,7 +7,7 @@ use super::structs::{App, Info, PData, Proc, Query};
 use super::types::{dt, type_name, DataType};
 use super::value::Value;
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// A typed array. Decoding yields the specific variant for strings (when
 /// none is NULL), procs, infos, values, apps, queries and pdata, and

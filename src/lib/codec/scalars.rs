@@ -5,7 +5,7 @@ use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::types::{dt, DataType};
 use super::value::Value;
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// Implements Pack + Unpack for a type with a fixed per-item encoding.
 macro_rules! wire {

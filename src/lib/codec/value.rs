@@ -7,7 +7,7 @@ use super::scalars::{c_fixed6, pack_pids, parse_c_float, unpack_pids};
 use super::structs::{AllocInheritance, Envar, InfoFlags, Proc, ProcInfo, Timeval};
 use super::types::{dt, type_name, DataType};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// A typed PMIx value.
 #[derive(Clone, Debug, PartialEq)]

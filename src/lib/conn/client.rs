@@ -35,7 +35,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 
 use crate::codec::WireVersion;
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::discover::{discover, ConnectOptions, ProcessEnv, Target};
 use super::frame::{

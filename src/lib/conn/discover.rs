@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::handshake::Identity;
 use super::uri::{read_bounded, Rendezvous, ServerUri};

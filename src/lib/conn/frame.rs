@@ -10,7 +10,7 @@
 use std::io::{self, Read, Write};
 
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// Size of a message header on the wire.
 pub const HEADER_LEN: usize = 16;

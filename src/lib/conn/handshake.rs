@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 
 use crate::codec::{Encoder, Info, Size, Value, WireVersion};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::frame::{io_error, read_full, Header};
 

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::{Cmd, Decoder, Encoder, WireVersion};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
@@ -421,7 +421,7 @@ fn same_user(s: &UnixStream) -> bool {
 fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
     matches!(
         Decoder::new(payload, wire).unpack_one::<Cmd>(),
-        Ok(Cmd(crate::ops::cmd::FINALIZE))
+        Ok(Cmd(crate::proto::cmd::FINALIZE))
     )
 }
 

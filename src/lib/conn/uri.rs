@@ -9,7 +9,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// Longest URI or rendezvous file we accept (bytes). Real ones are < 300.
 pub const MAX_URI_LEN: usize = 4096;

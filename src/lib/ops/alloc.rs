@@ -5,10 +5,10 @@ use serde::Serialize;
 
 use crate::codec::{AllocDirective, Info, Value};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::session::{find, read_infos, write_infos, Session};
-use super::{cmd, keys};
+use crate::proto::{cmd, keys};
 
 /// A granted (or acknowledged) allocation request.
 #[derive(Clone, Debug, Serialize)]
@@ -53,11 +53,11 @@ pub fn decode_alloc_reply(s: &Session, directive: u8, reply: &[u8]) -> Result<Al
     let mut d = s.decoder(reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {
-        return Err(Error::refused(st, keys::directive::name(directive)));
+        return Err(Error::refused(st, crate::proto::directive::name(directive)));
     }
     let info = read_infos(&mut d)?;
     Ok(AllocReply {
-        directive: keys::directive::name(directive),
+        directive: crate::proto::directive::name(directive),
         alloc_id: find(&info, keys::ALLOC_ID)
             .and_then(Value::as_str)
             .map(String::from),

@@ -4,7 +4,7 @@ use crate::codec::{Info, Proc, Size};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, write_infos, Session};
-use super::{cmd, keys};
+use crate::proto::{cmd, keys};
 
 /// Send job-control `directives` to `targets`.
 pub fn job_control(s: &Session, targets: &[Proc], directives: &[Info]) -> Result<Vec<Info>> {

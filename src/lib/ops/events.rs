@@ -4,10 +4,10 @@ use serde::Serialize;
 
 use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::session::{find, read_infos, read_status, write_infos, Session, MAX_REPLY_ITEMS};
-use super::{cmd, keys};
+use crate::proto::{cmd, keys};
 
 /// pdvm's own event code for node changes PMIx has no code for (a node
 /// joining the DVM, a node becoming unreserved): `PMIX_EXTERNAL_ERR_BASE`

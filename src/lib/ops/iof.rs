@@ -3,8 +3,8 @@
 use crate::codec::{ByteObject, Decoder, IofChannel, Proc, Size};
 use crate::error::Result;
 
-use super::keys;
 use super::session::{find, read_infos};
+use crate::proto::keys;
 
 /// Channel bit: stdin.
 pub const CHANNEL_STDIN: u16 = 0x0001;
@@ -86,8 +86,8 @@ pub fn push_payload(
 /// Whether the answer to a push means the bytes were taken: success, or
 /// PRRTE's "input complete" (the answer to end of input) and "slow down"
 /// (taken, but the target is backed up).
-pub fn push_accepted(st: crate::status::Status) -> bool {
-    use crate::status::Status;
+pub fn push_accepted(st: crate::proto::status::Status) -> bool {
+    use crate::proto::status::Status;
     st.is_success() || st == Status::ERR_IOF_COMPLETE || st == Status::ERR_IOF_XOFF
 }
 
@@ -110,7 +110,7 @@ pub fn forward_stdin(
             Err(_) => 0,
         };
         let reply = conn.request(&push_payload(wire, targets, &buf[..n])?, timeout)?;
-        let st: crate::status::Status = Decoder::new(&reply, wire).unpack_one()?;
+        let st: crate::proto::status::Status = Decoder::new(&reply, wire).unpack_one()?;
         if !push_accepted(st) {
             return Err(crate::error::Error::new(
                 st,

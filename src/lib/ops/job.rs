@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 use crate::codec::{App, Info, ProcInfo, Value};
 use crate::conn::Unsolicited;
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::events::{decode_notification, register, Event};
 use super::iof::{decode_iof, IofChunk};
-use super::keys;
 use super::session::Session;
 use super::spawn::{launcher_job_info, spawn};
+use crate::proto::keys;
 
 /// What a running job produced, as it happens.
 pub enum JobOutput<'a> {
@@ -41,7 +41,7 @@ pub struct JobEnd {
 pub fn watch_job_ends(s: &Session) -> Result<()> {
     register(
         s,
-        &[Status(keys::EVENT_JOB_END)],
+        &[Status::EVENT_JOB_END],
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
     )
 }
@@ -248,7 +248,7 @@ pub fn ended_before_reply(
 
 /// If `ev` is the end of job `nspace`, how it ended.
 pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
-    if ev.status != Status(keys::EVENT_JOB_END) || ev.affected_nspace() != Some(nspace) {
+    if ev.status != Status::EVENT_JOB_END || ev.affected_nspace() != Some(nspace) {
         return None;
     }
     let status = match ev.get(keys::JOB_TERM_STATUS) {

@@ -4,7 +4,7 @@ use crate::codec::{DataArray, Info, ProcInfo, Query, Size, Value};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, Session};
-use super::{cmd, keys};
+use crate::proto::{cmd, keys};
 
 /// Run one or more queries; returns every info the server answered with.
 pub fn query(s: &Session, queries: &[Query]) -> Result<Vec<Info>> {

@@ -8,9 +8,9 @@ use std::time::Duration;
 use crate::codec::{Cmd, Decoder, Encoder, Info, Size, Value, WireVersion};
 use crate::conn::{ConnectOptions, Connection};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
-use super::cmd;
+use crate::proto::cmd;
 
 /// Most entries we accept in any reply array (bounds hostile replies; every
 /// entry also costs at least one byte, which the decoder checks too).

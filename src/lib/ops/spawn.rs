@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use crate::codec::{App, DataArray, Info, Size, Value};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use super::session::{write_infos, Session};
-use super::{cmd, keys};
+use crate::proto::{cmd, keys};
 
 /// Build the `PMIX_SPAWN_TARGET` value: a string for one allocation id, an
 /// array of strings for several; `default_pool` adds the invalid-namespace

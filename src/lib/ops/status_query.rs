@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::{AllocInheritance, DataArray, Info, Query, Value, WireVersion};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
-use super::keys;
 use super::query::query;
 use super::session::Session;
+use crate::proto::keys;
 
 /// Query key answered with the job table (pdvm's own; no standard key exists).
 pub const QUERY_JOBS: &str = "pdvm.qry.jobs";
