@@ -15,6 +15,7 @@ use crate::ops::{cmd, keys};
 use crate::status::Status;
 
 use super::attrs::{alloc_attrs, flag, spawn_targets};
+use super::ident::ProcName;
 use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
 use super::peer::{PeerClass, PeerInfo};
 use super::state::{alloc_reply_infos, Pending, Server};
@@ -84,8 +85,14 @@ fn dedup_queries(queries: Vec<Query>) -> Result<Vec<Query>> {
 /// The requester behind a connection.
 pub fn requester(p: &PeerInfo) -> Requester {
     match p.class {
-        PeerClass::Tool => Requester::tool(&p.nspace),
-        PeerClass::Client => Requester::app(&p.nspace, p.rank),
+        // The requester carries the peer's own rank (a tool with a given
+        // identity may have a non-zero one), so the model's replies and
+        // warnings come back addressed to exactly this peer.
+        PeerClass::Tool => Requester {
+            rank: p.name.wire_rank(),
+            ..Requester::tool(p.nspace())
+        },
+        PeerClass::Client => Requester::app(p.nspace(), p.name.wire_rank()),
     }
 }
 
@@ -100,7 +107,7 @@ impl Server {
         let command = match d.unpack_one::<Cmd>() {
             Ok(Cmd(x)) => x,
             Err(e) => {
-                self.log(format!("{}: undecodable request: {e}", peer.nspace));
+                self.log(format!("{}: undecodable request: {e}", peer.name));
                 self.reply_status_infos(conn, tag, Status::ERR_UNPACK_FAILURE, &[]);
                 return;
             }
@@ -108,6 +115,9 @@ impl Server {
         let r = match command {
             cmd::REQ => self.on_req(conn, tag, &peer),
             cmd::FINALIZE => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.finalized = true;
+                }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
@@ -135,7 +145,7 @@ impl Server {
             )),
         };
         if let Err(e) = r {
-            self.log(format!("{}: command {command}: {e}", peer.nspace));
+            self.log(format!("{}: command {command}: {e}", peer.name));
             let info = vec![Info::new(keys::EVENT_TEXT_MESSAGE, e.context.as_str())];
             self.reply_status_infos(conn, tag, e.status, &info);
         }
@@ -148,10 +158,10 @@ impl Server {
             return Ok(());
         };
         let mut e = c.encoder();
-        e.pack_one(&peer.nspace)?;
+        e.pack_one(&peer.nspace().to_string())?;
         let size = self
             .jobs
-            .get(&peer.nspace)
+            .get(peer.nspace())
             .map(|j| j.procs.len() as u32)
             .unwrap_or(1);
         for kv in [
@@ -159,7 +169,7 @@ impl Server {
             Kval("pmix.univ.size".into(), crate::codec::Value::Uint32(size)),
             Kval(
                 "pmix.jobid".into(),
-                crate::codec::Value::from(peer.nspace.as_str()),
+                crate::codec::Value::from(peer.nspace()),
             ),
         ] {
             e.pack_one(&kv)?;
@@ -193,7 +203,7 @@ impl Server {
             attrs: alloc_attrs(&info),
         };
         if let Some(why) = self.dead_target(&req) {
-            self.log(format!("{}: allocation refused: {why}", peer.nspace));
+            self.log(format!("{}: allocation refused: {why}", peer.name));
             let mut out = Vec::new();
             if let Some(r) = &req.attrs.req_id {
                 out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
@@ -205,7 +215,7 @@ impl Server {
         let now = self.clock.now_ms();
         match self.dvm.allocate(&req, &mut self.sched, now) {
             Err(e) => {
-                self.log(format!("{}: allocation refused: {}", peer.nspace, e.rule()));
+                self.log(format!("{}: allocation refused: {}", peer.name, e.rule()));
                 let mut out = Vec::new();
                 if let Some(r) = &req.attrs.req_id {
                     out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
@@ -222,7 +232,7 @@ impl Server {
                             .push_back(Pending {
                                 conn,
                                 tag,
-                                to: (peer.nspace.clone(), peer.rank),
+                                to: ProcName::new(req.requester.nspace.clone(), req.requester.rank),
                             });
                     }
                     AllocStatus::Granted { nodes } => {
@@ -319,8 +329,8 @@ impl Server {
                 _ => Vec::new(),
             });
         self.log(format!(
-            "{}:{} notified event {} (range {range})",
-            peer.nspace, peer.rank, code.0
+            "{} notified event {} (range {range})",
+            peer.name, code.0
         ));
         self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
         if range == RANGE_RM || range == RANGE_PROC_LOCAL {
@@ -333,19 +343,16 @@ impl Server {
             .filter(|(_, c)| {
                 let Some(p) = &c.peer else { return false };
                 match (range, &custom) {
-                    (RANGE_NAMESPACE, _) => p.nspace == peer.nspace,
-                    (RANGE_CUSTOM, Some(list)) if !list.is_empty() => list.iter().any(|t| {
-                        t.nspace == p.nspace && (t.rank == RANK_WILDCARD || t.rank == p.rank)
-                    }),
+                    (RANGE_NAMESPACE, _) => p.nspace() == peer.nspace(),
+                    (RANGE_CUSTOM, Some(list)) if !list.is_empty() => {
+                        list.iter().any(|t| ProcName::from(t).covers(&p.name))
+                    }
                     _ => true,
                 }
             })
             .map(|(id, _)| *id)
             .collect();
-        let source = Proc {
-            nspace: peer.nspace.clone(),
-            rank: peer.rank,
-        };
+        let source = peer.name.to_proc();
         for t in targets {
             self.notify_from(t, code, &source, &info);
         }
@@ -466,7 +473,7 @@ impl Server {
             .map_err(refused)?;
         let nspace = self.mint_nspace();
         self.dvm
-            .commit_spawn(&plan, &nspace, Some(&peer.nspace))
+            .commit_spawn(&plan, &nspace, Some(peer.nspace()))
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);
         let fwd_err = flag(&job_info, keys::FWD_STDERR);

@@ -14,6 +14,7 @@ use crate::status::Status;
 
 use super::creds::peer_uid;
 use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
+use super::ident::ProcName;
 use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
 use super::state::{Server, KILL_GRACE, MEM_BUDGET};
@@ -336,7 +337,7 @@ impl Server {
         if self
             .conns
             .values()
-            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace == nspace))
+            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace() == nspace))
         {
             return Err((Status::EXISTS, "tool namespace already in use"));
         }
@@ -373,8 +374,7 @@ impl Server {
                 (
                     tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
                     PeerInfo {
-                        nspace: ns,
-                        rank: 0,
+                        name: ProcName::new(ns, 0),
                         class: PeerClass::Tool,
                         owns_nspace: true,
                     },
@@ -394,8 +394,7 @@ impl Server {
                 (
                     tool_reply(None, &self.ident.nspace, 0),
                     PeerInfo {
-                        nspace: nspace.clone(),
-                        rank: *rank,
+                        name: ProcName::new(nspace.clone(), *rank),
                         class: PeerClass::Tool,
                         owns_nspace: true,
                     },
@@ -414,6 +413,20 @@ impl Server {
                 let Some(pid) = pid else {
                     return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running process");
                 };
+                // Once per live rank: a second connection claiming a rank
+                // that is already connected is refused.
+                let name = ProcName::new(nspace.clone(), *rank);
+                if *rank == crate::codec::RANK_WILDCARD
+                    || self.conns.values().any(|c| {
+                        c.holds_identity() && c.peer.as_ref().is_some_and(|p| p.name == name)
+                    })
+                {
+                    return self.refuse(
+                        id,
+                        Status::EXISTS,
+                        "client rank already connected (accepted once while it lives)",
+                    );
+                }
                 let from_job = self
                     .conns
                     .get(&id)
@@ -428,8 +441,7 @@ impl Server {
                 (
                     client_reply((id & 0x7fff_ffff) as u32),
                     PeerInfo {
-                        nspace: nspace.clone(),
-                        rank: *rank,
+                        name,
                         class: PeerClass::Client,
                         owns_nspace: false,
                     },
@@ -437,14 +449,13 @@ impl Server {
             }
         };
         self.log(format!(
-            "{} {}:{} connected ({} {}, {})",
+            "{} {} connected ({} {}, {})",
             if peer.class == PeerClass::Tool {
                 "tool"
             } else {
                 "client"
             },
-            peer.nspace,
-            peer.rank,
+            peer.name,
             req.version,
             req.bfrops,
             if described {

@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod event_loop;
 pub mod events;
 pub mod handshake;
+pub mod ident;
 pub mod jobs;
 pub mod listener;
 pub mod peer;

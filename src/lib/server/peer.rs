@@ -8,6 +8,7 @@ use crate::codec::{Decoder, Encoder, WireVersion};
 use crate::conn::frame::{Header, HEADER_LEN};
 
 use super::handshake::MAX_CONNECT_LEN;
+use super::ident::PeerId;
 
 /// Largest steady-state message we accept from a peer (bytes).
 pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
@@ -33,14 +34,20 @@ pub enum PeerClass {
 /// The identity of a handshaken peer.
 #[derive(Clone, Debug)]
 pub struct PeerInfo {
-    /// Its namespace.
-    pub nspace: String,
-    /// Its rank.
-    pub rank: u32,
+    /// Its process name (a tool's given or assigned identity, or a job
+    /// client's namespace and rank).
+    pub name: PeerId,
     /// Tool or client.
     pub class: PeerClass,
     /// True when we minted its namespace (its disconnect ends it).
     pub owns_nspace: bool,
+}
+
+impl PeerInfo {
+    /// Its namespace.
+    pub fn nspace(&self) -> &str {
+        self.name.nspace()
+    }
 }
 
 /// One framed message received.
@@ -85,6 +92,9 @@ pub struct PeerConn {
     pub cmd_line: Option<String>,
     /// Close once the write buffer is flushed.
     pub closing: bool,
+    /// Set once the peer said goodbye (`PMIX_FINALIZE_CMD`): its identity
+    /// no longer counts as connected.
+    pub finalized: bool,
     /// When the connection was accepted (pre-authentication timeout).
     pub accepted: std::time::Instant,
     /// uid owning the peer's socket, when the kernel said at accept.
@@ -109,6 +119,7 @@ impl PeerConn {
             pid: None,
             cmd_line: None,
             closing: false,
+            finalized: false,
             accepted: std::time::Instant::now(),
             uid: None,
         }
@@ -327,6 +338,26 @@ impl PeerConn {
         } else {
             Encoder::new(self.wire)
         }
+    }
+
+    /// True while the peer holds its identity: handshaken, not finalized,
+    /// not closing, and its socket not at end of stream (a peer that closed
+    /// but whose end pdvm has not read yet no longer counts).
+    pub fn holds_identity(&self) -> bool {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd;
+        if self.peer.is_none() || self.finalized || self.closing {
+            return false;
+        }
+        let mut b = [0u8; 1];
+        !matches!(
+            recv(
+                self.stream.as_raw_fd(),
+                &mut b,
+                MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT
+            ),
+            Ok(0)
+        )
     }
 
     /// True when the peer registered for `code` (or for all events).

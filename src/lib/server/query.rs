@@ -62,8 +62,8 @@ impl Server {
         let mut v: Vec<String> = self.jobs.keys().cloned().collect();
         for c in self.conns.values() {
             if let Some(p) = &c.peer {
-                if !v.contains(&p.nspace) {
-                    v.push(p.nspace.clone());
+                if !v.iter().any(|n| n == p.nspace()) {
+                    v.push(p.nspace().to_string());
                 }
             }
         }
@@ -194,12 +194,9 @@ impl Server {
             .conns
             .values()
             .filter_map(|c| {
-                let p = c.peer.as_ref().filter(|p| p.nspace == ns)?;
+                let p = c.peer.as_ref().filter(|p| p.nspace() == ns)?;
                 Some(ProcInfo {
-                    proc: Proc {
-                        nspace: ns.to_string(),
-                        rank: p.rank,
-                    },
+                    proc: p.name.to_proc(),
                     hostname: Some(self.ident.host.clone()),
                     executable_name: c
                         .cmd_line

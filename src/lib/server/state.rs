@@ -15,6 +15,7 @@ use crate::ops::{cmd, keys};
 use crate::sched::Scheduler;
 use crate::status::Status;
 
+use super::ident::ProcName;
 use super::jobs::{Job, LaunchEnv, OutPipe, PidIndex};
 use super::listener::{Rendezvous, ServerIdent};
 use super::peer::{PeerConn, PeerInfo};
@@ -70,8 +71,8 @@ pub struct Pending {
     pub conn: u64,
     /// Request tag.
     pub tag: u32,
-    /// Requesting process.
-    pub to: (String, u32),
+    /// Requesting process, as the model names it.
+    pub to: ProcName,
 }
 
 /// Everything the server holds.
@@ -185,15 +186,12 @@ impl Server {
         }
     }
 
-    /// Connection ids whose peer is `(nspace, rank)`.
-    pub fn conns_of(&self, to: &(String, u32)) -> Vec<u64> {
+    /// Connection ids whose peer `to` covers (one process, or every
+    /// process of a namespace for the wildcard rank).
+    pub fn conns_of(&self, to: &ProcName) -> Vec<u64> {
         self.conns
             .iter()
-            .filter(|(_, c)| {
-                c.peer
-                    .as_ref()
-                    .is_some_and(|p| p.nspace == to.0 && p.rank == to.1)
-            })
+            .filter(|(_, c)| c.peer.as_ref().is_some_and(|p| to.covers(&p.name)))
             .map(|(id, _)| *id)
             .collect()
     }
@@ -284,14 +282,15 @@ impl Server {
         }
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
-            nspace,
+            name,
             owns_nspace: true,
             ..
         }) = c.peer
         {
+            let nspace = name.nspace();
             self.log(format!("tool {nspace} disconnected"));
             let now = self.clock.now_ms();
-            match self.dvm.tool_disconnected(&nspace, &mut self.sched, now) {
+            match self.dvm.tool_disconnected(nspace, &mut self.sched, now) {
                 Ok(fx) => self.apply_effects(fx),
                 Err(e) => self.log(format!("tool {nspace}: {}", e.rule())),
             }
@@ -320,7 +319,7 @@ impl Server {
                         keys::TIME_REMAINING,
                         Value::Uint32(remaining_secs),
                     ));
-                    for c in self.conns_of(&to) {
+                    for c in self.conns_of(&ProcName::from(&to)) {
                         self.notify(c, Status::ALLOC_TIMEOUT_WARNING, &info);
                     }
                 }
@@ -330,7 +329,7 @@ impl Server {
                     req_id,
                     nodes,
                 } => {
-                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                    if let Some(p) = self.take_pending(&alloc_id, &ProcName::from(&to)) {
                         let info = self.grant_infos(p.conn, &alloc_id, req_id.as_deref(), &nodes);
                         self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
                     }
@@ -341,7 +340,7 @@ impl Server {
                     alloc_id,
                     req_id,
                 } => {
-                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                    if let Some(p) = self.take_pending(&alloc_id, &ProcName::from(&to)) {
                         let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
                         self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
                     }
@@ -361,9 +360,14 @@ impl Server {
         }
     }
 
-    fn take_pending(&mut self, alloc_id: &str, to: &(String, u32)) -> Option<Pending> {
+    /// The queued request of `to` on `alloc_id`: exactly that requester's
+    /// (never another's, so a reply cannot reach the wrong peer).
+    fn take_pending(&mut self, alloc_id: &str, to: &ProcName) -> Option<Pending> {
         let q = self.pending.get_mut(alloc_id)?;
-        let i = q.iter().position(|p| &p.to == to).unwrap_or(0);
+        let Some(i) = q.iter().position(|p| &p.to == to) else {
+            self.log(format!("{alloc_id}: no queued request of {to} to answer"));
+            return None;
+        };
         let p = q.remove(i);
         if q.is_empty() {
             self.pending.remove(alloc_id);
