@@ -487,6 +487,7 @@ impl Server {
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,
+            killed: false,
             ended: false,
             stdin_rank: super::jobs::stdin_rank(&job_info),
             stdin: None,

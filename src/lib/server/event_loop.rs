@@ -1,13 +1,11 @@
-//! The single-threaded event loop: `poll(2)` over the listener, a signalfd
+//! The single-threaded event loop: epoll ([`super::reactor`]) over the listener, a signalfd
 //! (SIGCHLD, SIGTERM, SIGINT, SIGHUP), captured output pipes and every
 //! connection; timers for scheduler deadlines and kill escalation.
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
-use nix::sys::signalfd::SignalFd;
 
 use crate::ops::keys;
 use crate::status::Status;
@@ -17,7 +15,8 @@ use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIde
 use super::ident::ProcName;
 use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
-use super::state::{Server, KILL_GRACE, MEM_BUDGET};
+use super::reactor::Token;
+use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
 
 /// Most connections served at once (further ones are closed at accept).
 pub const MAX_CONNECTIONS: usize = 16_384;
@@ -33,125 +32,126 @@ const EMFILE_PAUSE: Duration = Duration::from_millis(100);
 
 impl Server {
     /// Run until [`Server::stop`] is set (signal, or the leader job ended).
-    pub fn run_loop(&mut self, sigfd: &SignalFd) {
+    pub fn run_loop(&mut self) {
         while !self.stop {
-            self.poll_once(sigfd, self.next_wakeup());
+            self.poll_once(self.next_wakeup());
             self.tick();
         }
     }
 
-    /// One round: wait up to `timeout`, then serve whatever is ready.
-    pub fn poll_once(&mut self, sigfd: &SignalFd, timeout: Duration) {
-        let mut timeout = timeout;
-        let mut backlog = false;
-        let pipe_ids: Vec<u64> = self.pipes.keys().copied().collect();
-        let conn_ids: Vec<u64> = self.conns.keys().copied().collect();
-        let accepting = match self.accept_paused_until {
-            Some(t) if Instant::now() < t => {
-                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
-                false
-            }
-            _ => {
-                self.accept_paused_until = None;
-                true
-            }
+    /// One round: wait up to `timeout` (zero when peers have requests left
+    /// over from their budget), then serve whatever is ready.
+    pub fn poll_once(&mut self, timeout: Duration) {
+        let timeout = if self.backlog.is_empty() {
+            timeout
+        } else {
+            Duration::ZERO
         };
-        let ready: Vec<PollFlags> = {
-            let mut fds: Vec<PollFd> = Vec::with_capacity(2 + pipe_ids.len() + conn_ids.len());
-            let lev = if accepting {
-                PollFlags::POLLIN
-            } else {
-                PollFlags::empty()
-            };
-            fds.push(PollFd::new(self.listener.as_fd(), lev));
-            fds.push(PollFd::new(sigfd.as_fd(), PollFlags::POLLIN));
-            for id in &pipe_ids {
-                if let Some(p) = self.pipes.get(id) {
-                    fds.push(PollFd::new(p.file.as_fd(), PollFlags::POLLIN));
+        let ready = self.io.wait(timeout);
+        for r in ready {
+            match r.token {
+                Token::Listener => self.accept_all(),
+                Token::Signals => self.on_signals(),
+                Token::Pipe(id) => self.service_pipe(id),
+                Token::Conn(id) => {
+                    if r.writable {
+                        self.dirty.push(id);
+                    }
+                    if r.readable {
+                        self.service_conn(id, true);
+                    }
                 }
             }
-            let mut held = 0;
-            for id in &conn_ids {
-                if let Some(c) = self.conns.get(id) {
-                    held += c.held();
-                    // A peer that does not read its replies is not read
-                    // either (backpressure) until its backlog drains.
-                    let mut ev = if c.throttled() {
-                        PollFlags::empty()
-                    } else {
-                        PollFlags::POLLIN
-                    };
-                    if c.pending_out() > 0 {
-                        ev |= PollFlags::POLLOUT;
-                    }
-                    if !c.throttled() && c.has_frame() {
-                        backlog = true;
-                    }
-                    fds.push(PollFd::new(c.stream.as_fd(), ev));
-                }
+        }
+        // Peers whose requests outran their per-round budget, after every
+        // other ready peer had its turn.
+        let left = std::mem::take(&mut self.backlog);
+        for id in left {
+            self.service_conn(id, false);
+        }
+        self.settle();
+    }
+
+    /// Bring every connection touched this round up to date: write what it
+    /// is owed, account its buffers against the memory budget, set its
+    /// epoll interest, and pause or resume the output pipes feeding it.
+    pub fn settle(&mut self) {
+        while !self.dirty.is_empty() {
+            let mut ids = std::mem::take(&mut self.dirty);
+            ids.sort_unstable();
+            ids.dedup();
+            for id in ids {
+                self.settle_conn(id);
             }
-            self.held_total = held;
-            if backlog {
-                timeout = Duration::ZERO;
-            }
-            let ms = timeout.as_millis().min(60_000) as u32;
-            let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
-            if poll(&mut fds, t).is_err() {
-                // EINTR: just go round again.
-                return;
-            }
-            fds.iter()
-                .map(|f| f.revents().unwrap_or(PollFlags::empty()))
-                .collect()
+        }
+    }
+
+    fn settle_conn(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
         };
-        let mut it = ready.into_iter();
-        let listener_ready = it.next().unwrap_or(PollFlags::empty());
-        let sig_ready = it.next().unwrap_or(PollFlags::empty());
-        let hup = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
-        if sig_ready.intersects(hup) {
-            self.on_signals(sigfd);
+        let failed = c.pending_out() > 0 && c.flush().is_err();
+        if failed || (c.closing && c.pending_out() == 0) {
+            self.close_conn(id);
+            return;
         }
-        for id in pipe_ids {
-            if it.next().unwrap_or(PollFlags::empty()).intersects(hup) {
-                self.service_pipe(id);
+        self.account(id);
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let throttled = c.throttled();
+        let want_write = c.pending_out() > 0;
+        if !throttled && c.has_frame() {
+            self.backlog.insert(id);
+        }
+        // Pipes of jobs this peer spawned pause while it lags (their
+        // processes then block on write) and resume once it has caught up.
+        let lagging = c.pending_out() > PIPE_HIGH_WATER;
+        let caught_up = c.pending_out() <= PIPE_LOW_WATER;
+        let flip = (lagging && !c.pipes_paused) || (caught_up && c.pipes_paused);
+        if flip {
+            c.pipes_paused = lagging;
+        }
+        self.io
+            .set_conn(id, c.stream.as_fd(), !throttled && !c.closing, want_write);
+        if flip {
+            self.pause_pipes_of(id, lagging);
+        }
+    }
+
+    /// Recount what connection `id` holds against the global memory budget.
+    pub fn account(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            let now = c.held();
+            self.held_total = self.held_total - c.accounted + now;
+            c.accounted = now;
+        }
+    }
+
+    /// Close connections that did not complete their handshake in time
+    /// (they are queued in accept order, so only the oldest are looked at).
+    pub(super) fn expire_unauthenticated(&mut self) {
+        let now = Instant::now();
+        while let Some(&(at, id)) = self.preauth.front() {
+            if at > now {
+                break;
             }
-        }
-        for id in conn_ids {
-            let r = it.next().unwrap_or(PollFlags::empty());
-            let waiting = self
+            self.preauth.pop_front();
+            let late = self
                 .conns
                 .get(&id)
-                .is_some_and(|c| !c.throttled() && c.has_frame());
-            if r.intersects(hup) || waiting {
-                self.service_conn(id, r.intersects(hup));
+                .is_some_and(|c| c.peer.is_none() && !c.closing);
+            if late {
+                self.log(format!(
+                    "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
+                ));
+                self.close_conn(id);
             }
         }
-        if accepting && listener_ready.contains(PollFlags::POLLIN) {
-            self.accept_all();
-        }
-        self.flush_all();
-        self.expire_unauthenticated();
     }
 
-    /// Close connections that did not complete their handshake in time.
-    fn expire_unauthenticated(&mut self) {
-        let late: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_none() && !c.closing)
-            .filter(|(_, c)| c.accepted.elapsed() >= PRE_AUTH_TIMEOUT)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in late {
-            self.log(format!(
-                "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
-            ));
-            self.close_conn(id);
-        }
-    }
-
-    fn on_signals(&mut self, sigfd: &SignalFd) {
-        while let Ok(Some(si)) = sigfd.read_signal() {
+    fn on_signals(&mut self) {
+        while let Ok(Some(si)) = self.io.sigfd().read_signal() {
             match Signal::try_from(si.ssi_signo as i32) {
                 Ok(Signal::SIGCHLD) => {}
                 Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) | Ok(Signal::SIGHUP) => {
@@ -188,12 +188,16 @@ impl Server {
                         ));
                         continue;
                     }
-                    *self.per_uid.entry(key).or_insert(0) += 1;
                     let _ = s.set_nodelay(true);
                     let id = self.next_conn;
                     self.next_conn += 1;
+                    if self.io.add_conn(id, s.as_fd()).is_err() {
+                        continue;
+                    }
+                    *self.per_uid.entry(key).or_insert(0) += 1;
                     let mut c = PeerConn::new(s);
                     c.uid = Some(key);
+                    self.preauth.push_back((c.accepted + PRE_AUTH_TIMEOUT, id));
                     self.conns.insert(id, c);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -210,6 +214,7 @@ impl Server {
                     ) {
                         self.log(format!("accept: {e}; pausing {EMFILE_PAUSE:?}"));
                         self.accept_paused_until = Some(Instant::now() + EMFILE_PAUSE);
+                        self.io.set_listening(self.listener.as_fd(), false);
                     }
                     break;
                 }
@@ -217,18 +222,11 @@ impl Server {
         }
     }
 
-    /// Write pending output everywhere; drop peers whose socket failed.
+    /// Write pending output everywhere (teardown); drop peers whose
+    /// socket failed.
     pub fn flush_all(&mut self) {
-        let mut dead = Vec::new();
-        for (id, c) in self.conns.iter_mut() {
-            let failed = c.pending_out() > 0 && c.flush().is_err();
-            if failed || (c.closing && c.pending_out() == 0) {
-                dead.push(*id);
-            }
-        }
-        for id in dead {
-            self.close_conn(id);
-        }
+        self.dirty.extend(self.conns.keys().copied());
+        self.settle();
     }
 
     fn service_conn(&mut self, id: u64, readable: bool) {
@@ -244,6 +242,8 @@ impl Server {
             Some(_) => true,
             None => return,
         };
+        self.account(id);
+        self.dirty.push(id);
         // A bounded amount of work per peer per round: the rest waits for
         // the next round, after every other ready peer had its turn.
         for _ in 0..FRAME_BUDGET {
@@ -288,7 +288,7 @@ impl Server {
                 if big && partial {
                     // The whole announced message counts as held from now on.
                     c.admit(h.nbytes as usize);
-                    self.held_total += h.nbytes as usize;
+                    self.account(id);
                 }
             }
             let Some(c) = self.conns.get_mut(&id) else {
@@ -487,16 +487,20 @@ impl Server {
 
     /// Tear everything down: end all reservations, terminate every job
     /// (SIGTERM, then SIGKILL after the grace), flush what peers are owed.
-    pub fn teardown(&mut self, sigfd: &SignalFd) {
+    pub fn teardown(&mut self) {
+        self.stop = true;
         let fx = self.dvm.teardown(&mut self.sched);
         self.apply_effects(fx);
         let names: Vec<String> = self.jobs.keys().cloned().collect();
         for ns in &names {
             self.terminate_job(ns, Signal::SIGTERM);
         }
+        // Children's exits wake the loop (SIGCHLD on the signalfd); timers
+        // (the SIGKILL escalation, pipe grace) bound each wait.
         let deadline = Instant::now() + KILL_GRACE + Duration::from_millis(500);
         while !self.jobs.is_empty() && Instant::now() < deadline {
-            self.poll_once(sigfd, Duration::from_millis(20));
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.poll_once(left.min(self.next_wakeup()));
             self.tick();
         }
         for j in self.jobs.values() {
@@ -504,13 +508,15 @@ impl Server {
         }
         let end = Instant::now() + Duration::from_millis(500);
         while !self.jobs.is_empty() && Instant::now() < end {
-            self.poll_once(sigfd, Duration::from_millis(20));
+            let left = end.saturating_duration_since(Instant::now());
+            self.poll_once(left.min(self.next_wakeup()));
             self.tick();
         }
         self.flush_all();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
             if let Some(c) = self.conns.remove(&id) {
+                self.io.remove_conn(id, c.stream.as_fd());
                 let _ = c.stream.shutdown(std::net::Shutdown::Both);
             }
         }

@@ -55,6 +55,8 @@ pub struct Job {
     pub all_exited_at: Option<Instant>,
     /// When a termination was requested (SIGKILL follows after a grace).
     pub kill_requested: Option<Instant>,
+    /// True once the SIGKILL that follows the grace was sent.
+    pub killed: bool,
     /// True once reported ended.
     pub ended: bool,
     /// The rank whose stdin the spawner feeds (`PMIX_STDIN_TGT`), if any.
@@ -192,6 +194,9 @@ pub struct OutPipe {
     pub rank: u32,
     /// Channel bit.
     pub channel: u16,
+    /// When it was last resumed (or opened): its close-after-exit grace
+    /// counts from the later of this and the job's end.
+    pub resumed: Instant,
 }
 
 impl OutPipe {

@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod listener;
 pub mod peer;
 pub mod query;
+pub mod reactor;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};
@@ -116,6 +117,8 @@ pub fn run(
     let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| err("signalfd", e))?;
     let (listener, ident) = listener::bind()?;
+    let io = reactor::Reactor::new(std::os::fd::AsFd::as_fd(&listener), sigfd)
+        .map_err(|e| err("epoll", e))?;
     let rdv = listener::Rendezvous::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
     let mut sched = Scheduler::new(cfg.sched_nodes, 1);
     let dvm = Dvm::new(
@@ -154,17 +157,21 @@ pub fn run(
         held_total: 0,
         accept_paused_until: None,
         per_uid: HashMap::new(),
+        io,
+        dirty: Vec::new(),
+        backlog: std::collections::BTreeSet::new(),
+        preauth: std::collections::VecDeque::new(),
         stop: false,
     };
     ready(&srv.ident);
     if let Some(argv) = command.filter(|a| !a.is_empty()) {
         if let Err(e) = srv.start_leader(argv) {
-            srv.teardown(&sigfd);
+            srv.teardown();
             return Err(e);
         }
     }
-    srv.run_loop(&sigfd);
-    srv.teardown(&sigfd);
+    srv.run_loop();
+    srv.teardown();
     Ok(srv.leader_status.unwrap_or(0))
 }
 
@@ -207,6 +214,7 @@ impl Server {
                 open_pipes: 0,
                 all_exited_at: None,
                 kill_requested: None,
+                killed: false,
                 ended: false,
                 stdin_rank: None,
                 stdin: None,

@@ -99,6 +99,10 @@ pub struct PeerConn {
     pub accepted: std::time::Instant,
     /// uid owning the peer's socket, when the kernel said at accept.
     pub uid: Option<u32>,
+    /// Bytes of [`PeerConn::held`] counted in the server's memory budget.
+    pub accounted: usize,
+    /// True while the output pipes of jobs it spawned are paused.
+    pub pipes_paused: bool,
 }
 
 impl PeerConn {
@@ -122,6 +126,8 @@ impl PeerConn {
             finalized: false,
             accepted: std::time::Instant::now(),
             uid: None,
+            accounted: 0,
+            pipes_paused: false,
         }
     }
 

@@ -2,8 +2,9 @@
 //! request handlers: sending replies and notifications, applying the model's
 //! effects, and following jobs to their end.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::TcpListener;
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use super::ident::ProcName;
 use super::jobs::{Job, LaunchEnv, OutPipe, PidIndex};
 use super::listener::{Rendezvous, ServerIdent};
 use super::peer::{PeerConn, PeerInfo};
+use super::reactor::Reactor;
 use super::ServerConfig;
 
 /// Tag of unsolicited notifications.
@@ -125,7 +127,21 @@ pub struct Server {
     pub accept_paused_until: Option<Instant>,
     /// Open connections per peer uid (as the kernel reported at accept).
     pub per_uid: HashMap<u32, usize>,
+    /// The epoll instance and the signalfd.
+    pub io: Reactor,
+    /// Connections touched this round (settled at its end).
+    pub dirty: Vec<u64>,
+    /// Connections with complete requests left over from their budget.
+    pub backlog: BTreeSet<u64>,
+    /// Unauthenticated connections by handshake deadline, in accept order.
+    pub preauth: VecDeque<(Instant, u64)>,
 }
+
+/// Above this many unsent bytes for a spawner, pdvm stops reading the
+/// output pipes of the jobs it spawned (their processes block on write).
+pub const PIPE_HIGH_WATER: usize = 1024 * 1024;
+/// Once the spawner's backlog is down to this, the pipes are read again.
+pub const PIPE_LOW_WATER: usize = 256 * 1024;
 
 /// Most bytes pdvm holds for all peers together (partial requests, replies
 /// and forwarded output not yet sent); a request or reply that would pass it
@@ -173,11 +189,12 @@ impl Server {
             }
             return;
         }
-        self.held_total += payload.len();
         let failed = match self.conns.get_mut(&conn) {
             Some(c) => c.queue(tag, payload).is_err(),
             None => false,
         };
+        self.account(conn);
+        self.dirty.push(conn);
         if failed {
             self.log(format!(
                 "connection {conn}: output backlog too large, dropping it"
@@ -272,6 +289,12 @@ impl Server {
         let Some(c) = self.conns.remove(&id) else {
             return;
         };
+        self.held_total = self.held_total.saturating_sub(c.accounted);
+        self.backlog.remove(&id);
+        self.io.remove_conn(id, c.stream.as_fd());
+        if c.pipes_paused {
+            self.pause_pipes_of(id, false);
+        }
         if let Some(uid) = c.uid {
             if let Some(n) = self.per_uid.get_mut(&uid) {
                 *n = n.saturating_sub(1);
@@ -389,6 +412,10 @@ impl Server {
     pub fn add_pipe(&mut self, fd: OwnedFd, nspace: &str, rank: u32, channel: u16) {
         let id = self.next_pipe;
         self.next_pipe += 1;
+        if let Err(e) = self.io.add_pipe(id, fd.as_fd()) {
+            self.log(format!("cannot watch the output of {nspace}: {e}"));
+            return;
+        }
         self.pipes.insert(
             id,
             OutPipe {
@@ -396,8 +423,20 @@ impl Server {
                 nspace: nspace.to_string(),
                 rank,
                 channel,
+                resumed: Instant::now(),
             },
         );
+        // A spawner already lagging does not get more until it catches up.
+        let paused = self
+            .jobs
+            .get(nspace)
+            .and_then(|j| j.spawner)
+            .filter(|c| self.conns.get(c).is_some_and(|c| c.pipes_paused));
+        if paused.is_some() {
+            if let Some(p) = self.pipes.get(&id) {
+                self.io.arm_pipe(id, p.file.as_fd(), false);
+            }
+        }
         if let Some(j) = self.jobs.get_mut(nspace) {
             j.open_pipes += 1;
         }
@@ -423,6 +462,9 @@ impl Server {
             Some(data) => {
                 if let (Some(conn), true) = (spawner, fwd) {
                     self.forward_output(conn, Proc { nspace: ns, rank }, ch, &data, false);
+                    // Settle now: a lagging spawner pauses this pipe before
+                    // its next read.
+                    self.settle();
                 }
             }
             None => self.close_pipe(id),
@@ -432,6 +474,7 @@ impl Server {
     /// Close a pipe and account for it in its job.
     pub fn close_pipe(&mut self, id: u64) {
         if let Some(p) = self.pipes.remove(&id) {
+            self.io.remove_pipe(id, p.file.as_fd());
             if let Some(j) = self.jobs.get_mut(&p.nspace) {
                 j.open_pipes = j.open_pipes.saturating_sub(1);
             }
@@ -455,20 +498,49 @@ impl Server {
         }
     }
 
+    /// Stop or resume reading the output pipes of the jobs connection
+    /// `conn` spawned (backpressure from a lagging reader).
+    pub fn pause_pipes_of(&mut self, conn: u64, pause: bool) {
+        let now = Instant::now();
+        for (id, p) in self.pipes.iter_mut() {
+            let theirs = self
+                .jobs
+                .get(&p.nspace)
+                .is_some_and(|j| j.spawner == Some(conn));
+            if theirs {
+                self.io.arm_pipe(*id, p.file.as_fd(), !pause);
+                if !pause {
+                    p.resumed = now;
+                }
+            }
+        }
+    }
+
     /// Time-driven work: scheduler deadlines, SIGKILL escalation, pipe
-    /// grace, and ending jobs whose processes and output are all done.
+    /// grace, the handshake deadline, resuming accepts, and ending jobs
+    /// whose processes and output are all done.
     pub fn tick(&mut self) {
         let now = self.clock.now_ms();
         if self.sched.next_deadline().is_some_and(|d| d <= now) {
             let fx = self.dvm.advance(&mut self.sched, now);
             self.apply_effects(fx);
         }
+        self.expire_unauthenticated();
+        if self
+            .accept_paused_until
+            .is_some_and(|t| t <= Instant::now())
+        {
+            self.accept_paused_until = None;
+            self.io.set_listening(self.listener.as_fd(), true);
+        }
         let mut stale_pipes = Vec::new();
         let mut done = Vec::new();
+        let mut killed = Vec::new();
         for (ns, j) in &self.jobs {
             if let Some(t) = j.kill_requested {
-                if t.elapsed() >= KILL_GRACE && j.live() > 0 {
+                if t.elapsed() >= KILL_GRACE && j.live() > 0 && !j.killed {
                     j.signal(Signal::SIGKILL);
+                    killed.push(ns.clone());
                 }
             }
             if j.live() == 0 {
@@ -476,13 +548,26 @@ impl Server {
                 if j.open_pipes == 0 {
                     done.push(ns.clone());
                 } else if grace_over {
+                    // The grace runs only while a pipe is read: a paused
+                    // pipe (its reader lags) still holds output to forward,
+                    // unless pdvm is tearing down.
                     stale_pipes.extend(
                         self.pipes
                             .iter()
                             .filter(|(_, p)| &p.nspace == ns)
+                            .filter(|(id, p)| {
+                                self.stop
+                                    || (self.io.pipe_armed(**id)
+                                        && p.resumed.elapsed() >= PIPE_GRACE)
+                            })
                             .map(|(id, _)| *id),
                     );
                 }
+            }
+        }
+        for ns in killed {
+            if let Some(j) = self.jobs.get_mut(&ns) {
+                j.killed = true;
             }
         }
         for id in stale_pipes {
@@ -491,18 +576,38 @@ impl Server {
         for ns in done {
             self.job_ended(&ns);
         }
+        self.settle();
     }
 
-    /// The next instant the loop must wake up for [`Server::tick`].
+    /// How long the loop may sleep: until the nearest deadline (scheduler,
+    /// SIGKILL escalation, pipe grace, handshake deadline, resumed accepts),
+    /// at most a minute.
     pub fn next_wakeup(&self) -> Duration {
-        let mut d = Duration::from_millis(500);
-        if let Some(at) = self.sched.next_deadline() {
-            d = d.min(self.clock.until(at));
+        let now = Instant::now();
+        let mut d = Duration::from_secs(60);
+        let mut at = |t: Instant| d = d.min(t.saturating_duration_since(now));
+        if let Some(t) = self.accept_paused_until {
+            at(t);
+        }
+        if let Some(&(t, _)) = self.preauth.front() {
+            at(t);
         }
         for j in self.jobs.values() {
-            if j.kill_requested.is_some() || j.all_exited_at.is_some() {
-                d = d.min(Duration::from_millis(50));
+            if let Some(t) = j.kill_requested.filter(|_| j.live() > 0 && !j.killed) {
+                at(t + KILL_GRACE);
             }
+            if let Some(t) = j.all_exited_at.filter(|_| j.open_pipes > 0) {
+                let armed = self
+                    .pipes
+                    .iter()
+                    .filter(|(id, p)| p.nspace == j.nspace && self.io.pipe_armed(**id));
+                for (_, p) in armed {
+                    at(t.max(p.resumed) + PIPE_GRACE);
+                }
+            }
+        }
+        if let Some(t) = self.sched.next_deadline() {
+            d = d.min(self.clock.until(t));
         }
         d
     }
