@@ -228,10 +228,9 @@ pub fn sweep_stale(tmpdir: &Path) -> Vec<PathBuf> {
         let path = e.path();
         let ours_dir =
             fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_dir() && m.uid() == me);
-        if ours_dir && pid != std::process::id() && !live_pdvm_of_ours(pid) {
-            if remove_stale(&path).is_ok() {
-                removed.push(path);
-            }
+        let stale = ours_dir && pid != std::process::id() && !live_pdvm_of_ours(pid);
+        if stale && remove_stale(&path).is_ok() {
+            removed.push(path);
         }
     }
     removed
