@@ -8,20 +8,20 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::codec::{App, Cmd, Decoder, Info, Proc, Query, Range, Size, Value, RANK_WILDCARD};
+use crate::codec::{App, Info, Proc, Query, Value, RANK_WILDCARD};
 use crate::dvm::{AllocRequest, AllocStatus, Requester};
 use crate::error::{Error, Result};
-use crate::ops::{cmd, keys};
+use crate::ops::keys;
 use crate::status::Status;
 
 use super::attrs::{alloc_attrs, flag, spawn_targets};
 use super::ident::ProcName;
 use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
 use super::peer::{PeerClass, PeerInfo};
+use super::request::{self, DecodeError, Request};
 use super::state::{alloc_reply_infos, Pending, Server};
 
-/// Most infos, apps, queries or targets accepted in one request.
-pub const MAX_ITEMS: usize = 4096;
+pub use super::request::MAX_ITEMS;
 /// Most processes one spawn may start.
 pub const MAX_PROCS: u32 = 4096;
 
@@ -35,25 +35,6 @@ const RANGE_CUSTOM: u8 = 6;
 const RANGE_PROC_LOCAL: u8 = 7;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
 const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
-
-fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
-    if d.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Size(n) = d.unpack_one()?;
-    let n = bounded(n)?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    d.unpack(n)
-}
-
-fn bounded(n: u64) -> Result<usize> {
-    usize::try_from(n)
-        .ok()
-        .filter(|n| *n <= MAX_ITEMS)
-        .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
-}
 
 /// Most distinct query keys answered in one `PMIX_QUERY` (after repeats are
 /// folded): the answer's size stays bounded whatever the request repeats.
@@ -104,46 +85,48 @@ impl Server {
         };
         let Some(peer) = c.peer.clone() else { return };
         let mut d = c.decoder(payload);
-        let command = match d.unpack_one::<Cmd>() {
-            Ok(Cmd(x)) => x,
-            Err(e) => {
+        let (command, request) = match request::decode(&mut d) {
+            Ok(r) => (r.command(), Ok(r)),
+            Err(DecodeError::Command(e)) => {
                 self.log(format!("{}: undecodable request: {e}", peer.name));
                 self.reply_status_infos(conn, tag, Status::ERR_UNPACK_FAILURE, &[]);
                 return;
             }
+            Err(DecodeError::Args(c, e)) => (c, Err(e)),
         };
-        let r = match command {
-            cmd::REQ => self.on_req(conn, tag, &peer),
-            cmd::FINALIZE => {
+        let r = request.and_then(|req| match req {
+            Request::JobData => self.on_req(conn, tag, &peer),
+            Request::Finalize => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.finalized = true;
                 }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
-            cmd::QUERY => self.on_query(conn, tag, &mut d),
-            cmd::ALLOC => self.on_alloc(conn, tag, &peer, &mut d),
-            cmd::SPAWN => self.on_spawn(conn, tag, &peer, &mut d),
-            cmd::REGEVENTS => self.on_regevents(conn, tag, &mut d),
-            cmd::NOTIFY => self.on_notify(conn, tag, &peer, &mut d),
-            cmd::DEREGEVENTS => {
+            Request::Query(queries) => self.on_query(conn, tag, queries),
+            Request::Alloc { directive, info } => self.on_alloc(conn, tag, &peer, directive, info),
+            Request::Spawn { job_info, apps } => self.on_spawn(conn, tag, &peer, job_info, apps),
+            Request::RegEvents(codes) => self.on_regevents(conn, tag, codes),
+            Request::Notify { code, range, info } => {
+                self.on_notify(conn, tag, &peer, code, range, info)
+            }
+            Request::DeregEvents => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.events = None;
                 }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
-            cmd::JOB_CONTROL => self.on_job_control(conn, tag, &mut d),
-            crate::ops::iof::IOF_PUSH_CMD => self.on_iof_push(conn, tag, &mut d),
-            cmd::IOF_PULL => {
+            Request::JobControl {
+                targets,
+                directives,
+            } => self.on_job_control(conn, tag, targets, directives),
+            Request::IofPush { targets, data } => self.on_iof_push(conn, tag, targets, data),
+            Request::IofPull => {
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
-            other => Err(Error::new(
-                Status::ERR_NOT_SUPPORTED,
-                format!("command {other} is not supported by pdvm"),
-            )),
-        };
+        });
         if let Err(e) = r {
             self.log(format!("{}: command {command}: {e}", peer.name));
             let info = vec![Info::new(keys::EVENT_TEXT_MESSAGE, e.context.as_str())];
@@ -179,10 +162,7 @@ impl Server {
         Ok(())
     }
 
-    fn on_query(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let queries: Vec<Query> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+    fn on_query(&mut self, conn: u64, tag: u32, queries: Vec<Query>) -> Result<()> {
         let queries = dedup_queries(queries)?;
         let wire = self
             .conns
@@ -194,9 +174,14 @@ impl Server {
         Ok(())
     }
 
-    fn on_alloc(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let crate::codec::AllocDirective(directive) = d.unpack_one()?;
-        let info = read_infos(d)?;
+    fn on_alloc(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        directive: u8,
+        info: Vec<Info>,
+    ) -> Result<()> {
         let req = AllocRequest {
             requester: requester(peer),
             directive,
@@ -287,11 +272,7 @@ impl Server {
         ))
     }
 
-    fn on_regevents(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let codes: Vec<Status> = if n == 0 { Vec::new() } else { d.unpack(n)? };
-        let _qualifiers = read_infos(d).unwrap_or_default();
+    fn on_regevents(&mut self, conn: u64, tag: u32, codes: Vec<Status>) -> Result<()> {
         if let Some(c) = self.conns.get_mut(&conn) {
             let all_already = matches!(&c.events, Some(l) if l.is_empty());
             if codes.is_empty() || all_already {
@@ -316,10 +297,15 @@ impl Server {
     /// reaches the peer's own namespace, `CUSTOM` the processes named by
     /// `pmix.evrange` (every peer when none is named), `RM` stays with pdvm
     /// (it is the resource manager) and the wider ranges reach everyone.
-    fn on_notify(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let code: Status = d.unpack_one()?;
-        let Range(range) = d.unpack_one()?;
-        let info = read_infos(d)?;
+    fn on_notify(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        code: Status,
+        range: u8,
+        info: Vec<Info>,
+    ) -> Result<()> {
         let custom: Option<Vec<Proc>> = (range == RANGE_CUSTOM)
             .then(|| info.iter().find(|i| i.key == EVENT_CUSTOM_RANGE))
             .flatten()
@@ -359,11 +345,13 @@ impl Server {
         Ok(())
     }
 
-    fn on_job_control(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let targets: Vec<Proc> = if n == 0 { Vec::new() } else { d.unpack(n)? };
-        let dirs = read_infos(d)?;
+    fn on_job_control(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        targets: Vec<Proc>,
+        dirs: Vec<Info>,
+    ) -> Result<()> {
         let sig = if flag(&dirs, keys::JOB_CTRL_KILL) {
             Some(Signal::SIGKILL)
         } else if flag(&dirs, keys::JOB_CTRL_TERMINATE) {
@@ -410,17 +398,14 @@ impl Server {
         Ok(())
     }
 
-    fn on_spawn(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let job_info = read_infos(d)?;
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        if n == 0 {
-            return Err(Error::new(
-                Status::ERR_BAD_PARAM,
-                "spawn with no application",
-            ));
-        }
-        let apps: Vec<App> = d.unpack(n)?;
+    fn on_spawn(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        job_info: Vec<Info>,
+        apps: Vec<App>,
+    ) -> Result<()> {
         for a in &apps {
             if resolve(&a.cmd, &self.launch).is_none() {
                 return Err(Error::new(

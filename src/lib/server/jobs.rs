@@ -123,18 +123,10 @@ impl super::Server {
         &mut self,
         conn: u64,
         tag: u32,
-        d: &mut crate::codec::Decoder,
+        targets: Vec<crate::codec::Proc>,
+        data: Vec<u8>,
     ) -> crate::error::Result<()> {
-        use crate::codec::{ByteObject, Proc, Size};
         use crate::status::Status;
-        let Size(n) = d.unpack_one()?;
-        let targets: Vec<Proc> = if n == 0 {
-            Vec::new()
-        } else {
-            d.unpack(usize::try_from(n.min(1024)).unwrap_or(1024))?
-        };
-        let _directives = crate::ops::session::read_infos(d)?;
-        let ByteObject(data) = d.unpack_one()?;
         let mut found = false;
         for t in &targets {
             if let Some(j) = self.jobs.get_mut(&t.nspace).filter(|j| !j.ended) {

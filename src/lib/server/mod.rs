@@ -24,6 +24,7 @@ pub mod creds;
 pub mod dispatch;
 pub mod event_loop;
 pub mod events;
+pub mod frames;
 pub mod handshake;
 pub mod ident;
 pub mod jobs;
@@ -31,6 +32,7 @@ pub mod listener;
 pub mod peer;
 pub mod query;
 pub mod reactor;
+pub mod request;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};
