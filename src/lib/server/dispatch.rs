@@ -80,7 +80,7 @@ pub fn requester(p: &PeerInfo) -> Requester {
 impl Server {
     /// Handle one request from a handshaken peer.
     pub fn dispatch(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let Some(peer) = c.peer.clone() else { return };
@@ -97,7 +97,7 @@ impl Server {
         let r = request.and_then(|req| match req {
             Request::JobData => self.on_req(conn, tag, &peer),
             Request::Finalize => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.conns.get_mut(conn) {
                     c.finalized = true;
                 }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
@@ -111,7 +111,7 @@ impl Server {
                 self.on_notify(conn, tag, &peer, code, range, info)
             }
             Request::DeregEvents => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.conns.get_mut(conn) {
                     c.events = None;
                 }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
@@ -137,7 +137,7 @@ impl Server {
     /// `PMIX_REQ_CMD`: the peer's job data. A libpmix tool or client reads a
     /// namespace string, then key/value pairs until the buffer ends.
     fn on_req(&mut self, conn: u64, tag: u32, peer: &PeerInfo) -> Result<()> {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return Ok(());
         };
         let mut e = c.encoder();
@@ -166,7 +166,7 @@ impl Server {
         let queries = dedup_queries(queries)?;
         let wire = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.wire)
             .unwrap_or(crate::codec::WireVersion::V41);
         let (st, info) = self.answer_queries(&queries, wire);
@@ -273,7 +273,7 @@ impl Server {
     }
 
     fn on_regevents(&mut self, conn: u64, tag: u32, codes: Vec<Status>) -> Result<()> {
-        if let Some(c) = self.conns.get_mut(&conn) {
+        if let Some(c) = self.conns.get_mut(conn) {
             let all_already = matches!(&c.events, Some(l) if l.is_empty());
             if codes.is_empty() || all_already {
                 c.events = Some(Vec::new());
@@ -325,7 +325,7 @@ impl Server {
         let targets: Vec<u64> = self
             .conns
             .iter()
-            .filter(|(id, c)| **id != conn && c.wants(code.0))
+            .filter(|(id, c)| *id != conn && c.wants(code.0))
             .filter(|(_, c)| {
                 let Some(p) = &c.peer else { return false };
                 match (range, &custom) {
@@ -336,7 +336,7 @@ impl Server {
                     _ => true,
                 }
             })
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         let source = peer.name.to_proc();
         for t in targets {
@@ -477,11 +477,11 @@ impl Server {
             stdin_rank: super::jobs::stdin_rank(&job_info),
             stdin: None,
         };
-        self.jobs.insert(nspace.clone(), job);
+        self.jobs.insert(job);
         // Reply first: output and the end event must follow the namespace.
         let mut e = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.encoder())
             .ok_or_else(|| Error::new(Status::ERR_LOST_CONNECTION, "spawner went away"))?;
         e.pack_one(&Status::SUCCESS)?;
@@ -548,7 +548,7 @@ impl Server {
             match started {
                 Ok(st) => {
                     rec.pid = Some(st.pid);
-                    self.pids.insert(st.pid, (nspace.to_string(), s.rank));
+                    self.jobs.record_pid(st.pid, nspace, s.rank);
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);
                     }

@@ -42,7 +42,7 @@ impl Server {
     /// One round: wait up to `timeout` (zero when peers have requests left
     /// over from their budget), then serve whatever is ready.
     pub fn poll_once(&mut self, timeout: Duration) {
-        let timeout = if self.backlog.is_empty() {
+        let timeout = if !self.conns.has_backlog() {
             timeout
         } else {
             Duration::ZERO
@@ -55,7 +55,7 @@ impl Server {
                 Token::Pipe(id) => self.service_pipe(id),
                 Token::Conn(id) => {
                     if r.writable {
-                        self.dirty.push(id);
+                        self.conns.touch(id);
                     }
                     if r.readable {
                         self.service_conn(id, true);
@@ -65,7 +65,7 @@ impl Server {
         }
         // Peers whose requests outran their per-round budget, after every
         // other ready peer had its turn.
-        let left = std::mem::take(&mut self.backlog);
+        let left = self.conns.take_backlog();
         for id in left {
             self.service_conn(id, false);
         }
@@ -76,18 +76,15 @@ impl Server {
     /// is owed, account its buffers against the memory budget, set its
     /// epoll interest, and pause or resume the output pipes feeding it.
     pub fn settle(&mut self) {
-        while !self.dirty.is_empty() {
-            let mut ids = std::mem::take(&mut self.dirty);
-            ids.sort_unstable();
-            ids.dedup();
-            for id in ids {
+        while self.conns.any_touched() {
+            for id in self.conns.take_touched() {
                 self.settle_conn(id);
             }
         }
     }
 
     fn settle_conn(&mut self, id: u64) {
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = self.conns.get_mut(id) else {
             return;
         };
         let failed = c.pending_out() > 0 && c.flush().is_err();
@@ -95,15 +92,13 @@ impl Server {
             self.close_conn(id);
             return;
         }
-        self.account(id);
-        let Some(c) = self.conns.get_mut(&id) else {
+        self.conns.account(id);
+        let Some(c) = self.conns.get_mut(id) else {
             return;
         };
         let throttled = c.throttled();
         let want_write = c.pending_out() > 0;
-        if !throttled && c.has_frame() {
-            self.backlog.insert(id);
-        }
+        let deferred = !throttled && c.has_frame();
         // Pipes of jobs this peer spawned pause while it lags (their
         // processes then block on write) and resume once it has caught up.
         let lagging = c.pending_out() > PIPE_HIGH_WATER;
@@ -114,39 +109,22 @@ impl Server {
         }
         self.io
             .set_conn(id, c.stream.as_fd(), !throttled && !c.closing, want_write);
+        if deferred {
+            self.conns.defer(id);
+        }
         if flip {
             self.pause_pipes_of(id, lagging);
-        }
-    }
-
-    /// Recount what connection `id` holds against the global memory budget.
-    pub fn account(&mut self, id: u64) {
-        if let Some(c) = self.conns.get_mut(&id) {
-            let now = c.held();
-            self.held_total = self.held_total - c.accounted + now;
-            c.accounted = now;
         }
     }
 
     /// Close connections that did not complete their handshake in time
     /// (they are queued in accept order, so only the oldest are looked at).
     pub(super) fn expire_unauthenticated(&mut self) {
-        let now = Instant::now();
-        while let Some(&(at, id)) = self.preauth.front() {
-            if at > now {
-                break;
-            }
-            self.preauth.pop_front();
-            let late = self
-                .conns
-                .get(&id)
-                .is_some_and(|c| c.peer.is_none() && !c.closing);
-            if late {
-                self.log(format!(
-                    "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
-                ));
-                self.close_conn(id);
-            }
+        for id in self.conns.handshake_overdue(Instant::now()) {
+            self.log(format!(
+                "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
+            ));
+            self.close_conn(id);
         }
     }
 
@@ -181,7 +159,7 @@ impl Server {
                         MAX_FOREIGN_PER_UID
                     };
                     let key = uid.unwrap_or(u32::MAX);
-                    let n = self.per_uid.get(&key).copied().unwrap_or(0);
+                    let n = self.conns.of_uid(key);
                     if n >= limit {
                         self.log(format!(
                             "connection from uid {key} refused: {n} already open"
@@ -189,16 +167,12 @@ impl Server {
                         continue;
                     }
                     let _ = s.set_nodelay(true);
-                    let id = self.next_conn;
-                    self.next_conn += 1;
-                    if self.io.add_conn(id, s.as_fd()).is_err() {
+                    if self.io.add_conn(self.conns.next_id(), s.as_fd()).is_err() {
                         continue;
                     }
-                    *self.per_uid.entry(key).or_insert(0) += 1;
-                    let mut c = PeerConn::new(s);
-                    c.uid = Some(key);
-                    self.preauth.push_back((c.accepted + PRE_AUTH_TIMEOUT, id));
-                    self.conns.insert(id, c);
+                    let c = PeerConn::new(s);
+                    let deadline = c.accepted + PRE_AUTH_TIMEOUT;
+                    self.conns.insert(c, key, deadline);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -225,12 +199,12 @@ impl Server {
     /// Write pending output everywhere (teardown); drop peers whose
     /// socket failed.
     pub fn flush_all(&mut self) {
-        self.dirty.extend(self.conns.keys().copied());
+        self.conns.touch_all();
         self.settle();
     }
 
     fn service_conn(&mut self, id: u64, readable: bool) {
-        let open = match self.conns.get_mut(&id) {
+        let open = match self.conns.get_mut(id) {
             Some(c) if readable && !c.throttled() => match c.fill() {
                 Ok(open) => open,
                 Err(f) => {
@@ -242,12 +216,13 @@ impl Server {
             Some(_) => true,
             None => return,
         };
-        self.account(id);
-        self.dirty.push(id);
+        self.conns.account(id);
+        self.conns.touch(id);
         // A bounded amount of work per peer per round: the rest waits for
         // the next round, after every other ready peer had its turn.
         for _ in 0..FRAME_BUDGET {
-            let Some(c) = self.conns.get_mut(&id) else {
+            let held_total = self.conns.held_total();
+            let Some(c) = self.conns.get_mut(id) else {
                 return;
             };
             if c.closing || c.throttled() {
@@ -272,7 +247,7 @@ impl Server {
                 // take_frame drops the peer.)
                 let big = h.nbytes as usize > 64 * 1024 && h.nbytes <= MAX_REQUEST_LEN;
                 let partial = !c.has_frame() && !c.admitted();
-                if big && partial && self.held_total + h.nbytes as usize > MEM_BUDGET {
+                if big && partial && held_total + h.nbytes as usize > MEM_BUDGET {
                     c.discard_next();
                     self.log(format!(
                         "connection {id}: request of {} bytes refused (memory budget)",
@@ -288,10 +263,10 @@ impl Server {
                 if big && partial {
                     // The whole announced message counts as held from now on.
                     c.admit(h.nbytes as usize);
-                    self.account(id);
+                    self.conns.account(id);
                 }
             }
-            let Some(c) = self.conns.get_mut(&id) else {
+            let Some(c) = self.conns.get_mut(id) else {
                 return;
             };
             match c.take_frame() {
@@ -305,7 +280,7 @@ impl Server {
             }
         }
         if !open {
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = self.conns.get_mut(id) {
                 let _ = c.flush();
             }
             self.close_conn(id);
@@ -314,7 +289,7 @@ impl Server {
 
     fn refuse(&mut self, id: u64, st: Status, why: &str) {
         self.log(format!("connection {id} refused: {why}"));
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.conns.get_mut(id) {
             let _ = c.queue_raw(&refusal(st));
             c.closing = true;
         }
@@ -331,14 +306,10 @@ impl Server {
                 "namespace belongs to pdvm (its own, or one it assigns)",
             ));
         }
-        if self.jobs.contains_key(nspace) || self.dvm.namespace_known(nspace) {
+        if self.jobs.contains(nspace) || self.dvm.namespace_known(nspace) {
             return Err((Status::EXISTS, "namespace already in use or used before"));
         }
-        if self
-            .conns
-            .values()
-            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace() == nspace))
-        {
+        if self.conns.nspace_connected(nspace) {
             return Err((Status::EXISTS, "tool namespace already in use"));
         }
         Ok(())
@@ -351,7 +322,7 @@ impl Server {
         };
         let me = nix::unistd::getuid().as_raw();
         // The uid the kernel reported at accept (one sock_diag lookup).
-        let uid = self.conns.get(&id).and_then(|c| {
+        let uid = self.conns.get(id).and_then(|c| {
             c.uid
                 .filter(|&u| u != u32::MAX)
                 .or_else(|| peer_uid(&c.stream))
@@ -416,11 +387,7 @@ impl Server {
                 // Once per live rank: a second connection claiming a rank
                 // that is already connected is refused.
                 let name = ProcName::new(nspace.clone(), *rank);
-                if *rank == crate::codec::RANK_WILDCARD
-                    || self.conns.values().any(|c| {
-                        c.holds_identity() && c.peer.as_ref().is_some_and(|p| p.name == name)
-                    })
-                {
+                if *rank == crate::codec::RANK_WILDCARD || self.conns.identity_held(&name) {
                     return self.refuse(
                         id,
                         Status::EXISTS,
@@ -429,7 +396,7 @@ impl Server {
                 }
                 let from_job = self
                     .conns
-                    .get(&id)
+                    .get(id)
                     .map(|c| super::creds::peer_in_tree(&c.stream, pid));
                 if from_job == Some(Some(false)) {
                     return self.refuse(
@@ -464,7 +431,7 @@ impl Server {
                 "non-described"
             }
         ));
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.conns.get_mut(id) {
             c.wire = wire;
             c.described = described;
             c.peer = Some(peer);
@@ -491,7 +458,7 @@ impl Server {
         self.stop = true;
         let fx = self.dvm.teardown(&mut self.sched);
         self.apply_effects(fx);
-        let names: Vec<String> = self.jobs.keys().cloned().collect();
+        let names = self.jobs.names();
         for ns in &names {
             self.terminate_job(ns, Signal::SIGTERM);
         }
@@ -513,9 +480,9 @@ impl Server {
             self.tick();
         }
         self.flush_all();
-        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        let ids = self.conns.ids();
         for id in ids {
-            if let Some(c) = self.conns.remove(&id) {
+            if let Some(c) = self.conns.remove(id) {
                 self.io.remove_conn(id, c.stream.as_fd());
                 let _ = c.stream.shutdown(std::net::Shutdown::Both);
             }

@@ -24,12 +24,7 @@ use super::state::Server;
 impl Server {
     /// Send `code` with `info` to every connection registered for it.
     pub fn broadcast(&mut self, code: Status, info: &[Info]) {
-        let targets: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_some() && c.wants(code.0))
-            .map(|(id, _)| *id)
-            .collect();
+        let targets = self.conns.registered_for(code.0);
         for t in targets {
             self.notify(t, code, info);
         }

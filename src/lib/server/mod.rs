@@ -20,6 +20,7 @@
 //! Entry point: [`run`].
 
 pub mod attrs;
+pub mod conns;
 pub mod creds;
 pub mod dispatch;
 pub mod event_loop;
@@ -35,7 +36,7 @@ pub mod reactor;
 pub mod request;
 pub mod state;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -142,27 +143,18 @@ pub fn run(
         ident,
         listener,
         rendezvous: Some(rdv),
-        conns: BTreeMap::new(),
-        next_conn: 1,
+        conns: conns::ConnTable::new(),
         next_ns: 1,
         dvm,
         sched,
-        jobs: HashMap::new(),
-        pids: HashMap::new(),
-        pipes: BTreeMap::new(),
-        next_pipe: 1,
+        jobs: jobs::JobTable::default(),
         pending: HashMap::new(),
         alloc_meta: HashMap::new(),
         launch,
         leader: None,
         leader_status: None,
-        held_total: 0,
         accept_paused_until: None,
-        per_uid: HashMap::new(),
         io,
-        dirty: Vec::new(),
-        backlog: std::collections::BTreeSet::new(),
-        preauth: std::collections::VecDeque::new(),
         stop: false,
     };
     ready(&srv.ident);
@@ -204,24 +196,21 @@ impl Server {
         self.dvm
             .commit_spawn(&plan, &ns, None)
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
-        self.jobs.insert(
-            ns.clone(),
-            jobs::Job {
-                nspace: ns.clone(),
-                procs: Vec::new(),
-                spawner: None,
-                fwd_stdout: false,
-                fwd_stderr: false,
-                notify_completion: false,
-                open_pipes: 0,
-                all_exited_at: None,
-                kill_requested: None,
-                killed: false,
-                ended: false,
-                stdin_rank: None,
-                stdin: None,
-            },
-        );
+        self.jobs.insert(jobs::Job {
+            nspace: ns.clone(),
+            procs: Vec::new(),
+            spawner: None,
+            fwd_stdout: false,
+            fwd_stderr: false,
+            notify_completion: false,
+            open_pipes: 0,
+            all_exited_at: None,
+            kill_requested: None,
+            killed: false,
+            ended: false,
+            stdin_rank: None,
+            stdin: None,
+        });
         self.leader = Some(ns.clone());
         self.start_procs(
             &ns,

@@ -59,7 +59,7 @@ fn state_of(p: &ProcRec) -> u8 {
 impl Server {
     /// Every live namespace: running jobs and connected tools.
     pub fn namespaces(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.jobs.keys().cloned().collect();
+        let mut v: Vec<String> = self.jobs.names();
         for c in self.conns.values() {
             if let Some(p) = &c.peer {
                 if !v.iter().any(|n| n == p.nspace()) {
@@ -150,11 +150,11 @@ impl Server {
     /// rank order; `None` when no job or connected tool has that namespace.
     pub fn proc_table(&self, nspace: Option<&str>) -> Option<Vec<ProcInfo>> {
         let Some(ns) = nspace else {
-            let mut names: Vec<&String> = self.jobs.keys().collect();
+            let mut names = self.jobs.names();
             names.sort();
             return Some(
                 names
-                    .into_iter()
+                    .iter()
                     .filter_map(|n| self.proc_table(Some(n)))
                     .flatten()
                     .collect(),

@@ -2,7 +2,7 @@
 //! request handlers: sending replies and notifications, applying the model's
 //! effects, and following jobs to their end.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
@@ -16,10 +16,11 @@ use crate::ops::{cmd, keys};
 use crate::sched::Scheduler;
 use crate::status::Status;
 
+use super::conns::ConnTable;
 use super::ident::ProcName;
-use super::jobs::{Job, LaunchEnv, OutPipe, PidIndex};
+use super::jobs::{JobTable, LaunchEnv, OutPipe};
 use super::listener::{Rendezvous, ServerIdent};
-use super::peer::{PeerConn, PeerInfo};
+use super::peer::PeerInfo;
 use super::reactor::Reactor;
 use super::ServerConfig;
 
@@ -77,64 +78,49 @@ pub struct Pending {
     pub to: ProcName,
 }
 
-/// Everything the server holds.
+/// Everything the server holds, composed of parts with private state:
+/// the connection table ([`ConnTable`]), the job table ([`JobTable`]), the
+/// reactor ([`Reactor`]), and the model driver (the DVM, the scheduler,
+/// the clock and the replies waiting on them). Visible to the server
+/// module only.
 pub struct Server {
     /// Start-up configuration.
-    pub cfg: ServerConfig,
+    pub(super) cfg: ServerConfig,
     /// Who we are.
-    pub ident: ServerIdent,
+    pub(super) ident: ServerIdent,
     /// The listening socket.
-    pub listener: TcpListener,
+    pub(super) listener: TcpListener,
     /// Rendezvous files (removed on drop).
-    pub rendezvous: Option<Rendezvous>,
-    /// Live connections by id.
-    pub conns: BTreeMap<u64, PeerConn>,
-    /// Next connection id.
-    pub next_conn: u64,
+    pub(super) rendezvous: Option<Rendezvous>,
+    /// Live connections and their bookkeeping.
+    pub(super) conns: ConnTable,
     /// Next namespace number.
-    pub next_ns: u64,
+    pub(super) next_ns: u64,
     /// The reservation model.
-    pub dvm: Dvm,
+    pub(super) dvm: Dvm,
     /// The simulated scheduler.
-    pub sched: Scheduler,
+    pub(super) sched: Scheduler,
     /// Model clock.
-    pub clock: Clock,
-    /// Running jobs.
-    pub jobs: HashMap<String, Job>,
-    /// pid → (job, rank).
-    pub pids: PidIndex,
-    /// Captured output pipes by id.
-    pub pipes: BTreeMap<u64, OutPipe>,
-    /// Next pipe id.
-    pub next_pipe: u64,
+    pub(super) clock: Clock,
+    /// Running jobs, their pids and captured output pipes.
+    pub(super) jobs: JobTable,
     /// Queued allocation requests by allocation id.
-    pub pending: HashMap<String, VecDeque<Pending>>,
+    pub(super) pending: HashMap<String, VecDeque<Pending>>,
     /// Request id and owning namespace of each granted allocation, for the
     /// event announcing its end (the model forgets them first).
-    pub alloc_meta: HashMap<String, (Option<String>, String)>,
+    pub(super) alloc_meta: HashMap<String, (Option<String>, String)>,
     /// Environment for launched processes.
-    pub launch: LaunchEnv,
+    pub(super) launch: LaunchEnv,
     /// pdvm's own command's namespace, when one was given.
-    pub leader: Option<String>,
+    pub(super) leader: Option<String>,
     /// Its exit status once it ended.
-    pub leader_status: Option<i32>,
+    pub(super) leader_status: Option<i32>,
     /// Set when the server must stop.
-    pub stop: bool,
-    /// Bytes held for all peers (input not yet handled, output not yet
-    /// sent), as of the last poll round plus what was queued since.
-    pub held_total: usize,
+    pub(super) stop: bool,
     /// Accepting is paused until then (the process ran out of descriptors).
-    pub accept_paused_until: Option<Instant>,
-    /// Open connections per peer uid (as the kernel reported at accept).
-    pub per_uid: HashMap<u32, usize>,
+    pub(super) accept_paused_until: Option<Instant>,
     /// The epoll instance and the signalfd.
-    pub io: Reactor,
-    /// Connections touched this round (settled at its end).
-    pub dirty: Vec<u64>,
-    /// Connections with complete requests left over from their budget.
-    pub backlog: BTreeSet<u64>,
-    /// Unauthenticated connections by handshake deadline, in accept order.
-    pub preauth: VecDeque<(Instant, u64)>,
+    pub(super) io: Reactor,
 }
 
 /// Above this many unsent bytes for a spawner, pdvm stops reading the
@@ -175,7 +161,7 @@ impl Server {
 
     /// Queue a framed message to a connection (dropping it if it cannot take more).
     pub fn send(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        if payload.len() > ALWAYS_SEND && self.held_total + payload.len() > MEM_BUDGET {
+        if payload.len() > ALWAYS_SEND && self.conns.held_total() + payload.len() > MEM_BUDGET {
             self.log(format!(
                 "connection {conn}: {} bytes would pass the memory budget, refused",
                 payload.len()
@@ -189,12 +175,12 @@ impl Server {
             }
             return;
         }
-        let failed = match self.conns.get_mut(&conn) {
+        let failed = match self.conns.get_mut(conn) {
             Some(c) => c.queue(tag, payload).is_err(),
             None => false,
         };
-        self.account(conn);
-        self.dirty.push(conn);
+        self.conns.account(conn);
+        self.conns.touch(conn);
         if failed {
             self.log(format!(
                 "connection {conn}: output backlog too large, dropping it"
@@ -206,11 +192,7 @@ impl Server {
     /// Connection ids whose peer `to` covers (one process, or every
     /// process of a namespace for the wildcard rank).
     pub fn conns_of(&self, to: &ProcName) -> Vec<u64> {
-        self.conns
-            .iter()
-            .filter(|(_, c)| c.peer.as_ref().is_some_and(|p| to.covers(&p.name)))
-            .map(|(id, _)| *id)
-            .collect()
+        self.conns.of(to)
     }
 
     /// Build and send an event notification from the server itself.
@@ -221,7 +203,7 @@ impl Server {
 
     /// Build and send an event notification whose source is `source`.
     pub fn notify_from(&mut self, conn: u64, code: Status, source: &Proc, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let mut e = c.encoder();
@@ -248,7 +230,7 @@ impl Server {
         data: &[u8],
         complete: bool,
     ) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let mut e = c.encoder();
@@ -271,7 +253,7 @@ impl Server {
 
     /// Reply to a request: status followed by `size` + infos.
     pub fn reply_status_infos(&mut self, conn: u64, tag: u32, st: Status, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let mut e = c.encoder();
@@ -286,22 +268,12 @@ impl Server {
 
     /// Close a connection and settle what its peer leaves behind.
     pub fn close_conn(&mut self, id: u64) {
-        let Some(c) = self.conns.remove(&id) else {
+        let Some(c) = self.conns.remove(id) else {
             return;
         };
-        self.held_total = self.held_total.saturating_sub(c.accounted);
-        self.backlog.remove(&id);
         self.io.remove_conn(id, c.stream.as_fd());
         if c.pipes_paused {
             self.pause_pipes_of(id, false);
-        }
-        if let Some(uid) = c.uid {
-            if let Some(n) = self.per_uid.get_mut(&uid) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.per_uid.remove(&uid);
-                }
-            }
         }
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
@@ -410,41 +382,33 @@ impl Server {
 
     /// Register a captured pipe.
     pub fn add_pipe(&mut self, fd: OwnedFd, nspace: &str, rank: u32, channel: u16) {
-        let id = self.next_pipe;
-        self.next_pipe += 1;
-        if let Err(e) = self.io.add_pipe(id, fd.as_fd()) {
+        if let Err(e) = self.io.add_pipe(self.jobs.next_pipe_id(), fd.as_fd()) {
             self.log(format!("cannot watch the output of {nspace}: {e}"));
             return;
         }
-        self.pipes.insert(
-            id,
-            OutPipe {
-                file: std::fs::File::from(fd),
-                nspace: nspace.to_string(),
-                rank,
-                channel,
-                resumed: Instant::now(),
-            },
-        );
+        let id = self.jobs.add_pipe(OutPipe {
+            file: std::fs::File::from(fd),
+            nspace: nspace.to_string(),
+            rank,
+            channel,
+            resumed: Instant::now(),
+        });
         // A spawner already lagging does not get more until it catches up.
         let paused = self
             .jobs
             .get(nspace)
             .and_then(|j| j.spawner)
-            .filter(|c| self.conns.get(c).is_some_and(|c| c.pipes_paused));
+            .filter(|c| self.conns.get(*c).is_some_and(|c| c.pipes_paused));
         if paused.is_some() {
-            if let Some(p) = self.pipes.get(&id) {
+            if let Some(p) = self.jobs.pipe(id) {
                 self.io.arm_pipe(id, p.file.as_fd(), false);
             }
-        }
-        if let Some(j) = self.jobs.get_mut(nspace) {
-            j.open_pipes += 1;
         }
     }
 
     /// Read a pipe that polled readable; forward or close it.
     pub fn service_pipe(&mut self, id: u64) {
-        let Some(p) = self.pipes.get_mut(&id) else {
+        let Some(p) = self.jobs.pipe_mut(id) else {
             return;
         };
         let chunk = p.read_some();
@@ -473,18 +437,15 @@ impl Server {
 
     /// Close a pipe and account for it in its job.
     pub fn close_pipe(&mut self, id: u64) {
-        if let Some(p) = self.pipes.remove(&id) {
+        if let Some(p) = self.jobs.remove_pipe(id) {
             self.io.remove_pipe(id, p.file.as_fd());
-            if let Some(j) = self.jobs.get_mut(&p.nspace) {
-                j.open_pipes = j.open_pipes.saturating_sub(1);
-            }
         }
     }
 
     /// Record reaped children.
     pub fn reaped(&mut self, list: Vec<(i32, i32)>) {
         for (pid, status) in list {
-            let Some((ns, rank)) = self.pids.remove(&pid) else {
+            let Some((ns, rank)) = self.jobs.take_pid(pid) else {
                 continue;
             };
             if let Some(j) = self.jobs.get_mut(&ns) {
@@ -502,16 +463,10 @@ impl Server {
     /// `conn` spawned (backpressure from a lagging reader).
     pub fn pause_pipes_of(&mut self, conn: u64, pause: bool) {
         let now = Instant::now();
-        for (id, p) in self.pipes.iter_mut() {
-            let theirs = self
-                .jobs
-                .get(&p.nspace)
-                .is_some_and(|j| j.spawner == Some(conn));
-            if theirs {
-                self.io.arm_pipe(*id, p.file.as_fd(), !pause);
-                if !pause {
-                    p.resumed = now;
-                }
+        for (id, p) in self.jobs.pipes_spawned_by(conn) {
+            self.io.arm_pipe(id, p.file.as_fd(), !pause);
+            if !pause {
+                p.resumed = now;
             }
         }
     }
@@ -536,7 +491,8 @@ impl Server {
         let mut stale_pipes = Vec::new();
         let mut done = Vec::new();
         let mut killed = Vec::new();
-        for (ns, j) in &self.jobs {
+        for j in self.jobs.values() {
+            let ns = &j.nspace;
             if let Some(t) = j.kill_requested {
                 if t.elapsed() >= KILL_GRACE && j.live() > 0 && !j.killed {
                     j.signal(Signal::SIGKILL);
@@ -552,15 +508,14 @@ impl Server {
                     // pipe (its reader lags) still holds output to forward,
                     // unless pdvm is tearing down.
                     stale_pipes.extend(
-                        self.pipes
-                            .iter()
-                            .filter(|(_, p)| &p.nspace == ns)
+                        self.jobs
+                            .pipes_of(ns)
                             .filter(|(id, p)| {
                                 self.stop
-                                    || (self.io.pipe_armed(**id)
+                                    || (self.io.pipe_armed(*id)
                                         && p.resumed.elapsed() >= PIPE_GRACE)
                             })
-                            .map(|(id, _)| *id),
+                            .map(|(id, _)| id),
                     );
                 }
             }
@@ -589,7 +544,7 @@ impl Server {
         if let Some(t) = self.accept_paused_until {
             at(t);
         }
-        if let Some(&(t, _)) = self.preauth.front() {
+        if let Some(t) = self.conns.next_handshake_deadline() {
             at(t);
         }
         for j in self.jobs.values() {
@@ -598,9 +553,9 @@ impl Server {
             }
             if let Some(t) = j.all_exited_at.filter(|_| j.open_pipes > 0) {
                 let armed = self
-                    .pipes
-                    .iter()
-                    .filter(|(id, p)| p.nspace == j.nspace && self.io.pipe_armed(**id));
+                    .jobs
+                    .pipes_of(&j.nspace)
+                    .filter(|(id, _)| self.io.pipe_armed(*id));
                 for (_, p) in armed {
                     at(t.max(p.resumed) + PIPE_GRACE);
                 }
@@ -638,12 +593,7 @@ impl Server {
             Info::new(keys::JOB_TERM_STATUS, Value::Status(Status(status))),
             Info::new(keys::EXIT_CODE, Value::Int(status)),
         ];
-        let mut targets: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_some() && c.wants(Status::EVENT_JOB_END.0))
-            .map(|(id, _)| *id)
-            .collect();
+        let mut targets = self.conns.registered_for(Status::EVENT_JOB_END.0);
         if let (Some(s), true) = (j.spawner, j.notify_completion) {
             if !targets.contains(&s) {
                 targets.push(s);
@@ -675,7 +625,7 @@ impl Server {
         let mut info = alloc_reply_infos(alloc_id, req_id, nodes);
         let wire = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.wire)
             .unwrap_or(crate::codec::WireVersion::V41);
         if let Some(r) = self
