@@ -19,6 +19,10 @@ pub struct ConnTable {
     dirty: Vec<u64>,
     backlog: BTreeSet<u64>,
     preauth: VecDeque<(Instant, u64)>,
+    /// Connections registered for each event code, and for every event:
+    /// a broadcast visits its listeners only, not every connection.
+    listeners: HashMap<i32, BTreeSet<u64>>,
+    listen_all: BTreeSet<u64>,
 }
 
 impl ConnTable {
@@ -64,6 +68,7 @@ impl ConnTable {
 
     /// Remove a connection and everything counted for it.
     pub fn remove(&mut self, id: u64) -> Option<PeerConn> {
+        self.deregister_events(id);
         let c = self.map.remove(&id)?;
         self.held_total = self.held_total.saturating_sub(c.accounted);
         self.backlog.remove(&id);
@@ -189,12 +194,57 @@ impl ConnTable {
             .collect()
     }
 
-    /// Handshaken connections registered for event `code`.
+    /// Handshaken connections registered for event `code`, in id order.
     pub fn registered_for(&self, code: i32) -> Vec<u64> {
-        self.iter()
-            .filter(|(_, c)| c.peer.is_some() && c.wants(code))
-            .map(|(id, _)| id)
-            .collect()
+        let mut ids: Vec<u64> = match self.listeners.get(&code) {
+            Some(some) => self.listen_all.union(some).copied().collect(),
+            None => self.listen_all.iter().copied().collect(),
+        };
+        ids.retain(|id| self.map.get(id).is_some_and(|c| c.peer.is_some()));
+        ids
+    }
+
+    /// Register connection `id` for `codes` (none: every event), on top of
+    /// what it registered before.
+    pub fn register_events(&mut self, id: u64, codes: &[i32]) {
+        let Some(c) = self.map.get_mut(&id) else {
+            return;
+        };
+        let all_already = matches!(&c.events, Some(l) if l.is_empty());
+        if codes.is_empty() || all_already {
+            c.events = Some(Vec::new());
+            self.listen_all.insert(id);
+            for l in self.listeners.values_mut() {
+                l.remove(&id);
+            }
+            return;
+        }
+        let mut list = c.events.take().unwrap_or_default();
+        for &code in codes {
+            if !list.contains(&code) {
+                list.push(code);
+                self.listeners.entry(code).or_default().insert(id);
+            }
+        }
+        c.events = Some(list);
+    }
+
+    /// Connection `id` registers for nothing any more.
+    pub fn deregister_events(&mut self, id: u64) {
+        let Some(c) = self.map.get_mut(&id) else {
+            return;
+        };
+        if let Some(list) = c.events.take() {
+            self.listen_all.remove(&id);
+            for code in list {
+                if let Some(l) = self.listeners.get_mut(&code) {
+                    l.remove(&id);
+                    if l.is_empty() {
+                        self.listeners.remove(&code);
+                    }
+                }
+            }
+        }
     }
 
     /// True when a live connection holds identity `name`.

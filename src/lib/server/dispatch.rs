@@ -111,9 +111,7 @@ impl Server {
                 self.on_notify(conn, tag, &peer, code, range, info)
             }
             Request::DeregEvents => {
-                if let Some(c) = self.conns.get_mut(conn) {
-                    c.events = None;
-                }
+                self.conns.deregister_events(conn);
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
@@ -273,20 +271,8 @@ impl Server {
     }
 
     fn on_regevents(&mut self, conn: u64, tag: u32, codes: Vec<Status>) -> Result<()> {
-        if let Some(c) = self.conns.get_mut(conn) {
-            let all_already = matches!(&c.events, Some(l) if l.is_empty());
-            if codes.is_empty() || all_already {
-                c.events = Some(Vec::new());
-            } else {
-                let mut list = c.events.take().unwrap_or_default();
-                for s in codes {
-                    if !list.contains(&s.0) {
-                        list.push(s.0);
-                    }
-                }
-                c.events = Some(list);
-            }
-        }
+        let codes: Vec<i32> = codes.iter().map(|s| s.0).collect();
+        self.conns.register_events(conn, &codes);
         self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
         Ok(())
     }
@@ -339,9 +325,7 @@ impl Server {
             .map(|(id, _)| id)
             .collect();
         let source = peer.name.to_proc();
-        for t in targets {
-            self.notify_from(t, code, &source, &info);
-        }
+        self.notify_many(&targets, code, &source, &info);
         Ok(())
     }
 

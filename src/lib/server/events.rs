@@ -19,14 +19,39 @@ use crate::ops::events::{CHANGE, NODE_CHANGE};
 use crate::ops::keys;
 use crate::status::Status;
 
-use super::state::Server;
+use crate::codec::{Proc, WireVersion};
+
+use super::state::{Server, TAG_NOTIFY};
 
 impl Server {
     /// Send `code` with `info` to every connection registered for it.
     pub fn broadcast(&mut self, code: Status, info: &[Info]) {
         let targets = self.conns.registered_for(code.0);
-        for t in targets {
-            self.notify(t, code, info);
+        let me = self.me();
+        self.notify_many(&targets, code, &me, info);
+    }
+
+    /// Send one notification to many connections, encoded once per wire
+    /// version and buffer kind (a crowd of peers costs one encoding, not
+    /// one per peer).
+    pub fn notify_many(&mut self, targets: &[u64], code: Status, source: &Proc, info: &[Info]) {
+        let mut encoded: Vec<((WireVersion, bool), Vec<u8>)> = Vec::new();
+        for &t in targets {
+            let Some(c) = self.conns.get(t) else {
+                continue;
+            };
+            let kind = (c.wire, c.described);
+            let bytes = match encoded.iter().find(|(k, _)| *k == kind) {
+                Some((_, b)) => b.clone(),
+                None => match self.notification_bytes(t, code, source, info) {
+                    Some(b) => {
+                        encoded.push((kind, b.clone()));
+                        b
+                    }
+                    None => continue,
+                },
+            };
+            self.send(t, TAG_NOTIFY, &bytes);
         }
     }
 

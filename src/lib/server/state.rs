@@ -203,9 +203,21 @@ impl Server {
 
     /// Build and send an event notification whose source is `source`.
     pub fn notify_from(&mut self, conn: u64, code: Status, source: &Proc, info: &[Info]) {
-        let Some(c) = self.conns.get(conn) else {
-            return;
-        };
+        if let Some(bytes) = self.notification_bytes(conn, code, source, info) {
+            self.send(conn, TAG_NOTIFY, &bytes);
+        }
+    }
+
+    /// A notification encoded for connection `conn`'s wire version and
+    /// buffer kind.
+    pub fn notification_bytes(
+        &self,
+        conn: u64,
+        code: Status,
+        source: &Proc,
+        info: &[Info],
+    ) -> Option<Vec<u8>> {
+        let c = self.conns.get(conn)?;
         let mut e = c.encoder();
         let built = e
             .pack_one(&Cmd(cmd::NOTIFY))
@@ -213,11 +225,11 @@ impl Server {
             .and_then(|_| e.pack_one(source))
             .and_then(|_| crate::ops::session::write_infos(&mut e, info));
         match built {
-            Ok(()) => {
-                let bytes = e.into_bytes();
-                self.send(conn, TAG_NOTIFY, &bytes);
+            Ok(()) => Some(e.into_bytes()),
+            Err(err) => {
+                self.log(format!("cannot encode notification: {err}"));
+                None
             }
-            Err(err) => self.log(format!("cannot encode notification: {err}")),
         }
     }
 
@@ -599,9 +611,8 @@ impl Server {
                 targets.push(s);
             }
         }
-        for t in targets {
-            self.notify(t, Status::EVENT_JOB_END, &info);
-        }
+        let me = self.me();
+        self.notify_many(&targets, Status::EVENT_JOB_END, &me, &info);
         if self.leader.as_deref() == Some(nspace) {
             self.leader_status = Some(status);
             self.stop = true;
