@@ -1,6 +1,6 @@
 //! pdvm's typed peer identity (issues 8 and 10): a tool with a given
 //! identity of non-zero rank gets exactly its own replies and warnings; a
-//! client rank is held by one connection at a time.
+//! client rank is accepted only while it lives and only from its job.
 
 #[path = "pdvm_harness/mod.rs"]
 mod pdvm_harness;
@@ -116,27 +116,28 @@ fn run(mut cmd: Command) -> Output {
 }
 
 /// Inside a job, a tool connects as the job's client (its namespace and
-/// rank). While one connection holds rank 0, a second one claiming it from
-/// the same job is refused; once the first is gone, the rank may connect
-/// again.
+/// rank). While a connection holds rank 0, a process outside the job that
+/// copies the job's `PMIX_*` environment is refused; tools the job itself
+/// runs alongside (from its own process tree, as the kernel tells) are
+/// accepted; once the job has ended, its identity is refused to everyone.
 #[test]
-fn second_connection_claiming_a_connected_client_rank_is_refused() {
+fn client_rank_is_bound_to_the_live_job_process_tree() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
     let dir = pdvm.tmpdir.path().join("twice");
     std::fs::create_dir(&dir).expect("mkdir");
     let d = dir.display();
     let body = format!(
-        "pwatch --event alloc --count 1000 --json >{d}/ev 2>{d}/ev.err &\n\
+        "env | grep '^PMIX_' >{d}/env.tmp; mv {d}/env.tmp {d}/env\n\
+         pwatch --event alloc --count 1000 --json >{d}/ev 2>{d}/ev.err &\n\
          W=$!\n\
          i=0; while [ ! -e {d}/gate ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done\n\
          pwatch --status --json >/dev/null 2>{d}/second.err; echo $? >{d}/rc1.tmp; mv {d}/rc1.tmp {d}/rc1\n\
-         kill $W; wait $W\n\
-         pwatch --status --json >/dev/null 2>{d}/third.err; echo $? >{d}/rc2.tmp; mv {d}/rc2.tmp {d}/rc2\n"
+         i=0; while [ ! -e {d}/gate2 ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done\n\
+         kill $W; wait $W; exit 0\n"
     );
     let mut spawn = pdvm.tool("pspawn");
-    spawn.args(["--detach", "-n", "1", "sh", "-c", &body]);
-    let o = run(spawn);
-    assert!(o.status.success(), "{}", show(&o));
+    spawn.args(["-n", "1", "sh", "-c", &body]);
+    let job = std::thread::spawn(move || run(spawn));
     // Events from our own allocations prove the job's watcher is connected
     // (and registered) as the job's rank 0.
     let end = Instant::now() + Duration::from_secs(20);
@@ -152,20 +153,39 @@ fn second_connection_claiming_a_connected_client_rank_is_refused() {
         assert!(o.status.success(), "palloc: {}", show(&o));
         std::thread::sleep(Duration::from_millis(50));
     }
+    let env = wait_file(&dir.join("env"), 20);
+    let forged = || {
+        let mut c = pdvm.tool("pwatch");
+        c.args(["--status", "--json"]);
+        for line in env.lines() {
+            if let Some((k, v)) = line.split_once('=') {
+                c.env(k, v);
+            }
+        }
+        run(c)
+    };
+    let o = forged();
+    assert!(
+        !o.status.success(),
+        "an outside process took the job's connected rank 0: {}",
+        show(&o)
+    );
     std::fs::write(dir.join("gate"), "").expect("gate");
     let rc1 = wait_file(&dir.join("rc1"), 30);
-    assert_ne!(
+    assert_eq!(
         rc1.trim(),
         "0",
-        "a second connection took connected rank 0: {}",
+        "a second tool of the job itself is accepted: {}",
         std::fs::read_to_string(dir.join("second.err")).unwrap_or_default()
     );
-    let rc2 = wait_file(&dir.join("rc2"), 30);
-    assert_eq!(
-        rc2.trim(),
-        "0",
-        "rank 0 may connect again once its first connection is gone: {}",
-        std::fs::read_to_string(dir.join("third.err")).unwrap_or_default()
+    std::fs::write(dir.join("gate2"), "").expect("gate2");
+    let o = job.join().expect("job thread");
+    assert!(o.status.success(), "the job: {}", show(&o));
+    let o = forged();
+    assert!(
+        !o.status.success(),
+        "the ended job's identity was accepted: {}",
+        show(&o)
     );
     let _ = text(&o.stdout);
 }
