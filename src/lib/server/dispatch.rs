@@ -195,8 +195,7 @@ impl Server {
             self.reply_status_infos(conn, tag, Status::ERR_NOT_FOUND, &out);
             return Ok(());
         }
-        let now = self.clock.now_ms();
-        match self.dvm.allocate(&req, &mut self.sched, now) {
+        match self.model.allocate(&req) {
             Err(e) => {
                 self.log(format!("{}: allocation refused: {}", peer.name, e.rule()));
                 let mut out = Vec::new();
@@ -209,14 +208,14 @@ impl Server {
             Ok(outcome) => {
                 match &outcome.status {
                     AllocStatus::Queued => {
-                        self.pending
-                            .entry(outcome.alloc_id.clone())
-                            .or_default()
-                            .push_back(Pending {
+                        self.model.queue_reply(
+                            &outcome.alloc_id,
+                            Pending {
                                 conn,
                                 tag,
                                 to: ProcName::new(req.requester.nspace.clone(), req.requester.rank),
-                            });
+                            },
+                        );
                     }
                     AllocStatus::Granted { nodes } => {
                         let out = self.grant_infos(
@@ -437,11 +436,12 @@ impl Server {
             })
             .collect();
         let plan = self
-            .dvm
+            .model
+            .dvm()
             .plan_spawn_with(&req, targets.as_deref(), &asks, map)
             .map_err(refused)?;
         let nspace = self.mint_nspace();
-        self.dvm
+        self.model
             .commit_spawn(&plan, &nspace, Some(peer.nspace()))
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);

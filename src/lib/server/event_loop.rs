@@ -31,7 +31,7 @@ pub const PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 const EMFILE_PAUSE: Duration = Duration::from_millis(100);
 
 impl Server {
-    /// Run until [`Server::stop`] is set (signal, or the leader job ended).
+    /// Run until pdvm must stop (a signal, or the leader job ended).
     pub fn run_loop(&mut self) {
         while !self.stop {
             self.poll_once(self.next_wakeup());
@@ -306,7 +306,7 @@ impl Server {
                 "namespace belongs to pdvm (its own, or one it assigns)",
             ));
         }
-        if self.jobs.contains(nspace) || self.dvm.namespace_known(nspace) {
+        if self.jobs.contains(nspace) || self.model.dvm().namespace_known(nspace) {
             return Err((Status::EXISTS, "namespace already in use or used before"));
         }
         if self.conns.nspace_connected(nspace) {
@@ -341,7 +341,7 @@ impl Server {
         let (reply, peer) = match &req.identity {
             PeerIdentity::Tool => {
                 let ns = self.mint_nspace();
-                let _ = self.dvm.tool_connected(&ns);
+                let _ = self.model.tool_connected(&ns);
                 (
                     tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
                     PeerInfo {
@@ -359,7 +359,7 @@ impl Server {
                 if let Err((st, why)) = self.given_identity_free(nspace) {
                     return self.refuse(id, st, why);
                 }
-                if self.dvm.tool_connected(nspace).is_err() {
+                if self.model.tool_connected(nspace).is_err() {
                     return self.refuse(id, Status::EXISTS, "tool namespace already in use");
                 }
                 (
@@ -461,7 +461,7 @@ impl Server {
     /// (SIGTERM, then SIGKILL after the grace), flush what peers are owed.
     pub fn teardown(&mut self) {
         self.stop = true;
-        let fx = self.dvm.teardown(&mut self.sched);
+        let fx = self.model.teardown();
         self.apply_effects(fx);
         let names = self.jobs.names();
         for ns in &names {

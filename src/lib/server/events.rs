@@ -58,16 +58,14 @@ impl Server {
     /// Nodes were added to allocation `alloc_id`: `granted` when they are
     /// all it has, else `extended`.
     pub fn emit_granted(&mut self, alloc_id: &str, req_id: Option<&str>, nodes: &[String]) {
-        let view = self
-            .dvm
-            .reservation(alloc_id, &self.sched, self.clock.now_ms());
+        let view = self.model.reservation(alloc_id);
         let (owner, total) = view
             .as_ref()
             .map(|v| (Some(v.owner.clone()), v.nodes.len()))
             .unwrap_or((None, nodes.len()));
         if let Some(o) = &owner {
-            self.alloc_meta
-                .insert(alloc_id.to_string(), (req_id.map(String::from), o.clone()));
+            self.model
+                .remember_grant(alloc_id, req_id.map(String::from), o.clone());
         }
         let change = if total > nodes.len() {
             "extended"
@@ -114,7 +112,7 @@ impl Server {
             Info::new(CHANGE, change),
             Info::new(keys::EVENT_TEXT_MESSAGE, text),
         ];
-        if let Some((req, owner)) = self.alloc_meta.remove(alloc_id) {
+        if let Some((req, owner)) = self.model.forget_grant(alloc_id) {
             if let Some(r) = req {
                 info.push(Info::new(keys::ALLOC_REQ_ID, r));
             }

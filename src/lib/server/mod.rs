@@ -6,13 +6,21 @@
 //! - [`handshake`]: parsing a connect-ack (every length bounded) and the raw
 //!   answers to tools and clients; [`creds`]: the peer's uid (only the same
 //!   user may connect).
-//! - [`peer`]: per-connection buffers and framing; [`event_loop`]: one thread,
-//!   `poll(2)`, a signalfd, timers; [`dispatch`]: the request handlers;
+//! - [`ident`]: typed process names ([`ident::ProcName`], with a wildcard rank).
+//! - [`frames`]: sans-I/O framing of what a peer sends; [`request`]: a
+//!   request decoded into a typed [`request::Request`] (the fuzz target's
+//!   entry point, [`request::decode_stream`]); [`peer`]: one connection's
+//!   socket and buffers.
+//! - [`reactor`]: epoll over the listener, the signalfd, connections and
+//!   output pipes, each registered once; [`event_loop`]: one thread, timers
+//!   from exact deadlines, backpressure; [`dispatch`]: the request handlers;
 //!   [`query`]: query answers and pdvm's own table keys.
-//! - [`jobs`]: real local processes with the PMIx environment, their
-//!   captured output and exit statuses; [`state`]: the server's state, the
-//!   model's effects, notifications; [`events`]: the allocation and node
-//!   events pdvm broadcasts.
+//! - [`state`]: the server, composed of [`conns::ConnTable`] (connections,
+//!   memory accounting, per-uid counts, event listeners),
+//!   [`jobs::JobTable`] (real local processes, their pipes and statuses) and
+//!   [`model::ModelDriver`] (the model, the scheduler, the clock, replies
+//!   waiting on them), each with private state; [`events`]: the allocation
+//!   and node events pdvm broadcasts.
 //!
 //! The reservation rules themselves live in [`crate::dvm`] and
 //! [`crate::sched`]; this module only carries their inputs and effects.
@@ -30,13 +38,13 @@ pub mod handshake;
 pub mod ident;
 pub mod jobs;
 pub mod listener;
+pub mod model;
 pub mod peer;
 pub mod query;
 pub mod reactor;
 pub mod request;
 pub mod state;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -138,18 +146,13 @@ pub fn run(
         bin_dir: cfg.bin_dir.clone(),
     };
     let mut srv = Server {
-        clock: state::Clock::new(cfg.time_scale),
+        model: model::ModelDriver::new(dvm, sched, state::Clock::new(cfg.time_scale)),
         cfg,
         ident,
         listener,
         rendezvous: Some(rdv),
         conns: conns::ConnTable::new(),
-        next_ns: 1,
-        dvm,
-        sched,
         jobs: jobs::JobTable::default(),
-        pending: HashMap::new(),
-        alloc_meta: HashMap::new(),
         launch,
         leader: None,
         leader_status: None,
@@ -189,11 +192,12 @@ impl Server {
         }
         let me = Requester::tool(&self.ident.nspace);
         let plan = self
-            .dvm
+            .model
+            .dvm()
             .plan_spawn(&me, None, &[1])
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         let ns = self.mint_nspace();
-        self.dvm
+        self.model
             .commit_spawn(&plan, &ns, None)
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         self.jobs.insert(jobs::Job {

@@ -78,9 +78,8 @@ impl Server {
 
     /// The reservations (all, or the one with `only` as id).
     pub fn reservation_records(&self, only: Option<&str>) -> Vec<ReservationRecord> {
-        let now = self.clock.now_ms();
-        self.dvm
-            .reservations(&self.sched, now)
+        self.model
+            .reservations()
             .into_iter()
             .filter(|r| only.is_none_or(|id| r.alloc_id == id))
             .map(|r| ReservationRecord {
@@ -99,7 +98,8 @@ impl Server {
 
     /// The nodes.
     pub fn node_records(&self) -> Vec<NodeRecord> {
-        self.dvm
+        self.model
+            .dvm()
             .nodes()
             .into_iter()
             .map(|n| NodeRecord {
@@ -114,7 +114,8 @@ impl Server {
 
     /// The jobs (only those not terminated when `live_only`).
     pub fn job_records(&self, live_only: bool) -> Vec<JobRecord> {
-        self.dvm
+        self.model
+            .dvm()
             .jobs()
             .into_iter()
             .filter(|j| !live_only || j.state != "terminated")
@@ -137,12 +138,13 @@ impl Server {
 
     /// The scheduler's queue: its nodes, the free ones, the requests waiting.
     pub fn queue_records(&self) -> Vec<QueueRecord> {
-        let own = self.sched.own_node_names();
+        let sched = self.model.sched();
+        let own = sched.own_node_names();
         vec![QueueRecord {
             queue: "default".into(),
             nodes: u32::try_from(own.len()).unwrap_or(u32::MAX),
-            free: own.into_iter().filter(|n| self.sched.is_free(n)).collect(),
-            pending: u32::try_from(self.sched.queue_len()).unwrap_or(u32::MAX),
+            free: own.into_iter().filter(|n| sched.is_free(n)).collect(),
+            pending: u32::try_from(sched.queue_len()).unwrap_or(u32::MAX),
         }]
     }
 

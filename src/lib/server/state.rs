@@ -2,7 +2,6 @@
 //! request handlers: sending replies and notifications, applying the model's
 //! effects, and following jobs to their end.
 
-use std::collections::{HashMap, VecDeque};
 use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
@@ -11,15 +10,15 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
-use crate::dvm::{Dvm, Effect};
+use crate::dvm::Effect;
 use crate::ops::{cmd, keys};
-use crate::sched::Scheduler;
 use crate::status::Status;
 
 use super::conns::ConnTable;
 use super::ident::ProcName;
 use super::jobs::{JobTable, LaunchEnv, OutPipe};
 use super::listener::{Rendezvous, ServerIdent};
+use super::model::ModelDriver;
 use super::peer::PeerInfo;
 use super::reactor::Reactor;
 use super::ServerConfig;
@@ -94,21 +93,11 @@ pub struct Server {
     pub(super) rendezvous: Option<Rendezvous>,
     /// Live connections and their bookkeeping.
     pub(super) conns: ConnTable,
-    /// Next namespace number.
-    pub(super) next_ns: u64,
-    /// The reservation model.
-    pub(super) dvm: Dvm,
-    /// The simulated scheduler.
-    pub(super) sched: Scheduler,
-    /// Model clock.
-    pub(super) clock: Clock,
+    /// The reservation model, the scheduler, the clock, and the replies
+    /// waiting on them.
+    pub(super) model: ModelDriver,
     /// Running jobs, their pids and captured output pipes.
     pub(super) jobs: JobTable,
-    /// Queued allocation requests by allocation id.
-    pub(super) pending: HashMap<String, VecDeque<Pending>>,
-    /// Request id and owning namespace of each granted allocation, for the
-    /// event announcing its end (the model forgets them first).
-    pub(super) alloc_meta: HashMap<String, (Option<String>, String)>,
     /// Environment for launched processes.
     pub(super) launch: LaunchEnv,
     /// pdvm's own command's namespace, when one was given.
@@ -139,8 +128,7 @@ const ALWAYS_SEND: usize = 4096;
 impl Server {
     /// Mint the next namespace.
     pub fn mint_nspace(&mut self) -> String {
-        let n = self.next_ns;
-        self.next_ns += 1;
+        let n = self.model.next_ns_number();
         self.ident.nspace_n(n)
     }
 
@@ -296,8 +284,7 @@ impl Server {
         {
             let nspace = name.nspace();
             self.log(format!("tool {nspace} disconnected"));
-            let now = self.clock.now_ms();
-            match self.dvm.tool_disconnected(nspace, &mut self.sched, now) {
+            match self.model.tool_disconnected(nspace) {
                 Ok(fx) => self.apply_effects(fx),
                 Err(e) => self.log(format!("tool {nspace}: {}", e.rule())),
             }
@@ -367,17 +354,11 @@ impl Server {
         }
     }
 
-    /// The queued request of `to` on `alloc_id`: exactly that requester's
-    /// (never another's, so a reply cannot reach the wrong peer).
+    /// The queued request of `to` on `alloc_id` (see [`ModelDriver::take_reply`]).
     fn take_pending(&mut self, alloc_id: &str, to: &ProcName) -> Option<Pending> {
-        let q = self.pending.get_mut(alloc_id)?;
-        let Some(i) = q.iter().position(|p| &p.to == to) else {
+        let p = self.model.take_reply(alloc_id, to);
+        if p.is_none() {
             self.log(format!("{alloc_id}: no queued request of {to} to answer"));
-            return None;
-        };
-        let p = q.remove(i);
-        if q.is_empty() {
-            self.pending.remove(alloc_id);
         }
         p
     }
@@ -487,9 +468,8 @@ impl Server {
     /// grace, the handshake deadline, resuming accepts, and ending jobs
     /// whose processes and output are all done.
     pub fn tick(&mut self) {
-        let now = self.clock.now_ms();
-        if self.sched.next_deadline().is_some_and(|d| d <= now) {
-            let fx = self.dvm.advance(&mut self.sched, now);
+        let fx = self.model.advance_due();
+        if !fx.is_empty() {
             self.apply_effects(fx);
         }
         self.expire_unauthenticated();
@@ -573,8 +553,8 @@ impl Server {
                 }
             }
         }
-        if let Some(t) = self.sched.next_deadline() {
-            d = d.min(self.clock.until(t));
+        if let Some(t) = self.model.until_next_deadline() {
+            d = d.min(t);
         }
         d
     }
@@ -586,11 +566,7 @@ impl Server {
         };
         let status = j.status();
         self.log(format!("job {nspace} ended with status {status}"));
-        let now = self.clock.now_ms();
-        match self
-            .dvm
-            .job_terminated(nspace, status, &mut self.sched, now)
-        {
+        match self.model.job_terminated(nspace, status) {
             Ok(fx) => self.apply_effects(fx),
             Err(e) => self.log(format!("job {nspace}: {}", e.rule())),
         }
@@ -639,10 +615,7 @@ impl Server {
             .get(conn)
             .map(|c| c.wire)
             .unwrap_or(crate::codec::WireVersion::V41);
-        if let Some(r) = self
-            .dvm
-            .reservation(alloc_id, &self.sched, self.clock.now_ms())
-        {
+        if let Some(r) = self.model.reservation(alloc_id) {
             info.push(Info::new(
                 SESSION_ID,
                 crate::codec::Value::Uint32(r.session_id),
