@@ -138,25 +138,46 @@ fn terminate(args: &PdvmArgs) -> ExitCode {
         let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        // Gone: no such process, or a zombie its parent has not reaped yet.
-        let gone = |p: u32| {
-            kill(Pid::from_raw(p as i32), None).is_err()
-                || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
-                    s.rsplit_once(')')
-                        .is_some_and(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
-                })
-        };
-        if pids.iter().all(|&p| gone(p)) {
-            if args.quiet == 0 {
-                for p in &pids {
-                    println!("pdvm {p} terminated");
-                }
+    if pids.iter().all(|&p| wait_gone(p, deadline)) {
+        if args.quiet == 0 {
+            for p in &pids {
+                println!("pdvm {p} terminated");
             }
-            return ExitCode::SUCCESS;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        return ExitCode::SUCCESS;
     }
     eprintln!("pdvm: {pids:?} still running after SIGTERM");
     ExitCode::from(1)
+}
+
+/// Wait until process `pid` has exited (a zombie counts), at most until
+/// `deadline`: a pidfd turns readable when it exits, so there is no polling.
+fn wait_gone(pid: u32, deadline: Instant) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as i32, 0) };
+    if fd < 0 {
+        // ESRCH: already gone (and reaped).
+        return std::io::Error::last_os_error().raw_os_error() == Some(nix::libc::ESRCH);
+    }
+    // SAFETY: a descriptor pidfd_open just returned, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().min(60_000) as u32;
+        let mut fds = [PollFd::new(
+            std::os::fd::AsFd::as_fd(&fd),
+            PollFlags::POLLIN,
+        )];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(n) if n > 0 => return true,
+            Ok(_) => return false,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return false,
+        }
+    }
 }

@@ -25,13 +25,8 @@ pub struct PeerSocket {
 }
 
 /// The uid owning the peer end of `s`, when it can be established.
+/// (`SO_PEERCRED` is not asked: on TCP Linux always answers uid -1.)
 pub fn peer_uid(s: &TcpStream) -> Option<u32> {
-    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-    if let Ok(c) = getsockopt(s, PeerCredentials) {
-        if c.pid() != 0 && c.uid() != u32::MAX {
-            return Some(c.uid());
-        }
-    }
     peer_socket(s).map(|p| p.uid)
 }
 
@@ -144,6 +139,33 @@ fn sock_diag_lookup(src: &SocketAddr, dst: &SocketAddr) -> Result<Option<PeerSoc
         SocketAddr::V4(_) => libc::AF_INET,
         SocketAddr::V6(_) => libc::AF_INET6,
     } as u8;
+    // One netlink socket per thread, kept between lookups (a socket and its
+    // options cost more syscalls than the lookup itself); each request has
+    // its own sequence number, so a late answer to an earlier one is skipped.
+    DIAG.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if cached.is_none() {
+            *cached = Some((diag_socket()?, 0));
+        }
+        let Some((fd, seq)) = cached.as_mut() else {
+            return Err(IoError::other("no sock_diag socket"));
+        };
+        *seq = seq.wrapping_add(1);
+        let r = diag_request(fd, *seq, family, src, dst);
+        if r.is_err() {
+            // A socket in an unknown state is not reused.
+            *cached = None;
+        }
+        r
+    })
+}
+
+thread_local! {
+    static DIAG: std::cell::RefCell<Option<(OwnedFd, u32)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A `NETLINK_SOCK_DIAG` socket whose reads time out after a second.
+fn diag_socket() -> Result<OwnedFd, IoError> {
     // SAFETY: plain socket(2); the fd is owned at once.
     let raw = unsafe {
         libc::socket(
@@ -171,11 +193,22 @@ fn sock_diag_lookup(src: &SocketAddr, dst: &SocketAddr) -> Result<Option<PeerSoc
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         );
     }
+    Ok(fd)
+}
+
+/// One sock_diag request (sequence number `seq`) and its answer.
+fn diag_request(
+    fd: &OwnedFd,
+    seq: u32,
+    family: u8,
+    src: &SocketAddr,
+    dst: &SocketAddr,
+) -> Result<Option<PeerSocket>, IoError> {
     let mut req = Vec::with_capacity(NLMSG_HDRLEN + 56);
     req.extend_from_slice(&((NLMSG_HDRLEN + 56) as u32).to_ne_bytes());
     req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
     req.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    req.extend_from_slice(&1u32.to_ne_bytes());
+    req.extend_from_slice(&seq.to_ne_bytes());
     req.extend_from_slice(&0u32.to_ne_bytes());
     req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
     req.extend_from_slice(&u32::MAX.to_ne_bytes());
@@ -198,15 +231,29 @@ fn sock_diag_lookup(src: &SocketAddr, dst: &SocketAddr) -> Result<Option<PeerSoc
         return Err(IoError::last_os_error());
     }
     let mut buf = [0u8; 1024];
-    // SAFETY: valid buffer for recv(2).
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        return Err(IoError::last_os_error());
-    }
-    let b = &buf[..n as usize];
-    if b.len() < NLMSG_HDRLEN {
-        return Err(IoError::new(ErrorKind::InvalidData, "short netlink reply"));
-    }
+    let mut tries = 0;
+    let b = loop {
+        // SAFETY: valid buffer for recv(2).
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(IoError::last_os_error());
+        }
+        let b = &buf[..n as usize];
+        if b.len() < NLMSG_HDRLEN {
+            return Err(IoError::new(ErrorKind::InvalidData, "short netlink reply"));
+        }
+        let got = u32::from_ne_bytes([b[8], b[9], b[10], b[11]]);
+        tries += 1;
+        if got == seq {
+            break b;
+        }
+        if tries > 8 {
+            return Err(IoError::new(
+                ErrorKind::InvalidData,
+                "no netlink reply to this request",
+            ));
+        }
+    };
     let ty = u16::from_ne_bytes([b[4], b[5]]);
     if ty == NLMSG_ERROR {
         let errno = b

@@ -8,19 +8,20 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 
-use crate::codec::{App, Cmd, Decoder, Info, Proc, Query, Range, Size, Value, RANK_WILDCARD};
+use crate::codec::{App, Info, Proc, Query, Value, RANK_WILDCARD};
 use crate::dvm::{AllocRequest, AllocStatus, Requester};
 use crate::error::{Error, Result};
-use crate::ops::{cmd, keys};
+use crate::ops::keys;
 use crate::status::Status;
 
 use super::attrs::{alloc_attrs, flag, spawn_targets};
+use super::ident::ProcName;
 use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
 use super::peer::{PeerClass, PeerInfo};
+use super::request::{self, DecodeError, Request};
 use super::state::{alloc_reply_infos, Pending, Server};
 
-/// Most infos, apps, queries or targets accepted in one request.
-pub const MAX_ITEMS: usize = 4096;
+pub use super::request::MAX_ITEMS;
 /// Most processes one spawn may start.
 pub const MAX_PROCS: u32 = 4096;
 
@@ -34,25 +35,6 @@ const RANGE_CUSTOM: u8 = 6;
 const RANGE_PROC_LOCAL: u8 = 7;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
 const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
-
-fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
-    if d.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Size(n) = d.unpack_one()?;
-    let n = bounded(n)?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    d.unpack(n)
-}
-
-fn bounded(n: u64) -> Result<usize> {
-    usize::try_from(n)
-        .ok()
-        .filter(|n| *n <= MAX_ITEMS)
-        .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
-}
 
 /// Most distinct query keys answered in one `PMIX_QUERY` (after repeats are
 /// folded): the answer's size stays bounded whatever the request repeats.
@@ -84,58 +66,67 @@ fn dedup_queries(queries: Vec<Query>) -> Result<Vec<Query>> {
 /// The requester behind a connection.
 pub fn requester(p: &PeerInfo) -> Requester {
     match p.class {
-        PeerClass::Tool => Requester::tool(&p.nspace),
-        PeerClass::Client => Requester::app(&p.nspace, p.rank),
+        // The requester carries the peer's own rank (a tool with a given
+        // identity may have a non-zero one), so the model's replies and
+        // warnings come back addressed to exactly this peer.
+        PeerClass::Tool => Requester {
+            rank: p.name.wire_rank(),
+            ..Requester::tool(p.nspace())
+        },
+        PeerClass::Client => Requester::app(p.nspace(), p.name.wire_rank()),
     }
 }
 
 impl Server {
     /// Handle one request from a handshaken peer.
     pub fn dispatch(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let Some(peer) = c.peer.clone() else { return };
         let mut d = c.decoder(payload);
-        let command = match d.unpack_one::<Cmd>() {
-            Ok(Cmd(x)) => x,
-            Err(e) => {
-                self.log(format!("{}: undecodable request: {e}", peer.nspace));
+        let (command, request) = match request::decode(&mut d) {
+            Ok(r) => (r.command(), Ok(r)),
+            Err(DecodeError::Command(e)) => {
+                self.log(format!("{}: undecodable request: {e}", peer.name));
                 self.reply_status_infos(conn, tag, Status::ERR_UNPACK_FAILURE, &[]);
                 return;
             }
+            Err(DecodeError::Args(c, e)) => (c, Err(e)),
         };
-        let r = match command {
-            cmd::REQ => self.on_req(conn, tag, &peer),
-            cmd::FINALIZE => {
-                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
-                Ok(())
-            }
-            cmd::QUERY => self.on_query(conn, tag, &mut d),
-            cmd::ALLOC => self.on_alloc(conn, tag, &peer, &mut d),
-            cmd::SPAWN => self.on_spawn(conn, tag, &peer, &mut d),
-            cmd::REGEVENTS => self.on_regevents(conn, tag, &mut d),
-            cmd::NOTIFY => self.on_notify(conn, tag, &peer, &mut d),
-            cmd::DEREGEVENTS => {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.events = None;
+        let r = request.and_then(|req| match req {
+            Request::JobData => self.on_req(conn, tag, &peer),
+            Request::Finalize => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.finalized = true;
                 }
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
-            cmd::JOB_CONTROL => self.on_job_control(conn, tag, &mut d),
-            crate::ops::iof::IOF_PUSH_CMD => self.on_iof_push(conn, tag, &mut d),
-            cmd::IOF_PULL => {
+            Request::Query(queries) => self.on_query(conn, tag, queries),
+            Request::Alloc { directive, info } => self.on_alloc(conn, tag, &peer, directive, info),
+            Request::Spawn { job_info, apps } => self.on_spawn(conn, tag, &peer, job_info, apps),
+            Request::RegEvents(codes) => self.on_regevents(conn, tag, codes),
+            Request::Notify { code, range, info } => {
+                self.on_notify(conn, tag, &peer, code, range, info)
+            }
+            Request::DeregEvents => {
+                self.conns.deregister_events(conn);
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
-            other => Err(Error::new(
-                Status::ERR_NOT_SUPPORTED,
-                format!("command {other} is not supported by pdvm"),
-            )),
-        };
+            Request::JobControl {
+                targets,
+                directives,
+            } => self.on_job_control(conn, tag, targets, directives),
+            Request::IofPush { targets, data } => self.on_iof_push(conn, tag, targets, data),
+            Request::IofPull => {
+                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
+                Ok(())
+            }
+        });
         if let Err(e) = r {
-            self.log(format!("{}: command {command}: {e}", peer.nspace));
+            self.log(format!("{}: command {command}: {e}", peer.name));
             let info = vec![Info::new(keys::EVENT_TEXT_MESSAGE, e.context.as_str())];
             self.reply_status_infos(conn, tag, e.status, &info);
         }
@@ -144,14 +135,14 @@ impl Server {
     /// `PMIX_REQ_CMD`: the peer's job data. A libpmix tool or client reads a
     /// namespace string, then key/value pairs until the buffer ends.
     fn on_req(&mut self, conn: u64, tag: u32, peer: &PeerInfo) -> Result<()> {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return Ok(());
         };
         let mut e = c.encoder();
-        e.pack_one(&peer.nspace)?;
+        e.pack_one(&peer.nspace().to_string())?;
         let size = self
             .jobs
-            .get(&peer.nspace)
+            .get(peer.nspace())
             .map(|j| j.procs.len() as u32)
             .unwrap_or(1);
         for kv in [
@@ -159,7 +150,7 @@ impl Server {
             Kval("pmix.univ.size".into(), crate::codec::Value::Uint32(size)),
             Kval(
                 "pmix.jobid".into(),
-                crate::codec::Value::from(peer.nspace.as_str()),
+                crate::codec::Value::from(peer.nspace()),
             ),
         ] {
             e.pack_one(&kv)?;
@@ -169,14 +160,11 @@ impl Server {
         Ok(())
     }
 
-    fn on_query(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let queries: Vec<Query> = if n == 0 { Vec::new() } else { d.unpack(n)? };
+    fn on_query(&mut self, conn: u64, tag: u32, queries: Vec<Query>) -> Result<()> {
         let queries = dedup_queries(queries)?;
         let wire = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.wire)
             .unwrap_or(crate::codec::WireVersion::V41);
         let (st, info) = self.answer_queries(&queries, wire);
@@ -184,16 +172,21 @@ impl Server {
         Ok(())
     }
 
-    fn on_alloc(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let crate::codec::AllocDirective(directive) = d.unpack_one()?;
-        let info = read_infos(d)?;
+    fn on_alloc(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        directive: u8,
+        info: Vec<Info>,
+    ) -> Result<()> {
         let req = AllocRequest {
             requester: requester(peer),
             directive,
             attrs: alloc_attrs(&info),
         };
         if let Some(why) = self.dead_target(&req) {
-            self.log(format!("{}: allocation refused: {why}", peer.nspace));
+            self.log(format!("{}: allocation refused: {why}", peer.name));
             let mut out = Vec::new();
             if let Some(r) = &req.attrs.req_id {
                 out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
@@ -202,10 +195,9 @@ impl Server {
             self.reply_status_infos(conn, tag, Status::ERR_NOT_FOUND, &out);
             return Ok(());
         }
-        let now = self.clock.now_ms();
-        match self.dvm.allocate(&req, &mut self.sched, now) {
+        match self.model.allocate(&req) {
             Err(e) => {
-                self.log(format!("{}: allocation refused: {}", peer.nspace, e.rule()));
+                self.log(format!("{}: allocation refused: {}", peer.name, e.rule()));
                 let mut out = Vec::new();
                 if let Some(r) = &req.attrs.req_id {
                     out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
@@ -216,14 +208,14 @@ impl Server {
             Ok(outcome) => {
                 match &outcome.status {
                     AllocStatus::Queued => {
-                        self.pending
-                            .entry(outcome.alloc_id.clone())
-                            .or_default()
-                            .push_back(Pending {
+                        self.model.queue_reply(
+                            &outcome.alloc_id,
+                            Pending {
                                 conn,
                                 tag,
-                                to: (peer.nspace.clone(), peer.rank),
-                            });
+                                to: ProcName::new(req.requester.nspace.clone(), req.requester.rank),
+                            },
+                        );
                     }
                     AllocStatus::Granted { nodes } => {
                         let out = self.grant_infos(
@@ -277,25 +269,9 @@ impl Server {
         ))
     }
 
-    fn on_regevents(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let codes: Vec<Status> = if n == 0 { Vec::new() } else { d.unpack(n)? };
-        let _qualifiers = read_infos(d).unwrap_or_default();
-        if let Some(c) = self.conns.get_mut(&conn) {
-            let all_already = matches!(&c.events, Some(l) if l.is_empty());
-            if codes.is_empty() || all_already {
-                c.events = Some(Vec::new());
-            } else {
-                let mut list = c.events.take().unwrap_or_default();
-                for s in codes {
-                    if !list.contains(&s.0) {
-                        list.push(s.0);
-                    }
-                }
-                c.events = Some(list);
-            }
-        }
+    fn on_regevents(&mut self, conn: u64, tag: u32, codes: Vec<Status>) -> Result<()> {
+        let codes: Vec<i32> = codes.iter().map(|s| s.0).collect();
+        self.conns.register_events(conn, &codes);
         self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
         Ok(())
     }
@@ -306,10 +282,15 @@ impl Server {
     /// reaches the peer's own namespace, `CUSTOM` the processes named by
     /// `pmix.evrange` (every peer when none is named), `RM` stays with pdvm
     /// (it is the resource manager) and the wider ranges reach everyone.
-    fn on_notify(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let code: Status = d.unpack_one()?;
-        let Range(range) = d.unpack_one()?;
-        let info = read_infos(d)?;
+    fn on_notify(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        code: Status,
+        range: u8,
+        info: Vec<Info>,
+    ) -> Result<()> {
         let custom: Option<Vec<Proc>> = (range == RANGE_CUSTOM)
             .then(|| info.iter().find(|i| i.key == EVENT_CUSTOM_RANGE))
             .flatten()
@@ -319,8 +300,8 @@ impl Server {
                 _ => Vec::new(),
             });
         self.log(format!(
-            "{}:{} notified event {} (range {range})",
-            peer.nspace, peer.rank, code.0
+            "{} notified event {} (range {range})",
+            peer.name, code.0
         ));
         self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
         if range == RANGE_RM || range == RANGE_PROC_LOCAL {
@@ -329,34 +310,31 @@ impl Server {
         let targets: Vec<u64> = self
             .conns
             .iter()
-            .filter(|(id, c)| **id != conn && c.wants(code.0))
+            .filter(|(id, c)| *id != conn && c.wants(code.0))
             .filter(|(_, c)| {
                 let Some(p) = &c.peer else { return false };
                 match (range, &custom) {
-                    (RANGE_NAMESPACE, _) => p.nspace == peer.nspace,
-                    (RANGE_CUSTOM, Some(list)) if !list.is_empty() => list.iter().any(|t| {
-                        t.nspace == p.nspace && (t.rank == RANK_WILDCARD || t.rank == p.rank)
-                    }),
+                    (RANGE_NAMESPACE, _) => p.nspace() == peer.nspace(),
+                    (RANGE_CUSTOM, Some(list)) if !list.is_empty() => {
+                        list.iter().any(|t| ProcName::from(t).covers(&p.name))
+                    }
                     _ => true,
                 }
             })
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
-        let source = Proc {
-            nspace: peer.nspace.clone(),
-            rank: peer.rank,
-        };
-        for t in targets {
-            self.notify_from(t, code, &source, &info);
-        }
+        let source = peer.name.to_proc();
+        self.notify_many(&targets, code, &source, &info);
         Ok(())
     }
 
-    fn on_job_control(&mut self, conn: u64, tag: u32, d: &mut Decoder) -> Result<()> {
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        let targets: Vec<Proc> = if n == 0 { Vec::new() } else { d.unpack(n)? };
-        let dirs = read_infos(d)?;
+    fn on_job_control(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        targets: Vec<Proc>,
+        dirs: Vec<Info>,
+    ) -> Result<()> {
         let sig = if flag(&dirs, keys::JOB_CTRL_KILL) {
             Some(Signal::SIGKILL)
         } else if flag(&dirs, keys::JOB_CTRL_TERMINATE) {
@@ -403,17 +381,14 @@ impl Server {
         Ok(())
     }
 
-    fn on_spawn(&mut self, conn: u64, tag: u32, peer: &PeerInfo, d: &mut Decoder) -> Result<()> {
-        let job_info = read_infos(d)?;
-        let Size(n) = d.unpack_one()?;
-        let n = bounded(n)?;
-        if n == 0 {
-            return Err(Error::new(
-                Status::ERR_BAD_PARAM,
-                "spawn with no application",
-            ));
-        }
-        let apps: Vec<App> = d.unpack(n)?;
+    fn on_spawn(
+        &mut self,
+        conn: u64,
+        tag: u32,
+        peer: &PeerInfo,
+        job_info: Vec<Info>,
+        apps: Vec<App>,
+    ) -> Result<()> {
         for a in &apps {
             if resolve(&a.cmd, &self.launch).is_none() {
                 return Err(Error::new(
@@ -461,12 +436,13 @@ impl Server {
             })
             .collect();
         let plan = self
-            .dvm
+            .model
+            .dvm()
             .plan_spawn_with(&req, targets.as_deref(), &asks, map)
             .map_err(refused)?;
         let nspace = self.mint_nspace();
-        self.dvm
-            .commit_spawn(&plan, &nspace, Some(&peer.nspace))
+        self.model
+            .commit_spawn(&plan, &nspace, Some(peer.nspace()))
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);
         let fwd_err = flag(&job_info, keys::FWD_STDERR);
@@ -480,15 +456,16 @@ impl Server {
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,
+            killed: false,
             ended: false,
             stdin_rank: super::jobs::stdin_rank(&job_info),
             stdin: None,
         };
-        self.jobs.insert(nspace.clone(), job);
+        self.jobs.insert(job);
         // Reply first: output and the end event must follow the namespace.
         let mut e = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.encoder())
             .ok_or_else(|| Error::new(Status::ERR_LOST_CONNECTION, "spawner went away"))?;
         e.pack_one(&Status::SUCCESS)?;
@@ -555,7 +532,7 @@ impl Server {
             match started {
                 Ok(st) => {
                     rec.pid = Some(st.pid);
-                    self.pids.insert(st.pid, (nspace.to_string(), s.rank));
+                    self.jobs.record_pid(st.pid, nspace, s.rank);
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);
                     }

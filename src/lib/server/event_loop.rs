@@ -1,22 +1,22 @@
-//! The single-threaded event loop: `poll(2)` over the listener, a signalfd
+//! The single-threaded event loop: epoll ([`super::reactor`]) over the listener, a signalfd
 //! (SIGCHLD, SIGTERM, SIGINT, SIGHUP), captured output pipes and every
 //! connection; timers for scheduler deadlines and kill escalation.
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
-use nix::sys::signalfd::SignalFd;
 
 use crate::ops::keys;
 use crate::status::Status;
 
 use super::creds::peer_uid;
 use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
+use super::ident::ProcName;
 use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
-use super::state::{Server, KILL_GRACE, MEM_BUDGET};
+use super::reactor::Token;
+use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
 
 /// Most connections served at once (further ones are closed at accept).
 pub const MAX_CONNECTIONS: usize = 16_384;
@@ -31,117 +31,96 @@ pub const PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 const EMFILE_PAUSE: Duration = Duration::from_millis(100);
 
 impl Server {
-    /// Run until [`Server::stop`] is set (signal, or the leader job ended).
-    pub fn run_loop(&mut self, sigfd: &SignalFd) {
+    /// Run until pdvm must stop (a signal, or the leader job ended).
+    pub fn run_loop(&mut self) {
         while !self.stop {
-            self.poll_once(sigfd, self.next_wakeup());
+            self.poll_once(self.next_wakeup());
             self.tick();
         }
     }
 
-    /// One round: wait up to `timeout`, then serve whatever is ready.
-    pub fn poll_once(&mut self, sigfd: &SignalFd, timeout: Duration) {
-        let mut timeout = timeout;
-        let mut backlog = false;
-        let pipe_ids: Vec<u64> = self.pipes.keys().copied().collect();
-        let conn_ids: Vec<u64> = self.conns.keys().copied().collect();
-        let accepting = match self.accept_paused_until {
-            Some(t) if Instant::now() < t => {
-                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
-                false
-            }
-            _ => {
-                self.accept_paused_until = None;
-                true
-            }
+    /// One round: wait up to `timeout` (zero when peers have requests left
+    /// over from their budget), then serve whatever is ready.
+    pub fn poll_once(&mut self, timeout: Duration) {
+        let timeout = if !self.conns.has_backlog() {
+            timeout
+        } else {
+            Duration::ZERO
         };
-        let ready: Vec<PollFlags> = {
-            let mut fds: Vec<PollFd> = Vec::with_capacity(2 + pipe_ids.len() + conn_ids.len());
-            let lev = if accepting {
-                PollFlags::POLLIN
-            } else {
-                PollFlags::empty()
-            };
-            fds.push(PollFd::new(self.listener.as_fd(), lev));
-            fds.push(PollFd::new(sigfd.as_fd(), PollFlags::POLLIN));
-            for id in &pipe_ids {
-                if let Some(p) = self.pipes.get(id) {
-                    fds.push(PollFd::new(p.file.as_fd(), PollFlags::POLLIN));
+        let ready = self.io.wait(timeout);
+        for r in ready {
+            match r.token {
+                Token::Listener => self.accept_all(),
+                Token::Signals => self.on_signals(),
+                Token::Pipe(id) => self.service_pipe(id),
+                Token::Conn(id) => {
+                    if r.writable {
+                        self.conns.touch(id);
+                    }
+                    if r.readable {
+                        self.service_conn(id, true);
+                    }
                 }
             }
-            let mut held = 0;
-            for id in &conn_ids {
-                if let Some(c) = self.conns.get(id) {
-                    held += c.held();
-                    // A peer that does not read its replies is not read
-                    // either (backpressure) until its backlog drains.
-                    let mut ev = if c.throttled() {
-                        PollFlags::empty()
-                    } else {
-                        PollFlags::POLLIN
-                    };
-                    if c.pending_out() > 0 {
-                        ev |= PollFlags::POLLOUT;
-                    }
-                    if !c.throttled() && c.has_frame() {
-                        backlog = true;
-                    }
-                    fds.push(PollFd::new(c.stream.as_fd(), ev));
-                }
-            }
-            self.held_total = held;
-            if backlog {
-                timeout = Duration::ZERO;
-            }
-            let ms = timeout.as_millis().min(60_000) as u32;
-            let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
-            if poll(&mut fds, t).is_err() {
-                // EINTR: just go round again.
-                return;
-            }
-            fds.iter()
-                .map(|f| f.revents().unwrap_or(PollFlags::empty()))
-                .collect()
-        };
-        let mut it = ready.into_iter();
-        let listener_ready = it.next().unwrap_or(PollFlags::empty());
-        let sig_ready = it.next().unwrap_or(PollFlags::empty());
-        let hup = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
-        if sig_ready.intersects(hup) {
-            self.on_signals(sigfd);
         }
-        for id in pipe_ids {
-            if it.next().unwrap_or(PollFlags::empty()).intersects(hup) {
-                self.service_pipe(id);
-            }
+        // Peers whose requests outran their per-round budget, after every
+        // other ready peer had its turn.
+        let left = self.conns.take_backlog();
+        for id in left {
+            self.service_conn(id, false);
         }
-        for id in conn_ids {
-            let r = it.next().unwrap_or(PollFlags::empty());
-            let waiting = self
-                .conns
-                .get(&id)
-                .is_some_and(|c| !c.throttled() && c.has_frame());
-            if r.intersects(hup) || waiting {
-                self.service_conn(id, r.intersects(hup));
-            }
-        }
-        if accepting && listener_ready.contains(PollFlags::POLLIN) {
-            self.accept_all();
-        }
-        self.flush_all();
-        self.expire_unauthenticated();
+        self.settle();
     }
 
-    /// Close connections that did not complete their handshake in time.
-    fn expire_unauthenticated(&mut self) {
-        let late: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_none() && !c.closing)
-            .filter(|(_, c)| c.accepted.elapsed() >= PRE_AUTH_TIMEOUT)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in late {
+    /// Bring every connection touched this round up to date: write what it
+    /// is owed, account its buffers against the memory budget, set its
+    /// epoll interest, and pause or resume the output pipes feeding it.
+    pub fn settle(&mut self) {
+        while self.conns.any_touched() {
+            for id in self.conns.take_touched() {
+                self.settle_conn(id);
+            }
+        }
+    }
+
+    fn settle_conn(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(id) else {
+            return;
+        };
+        let failed = c.pending_out() > 0 && c.flush().is_err();
+        if failed || (c.closing && c.pending_out() == 0) {
+            self.close_conn(id);
+            return;
+        }
+        self.conns.account(id);
+        let Some(c) = self.conns.get_mut(id) else {
+            return;
+        };
+        let throttled = c.throttled();
+        let want_write = c.pending_out() > 0;
+        let deferred = !throttled && c.has_frame();
+        // Pipes of jobs this peer spawned pause while it lags (their
+        // processes then block on write) and resume once it has caught up.
+        let lagging = c.pending_out() > PIPE_HIGH_WATER;
+        let caught_up = c.pending_out() <= PIPE_LOW_WATER;
+        let flip = (lagging && !c.pipes_paused) || (caught_up && c.pipes_paused);
+        if flip {
+            c.pipes_paused = lagging;
+        }
+        self.io
+            .set_conn(id, c.stream.as_fd(), !throttled && !c.closing, want_write);
+        if deferred {
+            self.conns.defer(id);
+        }
+        if flip {
+            self.pause_pipes_of(id, lagging);
+        }
+    }
+
+    /// Close connections that did not complete their handshake in time
+    /// (they are queued in accept order, so only the oldest are looked at).
+    pub(super) fn expire_unauthenticated(&mut self) {
+        for id in self.conns.handshake_overdue(Instant::now()) {
             self.log(format!(
                 "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
             ));
@@ -149,8 +128,8 @@ impl Server {
         }
     }
 
-    fn on_signals(&mut self, sigfd: &SignalFd) {
-        while let Ok(Some(si)) = sigfd.read_signal() {
+    fn on_signals(&mut self) {
+        while let Ok(Some(si)) = self.io.sigfd().read_signal() {
             match Signal::try_from(si.ssi_signo as i32) {
                 Ok(Signal::SIGCHLD) => {}
                 Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) | Ok(Signal::SIGHUP) => {
@@ -180,20 +159,20 @@ impl Server {
                         MAX_FOREIGN_PER_UID
                     };
                     let key = uid.unwrap_or(u32::MAX);
-                    let n = self.per_uid.get(&key).copied().unwrap_or(0);
+                    let n = self.conns.of_uid(key);
                     if n >= limit {
                         self.log(format!(
                             "connection from uid {key} refused: {n} already open"
                         ));
                         continue;
                     }
-                    *self.per_uid.entry(key).or_insert(0) += 1;
                     let _ = s.set_nodelay(true);
-                    let id = self.next_conn;
-                    self.next_conn += 1;
-                    let mut c = PeerConn::new(s);
-                    c.uid = Some(key);
-                    self.conns.insert(id, c);
+                    if self.io.add_conn(self.conns.next_id(), s.as_fd()).is_err() {
+                        continue;
+                    }
+                    let c = PeerConn::new(s);
+                    let deadline = c.accepted + PRE_AUTH_TIMEOUT;
+                    self.conns.insert(c, key, deadline);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -209,6 +188,7 @@ impl Server {
                     ) {
                         self.log(format!("accept: {e}; pausing {EMFILE_PAUSE:?}"));
                         self.accept_paused_until = Some(Instant::now() + EMFILE_PAUSE);
+                        self.io.set_listening(self.listener.as_fd(), false);
                     }
                     break;
                 }
@@ -216,22 +196,15 @@ impl Server {
         }
     }
 
-    /// Write pending output everywhere; drop peers whose socket failed.
+    /// Write pending output everywhere (teardown); drop peers whose
+    /// socket failed.
     pub fn flush_all(&mut self) {
-        let mut dead = Vec::new();
-        for (id, c) in self.conns.iter_mut() {
-            let failed = c.pending_out() > 0 && c.flush().is_err();
-            if failed || (c.closing && c.pending_out() == 0) {
-                dead.push(*id);
-            }
-        }
-        for id in dead {
-            self.close_conn(id);
-        }
+        self.conns.touch_all();
+        self.settle();
     }
 
     fn service_conn(&mut self, id: u64, readable: bool) {
-        let open = match self.conns.get_mut(&id) {
+        let open = match self.conns.get_mut(id) {
             Some(c) if readable && !c.throttled() => match c.fill() {
                 Ok(open) => open,
                 Err(f) => {
@@ -243,10 +216,13 @@ impl Server {
             Some(_) => true,
             None => return,
         };
+        self.conns.account(id);
+        self.conns.touch(id);
         // A bounded amount of work per peer per round: the rest waits for
         // the next round, after every other ready peer had its turn.
         for _ in 0..FRAME_BUDGET {
-            let Some(c) = self.conns.get_mut(&id) else {
+            let held_total = self.conns.held_total();
+            let Some(c) = self.conns.get_mut(id) else {
                 return;
             };
             if c.closing || c.throttled() {
@@ -271,7 +247,7 @@ impl Server {
                 // take_frame drops the peer.)
                 let big = h.nbytes as usize > 64 * 1024 && h.nbytes <= MAX_REQUEST_LEN;
                 let partial = !c.has_frame() && !c.admitted();
-                if big && partial && self.held_total + h.nbytes as usize > MEM_BUDGET {
+                if big && partial && held_total + h.nbytes as usize > MEM_BUDGET {
                     c.discard_next();
                     self.log(format!(
                         "connection {id}: request of {} bytes refused (memory budget)",
@@ -287,10 +263,10 @@ impl Server {
                 if big && partial {
                     // The whole announced message counts as held from now on.
                     c.admit(h.nbytes as usize);
-                    self.held_total += h.nbytes as usize;
+                    self.conns.account(id);
                 }
             }
-            let Some(c) = self.conns.get_mut(&id) else {
+            let Some(c) = self.conns.get_mut(id) else {
                 return;
             };
             match c.take_frame() {
@@ -304,7 +280,7 @@ impl Server {
             }
         }
         if !open {
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = self.conns.get_mut(id) {
                 let _ = c.flush();
             }
             self.close_conn(id);
@@ -313,7 +289,7 @@ impl Server {
 
     fn refuse(&mut self, id: u64, st: Status, why: &str) {
         self.log(format!("connection {id} refused: {why}"));
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.conns.get_mut(id) {
             let _ = c.queue_raw(&refusal(st));
             c.closing = true;
         }
@@ -330,14 +306,10 @@ impl Server {
                 "namespace belongs to pdvm (its own, or one it assigns)",
             ));
         }
-        if self.jobs.contains_key(nspace) || self.dvm.namespace_known(nspace) {
+        if self.jobs.contains(nspace) || self.model.dvm().namespace_known(nspace) {
             return Err((Status::EXISTS, "namespace already in use or used before"));
         }
-        if self
-            .conns
-            .values()
-            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace == nspace))
-        {
+        if self.conns.nspace_connected(nspace) {
             return Err((Status::EXISTS, "tool namespace already in use"));
         }
         Ok(())
@@ -350,7 +322,7 @@ impl Server {
         };
         let me = nix::unistd::getuid().as_raw();
         // The uid the kernel reported at accept (one sock_diag lookup).
-        let uid = self.conns.get(&id).and_then(|c| {
+        let uid = self.conns.get(id).and_then(|c| {
             c.uid
                 .filter(|&u| u != u32::MAX)
                 .or_else(|| peer_uid(&c.stream))
@@ -369,12 +341,11 @@ impl Server {
         let (reply, peer) = match &req.identity {
             PeerIdentity::Tool => {
                 let ns = self.mint_nspace();
-                let _ = self.dvm.tool_connected(&ns);
+                let _ = self.model.tool_connected(&ns);
                 (
                     tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
                     PeerInfo {
-                        nspace: ns,
-                        rank: 0,
+                        name: ProcName::new(ns, 0),
                         class: PeerClass::Tool,
                         owns_nspace: true,
                     },
@@ -388,14 +359,13 @@ impl Server {
                 if let Err((st, why)) = self.given_identity_free(nspace) {
                     return self.refuse(id, st, why);
                 }
-                if self.dvm.tool_connected(nspace).is_err() {
+                if self.model.tool_connected(nspace).is_err() {
                     return self.refuse(id, Status::EXISTS, "tool namespace already in use");
                 }
                 (
                     tool_reply(None, &self.ident.nspace, 0),
                     PeerInfo {
-                        nspace: nspace.clone(),
-                        rank: *rank,
+                        name: ProcName::new(nspace.clone(), *rank),
                         class: PeerClass::Tool,
                         owns_nspace: true,
                     },
@@ -416,20 +386,34 @@ impl Server {
                 };
                 let from_job = self
                     .conns
-                    .get(&id)
-                    .map(|c| super::creds::peer_in_tree(&c.stream, pid));
-                if from_job == Some(Some(false)) {
+                    .get(id)
+                    .and_then(|c| super::creds::peer_in_tree(&c.stream, pid));
+                if from_job == Some(false) {
                     return self.refuse(
                         id,
                         Status::ERR_NO_PERMISSIONS,
                         "client identity claimed from outside that process",
                     );
                 }
+                // Once per live rank, unless the kernel vouches that the
+                // connection comes from that rank's own process tree (tools
+                // a job runs act for its rank, several at a time, as the
+                // conformance suite's leader jobs do): where it cannot tell,
+                // a second connection claiming a connected rank is refused.
+                let name = ProcName::new(nspace.clone(), *rank);
+                if *rank == crate::codec::RANK_WILDCARD
+                    || (from_job != Some(true) && self.conns.identity_held(&name))
+                {
+                    return self.refuse(
+                        id,
+                        Status::EXISTS,
+                        "client rank already connected (accepted once while it lives)",
+                    );
+                }
                 (
                     client_reply((id & 0x7fff_ffff) as u32),
                     PeerInfo {
-                        nspace: nspace.clone(),
-                        rank: *rank,
+                        name,
                         class: PeerClass::Client,
                         owns_nspace: false,
                     },
@@ -437,14 +421,13 @@ impl Server {
             }
         };
         self.log(format!(
-            "{} {}:{} connected ({} {}, {})",
+            "{} {} connected ({} {}, {})",
             if peer.class == PeerClass::Tool {
                 "tool"
             } else {
                 "client"
             },
-            peer.nspace,
-            peer.rank,
+            peer.name,
             req.version,
             req.bfrops,
             if described {
@@ -453,7 +436,7 @@ impl Server {
                 "non-described"
             }
         ));
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = self.conns.get_mut(id) {
             c.wire = wire;
             c.described = described;
             c.peer = Some(peer);
@@ -476,16 +459,20 @@ impl Server {
 
     /// Tear everything down: end all reservations, terminate every job
     /// (SIGTERM, then SIGKILL after the grace), flush what peers are owed.
-    pub fn teardown(&mut self, sigfd: &SignalFd) {
-        let fx = self.dvm.teardown(&mut self.sched);
+    pub fn teardown(&mut self) {
+        self.stop = true;
+        let fx = self.model.teardown();
         self.apply_effects(fx);
-        let names: Vec<String> = self.jobs.keys().cloned().collect();
+        let names = self.jobs.names();
         for ns in &names {
             self.terminate_job(ns, Signal::SIGTERM);
         }
+        // Children's exits wake the loop (SIGCHLD on the signalfd); timers
+        // (the SIGKILL escalation, pipe grace) bound each wait.
         let deadline = Instant::now() + KILL_GRACE + Duration::from_millis(500);
         while !self.jobs.is_empty() && Instant::now() < deadline {
-            self.poll_once(sigfd, Duration::from_millis(20));
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.poll_once(left.min(self.next_wakeup()));
             self.tick();
         }
         for j in self.jobs.values() {
@@ -493,13 +480,15 @@ impl Server {
         }
         let end = Instant::now() + Duration::from_millis(500);
         while !self.jobs.is_empty() && Instant::now() < end {
-            self.poll_once(sigfd, Duration::from_millis(20));
+            let left = end.saturating_duration_since(Instant::now());
+            self.poll_once(left.min(self.next_wakeup()));
             self.tick();
         }
         self.flush_all();
-        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        let ids = self.conns.ids();
         for id in ids {
-            if let Some(c) = self.conns.remove(&id) {
+            if let Some(c) = self.conns.remove(id) {
+                self.io.remove_conn(id, c.stream.as_fd());
                 let _ = c.stream.shutdown(std::net::Shutdown::Both);
             }
         }

@@ -19,35 +19,53 @@ use crate::ops::events::{CHANGE, NODE_CHANGE};
 use crate::ops::keys;
 use crate::status::Status;
 
-use super::state::Server;
+use crate::codec::{Proc, WireVersion};
+
+use super::state::{Server, TAG_NOTIFY};
 
 impl Server {
     /// Send `code` with `info` to every connection registered for it.
     pub fn broadcast(&mut self, code: Status, info: &[Info]) {
-        let targets: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_some() && c.wants(code.0))
-            .map(|(id, _)| *id)
-            .collect();
-        for t in targets {
-            self.notify(t, code, info);
+        let targets = self.conns.registered_for(code.0);
+        let me = self.me();
+        self.notify_many(&targets, code, &me, info);
+    }
+
+    /// Send one notification to many connections, encoded once per wire
+    /// version and buffer kind (a crowd of peers costs one encoding, not
+    /// one per peer).
+    pub fn notify_many(&mut self, targets: &[u64], code: Status, source: &Proc, info: &[Info]) {
+        let mut encoded: Vec<((WireVersion, bool), Vec<u8>)> = Vec::new();
+        for &t in targets {
+            let Some(c) = self.conns.get(t) else {
+                continue;
+            };
+            let kind = (c.wire, c.described);
+            let bytes = match encoded.iter().find(|(k, _)| *k == kind) {
+                Some((_, b)) => b.clone(),
+                None => match self.notification_bytes(t, code, source, info) {
+                    Some(b) => {
+                        encoded.push((kind, b.clone()));
+                        b
+                    }
+                    None => continue,
+                },
+            };
+            self.send(t, TAG_NOTIFY, &bytes);
         }
     }
 
     /// Nodes were added to allocation `alloc_id`: `granted` when they are
     /// all it has, else `extended`.
     pub fn emit_granted(&mut self, alloc_id: &str, req_id: Option<&str>, nodes: &[String]) {
-        let view = self
-            .dvm
-            .reservation(alloc_id, &self.sched, self.clock.now_ms());
+        let view = self.model.reservation(alloc_id);
         let (owner, total) = view
             .as_ref()
             .map(|v| (Some(v.owner_nspace.clone()), v.nodes.len()))
             .unwrap_or((None, nodes.len()));
         if let Some(o) = &owner {
-            self.alloc_meta
-                .insert(alloc_id.to_string(), (req_id.map(String::from), o.clone()));
+            self.model
+                .remember_grant(alloc_id, req_id.map(String::from), o.clone());
         }
         let change = if total > nodes.len() {
             "extended"
@@ -94,7 +112,7 @@ impl Server {
             Info::new(CHANGE, change),
             Info::new(keys::EVENT_TEXT_MESSAGE, text),
         ];
-        if let Some((req, owner)) = self.alloc_meta.remove(alloc_id) {
+        if let Some((req, owner)) = self.model.forget_grant(alloc_id) {
             if let Some(r) = req {
                 info.push(Info::new(keys::ALLOC_REQ_ID, r));
             }

@@ -55,6 +55,8 @@ pub struct Job {
     pub all_exited_at: Option<Instant>,
     /// When a termination was requested (SIGKILL follows after a grace).
     pub kill_requested: Option<Instant>,
+    /// True once the SIGKILL that follows the grace was sent.
+    pub killed: bool,
     /// True once reported ended.
     pub ended: bool,
     /// The rank whose stdin the spawner feeds (`PMIX_STDIN_TGT`), if any.
@@ -121,18 +123,10 @@ impl super::Server {
         &mut self,
         conn: u64,
         tag: u32,
-        d: &mut crate::codec::Decoder,
+        targets: Vec<crate::codec::Proc>,
+        data: Vec<u8>,
     ) -> crate::error::Result<()> {
-        use crate::codec::{ByteObject, Proc, Size};
         use crate::status::Status;
-        let Size(n) = d.unpack_one()?;
-        let targets: Vec<Proc> = if n == 0 {
-            Vec::new()
-        } else {
-            d.unpack(usize::try_from(n.min(1024)).unwrap_or(1024))?
-        };
-        let _directives = crate::ops::session::read_infos(d)?;
-        let ByteObject(data) = d.unpack_one()?;
         let mut found = false;
         for t in &targets {
             if let Some(j) = self.jobs.get_mut(&t.nspace).filter(|j| !j.ended) {
@@ -192,6 +186,9 @@ pub struct OutPipe {
     pub rank: u32,
     /// Channel bit.
     pub channel: u16,
+    /// When it was last resumed (or opened): its close-after-exit grace
+    /// counts from the later of this and the job's end.
+    pub resumed: Instant,
 }
 
 impl OutPipe {
@@ -425,3 +422,129 @@ pub fn reap() -> Vec<(i32, i32)> {
 
 /// Index from pid to (job namespace, rank).
 pub type PidIndex = HashMap<i32, (String, u32)>;
+
+/// The job table: running jobs by namespace, the pid index, and the
+/// captured output pipes. Its state is private.
+#[derive(Debug)]
+pub struct JobTable {
+    jobs: HashMap<String, Job>,
+    pids: PidIndex,
+    pipes: std::collections::BTreeMap<u64, OutPipe>,
+    next_pipe: u64,
+}
+
+impl Default for JobTable {
+    fn default() -> Self {
+        JobTable {
+            jobs: HashMap::new(),
+            pids: HashMap::new(),
+            pipes: std::collections::BTreeMap::new(),
+            next_pipe: 1,
+        }
+    }
+}
+
+impl JobTable {
+    /// Job `nspace`.
+    pub fn get(&self, nspace: &str) -> Option<&Job> {
+        self.jobs.get(nspace)
+    }
+
+    /// Job `nspace`, mutably.
+    pub fn get_mut(&mut self, nspace: &str) -> Option<&mut Job> {
+        self.jobs.get_mut(nspace)
+    }
+
+    /// True when job `nspace` runs.
+    pub fn contains(&self, nspace: &str) -> bool {
+        self.jobs.contains_key(nspace)
+    }
+
+    /// Add a job.
+    pub fn insert(&mut self, job: Job) {
+        self.jobs.insert(job.nspace.clone(), job);
+    }
+
+    /// Remove a job.
+    pub fn remove(&mut self, nspace: &str) -> Option<Job> {
+        self.jobs.remove(nspace)
+    }
+
+    /// True when no job runs.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Every job's namespace.
+    pub fn names(&self) -> Vec<String> {
+        self.jobs.keys().cloned().collect()
+    }
+
+    /// Every job.
+    pub fn values(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values()
+    }
+
+    /// Record that `pid` is rank `rank` of job `nspace`.
+    pub fn record_pid(&mut self, pid: i32, nspace: &str, rank: u32) {
+        self.pids.insert(pid, (nspace.to_string(), rank));
+    }
+
+    /// A reaped pid's process: its job and rank, once.
+    pub fn take_pid(&mut self, pid: i32) -> Option<(String, u32)> {
+        self.pids.remove(&pid)
+    }
+
+    /// The id the next pipe will get.
+    pub fn next_pipe_id(&self) -> u64 {
+        self.next_pipe
+    }
+
+    /// Add a pipe under [`JobTable::next_pipe_id`], counted in its job.
+    pub fn add_pipe(&mut self, p: OutPipe) -> u64 {
+        let id = self.next_pipe;
+        self.next_pipe += 1;
+        if let Some(j) = self.jobs.get_mut(&p.nspace) {
+            j.open_pipes += 1;
+        }
+        self.pipes.insert(id, p);
+        id
+    }
+
+    /// Pipe `id`.
+    pub fn pipe(&self, id: u64) -> Option<&OutPipe> {
+        self.pipes.get(&id)
+    }
+
+    /// Pipe `id`, mutably.
+    pub fn pipe_mut(&mut self, id: u64) -> Option<&mut OutPipe> {
+        self.pipes.get_mut(&id)
+    }
+
+    /// Remove a pipe, uncounted from its job.
+    pub fn remove_pipe(&mut self, id: u64) -> Option<OutPipe> {
+        let p = self.pipes.remove(&id)?;
+        if let Some(j) = self.jobs.get_mut(&p.nspace) {
+            j.open_pipes = j.open_pipes.saturating_sub(1);
+        }
+        Some(p)
+    }
+
+    /// The pipes of job `nspace`.
+    pub fn pipes_of<'a>(&'a self, nspace: &'a str) -> impl Iterator<Item = (u64, &'a OutPipe)> {
+        self.pipes
+            .iter()
+            .filter(move |(_, p)| p.nspace == nspace)
+            .map(|(id, p)| (*id, p))
+    }
+
+    /// The pipes of the jobs connection `conn` spawned.
+    pub fn pipes_spawned_by(&mut self, conn: u64) -> Vec<(u64, &mut OutPipe)> {
+        let jobs = &self.jobs;
+        self.pipes
+            .iter_mut()
+            .filter(|(_, p)| jobs.get(&p.nspace).is_some_and(|j| j.spawner == Some(conn)))
+            .map(|(id, p)| (*id, p))
+            .collect()
+    }
+}

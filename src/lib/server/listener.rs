@@ -113,6 +113,7 @@ impl Rendezvous {
     /// Write the three rendezvous files under `tmpdir/pdvm.<pid>/`, and the
     /// `--report-uri` file when asked.
     pub fn write(ident: &ServerIdent, tmpdir: &Path, report_uri: Option<&Path>) -> Result<Self> {
+        sweep_stale(tmpdir);
         let dir = tmpdir.join(format!("pdvm.{}", ident.pid));
         let io = |what: &str, p: &Path, e: std::io::Error| {
             Error::new(Status::ERROR, format!("{what} {}: {e}", p.display()))
@@ -184,6 +185,57 @@ impl Rendezvous {
     }
 }
 
+/// True when `pid` is a running (not zombie) process named `pdvm` of our uid.
+fn live_pdvm_of_ours(pid: u32) -> bool {
+    let me = nix::unistd::getuid().as_raw();
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::trim)
+            .unwrap_or("")
+            .to_string()
+    };
+    let uid_ok = field("Uid:")
+        .split_whitespace()
+        .next()
+        .and_then(|u| u.parse::<u32>().ok())
+        == Some(me);
+    let zombie = field("State:").starts_with(['Z', 'X']);
+    uid_ok && !zombie && field("Name:") == "pdvm"
+}
+
+/// Remove the rendezvous directories a killed pdvm left in `tmpdir`
+/// (`kill -9` gives it no chance to): `pdvm.<pid>` directories of ours
+/// whose pid is gone, a zombie, or not a pdvm of ours. Symlinks and other
+/// users' entries are left alone. Returns the directories removed.
+pub fn sweep_stale(tmpdir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::getuid().as_raw();
+    let mut removed = Vec::new();
+    let Ok(rd) = fs::read_dir(tmpdir) else {
+        return removed;
+    };
+    for e in rd.flatten().take(10_000) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("pdvm.")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = e.path();
+        let ours_dir =
+            fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_dir() && m.uid() == me);
+        let stale = ours_dir && pid != std::process::id() && !live_pdvm_of_ours(pid);
+        if stale && remove_stale(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 /// Remove a stale rendezvous directory of ours: its entries (symlinks are
 /// removed, never followed), then the directory.
 fn remove_stale(dir: &Path) -> std::io::Result<()> {
@@ -220,15 +272,7 @@ fn is_our_pdvm(pid: u32, dir: &Path) -> bool {
     if !m.file_type().is_dir() || m.uid() != me {
         return false;
     }
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let uid_ok = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|u| u.parse::<u32>().ok())
-        == Some(me);
-    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    if !uid_ok || comm.trim() != "pdvm" {
+    if !live_pdvm_of_ours(pid) {
         return false;
     }
     let Ok(rd) = fs::read_dir(dir) else {

@@ -6,13 +6,21 @@
 //! - [`handshake`]: parsing a connect-ack (every length bounded) and the raw
 //!   answers to tools and clients; [`creds`]: the peer's uid (only the same
 //!   user may connect).
-//! - [`peer`]: per-connection buffers and framing; [`event_loop`]: one thread,
-//!   `poll(2)`, a signalfd, timers; [`dispatch`]: the request handlers;
+//! - [`ident`]: typed process names ([`ident::ProcName`], with a wildcard rank).
+//! - [`frames`]: sans-I/O framing of what a peer sends; [`request`]: a
+//!   request decoded into a typed [`request::Request`] (the fuzz target's
+//!   entry point, [`request::decode_stream`]); [`peer`]: one connection's
+//!   socket and buffers.
+//! - [`reactor`]: epoll over the listener, the signalfd, connections and
+//!   output pipes, each registered once; [`event_loop`]: one thread, timers
+//!   from exact deadlines, backpressure; [`dispatch`]: the request handlers;
 //!   [`query`]: query answers and pdvm's own table keys.
-//! - [`jobs`]: real local processes with the PMIx environment, their
-//!   captured output and exit statuses; [`state`]: the server's state, the
-//!   model's effects, notifications; [`events`]: the allocation and node
-//!   events pdvm broadcasts.
+//! - [`state`]: the server, composed of [`conns::ConnTable`] (connections,
+//!   memory accounting, per-uid counts, event listeners),
+//!   [`jobs::JobTable`] (real local processes, their pipes and statuses) and
+//!   [`model::ModelDriver`] (the model, the scheduler, the clock, replies
+//!   waiting on them), each with private state; [`events`]: the allocation
+//!   and node events pdvm broadcasts.
 //!
 //! The reservation rules themselves live in [`crate::dvm`] and
 //! [`crate::sched`]; this module only carries their inputs and effects.
@@ -20,18 +28,23 @@
 //! Entry point: [`run`].
 
 pub mod attrs;
+pub mod conns;
 pub mod creds;
 pub mod dispatch;
 pub mod event_loop;
 pub mod events;
+pub mod frames;
 pub mod handshake;
+pub mod ident;
 pub mod jobs;
 pub mod listener;
+pub mod model;
 pub mod peer;
 pub mod query;
+pub mod reactor;
+pub mod request;
 pub mod state;
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use nix::sys::signal::{SigSet, Signal};
@@ -115,6 +128,8 @@ pub fn run(
     let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| err("signalfd", e))?;
     let (listener, ident) = listener::bind()?;
+    let io = reactor::Reactor::new(std::os::fd::AsFd::as_fd(&listener), sigfd)
+        .map_err(|e| err("epoll", e))?;
     let rdv = listener::Rendezvous::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
     let mut sched = Scheduler::new(cfg.sched_nodes, 1);
     let dvm = Dvm::new(
@@ -131,39 +146,29 @@ pub fn run(
         bin_dir: cfg.bin_dir.clone(),
     };
     let mut srv = Server {
-        clock: state::Clock::new(cfg.time_scale),
+        model: model::ModelDriver::new(dvm, sched, state::Clock::new(cfg.time_scale)),
         cfg,
         ident,
         listener,
         rendezvous: Some(rdv),
-        conns: BTreeMap::new(),
-        next_conn: 1,
-        next_ns: 1,
-        dvm,
-        sched,
-        jobs: HashMap::new(),
-        pids: HashMap::new(),
-        pipes: BTreeMap::new(),
-        next_pipe: 1,
-        pending: HashMap::new(),
-        alloc_meta: HashMap::new(),
+        conns: conns::ConnTable::new(),
+        jobs: jobs::JobTable::default(),
         launch,
         leader: None,
         leader_status: None,
-        held_total: 0,
         accept_paused_until: None,
-        per_uid: HashMap::new(),
+        io,
         stop: false,
     };
     ready(&srv.ident);
     if let Some(argv) = command.filter(|a| !a.is_empty()) {
         if let Err(e) = srv.start_leader(argv) {
-            srv.teardown(&sigfd);
+            srv.teardown();
             return Err(e);
         }
     }
-    srv.run_loop(&sigfd);
-    srv.teardown(&sigfd);
+    srv.run_loop();
+    srv.teardown();
     Ok(srv.leader_status.unwrap_or(0))
 }
 
@@ -187,30 +192,29 @@ impl Server {
         }
         let me = Requester::tool(&self.ident.nspace);
         let plan = self
-            .dvm
+            .model
+            .dvm()
             .plan_spawn(&me, None, &[1])
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
         let ns = self.mint_nspace();
-        self.dvm
+        self.model
             .commit_spawn(&plan, &ns, None)
             .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
-        self.jobs.insert(
-            ns.clone(),
-            jobs::Job {
-                nspace: ns.clone(),
-                procs: Vec::new(),
-                spawner: None,
-                fwd_stdout: false,
-                fwd_stderr: false,
-                notify_completion: false,
-                open_pipes: 0,
-                all_exited_at: None,
-                kill_requested: None,
-                ended: false,
-                stdin_rank: None,
-                stdin: None,
-            },
-        );
+        self.jobs.insert(jobs::Job {
+            nspace: ns.clone(),
+            procs: Vec::new(),
+            spawner: None,
+            fwd_stdout: false,
+            fwd_stderr: false,
+            notify_completion: false,
+            open_pipes: 0,
+            all_exited_at: None,
+            kill_requested: None,
+            killed: false,
+            ended: false,
+            stdin_rank: None,
+            stdin: None,
+        });
         self.leader = Some(ns.clone());
         self.start_procs(
             &ns,

@@ -5,12 +5,11 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
 use crate::codec::{Decoder, Encoder, WireVersion};
-use crate::conn::frame::{Header, HEADER_LEN};
+use crate::conn::frame::Header;
 
-use super::handshake::MAX_CONNECT_LEN;
+use super::ident::PeerId;
 
-/// Largest steady-state message we accept from a peer (bytes).
-pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
+pub use super::frames::MAX_REQUEST_LEN;
 /// Most unsent bytes we hold for a peer that does not read; beyond, it is dropped.
 pub const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
 /// Above this many unsent bytes a peer's requests are not read any more
@@ -33,42 +32,31 @@ pub enum PeerClass {
 /// The identity of a handshaken peer.
 #[derive(Clone, Debug)]
 pub struct PeerInfo {
-    /// Its namespace.
-    pub nspace: String,
-    /// Its rank.
-    pub rank: u32,
+    /// Its process name (a tool's given or assigned identity, or a job
+    /// client's namespace and rank).
+    pub name: PeerId,
     /// Tool or client.
     pub class: PeerClass,
     /// True when we minted its namespace (its disconnect ends it).
     pub owns_nspace: bool,
 }
 
-/// One framed message received.
-#[derive(Debug)]
-pub struct Frame {
-    /// Its header.
-    pub header: Header,
-    /// Its payload.
-    pub payload: Vec<u8>,
+impl PeerInfo {
+    /// Its namespace.
+    pub fn nspace(&self) -> &str {
+        self.name.nspace()
+    }
 }
 
-/// Why a connection must be dropped.
-#[derive(Debug)]
-pub struct Fatal(pub String);
+pub use super::frames::{Fatal, Frame, InBuf};
 
 /// A connection's state.
 #[derive(Debug)]
 pub struct PeerConn {
     /// The socket (non-blocking).
     pub stream: TcpStream,
-    /// Received bytes; those before `rpos` are already consumed.
-    rbuf: Vec<u8>,
-    rpos: usize,
-    /// Payload bytes of a refused message still to be discarded.
-    skip: usize,
-    /// Size of the large message being received, once admitted against the
-    /// memory budget (0 when none).
-    reserve: usize,
+    /// Received bytes not yet taken as messages.
+    input: InBuf,
     wbuf: Vec<u8>,
     woff: usize,
     /// Set once the handshake succeeded.
@@ -85,10 +73,17 @@ pub struct PeerConn {
     pub cmd_line: Option<String>,
     /// Close once the write buffer is flushed.
     pub closing: bool,
+    /// Set once the peer said goodbye (`PMIX_FINALIZE_CMD`): its identity
+    /// no longer counts as connected.
+    pub finalized: bool,
     /// When the connection was accepted (pre-authentication timeout).
     pub accepted: std::time::Instant,
     /// uid owning the peer's socket, when the kernel said at accept.
     pub uid: Option<u32>,
+    /// Bytes of [`PeerConn::held`] counted in the server's memory budget.
+    pub accounted: usize,
+    /// True while the output pipes of jobs it spawned are paused.
+    pub pipes_paused: bool,
 }
 
 impl PeerConn {
@@ -96,10 +91,7 @@ impl PeerConn {
     pub fn new(stream: TcpStream) -> Self {
         PeerConn {
             stream,
-            rbuf: Vec::new(),
-            rpos: 0,
-            skip: 0,
-            reserve: 0,
+            input: InBuf::default(),
             wbuf: Vec::new(),
             woff: 0,
             peer: None,
@@ -109,51 +101,33 @@ impl PeerConn {
             pid: None,
             cmd_line: None,
             closing: false,
+            finalized: false,
             accepted: std::time::Instant::now(),
             uid: None,
+            accounted: 0,
+            pipes_paused: false,
         }
-    }
-
-    /// Unconsumed received bytes.
-    fn unread(&self) -> &[u8] {
-        &self.rbuf[self.rpos..]
     }
 
     /// Bytes held for this peer: unconsumed input and unsent output.
     pub fn held(&self) -> usize {
-        (self.rbuf.len() - self.rpos).max(self.reserve) + self.pending_out()
+        self.input.held() + self.pending_out()
     }
 
     /// True when the large message being received was already admitted.
     pub fn admitted(&self) -> bool {
-        self.reserve > 0
+        self.input.admitted()
     }
 
     /// Admit the message being received: its whole size counts as held.
     pub fn admit(&mut self, n: usize) {
-        self.reserve = HEADER_LEN + n;
+        self.input.admit(n);
     }
 
     /// True when the peer's output backlog is so large that its requests
     /// wait until it reads (see [`OUT_HIGH_WATER`]).
     pub fn throttled(&self) -> bool {
         self.pending_out() > OUT_HIGH_WATER
-    }
-
-    /// Consume `n` bytes; compact the buffer once most of it is consumed, so
-    /// each byte is moved at most a bounded number of times (O(1) per frame).
-    fn consume(&mut self, n: usize) {
-        self.rpos += n;
-        if self.rpos == self.rbuf.len() {
-            self.rbuf.clear();
-            self.rpos = 0;
-            if self.rbuf.capacity() > 1024 * 1024 {
-                self.rbuf = Vec::new();
-            }
-        } else if self.rpos >= 64 * 1024 && self.rpos * 2 >= self.rbuf.len() {
-            self.rbuf.drain(..self.rpos);
-            self.rpos = 0;
-        }
     }
 
     /// Read what is available, at most [`READ_BUDGET`] bytes this round.
@@ -166,22 +140,7 @@ impl PeerConn {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     got += n;
-                    let mut data = &chunk[..n];
-                    if self.skip > 0 {
-                        let k = self.skip.min(data.len());
-                        self.skip -= k;
-                        data = &data[k..];
-                    }
-                    self.rbuf.extend_from_slice(data);
-                    // Never buffer more than one maximal message plus a header.
-                    if self.rbuf.len() - self.rpos > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
-                        return Err(Fatal("peer sent more than a message's worth".into()));
-                    }
-                    if self.peer.is_none()
-                        && self.rbuf.len() - self.rpos > MAX_CONNECT_LEN as usize + HEADER_LEN
-                    {
-                        return Err(Fatal("oversized connection request".into()));
-                    }
+                    self.input.push(&chunk[..n], self.peer.is_some())?;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -193,74 +152,27 @@ impl PeerConn {
 
     /// Take the connect-ack body if it has fully arrived.
     pub fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
-        let b = self.unread();
-        if b.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&b[..HEADER_LEN]);
-        let len = Header::decode_connect_len(&hb);
-        if len > MAX_CONNECT_LEN {
-            return Err(Fatal(format!("connection request of {len} bytes refused")));
-        }
-        let total = HEADER_LEN + len as usize;
-        if b.len() < total {
-            return Ok(None);
-        }
-        let body = b[HEADER_LEN..total].to_vec();
-        self.consume(total);
-        Ok(Some(body))
+        self.input.take_connect()
     }
 
     /// The header of the next message, once it has arrived.
     pub fn peek_header(&self) -> Option<Header> {
-        let b = self.unread();
-        if b.len() < HEADER_LEN {
-            return None;
-        }
-        let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&b[..HEADER_LEN]);
-        Some(Header::decode(&hb))
+        self.input.peek_header()
     }
 
-    /// Drop the next message unread: its header and whatever of its payload
-    /// has arrived; the rest is discarded as it comes.
+    /// Drop the next message unread (see [`InBuf::discard_next`]).
     pub fn discard_next(&mut self) {
-        let Some(h) = self.peek_header() else {
-            return;
-        };
-        let have = self.unread().len() - HEADER_LEN;
-        let n = (h.nbytes as usize).min(have);
-        self.skip = h.nbytes as usize - n;
-        self.reserve = 0;
-        self.consume(HEADER_LEN + n);
+        self.input.discard_next();
     }
 
     /// True when a complete message is waiting.
     pub fn has_frame(&self) -> bool {
-        self.skip == 0
-            && self
-                .peek_header()
-                .is_some_and(|h| self.unread().len() >= HEADER_LEN + h.nbytes as usize)
+        self.input.has_frame()
     }
 
     /// Take the next complete steady-state message, if any.
     pub fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
-        let Some(header) = self.peek_header() else {
-            return Ok(None);
-        };
-        if header.nbytes > MAX_REQUEST_LEN {
-            return Err(Fatal(format!("message of {} bytes refused", header.nbytes)));
-        }
-        let total = HEADER_LEN + header.nbytes as usize;
-        let b = self.unread();
-        if b.len() < total {
-            return Ok(None);
-        }
-        let payload = b[HEADER_LEN..total].to_vec();
-        self.reserve = 0;
-        self.consume(total);
-        Ok(Some(Frame { header, payload }))
+        self.input.take_frame()
     }
 
     /// Queue raw bytes (handshake replies).
@@ -327,6 +239,26 @@ impl PeerConn {
         } else {
             Encoder::new(self.wire)
         }
+    }
+
+    /// True while the peer holds its identity: handshaken, not finalized,
+    /// not closing, and its socket not at end of stream (a peer that closed
+    /// but whose end pdvm has not read yet no longer counts).
+    pub fn holds_identity(&self) -> bool {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd;
+        if self.peer.is_none() || self.finalized || self.closing {
+            return false;
+        }
+        let mut b = [0u8; 1];
+        !matches!(
+            recv(
+                self.stream.as_raw_fd(),
+                &mut b,
+                MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT
+            ),
+            Ok(0)
+        )
     }
 
     /// True when the peer registered for `code` (or for all events).

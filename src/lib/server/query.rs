@@ -59,11 +59,11 @@ fn state_of(p: &ProcRec) -> u8 {
 impl Server {
     /// Every live namespace: running jobs and connected tools.
     pub fn namespaces(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.jobs.keys().cloned().collect();
+        let mut v: Vec<String> = self.jobs.names();
         for c in self.conns.values() {
             if let Some(p) = &c.peer {
-                if !v.contains(&p.nspace) {
-                    v.push(p.nspace.clone());
+                if !v.iter().any(|n| n == p.nspace()) {
+                    v.push(p.nspace().to_string());
                 }
             }
         }
@@ -78,9 +78,8 @@ impl Server {
 
     /// The reservations (all, or the one with `only` as id).
     pub fn reservation_records(&self, only: Option<&str>) -> Vec<ReservationRecord> {
-        let now = self.clock.now_ms();
-        self.dvm
-            .reservations(&self.sched, now)
+        self.model
+            .reservations()
             .into_iter()
             .filter(|r| only.is_none_or(|id| r.alloc_id == id))
             .collect()
@@ -88,7 +87,8 @@ impl Server {
 
     /// The nodes.
     pub fn node_records(&self) -> Vec<NodeRecord> {
-        self.dvm
+        self.model
+            .dvm()
             .nodes()
             .into_iter()
             .map(|n| NodeRecord {
@@ -103,7 +103,8 @@ impl Server {
 
     /// The jobs (only those not terminated when `live_only`).
     pub fn job_records(&self, live_only: bool) -> Vec<JobRecord> {
-        self.dvm
+        self.model
+            .dvm()
             .jobs()
             .into_iter()
             .filter(|j| !live_only || j.state != "terminated")
@@ -126,12 +127,13 @@ impl Server {
 
     /// The scheduler's queue: its nodes, the free ones, the requests waiting.
     pub fn queue_records(&self) -> Vec<QueueRecord> {
-        let own = self.sched.own_node_names();
+        let sched = self.model.sched();
+        let own = sched.own_node_names();
         vec![QueueRecord {
             queue: "default".into(),
             nodes: u32::try_from(own.len()).unwrap_or(u32::MAX),
-            free: own.into_iter().filter(|n| self.sched.is_free(n)).collect(),
-            pending: u32::try_from(self.sched.queue_len()).unwrap_or(u32::MAX),
+            free: own.into_iter().filter(|n| sched.is_free(n)).collect(),
+            pending: u32::try_from(sched.queue_len()).unwrap_or(u32::MAX),
         }]
     }
 
@@ -139,11 +141,11 @@ impl Server {
     /// rank order; `None` when no job or connected tool has that namespace.
     pub fn proc_table(&self, nspace: Option<&str>) -> Option<Vec<ProcInfo>> {
         let Some(ns) = nspace else {
-            let mut names: Vec<&String> = self.jobs.keys().collect();
+            let mut names = self.jobs.names();
             names.sort();
             return Some(
                 names
-                    .into_iter()
+                    .iter()
                     .filter_map(|n| self.proc_table(Some(n)))
                     .flatten()
                     .collect(),
@@ -183,12 +185,9 @@ impl Server {
             .conns
             .values()
             .filter_map(|c| {
-                let p = c.peer.as_ref().filter(|p| p.nspace == ns)?;
+                let p = c.peer.as_ref().filter(|p| p.nspace() == ns)?;
                 Some(ProcInfo {
-                    proc: Proc {
-                        nspace: ns.to_string(),
-                        rank: p.rank,
-                    },
+                    proc: p.name.to_proc(),
                     hostname: Some(self.ident.host.clone()),
                     executable_name: c
                         .cmd_line

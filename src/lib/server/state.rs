@@ -2,22 +2,25 @@
 //! request handlers: sending replies and notifications, applying the model's
 //! effects, and following jobs to their end.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::TcpListener;
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
 use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
-use crate::dvm::{Dvm, Effect};
+use crate::dvm::Effect;
 use crate::ops::{cmd, keys};
-use crate::sched::Scheduler;
 use crate::status::Status;
 
-use super::jobs::{Job, LaunchEnv, OutPipe, PidIndex};
+use super::conns::ConnTable;
+use super::ident::ProcName;
+use super::jobs::{JobTable, LaunchEnv, OutPipe};
 use super::listener::{Rendezvous, ServerIdent};
-use super::peer::{PeerConn, PeerInfo};
+use super::model::ModelDriver;
+use super::peer::PeerInfo;
+use super::reactor::Reactor;
 use super::ServerConfig;
 
 /// Tag of unsolicited notifications.
@@ -70,61 +73,50 @@ pub struct Pending {
     pub conn: u64,
     /// Request tag.
     pub tag: u32,
-    /// Requesting process.
-    pub to: (String, u32),
+    /// Requesting process, as the model names it.
+    pub to: ProcName,
 }
 
-/// Everything the server holds.
+/// Everything the server holds, composed of parts with private state:
+/// the connection table ([`ConnTable`]), the job table ([`JobTable`]), the
+/// reactor ([`Reactor`]), and the model driver (the DVM, the scheduler,
+/// the clock and the replies waiting on them). Visible to the server
+/// module only.
 pub struct Server {
     /// Start-up configuration.
-    pub cfg: ServerConfig,
+    pub(super) cfg: ServerConfig,
     /// Who we are.
-    pub ident: ServerIdent,
+    pub(super) ident: ServerIdent,
     /// The listening socket.
-    pub listener: TcpListener,
+    pub(super) listener: TcpListener,
     /// Rendezvous files (removed on drop).
-    pub rendezvous: Option<Rendezvous>,
-    /// Live connections by id.
-    pub conns: BTreeMap<u64, PeerConn>,
-    /// Next connection id.
-    pub next_conn: u64,
-    /// Next namespace number.
-    pub next_ns: u64,
-    /// The reservation model.
-    pub dvm: Dvm,
-    /// The simulated scheduler.
-    pub sched: Scheduler,
-    /// Model clock.
-    pub clock: Clock,
-    /// Running jobs.
-    pub jobs: HashMap<String, Job>,
-    /// pid → (job, rank).
-    pub pids: PidIndex,
-    /// Captured output pipes by id.
-    pub pipes: BTreeMap<u64, OutPipe>,
-    /// Next pipe id.
-    pub next_pipe: u64,
-    /// Queued allocation requests by allocation id.
-    pub pending: HashMap<String, VecDeque<Pending>>,
-    /// Request id and owning namespace of each granted allocation, for the
-    /// event announcing its end (the model forgets them first).
-    pub alloc_meta: HashMap<String, (Option<String>, String)>,
+    pub(super) rendezvous: Option<Rendezvous>,
+    /// Live connections and their bookkeeping.
+    pub(super) conns: ConnTable,
+    /// The reservation model, the scheduler, the clock, and the replies
+    /// waiting on them.
+    pub(super) model: ModelDriver,
+    /// Running jobs, their pids and captured output pipes.
+    pub(super) jobs: JobTable,
     /// Environment for launched processes.
-    pub launch: LaunchEnv,
+    pub(super) launch: LaunchEnv,
     /// pdvm's own command's namespace, when one was given.
-    pub leader: Option<String>,
+    pub(super) leader: Option<String>,
     /// Its exit status once it ended.
-    pub leader_status: Option<i32>,
+    pub(super) leader_status: Option<i32>,
     /// Set when the server must stop.
-    pub stop: bool,
-    /// Bytes held for all peers (input not yet handled, output not yet
-    /// sent), as of the last poll round plus what was queued since.
-    pub held_total: usize,
+    pub(super) stop: bool,
     /// Accepting is paused until then (the process ran out of descriptors).
-    pub accept_paused_until: Option<Instant>,
-    /// Open connections per peer uid (as the kernel reported at accept).
-    pub per_uid: HashMap<u32, usize>,
+    pub(super) accept_paused_until: Option<Instant>,
+    /// The epoll instance and the signalfd.
+    pub(super) io: Reactor,
 }
+
+/// Above this many unsent bytes for a spawner, pdvm stops reading the
+/// output pipes of the jobs it spawned (their processes block on write).
+pub const PIPE_HIGH_WATER: usize = 1024 * 1024;
+/// Once the spawner's backlog is down to this, the pipes are read again.
+pub const PIPE_LOW_WATER: usize = 256 * 1024;
 
 /// Most bytes pdvm holds for all peers together (partial requests, replies
 /// and forwarded output not yet sent); a request or reply that would pass it
@@ -136,8 +128,7 @@ const ALWAYS_SEND: usize = 4096;
 impl Server {
     /// Mint the next namespace.
     pub fn mint_nspace(&mut self) -> String {
-        let n = self.next_ns;
-        self.next_ns += 1;
+        let n = self.model.next_ns_number();
         self.ident.nspace_n(n)
     }
 
@@ -158,7 +149,7 @@ impl Server {
 
     /// Queue a framed message to a connection (dropping it if it cannot take more).
     pub fn send(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        if payload.len() > ALWAYS_SEND && self.held_total + payload.len() > MEM_BUDGET {
+        if payload.len() > ALWAYS_SEND && self.conns.held_total() + payload.len() > MEM_BUDGET {
             self.log(format!(
                 "connection {conn}: {} bytes would pass the memory budget, refused",
                 payload.len()
@@ -172,11 +163,12 @@ impl Server {
             }
             return;
         }
-        self.held_total += payload.len();
-        let failed = match self.conns.get_mut(&conn) {
+        let failed = match self.conns.get_mut(conn) {
             Some(c) => c.queue(tag, payload).is_err(),
             None => false,
         };
+        self.conns.account(conn);
+        self.conns.touch(conn);
         if failed {
             self.log(format!(
                 "connection {conn}: output backlog too large, dropping it"
@@ -185,17 +177,10 @@ impl Server {
         }
     }
 
-    /// Connection ids whose peer is `(nspace, rank)`.
-    pub fn conns_of(&self, to: &(String, u32)) -> Vec<u64> {
-        self.conns
-            .iter()
-            .filter(|(_, c)| {
-                c.peer
-                    .as_ref()
-                    .is_some_and(|p| p.nspace == to.0 && p.rank == to.1)
-            })
-            .map(|(id, _)| *id)
-            .collect()
+    /// Connection ids whose peer `to` covers (one process, or every
+    /// process of a namespace for the wildcard rank).
+    pub fn conns_of(&self, to: &ProcName) -> Vec<u64> {
+        self.conns.of(to)
     }
 
     /// Build and send an event notification from the server itself.
@@ -206,9 +191,21 @@ impl Server {
 
     /// Build and send an event notification whose source is `source`.
     pub fn notify_from(&mut self, conn: u64, code: Status, source: &Proc, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else {
-            return;
-        };
+        if let Some(bytes) = self.notification_bytes(conn, code, source, info) {
+            self.send(conn, TAG_NOTIFY, &bytes);
+        }
+    }
+
+    /// A notification encoded for connection `conn`'s wire version and
+    /// buffer kind.
+    pub fn notification_bytes(
+        &self,
+        conn: u64,
+        code: Status,
+        source: &Proc,
+        info: &[Info],
+    ) -> Option<Vec<u8>> {
+        let c = self.conns.get(conn)?;
         let mut e = c.encoder();
         let built = e
             .pack_one(&Cmd(cmd::NOTIFY))
@@ -216,11 +213,11 @@ impl Server {
             .and_then(|_| e.pack_one(source))
             .and_then(|_| crate::ops::session::write_infos(&mut e, info));
         match built {
-            Ok(()) => {
-                let bytes = e.into_bytes();
-                self.send(conn, TAG_NOTIFY, &bytes);
+            Ok(()) => Some(e.into_bytes()),
+            Err(err) => {
+                self.log(format!("cannot encode notification: {err}"));
+                None
             }
-            Err(err) => self.log(format!("cannot encode notification: {err}")),
         }
     }
 
@@ -233,7 +230,7 @@ impl Server {
         data: &[u8],
         complete: bool,
     ) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let mut e = c.encoder();
@@ -256,7 +253,7 @@ impl Server {
 
     /// Reply to a request: status followed by `size` + infos.
     pub fn reply_status_infos(&mut self, conn: u64, tag: u32, st: Status, info: &[Info]) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
         let mut e = c.encoder();
@@ -271,27 +268,23 @@ impl Server {
 
     /// Close a connection and settle what its peer leaves behind.
     pub fn close_conn(&mut self, id: u64) {
-        let Some(c) = self.conns.remove(&id) else {
+        let Some(c) = self.conns.remove(id) else {
             return;
         };
-        if let Some(uid) = c.uid {
-            if let Some(n) = self.per_uid.get_mut(&uid) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.per_uid.remove(&uid);
-                }
-            }
+        self.io.remove_conn(id, c.stream.as_fd());
+        if c.pipes_paused {
+            self.pause_pipes_of(id, false);
         }
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
-            nspace,
+            name,
             owns_nspace: true,
             ..
         }) = c.peer
         {
+            let nspace = name.nspace();
             self.log(format!("tool {nspace} disconnected"));
-            let now = self.clock.now_ms();
-            match self.dvm.tool_disconnected(&nspace, &mut self.sched, now) {
+            match self.model.tool_disconnected(nspace) {
                 Ok(fx) => self.apply_effects(fx),
                 Err(e) => self.log(format!("tool {nspace}: {}", e.rule())),
             }
@@ -320,7 +313,7 @@ impl Server {
                         keys::TIME_REMAINING,
                         Value::Uint32(remaining_secs),
                     ));
-                    for c in self.conns_of(&to) {
+                    for c in self.conns_of(&ProcName::from(&to)) {
                         self.notify(c, Status::ALLOC_TIMEOUT_WARNING, &info);
                     }
                 }
@@ -330,7 +323,7 @@ impl Server {
                     req_id,
                     nodes,
                 } => {
-                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                    if let Some(p) = self.take_pending(&alloc_id, &ProcName::from(&to)) {
                         let info = self.grant_infos(p.conn, &alloc_id, req_id.as_deref(), &nodes);
                         self.reply_status_infos(p.conn, p.tag, Status::SUCCESS, &info);
                     }
@@ -341,7 +334,7 @@ impl Server {
                     alloc_id,
                     req_id,
                 } => {
-                    if let Some(p) = self.take_pending(&alloc_id, &to) {
+                    if let Some(p) = self.take_pending(&alloc_id, &ProcName::from(&to)) {
                         let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
                         self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
                     }
@@ -361,12 +354,11 @@ impl Server {
         }
     }
 
-    fn take_pending(&mut self, alloc_id: &str, to: &(String, u32)) -> Option<Pending> {
-        let q = self.pending.get_mut(alloc_id)?;
-        let i = q.iter().position(|p| &p.to == to).unwrap_or(0);
-        let p = q.remove(i);
-        if q.is_empty() {
-            self.pending.remove(alloc_id);
+    /// The queued request of `to` on `alloc_id` (see [`ModelDriver::take_reply`]).
+    fn take_pending(&mut self, alloc_id: &str, to: &ProcName) -> Option<Pending> {
+        let p = self.model.take_reply(alloc_id, to);
+        if p.is_none() {
+            self.log(format!("{alloc_id}: no queued request of {to} to answer"));
         }
         p
     }
@@ -383,25 +375,33 @@ impl Server {
 
     /// Register a captured pipe.
     pub fn add_pipe(&mut self, fd: OwnedFd, nspace: &str, rank: u32, channel: u16) {
-        let id = self.next_pipe;
-        self.next_pipe += 1;
-        self.pipes.insert(
-            id,
-            OutPipe {
-                file: std::fs::File::from(fd),
-                nspace: nspace.to_string(),
-                rank,
-                channel,
-            },
-        );
-        if let Some(j) = self.jobs.get_mut(nspace) {
-            j.open_pipes += 1;
+        if let Err(e) = self.io.add_pipe(self.jobs.next_pipe_id(), fd.as_fd()) {
+            self.log(format!("cannot watch the output of {nspace}: {e}"));
+            return;
+        }
+        let id = self.jobs.add_pipe(OutPipe {
+            file: std::fs::File::from(fd),
+            nspace: nspace.to_string(),
+            rank,
+            channel,
+            resumed: Instant::now(),
+        });
+        // A spawner already lagging does not get more until it catches up.
+        let paused = self
+            .jobs
+            .get(nspace)
+            .and_then(|j| j.spawner)
+            .filter(|c| self.conns.get(*c).is_some_and(|c| c.pipes_paused));
+        if paused.is_some() {
+            if let Some(p) = self.jobs.pipe(id) {
+                self.io.arm_pipe(id, p.file.as_fd(), false);
+            }
         }
     }
 
     /// Read a pipe that polled readable; forward or close it.
     pub fn service_pipe(&mut self, id: u64) {
-        let Some(p) = self.pipes.get_mut(&id) else {
+        let Some(p) = self.jobs.pipe_mut(id) else {
             return;
         };
         let chunk = p.read_some();
@@ -419,6 +419,9 @@ impl Server {
             Some(data) => {
                 if let (Some(conn), true) = (spawner, fwd) {
                     self.forward_output(conn, Proc { nspace: ns, rank }, ch, &data, false);
+                    // Settle now: a lagging spawner pauses this pipe before
+                    // its next read.
+                    self.settle();
                 }
             }
             None => self.close_pipe(id),
@@ -427,17 +430,15 @@ impl Server {
 
     /// Close a pipe and account for it in its job.
     pub fn close_pipe(&mut self, id: u64) {
-        if let Some(p) = self.pipes.remove(&id) {
-            if let Some(j) = self.jobs.get_mut(&p.nspace) {
-                j.open_pipes = j.open_pipes.saturating_sub(1);
-            }
+        if let Some(p) = self.jobs.remove_pipe(id) {
+            self.io.remove_pipe(id, p.file.as_fd());
         }
     }
 
     /// Record reaped children.
     pub fn reaped(&mut self, list: Vec<(i32, i32)>) {
         for (pid, status) in list {
-            let Some((ns, rank)) = self.pids.remove(&pid) else {
+            let Some((ns, rank)) = self.jobs.take_pid(pid) else {
                 continue;
             };
             if let Some(j) = self.jobs.get_mut(&ns) {
@@ -451,20 +452,43 @@ impl Server {
         }
     }
 
+    /// Stop or resume reading the output pipes of the jobs connection
+    /// `conn` spawned (backpressure from a lagging reader).
+    pub fn pause_pipes_of(&mut self, conn: u64, pause: bool) {
+        let now = Instant::now();
+        for (id, p) in self.jobs.pipes_spawned_by(conn) {
+            self.io.arm_pipe(id, p.file.as_fd(), !pause);
+            if !pause {
+                p.resumed = now;
+            }
+        }
+    }
+
     /// Time-driven work: scheduler deadlines, SIGKILL escalation, pipe
-    /// grace, and ending jobs whose processes and output are all done.
+    /// grace, the handshake deadline, resuming accepts, and ending jobs
+    /// whose processes and output are all done.
     pub fn tick(&mut self) {
-        let now = self.clock.now_ms();
-        if self.sched.next_deadline().is_some_and(|d| d <= now) {
-            let fx = self.dvm.advance(&mut self.sched, now);
+        let fx = self.model.advance_due();
+        if !fx.is_empty() {
             self.apply_effects(fx);
+        }
+        self.expire_unauthenticated();
+        if self
+            .accept_paused_until
+            .is_some_and(|t| t <= Instant::now())
+        {
+            self.accept_paused_until = None;
+            self.io.set_listening(self.listener.as_fd(), true);
         }
         let mut stale_pipes = Vec::new();
         let mut done = Vec::new();
-        for (ns, j) in &self.jobs {
+        let mut killed = Vec::new();
+        for j in self.jobs.values() {
+            let ns = &j.nspace;
             if let Some(t) = j.kill_requested {
-                if t.elapsed() >= KILL_GRACE && j.live() > 0 {
+                if t.elapsed() >= KILL_GRACE && j.live() > 0 && !j.killed {
                     j.signal(Signal::SIGKILL);
+                    killed.push(ns.clone());
                 }
             }
             if j.live() == 0 {
@@ -472,13 +496,25 @@ impl Server {
                 if j.open_pipes == 0 {
                     done.push(ns.clone());
                 } else if grace_over {
+                    // The grace runs only while a pipe is read: a paused
+                    // pipe (its reader lags) still holds output to forward,
+                    // unless pdvm is tearing down.
                     stale_pipes.extend(
-                        self.pipes
-                            .iter()
-                            .filter(|(_, p)| &p.nspace == ns)
-                            .map(|(id, _)| *id),
+                        self.jobs
+                            .pipes_of(ns)
+                            .filter(|(id, p)| {
+                                self.stop
+                                    || (self.io.pipe_armed(*id)
+                                        && p.resumed.elapsed() >= PIPE_GRACE)
+                            })
+                            .map(|(id, _)| id),
                     );
                 }
+            }
+        }
+        for ns in killed {
+            if let Some(j) = self.jobs.get_mut(&ns) {
+                j.killed = true;
             }
         }
         for id in stale_pipes {
@@ -487,18 +523,38 @@ impl Server {
         for ns in done {
             self.job_ended(&ns);
         }
+        self.settle();
     }
 
-    /// The next instant the loop must wake up for [`Server::tick`].
+    /// How long the loop may sleep: until the nearest deadline (scheduler,
+    /// SIGKILL escalation, pipe grace, handshake deadline, resumed accepts),
+    /// at most a minute.
     pub fn next_wakeup(&self) -> Duration {
-        let mut d = Duration::from_millis(500);
-        if let Some(at) = self.sched.next_deadline() {
-            d = d.min(self.clock.until(at));
+        let now = Instant::now();
+        let mut d = Duration::from_secs(60);
+        let mut at = |t: Instant| d = d.min(t.saturating_duration_since(now));
+        if let Some(t) = self.accept_paused_until {
+            at(t);
+        }
+        if let Some(t) = self.conns.next_handshake_deadline() {
+            at(t);
         }
         for j in self.jobs.values() {
-            if j.kill_requested.is_some() || j.all_exited_at.is_some() {
-                d = d.min(Duration::from_millis(50));
+            if let Some(t) = j.kill_requested.filter(|_| j.live() > 0 && !j.killed) {
+                at(t + KILL_GRACE);
             }
+            if let Some(t) = j.all_exited_at.filter(|_| j.open_pipes > 0) {
+                let armed = self
+                    .jobs
+                    .pipes_of(&j.nspace)
+                    .filter(|(id, _)| self.io.pipe_armed(*id));
+                for (_, p) in armed {
+                    at(t.max(p.resumed) + PIPE_GRACE);
+                }
+            }
+        }
+        if let Some(t) = self.model.until_next_deadline() {
+            d = d.min(t);
         }
         d
     }
@@ -510,11 +566,7 @@ impl Server {
         };
         let status = j.status();
         self.log(format!("job {nspace} ended with status {status}"));
-        let now = self.clock.now_ms();
-        match self
-            .dvm
-            .job_terminated(nspace, status, &mut self.sched, now)
-        {
+        match self.model.job_terminated(nspace, status) {
             Ok(fx) => self.apply_effects(fx),
             Err(e) => self.log(format!("job {nspace}: {}", e.rule())),
         }
@@ -529,20 +581,14 @@ impl Server {
             Info::new(keys::JOB_TERM_STATUS, Value::Status(Status(status))),
             Info::new(keys::EXIT_CODE, Value::Int(status)),
         ];
-        let mut targets: Vec<u64> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.peer.is_some() && c.wants(Status::EVENT_JOB_END.0))
-            .map(|(id, _)| *id)
-            .collect();
+        let mut targets = self.conns.registered_for(Status::EVENT_JOB_END.0);
         if let (Some(s), true) = (j.spawner, j.notify_completion) {
             if !targets.contains(&s) {
                 targets.push(s);
             }
         }
-        for t in targets {
-            self.notify(t, Status::EVENT_JOB_END, &info);
-        }
+        let me = self.me();
+        self.notify_many(&targets, Status::EVENT_JOB_END, &me, &info);
         if self.leader.as_deref() == Some(nspace) {
             self.leader_status = Some(status);
             self.stop = true;
@@ -566,13 +612,10 @@ impl Server {
         let mut info = alloc_reply_infos(alloc_id, req_id, nodes);
         let wire = self
             .conns
-            .get(&conn)
+            .get(conn)
             .map(|c| c.wire)
             .unwrap_or(crate::codec::WireVersion::V41);
-        if let Some(r) = self
-            .dvm
-            .reservation(alloc_id, &self.sched, self.clock.now_ms())
-        {
+        if let Some(r) = self.model.reservation(alloc_id) {
             if let Some(n) = r.session_id {
                 info.push(Info::new(keys::SESSION_ID, crate::codec::Value::Uint32(n)));
             }

@@ -1,0 +1,261 @@
+//! The connection table: live connections by id, what each holds against
+//! the global memory budget, connections per peer uid, the handshake
+//! deadlines, and which connections need attention at the end of a round.
+//! Its state is private; the server reaches it through these methods.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
+
+use super::ident::ProcName;
+use super::peer::PeerConn;
+
+/// Live connections and their bookkeeping.
+#[derive(Default)]
+pub struct ConnTable {
+    map: BTreeMap<u64, PeerConn>,
+    next: u64,
+    per_uid: HashMap<u32, usize>,
+    held_total: usize,
+    dirty: Vec<u64>,
+    backlog: BTreeSet<u64>,
+    preauth: VecDeque<(Instant, u64)>,
+    /// Connections registered for each event code, and for every event:
+    /// a broadcast visits its listeners only, not every connection.
+    listeners: HashMap<i32, BTreeSet<u64>>,
+    listen_all: BTreeSet<u64>,
+}
+
+impl ConnTable {
+    /// An empty table; ids start at 1.
+    pub fn new() -> ConnTable {
+        ConnTable {
+            next: 1,
+            ..ConnTable::default()
+        }
+    }
+
+    /// The id the next connection will get.
+    pub fn next_id(&self) -> u64 {
+        self.next
+    }
+
+    /// Connections open.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when none is open.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Connections open for peer uid `uid`.
+    pub fn of_uid(&self, uid: u32) -> usize {
+        self.per_uid.get(&uid).copied().unwrap_or(0)
+    }
+
+    /// Add an accepted connection (of peer uid `uid`, which must complete
+    /// its handshake by `deadline`) under id [`ConnTable::next_id`].
+    pub fn insert(&mut self, mut c: PeerConn, uid: u32, deadline: Instant) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        c.uid = Some(uid);
+        *self.per_uid.entry(uid).or_insert(0) += 1;
+        self.preauth.push_back((deadline, id));
+        self.map.insert(id, c);
+        id
+    }
+
+    /// Remove a connection and everything counted for it.
+    pub fn remove(&mut self, id: u64) -> Option<PeerConn> {
+        self.deregister_events(id);
+        let c = self.map.remove(&id)?;
+        self.held_total = self.held_total.saturating_sub(c.accounted);
+        self.backlog.remove(&id);
+        if let Some(uid) = c.uid {
+            if let Some(n) = self.per_uid.get_mut(&uid) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.per_uid.remove(&uid);
+                }
+            }
+        }
+        Some(c)
+    }
+
+    /// Connection `id`.
+    pub fn get(&self, id: u64) -> Option<&PeerConn> {
+        self.map.get(&id)
+    }
+
+    /// Connection `id`, mutably.
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut PeerConn> {
+        self.map.get_mut(&id)
+    }
+
+    /// Every connection with its id, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &PeerConn)> {
+        self.map.iter().map(|(id, c)| (*id, c))
+    }
+
+    /// Every connection.
+    pub fn values(&self) -> impl Iterator<Item = &PeerConn> {
+        self.map.values()
+    }
+
+    /// Every id.
+    pub fn ids(&self) -> Vec<u64> {
+        self.map.keys().copied().collect()
+    }
+
+    /// Bytes held for all peers, as last accounted.
+    pub fn held_total(&self) -> usize {
+        self.held_total
+    }
+
+    /// Recount what connection `id` holds against the memory budget.
+    pub fn account(&mut self, id: u64) {
+        if let Some(c) = self.map.get_mut(&id) {
+            let now = c.held();
+            self.held_total = self.held_total - c.accounted + now;
+            c.accounted = now;
+        }
+    }
+
+    /// Mark `id` for settling at the end of the round.
+    pub fn touch(&mut self, id: u64) {
+        self.dirty.push(id);
+    }
+
+    /// Mark every connection for settling.
+    pub fn touch_all(&mut self) {
+        self.dirty.extend(self.map.keys().copied());
+    }
+
+    /// The connections marked since the last call, each once.
+    pub fn take_touched(&mut self) -> Vec<u64> {
+        let mut ids = std::mem::take(&mut self.dirty);
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// True when connections are marked.
+    pub fn any_touched(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// `id` has complete requests left over from its per-round budget.
+    pub fn defer(&mut self, id: u64) {
+        self.backlog.insert(id);
+    }
+
+    /// True when some connection has requests left over.
+    pub fn has_backlog(&self) -> bool {
+        !self.backlog.is_empty()
+    }
+
+    /// The connections with requests left over (cleared).
+    pub fn take_backlog(&mut self) -> BTreeSet<u64> {
+        std::mem::take(&mut self.backlog)
+    }
+
+    /// The earliest handshake deadline still queued.
+    pub fn next_handshake_deadline(&self) -> Option<Instant> {
+        self.preauth.front().map(|(t, _)| *t)
+    }
+
+    /// Connections whose handshake deadline passed by `now` and that have
+    /// not completed it (queued in accept order: only the oldest are looked at).
+    pub fn handshake_overdue(&mut self, now: Instant) -> Vec<u64> {
+        let mut late = Vec::new();
+        while let Some(&(at, id)) = self.preauth.front() {
+            if at > now {
+                break;
+            }
+            self.preauth.pop_front();
+            if self
+                .map
+                .get(&id)
+                .is_some_and(|c| c.peer.is_none() && !c.closing)
+            {
+                late.push(id);
+            }
+        }
+        late
+    }
+
+    /// Connections whose peer `to` covers (one process, or every process
+    /// of a namespace for the wildcard rank).
+    pub fn of(&self, to: &ProcName) -> Vec<u64> {
+        self.iter()
+            .filter(|(_, c)| c.peer.as_ref().is_some_and(|p| to.covers(&p.name)))
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Handshaken connections registered for event `code`, in id order.
+    pub fn registered_for(&self, code: i32) -> Vec<u64> {
+        let mut ids: Vec<u64> = match self.listeners.get(&code) {
+            Some(some) => self.listen_all.union(some).copied().collect(),
+            None => self.listen_all.iter().copied().collect(),
+        };
+        ids.retain(|id| self.map.get(id).is_some_and(|c| c.peer.is_some()));
+        ids
+    }
+
+    /// Register connection `id` for `codes` (none: every event), on top of
+    /// what it registered before.
+    pub fn register_events(&mut self, id: u64, codes: &[i32]) {
+        let Some(c) = self.map.get_mut(&id) else {
+            return;
+        };
+        let all_already = matches!(&c.events, Some(l) if l.is_empty());
+        if codes.is_empty() || all_already {
+            c.events = Some(Vec::new());
+            self.listen_all.insert(id);
+            for l in self.listeners.values_mut() {
+                l.remove(&id);
+            }
+            return;
+        }
+        let mut list = c.events.take().unwrap_or_default();
+        for &code in codes {
+            if !list.contains(&code) {
+                list.push(code);
+                self.listeners.entry(code).or_default().insert(id);
+            }
+        }
+        c.events = Some(list);
+    }
+
+    /// Connection `id` registers for nothing any more.
+    pub fn deregister_events(&mut self, id: u64) {
+        let Some(c) = self.map.get_mut(&id) else {
+            return;
+        };
+        if let Some(list) = c.events.take() {
+            self.listen_all.remove(&id);
+            for code in list {
+                if let Some(l) = self.listeners.get_mut(&code) {
+                    l.remove(&id);
+                    if l.is_empty() {
+                        self.listeners.remove(&code);
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when a live connection holds identity `name`.
+    pub fn identity_held(&self, name: &ProcName) -> bool {
+        self.values()
+            .any(|c| c.holds_identity() && c.peer.as_ref().is_some_and(|p| &p.name == name))
+    }
+
+    /// True when a handshaken connection's peer is of namespace `nspace`.
+    pub fn nspace_connected(&self, nspace: &str) -> bool {
+        self.values()
+            .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace() == nspace))
+    }
+}

@@ -1,0 +1,329 @@
+//! Decoding a peer's request into a typed [`Request`], sans I/O and without
+//! touching the server's state: every count bounded, every error a typed
+//! status. The handlers in [`super::dispatch`] act on what this returns;
+//! [`decode_stream`] runs framing plus decoding over arbitrary bytes (the
+//! fuzz target and the property test drive it).
+
+use crate::codec::{
+    AllocDirective, App, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Size, WireVersion,
+};
+use crate::error::{Error, Result};
+use crate::ops::{cmd, iof};
+use crate::status::Status;
+
+use super::frames::InBuf;
+
+/// Most infos, apps, queries or targets accepted in one request.
+pub const MAX_ITEMS: usize = 4096;
+/// Most targets read from an IOF push.
+const MAX_PUSH_TARGETS: u64 = 1024;
+
+/// One decoded request.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// `PMIX_REQ_CMD`: the peer's job data.
+    JobData,
+    /// `PMIX_FINALIZE_CMD`: goodbye.
+    Finalize,
+    /// `PMIX_QUERY_CMD`.
+    Query(Vec<Query>),
+    /// `PMIX_ALLOC_CMD`: directive and attributes.
+    Alloc {
+        /// The directive.
+        directive: u8,
+        /// Its attributes.
+        info: Vec<Info>,
+    },
+    /// `PMIX_SPAWNNB_CMD`: job info and at least one app.
+    Spawn {
+        /// Job-level info.
+        job_info: Vec<Info>,
+        /// The apps.
+        apps: Vec<App>,
+    },
+    /// `PMIX_REGEVENTS_CMD`: codes (none = all).
+    RegEvents(Vec<Status>),
+    /// `PMIX_DEREGEVENTS_CMD`.
+    DeregEvents,
+    /// `PMIX_NOTIFY_CMD`: an event to relay.
+    Notify {
+        /// Event code.
+        code: Status,
+        /// Range byte.
+        range: u8,
+        /// Its info.
+        info: Vec<Info>,
+    },
+    /// `PMIX_JOB_CONTROL_CMD`.
+    JobControl {
+        /// Targets.
+        targets: Vec<Proc>,
+        /// Directives.
+        directives: Vec<Info>,
+    },
+    /// `PMIX_IOF_PUSH_CMD`: bytes for stdin (none = end of input).
+    IofPush {
+        /// Targets.
+        targets: Vec<Proc>,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// `PMIX_IOF_PULL_CMD`.
+    IofPull,
+}
+
+impl Request {
+    /// The PMIx command byte it came with.
+    pub fn command(&self) -> u8 {
+        match self {
+            Request::JobData => cmd::REQ,
+            Request::Finalize => cmd::FINALIZE,
+            Request::Query(_) => cmd::QUERY,
+            Request::Alloc { .. } => cmd::ALLOC,
+            Request::Spawn { .. } => cmd::SPAWN,
+            Request::RegEvents(_) => cmd::REGEVENTS,
+            Request::DeregEvents => cmd::DEREGEVENTS,
+            Request::Notify { .. } => cmd::NOTIFY,
+            Request::JobControl { .. } => cmd::JOB_CONTROL,
+            Request::IofPush { .. } => iof::IOF_PUSH_CMD,
+            Request::IofPull => cmd::IOF_PULL,
+        }
+    }
+}
+
+/// Why a request could not be decoded.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// Not even the command byte decodes (answered `PMIX_ERR_UNPACK_FAILURE`).
+    Command(Error),
+    /// The command's arguments do not decode or break a bound; `u8` is the command.
+    Args(u8, Error),
+}
+
+fn bounded(n: u64) -> Result<usize> {
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_ITEMS)
+        .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
+}
+
+/// `size` + infos; nothing at all reads as no infos.
+pub fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
+    if d.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Size(n) = d.unpack_one()?;
+    let n = bounded(n)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    d.unpack(n)
+}
+
+fn counted<T: crate::codec::Unpack>(d: &mut Decoder) -> Result<Vec<T>> {
+    let Size(n) = d.unpack_one()?;
+    let n = bounded(n)?;
+    if n == 0 {
+        Ok(Vec::new())
+    } else {
+        d.unpack(n)
+    }
+}
+
+/// Decode one request payload.
+pub fn decode(d: &mut Decoder) -> std::result::Result<Request, DecodeError> {
+    let Cmd(command) = d.unpack_one::<Cmd>().map_err(DecodeError::Command)?;
+    decode_args(command, d).map_err(|e| DecodeError::Args(command, e))
+}
+
+fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
+    Ok(match command {
+        cmd::REQ => Request::JobData,
+        cmd::FINALIZE => Request::Finalize,
+        cmd::QUERY => Request::Query(counted(d)?),
+        cmd::ALLOC => {
+            let AllocDirective(directive) = d.unpack_one()?;
+            Request::Alloc {
+                directive,
+                info: read_infos(d)?,
+            }
+        }
+        cmd::SPAWN => {
+            let job_info = read_infos(d)?;
+            let Size(n) = d.unpack_one()?;
+            let n = bounded(n)?;
+            if n == 0 {
+                return Err(Error::new(
+                    Status::ERR_BAD_PARAM,
+                    "spawn with no application",
+                ));
+            }
+            Request::Spawn {
+                job_info,
+                apps: d.unpack(n)?,
+            }
+        }
+        cmd::REGEVENTS => {
+            let codes = counted(d)?;
+            // Qualifiers are read leniently and not used.
+            let _ = read_infos(d);
+            Request::RegEvents(codes)
+        }
+        cmd::DEREGEVENTS => Request::DeregEvents,
+        cmd::NOTIFY => {
+            let code: Status = d.unpack_one()?;
+            let Range(range) = d.unpack_one()?;
+            Request::Notify {
+                code,
+                range,
+                info: read_infos(d)?,
+            }
+        }
+        cmd::JOB_CONTROL => Request::JobControl {
+            targets: counted(d)?,
+            directives: read_infos(d)?,
+        },
+        iof::IOF_PUSH_CMD => {
+            let Size(n) = d.unpack_one()?;
+            let targets: Vec<Proc> = if n == 0 {
+                Vec::new()
+            } else {
+                d.unpack(usize::try_from(n.min(MAX_PUSH_TARGETS)).unwrap_or(1024))?
+            };
+            let _directives = read_infos(d)?;
+            let ByteObject(data) = d.unpack_one()?;
+            Request::IofPush { targets, data }
+        }
+        cmd::IOF_PULL => Request::IofPull,
+        other => {
+            return Err(Error::new(
+                Status::ERR_NOT_SUPPORTED,
+                format!("command {other} is not supported by pdvm"),
+            ))
+        }
+    })
+}
+
+/// What [`decode_stream`] saw.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StreamSummary {
+    /// Whether the connect request parsed.
+    pub connected: bool,
+    /// Frames taken.
+    pub frames: usize,
+    /// Of those, requests that decoded.
+    pub decoded: usize,
+    /// True when the framing broke (pdvm drops such a peer).
+    pub fatal: bool,
+}
+
+/// Run pdvm's whole inbound path over `bytes`, as if a peer sent them:
+/// the first byte picks the wire version and buffer kind; then a
+/// connect-ack (header + body) and steady-state frames, each decoded as a
+/// request. Never panics; memory stays proportional to the input.
+pub fn decode_stream(bytes: &[u8]) -> StreamSummary {
+    let mut out = StreamSummary::default();
+    let Some((&sel, rest)) = bytes.split_first() else {
+        return out;
+    };
+    let wire = if sel & 1 == 0 {
+        WireVersion::V41
+    } else {
+        WireVersion::V61
+    };
+    let described = sel & 2 != 0;
+    let mut buf = InBuf::default();
+    // Fed in uneven pieces, as a socket delivers them.
+    let step = 1 + (sel as usize >> 2);
+    let mut connected = false;
+    for piece in rest.chunks(step * 97) {
+        if buf.push(piece, connected).is_err() {
+            out.fatal = true;
+            return out;
+        }
+        loop {
+            if !connected {
+                match buf.take_connect() {
+                    Ok(Some(body)) => {
+                        connected = true;
+                        out.connected = super::handshake::parse_connect(&body).is_ok();
+                        continue;
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        out.fatal = true;
+                        return out;
+                    }
+                }
+            }
+            match buf.take_frame() {
+                Ok(Some(f)) => {
+                    out.frames += 1;
+                    let mut d = if described {
+                        Decoder::described(&f.payload, wire)
+                    } else {
+                        Decoder::new(&f.payload, wire)
+                    };
+                    if decode(&mut d).is_ok() {
+                        out.decoded += 1;
+                    }
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    out.fatal = true;
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Encoder;
+
+    fn payload(f: impl FnOnce(&mut Encoder)) -> Vec<u8> {
+        let mut e = Encoder::new(WireVersion::V41);
+        f(&mut e);
+        e.into_bytes()
+    }
+
+    #[test]
+    fn decodes_a_spawn_and_refuses_an_empty_one() {
+        let p = payload(|e| {
+            e.pack_one(&Cmd(cmd::SPAWN)).unwrap();
+            e.pack_one(&Size(0)).unwrap();
+            e.pack_one(&Size(0)).unwrap();
+        });
+        match decode(&mut Decoder::new(&p, WireVersion::V41)) {
+            Err(DecodeError::Args(c, e)) => {
+                assert_eq!(c, cmd::SPAWN);
+                assert_eq!(e.status, Status::ERR_BAD_PARAM);
+            }
+            other => panic!("{other:?}"),
+        }
+        let p = payload(|e| e.pack_one(&Cmd(cmd::FINALIZE)).unwrap());
+        assert!(matches!(
+            decode(&mut Decoder::new(&p, WireVersion::V41)),
+            Ok(Request::Finalize)
+        ));
+        assert!(matches!(
+            decode(&mut Decoder::new(&[], WireVersion::V41)),
+            Err(DecodeError::Command(_))
+        ));
+    }
+
+    #[test]
+    fn counts_beyond_the_bound_are_refused() {
+        let p = payload(|e| {
+            e.pack_one(&Cmd(cmd::QUERY)).unwrap();
+            e.pack_one(&Size(MAX_ITEMS as u64 + 1)).unwrap();
+        });
+        match decode(&mut Decoder::new(&p, WireVersion::V41)) {
+            Err(DecodeError::Args(_, e)) => assert_eq!(e.status, Status::ERR_BAD_PARAM),
+            other => panic!("{other:?}"),
+        }
+    }
+}
