@@ -33,5 +33,6 @@ mod pmix422_peer;
 mod prte_wire;
 mod pspawn_nohang;
 mod pwatch_status;
+mod test_layout;
 mod tools_master;
 mod tools_prte;
