@@ -12,7 +12,8 @@ mod watchdog;
 
 use std::time::{Duration, Instant};
 
-use pmix_tools::dvm::{directive, AllocAttrs, AllocRequest, Dvm, DvmConfig, Effect, Requester};
+use pmix_tools::dvm::{AllocAttrs, AllocRequest, Dvm, DvmConfig, Effect, Requester};
+use pmix_tools::proto::directive;
 use pmix_tools::sched::Scheduler;
 
 /// Tiny deterministic generator (no extra crate).

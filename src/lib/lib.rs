@@ -23,6 +23,3 @@ pub mod proto;
 pub mod render;
 pub mod sched;
 pub mod server;
-
-/// Shim while the layers move to [`proto`]; removed once every path names it.
-pub use proto::status;

@@ -10,9 +10,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+use pmix_tools::codec::attrs::write_infos;
 use pmix_tools::codec::{AllocDirective, Cmd, Info, Value};
 use pmix_tools::conn::ConnectOptions;
-use pmix_tools::ops::session::write_infos;
 use pmix_tools::ops::Session;
 use pmix_tools::proto::status::Status;
 use pmix_tools::proto::{cmd, keys};
@@ -340,7 +340,7 @@ fn s8_2_1_9_5_extend_not_moving_deadline_does_not_rewarn() {
     let time = |secs| {
         Info::new(
             keys::ALLOC_TIME,
-            pmix_tools::ops::alloc::alloc_time_value(s.server_version(), secs),
+            pmix_tools::codec::attrs::alloc_time_value(s.server_version(), secs),
         )
     };
     // 4 simulated minutes, warned 3 minutes ahead: the warning comes after

@@ -3,10 +3,11 @@
 
 use clap::Parser;
 use pmix_tools::cli::parse::*;
-use pmix_tools::cli::request::{directive, EventKind, StatusWhat, WatchRequest};
+use pmix_tools::cli::request::{EventKind, StatusWhat, WatchRequest};
 use pmix_tools::cli::{
     try_parse_validated, PallocArgs, PallocMode, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs,
 };
+use pmix_tools::proto::{directive, parse_inheritance};
 
 fn ok<T: Parser + pmix_tools::cli::Validate>(line: &str) -> T {
     match try_parse_validated::<T, _, _>(line.split_whitespace()) {

@@ -6,6 +6,7 @@ use pmix_tools::cli::parse::*;
 use pmix_tools::cli::{
     try_parse_validated, PallocArgs, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs,
 };
+use pmix_tools::proto::parse_inheritance;
 use proptest::prelude::*;
 
 fn token() -> impl Strategy<Value = String> {

@@ -5,7 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pmix_tools::dvm::{directive, AllocAttrs, AllocRequest, Dvm, DvmConfig, Requester};
+use pmix_tools::dvm::{AllocAttrs, AllocRequest, Dvm, DvmConfig, Requester};
+use pmix_tools::proto::directive;
 use pmix_tools::sched::Scheduler;
 use proptest::prelude::*;
 

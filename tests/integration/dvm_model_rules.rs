@@ -2,9 +2,11 @@
 //! model and the simulated scheduler directly. Names follow the clause.
 
 use pmix_tools::dvm::{
-    directive, AllocAttrs, AllocRequest, AllocStatus, Dvm, DvmConfig, DvmError, Effect, EndHow,
-    EndWhy, Requester, ReservationState, Rule,
+    AllocAttrs, AllocRequest, AllocStatus, Dvm, DvmConfig, DvmError, Effect, EndHow, EndWhy,
+    Requester, Rule,
 };
+use pmix_tools::proto::directive;
+use pmix_tools::render::ReservationState;
 use pmix_tools::sched::Scheduler;
 
 const NONE: u8 = 1;
@@ -934,7 +936,7 @@ fn s8_2_1_9_2_none_owner_death_with_children_releases_and_kills() {
         vec![(
             id,
             EndHow::Released,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::None)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::None)
         )]
     );
     assert_eq!(killed(&fx), vec!["kid".to_string()]);
@@ -965,7 +967,7 @@ fn s8_2_1_9_2_child_outlives_owner_until_last_child() {
         vec![(
             id,
             EndHow::Released,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::Child)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::Child)
         )]
     );
     assert_eq!(s.free_own_count(), 2);
@@ -1018,7 +1020,7 @@ fn s8_2_1_9_2_child_default_unreserves_after_last_child() {
         (
             id,
             EndHow::Unreserved,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::ChildDefault)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::ChildDefault)
         )
     );
     assert_eq!(d.nodes().len(), 4);
@@ -1042,7 +1044,7 @@ fn s8_2_1_9_3_absent_inheritance_behaves_as_default() {
         vec![(
             id,
             EndHow::Unreserved,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::Default)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::Default)
         )]
     );
 }
@@ -1089,7 +1091,7 @@ fn s8_2_1_9_2_tool_owner_disposition_fires_on_disconnect() {
         (
             id,
             EndHow::Released,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::Child)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::Child)
         )
     );
 }
@@ -1549,7 +1551,7 @@ fn s8_2_1_9_2_owner_death_drops_its_queued_request() {
         vec![(
             q.alloc_id.clone(),
             EndHow::Cancelled,
-            EndWhy::Disposition(pmix_tools::dvm::Inheritance::Default)
+            EndWhy::Disposition(pmix_tools::proto::Inheritance::Default)
         )]
     );
     assert!(fx

@@ -39,5 +39,6 @@ mod server_backpressure;
 mod server_decode_proptest;
 mod server_identity;
 mod server_stale;
+mod test_layout;
 mod tools_master;
 mod tools_prte;

@@ -66,7 +66,7 @@ proptest! {
         let _ = parse::parse_warn_secs(&s);
         let _ = parse::parse_env(&s);
         let _ = parse::parse_id(&s);
-        let _ = parse::parse_inheritance(&s);
+        let _ = pmix_tools::proto::parse_inheritance(&s);
         let _ = parse::parse_mem_mb(&s);
         let _ = parse::parse_nodelist_arg(&nodelist_arg);
         let _ = parse::expand_nodelist(&s);

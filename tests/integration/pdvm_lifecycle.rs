@@ -113,13 +113,17 @@ fn sigterm_tears_down_running_jobs() {
     let marker = dvm.tmpdir.path().join("child.pid");
     let script = format!("echo $$ > {}; exec sleep 60", marker.display());
     spawn::spawn(&s, &[], &[app(&["/bin/sh", "-c", &script], 1)]).unwrap();
-    // The shell creates the file before it writes the pid: wait for a pid.
-    let end = Instant::now() + Duration::from_secs(5);
-    let read = || -> Option<u32> { std::fs::read_to_string(&marker).ok()?.trim().parse().ok() };
-    while read().is_none() && Instant::now() < end {
+    // The file exists before the shell has written the pid into it: wait
+    // for the pid itself.
+    let end = Instant::now() + Duration::from_secs(20);
+    let child: u32 = loop {
+        let pid = std::fs::read_to_string(&marker).unwrap_or_default();
+        if let Ok(pid) = pid.trim().parse() {
+            break pid;
+        }
+        assert!(Instant::now() < end, "the job never wrote its pid: {pid:?}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let child: u32 = read().expect("the job wrote its pid within 5 s");
+    };
     assert!(alive(child));
     let st = dvm.stop();
     assert!(st.success(), "{st}");

@@ -46,7 +46,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
                 keys::ALLOC_TIME,
-                alloc::alloc_time_value(a.server_version(), 180),
+                pmix_tools::codec::attrs::alloc_time_value(a.server_version(), 180),
             ),
             Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(120)),
             Info::new(keys::ALLOC_REQ_ID, "a-req"),

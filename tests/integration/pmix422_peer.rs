@@ -58,7 +58,7 @@ fn connect_query_and_allocate_against_openpmix_4_2_2() {
         Info::new(keys::ALLOC_REQ_ID, "my-req-7"),
         Info::new(
             keys::ALLOC_TIME,
-            ops::alloc::alloc_time_value(s.server_version(), 90),
+            pmix_tools::codec::attrs::alloc_time_value(s.server_version(), 90),
         ),
     ];
     let r = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &info).expect("allocate");

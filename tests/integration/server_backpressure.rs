@@ -16,8 +16,9 @@ use crate::support::pdvm::Pdvm;
 use crate::support::{show, text};
 use pmix_tools::codec::{App, Cmd, Encoder, Size, WireVersion};
 use pmix_tools::conn::frame::{Header, HEADER_LEN, TAG_IOF, TAG_NOTIFY};
-use pmix_tools::ops::{cmd, events, iof, session, spawn};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{events, iof, spawn};
+use pmix_tools::proto::cmd;
+use pmix_tools::proto::status::Status;
 
 /// Bytes the job writes.
 const TOTAL: u64 = 200_000_000;
@@ -119,7 +120,7 @@ fn unread_job_output_is_held_back_not_dropped() {
     let mut s = handshaken_raw(&pdvm);
     let mut e = Encoder::new(WireVersion::V41);
     e.pack_one(&Cmd(cmd::SPAWN)).expect("cmd");
-    session::write_infos(&mut e, &spawn::launcher_job_info()).expect("infos");
+    pmix_tools::codec::attrs::write_infos(&mut e, &spawn::launcher_job_info()).expect("infos");
     let app = App {
         cmd: "sh".into(),
         argv: vec![

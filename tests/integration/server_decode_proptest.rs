@@ -6,7 +6,7 @@
 use pmix_tools::codec::{Cmd, Encoder, Info, Size, WireVersion};
 use pmix_tools::conn::frame::Header;
 use pmix_tools::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
-use pmix_tools::ops::{cmd, keys};
+use pmix_tools::proto::{cmd, keys};
 use pmix_tools::server::request::decode_stream;
 use proptest::prelude::*;
 

@@ -11,8 +11,9 @@ use crate::support::pdvm::Pdvm;
 use crate::support::{show, text};
 use pmix_tools::codec::{Info, Value};
 use pmix_tools::conn::{ConnectOptions, Unsolicited};
-use pmix_tools::ops::{alloc, events, keys, Session};
-use pmix_tools::status::Status;
+use pmix_tools::ops::{alloc, events, Session};
+use pmix_tools::proto::keys;
+use pmix_tools::proto::status::Status;
 
 fn with_id(pdvm: &Pdvm, nspace: &str, rank: u32) -> ConnectOptions {
     ConnectOptions {
@@ -52,12 +53,12 @@ fn given_identity_with_nonzero_rank_gets_its_own_warning_and_grant() {
     assert_eq!(a.me(), ("ranked@1".to_string(), 5));
     let r = alloc::allocate(
         &a,
-        keys::directive::NEW,
+        pmix_tools::proto::directive::NEW,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
                 keys::ALLOC_TIME,
-                alloc::alloc_time_value(a.server_version(), 180),
+                pmix_tools::codec::attrs::alloc_time_value(a.server_version(), 180),
             ),
             Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(120)),
             Info::new(keys::ALLOC_REQ_ID, "a-req"),
@@ -69,7 +70,7 @@ fn given_identity_with_nonzero_rank_gets_its_own_warning_and_grant() {
         let waiter = sc.spawn(|| {
             alloc::allocate(
                 &b,
-                keys::directive::NEW,
+                pmix_tools::proto::directive::NEW,
                 &[
                     Info::new(keys::ALLOC_NUM_NODES, 1u64),
                     Info::new(keys::ALLOC_REQ_ID, "b-req"),

@@ -8,9 +8,13 @@ use std::time::{Duration, Instant};
 
 use crate::cli::request::{EventKind, EventWatch};
 use crate::codec::Value;
-use crate::ops::events::{Event, CHANGE, NODE_CHANGE, NODE_CHANGE_NAME};
+use crate::ops::events::Event;
 use crate::proto::keys;
 use crate::proto::status::Status;
+use crate::proto::{
+    keys::CHANGE,
+    status::{NODE_CHANGE, NODE_CHANGE_NAME},
+};
 use crate::render::{EventRecord, EventWriter};
 
 /// Event codes counted as allocation changes: pdvm's grants and

@@ -312,7 +312,7 @@ pub fn register_job_end(s: &Session) -> Result<u32> {
     let mut e = s.request(crate::proto::cmd::REGEVENTS)?;
     e.pack_one(&crate::codec::Size(1))?;
     e.pack(&[Status::EVENT_JOB_END])?;
-    crate::ops::session::write_infos(
+    crate::codec::attrs::write_infos(
         &mut e,
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
     )?;

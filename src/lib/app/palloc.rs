@@ -7,21 +7,20 @@ use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
-use crate::cli::parse::Inheritance;
-use crate::cli::request::{directive, AllocRequest};
+use crate::cli::request::AllocRequest;
 use crate::cli::{PallocArgs, PallocMode};
+use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
 use crate::codec::{dt, AllocInheritance, Info, Value};
 use crate::conn::client::Event;
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
 use crate::conn::holder::{Holder, HOLDER_ENV};
 use crate::conn::{Identity, Unsolicited};
-use crate::ops::alloc::{
-    alloc_time_value, allocate, begin_allocate, decode_alloc_reply, parse_alloc_time, AllocReply,
-};
+use crate::ops::alloc::{allocate, begin_allocate, decode_alloc_reply, AllocReply};
 use crate::ops::events::{decode_notification, register};
 use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
+use crate::proto::{directive, Inheritance};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 

@@ -1,12 +1,13 @@
 //! `prelease`: RELEASE (whole or partial), REQ_CANCEL, REAQUIRE.
 
 use crate::cli::exit::{AttrsPresent, Operation};
-use crate::cli::request::{directive, ReleaseRequest};
+use crate::cli::request::ReleaseRequest;
 use crate::cli::PreleaseArgs;
 use crate::codec::Info;
 use crate::conn::Identity;
 use crate::ops::alloc::allocate;
 use crate::ops::Session;
+use crate::proto::directive;
 use crate::proto::keys;
 use crate::render::ReleaseRecord;
 

@@ -313,7 +313,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         // announces the job's end, so `pwatch --job NSPACE` can wait for it.
         let mut info = vec![
             crate::codec::Info::new(crate::proto::keys::NOTIFY_COMPLETION, true),
-            crate::codec::Info::new(crate::ops::iof::STDIN_TGT, "none"),
+            crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
         ];
         info.extend(launch::placement_info(target, req.map_by.as_deref()));
         let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(req, &attrs, &e))?;
@@ -330,7 +330,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         _ => None,
     };
     info.push(crate::codec::Info::new(
-        crate::ops::iof::STDIN_TGT,
+        crate::proto::keys::STDIN_TGT,
         stdin_rank.map_or_else(|| "none".to_string(), |r| r.to_string()),
     ));
     let mut early: Option<OutputSink> = None;

@@ -6,13 +6,15 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
-use crate::cli::request::{directive, EventKind, EventWatch, StatusWatch, WatchRequest};
+use crate::cli::request::{EventKind, EventWatch, StatusWatch, WatchRequest};
 use crate::cli::{CompleteWhat, PwatchArgs};
+use crate::codec::attrs::alloc_time_value;
 use crate::codec::{Info, Value};
 use crate::conn::{Event as Wake, Unsolicited};
-use crate::ops::alloc::{alloc_time_value, allocate};
+use crate::ops::alloc::allocate;
 use crate::ops::events::{decode_notification, register, Event};
 use crate::ops::{status_query, Session};
+use crate::proto::directive;
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::render::EventWriter;

@@ -2,10 +2,12 @@
 
 use super::common::{ConnectArgs, OutputArgs};
 use super::parse::{
-    parse_count, parse_id, parse_inheritance, parse_mem_mb, parse_nodelist_arg,
-    parse_time_limit_or_unlimited, parse_warn_secs, Inheritance, NodeList, TimeLimit,
+    parse_count, parse_id, parse_mem_mb, parse_nodelist_arg, parse_time_limit_or_unlimited,
+    parse_warn_secs, NodeList, TimeLimit,
 };
-use super::request::{directive, AllocRequest};
+use super::request::AllocRequest;
+use crate::proto::directive;
+use crate::proto::{parse_inheritance, Inheritance};
 use clap::Parser;
 
 const ABOUT: &str = "Request an allocation of nodes from the DVM and say what was granted";

@@ -2,7 +2,8 @@
 
 use super::common::{ConnectArgs, OutputArgs};
 use super::parse::{parse_count, parse_id, parse_nodelist_arg, NodeList};
-use super::request::{directive, ReleaseRequest};
+use super::request::ReleaseRequest;
+use crate::proto::directive;
 use clap::Parser;
 
 const ABOUT: &str = "Release allocations, cancel queued requests, or reacquire released nodes";

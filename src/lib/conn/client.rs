@@ -281,16 +281,7 @@ enum Check<T> {
 /// Choose the wire version to speak from the server's PMIx version string:
 /// `v61` for OpenPMIx 6.1 and later (and master), `v41` otherwise.
 pub fn wire_for_version(version: Option<&str>) -> WireVersion {
-    let Some(v) = version else {
-        return WireVersion::V41;
-    };
-    let v = v.trim_start_matches('v');
-    let mut parts = v
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty());
-    let major: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    if major > 6 || (major == 6 && minor >= 1) {
+    if crate::proto::PmixVersion::of(version) >= crate::proto::PmixVersion::new(6, 1) {
         WireVersion::V61
     } else {
         WireVersion::V41

@@ -7,13 +7,13 @@
 
 use std::collections::{HashSet, VecDeque};
 
+use crate::proto::{directive, Inheritance};
 use crate::sched::{NodeAsk, SchedError, SchedRequest, Scheduler, Submit};
 
 use super::error::{DvmError, Rule};
 use super::model::{Dvm, QueuedExtend, ResStage, Reservation};
 use super::types::{
-    directive, AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Inheritance,
-    Requester, RequesterClass,
+    AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Requester, RequesterClass,
 };
 
 /// Memory of a pdvm node per slot, in MB (a node of S slots has S × this).

@@ -57,9 +57,8 @@ mod types;
 pub use alloc::AllocRequest;
 pub use error::{DvmError, Rule};
 pub use model::{Dvm, DvmConfig};
-pub use query::{JobView, NodeView, ReservationRecord, ReservationState, Snapshot};
+pub use query::{JobView, NodeView, Snapshot};
 pub use spawn::{AppAsk, MapBy, MapPolicy, Placement, ProcSlot, MAX_PROCS};
 pub use types::{
-    directive, AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Inheritance,
-    Requester, RequesterClass,
+    AllocAttrs, AllocOutcome, AllocStatus, Effect, EndHow, EndWhy, Requester, RequesterClass,
 };

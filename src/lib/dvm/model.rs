@@ -6,7 +6,8 @@ use crate::sched::{NodeOrigin, Scheduler};
 
 use super::error::DvmError;
 use super::jobs::{Genealogy, NsKind};
-use super::types::{Effect, Inheritance, Requester, RequesterClass};
+use super::types::{Effect, Requester, RequesterClass};
+use crate::proto::Inheritance;
 
 /// Start-up configuration of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,11 +53,7 @@ impl Requester {
     }
 }
 
-/// `pmix_alloc_directive_t` values (one definition, in [`crate::proto`]).
-pub use crate::proto::directive;
-
-/// `pmix_alloc_inheritance_t`: what happens when the owning namespace dies.
-pub use crate::proto::Inheritance;
+use crate::proto::Inheritance;
 
 /// The attributes of an allocation request, already decoded from the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

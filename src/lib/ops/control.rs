@@ -3,7 +3,8 @@
 use crate::codec::{Info, Proc, Size};
 use crate::error::Result;
 
-use super::session::{read_infos, read_status, write_infos, Session};
+use super::session::{read_infos, read_status, Session};
+use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys};
 
 /// Send job-control `directives` to `targets`.

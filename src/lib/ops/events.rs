@@ -6,23 +6,9 @@ use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
-use super::session::{find, read_infos, read_status, write_infos, Session, MAX_REPLY_ITEMS};
+use super::session::{find, read_infos, read_status, Session, MAX_REPLY_ITEMS};
+use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys};
-
-/// pdvm's own event code for node changes PMIx has no code for (a node
-/// joining the DVM, a node becoming unreserved): `PMIX_EXTERNAL_ERR_BASE`
-/// (-3000) minus one, the range the PMIx headers leave to hosts. The
-/// [`CHANGE`] info says which change it is.
-pub const NODE_CHANGE: Status = Status(-3001);
-
-/// Name shown for [`NODE_CHANGE`] (PMIx has none).
-pub const NODE_CHANGE_NAME: &str = "PDVM_EVENT_NODE_CHANGE";
-
-/// Info key (string) pdvm adds to its allocation and node events: which
-/// change the event reports (`granted`, `extended`, `released`, `expired`,
-/// `unreserved`, `cancelled` for allocations; `joined`, `left`,
-/// `unreserved` for nodes).
-pub const CHANGE: &str = "pdvm.ev.change";
 
 /// An event notification as delivered by the server.
 #[derive(Clone, Debug, Serialize)]

@@ -52,13 +52,6 @@ pub fn decode_iof(d: &mut Decoder) -> Result<IofChunk> {
     })
 }
 
-/// `PMIX_IOF_PUSH_CMD`: push bytes to the stdin of processes.
-pub const IOF_PUSH_CMD: u8 = 23;
-
-/// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
-/// string: a rank number, `all` or `none`, as PRRTE reads it).
-pub const STDIN_TGT: &str = "pmix.stdin";
-
 /// The payload of an IOF push (`PMIX_IOF_PUSH_CMD`): the number of targets
 /// and the targets, the number of directives and the directives, then the
 /// bytes. Zero bytes mean end of input: the targets' stdin is closed.
@@ -68,7 +61,7 @@ pub fn push_payload(
     data: &[u8],
 ) -> Result<Vec<u8>> {
     let mut e = crate::codec::Encoder::new(wire);
-    e.pack_one(&crate::codec::Cmd(IOF_PUSH_CMD))?;
+    e.pack_one(&crate::codec::Cmd(crate::proto::cmd::IOF_PUSH))?;
     e.pack_one(&Size(targets.len() as u64))?;
     if !targets.is_empty() {
         e.pack(targets)?;
@@ -78,7 +71,7 @@ pub fn push_payload(
     } else {
         Vec::new()
     };
-    super::session::write_infos(&mut e, &dirs)?;
+    crate::codec::attrs::write_infos(&mut e, &dirs)?;
     e.pack_one(&ByteObject(data.to_vec()))?;
     Ok(e.into_bytes())
 }
@@ -137,7 +130,10 @@ mod tests {
         for wire in [WireVersion::V41, WireVersion::V61] {
             let bytes = push_payload(wire, std::slice::from_ref(&target), b"hi").unwrap();
             let mut d = Decoder::new(&bytes, wire);
-            assert_eq!(d.unpack_one::<Cmd>().unwrap().0, IOF_PUSH_CMD);
+            assert_eq!(
+                d.unpack_one::<Cmd>().unwrap().0,
+                crate::proto::cmd::IOF_PUSH
+            );
             assert_eq!(d.unpack_one::<Size>().unwrap().0, 1);
             assert_eq!(d.unpack_one::<Proc>().unwrap(), target);
             assert_eq!(d.unpack_one::<Size>().unwrap().0, 0);

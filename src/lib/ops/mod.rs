@@ -3,12 +3,10 @@
 //! output, and job control.
 
 pub mod alloc;
-pub use crate::proto::cmd;
 pub mod control;
 pub mod events;
 pub mod iof;
 pub mod job;
-pub use crate::proto::keys;
 pub mod query;
 pub mod session;
 pub mod spawn;

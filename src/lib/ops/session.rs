@@ -193,15 +193,6 @@ pub fn read_infos(dec: &mut Decoder) -> Result<Vec<Info>> {
     dec.unpack::<Info>(n)
 }
 
-/// Write `size` followed by the infos.
-pub fn write_infos(enc: &mut Encoder, infos: &[Info]) -> Result<()> {
-    enc.pack_one(&Size(infos.len() as u64))?;
-    if !infos.is_empty() {
-        enc.pack(infos)?;
-    }
-    Ok(())
-}
-
 /// Find an info by key.
 pub fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
     infos.iter().find(|i| i.key == key).map(|i| &i.value)

@@ -6,7 +6,8 @@ use crate::codec::{App, DataArray, Info, Size, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
-use super::session::{write_infos, Session};
+use super::session::Session;
+use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys};
 
 /// Build the `PMIX_SPAWN_TARGET` value: a string for one allocation id, an
@@ -64,11 +65,7 @@ pub fn target_support(server_version: Option<&str>) -> TargetSupport {
 
 /// The major number of a PMIx version string (`v5.0.11rc1` → 5).
 fn pmix_major(v: &str) -> Option<u32> {
-    v.trim()
-        .trim_start_matches('v')
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|m| m.parse().ok())
+    crate::proto::PmixVersion::parse(v).map(|p| p.major)
 }
 
 /// Last PMIx major version whose servers (PRRTE 3.0.x) refuse a spawn

@@ -37,3 +37,5 @@ pub fn describe(code: u8) -> &'static str {
         _ => "our request",
     }
 }
+/// `PMIX_IOF_PUSH_CMD`: push bytes to the stdin of processes.
+pub const IOF_PUSH: u8 = 23;

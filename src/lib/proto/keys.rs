@@ -106,10 +106,11 @@ pub const NODE_LIST: &str = "pmix.nlist";
 pub const SESSION_ID: &str = "pmix.session.id";
 /// Node information block in query replies.
 pub const NODE_INFO: &str = "pmix.node.info";
-
-// Shims while the client moves to `proto`: removed once every path names
-// `proto::directive` and `Status::EVENT_JOB_END` directly.
-#[doc(hidden)]
-pub use super::directive;
-#[doc(hidden)]
-pub const EVENT_JOB_END: i32 = super::Status::EVENT_JOB_END.0;
+/// Info key (string) pdvm adds to its allocation and node events: which
+/// change the event reports (`granted`, `extended`, `released`, `expired`,
+/// `unreserved`, `cancelled` for allocations; `joined`, `left`,
+/// `unreserved` for nodes).
+pub const CHANGE: &str = "pdvm.ev.change";
+/// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
+/// string: a rank number, `all` or `none`, as PRRTE reads it).
+pub const STDIN_TGT: &str = "pmix.stdin";

@@ -15,7 +15,9 @@ pub(crate) mod enums;
 pub mod inherit;
 pub mod keys;
 pub mod status;
+pub mod version;
 
 pub use directive::Directive;
 pub use inherit::{parse_inheritance, Inheritance, INHERIT_FORMS};
 pub use status::Status;
+pub use version::PmixVersion;

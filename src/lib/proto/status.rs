@@ -103,6 +103,15 @@ impl From<i32> for Status {
     }
 }
 
+/// pdvm's own event code for node changes PMIx has no code for (a node
+/// joining the DVM, a node becoming unreserved): `PMIX_EXTERNAL_ERR_BASE`
+/// (-3000) minus one, the range the PMIx headers leave to hosts. The
+/// [`CHANGE`] info says which change it is.
+pub const NODE_CHANGE: Status = Status(-3001);
+
+/// Name shown for [`NODE_CHANGE`] (PMIx has none).
+pub const NODE_CHANGE_NAME: &str = "PDVM_EVENT_NODE_CHANGE";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,9 @@
 //! Decoding request attributes (infos) into the model's inputs.
 
+use crate::codec::attrs::parse_alloc_time;
 use crate::codec::{AllocInheritance, Info, Value};
 use crate::dvm::AllocAttrs;
-use crate::ops::alloc::parse_alloc_time;
-use crate::ops::keys;
+use crate::proto::keys;
 
 /// Split a node list (`n001,n002` or whitespace separated).
 fn split_list(s: &str) -> Vec<String> {

@@ -11,8 +11,8 @@ use nix::sys::signal::Signal;
 use crate::codec::{App, Info, Proc, Query, Value, RANK_WILDCARD};
 use crate::dvm::{AllocRequest, AllocStatus, Requester};
 use crate::error::{Error, Result};
-use crate::ops::keys;
-use crate::status::Status;
+use crate::proto::keys;
+use crate::proto::status::Status;
 
 use super::attrs::{alloc_attrs, flag, spawn_targets};
 use super::ident::ProcName;
@@ -255,7 +255,7 @@ impl Server {
     /// `--pmix-compat` DVM ignores TARGET (§8.2.1.10).
     fn dead_target(&self, req: &AllocRequest) -> Option<String> {
         let t = req.attrs.target.as_deref()?;
-        if req.directive != crate::dvm::directive::NEW
+        if req.directive != crate::proto::directive::NEW
             || req.requester.class != crate::dvm::RequesterClass::Tool
             || self.cfg.compat
             || t == self.ident.nspace

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::ops::keys;
-use crate::status::Status;
+use crate::proto::keys;
+use crate::proto::status::Status;
 
 use super::creds::peer_uid;
 use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};

@@ -15,9 +15,9 @@
 
 use crate::codec::Info;
 use crate::dvm::{EndHow, EndWhy};
-use crate::ops::events::{CHANGE, NODE_CHANGE};
-use crate::ops::keys;
-use crate::status::Status;
+use crate::proto::keys;
+use crate::proto::status::Status;
+use crate::proto::{keys::CHANGE, status::NODE_CHANGE};
 
 use crate::codec::{Proc, WireVersion};
 

@@ -10,7 +10,7 @@
 
 use crate::codec::{Decoder, Info, Size, WireVersion};
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 use crate::conn::handshake::{BUFFER_FULLY_DESCRIBED, NSPACE_FIELD};
 pub use crate::conn::handshake::{FLAG_SIMPLE_CLIENT, FLAG_TOOL_GIVEN_ID, FLAG_TOOL_NEEDS_ID};

@@ -106,7 +106,7 @@ impl StdinSink {
 pub fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<u32> {
     let v = &job_info
         .iter()
-        .find(|i| i.key == crate::ops::iof::STDIN_TGT)?
+        .find(|i| i.key == crate::proto::keys::STDIN_TGT)?
         .value;
     match v.as_str() {
         Some(t) => t.trim().parse().ok(),
@@ -126,7 +126,7 @@ impl super::Server {
         targets: Vec<crate::codec::Proc>,
         data: Vec<u8>,
     ) -> crate::error::Result<()> {
-        use crate::status::Status;
+        use crate::proto::status::Status;
         let mut found = false;
         for t in &targets {
             if let Some(j) = self.jobs.get_mut(&t.nspace).filter(|j| !j.ended) {

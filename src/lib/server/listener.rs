@@ -14,7 +14,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::status::Status;
+use crate::proto::status::Status;
 
 /// The PMIx version pdvm announces in its rendezvous files and to the jobs it
 /// launches. pdvm implements the reservation attributes, which first exist in

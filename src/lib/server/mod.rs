@@ -53,8 +53,8 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use crate::codec::App;
 use crate::dvm::{Dvm, DvmConfig, Requester};
 use crate::error::{Error, Result};
+use crate::proto::status::Status;
 use crate::sched::Scheduler;
-use crate::status::Status;
 
 pub use listener::ServerIdent;
 pub use state::Server;

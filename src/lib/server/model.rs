@@ -8,7 +8,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use crate::dvm::{AllocOutcome, AllocRequest, Dvm, DvmError, Effect, Placement, ReservationRecord};
+use crate::dvm::{AllocOutcome, AllocRequest, Dvm, DvmError, Effect, Placement};
+use crate::render::records::ReservationRecord;
 use crate::sched::Scheduler;
 
 use super::ident::ProcName;

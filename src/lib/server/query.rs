@@ -20,12 +20,12 @@
 //! what `pwatch --status` decodes.
 
 use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersion};
-use crate::ops::keys;
 use crate::ops::status_query::{
     answer, reservation_infos, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS,
     QUERY_LIVE, QUERY_SCHED,
 };
-use crate::status::Status;
+use crate::proto::keys;
+use crate::proto::status::Status;
 
 use super::jobs::ProcRec;
 use super::state::Server;

@@ -8,8 +8,8 @@ use crate::codec::{
     AllocDirective, App, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Size, WireVersion,
 };
 use crate::error::{Error, Result};
-use crate::ops::{cmd, iof};
-use crate::status::Status;
+use crate::proto::cmd;
+use crate::proto::status::Status;
 
 use super::frames::InBuf;
 
@@ -85,7 +85,7 @@ impl Request {
             Request::DeregEvents => cmd::DEREGEVENTS,
             Request::Notify { .. } => cmd::NOTIFY,
             Request::JobControl { .. } => cmd::JOB_CONTROL,
-            Request::IofPush { .. } => iof::IOF_PUSH_CMD,
+            Request::IofPush { .. } => crate::proto::cmd::IOF_PUSH,
             Request::IofPull => cmd::IOF_PULL,
         }
     }
@@ -183,7 +183,7 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
             targets: counted(d)?,
             directives: read_infos(d)?,
         },
-        iof::IOF_PUSH_CMD => {
+        crate::proto::cmd::IOF_PUSH => {
             let Size(n) = d.unpack_one()?;
             let targets: Vec<Proc> = if n == 0 {
                 Vec::new()

@@ -11,8 +11,8 @@ use nix::sys::signal::Signal;
 
 use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
 use crate::dvm::Effect;
-use crate::ops::{cmd, keys};
-use crate::status::Status;
+use crate::proto::status::Status;
+use crate::proto::{cmd, keys};
 
 use super::conns::ConnTable;
 use super::ident::ProcName;
@@ -211,7 +211,7 @@ impl Server {
             .pack_one(&Cmd(cmd::NOTIFY))
             .and_then(|_| e.pack_one(&code))
             .and_then(|_| e.pack_one(source))
-            .and_then(|_| crate::ops::session::write_infos(&mut e, info));
+            .and_then(|_| crate::codec::attrs::write_infos(&mut e, info));
         match built {
             Ok(()) => Some(e.into_bytes()),
             Err(err) => {
@@ -243,7 +243,7 @@ impl Server {
             .pack_one(&src)
             .and_then(|_| e.pack_one(&IofChannel(channel)))
             .and_then(|_| e.pack_one(&Size(0)))
-            .and_then(|_| crate::ops::session::write_infos(&mut e, &info))
+            .and_then(|_| crate::codec::attrs::write_infos(&mut e, &info))
             .and_then(|_| e.pack_one(&ByteObject(data.to_vec())));
         if built.is_ok() {
             let bytes = e.into_bytes();
@@ -258,7 +258,7 @@ impl Server {
         };
         let mut e = c.encoder();
         if e.pack_one(&st)
-            .and_then(|_| crate::ops::session::write_infos(&mut e, info))
+            .and_then(|_| crate::codec::attrs::write_infos(&mut e, info))
             .is_ok()
         {
             let bytes = e.into_bytes();

@@ -15,7 +15,6 @@ pub mod memory;
 pub mod nodelist;
 pub mod signal;
 
-pub use crate::proto::inherit::{parse_inheritance, Inheritance};
 pub use count::{parse_count, parse_count_u32, parse_nonneg_count};
 pub use duration::{
     parse_connect_secs, parse_duration_secs, parse_time_limit, parse_time_limit_or_unlimited,
@@ -54,7 +53,7 @@ pub(crate) mod cases {
 
     #[test]
     fn inheritance_words() {
-        use super::parse_inheritance;
+        use crate::proto::parse_inheritance;
         accepts(
             parse_inheritance,
             &[
