@@ -5,8 +5,6 @@
 
 use super::parse::EnvSpec;
 
-/// `pmix_alloc_directive_t` values (one definition, in the operations layer).
-
 /// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AllocRequest {
