@@ -12,6 +12,8 @@
 //! - [`server`], [`dvm`], [`sched`]: pdvm's PMIx server side, its
 //!   session / reservation model, and the simulated scheduler.
 
+#![warn(unreachable_pub)]
+
 pub mod app;
 pub mod cli;
 pub mod codec;

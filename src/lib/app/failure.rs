@@ -19,7 +19,7 @@ pub struct Failure {
 }
 
 /// Whether the error means the DVM could not be reached or went away.
-pub fn is_connection_error(e: &Error) -> bool {
+pub(crate) fn is_connection_error(e: &Error) -> bool {
     matches!(e.kind, ErrorKind::Connection | ErrorKind::NoServer)
 }
 

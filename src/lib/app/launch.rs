@@ -28,7 +28,7 @@ use super::signals;
 /// (a bare `VAR` forwards our value, or nothing when we have none), the
 /// working directory (absolute; ours by default), `PMIX_WDIR` and
 /// `PMIX_HOST` per app.
-pub fn to_app(spec: &AppSpec) -> App {
+pub(crate) fn to_app(spec: &AppSpec) -> App {
     let mut env = Vec::new();
     for e in &spec.env {
         match &e.value {
@@ -72,7 +72,7 @@ pub fn to_app(spec: &AppSpec) -> App {
 
 /// The exit class of a job's status: 0..=255 as is; a PMIx error status
 /// (negative) counts as a failure (1) unless it names a signal.
-pub fn job_exit(end: &JobEnd) -> Exit {
+pub(crate) fn job_exit(end: &JobEnd) -> Exit {
     match end.exit_status {
         0 => Exit::Success,
         c @ 1..=255 => Exit::Command(c),
@@ -82,7 +82,7 @@ pub fn job_exit(end: &JobEnd) -> Exit {
 
 /// Writes forwarded output: raw bytes to our stdout/stderr, or, when lines
 /// must be tagged or rendered as JSON, line by line with per-stream buffers.
-pub struct OutputSink {
+pub(crate) struct OutputSink {
     nspace: String,
     tag: bool,
     json: bool,
@@ -94,7 +94,7 @@ const MAX_PARTIAL: usize = 1 << 20;
 
 impl OutputSink {
     /// A sink for job `nspace`.
-    pub fn new(nspace: &str, tag: bool, json: bool) -> OutputSink {
+    pub(crate) fn new(nspace: &str, tag: bool, json: bool) -> OutputSink {
         OutputSink {
             nspace: nspace.to_string(),
             tag,
@@ -104,7 +104,7 @@ impl OutputSink {
     }
 
     /// Take one chunk.
-    pub fn chunk(&mut self, c: &IofChunk) {
+    pub(crate) fn chunk(&mut self, c: &IofChunk) {
         let err = c.is_stderr();
         if !self.tag && !self.json {
             if err {
@@ -156,7 +156,7 @@ impl OutputSink {
     }
 
     /// Write any unterminated lines still buffered.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let mut keys: Vec<(u32, bool)> = self.partial.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
@@ -168,7 +168,7 @@ impl OutputSink {
 }
 
 /// How following a job ended, besides its own end.
-pub enum Followed {
+pub(crate) enum Followed {
     /// The job ended.
     Ended(JobEnd),
     /// `timeout` passed; the job was terminated.
@@ -180,14 +180,14 @@ pub enum Followed {
 /// Ask the DVM to stop job `nspace`: `PMIX_JOB_CTRL_TERMINATE`, and where
 /// the DVM does not support that (PRRTE 3.0 answers
 /// `PMIX_ERR_NOT_SUPPORTED`), SIGTERM to every process.
-pub fn stop_job(s: &Session, nspace: &str) {
+pub(crate) fn stop_job(s: &Session, nspace: &str) {
     if control::terminate_job(s, nspace).is_err() {
         let _ = control::signal_job(s, nspace, nix::libc::SIGTERM);
     }
 }
 
 /// Last resort after [`stop_job`]: `PMIX_JOB_CTRL_KILL`.
-pub fn kill_job(s: &Session, nspace: &str) {
+pub(crate) fn kill_job(s: &Session, nspace: &str) {
     let all = crate::codec::Proc {
         nspace: nspace.to_string(),
         rank: crate::codec::RANK_WILDCARD,
@@ -196,7 +196,7 @@ pub fn kill_job(s: &Session, nspace: &str) {
 }
 
 /// How long a stopped job may take to end before it is killed.
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Why following stopped before the job's own end.
 #[derive(Clone, Copy)]
@@ -211,7 +211,7 @@ enum StopReason {
 /// (the DVM paces us); end of input becomes an empty push, which closes the
 /// rank's stdin. A DVM that refuses a push leaves the job without further
 /// input (said with -v).
-pub struct StdinPump {
+pub(crate) struct StdinPump {
     target: crate::codec::Proc,
     pending: Option<u32>,
     sent_end: bool,
@@ -224,7 +224,7 @@ const STDIN_CHUNK: usize = 16 * 1024;
 
 impl StdinPump {
     /// Forward to `rank` of job `nspace`.
-    pub fn new(nspace: &str, rank: u32) -> StdinPump {
+    pub(crate) fn new(nspace: &str, rank: u32) -> StdinPump {
         StdinPump {
             target: crate::codec::Proc {
                 nspace: nspace.to_string(),
@@ -297,7 +297,7 @@ impl StdinPump {
     }
 
     /// Why forwarding stopped before the end of input, if it did.
-    pub fn stopped_because(&self) -> Option<&str> {
+    pub(crate) fn stopped_because(&self) -> Option<&str> {
         self.why_stopped.as_deref()
     }
 }
@@ -308,7 +308,7 @@ impl StdinPump {
 /// spawn sent next cannot end unseen; not waiting saves a round trip whose
 /// small reply a server without `TCP_NODELAY` may hold back for our delayed
 /// ACK (tens of milliseconds with PRRTE 3.0).
-pub fn register_job_end(s: &Session) -> Result<u32> {
+pub(crate) fn register_job_end(s: &Session) -> Result<u32> {
     let mut e = s.request(crate::proto::cmd::REGEVENTS)?;
     e.pack_one(&crate::codec::Size(1))?;
     e.pack(&[Status::EVENT_JOB_END])?;
@@ -333,7 +333,7 @@ pub fn register_job_end(s: &Session) -> Result<u32> {
 /// silent past a deadline (backing off, bounded), so a lost event cannot
 /// hang us: the job then ends with the best status known
 /// ([`JobEnd::announced`] false).
-pub fn follow(
+pub(crate) fn follow(
     s: &Session,
     nspace: &str,
     registration: Option<u32>,
@@ -420,7 +420,7 @@ pub fn follow(
 
 /// Job info for a spawn: the launcher's (forward output, notify
 /// completion) and [`placement_info`].
-pub fn job_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
+pub(crate) fn job_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
     let mut info = crate::ops::spawn::launcher_job_info();
     info.extend(placement_info(target, map_by));
     info
@@ -428,7 +428,7 @@ pub fn job_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
 
 /// Where the job may run: `PMIX_SPAWN_TARGET` when given, `PMIX_MAPBY`,
 /// and no core binding when the mapping oversubscribes (as mpirun does).
-pub fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
+pub(crate) fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> {
     let mut info = Vec::new();
     if let Some(t) = target {
         info.push(Info::new(keys::SPAWN_TARGET, t));
@@ -443,10 +443,10 @@ pub fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec<Info> 
 }
 
 /// `PMIX_BINDTO`: the binding policy of a job.
-pub const BINDTO: &str = "pmix.bindto";
+pub(crate) const BINDTO: &str = "pmix.bindto";
 
 /// Whether `ev` is a job-end or timeout-warning of interest while a job runs.
-pub fn is_warning(ev: &Event) -> bool {
+pub(crate) fn is_warning(ev: &Event) -> bool {
     ev.status == Status::ALLOC_TIMEOUT_WARNING
 }
 

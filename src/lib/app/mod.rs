@@ -11,15 +11,15 @@
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
 pub mod events;
-pub mod failure;
-pub mod launch;
+pub(crate) mod failure;
+pub(crate) mod launch;
 pub mod palloc;
 pub mod prelease;
 pub mod pspawn;
 pub mod pwatch;
-pub mod signals;
-pub mod status;
-pub mod ui;
+pub(crate) mod signals;
+pub(crate) mod status;
+pub(crate) mod ui;
 
 pub use failure::Failure;
 pub use ui::Ui;

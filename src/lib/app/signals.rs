@@ -32,13 +32,13 @@ extern "C" fn on_signal(sig: nix::libc::c_int) {
 
 /// The read end of the signal self-pipe: readable once a signal was caught
 /// since the last [`drain`]. `None` before [`install`].
-pub fn fd() -> Option<BorrowedFd<'static>> {
+pub(crate) fn fd() -> Option<BorrowedFd<'static>> {
     use std::os::fd::AsFd;
     PIPE_R.get().map(|f| f.as_fd())
 }
 
 /// Empty the self-pipe (after its readiness was seen).
-pub fn drain() {
+pub(crate) fn drain() {
     use std::os::fd::AsRawFd;
     if let Some(r) = PIPE_R.get() {
         let mut buf = [0u8; 64];
@@ -47,7 +47,7 @@ pub fn drain() {
 }
 
 /// Catch SIGINT, SIGTERM and SIGHUP from now on (instead of dying at once).
-pub fn install() {
+pub(crate) fn install() {
     if PIPE_R.get().is_none() {
         if let Ok((r, w)) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
@@ -72,7 +72,7 @@ pub fn install() {
 }
 
 /// The signal caught so far, if any.
-pub fn caught() -> Option<i32> {
+pub(crate) fn caught() -> Option<i32> {
     match CAUGHT.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -81,7 +81,7 @@ pub fn caught() -> Option<i32> {
 
 /// The signal caught since the last call to `take_new`, if any (the sticky
 /// [`caught`] flag is left as it is).
-pub fn take_new() -> Option<i32> {
+pub(crate) fn take_new() -> Option<i32> {
     match LATEST.swap(0, Ordering::SeqCst) {
         0 => None,
         s => Some(s),
@@ -89,7 +89,7 @@ pub fn take_new() -> Option<i32> {
 }
 
 /// The name of a caught signal number, for messages.
-pub fn name(sig: i32) -> &'static str {
+pub(crate) fn name(sig: i32) -> &'static str {
     Signal::try_from(sig)
         .map(|s| s.as_str())
         .unwrap_or("signal")
@@ -97,7 +97,7 @@ pub fn name(sig: i32) -> &'static str {
 
 /// Sleep until `deadline`, waking early for a caught signal; returns the
 /// signal caught so far, if any.
-pub fn sleep_until(deadline: std::time::Instant) -> Option<i32> {
+pub(crate) fn sleep_until(deadline: std::time::Instant) -> Option<i32> {
     use nix::poll::{PollFd, PollFlags, PollTimeout};
     loop {
         if let Some(sig) = caught() {

@@ -18,7 +18,7 @@ use super::{now_secs, Ui};
 /// One snapshot of what was asked for; `None` where not asked, `Err` with
 /// the status name the DVM answered where it did not report.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Reservations, or why not.
     pub reservations: Option<Result<Vec<ReservationRecord>, String>>,
     /// Namespaces, or why not.
@@ -36,7 +36,9 @@ pub struct Snapshot {
 
 /// The failure of a status snapshot, from the answers of its tables (see
 /// [`Snapshot::failure`]).
-pub fn snapshot_failure(results: &[Option<&crate::error::Error>]) -> Option<crate::error::Error> {
+pub(crate) fn snapshot_failure(
+    results: &[Option<&crate::error::Error>],
+) -> Option<crate::error::Error> {
     use crate::proto::status::Status;
     let failed: Vec<&crate::error::Error> = results.iter().flatten().copied().collect();
     if let Some(e) = failed
@@ -58,7 +60,7 @@ pub fn snapshot_failure(results: &[Option<&crate::error::Error>]) -> Option<crat
 
 /// The printed form of a node the DVM reported: `idle` or `busy`, with the
 /// slots in use as a number (the table shows `busy 1/2`).
-pub fn node(n: status_query::NodeRecord) -> NodeRecord {
+pub(crate) fn node(n: status_query::NodeRecord) -> NodeRecord {
     NodeRecord {
         state: if n.used > 0 { "busy" } else { "idle" }.into(),
         slots_used: Some(n.used),
@@ -71,7 +73,7 @@ pub fn node(n: status_query::NodeRecord) -> NodeRecord {
 
 /// The printed form of a job the DVM reported; `allocations` are the
 /// reservations whose owner set holds it.
-pub fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -> NamespaceRecord {
+pub(crate) fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -> NamespaceRecord {
     NamespaceRecord {
         allocations: res
             .iter()
@@ -86,7 +88,7 @@ pub fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -> Names
 }
 
 /// The printed form of a scheduler queue.
-pub fn queue(q: status_query::QueueRecord) -> QueueRecord {
+pub(crate) fn queue(q: status_query::QueueRecord) -> QueueRecord {
     QueueRecord {
         free: u32::try_from(q.free.len()).unwrap_or(u32::MAX),
         queue: q.queue,
@@ -97,7 +99,7 @@ pub fn queue(q: status_query::QueueRecord) -> QueueRecord {
 }
 
 /// Sort key for namespaces: `prte-vm-1@10` after `prte-vm-1@9`.
-pub fn nspace_order(n: &str) -> (String, u64, String) {
+pub(crate) fn nspace_order(n: &str) -> (String, u64, String) {
     match n.rsplit_once('@') {
         Some((base, num)) => match num.parse::<u64>() {
             Ok(k) => (base.to_string(), k, String::new()),
@@ -143,7 +145,7 @@ impl Mine {
 
 /// Ask the DVM for what `w` names: one request (pdvm), filtered as `w`
 /// says.
-pub fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
+pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let asked = |t: StatusWhat| w.what.contains(&t);
     // Namespaces need the reservations for their ALLOCATIONS column, and
     // --mine needs them (and the jobs) to know what is mine.
@@ -345,7 +347,7 @@ fn take<T: Clone>(
 }
 
 /// The JSON document of a snapshot.
-pub fn document(snap: &Snapshot) -> StatusRecord {
+pub(crate) fn document(snap: &Snapshot) -> StatusRecord {
     let mut un = Tables::new();
     StatusRecord {
         time: now_secs(),
@@ -359,7 +361,7 @@ pub fn document(snap: &Snapshot) -> StatusRecord {
 
 /// Print a snapshot: one JSON document on one line, or tables with a
 /// heading each, written at once.
-pub fn print(snap: &Snapshot, ui: &Ui) {
+pub(crate) fn print(snap: &Snapshot, ui: &Ui) {
     if ui.json {
         ui.record(&document(snap));
         return;

@@ -141,7 +141,7 @@ impl Ui {
 }
 
 /// How long a request may wait before [`Ui::queued`] says so.
-pub const QUEUED_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+pub(crate) const QUEUED_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Show {

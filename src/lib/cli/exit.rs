@@ -20,27 +20,27 @@
 //! 128+N, like a shell.
 
 /// Success.
-pub const SUCCESS: i32 = 0;
+pub(crate) const SUCCESS: i32 = 0;
 /// Any other error.
-pub const OTHER: i32 = 1;
+pub(crate) const OTHER: i32 = 1;
 /// Usage error (bad flag or value); clap uses the same code.
-pub const USAGE: i32 = 2;
+pub(crate) const USAGE: i32 = 2;
 /// Could not connect to the DVM.
-pub const CANNOT_CONNECT: i32 = 3;
+pub(crate) const CANNOT_CONNECT: i32 = 3;
 /// The DVM refused the request (a status with no more specific code).
-pub const REFUSED: i32 = 4;
+pub(crate) const REFUSED: i32 = 4;
 /// The DVM answered `PMIX_ERR_NOT_FOUND`.
-pub const NOT_FOUND: i32 = 5;
+pub(crate) const NOT_FOUND: i32 = 5;
 /// The DVM answered `PMIX_ERR_NO_PERMISSIONS`.
-pub const NO_PERMISSION: i32 = 6;
+pub(crate) const NO_PERMISSION: i32 = 6;
 /// The DVM does not support the request.
-pub const NOT_SUPPORTED: i32 = 7;
+pub(crate) const NOT_SUPPORTED: i32 = 7;
 /// The operation timed out.
-pub const TIMED_OUT: i32 = 8;
+pub(crate) const TIMED_OUT: i32 = 8;
 /// Interrupted by the user (128 + SIGINT).
-pub const INTERRUPTED: i32 = 130;
+pub(crate) const INTERRUPTED: i32 = 130;
 /// Ended by SIGTERM (128 + 15).
-pub const TERMINATED: i32 = 143;
+pub(crate) const TERMINATED: i32 = 143;
 
 /// The tool's own outcomes, as an enum; [`Exit::code`] gives the number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,7 +92,7 @@ impl Exit {
 }
 
 /// The rows of the EXIT STATUS section of every man page: (code, meaning).
-pub const EXIT_TABLE: &[(i32, &str)] = &[
+pub(crate) const EXIT_TABLE: &[(i32, &str)] = &[
     (SUCCESS, "success"),
     (
         OTHER,
@@ -129,14 +129,14 @@ reached its time limit",
 ];
 
 /// The PMIx status name for a code, from the library's status table.
-pub fn status_name(code: i32) -> Option<&'static str> {
+pub(crate) fn status_name(code: i32) -> Option<&'static str> {
     let name = crate::proto::status::Status(code).name();
     (name != "UNKNOWN").then_some(name)
 }
 
 /// Map a PMIx status name (as returned by the DVM) to an exit code.
 /// Unknown error names count as "refused" (4).
-pub fn exit_for_status_name(name: &str) -> i32 {
+pub(crate) fn exit_for_status_name(name: &str) -> i32 {
     match name {
         "PMIX_SUCCESS" | "PMIX_OPERATION_SUCCEEDED" => SUCCESS,
         "PMIX_ERR_NOT_FOUND" => NOT_FOUND,
@@ -152,7 +152,7 @@ pub fn exit_for_status_name(name: &str) -> i32 {
 }
 
 /// Map a PMIx status code to an exit code (unknown negative codes: 4).
-pub fn exit_for_status(code: i32) -> i32 {
+pub(crate) fn exit_for_status(code: i32) -> i32 {
     match status_name(code) {
         Some(n) => exit_for_status_name(n),
         None if code == 0 => SUCCESS,
@@ -197,7 +197,7 @@ pub struct AttrsPresent {
 /// The rule of spec 001 that explains why a request was refused with
 /// `status`, as `"§8.2.1.8: <condition>"`, or `None` when no rule of the
 /// specification covers this combination.
-pub fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+pub(crate) fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
     use Operation::*;
     let alloc = matches!(op, AllocNew | AllocExtend);
     match (op, status) {
@@ -230,7 +230,7 @@ pub fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'
 }
 
 /// A suggestion of what to do next after a refusal, if one is useful.
-pub fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+pub(crate) fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
     use Operation::*;
     match (op, status) {
         (AllocNew | AllocExtend, "PMIX_ERR_NO_PERMISSIONS") if attrs.target && attrs.from_application => {
@@ -256,7 +256,7 @@ pub fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'stati
 
 /// The one-line message for a refusal: what was refused, the status name,
 /// the spec rule when one applies, and a hint.
-pub fn refusal_message(op: Operation, status: &str, attrs: &AttrsPresent) -> String {
+pub(crate) fn refusal_message(op: Operation, status: &str, attrs: &AttrsPresent) -> String {
     let what = match op {
         Operation::AllocNew => "allocation request",
         Operation::AllocExtend => "extend request",

@@ -10,14 +10,14 @@ use crate::render::records::{
 };
 
 /// A JSON record kind: its `"type"` value and `(field, meaning)` rows.
-pub type JsonKind = (&'static str, &'static [(&'static str, &'static str)]);
+pub(crate) type JsonKind = (&'static str, &'static [(&'static str, &'static str)]);
 
 fn kind<R: Record>() -> JsonKind {
     (R::TYPE, R::FIELDS)
 }
 
 /// EXIT STATUS rows `(code, meaning)` for `tool`.
-pub fn exit_rows(tool: &str) -> Vec<(String, String)> {
+pub(crate) fn exit_rows(tool: &str) -> Vec<(String, String)> {
     if tool == "pdvm" {
         return vec![
             (
@@ -53,7 +53,7 @@ pub fn exit_rows(tool: &str) -> Vec<(String, String)> {
 
 /// The JSON record kinds `tool` prints with `--json`; every tool may end
 /// with an error record.
-pub fn json_kinds(tool: &str) -> Vec<JsonKind> {
+pub(crate) fn json_kinds(tool: &str) -> Vec<JsonKind> {
     let mut kinds = match tool {
         "palloc" => vec![
             kind::<AllocationRecord>(),
@@ -82,7 +82,7 @@ pub fn json_kinds(tool: &str) -> Vec<JsonKind> {
 }
 
 /// Identity and ownership, shared by the four tools.
-pub const IDENTITY: &str = "\
+pub(crate) const IDENTITY: &str = "\
 A reservation belongs to one owning namespace and, unless a child-flavoured \
 inheritance rule keeps it alive, its reservation ends when that namespace ends \
 (spec 001 §8.2.1.9.2; rule `default` when none is given). Its owner set \
@@ -100,7 +100,7 @@ reserved only while it runs (`palloc -- CMD` or `palloc --hold`), and \
 forces the tool identity inside a job.";
 
 /// Who sees timeout warnings, and how (§8.2.1.9.5).
-pub const WARNINGS: &str = "\
+pub(crate) const WARNINGS: &str = "\
 A PMIX_ALLOC_TIMEOUT_WARNING goes only to the process that requested the \
 allocation, and each EXTEND makes its sender the requester (§8.2.1.9.5). Three \
 patterns make sure a person or a program sees it:
@@ -156,7 +156,7 @@ const CONNECT_ENV: &[(&str, &str)] = &[
 ];
 
 /// ENVIRONMENT rows `(variables, meaning)` for `tool`.
-pub fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
+pub(crate) fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
     if tool == "pdvm" {
         return vec![
             (
@@ -193,7 +193,7 @@ pub fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
 }
 
 /// FILES rows `(path, meaning)` for `tool`.
-pub fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
+pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
     let rendezvous = (
         "$TMPDIR/prte.<pid>/pmix.<host>.tool*, $TMPDIR/pdvm.<pid>/pmix.<host>.tool*",
         "rendezvous files of a PRRTE DVM or of pdvm (URI, PMIx version, pid); found with no flag when exactly one live server has them",
@@ -216,7 +216,7 @@ pub fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
 }
 
 /// SEE ALSO entries for `tool`: the other tools, then the anchors.
-pub fn see_also(tool: &str) -> Vec<&'static str> {
+pub(crate) fn see_also(tool: &str) -> Vec<&'static str> {
     let mut v: Vec<&str> = ["palloc", "pspawn", "prelease", "pwatch", "pdvm"]
         .into_iter()
         .filter(|t| *t != tool)
@@ -228,7 +228,7 @@ pub fn see_also(tool: &str) -> Vec<&'static str> {
 }
 
 /// EXAMPLES `(command, explanation)` for `tool`.
-pub fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
+pub(crate) fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
     match tool {
         "palloc" => &[
             (

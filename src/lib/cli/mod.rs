@@ -9,17 +9,17 @@
 
 pub mod common;
 pub mod docs;
-pub mod exit;
-pub mod manual;
+pub(crate) mod exit;
+pub(crate) mod manual;
 pub mod mpmd;
-pub mod palloc;
+pub(crate) mod palloc;
 pub mod parse;
 pub mod pdvm;
-pub mod prelease;
+pub(crate) mod prelease;
 pub mod pspawn;
-pub mod pwatch;
+pub(crate) mod pwatch;
 pub mod request;
-pub mod validate;
+pub(crate) mod validate;
 
 pub use common::{ConnectArgs, ConnectOptions, OutputArgs, PidSpec, UriSpec};
 pub use palloc::{PallocArgs, PallocMode};

@@ -328,7 +328,11 @@ or the `-- CMD`"
 /// The sentence palloc prints when it exits while it owns a reservation:
 /// what now becomes of it and why. `owner_is_self` is true when palloc's
 /// own (tool) namespace owns it, i.e. no `--target` and not acting for a job.
-pub fn disposition_on_exit(inherit: Option<u8>, owner_is_self: bool, alloc_id: &str) -> String {
+pub(crate) fn disposition_on_exit(
+    inherit: Option<u8>,
+    owner_is_self: bool,
+    alloc_id: &str,
+) -> String {
     let rule = inherit
         .and_then(Inheritance::from_code)
         .unwrap_or(Inheritance::Default);

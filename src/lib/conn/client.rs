@@ -46,14 +46,14 @@ use super::stream::Stream;
 
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Environment variable overriding the handshake deadline and the default
 /// per-request deadline, in seconds (e.g. `PMIX_TOOLS_TIMEOUT=5`).
-pub const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";
+pub(crate) const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";
 
 /// The deadline [`TIMEOUT_ENV`] sets, if it holds a positive number of
 /// seconds.
-pub fn env_timeout() -> Option<Duration> {
+pub(crate) fn env_timeout() -> Option<Duration> {
     let v = std::env::var(TIMEOUT_ENV).ok()?;
     let secs: f64 = v.trim().trim_end_matches('s').parse().ok()?;
     (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
@@ -61,25 +61,25 @@ pub fn env_timeout() -> Option<Duration> {
 
 /// The handshake deadline in force: [`TIMEOUT_ENV`], else
 /// [`HANDSHAKE_TIMEOUT`].
-pub fn handshake_timeout() -> Duration {
+pub(crate) fn handshake_timeout() -> Duration {
     env_timeout().unwrap_or(HANDSHAKE_TIMEOUT)
 }
 
 /// Most unsolicited messages kept for the caller before the socket is no
 /// longer read.
-pub const MAX_QUEUED: usize = 8192;
+pub(crate) const MAX_QUEUED: usize = 8192;
 /// Most payload bytes of unsolicited messages kept for the caller before the
 /// socket is no longer read.
-pub const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
 /// Longest a single write to the server may block.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 /// Reads per poll round at most (fairness with the caller's descriptors).
 const READS_PER_ROUND: usize = 16;
 /// Longest command line sent in the handshake (the tool's identity only;
 /// the spawn request carries a job's real argv).
-pub const MAX_HANDSHAKE_CMDLINE: usize = 1024;
+pub(crate) const MAX_HANDSHAKE_CMDLINE: usize = 1024;
 
 /// A message the server sent without being asked.
 #[derive(Debug)]
@@ -280,7 +280,7 @@ enum Check<T> {
 
 /// Choose the wire version to speak from the server's PMIx version string:
 /// `v61` for OpenPMIx 6.1 and later (and master), `v41` otherwise.
-pub fn wire_for_version(version: Option<&str>) -> WireVersion {
+pub(crate) fn wire_for_version(version: Option<&str>) -> WireVersion {
     if crate::proto::PmixVersion::of(version) >= crate::proto::PmixVersion::new(6, 1) {
         WireVersion::V61
     } else {
@@ -291,7 +291,7 @@ pub fn wire_for_version(version: Option<&str>) -> WireVersion {
 /// The holder to connect through: inside `palloc … -- CMD` (its socket in
 /// [`super::holder::HOLDER_ENV`]), unless a server, a tool identity or
 /// `--as-tool` was asked for explicitly.
-pub fn holder_in_charge(
+pub(crate) fn holder_in_charge(
     opts: &ConnectOptions,
     env: &dyn super::discover::Env,
 ) -> Option<std::path::PathBuf> {
@@ -311,7 +311,10 @@ fn holders_apply(opts: &ConnectOptions) -> bool {
 /// on the DVM found (`target`), registered by a palloc in another shell of
 /// the same user; none inside a job, or when a server or `--as-tool` was
 /// asked for explicitly.
-pub fn registered_holder(opts: &ConnectOptions, target: &Target) -> Option<std::path::PathBuf> {
+pub(crate) fn registered_holder(
+    opts: &ConnectOptions,
+    target: &Target,
+) -> Option<std::path::PathBuf> {
     if !holders_apply(opts) || !target.identity.is_tool() {
         return None;
     }
@@ -329,7 +332,7 @@ fn command_line() -> String {
 
 /// `args` joined by spaces, cut at a character boundary to
 /// [`MAX_HANDSHAKE_CMDLINE`] bytes with a note of what was left out.
-pub fn summarise_command_line(args: &[String]) -> String {
+pub(crate) fn summarise_command_line(args: &[String]) -> String {
     let line = args.join(" ");
     if line.is_empty() {
         return "pmix-tools".to_string();
@@ -937,7 +940,7 @@ fn poll_timeout(deadline: Option<Instant>) -> PollTimeout {
 }
 
 /// "30 s", "2.5 s".
-pub fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{} s", d.as_secs())
     } else {
@@ -951,14 +954,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A stream whose reads and writes all end by one deadline (the handshake:
 /// a server dripping its answer a byte at a time cannot keep us past it).
-pub struct Deadlined<'a> {
+pub(crate) struct Deadlined<'a> {
     stream: &'a mut Stream,
     deadline: Instant,
 }
 
 impl<'a> Deadlined<'a> {
     /// Bound every operation on `stream` by `deadline`.
-    pub fn new(stream: &'a mut Stream, deadline: Instant) -> Deadlined<'a> {
+    pub(crate) fn new(stream: &'a mut Stream, deadline: Instant) -> Deadlined<'a> {
         Deadlined { stream, deadline }
     }
 

@@ -48,9 +48,9 @@ use super::uri::ServerUri;
 
 /// Environment variable naming a holder's socket; set for the command
 /// `palloc … -- CMD` runs.
-pub const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
+pub(crate) const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
 /// Tag of the holder's first frame.
-pub const TAG_WELCOME: u32 = 3;
+pub(crate) const TAG_WELCOME: u32 = 3;
 /// Longest a write to one client may block before that client is dropped.
 const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest welcome frame a client accepts.
@@ -61,7 +61,7 @@ const MAX_RELAYED_PER_CLIENT: usize = 256;
 
 /// What a client learns on connecting: who it acts as, and the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HolderWelcome {
+pub(crate) struct HolderWelcome {
     /// The namespace every relayed request comes from (the holder's).
     pub nspace: String,
     /// The holder's rank in it.
@@ -86,7 +86,7 @@ pub struct HolderWelcome {
 }
 
 /// A running holder; dropping it stops serving and removes its socket.
-pub struct Holder {
+pub(crate) struct Holder {
     /// The private directory made for the socket (removed on drop), when
     /// the registry was not used.
     private_dir: Option<PathBuf>,
@@ -125,7 +125,7 @@ impl Holder {
     /// that allocation (see [`registered_path`]), so tools in other shells
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
-    pub fn start(conn: &Connection, alloc_id: &str) -> Result<Holder> {
+    pub(crate) fn start(conn: &Connection, alloc_id: &str) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
         let (listener, path, private_dir) = match bind_registered(&server, alloc_id) {
             Some((l, p)) => (l, p, None),
@@ -167,14 +167,14 @@ impl Holder {
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The descriptors to watch for readability: the listening socket, then
     /// each client that may send more now. Pass their index in this list
     /// to [`Holder::on_ready`].
-    pub fn fds(&self) -> Vec<RawFd> {
+    pub(crate) fn fds(&self) -> Vec<RawFd> {
         let mut v = vec![self.listener.as_raw_fd()];
         v.extend(
             self.clients
@@ -187,7 +187,7 @@ impl Holder {
 
     /// Descriptor `fd` (one of [`Holder::fds`]) is readable: accept a
     /// client, or relay what a client sent over `conn`.
-    pub fn on_ready(&mut self, fd: RawFd, conn: &Connection) {
+    pub(crate) fn on_ready(&mut self, fd: RawFd, conn: &Connection) {
         if fd == self.listener.as_raw_fd() {
             self.accept();
             return;
@@ -204,14 +204,14 @@ impl Holder {
 
     /// Whether `tag` (an [`crate::conn::client::Event::Reply`]) is a relayed
     /// request's.
-    pub fn owns(&self, tag: u32) -> bool {
+    pub(crate) fn owns(&self, tag: u32) -> bool {
         self.relayed.contains_key(&tag)
     }
 
     /// The DVM answered relayed request `tag`: pass the reply back under
     /// the client's tag (a client whose request can no longer be answered
     /// learns it by its connection closing).
-    pub fn on_reply(&mut self, tag: u32, conn: &Connection) {
+    pub(crate) fn on_reply(&mut self, tag: u32, conn: &Connection) {
         let Some((id, ctag)) = self.relayed.remove(&tag) else {
             return;
         };
@@ -232,7 +232,7 @@ impl Holder {
     }
 
     /// Copy a message the DVM sent unasked to every client.
-    pub fn broadcast(&mut self, tag: u32, payload: &[u8]) {
+    pub(crate) fn broadcast(&mut self, tag: u32, payload: &[u8]) {
         let mut dead = Vec::new();
         for c in &self.clients {
             if c.send(tag, payload).is_err() {
@@ -247,7 +247,7 @@ impl Holder {
     }
 
     /// How many clients are connected now.
-    pub fn clients(&self) -> usize {
+    pub(crate) fn clients(&self) -> usize {
         self.clients.len()
     }
 
@@ -337,7 +337,7 @@ impl Drop for Holder {
 /// allocation id: `$XDG_RUNTIME_DIR/pmix-tools-holders` or
 /// `/tmp/pmix-tools-holders.<uid>`, created with mode 0700. Used only when
 /// it is a real directory (not a link) owned by us and private.
-pub fn registry_dir() -> Option<PathBuf> {
+pub(crate) fn registry_dir() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let uid = nix::unistd::geteuid().as_raw();
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
@@ -354,7 +354,7 @@ pub fn registry_dir() -> Option<PathBuf> {
 /// registers its socket (in [`registry_dir`]): allocation ids are unique
 /// only within one DVM. Characters other than letters, digits and `@._-`
 /// are replaced by `_`.
-pub fn registered_path(server: &str, alloc_id: &str) -> Option<PathBuf> {
+pub(crate) fn registered_path(server: &str, alloc_id: &str) -> Option<PathBuf> {
     if alloc_id.is_empty() || alloc_id.len() + server.len() > 200 {
         return None;
     }
@@ -426,7 +426,7 @@ fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
 }
 
 /// Connect to the holder whose socket is `path`.
-pub fn connect(path: &Path) -> Result<Connection> {
+pub(crate) fn connect(path: &Path) -> Result<Connection> {
     let fail = |e: std::io::Error| {
         Error::new(
             Status::ERR_UNREACH,

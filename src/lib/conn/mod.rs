@@ -11,13 +11,13 @@
 //!   connect as a **tool**; the server gives us a fresh namespace unless a
 //!   tool identity is supplied ([`ConnectOptions::tool_id`]).
 
-pub mod client;
+pub(crate) mod client;
 pub mod discover;
 pub mod frame;
 pub mod handshake;
-pub mod holder;
-pub mod stream;
-pub mod uri;
+pub(crate) mod holder;
+pub(crate) mod stream;
+pub(crate) mod uri;
 
 pub use client::{Connection, Event, Unsolicited};
 pub use discover::{ConnectOptions, Target};

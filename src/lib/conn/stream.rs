@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// A connected stream of either kind.
 #[derive(Debug)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// TCP (PRRTE, pdvm and every PMIx server reach tools this way).
     Tcp(TcpStream),
     /// A Unix socket (a palloc holder).
@@ -17,7 +17,7 @@ pub enum Stream {
 
 impl Stream {
     /// A second handle on the same socket (for a reader thread).
-    pub fn try_clone(&self) -> io::Result<Stream> {
+    pub(crate) fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
@@ -25,7 +25,7 @@ impl Stream {
     }
 
     /// Close both directions.
-    pub fn shutdown(&self) -> io::Result<()> {
+    pub(crate) fn shutdown(&self) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
@@ -33,7 +33,7 @@ impl Stream {
     }
 
     /// Bound each read (`None`: block).
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
@@ -41,7 +41,7 @@ impl Stream {
     }
 
     /// Bound each write (`None`: block).
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_write_timeout(t),
             Stream::Unix(s) => s.set_write_timeout(t),
@@ -54,7 +54,7 @@ impl Stream {
     /// delayed, every small reply would wait ~40 ms. Linux resets the mode
     /// after a while, so it is set again before each read. No-op for Unix
     /// sockets.
-    pub fn quick_ack(&self) {
+    pub(crate) fn quick_ack(&self) {
         #[cfg(target_os = "linux")]
         if let Stream::Tcp(s) = self {
             use std::os::fd::AsRawFd;

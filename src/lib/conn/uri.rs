@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
 /// Longest URI or rendezvous file we accept (bytes). Real ones are < 300.
-pub const MAX_URI_LEN: usize = 4096;
+pub(crate) const MAX_URI_LEN: usize = 4096;
 
 /// A parsed server contact point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +133,7 @@ impl Rendezvous {
 }
 
 /// Read a small text file, refusing anything larger than [`MAX_URI_LEN`].
-pub fn read_bounded(path: &Path) -> Result<String> {
+pub(crate) fn read_bounded(path: &Path) -> Result<String> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| {
         Error::new(

@@ -17,7 +17,7 @@ use super::types::{
 };
 
 /// Memory of a pdvm node per slot, in MB (a node of S slots has S × this).
-pub const MEM_PER_SLOT_MB: u64 = 4096;
+pub(super) const MEM_PER_SLOT_MB: u64 = 4096;
 
 /// An allocation request as the server hands it to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]

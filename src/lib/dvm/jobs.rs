@@ -56,7 +56,7 @@ pub(crate) struct Genealogy {
 
 impl Genealogy {
     /// Index of a namespace, creating a placeholder when unknown.
-    pub fn ensure(&mut self, name: &str) -> u32 {
+    pub(crate) fn ensure(&mut self, name: &str) -> u32 {
         if let Some(&i) = self.by_name.get(name) {
             return i;
         }
@@ -78,22 +78,22 @@ impl Genealogy {
     }
 
     /// Index of a known namespace.
-    pub fn get(&self, name: &str) -> Option<u32> {
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
         self.by_name.get(name).copied()
     }
 
     /// The entry at `i`.
-    pub fn at(&self, i: u32) -> &NsEntry {
+    pub(crate) fn at(&self, i: u32) -> &NsEntry {
         &self.ents[i as usize]
     }
 
     /// The entry at `i`, mutable.
-    pub fn at_mut(&mut self, i: u32) -> &mut NsEntry {
+    pub(crate) fn at_mut(&mut self, i: u32) -> &mut NsEntry {
         &mut self.ents[i as usize]
     }
 
     /// True when `name` exists and is not a never-seen placeholder.
-    pub fn is_registered(&self, name: &str) -> bool {
+    pub(crate) fn is_registered(&self, name: &str) -> bool {
         self.get(name)
             .is_some_and(|i| self.at(i).kind != NsKind::Placeholder)
     }
@@ -102,7 +102,7 @@ impl Genealogy {
     /// descendant of every ancestor.
     /// A parent that would close a cycle (a placeholder used as parent and
     /// later started under its own descendant) is dropped.
-    pub fn start(&mut self, i: u32, kind: NsKind, parent: Option<u32>) {
+    pub(crate) fn start(&mut self, i: u32, kind: NsKind, parent: Option<u32>) {
         let mut parent = parent;
         let mut a = parent;
         while let Some(p) = a {
@@ -134,7 +134,7 @@ impl Genealogy {
     /// Ends namespace `i`. Returns the namespaces whose CHILD-flavoured
     /// dispositions may now fire: `i` itself, then every ended ancestor whose
     /// live-descendant count just reached zero.
-    pub fn end(&mut self, i: u32) -> Vec<u32> {
+    pub(crate) fn end(&mut self, i: u32) -> Vec<u32> {
         {
             let e = self.at_mut(i);
             e.live = false;

@@ -82,7 +82,7 @@ pub(crate) struct Reservation {
 
 impl QueuedExtend {
     /// The reply owed to its requester when it is dropped ungranted.
-    pub fn dropped(self, alloc_id: &str) -> Effect {
+    pub(crate) fn dropped(self, alloc_id: &str) -> Effect {
         Effect::RequestDropped {
             to: self.to,
             alloc_id: alloc_id.to_string(),
@@ -94,7 +94,7 @@ impl QueuedExtend {
 impl Reservation {
     /// The reply owed to the requester of this reservation's own NEW when
     /// it is dropped before its first grant.
-    pub fn dropped(&self) -> Effect {
+    pub(crate) fn dropped(&self) -> Effect {
         Effect::RequestDropped {
             to: self.requester.clone(),
             alloc_id: self.id.clone(),
@@ -104,7 +104,7 @@ impl Reservation {
 
     /// Takes out every queued EXTEND, returning the replies owed to their
     /// requesters, in queue order.
-    pub fn drop_extends(&mut self) -> Vec<Effect> {
+    pub(crate) fn drop_extends(&mut self) -> Vec<Effect> {
         let id = &self.id;
         self.queued_extends
             .drain(..)
@@ -116,12 +116,12 @@ impl Reservation {
     /// its own namespace is in the owner set, or it is the scheduler
     /// (§8.2.1.7, §8.2.1.9.1). `PMIX_ALLOC_TARGET` never counts: it names
     /// whose reservation it is, not who is asking.
-    pub fn owned_by(&self, req: &Requester) -> bool {
+    pub(crate) fn owned_by(&self, req: &Requester) -> bool {
         req.class == RequesterClass::Scheduler || self.owner_lookup.contains(&req.nspace)
     }
 
     /// Adds a namespace to the owner set (no-op when present).
-    pub fn add_owner(&mut self, ns: &str) {
+    pub(crate) fn add_owner(&mut self, ns: &str) {
         if self.owner_lookup.insert(ns.to_string()) {
             self.owners.push(ns.to_string());
         }

@@ -99,6 +99,9 @@ macro_rules! pmix_enum {
 pub(crate) use pmix_enum;
 
 #[cfg(test)]
+// The macro's methods are `pub` for the real enums; these test enums are
+// private.
+#[allow(unreachable_pub)]
 mod tests {
     pmix_enum! {
         /// A test enum with codes.

@@ -12,10 +12,10 @@
 pub mod cmd;
 pub mod directive;
 pub(crate) mod enums;
-pub mod inherit;
+pub(crate) mod inherit;
 pub mod keys;
 pub mod status;
-pub mod version;
+pub(crate) mod version;
 
 pub use directive::Directive;
 pub use inherit::{parse_inheritance, Inheritance, INHERIT_FORMS};

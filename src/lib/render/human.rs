@@ -3,7 +3,7 @@
 use super::records::AllocationRecord;
 
 /// A duration as two units at most: `45s`, `5m 07s`, `1h 02m`, `2d 03h`.
-pub fn duration(secs: u64) -> String {
+pub(crate) fn duration(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
         format!("{d}d {h:02}h")
@@ -19,7 +19,7 @@ pub fn duration(secs: u64) -> String {
 /// Compress node names into bracket ranges where consecutive names share a
 /// prefix and digit width: `node01,node02,node03,gpu7` → `node[01-03],gpu7`.
 /// Order of first appearance of each prefix is kept.
-pub fn compact_nodes(names: &[String]) -> String {
+pub(crate) fn compact_nodes(names: &[String]) -> String {
     // (prefix, width, numbers) groups; names without a numeric tail stay alone.
     let mut groups: Vec<(String, usize, Vec<u64>)> = Vec::new();
     let mut singles: Vec<(usize, String)> = Vec::new();
@@ -80,7 +80,7 @@ pub fn compact_nodes(names: &[String]) -> String {
 
 /// The one-line grant palloc prints, e.g.
 /// `granted alloc.3 (request r1): 2 nodes node[01-02], time limit 1h 00m, reserved for job@1, inherit child`.
-pub fn allocation_line(a: &AllocationRecord) -> String {
+pub(crate) fn allocation_line(a: &AllocationRecord) -> String {
     let mut s = format!("granted {}", a.alloc_id);
     if let Some(r) = &a.request_id {
         s.push_str(&format!(" (request {r})"));

@@ -2,11 +2,11 @@
 //! are the documented contract ([`records`]), comfy-table tables ([`table`])
 //! and short human sentences ([`human`]).
 
-pub mod events;
-pub mod human;
-pub mod json;
-pub mod records;
-pub mod table;
+pub(crate) mod events;
+pub(crate) mod human;
+pub(crate) mod json;
+pub(crate) mod records;
+pub(crate) mod table;
 
 pub use events::EventWriter;
 pub use records::{

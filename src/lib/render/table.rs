@@ -14,7 +14,7 @@ const HEADER_RULE_ONLY: &str = "     ──            ";
 
 /// How a table is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// Not a terminal: plain columns.
     Plain,
     /// A terminal: a rule under the header; bold header when `color`.
@@ -25,7 +25,7 @@ pub enum Style {
 }
 
 /// The style for a stream that is (or not) a terminal, honouring `NO_COLOR`.
-pub fn style(is_tty: bool) -> Style {
+pub(crate) fn style(is_tty: bool) -> Style {
     if is_tty {
         Style::Terminal {
             color: !crate::cli::common::no_color(),
@@ -36,7 +36,7 @@ pub fn style(is_tty: bool) -> Style {
 }
 
 /// A new table with these headers.
-pub fn new_table(headers: &[&str], style: Style) -> Table {
+pub(crate) fn new_table(headers: &[&str], style: Style) -> Table {
     let mut t = Table::new();
     match style {
         Style::Terminal { color } => {
@@ -87,7 +87,7 @@ fn table<R>(headers: &[&str], rows: &[R], style: Style, row: impl Fn(&R) -> Vec<
 }
 
 /// Reservations; `now` (Unix seconds) turns expiry into time left.
-pub fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table {
+pub(crate) fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table {
     let headers = [
         "ALLOC_ID", "REQ_ID", "OWNER", "OWNERS", "INHERIT", "SHARE", "NODES", "LEFT", "STATE",
     ];
@@ -108,7 +108,7 @@ pub fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -> Table
 }
 
 /// Namespaces.
-pub fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
+pub(crate) fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
     let headers = ["NSPACE", "PARENT", "NPROCS", "STATE", "ALLOCATIONS"];
     table(&headers, rows, style, |r| {
         vec![
@@ -122,7 +122,7 @@ pub fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
 }
 
 /// Nodes.
-pub fn nodes(rows: &[NodeRecord], style: Style) -> Table {
+pub(crate) fn nodes(rows: &[NodeRecord], style: Style) -> Table {
     table(&["NODE", "SLOTS", "ALLOC_ID", "STATE"], rows, style, |r| {
         vec![
             r.name.clone(),
@@ -134,7 +134,7 @@ pub fn nodes(rows: &[NodeRecord], style: Style) -> Table {
 }
 
 /// Scheduler queues: capacity and free nodes (what `sinfo` shows).
-pub fn queues(rows: &[QueueRecord], style: Style) -> Table {
+pub(crate) fn queues(rows: &[QueueRecord], style: Style) -> Table {
     let headers = ["QUEUE", "NODES", "FREE", "PENDING", "FREE_NODES"];
     table(&headers, rows, style, |r| {
         vec![

@@ -25,7 +25,7 @@ fn list_value(v: &Value) -> Option<Vec<String>> {
 
 /// The inheritance value in any form a peer may send: the v61 type, an
 /// integer (v41 peers cannot carry type 75), or the converter's word.
-pub fn inheritance_value(v: &Value) -> Option<u8> {
+pub(crate) fn inheritance_value(v: &Value) -> Option<u8> {
     match v {
         Value::AllocInherit(AllocInheritance(x)) => Some(*x),
         _ => {
@@ -39,7 +39,7 @@ pub fn inheritance_value(v: &Value) -> Option<u8> {
 
 /// Map allocation-request infos onto [`AllocAttrs`]. Unknown keys are ignored
 /// (as a PMIx server ignores optional attributes it does not know).
-pub fn alloc_attrs(info: &[Info]) -> AllocAttrs {
+pub(crate) fn alloc_attrs(info: &[Info]) -> AllocAttrs {
     let mut a = AllocAttrs::default();
     for i in info {
         let v = &i.value;
@@ -74,7 +74,7 @@ pub fn alloc_attrs(info: &[Info]) -> AllocAttrs {
 
 /// `PMIX_SPAWN_TARGET` entries: a string or an array of strings; `""` is the
 /// default session.
-pub fn spawn_targets(info: &[Info]) -> Option<Vec<String>> {
+pub(crate) fn spawn_targets(info: &[Info]) -> Option<Vec<String>> {
     let v = &info.iter().find(|i| i.key == keys::SPAWN_TARGET)?.value;
     if let Some(s) = v.as_str() {
         return Some(vec![s.to_string()]);
@@ -95,7 +95,7 @@ pub fn spawn_targets(info: &[Info]) -> Option<Vec<String>> {
 }
 
 /// True when `key` is present with a true value.
-pub fn flag(info: &[Info], key: &str) -> bool {
+pub(crate) fn flag(info: &[Info], key: &str) -> bool {
     info.iter().any(|i| i.key == key && i.value.is_true())
 }
 

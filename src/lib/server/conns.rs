@@ -11,7 +11,7 @@ use super::peer::PeerConn;
 
 /// Live connections and their bookkeeping.
 #[derive(Default)]
-pub struct ConnTable {
+pub(crate) struct ConnTable {
     map: BTreeMap<u64, PeerConn>,
     next: u64,
     per_uid: HashMap<u32, usize>,
@@ -27,7 +27,7 @@ pub struct ConnTable {
 
 impl ConnTable {
     /// An empty table; ids start at 1.
-    pub fn new() -> ConnTable {
+    pub(crate) fn new() -> ConnTable {
         ConnTable {
             next: 1,
             ..ConnTable::default()
@@ -35,28 +35,23 @@ impl ConnTable {
     }
 
     /// The id the next connection will get.
-    pub fn next_id(&self) -> u64 {
+    pub(crate) fn next_id(&self) -> u64 {
         self.next
     }
 
     /// Connections open.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
-    /// True when none is open.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// Connections open for peer uid `uid`.
-    pub fn of_uid(&self, uid: u32) -> usize {
+    pub(crate) fn of_uid(&self, uid: u32) -> usize {
         self.per_uid.get(&uid).copied().unwrap_or(0)
     }
 
     /// Add an accepted connection (of peer uid `uid`, which must complete
     /// its handshake by `deadline`) under id [`ConnTable::next_id`].
-    pub fn insert(&mut self, mut c: PeerConn, uid: u32, deadline: Instant) -> u64 {
+    pub(crate) fn insert(&mut self, mut c: PeerConn, uid: u32, deadline: Instant) -> u64 {
         let id = self.next;
         self.next += 1;
         c.uid = Some(uid);
@@ -67,7 +62,7 @@ impl ConnTable {
     }
 
     /// Remove a connection and everything counted for it.
-    pub fn remove(&mut self, id: u64) -> Option<PeerConn> {
+    pub(crate) fn remove(&mut self, id: u64) -> Option<PeerConn> {
         self.deregister_events(id);
         let c = self.map.remove(&id)?;
         self.held_total = self.held_total.saturating_sub(c.accounted);
@@ -84,37 +79,37 @@ impl ConnTable {
     }
 
     /// Connection `id`.
-    pub fn get(&self, id: u64) -> Option<&PeerConn> {
+    pub(crate) fn get(&self, id: u64) -> Option<&PeerConn> {
         self.map.get(&id)
     }
 
     /// Connection `id`, mutably.
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut PeerConn> {
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut PeerConn> {
         self.map.get_mut(&id)
     }
 
     /// Every connection with its id, in id order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &PeerConn)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &PeerConn)> {
         self.map.iter().map(|(id, c)| (*id, c))
     }
 
     /// Every connection.
-    pub fn values(&self) -> impl Iterator<Item = &PeerConn> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &PeerConn> {
         self.map.values()
     }
 
     /// Every id.
-    pub fn ids(&self) -> Vec<u64> {
+    pub(crate) fn ids(&self) -> Vec<u64> {
         self.map.keys().copied().collect()
     }
 
     /// Bytes held for all peers, as last accounted.
-    pub fn held_total(&self) -> usize {
+    pub(crate) fn held_total(&self) -> usize {
         self.held_total
     }
 
     /// Recount what connection `id` holds against the memory budget.
-    pub fn account(&mut self, id: u64) {
+    pub(crate) fn account(&mut self, id: u64) {
         if let Some(c) = self.map.get_mut(&id) {
             let now = c.held();
             self.held_total = self.held_total - c.accounted + now;
@@ -123,17 +118,17 @@ impl ConnTable {
     }
 
     /// Mark `id` for settling at the end of the round.
-    pub fn touch(&mut self, id: u64) {
+    pub(crate) fn touch(&mut self, id: u64) {
         self.dirty.push(id);
     }
 
     /// Mark every connection for settling.
-    pub fn touch_all(&mut self) {
+    pub(crate) fn touch_all(&mut self) {
         self.dirty.extend(self.map.keys().copied());
     }
 
     /// The connections marked since the last call, each once.
-    pub fn take_touched(&mut self) -> Vec<u64> {
+    pub(crate) fn take_touched(&mut self) -> Vec<u64> {
         let mut ids = std::mem::take(&mut self.dirty);
         ids.sort_unstable();
         ids.dedup();
@@ -141,33 +136,33 @@ impl ConnTable {
     }
 
     /// True when connections are marked.
-    pub fn any_touched(&self) -> bool {
+    pub(crate) fn any_touched(&self) -> bool {
         !self.dirty.is_empty()
     }
 
     /// `id` has complete requests left over from its per-round budget.
-    pub fn defer(&mut self, id: u64) {
+    pub(crate) fn defer(&mut self, id: u64) {
         self.backlog.insert(id);
     }
 
     /// True when some connection has requests left over.
-    pub fn has_backlog(&self) -> bool {
+    pub(crate) fn has_backlog(&self) -> bool {
         !self.backlog.is_empty()
     }
 
     /// The connections with requests left over (cleared).
-    pub fn take_backlog(&mut self) -> BTreeSet<u64> {
+    pub(crate) fn take_backlog(&mut self) -> BTreeSet<u64> {
         std::mem::take(&mut self.backlog)
     }
 
     /// The earliest handshake deadline still queued.
-    pub fn next_handshake_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_handshake_deadline(&self) -> Option<Instant> {
         self.preauth.front().map(|(t, _)| *t)
     }
 
     /// Connections whose handshake deadline passed by `now` and that have
     /// not completed it (queued in accept order: only the oldest are looked at).
-    pub fn handshake_overdue(&mut self, now: Instant) -> Vec<u64> {
+    pub(crate) fn handshake_overdue(&mut self, now: Instant) -> Vec<u64> {
         let mut late = Vec::new();
         while let Some(&(at, id)) = self.preauth.front() {
             if at > now {
@@ -187,7 +182,7 @@ impl ConnTable {
 
     /// Connections whose peer `to` covers (one process, or every process
     /// of a namespace for the wildcard rank).
-    pub fn of(&self, to: &ProcName) -> Vec<u64> {
+    pub(crate) fn of(&self, to: &ProcName) -> Vec<u64> {
         self.iter()
             .filter(|(_, c)| c.peer.as_ref().is_some_and(|p| to.covers(&p.name)))
             .map(|(id, _)| id)
@@ -195,7 +190,7 @@ impl ConnTable {
     }
 
     /// Handshaken connections registered for event `code`, in id order.
-    pub fn registered_for(&self, code: i32) -> Vec<u64> {
+    pub(crate) fn registered_for(&self, code: i32) -> Vec<u64> {
         let mut ids: Vec<u64> = match self.listeners.get(&code) {
             Some(some) => self.listen_all.union(some).copied().collect(),
             None => self.listen_all.iter().copied().collect(),
@@ -206,7 +201,7 @@ impl ConnTable {
 
     /// Register connection `id` for `codes` (none: every event), on top of
     /// what it registered before.
-    pub fn register_events(&mut self, id: u64, codes: &[i32]) {
+    pub(crate) fn register_events(&mut self, id: u64, codes: &[i32]) {
         let Some(c) = self.map.get_mut(&id) else {
             return;
         };
@@ -230,7 +225,7 @@ impl ConnTable {
     }
 
     /// Connection `id` registers for nothing any more.
-    pub fn deregister_events(&mut self, id: u64) {
+    pub(crate) fn deregister_events(&mut self, id: u64) {
         let Some(c) = self.map.get_mut(&id) else {
             return;
         };
@@ -248,13 +243,13 @@ impl ConnTable {
     }
 
     /// True when a live connection holds identity `name`.
-    pub fn identity_held(&self, name: &ProcName) -> bool {
+    pub(crate) fn identity_held(&self, name: &ProcName) -> bool {
         self.values()
             .any(|c| c.holds_identity() && c.peer.as_ref().is_some_and(|p| &p.name == name))
     }
 
     /// True when a handshaken connection's peer is of namespace `nspace`.
-    pub fn nspace_connected(&self, nspace: &str) -> bool {
+    pub(crate) fn nspace_connected(&self, nspace: &str) -> bool {
         self.values()
             .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace() == nspace))
     }

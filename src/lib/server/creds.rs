@@ -16,7 +16,7 @@ use nix::libc;
 
 /// What the kernel says about the peer's end of a loopback TCP connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerSocket {
+pub(crate) struct PeerSocket {
     /// The uid that created the peer's socket.
     pub uid: u32,
     /// The inode of the peer's socket (`socket:[INODE]` in its fd table);
@@ -26,13 +26,13 @@ pub struct PeerSocket {
 
 /// The uid owning the peer end of `s`, when it can be established.
 /// (`SO_PEERCRED` is not asked: on TCP Linux always answers uid -1.)
-pub fn peer_uid(s: &TcpStream) -> Option<u32> {
+pub(crate) fn peer_uid(s: &TcpStream) -> Option<u32> {
     peer_socket(s).map(|p| p.uid)
 }
 
 /// The peer's socket owner and inode: one sock_diag lookup, else the uid
 /// from `/proc/net/tcp*`.
-pub fn peer_socket(s: &TcpStream) -> Option<PeerSocket> {
+pub(crate) fn peer_socket(s: &TcpStream) -> Option<PeerSocket> {
     let (peer, local) = (s.peer_addr().ok()?, s.local_addr().ok()?);
     if let Ok(found) = sock_diag_lookup(&peer, &local) {
         return found;
@@ -53,7 +53,7 @@ pub fn peer_socket(s: &TcpStream) -> Option<PeerSocket> {
 /// own group; a background child orphaned by a shell stays in it). `None`
 /// when the kernel cannot tell (no socket inode, no
 /// `/proc/PID/task/TID/children`).
-pub fn peer_in_tree(s: &TcpStream, pid: Option<i32>) -> Option<bool> {
+pub(crate) fn peer_in_tree(s: &TcpStream, pid: Option<i32>) -> Option<bool> {
     let pid = pid?;
     let inode = peer_socket(s).map(|p| p.inode).filter(|&i| i != 0)?;
     let want = format!("socket:[{inode}]");
@@ -306,7 +306,7 @@ fn proc_addr(a: &SocketAddr) -> String {
 }
 
 /// Find the uid of the socket whose local end is `peer` and remote end `local`.
-pub fn find_owner(table: &str, peer: &SocketAddr, local: &SocketAddr) -> Option<u32> {
+pub(crate) fn find_owner(table: &str, peer: &SocketAddr, local: &SocketAddr) -> Option<u32> {
     let (want_l, want_r) = (proc_addr(peer), proc_addr(local));
     table.lines().skip(1).find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();

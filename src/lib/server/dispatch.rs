@@ -21,9 +21,8 @@ use super::peer::{PeerClass, PeerInfo};
 use super::request::{self, DecodeError, Request};
 use super::state::{alloc_reply_infos, Pending, Server};
 
-pub use super::request::MAX_ITEMS;
 /// Most processes one spawn may start.
-pub const MAX_PROCS: u32 = 4096;
+pub(crate) const MAX_PROCS: u32 = 4096;
 
 /// `PMIX_RANGE_RM`: the event is for the resource manager (pdvm) only.
 const RANGE_RM: u8 = 1;
@@ -38,7 +37,7 @@ const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
 
 /// Most distinct query keys answered in one `PMIX_QUERY` (after repeats are
 /// folded): the answer's size stays bounded whatever the request repeats.
-pub const MAX_QUERY_KEYS: usize = 256;
+pub(crate) const MAX_QUERY_KEYS: usize = 256;
 
 /// Folds repeated keys within a query and repeated queries, then bounds the
 /// number of keys left ([`MAX_QUERY_KEYS`]).
@@ -64,7 +63,7 @@ fn dedup_queries(queries: Vec<Query>) -> Result<Vec<Query>> {
 }
 
 /// The requester behind a connection.
-pub fn requester(p: &PeerInfo) -> Requester {
+pub(crate) fn requester(p: &PeerInfo) -> Requester {
     match p.class {
         // The requester carries the peer's own rank (a tool with a given
         // identity may have a non-zero one), so the model's replies and

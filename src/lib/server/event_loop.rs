@@ -11,7 +11,9 @@ use crate::proto::keys;
 use crate::proto::status::Status;
 
 use super::creds::peer_uid;
-use super::handshake::{client_reply, parse_connect, refusal, tool_reply, PeerIdentity};
+use super::handshake::{
+    client_reply, native_cred_ids, parse_connect, refusal, tool_reply, PeerIdentity,
+};
 use super::ident::ProcName;
 use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
@@ -19,14 +21,14 @@ use super::reactor::Token;
 use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
 
 /// Most connections served at once (further ones are closed at accept).
-pub const MAX_CONNECTIONS: usize = 16_384;
+pub(crate) const MAX_CONNECTIONS: usize = 16_384;
 /// Most connections one uid other than pdvm's own may hold (they are all
 /// refused at the handshake; this keeps them from filling the table).
-pub const MAX_FOREIGN_PER_UID: usize = 32;
+pub(crate) const MAX_FOREIGN_PER_UID: usize = 32;
 /// Most connections pdvm's own uid may hold (a crowd of tools fits).
-pub const MAX_OWN_CONNECTIONS: usize = MAX_CONNECTIONS - 1024;
+pub(crate) const MAX_OWN_CONNECTIONS: usize = MAX_CONNECTIONS - 1024;
 /// A connection must complete its handshake within this time.
-pub const PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long accepting pauses when the process is out of descriptors.
 const EMFILE_PAUSE: Duration = Duration::from_millis(100);
 
@@ -320,6 +322,19 @@ impl Server {
             Ok(r) => r,
             Err(e) => return self.refuse(id, e.status, &e.context),
         };
+        if self.cfg.verbose {
+            self.log(format!(
+                "connection {id}: identity flag {}, security {} (credential ids {:?}, claimed {:?}), \
+                 PMIx {} {}, datastore {}",
+                req.flag,
+                req.psec,
+                native_cred_ids(&req.cred),
+                req.claimed_ids,
+                req.version,
+                req.bfrops,
+                req.gds
+            ));
+        }
         let me = nix::unistd::getuid().as_raw();
         // The uid the kernel reported at accept (one sock_diag lookup).
         let uid = self.conns.get(id).and_then(|c| {

@@ -8,11 +8,11 @@ use crate::conn::frame::{Header, HEADER_LEN};
 use super::handshake::MAX_CONNECT_LEN;
 
 /// Largest steady-state message we accept from a peer (bytes).
-pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
 
 /// One framed message received.
 #[derive(Debug)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// Its header.
     pub header: Header,
     /// Its payload.
@@ -21,11 +21,11 @@ pub struct Frame {
 
 /// Why a connection must be dropped.
 #[derive(Debug)]
-pub struct Fatal(pub String);
+pub(crate) struct Fatal(pub String);
 
 /// Received bytes not yet taken as messages.
 #[derive(Debug, Default)]
-pub struct InBuf {
+pub(crate) struct InBuf {
     /// Received bytes; those before `rpos` are already consumed.
     rbuf: Vec<u8>,
     rpos: usize,
@@ -43,17 +43,17 @@ impl InBuf {
     }
 
     /// Bytes held: unconsumed input, or the admitted message's whole size.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         (self.rbuf.len() - self.rpos).max(self.reserve)
     }
 
     /// True when the large message being received was already admitted.
-    pub fn admitted(&self) -> bool {
+    pub(crate) fn admitted(&self) -> bool {
         self.reserve > 0
     }
 
     /// Admit the message being received: its whole size counts as held.
-    pub fn admit(&mut self, n: usize) {
+    pub(crate) fn admit(&mut self, n: usize) {
         self.reserve = HEADER_LEN + n;
     }
 
@@ -75,7 +75,7 @@ impl InBuf {
 
     /// Take bytes received; `handshaken` tells which bound applies (a
     /// connect request is at most [`MAX_CONNECT_LEN`]).
-    pub fn push(&mut self, data: &[u8], handshaken: bool) -> Result<(), Fatal> {
+    pub(crate) fn push(&mut self, data: &[u8], handshaken: bool) -> Result<(), Fatal> {
         let mut data = data;
         if self.skip > 0 {
             let k = self.skip.min(data.len());
@@ -95,7 +95,7 @@ impl InBuf {
     }
 
     /// Take the connect-ack body if it has fully arrived.
-    pub fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
+    pub(crate) fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
         let b = self.unread();
         if b.len() < HEADER_LEN {
             return Ok(None);
@@ -116,7 +116,7 @@ impl InBuf {
     }
 
     /// The header of the next message, once it has arrived.
-    pub fn peek_header(&self) -> Option<Header> {
+    pub(crate) fn peek_header(&self) -> Option<Header> {
         let b = self.unread();
         if b.len() < HEADER_LEN {
             return None;
@@ -128,7 +128,7 @@ impl InBuf {
 
     /// Drop the next message unread: its header and whatever of its payload
     /// has arrived; the rest is discarded as it comes.
-    pub fn discard_next(&mut self) {
+    pub(crate) fn discard_next(&mut self) {
         let Some(h) = self.peek_header() else {
             return;
         };
@@ -140,7 +140,7 @@ impl InBuf {
     }
 
     /// True when a complete message is waiting.
-    pub fn has_frame(&self) -> bool {
+    pub(crate) fn has_frame(&self) -> bool {
         self.skip == 0
             && self
                 .peek_header()
@@ -148,7 +148,7 @@ impl InBuf {
     }
 
     /// Take the next complete steady-state message, if any.
-    pub fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
+    pub(crate) fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
         let Some(header) = self.peek_header() else {
             return Ok(None);
         };

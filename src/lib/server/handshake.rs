@@ -13,30 +13,32 @@ use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
 use crate::conn::handshake::{BUFFER_FULLY_DESCRIBED, NSPACE_FIELD};
-pub use crate::conn::handshake::{FLAG_SIMPLE_CLIENT, FLAG_TOOL_GIVEN_ID, FLAG_TOOL_NEEDS_ID};
+pub(crate) use crate::conn::handshake::{
+    FLAG_SIMPLE_CLIENT, FLAG_TOOL_GIVEN_ID, FLAG_TOOL_NEEDS_ID,
+};
 
 /// Largest connect-ack body we accept (bytes); larger is refused unread.
-pub const MAX_CONNECT_LEN: u32 = 64 * 1024;
+pub(crate) const MAX_CONNECT_LEN: u32 = 64 * 1024;
 /// Most infos we read from a connect-ack blob.
 const MAX_CONNECT_INFOS: usize = 256;
 
 /// Identity flag: a tool started by a PMIx server, identifier given by it.
-pub const FLAG_TOOL_CLIENT: u8 = 5;
+pub(crate) const FLAG_TOOL_CLIENT: u8 = 5;
 /// Identity flag: a launcher that needs a namespace.
-pub const FLAG_LAUNCHER_NEEDS_ID: u8 = 6;
+pub(crate) const FLAG_LAUNCHER_NEEDS_ID: u8 = 6;
 /// Identity flag: a launcher bringing its own identifier.
-pub const FLAG_LAUNCHER_GIVEN_ID: u8 = 7;
+pub(crate) const FLAG_LAUNCHER_GIVEN_ID: u8 = 7;
 /// Identity flag: a launcher started by a PMIx server.
-pub const FLAG_LAUNCHER_CLIENT: u8 = 8;
+pub(crate) const FLAG_LAUNCHER_CLIENT: u8 = 8;
 /// Identity flag: a singleton client naming itself.
-pub const FLAG_SINGLETON_CLIENT: u8 = 9;
+pub(crate) const FLAG_SINGLETON_CLIENT: u8 = 9;
 
 /// Who the peer says it is: the same three identities a client presents.
-pub use crate::conn::handshake::Identity as PeerIdentity;
+pub(crate) use crate::conn::handshake::Identity as PeerIdentity;
 
 /// A parsed connect-ack.
 #[derive(Clone, Debug)]
-pub struct ConnectRequest {
+pub(crate) struct ConnectRequest {
     /// Security module name (`native`).
     pub psec: String,
     /// Credential bytes (for `native`: uid and gid, little-endian `u32`s).
@@ -60,18 +62,13 @@ pub struct ConnectRequest {
 }
 
 impl ConnectRequest {
-    /// True for tool and launcher identities.
-    pub fn is_tool(&self) -> bool {
-        !matches!(self.identity, PeerIdentity::Client { .. })
-    }
-
     /// The codec version named by the peer, if we speak it.
-    pub fn wire(&self) -> Option<WireVersion> {
+    pub(crate) fn wire(&self) -> Option<WireVersion> {
         WireVersion::from_name(&self.bfrops)
     }
 
     /// True when the peer uses fully described buffers.
-    pub fn described(&self) -> bool {
+    pub(crate) fn described(&self) -> bool {
         self.buffer_kind == BUFFER_FULLY_DESCRIBED
     }
 }
@@ -125,7 +122,7 @@ fn bad(m: String) -> Error {
 }
 
 /// Parse a connect-ack body (after its 16-byte header).
-pub fn parse_connect(body: &[u8]) -> Result<ConnectRequest> {
+pub(crate) fn parse_connect(body: &[u8]) -> Result<ConnectRequest> {
     if body.len() > MAX_CONNECT_LEN as usize {
         return Err(bad("connect request too large".into()));
     }
@@ -208,7 +205,7 @@ fn read_blob(b: &[u8], v: WireVersion, kind: u8) -> Result<Vec<Info>> {
 }
 
 /// The uid/gid carried by a `native` credential, when it has that shape.
-pub fn native_cred_ids(cred: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn native_cred_ids(cred: &[u8]) -> Option<(u32, u32)> {
     if cred.len() != 8 {
         return None;
     }
@@ -226,7 +223,11 @@ fn put_nspace(out: &mut Vec<u8>, ns: &str) {
 
 /// The answer to a tool: status, [assigned namespace + rank], our namespace
 /// and rank, security status.
-pub fn tool_reply(assigned: Option<(&str, u32)>, server_nspace: &str, server_rank: u32) -> Vec<u8> {
+pub(crate) fn tool_reply(
+    assigned: Option<(&str, u32)>,
+    server_nspace: &str,
+    server_rank: u32,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 * NSPACE_FIELD + 16);
     out.extend_from_slice(&0u32.to_be_bytes());
     if let Some((ns, rank)) = assigned {
@@ -240,7 +241,7 @@ pub fn tool_reply(assigned: Option<(&str, u32)>, server_nspace: &str, server_ran
 }
 
 /// The answer to a simple client: status then its index in our peer table.
-pub fn client_reply(index: u32) -> Vec<u8> {
+pub(crate) fn client_reply(index: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(8);
     out.extend_from_slice(&0u32.to_be_bytes());
     out.extend_from_slice(&index.to_be_bytes());
@@ -248,7 +249,7 @@ pub fn client_reply(index: u32) -> Vec<u8> {
 }
 
 /// A refusal: just the (negative) status.
-pub fn refusal(status: Status) -> Vec<u8> {
+pub(crate) fn refusal(status: Status) -> Vec<u8> {
     (status.0 as u32).to_be_bytes().to_vec()
 }
 
@@ -298,7 +299,6 @@ mod tests {
                 rank: 7
             }
         );
-        assert!(!r.is_tool());
         // every truncation is an error or a shorter parse, never a panic
         for cut in 0..m.len() - 16 {
             let _ = parse_connect(&m[16..16 + cut]);

@@ -45,7 +45,7 @@ pub struct ProcName {
 }
 
 /// Peers are named by their process name.
-pub type PeerId = ProcName;
+pub(crate) type PeerId = ProcName;
 
 impl ProcName {
     /// Process `rank` of `nspace` (a wire rank; the wildcard is recognised).

@@ -15,13 +15,13 @@ use nix::unistd::Pid;
 use crate::codec::App;
 
 /// Which stream a pipe carries (PMIx IOF channel bits).
-pub const CH_STDOUT: u16 = 0x0002;
+pub(crate) const CH_STDOUT: u16 = 0x0002;
 /// Stderr channel bit.
-pub const CH_STDERR: u16 = 0x0004;
+pub(crate) const CH_STDERR: u16 = 0x0004;
 
 /// One process of a job.
 #[derive(Debug)]
-pub struct ProcRec {
+pub(crate) struct ProcRec {
     /// Its rank.
     pub rank: u32,
     /// Its pid (`None` when it could not be started).
@@ -36,7 +36,7 @@ pub struct ProcRec {
 
 /// A job pdvm launched.
 #[derive(Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// Its namespace.
     pub nspace: String,
     /// Its processes.
@@ -69,13 +69,13 @@ pub struct Job {
 /// (`PMIX_IOF_PUSH_CMD`) on a thread of its own, so a process that does
 /// not read never blocks the server. An empty push (end of input) closes it.
 #[derive(Debug)]
-pub struct StdinSink {
+pub(crate) struct StdinSink {
     tx: Option<std::sync::mpsc::Sender<Vec<u8>>>,
 }
 
 impl StdinSink {
     /// Start feeding `stdin`.
-    pub fn start(stdin: std::process::ChildStdin) -> StdinSink {
+    pub(crate) fn start(stdin: std::process::ChildStdin) -> StdinSink {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
         std::thread::spawn(move || {
             use std::io::Write;
@@ -91,7 +91,7 @@ impl StdinSink {
 
     /// Take pushed bytes; none means end of input (the pipe closes once
     /// what was queued is written).
-    pub fn push(&mut self, data: &[u8]) {
+    pub(crate) fn push(&mut self, data: &[u8]) {
         if data.is_empty() {
             self.tx = None;
         } else if let Some(tx) = &self.tx {
@@ -103,7 +103,7 @@ impl StdinSink {
 /// Read `PMIX_STDIN_TGT` from a spawn's job info: a rank number (as a
 /// string, as PRRTE reads it, or an integer); `none`, `all` or absent
 /// give no stdin (pdvm feeds one rank).
-pub fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<u32> {
+pub(crate) fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<u32> {
     let v = &job_info
         .iter()
         .find(|i| i.key == crate::proto::keys::STDIN_TGT)?
@@ -149,7 +149,7 @@ impl super::Server {
 
 impl Job {
     /// Processes still running.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.procs
             .iter()
             .filter(|p| p.pid.is_some() && p.exit.is_none())
@@ -157,7 +157,7 @@ impl Job {
     }
 
     /// Exit status of the first failing process (by rank), else 0.
-    pub fn status(&self) -> i32 {
+    pub(crate) fn status(&self) -> i32 {
         self.procs
             .iter()
             .filter_map(|p| p.exit)
@@ -166,7 +166,7 @@ impl Job {
     }
 
     /// Send `sig` to every live process (their process groups).
-    pub fn signal(&self, sig: Signal) {
+    pub(crate) fn signal(&self, sig: Signal) {
         for p in &self.procs {
             if let (Some(pid), None) = (p.pid, p.exit) {
                 let _ = killpg(Pid::from_raw(pid), sig);
@@ -177,7 +177,7 @@ impl Job {
 
 /// A captured output pipe.
 #[derive(Debug)]
-pub struct OutPipe {
+pub(crate) struct OutPipe {
     /// The read end.
     pub file: File,
     /// Owning job.
@@ -193,7 +193,7 @@ pub struct OutPipe {
 
 impl OutPipe {
     /// Read what is available: `Ok(Some(bytes))`, `Ok(None)` at end of stream.
-    pub fn read_some(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn read_some(&mut self) -> Option<Vec<u8>> {
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             match self.file.read(&mut buf) {
@@ -212,7 +212,7 @@ impl OutPipe {
 
 /// What a launched process needs from the server.
 #[derive(Debug, Clone)]
-pub struct LaunchEnv {
+pub(crate) struct LaunchEnv {
     /// Server URI (`NSPACE.0;tcp4://…`).
     pub uri: String,
     /// Server tmpdir.
@@ -240,7 +240,7 @@ fn set_nonblocking(fd: &impl AsRawFd) {
 }
 
 /// Resolve a command name against PATH (with `bin_dir` first).
-pub fn resolve(cmd: &str, env: &LaunchEnv) -> Option<PathBuf> {
+pub(crate) fn resolve(cmd: &str, env: &LaunchEnv) -> Option<PathBuf> {
     if cmd.contains('/') {
         let p = PathBuf::from(cmd);
         return is_exec(&p).then_some(p);
@@ -261,7 +261,7 @@ fn is_exec(p: &Path) -> bool {
 
 /// One process to start.
 #[derive(Debug)]
-pub struct ProcSpec<'a> {
+pub(crate) struct ProcSpec<'a> {
     /// The app it belongs to.
     pub app: &'a App,
     /// Job namespace.
@@ -279,7 +279,7 @@ pub struct ProcSpec<'a> {
 }
 
 /// A started process and its captured pipes.
-pub struct Started {
+pub(crate) struct Started {
     /// Its pid.
     pub pid: i32,
     /// Captured stdout/stderr (read ends).
@@ -289,7 +289,7 @@ pub struct Started {
 }
 
 /// Start one process of a job in its own process group.
-pub fn launch(
+pub(crate) fn launch(
     spec: &ProcSpec,
     env: &LaunchEnv,
     out: Output,
@@ -406,7 +406,7 @@ pub fn launch(
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).
-pub fn reap() -> Vec<(i32, i32)> {
+pub(crate) fn reap() -> Vec<(i32, i32)> {
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     let mut out = Vec::new();
     loop {
@@ -421,12 +421,12 @@ pub fn reap() -> Vec<(i32, i32)> {
 }
 
 /// Index from pid to (job namespace, rank).
-pub type PidIndex = HashMap<i32, (String, u32)>;
+pub(crate) type PidIndex = HashMap<i32, (String, u32)>;
 
 /// The job table: running jobs by namespace, the pid index, and the
 /// captured output pipes. Its state is private.
 #[derive(Debug)]
-pub struct JobTable {
+pub(crate) struct JobTable {
     jobs: HashMap<String, Job>,
     pids: PidIndex,
     pipes: std::collections::BTreeMap<u64, OutPipe>,
@@ -446,62 +446,62 @@ impl Default for JobTable {
 
 impl JobTable {
     /// Job `nspace`.
-    pub fn get(&self, nspace: &str) -> Option<&Job> {
+    pub(crate) fn get(&self, nspace: &str) -> Option<&Job> {
         self.jobs.get(nspace)
     }
 
     /// Job `nspace`, mutably.
-    pub fn get_mut(&mut self, nspace: &str) -> Option<&mut Job> {
+    pub(crate) fn get_mut(&mut self, nspace: &str) -> Option<&mut Job> {
         self.jobs.get_mut(nspace)
     }
 
     /// True when job `nspace` runs.
-    pub fn contains(&self, nspace: &str) -> bool {
+    pub(crate) fn contains(&self, nspace: &str) -> bool {
         self.jobs.contains_key(nspace)
     }
 
     /// Add a job.
-    pub fn insert(&mut self, job: Job) {
+    pub(crate) fn insert(&mut self, job: Job) {
         self.jobs.insert(job.nspace.clone(), job);
     }
 
     /// Remove a job.
-    pub fn remove(&mut self, nspace: &str) -> Option<Job> {
+    pub(crate) fn remove(&mut self, nspace: &str) -> Option<Job> {
         self.jobs.remove(nspace)
     }
 
     /// True when no job runs.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
 
     /// Every job's namespace.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.jobs.keys().cloned().collect()
     }
 
     /// Every job.
-    pub fn values(&self) -> impl Iterator<Item = &Job> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
     }
 
     /// Record that `pid` is rank `rank` of job `nspace`.
-    pub fn record_pid(&mut self, pid: i32, nspace: &str, rank: u32) {
+    pub(crate) fn record_pid(&mut self, pid: i32, nspace: &str, rank: u32) {
         self.pids.insert(pid, (nspace.to_string(), rank));
     }
 
     /// A reaped pid's process: its job and rank, once.
-    pub fn take_pid(&mut self, pid: i32) -> Option<(String, u32)> {
+    pub(crate) fn take_pid(&mut self, pid: i32) -> Option<(String, u32)> {
         self.pids.remove(&pid)
     }
 
     /// The id the next pipe will get.
-    pub fn next_pipe_id(&self) -> u64 {
+    pub(crate) fn next_pipe_id(&self) -> u64 {
         self.next_pipe
     }
 
     /// Add a pipe under [`JobTable::next_pipe_id`], counted in its job.
-    pub fn add_pipe(&mut self, p: OutPipe) -> u64 {
+    pub(crate) fn add_pipe(&mut self, p: OutPipe) -> u64 {
         let id = self.next_pipe;
         self.next_pipe += 1;
         if let Some(j) = self.jobs.get_mut(&p.nspace) {
@@ -512,17 +512,17 @@ impl JobTable {
     }
 
     /// Pipe `id`.
-    pub fn pipe(&self, id: u64) -> Option<&OutPipe> {
+    pub(crate) fn pipe(&self, id: u64) -> Option<&OutPipe> {
         self.pipes.get(&id)
     }
 
     /// Pipe `id`, mutably.
-    pub fn pipe_mut(&mut self, id: u64) -> Option<&mut OutPipe> {
+    pub(crate) fn pipe_mut(&mut self, id: u64) -> Option<&mut OutPipe> {
         self.pipes.get_mut(&id)
     }
 
     /// Remove a pipe, uncounted from its job.
-    pub fn remove_pipe(&mut self, id: u64) -> Option<OutPipe> {
+    pub(crate) fn remove_pipe(&mut self, id: u64) -> Option<OutPipe> {
         let p = self.pipes.remove(&id)?;
         if let Some(j) = self.jobs.get_mut(&p.nspace) {
             j.open_pipes = j.open_pipes.saturating_sub(1);
@@ -531,7 +531,10 @@ impl JobTable {
     }
 
     /// The pipes of job `nspace`.
-    pub fn pipes_of<'a>(&'a self, nspace: &'a str) -> impl Iterator<Item = (u64, &'a OutPipe)> {
+    pub(crate) fn pipes_of<'a>(
+        &'a self,
+        nspace: &'a str,
+    ) -> impl Iterator<Item = (u64, &'a OutPipe)> {
         self.pipes
             .iter()
             .filter(move |(_, p)| p.nspace == nspace)
@@ -539,7 +542,7 @@ impl JobTable {
     }
 
     /// The pipes of the jobs connection `conn` spawned.
-    pub fn pipes_spawned_by(&mut self, conn: u64) -> Vec<(u64, &mut OutPipe)> {
+    pub(crate) fn pipes_spawned_by(&mut self, conn: u64) -> Vec<(u64, &mut OutPipe)> {
         let jobs = &self.jobs;
         self.pipes
             .iter_mut()

@@ -27,23 +27,23 @@
 //!
 //! Entry point: [`run`].
 
-pub mod attrs;
-pub mod conns;
-pub mod creds;
-pub mod dispatch;
-pub mod event_loop;
-pub mod events;
-pub mod frames;
-pub mod handshake;
-pub mod ident;
-pub mod jobs;
+pub(crate) mod attrs;
+pub(crate) mod conns;
+pub(crate) mod creds;
+pub(crate) mod dispatch;
+pub(crate) mod event_loop;
+pub(crate) mod events;
+pub(crate) mod frames;
+pub(crate) mod handshake;
+pub(crate) mod ident;
+pub(crate) mod jobs;
 pub mod listener;
-pub mod model;
-pub mod peer;
-pub mod query;
-pub mod reactor;
+pub(crate) mod model;
+pub(crate) mod peer;
+pub(crate) mod query;
+pub(crate) mod reactor;
 pub mod request;
-pub mod state;
+pub(crate) mod state;
 
 use std::path::PathBuf;
 

@@ -13,10 +13,10 @@ use crate::render::records::ReservationRecord;
 use crate::sched::Scheduler;
 
 use super::ident::ProcName;
-pub use super::state::{Clock, Pending};
+pub(crate) use super::state::{Clock, Pending};
 
 /// The model, the scheduler, the clock and the replies waiting on them.
-pub struct ModelDriver {
+pub(crate) struct ModelDriver {
     dvm: Dvm,
     sched: Scheduler,
     clock: Clock,
@@ -27,7 +27,7 @@ pub struct ModelDriver {
 
 impl ModelDriver {
     /// Drive `dvm` and `sched` on `clock`.
-    pub fn new(dvm: Dvm, sched: Scheduler, clock: Clock) -> ModelDriver {
+    pub(crate) fn new(dvm: Dvm, sched: Scheduler, clock: Clock) -> ModelDriver {
         ModelDriver {
             dvm,
             sched,
@@ -39,35 +39,30 @@ impl ModelDriver {
     }
 
     /// The model, for its read-only views.
-    pub fn dvm(&self) -> &Dvm {
+    pub(crate) fn dvm(&self) -> &Dvm {
         &self.dvm
     }
 
     /// The scheduler, for its read-only views.
-    pub fn sched(&self) -> &Scheduler {
+    pub(crate) fn sched(&self) -> &Scheduler {
         &self.sched
     }
 
-    /// Model milliseconds now.
-    pub fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
-    }
-
     /// The number of the next namespace pdvm mints.
-    pub fn next_ns_number(&mut self) -> u64 {
+    pub(crate) fn next_ns_number(&mut self) -> u64 {
         let n = self.next_ns;
         self.next_ns += 1;
         n
     }
 
     /// An allocation request.
-    pub fn allocate(&mut self, req: &AllocRequest) -> Result<AllocOutcome, DvmError> {
+    pub(crate) fn allocate(&mut self, req: &AllocRequest) -> Result<AllocOutcome, DvmError> {
         let now = self.clock.now_ms();
         self.dvm.allocate(req, &mut self.sched, now)
     }
 
     /// Scheduler deadlines that have come: their effects (none when none is due).
-    pub fn advance_due(&mut self) -> Vec<Effect> {
+    pub(crate) fn advance_due(&mut self) -> Vec<Effect> {
         let now = self.clock.now_ms();
         if self.sched.next_deadline().is_some_and(|d| d <= now) {
             self.dvm.advance(&mut self.sched, now)
@@ -77,30 +72,34 @@ impl ModelDriver {
     }
 
     /// Real time until the scheduler's next deadline.
-    pub fn until_next_deadline(&self) -> Option<Duration> {
+    pub(crate) fn until_next_deadline(&self) -> Option<Duration> {
         self.sched.next_deadline().map(|t| self.clock.until(t))
     }
 
     /// A tool took namespace `nspace`.
-    pub fn tool_connected(&mut self, nspace: &str) -> Result<(), DvmError> {
+    pub(crate) fn tool_connected(&mut self, nspace: &str) -> Result<(), DvmError> {
         self.dvm.tool_connected(nspace)
     }
 
     /// The tool of namespace `nspace` left.
-    pub fn tool_disconnected(&mut self, nspace: &str) -> Result<Vec<Effect>, DvmError> {
+    pub(crate) fn tool_disconnected(&mut self, nspace: &str) -> Result<Vec<Effect>, DvmError> {
         let now = self.clock.now_ms();
         self.dvm.tool_disconnected(nspace, &mut self.sched, now)
     }
 
     /// Job `nspace` ended with `status`.
-    pub fn job_terminated(&mut self, nspace: &str, status: i32) -> Result<Vec<Effect>, DvmError> {
+    pub(crate) fn job_terminated(
+        &mut self,
+        nspace: &str,
+        status: i32,
+    ) -> Result<Vec<Effect>, DvmError> {
         let now = self.clock.now_ms();
         self.dvm
             .job_terminated(nspace, status, &mut self.sched, now)
     }
 
     /// Record a planned spawn as job `nspace` (child of `parent`).
-    pub fn commit_spawn(
+    pub(crate) fn commit_spawn(
         &mut self,
         plan: &Placement,
         nspace: &str,
@@ -110,22 +109,22 @@ impl ModelDriver {
     }
 
     /// End everything (pdvm is going away).
-    pub fn teardown(&mut self) -> Vec<Effect> {
+    pub(crate) fn teardown(&mut self) -> Vec<Effect> {
         self.dvm.teardown(&mut self.sched)
     }
 
     /// Reservation `id` as of now.
-    pub fn reservation(&self, id: &str) -> Option<ReservationRecord> {
+    pub(crate) fn reservation(&self, id: &str) -> Option<ReservationRecord> {
         self.dvm.reservation(id, &self.sched, self.clock.now_ms())
     }
 
     /// Every reservation as of now.
-    pub fn reservations(&self) -> Vec<ReservationRecord> {
+    pub(crate) fn reservations(&self) -> Vec<ReservationRecord> {
         self.dvm.reservations(&self.sched, self.clock.now_ms())
     }
 
     /// A queued request on `alloc_id` waits for its reply.
-    pub fn queue_reply(&mut self, alloc_id: &str, p: Pending) {
+    pub(crate) fn queue_reply(&mut self, alloc_id: &str, p: Pending) {
         self.pending
             .entry(alloc_id.to_string())
             .or_default()
@@ -134,7 +133,7 @@ impl ModelDriver {
 
     /// The queued request of `to` on `alloc_id`: exactly that requester's
     /// (never another's, so a reply cannot reach the wrong peer).
-    pub fn take_reply(&mut self, alloc_id: &str, to: &ProcName) -> Option<Pending> {
+    pub(crate) fn take_reply(&mut self, alloc_id: &str, to: &ProcName) -> Option<Pending> {
         let q = self.pending.get_mut(alloc_id)?;
         let i = q.iter().position(|p| &p.to == to)?;
         let p = q.remove(i);
@@ -146,12 +145,12 @@ impl ModelDriver {
 
     /// Remember a granted allocation's request id and owner (the model
     /// forgets them before the event announcing its end).
-    pub fn remember_grant(&mut self, alloc_id: &str, req_id: Option<String>, owner: String) {
+    pub(crate) fn remember_grant(&mut self, alloc_id: &str, req_id: Option<String>, owner: String) {
         self.grants.insert(alloc_id.to_string(), (req_id, owner));
     }
 
     /// What [`ModelDriver::remember_grant`] kept, once.
-    pub fn forget_grant(&mut self, alloc_id: &str) -> Option<(Option<String>, String)> {
+    pub(crate) fn forget_grant(&mut self, alloc_id: &str) -> Option<(Option<String>, String)> {
         self.grants.remove(alloc_id)
     }
 }

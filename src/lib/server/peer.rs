@@ -9,20 +9,20 @@ use crate::conn::frame::Header;
 
 use super::ident::PeerId;
 
-pub use super::frames::MAX_REQUEST_LEN;
+pub(crate) use super::frames::MAX_REQUEST_LEN;
 /// Most unsent bytes we hold for a peer that does not read; beyond, it is dropped.
-pub const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
 /// Above this many unsent bytes a peer's requests are not read any more
 /// until it reads its replies (backpressure instead of buffering).
-pub const OUT_HIGH_WATER: usize = 1024 * 1024;
+pub(crate) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Most bytes read from one peer in one poll round.
-pub const READ_BUDGET: usize = 256 * 1024;
+pub(crate) const READ_BUDGET: usize = 256 * 1024;
 /// Most requests handled for one peer in one poll round.
-pub const FRAME_BUDGET: usize = 256;
+pub(crate) const FRAME_BUDGET: usize = 256;
 
 /// What kind of peer a connection carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PeerClass {
+pub(crate) enum PeerClass {
     /// A tool (or launcher).
     Tool,
     /// A process of one of our jobs.
@@ -31,7 +31,7 @@ pub enum PeerClass {
 
 /// The identity of a handshaken peer.
 #[derive(Clone, Debug)]
-pub struct PeerInfo {
+pub(crate) struct PeerInfo {
     /// Its process name (a tool's given or assigned identity, or a job
     /// client's namespace and rank).
     pub name: PeerId,
@@ -43,16 +43,16 @@ pub struct PeerInfo {
 
 impl PeerInfo {
     /// Its namespace.
-    pub fn nspace(&self) -> &str {
+    pub(crate) fn nspace(&self) -> &str {
         self.name.nspace()
     }
 }
 
-pub use super::frames::{Fatal, Frame, InBuf};
+pub(crate) use super::frames::{Fatal, Frame, InBuf};
 
 /// A connection's state.
 #[derive(Debug)]
-pub struct PeerConn {
+pub(crate) struct PeerConn {
     /// The socket (non-blocking).
     pub stream: TcpStream,
     /// Received bytes not yet taken as messages.
@@ -88,7 +88,7 @@ pub struct PeerConn {
 
 impl PeerConn {
     /// Wrap an accepted socket.
-    pub fn new(stream: TcpStream) -> Self {
+    pub(crate) fn new(stream: TcpStream) -> Self {
         PeerConn {
             stream,
             input: InBuf::default(),
@@ -110,29 +110,29 @@ impl PeerConn {
     }
 
     /// Bytes held for this peer: unconsumed input and unsent output.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.input.held() + self.pending_out()
     }
 
     /// True when the large message being received was already admitted.
-    pub fn admitted(&self) -> bool {
+    pub(crate) fn admitted(&self) -> bool {
         self.input.admitted()
     }
 
     /// Admit the message being received: its whole size counts as held.
-    pub fn admit(&mut self, n: usize) {
+    pub(crate) fn admit(&mut self, n: usize) {
         self.input.admit(n);
     }
 
     /// True when the peer's output backlog is so large that its requests
     /// wait until it reads (see [`OUT_HIGH_WATER`]).
-    pub fn throttled(&self) -> bool {
+    pub(crate) fn throttled(&self) -> bool {
         self.pending_out() > OUT_HIGH_WATER
     }
 
     /// Read what is available, at most [`READ_BUDGET`] bytes this round.
     /// `Ok(false)` when the peer closed.
-    pub fn fill(&mut self) -> Result<bool, Fatal> {
+    pub(crate) fn fill(&mut self) -> Result<bool, Fatal> {
         let mut chunk = [0u8; 16 * 1024];
         let mut got = 0;
         while got < READ_BUDGET {
@@ -151,32 +151,32 @@ impl PeerConn {
     }
 
     /// Take the connect-ack body if it has fully arrived.
-    pub fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
+    pub(crate) fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
         self.input.take_connect()
     }
 
     /// The header of the next message, once it has arrived.
-    pub fn peek_header(&self) -> Option<Header> {
+    pub(crate) fn peek_header(&self) -> Option<Header> {
         self.input.peek_header()
     }
 
     /// Drop the next message unread (see [`InBuf::discard_next`]).
-    pub fn discard_next(&mut self) {
+    pub(crate) fn discard_next(&mut self) {
         self.input.discard_next();
     }
 
     /// True when a complete message is waiting.
-    pub fn has_frame(&self) -> bool {
+    pub(crate) fn has_frame(&self) -> bool {
         self.input.has_frame()
     }
 
     /// Take the next complete steady-state message, if any.
-    pub fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
+    pub(crate) fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
         self.input.take_frame()
     }
 
     /// Queue raw bytes (handshake replies).
-    pub fn queue_raw(&mut self, bytes: &[u8]) -> Result<(), Fatal> {
+    pub(crate) fn queue_raw(&mut self, bytes: &[u8]) -> Result<(), Fatal> {
         if self.pending_out() + bytes.len() > MAX_PENDING_OUT {
             return Err(Fatal("peer does not read its messages".into()));
         }
@@ -185,7 +185,7 @@ impl PeerConn {
     }
 
     /// Queue one framed message on `tag`.
-    pub fn queue(&mut self, tag: u32, payload: &[u8]) -> Result<(), Fatal> {
+    pub(crate) fn queue(&mut self, tag: u32, payload: &[u8]) -> Result<(), Fatal> {
         let nbytes = u32::try_from(payload.len()).map_err(|_| Fatal("reply too large".into()))?;
         let h = Header {
             pindex: 0,
@@ -198,12 +198,12 @@ impl PeerConn {
     }
 
     /// Bytes waiting to be written.
-    pub fn pending_out(&self) -> usize {
+    pub(crate) fn pending_out(&self) -> usize {
         self.wbuf.len() - self.woff
     }
 
     /// Write what the socket accepts.
-    pub fn flush(&mut self) -> Result<(), Fatal> {
+    pub(crate) fn flush(&mut self) -> Result<(), Fatal> {
         while self.woff < self.wbuf.len() {
             match self.stream.write(&self.wbuf[self.woff..]) {
                 Ok(0) => return Err(Fatal("peer closed while we were writing".into())),
@@ -224,7 +224,7 @@ impl PeerConn {
     }
 
     /// A decoder over a payload in this peer's buffer kind and version.
-    pub fn decoder<'a>(&self, bytes: &'a [u8]) -> Decoder<'a> {
+    pub(crate) fn decoder<'a>(&self, bytes: &'a [u8]) -> Decoder<'a> {
         if self.described {
             Decoder::described(bytes, self.wire)
         } else {
@@ -233,7 +233,7 @@ impl PeerConn {
     }
 
     /// An encoder in this peer's buffer kind and version.
-    pub fn encoder(&self) -> Encoder {
+    pub(crate) fn encoder(&self) -> Encoder {
         if self.described {
             Encoder::described(self.wire)
         } else {
@@ -244,7 +244,7 @@ impl PeerConn {
     /// True while the peer holds its identity: handshaken, not finalized,
     /// not closing, and its socket not at end of stream (a peer that closed
     /// but whose end pdvm has not read yet no longer counts).
-    pub fn holds_identity(&self) -> bool {
+    pub(crate) fn holds_identity(&self) -> bool {
         use nix::sys::socket::{recv, MsgFlags};
         use std::os::fd::AsRawFd;
         if self.peer.is_none() || self.finalized || self.closing {
@@ -262,7 +262,7 @@ impl PeerConn {
     }
 
     /// True when the peer registered for `code` (or for all events).
-    pub fn wants(&self, code: i32) -> bool {
+    pub(crate) fn wants(&self, code: i32) -> bool {
         self.events
             .as_ref()
             .is_some_and(|c| c.is_empty() || c.contains(&code))

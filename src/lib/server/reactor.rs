@@ -15,7 +15,7 @@ use nix::sys::signalfd::SignalFd;
 
 /// What an epoll event is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Token {
+pub(crate) enum Token {
     /// The listening socket.
     Listener,
     /// The signalfd.
@@ -51,7 +51,7 @@ impl Token {
 
 /// Readiness of one source.
 #[derive(Clone, Copy, Debug)]
-pub struct Ready {
+pub(crate) struct Ready {
     /// The source.
     pub token: Token,
     /// Readable, or at end of stream / in error (reading tells which).
@@ -81,7 +81,7 @@ impl Interest {
 }
 
 /// The epoll instance, the signalfd, and what each source is registered for.
-pub struct Reactor {
+pub(crate) struct Reactor {
     ep: Epoll,
     sigfd: SignalFd,
     conns: HashMap<u64, Interest>,
@@ -98,7 +98,7 @@ fn no_timeout_beyond(d: Duration) -> PollTimeout {
 
 impl Reactor {
     /// A reactor over `listener` and `sigfd`.
-    pub fn new(listener: BorrowedFd<'_>, sigfd: SignalFd) -> std::io::Result<Reactor> {
+    pub(crate) fn new(listener: BorrowedFd<'_>, sigfd: SignalFd) -> std::io::Result<Reactor> {
         let ep = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         ep.add(
             listener,
@@ -119,12 +119,12 @@ impl Reactor {
     }
 
     /// The signalfd.
-    pub fn sigfd(&self) -> &SignalFd {
+    pub(crate) fn sigfd(&self) -> &SignalFd {
         &self.sigfd
     }
 
     /// Wait up to `timeout` and return what is ready.
-    pub fn wait(&mut self, timeout: Duration) -> Vec<Ready> {
+    pub(crate) fn wait(&mut self, timeout: Duration) -> Vec<Ready> {
         let n = match self.ep.wait(&mut self.events, no_timeout_beyond(timeout)) {
             Ok(n) => n,
             // EINTR: the caller goes round again.
@@ -145,7 +145,7 @@ impl Reactor {
     }
 
     /// Accept connections or not (paused when out of descriptors).
-    pub fn set_listening(&mut self, listener: BorrowedFd<'_>, on: bool) {
+    pub(crate) fn set_listening(&mut self, listener: BorrowedFd<'_>, on: bool) {
         if self.listening == on {
             return;
         }
@@ -160,13 +160,8 @@ impl Reactor {
         }
     }
 
-    /// True while the listener is armed.
-    pub fn listening(&self) -> bool {
-        self.listening
-    }
-
     /// Register a new connection, for reading.
-    pub fn add_conn(&mut self, id: u64, fd: impl AsFd) -> std::io::Result<()> {
+    pub(crate) fn add_conn(&mut self, id: u64, fd: impl AsFd) -> std::io::Result<()> {
         let i = Interest {
             read: true,
             write: false,
@@ -178,7 +173,7 @@ impl Reactor {
     }
 
     /// Set what a connection waits for; a no-op when unchanged.
-    pub fn set_conn(&mut self, id: u64, fd: impl AsFd, read: bool, write: bool) {
+    pub(crate) fn set_conn(&mut self, id: u64, fd: impl AsFd, read: bool, write: bool) {
         let want = Interest { read, write };
         let Some(have) = self.conns.get_mut(&id) else {
             return;
@@ -193,14 +188,14 @@ impl Reactor {
     }
 
     /// Forget a connection (before its socket closes).
-    pub fn remove_conn(&mut self, id: u64, fd: impl AsFd) {
+    pub(crate) fn remove_conn(&mut self, id: u64, fd: impl AsFd) {
         if self.conns.remove(&id).is_some() {
             let _ = self.ep.delete(fd);
         }
     }
 
     /// Register a captured pipe, armed for reading.
-    pub fn add_pipe(&mut self, id: u64, fd: impl AsFd) -> std::io::Result<()> {
+    pub(crate) fn add_pipe(&mut self, id: u64, fd: impl AsFd) -> std::io::Result<()> {
         self.ep.add(
             fd,
             EpollEvent::new(EpollFlags::EPOLLIN, Token::Pipe(id).encode()),
@@ -210,7 +205,7 @@ impl Reactor {
     }
 
     /// Read a pipe or leave it unread (its reader lags); a no-op when unchanged.
-    pub fn arm_pipe(&mut self, id: u64, fd: impl AsFd, on: bool) {
+    pub(crate) fn arm_pipe(&mut self, id: u64, fd: impl AsFd, on: bool) {
         let Some(armed) = self.pipes.get_mut(&id) else {
             return;
         };
@@ -229,12 +224,12 @@ impl Reactor {
     }
 
     /// True when pipe `id` is being read.
-    pub fn pipe_armed(&self, id: u64) -> bool {
+    pub(crate) fn pipe_armed(&self, id: u64) -> bool {
         self.pipes.get(&id).copied().unwrap_or(false)
     }
 
     /// Forget a pipe (before it closes).
-    pub fn remove_pipe(&mut self, id: u64, fd: impl AsFd) {
+    pub(crate) fn remove_pipe(&mut self, id: u64, fd: impl AsFd) {
         if self.pipes.remove(&id).is_some() {
             let _ = self.ep.delete(fd);
         }

@@ -24,24 +24,24 @@ use super::reactor::Reactor;
 use super::ServerConfig;
 
 /// Tag of unsolicited notifications.
-pub const TAG_NOTIFY: u32 = crate::conn::frame::TAG_NOTIFY;
+pub(crate) const TAG_NOTIFY: u32 = crate::conn::frame::TAG_NOTIFY;
 /// Tag of forwarded output.
-pub const TAG_IOF: u32 = crate::conn::frame::TAG_IOF;
+pub(crate) const TAG_IOF: u32 = crate::conn::frame::TAG_IOF;
 /// Grace between SIGTERM and SIGKILL for a job being terminated.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long output pipes may outlive a job's last process.
-pub const PIPE_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
 
 /// Model time: real time since start, scaled by `--time-scale`.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     start: Instant,
     scale: f64,
 }
 
 impl Clock {
     /// A clock starting now.
-    pub fn new(scale: f64) -> Self {
+    pub(crate) fn new(scale: f64) -> Self {
         let scale = if scale.is_finite() && scale > 0.0 {
             scale
         } else {
@@ -54,12 +54,12 @@ impl Clock {
     }
 
     /// Model milliseconds now.
-    pub fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         (self.start.elapsed().as_secs_f64() * 1000.0 * self.scale) as u64
     }
 
     /// Real time until model instant `at_ms`.
-    pub fn until(&self, at_ms: u64) -> Duration {
+    pub(crate) fn until(&self, at_ms: u64) -> Duration {
         let now = self.now_ms();
         let ahead = at_ms.saturating_sub(now) as f64 / self.scale;
         Duration::from_secs_f64((ahead / 1000.0).min(3600.0)) + Duration::from_millis(1)
@@ -68,7 +68,7 @@ impl Clock {
 
 /// A queued allocation request waiting for its reply.
 #[derive(Debug, Clone)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Connection id.
     pub conn: u64,
     /// Request tag.
@@ -114,14 +114,14 @@ pub struct Server {
 
 /// Above this many unsent bytes for a spawner, pdvm stops reading the
 /// output pipes of the jobs it spawned (their processes block on write).
-pub const PIPE_HIGH_WATER: usize = 1024 * 1024;
+pub(crate) const PIPE_HIGH_WATER: usize = 1024 * 1024;
 /// Once the spawner's backlog is down to this, the pipes are read again.
-pub const PIPE_LOW_WATER: usize = 256 * 1024;
+pub(crate) const PIPE_LOW_WATER: usize = 256 * 1024;
 
 /// Most bytes pdvm holds for all peers together (partial requests, replies
 /// and forwarded output not yet sent); a request or reply that would pass it
 /// is refused with `PMIX_ERR_OUT_OF_RESOURCE` instead.
-pub const MEM_BUDGET: usize = 256 * 1024 * 1024;
+pub(crate) const MEM_BUDGET: usize = 256 * 1024 * 1024;
 /// Messages at most this large are always queued (refusals must get out).
 const ALWAYS_SEND: usize = 4096;
 
@@ -634,7 +634,11 @@ impl Server {
 }
 
 /// The infos of an allocation reply: id, request id, node list and count.
-pub fn alloc_reply_infos(alloc_id: &str, req_id: Option<&str>, nodes: &[String]) -> Vec<Info> {
+pub(crate) fn alloc_reply_infos(
+    alloc_id: &str,
+    req_id: Option<&str>,
+    nodes: &[String],
+) -> Vec<Info> {
     let mut info = vec![Info::new(keys::ALLOC_ID, alloc_id)];
     if let Some(r) = req_id {
         info.push(Info::new(keys::ALLOC_REQ_ID, r));

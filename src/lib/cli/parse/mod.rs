@@ -33,7 +33,7 @@ pub(crate) mod cases {
     use std::fmt::Debug;
 
     /// Asserts that `parse` turns each input into its value.
-    pub fn accepts<T: PartialEq + Debug>(
+    pub(crate) fn accepts<T: PartialEq + Debug>(
         parse: impl Fn(&str) -> Result<T, String>,
         cases: &[(&str, T)],
     ) {
@@ -44,7 +44,11 @@ pub(crate) mod cases {
 
     /// Asserts that `parse` refuses each input with a message containing
     /// `forms` (the valid forms it lists).
-    pub fn refuses<T: Debug>(parse: impl Fn(&str) -> Result<T, String>, bad: &[&str], forms: &str) {
+    pub(crate) fn refuses<T: Debug>(
+        parse: impl Fn(&str) -> Result<T, String>,
+        bad: &[&str],
+        forms: &str,
+    ) {
         for input in bad {
             let e = parse(input).expect_err(input);
             assert!(e.contains(forms), "{input:?}: {e}");
