@@ -469,3 +469,56 @@ fn tool_in(name: &str, dir: &std::path::Path) -> Command {
     cmd.env("TMPDIR", dir).env("PATH", support::user_path());
     cmd
 }
+
+#[test]
+fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
+    use pmix_tools::codec::{Cmd, Decoder};
+    // Answers every request in order, the allocation request one second
+    // late and with PMIX_ERR_NOT_SUPPORTED (as a DVM without reservations
+    // that first asks its scheduler would).
+    let (uri, _) = fake_server(|mut s| {
+        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
+            return;
+        }
+        let mut d = FrameDecoder::new(1 << 20);
+        let mut buf = [0u8; 4096];
+        loop {
+            while let Ok(Some((h, payload))) = d.next_frame() {
+                if h.tag < 100 {
+                    continue;
+                }
+                let cmd = Decoder::new(&payload, WireVersion::V41).unpack_one::<Cmd>();
+                let st = if matches!(cmd, Ok(Cmd(17))) {
+                    std::thread::sleep(Duration::from_secs(1));
+                    Status::ERR_NOT_SUPPORTED
+                } else {
+                    Status::SUCCESS
+                };
+                let reply = encode_frame(0, h.tag, &status_reply(st)).expect("frame");
+                if s.write_all(&reply).is_err() {
+                    return;
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => d.feed(&buf[..n]),
+            }
+        }
+    });
+    let out = support::run_with_timeout(
+        tool("palloc", &uri).args(["--no-wait", "-N", "1", "--request-id", "late-refusal"]),
+        60,
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "late-refusal",
+        "the request id comes first: {}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("PMIX_ERR_NOT_SUPPORTED"),
+        "{}",
+        show(&out)
+    );
+}
