@@ -269,13 +269,25 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     // A detached palloc tells the one that started it how the request
     // stands, once the DVM has handled it (see [`SUBMIT_FD_ENV`]).
     let mut submitter = Submitter::from_env();
-    let barrier = match submitter.is_some() {
-        true => crate::ops::query::begin_barrier(&s).ok(),
-        false => None,
-    };
+    // A barrier behind the request: once it is answered the DVM has handled
+    // the request, which is then queued and may wait as long as it takes;
+    // until then, a DVM answering neither within the request deadline is
+    // stopped or stuck (exit 8), not slow to grant.
+    let barrier = crate::ops::query::begin_barrier(&s).ok();
+    let mut alive_by = barrier.map(|_| Instant::now() + s.timeout());
     let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
-        match step(&s, queued_holder.as_mut(), None, None) {
+        if alive_by.is_some_and(|d| Instant::now() >= d) {
+            if let Some(pb) = &spinner {
+                pb.finish_and_clear();
+            }
+            s.conn().forget(tag);
+            return Err(Failure::timed_out(&format!(
+                "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
+                crate::conn::client::seconds(s.timeout())
+            )));
+        }
+        match step(&s, queued_holder.as_mut(), None, alive_by) {
             Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
                 Some(Ok(bytes)) => break decode_alloc_reply(&s, req.directive, &bytes),
                 Some(Err(e)) => break Err(e),
@@ -283,6 +295,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             },
             Step::Reply(t) if Some(t) == barrier => {
                 s.conn().forget(t);
+                alive_by = None;
                 if let Some(sub) = submitter.take() {
                     sub.say("queued");
                 }
