@@ -803,6 +803,9 @@ impl Shared {
         mut check: impl FnMut(&mut Rx) -> Check<T>,
     ) -> WaitOut<T> {
         let mut rx = lock(&self.rx);
+        // A wait whose deadline has already passed still looks once at what
+        // the kernel holds (without blocking): "what has arrived".
+        let mut polled = false;
         loop {
             rx.dispatch();
             if !extras.is_empty() && !for_reply && (!rx.queue.is_empty() || !rx.ready.is_empty()) {
@@ -814,12 +817,14 @@ impl Shared {
                 return WaitOut::Done(t);
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            if deadline.is_some_and(|d| now >= d) && (polled || rx.polling) {
                 return WaitOut::Deadline;
             }
             if rx.polling {
                 // Another thread polls: it wakes us when it has read.
-                let left = deadline.map_or(Duration::from_secs(3600), |d| d - now);
+                let left = deadline.map_or(Duration::from_secs(3600), |d| {
+                    d.saturating_duration_since(now)
+                });
                 rx = self
                     .turn
                     .wait_timeout(rx, left.min(Duration::from_secs(3600)))
@@ -833,6 +838,7 @@ impl Shared {
             let ready = self.poll_once(read_socket, extras, deadline);
             rx = lock(&self.rx);
             rx.polling = false;
+            polled = true;
             if ready.socket {
                 rx.read_available();
             }

@@ -121,7 +121,7 @@ pub fn follow_message(
         Unsolicited::Notify(bytes) => {
             let ev = decode_notification(&mut s.decoder(&bytes)).ok()?;
             if let Some(end) = job_end_of(&ev, nspace) {
-                drain_output(s, TRAILING_QUIET, on_output);
+                drain_output(s, on_output);
                 return Some(Ok(end));
             }
             on_output(JobOutput::Event(&ev));
@@ -183,10 +183,6 @@ pub fn spawn_or_ended(
 /// already ran before the refusal is believed.
 pub const ENDED_BEFORE_REPLY_WAIT: Duration = Duration::from_millis(500);
 
-/// How long the output of a job found by [`ended_before_reply`] must be
-/// quiet after its end (PRRTE 3.0 may send the last output after the end).
-const ENDED_OUTPUT_QUIET: Duration = Duration::from_millis(50);
-
 /// The end of a job whose spawn the DVM answered with the generic
 /// `PMIX_ERROR` although the job had already run: PRRTE master does so when
 /// the job fails before the reply is sent, and the reply then names no
@@ -232,7 +228,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
-                    drain_output(s, ENDED_OUTPUT_QUIET, on_output);
+                    drain_output(s, on_output);
                     return Some(end);
                 }
             }
@@ -503,43 +499,48 @@ fn take_queued(
     None
 }
 
-/// Take the output that is queued behind a job's end event, then keep
-/// taking it until the stream has been quiet for `quiet` (at most
-/// [`TRAILING_MAX`]); events met meanwhile are passed on but do not count as
-/// output. PRRTE and pdvm report a process terminated only once its output
-/// streams have closed and been forwarded on the same ordered connection, so
-/// [`TRAILING_QUIET`] (zero: only what is already queued) is enough for them.
-pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+/// Take the output that is queued behind a job's end event, and the output
+/// the DVM still forwards after it: PRRTE 3.0 may send a job's last output
+/// just after its end event. No time window: a barrier query is sent now,
+/// and since the DVM handles it after the work already queued on its side,
+/// everything that arrives before its answer is taken (waiting at most
+/// [`TRAILING_MAX`] for a DVM that does not answer). Events met meanwhile
+/// are passed on too.
+pub fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
     let stop = Instant::now() + TRAILING_MAX;
-    let mut quiet_until = Instant::now() + quiet;
-    loop {
-        let now = Instant::now();
-        let wait = quiet_until.min(stop).saturating_duration_since(now);
-        match s.conn().next_unsolicited(wait) {
-            Some(Unsolicited::Iof(bytes)) => {
+    let barrier = super::query::begin_barrier(s).ok();
+    take_all_queued(s, on_output);
+    let Some(b) = barrier else {
+        return;
+    };
+    match s.conn().await_reply(b, &[], Some(stop)) {
+        Ok(Some(_)) => {}
+        _ => s.conn().forget(b),
+    }
+    take_all_queued(s, on_output);
+}
+
+/// Pass on every output chunk and event already queued on the connection.
+fn take_all_queued(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+    while let Some(msg) = s.conn().next_unsolicited(Duration::ZERO) {
+        match msg {
+            Unsolicited::Iof(bytes) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
                     on_output(JobOutput::Output(&chunk));
                 }
-                quiet_until = Instant::now() + quiet;
             }
-            Some(Unsolicited::Notify(bytes)) => {
+            Unsolicited::Notify(bytes) => {
                 if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
                     on_output(JobOutput::Event(&ev));
                 }
             }
-            Some(Unsolicited::Other(..)) => {}
-            Some(Unsolicited::Closed(_)) | None => return,
-        }
-        if Instant::now() >= stop {
-            return;
+            Unsolicited::Other(..) => {}
+            Unsolicited::Closed(_) => return,
         }
     }
 }
 
-/// How long the output stream must be quiet after a job's end: PRRTE 3.0
-/// sometimes sends a job's last output just after its end event.
-pub const TRAILING_QUIET: Duration = Duration::from_millis(20);
-/// Longest we keep taking trailing output after a job's end.
+/// Longest we wait for the DVM's answer to the barrier after a job's end.
 pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 
 /// One app: `argv[0]` with arguments, `np` copies.
