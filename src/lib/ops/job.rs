@@ -121,7 +121,7 @@ pub fn follow_message(
         Unsolicited::Notify(bytes) => {
             let ev = decode_notification(&mut s.decoder(&bytes)).ok()?;
             if let Some(end) = job_end_of(&ev, nspace) {
-                drain_output(s, on_output);
+                drain_output(s, TRAILING_QUIET_V41, on_output);
                 return Some(Ok(end));
             }
             on_output(JobOutput::Event(&ev));
@@ -228,7 +228,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
-                    drain_output(s, on_output);
+                    drain_output(s, ENDED_OUTPUT_QUIET_V41, on_output);
                     return Some(end);
                 }
             }
@@ -500,25 +500,56 @@ fn take_queued(
 }
 
 /// Take the output that is queued behind a job's end event, and the output
-/// the DVM still forwards after it: PRRTE 3.0 may send a job's last output
-/// just after its end event. No time window: a barrier query is sent now,
-/// and since the DVM handles it after the work already queued on its side,
-/// everything that arrives before its answer is taken (waiting at most
-/// [`TRAILING_MAX`] for a DVM that does not answer). Events met meanwhile
-/// are passed on too.
-pub fn drain_output(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+/// the DVM still forwards after it. A barrier query is sent now; since the
+/// DVM handles it after the work already queued on its side, everything
+/// that arrives before its answer is taken (waiting at most
+/// [`TRAILING_MAX`] for a DVM that does not answer). That is all pdvm and
+/// PRRTE master need. PRRTE 3.0 (a `v41` server) forwards some output
+/// even after that, with no end-of-stream marker to wait for, so from a
+/// `v41` server output is then taken until it has been quiet for
+/// `quiet_v41` (at most [`TRAILING_MAX`] in all). Events met meanwhile are
+/// passed on too.
+pub fn drain_output(s: &Session, quiet_v41: Duration, on_output: &mut dyn FnMut(JobOutput<'_>)) {
     let stop = Instant::now() + TRAILING_MAX;
     let barrier = super::query::begin_barrier(s).ok();
     take_all_queued(s, on_output);
-    let Some(b) = barrier else {
-        return;
-    };
-    match s.conn().await_reply(b, &[], Some(stop)) {
-        Ok(Some(_)) => {}
-        _ => s.conn().forget(b),
+    if let Some(b) = barrier {
+        match s.conn().await_reply(b, &[], Some(stop)) {
+            Ok(Some(_)) => {}
+            _ => s.conn().forget(b),
+        }
+        take_all_queued(s, on_output);
     }
-    take_all_queued(s, on_output);
+    if s.wire() != crate::codec::WireVersion::V41 {
+        return;
+    }
+    loop {
+        let quiet_until = (Instant::now() + quiet_v41).min(stop);
+        match s.conn().next_unsolicited_until(Some(quiet_until)) {
+            Some(Unsolicited::Iof(bytes)) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Output(&chunk));
+                }
+            }
+            Some(Unsolicited::Notify(bytes)) => {
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Event(&ev));
+                }
+            }
+            Some(Unsolicited::Other(..)) => {}
+            Some(Unsolicited::Closed(_)) | None => return,
+        }
+        if Instant::now() >= stop {
+            return;
+        }
+    }
 }
+
+/// How long output from a `v41` server (PRRTE 3.0) must be quiet after a
+/// job's end (and the barrier) before it is taken as complete.
+pub const TRAILING_QUIET_V41: Duration = Duration::from_millis(20);
+/// The same for the end of a job found by [`ended_before_reply`].
+const ENDED_OUTPUT_QUIET_V41: Duration = Duration::from_millis(50);
 
 /// Pass on every output chunk and event already queued on the connection.
 fn take_all_queued(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
