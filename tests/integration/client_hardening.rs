@@ -467,3 +467,125 @@ fn tool_in(name: &str, dir: &std::path::Path) -> Command {
     cmd.env("TMPDIR", dir).env("PATH", support::user_path());
     cmd
 }
+
+#[test]
+fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
+    use pmix_tools::codec::{Cmd, Decoder};
+    // Answers every request in order, the allocation request one second
+    // late and with PMIX_ERR_NOT_SUPPORTED (as a DVM without reservations
+    // that first asks its scheduler would).
+    let (uri, _) = fake_server(|mut s| {
+        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
+            return;
+        }
+        let mut d = FrameDecoder::new(1 << 20);
+        let mut buf = [0u8; 4096];
+        loop {
+            while let Ok(Some((h, payload))) = d.next_frame() {
+                if h.tag < 100 {
+                    continue;
+                }
+                let cmd = Decoder::new(&payload, WireVersion::V41).unpack_one::<Cmd>();
+                let st = if matches!(cmd, Ok(Cmd(17))) {
+                    std::thread::sleep(Duration::from_secs(1));
+                    Status::ERR_NOT_SUPPORTED
+                } else {
+                    Status::SUCCESS
+                };
+                let reply = encode_frame(0, h.tag, &status_reply(st)).expect("frame");
+                if s.write_all(&reply).is_err() {
+                    return;
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => d.feed(&buf[..n]),
+            }
+        }
+    });
+    let out = support::run_with_timeout(
+        tool("palloc", &uri).args(["--no-wait", "-N", "1", "--request-id", "late-refusal"]),
+        60,
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "late-refusal",
+        "the request id comes first: {}",
+        show(&out)
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("PMIX_ERR_NOT_SUPPORTED"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn palloc_facing_a_silent_dvm_times_out_naming_the_allocation_request() {
+    let (uri, _) = fake_server(|mut s| {
+        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
+            return;
+        }
+        let mut d = FrameDecoder::new(1 << 20);
+        while next_request(&mut s, &mut d).is_some() {}
+    });
+    let out = support::run_with_timeout(
+        tool("palloc", &uri)
+            .args(["-N", "1"])
+            .env("PMIX_TOOLS_TIMEOUT", "2"),
+        60,
+    );
+    assert_eq!(out.status.code(), Some(8), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("no answer from the DVM to the allocation request"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_queued_palloc_outlives_the_request_deadline() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    // The one node is held...
+    let mut first = pdvm
+        .tool("palloc")
+        .args(["-N", "1", "--parsable", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the first palloc");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(first.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("the first grant");
+    let held = line.trim().to_string();
+    assert!(!held.is_empty(), "the first palloc printed no id");
+    // ...so a second request queues, and keeps waiting well past the
+    // per-request deadline (1 s here): the DVM answered the barrier.
+    let mut second = pdvm
+        .tool("palloc")
+        .args(["-N", "1", "--parsable"])
+        .env("PMIX_TOOLS_TIMEOUT", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the second palloc");
+    let waited = pdvm_harness::wait_for(&mut second, Duration::from_secs(4));
+    assert!(
+        waited.is_none(),
+        "the queued palloc ended while queued: {waited:?}"
+    );
+    // Releasing the held node grants it.
+    let rel = support::run_with_timeout(pdvm.tool("prelease").arg(&held), 30);
+    assert_eq!(rel.status.code(), Some(0), "{}", show(&rel));
+    let out = finish(second, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(!text(&out.stdout).trim().is_empty(), "{}", show(&out));
+    let _ = pdvm_harness::wait_for(&mut first, Duration::from_secs(20));
+    pdvm.stop();
+}

@@ -5,7 +5,8 @@
 //!
 //! Shared pieces: [`ui`] (where human lines, warnings and JSON go),
 //! [`failure`] (turning a library error into the sentence, the JSON error
-//! object and the exit code), [`signals`] (SIGINT/SIGTERM as a flag),
+//! object and the exit code), [`signals`] (SIGINT/SIGTERM as a flag and a self-pipe the tools' one
+//! wait watches),
 //! [`launch`] (spawning a job from the command line's apps and following it
 //! with its output forwarded), [`events`] (an event's fields, filters, hooks
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).

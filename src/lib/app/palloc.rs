@@ -2,7 +2,7 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
@@ -28,8 +28,11 @@ use super::events::EventFields;
 use super::launch;
 use super::{connect_for, finish, now_secs, signals, Failure, Ui};
 
-/// How long `--no-wait` listens for an immediate refusal after printing the id.
-const NO_WAIT_GRACE: Duration = Duration::from_millis(300);
+/// Environment variable naming the descriptor through which a detached
+/// palloc (started by `--no-wait`) tells the palloc that started it how its
+/// request stands: one line, `queued` or `granted ID`; end of file without
+/// a line means it ended (refused).
+const SUBMIT_FD_ENV: &str = "PMIX_TOOLS_SUBMIT_FD";
 /// How long the cancel of a queued request may take to be answered.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
@@ -223,19 +226,37 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             ui.result(r);
         }
         // Report an immediate refusal; otherwise leave the request queued.
-        let until = Instant::now() + NO_WAIT_GRACE;
-        return match s.conn().await_reply(tag, &[], Some(until)) {
-            Ok(Some(bytes)) => match decode_alloc_reply(&s, req.directive, &bytes) {
-                Err(e) => Err(Failure::refused(op, &attrs, &e)),
-                Ok(reply) => {
-                    let rec = granted_record(&req, &reply, &s, from_application);
-                    ui.record(&rec);
-                    ui.note(&allocation_line(&rec));
-                    Ok(0)
+        // No time window: a barrier sent behind the request tells when the
+        // DVM has handled it without answering (queued).
+        let barrier = crate::ops::query::begin_barrier(&s).map_err(|e| Failure::lost(&e))?;
+        let deadline = Instant::now() + s.timeout();
+        return loop {
+            match step(&s, None, None, Some(deadline)) {
+                Step::Reply(t) if t == tag => {
+                    break match s.conn().take_reply(tag) {
+                        Some(Ok(bytes)) => match decode_alloc_reply(&s, req.directive, &bytes) {
+                            Err(e) => Err(Failure::refused(op, &attrs, &e)),
+                            Ok(reply) => {
+                                let rec = granted_record(&req, &reply, &s, from_application);
+                                ui.record(&rec);
+                                ui.note(&allocation_line(&rec));
+                                Ok(0)
+                            }
+                        },
+                        Some(Err(e)) => Err(Failure::refused(op, &attrs, &e)),
+                        None => continue,
+                    };
                 }
-            },
-            Ok(None) => Ok(0),
-            Err(e) => Err(Failure::refused(op, &attrs, &e)),
+                // Handled and not answered: queued.
+                Step::Reply(t) if t == barrier => break Ok(0),
+                Step::Lost(e) => break Err(Failure::refused(op, &attrs, &e)),
+                Step::Signal if signals::caught().is_some() => break Ok(0),
+                _ if Instant::now() >= deadline => {
+                    ui.detail("no answer from the DVM yet; the request stays queued");
+                    break Ok(0);
+                }
+                _ => {}
+            }
         };
     }
 
@@ -245,14 +266,40 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         (PallocMode::Hold, false, Some(rid)) => Holder::start(s.conn(), rid).ok(),
         _ => None,
     };
+    // A detached palloc tells the one that started it how the request
+    // stands, once the DVM has handled it (see [`SUBMIT_FD_ENV`]).
+    let mut submitter = Submitter::from_env();
+    // A barrier behind the request: once it is answered the DVM has handled
+    // the request, which is then queued and may wait as long as it takes;
+    // until then, a DVM answering neither within the request deadline is
+    // stopped or stuck (exit 8), not slow to grant.
+    let barrier = crate::ops::query::begin_barrier(&s).ok();
+    let mut alive_by = barrier.map(|_| Instant::now() + s.timeout());
     let spinner = ui.queued(req.request_id.as_deref());
     let reply = loop {
-        match step(&s, queued_holder.as_mut(), None, None) {
+        if alive_by.is_some_and(|d| Instant::now() >= d) {
+            if let Some(pb) = &spinner {
+                pb.finish_and_clear();
+            }
+            s.conn().forget(tag);
+            return Err(Failure::timed_out(&format!(
+                "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
+                crate::conn::client::seconds(s.timeout())
+            )));
+        }
+        match step(&s, queued_holder.as_mut(), None, alive_by) {
             Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
                 Some(Ok(bytes)) => break decode_alloc_reply(&s, req.directive, &bytes),
                 Some(Err(e)) => break Err(e),
                 None => {}
             },
+            Step::Reply(t) if Some(t) == barrier => {
+                s.conn().forget(t);
+                alive_by = None;
+                if let Some(sub) = submitter.take() {
+                    sub.say("queued");
+                }
+            }
             Step::Signal => {
                 if let Some(sig) = signals::caught() {
                     if let Some(pb) = &spinner {
@@ -282,6 +329,12 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             return Err(Failure::refused(op, &attrs, &e));
         }
     };
+    if let Some(sub) = submitter.take() {
+        sub.say(&format!(
+            "granted {}",
+            reply.alloc_id.as_deref().unwrap_or("(unnamed)")
+        ));
+    }
     let mut rec = granted_record(&req, &reply, &s, from_application);
     ui.record(&rec);
     if args.parsable {
@@ -364,8 +417,17 @@ fn submit_detached(
         ),
         None => (std::process::Stdio::null(), std::process::Stdio::null()),
     };
+    // The detached palloc says on this pipe how the request stands once the
+    // DVM has handled it: no time window to guess an immediate refusal in.
+    let (said_r, said_w) =
+        nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
+    let _ = nix::fcntl::fcntl(
+        said_r.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
     let mut cmd = std::process::Command::new(exe);
     cmd.args(&argv)
+        .env(SUBMIT_FD_ENV, said_w.as_raw_fd().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err);
@@ -377,9 +439,10 @@ fn submit_detached(
                 .map_err(std::io::Error::from)
         });
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))?;
+    let spawned = cmd.spawn();
+    drop(said_w);
+    let mut child =
+        spawned.map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))?;
     ui.record(&RequestRecord {
         request_id: Some(rid.clone()),
         state: "submitted".into(),
@@ -387,9 +450,15 @@ fn submit_detached(
     ui.result(&rid);
     // An immediate refusal (a DVM without reservations, a bad request) is
     // reported here; anything later is in the log.
-    let until = std::time::Instant::now() + NO_WAIT_GRACE;
-    while std::time::Instant::now() < until {
-        if let Ok(Some(st)) = child.try_wait() {
+    let patience = crate::conn::client::handshake_timeout()
+        + crate::conn::client::env_timeout().unwrap_or(crate::ops::session::DEFAULT_TIMEOUT);
+    match read_said(&said_r, Instant::now() + patience) {
+        Said::Line(line) => ui.detail(&format!("the detached palloc says: {line}")),
+        Said::Nothing => ui.detail("no answer from the DVM yet; the detached palloc keeps waiting"),
+        Said::Ended => {
+            let st = child
+                .wait()
+                .map_err(|e| Failure::other(format!("waiting for the detached palloc: {e}")))?;
             let said = log_path
                 .as_ref()
                 .and_then(|p| std::fs::read_to_string(p).ok())
@@ -411,7 +480,6 @@ fn submit_detached(
                 format!("request {rid} was refused: {why}"),
             ));
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
     ui.note(&format!(
         "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc --request-id {rid}` \
@@ -422,6 +490,83 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
             .unwrap_or_default()
     ));
     Ok(0)
+}
+
+/// What a detached palloc said on its pipe.
+enum Said {
+    /// One line (`queued`, `granted ID`).
+    Line(String),
+    /// It closed the pipe without a line: it has ended.
+    Ended,
+    /// Nothing before the deadline (or a signal).
+    Nothing,
+}
+
+/// Wait until `deadline` for the detached palloc's line on `r`.
+fn read_said(r: &std::os::fd::OwnedFd, deadline: Instant) -> Said {
+    let mut got = Vec::new();
+    loop {
+        let fds: Vec<BorrowedFd<'_>> = std::iter::once(r.as_fd()).chain(signals::fd()).collect();
+        let mut p: Vec<nix::poll::PollFd<'_>> = fds
+            .iter()
+            .map(|f| nix::poll::PollFd::new(*f, nix::poll::PollFlags::POLLIN))
+            .collect();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || signals::caught().is_some() {
+            return Said::Nothing;
+        }
+        let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+        let timeout = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
+        if !matches!(nix::poll::poll(&mut p, timeout), Ok(n) if n > 0) {
+            continue;
+        }
+        let mut buf = [0u8; 256];
+        match nix::unistd::read(r.as_raw_fd(), &mut buf) {
+            Ok(0) => {
+                return if got.is_empty() {
+                    Said::Ended
+                } else {
+                    Said::Line(String::from_utf8_lossy(&got).trim().to_string())
+                }
+            }
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if let Some(end) = got.iter().position(|b| *b == b'\n') {
+                    return Said::Line(String::from_utf8_lossy(&got[..end]).into_owned());
+                }
+            }
+            Err(nix::errno::Errno::EINTR) | Err(nix::errno::Errno::EAGAIN) => {}
+            Err(_) => return Said::Ended,
+        }
+    }
+}
+
+/// The write end of [`SUBMIT_FD_ENV`] in a detached palloc.
+struct Submitter(std::os::fd::OwnedFd);
+
+impl Submitter {
+    /// The descriptor the starting palloc passed, if any (taken once: the
+    /// variable is removed so nothing this palloc starts inherits it).
+    fn from_env() -> Option<Submitter> {
+        use std::os::fd::FromRawFd;
+        let fd: RawFd = std::env::var(SUBMIT_FD_ENV).ok()?.parse().ok()?;
+        std::env::remove_var(SUBMIT_FD_ENV);
+        if fd < 3 || nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
+            return None;
+        }
+        let _ = nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+        // SAFETY: a descriptor our parent opened for us and nobody else here
+        // owns; checked open above.
+        Some(Submitter(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Say `line` and close the pipe.
+    fn say(self, line: &str) {
+        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
+    }
 }
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.

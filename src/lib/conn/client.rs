@@ -122,6 +122,9 @@ pub enum Event {
 enum Slot {
     /// Sent, no reply yet; `notify`: report its arrival as [`Event::Reply`].
     Waiting { notify: bool },
+    /// Sent, no reply yet, and nobody wants it any more: dropped when it
+    /// comes (it still counts as in flight, see [`Connection::settle`]).
+    Abandoned,
     /// The reply.
     Arrived(Vec<u8>),
 }
@@ -183,12 +186,19 @@ this tool can take them",
     fn route(&mut self, tag: u32, payload: Vec<u8>) {
         if tag >= TAG_DYNAMIC {
             if let Some(slot) = self.pending.get_mut(&tag) {
-                if let Slot::Waiting { notify } = *slot {
-                    *slot = Slot::Arrived(payload);
-                    if notify {
-                        self.ready.push_back(tag);
+                match *slot {
+                    Slot::Waiting { notify } => {
+                        *slot = Slot::Arrived(payload);
+                        if notify {
+                            self.ready.push_back(tag);
+                        }
+                        return;
                     }
-                    return;
+                    Slot::Abandoned => {
+                        self.pending.remove(&tag);
+                        return;
+                    }
+                    Slot::Arrived(_) => {}
                 }
             }
         }
@@ -199,6 +209,28 @@ this tool can take them",
         };
         self.queued_bytes += msg.len();
         self.queue.push_back(msg);
+    }
+
+    /// Nobody waits for the reply to `tag` any more.
+    fn abandon(&mut self, tag: u32) {
+        self.ready.retain(|t| *t != tag);
+        match self.pending.get(&tag) {
+            Some(Slot::Waiting { .. }) => {
+                self.pending.insert(tag, Slot::Abandoned);
+            }
+            Some(Slot::Arrived(_)) => {
+                self.pending.remove(&tag);
+            }
+            _ => {}
+        }
+    }
+
+    /// Requests sent and not answered yet.
+    fn in_flight(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|s| matches!(s, Slot::Waiting { .. } | Slot::Abandoned))
+            .count()
     }
 
     fn close(&mut self, e: Error) {
@@ -564,7 +596,7 @@ found by {}); it may be stopped or overloaded",
                 rx.pending.remove(&tag);
                 Some(Err(e))
             }
-            None => Some(Err(Error::new(
+            Some(Slot::Abandoned) | None => Some(Err(Error::new(
                 Status::ERR_NOT_FOUND,
                 format!("no request with tag {tag} is pending"),
             ))),
@@ -572,11 +604,26 @@ found by {}); it may be stopped or overloaded",
     }
 
     /// Stop waiting for the reply to `tag` (a reply that still comes is
-    /// then unsolicited).
+    /// dropped).
     pub fn forget(&self, tag: u32) {
-        let mut rx = lock(&self.shared.rx);
-        rx.pending.remove(&tag);
-        rx.ready.retain(|t| *t != tag);
+        lock(&self.shared.rx).abandon(tag);
+    }
+
+    /// Wait until every request sent on this connection has been answered
+    /// (replies not taken yet are kept), at most until `deadline`; true
+    /// when none is left in flight. Some servers (PRRTE master) are upset
+    /// by a client that leaves with requests in flight: call this before
+    /// saying goodbye.
+    pub fn settle(&self, deadline: Instant) -> bool {
+        let r = self.shared.wait_for(&[], Some(deadline), true, |rx| {
+            let open = rx.in_flight();
+            if open == 0 || rx.closed.is_some() || (rx.full() && !rx.polling) {
+                Check::Done(open == 0)
+            } else {
+                Check::Again
+            }
+        });
+        matches!(r, WaitOut::Done(true))
     }
 
     /// Send a request and wait up to `timeout` for its reply payload.
@@ -753,7 +800,7 @@ impl Shared {
                         _ => unreachable!("checked above"),
                     }
                 }
-                None => {
+                Some(Slot::Abandoned) | None => {
                     return Check::Done(Err(Error::new(
                         Status::ERR_NOT_FOUND,
                         format!("no request with tag {tag} is pending"),
@@ -767,7 +814,7 @@ impl Shared {
                 return Check::Done(Err(e));
             }
             if rx.full() && !rx.polling {
-                rx.pending.remove(&tag);
+                rx.abandon(tag);
                 return Check::Done(Err(rx.backpressure_error()));
             }
             Check::Again
@@ -777,7 +824,7 @@ impl Shared {
             WaitOut::Done(Err(e)) => Err(e),
             WaitOut::Ready(_) | WaitOut::Deadline => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
-                    lock(&self.rx).pending.remove(&tag);
+                    lock(&self.rx).abandon(tag);
                 }
                 Ok(None)
             }
@@ -797,6 +844,9 @@ impl Shared {
         mut check: impl FnMut(&mut Rx) -> Check<T>,
     ) -> WaitOut<T> {
         let mut rx = lock(&self.rx);
+        // A wait whose deadline has already passed still looks once at what
+        // the kernel holds (without blocking): "what has arrived".
+        let mut polled = false;
         loop {
             rx.dispatch();
             if !extras.is_empty() && !for_reply && (!rx.queue.is_empty() || !rx.ready.is_empty()) {
@@ -808,12 +858,14 @@ impl Shared {
                 return WaitOut::Done(t);
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            if deadline.is_some_and(|d| now >= d) && (polled || rx.polling) {
                 return WaitOut::Deadline;
             }
             if rx.polling {
                 // Another thread polls: it wakes us when it has read.
-                let left = deadline.map_or(Duration::from_secs(3600), |d| d - now);
+                let left = deadline.map_or(Duration::from_secs(3600), |d| {
+                    d.saturating_duration_since(now)
+                });
                 rx = self
                     .turn
                     .wait_timeout(rx, left.min(Duration::from_secs(3600)))
@@ -827,6 +879,7 @@ impl Shared {
             let ready = self.poll_once(read_socket, extras, deadline);
             rx = lock(&self.rx);
             rx.polling = false;
+            polled = true;
             if ready.socket {
                 rx.read_available();
             }

@@ -121,7 +121,7 @@ pub fn follow_message(
         Unsolicited::Notify(bytes) => {
             let ev = decode_notification(&mut s.decoder(&bytes)).ok()?;
             if let Some(end) = job_end_of(&ev, nspace) {
-                drain_output(s, TRAILING_QUIET, on_output);
+                drain_output(s, TRAILING_QUIET_V41, on_output);
                 return Some(Ok(end));
             }
             on_output(JobOutput::Event(&ev));
@@ -183,10 +183,6 @@ pub fn spawn_or_ended(
 /// already ran before the refusal is believed.
 pub const ENDED_BEFORE_REPLY_WAIT: Duration = Duration::from_millis(500);
 
-/// How long the output of a job found by [`ended_before_reply`] must be
-/// quiet after its end (PRRTE 3.0 may send the last output after the end).
-const ENDED_OUTPUT_QUIET: Duration = Duration::from_millis(50);
-
 /// The end of a job whose spawn the DVM answered with the generic
 /// `PMIX_ERROR` although the job had already run: PRRTE master does so when
 /// the job fails before the reply is sent, and the reply then names no
@@ -232,7 +228,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
-                    drain_output(s, ENDED_OUTPUT_QUIET, on_output);
+                    drain_output(s, ENDED_OUTPUT_QUIET_V41, on_output);
                     return Some(end);
                 }
             }
@@ -503,24 +499,37 @@ fn take_queued(
     None
 }
 
-/// Take the output that is queued behind a job's end event, then keep
-/// taking it until the stream has been quiet for `quiet` (at most
-/// [`TRAILING_MAX`]); events met meanwhile are passed on but do not count as
-/// output. PRRTE and pdvm report a process terminated only once its output
-/// streams have closed and been forwarded on the same ordered connection, so
-/// [`TRAILING_QUIET`] (zero: only what is already queued) is enough for them.
-pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+/// Take the output that is queued behind a job's end event, and the output
+/// the DVM still forwards after it. A barrier query is sent now; since the
+/// DVM handles it after the work already queued on its side, everything
+/// that arrives before its answer is taken (waiting at most
+/// [`TRAILING_MAX`] for a DVM that does not answer). That is all pdvm and
+/// PRRTE master need. PRRTE 3.0 (a `v41` server) forwards some output
+/// even after that, with no end-of-stream marker to wait for, so from a
+/// `v41` server output is then taken until it has been quiet for
+/// `quiet_v41` (at most [`TRAILING_MAX`] in all). Events met meanwhile are
+/// passed on too.
+pub fn drain_output(s: &Session, quiet_v41: Duration, on_output: &mut dyn FnMut(JobOutput<'_>)) {
     let stop = Instant::now() + TRAILING_MAX;
-    let mut quiet_until = Instant::now() + quiet;
+    let barrier = super::query::begin_barrier(s).ok();
+    take_all_queued(s, on_output);
+    if let Some(b) = barrier {
+        match s.conn().await_reply(b, &[], Some(stop)) {
+            Ok(Some(_)) => {}
+            _ => s.conn().forget(b),
+        }
+        take_all_queued(s, on_output);
+    }
+    if s.wire() != crate::codec::WireVersion::V41 {
+        return;
+    }
     loop {
-        let now = Instant::now();
-        let wait = quiet_until.min(stop).saturating_duration_since(now);
-        match s.conn().next_unsolicited(wait) {
+        let quiet_until = (Instant::now() + quiet_v41).min(stop);
+        match s.conn().next_unsolicited_until(Some(quiet_until)) {
             Some(Unsolicited::Iof(bytes)) => {
                 if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
                     on_output(JobOutput::Output(&chunk));
                 }
-                quiet_until = Instant::now() + quiet;
             }
             Some(Unsolicited::Notify(bytes)) => {
                 if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
@@ -536,10 +545,33 @@ pub fn drain_output(s: &Session, quiet: Duration, on_output: &mut dyn FnMut(JobO
     }
 }
 
-/// How long the output stream must be quiet after a job's end: PRRTE 3.0
-/// sometimes sends a job's last output just after its end event.
-pub const TRAILING_QUIET: Duration = Duration::from_millis(20);
-/// Longest we keep taking trailing output after a job's end.
+/// How long output from a `v41` server (PRRTE 3.0) must be quiet after a
+/// job's end (and the barrier) before it is taken as complete.
+pub const TRAILING_QUIET_V41: Duration = Duration::from_millis(20);
+/// The same for the end of a job found by [`ended_before_reply`].
+const ENDED_OUTPUT_QUIET_V41: Duration = Duration::from_millis(50);
+
+/// Pass on every output chunk and event already queued on the connection.
+fn take_all_queued(s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) {
+    while let Some(msg) = s.conn().next_unsolicited(Duration::ZERO) {
+        match msg {
+            Unsolicited::Iof(bytes) => {
+                if let Ok(chunk) = decode_iof(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Output(&chunk));
+                }
+            }
+            Unsolicited::Notify(bytes) => {
+                if let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) {
+                    on_output(JobOutput::Event(&ev));
+                }
+            }
+            Unsolicited::Other(..) => {}
+            Unsolicited::Closed(_) => return,
+        }
+    }
+}
+
+/// Longest we wait for the DVM's answer to the barrier after a job's end.
 pub const TRAILING_MAX: Duration = Duration::from_millis(500);
 
 /// One app: `argv[0]` with arguments, `np` copies.

@@ -20,6 +20,22 @@ pub fn query(s: &Session, queries: &[Query]) -> Result<Vec<Info>> {
     read_infos(&mut d)
 }
 
+/// Send a cheap query (the namespaces) without waiting: a barrier. A PMIx
+/// server handles one connection's requests in order, so once the
+/// barrier's reply (its tag, returned) has come, every request sent before
+/// it has been handled: one that is still unanswered is queued, not
+/// refused at once.
+pub fn begin_barrier(s: &Session) -> Result<u32> {
+    let q = Query {
+        keys: vec![keys::QUERY_NAMESPACES.into()],
+        qualifiers: vec![],
+    };
+    let mut e = s.request(cmd::QUERY)?;
+    e.pack_one(&Size(1))?;
+    e.pack(&[q])?;
+    s.conn().begin(e.bytes())
+}
+
 /// The namespaces the server knows (running jobs and connected tools).
 pub fn namespaces(s: &Session) -> Result<Vec<String>> {
     let q = Query {

@@ -131,14 +131,18 @@ impl Session {
         Ok(())
     }
 
-    /// Say goodbye, wait for the server's answer (at most
-    /// [`FINALIZE_WAIT`]), and close.
+    /// Let requests in flight be answered (at most [`FINALIZE_WAIT`]), say
+    /// goodbye, wait for the server's answer (at most [`FINALIZE_WAIT`]),
+    /// and close.
     ///
     /// The wait matters: libpmix tools always wait for the answer, and PRRTE
     /// master corrupts its heap when a tool closes the socket between sending
     /// the goodbye and receiving it. A server that has already gone, or that
     /// does not answer in time, costs at most the bound.
     pub fn finalize(self) -> Result<()> {
+        // Requests still in flight (a barrier, a timed-out query) are let
+        // finish first: a server answering after we left may fall over.
+        let _ = self.conn.settle(std::time::Instant::now() + FINALIZE_WAIT);
         let enc = self.request(cmd::FINALIZE)?;
         let r = self
             .conn
