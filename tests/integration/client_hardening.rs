@@ -575,7 +575,7 @@ fn a_queued_palloc_outlives_the_request_deadline() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the second palloc");
-    let waited = pdvm_harness::wait_for(&mut second, Duration::from_secs(4));
+    let waited = crate::support::pdvm::wait_for(&mut second, Duration::from_secs(4));
     assert!(
         waited.is_none(),
         "the queued palloc ended while queued: {waited:?}"
@@ -586,6 +586,6 @@ fn a_queued_palloc_outlives_the_request_deadline() {
     let out = finish(second, Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(!text(&out.stdout).trim().is_empty(), "{}", show(&out));
-    let _ = pdvm_harness::wait_for(&mut first, Duration::from_secs(20));
+    let _ = crate::support::pdvm::wait_for(&mut first, Duration::from_secs(20));
     pdvm.stop();
 }
