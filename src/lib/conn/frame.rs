@@ -90,9 +90,13 @@ pub struct FrameDecoder {
     buf: Vec<u8>,
     start: usize,
     max_payload: u32,
+    /// Limit of the connect-ack, while one is awaited.
+    max_connect: u32,
     /// The next frame is a connect-ack (its length in little-endian order).
     connect: bool,
     failed: bool,
+    /// Payload bytes of a discarded frame still to be dropped as they come.
+    skip: usize,
 }
 
 impl FrameDecoder {
@@ -103,27 +107,30 @@ impl FrameDecoder {
             buf: Vec::new(),
             start: 0,
             max_payload,
+            max_connect: max_payload,
             connect: false,
             failed: false,
+            skip: 0,
         }
     }
 
-    /// A decoder whose first frame is a connect-ack (a server reading a
-    /// connecting peer); later frames are steady-state.
-    pub fn for_connect_ack(max_payload: u32) -> FrameDecoder {
+    /// A decoder whose first frame is a connect-ack of at most
+    /// `max_connect` bytes (a server reading a connecting peer); later
+    /// frames are steady-state, at most `max_payload` bytes.
+    pub fn for_connect_ack(max_connect: u32, max_payload: u32) -> FrameDecoder {
         FrameDecoder {
             connect: true,
+            max_connect,
             ..FrameDecoder::new(max_payload)
         }
     }
 
-    /// Append bytes received from the peer.
+    /// Append bytes received from the peer (the rest of a discarded frame
+    /// is dropped here).
     pub fn feed(&mut self, bytes: &[u8]) {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        self.buf.extend_from_slice(bytes);
+        let k = self.skip.min(bytes.len());
+        self.skip -= k;
+        self.buf.extend_from_slice(&bytes[k..]);
     }
 
     /// Bytes held that do not yet form a whole frame (or frames not yet
@@ -132,15 +139,22 @@ impl FrameDecoder {
         self.buf.len() - self.start
     }
 
-    /// True when a whole frame is ready to be taken.
-    pub fn has_frame(&self) -> bool {
-        match self.peek_header() {
-            Some(h) => self.buffered() >= HEADER_LEN + h.nbytes as usize,
-            None => false,
-        }
+    /// True while the connect-ack has not been taken.
+    pub fn awaiting_connect(&self) -> bool {
+        self.connect
     }
 
-    fn peek_header(&self) -> Option<Header> {
+    /// True when a whole frame is ready to be taken.
+    pub fn has_frame(&self) -> bool {
+        self.skip == 0
+            && self
+                .peek_header()
+                .is_some_and(|h| self.buffered() >= HEADER_LEN + h.nbytes as usize)
+    }
+
+    /// The next frame's header, once its bytes have arrived (for a
+    /// connect-ack, `nbytes` is its length).
+    pub fn peek_header(&self) -> Option<Header> {
         let avail = &self.buf[self.start..];
         let hb: &[u8; HEADER_LEN] = avail.get(..HEADER_LEN)?.try_into().ok()?;
         let mut h = Header::decode(hb);
@@ -160,22 +174,52 @@ impl FrameDecoder {
         let Some(h) = self.peek_header() else {
             return Ok(None);
         };
-        if h.nbytes > self.max_payload {
+        let limit = if self.connect {
+            self.max_connect
+        } else {
+            self.max_payload
+        };
+        if h.nbytes > limit {
             self.failed = true;
-            return Err(self.too_large(Some(h.nbytes)));
+            return Err(self.too_large(Some((h.nbytes, limit))));
         }
         let end = self.start + HEADER_LEN + h.nbytes as usize;
         if self.buf.len() < end {
             return Ok(None);
         }
         let payload = self.buf[self.start + HEADER_LEN..end].to_vec();
-        self.start = end;
         self.connect = false;
+        self.consume(HEADER_LEN + h.nbytes as usize);
+        Ok(Some((h, payload)))
+    }
+
+    /// Drop the next frame unread: its header and whatever of its payload
+    /// has arrived now, the rest as it comes.
+    pub fn discard_next(&mut self) {
+        let Some(h) = self.peek_header() else {
+            return;
+        };
+        let n = (h.nbytes as usize).min(self.buffered() - HEADER_LEN);
+        self.skip = h.nbytes as usize - n;
+        self.connect = false;
+        self.consume(HEADER_LEN + n);
+    }
+
+    /// Consume `n` bytes. Each byte is moved a bounded number of times: the
+    /// buffer is compacted only once the consumed prefix is most of it, and
+    /// a large buffer is given back once empty.
+    fn consume(&mut self, n: usize) {
+        self.start += n;
         if self.start == self.buf.len() {
             self.buf.clear();
             self.start = 0;
+            if self.buf.capacity() > 1024 * 1024 {
+                self.buf = Vec::new();
+            }
+        } else if self.start >= 64 * 1024 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
         }
-        Ok(Some((h, payload)))
     }
 
     /// What to say when the peer has gone: whether it left inside a frame.
@@ -193,14 +237,13 @@ impl FrameDecoder {
         )
     }
 
-    fn too_large(&self, n: Option<u32>) -> Error {
+    fn too_large(&self, n: Option<(u32, u32)>) -> Error {
         Error::new(
             Status::ERR_UNPACK_FAILURE,
             match n {
-                Some(n) => format!(
-                    "peer announced a {n}-byte message; the limit is {}",
-                    self.max_payload
-                ),
+                Some((n, limit)) => {
+                    format!("peer announced a {n}-byte message; the limit is {limit}")
+                }
                 None => "the stream is unreadable after an oversized message".to_string(),
             },
         )
@@ -445,7 +488,7 @@ mod tests {
         let mut bytes = Header::encode_connect(body.len() as u32).to_vec();
         bytes.extend_from_slice(body);
         bytes.extend(frame(101, b"next"));
-        let mut d = FrameDecoder::for_connect_ack(1024);
+        let mut d = FrameDecoder::for_connect_ack(1024, 1024);
         d.feed(&bytes);
         let (h, p) = d.next_frame().unwrap().unwrap();
         assert_eq!((h.tag, p.as_slice()), (u32::MAX, &body[..]));

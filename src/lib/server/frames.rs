@@ -1,9 +1,11 @@
-//! Sans-I/O framing of what a peer sends: bytes go in ([`InBuf::push`]),
-//! the connect-ack and then steady-state messages come out. O(1) per frame
-//! (each byte is moved a bounded number of times), bounded buffering, and a
-//! message refused against the memory budget is discarded as it arrives.
+//! What pdvm accepts of a peer's bytes: the shared sans-I/O
+//! [`FrameDecoder`] (the tools' decoder too) under pdvm's limits — a
+//! connect-ack of at most [`MAX_CONNECT_LEN`], then messages of at most
+//! [`MAX_REQUEST_LEN`], never more buffered than one message — and the
+//! memory budget's bookkeeping: a large message is admitted (its whole size
+//! counts as held) or discarded as it arrives.
 
-use crate::conn::frame::{Header, HEADER_LEN};
+use crate::conn::frame::{FrameDecoder, Header, HEADER_LEN};
 
 use super::handshake::MAX_CONNECT_LEN;
 
@@ -14,37 +16,37 @@ pub(crate) const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub(crate) struct Frame {
     /// Its header.
-    pub header: Header,
+    pub(crate) header: Header,
     /// Its payload.
-    pub payload: Vec<u8>,
+    pub(crate) payload: Vec<u8>,
 }
 
 /// Why a connection must be dropped.
 #[derive(Debug)]
-pub(crate) struct Fatal(pub String);
+pub(crate) struct Fatal(pub(crate) String);
 
 /// Received bytes not yet taken as messages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InBuf {
-    /// Received bytes; those before `rpos` are already consumed.
-    rbuf: Vec<u8>,
-    rpos: usize,
-    /// Payload bytes of a refused message still to be discarded.
-    skip: usize,
+    dec: FrameDecoder,
     /// Size of the large message being received, once admitted against the
     /// memory budget (0 when none).
     reserve: usize,
 }
 
-impl InBuf {
-    /// Unconsumed received bytes.
-    fn unread(&self) -> &[u8] {
-        &self.rbuf[self.rpos..]
+impl Default for InBuf {
+    fn default() -> Self {
+        InBuf {
+            dec: FrameDecoder::for_connect_ack(MAX_CONNECT_LEN, MAX_REQUEST_LEN),
+            reserve: 0,
+        }
     }
+}
 
+impl InBuf {
     /// Bytes held: unconsumed input, or the admitted message's whole size.
     pub(crate) fn held(&self) -> usize {
-        (self.rbuf.len() - self.rpos).max(self.reserve)
+        self.dec.buffered().max(self.reserve)
     }
 
     /// True when the large message being received was already admitted.
@@ -57,34 +59,12 @@ impl InBuf {
         self.reserve = HEADER_LEN + n;
     }
 
-    /// Consume `n` bytes; compact the buffer once most of it is consumed, so
-    /// each byte is moved at most a bounded number of times (O(1) per frame).
-    fn consume(&mut self, n: usize) {
-        self.rpos += n;
-        if self.rpos == self.rbuf.len() {
-            self.rbuf.clear();
-            self.rpos = 0;
-            if self.rbuf.capacity() > 1024 * 1024 {
-                self.rbuf = Vec::new();
-            }
-        } else if self.rpos >= 64 * 1024 && self.rpos * 2 >= self.rbuf.len() {
-            self.rbuf.drain(..self.rpos);
-            self.rpos = 0;
-        }
-    }
-
     /// Take bytes received; `handshaken` tells which bound applies (a
     /// connect request is at most [`MAX_CONNECT_LEN`]).
     pub(crate) fn push(&mut self, data: &[u8], handshaken: bool) -> Result<(), Fatal> {
-        let mut data = data;
-        if self.skip > 0 {
-            let k = self.skip.min(data.len());
-            self.skip -= k;
-            data = &data[k..];
-        }
-        self.rbuf.extend_from_slice(data);
+        self.dec.feed(data);
         // Never buffer more than one maximal message plus a header.
-        let have = self.rbuf.len() - self.rpos;
+        let have = self.dec.buffered();
         if have > MAX_REQUEST_LEN as usize + 2 * HEADER_LEN {
             return Err(Fatal("peer sent more than a message's worth".into()));
         }
@@ -96,74 +76,39 @@ impl InBuf {
 
     /// Take the connect-ack body if it has fully arrived.
     pub(crate) fn take_connect(&mut self) -> Result<Option<Vec<u8>>, Fatal> {
-        let b = self.unread();
-        if b.len() < HEADER_LEN {
-            return Ok(None);
+        if !self.dec.awaiting_connect() {
+            return Err(Fatal("a second connection request".into()));
         }
-        let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&b[..HEADER_LEN]);
-        let len = Header::decode_connect_len(&hb);
-        if len > MAX_CONNECT_LEN {
-            return Err(Fatal(format!("connection request of {len} bytes refused")));
-        }
-        let total = HEADER_LEN + len as usize;
-        if b.len() < total {
-            return Ok(None);
-        }
-        let body = b[HEADER_LEN..total].to_vec();
-        self.consume(total);
-        Ok(Some(body))
+        self.take_frame().map(|f| f.map(|f| f.payload))
     }
 
     /// The header of the next message, once it has arrived.
     pub(crate) fn peek_header(&self) -> Option<Header> {
-        let b = self.unread();
-        if b.len() < HEADER_LEN {
-            return None;
-        }
-        let mut hb = [0u8; HEADER_LEN];
-        hb.copy_from_slice(&b[..HEADER_LEN]);
-        Some(Header::decode(&hb))
+        self.dec.peek_header()
     }
 
     /// Drop the next message unread: its header and whatever of its payload
     /// has arrived; the rest is discarded as it comes.
     pub(crate) fn discard_next(&mut self) {
-        let Some(h) = self.peek_header() else {
-            return;
-        };
-        let have = self.unread().len() - HEADER_LEN;
-        let n = (h.nbytes as usize).min(have);
-        self.skip = h.nbytes as usize - n;
+        self.dec.discard_next();
         self.reserve = 0;
-        self.consume(HEADER_LEN + n);
     }
 
     /// True when a complete message is waiting.
     pub(crate) fn has_frame(&self) -> bool {
-        self.skip == 0
-            && self
-                .peek_header()
-                .is_some_and(|h| self.unread().len() >= HEADER_LEN + h.nbytes as usize)
+        self.dec.has_frame()
     }
 
-    /// Take the next complete steady-state message, if any.
+    /// Take the next complete message, if any.
     pub(crate) fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
-        let Some(header) = self.peek_header() else {
-            return Ok(None);
-        };
-        if header.nbytes > MAX_REQUEST_LEN {
-            return Err(Fatal(format!("message of {} bytes refused", header.nbytes)));
+        match self.dec.next_frame() {
+            Ok(Some((header, payload))) => {
+                self.reserve = 0;
+                Ok(Some(Frame { header, payload }))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(Fatal(e.context)),
         }
-        let total = HEADER_LEN + header.nbytes as usize;
-        let b = self.unread();
-        if b.len() < total {
-            return Ok(None);
-        }
-        let payload = b[HEADER_LEN..total].to_vec();
-        self.reserve = 0;
-        self.consume(total);
-        Ok(Some(Frame { header, payload }))
     }
 }
 
