@@ -609,17 +609,7 @@ fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -
 }
 
 fn node_list(v: &Value) -> Vec<String> {
-    match v {
-        Value::DataArray(a) => a.as_strings().map(<[String]>::to_vec).unwrap_or_default(),
-        v => v
-            .as_str()
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(String::from)
-            .collect(),
-    }
+    crate::codec::helpers::value_list(v)
 }
 
 /// What palloc prints for a grant.

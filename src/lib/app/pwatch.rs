@@ -14,9 +14,8 @@ use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::alloc::allocate;
 use crate::ops::events::{decode_notification, register, Event};
 use crate::ops::{status_query, Session};
-use crate::proto::directive;
-use crate::proto::keys;
 use crate::proto::status::Status;
+use crate::proto::{directive, keys};
 use crate::render::EventWriter;
 
 use super::events::{codes_for, EventFields};
@@ -243,6 +242,18 @@ fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFiel
     Ok(out)
 }
 
+/// Show one event (a JSON line or a human line) and run the `--exec` hook.
+fn show_event<W: Write>(f: &EventFields, w: &EventWatch, out: &mut EventWriter<W>, ui: &Ui) {
+    if ui.json {
+        let _ = out.write(&f.record());
+    } else {
+        ui.result(&f.human());
+    }
+    if let Some(cmd) = &w.exec {
+        run_hook(cmd, f, ui);
+    }
+}
+
 /// Run the `--exec` hook for one event and wait for it.
 fn run_hook(cmd: &str, f: &EventFields, ui: &Ui) {
     let status = std::process::Command::new("/bin/sh")
@@ -308,14 +319,7 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
         }
         if let Some(f) = early.pop_front() {
             seen += 1;
-            if ui.json {
-                let _ = out.write(&f.record());
-            } else {
-                ui.result(&f.human());
-            }
-            if let Some(cmd) = &w.exec {
-                run_hook(cmd, &f, ui);
-            }
+            show_event(&f, w, &mut out, ui);
             if w.count.is_some_and(|c| seen >= c) {
                 let _ = out.flush();
                 return Ok(0);
@@ -355,14 +359,7 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             continue;
         }
         seen += 1;
-        if ui.json {
-            let _ = out.write(&f.record());
-        } else {
-            ui.result(&f.human());
-        }
-        if let Some(cmd) = &w.exec {
-            run_hook(cmd, &f, ui);
-        }
+        show_event(&f, w, &mut out, ui);
         if let (Some(by), Some(a), true) = (
             w.extend_by_secs,
             f.alloc_id.as_deref(),

@@ -1,7 +1,7 @@
 //! Attribute values whose form the PMIx version decides, and info-list
 //! framing both sides of a connection share.
 
-use super::{Encoder, Info, Size, Value};
+use super::{Encoder, Info, Pack, Size, Value};
 use crate::error::Result;
 use crate::proto::PmixVersion;
 
@@ -36,9 +36,15 @@ pub fn parse_alloc_time(v: &Value) -> Option<u64> {
 
 /// Write `size` followed by the infos.
 pub fn write_infos(enc: &mut Encoder, infos: &[Info]) -> Result<()> {
-    enc.pack_one(&Size(infos.len() as u64))?;
-    if !infos.is_empty() {
-        enc.pack(infos)?;
+    write_sized(enc, infos)
+}
+
+/// Write a count (`size`) followed by the items, nothing more when there
+/// are none: how requests carry their lists.
+pub fn write_sized<T: Pack>(enc: &mut Encoder, items: &[T]) -> Result<()> {
+    enc.pack_one(&Size(items.len() as u64))?;
+    if !items.is_empty() {
+        enc.pack(items)?;
     }
     Ok(())
 }

@@ -145,9 +145,38 @@ fn prefix(s: &str, n: usize) -> &[u8] {
     &b[..b.len().min(n)]
 }
 
+/// `PMIx_Argv_split` on `,`: the trimmed, non-empty items of a
+/// comma-separated list (how PMIx servers send node and namespace lists).
+pub fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The names a list value carries: a string array, or one comma-separated
+/// string; empty names are dropped.
+pub fn value_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::DataArray(a) => a
+            .as_strings()
+            .map(|s| s.iter().filter(|x| !x.is_empty()).cloned().collect())
+            .unwrap_or_default(),
+        v => split_list(&v.as_str().map_or_else(|| v.to_string(), String::from)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_from_strings_and_arrays() {
+        assert_eq!(split_list(" a, ,b,"), vec!["a", "b"]);
+        assert_eq!(value_list(&Value::from("n1,n2")), vec!["n1", "n2"]);
+        assert!(value_list(&Value::from("")).is_empty());
+    }
     use crate::codec::{DataArray, RANK_UNDEF};
 
     #[test]

@@ -922,16 +922,6 @@ impl Shared {
             Ok(n) if n > 0 => {}
             _ => return Readiness::default(),
         }
-        let fired = |p: &PollFd<'_>| {
-            p.revents().is_some_and(|r| {
-                r.intersects(
-                    PollFlags::POLLIN
-                        | PollFlags::POLLHUP
-                        | PollFlags::POLLERR
-                        | PollFlags::POLLNVAL,
-                )
-            })
-        };
         let skip = usize::from(read_socket);
         Readiness {
             socket: read_socket && fired(&fds[0]),
@@ -959,6 +949,15 @@ struct Readiness {
     extra: Option<usize>,
 }
 
+/// Whether poll(2) reported `p` readable, closed or failed.
+fn fired(p: &PollFd<'_>) -> bool {
+    p.revents().is_some_and(|r| {
+        r.intersects(
+            PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL,
+        )
+    })
+}
+
 /// Which of `extras` is readable now (no waiting).
 fn poll_extras(extras: &[BorrowedFd<'_>]) -> Option<usize> {
     let mut fds: Vec<PollFd<'_>> = extras
@@ -966,16 +965,7 @@ fn poll_extras(extras: &[BorrowedFd<'_>]) -> Option<usize> {
         .map(|e| PollFd::new(*e, PollFlags::POLLIN))
         .collect();
     match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
-        Ok(n) if n > 0 => fds.iter().position(|p| {
-            p.revents().is_some_and(|r| {
-                r.intersects(
-                    PollFlags::POLLIN
-                        | PollFlags::POLLHUP
-                        | PollFlags::POLLERR
-                        | PollFlags::POLLNVAL,
-                )
-            })
-        }),
+        Ok(n) if n > 0 => fds.iter().position(fired),
         _ => None,
     }
 }

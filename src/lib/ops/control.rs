@@ -1,6 +1,6 @@
 //! Job control (`PMIx_Job_control`): signal or terminate processes.
 
-use crate::codec::{Info, Proc, Size};
+use crate::codec::{Info, Proc};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, Session};
@@ -11,10 +11,7 @@ use crate::proto::{cmd, keys};
 pub fn job_control(s: &Session, targets: &[Proc], directives: &[Info]) -> Result<Vec<Info>> {
     s.check_infos(directives)?;
     let mut e = s.request(cmd::JOB_CONTROL)?;
-    e.pack_one(&Size(targets.len() as u64))?;
-    if !targets.is_empty() {
-        e.pack(targets)?;
-    }
+    crate::codec::attrs::write_sized(&mut e, targets)?;
     write_infos(&mut e, directives)?;
     let reply = s.call(e)?;
     let mut d = s.decoder(&reply);

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value};
+use crate::codec::{Cmd, Decoder, Info, Proc, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
@@ -47,10 +47,7 @@ impl Event {
 pub fn register(s: &Session, codes: &[Status], info: &[Info]) -> Result<()> {
     s.check_infos(info)?;
     let mut e = s.request(cmd::REGEVENTS)?;
-    e.pack_one(&Size(codes.len() as u64))?;
-    if !codes.is_empty() {
-        e.pack(codes)?;
-    }
+    crate::codec::attrs::write_sized(&mut e, codes)?;
     write_infos(&mut e, info)?;
     let reply = s.call(e)?;
     read_status(&mut s.decoder(&reply))

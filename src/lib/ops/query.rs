@@ -47,13 +47,7 @@ pub fn namespaces(s: &Session) -> Result<Vec<String>> {
         .iter()
         .filter(|i| i.key == keys::QUERY_NAMESPACES)
         .filter_map(|i| i.value.as_str())
-        .flat_map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|x| !x.is_empty())
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
+        .flat_map(crate::codec::helpers::split_list)
         .collect())
 }
 

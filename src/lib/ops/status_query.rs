@@ -329,18 +329,7 @@ fn text(v: &Value) -> String {
 }
 
 fn list(v: &Value) -> Vec<String> {
-    match v {
-        Value::DataArray(a) => a
-            .as_strings()
-            .map(|s| s.iter().filter(|x| !x.is_empty()).cloned().collect())
-            .unwrap_or_default(),
-        v => text(v)
-            .split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(String::from)
-            .collect(),
-    }
+    crate::codec::helpers::value_list(v)
 }
 
 /// Pack a list of entries as the answer to one status key.

@@ -424,13 +424,7 @@ impl Server {
                     .iter()
                     .find(|i| i.key == keys::HOST)
                     .and_then(|i| i.value.as_str())
-                    .map(|h| {
-                        h.split(',')
-                            .map(str::trim)
-                            .filter(|x| !x.is_empty())
-                            .map(String::from)
-                            .collect()
-                    })
+                    .map(crate::codec::helpers::split_list)
                     .unwrap_or_default(),
             })
             .collect();

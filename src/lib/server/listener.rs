@@ -214,18 +214,7 @@ pub fn sweep_stale(tmpdir: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let me = nix::unistd::getuid().as_raw();
     let mut removed = Vec::new();
-    let Ok(rd) = fs::read_dir(tmpdir) else {
-        return removed;
-    };
-    for e in rd.flatten().take(10_000) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("pdvm.")
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let path = e.path();
+    for (pid, path) in pdvm_entries(tmpdir) {
         let ours_dir =
             fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_dir() && m.uid() == me);
         let stale = ours_dir && pid != std::process::id() && !live_pdvm_of_ours(pid);
@@ -317,19 +306,24 @@ pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
     }
     let mut pids = Vec::new();
     for d in dirs {
-        let Ok(rd) = fs::read_dir(&d) else { continue };
-        for e in rd.flatten().take(10_000) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix("pdvm.")
-                .and_then(|p| p.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if is_our_pdvm(pid, &e.path()) && !pids.contains(&pid) {
+        for (pid, path) in pdvm_entries(&d) {
+            if is_our_pdvm(pid, &path) && !pids.contains(&pid) {
                 pids.push(pid);
             }
         }
     }
     pids
+}
+
+/// The `pdvm.<pid>` entries of `dir` (at most 10,000 entries read), with
+/// their pid.
+fn pdvm_entries(dir: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
+    fs::read_dir(dir)
+        .into_iter()
+        .flat_map(|rd| rd.flatten().take(10_000))
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid = name.to_str()?.strip_prefix("pdvm.")?.parse().ok()?;
+            Some((pid, e.path()))
+        })
 }
