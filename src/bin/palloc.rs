@@ -1,9 +1,13 @@
 //! `palloc`: see `man palloc` or `palloc --help`; the run logic is
 //! [`pmix_tools::app::palloc`].
 
+use std::process::ExitCode;
+
 use pmix_tools::cli::{parse_validated, PallocArgs};
 
-fn main() {
+mod tool_main;
+
+fn main() -> ExitCode {
     let args: PallocArgs = parse_validated();
-    std::process::exit(pmix_tools::app::palloc::run(&args));
+    tool_main::run("palloc", true, || pmix_tools::app::palloc::run(&args))
 }

@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context};
 use clap::Parser;
 use pmix_tools::cli::pdvm::PdvmArgs;
 use pmix_tools::server::{self, ServerConfig};
@@ -17,8 +18,18 @@ fn main() -> ExitCode {
         eprintln!("pdvm: {m}");
         return ExitCode::from(2);
     }
+    match run(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pdvm: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
     if args.terminate {
-        return terminate(&args);
+        return terminate(args);
     }
     let cfg = ServerConfig {
         nodes: args.nodes as usize,
@@ -37,67 +48,49 @@ fn main() -> ExitCode {
     // with "several PMIx servers".
     let running = server::listener::find_running(Some(&cfg.tmpdir));
     if let Some(pid) = running.first() {
-        eprintln!(
-            "pdvm: refused: a pdvm (pid {pid}) already serves {dir}; stop it with \
+        bail!(
+            "refused: a pdvm (pid {pid}) already serves {dir}; stop it with \
              `pdvm --terminate --tmpdir {dir}`, or give this one another --tmpdir",
             dir = cfg.tmpdir.display()
         );
-        return ExitCode::from(1);
     }
     let command = (!args.command.is_empty()).then(|| args.command.clone());
-    if args.daemonize {
-        return daemonize(cfg, args.quiet > 0);
-    }
     let quiet = args.quiet > 0;
-    let r = server::run(cfg, command, |_| {
+    if args.daemonize {
+        return daemonize(cfg, quiet);
+    }
+    let dir = cfg.tmpdir.clone();
+    let code = server::run(cfg, command, |_| {
         if !quiet {
             eprintln!("DVM ready");
             let _ = std::io::stderr().flush();
         }
-    });
-    match r {
-        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-        Err(e) => {
-            eprintln!("pdvm: {e}");
-            ExitCode::from(1)
-        }
-    }
+    })
+    .with_context(|| format!("serving in {}", dir.display()))?;
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 /// Fork; the child becomes the DVM (new session, stdio on /dev/null) and
 /// tells the parent through a pipe once it listens; the parent then prints
 /// "DVM ready" (on stderr) and exits.
-fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
+fn daemonize(cfg: ServerConfig, quiet: bool) -> anyhow::Result<ExitCode> {
     use nix::unistd::{fork, pipe, setsid, ForkResult};
-    let (rd, wr) = match pipe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("pdvm: pipe: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let (rd, wr) = pipe().context("creating the start-up pipe")?;
     // SAFETY: single-threaded at this point; the child only runs our code.
-    match unsafe { fork() } {
-        Err(e) => {
-            eprintln!("pdvm: fork: {e}");
-            ExitCode::from(1)
-        }
-        Ok(ForkResult::Parent { .. }) => {
+    match unsafe { fork() }.context("forking the DVM")? {
+        ForkResult::Parent { .. } => {
             drop(wr);
-            let mut f = std::fs::File::from(rd);
             let mut buf = String::new();
-            let _ = f.read_to_string(&mut buf);
-            if buf.starts_with("ready") {
-                if !quiet {
-                    eprintln!("DVM ready");
-                }
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("pdvm: the DVM did not start: {}", buf.trim());
-                ExitCode::from(1)
+            let _ = std::fs::File::from(rd).read_to_string(&mut buf);
+            if !buf.starts_with("ready") {
+                bail!("the DVM did not start: {}", buf.trim());
             }
+            if !quiet {
+                eprintln!("DVM ready");
+            }
+            Ok(ExitCode::SUCCESS)
         }
-        Ok(ForkResult::Child) => {
+        ForkResult::Child => {
             drop(rd);
             let _ = setsid();
             if let Ok(null) = std::fs::OpenOptions::new()
@@ -116,23 +109,25 @@ fn daemonize(cfg: ServerConfig, quiet: bool) -> ExitCode {
                     let _ = f.write_all(b"ready\n");
                 }
             });
+            // Before "ready", the parent reports the failure; after, nobody
+            // is listening (stdio is /dev/null).
             if let (Err(e), Some(mut f)) = (&r, w.take()) {
                 let _ = writeln!(f, "{e}");
             }
-            ExitCode::from(if r.is_ok() { 0 } else { 1 })
+            Ok(ExitCode::from(if r.is_ok() { 0 } else { 1 }))
         }
     }
 }
 
 /// `pdvm --terminate`: SIGTERM every running pdvm found through the
 /// rendezvous directories and wait for them to go.
-fn terminate(args: &PdvmArgs) -> ExitCode {
+fn terminate(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
     let pids = server::listener::find_running(args.tmpdir.as_deref());
     if pids.is_empty() {
         eprintln!("pdvm: no running pdvm found");
-        return ExitCode::from(3);
+        return Ok(ExitCode::from(3));
     }
     for &p in &pids {
         let _ = kill(Pid::from_raw(p as i32), Signal::SIGTERM);
@@ -144,10 +139,9 @@ fn terminate(args: &PdvmArgs) -> ExitCode {
                 println!("pdvm {p} terminated");
             }
         }
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
-    eprintln!("pdvm: {pids:?} still running after SIGTERM");
-    ExitCode::from(1)
+    bail!("{pids:?} still running 10 s after SIGTERM")
 }
 
 /// Wait until process `pid` has exited (a zombie counts), at most until

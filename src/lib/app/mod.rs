@@ -23,6 +23,7 @@ pub(crate) mod status;
 pub(crate) mod ui;
 
 pub use failure::Failure;
+pub use signals::install as install_signal_handlers;
 pub use ui::Ui;
 
 use crate::cli::ConnectArgs;

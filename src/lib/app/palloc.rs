@@ -39,7 +39,6 @@ const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// Run palloc; returns the exit code.
 pub fn run(args: &PallocArgs) -> i32 {
     let ui = Ui::new("palloc", &args.output());
-    signals::install();
     match run_inner(args, &ui) {
         Ok(code) => code,
         Err(f) => ui.fail(&f),

@@ -33,7 +33,6 @@ pub fn run(args: &PspawnArgs) -> i32 {
     } else {
         ui
     };
-    signals::install();
     let s = match connect_for(&args.connect, &ui, args.target.first().map(String::as_str)) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),

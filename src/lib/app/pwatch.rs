@@ -27,7 +27,6 @@ pub fn run(args: &PwatchArgs) -> i32 {
     if let Some(what) = args.complete {
         return complete(args, what, &ui);
     }
-    signals::install();
     let s = match connect(&args.connect, &ui) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),

@@ -47,16 +47,27 @@ pub(crate) fn drain() {
 }
 
 /// Catch SIGINT, SIGTERM and SIGHUP from now on (instead of dying at once).
-pub(crate) fn install() {
+/// Each tool's `main` calls it before [`super::palloc::run`] and the others;
+/// calling it again is harmless.
+pub fn install() -> crate::error::Result<()> {
+    use crate::error::{Error, ErrorKind};
+    use crate::proto::Status;
+    let failed = |what: &str, e: nix::Error| {
+        Error::io(
+            ErrorKind::Local,
+            Status::ERROR,
+            what,
+            std::io::Error::from(e),
+        )
+    };
     if PIPE_R.get().is_none() {
-        if let Ok((r, w)) =
+        let (r, w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
-        {
-            // SAFETY: `r` is a fresh descriptor we own.
-            let r = unsafe { OwnedFd::from_raw_fd(r.into_raw_fd()) };
-            if PIPE_R.set(r).is_ok() {
-                PIPE_W.store(w.into_raw_fd(), Ordering::SeqCst);
-            }
+                .map_err(|e| failed("creating the signal pipe", e))?;
+        // SAFETY: `r` is a fresh descriptor we own.
+        let r = unsafe { OwnedFd::from_raw_fd(r.into_raw_fd()) };
+        if PIPE_R.set(r).is_ok() {
+            PIPE_W.store(w.into_raw_fd(), Ordering::SeqCst);
         }
     }
     let act = SigAction::new(
@@ -67,8 +78,9 @@ pub(crate) fn install() {
     for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores into an atomic, which is
         // async-signal-safe.
-        let _ = unsafe { sigaction(sig, &act) };
+        unsafe { sigaction(sig, &act) }.map_err(|e| failed(sig.as_str(), e))?;
     }
+    Ok(())
 }
 
 /// The signal caught so far, if any.
