@@ -150,6 +150,10 @@ const CONNECT_ENV: &[(&str, &str)] = &[
         "where the holder registry is (see FILES)",
     ),
     (
+        "PMIX_TOOLS_TIMEOUT",
+        "seconds the tool waits for the DVM to finish the connection handshake and to answer each request (default 30); when it passes the tool exits 8 and says what it waited for. A queued allocation is not a silent DVM: palloc waits for its grant as --wait says",
+    ),
+    (
         "NO_COLOR",
         "when set and not empty: no bold or colour in tables (see https://no-color.org)",
     ),
@@ -196,7 +200,7 @@ pub(crate) fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
 pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
     let rendezvous = (
         "$TMPDIR/prte.<pid>/pmix.<host>.tool*, $TMPDIR/pdvm.<pid>/pmix.<host>.tool*",
-        "rendezvous files of a PRRTE DVM or of pdvm (URI, PMIx version, pid); found with no flag when exactly one live server has them",
+        "rendezvous files of a PRRTE DVM or of pdvm (URI, PMIx version, pid); found with no flag when exactly one live server has them; a file (or its directory) owned by another user, or writable by group or others, is skipped (-v says so)",
     );
     let system = (
         "$PMIX_SYSTEM_TMPDIR/pmix.sys.<host>",
