@@ -275,6 +275,12 @@ pub const END_CHECK_FIRST: Duration = Duration::from_secs(1);
 /// noticed at most this long (plus one query) after it ended.
 pub const END_CHECK_MAX: Duration = Duration::from_secs(16);
 
+/// How long one check waits for its answer: a DVM busy launching may leave
+/// a query unanswered for a while (PRRTE master does), and the job's own
+/// end event must not wait behind it; an unanswered check is asked again
+/// later.
+pub const END_CHECK_WAIT: Duration = Duration::from_secs(2);
+
 /// `pmix_proc_state_t` values that mean "no longer running".
 const PROC_STATE_TERMINATED: u8 = 20;
 /// `pmix_proc_state_t` values from here on are abnormal ends (error,
@@ -389,13 +395,13 @@ status is unknown, reported as {code} ({})",
     /// at two checks in a row, so an end event racing the first one still
     /// wins) all its processes finished while the DVM still lists it.
     fn ask(&mut self, s: &Session) -> bool {
-        match super::query::namespaces(s) {
+        match super::query::namespaces_within(s, END_CHECK_WAIT) {
             Ok(list) if !list.contains(&self.nspace) => return true,
             Ok(_) => {}
             // Cannot tell; ask again later.
             Err(_) => return false,
         }
-        let finished = match super::query::proc_table(s, &self.nspace) {
+        let finished = match super::query::proc_table_within(s, &self.nspace, END_CHECK_WAIT) {
             Ok(procs) if !procs.is_empty() => {
                 if procs.iter().any(|p| p.state >= PROC_STATE_ERROR) {
                     self.failed_seen = true;

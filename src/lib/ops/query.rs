@@ -1,5 +1,7 @@
 //! Queries (`PMIx_Query_info`).
 
+use std::time::Duration;
+
 use crate::codec::{DataArray, Info, ProcInfo, Query, Size, Value};
 use crate::error::Result;
 
@@ -8,13 +10,17 @@ use crate::proto::{cmd, keys};
 
 /// Run one or more queries; returns every info the server answered with.
 pub fn query(s: &Session, queries: &[Query]) -> Result<Vec<Info>> {
+    query_within(s, queries, s.timeout())
+}
+
+/// [`query`] answered within `timeout` (a check that may be skipped).
+pub fn query_within(s: &Session, queries: &[Query], timeout: Duration) -> Result<Vec<Info>> {
     for q in queries {
         s.check_infos(&q.qualifiers)?;
     }
     let mut e = s.request(cmd::QUERY)?;
-    e.pack_one(&Size(queries.len() as u64))?;
-    e.pack(queries)?;
-    let reply = s.call(e)?;
+    crate::codec::attrs::write_sized(&mut e, queries)?;
+    let reply = s.call_within(e, timeout)?;
     let mut d = s.decoder(&reply);
     read_status(&mut d)?;
     read_infos(&mut d)
@@ -38,11 +44,16 @@ pub fn begin_barrier(s: &Session) -> Result<u32> {
 
 /// The namespaces the server knows (running jobs and connected tools).
 pub fn namespaces(s: &Session) -> Result<Vec<String>> {
+    namespaces_within(s, s.timeout())
+}
+
+/// [`namespaces`] answered within `timeout`.
+pub fn namespaces_within(s: &Session, timeout: Duration) -> Result<Vec<String>> {
     let q = Query {
         keys: vec![keys::QUERY_NAMESPACES.into()],
         qualifiers: vec![],
     };
-    let infos = query(s, &[q])?;
+    let infos = query_within(s, &[q], timeout)?;
     Ok(infos
         .iter()
         .filter(|i| i.key == keys::QUERY_NAMESPACES)
@@ -57,11 +68,16 @@ pub fn namespaces(s: &Session) -> Result<Vec<String>> {
 /// and refuse it (`PMIX_ERR_NOT_FOUND`) once the job is gone; pdvm does not
 /// answer it.
 pub fn proc_table(s: &Session, nspace: &str) -> Result<Vec<ProcInfo>> {
+    proc_table_within(s, nspace, s.timeout())
+}
+
+/// [`proc_table`] answered within `timeout`.
+pub fn proc_table_within(s: &Session, nspace: &str, timeout: Duration) -> Result<Vec<ProcInfo>> {
     let q = Query {
         keys: vec![keys::QUERY_PROC_TABLE.into()],
         qualifiers: vec![Info::new(keys::NSPACE, nspace)],
     };
-    let infos = query(s, &[q])?;
+    let infos = query_within(s, &[q], timeout)?;
     let mut out = Vec::new();
     for i in infos.iter().filter(|i| i.key == keys::QUERY_PROC_TABLE) {
         match &i.value {

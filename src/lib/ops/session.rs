@@ -113,13 +113,19 @@ impl Session {
         Ok(e)
     }
 
-    /// Send a request and return the reply payload.
+    /// Send a request and return the reply payload (within the session's
+    /// request deadline).
     pub fn call(&self, enc: Encoder) -> Result<Vec<u8>> {
+        self.call_within(enc, self.timeout)
+    }
+
+    /// [`Self::call`] with its own deadline.
+    pub fn call_within(&self, enc: Encoder, timeout: Duration) -> Result<Vec<u8>> {
         let what = self
             .decoder(enc.bytes())
             .unpack_one::<Cmd>()
             .map_or("our request", |Cmd(c)| cmd::describe(c));
-        self.conn.request_for(enc.bytes(), self.timeout, what)
+        self.conn.request_for(enc.bytes(), timeout, what)
     }
 
     /// Check that every value can travel on this connection's wire version
