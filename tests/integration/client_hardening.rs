@@ -299,6 +299,40 @@ fn a_stopped_pdvm_makes_new_tools_time_out_not_fail_to_connect() {
     pdvm.stop();
 }
 
+/// A DVM that stops answering while a job runs (PRRTE master can wedge so,
+/// docs/conformance.md D5) ends pspawn with exit 8 after the request
+/// deadline, naming the job, instead of leaving it waiting for ever.
+#[test]
+fn pspawn_ends_with_exit_8_when_the_dvm_stops_answering_mid_job() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let pid = nix::unistd::Pid::from_raw(pdvm.pid as i32);
+    let mark = pdvm.tmpdir.path().join("job-started");
+    let script = format!("touch {}; exec sleep 60", mark.display());
+    let child = pdvm
+        .tool("pspawn")
+        .args(["-n", "1", "sh", "-c", &script])
+        .env("PMIX_TOOLS_TIMEOUT", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    // Stop the DVM once the job runs.
+    let end = Instant::now() + Duration::from_secs(20);
+    while !mark.exists() {
+        assert!(Instant::now() < end, "the job never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP pdvm");
+    let out = support::wait_output(child, Duration::from_secs(60));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).expect("SIGCONT pdvm");
+    assert_eq!(out.status.code(), Some(8), "{}", show(&out));
+    let err = text(&out.stderr);
+    assert!(err.contains("stopped answering"), "{err}");
+    assert!(err.contains("end is unknown"), "{err}");
+    pdvm.stop();
+}
+
 #[test]
 fn a_status_query_answered_with_an_error_is_a_failure() {
     let (uri, _) = fake_server(|mut s| {

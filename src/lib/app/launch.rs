@@ -386,7 +386,7 @@ pub(crate) fn follow(
             }
         }
         // Due only after a silent deadline; otherwise returns at once.
-        if let Some(end) = check.poll(s, on_output) {
+        if let Some(end) = check.poll(s, on_output)? {
             return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
         }
         let input = stdin.as_ref().and_then(|p| p.fd());

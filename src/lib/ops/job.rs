@@ -88,7 +88,7 @@ pub fn follow_job(
                     format!("job {nspace} did not finish in time; it was terminated"),
                 ));
             }
-            if let Some(end) = check.poll(s, on_output) {
+            if let Some(end) = check.poll(s, on_output)? {
                 return Ok(end);
             }
             continue;
@@ -304,6 +304,11 @@ const PROC_STATE_ERROR: u8 = 50;
 /// `1` when any process was ever seen in an abnormal state (aborted, killed,
 /// failed to start, non-zero exit), else `0`; the [`JobEnd`] says it was
 /// not announced and carries a message saying so.
+///
+/// A DVM that answers none of the checks for longer than the session's
+/// request deadline has stopped working (PRRTE master can wedge so, see
+/// docs/conformance.md D5): [`EndCheck::poll`] then fails with a time-out
+/// saying so, rather than leave the follower waiting for ever.
 pub struct EndCheck {
     nspace: String,
     next: Instant,
@@ -311,6 +316,9 @@ pub struct EndCheck {
     failed_seen: bool,
     finished_before: bool,
     release: bool,
+    /// Since when every check went unanswered (none answered since).
+    silent_since: Option<Instant>,
+    unanswered: u32,
 }
 
 impl EndCheck {
@@ -323,6 +331,8 @@ impl EndCheck {
             failed_seen: false,
             finished_before: false,
             release: false,
+            silent_since: None,
+            unanswered: 0,
         }
     }
 
@@ -341,23 +351,39 @@ impl EndCheck {
 
     /// If the question is due, ask it; `Some` when the job is known to have
     /// ended. What is already queued on the connection is taken first (an
-    /// end event racing the answer wins, and is returned as announced).
+    /// end event racing the answer wins, and is returned as announced). A
+    /// time-out error when the DVM has answered no check for longer than
+    /// the session's request deadline.
     pub fn poll(
         &mut self,
         s: &Session,
         on_output: &mut dyn FnMut(JobOutput<'_>),
-    ) -> Option<JobEnd> {
+    ) -> Result<Option<JobEnd>> {
         if Instant::now() < self.next {
-            return None;
+            return Ok(None);
         }
         let ended = self.ask(s);
         self.gap = (self.gap * 2).min(END_CHECK_MAX);
         self.next = Instant::now() + self.gap;
+        if let Some(since) = self.silent_since {
+            if since.elapsed() >= s.timeout() {
+                return Err(Error::new(
+                    Status::ERR_TIMEOUT,
+                    format!(
+                        "the DVM stopped answering ({} checks on job {} unanswered over {} s); \
+the job's end is unknown",
+                        self.unanswered,
+                        self.nspace,
+                        since.elapsed().as_secs()
+                    ),
+                ));
+            }
+        }
         if !ended {
-            return None;
+            return Ok(None);
         }
         if let Some(end) = take_queued(s, self, on_output) {
-            return Some(end);
+            return Ok(Some(end));
         }
         if self.release {
             // The DVM still holds the job's slots: have it drop the job
@@ -374,7 +400,7 @@ impl EndCheck {
             }
         }
         let code = i32::from(self.failed_seen);
-        Some(JobEnd {
+        Ok(Some(JobEnd {
             nspace: self.nspace.clone(),
             exit_status: code,
             message: Some(format!(
@@ -388,7 +414,7 @@ status is unknown, reported as {code} ({})",
                 }
             )),
             announced: false,
-        })
+        }))
     }
 
     /// Whether the job has ended: gone from the DVM's namespaces, or (seen
@@ -396,8 +422,19 @@ status is unknown, reported as {code} ({})",
     /// wins) all its processes finished while the DVM still lists it.
     fn ask(&mut self, s: &Session) -> bool {
         match super::query::namespaces_within(s, END_CHECK_WAIT) {
-            Ok(list) if !list.contains(&self.nspace) => return true,
-            Ok(_) => {}
+            Ok(list) => {
+                self.silent_since = None;
+                self.unanswered = 0;
+                if !list.contains(&self.nspace) {
+                    return true;
+                }
+            }
+            // No answer: cannot tell; ask again later.
+            Err(e) if e.kind == crate::error::ErrorKind::TimedOut => {
+                self.silent_since.get_or_insert_with(Instant::now);
+                self.unanswered += 1;
+                return false;
+            }
             // Cannot tell; ask again later.
             Err(_) => return false,
         }
