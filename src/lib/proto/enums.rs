@@ -8,7 +8,9 @@
 /// With a representation (`enum Name: u8`) every variant carries its wire
 /// code (`= 1`), and `code()` / `from_code()` are generated too.
 ///
-/// ```ignore
+/// (The macro is crate-private, so the example is shown, not compiled.)
+///
+/// ```text
 /// pmix_enum! {
 ///     /// What the enum is.
 ///     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
