@@ -258,7 +258,7 @@ impl Server {
             || req.requester.class != crate::dvm::RequesterClass::Tool
             || self.cfg.compat
             || t == self.ident.nspace
-            || self.namespaces().iter().any(|n| n == t)
+            || self.is_live_namespace(t)
         {
             return None;
         }

@@ -58,22 +58,34 @@ fn state_of(p: &ProcRec) -> u8 {
 
 impl Server {
     /// Every live namespace: running jobs and connected tools.
+    /// O(n log n) in their number: a crowd of tools asks it once each.
     pub fn namespaces(&self) -> Vec<String> {
         let mut v: Vec<String> = self.jobs.names();
+        let mut seen: std::collections::HashSet<String> = v.iter().cloned().collect();
         for c in self.conns.values() {
             if let Some(p) = &c.peer {
-                if !v.iter().any(|n| n == p.nspace()) {
+                if !seen.contains(p.nspace()) {
+                    seen.insert(p.nspace().to_string());
                     v.push(p.nspace().to_string());
                 }
             }
         }
-        v.sort_by_key(|n| {
+        v.sort_by_cached_key(|n| {
             n.rsplit('@')
                 .next()
                 .and_then(|x| x.parse::<u64>().ok())
                 .unwrap_or(u64::MAX)
         });
         v
+    }
+
+    /// Whether `nspace` is a live namespace (a job, or a connected peer's).
+    pub(crate) fn is_live_namespace(&self, nspace: &str) -> bool {
+        self.jobs.contains(nspace)
+            || self
+                .conns
+                .values()
+                .any(|c| c.peer.as_ref().is_some_and(|p| p.nspace() == nspace))
     }
 
     /// The reservations (all, or the one with `only` as id).
