@@ -130,10 +130,31 @@ fn counted<T: crate::codec::Unpack>(d: &mut Decoder) -> Result<Vec<T>> {
     }
 }
 
-/// Decode one request payload.
+/// Decode one request payload. A request whose arguments are read to the
+/// end (query, allocation, spawn, notify, job control, stdin push) must end
+/// there: bytes after it are refused, not ignored.
 pub fn decode(d: &mut Decoder) -> std::result::Result<Request, DecodeError> {
     let Cmd(command) = d.unpack_one::<Cmd>().map_err(DecodeError::Command)?;
-    decode_args(command, d).map_err(|e| DecodeError::Args(command, e))
+    let r = decode_args(command, d).map_err(|e| DecodeError::Args(command, e))?;
+    let whole = matches!(
+        r,
+        Request::Query(_)
+            | Request::Alloc { .. }
+            | Request::Spawn { .. }
+            | Request::Notify { .. }
+            | Request::JobControl { .. }
+            | Request::IofPush { .. }
+    );
+    if whole && !d.is_empty() {
+        return Err(DecodeError::Args(
+            command,
+            Error::new(
+                Status::ERR_BAD_PARAM,
+                format!("{} bytes after the request's last argument", d.remaining()),
+            ),
+        ));
+    }
+    Ok(r)
 }
 
 fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
@@ -323,6 +344,27 @@ mod tests {
         });
         match decode(&mut Decoder::new(&p, WireVersion::V41)) {
             Err(DecodeError::Args(_, e)) => assert_eq!(e.status, Status::ERR_BAD_PARAM),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bytes_after_a_whole_request_are_refused() {
+        let query = |extra: &[u8]| {
+            let mut p = payload(|e| {
+                e.pack_one(&Cmd(cmd::QUERY)).unwrap();
+                e.pack_one(&Size(0)).unwrap();
+            });
+            p.extend_from_slice(extra);
+            decode(&mut Decoder::new(&p, WireVersion::V41))
+        };
+        assert!(matches!(query(&[]), Ok(Request::Query(q)) if q.is_empty()));
+        match query(&[0, 1, 2]) {
+            Err(DecodeError::Args(c, e)) => {
+                assert_eq!(c, cmd::QUERY);
+                assert_eq!(e.status, Status::ERR_BAD_PARAM);
+                assert!(e.context.contains("3 bytes after"), "{}", e.context);
+            }
             other => panic!("{other:?}"),
         }
     }
