@@ -16,7 +16,10 @@ latency (release -> allocation printed) no longer includes the driver's
 1000 forks, only what "1000 pallocs at once" costs (their exec, connect,
 handshake, request, grant).
 
-usage: scripts/bench-crowd.py [N] [TARGET_DIR] [--prestarted]
+With --hold, each palloc holds its allocation itself (`palloc --hold`)
+instead of running `cat FIFO`, and is ended with SIGTERM.
+
+usage: scripts/bench-crowd.py [N] [TARGET_DIR] [--prestarted] [--hold]
        (default 1000, target/debug)
 """
 
@@ -28,8 +31,11 @@ import sys
 import tempfile
 import time
 
-ARGS = [a for a in sys.argv[1:] if a != "--prestarted"]
+ARGS = [a for a in sys.argv[1:] if a not in ("--prestarted", "--hold")]
 PRESTARTED = "--prestarted" in sys.argv[1:]
+# --hold: each palloc holds its allocation itself (`palloc --hold`, no
+# command of its own to start) until the benchmark sends it SIGTERM.
+HOLD = "--hold" in sys.argv[1:]
 N = int(ARGS[0]) if len(ARGS) > 0 else 1000
 BIN = ARGS[1] if len(ARGS) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "target", "debug")
@@ -90,7 +96,8 @@ def main():
     sel = selectors.DefaultSelector()
     procs = []
     t0 = time.monotonic()
-    palloc = [os.path.join(BIN, "palloc"), "-N", "1", "--inherit", "none", "--json", "--", "cat", fifo]
+    palloc = [os.path.join(BIN, "palloc"), "-N", "1", "--inherit", "none", "--json"]
+    palloc += ["--hold"] if HOLD else ["--", "cat", fifo]
     start_gate = None
     if PRESTARTED:
         start = os.path.join(tmp, "start")
@@ -155,6 +162,13 @@ def main():
     ticks1 = cpu_ticks(dvm.pid)
     # Release everyone at once.
     os.close(gate)
+    if HOLD:
+        import signal
+        for p, _ in procs:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     # A `cat` that opened the FIFO after that close waits for a writer:
     # open and close it again until every palloc has ended.
     end = time.monotonic() + 60
@@ -181,8 +195,11 @@ def main():
     hz = os.sysconf("SC_CLK_TCK")
     cpu = (ticks1 - ticks0) / hz
     how = "prestarted, released at once" if PRESTARTED else "spawned"
+    how += ", --hold" if HOLD else ", -- cat FIFO"
     print(f"crowd: {N} simultaneous palloc -N 1 --inherit none ({how}; driver spawned them in {spawned:.2f}s)")
-    print(f"  granted:  {len(ok)}/{N}; exit 0: {sum(1 for c in codes if c == 0)}/{N}")
+    # Under --hold each palloc is ended by SIGTERM: 143, having released.
+    expect = 143 if HOLD else 0
+    print(f"  granted:  {len(ok)}/{N}; exit {expect}: {sum(1 for c in codes if c == expect)}/{N}")
     print(f"  latency:  p50 {pct(lats, 50):.3f}s  p99 {pct(lats, 99):.3f}s  max {max(lats) if lats else float('nan'):.3f}s")
     own = [r["own"] for r in ok if r["own"] is not None]
     if own:
