@@ -9,6 +9,7 @@
 //! protocol (the connect-ack, the tool welcome, frames).
 
 use crate::support;
+use crate::support::fake::tool_welcome;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -25,19 +26,6 @@ use pmix_tools::proto::status::Status;
 
 /// Bound on a tool's resident memory while a server floods it.
 const RSS_BOUND_KIB: u64 = 200 * 1024;
-
-fn tool_welcome() -> Vec<u8> {
-    let mut r = vec![0, 0, 0, 0];
-    let mut ns = [0u8; 256];
-    ns[..6].copy_from_slice(b"fake@1");
-    r.extend_from_slice(&ns);
-    r.extend_from_slice(&[0; 4]);
-    let mut sns = [0u8; 256];
-    sns[..6].copy_from_slice(b"fake@0");
-    r.extend_from_slice(&sns);
-    r.extend_from_slice(&[0; 8]);
-    r
-}
 
 fn read_connect_ack(s: &mut TcpStream) -> bool {
     let mut h = [0u8; HEADER_LEN];

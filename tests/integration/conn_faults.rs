@@ -1,6 +1,7 @@
 //! A broken or hostile server cannot crash, hang or exhaust the library:
 //! scripted fake servers on loopback answer the handshake and then misbehave.
 
+use crate::support::fake::tool_welcome;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -19,19 +20,6 @@ fn read_connect_ack(s: &mut TcpStream) {
     let n = Header::decode_connect_len(&h) as usize;
     let mut body = vec![0u8; n];
     s.read_exact(&mut body).unwrap();
-}
-
-fn tool_welcome() -> Vec<u8> {
-    let mut r = vec![0, 0, 0, 0];
-    let mut ns = [0u8; 256];
-    ns[..6].copy_from_slice(b"fake@1");
-    r.extend_from_slice(&ns);
-    r.extend_from_slice(&[0; 4]);
-    let mut sns = [0u8; 256];
-    sns[..6].copy_from_slice(b"fake@0");
-    r.extend_from_slice(&sns);
-    r.extend_from_slice(&[0; 8]);
-    r
 }
 
 /// Start a fake server running `script` on its one connection.

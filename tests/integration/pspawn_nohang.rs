@@ -6,6 +6,7 @@
 //!   the job-end event, and answers the namespace and process-table
 //!   queries the way PRRTE does).
 
+use crate::support::fake::tool_welcome;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
@@ -112,19 +113,6 @@ fn status_only(st: Status) -> Encoder {
     let mut e = Encoder::new(WireVersion::V41);
     e.pack_one(&st).unwrap();
     e
-}
-
-fn tool_welcome() -> Vec<u8> {
-    let mut r = vec![0, 0, 0, 0];
-    let mut ns = [0u8; 256];
-    ns[..6].copy_from_slice(b"fake@1");
-    r.extend_from_slice(&ns);
-    r.extend_from_slice(&[0; 4]);
-    let mut sns = [0u8; 256];
-    sns[..6].copy_from_slice(b"fake@0");
-    r.extend_from_slice(&sns);
-    r.extend_from_slice(&[0; 8]);
-    r
 }
 
 /// A fake DVM on loopback for one tool connection: it accepts the
