@@ -26,8 +26,6 @@ pub enum ErrorKind {
     /// The peer's bytes did not follow the protocol (bad frame, value or
     /// length).
     Malformed,
-    /// The caller asked for something invalid before anything was sent.
-    BadInput,
     /// A local resource failed (file, process, memory budget).
     Local,
 }
@@ -112,12 +110,6 @@ impl Error {
             source: Some(Arc::new(e)),
             ..Error::of_kind(kind, status, context)
         }
-    }
-
-    /// The same error with another kind.
-    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
-        self.kind = kind;
-        self
     }
 }
 

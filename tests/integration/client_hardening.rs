@@ -56,6 +56,24 @@ fn fake_server(script: impl Fn(TcpStream) + Send + Sync + 'static) -> (String, A
     (format!("fake@0.0;tcp4://127.0.0.1:{port}"), accepted)
 }
 
+/// [`fake_server`] whose script starts after the handshake (connect-ack
+/// read, tool welcome sent), with a decoder for what the tool sends next.
+fn welcomed_server(
+    script: impl Fn(TcpStream, FrameDecoder) + Send + Sync + 'static,
+) -> (String, Arc<AtomicU64>) {
+    fake_server(move |mut s| {
+        if read_connect_ack(&mut s) && s.write_all(&tool_welcome()).is_ok() {
+            script(s, FrameDecoder::new(1 << 20));
+        }
+    })
+}
+
+/// A server that completes the handshake, then reads every request and
+/// answers none, until the tool leaves.
+fn silent_server() -> String {
+    welcomed_server(|mut s, mut d| while next_request(&mut s, &mut d).is_some() {}).0
+}
+
 /// Read frames until one with a tag of the request/reply space arrives;
 /// returns its tag (`None` when the tool went away).
 fn next_request(s: &mut TcpStream, d: &mut FrameDecoder) -> Option<u32> {
@@ -141,10 +159,7 @@ fn peak_rss_while(child: &mut Child, window: Duration) -> u64 {
 /// the tool takes them (64 KiB each), never answering anything; counts
 /// the bytes it managed to send.
 fn flooding_server(sent: Arc<AtomicU64>, stop: Arc<AtomicBool>) -> String {
-    let (uri, _) = fake_server(move |mut s| {
-        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
-            return;
-        }
+    let (uri, _) = welcomed_server(move |mut s, _| {
         let frame = encode_frame(0, TAG_NOTIFY, &vec![0x5a; 64 * 1024]).expect("frame");
         let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
         while !stop.load(Ordering::SeqCst) {
@@ -323,11 +338,7 @@ fn pspawn_ends_with_exit_8_when_the_dvm_stops_answering_mid_job() {
 
 #[test]
 fn a_status_query_answered_with_an_error_is_a_failure() {
-    let (uri, _) = fake_server(|mut s| {
-        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
-            return;
-        }
-        let mut d = FrameDecoder::new(1 << 20);
+    let (uri, _) = welcomed_server(|mut s, mut d| {
         // Every request (queries, the goodbye) is answered PMIX_ERROR.
         while let Some(tag) = next_request(&mut s, &mut d) {
             let reply = encode_frame(0, tag, &status_reply(Status::ERROR)).expect("frame");
@@ -347,14 +358,7 @@ fn a_status_query_answered_with_an_error_is_a_failure() {
 
 #[test]
 fn a_status_query_never_answered_times_out_naming_the_query() {
-    let (uri, _) = fake_server(|mut s| {
-        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
-            return;
-        }
-        // Read and never answer, until the tool leaves.
-        let mut d = FrameDecoder::new(1 << 20);
-        while next_request(&mut s, &mut d).is_some() {}
-    });
+    let uri = silent_server();
     let out = support::run_with_timeout(
         tool("pwatch", &uri)
             .args(["--status"])
@@ -496,11 +500,7 @@ fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
     // Answers every request in order, the allocation request one second
     // late and with PMIX_ERR_NOT_SUPPORTED (as a DVM without reservations
     // that first asks its scheduler would).
-    let (uri, _) = fake_server(|mut s| {
-        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
-            return;
-        }
-        let mut d = FrameDecoder::new(1 << 20);
+    let (uri, _) = welcomed_server(|mut s, mut d| {
         let mut buf = [0u8; 4096];
         loop {
             while let Ok(Some((h, payload))) = d.next_frame() {
@@ -545,13 +545,7 @@ fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
 
 #[test]
 fn palloc_facing_a_silent_dvm_times_out_naming_the_allocation_request() {
-    let (uri, _) = fake_server(|mut s| {
-        if !read_connect_ack(&mut s) || s.write_all(&tool_welcome()).is_err() {
-            return;
-        }
-        let mut d = FrameDecoder::new(1 << 20);
-        while next_request(&mut s, &mut d).is_some() {}
-    });
+    let uri = silent_server();
     let out = support::run_with_timeout(
         tool("palloc", &uri)
             .args(["-N", "1"])

@@ -152,28 +152,6 @@ fn forged_client_identity_is_refused() {
 
 // ---- bounded work -----------------------------------------------------------
 
-/// Write `bytes` on a raw connection after a valid tool handshake.
-fn handshaken_raw(pdvm: &Pdvm) -> TcpStream {
-    use pmix_tools::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
-    let mut s = TcpStream::connect(pdvm.addr()).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let hello = Hello {
-        identity: Identity::Tool,
-        version: "5.0.11".into(),
-        bfrops: "v41".into(),
-        buffer_kind: 1,
-        uid: nix::unistd::getuid().as_raw(),
-        gid: nix::unistd::getgid().as_raw(),
-        info_blob: tool_info_blob(pmix_tools::codec::WireVersion::V41, "hostile", 1).unwrap(),
-    };
-    s.write_all(&build_connect_ack(&hello)).expect("send hello");
-    // status + assigned nspace + rank + server nspace + rank + sec status
-    let mut reply = vec![0u8; 4 + 256 + 4 + 256 + 4 + 4];
-    std::io::Read::read_exact(&mut s, &mut reply).expect("handshake reply");
-    assert_eq!(&reply[..4], &[0, 0, 0, 0], "handshake refused");
-    s
-}
-
 fn pwatch_status_timed(pdvm: &Pdvm) -> (Output, Duration) {
     let t = Instant::now();
     let mut c = tool(pdvm, "pwatch");
@@ -188,7 +166,7 @@ fn pwatch_status_timed(pdvm: &Pdvm) -> (Output, Duration) {
 #[test]
 fn burst_of_empty_frames_does_not_stall_pdvm() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
-    let mut s = handshaken_raw(&pdvm);
+    let mut s = pdvm.raw_tool();
     let frames = 400_000usize;
     let mut burst = Vec::with_capacity(frames * 16);
     for i in 0..frames {
@@ -310,7 +288,7 @@ fn partial_giant_frames_are_refused_beyond_the_memory_budget() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
     let mut conns = Vec::new();
     for i in 0..96u32 {
-        let mut s = handshaken_raw(&pdvm);
+        let mut s = pdvm.raw_tool();
         let mut m = frame(500 + i, 16 * 1024 * 1024 - 1);
         m.extend_from_slice(&[0u8; 4096]);
         s.write_all(&m).expect("send partial frame");
@@ -354,7 +332,7 @@ fn partial_giant_frames_are_refused_beyond_the_memory_budget() {
 fn unread_replies_do_not_lock_others_out() {
     use pmix_tools::codec::{Cmd, Query, Size};
     let pdvm = Pdvm::start(&["--nodes", "1"]);
-    let s = handshaken_raw(&pdvm);
+    let s = pdvm.raw_tool();
     let mut e = pmix_tools::codec::Encoder::new(pmix_tools::codec::WireVersion::V41);
     e.pack_one(&Cmd(pmix_tools::proto::cmd::QUERY)).unwrap();
     e.pack_one(&Size(1)).unwrap();
@@ -444,7 +422,7 @@ fn handshake_cost_figure() {
     let before = ticks(pdvm.pid);
     let t = Instant::now();
     for _ in 0..n {
-        let s = handshaken_raw(&pdvm);
+        let s = pdvm.raw_tool();
         drop(s);
     }
     let wall = t.elapsed();

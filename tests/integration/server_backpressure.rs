@@ -66,29 +66,6 @@ impl RssProbe {
     }
 }
 
-/// A tool connection speaking the wire directly, so the test decides when
-/// (and whether) replies are read.
-fn handshaken_raw(pdvm: &Pdvm) -> TcpStream {
-    use pmix_tools::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
-    let mut s = TcpStream::connect(pdvm.addr()).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let hello = Hello {
-        identity: Identity::Tool,
-        version: "5.0.11".into(),
-        bfrops: "v41".into(),
-        buffer_kind: 1,
-        uid: nix::unistd::getuid().as_raw(),
-        gid: nix::unistd::getgid().as_raw(),
-        info_blob: tool_info_blob(WireVersion::V41, "slow-reader", 1).expect("blob"),
-    };
-    s.write_all(&build_connect_ack(&hello)).expect("send hello");
-    let mut reply = vec![0u8; 4 + 256 + 4 + 256 + 4 + 4];
-    s.read_exact(&mut reply).expect("handshake reply");
-    assert_eq!(&reply[..4], &[0, 0, 0, 0], "handshake refused");
-    s
-}
-
 fn send(s: &mut TcpStream, tag: u32, e: Encoder) {
     let payload = e.into_bytes();
     let h = Header {
@@ -117,7 +94,7 @@ fn read_frame(s: &mut TcpStream) -> (Header, Vec<u8>) {
 #[test]
 fn unread_job_output_is_held_back_not_dropped() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
-    let mut s = handshaken_raw(&pdvm);
+    let mut s = pdvm.raw_tool();
     let mut e = Encoder::new(WireVersion::V41);
     e.pack_one(&Cmd(cmd::SPAWN)).expect("cmd");
     pmix_tools::codec::attrs::write_infos(&mut e, &spawn::launcher_job_info()).expect("infos");

@@ -346,6 +346,32 @@ pub fn run_with_timeout(cmd: &mut Command, secs: u64) -> Output {
     }
 }
 
+/// Wait until `deadline` for `child` to exit while its piped stdout and
+/// stderr are read; past it the child and its process group are killed.
+/// `true` with the output when it had to be killed.
+fn collect_output(child: &mut Child, deadline: Instant) -> (Output, bool) {
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let (status, timed_out) = wait_until(child, deadline);
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = killpg(child_pid(child), Signal::SIGKILL);
+            let _ = child.kill();
+            child.wait().expect("wait for killed child")
+        }
+    };
+    // The pipes close when the last process holding them exits; a stray
+    // grandchild keeping them open must not hang the test.
+    let grace = Instant::now() + Duration::from_secs(2);
+    let output = Output {
+        status,
+        stdout: stdout.finish(grace),
+        stderr: stderr.finish(grace),
+    };
+    (output, timed_out)
+}
+
 /// Like [`run_with_timeout`] but reports a time-out as `Err(output so far)`
 /// (the process group killed with SIGKILL) instead of panicking.
 pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Output, Output> {
@@ -358,24 +384,7 @@ pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Outp
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let (status, timed_out) = wait_until(&mut child, deadline);
-    let status = match status {
-        Some(s) => s,
-        None => {
-            let _ = killpg(child_pid(&child), Signal::SIGKILL);
-            child.wait().expect("wait for killed child")
-        }
-    };
-    // The pipes close when the last process holding them exits; a stray
-    // grandchild keeping them open must not hang the test.
-    let grace = Instant::now() + Duration::from_secs(2);
-    let output = Output {
-        status,
-        stdout: stdout.finish(grace),
-        stderr: stderr.finish(grace),
-    };
+    let (output, timed_out) = collect_output(&mut child, deadline);
     if timed_out {
         Err(output)
     } else {
@@ -772,23 +781,7 @@ pub fn json_objects(o: &Output) -> Vec<serde_json::Value> {
 /// with what it printed.
 #[track_caller]
 pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let (status, timed_out) = wait_until(&mut child, Instant::now() + timeout);
-    let status = match status {
-        Some(s) => s,
-        None => {
-            let _ = killpg(child_pid(&child), Signal::SIGKILL);
-            let _ = child.kill();
-            child.wait().expect("wait for killed child")
-        }
-    };
-    let grace = Instant::now() + Duration::from_secs(2);
-    let output = Output {
-        status,
-        stdout: stdout.finish(grace),
-        stderr: stderr.finish(grace),
-    };
+    let (output, timed_out) = collect_output(&mut child, Instant::now() + timeout);
     if timed_out {
         panic!(
             "child {} did not exit within {timeout:?} and was killed\n{}",

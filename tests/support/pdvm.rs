@@ -238,6 +238,33 @@ impl Pdvm {
         t.uri.socket_addr().expect("address")
     }
 
+    /// A tool connection speaking the wire directly (the connect-ack sent,
+    /// the welcome read and checked), so the test decides what it sends
+    /// and when, or whether, replies are read. Reads time out after 30 s.
+    pub fn raw_tool(&self) -> std::net::TcpStream {
+        use pmix_tools::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.addr()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("read timeout");
+        let hello = Hello {
+            identity: Identity::Tool,
+            version: "5.0.11".into(),
+            bfrops: "v41".into(),
+            buffer_kind: 1,
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            info_blob: tool_info_blob(pmix_tools::codec::WireVersion::V41, "raw-tool", 1)
+                .expect("blob"),
+        };
+        s.write_all(&build_connect_ack(&hello)).expect("send hello");
+        // status + assigned nspace + rank + server nspace + rank + sec status
+        let mut reply = vec![0u8; 4 + 256 + 4 + 256 + 4 + 4];
+        s.read_exact(&mut reply).expect("handshake reply");
+        assert_eq!(&reply[..4], &[0, 0, 0, 0], "handshake refused");
+        s
+    }
+
     /// Resident memory of the pdvm process in KiB.
     pub fn rss_kib(&self) -> u64 {
         let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();

@@ -396,9 +396,10 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
         Ok(infos) => {
             let found = entries(&infos, keys::QUERY_ALLOC_STATUS)?;
             if !found.is_empty() || infos.iter().any(|i| i.key == keys::QUERY_ALLOC_STATUS) {
+                let now = unix_now();
                 return Ok(found
                     .into_iter()
-                    .map(|i| reservation_from_infos(i, unix_now()))
+                    .map(|i| reservation_from_infos(i, now))
                     .collect());
             }
         }
@@ -591,8 +592,9 @@ pub fn status(sess: &Session, want: Want) -> Answers {
     if want.reservations {
         a.reservations = Some(if has(keys::QUERY_ALLOC_STATUS) {
             decode(keys::QUERY_ALLOC_STATUS).map(|v| {
+                let now = unix_now();
                 v.into_iter()
-                    .map(|i| reservation_from_infos(i, unix_now()))
+                    .map(|i| reservation_from_infos(i, now))
                     .collect()
             })
         } else {
