@@ -38,6 +38,7 @@ mod pwatch_status;
 mod server_backpressure;
 mod server_decode_proptest;
 mod server_identity;
+mod server_pressure;
 mod server_stale;
 mod test_layout;
 mod tools_master;

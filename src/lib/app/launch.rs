@@ -87,6 +87,8 @@ pub(crate) struct OutputSink {
     tag: bool,
     json: bool,
     partial: HashMap<(u32, bool), Vec<u8>>,
+    /// Why output could not be written, with the bytes lost since.
+    lost: Option<(String, u64)>,
 }
 
 /// Most bytes kept for an unterminated line before it is written anyway.
@@ -100,41 +102,69 @@ impl OutputSink {
             tag,
             json,
             partial: HashMap::new(),
+            lost: None,
         }
     }
 
-    /// Take one chunk.
-    pub(crate) fn chunk(&mut self, c: &IofChunk) {
+    /// Take one chunk. Returns true when this chunk is the first that could
+    /// not be written (our stdout or stderr is closed: its reader is gone).
+    pub(crate) fn chunk(&mut self, c: &IofChunk) -> bool {
+        if let Some((_, n)) = &mut self.lost {
+            *n += c.data.len() as u64;
+            return false;
+        }
         let err = c.is_stderr();
-        if !self.tag && !self.json {
+        let written = if !self.tag && !self.json {
             if err {
                 let mut e = std::io::stderr().lock();
-                let _ = e.write_all(&c.data);
-                let _ = e.flush();
+                e.write_all(&c.data).and_then(|_| e.flush())
             } else {
                 let mut o = std::io::stdout().lock();
-                let _ = o.write_all(&c.data);
-                let _ = o.flush();
+                o.write_all(&c.data).and_then(|_| o.flush())
             }
-            return;
+        } else {
+            self.lines(c)
+        };
+        match written {
+            Ok(()) => false,
+            Err(e) => {
+                let stream = if err { "stderr" } else { "stdout" };
+                self.lost = Some((format!("writing to {stream} failed: {e}"), 0));
+                true
+            }
         }
+    }
+
+    /// Why the job's output could not all be delivered, if it could not:
+    /// the sentence a person reads.
+    pub(crate) fn lost(&self) -> Option<String> {
+        self.lost.as_ref().map(|(why, n)| {
+            format!(
+                "the job's output could not be delivered ({why}); {n} more bytes were discarded"
+            )
+        })
+    }
+
+    fn lines(&mut self, c: &IofChunk) -> std::io::Result<()> {
+        let err = c.is_stderr();
         let key = (c.source.rank, err);
         let mut buf = self.partial.remove(&key).unwrap_or_default();
         buf.extend_from_slice(&c.data);
         let mut start = 0;
         while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
-            self.line(c.source.rank, err, &buf[start..start + pos]);
+            self.line(c.source.rank, err, &buf[start..start + pos])?;
             start += pos + 1;
         }
         let rest = buf.split_off(start);
         if rest.len() > MAX_PARTIAL {
-            self.line(c.source.rank, err, &rest);
+            self.line(c.source.rank, err, &rest)?;
         } else if !rest.is_empty() {
             self.partial.insert(key, rest);
         }
+        Ok(())
     }
 
-    fn line(&self, rank: u32, err: bool, bytes: &[u8]) {
+    fn line(&self, rank: u32, err: bool, bytes: &[u8]) -> std::io::Result<()> {
         let text = String::from_utf8_lossy(bytes);
         if self.json {
             let rec = OutputRecord {
@@ -144,14 +174,15 @@ impl OutputSink {
                 line: text.into_owned(),
             };
             let mut o = std::io::stdout().lock();
-            let _ = crate::render::json::write_line(&mut o, &rec);
-            let _ = o.flush();
+            crate::render::json::write_line(&mut o, &rec)?;
+            o.flush()
         } else if err {
-            eprintln!("[{rank}] {text}");
+            let mut e = std::io::stderr().lock();
+            writeln!(e, "[{rank}] {text}")
         } else {
             let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "[{rank}] {text}");
-            let _ = o.flush();
+            writeln!(o, "[{rank}] {text}")?;
+            o.flush()
         }
     }
 
@@ -161,7 +192,11 @@ impl OutputSink {
         keys.sort_unstable();
         for k in keys {
             if let Some(rest) = self.partial.remove(&k) {
-                self.line(k.0, k.1, &rest);
+                if self.lost.is_none() {
+                    if let Err(e) = self.line(k.0, k.1, &rest) {
+                        self.lost = Some((format!("writing output failed: {e}"), 0));
+                    }
+                }
             }
         }
     }

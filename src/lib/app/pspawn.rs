@@ -337,7 +337,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         if let JobOutput::Output(c) = o {
             early
                 .get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
-                .chunk(c)
+                .chunk(c);
         }
     })
     .map_err(|e| spawn_failure(req, &attrs, &e))?;
@@ -355,6 +355,10 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
     let mut stdin = stdin_rank.map(|rank| launch::StdinPump::new(&ns, rank));
     let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
+    if let Some(why) = early.as_ref().and_then(OutputSink::lost) {
+        launch::stop_job(s, &ns);
+        return Err(output_lost(&ns, &why));
+    }
     let timeout = req.timeout_secs.map(Duration::from_secs);
     let followed = launch::follow(
         s,
@@ -363,13 +367,18 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         stdin.as_mut(),
         timeout,
         &mut |o| {
-            if let JobOutput::Output(c) = o {
-                sink.chunk(c)
+            // Our reader is gone: the job's output cannot be delivered, so
+            // the job is stopped (as a shell pipeline's SIGPIPE would).
+            if matches!(o, JobOutput::Output(c) if sink.chunk(c)) {
+                launch::stop_job(s, &ns);
             }
         },
     )
     .map_err(|e| Failure::from_error(&format!("while job {ns} ran"), &e))?;
     sink.flush();
+    if let Some(why) = sink.lost() {
+        return Err(output_lost(&ns, &why));
+    }
     if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
         ui.detail(&format!("stdin not forwarded to the job: {why}"));
     }
@@ -421,4 +430,11 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// The failure when job `nspace`'s output could not all be written (exit 1).
+fn output_lost(nspace: &str, why: &str) -> Failure {
+    Failure::other(format!(
+        "job {nspace}: {why}; the job was stopped and its output is incomplete"
+    ))
 }

@@ -139,6 +139,12 @@ impl FrameDecoder {
         self.buf.len() - self.start
     }
 
+    /// True while a frame has started to arrive but is not whole yet (or
+    /// the rest of a discarded frame is still to come).
+    pub fn mid_frame(&self) -> bool {
+        self.skip > 0 || (self.buffered() > 0 && !self.has_frame())
+    }
+
     /// True while the connect-ack has not been taken.
     pub fn awaiting_connect(&self) -> bool {
         self.connect

@@ -1,13 +1,14 @@
 //! The connection table: live connections by id, what each holds against
-//! the global memory budget, connections per peer uid, the handshake
-//! deadlines, and which connections need attention at the end of a round.
+//! its uid's memory budget, connections per peer uid, the handshake
+//! deadlines, the partial messages that make no progress, and which
+//! connections need attention at the end of a round.
 //! Its state is private; the server reaches it through these methods.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use super::ident::ProcName;
-use super::peer::PeerConn;
+use super::peer::{PeerConn, PARTIAL_TIMEOUT};
 
 /// Live connections and their bookkeeping.
 #[derive(Default)]
@@ -15,7 +16,10 @@ pub(crate) struct ConnTable {
     map: BTreeMap<u64, PeerConn>,
     next: u64,
     per_uid: HashMap<u32, usize>,
-    held_total: usize,
+    held_by_uid: HashMap<u32, usize>,
+    /// Connections holding a partial message, by the deadline at which
+    /// they are looked at again.
+    stalls: BTreeSet<(Instant, u64)>,
     dirty: Vec<u64>,
     backlog: BTreeSet<u64>,
     preauth: VecDeque<(Instant, u64)>,
@@ -65,7 +69,10 @@ impl ConnTable {
     pub(crate) fn remove(&mut self, id: u64) -> Option<PeerConn> {
         self.deregister_events(id);
         let c = self.map.remove(&id)?;
-        self.held_total = self.held_total.saturating_sub(c.accounted);
+        self.charge_uid(c.uid, c.accounted, 0);
+        if let Some(at) = c.stall_at {
+            self.stalls.remove(&(at, id));
+        }
         self.backlog.remove(&id);
         if let Some(uid) = c.uid {
             if let Some(n) = self.per_uid.get_mut(&uid) {
@@ -103,18 +110,95 @@ impl ConnTable {
         self.map.keys().copied().collect()
     }
 
-    /// Bytes held for all peers, as last accounted.
-    pub(crate) fn held_total(&self) -> usize {
-        self.held_total
+    /// Bytes held for the peers of uid `uid`, as last accounted.
+    pub(crate) fn held_of_uid(&self, uid: u32) -> usize {
+        self.held_by_uid.get(&uid).copied().unwrap_or(0)
     }
 
-    /// Recount what connection `id` holds against the memory budget.
+    /// Bytes held for the peers of the uid connection `id` belongs to.
+    pub(crate) fn held_of_conn_uid(&self, id: u64) -> usize {
+        self.map
+            .get(&id)
+            .and_then(|c| c.uid)
+            .map_or(0, |u| self.held_of_uid(u))
+    }
+
+    fn charge_uid(&mut self, uid: Option<u32>, was: usize, now: usize) {
+        let Some(uid) = uid else {
+            return;
+        };
+        let e = self.held_by_uid.entry(uid).or_insert(0);
+        *e = (*e + now).saturating_sub(was);
+        if *e == 0 {
+            self.held_by_uid.remove(&uid);
+        }
+    }
+
+    /// Recount what connection `id` holds against the memory budget (its
+    /// uid's).
     pub(crate) fn account(&mut self, id: u64) {
         if let Some(c) = self.map.get_mut(&id) {
             let now = c.held();
-            self.held_total = self.held_total - c.accounted + now;
+            let (was, uid) = (c.accounted, c.uid);
             c.accounted = now;
+            self.charge_uid(uid, was, now);
         }
+    }
+
+    /// Queue or unqueue connection `id` as holding a partial message: a
+    /// handshaken peer mid-message is looked at again [`PARTIAL_TIMEOUT`]
+    /// after its last input.
+    pub(crate) fn watch_partial(&mut self, id: u64) {
+        let Some(c) = self.map.get_mut(&id) else {
+            return;
+        };
+        let mid = c.peer.is_some() && !c.closing && c.mid_frame();
+        match (mid, c.stall_at) {
+            (true, None) => {
+                let at = c.last_input + PARTIAL_TIMEOUT;
+                c.stall_at = Some(at);
+                self.stalls.insert((at, id));
+            }
+            (false, Some(at)) => {
+                c.stall_at = None;
+                self.stalls.remove(&(at, id));
+            }
+            _ => {}
+        }
+    }
+
+    /// The earliest partial-message deadline queued.
+    pub(crate) fn next_partial_deadline(&self) -> Option<Instant> {
+        self.stalls.first().map(|(t, _)| *t)
+    }
+
+    /// Connections whose partial message made no progress for
+    /// [`PARTIAL_TIMEOUT`] by `now`, while pdvm was reading them (a peer
+    /// whose replies wait unread, so is not read, is not charged the wait).
+    pub(crate) fn partial_overdue(&mut self, now: Instant) -> Vec<u64> {
+        let mut late = Vec::new();
+        while let Some(&(at, id)) = self.stalls.first() {
+            if at > now {
+                break;
+            }
+            self.stalls.remove(&(at, id));
+            let Some(c) = self.map.get_mut(&id) else {
+                continue;
+            };
+            c.stall_at = None;
+            let next = if c.throttled() {
+                now + PARTIAL_TIMEOUT
+            } else {
+                c.last_input + PARTIAL_TIMEOUT
+            };
+            if next <= now {
+                late.push(id);
+            } else {
+                c.stall_at = Some(next);
+                self.stalls.insert((next, id));
+            }
+        }
+        late
     }
 
     /// Mark `id` for settling at the end of the round.

@@ -16,7 +16,7 @@ use super::handshake::{
 };
 use super::ident::ProcName;
 use super::jobs::reap;
-use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN};
+use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN, PARTIAL_TIMEOUT};
 use super::reactor::Token;
 use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
 
@@ -95,6 +95,7 @@ impl Server {
             return;
         }
         self.conns.account(id);
+        self.conns.watch_partial(id);
         let Some(c) = self.conns.get_mut(id) else {
             return;
         };
@@ -125,6 +126,17 @@ impl Server {
         for id in self.conns.handshake_overdue(Instant::now()) {
             self.log(format!(
                 "connection {id} dropped: no handshake within {PRE_AUTH_TIMEOUT:?}"
+            ));
+            self.close_conn(id);
+        }
+    }
+
+    /// Close handshaken connections whose partial message made no progress
+    /// for [`PARTIAL_TIMEOUT`] (a header announcing megabytes, then nothing).
+    pub(super) fn expire_stalled(&mut self) {
+        for id in self.conns.partial_overdue(Instant::now()) {
+            self.log(format!(
+                "connection {id} dropped: a partial message made no progress for {PARTIAL_TIMEOUT:?}"
             ));
             self.close_conn(id);
         }
@@ -223,7 +235,7 @@ impl Server {
         // A bounded amount of work per peer per round: the rest waits for
         // the next round, after every other ready peer had its turn.
         for _ in 0..FRAME_BUDGET {
-            let held_total = self.conns.held_total();
+            let uid_held = self.conns.held_of_conn_uid(id);
             let Some(c) = self.conns.get_mut(id) else {
                 return;
             };
@@ -242,14 +254,15 @@ impl Server {
                 }
                 continue;
             }
-            // A large message that would pass the memory budget is refused
-            // (typed error on its tag) and discarded as it arrives.
+            // A large message arriving while its user's peers already hold
+            // more than the memory budget (bytes actually received, never
+            // sizes announced) is refused (typed error on its tag) and the
+            // rest of it discarded as it arrives.
             if let Some(h) = c.peek_header() {
                 // (Beyond MAX_REQUEST_LEN the framing itself is broken:
                 // take_frame drops the peer.)
                 let big = h.nbytes as usize > 64 * 1024 && h.nbytes <= MAX_REQUEST_LEN;
-                let partial = !c.has_frame() && !c.admitted();
-                if big && partial && held_total + h.nbytes as usize > MEM_BUDGET {
+                if big && !c.has_frame() && uid_held > MEM_BUDGET {
                     c.discard_next();
                     self.log(format!(
                         "connection {id}: request of {} bytes refused (memory budget)",
@@ -257,15 +270,11 @@ impl Server {
                     ));
                     let info = vec![crate::codec::Info::new(
                         keys::EVENT_TEXT_MESSAGE,
-                        "request refused: pdvm's memory budget for partial requests is exhausted",
+                        "request refused: pdvm's memory budget for your partial requests is exhausted",
                     )];
                     self.reply_status_infos(id, h.tag, Status::ERR_OUT_OF_RESOURCE, &info);
-                    continue;
-                }
-                if big && partial {
-                    // The whole announced message counts as held from now on.
-                    c.admit(h.nbytes as usize);
                     self.conns.account(id);
+                    continue;
                 }
             }
             let Some(c) = self.conns.get_mut(id) else {

@@ -1,9 +1,9 @@
 //! What pdvm accepts of a peer's bytes: the shared sans-I/O
 //! [`FrameDecoder`] (the tools' decoder too) under pdvm's limits — a
 //! connect-ack of at most [`MAX_CONNECT_LEN`], then messages of at most
-//! [`MAX_REQUEST_LEN`], never more buffered than one message — and the
-//! memory budget's bookkeeping: a large message is admitted (its whole size
-//! counts as held) or discarded as it arrives.
+//! [`MAX_REQUEST_LEN`], never more buffered than one message. What it holds
+//! counts against the memory budget byte for byte as the bytes arrive,
+//! never by the size a header announces.
 
 use crate::conn::frame::{FrameDecoder, Header, HEADER_LEN};
 
@@ -29,34 +29,25 @@ pub(crate) struct Fatal(pub(crate) String);
 #[derive(Debug)]
 pub(crate) struct InBuf {
     dec: FrameDecoder,
-    /// Size of the large message being received, once admitted against the
-    /// memory budget (0 when none).
-    reserve: usize,
 }
 
 impl Default for InBuf {
     fn default() -> Self {
         InBuf {
             dec: FrameDecoder::for_connect_ack(MAX_CONNECT_LEN, MAX_REQUEST_LEN),
-            reserve: 0,
         }
     }
 }
 
 impl InBuf {
-    /// Bytes held: unconsumed input, or the admitted message's whole size.
+    /// Bytes held: unconsumed input actually received.
     pub(crate) fn held(&self) -> usize {
-        self.dec.buffered().max(self.reserve)
+        self.dec.buffered()
     }
 
-    /// True when the large message being received was already admitted.
-    pub(crate) fn admitted(&self) -> bool {
-        self.reserve > 0
-    }
-
-    /// Admit the message being received: its whole size counts as held.
-    pub(crate) fn admit(&mut self, n: usize) {
-        self.reserve = HEADER_LEN + n;
+    /// True while a message has started to arrive and is not whole yet.
+    pub(crate) fn mid_frame(&self) -> bool {
+        self.dec.mid_frame()
     }
 
     /// Take bytes received; `handshaken` tells which bound applies (a
@@ -91,7 +82,6 @@ impl InBuf {
     /// has arrived; the rest is discarded as it comes.
     pub(crate) fn discard_next(&mut self) {
         self.dec.discard_next();
-        self.reserve = 0;
     }
 
     /// True when a complete message is waiting.
@@ -102,10 +92,7 @@ impl InBuf {
     /// Take the next complete message, if any.
     pub(crate) fn take_frame(&mut self) -> Result<Option<Frame>, Fatal> {
         match self.dec.next_frame() {
-            Ok(Some((header, payload))) => {
-                self.reserve = 0;
-                Ok(Some(Frame { header, payload }))
-            }
+            Ok(Some((header, payload))) => Ok(Some(Frame { header, payload })),
             Ok(None) => Ok(None),
             Err(e) => Err(Fatal(e.context)),
         }

@@ -5,7 +5,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
 use crate::codec::{Decoder, Encoder, WireVersion};
-use crate::conn::frame::Header;
+use crate::conn::frame::{Header, HEADER_LEN};
 
 use super::ident::PeerId;
 
@@ -15,6 +15,9 @@ pub(crate) const MAX_PENDING_OUT: usize = 64 * 1024 * 1024;
 /// Above this many unsent bytes a peer's requests are not read any more
 /// until it reads its replies (backpressure instead of buffering).
 pub(crate) const OUT_HIGH_WATER: usize = 1024 * 1024;
+/// A handshaken peer that holds part of a message and sends nothing more
+/// for this long (while pdvm reads it) is dropped.
+pub(crate) const PARTIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Most bytes read from one peer in one poll round.
 pub(crate) const READ_BUDGET: usize = 256 * 1024;
 /// Most requests handled for one peer in one poll round.
@@ -84,6 +87,20 @@ pub(crate) struct PeerConn {
     pub accounted: usize,
     /// True while the output pipes of jobs it spawned are paused.
     pub pipes_paused: bool,
+    /// When bytes last arrived from the peer (a partial message that makes
+    /// no progress is dropped after [`PARTIAL_TIMEOUT`]).
+    pub last_input: std::time::Instant,
+    /// The deadline under which the connection is queued as holding a
+    /// partial message, when it is.
+    pub stall_at: Option<std::time::Instant>,
+    /// Forwarded-output frames in the write buffer: (end position, length),
+    /// positions counted from the first byte ever queued.
+    iof_marks: std::collections::VecDeque<(u64, usize)>,
+    /// Bytes of forwarded output not yet written.
+    iof_pending: usize,
+    /// Bytes ever queued and ever written (positions for `iof_marks`).
+    queued_total: u64,
+    written_total: u64,
 }
 
 impl PeerConn {
@@ -106,22 +123,26 @@ impl PeerConn {
             uid: None,
             accounted: 0,
             pipes_paused: false,
+            last_input: std::time::Instant::now(),
+            stall_at: None,
+            iof_marks: std::collections::VecDeque::new(),
+            iof_pending: 0,
+            queued_total: 0,
+            written_total: 0,
         }
     }
 
-    /// Bytes held for this peer: unconsumed input and unsent output.
+    /// Bytes held for this peer that count against the memory budget:
+    /// input actually received and not yet taken, and unsent replies and
+    /// notifications. Forwarded job output is not counted: it is bounded
+    /// by backpressure instead (the job's pipes pause while it waits).
     pub(crate) fn held(&self) -> usize {
-        self.input.held() + self.pending_out()
+        self.input.held() + self.pending_out().saturating_sub(self.iof_pending)
     }
 
-    /// True when the large message being received was already admitted.
-    pub(crate) fn admitted(&self) -> bool {
-        self.input.admitted()
-    }
-
-    /// Admit the message being received: its whole size counts as held.
-    pub(crate) fn admit(&mut self, n: usize) {
-        self.input.admit(n);
+    /// True while a message from the peer has started and is not whole.
+    pub(crate) fn mid_frame(&self) -> bool {
+        self.input.mid_frame()
     }
 
     /// True when the peer's output backlog is so large that its requests
@@ -140,6 +161,7 @@ impl PeerConn {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     got += n;
+                    self.last_input = std::time::Instant::now();
                     self.input.push(&chunk[..n], self.peer.is_some())?;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
@@ -181,6 +203,17 @@ impl PeerConn {
             return Err(Fatal("peer does not read its messages".into()));
         }
         self.wbuf.extend_from_slice(bytes);
+        self.queued_total += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Queue one forwarded-output frame on `tag` (counted apart: see
+    /// [`PeerConn::held`]).
+    pub(crate) fn queue_output(&mut self, tag: u32, payload: &[u8]) -> Result<(), Fatal> {
+        self.queue(tag, payload)?;
+        let len = HEADER_LEN + payload.len();
+        self.iof_marks.push_back((self.queued_total, len));
+        self.iof_pending += len;
         Ok(())
     }
 
@@ -197,6 +230,25 @@ impl PeerConn {
         self.queue_raw(payload)
     }
 
+    /// Account `n` more bytes written: the part of them that was forwarded
+    /// output no longer counts as pending forwarded output.
+    fn wrote(&mut self, n: usize) {
+        let (w0, w1) = (self.written_total, self.written_total + n as u64);
+        self.written_total = w1;
+        while let Some(&(end, len)) = self.iof_marks.front() {
+            let start = end - len as u64;
+            if start >= w1 {
+                break;
+            }
+            let overlap = end.min(w1).saturating_sub(start.max(w0)) as usize;
+            self.iof_pending -= overlap.min(self.iof_pending);
+            if end > w1 {
+                break;
+            }
+            self.iof_marks.pop_front();
+        }
+    }
+
     /// Bytes waiting to be written.
     pub(crate) fn pending_out(&self) -> usize {
         self.wbuf.len() - self.woff
@@ -207,7 +259,10 @@ impl PeerConn {
         while self.woff < self.wbuf.len() {
             match self.stream.write(&self.wbuf[self.woff..]) {
                 Ok(0) => return Err(Fatal("peer closed while we were writing".into())),
-                Ok(n) => self.woff += n,
+                Ok(n) => {
+                    self.woff += n;
+                    self.wrote(n);
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Fatal(format!("write: {e}"))),

@@ -118,9 +118,11 @@ pub(crate) const PIPE_HIGH_WATER: usize = 1024 * 1024;
 /// Once the spawner's backlog is down to this, the pipes are read again.
 pub(crate) const PIPE_LOW_WATER: usize = 256 * 1024;
 
-/// Most bytes pdvm holds for all peers together (partial requests, replies
-/// and forwarded output not yet sent); a request or reply that would pass it
-/// is refused with `PMIX_ERR_OUT_OF_RESOURCE` instead.
+/// Most bytes pdvm holds for the peers of one uid (partial requests
+/// actually received, replies and notifications not yet sent; forwarded
+/// output is bounded by backpressure instead); a large request or reply
+/// that would pass it is refused with `PMIX_ERR_OUT_OF_RESOURCE`. Each
+/// uid has its own, so one user's connections cannot use up another's.
 pub(crate) const MEM_BUDGET: usize = 256 * 1024 * 1024;
 /// Messages at most this large are always queued (refusals must get out).
 const ALWAYS_SEND: usize = 4096;
@@ -147,23 +149,29 @@ impl Server {
         }
     }
 
-    /// Queue a framed message to a connection (dropping it if it cannot take more).
+    /// Queue a framed message to a connection. Forwarded output and
+    /// notifications are never dropped (job output is bounded by
+    /// backpressure on the job's pipes); a large reply that would pass its
+    /// user's memory budget is replaced by `PMIX_ERR_OUT_OF_RESOURCE`. A
+    /// peer whose unsent backlog passes [`super::peer::MAX_PENDING_OUT`] is
+    /// disconnected (it then learns it lost the DVM).
     pub fn send(&mut self, conn: u64, tag: u32, payload: &[u8]) {
-        if payload.len() > ALWAYS_SEND && self.conns.held_total() + payload.len() > MEM_BUDGET {
+        let reply = tag != TAG_NOTIFY && tag != TAG_IOF;
+        let over = self.conns.held_of_conn_uid(conn) + payload.len() > MEM_BUDGET;
+        if reply && payload.len() > ALWAYS_SEND && over {
             self.log(format!(
                 "connection {conn}: {} bytes would pass the memory budget, refused",
                 payload.len()
             ));
-            if tag != TAG_NOTIFY && tag != TAG_IOF {
-                let info = vec![Info::new(
-                    keys::EVENT_TEXT_MESSAGE,
-                    "pdvm's memory budget for pending replies is exhausted; retry later",
-                )];
-                self.reply_status_infos(conn, tag, Status::ERR_OUT_OF_RESOURCE, &info);
-            }
+            let info = vec![Info::new(
+                keys::EVENT_TEXT_MESSAGE,
+                "pdvm's memory budget for pending replies is exhausted; retry later",
+            )];
+            self.reply_status_infos(conn, tag, Status::ERR_OUT_OF_RESOURCE, &info);
             return;
         }
         let failed = match self.conns.get_mut(conn) {
+            Some(c) if tag == TAG_IOF => c.queue_output(tag, payload).is_err(),
             Some(c) => c.queue(tag, payload).is_err(),
             None => false,
         };
@@ -401,6 +409,10 @@ impl Server {
 
     /// Read a pipe that polled readable; forward or close it.
     pub fn service_pipe(&mut self, id: u64) {
+        // A pipe paused earlier in this round (its reader lags) waits.
+        if !self.io.pipe_armed(id) {
+            return;
+        }
         let Some(p) = self.jobs.pipe_mut(id) else {
             return;
         };
@@ -473,6 +485,7 @@ impl Server {
             self.apply_effects(fx);
         }
         self.expire_unauthenticated();
+        self.expire_stalled();
         if self
             .accept_paused_until
             .is_some_and(|t| t <= Instant::now())
@@ -537,6 +550,9 @@ impl Server {
             at(t);
         }
         if let Some(t) = self.conns.next_handshake_deadline() {
+            at(t);
+        }
+        if let Some(t) = self.conns.next_partial_deadline() {
             at(t);
         }
         for j in self.jobs.values() {
