@@ -14,6 +14,7 @@ mod codec_golden;
 mod codec_malformed;
 mod codec_proptest;
 mod conn_faults;
+mod discover_crowded;
 mod docs_current;
 mod dvm_model_genealogy;
 mod dvm_model_rules;

@@ -567,7 +567,15 @@ fn planted_rendezvous_symlink_is_refused() {
         nspace: format!("pdvm-h-{pid}@0"),
         address: "tcp4://127.0.0.1:1".into(),
     };
-    assert!(Rendezvous::write(&ident, tmp.path(), None).is_err());
+    // The symlink is passed over (said in a note), never followed.
+    let other = Rendezvous::write(&ident, tmp.path(), None).expect("another private name");
+    assert_eq!(other.dir(), tmp.path().join(format!("pdvm.{pid}.1")));
+    assert!(
+        other.notes().iter().any(|n| n.contains("symlink")),
+        "{:?}",
+        other.notes()
+    );
+    drop(other);
     use std::os::unix::fs::MetadataExt;
     let mode = std::fs::metadata(&target).unwrap().mode() & 0o777;
     assert_eq!(mode, 0o755, "the symlink's target was chmodded");

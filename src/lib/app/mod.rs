@@ -42,6 +42,13 @@ pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
 pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<Session, Failure> {
     let mut opts = args.to_options();
     opts.alloc = alloc.map(String::from);
+    if alloc.is_some() && std::env::var_os(crate::conn::holder::HOLDER_ENV).is_none() {
+        if let Err(why) = crate::conn::holder::registry() {
+            ui.warn(&format!(
+                "{why}; a palloc holding the allocation cannot be reached through it"
+            ));
+        }
+    }
     let s = Session::connect(&opts);
     for skipped in crate::conn::discover::skipped_files() {
         ui.detail(&format!("skipped untrusted rendezvous file {skipped}"));

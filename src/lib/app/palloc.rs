@@ -399,23 +399,14 @@ fn submit_detached(
         argv.push("--request-id".into());
         argv.push(rid.clone().into());
     }
-    // Its output goes to a log in the user's private holder directory.
-    let log_path = crate::conn::holder::registry_dir()
-        .map(|d| d.join(format!("palloc.{}.log", rid.replace('/', "_"))));
-    let log = log_path
-        .as_ref()
-        .and_then(|p| std::fs::File::create(p).ok());
-    let (out, err) = match &log {
-        Some(f) => (
-            f.try_clone()
-                .map(Into::into)
-                .unwrap_or(std::process::Stdio::null()),
-            f.try_clone()
-                .map(Into::into)
-                .unwrap_or(std::process::Stdio::null()),
-        ),
-        None => (std::process::Stdio::null(), std::process::Stdio::null()),
-    };
+    // Its output goes to a log in the user's private holder directory
+    // (never to /dev/null: no log, no detached palloc).
+    let (log_path, log) = no_wait_log(&rid)?;
+    let (out, err) = (
+        log.try_clone()
+            .map_err(|e| Failure::other(format!("cannot use the log: {e}")))?,
+        log,
+    );
     // The detached palloc says on this pipe how the request stands once the
     // DVM has handled it: no time window to guess an immediate refusal in.
     let (said_r, said_w) =
@@ -428,8 +419,8 @@ fn submit_detached(
     cmd.args(&argv)
         .env(SUBMIT_FD_ENV, said_w.as_raw_fd().to_string())
         .stdin(std::process::Stdio::null())
-        .stdout(out)
-        .stderr(err);
+        .stdout(std::process::Stdio::from(out))
+        .stderr(std::process::Stdio::from(err));
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
     unsafe {
         cmd.pre_exec(|| {
@@ -458,10 +449,7 @@ fn submit_detached(
             let st = child
                 .wait()
                 .map_err(|e| Failure::other(format!("waiting for the detached palloc: {e}")))?;
-            let said = log_path
-                .as_ref()
-                .and_then(|p| std::fs::read_to_string(p).ok())
-                .unwrap_or_default();
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
             let why = said
                 .lines()
                 .rev()
@@ -481,14 +469,30 @@ fn submit_detached(
         }
     }
     ui.note(&format!(
-        "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc --request-id {rid}` \
+        "request {rid} is held by a detached palloc (pid {}, log {}): `pwatch --event alloc --request-id {rid}` \
 shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
         child.id(),
-        log_path
-            .map(|p| format!(", log {}", p.display()))
-            .unwrap_or_default()
+        log_path.display()
     ));
     Ok(0)
+}
+
+/// The `--no-wait` log of request `rid`: a new private file in the holder
+/// registry, never one someone else prepared. A registry another user took
+/// (see [`crate::conn::holder::registry`]) or a file that cannot be created
+/// anew is refused with a message naming the path.
+fn no_wait_log(rid: &str) -> std::result::Result<(std::path::PathBuf, std::fs::File), Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = crate::conn::holder::registry().map_err(Failure::other)?;
+    let path = dir.join(format!("palloc.{}.log", rid.replace('/', "_")));
+    let _ = std::fs::remove_file(&path);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Failure::other(format!("cannot create the log {}: {e}", path.display())))?;
+    Ok((path, f))
 }
 
 /// What a detached palloc said on its pipe.
@@ -692,6 +696,13 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
 fn hold(s: &Session, rec: &mut AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
     let mut holder = Holder::start(s.conn(), &rec.alloc_id)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
+    if let Err(why) = crate::conn::holder::registry() {
+        ui.warn(&format!(
+            "{why}; tools in other shells will not find this allocation by its id (set {} to {} in them)",
+            crate::conn::holder::HOLDER_ENV,
+            holder.path().display()
+        ));
+    }
     ui.note(&format!(
         "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
 and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",

@@ -208,12 +208,12 @@ pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
     );
     let holders = (
         "$XDG_RUNTIME_DIR/pmix-tools-holders/, else /tmp/pmix-tools-holders.<uid>/",
-        "holder registry (mode 0700, used only when owned by you): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation",
+        "holder registry (mode 0700, used only when owned by you; when another user holds the name, the first of <name>.1 ... <name>.7 that is yours, and a warning names the path and its owner): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation",
     );
     match tool {
         "pdvm" => vec![(
             "$TMPDIR/pdvm.<pid>/pmix.<host>.tool, pmix.<host>.tool.<pid>, pmix.<host>.tool.<nspace>",
-            "the rendezvous files pdvm writes (mode 0600, in a folder of mode 0700), laid out as PRRTE's, removed when it stops",
+            "the rendezvous files pdvm writes (mode 0600, in a folder of mode 0700), laid out as PRRTE's, removed when it stops; when another user (or a symlink) holds pdvm.<pid>, pdvm uses pdvm.<pid>.1, .2 ... and says which path it passed over and who owns it",
         )],
         _ => vec![rendezvous, system, holders],
     }

@@ -14,7 +14,9 @@
 //!    the search directories (`--tmpdir`, else `PMIX_SERVER_TMPDIR` and
 //!    `TMPDIR`, else `/tmp`; each with its immediate subdirectories, which is where
 //!    a PRRTE DVM puts its `prte.<pid>/` folder). Two or more live servers is
-//!    an error that lists them.
+//!    an error that lists them. Every entry of a search directory is looked
+//!    at by name, however many there are; only `pmix.*` files and server
+//!    folders (`prte.*`, `pdvm.*`) of the user or root are examined further.
 //!
 //! # Which rendezvous files are trusted
 //! A rendezvous file names the server we send our command line, `-x`
@@ -45,8 +47,8 @@ pub const SERVER_URI_VARS: [&str; 5] = [
     "PMIX_SERVER_URI2",
 ];
 
-/// Most rendezvous files we look at in one search (bounds a hostile tmpdir).
-const MAX_SCAN: usize = 10_000;
+/// Most entries read in one server folder (a folder of ours or root's).
+const MAX_FOLDER_SCAN: usize = 10_000;
 
 /// Rendezvous files the last search skipped, with the reason.
 static SKIPPED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -356,31 +358,49 @@ fn parse_pid(spec: &str) -> Result<u32> {
         })
 }
 
+/// True when `name` is that of a folder a server puts its rendezvous files
+/// in: PRRTE's `prte.<pid>` or `prte.<node>.<pid>`, pdvm's `pdvm.<pid>`
+/// (or `pdvm.<pid>.<n>` when another user took that name).
+fn server_folder_name(name: &str) -> bool {
+    name.starts_with("prte.") || name.starts_with("pdvm.")
+}
+
+/// True when `path` is a real directory owned by us or root: only those
+/// are opened (another user's folders are never listed).
+fn trusted_folder(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() && (m.uid() == me || m.uid() == 0))
+}
+
 /// Every candidate rendezvous file: `pmix.*` entries of each directory and
-/// of its immediate subdirectories.
+/// of its server folders (see [`server_folder_name`]) that we or root own.
+/// Every entry of the directory is looked at, however many there are (a
+/// crowded shared /tmp cannot hide a server), but only by name: other
+/// entries cost no system call, and other users' folders are not opened.
 fn candidate_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in dirs {
         let Ok(rd) = std::fs::read_dir(dir) else {
             continue;
         };
-        for entry in rd.flatten().take(MAX_SCAN) {
-            let path = entry.path();
+        for entry in rd.flatten() {
             let name = entry.file_name();
-            let name = name.to_string_lossy();
+            let Some(name) = name.to_str() else {
+                continue;
+            };
             if name.starts_with("pmix.") {
-                out.push(path);
-            } else if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                if let Ok(sub) = std::fs::read_dir(&path) {
-                    for e in sub.flatten().take(MAX_SCAN) {
-                        if e.file_name().to_string_lossy().starts_with("pmix.") {
-                            out.push(e.path());
-                        }
-                    }
-                }
-            }
-            if out.len() >= MAX_SCAN {
-                return out;
+                out.push(entry.path());
+            } else if server_folder_name(name) && trusted_folder(&entry.path()) {
+                let Ok(sub) = std::fs::read_dir(entry.path()) else {
+                    continue;
+                };
+                let files = sub.flatten().take(MAX_FOLDER_SCAN);
+                out.extend(
+                    files
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("pmix."))
+                        .map(|e| e.path()),
+                );
             }
         }
     }

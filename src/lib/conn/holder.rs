@@ -335,19 +335,54 @@ impl Drop for Holder {
 
 /// The per-user directory where holders register their sockets by
 /// allocation id: `$XDG_RUNTIME_DIR/pmix-tools-holders` or
-/// `/tmp/pmix-tools-holders.<uid>`, created with mode 0700. Used only when
-/// it is a real directory (not a link) owned by us and private.
+/// `/tmp/pmix-tools-holders.<uid>`, created with mode 0700 (see [`registry`]).
 pub(crate) fn registry_dir() -> Option<PathBuf> {
+    registry().ok()
+}
+
+/// Names tried for the registry after the first, when another user holds it.
+const REGISTRY_ALTERNATIVES: usize = 8;
+
+/// The holder registry: the first of `BASE`, `BASE.1` … `BASE.7` that is
+/// (or can be made) a real private directory of ours, so a path another
+/// user pre-created does not take it away (every tool of ours picks the
+/// same one); or why none can be used, naming each path and its owner.
+pub(crate) fn registry() -> std::result::Result<PathBuf, String> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let uid = nix::unistd::geteuid().as_raw();
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+    let base = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(d) if d.is_dir() => d.join("pmix-tools-holders"),
         _ => PathBuf::from(format!("/tmp/pmix-tools-holders.{uid}")),
     };
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    let meta = std::fs::symlink_metadata(&dir).ok()?;
-    let private = meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0;
-    private.then_some(dir)
+    let mut refused = Vec::new();
+    for n in 0..REGISTRY_ALTERNATIVES {
+        let dir = match n {
+            0 => base.clone(),
+            _ => PathBuf::from(format!("{}.{n}", base.display())),
+        };
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0 => return Ok(dir),
+            Ok(m) => refused.push(format!(
+                "{} is {} owned by uid {} (mode {:o})",
+                dir.display(),
+                if m.file_type().is_symlink() {
+                    "a symlink"
+                } else if m.is_dir() {
+                    "a directory"
+                } else {
+                    "a file"
+                },
+                m.uid(),
+                m.mode() & 0o7777
+            )),
+            Err(e) => refused.push(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(format!(
+        "the holder registry cannot be used: {}",
+        refused.join("; ")
+    ))
 }
 
 /// Where the holder of `alloc_id` on the DVM whose namespace is `server`

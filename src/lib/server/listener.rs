@@ -107,6 +107,7 @@ pub struct Rendezvous {
     dir: PathBuf,
     files: Vec<PathBuf>,
     report: Option<PathBuf>,
+    notes: Vec<String>,
 }
 
 impl Rendezvous {
@@ -114,36 +115,15 @@ impl Rendezvous {
     /// `--report-uri` file when asked.
     pub fn write(ident: &ServerIdent, tmpdir: &Path, report_uri: Option<&Path>) -> Result<Self> {
         sweep_stale(tmpdir);
-        let dir = tmpdir.join(format!("pdvm.{}", ident.pid));
-        let io = |what: &str, p: &Path, e: std::io::Error| {
-            Error::new(Status::ERROR, format!("{what} {}: {e}", p.display()))
-        };
-        // A fresh private directory: a leftover of ours (a dead process that
-        // had our pid) is emptied and replaced; a symlink, a non-directory
-        // or another user's directory is refused, never followed or adopted.
-        if let Ok(m) = fs::symlink_metadata(&dir) {
-            use std::os::unix::fs::MetadataExt;
-            let mine = m.uid() == nix::unistd::getuid().as_raw();
-            if !m.file_type().is_dir() || !mine {
-                return Err(io(
-                    "refusing pre-existing",
-                    &dir,
-                    std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        "not a directory of ours (symlink, file or another user's)",
-                    ),
-                ));
-            }
-            remove_stale(&dir).map_err(|e| io("cannot remove stale", &dir, e))?;
-        }
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| io("cannot create", &dir, e))?;
+        let (dir, notes) = private_dir(tmpdir, ident.pid)?;
         let mut me = Rendezvous {
             dir: dir.clone(),
             files: Vec::new(),
             report: None,
+            notes,
+        };
+        let io = |what: &str, p: &Path, e: std::io::Error| {
+            Error::new(Status::ERROR, format!("{what} {}: {e}", p.display()))
         };
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
@@ -183,6 +163,84 @@ impl Rendezvous {
     pub fn files(&self) -> &[PathBuf] {
         &self.files
     }
+
+    /// What pdvm must say about the directory it picked: each name it
+    /// passed over because another user (or a symlink) holds it.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
+/// Names tried for the rendezvous directory after `pdvm.<pid>`.
+const DIR_ALTERNATIVES: u32 = 16;
+
+/// Who holds `path`, for messages: "a symlink owned by uid N" and so on.
+fn describe_entry(m: &fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let kind = if m.file_type().is_symlink() {
+        "a symlink"
+    } else if m.is_dir() {
+        "a directory"
+    } else {
+        "a file"
+    };
+    format!("{kind} owned by uid {}", m.uid())
+}
+
+/// A fresh private (0700) rendezvous directory under `tmpdir`:
+/// `pdvm.<pid>`, or, when another user (or a symlink, or a file) holds that
+/// name, `pdvm.<pid>.1`, `pdvm.<pid>.2` … — never following or adopting
+/// what someone else made. A leftover directory of ours (a dead process
+/// that had our pid) is emptied and replaced. Returns the directory and a
+/// note for each name passed over; when every name is taken, the error
+/// names the paths and their owners.
+fn private_dir(tmpdir: &Path, pid: u32) -> Result<(PathBuf, Vec<String>)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::getuid().as_raw();
+    let mut notes = Vec::new();
+    for n in 0..=DIR_ALTERNATIVES {
+        let dir = match n {
+            0 => tmpdir.join(format!("pdvm.{pid}")),
+            _ => tmpdir.join(format!("pdvm.{pid}.{n}")),
+        };
+        if let Ok(m) = fs::symlink_metadata(&dir) {
+            if !m.file_type().is_dir() || m.uid() != me {
+                notes.push(format!(
+                    "{} is {}, not a directory of ours: not used",
+                    dir.display(),
+                    describe_entry(&m)
+                ));
+                continue;
+            }
+            remove_stale(&dir).map_err(|e| {
+                Error::new(
+                    Status::ERROR,
+                    format!("cannot remove stale {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok((dir, notes)),
+            // Someone made it between our look and our mkdir: next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                notes.push(format!("{} appeared meanwhile: not used", dir.display()));
+            }
+            Err(e) => {
+                return Err(Error::new(
+                    Status::ERROR,
+                    format!("cannot create {}: {e}", dir.display()),
+                ))
+            }
+        }
+    }
+    Err(Error::new(
+        Status::ERROR,
+        format!(
+            "no private rendezvous directory could be made in {}: {}",
+            tmpdir.display(),
+            notes.join("; ")
+        ),
+    ))
 }
 
 /// True when `pid` is a running (not zombie) process named `pdvm` of our uid.
@@ -315,15 +373,17 @@ pub fn find_running(tmpdir: Option<&Path>) -> Vec<u32> {
     pids
 }
 
-/// The `pdvm.<pid>` entries of `dir` (at most 10,000 entries read), with
-/// their pid.
+/// The `pdvm.<pid>` and `pdvm.<pid>.<n>` entries of `dir`, with their pid.
+/// Every entry is looked at by name, however many the directory holds.
 fn pdvm_entries(dir: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
     fs::read_dir(dir)
         .into_iter()
-        .flat_map(|rd| rd.flatten().take(10_000))
+        .flat_map(|rd| rd.flatten())
         .filter_map(|e| {
             let name = e.file_name();
-            let pid = name.to_str()?.strip_prefix("pdvm.")?.parse().ok()?;
-            Some((pid, e.path()))
+            let rest = name.to_str()?.strip_prefix("pdvm.")?;
+            let (pid, alt) = rest.split_once('.').unwrap_or((rest, "0"));
+            alt.parse::<u32>().ok()?;
+            Some((pid.parse().ok()?, e.path()))
         })
 }
