@@ -18,6 +18,9 @@ enum Op {
     End(usize),
     /// Reserve one node for the k-th namespace (live or not) with inheritance.
     Reserve(usize, u8),
+    /// A tool connects and leaves (minted name or given): it is forgotten
+    /// and its slot reused, which must not disturb any answer.
+    Churn(bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -25,6 +28,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(Op::Spawn),
         2 => any::<usize>().prop_map(Op::End),
         2 => (any::<usize>(), 1u8..=4).prop_map(|(k, i)| Op::Reserve(k, i)),
+        2 => any::<bool>().prop_map(Op::Churn),
     ]
 }
 
@@ -100,6 +104,17 @@ proptest! {
                     }, &mut s, 0).unwrap();
                     res.insert(out.alloc_id, (owner, inh));
                 }
+                Op::Churn(minted) => {
+                    next += 1;
+                    let ns = format!("churn-{next}");
+                    if minted {
+                        d.tool_connected_minted(&ns).unwrap();
+                    } else {
+                        d.tool_connected(&ns).unwrap();
+                    }
+                    d.tool_disconnected(&ns, &mut s, 0).unwrap();
+                    prop_assert_eq!(d.namespace_known(&ns), !minted);
+                }
             }
             // 1. Live-descendant answers equal the walk.
             for ns in &all {
@@ -116,4 +131,140 @@ proptest! {
             }
         }
     }
+}
+
+/// Ended tools that own nothing and parent nothing are forgotten: the model
+/// holds the same number of namespaces after 20,000 tool connections as
+/// before; a name a tool chose is still never reused.
+#[test]
+fn ended_tools_nothing_needs_are_forgotten() {
+    let mut s = Scheduler::new(4, 1);
+    let mut d = Dvm::new(
+        DvmConfig {
+            nodes: 1,
+            slots: 1,
+            compat: false,
+        },
+        &mut s,
+    );
+    let before = d.namespaces_held();
+    for i in 0..10_000 {
+        let ns = format!("pdvm-h-1@{i}");
+        d.tool_connected_minted(&ns).unwrap();
+        d.tool_disconnected(&ns, &mut s, 0).unwrap();
+        let given = format!("given-{i}");
+        d.tool_connected(&given).unwrap();
+        d.tool_disconnected(&given, &mut s, 0).unwrap();
+    }
+    assert_eq!(d.namespaces_held(), before);
+    assert!(d.namespace_known("given-77"), "a given name may be reused");
+    assert!(d.tool_connected("given-77").is_err());
+    // A tool that owns a reservation is kept until the reservation ends.
+    d.tool_connected("owner").unwrap();
+    let owner = Requester::tool("owner");
+    let out = d
+        .allocate(
+            &AllocRequest {
+                requester: owner.clone(),
+                directive: directive::NEW,
+                attrs: AllocAttrs {
+                    num_nodes: Some(1),
+                    inherit: Some(2),
+                    ..AllocAttrs::default()
+                },
+            },
+            &mut s,
+            0,
+        )
+        .unwrap();
+    d.spawn(
+        &owner,
+        "job-a",
+        Some(std::slice::from_ref(&out.alloc_id)),
+        &[1],
+    )
+    .unwrap();
+    d.tool_disconnected("owner", &mut s, 0).unwrap();
+    assert_eq!(d.reservations(&s, 0).len(), 1, "CHILD: the job still runs");
+    assert!(d.has_live_descendants("owner"));
+    d.job_terminated("job-a", 0, &mut s, 0).unwrap();
+    assert!(d.reservations(&s, 0).is_empty());
+}
+
+/// The CHILD rules need the whole chain of ended ancestors while any
+/// descendant lives, however deep: a tool's reservation (CHILD) waits for
+/// the last of 3,000 nested jobs, though every job above it has ended and
+/// thousands of other tools came and went (their slots reused) meanwhile.
+#[test]
+fn child_rules_hold_across_a_deep_genealogy_with_tool_churn() {
+    let mut s = Scheduler::new(4, 1);
+    let mut d = Dvm::new(
+        DvmConfig {
+            nodes: 1,
+            slots: 4000,
+            compat: false,
+        },
+        &mut s,
+    );
+    d.tool_connected("root").unwrap();
+    let root = Requester::tool("root");
+    d.allocate(
+        &AllocRequest {
+            requester: root.clone(),
+            directive: directive::NEW,
+            attrs: AllocAttrs {
+                num_nodes: Some(1),
+                inherit: Some(2),
+                ..AllocAttrs::default()
+            },
+        },
+        &mut s,
+        0,
+    )
+    .unwrap();
+    let depth = 3_000;
+    let mut churn = 0;
+    let mut tool_churn = |d: &mut Dvm, s: &mut Scheduler| {
+        churn += 1;
+        let ns = format!("passer-{churn}");
+        d.tool_connected_minted(&ns).unwrap();
+        d.tool_disconnected(&ns, s, 0).unwrap();
+    };
+    let mut parent = root.clone();
+    for k in 1..=depth {
+        let ns = format!("job-{k}");
+        d.spawn(&parent, &ns, None, &[1]).unwrap();
+        parent = Requester::app(&ns, 0);
+        tool_churn(&mut d, &mut s);
+    }
+    d.tool_disconnected("root", &mut s, 0).unwrap();
+    assert_eq!(
+        d.namespaces_held(),
+        depth + 1,
+        "the passing tools are forgotten"
+    );
+    for k in 1..depth {
+        d.job_terminated(&format!("job-{k}"), 0, &mut s, 0).unwrap();
+        tool_churn(&mut d, &mut s);
+        assert_eq!(d.reservations(&s, 0).len(), 1, "ended at job-{k}");
+    }
+    assert!(d.has_live_descendants("root"));
+    let jobs = d.jobs();
+    let last = jobs
+        .iter()
+        .find(|j| j.nspace == format!("job-{depth}"))
+        .unwrap();
+    assert_eq!(
+        last.parent.as_deref(),
+        Some(format!("job-{}", depth - 1).as_str())
+    );
+    let first = jobs.iter().find(|j| j.nspace == "job-1").unwrap();
+    assert_eq!(first.parent.as_deref(), Some("root"));
+    d.job_terminated(&format!("job-{depth}"), 0, &mut s, 0)
+        .unwrap();
+    assert!(
+        d.reservations(&s, 0).is_empty(),
+        "the last descendant ended"
+    );
+    assert!(!d.has_live_descendants("root"));
 }

@@ -45,23 +45,16 @@ pub(crate) struct NsEntry {
     pub placement: Vec<(usize, u32)>,
     pub state: JobState,
     pub exit_status: Option<i32>,
+    /// Entries whose parent this is.
+    pub children: u32,
+    /// The name was chosen by its peer (not minted by the DVM): once the
+    /// entry is forgotten, the name is remembered so it is never reused.
+    pub given: bool,
 }
 
-/// The namespace table and genealogy.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Genealogy {
-    pub ents: Vec<NsEntry>,
-    pub by_name: HashMap<String, u32>,
-}
-
-impl Genealogy {
-    /// Index of a namespace, creating a placeholder when unknown.
-    pub(crate) fn ensure(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.by_name.get(name) {
-            return i;
-        }
-        let i = self.ents.len() as u32;
-        self.ents.push(NsEntry {
+impl NsEntry {
+    fn blank(name: &str) -> NsEntry {
+        NsEntry {
             name: name.to_string(),
             kind: NsKind::Placeholder,
             parent: None,
@@ -72,9 +65,71 @@ impl Genealogy {
             placement: Vec::new(),
             state: JobState::Terminated,
             exit_status: None,
-        });
+            children: 0,
+            given: true,
+        }
+    }
+}
+
+/// The namespace table and genealogy.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Genealogy {
+    pub ents: Vec<NsEntry>,
+    pub by_name: HashMap<String, u32>,
+    /// Slots of forgotten entries, reused by new ones.
+    pub free: Vec<u32>,
+}
+
+impl Genealogy {
+    /// Index of a namespace, creating a placeholder when unknown.
+    pub(crate) fn ensure(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.by_name.get(name) {
+            return i;
+        }
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.ents[i as usize] = NsEntry::blank(name);
+                i
+            }
+            None => {
+                self.ents.push(NsEntry::blank(name));
+                (self.ents.len() - 1) as u32
+            }
+        };
         self.by_name.insert(name.to_string(), i);
         i
+    }
+
+    /// True when nothing needs entry `i` any more: an ended tool that owns
+    /// no reservation and is no entry's parent (so no CHILD rule, no job
+    /// listing and no descendant count can reach it).
+    pub(crate) fn forgettable(&self, i: u32) -> bool {
+        let e = self.at(i);
+        e.kind == NsKind::Tool
+            && e.ended
+            && !e.live
+            && e.owned.is_empty()
+            && e.children == 0
+            && e.live_desc == 0
+            && e.placement.is_empty()
+    }
+
+    /// Forget entry `i` (see [`Genealogy::forgettable`]): its slot is
+    /// reused. Returns its name and whether the name was given by its peer.
+    pub(crate) fn forget(&mut self, i: u32) -> (String, bool) {
+        let e = std::mem::replace(&mut self.ents[i as usize], NsEntry::blank(""));
+        self.by_name.remove(&e.name);
+        if let Some(p) = e.parent {
+            let pe = self.at_mut(p);
+            pe.children = pe.children.saturating_sub(1);
+        }
+        self.free.push(i);
+        (e.name, e.given)
+    }
+
+    /// Namespaces known (forgotten ones excluded).
+    pub(crate) fn len(&self) -> usize {
+        self.by_name.len()
     }
 
     /// Index of a known namespace.
@@ -111,6 +166,9 @@ impl Genealogy {
                 break;
             }
             a = self.at(p).parent;
+        }
+        if let Some(p) = parent {
+            self.at_mut(p).children += 1;
         }
         {
             let e = self.at_mut(i);

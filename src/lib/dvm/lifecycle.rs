@@ -266,6 +266,7 @@ impl Dvm {
         for c in candidates {
             fx.extend(self.settle_owner(c, sched, now));
         }
+        self.forget_if_unneeded(i);
         Ok(fx)
     }
 

@@ -137,6 +137,10 @@ pub struct Dvm {
     pub(crate) res: HashMap<String, Reservation>,
     pub(crate) by_req: HashMap<String, Vec<String>>,
     pub(crate) gen: Genealogy,
+    /// Fingerprints (keyed hashes) of the peer-given names of forgotten
+    /// tool namespaces: such a name is never reused.
+    pub(crate) forgotten: HashSet<u64>,
+    pub(crate) fingerprint: std::collections::hash_map::RandomState,
     pub(crate) next_seq: u64,
     pub(crate) torn_down: bool,
 }
@@ -171,6 +175,8 @@ impl Dvm {
             res: HashMap::new(),
             by_req: HashMap::new(),
             gen: Genealogy::default(),
+            forgotten: HashSet::new(),
+            fingerprint: std::collections::hash_map::RandomState::new(),
             next_seq: 1,
             torn_down: false,
         }
@@ -183,17 +189,50 @@ impl Dvm {
 
     /// True when `nspace` is (or was) a tool's or a job's namespace here.
     pub fn namespace_known(&self, nspace: &str) -> bool {
+        use std::hash::BuildHasher;
         self.gen.is_registered(nspace)
+            || self.forgotten.contains(&self.fingerprint.hash_one(nspace))
     }
 
-    /// Registers a connected tool's namespace (a live genealogy root).
+    /// Registers a connected tool's namespace (a live genealogy root),
+    /// whose name its peer chose: it is never reused, even once forgotten.
     pub fn tool_connected(&mut self, nspace: &str) -> Result<(), DvmError> {
-        if self.gen.is_registered(nspace) {
+        if self.namespace_known(nspace) {
             return Err(DvmError::Exists(super::error::Rule::NamespaceExists));
         }
         let i = self.gen.ensure(nspace);
         self.gen.start(i, NsKind::Tool, None);
         Ok(())
+    }
+
+    /// [`Dvm::tool_connected`] for a name the DVM minted (it never recurs,
+    /// so nothing of it is kept once it is forgotten).
+    pub fn tool_connected_minted(&mut self, nspace: &str) -> Result<(), DvmError> {
+        self.tool_connected(nspace)?;
+        if let Some(i) = self.gen.get(nspace) {
+            self.gen.at_mut(i).given = false;
+        }
+        Ok(())
+    }
+
+    /// Namespaces the model holds (tools and jobs, live or ended; ended
+    /// tools that nothing needs are forgotten).
+    pub fn namespaces_held(&self) -> usize {
+        self.gen.len()
+    }
+
+    /// Forget namespace `i` if nothing needs it any more (see
+    /// [`Genealogy::forgettable`]); a peer-given name is remembered by its
+    /// fingerprint so it is never reused.
+    pub(crate) fn forget_if_unneeded(&mut self, i: u32) {
+        use std::hash::BuildHasher;
+        if !self.gen.forgettable(i) {
+            return;
+        }
+        let (name, given) = self.gen.forget(i);
+        if given {
+            self.forgotten.insert(self.fingerprint.hash_one(&name));
+        }
     }
 
     /// Makes sure a requester's namespace is known; an unknown one is
@@ -376,6 +415,7 @@ impl Dvm {
             }
         }
         self.gen.at_mut(r.owner).owned.retain(|x| x != id);
+        self.forget_if_unneeded(r.owner);
         Some(r)
     }
 }

@@ -365,7 +365,7 @@ impl Server {
         let (reply, peer) = match &req.identity {
             PeerIdentity::Tool => {
                 let ns = self.mint_nspace();
-                let _ = self.model.tool_connected(&ns);
+                let _ = self.model.tool_connected_minted(&ns);
                 (
                     tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
                     PeerInfo {

@@ -81,6 +81,11 @@ impl ModelDriver {
         self.dvm.tool_connected(nspace)
     }
 
+    /// A tool connected under a namespace pdvm minted for it.
+    pub(crate) fn tool_connected_minted(&mut self, nspace: &str) -> Result<(), DvmError> {
+        self.dvm.tool_connected_minted(nspace)
+    }
+
     /// The tool of namespace `nspace` left.
     pub(crate) fn tool_disconnected(&mut self, nspace: &str) -> Result<Vec<Effect>, DvmError> {
         let now = self.clock.now_ms();
