@@ -33,6 +33,7 @@ fn exit_from_code(code: i32) -> Exit {
         exit::NO_PERMISSION => Exit::NoPermission,
         exit::NOT_SUPPORTED => Exit::NotSupported,
         exit::TIMED_OUT => Exit::TimedOut,
+        exit::OUTCOME_UNKNOWN => Exit::OutcomeUnknown,
         exit::INTERRUPTED => Exit::Interrupted,
         _ => Exit::Other,
     }
@@ -73,9 +74,9 @@ impl Failure {
             return Failure::lost(e);
         }
         if e.kind == ErrorKind::TimedOut {
-            // Our deadline: the connection layer's sentence names what was
-            // awaited.
-            return Failure::timed_out(&e.context);
+            // Our deadline passed after the request was sent: the DVM may
+            // still carry it out, so it is not reported as failed.
+            return Failure::outcome_unknown(op, &e.context);
         }
         let name = e.status.name();
         let mut message = refusal_message(op, name, attrs);
@@ -113,6 +114,31 @@ impl Failure {
             status: Some(e.status.name().to_string()),
             rule: None,
             message: format!("{what}: {e}"),
+        }
+    }
+
+    /// A request that changes something was sent and not answered in time
+    /// (exit 9): the DVM may still carry it out; the sentence says how to
+    /// check.
+    pub fn outcome_unknown(op: Operation, why: &str) -> Failure {
+        let check = match op {
+            Operation::AllocNew | Operation::Reacquire => {
+                "`pwatch --status --mine` shows whether the allocation was made \
+(`prelease --cancel REQUEST-ID` withdraws a queued one)"
+            }
+            Operation::AllocExtend => "`pwatch --status` shows the allocation's nodes and time",
+            Operation::Release | Operation::Cancel => {
+                "`pwatch --status` shows whether the allocation or request is still there"
+            }
+            Operation::Spawn => "`pwatch --status` lists the job if it was launched",
+        };
+        Failure {
+            exit: Exit::OutcomeUnknown,
+            status: Some(crate::proto::status::Status::ERR_TIMEOUT.name().to_string()),
+            rule: None,
+            message: format!(
+                "outcome unknown: {why}; the request was sent and the DVM may still carry it out: {check}"
+            ),
         }
     }
 

@@ -280,11 +280,14 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             if let Some(pb) = &spinner {
                 pb.finish_and_clear();
             }
-            s.conn().forget(tag);
-            return Err(Failure::timed_out(&format!(
-                "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
-                crate::conn::client::seconds(s.timeout())
-            )));
+            s.conn().give_up(tag);
+            return Err(Failure::outcome_unknown(
+                op,
+                &format!(
+                    "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
+                    crate::conn::client::seconds(s.timeout())
+                ),
+            ));
         }
         match step(&s, queued_holder.as_mut(), None, alive_by) {
             Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {

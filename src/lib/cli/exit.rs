@@ -12,6 +12,7 @@
 //! | 6 | no permission (`PMIX_ERR_NO_PERMISSIONS`) |
 //! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
 //! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`, a job stopped at its allocation's time limit) |
+//! | 9 | outcome unknown: a request that changes something (allocate, extend, release, cancel, spawn) was sent but not answered in time; the DVM may still carry it out (check with `pwatch --status`) |
 //! | 130 | interrupted (Ctrl-C, SIGINT; a pending allocation request was cancelled) |
 //! | 143 | ended by SIGTERM (128+15; SIGHUP gives 129) |
 //!
@@ -37,6 +38,8 @@ pub(crate) const NO_PERMISSION: i32 = 6;
 pub(crate) const NOT_SUPPORTED: i32 = 7;
 /// The operation timed out.
 pub(crate) const TIMED_OUT: i32 = 8;
+/// A request was sent and not answered in time: it may still be carried out.
+pub(crate) const OUTCOME_UNKNOWN: i32 = 9;
 /// Interrupted by the user (128 + SIGINT).
 pub(crate) const INTERRUPTED: i32 = 130;
 /// Ended by SIGTERM (128 + 15).
@@ -63,6 +66,8 @@ pub enum Exit {
     NotSupported,
     /// 8.
     TimedOut,
+    /// 9.
+    OutcomeUnknown,
     /// 130.
     Interrupted,
     /// A launched command exited with this status.
@@ -84,6 +89,7 @@ impl Exit {
             Exit::NoPermission => NO_PERMISSION,
             Exit::NotSupported => NOT_SUPPORTED,
             Exit::TimedOut => TIMED_OUT,
+            Exit::OutcomeUnknown => OUTCOME_UNKNOWN,
             Exit::Interrupted => INTERRUPTED,
             Exit::Command(c) => c.clamp(0, 255),
             Exit::Signaled(n) => 128 + n.clamp(0, 127),
@@ -117,6 +123,12 @@ pub(crate) const EXIT_TABLE: &[(i32, &str)] = &[
         TIMED_OUT,
         "timed out (--timeout, PMIX_ERR_TIMEOUT), or a job stopped because its allocation \
 reached its time limit",
+    ),
+    (
+        OUTCOME_UNKNOWN,
+        "outcome unknown: a request that changes something (allocate, extend, release, cancel, \
+spawn) was sent, but the DVM did not answer within PMIX_TOOLS_TIMEOUT; it may still be carried \
+out: `pwatch --status` shows whether it was. Never reported as failed",
     ),
     (
         INTERRUPTED,

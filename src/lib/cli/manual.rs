@@ -151,7 +151,7 @@ const CONNECT_ENV: &[(&str, &str)] = &[
     ),
     (
         "PMIX_TOOLS_TIMEOUT",
-        "seconds the tool waits for the DVM to finish the connection handshake and to answer each request (default 30); when it passes the tool exits 8 and says what it waited for. A queued allocation is not a silent DVM: palloc waits for its grant as --wait says",
+        "seconds the tool waits for the DVM to finish the connection handshake and to answer each request (default 30); when it passes, the tool ends within 1 s more (its goodbye to a silent DVM waits at most 0.3 s) and says what it waited for: exit 8 when nothing was changed (a query, the handshake), exit 9 (outcome unknown) when a request that changes something was sent, since the DVM may still carry it out: `pwatch --status` shows whether it did. A queued allocation is not a silent DVM: palloc waits for its grant as --wait says",
     ),
     (
         "NO_COLOR",

@@ -143,6 +143,8 @@ struct Rx {
     closed: Option<Error>,
     /// A thread is in poll(2) on the socket (the others wait on the condvar).
     polling: bool,
+    /// A reply was given up on at its deadline: the server did not answer.
+    gave_up: bool,
 }
 
 impl Rx {
@@ -512,6 +514,7 @@ found by {}); it may be stopped or overloaded",
                     queued_bytes: 0,
                     closed: None,
                     polling: false,
+                    gave_up: false,
                 }),
                 turn: Condvar::new(),
                 fd,
@@ -609,6 +612,14 @@ found by {}); it may be stopped or overloaded",
         lock(&self.shared.rx).abandon(tag);
     }
 
+    /// [`Connection::forget`] because the server did not answer in time
+    /// (see [`Connection::gave_up`]).
+    pub fn give_up(&self, tag: u32) {
+        let mut rx = lock(&self.shared.rx);
+        rx.abandon(tag);
+        rx.gave_up = true;
+    }
+
     /// Wait until every request sent on this connection has been answered
     /// (replies not taken yet are kept), at most until `deadline`; true
     /// when none is left in flight. Some servers (PRRTE master) are upset
@@ -624,6 +635,12 @@ found by {}); it may be stopped or overloaded",
             }
         });
         matches!(r, WaitOut::Done(true))
+    }
+
+    /// True once a reply was given up on at its deadline (the server did
+    /// not answer in time): saying goodbye then does not wait long.
+    pub fn gave_up(&self) -> bool {
+        lock(&self.shared.rx).gave_up
     }
 
     /// Send a request and wait up to `timeout` for its reply payload.
@@ -824,7 +841,9 @@ impl Shared {
             WaitOut::Done(Err(e)) => Err(e),
             WaitOut::Ready(_) | WaitOut::Deadline => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
-                    lock(&self.rx).abandon(tag);
+                    let mut rx = lock(&self.rx);
+                    rx.abandon(tag);
+                    rx.gave_up = true;
                 }
                 Ok(None)
             }

@@ -17,8 +17,13 @@ use crate::proto::cmd;
 pub const MAX_REPLY_ITEMS: usize = 1 << 20;
 /// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest wait for the server's answer to our goodbye.
+/// Longest wait for the server's answer to our goodbye (and for requests
+/// in flight before it).
 pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
+/// The same wait once the server has failed to answer a request in time:
+/// a tool that timed out ends within `PMIX_TOOLS_TIMEOUT` plus this margin
+/// (its goodbye does not come on top of the deadline).
+pub const FINALIZE_WAIT_AFTER_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// A connected session with a PMIx server.
 pub struct Session {
@@ -139,20 +144,32 @@ impl Session {
 
     /// Let requests in flight be answered (at most [`FINALIZE_WAIT`]), say
     /// goodbye, wait for the server's answer (at most [`FINALIZE_WAIT`]),
-    /// and close.
+    /// and close; once the server has failed to answer a request in time,
+    /// all of it within [`FINALIZE_WAIT_AFTER_TIMEOUT`] (a silent server
+    /// costs no more than that margin on top of the deadline).
     ///
     /// The wait matters: libpmix tools always wait for the answer, and PRRTE
     /// master corrupts its heap when a tool closes the socket between sending
-    /// the goodbye and receiving it. A server that has already gone, or that
-    /// does not answer in time, costs at most the bound.
+    /// the goodbye and receiving it.
     pub fn finalize(self) -> Result<()> {
+        let gave_up = self.conn.gave_up();
+        let wait = if gave_up {
+            FINALIZE_WAIT_AFTER_TIMEOUT
+        } else {
+            FINALIZE_WAIT
+        };
+        let end = std::time::Instant::now() + wait;
         // Requests still in flight (a barrier, a timed-out query) are let
         // finish first: a server answering after we left may fall over.
-        let _ = self.conn.settle(std::time::Instant::now() + FINALIZE_WAIT);
+        let _ = self.conn.settle(end);
         let enc = self.request(cmd::FINALIZE)?;
+        let left = match gave_up {
+            true => end.saturating_duration_since(std::time::Instant::now()),
+            false => FINALIZE_WAIT,
+        };
         let r = self
             .conn
-            .request_for(enc.bytes(), FINALIZE_WAIT, cmd::describe(cmd::FINALIZE));
+            .request_for(enc.bytes(), left, cmd::describe(cmd::FINALIZE));
         self.conn.shutdown();
         r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
     }
