@@ -8,6 +8,7 @@ mod support;
 
 mod cli_parse;
 mod cli_robust;
+mod client_decode_proptest;
 mod client_hardening;
 mod codec_budget;
 mod codec_golden;

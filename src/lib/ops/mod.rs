@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod control;
 pub mod events;
+pub mod inbound;
 pub mod iof;
 pub mod job;
 pub mod query;

@@ -509,6 +509,33 @@ fn namespace_info(sess: &Session) -> Result<Vec<JobRecord>> {
         .collect())
 }
 
+/// Every status record one query answer carries, decoded as `pwatch
+/// --status` reads them (reservations, nodes, jobs in pdvm's table or as
+/// namespace information, allocation ids), without I/O: the client fuzz
+/// target's entry point ([`super::inbound`]). Returns how many records.
+pub fn decode_answer(infos: &[Info]) -> Result<usize> {
+    use std::hint::black_box;
+    let now = unix_now();
+    let mut n = 0;
+    for i in entries(infos, keys::QUERY_ALLOC_STATUS)? {
+        black_box(reservation_from_infos(i, now));
+        n += 1;
+    }
+    for i in entries(infos, keys::QUERY_ALLOCATION)? {
+        black_box(NodeRecord::from_infos(i));
+        n += 1;
+    }
+    for i in entries(infos, QUERY_JOBS)? {
+        black_box(JobRecord::from_infos(i));
+        n += 1;
+    }
+    for i in entries(infos, keys::QUERY_NAMESPACE_INFO)? {
+        black_box(JobRecord::from_namespace_info(i));
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Which tables one [`status`] request asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Want {
