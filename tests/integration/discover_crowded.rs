@@ -43,7 +43,8 @@ fn tool(pdvm: &Pdvm, name: &str) -> Command {
 
 /// 30,000 foreign entries beside pdvm's folder (discovery used to read only
 /// the first 10,000): `pwatch --status` finds it (its time is a figure),
-/// and `pdvm --terminate` finds and stops it.
+/// the stale-directory sweep finds a dead pdvm's folder, and
+/// `pdvm --terminate` finds and stops it.
 #[test]
 fn crowded_search_directory_does_not_hide_pdvm() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
@@ -58,6 +59,12 @@ fn crowded_search_directory_does_not_hide_pdvm() {
         "FIGURE discovery among 30,000 foreign entries: pwatch --status {:.3}s",
         took.as_secs_f64()
     );
+    // The stale-directory sweep sees past the crowd too: a directory of
+    // ours named after a dead pdvm is removed.
+    let stale = pdvm.tmpdir.path().join("pdvm.4000002");
+    std::fs::create_dir(&stale).expect("mkdir");
+    let removed = pmix_tools::server::listener::sweep_stale(pdvm.tmpdir.path());
+    assert_eq!(removed, vec![stale.clone()], "sweep among the crowd");
     let mut term = tool(&pdvm, "pdvm");
     term.arg("--terminate")
         .arg("--tmpdir")
