@@ -11,7 +11,16 @@ Start a PMIx DVM on this machine with N simulated nodes of S slots each (the \
 default session) and a simulated scheduler holding M further nodes, write \
 rendezvous files as PRRTE does (so palloc, pspawn, prelease and pwatch find it \
 with no flags), and print `DVM ready` on stderr (stdout is left to CMD). \
-A tmpdir already served by a live pdvm is refused, naming its pid.
+A tmpdir already served by a live pdvm is refused, naming its pid. When \
+another user (or a symlink) holds pdvm.<pid>, pdvm uses pdvm.<pid>.1 (…) and \
+says which path it passed over and who owns it.
+
+A job's output is never dropped: while the tool that spawned it does not \
+read, pdvm stops reading the job's pipes (the job waits). Each user's \
+connections have a 256 MiB budget of bytes actually held (large requests or \
+replies beyond it are refused PMIX_ERR_OUT_OF_RESOURCE); a connection that \
+does not finish its handshake within 10 s, or holds part of a message and \
+sends nothing more for 10 s, is closed.
 
 With `-- CMD ARGS…` it runs CMD as a job of its own namespace — the session \
 leader of the spec's workflows: every tool invoked from CMD acts for that \
