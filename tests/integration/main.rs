@@ -40,5 +40,6 @@ mod server_decode_proptest;
 mod server_identity;
 mod server_stale;
 mod test_layout;
+mod tools_cluster;
 mod tools_master;
 mod tools_prte;
