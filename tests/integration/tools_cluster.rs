@@ -70,3 +70,55 @@ fn four_nodes_map_by_node_then_nothing_left_behind() {
     assert!(!dir.exists(), "{} left behind", dir.display());
     assert_eq!(shm_files_of(pid), Vec::<String>::new(), "left in /dev/shm");
 }
+
+/// `scripts/prrte-cluster.sh` as a user runs it: `start -n 3 -s 1` prints
+/// how to reach the cluster, `run pspawn` lands on the three nodes, `stop`
+/// leaves no process in the namespace and no state directory.
+#[test]
+fn the_user_script_starts_runs_and_stops_cleanly() {
+    let state = crate::support::unique_tmpdir("usercluster");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/prrte-cluster.sh");
+    let sh = |args: &[&str]| {
+        let mut cmd = Command::new(&script);
+        crate::support::scrub_pmix_env(&mut cmd);
+        cmd.args(args)
+            .env("PRRTE_CLUSTER_STATE", state.path())
+            .env("PRRTE_PREFIX", crate::support::master_dir().join("prrte"))
+            .env("PATH", user_path());
+        run(&mut cmd)
+    };
+    let up = sh(&["start", "-n", "3", "-s", "1"]);
+    let guard = StopOnDrop(&sh);
+    assert_eq!(up.status.code(), Some(0), "{}", show(&up));
+    let said = text(&up.stdout);
+    assert!(said.contains("3 nodes x 1 slots"), "{said}");
+    assert!(
+        said.contains("nsenter --net=/proc/"),
+        "prints the prefix: {said}"
+    );
+    let holder: u32 = std::fs::read_to_string(state.join("holder.pid"))
+        .expect("holder pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let netns = crate::support::cluster::ns_link(holder).expect("namespace");
+    let o = sh(&["run", "pspawn", "-n", "3", "--map-by", "node", "hostname"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut hosts: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    hosts.sort();
+    assert_eq!(hosts, ["node01", "node02", "node03"], "{}", show(&o));
+    std::mem::forget(guard);
+    let down = sh(&["stop"]);
+    assert_eq!(down.status.code(), Some(0), "{}", show(&down));
+    assert_eq!(processes_in(&netns, 0), Vec::<i32>::new(), "left running");
+    assert!(!state.exists(), "state directory left behind");
+}
+
+/// Runs `stop` when a failed assertion unwinds past it.
+struct StopOnDrop<'a>(&'a dyn Fn(&[&str]) -> Output);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        (self.0)(&["stop"]);
+    }
+}
