@@ -86,7 +86,9 @@ pub(crate) struct OutputSink {
     nspace: String,
     tag: bool,
     json: bool,
-    partial: HashMap<(u32, bool), Vec<u8>>,
+    /// Unterminated lines by source (namespace, rank) and stream: PRRTE
+    /// master also forwards the output of jobs the job spawned.
+    partial: HashMap<(String, u32, bool), Vec<u8>>,
 }
 
 /// Most bytes kept for an unterminated line before it is written anyway.
@@ -118,50 +120,63 @@ impl OutputSink {
             }
             return;
         }
-        let key = (c.source.rank, err);
+        // A chunk names its writer; one without a namespace is our job's.
+        let ns = if c.source.nspace.is_empty() {
+            self.nspace.clone()
+        } else {
+            c.source.nspace.clone()
+        };
+        let key = (ns, c.source.rank, err);
         let mut buf = self.partial.remove(&key).unwrap_or_default();
         buf.extend_from_slice(&c.data);
         let mut start = 0;
         while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
-            self.line(c.source.rank, err, &buf[start..start + pos]);
+            self.line(&key, &buf[start..start + pos]);
             start += pos + 1;
         }
         let rest = buf.split_off(start);
         if rest.len() > MAX_PARTIAL {
-            self.line(c.source.rank, err, &rest);
+            self.line(&key, &rest);
         } else if !rest.is_empty() {
             self.partial.insert(key, rest);
         }
     }
 
-    fn line(&self, rank: u32, err: bool, bytes: &[u8]) {
+    /// One line of `(namespace, rank, stderr?)`: tagged `[RANK]` for our
+    /// job's processes, `[NSPACE.RANK]` for a job it spawned.
+    fn line(&self, (ns, rank, err): &(String, u32, bool), bytes: &[u8]) {
         let text = String::from_utf8_lossy(bytes);
+        let tag = if *ns == self.nspace {
+            format!("[{rank}]")
+        } else {
+            format!("[{ns}.{rank}]")
+        };
         if self.json {
             let rec = OutputRecord {
-                nspace: self.nspace.clone(),
-                rank,
-                stream: if err { "stderr" } else { "stdout" }.into(),
+                nspace: ns.clone(),
+                rank: *rank,
+                stream: if *err { "stderr" } else { "stdout" }.into(),
                 line: text.into_owned(),
             };
             let mut o = std::io::stdout().lock();
             let _ = crate::render::json::write_line(&mut o, &rec);
             let _ = o.flush();
-        } else if err {
-            eprintln!("[{rank}] {text}");
+        } else if *err {
+            eprintln!("{tag} {text}");
         } else {
             let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "[{rank}] {text}");
+            let _ = writeln!(o, "{tag} {text}");
             let _ = o.flush();
         }
     }
 
     /// Write any unterminated lines still buffered.
     pub(crate) fn flush(&mut self) {
-        let mut keys: Vec<(u32, bool)> = self.partial.keys().copied().collect();
+        let mut keys: Vec<(String, u32, bool)> = self.partial.keys().cloned().collect();
         keys.sort_unstable();
         for k in keys {
             if let Some(rest) = self.partial.remove(&k) {
-                self.line(k.0, k.1, &rest);
+                self.line(&k, &rest);
             }
         }
     }
