@@ -115,7 +115,8 @@ start() {
     [ -e "$state/ready" ] || { cat "$state/holder.log" >&2; stop >/dev/null 2>&1; die "could not set up the network namespace"; }
 
     local enter root_flag
-    mapfile -t enter < <(enter_args)
+    prefix_lines="$(enter_args)" # dies (set -e) when no cluster runs
+    mapfile -t enter <<<"$prefix_lines"
     # Inside a user namespace we are its root, too.
     root_flag=(--allow-run-as-root)
     local t0 t1
@@ -155,7 +156,8 @@ EOF
 run() {
     [ $# -gt 0 ] || die "run: give a command"
     local enter
-    mapfile -t enter < <(enter_args)
+    prefix_lines="$(enter_args)" # dies (set -e) when no cluster runs
+    mapfile -t enter <<<"$prefix_lines"
     TMPDIR="$state/hnp" PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         exec "${enter[@]}" "$@"
 }
@@ -166,7 +168,8 @@ stop() {
     [ -n "$h" ] || { echo "prrte-cluster: no cluster (state in $state)"; rm -rf "$state"; return 0; }
     if [ -e "/proc/$h/ns/net" ] && [ -s "$state/uri.txt" ]; then
         local enter root_flag
-        mapfile -t enter < <(enter_args)
+        prefix_lines="$(enter_args)"
+        mapfile -t enter <<<"$prefix_lines"
         root_flag=(--allow-run-as-root)
         timeout 20 env TMPDIR="$state/hnp" "${enter[@]}" "$prrte/bin/pterm" "${root_flag[@]}" \
             --dvm-uri "file:$state/uri.txt" >/dev/null 2>&1 || true
@@ -194,7 +197,10 @@ case "$cmd" in
     start) start "$@" ;;
     run) run "$@" ;;
     shell) run "${SHELL:-/bin/sh}" ;;
-    prefix) echo "TMPDIR=$state/hnp $(enter_args | tr '\n' ' ')" ;;
+    prefix)
+        prefix_lines="$(enter_args)"
+        echo "TMPDIR=$state/hnp $(tr '\n' ' ' <<<"$prefix_lines")"
+        ;;
     stop) stop ;;
     -h | --help | help) usage ;;
     *) usage 2 >&2 ;;
