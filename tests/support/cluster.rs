@@ -239,6 +239,16 @@ impl Cluster {
         )
     }
 
+    /// Whether `prte` has exited (a zombie not yet reaped counts as exited).
+    pub fn prte_exited(&self) -> bool {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        // `PID (comm) STATE …`: the state follows the last `)`.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        matches!(state, None | Some("Z") | Some("X"))
+    }
+
     /// The pids of the processes running in the namespace now (the holder
     /// excluded).
     pub fn processes(&self) -> Vec<i32> {
