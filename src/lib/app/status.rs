@@ -530,4 +530,38 @@ mod tests {
         assert!(v["reservations"].is_null() && v["scheduler"].is_null());
         assert_eq!(v["unreported"]["scheduler"], "PMIX_ERR_NOT_SUPPORTED");
     }
+
+    #[test]
+    fn nodes_list_the_live_jobs_on_them_and_counted_use() {
+        let rec = |name: &str| {
+            node(status_query::NodeRecord {
+                name: name.into(),
+                slots: 2,
+                ..Default::default()
+            })
+        };
+        let mut nodes = vec![rec("a"), rec("b"), rec("c")];
+        let job = |ns: &str, state: &str, on: &[&str]| status_query::JobRecord {
+            nspace: ns.into(),
+            state: state.into(),
+            nodes: on.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let jobs = vec![
+            job("dvm@0", "running", &["a", "b", "c"]),
+            job("j@1", "running", &["a", "b"]),
+            job("j@2", "ended", &["b"]),
+            job("j@3", "running", &["b"]),
+        ];
+        let counted = HashMap::from([("b".to_string(), 2)]);
+        fill_node_jobs(&mut nodes, &jobs, &counted, "dvm@0");
+        assert_eq!(nodes[0].jobs, ["j@1"]);
+        assert_eq!(nodes[1].jobs, ["j@1", "j@3"]);
+        assert!(nodes[2].jobs.is_empty());
+        assert_eq!(nodes[1].state_text(), "busy 2/2");
+        assert_eq!(
+            (nodes[0].state.as_str(), nodes[0].slots_used),
+            ("idle", Some(0))
+        );
+    }
 }
