@@ -653,3 +653,132 @@ fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
         n.c.logs()
     );
 }
+
+// ------------------------------------- single-node rules, again on 4 nodes
+
+/// §8.2.1.5 row 3 (tool + SHARE → default session) on 4 nodes: nothing is
+/// reserved and a default-session job uses node02 like any other node.
+#[test]
+fn prrte_nodes_s8_2_1_5_tool_share() {
+    let n = Nodes::start();
+    let mut cmd = n.tool_cmd("palloc");
+    cmd.args(["-w", "node02", "--share", "--hold", "--json"]);
+    let hold = Bg::start(cmd);
+    let a = hold.wait_for("allocation");
+    assert_eq!(a["reserved"], false, "{a}");
+    assert!(
+        n.reservation_ids().is_empty(),
+        "a shared grant reserves nothing"
+    );
+    assert_eq!(n.node_owner("node02"), None);
+    let all = n.hosts_of(&["-n", "8", "--map-by", "node"]);
+    n.expect_ok(&all);
+    assert_eq!(
+        hosts(&all).iter().filter(|h| *h == "node02").count(),
+        2,
+        "{all}"
+    );
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.5 row 1 (tool + TARGET → owned by the target) on 4 nodes: the
+/// reservation of node02 outlives the requesting tool, keeps default jobs
+/// off node02, and ends with the target job (DEFAULT: node02 serves the
+/// default session again).
+#[test]
+fn prrte_nodes_s8_2_1_5_tool_with_target() {
+    let n = Nodes::start();
+    let g = n.gate("target");
+    let j = n.tool(
+        "pspawn",
+        &[
+            "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
+        ],
+    );
+    let target = j.job_nspace();
+    assert_eq!(g.host(), "node03");
+    let o = n.tool("palloc", &["-w", "node02", "--target", &target, "--json"]);
+    let id = o.alloc_id();
+    assert_eq!(
+        o.first("allocation")["owner_nspace"],
+        target.as_str(),
+        "{o}"
+    );
+    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+    failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
+    g.open();
+    eventually("the target's end ends the reservation", || {
+        n.node_owner("node02").is_none()
+    });
+    let on02 = n.hosts_of(&["-H", "node02", "-n", "1"]);
+    n.expect_ok(&on02);
+    assert_eq!(hosts(&on02), ["node02"], "{on02}");
+}
+
+/// D1 and D3 on 4 nodes: a really foreign tool (`--as-tool`) spawns into
+/// another tool's reservation of node02 (the job runs there) and releases
+/// it (it ends while its owner still holds it; then D6 takes node02's
+/// daemon). The spec refuses both with PMIX_ERR_NO_PERMISSIONS.
+#[test]
+fn prrte_nodes_s8_2_1_7_foreign_tool_spawns_and_releases_deviation() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node02", &[]);
+    let marker = n.path("foreign");
+    let o = n.tool(
+        "pspawn",
+        &[
+            "--as-tool",
+            "--target",
+            &id,
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            &format!("echo $PMIX_HOSTNAME >{marker}"),
+        ],
+    );
+    let ran = fs::read_to_string(&marker).unwrap_or_default();
+    assert!(
+        o.code == 0 && ran.trim() == "node02",
+        "PRRTE master deviation D1 (§8.2.1.7): a foreign tool's spawn into a reservation is \
+         expected to run on its node on PRRTE master (the spec requires \
+         PMIX_ERR_NO_PERMISSIONS); if this fails PRRTE may now conform — update \
+         docs/conformance.md\n{o}\nran on: {ran:?}"
+    );
+    let r = n.tool("prelease", &["--as-tool", &id, "--json"]);
+    assert_eq!(
+        r.code, 0,
+        "PRRTE master deviation D3 (§8.2.1.9.1): a foreign tool's release is expected to be \
+         honoured on PRRTE master; if this fails PRRTE may now conform — update \
+         docs/conformance.md\n{r}"
+    );
+    eventually("the foreign release ended it", || {
+        !n.reservation_ids().contains(&id)
+    });
+    assert_node02_daemon_killed(&n, "a foreign tool's release");
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.9.1 (2) on 4 nodes: the DVM's teardown ends everything, the jobs
+/// running in a reservation on another node too.
+#[test]
+fn prrte_nodes_s8_2_1_9_1_dvm_teardown() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node[02-03]", &["--inherit", "child"]);
+    let g = n.gate("teardown");
+    let o = n.tool(
+        "pspawn",
+        &["--target", &id, "--detach", "-n", "1", "sh", "-c", &g.cmd],
+    );
+    n.expect_ok(&o);
+    let host = g.host();
+    assert!(host == "node02" || host == "node03", "{host}");
+    let pid = g.pid();
+    let stopped = n.c.stop();
+    assert!(
+        stopped.swept.is_empty(),
+        "teardown left processes: {stopped:?}"
+    );
+    assert!(!alive(pid), "the job on {host} outlived the DVM");
+    drop(hold);
+}
