@@ -779,6 +779,9 @@ fn prrte_nodes_s8_2_1_9_1_dvm_teardown() {
         stopped.swept.is_empty(),
         "teardown left processes: {stopped:?}"
     );
-    assert!(!alive(pid), "the job on {host} outlived the DVM");
+    // Ended (a zombie not yet reaped by init counts as alive: poll).
+    eventually(&format!("the job on {host} ends with the DVM"), || {
+        !alive(pid)
+    });
     drop(hold);
 }
