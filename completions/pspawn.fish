@@ -1,7 +1,7 @@
 complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to every app without its own -n)' -r -f
 complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)' -r -f
 complete -c pspawn -l wdir -d 'Working directory of the processes' -r -f -a "(__fish_complete_directories)"
-complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH' -r -f
+complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH; `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`' -r -f
 complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f

@@ -11,6 +11,7 @@
 mod support;
 
 mod prrte_master;
+mod prrte_nodes;
 
 mod s6_5_1_workflow;
 mod s8_2_1_10_compat;

@@ -210,6 +210,22 @@ fn refused(o: &Out, code: i32, status: &str) {
     assert_eq!(o.error_status().as_deref(), Some(status), "{o}");
 }
 
+/// A tool run with `-v --as-tool` connected as a tool of its own, not
+/// through the owner's palloc holder (whose relay acts for the owner): a
+/// really foreign requester.
+#[track_caller]
+fn assert_foreign(o: &Out) {
+    let route = o
+        .stderr
+        .lines()
+        .find(|l| l.contains(": connected to "))
+        .unwrap_or_else(|| panic!("no connection line (-v):\n{o}"));
+    assert!(
+        route.contains(" as tool ") && !route.contains("holder"),
+        "not a foreign tool: {route}"
+    );
+}
+
 /// The allocation objects of a run, in order.
 fn allocations(o: &Out) -> Vec<Value> {
     o.of_type("allocation")
@@ -533,10 +549,23 @@ fn prrte_s8_2_1_7_spawn_into_unowned_reservation_deviation() {
     let dvm = MasterDvm::start();
     let (hold, id) = dvm.hold(&[]);
     let (cmd, marker) = dvm.marking();
+    // --as-tool: not relayed by the owner's holder; a tool of its own.
     let o = dvm.tool(
         "pspawn",
-        &["--target", &id, "-n", "1", "--json", "sh", "-c", &cmd],
+        &[
+            "-v",
+            "--as-tool",
+            "--target",
+            &id,
+            "-n",
+            "1",
+            "--json",
+            "sh",
+            "-c",
+            &cmd,
+        ],
     );
+    assert_foreign(&o);
     assert_eq!(
         o.code, 0,
         "PRRTE master deviation (§8.2.1.7): a foreign tool's spawn into a reservation it does \
@@ -583,10 +612,27 @@ fn prrte_s8_2_1_8_extend_not_owner_deviation() {
     let dvm = MasterDvm::start();
     let (hold, id) = dvm.hold(&["--request-id", "mine"]);
     for args in [
-        ["--extend", id.as_str(), "-N", "1", "--json"],
-        ["--extend-request", "mine", "-N", "1", "--json"],
+        [
+            "-v",
+            "--as-tool",
+            "--extend",
+            id.as_str(),
+            "-N",
+            "1",
+            "--json",
+        ],
+        [
+            "-v",
+            "--as-tool",
+            "--extend-request",
+            "mine",
+            "-N",
+            "1",
+            "--json",
+        ],
     ] {
         let o = dvm.tool("palloc", &args);
+        assert_foreign(&o);
         assert_eq!(
             o.code, 0,
             "PRRTE master deviation (§8.2.1.8): a non-owner's EXTEND is expected to be granted \
@@ -664,7 +710,8 @@ fn prrte_s8_2_1_9_1_owner_release() {
 fn prrte_s8_2_1_9_1_release_by_non_owner_deviation() {
     let dvm = MasterDvm::start();
     let (hold, id) = dvm.hold(&[]);
-    let o = dvm.tool("prelease", &[&id, "--json"]);
+    let o = dvm.tool("prelease", &["-v", "--as-tool", &id, "--json"]);
+    assert_foreign(&o);
     assert_eq!(
         o.code, 0,
         "PRRTE master deviation (§8.2.1.7, §8.2.1.9.1): a non-owner's release is expected to \

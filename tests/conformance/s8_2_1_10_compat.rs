@@ -62,16 +62,24 @@ fn s8_2_1_10_compat_share_still_reserves() {
         true,
         "palloc misreports sharing:\n{o}"
     );
-    let nodes = strings(&r["nodes"]);
-    // n001 (4 slots, leader on one) cannot hold 6 processes; still none may
-    // land on the reserved nodes.
+    assert_eq!(strings(&r["nodes"]).len(), 2, "{r}");
+    // n001 (4 slots, leader on one) holds 3 processes, all on n001; 6 do
+    // not fit and are refused rather than use the reserved nodes.
     let j = dvm.tool(
         "pspawn",
-        &["-n", "6", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+        &["-n", "3", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
     );
-    if j.code == 0 {
-        assert!(hosts(&j).iter().all(|h| !nodes.contains(h)), "{j}");
-    }
+    j.expect_code(0);
+    assert_eq!(hosts(&j), ["n001"; 3], "{j}");
+    let marker = dvm.path("ran");
+    let six = dvm.tool("pspawn", &["-n", "6", "--json", "touch", &marker]);
+    six.expect_code(4);
+    assert_eq!(
+        six.error_status().as_deref(),
+        Some("PMIX_ERR_JOB_FAILED_TO_MAP"),
+        "{six}"
+    );
+    assert!(!std::path::Path::new(&marker).exists(), "{six}");
 }
 
 /// Without PMIX_ALLOC_INHERITANCE every reservation takes DEFAULT: when its

@@ -69,10 +69,11 @@ fn s8_2_1_5_tool_share() {
     let hold = Bg::start(cmd);
     let a = hold.wait_for("allocation");
     let id = str_field(&a, "alloc_id");
-    let r = dvm.reservation(&id);
-    if let Some(r) = &r {
-        assert_eq!(r["share"], true, "{r}");
-    }
+    assert_eq!(a["reserved"], false, "{a}");
+    let r = dvm
+        .reservation(&id)
+        .unwrap_or_else(|| panic!("pdvm lists the shared grant {id}"));
+    assert_eq!(r["share"], true, "{r}");
     let node = strings(&a["nodes"]);
     assert_eq!(node.len(), 1, "{a}");
     // A default-session job from another tool fills both nodes (1 slot each).
@@ -108,9 +109,12 @@ fn s8_2_1_5_application_share() {
     let a = o.first("allocation");
     let node = strings(&a["nodes"]);
     assert_eq!(node.len(), 1, "{o}");
-    if let Some(r) = dvm.reservation(&str_field(&a, "alloc_id")) {
-        assert_eq!(r["share"], true, "{r}");
-    }
+    assert_eq!(a["reserved"], false, "{o}");
+    let id = str_field(&a, "alloc_id");
+    let r = dvm
+        .reservation(&id)
+        .unwrap_or_else(|| panic!("pdvm lists the shared grant {id}"));
+    assert_eq!(r["share"], true, "{r}");
     // n001's only slot runs the leader: an untargeted job of another tool
     // maps onto the shared node.
     let j = dvm.tool(

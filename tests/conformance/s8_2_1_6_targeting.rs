@@ -4,19 +4,34 @@
 use crate::support::blackbox::{hosts, strings, Dvm, PRINT_HOST};
 
 /// Absent → the default session only; reserved nodes are never used, even
-/// when the job needs more slots than the default session has.
+/// when the job needs more slots than the default session has: with 3 free
+/// slots left there (n001 runs the leader), 3 processes run on n001/n002,
+/// 6 are refused and none of them runs.
 #[test]
 fn s8_2_1_6_absent_default_session_only() {
     let mut dvm = Dvm::with_leader(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "2"]);
     let a = dvm.app("palloc -N 2 --json").alloc_id();
     let reserved = strings(&dvm.reservation(&a).unwrap()["nodes"]);
-    let j = dvm.app(&format!("pspawn -n 6 {PRINT_HOST}"));
-    if j.code == 0 {
-        let h = hosts(&j);
-        assert_eq!(h.len(), 6, "{j}");
-        assert!(h.iter().all(|n| n == "n001" || n == "n002"), "{h:?}");
-        assert!(h.iter().all(|n| !reserved.contains(n)), "{h:?}");
-    }
+    assert_eq!(reserved.len(), 2, "{reserved:?}");
+    let j = dvm.app(&format!("pspawn -n 3 {PRINT_HOST}"));
+    j.expect_code(0);
+    let h = hosts(&j);
+    assert_eq!(h, ["n001", "n002", "n002"], "{j}");
+    let marker = dvm.path("ran");
+    let six = dvm.app(&format!("pspawn -n 6 --json touch {marker}"));
+    refused_to_map(&six);
+    assert!(!std::path::Path::new(&marker).exists(), "{six}");
+}
+
+/// A spawn refused because it does not fit its candidate nodes.
+#[track_caller]
+fn refused_to_map(o: &crate::support::blackbox::Out) {
+    o.expect_code(4);
+    assert_eq!(
+        o.error_status().as_deref(),
+        Some("PMIX_ERR_JOB_FAILED_TO_MAP"),
+        "{o}"
+    );
 }
 
 /// One valid id → exactly that reservation's nodes.
@@ -72,29 +87,35 @@ fn s8_2_1_6_ids_plus_default_pool() {
 }
 
 /// Isolation: a default-session job never lands on a reserved node, whoever
-/// launches it (tool or application), however many processes it has.
+/// launches it (tool or application), however many processes it has: n001
+/// takes a job of at most 2 processes (its slots), so one process runs
+/// there and five are refused (nothing of them runs) although the reserved
+/// nodes have room.
 #[test]
 fn s8_2_1_6_isolation() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
     let a = dvm.app("palloc -N 2 --json").alloc_id();
     let reserved = strings(&dvm.reservation(&a).unwrap()["nodes"]);
-    let from_tool = dvm.tool(
+    assert_eq!(reserved.len(), 2, "{reserved:?}");
+    let one_tool = dvm.tool(
         "pspawn",
-        &["-n", "5", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
+        &["-n", "1", "sh", "-c", "echo host=$PMIX_HOSTNAME"],
     );
-    let from_app = dvm.app(&format!("pspawn -n 5 {PRINT_HOST}"));
-    for j in [from_tool, from_app] {
-        if j.code == 0 {
-            let h = hosts(&j);
-            assert_eq!(h.len(), 5, "{j}");
-            assert!(
-                h.iter().all(|n| !reserved.contains(n)),
-                "{h:?} {reserved:?}"
-            );
-        }
+    let one_app = dvm.app(&format!("pspawn -n 1 {PRINT_HOST}"));
+    for j in [&one_tool, &one_app] {
+        j.expect_code(0);
+        assert_eq!(hosts(j), ["n001"], "{j}");
     }
+    let marker = dvm.path("ran");
+    let five_tool = dvm.tool("pspawn", &["-n", "5", "--json", "touch", &marker]);
+    let five_app = dvm.app(&format!("pspawn -n 5 --json touch {marker}"));
+    for j in [&five_tool, &five_app] {
+        refused_to_map(j);
+    }
+    assert!(!std::path::Path::new(&marker).exists(), "a refused job ran");
     // Naming only the invalid namespace is the default session as well.
-    let j = dvm.app(&format!("pspawn --default-pool -n 2 {PRINT_HOST}"));
+    let j = dvm.app(&format!("pspawn --default-pool -n 1 {PRINT_HOST}"));
     j.expect_code(0);
-    assert!(hosts(&j).iter().all(|n| n == "n001"), "{j}");
+    assert_eq!(hosts(&j), ["n001"], "{j}");
+    refused_to_map(&dvm.app(&format!("pspawn --default-pool -n 3 --json {PRINT_HOST}")));
 }

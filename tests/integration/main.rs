@@ -43,5 +43,6 @@ mod server_identity;
 mod server_pressure;
 mod server_stale;
 mod test_layout;
+mod tools_cluster;
 mod tools_master;
 mod tools_prte;

@@ -54,6 +54,7 @@
 #![allow(dead_code)] // each test crate uses a different part of the harness
 
 pub mod blackbox;
+pub mod cluster;
 pub mod fake;
 pub mod pdvm;
 pub mod py;

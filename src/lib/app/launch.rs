@@ -86,10 +86,15 @@ pub(crate) struct OutputSink {
     nspace: String,
     tag: bool,
     json: bool,
-    partial: HashMap<(u32, bool), Vec<u8>>,
+    /// Unterminated lines by source (namespace, rank) and stream: PRRTE
+    /// master also forwards the output of jobs the job spawned.
+    partial: HashMap<LineKey, Vec<u8>>,
     /// Why output could not be written, with the bytes lost since.
     lost: Option<(String, u64)>,
 }
+
+/// Whose line: namespace, rank, and whether it is stderr.
+type LineKey = (String, u32, bool);
 
 /// Most bytes kept for an unterminated line before it is written anyway.
 const MAX_PARTIAL: usize = 1 << 20;
@@ -146,54 +151,66 @@ impl OutputSink {
     }
 
     fn lines(&mut self, c: &IofChunk) -> std::io::Result<()> {
-        let err = c.is_stderr();
-        let key = (c.source.rank, err);
+        // A chunk names its writer; one without a namespace is our job's.
+        let ns = if c.source.nspace.is_empty() {
+            self.nspace.clone()
+        } else {
+            c.source.nspace.clone()
+        };
+        let key = (ns, c.source.rank, c.is_stderr());
         let mut buf = self.partial.remove(&key).unwrap_or_default();
         buf.extend_from_slice(&c.data);
         let mut start = 0;
         while let Some(pos) = buf[start..].iter().position(|b| *b == b'\n') {
-            self.line(c.source.rank, err, &buf[start..start + pos])?;
+            self.line(&key, &buf[start..start + pos])?;
             start += pos + 1;
         }
         let rest = buf.split_off(start);
         if rest.len() > MAX_PARTIAL {
-            self.line(c.source.rank, err, &rest)?;
+            self.line(&key, &rest)?;
         } else if !rest.is_empty() {
             self.partial.insert(key, rest);
         }
         Ok(())
     }
 
-    fn line(&self, rank: u32, err: bool, bytes: &[u8]) -> std::io::Result<()> {
+    /// One line of `(namespace, rank, stderr?)`: tagged `[RANK]` for our
+    /// job's processes, `[NSPACE.RANK]` for a job it spawned.
+    fn line(&self, (ns, rank, err): &LineKey, bytes: &[u8]) -> std::io::Result<()> {
         let text = String::from_utf8_lossy(bytes);
+        let tag = if *ns == self.nspace {
+            format!("[{rank}]")
+        } else {
+            format!("[{ns}.{rank}]")
+        };
         if self.json {
             let rec = OutputRecord {
-                nspace: self.nspace.clone(),
-                rank,
-                stream: if err { "stderr" } else { "stdout" }.into(),
+                nspace: ns.clone(),
+                rank: *rank,
+                stream: if *err { "stderr" } else { "stdout" }.into(),
                 line: text.into_owned(),
             };
             let mut o = std::io::stdout().lock();
             crate::render::json::write_line(&mut o, &rec)?;
             o.flush()
-        } else if err {
+        } else if *err {
             let mut e = std::io::stderr().lock();
-            writeln!(e, "[{rank}] {text}")
+            writeln!(e, "{tag} {text}")
         } else {
             let mut o = std::io::stdout().lock();
-            writeln!(o, "[{rank}] {text}")?;
+            writeln!(o, "{tag} {text}")?;
             o.flush()
         }
     }
 
     /// Write any unterminated lines still buffered.
     pub(crate) fn flush(&mut self) {
-        let mut keys: Vec<(u32, bool)> = self.partial.keys().copied().collect();
+        let mut keys: Vec<LineKey> = self.partial.keys().cloned().collect();
         keys.sort_unstable();
         for k in keys {
             if let Some(rest) = self.partial.remove(&k) {
                 if self.lost.is_none() {
-                    if let Err(e) = self.line(k.0, k.1, &rest) {
+                    if let Err(e) = self.line(&k, &rest) {
                         self.lost = Some((format!("writing output failed: {e}"), 0));
                     }
                 }

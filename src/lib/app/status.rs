@@ -3,7 +3,7 @@
 //! request (see [`status_query::status`]). A DVM that answers none of the
 //! reservation queries (PRRTE before spec 001) still lists its namespaces.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::cli::request::{StatusState, StatusWatch, StatusWhat};
 use crate::conn::holder::registered_path;
@@ -68,6 +68,71 @@ pub(crate) fn node(n: status_query::NodeRecord) -> NodeRecord {
         slots: Some(n.slots),
         alloc_id: (!n.session.is_empty()).then_some(n.session),
         origin: (!n.origin.is_empty()).then_some(n.origin),
+        jobs: Vec::new(),
+    }
+}
+
+/// At most this many jobs' process tables are asked for by [`place_jobs`].
+const MAX_PLACED_JOBS: usize = 64;
+
+/// The live processes per node, for a DVM that reports no slot in use
+/// anywhere while jobs run (PRRTE names each job's nodes but not how many
+/// slots it uses there): the process table (`PMIX_QUERY_PROC_TABLE`) of each
+/// running job, at most [`MAX_PLACED_JOBS`] of them, each answered within
+/// [`crate::ops::job::END_CHECK_WAIT`] or skipped; a job with no node named
+/// gets them from it. Empty when some node reports its use (pdvm). The
+/// DVM's own namespace (its daemons) is no job.
+fn place_jobs(
+    s: &Session,
+    jobs: &mut [status_query::JobRecord],
+    nodes: &[status_query::NodeRecord],
+) -> HashMap<String, u32> {
+    let server = s.conn().server().0.to_string();
+    let mut per_node: HashMap<String, u32> = HashMap::new();
+    if nodes.iter().any(|n| n.used > 0) {
+        return per_node;
+    }
+    let live_jobs = jobs
+        .iter_mut()
+        .filter(|j| !ended(&j.state) && j.nspace != server)
+        .take(MAX_PLACED_JOBS);
+    for j in live_jobs {
+        let Ok(procs) = query::proc_table_within(s, &j.nspace, crate::ops::job::END_CHECK_WAIT)
+        else {
+            continue;
+        };
+        let live = procs
+            .iter()
+            .filter(|p| p.state < crate::ops::job::PROC_STATE_TERMINATED);
+        for host in live.filter_map(|p| p.hostname.clone()) {
+            *per_node.entry(host.clone()).or_default() += 1;
+            if !j.nodes.contains(&host) {
+                j.nodes.push(host);
+            }
+        }
+    }
+    per_node
+}
+
+/// What each node runs: the namespaces of the live jobs on it; its slots in
+/// use raised to the processes counted there when the DVM reports fewer.
+fn fill_node_jobs(
+    nodes: &mut [NodeRecord],
+    jobs: &[status_query::JobRecord],
+    counted: &HashMap<String, u32>,
+    server: &str,
+) {
+    for n in nodes.iter_mut() {
+        n.jobs = jobs
+            .iter()
+            .filter(|j| !ended(&j.state) && j.nspace != server && j.nodes.contains(&n.name))
+            .map(|j| j.nspace.clone())
+            .collect();
+        let seen = counted.get(&n.name).copied().unwrap_or(0);
+        if seen > n.slots_used.unwrap_or(0) {
+            n.slots_used = Some(seen);
+            n.state = "busy".into();
+        }
     }
 }
 
@@ -150,10 +215,13 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     // Namespaces need the reservations for their ALLOCATIONS column, and
     // --mine needs them (and the jobs) to know what is mine.
     let want = status_query::Want {
+        // ... and the nodes, for a DVM that says which nodes a reservation
+        // has but not which reservation holds a node (PRRTE).
         reservations: asked(StatusWhat::Reservations)
             || asked(StatusWhat::Namespaces)
-            || (w.mine && asked(StatusWhat::Nodes)),
-        jobs: asked(StatusWhat::Namespaces) || (w.mine && asked(StatusWhat::Nodes)),
+            || asked(StatusWhat::Nodes),
+        // The nodes' JOBS column needs the jobs too.
+        jobs: asked(StatusWhat::Namespaces) || asked(StatusWhat::Nodes),
         ended_jobs: w.all,
         nodes: asked(StatusWhat::Nodes),
         sched: asked(StatusWhat::Scheduler),
@@ -216,6 +284,14 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
                 .collect()));
         }
     }
+    let counted = match (&mut jobs, &a.nodes) {
+        (Some(Ok(v)), Some(Ok(n))) => place_jobs(s, v, n),
+        _ => HashMap::new(),
+    };
+    let placed: Vec<status_query::JobRecord> = match &jobs {
+        Some(Ok(v)) => v.clone(),
+        _ => Vec::new(),
+    };
     let mine = w.mine.then(|| Mine::of(s, all_res));
     let is_mine = |r: &ReservationRecord| mine.as_ref().is_none_or(|m| m.owns(r));
     let my_res: Vec<&ReservationRecord> = all_res.iter().filter(|r| is_mine(r)).collect();
@@ -282,6 +358,7 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
         snap.nodes = Some(n.map_err(why).map(|v| {
             let mut v: Vec<NodeRecord> = v.into_iter().map(node).collect();
             fill_node_allocations(&mut v, all_res);
+            fill_node_jobs(&mut v, &placed, &counted, s.conn().server().0);
             v.into_iter()
                 .filter(|n| my_nodes.as_ref().is_none_or(|m| m.contains(&n.name)))
                 .filter(|n| keep_state(StatusWhat::Nodes, &n.state))
@@ -452,5 +529,39 @@ mod tests {
         assert_eq!(v["nodes"][0]["slots_used"], 2);
         assert!(v["reservations"].is_null() && v["scheduler"].is_null());
         assert_eq!(v["unreported"]["scheduler"], "PMIX_ERR_NOT_SUPPORTED");
+    }
+
+    #[test]
+    fn nodes_list_the_live_jobs_on_them_and_counted_use() {
+        let rec = |name: &str| {
+            node(status_query::NodeRecord {
+                name: name.into(),
+                slots: 2,
+                ..Default::default()
+            })
+        };
+        let mut nodes = vec![rec("a"), rec("b"), rec("c")];
+        let job = |ns: &str, state: &str, on: &[&str]| status_query::JobRecord {
+            nspace: ns.into(),
+            state: state.into(),
+            nodes: on.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let jobs = vec![
+            job("dvm@0", "running", &["a", "b", "c"]),
+            job("j@1", "running", &["a", "b"]),
+            job("j@2", "ended", &["b"]),
+            job("j@3", "running", &["b"]),
+        ];
+        let counted = HashMap::from([("b".to_string(), 2)]);
+        fill_node_jobs(&mut nodes, &jobs, &counted, "dvm@0");
+        assert_eq!(nodes[0].jobs, ["j@1"]);
+        assert_eq!(nodes[1].jobs, ["j@1", "j@3"]);
+        assert!(nodes[2].jobs.is_empty());
+        assert_eq!(nodes[1].state_text(), "busy 2/2");
+        assert_eq!(
+            (nodes[0].state.as_str(), nodes[0].slots_used),
+            ("idle", Some(0))
+        );
     }
 }

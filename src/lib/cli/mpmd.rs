@@ -4,7 +4,7 @@
 //! A lone `:` separates apps. Per-app options come before that app's
 //! program; `--` ends them explicitly (so a program may start with `-`).
 
-use super::parse::{parse_count_u32, parse_env, parse_nodelist, EnvSpec};
+use super::parse::{parse_count_u32, parse_env, parse_hostlist_arg, EnvSpec};
 use super::request::AppSpec;
 
 const APP_FORMS: &str =
@@ -93,7 +93,9 @@ fn app_options<'a>(seg: &'a [String], app: &mut AppSpec, n: usize) -> Result<&'a
             "-x" | "--env" => app.env.push(parse_env(&value()?).map_err(|e| format!("app {n}: {e}"))?),
             "--wdir" => app.wdir = Some(value()?),
             "-H" | "--host" => {
-                let list = parse_nodelist(&value()?).map_err(|e| format!("app {n}: {e}"))?;
+                let list = parse_hostlist_arg(&value()?)
+                    .map(|l| l.0)
+                    .map_err(|e| format!("app {n}: {e}"))?;
                 if !hosts_set {
                     app.hosts.clear();
                     hosts_set = true;

@@ -3,7 +3,7 @@
 use super::common::{ConnectArgs, OutputArgs};
 use super::mpmd::split_apps;
 use super::parse::{
-    parse_count_u32, parse_duration_secs, parse_env, parse_id, parse_nodelist_arg, EnvSpec,
+    parse_count_u32, parse_duration_secs, parse_env, parse_hostlist_arg, parse_id, EnvSpec,
     NodeList,
 };
 use super::request::{SpawnRequest, StdinTarget};
@@ -94,8 +94,9 @@ pub struct PspawnArgs {
     #[arg(long, value_name = "DIR")]
     pub wdir: Option<String>,
 
-    /// Hosts to run on, node list forms such as `node[01-02]` or file:PATH.
-    #[arg(short = 'H', long = "host", value_name = "LIST", value_parser = parse_nodelist_arg)]
+    /// Hosts to run on, node list forms such as `node[01-02]` or file:PATH;
+    /// `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`.
+    #[arg(short = 'H', long = "host", value_name = "LIST", value_parser = parse_hostlist_arg)]
     pub host: Option<NodeList>,
 
     /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node,

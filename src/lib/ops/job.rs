@@ -282,7 +282,7 @@ pub const END_CHECK_MAX: Duration = Duration::from_secs(16);
 pub const END_CHECK_WAIT: Duration = Duration::from_secs(2);
 
 /// `pmix_proc_state_t` values that mean "no longer running".
-const PROC_STATE_TERMINATED: u8 = 20;
+pub(crate) const PROC_STATE_TERMINATED: u8 = 20;
 /// `pmix_proc_state_t` values from here on are abnormal ends (error,
 /// killed, aborted, failed to start, non-zero exit…).
 const PROC_STATE_ERROR: u8 = 50;

@@ -265,6 +265,8 @@ record! {
         pub state: String => "idle (no slot in use) or busy (slots_used > 0); other words as reported by the DVM",
         /// `"startup"` or `"scheduler"`, when the DVM says.
         pub origin: Option<String> => "startup (a node of the DVM's own) or scheduler (granted by the scheduler), or null",
+        /// Namespaces with processes running on the node.
+        pub jobs: Vec<String> => "namespaces of the jobs with processes running on the node",
     }
 }
 

@@ -425,7 +425,17 @@ impl Server {
                     .find(|i| i.key == keys::HOST)
                     .and_then(|i| i.value.as_str())
                     .map(crate::codec::helpers::split_list)
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    .into_iter()
+                    // `NAME:N` (slots to use there, as PRRTE takes it): the
+                    // node is NAME; a job never exceeds a node's slots here.
+                    .map(|h| match h.rsplit_once(':') {
+                        Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                            name.to_string()
+                        }
+                        _ => h,
+                    })
+                    .collect(),
             })
             .collect();
         let plan = self

@@ -23,7 +23,9 @@ pub use duration::{
 pub use env::{parse_env, EnvSpec};
 pub use ident::parse_id;
 pub use memory::parse_mem_mb;
-pub use nodelist::{expand_nodelist, parse_nodelist, parse_nodelist_arg, NodeList, MAX_NODES};
+pub use nodelist::{
+    expand_nodelist, parse_hostlist_arg, parse_nodelist, parse_nodelist_arg, NodeList, MAX_NODES,
+};
 pub use signal::parse_signal;
 
 /// Table-driven checks shared by the parsers' tests: what a parser accepts,

@@ -39,6 +39,44 @@ pub fn parse_nodelist_arg(s: &str) -> Result<NodeList, String> {
     parse_nodelist(s).map(NodeList)
 }
 
+/// A `--host` value: a node list whose names may each end in `:N`, the
+/// slots to use there (the form PRRTE's and Open MPI's `-H node04:2`
+/// take); the suffix is kept on every name its item expands to
+/// (`node[01-02]:2` → `node01:2`, `node02:2`). `file:PATH` is a plain list.
+pub fn parse_hostlist_arg(s: &str) -> Result<NodeList, String> {
+    if s.starts_with("file:") {
+        return parse_nodelist_arg(s);
+    }
+    let items = split_top(s).ok_or_else(|| {
+        format!("`{s}` is not a valid host list (unbalanced brackets): expected {NODELIST_FORMS}")
+    })?;
+    let mut out = Vec::new();
+    for item in items {
+        let (names, slots) = match item.rsplit_once(':') {
+            Some((n, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
+                let k: u32 = k.parse().ok().filter(|k| *k > 0).ok_or_else(|| {
+                    format!(
+                        "`{item}`: the slot count after `:` must be 1 to {}",
+                        u32::MAX
+                    )
+                })?;
+                (n, Some(k))
+            }
+            _ => (item, None),
+        };
+        for name in expand_nodelist(names)? {
+            out.push(match slots {
+                Some(k) => format!("{name}:{k}"),
+                None => name,
+            });
+            if out.len() > MAX_NODES {
+                return Err(format!("`{s}` names more than {MAX_NODES} hosts"));
+            }
+        }
+    }
+    Ok(NodeList(out))
+}
+
 /// Parse a flag value: a node list expression or `file:PATH`.
 pub fn parse_nodelist(s: &str) -> Result<Vec<String>, String> {
     match s.strip_prefix("file:") {
@@ -232,6 +270,22 @@ fn bracket_number(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn host_lists_take_a_slot_count_per_item() {
+        let h = |s: &str| parse_hostlist_arg(s).map(|l| l.0);
+        assert_eq!(h("node04:2").unwrap(), ["node04:2"]);
+        assert_eq!(
+            h("node[01-02]:3,gpu7").unwrap(),
+            ["node01:3", "node02:3", "gpu7"]
+        );
+        assert_eq!(h("n[1,3]").unwrap(), ["n1", "n3"]);
+        assert!(h("node04:0").is_err());
+        assert!(h("node04:").is_err());
+        assert!(h("node04:x").is_err());
+        assert!(h("node[01-02").is_err());
+    }
+
     use super::*;
 
     #[test]

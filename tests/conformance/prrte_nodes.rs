@@ -1,0 +1,787 @@
+//! The clauses of spec 001 that need more than one node, against a real
+//! 4-node PRRTE master DVM on this machine (`support::cluster`: `node01` …
+//! `node04`, 2 slots each, every `prted` in its own UTS namespace, all in a
+//! private network namespace; `node01` runs `prte`). Each test starts its own
+//! cluster: several of PRRTE master's deviations kill node daemons, so no
+//! cluster can be shared safely.
+//!
+//! * Where processes ran is read from their host names (`$PMIX_HOSTNAME`,
+//!   the node's UTS name), so isolation is proved, not inferred.
+//! * A **tool** owner is `palloc -w NODES --hold`; our tools run from
+//!   outside with `--target ID` are relayed by that holder (they act for the
+//!   owner); `--as-tool` makes a tool really foreign.
+//! * An **application** owner is a job (`pspawn -H node01 -n 1 sh -c
+//!   SCRIPT`) whose script runs our tools by absolute path.
+//!
+//! Where PRRTE master differs from the spec, the test asserts what it does
+//! and fails if PRRTE starts to conform (docs/conformance.md, D1, D6, D7).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::support::blackbox::TOOL_SECS;
+use crate::support::blackbox::{alive, eventually, hosts, str_field, Bg, GateJob, Out};
+use crate::support::cluster::Cluster;
+use crate::support::{cargo_bin, try_run_with_timeout};
+
+/// Nodes per cluster and slots per node.
+const NODES: u32 = 4;
+const SLOTS: u32 = 2;
+
+/// A 4-node PRRTE master cluster private to one test, driven through our
+/// binaries run inside its network namespace.
+pub struct Nodes {
+    /// The running cluster.
+    pub c: Cluster,
+}
+
+impl Nodes {
+    /// Start `node01`…`node04` with 2 slots each.
+    pub fn start() -> Nodes {
+        let c = Cluster::start(NODES, SLOTS);
+        fs::create_dir_all(c.dir().join("ctl")).expect("control dir");
+        Nodes { c }
+    }
+
+    /// One of our tools, run from outside any job (inside the namespace).
+    pub fn tool_cmd(&self, name: &str) -> Command {
+        let mut cmd = self.c.command(cargo_bin(name));
+        cmd.env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// Run a tool from outside and wait for it (at most [`TOOL_SECS`]; past
+    /// that the test fails with the DVM's logs).
+    #[track_caller]
+    pub fn tool(&self, name: &str, args: &[&str]) -> Out {
+        let mut cmd = self.tool_cmd(name);
+        cmd.args(args);
+        match try_run_with_timeout(&mut cmd, Duration::from_secs(TOOL_SECS)) {
+            Ok(o) => Out {
+                code: o.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            },
+            Err(o) => panic!(
+                "{name} {args:?} did not end within {TOOL_SECS} s:\n{}\n{}",
+                crate::support::show(&o),
+                self.c.logs()
+            ),
+        }
+    }
+
+    /// `pspawn -H node01 -n 1 sh -c SCRIPT`: the tools SCRIPT runs are
+    /// application requesters acting for that job's namespace.
+    pub fn job(&self, script: &str) -> Out {
+        self.tool("pspawn", &["-H", "node01", "-n", "1", "sh", "-c", script])
+    }
+
+    /// Panic, with the DVM's logs, unless `o` exited 0.
+    #[track_caller]
+    pub fn expect_ok(&self, o: &Out) {
+        assert_eq!(o.code, 0, "unexpected exit code:\n{o}\n{}", self.c.logs());
+    }
+
+    /// `palloc -w NODES --hold --json ARGS` in the background, once granted;
+    /// the holder and its allocation id.
+    pub fn hold(&self, nodes: &str, args: &[&str]) -> (Bg, String) {
+        let mut cmd = self.tool_cmd("palloc");
+        cmd.args(["-w", nodes, "--hold", "--json"]).args(args);
+        let bg = Bg::start(cmd);
+        let id = str_field(&bg.wait_for("allocation"), "alloc_id");
+        (bg, id)
+    }
+
+    /// A path in the test's control directory.
+    pub fn path(&self, name: &str) -> String {
+        self.ctl().join(name).to_string_lossy().into_owned()
+    }
+
+    fn ctl(&self) -> PathBuf {
+        self.c.dir().join("ctl")
+    }
+
+    /// A gate job (records pid and host, runs until opened).
+    pub fn gate(&self, tag: &str) -> GateJob {
+        GateJob::in_dir(&self.ctl(), tag)
+    }
+
+    /// `pwatch --status --json`: the node objects, by name.
+    #[track_caller]
+    pub fn node_owner(&self, node: &str) -> Option<String> {
+        let o = self.tool("pwatch", &["--status", "--json"]);
+        self.expect_ok(&o);
+        let n = o
+            .json()
+            .into_iter()
+            .find(|v| v["type"] == "node" && v["name"] == node)
+            .unwrap_or_else(|| panic!("{node} not in the status:\n{o}"));
+        n["alloc_id"].as_str().map(String::from)
+    }
+
+    /// The reservation ids listed now.
+    pub fn reservation_ids(&self) -> Vec<String> {
+        let o = self.tool("pwatch", &["--status", "--json"]);
+        self.expect_ok(&o);
+        o.json()
+            .into_iter()
+            .filter(|v| v["type"] == "reservation")
+            .map(|r| str_field(&r, "alloc_id"))
+            .collect()
+    }
+
+    /// `pspawn ARGS sh -c 'echo host=$PMIX_HOSTNAME'` from outside.
+    pub fn hosts_of(&self, args: &[&str]) -> Out {
+        let mut a = args.to_vec();
+        a.extend(["sh", "-c", "echo host=$PMIX_HOSTNAME"]);
+        self.tool("pspawn", &a)
+    }
+
+    /// Which nodes still launch a process (`pspawn -H NODE -n 1`).
+    pub fn live_nodes(&self) -> Vec<String> {
+        self.c
+            .nodes
+            .iter()
+            .filter(|n| self.hosts_of(&["-H", n, "-n", "1"]).code == 0)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Run `test` on a fresh cluster; if it fails because PRRTE master itself
+/// died (D9: a job that spawns jobs now and then makes `prte` abort), say
+/// so and run it once more on another fresh cluster. A second failure, or
+/// any failure with `prte` alive, fails the test.
+fn on_cluster(test: impl Fn(&Nodes)) {
+    let n = Nodes::start();
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&n)));
+    if let Err(e) = first {
+        if !n.c.prte_exited() {
+            std::panic::resume_unwind(e);
+        }
+        eprintln!(
+            "PRRTE master died during the test (docs/conformance.md D9), once more:\n{}",
+            n.c.logs()
+        );
+        drop(n);
+        test(&Nodes::start());
+    }
+}
+
+/// Absolute path of one of our binaries (jobs' `PATH` lacks them).
+fn bin(name: &str) -> String {
+    cargo_bin(name).to_string_lossy().into_owned()
+}
+
+/// Shell: `palloc FLAGS --json` into `$VAR` (also printed and written to
+/// the file `VAR.id`), exit 3 when refused.
+fn palloc_into(n: &Nodes, var: &str, flags: &str) -> String {
+    format!(
+        "{var}=$({p} {flags} --json | sed -n 's/.*\"alloc_id\":\"\\([^\"]*\\)\".*/\\1/p' | head -n 1)\n\
+         [ -n \"${var}\" ] || {{ echo 'palloc {flags} refused'; exit 3; }}\n\
+         echo {var}=${var}; echo ${var} >{f}\n",
+        p = bin("palloc"),
+        f = n.path(&format!("{var}.id"))
+    )
+}
+
+/// The id a job's [`palloc_into`] got for `VAR`.
+#[track_caller]
+fn alloc_of(n: &Nodes, o: &Out, var: &str) -> String {
+    fs::read_to_string(n.path(&format!("{var}.id")))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| panic!("no {var}:\n{o}\n{}", n.c.logs()))
+}
+
+/// Shell: `pspawn ARGS` whose processes append `host=NODE` to the file
+/// `TAG` in the control dir, and pspawn's exit code to `TAG.rc`. (Files, not stdout: PRRTE master also forwards a nested job's
+/// output to the tool that launched the outer job, so the outer stdout
+/// holds some lines twice.)
+fn spawn_hosts(n: &Nodes, tag: &str, args: &str) -> String {
+    format!(
+        "{} {args} sh -c 'echo host=$PMIX_HOSTNAME >>{}'; echo $? >{}.rc\n",
+        bin("pspawn"),
+        n.path(tag),
+        n.path(tag)
+    )
+}
+
+/// The sorted `host=` lines of the file `TAG` (see [`spawn_hosts`]).
+fn file_hosts(n: &Nodes, tag: &str) -> Vec<String> {
+    let mut h: Vec<String> = fs::read_to_string(n.path(tag))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("host=").map(String::from))
+        .collect();
+    h.sort();
+    h
+}
+
+/// The exit code of the [`spawn_hosts`] spawn `TAG` (from the file
+/// `TAG.rc`: a job's own stdout can lose lines after nested spawns, see
+/// docs/conformance.md).
+#[track_caller]
+fn rc(n: &Nodes, o: &Out, tag: &str) -> i32 {
+    fs::read_to_string(format!("{}.rc", n.path(tag)))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no exit code of {tag}:\n{o}\n{}", n.c.logs()))
+}
+
+/// A failed spawn: exit 4, `PMIX_ERR_JOB_FAILED_TO_MAP`.
+#[track_caller]
+fn failed_to_map(o: &Out) {
+    o.expect_code(4);
+    assert_eq!(
+        o.error_status().as_deref(),
+        Some("PMIX_ERR_JOB_FAILED_TO_MAP"),
+        "{o}"
+    );
+}
+
+fn sorted(v: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+    out.sort();
+    out
+}
+
+// ---------------------------------------------------------------- §8.2.1.6
+
+/// §8.2.1.6 several ids → the union of their nodes: one application owns
+/// node02 (A) and node03 (B); `--target A,B -n 2 --map-by node` runs once on
+/// each, and so does `--target A --target B`; `--target A -n 2 --map-by
+/// node` stays on node02.
+#[test]
+fn prrte_nodes_s8_2_1_6_several_ids_union() {
+    on_cluster(|n| {
+        let o = n.job(&format!(
+            "{}{}{}{}{}",
+            palloc_into(n, "A", "-w node02"),
+            palloc_into(n, "B", "-w node03"),
+            spawn_hosts(n, "union", "--target $A,$B -n 2 --map-by node"),
+            spawn_hosts(n, "repeated", "--target $A --target $B -n 2 --map-by node"),
+            spawn_hosts(n, "one", "--target $A -n 2 --map-by node"),
+        ));
+        n.expect_ok(&o);
+        for tag in ["union", "repeated", "one"] {
+            assert_eq!(rc(n, &o, tag), 0, "{tag}: {o}");
+        }
+        assert_eq!(file_hosts(n, "union"), sorted(&["node02", "node03"]), "{o}");
+        assert_eq!(
+            file_hosts(n, "repeated"),
+            sorted(&["node02", "node03"]),
+            "{o}"
+        );
+        assert_eq!(file_hosts(n, "one"), sorted(&["node02", "node02"]), "{o}");
+    });
+}
+
+/// §8.2.1.6 ids + the invalid namespace → the union plus the default pool:
+/// with node02 reserved (A), `--target A --default-pool -n 4 --map-by node`
+/// runs once on every node; without `--default-pool` the same job cannot
+/// map (A has 2 slots), and a default-pool-only job never reaches node02.
+#[test]
+fn prrte_nodes_s8_2_1_6_ids_plus_default_pool() {
+    on_cluster(|n| {
+        let o = n.job(&format!(
+            "{}{}{}{}",
+            palloc_into(n, "A", "-w node02"),
+            spawn_hosts(n, "union", "--target $A --default-pool -n 4 --map-by node"),
+            spawn_hosts(n, "ids", "--target $A -n 4 --map-by node"),
+            spawn_hosts(n, "pool", "--default-pool -n 3 --map-by node"),
+        ));
+        n.expect_ok(&o);
+        assert_eq!(
+            (rc(n, &o, "union"), rc(n, &o, "ids"), rc(n, &o, "pool")),
+            (0, 4, 0),
+            "{o}"
+        );
+        assert_eq!(file_hosts(n, "union"), n.c.nodes, "{o}");
+        assert_eq!(file_hosts(n, "ids"), Vec::<String>::new(), "{o}");
+        assert_eq!(
+            file_hosts(n, "pool"),
+            sorted(&["node01", "node03", "node04"]),
+            "{o}"
+        );
+    });
+}
+
+/// §8.2.1.6 absent → the default session only, and isolation (§8.2.1.11
+/// (1)), proved by host names: with node02 held by a tool, a default-session
+/// job from a tool fills exactly the other three nodes (6 slots); one more
+/// process fails to map rather than touch node02, and nothing of it runs;
+/// `-H node02` (outside the reservation) fails too; an application's
+/// untargeted job (from node01) fills the 5 slots left and never node02.
+#[test]
+fn prrte_nodes_s8_2_1_6_isolation() {
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node02", &[]);
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        let six = n.hosts_of(&["-n", "6", "--json"]);
+        six.expect_code(0);
+        let mut ran: Vec<String> = six
+            .output_lines()
+            .iter()
+            .filter_map(|l| l.strip_prefix("host=").map(String::from))
+            .collect();
+        ran.sort();
+        assert_eq!(
+            ran,
+            sorted(&["node01", "node01", "node03", "node03", "node04", "node04"]),
+            "{six}"
+        );
+        let marker = n.path("ran");
+        let seven = n.tool(
+            "pspawn",
+            &["-n", "7", "--json", "sh", "-c", &format!("touch {marker}")],
+        );
+        failed_to_map(&seven);
+        failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
+        let app = n.job(&format!(
+            "{}{}",
+            spawn_hosts(n, "five", "-n 5"),
+            spawn_hosts(n, "six", "-n 6"),
+        ));
+        n.expect_ok(&app);
+        assert_eq!((rc(n, &app, "five"), rc(n, &app, "six")), (0, 4), "{app}");
+        assert_eq!(
+            file_hosts(n, "five"),
+            sorted(&["node01", "node03", "node03", "node04", "node04"]),
+            "{app}"
+        );
+        assert!(
+            !Path::new(&marker).exists(),
+            "a process of the refused job ran"
+        );
+        assert!(!Path::new(&n.path("six")).exists(), "{app}");
+        hold.stop(Signal::SIGTERM);
+    });
+}
+
+/// §8.2.1.6 absent / only the invalid namespace → the default session, for
+/// a job inside a reservation too. PRRTE master DEVIATES (D8): J1, running
+/// in reservation A (node02), gets A's nodes for an untargeted spawn and for
+/// `--default-pool`, and `--default-pool -H node04` fails to map.
+#[test]
+fn prrte_nodes_s8_2_1_6_absent_from_inside_a_reservation_deviation() {
+    on_cluster(|n| {
+        let j1 = n.path("j1.sh");
+        fs::write(
+            &j1,
+            format!(
+                "{}{}{}",
+                spawn_hosts(n, "absent", "-n 1"),
+                spawn_hosts(n, "pool", "--default-pool -n 1"),
+                spawn_hosts(n, "pool4", "--default-pool -H node04 -n 1"),
+            ),
+        )
+        .expect("j1 script");
+        let o = n.job(&format!(
+            "{}{} --target $A -n 1 sh {j1}\n",
+            palloc_into(n, "A", "-w node02"),
+            bin("pspawn"),
+        ));
+        n.expect_ok(&o);
+        let seen = (
+            file_hosts(n, "absent"),
+            file_hosts(n, "pool"),
+            rc(n, &o, "pool4"),
+        );
+        assert_eq!(
+            seen,
+            (vec!["node02".to_string()], vec!["node02".to_string()], 4),
+            "PRRTE master deviation D8 (§8.2.1.6): a job inside a reservation is expected to get \
+             the reservation's node for an untargeted or --default-pool spawn on PRRTE master (the \
+             spec maps them onto the default session: node01, node03, node04); if this fails PRRTE \
+             may now conform — update docs/conformance.md\n{o}"
+        );
+    });
+}
+
+/// `--map-by node` and `-H` inside and outside a reservation: with
+/// node[02-03] held, the owner's `--target ID -n 2 --map-by node` runs on
+/// both reserved nodes, `--target ID -H node03` on node03, and `--target ID
+/// -H node04` (outside it) fails to map; a default-session `-n 2 --map-by
+/// node` runs on node01 and node04, `-H node04` there, `-H node03` fails.
+#[test]
+fn prrte_nodes_map_by_node_and_hosts_inside_and_outside_reservations() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node[02-03]", &[]);
+    let t = id.as_str();
+    let inside = n.hosts_of(&["--target", t, "-n", "2", "--map-by", "node"]);
+    inside.expect_code(0);
+    assert_eq!(hosts(&inside), sorted(&["node02", "node03"]), "{inside}");
+    let one = n.hosts_of(&["--target", t, "-H", "node03", "-n", "1"]);
+    one.expect_code(0);
+    assert_eq!(hosts(&one), ["node03"], "{one}");
+    failed_to_map(&n.hosts_of(&["--target", t, "-H", "node04", "-n", "1", "--json"]));
+    let outside = n.hosts_of(&["-n", "2", "--map-by", "node"]);
+    outside.expect_code(0);
+    assert_eq!(hosts(&outside), sorted(&["node01", "node04"]), "{outside}");
+    let four = n.hosts_of(&["-H", "node04", "-n", "1"]);
+    four.expect_code(0);
+    assert_eq!(hosts(&four), ["node04"], "{four}");
+    failed_to_map(&n.hosts_of(&["-H", "node03", "-n", "1", "--json"]));
+    hold.stop(Signal::SIGTERM);
+}
+
+// ---------------------------------------------------------------- §8.2.1.7
+
+/// §8.2.1.7 the owner set grows with each spawn into the reservation, and
+/// ownership is not transitive. Application J0 (on node01) owns A (node02,
+/// CHILD_DEFAULT) and B (node03) and spawns J1 into A, then ends. J1 joined
+/// A's owner set: its own spawn into A runs on node02, and A stays reserved
+/// while J1 lives (B, whose owner J0 ended, is unreserved). J1 does not own
+/// B, its parent's other reservation: its spawn into B is refused with
+/// PMIX_ERR_NO_PERMISSIONS and runs nothing.
+#[test]
+fn prrte_nodes_s8_2_1_7_owner_set_grows_not_transitive() {
+    on_cluster(|n| {
+        let g = n.gate("j1");
+        let marker = n.path("in-b");
+        let j1 = n.path("j1-body.sh");
+        fs::write(
+            &j1,
+            format!(
+                "{}{} --target $B -n 1 --json touch {marker} >{}; echo $? >{}\n{}",
+                spawn_hosts(n, "grown", "--target $A -n 1"),
+                bin("pspawn"),
+                n.path("b.out"),
+                n.path("b.rc"),
+                g.cmd
+            ),
+        )
+        .expect("j1 script");
+        let o = n.job(&format!(
+            "{}{}{} --target $A --detach -n 1 env A=$A B=$B sh {j1}\n{}",
+            palloc_into(n, "A", "-w node02 --inherit child-default"),
+            palloc_into(n, "B", "-w node03"),
+            bin("pspawn"),
+            g.await_started_sh(),
+        ));
+        n.expect_ok(&o);
+        let (a, b) = (alloc_of(n, &o, "A"), alloc_of(n, &o, "B"));
+        assert_eq!(g.host(), "node02");
+        assert_eq!(file_hosts(n, "grown"), ["node02"], "J1 spawns into A");
+        eventually("B ends with its owner J0 (DEFAULT)", || {
+            !n.reservation_ids().contains(&b)
+        });
+        assert!(
+            n.reservation_ids().contains(&a),
+            "J1 (a derived child) holds A"
+        );
+        let b_rc = fs::read_to_string(n.path("b.rc")).unwrap_or_default();
+        let b_out = fs::read_to_string(n.path("b.out")).unwrap_or_default();
+        assert_eq!(b_rc.trim(), "6", "J1 does not own B: {b_out}");
+        assert!(b_out.contains("PMIX_ERR_NO_PERMISSIONS"), "{b_out}");
+        assert!(!Path::new(&marker).exists(), "J1's job ran in B");
+        g.open();
+        eventually("A is unreserved after J1, its last derived child", || {
+            !n.reservation_ids().contains(&a)
+        });
+    });
+}
+
+// ---------------------------------------------------------------- §8.2.1.9
+
+/// Tool owner `palloc -w node02 --inherit RULE --hold`, its job (spawned as
+/// the owner, relayed by the holder) running on node02; then the holder is
+/// ended. Returns the cluster, the gate job and the allocation id.
+fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node02", &["--inherit", rule]);
+    let g = n.gate(rule);
+    let o = n.tool(
+        "pspawn",
+        &["--target", &id, "--detach", "-n", "1", "sh", "-c", &g.cmd],
+    );
+    n.expect_ok(&o);
+    assert_eq!(
+        g.host(),
+        "node02",
+        "the owner's job runs on the reserved node"
+    );
+    hold.stop(Signal::SIGTERM);
+    (n, g, id)
+}
+
+/// §8.2.1.9.2 DEFAULT (§8.2.1.9.4 nodes stay): at the owner's end node02 is
+/// unreserved at once, its job keeps running, and the default session uses
+/// node02 again (`-n 4 --map-by node` reaches every node).
+#[test]
+fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
+    let (n, g, id) = owner_ends_with_job_on_reserved_node("default");
+    eventually("DEFAULT unreserves at the owner's end", || {
+        !n.reservation_ids().contains(&id)
+    });
+    assert!(
+        alive(g.pid()),
+        "§8.2.1.9.4: the job on node02 is not killed"
+    );
+    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+    all.expect_code(0);
+    assert_eq!(hosts(&all), n.c.nodes, "{all}");
+    g.open();
+}
+
+/// §8.2.1.9.2 CHILD_DEFAULT: held while the owner's job runs on node02
+/// after the owner ended; unreserved when it ends; node02 then serves the
+/// default session.
+#[test]
+fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
+    let (n, g, id) = owner_ends_with_job_on_reserved_node("child-default");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(n.reservation_ids().contains(&id), "held for its job");
+    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+    g.open();
+    eventually("unreserved after its last job", || {
+        !n.reservation_ids().contains(&id)
+    });
+    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+    all.expect_code(0);
+    assert_eq!(hosts(&all), n.c.nodes, "{all}");
+}
+
+/// §8.2.1.9.2 NONE: released at the owner's end; node02 was a startup node,
+/// so spec 001 returns it to the default session (§8.2.1.9.4: nobody
+/// killed). PRRTE master DEVIATES (D6): the release kills node02's daemon,
+/// node02 stays in the map, and every later job that maps onto it fails to
+/// launch (the job that ran there is orphaned, not ended).
+#[test]
+fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
+    let (n, g, id) = owner_ends_with_job_on_reserved_node("none");
+    eventually("NONE releases at the owner's end", || {
+        !n.reservation_ids().contains(&id)
+    });
+    assert_node02_daemon_killed(&n, "NONE at the owner's end");
+    g.open();
+}
+
+/// §8.2.1.9.2 CHILD: held while the owner's job runs on node02, released
+/// when it ends; node02 (a startup node) should rejoin the default session.
+/// PRRTE master holds it correctly, then DEVIATES at the release (D6).
+#[test]
+fn prrte_nodes_s8_2_1_9_2_child_job_on_reserved_node_deviation() {
+    let (n, g, id) = owner_ends_with_job_on_reserved_node("child");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(n.reservation_ids().contains(&id), "held for its job");
+    assert!(alive(g.pid()));
+    g.open();
+    eventually("CHILD releases after its last job", || {
+        !n.reservation_ids().contains(&id)
+    });
+    assert_node02_daemon_killed(&n, "CHILD after the last job");
+}
+
+/// §8.2.1.9.1 (1) owner release of a reservation carved from a startup
+/// node: the node should rejoin the default session. PRRTE master DEVIATES
+/// (D6): it kills node02's daemon.
+#[test]
+fn prrte_nodes_s8_2_1_9_1_owner_release_startup_node_deviation() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node02", &[]);
+    let o = n.tool("prelease", &[&id, "--json"]);
+    n.expect_ok(&o);
+    eventually("released", || !n.reservation_ids().contains(&id));
+    assert_node02_daemon_killed(&n, "the owner's release");
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.9.1 (1) partial release: the owner of node[02-03] releases
+/// node03 only; node02 stays reserved and node03 rejoins the default
+/// session. PRRTE master DEVIATES (D7): the whole reservation ends, and
+/// (D6) both nodes' daemons die.
+#[test]
+fn prrte_nodes_s8_2_1_9_1_partial_release_deviation() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node[02-03]", &[]);
+    let o = n.tool("prelease", &[&id, "-w", "node03", "--json"]);
+    n.expect_ok(&o);
+    assert_eq!(o.first("release")["alloc_id"], id.as_str(), "{o}");
+    eventually("the release took effect", || {
+        n.node_owner("node03").is_none()
+    });
+    let still = n.reservation_ids();
+    let live = n.live_nodes();
+    assert!(
+        !still.contains(&id) && live == sorted(&["node01", "node04"]),
+        "PRRTE master deviation D7 (§8.2.1.9.1): releasing node03 of node[02-03] is expected to \
+         end the whole reservation and kill both nodes' daemons on PRRTE master (the spec keeps \
+         node02 reserved and returns node03 to the default session); if this fails PRRTE may \
+         now conform — update docs/conformance.md\nreservations: {still:?}, live nodes: {live:?}\n{}",
+        n.c.logs()
+    );
+    hold.stop(Signal::SIGTERM);
+}
+
+/// D6, as every test above sees it: node02 is back in the map, unreserved,
+/// but its daemon is gone — soon every job on it fails to launch, while
+/// every other node still runs jobs.
+#[track_caller]
+fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
+    let deviation = format!(
+        "PRRTE master deviation D6 (§8.2.1.9.2, §8.2.1.9.4): after {what}, node02 (a startup \
+         node) is expected to stay in the map, unreserved, with its daemon killed (jobs on it \
+         fail PMIX_ERR_JOB_FAILED_TO_LAUNCH); the spec returns it to the default session. If \
+         this fails PRRTE may now conform — update docs/conformance.md"
+    );
+    let deadline = std::time::Instant::now() + crate::support::blackbox::POLL;
+    let mut last;
+    loop {
+        last = n.hosts_of(&["-H", "node02", "-n", "1", "--json"]);
+        if last.error_status().as_deref() == Some("PMIX_ERR_JOB_FAILED_TO_LAUNCH") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{deviation}\n-H node02: {last}\n{}",
+            n.c.logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let listed = n.node_owner("node02");
+    let live = n.live_nodes();
+    assert!(
+        listed.is_none() && live == sorted(&["node01", "node03", "node04"]),
+        "{deviation}\nnode02 owner: {listed:?}, live nodes: {live:?}\n{}",
+        n.c.logs()
+    );
+}
+
+// ------------------------------------- single-node rules, again on 4 nodes
+
+/// §8.2.1.5 row 3 (tool + SHARE → default session) on 4 nodes: nothing is
+/// reserved and a default-session job uses node02 like any other node.
+#[test]
+fn prrte_nodes_s8_2_1_5_tool_share() {
+    let n = Nodes::start();
+    let mut cmd = n.tool_cmd("palloc");
+    cmd.args(["-w", "node02", "--share", "--hold", "--json"]);
+    let hold = Bg::start(cmd);
+    let a = hold.wait_for("allocation");
+    assert_eq!(a["reserved"], false, "{a}");
+    assert!(
+        n.reservation_ids().is_empty(),
+        "a shared grant reserves nothing"
+    );
+    assert_eq!(n.node_owner("node02"), None);
+    let all = n.hosts_of(&["-n", "8", "--map-by", "node"]);
+    n.expect_ok(&all);
+    assert_eq!(
+        hosts(&all).iter().filter(|h| *h == "node02").count(),
+        2,
+        "{all}"
+    );
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.5 row 1 (tool + TARGET → owned by the target) on 4 nodes: the
+/// reservation of node02 outlives the requesting tool, keeps default jobs
+/// off node02, and ends with the target job (DEFAULT: node02 serves the
+/// default session again).
+#[test]
+fn prrte_nodes_s8_2_1_5_tool_with_target() {
+    let n = Nodes::start();
+    let g = n.gate("target");
+    let j = n.tool(
+        "pspawn",
+        &[
+            "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
+        ],
+    );
+    let target = j.job_nspace();
+    assert_eq!(g.host(), "node03");
+    let o = n.tool("palloc", &["-w", "node02", "--target", &target, "--json"]);
+    let id = o.alloc_id();
+    assert_eq!(
+        o.first("allocation")["owner_nspace"],
+        target.as_str(),
+        "{o}"
+    );
+    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+    failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
+    g.open();
+    eventually("the target's end ends the reservation", || {
+        n.node_owner("node02").is_none()
+    });
+    let on02 = n.hosts_of(&["-H", "node02", "-n", "1"]);
+    n.expect_ok(&on02);
+    assert_eq!(hosts(&on02), ["node02"], "{on02}");
+}
+
+/// D1 and D3 on 4 nodes: a really foreign tool (`--as-tool`) spawns into
+/// another tool's reservation of node02 (the job runs there) and releases
+/// it (it ends while its owner still holds it; then D6 takes node02's
+/// daemon). The spec refuses both with PMIX_ERR_NO_PERMISSIONS.
+#[test]
+fn prrte_nodes_s8_2_1_7_foreign_tool_spawns_and_releases_deviation() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node02", &[]);
+    let marker = n.path("foreign");
+    let o = n.tool(
+        "pspawn",
+        &[
+            "--as-tool",
+            "--target",
+            &id,
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            &format!("echo $PMIX_HOSTNAME >{marker}"),
+        ],
+    );
+    let ran = fs::read_to_string(&marker).unwrap_or_default();
+    assert!(
+        o.code == 0 && ran.trim() == "node02",
+        "PRRTE master deviation D1 (§8.2.1.7): a foreign tool's spawn into a reservation is \
+         expected to run on its node on PRRTE master (the spec requires \
+         PMIX_ERR_NO_PERMISSIONS); if this fails PRRTE may now conform — update \
+         docs/conformance.md\n{o}\nran on: {ran:?}"
+    );
+    let r = n.tool("prelease", &["--as-tool", &id, "--json"]);
+    assert_eq!(
+        r.code, 0,
+        "PRRTE master deviation D3 (§8.2.1.9.1): a foreign tool's release is expected to be \
+         honoured on PRRTE master; if this fails PRRTE may now conform — update \
+         docs/conformance.md\n{r}"
+    );
+    eventually("the foreign release ended it", || {
+        !n.reservation_ids().contains(&id)
+    });
+    assert_node02_daemon_killed(&n, "a foreign tool's release");
+    hold.stop(Signal::SIGTERM);
+}
+
+/// §8.2.1.9.1 (2) on 4 nodes: the DVM's teardown ends everything, the jobs
+/// running in a reservation on another node too.
+#[test]
+fn prrte_nodes_s8_2_1_9_1_dvm_teardown() {
+    let n = Nodes::start();
+    let (hold, id) = n.hold("node[02-03]", &["--inherit", "child"]);
+    let g = n.gate("teardown");
+    let o = n.tool(
+        "pspawn",
+        &["--target", &id, "--detach", "-n", "1", "sh", "-c", &g.cmd],
+    );
+    n.expect_ok(&o);
+    let host = g.host();
+    assert!(host == "node02" || host == "node03", "{host}");
+    let pid = g.pid();
+    let stopped = n.c.stop();
+    assert!(
+        stopped.swept.is_empty(),
+        "teardown left processes: {stopped:?}"
+    );
+    // Ended (a zombie not yet reaped by init counts as alive: poll).
+    eventually(&format!("the job on {host} ends with the DVM"), || {
+        !alive(pid)
+    });
+    drop(hold);
+}
