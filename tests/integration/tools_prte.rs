@@ -55,15 +55,25 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     assert_eq!(text(&ok.stdout), "to-out\n", "{}", show(&ok));
     assert!(text(&ok.stderr).contains("to-err\n"), "{}", show(&ok));
 
-    let bad = run_with_timeout(
-        // The job outlives the spawn's reply: PRRTE 3.0.14 never forwards
-        // the output of a job that fails before it answers the spawn (it
-        // answers PMIX_ERROR then; pspawn reports that job's status).
-        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "echo before; sleep 0.3; exit 7"]),
-        60,
-    );
-    assert_eq!(bad.status.code(), Some(7), "{}", show(&bad));
-    assert_eq!(text(&bad.stdout), "before\n");
+    // A job that fails at once often ends before PRRTE 3.0.14 answers its
+    // spawn (it answers PMIX_ERROR then, and had not begun forwarding the
+    // job's output): pspawn pulls what the DVM cached, so the output is
+    // there whichever way the race goes. The exit status is the job's,
+    // except when PRRTE loses the job's end event (README: then pspawn
+    // says so and reports the best known status).
+    for _ in 0..10 {
+        let bad = run_with_timeout(
+            tool(&dvm, "pspawn").args(["-v", "/bin/sh", "-c", "echo before; exit 7"]),
+            60,
+        );
+        assert_eq!(text(&bad.stdout), "before\n", "{}", show(&bad));
+        let unannounced = text(&bad.stderr).contains("never announced the end of job");
+        assert!(
+            bad.status.code() == Some(7) || unannounced,
+            "{}",
+            show(&bad)
+        );
+    }
 
     // Much output: every line arrives, in order, before pspawn exits.
     let many = run_with_timeout(

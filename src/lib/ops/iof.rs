@@ -76,6 +76,30 @@ pub fn push_payload(
     Ok(e.into_bytes())
 }
 
+/// Reference id our pulls carry; the server echoes it in the output it
+/// forwards for them (the tools keep no per-pull handlers, so one will do).
+const PULL_REF: u64 = 1;
+
+/// The payload of an IOF pull (`PMIX_IOF_PULL_CMD`): the number of sources
+/// and the sources, the number of directives and the directives, the
+/// channels, and our reference id.
+pub fn pull_payload(
+    wire: crate::codec::WireVersion,
+    sources: &[Proc],
+    channels: u16,
+) -> Result<Vec<u8>> {
+    let mut e = crate::codec::Encoder::new(wire);
+    e.pack_one(&crate::codec::Cmd(crate::proto::cmd::IOF_PULL))?;
+    e.pack_one(&Size(sources.len() as u64))?;
+    if !sources.is_empty() {
+        e.pack(sources)?;
+    }
+    crate::codec::attrs::write_infos(&mut e, &[])?;
+    e.pack_one(&IofChannel(channels))?;
+    e.pack_one(&Size(PULL_REF))?;
+    Ok(e.into_bytes())
+}
+
 /// Whether the answer to a push means the bytes were taken: success, or
 /// PRRTE's "input complete" (the answer to end of input) and "slow down"
 /// (taken, but the target is backed up).

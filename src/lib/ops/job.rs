@@ -228,6 +228,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
+                    pull_cached_output(s, &ns);
                     drain_output(s, ENDED_OUTPUT_QUIET_V41, on_output);
                     return Some(end);
                 }
@@ -240,6 +241,32 @@ pub fn ended_before_reply(
         }
     }
     None
+}
+
+/// Ask for job `nspace`'s output that the DVM still holds. A DVM forwards
+/// a job's output to its launcher once the spawn succeeded; a job that
+/// ended before the spawn was answered (PRRTE answers `PMIX_ERROR` then),
+/// or before PRRTE 3.0 set up its forwarding (it then announces no end
+/// either), had its output kept in the PMIx server's cache, never sent.
+/// Pulling that namespace's stdout and stderr makes the server hand over
+/// what it cached, right behind its answer to the pull, so the barrier of
+/// [`drain_output`] sees it. A DVM that refuses the pull leaves nothing more
+/// to take.
+fn pull_cached_output(s: &Session, nspace: &str) {
+    let all = crate::codec::Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
+    let channels = super::iof::CHANNEL_STDOUT | super::iof::CHANNEL_STDERR;
+    let Ok(payload) = super::iof::pull_payload(s.wire(), &[all], channels) else {
+        return;
+    };
+    if let Ok(tag) = s.conn().begin(&payload) {
+        let stop = Instant::now() + TRAILING_MAX;
+        if !matches!(s.conn().await_reply(tag, &[], Some(stop)), Ok(Some(_))) {
+            s.conn().forget(tag);
+        }
+    }
 }
 
 /// If `ev` is the end of job `nspace`, how it ended.
@@ -385,6 +412,10 @@ the job's end is unknown",
         if let Some(end) = take_queued(s, self, on_output) {
             return Ok(Some(end));
         }
+        // A job whose end went unannounced may have ended before the DVM
+        // began forwarding its output to us: what it cached is pulled.
+        pull_cached_output(s, &self.nspace);
+        drain_output(s, TRAILING_QUIET_V41, on_output);
         if self.release {
             // The DVM still holds the job's slots: have it drop the job
             // (PRRTE 3.0 refuses TERMINATE, keeps the job after a signal,
