@@ -100,6 +100,16 @@ pub fn pull_payload(
     Ok(e.into_bytes())
 }
 
+/// The payload that withdraws a pull (`PMIX_IOF_DEREG_CMD`): no
+/// directives, then the id the server gave the pull in its answer.
+pub fn dereg_payload(wire: crate::codec::WireVersion, server_id: u64) -> Result<Vec<u8>> {
+    let mut e = crate::codec::Encoder::new(wire);
+    e.pack_one(&crate::codec::Cmd(crate::proto::cmd::IOF_DEREG))?;
+    crate::codec::attrs::write_infos(&mut e, &[])?;
+    e.pack_one(&Size(server_id))?;
+    Ok(e.into_bytes())
+}
+
 /// Whether the answer to a push means the bytes were taken: success, or
 /// PRRTE's "input complete" (the answer to end of input) and "slow down"
 /// (taken, but the target is backed up).

@@ -121,7 +121,12 @@ pub fn follow_message(
         Unsolicited::Notify(bytes) => {
             let ev = decode_notification(&mut s.decoder(&bytes)).ok()?;
             if let Some(end) = job_end_of(&ev, nspace) {
-                drain_output(s, TRAILING_QUIET_V41, on_output);
+                // PRRTE 3.0 (v41) may have cached output it never forwarded.
+                if s.wire() == crate::codec::WireVersion::V41 {
+                    drain_job_output(s, nspace, TRAILING_QUIET_V41, on_output);
+                } else {
+                    drain_output(s, TRAILING_QUIET_V41, on_output);
+                }
                 return Some(Ok(end));
             }
             on_output(JobOutput::Event(&ev));
@@ -228,8 +233,7 @@ pub fn ended_before_reply(
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
-                    pull_cached_output(s, &ns);
-                    drain_output(s, ENDED_OUTPUT_QUIET_V41, on_output);
+                    drain_job_output(s, &ns, ENDED_OUTPUT_QUIET_V41, on_output);
                     return Some(end);
                 }
             }
@@ -243,28 +247,56 @@ pub fn ended_before_reply(
     None
 }
 
-/// Ask for job `nspace`'s output that the DVM still holds. A DVM forwards
-/// a job's output to its launcher once the spawn succeeded; a job that
-/// ended before the spawn was answered (PRRTE answers `PMIX_ERROR` then),
-/// or before PRRTE 3.0 set up its forwarding (it then announces no end
-/// either), had its output kept in the PMIx server's cache, never sent.
-/// Pulling that namespace's stdout and stderr makes the server hand over
-/// what it cached, right behind its answer to the pull, so the barrier of
-/// [`drain_output`] sees it. A DVM that refuses the pull leaves nothing more
-/// to take.
-fn pull_cached_output(s: &Session, nspace: &str) {
+/// Take the rest of job `nspace`'s output after its end ([`drain_output`]),
+/// first asking for what the DVM may still hold of it. A DVM forwards a
+/// job's output to its launcher once the spawn succeeded; a job that ended
+/// before the spawn was answered (PRRTE answers `PMIX_ERROR` then), or
+/// before PRRTE 3.0 set up its forwarding (it then forwards nothing, and
+/// may announce no end either), had its output kept in the PMIx server's
+/// cache, never sent. Pulling that namespace's stdout and stderr makes the
+/// server hand over what it cached, right behind its answer to the pull, so
+/// the barrier of [`drain_output`] sees it; the pull is withdrawn after.
+/// A cache entry is dropped once forwarded, so nothing comes twice.
+pub fn drain_job_output(
+    s: &Session,
+    nspace: &str,
+    quiet_v41: Duration,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) {
+    let pulled = pull_cached_output(s, nspace);
+    drain_output(s, quiet_v41, on_output);
+    if let Some(id) = pulled {
+        if let Ok(payload) = super::iof::dereg_payload(s.wire(), id) {
+            await_briefly(s, &payload);
+        }
+    }
+}
+
+/// Send the pull of [`drain_job_output`]; the server's id for it when it
+/// was granted.
+fn pull_cached_output(s: &Session, nspace: &str) -> Option<u64> {
     let all = crate::codec::Proc {
         nspace: nspace.to_string(),
         rank: crate::codec::RANK_WILDCARD,
     };
     let channels = super::iof::CHANNEL_STDOUT | super::iof::CHANNEL_STDERR;
-    let Ok(payload) = super::iof::pull_payload(s.wire(), &[all], channels) else {
-        return;
-    };
-    if let Ok(tag) = s.conn().begin(&payload) {
-        let stop = Instant::now() + TRAILING_MAX;
-        if !matches!(s.conn().await_reply(tag, &[], Some(stop)), Ok(Some(_))) {
+    let payload = super::iof::pull_payload(s.wire(), &[all], channels).ok()?;
+    let reply = await_briefly(s, &payload)?;
+    let mut d = s.decoder(&reply);
+    let st: Status = d.unpack_one().ok()?;
+    let crate::codec::Size(id) = d.unpack_one().ok()?;
+    st.is_success().then_some(id)
+}
+
+/// Send `payload` and wait at most [`TRAILING_MAX`] for its answer.
+fn await_briefly(s: &Session, payload: &[u8]) -> Option<Vec<u8>> {
+    let tag = s.conn().begin(payload).ok()?;
+    let stop = Instant::now() + TRAILING_MAX;
+    match s.conn().await_reply(tag, &[], Some(stop)) {
+        Ok(Some(r)) => Some(r),
+        _ => {
             s.conn().forget(tag);
+            None
         }
     }
 }
@@ -414,8 +446,7 @@ the job's end is unknown",
         }
         // A job whose end went unannounced may have ended before the DVM
         // began forwarding its output to us: what it cached is pulled.
-        pull_cached_output(s, &self.nspace);
-        drain_output(s, TRAILING_QUIET_V41, on_output);
+        drain_job_output(s, &self.nspace, TRAILING_QUIET_V41, on_output);
         if self.release {
             // The DVM still holds the job's slots: have it drop the job
             // (PRRTE 3.0 refuses TERMINATE, keeps the job after a signal,

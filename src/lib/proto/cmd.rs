@@ -20,6 +20,8 @@ pub const ALLOC: u8 = 17;
 pub const JOB_CONTROL: u8 = 18;
 /// Ask for forwarded output.
 pub const IOF_PULL: u8 = 22;
+/// Withdraw an earlier request for forwarded output.
+pub const IOF_DEREG: u8 = 29;
 
 /// What a request with command `code` is, for messages ("no answer from
 /// the DVM to the allocation request after 30 s").
@@ -34,6 +36,7 @@ pub fn describe(code: u8) -> &'static str {
         ALLOC => "the allocation request",
         JOB_CONTROL => "the job-control request",
         IOF_PULL => "the output-forwarding request",
+        IOF_DEREG => "the output-forwarding withdrawal",
         _ => "our request",
     }
 }
