@@ -19,6 +19,7 @@ mod dvm_model_genealogy;
 mod dvm_model_rules;
 mod dvm_model_sched;
 mod habits;
+mod holder_relay;
 mod layers;
 mod palloc_context;
 mod parsers_proptest;

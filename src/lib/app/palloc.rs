@@ -11,7 +11,7 @@ use crate::cli::request::AllocRequest;
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
 use crate::codec::{dt, AllocInheritance, Info, Value};
-use crate::conn::client::Event;
+use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
 use crate::conn::holder::{Holder, HOLDER_ENV};
 use crate::conn::{Identity, Unsolicited};
@@ -752,23 +752,30 @@ fn step(
     child: Option<BorrowedFd<'_>>,
     deadline: Option<Instant>,
 ) -> Step {
+    use nix::poll::PollFlags;
     let hfds: Vec<RawFd> = holder.as_ref().map(|h| h.fds()).unwrap_or_default();
-    let mut extras: Vec<BorrowedFd<'_>> = Vec::with_capacity(hfds.len() + 2);
+    let wfds: Vec<RawFd> = holder.as_ref().map(|h| h.write_fds()).unwrap_or_default();
+    let take_messages = holder.as_ref().is_none_or(|h| !h.paused());
+    let mut extras: Vec<Watched<'_>> = Vec::with_capacity(hfds.len() + wfds.len() + 2);
     let sig = signals::fd();
     if let Some(f) = sig {
-        extras.push(f);
+        extras.push((f, PollFlags::POLLIN));
     }
     let child_at = child.map(|c| {
-        extras.push(c);
+        extras.push((c, PollFlags::POLLIN));
         extras.len() - 1
     });
     let holder_from = extras.len();
-    for fd in &hfds {
+    for (fd, flags) in hfds
+        .iter()
+        .map(|f| (f, PollFlags::POLLIN))
+        .chain(wfds.iter().map(|f| (f, PollFlags::POLLOUT)))
+    {
         // SAFETY: the holder owns these sockets and is not touched until
         // the wait below returns.
-        extras.push(unsafe { BorrowedFd::borrow_raw(*fd) });
+        extras.push((unsafe { BorrowedFd::borrow_raw(*fd) }, flags));
     }
-    match s.conn().wait(&extras, deadline) {
+    match s.conn().wait_watching(&extras, deadline, take_messages) {
         Event::Ready(i) => {
             if sig.is_some() && i == 0 {
                 signals::drain();
@@ -777,8 +784,13 @@ fn step(
             if Some(i) == child_at {
                 return Step::Child;
             }
-            if let (Some(h), Some(fd)) = (holder.as_deref_mut(), hfds.get(i - holder_from)) {
-                h.on_ready(*fd, s.conn());
+            if let Some(h) = holder.as_deref_mut() {
+                let k = i - holder_from;
+                match (hfds.get(k), wfds.get(k.wrapping_sub(hfds.len()))) {
+                    (Some(fd), _) => h.on_ready(*fd, s.conn()),
+                    (None, Some(fd)) => h.on_writable(*fd),
+                    _ => {}
+                }
             }
             Step::Quiet
         }
@@ -791,24 +803,26 @@ fn step(
         },
         Event::Message(m) => match m {
             Unsolicited::Notify(bytes) => {
-                if let Some(h) = holder {
-                    h.broadcast(TAG_NOTIFY, &bytes);
+                let claimed = holder.is_some_and(|h| h.route(TAG_NOTIFY, bytes.clone()));
+                if claimed {
+                    Step::Quiet
+                } else {
+                    Step::Notify(bytes)
                 }
-                Step::Notify(bytes)
             }
             Unsolicited::Iof(bytes) => {
                 if let Some(h) = holder {
-                    h.broadcast(TAG_IOF, &bytes);
+                    h.route(TAG_IOF, bytes);
                 }
                 Step::Quiet
             }
-            Unsolicited::Other(tag, bytes) => {
+            Unsolicited::Other(..) => Step::Quiet,
+            Unsolicited::Closed(e) => {
                 if let Some(h) = holder {
-                    h.broadcast(tag, &bytes);
+                    h.close_all();
                 }
-                Step::Quiet
+                Step::Lost(e)
             }
-            Unsolicited::Closed(e) => Step::Lost(e),
         },
         Event::Deadline => Step::Quiet,
     }

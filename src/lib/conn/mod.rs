@@ -16,6 +16,8 @@ pub mod discover;
 pub mod frame;
 pub mod handshake;
 pub(crate) mod holder;
+pub(crate) mod holder_client;
+pub(crate) mod holder_route;
 pub(crate) mod stream;
 pub(crate) mod uri;
 
