@@ -19,6 +19,8 @@ mod dvm_model_genealogy;
 mod dvm_model_rules;
 mod dvm_model_sched;
 mod habits;
+mod holder_failure;
+mod holder_lifetime;
 mod holder_relay;
 mod layers;
 mod palloc_context;

@@ -340,14 +340,16 @@ fn holders_apply(opts: &ConnectOptions) -> bool {
 }
 
 /// The holder of the allocation the command acts on ([`ConnectOptions::alloc`])
-/// on the DVM found (`target`), registered by a palloc in another shell of
-/// the same user; none inside a job, or when a server or `--as-tool` was
-/// asked for explicitly.
+/// on the DVM found (`target`, however it was named), registered by a palloc
+/// in another shell of the same user; none inside a job, or when a tool
+/// identity or `--as-tool` was asked for explicitly.
 pub(crate) fn registered_holder(
     opts: &ConnectOptions,
     target: &Target,
 ) -> Option<std::path::PathBuf> {
-    if !holders_apply(opts) || !target.identity.is_tool() {
+    // A server named with --uri/--pid still finds the holder of that
+    // server's allocation (its registration names the server).
+    if opts.force_tool || opts.tool_id.is_some() || !target.identity.is_tool() {
         return None;
     }
     let path = super::holder::registered_path(&target.uri.nspace, opts.alloc.as_deref()?)?;

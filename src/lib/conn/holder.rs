@@ -58,7 +58,7 @@ use super::uri::ServerUri;
 
 /// Environment variable naming a holder's socket; set for the command
 /// `palloc … -- CMD` runs.
-pub(crate) const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
+pub const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
 /// Tag of the holder's first frame.
 pub(crate) const TAG_WELCOME: u32 = 3;
 /// Largest welcome frame a client accepts.
@@ -494,8 +494,8 @@ impl Holder {
             return self.answer(i, tag, Status::SUCCESS);
         }
         let kind = classify(payload, self.wire);
-        if self.refuses(&kind) {
-            return self.answer(i, tag, Status::ERR_NO_PERMISSIONS);
+        if let Some(st) = self.refusal(&kind) {
+            return self.answer(i, tag, st);
         }
         match &kind {
             Kind::RegEvents(codes) => {
@@ -536,17 +536,24 @@ impl Holder {
         }
     }
 
-    /// Whether a request is refused: it acts on another allocation than
-    /// the one held (an owner's right is only lent for this allocation).
-    fn refuses(&self, kind: &Kind) -> bool {
+    /// Why a request is refused: it acts on another allocation than the one
+    /// held (an owner's right is only lent for this allocation): another
+    /// allocation is not found here; acting on it is not permitted.
+    fn refusal(&self, kind: &Kind) -> Option<Status> {
         match kind {
             Kind::Alloc {
                 directive,
                 alloc_id: Some(a),
                 ..
-            } => acts_on_existing(*directive) && *a != self.alloc_id,
-            Kind::Spawn { targets } => targets.iter().any(|t| !t.is_empty() && *t != self.alloc_id),
-            _ => false,
+            } if acts_on_existing(*directive) && *a != self.alloc_id => {
+                Some(Status::ERR_NO_PERMISSIONS)
+            }
+            Kind::Spawn { targets }
+                if targets.iter().any(|t| !t.is_empty() && *t != self.alloc_id) =>
+            {
+                Some(Status::ERR_NOT_FOUND)
+            }
+            _ => None,
         }
     }
 

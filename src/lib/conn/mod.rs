@@ -24,4 +24,5 @@ pub(crate) mod uri;
 pub use client::{Connection, Event, Unsolicited};
 pub use discover::{ConnectOptions, Target};
 pub use handshake::Identity;
+pub use holder::HOLDER_ENV;
 pub use uri::{Rendezvous, ServerUri};
