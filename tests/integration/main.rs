@@ -21,6 +21,7 @@ mod dvm_model_sched;
 mod habits;
 mod holder_failure;
 mod holder_lifetime;
+mod holder_owners;
 mod holder_relay;
 mod layers;
 mod palloc_context;
