@@ -20,6 +20,7 @@ mod dvm_model_rules;
 mod dvm_model_sched;
 mod habits;
 mod holder_failure;
+mod holder_housekeeping;
 mod holder_lifetime;
 mod holder_owners;
 mod holder_relay;

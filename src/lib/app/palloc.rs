@@ -13,7 +13,7 @@ use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
 use crate::codec::{dt, AllocInheritance, Info, Value};
 use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
-use crate::conn::holder::{Holder, HOLDER_ENV};
+use crate::conn::holder::{HeldBy, Holder, HOLDER_ENV};
 use crate::conn::{Identity, Unsolicited};
 use crate::ops::alloc::{allocate, begin_allocate, decode_alloc_reply, AllocReply};
 use crate::ops::events::{decode_notification, register};
@@ -287,7 +287,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     let mut submitter = Submitter::from_env();
     let detached = mode == PallocMode::Hold || submitter.is_some();
     let mut queued_holder = match (detached, from_application, &req.request_id) {
-        (true, false, Some(rid)) => Holder::start(s.conn(), rid).ok(),
+        (true, false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
         _ => None,
     };
     let spinner = ui.queued(req.request_id.as_deref());
@@ -494,7 +494,7 @@ fn hold(
     submitter: Option<Submitter>,
     ui: &Ui,
 ) -> std::result::Result<i32, Failure> {
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
@@ -789,7 +789,7 @@ fn run_command(
     let (program, args) = cmd
         .split_first()
         .ok_or_else(|| Failure::other("no command to run"))?;
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
     let spawned = std::process::Command::new(program)
         .args(args)

@@ -48,6 +48,7 @@ pub(crate) fn submit_detached(
     set_cloexec(said_r.as_raw_fd());
     let mut child = start(args, &rid, log.as_ref(), &said_w)?;
     drop(said_w);
+    let log_path = log_path.map(|p| name_log_for(p, args, child.id()));
     if how == Detach::Submit {
         ui.record(&RequestRecord {
             request_id: Some(rid.clone()),
@@ -119,6 +120,23 @@ fn open_log(args: &PallocArgs, rid: &str) -> (Option<std::path::PathBuf>, Option
     };
     let file = path.as_ref().and_then(|p| std::fs::File::create(p).ok());
     (path.filter(|_| file.is_some()), file)
+}
+
+/// A log in the private directory is renamed `palloc.NAME.PID.log` once
+/// the detached palloc runs, so the log of one that has ended is swept
+/// (see [`crate::conn::holder::sweep`]); a script's log stays as named.
+fn name_log_for(path: std::path::PathBuf, args: &PallocArgs, pid: u32) -> std::path::PathBuf {
+    if !args.command.is_empty() {
+        return path;
+    }
+    let named = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".log"))
+        .map(|stem| std::path::PathBuf::from(format!("{stem}.{pid}.log")));
+    match named {
+        Some(n) if std::fs::rename(&path, &n).is_ok() => n,
+        _ => path,
+    }
 }
 
 /// Start `palloc … --hold` (or `palloc … -- SCRIPT`) for request `rid` in a

@@ -352,8 +352,12 @@ pub(crate) fn registered_holder(
     if opts.force_tool || opts.tool_id.is_some() || !target.identity.is_tool() {
         return None;
     }
-    let path = super::holder::registered_path(&target.uri.nspace, opts.alloc.as_deref()?)?;
-    path.exists().then_some(path)
+    use super::holder::{registered_path, HeldBy};
+    let id = opts.alloc.as_deref()?;
+    [HeldBy::Alloc, HeldBy::Request]
+        .into_iter()
+        .filter_map(|h| registered_path(&target.uri.nspace, id, h))
+        .find(|p| p.exists())
 }
 
 /// Our command line as one string (PRRTE records it for the tool's job),

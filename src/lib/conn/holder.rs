@@ -141,9 +141,9 @@ impl Holder {
     /// that allocation (see [`registered_path`]), so tools in other shells
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
-    pub(crate) fn start(conn: &Connection, alloc_id: &str) -> Result<Holder> {
+    pub(crate) fn start(conn: &Connection, alloc_id: &str, held: HeldBy) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
-        let (listener, path, private_dir) = match bind_registered(&server, alloc_id) {
+        let (listener, path, private_dir) = match bind_registered(&server, alloc_id, held) {
             Some((l, p)) => (l, p, None),
             None => {
                 let (l, p, d) = bind_private()?;
@@ -593,32 +593,53 @@ pub(crate) fn registry_dir() -> Option<PathBuf> {
     private.then_some(dir)
 }
 
-/// Where the holder of `alloc_id` on the DVM whose namespace is `server`
-/// registers its socket (in [`registry_dir`]): allocation ids are unique
-/// only within one DVM. Characters other than letters, digits and `@._-`
-/// are replaced by `_`.
-pub(crate) fn registered_path(server: &str, alloc_id: &str) -> Option<PathBuf> {
-    if alloc_id.is_empty() || alloc_id.len() + server.len() > 200 {
-        return None;
-    }
-    let name: String = format!("{server}+{alloc_id}")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "@._-+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Some(registry_dir()?.join(format!("{name}.sock")))
+/// What a holder is registered under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeldBy {
+    /// A granted allocation's id.
+    Alloc,
+    /// A queued request's id (a detached palloc waiting for the grant).
+    Request,
 }
 
-/// Bind the registered socket of `alloc_id` on `server`, replacing a stale one (whose
-/// holder has gone); `None` when it cannot (no registry, or a live holder
-/// of the same id).
-fn bind_registered(server: &str, alloc_id: &str) -> Option<(UnixListener, PathBuf)> {
-    let path = registered_path(server, alloc_id)?;
+/// Where the holder of `id` (an allocation id, or a queued request's id:
+/// `held`) on the DVM whose namespace is `server` registers its socket (in
+/// [`registry_dir`]): ids are unique only within one DVM, and a request id
+/// may look like an allocation id, so the two never share a name
+/// (`SERVER+ID.sock`, `SERVER=ID.sock`). Characters other than letters,
+/// digits and `@._-` are replaced by `_`.
+pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
+    if id.is_empty() || id.len() + server.len() > 200 {
+        return None;
+    }
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let sep = match held {
+        HeldBy::Alloc => '+',
+        HeldBy::Request => '=',
+    };
+    let name = format!("{}{sep}{}.sock", clean(server), clean(id));
+    Some(registry_dir()?.join(name))
+}
+
+/// Bind the registered socket of `id` on `server`, replacing a stale one
+/// (whose holder has gone); `None` when it cannot (no registry, or a live
+/// holder of the same id). Sockets and logs of other holders that have
+/// gone are swept on the way.
+fn bind_registered(server: &str, id: &str, held: HeldBy) -> Option<(UnixListener, PathBuf)> {
+    let path = registered_path(server, id, held)?;
+    if let Some(dir) = path.parent() {
+        sweep(dir);
+    }
     if path.exists() {
         if UnixStream::connect(&path).is_ok() {
             return None;
@@ -626,6 +647,56 @@ fn bind_registered(server: &str, alloc_id: &str) -> Option<(UnixListener, PathBu
         std::fs::remove_file(&path).ok()?;
     }
     UnixListener::bind(&path).ok().map(|l| (l, path))
+}
+
+/// Most entries of the registry looked at by one sweep.
+const SWEEP_MAX: usize = 4096;
+
+/// Remove from the registry `dir` the sockets nobody listens on (their
+/// holder has gone) and the logs of detached pallocs that have ended
+/// (`palloc.NAME.PID.log`).
+pub(crate) fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(std::result::Result::ok).take(SWEEP_MAX) {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let dead = if name.ends_with(".sock") {
+            matches!(
+                UnixStream::connect(&path),
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused
+            )
+        } else if let Some(pid) = log_pid(&name) {
+            !alive(pid)
+        } else {
+            false
+        };
+        if dead {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: i32) -> bool {
+    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+        == Err(nix::errno::Errno::ESRCH)
+    {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let state = state
+        .as_deref()
+        .and_then(|s| s.rsplit(')').next())
+        .and_then(|r| r.split_whitespace().next());
+    !matches!(state, Some("Z") | Some("X"))
+}
+
+/// The pid in a detached palloc's log name (`palloc.NAME.PID.log`).
+fn log_pid(name: &str) -> Option<i32> {
+    let stem = name.strip_prefix("palloc.")?.strip_suffix(".log")?;
+    stem.rsplit_once('.')?.1.parse().ok().filter(|p| *p > 1)
 }
 
 /// Bind a socket in a fresh private directory under TMPDIR.
@@ -794,4 +865,30 @@ it has probably ended",
         pindex: None,
     };
     Connection::established(stream, target, welcome, wire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_id_never_names_an_allocations_holder() {
+        let a = registered_path("dvm@0", "alloc.4", HeldBy::Alloc);
+        let r = registered_path("dvm@0", "alloc.4", HeldBy::Request);
+        assert!(a.is_some() && r.is_some());
+        assert_ne!(a, r);
+        // Separators in ids cannot forge the other kind's name.
+        assert_ne!(
+            registered_path("dvm@0", "x=alloc.4", HeldBy::Alloc),
+            registered_path("dvm@0+x", "alloc.4", HeldBy::Request)
+        );
+    }
+
+    #[test]
+    fn log_names_carry_the_detached_pallocs_pid() {
+        assert_eq!(log_pid("palloc.nightly.1234.log"), Some(1234));
+        assert_eq!(log_pid("palloc.a.b.77.log"), Some(77));
+        assert_eq!(log_pid("palloc.nightly.log"), None);
+        assert_eq!(log_pid("other.1234.log"), None);
+    }
 }

@@ -15,7 +15,7 @@ use super::frame::{encode_frame, FrameDecoder};
 
 /// Bytes queued for one client beyond which the holder stops taking
 /// messages from the DVM until that client has read some.
-pub(crate) const CLIENT_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// Largest frame a client may send to its holder (a request: a spawn with
 /// a large environment, a push of stdin).
 pub(crate) const MAX_CLIENT_FRAME: u32 = 4 * 1024 * 1024;
