@@ -299,3 +299,94 @@ fn a_holder_lends_the_owners_right_only_for_its_own_allocation() {
     let r = run(rel, 30);
     assert_eq!(r.status.code(), Some(0), "{}", show(&r));
 }
+
+/// `palloc --extend` reports what the DVM now holds: every node and the
+/// expiry pwatch shows (not the increment asked for).
+#[test]
+fn extend_reports_the_nodes_and_expiry_the_dvm_granted() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "3"]);
+    let tool = pdvm_tool(&pdvm);
+    let mut new = tool("palloc");
+    new.args(["-q", "-N", "1", "-t", "1h", "--parsable"]);
+    let id = text(&run(new, 60).stdout).trim().to_string();
+    let mut ext = tool("palloc");
+    ext.args(["--extend", &id, "-N", "1", "-t", "30m", "--json"]);
+    let o = run(ext, 60);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let rec: Value = serde_json::from_str(text(&o.stdout).lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    assert_eq!(rec["nodes"].as_array().map(Vec::len), Some(2), "{rec}");
+    let st = status(&tool);
+    let res = st["reservations"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["alloc_id"] == id.as_str()).cloned())
+        .unwrap_or_else(|| panic!("{id} not listed: {st}"));
+    let (mine, dvms) = (rec["expires_at"].as_u64(), res["expires_at"].as_u64());
+    assert!(
+        mine.zip(dvms).is_some_and(|(a, b)| a.abs_diff(b) <= 2),
+        "palloc says {mine:?}, the DVM {dvms:?}"
+    );
+    let mut rel = tool("prelease");
+    rel.arg(&id);
+    assert_eq!(run(rel, 30).status.code(), Some(0));
+}
+
+/// Inside a command whose allocation was released, pspawn says so instead
+/// of a bare NOT_FOUND.
+#[test]
+fn a_released_pmix_alloc_id_gives_a_clear_message() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
+    let mut c = pdvm.tool("palloc");
+    c.args([
+        "-q",
+        "-N",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "prelease -q \"$PMIX_ALLOC_ID\" && pspawn true; echo rc=$?",
+    ]);
+    let o = run(c, 60);
+    let err = text(&o.stderr);
+    assert!(text(&o.stdout).contains("rc=5"), "{}", show(&o));
+    assert!(
+        err.contains("PMIX_ALLOC_ID") && err.contains("has ended"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// `prelease NSPACE` cancels a running detached job (as scancel takes a
+/// job id): its processes end.
+#[test]
+fn prelease_of_a_job_namespace_cancels_the_job() {
+    let pdvm = Pdvm::start(&["--slots", "2"]);
+    let tool = pdvm_tool(&pdvm);
+    let mut spawn = tool("pspawn");
+    spawn.args(["--detach", "-n", "1", "sleep", "60"]);
+    let o = run(spawn, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(ns.contains('@'), "{}", show(&o));
+    let live = |tool: &dyn Fn(&str) -> Command| {
+        status(tool)["namespaces"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n["nspace"] == ns.as_str()))
+    };
+    assert!(live(&tool), "the job runs");
+    let mut cancel = tool("prelease");
+    cancel.arg(&ns);
+    let c = run(cancel, 30);
+    assert_eq!(c.status.code(), Some(0), "{}", show(&c));
+    assert!(text(&c.stdout).contains("cancelled job"), "{}", show(&c));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live(&tool) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!live(&tool), "the job still runs");
+}

@@ -113,6 +113,21 @@ fn inherit_word(code: Option<u8>) -> &'static str {
         .word()
 }
 
+/// Whether palloc will surely act as a tool, known before connecting: a
+/// server or the tool identity is named, or no job (nor `palloc -- CMD`'s
+/// holder, whose identity decides) is in the environment.
+fn acts_as_tool(args: &PallocArgs) -> bool {
+    let c = &args.connect;
+    let named = c.as_tool
+        || c.uri.is_some()
+        || c.pid.is_some()
+        || c.nspace.is_some()
+        || c.system_server_first
+        || c.system_server_only;
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    named || (!set("PMIX_NAMESPACE") && !set(HOLDER_ENV))
+}
+
 /// Whether palloc was typed at a terminal outside any job: stdin and
 /// stdout are terminals and no job's namespace is in the environment.
 pub fn interactive() -> bool {
@@ -129,6 +144,20 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
+    }
+    // Outside a job, a tool's request dies with its namespace: a request
+    // that must outlive this palloc (`--no-wait`, as sbatch; a grant printed
+    // for a script, as `salloc --no-shell`) is handed, before connecting, to
+    // a detached palloc that waits for it and then holds the grant until it
+    // is released, expires or the DVM ends.
+    if req.directive == directive::NEW && acts_as_tool(args) {
+        match mode {
+            PallocMode::NoWait => return submit_detached(args, &req, ui, Detach::Submit),
+            PallocMode::Print if req.target.is_none() => {
+                return submit_detached(args, &req, ui, Detach::UntilGranted)
+            }
+            _ => {}
+        }
     }
     let s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
@@ -318,6 +347,9 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         }
     };
     let mut rec = granted_record(&req, &reply, &s, from_application);
+    if req.directive == directive::EXTEND {
+        as_the_dvm_has_it(&s, &mut rec);
+    }
     ui.record(&rec);
     // stdout carries only what a script consumes (--parsable, --json,
     // CMD's output); the grant line is a notice, on stderr as salloc's.
@@ -409,6 +441,24 @@ fn node_list(v: &Value) -> Vec<String> {
     crate::codec::helpers::value_list(v)
 }
 
+/// After an EXTEND, what the DVM now holds for the allocation: all its
+/// nodes and its expiry (the reply names only the nodes added, and the
+/// time asked for is an increment, not the limit).
+fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
+    let want = crate::ops::status_query::Want {
+        reservations: true,
+        ..Default::default()
+    };
+    let Some(Ok(list)) = crate::ops::status_query::status(s, want).reservations else {
+        return;
+    };
+    if let Some(r) = list.iter().find(|r| r.alloc_id == rec.alloc_id) {
+        rec.nodes = r.nodes.clone();
+        rec.expires_at = r.expires_at;
+        rec.time_limit_secs = None;
+    }
+}
+
 /// What palloc prints for a grant.
 pub fn granted_record(
     req: &AllocRequest,
@@ -429,6 +479,8 @@ pub fn granted_record(
     let time = find(keys::ALLOC_TIME)
         .and_then(parse_alloc_time)
         .or(req.time_secs);
+    // The expiry the DVM reports wins over one computed from what was asked.
+    let remaining = find(keys::TIME_REMAINING).and_then(Value::as_u64);
     let extend = req.directive == directive::EXTEND;
     // What the DVM applied wins over what was asked (a DVM may ignore
     // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
@@ -448,7 +500,10 @@ pub fn granted_record(
             .map(|i| i.0),
         None => req.inherit,
     };
-    let owner_is_self = !from_application && owner.as_deref() == Some(s.me().0.as_str());
+    // Through a holder, the namespace is the holder's: it outlives us.
+    let via_holder = s.conn().target().found_by.starts_with("palloc holder");
+    let owner_is_self =
+        !from_application && !via_holder && owner.as_deref() == Some(s.me().0.as_str());
     AllocationRecord {
         alloc_id: alloc_id.clone(),
         request_id: reply.request_id.clone().or_else(|| req.request_id.clone()),
@@ -456,7 +511,7 @@ pub fn granted_record(
         state: "granted".into(),
         nodes,
         time_limit_secs: time,
-        expires_at: time.map(|t| now_secs() as u64 + t),
+        expires_at: remaining.or(time).map(|t| now_secs() as u64 + t),
         reserved: !share,
         owner_nspace: owner,
         inherit: inherit_word(inherit).into(),
@@ -496,6 +551,11 @@ fn hold(
 ) -> std::result::Result<i32, Failure> {
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
+    // Its request id names it too (`prelease REQ_ID` once granted).
+    let _alias = rec
+        .request_id
+        .as_deref()
+        .and_then(|r| holder.alias(s.conn(), r));
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
     if let Some(sub) = submitter {
@@ -525,6 +585,10 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
             } else {
                 128 + sig
             });
+        }
+        if ended.is_none() && holder.released() {
+            rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
+            ended = Some(0);
         }
         if let (Some(code), 0) = (ended, holder.clients()) {
             return Ok(code);

@@ -13,7 +13,8 @@ use crate::render::ReleaseRecord;
 
 use super::{connect_for, finish, Failure, Ui};
 
-/// Run prelease; returns the exit code (the first failure's).
+/// Run prelease; returns the exit code (the first failure's). An id that
+/// is no allocation may name a request or a job (see [`other_meaning`]).
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
     let requests = args.requests();
@@ -72,6 +73,27 @@ pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
     v
 }
 
+/// What else `id` may name when it is no allocation: a queued request
+/// (withdrawn), a granted request's id (its allocation released), a live
+/// job (terminated). The sentence saying what was done, if anything.
+fn other_meaning(s: &Session, id: &str) -> Option<String> {
+    let by_req = [Info::new(keys::ALLOC_REQ_ID, id)];
+    if allocate(s, directive::REQ_CANCEL, &by_req).is_ok() {
+        return Some(format!("cancelled queued request {id}"));
+    }
+    if let Ok(r) = allocate(s, directive::RELEASE, &by_req) {
+        let a = r.alloc_id.unwrap_or_default();
+        return Some(format!("released {a} (request {id})"));
+    }
+    let live = crate::ops::query::namespaces(s).ok()?;
+    if live.iter().any(|n| n == id) && crate::ops::control::terminate_job(s, id).is_ok() {
+        return Some(format!(
+            "cancelled job {id} (its processes were terminated)"
+        ));
+    }
+    None
+}
+
 /// The record of a request that could not be sent (`f` says why).
 fn failed_record(req: &ReleaseRequest, f: &Failure) -> ReleaseRecord {
     ReleaseRecord {
@@ -104,13 +126,14 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
         rule: None,
     };
     let answer = allocate(s, req.directive, &release_infos(req));
-    // `prelease ID` of a request still queued (a submitted `palloc
-    // --no-wait`) withdraws it, as scancel does for a pending job.
+    // `prelease ID` where ID is no allocation, as scancel takes any id: a
+    // request still queued (a submitted `palloc --no-wait`) is withdrawn, a
+    // granted one named by its request id released, a job cancelled.
     if let (Err(e), Some(id), directive::RELEASE) = (&answer, &req.alloc_id, req.directive) {
-        if e.status == crate::proto::status::Status::ERR_NOT_FOUND && req.nodelist.is_empty() {
-            let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
-            if allocate(s, directive::REQ_CANCEL, &cancel).is_ok() {
-                ui.result(&format!("cancelled queued request {id}"));
+        let whole = req.nodelist.is_empty() && req.nodes.is_none();
+        if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
+            if let Some(done) = other_meaning(s, id) {
+                ui.result(&done);
                 rec.directive = "cancel".into();
                 return (0, rec);
             }

@@ -134,6 +134,8 @@ pub(crate) struct Holder {
     /// Output and events of jobs not known yet, while spawns are pending.
     parked: VecDeque<(u32, Vec<u8>, String)>,
     parked_bytes: usize,
+    /// A client released the whole allocation held (the DVM said yes).
+    released: bool,
 }
 
 impl Holder {
@@ -187,7 +189,24 @@ impl Holder {
             spawning: 0,
             parked: VecDeque::new(),
             parked_bytes: 0,
+            released: false,
         })
+    }
+
+    /// Register this holder also under request id `rid` (a link to its
+    /// socket, removed when the returned guard drops), so commands given
+    /// the request id of a granted allocation find it.
+    pub(crate) fn alias(&self, conn: &Connection, rid: &str) -> Option<Alias> {
+        if self.private_dir.is_some() {
+            return None;
+        }
+        let link = registered_path(&conn.target().uri.nspace, rid, HeldBy::Request)?;
+        if link.exists() && UnixStream::connect(&link).is_ok() {
+            return None;
+        }
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&self.path, &link).ok()?;
+        Some(Alias(link))
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
@@ -285,6 +304,9 @@ impl Holder {
             return;
         };
         let reply = conn.take_reply(tag);
+        if self.releases_all(&r.kind) && matches!(&reply, Some(Ok(b)) if succeeded(b, self.wire)) {
+            self.released = true;
+        }
         if let Kind::Spawn { .. } = r.kind {
             self.spawning = self.spawning.saturating_sub(1);
             let job = match &reply {
@@ -423,6 +445,21 @@ impl Holder {
                 self.remove(i);
             }
         }
+    }
+
+    /// Whether a client has released the whole allocation held (some DVMs,
+    /// PRRTE master, announce no end to the holder).
+    pub(crate) fn released(&self) -> bool {
+        self.released
+    }
+
+    fn releases_all(&self, kind: &Kind) -> bool {
+        matches!(kind, Kind::Alloc {
+            directive,
+            alloc_id: Some(a),
+            whole: true,
+            ..
+        } if *directive == crate::proto::directive::RELEASE && *a == self.alloc_id)
     }
 
     /// How many clients are connected now.
@@ -593,6 +630,15 @@ pub(crate) fn registry_dir() -> Option<PathBuf> {
     private.then_some(dir)
 }
 
+/// A second name of a holder's socket (see [`Holder::alias`]).
+pub(crate) struct Alias(PathBuf);
+
+impl Drop for Alias {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// What a holder is registered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HeldBy {
@@ -663,9 +709,13 @@ pub(crate) fn sweep(dir: &Path) {
         let path = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
         let dead = if name.ends_with(".sock") {
+            // Nobody listens, or (a link) its socket has gone.
             matches!(
                 UnixStream::connect(&path),
-                Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused
+                Err(err) if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                )
             )
         } else if let Some(pid) = log_pid(&name) {
             !alive(pid)
@@ -777,6 +827,13 @@ fn in_job(pid: i32, job: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .map(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
         .unwrap_or(false)
+}
+
+/// Whether a reply's status is success.
+fn succeeded(reply: &[u8], wire: WireVersion) -> bool {
+    Decoder::new(reply, wire)
+        .unpack_one::<Status>()
+        .is_ok_and(|s| s.is_success())
 }
 
 fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {

@@ -30,6 +30,8 @@ pub(crate) enum Kind {
         alloc_id: Option<String>,
         /// Whether it asks for a timeout warning (`PMIX_ALLOC_WARN_TIMEOUT`).
         warn: bool,
+        /// Whether it names no nodes (`-N`, `-w`): a RELEASE of all.
+        whole: bool,
     },
     /// Anything else (queries, job control, stdin, …).
     Other,
@@ -95,6 +97,8 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
                     .and_then(Value::as_str)
                     .map(String::from),
                 warn: find(&infos, keys::ALLOC_WARN_TIMEOUT).is_some(),
+                whole: find(&infos, keys::ALLOC_NODE_LIST).is_none()
+                    && find(&infos, keys::ALLOC_NUM_NODES).is_none(),
             }
         }
         _ => Kind::Other,
@@ -207,7 +211,8 @@ mod tests {
                 Kind::Alloc {
                     directive: directive::EXTEND,
                     alloc_id: Some("a1".into()),
-                    warn: true
+                    warn: true,
+                    whole: true
                 }
             );
         }
