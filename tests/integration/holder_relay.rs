@@ -110,3 +110,34 @@ fn two_pspawns_through_one_holder_do_not_see_each_others_output() {
     let b = std::fs::read_to_string(dir.path().join("b")).unwrap_or_default();
     assert_eq!((a.as_str(), b.as_str()), ("A\n", "B\n"), "{}", show(&o));
 }
+
+/// A reader that stops reading slows only its own job: while it waits
+/// (until another client of the same holder has finished a job), that
+/// client's `pspawn` completes, and the paused reader then gets every byte.
+/// With head-of-line blocking the other client would wait for the reader,
+/// which waits for it: the reader's wait ends at its deadline instead.
+#[test]
+fn a_paused_reader_slows_only_its_own_job_and_loses_nothing_pdvm() {
+    let pdvm = Pdvm::start(&["--slots", "4", "--scheduler-nodes", "1"]);
+    let dir = support::unique_tmpdir("slowreader");
+    let d = dir.path().display();
+    let bytes = 64 * 1024 * 1024;
+    let script = format!(
+        "pspawn head -c {bytes} /dev/zero | ( \
+           for i in $(seq 1 600); do [ -e {d}/done ] && break; sleep 0.1; done; \
+           [ -e {d}/done ] && echo other-first; wc -c ) > {d}/reader & \
+         sleep 1; pspawn --target \"$PMIX_ALLOC_ID\" true && touch {d}/done; wait"
+    );
+    let mut cmd = pdvm.tool("palloc");
+    cmd.args(["-q", "-N", "1", "--", "sh", "-c", &script]);
+    let o = run(cmd, 120);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let reader = std::fs::read_to_string(dir.path().join("reader")).unwrap_or_default();
+    let lines: Vec<&str> = reader.lines().map(str::trim).collect();
+    assert_eq!(
+        lines,
+        ["other-first", &bytes.to_string()],
+        "the other client waited for the paused reader, or bytes were lost: {}",
+        show(&o)
+    );
+}

@@ -726,6 +726,9 @@ fn step(
         // the wait below returns.
         extras.push((unsafe { BorrowedFd::borrow_raw(*fd) }, flags));
     }
+    if let Some(h) = holder.as_deref_mut() {
+        h.sync_flow(s.conn());
+    }
     match s.conn().wait_watching(&extras, deadline, take_messages) {
         Event::Ready(i) => {
             if sig.is_some() && i == 0 {

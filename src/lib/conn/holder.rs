@@ -49,9 +49,9 @@ use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
 use super::frame::{io_error, read_frame, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY};
 use super::handshake::{Identity, Welcome};
-use super::holder_client::Client;
+use super::holder_client::{Client, CLIENT_QUEUE_BYTES};
 use super::holder_route::{
-    acts_on_existing, classify, event_view, output_nspace, spawned_nspace, Kind,
+    acts_on_existing, classify, event_view, output_nspace, pause_request, spawned_nspace, Kind,
 };
 use super::stream::Stream;
 use super::uri::ServerUri;
@@ -136,6 +136,12 @@ pub(crate) struct Holder {
     parked_bytes: usize,
     /// A client released the whole allocation held (the DVM said yes).
     released: bool,
+    /// Jobs whose output the DVM holds back because their client's queue
+    /// is full → that client.
+    held_back: HashMap<String, u64>,
+    /// The DVM cannot hold one job's output back (not pdvm): a full queue
+    /// stops all reading instead.
+    no_job_pause: bool,
 }
 
 impl Holder {
@@ -190,6 +196,8 @@ impl Holder {
             parked: VecDeque::new(),
             parked_bytes: 0,
             released: false,
+            held_back: HashMap::new(),
+            no_job_pause: false,
         })
     }
 
@@ -246,8 +254,63 @@ impl Holder {
     /// waits for spawns to be answered. Replies still come.
     pub(crate) fn paused(&self) -> bool {
         self.parked_bytes >= PARKED_BYTES
-            || self.clients.iter().any(Client::full)
+            || (self.no_job_pause && self.clients.iter().any(Client::full))
             || self.clients.iter().map(Client::queued).sum::<usize>() >= TOTAL_QUEUE_BYTES
+    }
+
+    /// Keep the DVM's output flow in step with the clients' queues: the
+    /// jobs of a client whose queue is full are held back by the DVM (only
+    /// they slow down); once that client has read half its queue, or has
+    /// gone, they flow again.
+    pub(crate) fn sync_flow(&mut self, conn: &Connection) {
+        let any_full = self.clients.iter().any(Client::full);
+        if self.no_job_pause || (!any_full && self.held_back.is_empty()) {
+            return;
+        }
+        let full: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|c| c.full())
+            .map(|c| c.id)
+            .collect();
+        let hold: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(j, c)| full.contains(c) && !self.held_back.contains_key(*j))
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in hold {
+            let owner = self.jobs.get(&j).copied().unwrap_or(0);
+            self.held_back.insert(j.clone(), owner);
+            self.send_pause(&j, true, conn);
+        }
+        let drained = |c: &Client| c.queued() <= CLIENT_QUEUE_BYTES / 2;
+        let flow: Vec<String> = self
+            .held_back
+            .iter()
+            .filter(|(_, id)| !self.clients.iter().any(|c| c.id == **id && !drained(c)))
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in flow {
+            self.held_back.remove(&j);
+            self.send_pause(&j, false, conn);
+        }
+    }
+
+    fn send_pause(&mut self, job: &str, pause: bool, conn: &Connection) {
+        let Some(req) = pause_request(job, pause, self.wire) else {
+            return;
+        };
+        if let Ok(t) = conn.begin(&req) {
+            self.relayed.insert(
+                t,
+                Relayed {
+                    client: 0,
+                    ctag: 0,
+                    kind: Kind::Pause,
+                },
+            );
+        }
     }
 
     /// Descriptor `fd` (one of [`Holder::fds`]) is readable: accept a
@@ -304,6 +367,12 @@ impl Holder {
             return;
         };
         let reply = conn.take_reply(tag);
+        if r.kind == Kind::Pause {
+            if !matches!(&reply, Some(Ok(b)) if succeeded(b, self.wire)) {
+                self.no_job_pause = true;
+            }
+            return;
+        }
         if self.releases_all(&r.kind) && matches!(&reply, Some(Ok(b)) if succeeded(b, self.wire)) {
             self.released = true;
         }

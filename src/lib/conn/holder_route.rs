@@ -35,6 +35,22 @@ pub(crate) enum Kind {
     },
     /// Anything else (queries, job control, stdin, …).
     Other,
+    /// The holder's own request pausing or resuming a job's output.
+    Pause,
+}
+
+/// The job-control request pausing (`pause`) or resuming the output of
+/// job `nspace` (pdvm's `pdvm.iof.pause`).
+pub(crate) fn pause_request(nspace: &str, pause: bool, wire: WireVersion) -> Option<Vec<u8>> {
+    let mut e = crate::codec::Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::JOB_CONTROL)).ok()?;
+    let all = Proc {
+        nspace: nspace.to_string(),
+        rank: crate::codec::RANK_WILDCARD,
+    };
+    crate::codec::attrs::write_sized(&mut e, &[all]).ok()?;
+    crate::codec::attrs::write_infos(&mut e, &[Info::new(keys::IOF_PAUSE, pause)]).ok()?;
+    Some(e.into_bytes())
 }
 
 fn read_infos(d: &mut Decoder) -> Option<Vec<Info>> {

@@ -353,6 +353,20 @@ impl Server {
         targets: Vec<Proc>,
         dirs: Vec<Info>,
     ) -> Result<()> {
+        if let Some(pause) = dirs
+            .iter()
+            .find(|i| i.key == keys::IOF_PAUSE)
+            .map(|i| i.value.is_true())
+        {
+            let hit = self.pause_output_of(&targets, pause);
+            let st = if hit {
+                Status::SUCCESS
+            } else {
+                Status::ERR_NOT_FOUND
+            };
+            self.reply_status_infos(conn, tag, st, &[]);
+            return Ok(());
+        }
         let sig = if flag(&dirs, keys::JOB_CTRL_KILL) {
             Some(Signal::SIGKILL)
         } else if flag(&dirs, keys::JOB_CTRL_TERMINATE) {
@@ -465,6 +479,7 @@ impl Server {
             fwd_stdout: fwd_out,
             fwd_stderr: fwd_err,
             notify_completion: flag(&job_info, keys::NOTIFY_COMPLETION),
+            iof_paused: false,
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,
