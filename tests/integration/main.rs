@@ -22,6 +22,7 @@ mod habits;
 mod holder_failure;
 mod holder_housekeeping;
 mod holder_lifetime;
+mod holder_orchestrator;
 mod holder_owners;
 mod holder_relay;
 mod layers;
