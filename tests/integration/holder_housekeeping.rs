@@ -22,14 +22,7 @@ fn tool(pdvm: &Pdvm, xdg: &TempDir, name: &str) -> Command {
 }
 
 fn sh(pdvm: &Pdvm, xdg: &TempDir, script: &str) -> Command {
-    let like = tool(pdvm, xdg, "pwatch");
-    let mut c = Command::new("sh");
-    for (k, v) in like.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = support::command_like(&tool(pdvm, xdg, "pwatch"), "sh");
     c.args(["-c", script]);
     c
 }

@@ -76,14 +76,7 @@ fn hold_rounds(palloc_flags: &str, sig: &str, dir: &std::path::Path) -> String {
 
 /// `sh -c script` with the environment the tools get from `tool`.
 fn shell(tool: &dyn Fn(&str) -> Command, script: &str) -> Command {
-    let like = tool("pwatch");
-    let mut c = Command::new("sh");
-    for (k, v) in like.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = support::command_like(&tool("pwatch"), "sh");
     c.args(["-c", script]);
     c
 }

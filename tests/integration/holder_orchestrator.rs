@@ -12,14 +12,7 @@ use crate::support::pdvm::Pdvm;
 use crate::support::{show, text};
 
 fn driver(pdvm: &Pdvm, xdg: &std::path::Path, mode: &str, value: &str) -> Command {
-    let like = pdvm.tool("pwatch");
-    let mut c = Command::new("python3");
-    for (k, v) in like.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = support::command_like(&pdvm.tool("pwatch"), "python3");
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/orchestrator.py");
     c.arg(script)

@@ -34,13 +34,7 @@ fn round(flags: &str) -> String {
 }
 
 fn sh(env_from: Command, script: &str) -> Command {
-    let mut c = Command::new("sh");
-    for (k, v) in env_from.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = support::command_like(&env_from, "sh");
     c.args(["-c", script]).stdin(Stdio::null());
     c
 }
