@@ -60,3 +60,22 @@ fn two_dvms_chosen_by_the_environment_or_by_pid_never_refuse_an_owner() {
         assert_eq!(text(&o.stdout).lines().last(), Some("ok"), "{}", show(&o));
     }
 }
+
+/// From another shell, the request-id forms and `pwatch --alloc` reach the
+/// palloc holding the allocation (they were refused as non-owners).
+#[test]
+fn request_id_forms_and_pwatch_alloc_act_through_the_holder() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
+    let script = "ID=$(palloc -q -N 1 --parsable --request-id myreq) && \
+                  palloc -q --extend-request myreq -N 1 && echo extended && \
+                  { pwatch --alloc \"$ID\" --event timeout-warning --warn-timeout 1 \
+                      --timeout 1s; echo pwatch=$?; } && \
+                  prelease -q --request-id myreq && echo released";
+    let mut c = sh(pdvm.tool("pwatch"), script);
+    let o = support::run_with_timeout(&mut c, 60);
+    let out = text(&o.stdout);
+    assert!(out.contains("extended"), "{}", show(&o));
+    // No warning within 1 s (exit 8), but armed: not refused (exit 6).
+    assert!(out.contains("pwatch=8"), "{}", show(&o));
+    assert!(out.contains("released"), "{}", show(&o));
+}

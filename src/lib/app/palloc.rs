@@ -159,7 +159,13 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
             _ => {}
         }
     }
-    let s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
+    // An EXTEND names its allocation by id or by request id: either finds
+    // the palloc holding it.
+    let held = req.alloc_id.as_deref().or(req
+        .request_id
+        .as_deref()
+        .filter(|_| req.directive == directive::EXTEND));
+    let s = connect_for(&args.connect, ui, held)?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
         target: req.target.is_some(),
