@@ -372,16 +372,15 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             ));
         }
     }
-    // Unless the user chose a rule, a holder that ends gives the
-    // allocation back itself (a rule that waits for the jobs, chosen by
-    // the user, or --keep, leaves it to the DVM).
-    let user_waits = user_rule
-        .and_then(Inheritance::from_code)
-        .is_some_and(Inheritance::waits_for_children);
+    // Unless the user chose a rule (which then decides, as the DVM applies
+    // it when palloc's namespace ends: `default` leaves the nodes
+    // unreserved, `child` waits for the jobs), or --keep, a holder that
+    // ends gives the allocation back itself.
+    let give_back = user_rule.is_none();
     let code = match mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
-        PallocMode::Hold => hold(&s, &mut rec, user_rule.is_none(), submitter, ui),
-        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, !args.keep && !user_waits, ui),
+        PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui),
+        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, give_back && !args.keep, ui),
     };
     let code = match code {
         Ok(c) => c,

@@ -49,8 +49,9 @@ Only processes of your user may use the socket. To change what CMD sees, \
 change its environment as usual (`palloc -N 1 -- env -i PATH=$PATH CMD`); what \
 a job launched by pspawn sees is set with pspawn's own -x. When CMD ends, \
 palloc releases the allocation (back to the scheduler) and exits with CMD's \
-status — unless --inherit child or child-default keeps it for the jobs still \
-running in it, or --keep is given. SIGTERM and SIGHUP to palloc are passed on \
+status — unless you chose an --inherit rule (the DVM applies it when palloc's \
+namespace ends: child and child-default keep it for the jobs still running \
+in it, default leaves its nodes unreserved), or --keep is given. SIGTERM and SIGHUP to palloc are passed on \
 to CMD; Ctrl-C at a terminal reaches CMD directly.
 
 When palloc exits it says what becomes of the reservation: with \
