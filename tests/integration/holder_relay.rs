@@ -141,3 +141,45 @@ fn a_paused_reader_slows_only_its_own_job_and_loses_nothing_pdvm() {
         show(&o)
     );
 }
+
+/// A directed timeout warning reaches only the client that asked for it:
+/// of two pwatch clients of one holder watching the allocation's warnings,
+/// only the one that armed it (--warn-timeout) gets it.
+#[test]
+fn a_directed_warning_reaches_only_the_client_that_asked_pdvm() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1", "--time-scale", "60"]);
+    let dir = support::unique_tmpdir("warnone");
+    let d = dir.path().display();
+    // The asker arms the warning (25 simulated minutes before the expiry
+    // in 30: 5 s from now); once it watches, the other starts watching too.
+    let script = format!(
+        "pwatch -v --alloc \"$PMIX_ALLOC_ID\" --event timeout-warning --warn-timeout 25m \
+           --count 1 --timeout 60s --json > {d}/asker 2> {d}/asker.err; echo $? > {d}/asker.rc & \
+         for i in $(seq 1 300); do grep -q 'watching for events' {d}/asker.err && break; \
+           sleep 0.05; done; \
+         pwatch -v --alloc \"$PMIX_ALLOC_ID\" --event timeout-warning --timeout 15s --json \
+           > {d}/other 2> {d}/other.err; wait"
+    );
+    let mut cmd = pdvm.tool("palloc");
+    cmd.args(["-q", "-N", "1", "-t", "30m", "--", "sh", "-c", &script]);
+    let o = run(cmd, 120);
+    let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap_or_default();
+    assert_eq!(
+        read("asker.rc").trim(),
+        "0",
+        "{}\n{}",
+        read("asker"),
+        show(&o)
+    );
+    assert!(read("asker").contains("timeout-warning"), "{}", show(&o));
+    assert!(
+        read("other.err").contains("watching for events"),
+        "{}",
+        read("other.err")
+    );
+    assert!(
+        !read("other").contains("timeout-warning"),
+        "the warning was copied to a client that did not ask: {}",
+        read("other")
+    );
+}
