@@ -14,14 +14,14 @@ child-default\t''"
 complete -c palloc -l warn-timeout -d 'Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT): a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS' -r -f
 complete -c palloc -l extend -d 'Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c palloc -l extend-request -d 'Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)' -r -f
-complete -c palloc -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r
+complete -c palloc -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c palloc -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
 complete -c palloc -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f
 complete -c palloc -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"
 complete -c palloc -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
 complete -c palloc -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
 complete -c palloc -l share -d 'Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)'
-complete -c palloc -l no-wait -d 'Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (`prelease ID`) or expires; `prelease --cancel REQ_ID` withdraws it while queued'
+complete -c palloc -l no-wait -d 'Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in palloc-REQ_ID.out); `prelease REQ_ID` withdraws it while queued'
 complete -c palloc -l hold -d 'After the grant, print the id and keep the allocation until SIGINT/SIGTERM'
 complete -c palloc -l parsable -d 'Print only the allocation id (with --no-wait, the request id), as sbatch --parsable'
 complete -c palloc -l keep -d 'With `-- CMD`: do not release the allocation when CMD ends (the --inherit rule then decides what becomes of it when its owner ends)'

@@ -36,7 +36,7 @@ _palloc() {
 '--warn-timeout=[Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT)\: a plain number is minutes; or 45s, 30m, 2h, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
 '--extend=[Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)]::ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '--extend-request=[Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)]:REQ_ID:' \
-'--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \
+'--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
 '--namespace=[Connect to the server hosting this namespace]:NS:' \
 '--nspace=[Connect to the server hosting this namespace]:NS:' \
@@ -44,7 +44,7 @@ _palloc() {
 '--wait-to-connect=[Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)]:SECS:' \
 '--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
 '--share[Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)]' \
-'(--hold)--no-wait[Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (\`prelease ID\`) or expires; \`prelease --cancel REQ_ID\` withdraws it while queued]' \
+'(--hold)--no-wait[Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (\`prelease ID\`) or expires, or, with \`-- SCRIPT\`, runs SCRIPT in it (output in palloc-REQ_ID.out); \`prelease REQ_ID\` withdraws it while queued]' \
 '--hold[After the grant, print the id and keep the allocation until SIGINT/SIGTERM]' \
 '(--json)--parsable[Print only the allocation id (with --no-wait, the request id), as sbatch --parsable]' \
 '--keep[With \`-- CMD\`\: do not release the allocation when CMD ends (the --inherit rule then decides what becomes of it when its owner ends)]' \

@@ -6,7 +6,7 @@ complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), 
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
 complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0) or `none`' -r -f
-complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r
+complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c pspawn -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
 complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f
 complete -c pspawn -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"

@@ -26,7 +26,7 @@ _pspawn() {
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
 '(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0) or \`none\`]:RANK|none:' \
-'--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \
+'--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
 '--namespace=[Connect to the server hosting this namespace]:NS:' \
 '--nspace=[Connect to the server hosting this namespace]:NS:' \

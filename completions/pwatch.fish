@@ -27,7 +27,7 @@ complete -c pwatch -l timeout -d 'Stop after this long (a plain number is minute
 complete -c pwatch -l exec -d 'Run this shell command for each event, fields in PWATCH_* variables' -r -f -a "(__fish_complete_command)"
 complete -c pwatch -l extend-by -d 'Answer each timeout warning with an EXTEND of this time (a plain number is minutes; or 30s, 2h, MM:SS, [D-]HH:MM:SS)' -r -f
 complete -c pwatch -l warn-timeout -d 'Arm the warning for each --alloc at start, and re-arm it on each --extend-by EXTEND (PMIX_ALLOC_WARN_TIMEOUT; a plain number is minutes, or 300s). Arming makes this pwatch the requester that receives the warnings' -r -f
-complete -c pwatch -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH' -r
+complete -c pwatch -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c pwatch -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
 complete -c pwatch -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f
 complete -c pwatch -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"

@@ -44,7 +44,7 @@ any\:"Everything"))' \
 '(--status)--exec=[Run this shell command for each event, fields in PWATCH_* variables]:CMD:_cmdstring' \
 '(--status)--extend-by=[Answer each timeout warning with an EXTEND of this time (a plain number is minutes; or 30s, 2h, MM\:SS, \[D-\]HH\:MM\:SS)]:DURATION:' \
 '(--status)--warn-timeout=[Arm the warning for each --alloc at start, and re-arm it on each --extend-by EXTEND (PMIX_ALLOC_WARN_TIMEOUT; a plain number is minutes, or 300s). Arming makes this pwatch the requester that receives the warnings]:DURATION:' \
-'--uri=[Connect to the server at this URI, or read the URI from file\:PATH]:URI|file:PATH:_default' \
+'--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
 '--namespace=[Connect to the server hosting this namespace]:NS:' \
 '--nspace=[Connect to the server hosting this namespace]:NS:' \

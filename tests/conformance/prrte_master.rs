@@ -737,15 +737,16 @@ fn prrte_s8_2_1_9_1_dvm_teardown() {
     eventually("the DVM's teardown ends the reserved job", || !alive(pid));
 }
 
-/// §8.2.1.9.2 DEFAULT / §8.2.1.9.3 absent = DEFAULT: at the owning tool's
-/// exit the node becomes unreserved in the default session, and a job
-/// still running on it is not killed (§8.2.1.9.4, nodes stay).
+/// §8.2.1.9.2 DEFAULT: at the owning tool's exit the node becomes
+/// unreserved in the default session, and a job still running on it is not
+/// killed (§8.2.1.9.4, nodes stay). The rule is named: palloc sends CHILD
+/// when none is.
 #[test]
 fn prrte_s8_2_1_9_2_default_owner_death_live_child() {
     let dvm = MasterDvm::start();
     let g = dvm.gate_job("default");
     let o = dvm.under_palloc(
-        &["--json"],
+        &["--inherit", "default", "--json"],
         &format!("{} --detach -n 1 {}\n", bin("pspawn"), g.cmd),
     );
     o.expect_code(0);

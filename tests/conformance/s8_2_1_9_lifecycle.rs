@@ -211,7 +211,8 @@ fn s8_2_1_9_2_child_drain_grandchild_other_session() {
 fn s8_2_1_9_2_tool_owner_hold_killed() {
     let dvm = Dvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
     let mut cmd = dvm.tool_cmd("palloc");
-    cmd.args(["-N", "1", "--hold", "--json"]);
+    // The DEFAULT rule named (palloc sends CHILD when none is named).
+    cmd.args(["-N", "1", "--hold", "--json", "--inherit", "default"]);
     let hold = Bg::start(cmd);
     let a = str_field(&hold.wait_for("allocation"), "alloc_id");
     assert!(dvm.reservation(&a).is_some());

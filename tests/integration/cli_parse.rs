@@ -214,7 +214,6 @@ fn palloc_refusals() {
         "{e}"
     );
     refused::<PallocArgs>("palloc --extend a1 --share");
-    refused::<PallocArgs>("palloc --no-wait -- hostname");
     refused::<PallocArgs>("palloc --hold -- hostname");
     refused::<PallocArgs>("palloc --no-wait --hold");
     refused::<PallocArgs>("palloc --extend-request r --request-id r2");

@@ -1839,3 +1839,75 @@ fn s8_2_1_10_out_of_range_inheritance_same_status_in_compat() {
         }
     }
 }
+
+/// Issue 14: an EXTEND naming a missing allocation is not found, even with
+/// the request id of an existing one (the id named wins).
+#[test]
+fn s8_2_1_8_extend_missing_id_with_existing_req_id_not_found() {
+    let (mut d, mut s) = setup(2, 4);
+    let t = Requester::tool("tool-1");
+    new_alloc(
+        &mut d,
+        &mut s,
+        &t,
+        AllocAttrs {
+            req_id: Some("r1".into()),
+            ..nodes(1)
+        },
+    );
+    let r = req(
+        &t,
+        directive::EXTEND,
+        AllocAttrs {
+            alloc_id: Some("alloc.999".into()),
+            req_id: Some("r1".into()),
+            num_nodes: Some(1),
+            ..AllocAttrs::default()
+        },
+    );
+    rejected_without_effect(
+        &mut d,
+        &mut s,
+        DvmError::NotFound(Rule::ExtendNotFound),
+        |d, s| d.allocate(&r, s, 0).map(|_| ()),
+    );
+}
+
+/// Issue 14 (§8.2.1.9.5): an EXTEND without `PMIX_ALLOC_WARN_TIMEOUT`
+/// leaves the warning with the requester who asked for it; one with a
+/// threshold takes it.
+#[test]
+fn s8_2_1_9_5_extend_without_threshold_keeps_the_warning_where_it_was() {
+    let (mut d, mut s) = setup(2, 4);
+    let t = Requester::tool("tool-1");
+    let id = new_alloc(
+        &mut d,
+        &mut s,
+        &t,
+        AllocAttrs {
+            warn_timeout: Some(60),
+            time_secs: Some(3600),
+            ..nodes(1)
+        },
+    );
+    let other_rank = Requester {
+        rank: 1,
+        ..t.clone()
+    };
+    let warn_to = |d: &Dvm, s: &Scheduler| d.reservation(&id, s, 0).and_then(|r| r.warn_to);
+    let extend = |warn: Option<u32>| {
+        req(
+            &other_rank,
+            directive::EXTEND,
+            AllocAttrs {
+                time_secs: Some(600),
+                warn_timeout: warn,
+                ..by_id(&id)
+            },
+        )
+    };
+    d.allocate(&extend(None), &mut s, 0).expect("extended");
+    assert_eq!(warn_to(&d, &s).as_deref(), Some("tool-1:0"));
+    d.allocate(&extend(Some(30)), &mut s, 0).expect("extended");
+    assert_eq!(warn_to(&d, &s).as_deref(), Some("tool-1:1"));
+}

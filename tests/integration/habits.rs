@@ -365,14 +365,16 @@ fn palloc_alone_at_a_terminal_opens_a_shell_in_the_allocation() {
     );
     assert!(all.contains("released allocation"), "given back: {all}");
 
-    // In a script (stdin not a terminal) palloc alone requests and prints.
+    // In a script (stdin not a terminal) palloc alone requests and prints
+    // the grant (a notice: on stderr, as salloc's).
     let out = run(tool(&pdvm, "palloc"));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
-        text(&out.stdout).starts_with("granted alloc."),
+        text(&out.stderr).starts_with("palloc: granted alloc."),
         "{}",
         show(&out)
     );
+    assert!(text(&out.stdout).is_empty(), "{}", show(&out));
 }
 
 #[test]

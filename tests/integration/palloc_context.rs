@@ -139,11 +139,12 @@ fn command_gets_callers_environment_stdin_and_status() {
 fn keep_leaves_the_allocation_to_its_rule() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
     let mut cmd = tool(&pdvm, "palloc");
-    cmd.args(["-N", "1", "--keep", "--", "true"]);
+    cmd.args(["-N", "1", "--keep", "--inherit", "default", "--", "true"]);
     let out = run(cmd);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("released allocation"));
-    // Under the default rule the node stays in the DVM, unreserved.
+    // Under the default rule, chosen by the user, the node stays in the
+    // DVM, unreserved.
     let mut st = tool(&pdvm, "pwatch");
     st.args(["--status", "--json", "--what", "nodes"]);
     let status = text(&run(st).stdout);
@@ -374,4 +375,23 @@ fn no_wait_requests_outlive_palloc() {
     wait_for("the detached pallocs end", &|| {
         !alive(first) && !alive(queued)
     });
+}
+
+/// `--inherit default -- CMD` leaves the nodes unreserved in the DVM when
+/// CMD ends, as the rule says (it used to release them, as `none` does).
+#[test]
+fn a_chosen_default_rule_decides_at_the_commands_end() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut cmd = tool(&pdvm, "palloc");
+    cmd.args(["-N", "1", "--inherit", "default", "--", "true"]);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("released allocation"));
+    let mut st = tool(&pdvm, "pwatch");
+    st.args(["--status", "--json", "--what", "nodes"]);
+    let status = text(&run(st).stdout);
+    assert!(
+        status.contains("\"s001\""),
+        "s001 stayed in the DVM: {status}"
+    );
 }

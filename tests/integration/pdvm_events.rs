@@ -462,3 +462,70 @@ fn a_second_pdvm_in_a_served_tmpdir_is_refused_with_the_first_ones_pid() {
     cmd.args(["-n", "1", "true"]);
     assert_eq!(run(cmd).status.code(), Some(0));
 }
+
+/// Issue 14: a cancelled request's event carries its request id and owner;
+/// a reservation's end after an EXTEND keeps the request id it was created
+/// with; a tool's TARGET naming pdvm's own namespace is refused.
+#[test]
+fn cancelled_and_extended_reservations_keep_their_request_id_and_owner() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let w = Watch::start(
+        &pdvm,
+        &[
+            "--event",
+            "alloc",
+            "--count",
+            "4",
+            "--json",
+            "--timeout",
+            "30s",
+        ],
+        "ids",
+    );
+    // Hold the only node; queue a request behind it and cancel it.
+    let mut held = tool(&pdvm, "palloc");
+    held.args(["-q", "-N", "1", "--parsable", "--request-id", "first"]);
+    let id = text(&run(held).stdout).trim().to_string();
+    let mut queued = tool(&pdvm, "palloc");
+    queued.args(["-q", "--no-wait", "-N", "1", "--request-id", "second"]);
+    assert_eq!(run(queued).status.code(), Some(0));
+    let mut cancel = tool(&pdvm, "prelease");
+    cancel.args(["--cancel", "second"]);
+    assert_eq!(run(cancel).status.code(), Some(0));
+    // Extend the held one (time only), then release it.
+    let mut extend = tool(&pdvm, "palloc");
+    extend.args(["-q", "--extend", &id, "-t", "10m"]);
+    let e = run(extend);
+    assert_eq!(e.status.code(), Some(0), "{}", text(&e.stderr));
+    let mut rel = tool(&pdvm, "prelease");
+    rel.arg(&id);
+    assert_eq!(run(rel).status.code(), Some(0));
+    let (code, events, err) = w.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let with = |change: &str| {
+        events
+            .iter()
+            .find(|e| e["change"] == change)
+            .unwrap_or_else(|| panic!("no {change} in {events:?}"))
+            .clone()
+    };
+    let cancelled = with("cancelled");
+    assert_eq!(cancelled["request_id"], "second", "{cancelled}");
+    assert!(cancelled["nspace"].is_string(), "owner: {cancelled}");
+    let released = with("released");
+    assert_eq!(released["alloc_id"], id.as_str(), "{released}");
+    assert_eq!(released["request_id"], "first", "{released}");
+    // pdvm's own namespace is no TARGET.
+    let s = pdvm.session();
+    let own = s.conn().server().0.to_string();
+    let r = pmix_tools::ops::alloc::allocate(
+        &s,
+        1,
+        &[
+            pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_NUM_NODES, 1u64),
+            pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_TARGET, own.as_str()),
+        ],
+    );
+    assert!(r.is_err(), "a reservation for pdvm's own namespace: {r:?}");
+    assert!(reservations(&pdvm).is_empty(), "nothing reserved");
+}

@@ -72,7 +72,34 @@ fn every_tool_200_times_back_to_back() {
     let host = short_hostname();
     repeat(&mut dvm, "pwatch", &["--status", "--json"], 200, 0);
     repeat(&mut dvm, "pspawn", &["-n", "1", "/bin/true"], 200, 0);
-    repeat(&mut dvm, "palloc", &["-w", &host, "--json"], 200, 0);
+    // A grant printed for a script is held (by a detached palloc) until
+    // released: each round gives it back.
+    for i in 0..200 {
+        let mut round = tool(&dvm, "palloc");
+        round.args(["-w", &host, "--json"]);
+        let o = run(&mut round);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "palloc run {i}: {}\n{}",
+            show(&o),
+            dvm.logs()
+        );
+        let id = json_lines(&o)
+            .iter()
+            .find(|r| r["type"] == "allocation")
+            .map(|r| r["alloc_id"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_else(|| panic!("no grant: {}", show(&o)));
+        let r = run(tool(&dvm, "prelease").arg(&id));
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "prelease run {i}: {}\n{}",
+            show(&r),
+            dvm.logs()
+        );
+    }
+    assert_alive(&mut dvm);
     // A release of an allocation that does not exist: the whole
     // connect / request / finalize cycle, refused with NOT_FOUND (exit 5).
     repeat(&mut dvm, "prelease", &["no-such-alloc@1.1"], 200, 5);

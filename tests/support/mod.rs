@@ -257,6 +257,19 @@ pub fn cargo_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// A command running `program` with the environment changes `like` makes
+/// (e.g. a shell or a driver next to a DVM, as its tools are run).
+pub fn command_like(like: &Command, program: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new(program);
+    for (k, v) in like.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c
+}
+
 /// A fresh, empty directory under `std::env::temp_dir()`, removed with its
 /// contents when the guard drops. The name holds `tag`, the test process id
 /// and a counter, so parallel tests never share one.

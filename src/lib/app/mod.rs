@@ -15,6 +15,7 @@ pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
 pub mod palloc;
+pub(crate) mod palloc_detach;
 pub mod prelease;
 pub mod pspawn;
 pub mod pwatch;

@@ -2,7 +2,7 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
@@ -11,9 +11,9 @@ use crate::cli::request::AllocRequest;
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
 use crate::codec::{dt, AllocInheritance, Info, Value};
-use crate::conn::client::Event;
+use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
-use crate::conn::holder::{Holder, HOLDER_ENV};
+use crate::conn::holder::{HeldBy, Holder, HOLDER_ENV};
 use crate::conn::{Identity, Unsolicited};
 use crate::ops::alloc::{allocate, begin_allocate, decode_alloc_reply, AllocReply};
 use crate::ops::events::{decode_notification, register};
@@ -26,13 +26,9 @@ use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
 use super::events::EventFields;
 use super::launch;
+use super::palloc_detach::{submit_detached, Detach, Submitter};
 use super::{connect_for, finish, now_secs, signals, Failure, Ui};
 
-/// Environment variable naming the descriptor through which a detached
-/// palloc (started by `--no-wait`) tells the palloc that started it how its
-/// request stands: one line, `queued` or `granted ID`; end of file without
-/// a line means it ended (refused).
-const SUBMIT_FD_ENV: &str = "PMIX_TOOLS_SUBMIT_FD";
 /// How long the cancel of a queued request may take to be answered.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
@@ -117,6 +113,21 @@ fn inherit_word(code: Option<u8>) -> &'static str {
         .word()
 }
 
+/// Whether palloc will surely act as a tool, known before connecting: a
+/// server or the tool identity is named, or no job (nor `palloc -- CMD`'s
+/// holder, whose identity decides) is in the environment.
+fn acts_as_tool(args: &PallocArgs) -> bool {
+    let c = &args.connect;
+    let named = c.as_tool
+        || c.uri.is_some()
+        || c.pid.is_some()
+        || c.nspace.is_some()
+        || c.system_server_first
+        || c.system_server_only;
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    named || (!set("PMIX_NAMESPACE") && !set(HOLDER_ENV))
+}
+
 /// Whether palloc was typed at a terminal outside any job: stdin and
 /// stdout are terminals and no job's namespace is in the environment.
 pub fn interactive() -> bool {
@@ -134,7 +145,27 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     if req.directive == directive::NEW && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
-    let s = connect_for(&args.connect, ui, req.alloc_id.as_deref())?;
+    // Outside a job, a tool's request dies with its namespace: a request
+    // that must outlive this palloc (`--no-wait`, as sbatch; a grant printed
+    // for a script, as `salloc --no-shell`) is handed, before connecting, to
+    // a detached palloc that waits for it and then holds the grant until it
+    // is released, expires or the DVM ends.
+    if req.directive == directive::NEW && acts_as_tool(args) {
+        match mode {
+            PallocMode::NoWait => return submit_detached(args, &req, ui, Detach::Submit),
+            PallocMode::Print if req.target.is_none() => {
+                return submit_detached(args, &req, ui, Detach::UntilGranted)
+            }
+            _ => {}
+        }
+    }
+    // An EXTEND names its allocation by id or by request id: either finds
+    // the palloc holding it.
+    let held = req.alloc_id.as_deref().or(req
+        .request_id
+        .as_deref()
+        .filter(|_| req.directive == directive::EXTEND));
+    let s = connect_for(&args.connect, ui, held)?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
         target: req.target.is_some(),
@@ -156,9 +187,34 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     // detached palloc that waits for it and then holds the grant.
     if mode == PallocMode::NoWait && !from_application && req.directive == directive::NEW {
         finish(s);
-        return submit_detached(args, &req, ui);
+        return submit_detached(args, &req, ui, Detach::Submit);
+    }
+    // Likewise a grant printed for a script (`ID=$(palloc -N 1 --parsable)`,
+    // as `salloc --no-shell`): a detached palloc holds it until it is
+    // released, expires or the DVM ends, and every command finds it by its id.
+    if mode == PallocMode::Print
+        && !from_application
+        && req.directive == directive::NEW
+        && req.target.is_none()
+    {
+        finish(s);
+        return submit_detached(args, &req, ui, Detach::UntilGranted);
     }
 
+    // Outside a job, palloc's own namespace owns what it reserves and ends
+    // with palloc, however palloc ends (kill -9 included): unless the user
+    // names a rule, it asks for CHILD, so the nodes go back to the
+    // scheduler once palloc and the jobs it started into the allocation
+    // have ended, instead of staying unreserved in the DVM (DEFAULT).
+    let user_rule = req.inherit;
+    let default_rule = user_rule.is_none()
+        && !from_application
+        && req.directive == directive::NEW
+        && req.target.is_none()
+        && s.wire().supports(dt::ALLOC_INHERIT);
+    if default_rule {
+        req.inherit = Some(Inheritance::Child.code());
+    }
     // PMIX_ALLOC_INHERITANCE needs wire type 75, which a v41 server lacks.
     let mut send_inheritance = req.inherit.is_some();
     if send_inheritance && !s.wire().supports(dt::ALLOC_INHERIT) {
@@ -261,65 +317,30 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
 
     // While a detached palloc's request is queued, other shells of the user
     // reach it by the request id (`prelease --cancel ID`).
-    let mut queued_holder = match (&mode, from_application, &req.request_id) {
-        (PallocMode::Hold, false, Some(rid)) => Holder::start(s.conn(), rid).ok(),
+    // A detached palloc tells the one that started it how the request
+    // stands, once the DVM has handled it (see [`super::palloc_detach`]).
+    let mut submitter = Submitter::from_env();
+    let detached = mode == PallocMode::Hold || submitter.is_some();
+    let mut queued_holder = match (detached, from_application, &req.request_id) {
+        (true, false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
         _ => None,
     };
-    // A detached palloc tells the one that started it how the request
-    // stands, once the DVM has handled it (see [`SUBMIT_FD_ENV`]).
-    let mut submitter = Submitter::from_env();
-    // A barrier behind the request: once it is answered the DVM has handled
-    // the request, which is then queued and may wait as long as it takes;
-    // until then, a DVM answering neither within the request deadline is
-    // stopped or stuck (exit 8), not slow to grant.
-    let barrier = crate::ops::query::begin_barrier(&s).ok();
-    let mut alive_by = barrier.map(|_| Instant::now() + s.timeout());
     let spinner = ui.queued(req.request_id.as_deref());
-    let reply = loop {
-        if alive_by.is_some_and(|d| Instant::now() >= d) {
-            if let Some(pb) = &spinner {
-                pb.finish_and_clear();
-            }
-            s.conn().give_up(tag);
-            return Err(Failure::outcome_unknown(
-                op,
-                &format!(
-                    "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
-                    crate::conn::client::seconds(s.timeout())
-                ),
-            ));
-        }
-        match step(&s, queued_holder.as_mut(), None, alive_by) {
-            Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
-                Some(Ok(bytes)) => break decode_alloc_reply(&s, req.directive, &bytes),
-                Some(Err(e)) => break Err(e),
-                None => {}
-            },
-            Step::Reply(t) if Some(t) == barrier => {
-                s.conn().forget(t);
-                alive_by = None;
-                if let Some(sub) = submitter.take() {
-                    sub.say("queued");
-                }
-            }
-            Step::Signal => {
-                if let Some(sig) = signals::caught() {
-                    if let Some(pb) = &spinner {
-                        pb.finish_and_clear();
-                    }
-                    return Err(cancel_queued(&s, &req, sig, tag, ui));
-                }
-            }
-            Step::Lost(e) => {
-                // The reply may have come just before the end.
-                if let Some(Ok(bytes)) = s.conn().take_reply(tag) {
-                    break decode_alloc_reply(&s, req.directive, &bytes);
-                }
-                break Err(e);
-            }
-            _ => {}
-        }
+    let mut wait = Awaiting {
+        holder: queued_holder.as_mut(),
+        submitter: &mut submitter,
+        spinner: spinner.as_ref(),
     };
+    let mut reply = await_answer(&s, &req, tag, &mut wait, ui)?;
+    // A DVM that cannot honour the rule palloc chose by itself gets the
+    // request again without it (the user named none).
+    if default_rule && matches!(&reply, Err(e) if e.status == Status::ERR_NOT_SUPPORTED) {
+        req.inherit = None;
+        let infos = request_infos(&req, s.server_version(), false);
+        let tag = begin_allocate(&s, req.directive, &infos)
+            .map_err(|e| Failure::refused(op, &attrs, &e))?;
+        reply = await_answer(&s, &req, tag, &mut wait, ui)?;
+    }
     drop(queued_holder);
     if let Some(pb) = spinner {
         pb.finish_and_clear();
@@ -331,18 +352,17 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             return Err(Failure::refused(op, &attrs, &e));
         }
     };
-    if let Some(sub) = submitter.take() {
-        sub.say(&format!(
-            "granted {}",
-            reply.alloc_id.as_deref().unwrap_or("(unnamed)")
-        ));
-    }
     let mut rec = granted_record(&req, &reply, &s, from_application);
+    if req.directive == directive::EXTEND {
+        as_the_dvm_has_it(&s, &mut rec);
+    }
     ui.record(&rec);
+    // stdout carries only what a script consumes (--parsable, --json,
+    // CMD's output); the grant line is a notice, on stderr as salloc's.
     if args.parsable {
         ui.result(&rec.alloc_id);
     } else {
-        ui.result(&allocation_line(&rec));
+        ui.note(&allocation_line(&rec));
     }
     if opens_shell {
         if let PallocMode::Run(cmd) = &mode {
@@ -352,10 +372,15 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             ));
         }
     }
+    // Unless the user chose a rule (which then decides, as the DVM applies
+    // it when palloc's namespace ends: `default` leaves the nodes
+    // unreserved, `child` waits for the jobs), or --keep, a holder that
+    // ends gives the allocation back itself.
+    let give_back = user_rule.is_none();
     let code = match mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
-        PallocMode::Hold => hold(&s, &mut rec, ui),
-        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, args.keep, ui),
+        PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui),
+        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, give_back && !args.keep, ui),
     };
     let code = match code {
         Ok(c) => c,
@@ -376,203 +401,6 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     }
     finish(s);
     Ok(code)
-}
-
-/// `--no-wait` outside a job: start `palloc … --hold` for the same request,
-/// detached from this terminal (its own session, no stdio), print the
-/// request id and return. The detached palloc waits for the grant (its
-/// queued request can be cancelled from any shell of the user with
-/// `prelease --cancel ID`), then holds the allocation until it is released
-/// or expires.
-fn submit_detached(
-    args: &PallocArgs,
-    req: &AllocRequest,
-    ui: &Ui,
-) -> std::result::Result<i32, Failure> {
-    use std::os::unix::process::CommandExt;
-    let rid = req.request_id.clone().unwrap_or_else(generated_request_id);
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
-    let mut argv: Vec<std::ffi::OsString> = std::env::args_os()
-        .skip(1)
-        .filter(|a| a != "--no-wait")
-        .collect();
-    argv.push("--hold".into());
-    if args.request_id.is_none() {
-        argv.push("--request-id".into());
-        argv.push(rid.clone().into());
-    }
-    // Its output goes to a log in the user's private holder directory
-    // (never to /dev/null: no log, no detached palloc).
-    let (log_path, log) = no_wait_log(&rid)?;
-    let (out, err) = (
-        log.try_clone()
-            .map_err(|e| Failure::other(format!("cannot use the log: {e}")))?,
-        log,
-    );
-    // The detached palloc says on this pipe how the request stands once the
-    // DVM has handled it: no time window to guess an immediate refusal in.
-    let (said_r, said_w) =
-        nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
-    let _ = nix::fcntl::fcntl(
-        said_r.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    );
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(&argv)
-        .env(SUBMIT_FD_ENV, said_w.as_raw_fd().to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::from(out))
-        .stderr(std::process::Stdio::from(err));
-    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
-    let spawned = cmd.spawn();
-    drop(said_w);
-    let mut child =
-        spawned.map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))?;
-    ui.record(&RequestRecord {
-        request_id: Some(rid.clone()),
-        state: "submitted".into(),
-    });
-    ui.result(&rid);
-    // An immediate refusal (a DVM without reservations, a bad request) is
-    // reported here; anything later is in the log.
-    let patience = crate::conn::client::handshake_timeout()
-        + crate::conn::client::env_timeout().unwrap_or(crate::ops::session::DEFAULT_TIMEOUT);
-    match read_said(&said_r, Instant::now() + patience) {
-        Said::Line(line) => ui.detail(&format!("the detached palloc says: {line}")),
-        Said::Nothing => ui.detail("no answer from the DVM yet; the detached palloc keeps waiting"),
-        Said::Ended => {
-            let st = child
-                .wait()
-                .map_err(|e| Failure::other(format!("waiting for the detached palloc: {e}")))?;
-            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let why = said
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix("palloc: "))
-                .unwrap_or("the detached palloc ended at once")
-                .to_string();
-            let code = st.code().unwrap_or(1);
-            let status = why
-                .split_whitespace()
-                .find(|w| w.starts_with("PMIX_"))
-                .map(|w| w.trim_end_matches([',', '.', ':', ';']).to_string());
-            return Err(Failure::with(
-                Exit::Command(code),
-                status.as_deref(),
-                format!("request {rid} was refused: {why}"),
-            ));
-        }
-    }
-    ui.note(&format!(
-        "request {rid} is held by a detached palloc (pid {}, log {}): `pwatch --event alloc --request-id {rid}` \
-shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
-        child.id(),
-        log_path.display()
-    ));
-    Ok(0)
-}
-
-/// The `--no-wait` log of request `rid`: a new private file in the holder
-/// registry, never one someone else prepared. A registry another user took
-/// (see [`crate::conn::holder::registry`]) or a file that cannot be created
-/// anew is refused with a message naming the path.
-fn no_wait_log(rid: &str) -> std::result::Result<(std::path::PathBuf, std::fs::File), Failure> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = crate::conn::holder::registry().map_err(Failure::other)?;
-    let path = dir.join(format!("palloc.{}.log", rid.replace('/', "_")));
-    let _ = std::fs::remove_file(&path);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Failure::other(format!("cannot create the log {}: {e}", path.display())))?;
-    Ok((path, f))
-}
-
-/// What a detached palloc said on its pipe.
-enum Said {
-    /// One line (`queued`, `granted ID`).
-    Line(String),
-    /// It closed the pipe without a line: it has ended.
-    Ended,
-    /// Nothing before the deadline (or a signal).
-    Nothing,
-}
-
-/// Wait until `deadline` for the detached palloc's line on `r`.
-fn read_said(r: &std::os::fd::OwnedFd, deadline: Instant) -> Said {
-    let mut got = Vec::new();
-    loop {
-        let fds: Vec<BorrowedFd<'_>> = std::iter::once(r.as_fd()).chain(signals::fd()).collect();
-        let mut p: Vec<nix::poll::PollFd<'_>> = fds
-            .iter()
-            .map(|f| nix::poll::PollFd::new(*f, nix::poll::PollFlags::POLLIN))
-            .collect();
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || signals::caught().is_some() {
-            return Said::Nothing;
-        }
-        let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-        let timeout = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
-        if !matches!(nix::poll::poll(&mut p, timeout), Ok(n) if n > 0) {
-            continue;
-        }
-        let mut buf = [0u8; 256];
-        match nix::unistd::read(r.as_raw_fd(), &mut buf) {
-            Ok(0) => {
-                return if got.is_empty() {
-                    Said::Ended
-                } else {
-                    Said::Line(String::from_utf8_lossy(&got).trim().to_string())
-                }
-            }
-            Ok(n) => {
-                got.extend_from_slice(&buf[..n]);
-                if let Some(end) = got.iter().position(|b| *b == b'\n') {
-                    return Said::Line(String::from_utf8_lossy(&got[..end]).into_owned());
-                }
-            }
-            Err(nix::errno::Errno::EINTR) | Err(nix::errno::Errno::EAGAIN) => {}
-            Err(_) => return Said::Ended,
-        }
-    }
-}
-
-/// The write end of [`SUBMIT_FD_ENV`] in a detached palloc.
-struct Submitter(std::os::fd::OwnedFd);
-
-impl Submitter {
-    /// The descriptor the starting palloc passed, if any (taken once: the
-    /// variable is removed so nothing this palloc starts inherits it).
-    fn from_env() -> Option<Submitter> {
-        use std::os::fd::FromRawFd;
-        let fd: RawFd = std::env::var(SUBMIT_FD_ENV).ok()?.parse().ok()?;
-        std::env::remove_var(SUBMIT_FD_ENV);
-        if fd < 3 || nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
-            return None;
-        }
-        let _ = nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-        );
-        // SAFETY: a descriptor our parent opened for us and nobody else here
-        // owns; checked open above.
-        Some(Submitter(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Say `line` and close the pipe.
-    fn say(self, line: &str) {
-        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
-    }
 }
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
@@ -618,6 +446,24 @@ fn node_list(v: &Value) -> Vec<String> {
     crate::codec::helpers::value_list(v)
 }
 
+/// After an EXTEND, what the DVM now holds for the allocation: all its
+/// nodes and its expiry (the reply names only the nodes added, and the
+/// time asked for is an increment, not the limit).
+fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
+    let want = crate::ops::status_query::Want {
+        reservations: true,
+        ..Default::default()
+    };
+    let Some(Ok(list)) = crate::ops::status_query::status(s, want).reservations else {
+        return;
+    };
+    if let Some(r) = list.iter().find(|r| r.alloc_id == rec.alloc_id) {
+        rec.nodes = r.nodes.clone();
+        rec.expires_at = r.expires_at;
+        rec.time_limit_secs = None;
+    }
+}
+
 /// What palloc prints for a grant.
 pub fn granted_record(
     req: &AllocRequest,
@@ -638,6 +484,8 @@ pub fn granted_record(
     let time = find(keys::ALLOC_TIME)
         .and_then(parse_alloc_time)
         .or(req.time_secs);
+    // The expiry the DVM reports wins over one computed from what was asked.
+    let remaining = find(keys::TIME_REMAINING).and_then(Value::as_u64);
     let extend = req.directive == directive::EXTEND;
     // What the DVM applied wins over what was asked (a DVM may ignore
     // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
@@ -657,7 +505,10 @@ pub fn granted_record(
             .map(|i| i.0),
         None => req.inherit,
     };
-    let owner_is_self = !from_application && owner.as_deref() == Some(s.me().0.as_str());
+    // Through a holder, the namespace is the holder's: it outlives us.
+    let via_holder = s.conn().target().found_by.starts_with("palloc holder");
+    let owner_is_self =
+        !from_application && !via_holder && owner.as_deref() == Some(s.me().0.as_str());
     AllocationRecord {
         alloc_id: alloc_id.clone(),
         request_id: reply.request_id.clone().or_else(|| req.request_id.clone()),
@@ -665,7 +516,7 @@ pub fn granted_record(
         state: "granted".into(),
         nodes,
         time_limit_secs: time,
-        expires_at: time.map(|t| now_secs() as u64 + t),
+        expires_at: remaining.or(time).map(|t| now_secs() as u64 + t),
         reserved: !share,
         owner_nspace: owner,
         inherit: inherit_word(inherit).into(),
@@ -696,14 +547,26 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
 /// relaying the requests of this user's tools that name it from other
 /// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`),
 /// until the DVM announces the allocation's end (exit 8 when it expired).
-fn hold(s: &Session, rec: &mut AllocationRecord, ui: &Ui) -> std::result::Result<i32, Failure> {
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
+fn hold(
+    s: &Session,
+    rec: &mut AllocationRecord,
+    give_back: bool,
+    submitter: Option<Submitter>,
+    ui: &Ui,
+) -> std::result::Result<i32, Failure> {
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
-    if let Err(why) = crate::conn::holder::registry() {
-        ui.warn(&format!(
-            "{why}; tools in other shells will not find this allocation by its id (set {} to {} in them)",
-            crate::conn::holder::HOLDER_ENV,
-            holder.path().display()
+    // Its request id names it too (`prelease REQ_ID` once granted).
+    let _alias = rec
+        .request_id
+        .as_deref()
+        .and_then(|r| holder.alias(s.conn(), r));
+    // Once other shells can reach it, the palloc that started this one
+    // (if detached) may print the grant.
+    if let Some(sub) = submitter {
+        sub.say(&format!(
+            "granted {}",
+            serde_json::to_string(rec).unwrap_or_default()
         ));
     }
     ui.note(&format!(
@@ -712,17 +575,32 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
         id = rec.alloc_id
     ));
     ui.detail(&format!("holder socket {}", holder.path().display()));
+    if let Err(why) = crate::conn::holder::registry() {
+        ui.warn(&format!(
+            "{why}; tools in other shells will not find this allocation by its id (set {} to {} in them)",
+            crate::conn::holder::HOLDER_ENV,
+            holder.path().display()
+        ));
+    }
     // Once the allocation has ended, the clients still connected (e.g. the
     // prelease that ended it, with more requests to make) are served until
     // they leave.
     let mut ended = None;
     loop {
         if let Some(sig) = signals::caught() {
+            drop(holder);
+            if give_back && ended.is_none() {
+                release_after(s, rec, &format!("ended by {}", signals::name(sig)), ui);
+            }
             return Ok(if sig == nix::libc::SIGINT {
                 130
             } else {
                 128 + sig
             });
+        }
+        if ended.is_none() && holder.released() {
+            rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
+            ended = Some(0);
         }
         if let (Some(code), 0) = (ended, holder.clients()) {
             return Ok(code);
@@ -735,6 +613,84 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
                 }
             }
             Step::Lost(e) => return Err(Failure::lost(&e)),
+            _ => {}
+        }
+    }
+}
+
+/// What palloc's wait for the answer to its request looks after.
+struct Awaiting<'a> {
+    /// The holder serving the queued request (a detached palloc).
+    holder: Option<&'a mut Holder>,
+    /// The pipe to the palloc that started this one.
+    submitter: &'a mut Option<Submitter>,
+    /// The spinner shown while queued.
+    spinner: Option<&'a super::ui::Waiting>,
+}
+
+/// Wait for the DVM's answer to allocation request `tag` (as long as it
+/// stays queued); the outer error is palloc's own failure (no answer,
+/// interrupted), the inner result the DVM's answer.
+fn await_answer(
+    s: &Session,
+    req: &AllocRequest,
+    tag: u32,
+    w: &mut Awaiting<'_>,
+    ui: &Ui,
+) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
+    // A barrier behind the request: once it is answered the DVM has handled
+    // the request, which is then queued and may wait as long as it takes;
+    // until then, a DVM answering neither within the request deadline is
+    // stopped or stuck (exit 8), not slow to grant.
+    let barrier = crate::ops::query::begin_barrier(s).ok();
+    let mut alive_by = barrier.map(|_| Instant::now() + s.timeout());
+    let clear = || {
+        if let Some(pb) = w.spinner {
+            pb.finish_and_clear();
+        }
+    };
+    loop {
+        if alive_by.is_some_and(|d| Instant::now() >= d) {
+            clear();
+            s.conn().give_up(tag);
+            return Err(Failure::outcome_unknown(
+                if req.directive == directive::EXTEND {
+                    Operation::AllocExtend
+                } else {
+                    Operation::AllocNew
+                },
+                &format!(
+                    "no answer from the DVM to the allocation request after {} (nor to a query sent behind it); it may be stopped or overloaded",
+                    crate::conn::client::seconds(s.timeout())
+                ),
+            ));
+        }
+        match step(s, w.holder.as_deref_mut(), None, alive_by) {
+            Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
+                Some(Ok(bytes)) => return Ok(decode_alloc_reply(s, req.directive, &bytes)),
+                Some(Err(e)) => return Ok(Err(e)),
+                None => {}
+            },
+            Step::Reply(t) if Some(t) == barrier => {
+                s.conn().forget(t);
+                alive_by = None;
+                if let Some(sub) = w.submitter.as_ref() {
+                    sub.tell("queued");
+                }
+            }
+            Step::Signal => {
+                if let Some(sig) = signals::caught() {
+                    clear();
+                    return Err(cancel_queued(s, req, sig, tag, ui));
+                }
+            }
+            Step::Lost(e) => {
+                // The reply may have come just before the end.
+                if let Some(Ok(bytes)) = s.conn().take_reply(tag) {
+                    return Ok(decode_alloc_reply(s, req.directive, &bytes));
+                }
+                return Ok(Err(e));
+            }
             _ => {}
         }
     }
@@ -766,23 +722,33 @@ fn step(
     child: Option<BorrowedFd<'_>>,
     deadline: Option<Instant>,
 ) -> Step {
+    use nix::poll::PollFlags;
     let hfds: Vec<RawFd> = holder.as_ref().map(|h| h.fds()).unwrap_or_default();
-    let mut extras: Vec<BorrowedFd<'_>> = Vec::with_capacity(hfds.len() + 2);
+    let wfds: Vec<RawFd> = holder.as_ref().map(|h| h.write_fds()).unwrap_or_default();
+    let take_messages = holder.as_ref().is_none_or(|h| !h.paused());
+    let mut extras: Vec<Watched<'_>> = Vec::with_capacity(hfds.len() + wfds.len() + 2);
     let sig = signals::fd();
     if let Some(f) = sig {
-        extras.push(f);
+        extras.push((f, PollFlags::POLLIN));
     }
     let child_at = child.map(|c| {
-        extras.push(c);
+        extras.push((c, PollFlags::POLLIN));
         extras.len() - 1
     });
     let holder_from = extras.len();
-    for fd in &hfds {
+    for (fd, flags) in hfds
+        .iter()
+        .map(|f| (f, PollFlags::POLLIN))
+        .chain(wfds.iter().map(|f| (f, PollFlags::POLLOUT)))
+    {
         // SAFETY: the holder owns these sockets and is not touched until
         // the wait below returns.
-        extras.push(unsafe { BorrowedFd::borrow_raw(*fd) });
+        extras.push((unsafe { BorrowedFd::borrow_raw(*fd) }, flags));
     }
-    match s.conn().wait(&extras, deadline) {
+    if let Some(h) = holder.as_deref_mut() {
+        h.sync_flow(s.conn());
+    }
+    match s.conn().wait_watching(&extras, deadline, take_messages) {
         Event::Ready(i) => {
             if sig.is_some() && i == 0 {
                 signals::drain();
@@ -791,8 +757,13 @@ fn step(
             if Some(i) == child_at {
                 return Step::Child;
             }
-            if let (Some(h), Some(fd)) = (holder.as_deref_mut(), hfds.get(i - holder_from)) {
-                h.on_ready(*fd, s.conn());
+            if let Some(h) = holder.as_deref_mut() {
+                let k = i - holder_from;
+                match (hfds.get(k), wfds.get(k.wrapping_sub(hfds.len()))) {
+                    (Some(fd), _) => h.on_ready(*fd, s.conn()),
+                    (None, Some(fd)) => h.on_writable(*fd),
+                    _ => {}
+                }
             }
             Step::Quiet
         }
@@ -805,24 +776,26 @@ fn step(
         },
         Event::Message(m) => match m {
             Unsolicited::Notify(bytes) => {
-                if let Some(h) = holder {
-                    h.broadcast(TAG_NOTIFY, &bytes);
+                let claimed = holder.is_some_and(|h| h.route(TAG_NOTIFY, bytes.clone()));
+                if claimed {
+                    Step::Quiet
+                } else {
+                    Step::Notify(bytes)
                 }
-                Step::Notify(bytes)
             }
             Unsolicited::Iof(bytes) => {
                 if let Some(h) = holder {
-                    h.broadcast(TAG_IOF, &bytes);
+                    h.route(TAG_IOF, bytes);
                 }
                 Step::Quiet
             }
-            Unsolicited::Other(tag, bytes) => {
+            Unsolicited::Other(..) => Step::Quiet,
+            Unsolicited::Closed(e) => {
                 if let Some(h) = holder {
-                    h.broadcast(tag, &bytes);
+                    h.close_all();
                 }
-                Step::Quiet
+                Step::Lost(e)
             }
-            Unsolicited::Closed(e) => Step::Lost(e),
         },
         Event::Deadline => Step::Quiet,
     }
@@ -896,16 +869,14 @@ fn run_command(
     s: &Session,
     rec: &mut AllocationRecord,
     cmd: &[String],
-    keep: bool,
+    give_back: bool,
     ui: &Ui,
 ) -> std::result::Result<i32, Failure> {
     let (program, args) = cmd
         .split_first()
         .ok_or_else(|| Failure::other("no command to run"))?;
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
-    let child_rule = matches!(rec.inherit.as_str(), "child" | "child-default");
-    let give_back = !keep && !child_rule;
     let spawned = std::process::Command::new(program)
         .args(args)
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
@@ -920,7 +891,7 @@ fn run_command(
                 126
             };
             if give_back {
-                release_after(s, rec, program, ui);
+                release_after(s, rec, &format!("{program} ended"), ui);
             }
             return Err(Failure::with(
                 Exit::Command(code),
@@ -937,7 +908,8 @@ fn run_command(
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let child_fd = pidfd(child.id());
     let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let mut dvm_lost = false;
+    // The DVM's loss: the error, and when CMD, told with SIGTERM, is killed.
+    let mut dvm_lost: Option<(crate::error::Error, Instant)> = None;
     let mut ended = false;
     let status = loop {
         match child.try_wait() {
@@ -955,9 +927,13 @@ fn run_command(
         }
         let deadline = child_fd.is_none().then(|| Instant::now() + NO_PIDFD_CHECK);
         let child_watch = child_fd.as_ref().map(|f| f.as_fd());
-        if dvm_lost {
+        if let Some((_, kill_at)) = &dvm_lost {
+            if Instant::now() >= *kill_at {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            }
             let fds: Vec<BorrowedFd<'_>> = signals::fd().into_iter().chain(child_watch).collect();
-            wait_fds(&fds, deadline);
+            let wake = deadline.map_or(*kill_at, |d| d.min(*kill_at));
+            wait_fds(&fds, Some(wake.max(Instant::now() + NO_PIDFD_CHECK / 10)));
             signals::drain();
             continue;
         }
@@ -976,10 +952,10 @@ fn run_command(
                 }
             }
             Step::Lost(e) => {
-                ui.warn(&format!(
-                    "lost the DVM while {program} ran ({e}); waiting for {program} to end"
-                ));
-                dvm_lost = true;
+                // The allocation is gone with the DVM: CMD is stopped, as
+                // salloc stops its command when the allocation is revoked.
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                dvm_lost = Some((e, Instant::now() + LOST_GRACE));
             }
             _ => {}
         }
@@ -994,31 +970,47 @@ fn run_command(
         }
         Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
     };
-    if give_back && !dvm_lost && !ended {
-        release_after(s, rec, program, ui);
+    if let Some((e, _)) = dvm_lost {
+        rec.on_owner_exit = format!(
+            "the DVM has gone: allocation {} is gone with it",
+            rec.alloc_id
+        );
+        let mut f = Failure::lost(&e);
+        f.message = format!(
+            "lost the DVM while {program} ran ({}); {program} was stopped (it exited with {code})",
+            e.context
+        );
+        return Err(f);
+    }
+    if give_back && !ended {
+        release_after(s, rec, &format!("{program} ended"), ui);
     }
     Ok(code)
 }
 
+/// How long CMD has to end after SIGTERM once the DVM has gone, before
+/// SIGKILL.
+const LOST_GRACE: Duration = Duration::from_secs(1);
+
 /// CMD ended: give the allocation back to the scheduler, as salloc does.
-fn release_after(s: &Session, rec: &mut AllocationRecord, program: &str, ui: &Ui) {
+fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
     let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
     match allocate(s, directive::RELEASE, &release) {
         Ok(_) => {
             rec.on_owner_exit = format!(
-                "{program} ended: released allocation {} (its nodes go back to the scheduler)",
+                "{why}: released allocation {} (its nodes go back to the scheduler)",
                 rec.alloc_id
             )
         }
         Err(e) if e.status == Status::ERR_NOT_FOUND => {
             rec.on_owner_exit = format!(
-                "{program} ended; allocation {} had already ended (its time limit was reached, or \
+                "{why}; allocation {} had already ended (its time limit was reached, or \
 it was released)",
                 rec.alloc_id
             )
         }
         Err(e) => ui.warn(&format!(
-            "{program} ended, but releasing allocation {} was refused: {e}",
+            "{why}, but releasing allocation {} was refused: {e}",
             rec.alloc_id
         )),
     }

@@ -13,29 +13,35 @@ use crate::render::ReleaseRecord;
 
 use super::{connect_for, finish, Failure, Ui};
 
-/// Run prelease; returns the exit code (the first failure's).
+/// Run prelease; returns the exit code (the first failure's). An id that
+/// is no allocation may name a request or a job (see [`other_meaning`]).
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
     let requests = args.requests();
-    // A held allocation is found by its id; a queued request (held by a
-    // detached `palloc --no-wait`) by its request id.
-    let alloc = requests
-        .iter()
-        .find_map(|r| r.alloc_id.clone().or_else(|| r.request_id.clone()));
-    let s = match connect_for(&args.connect, &ui, alloc.as_deref()) {
-        Ok(s) => s,
-        Err(f) => return ui.fail(&f),
-    };
     let mut first_failure = 0;
     let mut records = Vec::new();
+    // Each id is acted on through whatever holds it: a held allocation is
+    // found by its id, a queued request (held by a detached `palloc
+    // --no-wait`) by its request id; several ids may be held by several
+    // pallocs.
     for req in requests {
-        let (code, rec) = one(&s, &req, &ui);
+        let alloc = req.alloc_id.clone().or_else(|| req.request_id.clone());
+        let (code, rec) = match connect_for(&args.connect, &ui, alloc.as_deref()) {
+            Ok(s) => {
+                let r = one(&s, &req, &ui);
+                finish(s);
+                r
+            }
+            Err(f) => {
+                let code = ui.fail(&f);
+                (code, failed_record(&req, &f))
+            }
+        };
         records.push(rec);
         if first_failure == 0 {
             first_failure = code;
         }
     }
-    finish(s);
     // One JSON document: the release record, or for several ids one
     // `releases` object listing them.
     match records.as_slice() {
@@ -67,6 +73,39 @@ pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
     v
 }
 
+/// What else `id` may name when it is no allocation: a queued request
+/// (withdrawn), a granted request's id (its allocation released), a live
+/// job (terminated). The sentence saying what was done, if anything.
+fn other_meaning(s: &Session, id: &str) -> Option<String> {
+    let by_req = [Info::new(keys::ALLOC_REQ_ID, id)];
+    if allocate(s, directive::REQ_CANCEL, &by_req).is_ok() {
+        return Some(format!("cancelled queued request {id}"));
+    }
+    if let Ok(r) = allocate(s, directive::RELEASE, &by_req) {
+        let a = r.alloc_id.unwrap_or_default();
+        return Some(format!("released {a} (request {id})"));
+    }
+    let live = crate::ops::query::namespaces(s).ok()?;
+    if live.iter().any(|n| n == id) && crate::ops::control::terminate_job(s, id).is_ok() {
+        return Some(format!(
+            "cancelled job {id} (its processes were terminated)"
+        ));
+    }
+    None
+}
+
+/// The record of a request that could not be sent (`f` says why).
+fn failed_record(req: &ReleaseRequest, f: &Failure) -> ReleaseRecord {
+    ReleaseRecord {
+        directive: "release".into(),
+        alloc_id: req.alloc_id.clone(),
+        request_id: req.request_id.clone(),
+        status: f.status.clone().unwrap_or_default(),
+        exit_code: f.exit.code(),
+        rule: f.rule.clone(),
+    }
+}
+
 fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     let (op, word, done) = match req.directive {
         directive::REQ_CANCEL => (Operation::Cancel, "cancel", "cancelled request"),
@@ -86,7 +125,21 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
         exit_code: 0,
         rule: None,
     };
-    match allocate(s, req.directive, &release_infos(req)) {
+    let answer = allocate(s, req.directive, &release_infos(req));
+    // `prelease ID` where ID is no allocation, as scancel takes any id: a
+    // request still queued (a submitted `palloc --no-wait`) is withdrawn, a
+    // granted one named by its request id released, a job cancelled.
+    if let (Err(e), Some(id), directive::RELEASE) = (&answer, &req.alloc_id, req.directive) {
+        let whole = req.nodelist.is_empty() && req.nodes.is_none();
+        if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
+            if let Some(done) = other_meaning(s, id) {
+                ui.result(&done);
+                rec.directive = "cancel".into();
+                return (0, rec);
+            }
+        }
+    }
+    match answer {
         Ok(_) => {
             let partial = if req.nodes.is_some() || !req.nodelist.is_empty() {
                 " (partial)"

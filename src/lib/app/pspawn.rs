@@ -49,6 +49,15 @@ pub fn run(args: &PspawnArgs) -> i32 {
 /// program is named.
 fn spawn_failure(req: &SpawnRequest, attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
     let mut f = Failure::refused(Operation::Spawn, attrs, e);
+    let inherited = std::env::var("PMIX_ALLOC_ID")
+        .ok()
+        .filter(|a| !a.is_empty() && req.targets == [a.clone()]);
+    if let (Status::ERR_NOT_FOUND, Some(a)) = (e.status, inherited) {
+        f.message = format!(
+            "allocation {a} (PMIX_ALLOC_ID, from the environment) has ended: it was released or reached its time limit (PMIX_ERR_NOT_FOUND); nothing was launched. Run in another allocation with --target ID, or in the DVM's default pool with --default-pool"
+        );
+        return f;
+    }
     if e.status == Status::ERR_NOT_FOUND && !attrs.spawn_target {
         let names: Vec<&str> = req.apps.iter().map(|a| a.program.as_str()).collect();
         f.message = format!(

@@ -19,7 +19,7 @@ use crate::proto::{directive, keys};
 use crate::render::EventWriter;
 
 use super::events::{codes_for, EventFields};
-use super::{connect, finish, now_secs, signals, status, Failure, Ui};
+use super::{connect, connect_for, finish, now_secs, signals, status, Failure, Ui};
 
 /// Run pwatch; returns the exit code.
 pub fn run(args: &PwatchArgs) -> i32 {
@@ -27,11 +27,18 @@ pub fn run(args: &PwatchArgs) -> i32 {
     if let Some(what) = args.complete {
         return complete(args, what, &ui);
     }
-    let s = match connect(&args.connect, &ui) {
+    let request = args.request();
+    // Watching an allocation held by a palloc of this user goes through
+    // that palloc (its warnings are the owner's to arm and receive).
+    let alloc = match &request {
+        WatchRequest::Events(w) => w.alloc_ids.first().cloned(),
+        WatchRequest::Status(_) => None,
+    };
+    let s = match connect_for(&args.connect, &ui, alloc.as_deref()) {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };
-    let r = match args.request() {
+    let r = match request {
         WatchRequest::Status(w) => watch_status(&s, &w, &ui),
         WatchRequest::Events(w) => watch_events(&s, &w, &ui),
     };
@@ -335,10 +342,9 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             | Wake::Reply(_)
             | Wake::Message(Unsolicited::Iof(_))
             | Wake::Message(Unsolicited::Other(..)) => continue,
-            Wake::Message(Unsolicited::Closed(_)) => {
+            Wake::Message(Unsolicited::Closed(e)) => {
                 let _ = out.flush();
-                ui.note("the DVM closed the connection; the event stream ended");
-                return Ok(0);
+                return Err(Failure::lost(&e));
             }
             Wake::Message(Unsolicited::Notify(b)) => b,
         };

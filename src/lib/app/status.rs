@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::cli::request::{StatusState, StatusWatch, StatusWhat};
-use crate::conn::holder::registered_path;
+use crate::conn::holder::{registered_path, HeldBy};
 use crate::conn::Identity;
 use crate::ops::{query, status_query, Session};
 use crate::render::{
@@ -194,7 +194,7 @@ impl Mine {
             .collect();
         let server = s.conn().target().uri.nspace.clone();
         for r in res {
-            if registered_path(&server, &r.alloc_id).is_some_and(|p| p.exists()) {
+            if registered_path(&server, &r.alloc_id, HeldBy::Alloc).is_some_and(|p| p.exists()) {
                 alloc_ids.insert(r.alloc_id.clone());
             }
         }

@@ -92,7 +92,10 @@ pub fn parse_pid_spec(s: &str) -> Result<PidSpec, String> {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Connection")]
 pub struct ConnectArgs {
-    /// Connect to the server at this URI, or read the URI from file:PATH.
+    /// Connect to the server at this URI, or read the URI from file:PATH. When no flag names a
+    /// server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every
+    /// tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose
+    /// DVM is already known).
     #[arg(long, value_name = "URI|file:PATH", value_parser = parse_uri_spec)]
     pub uri: Option<UriSpec>,
 
@@ -135,10 +138,14 @@ impl ConnectArgs {
     /// The plain connection options for the connection layer.
     pub fn to_options(&self) -> ConnectOptions {
         ConnectOptions {
-            uri: self.uri.as_ref().map(|u| match u {
-                UriSpec::Literal(s) => s.clone(),
-                UriSpec::File(p) => format!("file:{}", p.display()),
-            }),
+            uri: self
+                .uri
+                .as_ref()
+                .map(|u| match u {
+                    UriSpec::Literal(s) => s.clone(),
+                    UriSpec::File(p) => format!("file:{}", p.display()),
+                })
+                .or_else(|| self.uri_from_env()),
             pid: self.pid.as_ref().map(|p| match p {
                 PidSpec::Literal(n) => n.to_string(),
                 PidSpec::File(f) => format!("file:{}", f.display()),
@@ -153,6 +160,27 @@ impl ConnectArgs {
             tool_id: None,
             alloc: None,
         }
+    }
+}
+
+/// Environment variable choosing the DVM for every tool of a shell or
+/// script (a URI or `file:PATH`, as `--uri`), when no flag names a server.
+pub const DVM_ENV: &str = "PMIX_TOOLS_URI";
+
+impl ConnectArgs {
+    /// [`DVM_ENV`], when set and nothing else names the server: no
+    /// connection flag, not inside a job (its server is in the environment)
+    /// nor inside `palloc -- CMD` (its holder is).
+    fn uri_from_env(&self) -> Option<String> {
+        let named = self.pid.is_some()
+            || self.nspace.is_some()
+            || self.system_server_first
+            || self.system_server_only;
+        let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+        if named || set("PMIX_NAMESPACE") || set(crate::conn::HOLDER_ENV) {
+            return None;
+        }
+        std::env::var(DVM_ENV).ok().filter(|v| !v.is_empty())
     }
 }
 

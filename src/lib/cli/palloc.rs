@@ -49,16 +49,34 @@ Only processes of your user may use the socket. To change what CMD sees, \
 change its environment as usual (`palloc -N 1 -- env -i PATH=$PATH CMD`); what \
 a job launched by pspawn sees is set with pspawn's own -x. When CMD ends, \
 palloc releases the allocation (back to the scheduler) and exits with CMD's \
-status — unless --inherit child or child-default keeps it for the jobs still \
-running in it, or --keep is given. SIGTERM and SIGHUP to palloc are passed on \
+status — unless you chose an --inherit rule (the DVM applies it when palloc's \
+namespace ends: child and child-default keep it for the jobs still running \
+in it, default leaves its nodes unreserved), or --keep is given. SIGTERM and SIGHUP to palloc are passed on \
 to CMD; Ctrl-C at a terminal reaches CMD directly.
 
 When palloc exits it says what becomes of the reservation: with \
 --inherit none the nodes go back to the scheduler at once; with child they go \
 back when the last job spawned into the reservation (and its descendants) ends; \
-with default (also when --inherit is absent) they stay in the DVM, unreserved, \
-for anyone; with child-default they become unreserved when the last descendant \
-ends.
+with default they stay in the DVM, unreserved, for anyone; with child-default \
+they become unreserved when the last descendant ends. When you name no rule, \
+palloc outside a job sends PMIX_ALLOC_INHERIT_CHILD (on a DVM that can carry \
+it): palloc's own namespace owns the allocation and ends with palloc however \
+palloc ends (Ctrl-C, SIGTERM, kill -9), and the spec's default rule would then \
+leave the nodes unreserved in the DVM for ever, lost to the scheduler; under \
+child they go back to the scheduler once palloc and the jobs started into the \
+allocation have ended. A holder that ends on a signal, and palloc -- CMD when \
+CMD ends, also release the allocation at once unless you chose a rule or \
+--keep. Inside a job (the job owns what it reserves) nothing is sent and the \
+DVM's default applies.
+
+In a script (`ID=$(palloc -N 1 --parsable)`, as salloc --no-shell), palloc \
+hands the request to a detached palloc in a session of its own, waits for the \
+grant and prints it: the detached palloc holds the allocation until `prelease \
+ID`, its time limit or the end of the DVM, and every command of the same user \
+finds it by its id. `palloc --no-wait -N 1 -- SCRIPT` submits as sbatch does: \
+it prints the request id at once; SCRIPT runs inside the allocation once it is \
+granted, its output in palloc-REQ_ID.out in the current directory; `prelease \
+REQ_ID` withdraws it while it is queued.
 
 With no command, typed at a terminal (stdin and stdout) outside any job, \
 palloc opens your $SHELL inside the allocation, as salloc and flux alloc do: \
@@ -97,7 +115,8 @@ EXAMPLES:
   palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child
   palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m
   palloc -p debug -J nightly -N 2 -t UNLIMITED
-  palloc -N 8 --no-wait --request-id nightly   return at once with the request id";
+  palloc -N 8 --no-wait --request-id nightly   return at once with the request id
+  palloc --no-wait -N 2 -- ./job.sh     submit job.sh (output in palloc-REQ_ID.out)";
 
 /// `palloc` flags.
 #[derive(Debug, Clone, Parser)]
@@ -165,7 +184,8 @@ pub struct PallocArgs {
 
     /// Submit the request and return at once, printing its request id (like sbatch). Outside a
     /// job a detached palloc keeps the request, then holds the grant until it is released
-    /// (`prelease ID`) or expires; `prelease --cancel REQ_ID` withdraws it while queued.
+    /// (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in
+    /// palloc-REQ_ID.out); `prelease REQ_ID` withdraws it while queued.
     #[arg(long, conflicts_with = "hold")]
     pub no_wait: bool,
 
@@ -222,13 +242,6 @@ impl PallocArgs {
             return Err(
                 "--share sets the initial state of a new allocation and cannot be used with \
 --extend/--extend-request (the extended reservation keeps its state)"
-                    .into(),
-            );
-        }
-        if self.no_wait && !self.command.is_empty() {
-            return Err(
-                "--no-wait returns before the grant, so it cannot run a command: drop --no-wait \
-or the `-- CMD`"
                     .into(),
             );
         }

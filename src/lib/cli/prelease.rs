@@ -21,8 +21,12 @@ it is a fresh tool namespace that owns nothing, so releasing someone's \
 reservation from a plain shell is refused with PMIX_ERR_NO_PERMISSIONS (exit 6). \
 An id that does not exist gives PMIX_ERR_NOT_FOUND (exit 5).
 
-Several ids are released one by one; prelease reports each and exits with the \
-first failure's code.
+Several ids are released one by one, each through whatever holds it (the \
+palloc of this user holding that id, in any shell); prelease reports each and \
+exits with the first failure's code. As scancel takes any id, an id that is no \
+allocation may be a request id (a queued request is withdrawn, a granted one \
+released) or a running job's namespace (the job is cancelled: its processes \
+are terminated).
 
 Output: one line per id on stdout; --json prints ONE JSON document: the \
 release object for one id, or for several a `releases` object whose \
@@ -39,7 +43,8 @@ EXAMPLES:
   prelease alloc.3 alloc.4
   prelease --request-id nightly
   prelease alloc.3 -w node07          give back one node
-  prelease --cancel nightly           withdraw a queued request";
+  prelease --cancel nightly           withdraw a queued request
+  prelease prte-vm-1@4                cancel a running job";
 
 /// `prelease` flags.
 #[derive(Debug, Clone, Parser)]

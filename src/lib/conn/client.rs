@@ -342,18 +342,24 @@ fn holders_apply(opts: &ConnectOptions) -> bool {
 }
 
 /// The holder of the allocation the command acts on ([`ConnectOptions::alloc`])
-/// on the DVM found (`target`), registered by a palloc in another shell of
-/// the same user; none inside a job, or when a server or `--as-tool` was
-/// asked for explicitly.
+/// on the DVM found (`target`, however it was named), registered by a palloc
+/// in another shell of the same user; none inside a job, or when a tool
+/// identity or `--as-tool` was asked for explicitly.
 pub(crate) fn registered_holder(
     opts: &ConnectOptions,
     target: &Target,
 ) -> Option<std::path::PathBuf> {
-    if !holders_apply(opts) || !target.identity.is_tool() {
+    // A server named with --uri/--pid still finds the holder of that
+    // server's allocation (its registration names the server).
+    if opts.force_tool || opts.tool_id.is_some() || !target.identity.is_tool() {
         return None;
     }
-    let path = super::holder::registered_path(&target.uri.nspace, opts.alloc.as_deref()?)?;
-    path.exists().then_some(path)
+    use super::holder::{registered_path, HeldBy};
+    let id = opts.alloc.as_deref()?;
+    [HeldBy::Alloc, HeldBy::Request]
+        .into_iter()
+        .filter_map(|h| registered_path(&target.uri.nspace, id, h))
+        .find(|p| p.exists())
 }
 
 /// Our command line as one string (PRRTE records it for the tool's job),
@@ -677,7 +683,8 @@ found by {}); it may be stopped or overloaded",
         extras: &[BorrowedFd<'_>],
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<u8>>> {
-        self.shared.await_reply(tag, extras, deadline)
+        let watched: Vec<Watched<'_>> = extras.iter().map(|f| (*f, PollFlags::POLLIN)).collect();
+        self.shared.await_reply(tag, &watched, deadline)
     }
 
     /// Send a request on a fresh tag; its reply (or the reason none will
@@ -715,16 +722,34 @@ found by {}); it may be stopped or overloaded",
     /// `extras` are still looked at between them), then whatever poll(2)
     /// finds on the socket and `extras`.
     pub fn wait(&self, extras: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Event {
-        let r = self.shared.wait_for(extras, deadline, false, |rx| {
+        let watched: Vec<Watched<'_>> = extras.iter().map(|f| (*f, PollFlags::POLLIN)).collect();
+        self.wait_watching(&watched, deadline, true)
+    }
+
+    /// [`Connection::wait`] for a relay: `watched` descriptors with the
+    /// readiness wanted for each ([`Event::Ready`] gives the index), and,
+    /// unless `take_messages`, unsolicited messages are left queued (replies
+    /// still come): once the queue is full the socket is no longer read, so
+    /// the server feels the backpressure of a relay's slow reader. A closed
+    /// connection is reported either way.
+    pub fn wait_watching(
+        &self,
+        watched: &[Watched<'_>],
+        deadline: Option<Instant>,
+        take_messages: bool,
+    ) -> Event {
+        let r = self.shared.wait_for(watched, deadline, false, |rx| {
             if let Some(tag) = rx.ready.pop_front() {
                 return Check::Done(Event::Reply(tag));
             }
-            if let Some(m) = rx.queue.pop_front() {
-                rx.queued_bytes -= m.len();
-                return Check::Done(Event::Message(m));
+            if take_messages {
+                if let Some(m) = rx.queue.pop_front() {
+                    rx.queued_bytes -= m.len();
+                    return Check::Done(Event::Message(m));
+                }
             }
             match rx.closed_error() {
-                Some(e) if !rx.decoder.has_frame() => {
+                Some(e) if !take_messages || !rx.decoder.has_frame() => {
                     Check::Done(Event::Message(Unsolicited::Closed(e)))
                 }
                 _ => Check::Again,
@@ -805,7 +830,7 @@ impl Shared {
     fn await_reply(
         &self,
         tag: u32,
-        extras: &[BorrowedFd<'_>],
+        extras: &[Watched<'_>],
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<u8>>> {
         let r = self.wait_for(extras, deadline, true, |rx| {
@@ -857,7 +882,7 @@ impl Shared {
     /// hide a signal).
     fn wait_for<T>(
         &self,
-        extras: &[BorrowedFd<'_>],
+        extras: &[Watched<'_>],
         deadline: Option<Instant>,
         for_reply: bool,
         mut check: impl FnMut(&mut Rx) -> Check<T>,
@@ -916,7 +941,7 @@ impl Shared {
     fn poll_once(
         &self,
         read_socket: bool,
-        extras: &[BorrowedFd<'_>],
+        extras: &[Watched<'_>],
         deadline: Option<Instant>,
     ) -> Readiness {
         // SAFETY: the connection's socket stays open while `self` lives.
@@ -925,8 +950,8 @@ impl Shared {
         if read_socket {
             fds.push(PollFd::new(sock, PollFlags::POLLIN));
         }
-        for e in extras {
-            fds.push(PollFd::new(*e, PollFlags::POLLIN));
+        for (f, flags) in extras {
+            fds.push(PollFd::new(*f, *flags));
         }
         let timeout = poll_timeout(deadline);
         if fds.is_empty() {
@@ -968,21 +993,27 @@ struct Readiness {
     extra: Option<usize>,
 }
 
-/// Whether poll(2) reported `p` readable, closed or failed.
+/// Whether poll(2) reported `p` readable (or writable, when asked), closed
+/// or failed.
 fn fired(p: &PollFd<'_>) -> bool {
     p.revents().is_some_and(|r| {
         r.intersects(
-            PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL,
+            PollFlags::POLLIN
+                | PollFlags::POLLOUT
+                | PollFlags::POLLHUP
+                | PollFlags::POLLERR
+                | PollFlags::POLLNVAL,
         )
     })
 }
 
+/// A descriptor a wait watches besides the connection, with the readiness
+/// wanted (`POLLIN`, `POLLOUT`).
+pub(crate) type Watched<'a> = (BorrowedFd<'a>, PollFlags);
+
 /// Which of `extras` is readable now (no waiting).
-fn poll_extras(extras: &[BorrowedFd<'_>]) -> Option<usize> {
-    let mut fds: Vec<PollFd<'_>> = extras
-        .iter()
-        .map(|e| PollFd::new(*e, PollFlags::POLLIN))
-        .collect();
+fn poll_extras(extras: &[Watched<'_>]) -> Option<usize> {
+    let mut fds: Vec<PollFd<'_>> = extras.iter().map(|(f, fl)| PollFd::new(*f, *fl)).collect();
     match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
         Ok(n) if n > 0 => fds.iter().position(fired),
         _ => None,

@@ -16,9 +16,16 @@
 //! both directions carry ordinary PMIx frames. Requests are relayed on the
 //! holder's own connection under fresh tags and their replies routed back
 //! under the client's tag; a client's FINALIZE is answered by the holder
-//! itself (the holder's connection stays). Everything the DVM sends
-//! unasked (events, forwarded output) is copied to every client, each of
-//! which keeps what concerns it.
+//! itself (the holder's connection stays). What the DVM sends unasked goes
+//! only to the client it concerns ([`Holder::route`], read with
+//! [`super::holder_route`]): a job's output and events to the client that
+//! spawned it, a timeout warning to the client that asked for it, other
+//! events to the clients registered for them. Each client has a bounded
+//! queue written without blocking ([`super::holder_client`]); while one is
+//! full the holder takes no more messages from the DVM (backpressure to the
+//! source), and a slow reader is never dropped. Only operations on the
+//! allocation held are relayed, and, for a holder inside a job, only for
+//! that job's processes.
 //!
 //! The holder has no threads: its listening socket and its clients'
 //! sockets are extra descriptors of the owner's one wait
@@ -26,12 +33,11 @@
 //! readable ([`Holder::on_ready`]) and the replies to relayed requests
 //! ([`Holder::on_reply`]).
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,23 +47,35 @@ use crate::proto::status::Status;
 
 use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
-use super::frame::{io_error, read_frame, write_frame, FrameDecoder, MAX_PAYLOAD, TAG_DYNAMIC};
+use super::frame::{io_error, read_frame, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY};
 use super::handshake::{Identity, Welcome};
+use super::holder_client::{Client, CLIENT_QUEUE_BYTES};
+use super::holder_route::{
+    acts_on_existing, classify, event_view, output_nspace, pause_request, spawned_nspace, Kind,
+};
 use super::stream::Stream;
 use super::uri::ServerUri;
 
 /// Environment variable naming a holder's socket; set for the command
 /// `palloc … -- CMD` runs.
-pub(crate) const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
+pub const HOLDER_ENV: &str = "PMIX_TOOLS_HOLDER";
 /// Tag of the holder's first frame.
 pub(crate) const TAG_WELCOME: u32 = 3;
-/// Longest a write to one client may block before that client is dropped.
-const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest welcome frame a client accepts.
 const MAX_WELCOME: u32 = 64 * 1024;
 /// Most requests of one client relayed and not yet answered; beyond it the
 /// holder stops reading that client until replies come.
 const MAX_RELAYED_PER_CLIENT: usize = 256;
+/// Most clients served at once; more wait in the listening backlog.
+pub(crate) const MAX_CLIENTS: usize = 256;
+/// Bytes queued for all clients together beyond which the holder stops
+/// taking messages from the DVM.
+pub(crate) const TOTAL_QUEUE_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes of output and events kept while the spawn they may belong to is
+/// not answered yet; beyond it the holder stops taking messages.
+const PARKED_BYTES: usize = 8 * 1024 * 1024;
+/// Jobs remembered as spawned through this holder.
+const MAX_JOBS: usize = 65_536;
 
 /// What a client learns on connecting: who it acts as, and the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,6 +103,13 @@ pub(crate) struct HolderWelcome {
     pub pid: u32,
 }
 
+/// A request relayed and not answered yet.
+struct Relayed {
+    client: u64,
+    ctag: u32,
+    kind: Kind,
+}
+
 /// A running holder; dropping it stops serving and removes its socket.
 pub(crate) struct Holder {
     /// The private directory made for the socket (removed on drop), when
@@ -94,30 +119,29 @@ pub(crate) struct Holder {
     listener: UnixListener,
     welcome: Vec<u8>,
     wire: WireVersion,
+    alloc_id: String,
+    /// The job the holder is a client of: only its processes (and the
+    /// holder's own descendants) may act through it.
+    job: Option<String>,
     clients: Vec<Client>,
     next_id: u64,
-    /// Our tag on the DVM connection → (client id, the client's tag).
-    relayed: HashMap<u32, (u64, u32)>,
-}
-
-struct Client {
-    id: u64,
-    stream: UnixStream,
-    decoder: FrameDecoder,
-    in_flight: usize,
-}
-
-impl Client {
-    fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
-        let mut w = &self.stream;
-        write_frame(&mut w, 0, tag, payload)?;
-        w.flush()
-            .map_err(|e| io_error(e, "writing to a holder client"))
-    }
-
-    fn close(&self) {
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
-    }
+    /// Our tag on the DVM connection → who asked, and what.
+    relayed: HashMap<u32, Relayed>,
+    /// Jobs spawned through this holder → the client that spawned them.
+    jobs: HashMap<String, u64>,
+    /// Spawns relayed and not answered yet.
+    spawning: usize,
+    /// Output and events of jobs not known yet, while spawns are pending.
+    parked: VecDeque<(u32, Vec<u8>, String)>,
+    parked_bytes: usize,
+    /// A client released the whole allocation held (the DVM said yes).
+    released: bool,
+    /// Jobs whose output the DVM holds back because their client's queue
+    /// is full → that client.
+    held_back: HashMap<String, u64>,
+    /// The DVM cannot hold one job's output back (not pdvm): a full queue
+    /// stops all reading instead.
+    no_job_pause: bool,
 }
 
 impl Holder {
@@ -125,9 +149,9 @@ impl Holder {
     /// that allocation (see [`registered_path`]), so tools in other shells
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
-    pub(crate) fn start(conn: &Connection, alloc_id: &str) -> Result<Holder> {
+    pub(crate) fn start(conn: &Connection, alloc_id: &str, held: HeldBy) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
-        let (listener, path, private_dir) = match bind_registered(&server, alloc_id) {
+        let (listener, path, private_dir) = match bind_registered(&server, alloc_id, held) {
             Some((l, p)) => (l, p, None),
             None => {
                 let (l, p, d) = bind_private()?;
@@ -140,10 +164,11 @@ impl Holder {
         let (me, rank) = conn.me();
         let target = conn.target();
         let (server_nspace, server_rank) = conn.server();
+        let client = matches!(conn.identity(), Identity::Client { .. });
         let welcome = HolderWelcome {
             nspace: me.to_string(),
             rank,
-            client: matches!(conn.identity(), Identity::Client { .. }),
+            client,
             server_nspace: server_nspace.to_string(),
             server_rank,
             server_uri: target.uri.to_string(),
@@ -152,6 +177,7 @@ impl Holder {
             alloc_id: alloc_id.to_string(),
             pid: std::process::id(),
         };
+        let job = client.then(|| me.to_string());
         let welcome = serde_json::to_vec(&welcome)
             .map_err(|e| Error::new(Status::ERROR, format!("encoding the holder welcome: {e}")))?;
         Ok(Holder {
@@ -160,10 +186,35 @@ impl Holder {
             listener,
             welcome,
             wire: conn.wire(),
+            alloc_id: alloc_id.to_string(),
+            job,
             clients: Vec::new(),
             next_id: 0,
             relayed: HashMap::new(),
+            jobs: HashMap::new(),
+            spawning: 0,
+            parked: VecDeque::new(),
+            parked_bytes: 0,
+            released: false,
+            held_back: HashMap::new(),
+            no_job_pause: false,
         })
+    }
+
+    /// Register this holder also under request id `rid` (a link to its
+    /// socket, removed when the returned guard drops), so commands given
+    /// the request id of a granted allocation find it.
+    pub(crate) fn alias(&self, conn: &Connection, rid: &str) -> Option<Alias> {
+        if self.private_dir.is_some() {
+            return None;
+        }
+        let link = registered_path(&conn.target().uri.nspace, rid, HeldBy::Request)?;
+        if link.exists() && UnixStream::connect(&link).is_ok() {
+            return None;
+        }
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&self.path, &link).ok()?;
+        Some(Alias(link))
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
@@ -171,11 +222,14 @@ impl Holder {
         &self.path
     }
 
-    /// The descriptors to watch for readability: the listening socket, then
-    /// each client that may send more now. Pass their index in this list
-    /// to [`Holder::on_ready`].
+    /// The descriptors to watch for readability: the listening socket
+    /// (while there is room for another client), then each client that may
+    /// send more now. Pass a ready one to [`Holder::on_ready`].
     pub(crate) fn fds(&self) -> Vec<RawFd> {
-        let mut v = vec![self.listener.as_raw_fd()];
+        let mut v = Vec::with_capacity(self.clients.len() + 1);
+        if self.clients.len() < MAX_CLIENTS {
+            v.push(self.listener.as_raw_fd());
+        }
         v.extend(
             self.clients
                 .iter()
@@ -183,6 +237,80 @@ impl Holder {
                 .map(|c| c.stream.as_raw_fd()),
         );
         v
+    }
+
+    /// The clients' descriptors to watch for writability (those with
+    /// frames waiting); pass a ready one to [`Holder::on_writable`].
+    pub(crate) fn write_fds(&self) -> Vec<RawFd> {
+        self.clients
+            .iter()
+            .filter(|c| c.wants_write())
+            .map(|c| c.stream.as_raw_fd())
+            .collect()
+    }
+
+    /// Whether the holder must stop taking messages from the DVM for now:
+    /// a client's queue is full, all queues together are, or too much
+    /// waits for spawns to be answered. Replies still come.
+    pub(crate) fn paused(&self) -> bool {
+        self.parked_bytes >= PARKED_BYTES
+            || (self.no_job_pause && self.clients.iter().any(Client::full))
+            || self.clients.iter().map(Client::queued).sum::<usize>() >= TOTAL_QUEUE_BYTES
+    }
+
+    /// Keep the DVM's output flow in step with the clients' queues: the
+    /// jobs of a client whose queue is full are held back by the DVM (only
+    /// they slow down); once that client has read half its queue, or has
+    /// gone, they flow again.
+    pub(crate) fn sync_flow(&mut self, conn: &Connection) {
+        let any_full = self.clients.iter().any(Client::full);
+        if self.no_job_pause || (!any_full && self.held_back.is_empty()) {
+            return;
+        }
+        let full: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|c| c.full())
+            .map(|c| c.id)
+            .collect();
+        let hold: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(j, c)| full.contains(c) && !self.held_back.contains_key(*j))
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in hold {
+            let owner = self.jobs.get(&j).copied().unwrap_or(0);
+            self.held_back.insert(j.clone(), owner);
+            self.send_pause(&j, true, conn);
+        }
+        let drained = |c: &Client| c.queued() <= CLIENT_QUEUE_BYTES / 2;
+        let flow: Vec<String> = self
+            .held_back
+            .iter()
+            .filter(|(_, id)| !self.clients.iter().any(|c| c.id == **id && !drained(c)))
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in flow {
+            self.held_back.remove(&j);
+            self.send_pause(&j, false, conn);
+        }
+    }
+
+    fn send_pause(&mut self, job: &str, pause: bool, conn: &Connection) {
+        let Some(req) = pause_request(job, pause, self.wire) else {
+            return;
+        };
+        if let Ok(t) = conn.begin(&req) {
+            self.relayed.insert(
+                t,
+                Relayed {
+                    client: 0,
+                    ctag: 0,
+                    kind: Kind::Pause,
+                },
+            );
+        }
     }
 
     /// Descriptor `fd` (one of [`Holder::fds`]) is readable: accept a
@@ -196,9 +324,31 @@ impl Holder {
             return;
         };
         if !self.serve(i, conn) {
-            let c = self.clients.swap_remove(i);
-            c.close();
-            self.relayed.retain(|_, (id, _)| *id != c.id);
+            self.remove(i);
+        }
+    }
+
+    /// Client descriptor `fd` (one of [`Holder::write_fds`]) is writable.
+    pub(crate) fn on_writable(&mut self, fd: RawFd) {
+        if let Some(i) = self.clients.iter().position(|c| c.stream.as_raw_fd() == fd) {
+            if self.clients[i].flush().is_err() {
+                self.remove(i);
+            }
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        let c = self.clients.swap_remove(i);
+        c.close();
+        let spawns = self
+            .relayed
+            .values()
+            .filter(|r| r.client == c.id && matches!(r.kind, Kind::Spawn { .. }))
+            .count();
+        self.spawning = self.spawning.saturating_sub(spawns);
+        self.relayed.retain(|_, r| r.client != c.id);
+        if self.spawning == 0 {
+            self.unpark_foreign();
         }
     }
 
@@ -210,40 +360,175 @@ impl Holder {
 
     /// The DVM answered relayed request `tag`: pass the reply back under
     /// the client's tag (a client whose request can no longer be answered
-    /// learns it by its connection closing).
+    /// learns it by its connection closing). A spawn's reply makes the job
+    /// it names that client's.
     pub(crate) fn on_reply(&mut self, tag: u32, conn: &Connection) {
-        let Some((id, ctag)) = self.relayed.remove(&tag) else {
+        let Some(r) = self.relayed.remove(&tag) else {
             return;
         };
         let reply = conn.take_reply(tag);
-        let Some(i) = self.clients.iter().position(|c| c.id == id) else {
+        if r.kind == Kind::Pause {
+            if !matches!(&reply, Some(Ok(b)) if succeeded(b, self.wire)) {
+                self.no_job_pause = true;
+            }
+            return;
+        }
+        if self.releases_all(&r.kind) && matches!(&reply, Some(Ok(b)) if succeeded(b, self.wire)) {
+            self.released = true;
+        }
+        if let Kind::Spawn { .. } = r.kind {
+            self.spawning = self.spawning.saturating_sub(1);
+            let job = match &reply {
+                Some(Ok(bytes)) => spawned_nspace(bytes, self.wire),
+                _ => None,
+            };
+            self.spawned(r.client, job);
+        }
+        let Some(i) = self.clients.iter().position(|c| c.id == r.client) else {
             return;
         };
         self.clients[i].in_flight = self.clients[i].in_flight.saturating_sub(1);
         let ok = match reply {
-            Some(Ok(bytes)) => self.clients[i].send(ctag, &bytes).is_ok(),
+            Some(Ok(bytes)) => self.clients[i].send(r.ctag, &bytes).is_ok(),
             _ => false,
         };
         if !ok {
-            let c = self.clients.swap_remove(i);
-            c.close();
-            self.relayed.retain(|_, (cid, _)| *cid != c.id);
+            self.remove(i);
         }
     }
 
-    /// Copy a message the DVM sent unasked to every client.
-    pub(crate) fn broadcast(&mut self, tag: u32, payload: &[u8]) {
-        let mut dead = Vec::new();
-        for c in &self.clients {
-            if c.send(tag, payload).is_err() {
-                c.close();
-                dead.push(c.id);
+    /// A spawn of `client` was answered: the job it names (if any) is the
+    /// client's, with what was kept of it meanwhile. A spawn refused while
+    /// output of unknown jobs was kept (PRRTE answers `PMIX_ERROR` for a job
+    /// that failed before the reply) leaves them to that client when it
+    /// was the only spawn pending.
+    fn spawned(&mut self, client: u64, job: Option<String>) {
+        if self.jobs.len() >= MAX_JOBS {
+            let live: Vec<u64> = self.clients.iter().map(|c| c.id).collect();
+            self.jobs.retain(|_, c| live.contains(c));
+        }
+        if let Some(j) = job {
+            self.jobs.insert(j, client);
+        } else if self.spawning == 0 {
+            for (_, _, j) in &self.parked {
+                self.jobs.insert(j.clone(), client);
             }
         }
-        if !dead.is_empty() {
-            self.clients.retain(|c| !dead.contains(&c.id));
-            self.relayed.retain(|_, (id, _)| !dead.contains(id));
+        let parked = std::mem::take(&mut self.parked);
+        self.parked_bytes = 0;
+        for (tag, payload, job) in parked {
+            if self.jobs.contains_key(&job) || self.spawning > 0 {
+                self.route_job(tag, payload, job);
+            } else {
+                self.route_foreign(tag, &payload);
+            }
         }
+    }
+
+    /// No spawn is pending any more: what was kept belongs to jobs not
+    /// spawned here.
+    fn unpark_foreign(&mut self) {
+        let parked = std::mem::take(&mut self.parked);
+        self.parked_bytes = 0;
+        for (tag, payload, _) in parked {
+            self.route_foreign(tag, &payload);
+        }
+    }
+
+    /// A message the DVM sent unasked: forwarded output goes to the client
+    /// that spawned its job, an event about a job to that client, a
+    /// timeout warning to the client that asked for it, other events to
+    /// the clients registered for their code. Nothing is copied to a client
+    /// it does not concern. True when the message was a client's alone (a
+    /// timeout warning a client asked for): the holder's owner leaves it.
+    pub(crate) fn route(&mut self, tag: u32, payload: Vec<u8>) -> bool {
+        let job = match tag {
+            TAG_IOF => output_nspace(&payload, self.wire),
+            TAG_NOTIFY => match event_view(&payload, self.wire) {
+                Some(v) if v.code == Status::ALLOC_TIMEOUT_WARNING.0 => {
+                    return self.deliver_warning(v.alloc_id.as_deref(), &payload);
+                }
+                Some(v) => v.job,
+                None => return false,
+            },
+            _ => return false,
+        };
+        match job {
+            Some(j) => self.route_job(tag, payload, j),
+            None => self.route_foreign(tag, &payload),
+        }
+        false
+    }
+
+    fn route_job(&mut self, tag: u32, payload: Vec<u8>, job: String) {
+        if let Some(&owner) = self.jobs.get(&job) {
+            self.deliver(owner, tag, &payload);
+        } else if self.spawning > 0 {
+            self.parked_bytes += payload.len();
+            self.parked.push_back((tag, payload, job));
+        } else {
+            self.route_foreign(tag, &payload);
+        }
+    }
+
+    /// A message about no job spawned here: events go to the clients
+    /// registered for their code; output is nobody's.
+    fn route_foreign(&mut self, tag: u32, payload: &[u8]) {
+        if tag != TAG_NOTIFY {
+            return;
+        }
+        let Some(v) = event_view(payload, self.wire) else {
+            return;
+        };
+        let ids: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|c| c.listens(v.code))
+            .map(|c| c.id)
+            .collect();
+        for id in ids {
+            self.deliver(id, tag, payload);
+        }
+    }
+
+    fn deliver_warning(&mut self, alloc_id: Option<&str>, payload: &[u8]) -> bool {
+        let Some(a) = alloc_id else {
+            return false;
+        };
+        let ids: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|c| c.warn_allocs.iter().any(|w| w == a))
+            .map(|c| c.id)
+            .collect();
+        let claimed = !ids.is_empty();
+        for id in ids {
+            self.deliver(id, TAG_NOTIFY, payload);
+        }
+        claimed
+    }
+
+    fn deliver(&mut self, id: u64, tag: u32, payload: &[u8]) {
+        if let Some(i) = self.clients.iter().position(|c| c.id == id) {
+            if self.clients[i].send(tag, payload).is_err() {
+                self.remove(i);
+            }
+        }
+    }
+
+    /// Whether a client has released the whole allocation held (some DVMs,
+    /// PRRTE master, announce no end to the holder).
+    pub(crate) fn released(&self) -> bool {
+        self.released
+    }
+
+    fn releases_all(&self, kind: &Kind) -> bool {
+        matches!(kind, Kind::Alloc {
+            directive,
+            alloc_id: Some(a),
+            whole: true,
+            ..
+        } if *directive == crate::proto::directive::RELEASE && *a == self.alloc_id)
     }
 
     /// How many clients are connected now.
@@ -251,23 +536,29 @@ impl Holder {
         self.clients.len()
     }
 
+    /// Close every client's connection (the DVM has gone): each learns it
+    /// at once.
+    pub(crate) fn close_all(&mut self) {
+        for c in self.clients.drain(..) {
+            c.close();
+        }
+        self.relayed.clear();
+    }
+
     fn accept(&mut self) {
         // At most a few per round: the owner's loop comes back for more.
         for _ in 0..16 {
+            if self.clients.len() >= MAX_CLIENTS {
+                return;
+            }
             let Ok((stream, _)) = self.listener.accept() else {
                 return;
             };
-            if !same_user(&stream) {
+            if !may_act_as_owner(&stream, self.job.as_deref()) {
                 continue;
             }
-            let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
             self.next_id += 1;
-            let client = Client {
-                id: self.next_id,
-                stream,
-                decoder: FrameDecoder::new(MAX_PAYLOAD),
-                in_flight: 0,
-            };
+            let mut client = Client::new(self.next_id, stream);
             if client.send(TAG_WELCOME, &self.welcome).is_ok() {
                 self.clients.push(client);
             }
@@ -294,30 +585,88 @@ impl Holder {
                 Ok(None) => return true,
                 Err(_) => return false,
             };
-            let (hdr, payload) = frame;
-            if hdr.tag < TAG_DYNAMIC {
-                if conn.send(hdr.tag, &payload).is_err() {
-                    return false;
-                }
-                continue;
-            }
-            if is_finalize(&payload, self.wire) {
-                let mut e = Encoder::new(self.wire);
-                if e.pack_one(&Status::SUCCESS).is_ok()
-                    && self.clients[i].send(hdr.tag, &e.into_bytes()).is_err()
-                {
-                    return false;
-                }
-                continue;
-            }
-            match conn.begin(&payload) {
-                Ok(tag) => {
-                    self.relayed.insert(tag, (self.clients[i].id, hdr.tag));
-                    self.clients[i].in_flight += 1;
-                }
-                Err(_) => return false,
+            if !self.relay_frame(i, frame.0.tag, &frame.1, conn) {
+                return false;
             }
         }
+    }
+
+    /// Relay one frame of client `i`; false when the client must go.
+    fn relay_frame(&mut self, i: usize, tag: u32, payload: &[u8], conn: &Connection) -> bool {
+        if tag < TAG_DYNAMIC {
+            return conn.send(tag, payload).is_ok();
+        }
+        if is_finalize(payload, self.wire) {
+            return self.answer(i, tag, Status::SUCCESS);
+        }
+        let kind = classify(payload, self.wire);
+        if let Some(st) = self.refusal(&kind) {
+            return self.answer(i, tag, st);
+        }
+        match &kind {
+            Kind::RegEvents(codes) => {
+                let c = &mut self.clients[i].codes;
+                *c = match c.take() {
+                    Some(h) if h.is_empty() => Some(h),
+                    _ if codes.is_empty() => Some(Vec::new()),
+                    Some(mut h) => {
+                        h.extend(codes);
+                        Some(h)
+                    }
+                    None => Some(codes.clone()),
+                };
+            }
+            Kind::Alloc {
+                alloc_id: Some(a),
+                warn: true,
+                ..
+            } => self.clients[i].warn_allocs.push(a.clone()),
+            Kind::Spawn { .. } => self.spawning += 1,
+            _ => {}
+        }
+        match conn.begin(payload) {
+            Ok(t) => {
+                let client = self.clients[i].id;
+                self.relayed.insert(
+                    t,
+                    Relayed {
+                        client,
+                        ctag: tag,
+                        kind,
+                    },
+                );
+                self.clients[i].in_flight += 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Why a request is refused: it acts on another allocation than the one
+    /// held (an owner's right is only lent for this allocation): another
+    /// allocation is not found here; acting on it is not permitted.
+    fn refusal(&self, kind: &Kind) -> Option<Status> {
+        match kind {
+            Kind::Alloc {
+                directive,
+                alloc_id: Some(a),
+                ..
+            } if acts_on_existing(*directive) && *a != self.alloc_id => {
+                Some(Status::ERR_NO_PERMISSIONS)
+            }
+            Kind::Spawn { targets }
+                if targets.iter().any(|t| !t.is_empty() && *t != self.alloc_id) =>
+            {
+                Some(Status::ERR_NOT_FOUND)
+            }
+            _ => None,
+        }
+    }
+
+    /// Answer client `i`'s request `tag` ourselves with `status`.
+    fn answer(&mut self, i: usize, tag: u32, status: Status) -> bool {
+        let mut e = Encoder::new(self.wire);
+        e.pack_one(&status).is_ok() && self.clients[i].send(tag, &e.into_bytes()).is_ok()
     }
 }
 
@@ -385,32 +734,62 @@ pub(crate) fn registry() -> std::result::Result<PathBuf, String> {
     ))
 }
 
-/// Where the holder of `alloc_id` on the DVM whose namespace is `server`
-/// registers its socket (in [`registry_dir`]): allocation ids are unique
-/// only within one DVM. Characters other than letters, digits and `@._-`
-/// are replaced by `_`.
-pub(crate) fn registered_path(server: &str, alloc_id: &str) -> Option<PathBuf> {
-    if alloc_id.is_empty() || alloc_id.len() + server.len() > 200 {
-        return None;
+/// A second name of a holder's socket (see [`Holder::alias`]).
+pub(crate) struct Alias(PathBuf);
+
+impl Drop for Alias {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
-    let name: String = format!("{server}+{alloc_id}")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "@._-+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Some(registry_dir()?.join(format!("{name}.sock")))
 }
 
-/// Bind the registered socket of `alloc_id` on `server`, replacing a stale one (whose
-/// holder has gone); `None` when it cannot (no registry, or a live holder
-/// of the same id).
-fn bind_registered(server: &str, alloc_id: &str) -> Option<(UnixListener, PathBuf)> {
-    let path = registered_path(server, alloc_id)?;
+/// What a holder is registered under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeldBy {
+    /// A granted allocation's id.
+    Alloc,
+    /// A queued request's id (a detached palloc waiting for the grant).
+    Request,
+}
+
+/// Where the holder of `id` (an allocation id, or a queued request's id:
+/// `held`) on the DVM whose namespace is `server` registers its socket (in
+/// [`registry_dir`]): ids are unique only within one DVM, and a request id
+/// may look like an allocation id, so the two never share a name
+/// (`SERVER+ID.sock`, `SERVER=ID.sock`). Characters other than letters,
+/// digits and `@._-` are replaced by `_`.
+pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
+    if id.is_empty() || id.len() + server.len() > 200 {
+        return None;
+    }
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let sep = match held {
+        HeldBy::Alloc => '+',
+        HeldBy::Request => '=',
+    };
+    let name = format!("{}{sep}{}.sock", clean(server), clean(id));
+    Some(registry_dir()?.join(name))
+}
+
+/// Bind the registered socket of `id` on `server`, replacing a stale one
+/// (whose holder has gone); `None` when it cannot (no registry, or a live
+/// holder of the same id). Sockets and logs of other holders that have
+/// gone are swept on the way.
+fn bind_registered(server: &str, id: &str, held: HeldBy) -> Option<(UnixListener, PathBuf)> {
+    let path = registered_path(server, id, held)?;
+    if let Some(dir) = path.parent() {
+        sweep(dir);
+    }
     if path.exists() {
         if UnixStream::connect(&path).is_ok() {
             return None;
@@ -418,6 +797,60 @@ fn bind_registered(server: &str, alloc_id: &str) -> Option<(UnixListener, PathBu
         std::fs::remove_file(&path).ok()?;
     }
     UnixListener::bind(&path).ok().map(|l| (l, path))
+}
+
+/// Most entries of the registry looked at by one sweep.
+const SWEEP_MAX: usize = 4096;
+
+/// Remove from the registry `dir` the sockets nobody listens on (their
+/// holder has gone) and the logs of detached pallocs that have ended
+/// (`palloc.NAME.PID.log`).
+pub(crate) fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(std::result::Result::ok).take(SWEEP_MAX) {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let dead = if name.ends_with(".sock") {
+            // Nobody listens, or (a link) its socket has gone.
+            matches!(
+                UnixStream::connect(&path),
+                Err(err) if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                )
+            )
+        } else if let Some(pid) = log_pid(&name) {
+            !alive(pid)
+        } else {
+            false
+        };
+        if dead {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: i32) -> bool {
+    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+        == Err(nix::errno::Errno::ESRCH)
+    {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let state = state
+        .as_deref()
+        .and_then(|s| s.rsplit(')').next())
+        .and_then(|r| r.split_whitespace().next());
+    !matches!(state, Some("Z") | Some("X"))
+}
+
+/// The pid in a detached palloc's log name (`palloc.NAME.PID.log`).
+fn log_pid(name: &str) -> Option<i32> {
+    let stem = name.strip_prefix("palloc.")?.strip_suffix(".log")?;
+    stem.rsplit_once('.')?.1.parse().ok().filter(|p| *p > 1)
 }
 
 /// Bind a socket in a fresh private directory under TMPDIR.
@@ -446,11 +879,65 @@ fn bind_private() -> Result<(UnixListener, PathBuf, PathBuf)> {
     }
 }
 
-fn same_user(s: &UnixStream) -> bool {
+/// Whether the process at the other end of `s` may act as the
+/// allocation's owner through this holder: a process of the same user
+/// and, when the holder acts for a job (`job`), one of that job's processes
+/// (its environment names the job) or one the holder started (its
+/// descendant): a job's identity is never lent to a process outside it.
+fn may_act_as_owner(s: &UnixStream, job: Option<&str>) -> bool {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-    getsockopt(s, PeerCredentials)
-        .map(|c| c.uid() == nix::unistd::geteuid().as_raw())
+    let Ok(cred) = getsockopt(s, PeerCredentials) else {
+        return false;
+    };
+    if cred.uid() != nix::unistd::geteuid().as_raw() {
+        return false;
+    }
+    let Some(job) = job else {
+        return true;
+    };
+    let pid = cred.pid();
+    descends_from(pid, std::process::id() as i32) || in_job(pid, job)
+}
+
+/// Whether process `pid` is `ancestor` or one of its descendants.
+fn descends_from(mut pid: i32, ancestor: i32) -> bool {
+    for _ in 0..256 {
+        if pid == ancestor {
+            return true;
+        }
+        if pid <= 1 {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // The parent's pid is the second field after the command name.
+        let parent = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok());
+        match parent {
+            Some(p) => pid = p,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Whether process `pid`'s environment names job `job` (`PMIX_NAMESPACE`).
+fn in_job(pid: i32, job: &str) -> bool {
+    let want = format!("PMIX_NAMESPACE={job}");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
         .unwrap_or(false)
+}
+
+/// Whether a reply's status is success.
+fn succeeded(reply: &[u8], wire: WireVersion) -> bool {
+    Decoder::new(reply, wire)
+        .unpack_one::<Status>()
+        .is_ok_and(|s| s.is_success())
 }
 
 fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
@@ -539,4 +1026,30 @@ it has probably ended",
         pindex: None,
     };
     Connection::established(stream, target, welcome, wire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_id_never_names_an_allocations_holder() {
+        let a = registered_path("dvm@0", "alloc.4", HeldBy::Alloc);
+        let r = registered_path("dvm@0", "alloc.4", HeldBy::Request);
+        assert!(a.is_some() && r.is_some());
+        assert_ne!(a, r);
+        // Separators in ids cannot forge the other kind's name.
+        assert_ne!(
+            registered_path("dvm@0", "x=alloc.4", HeldBy::Alloc),
+            registered_path("dvm@0+x", "alloc.4", HeldBy::Request)
+        );
+    }
+
+    #[test]
+    fn log_names_carry_the_detached_pallocs_pid() {
+        assert_eq!(log_pid("palloc.nightly.1234.log"), Some(1234));
+        assert_eq!(log_pid("palloc.a.b.77.log"), Some(77));
+        assert_eq!(log_pid("palloc.nightly.log"), None);
+        assert_eq!(log_pid("other.1234.log"), None);
+    }
 }

@@ -16,10 +16,13 @@ pub mod discover;
 pub mod frame;
 pub mod handshake;
 pub(crate) mod holder;
+pub(crate) mod holder_client;
+pub(crate) mod holder_route;
 pub(crate) mod stream;
 pub(crate) mod uri;
 
 pub use client::{Connection, Event, Unsolicited};
 pub use discover::{ConnectOptions, Target};
 pub use handshake::Identity;
+pub use holder::HOLDER_ENV;
 pub use uri::{Rendezvous, ServerUri};

@@ -244,7 +244,7 @@ impl Dvm {
         let mut fx = Vec::new();
         let status = match submit {
             Submit::Granted(nodes) => {
-                self.extend_granted(&id, to, inherit);
+                self.extend_granted(&id, to, inherit, a.warn_timeout.is_some());
                 self.place_nodes(&id, &nodes, sched, &mut fx);
                 fx.extend(self.settle_after_extend(&id, inherit, sched, now));
                 AllocStatus::Granted { nodes }
@@ -258,6 +258,7 @@ impl Dvm {
                         req_id: a.req_id.clone(),
                         inherit,
                         tag,
+                        warns: a.warn_timeout.is_some(),
                     });
                 }
                 AllocStatus::Queued
@@ -267,19 +268,24 @@ impl Dvm {
     }
 
     /// Applies what a granted EXTEND changes besides nodes: the recorded
-    /// disposition, and the warning's recipient (§8.2.1.9.5).
+    /// disposition, and, when it asked for a warning (`warns`), the
+    /// warning's recipient (§8.2.1.9.5); an EXTEND without a threshold
+    /// leaves the warning with whoever asked for it.
     pub(crate) fn extend_granted(
         &mut self,
         id: &str,
         to: (String, u32),
         inherit: Option<Inheritance>,
+        warns: bool,
     ) {
         if let Some(r) = self.res.get_mut(id) {
             if let Some(i) = inherit {
                 r.inherit = i;
                 r.inherit_given = true;
             }
-            r.requester = to;
+            if warns {
+                r.requester = to;
+            }
         }
     }
 

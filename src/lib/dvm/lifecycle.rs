@@ -143,10 +143,12 @@ impl Dvm {
                         continue;
                     };
                     let mut inherit = None;
+                    let mut warns = false;
                     let (to, req_id) = if extend {
                         match r.queued_extends.pop_front() {
                             Some(q) => {
                                 inherit = q.inherit;
+                                warns = q.warns;
                                 (q.to, q.req_id)
                             }
                             None => (r.requester.clone(), r.req_id.clone()),
@@ -156,7 +158,7 @@ impl Dvm {
                         (r.requester.clone(), r.req_id.clone())
                     };
                     if extend {
-                        self.extend_granted(&alloc_id, to.clone(), inherit);
+                        self.extend_granted(&alloc_id, to.clone(), inherit, warns);
                     }
                     self.place_nodes(&alloc_id, &nodes, sched, &mut fx);
                     fx.push(Effect::Granted {

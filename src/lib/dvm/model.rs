@@ -56,6 +56,9 @@ pub(crate) struct QueuedExtend {
     pub inherit: Option<Inheritance>,
     /// Its tag in the scheduler's queue.
     pub tag: u64,
+    /// Whether it asks for a timeout warning (`PMIX_ALLOC_WARN_TIMEOUT`):
+    /// only then does the warning move to its requester.
+    pub warns: bool,
 }
 
 /// A reservation (or shared allocation) and its bookkeeping.
@@ -377,13 +380,16 @@ impl Dvm {
         req: &Requester,
     ) -> Result<String, bool> {
         if let Some(a) = alloc_id {
-            if let Some(r) = self.res.get(a) {
-                return if r.owned_by(req) {
-                    Ok(a.to_string())
-                } else {
-                    Err(true)
-                };
-            }
+            // A named allocation that does not exist is not found, whatever
+            // request id comes with it.
+            let Some(r) = self.res.get(a) else {
+                return Err(false);
+            };
+            return if r.owned_by(req) {
+                Ok(a.to_string())
+            } else {
+                Err(true)
+            };
         }
         let Some(q) = req_id else {
             return Err(false);

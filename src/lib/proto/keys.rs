@@ -111,6 +111,12 @@ pub const NODE_INFO: &str = "pmix.node.info";
 /// `unreserved`, `cancelled` for allocations; `joined`, `left`,
 /// `unreserved` for nodes).
 pub const CHANGE: &str = "pdvm.ev.change";
+/// Job-control directive (`bool`) pdvm understands: true stops reading the
+/// target jobs' output (their processes then block on write), false
+/// resumes it. A relay whose reader lags uses it so one job's reader slows
+/// that job only; another DVM refuses it and the relay stops reading
+/// instead.
+pub const IOF_PAUSE: &str = "pdvm.iof.pause";
 /// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
 /// string: a rank number, `all` or `none`, as PRRTE reads it).
 pub const STDIN_TGT: &str = "pmix.stdin";

@@ -94,6 +94,15 @@ pub(crate) fn allocation_line(a: &AllocationRecord) -> String {
     }
     if let Some(t) = a.time_limit_secs {
         s.push_str(&format!(", time limit {}", duration(t)));
+    } else if let (Some(at), "extend") = (a.expires_at, a.directive.as_str()) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        s.push_str(&format!(
+            ", expires in {}",
+            duration(at.saturating_sub(now))
+        ));
     }
     s.push_str(if a.reserved { ", reserved" } else { ", shared" });
     if let Some(o) = &a.owner_nspace {

@@ -43,7 +43,7 @@ macro_rules! record {
 
 record! {
     /// palloc: a granted allocation (NEW or EXTEND).
-    #[derive(Debug, Clone, Default, Serialize, PartialEq)]
+    #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
     pub struct AllocationRecord: "allocation" {
         /// `PMIX_ALLOC_ID`.
         pub alloc_id: String => "allocation id (PMIX_ALLOC_ID); pass it to pspawn --target, palloc --extend, prelease",

@@ -207,6 +207,15 @@ impl Server {
             Ok(outcome) => {
                 match &outcome.status {
                     AllocStatus::Queued => {
+                        // A queued NEW's request id and owner, for its
+                        // `cancelled` event should it never be granted.
+                        if let Some(v) = self.model.reservation(&outcome.alloc_id) {
+                            self.model.remember_grant(
+                                &outcome.alloc_id,
+                                outcome.req_id.clone(),
+                                v.owner_nspace.clone(),
+                            );
+                        }
                         self.model.queue_reply(
                             &outcome.alloc_id,
                             Pending {
@@ -237,7 +246,10 @@ impl Server {
                     }
                 }
                 self.apply_effects(outcome.effects);
-                if let AllocStatus::Granted { nodes } = &outcome.status {
+                // No `granted` event for a reservation its effects ended
+                // (an EXTEND settling a rule whose owner has gone).
+                let lives = self.model.reservation(&outcome.alloc_id).is_some();
+                if let (AllocStatus::Granted { nodes }, true) = (&outcome.status, lives) {
                     self.emit_granted(&outcome.alloc_id, outcome.req_id.as_deref(), nodes);
                 }
             }
@@ -246,7 +258,7 @@ impl Server {
     }
 
     /// A tool's NEW request whose `PMIX_ALLOC_TARGET` names no live
-    /// namespace (no running job, no connected tool, not pdvm itself) is
+    /// namespace (no running job, no connected tool), or pdvm's own, is
     /// refused with `PMIX_ERR_NOT_FOUND` before anything is reserved: the
     /// owning namespace (§8.2.1.7) must exist, or the nodes would be
     /// stranded until the DVM ends. Applications are left to the model
@@ -257,9 +269,16 @@ impl Server {
         if req.directive != crate::proto::directive::NEW
             || req.requester.class != crate::dvm::RequesterClass::Tool
             || self.cfg.compat
-            || t == self.ident.nspace
-            || self.is_live_namespace(t)
         {
+            return None;
+        }
+        if t == self.ident.nspace {
+            return Some(format!(
+                "PMIX_ALLOC_TARGET names {t:?}, the DVM's own namespace, which no tool can act \
+                 for: nobody could release the reservation (§8.2.1.7); nothing was reserved"
+            ));
+        }
+        if self.is_live_namespace(t) {
             return None;
         }
         Some(format!(
@@ -334,6 +353,20 @@ impl Server {
         targets: Vec<Proc>,
         dirs: Vec<Info>,
     ) -> Result<()> {
+        if let Some(pause) = dirs
+            .iter()
+            .find(|i| i.key == keys::IOF_PAUSE)
+            .map(|i| i.value.is_true())
+        {
+            let hit = self.pause_output_of(&targets, pause);
+            let st = if hit {
+                Status::SUCCESS
+            } else {
+                Status::ERR_NOT_FOUND
+            };
+            self.reply_status_infos(conn, tag, st, &[]);
+            return Ok(());
+        }
         let sig = if flag(&dirs, keys::JOB_CTRL_KILL) {
             Some(Signal::SIGKILL)
         } else if flag(&dirs, keys::JOB_CTRL_TERMINATE) {
@@ -456,6 +489,7 @@ impl Server {
             fwd_stdout: fwd_out,
             fwd_stderr: fwd_err,
             notify_completion: flag(&job_info, keys::NOTIFY_COMPLETION),
+            iof_paused: false,
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,

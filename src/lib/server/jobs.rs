@@ -49,6 +49,8 @@ pub(crate) struct Job {
     pub fwd_stderr: bool,
     /// Spawner asked to be told of completion.
     pub notify_completion: bool,
+    /// Its output is not read for now (`pdvm.iof.pause`).
+    pub iof_paused: bool,
     /// Pipes still open.
     pub open_pipes: usize,
     /// When the last process exited (pipes then get a grace period).

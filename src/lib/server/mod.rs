@@ -211,6 +211,7 @@ impl Server {
             fwd_stdout: false,
             fwd_stderr: false,
             notify_completion: false,
+            iof_paused: false,
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,

@@ -151,7 +151,16 @@ impl ModelDriver {
     /// Remember a granted allocation's request id and owner (the model
     /// forgets them before the event announcing its end).
     pub(crate) fn remember_grant(&mut self, alloc_id: &str, req_id: Option<String>, owner: String) {
-        self.grants.insert(alloc_id.to_string(), (req_id, owner));
+        // The first request id stays: an EXTEND's (or its absence) does
+        // not replace the NEW's in the reservation's end event.
+        let e = self
+            .grants
+            .entry(alloc_id.to_string())
+            .or_insert((None, String::new()));
+        if e.0.is_none() {
+            e.0 = req_id;
+        }
+        e.1 = owner;
     }
 
     /// What [`ModelDriver::remember_grant`] kept, once.

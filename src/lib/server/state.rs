@@ -468,12 +468,49 @@ impl Server {
     /// `conn` spawned (backpressure from a lagging reader).
     pub fn pause_pipes_of(&mut self, conn: u64, pause: bool) {
         let now = Instant::now();
+        let held: Vec<String> = self
+            .jobs
+            .values()
+            .filter(|j| j.iof_paused)
+            .map(|j| j.nspace.clone())
+            .collect();
         for (id, p) in self.jobs.pipes_spawned_by(conn) {
-            self.io.arm_pipe(id, p.file.as_fd(), !pause);
-            if !pause {
+            // A job paused on its own stays so.
+            let on = !pause && !held.contains(&p.nspace);
+            self.io.arm_pipe(id, p.file.as_fd(), on);
+            if on {
                 p.resumed = now;
             }
         }
+    }
+
+    /// `pdvm.iof.pause`: stop (or resume) reading the output of the jobs
+    /// named in `targets`; whether any is a job pdvm runs.
+    pub fn pause_output_of(&mut self, targets: &[crate::codec::Proc], pause: bool) -> bool {
+        let mut hit = false;
+        let now = Instant::now();
+        for t in targets {
+            let Some(j) = self.jobs.get_mut(&t.nspace) else {
+                continue;
+            };
+            hit = true;
+            j.iof_paused = pause;
+            let lagging = j
+                .spawner
+                .and_then(|c| self.conns.get(c))
+                .is_some_and(|c| c.pipes_paused);
+            let ids: Vec<u64> = self.jobs.pipes_of(&t.nspace).map(|(id, _)| id).collect();
+            for id in ids {
+                if let Some(p) = self.jobs.pipe_mut(id) {
+                    let on = !pause && !lagging;
+                    self.io.arm_pipe(id, p.file.as_fd(), on);
+                    if on {
+                        p.resumed = now;
+                    }
+                }
+            }
+        }
+        hit
     }
 
     /// Time-driven work: scheduler deadlines, SIGKILL escalation, pipe

@@ -1,0 +1,389 @@
+//! palloc's detached holder: a request that must outlive the palloc the
+//! user typed (`--no-wait`, as sbatch; a grant printed for a script, as
+//! `salloc --no-shell`) is made by a second palloc started in a session of
+//! its own, which waits for the grant and then holds the allocation (or runs
+//! the submitted script in it) until it is released, expires or the DVM
+//! ends. The two talk over a pipe: one line `queued`, then
+//! `granted JSON` (the allocation record); end of file without it means the
+//! detached palloc ended (refused).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+use crate::cli::exit::Exit;
+use crate::cli::request::AllocRequest;
+use crate::cli::PallocArgs;
+use crate::render::human::allocation_line;
+use crate::render::{AllocationRecord, RequestRecord};
+
+use super::palloc::generated_request_id;
+use super::{signals, Failure, Ui};
+
+/// Environment variable naming the descriptor of that pipe in the detached
+/// palloc.
+const SUBMIT_FD_ENV: &str = "PMIX_TOOLS_SUBMIT_FD";
+
+/// What the palloc the user typed waits for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Detach {
+    /// `--no-wait`: only until the DVM has handled the request (an
+    /// immediate refusal is reported), then print the request id.
+    Submit,
+    /// A plain grant: until granted (as long as the request stays queued),
+    /// then print the grant.
+    UntilGranted,
+}
+
+/// Start the detached palloc for `req` and wait as `how` says.
+pub(crate) fn submit_detached(
+    args: &PallocArgs,
+    req: &AllocRequest,
+    ui: &Ui,
+    how: Detach,
+) -> std::result::Result<i32, Failure> {
+    let rid = req.request_id.clone().unwrap_or_else(generated_request_id);
+    let (log_path, log) = open_log(args, &rid)?;
+    let (said_r, said_w) =
+        nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
+    set_cloexec(said_r.as_raw_fd());
+    let mut child = start(args, &rid, Some(&log), &said_w)?;
+    drop(said_w);
+    let log_path = Some(name_log_for(log_path, args, child.id()));
+    if how == Detach::Submit {
+        ui.record(&RequestRecord {
+            request_id: Some(rid.clone()),
+            state: "submitted".into(),
+        });
+        ui.result(&rid);
+    }
+    let patience = crate::conn::client::handshake_timeout()
+        + crate::conn::client::env_timeout().unwrap_or(crate::ops::session::DEFAULT_TIMEOUT);
+    let mut lines = Lines::default();
+    loop {
+        let deadline = (how == Detach::Submit).then(|| Instant::now() + patience);
+        match lines.next(&said_r, deadline) {
+            Said::Line(line) if how == Detach::UntilGranted && line == "queued" => {
+                ui.note(&format!("request {rid} is queued; waiting for the grant"));
+            }
+            Said::Line(line) => {
+                if let Some(json) = line.strip_prefix("granted ") {
+                    if how == Detach::UntilGranted {
+                        return Ok(print_grant(args, json, child.id(), log_path.as_deref(), ui));
+                    }
+                }
+                ui.detail(&format!("the detached palloc says: {line}"));
+                break;
+            }
+            Said::Nothing if how == Detach::UntilGranted => {
+                // A signal: the detached palloc withdraws the request.
+                if let Some(sig) = signals::caught() {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGINT,
+                    );
+                    let _ = child.wait();
+                    return Err(Failure::interrupted(&format!(
+                        "interrupted by {}: the queued request {rid} was withdrawn",
+                        signals::name(sig)
+                    )));
+                }
+            }
+            Said::Nothing => {
+                ui.detail("no answer from the DVM yet; the detached palloc keeps waiting");
+                break;
+            }
+            Said::Ended => return Err(refused(&mut child, &rid, log_path.as_deref())),
+        }
+    }
+    ui.note(&format!(
+        "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc --request-id {rid}` \
+shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
+        child.id(),
+        log_path
+            .map(|p| format!(", log {}", p.display()))
+            .unwrap_or_default()
+    ));
+    Ok(0)
+}
+
+/// The detached palloc's log: for a submitted script, `palloc-REQ_ID.out`
+/// in the current directory (as sbatch's `slurm-ID.out`); otherwise a new
+/// private file in the user's holder registry, never one someone else
+/// prepared: a registry another user took (see
+/// [`crate::conn::holder::registry`]) or a file that cannot be created anew
+/// is refused with a message naming the path (never a log to /dev/null).
+fn open_log(
+    args: &PallocArgs,
+    rid: &str,
+) -> std::result::Result<(std::path::PathBuf, std::fs::File), Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = rid.replace('/', "_");
+    let path = if args.command.is_empty() {
+        let dir = crate::conn::holder::registry().map_err(Failure::other)?;
+        dir.join(format!("palloc.{name}.log"))
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
+            .join(format!("palloc-{name}.out"))
+    };
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).mode(0o600);
+    if args.command.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        open.create_new(true);
+    } else {
+        open.create(true).truncate(true);
+    }
+    let file = open
+        .open(&path)
+        .map_err(|e| Failure::other(format!("cannot create the log {}: {e}", path.display())))?;
+    Ok((path, file))
+}
+
+/// A log in the private directory is renamed `palloc.NAME.PID.log` once
+/// the detached palloc runs, so the log of one that has ended is swept
+/// (see [`crate::conn::holder::sweep`]); a script's log stays as named.
+fn name_log_for(path: std::path::PathBuf, args: &PallocArgs, pid: u32) -> std::path::PathBuf {
+    if !args.command.is_empty() {
+        return path;
+    }
+    let named = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".log"))
+        .map(|stem| std::path::PathBuf::from(format!("{stem}.{pid}.log")));
+    match named {
+        Some(n) if std::fs::rename(&path, &n).is_ok() => n,
+        _ => path,
+    }
+}
+
+/// Start `palloc … --hold` (or `palloc … -- SCRIPT`) for request `rid` in a
+/// session of its own, its output to `log`, with only stdio and the pipe
+/// `said` open.
+fn start(
+    args: &PallocArgs,
+    rid: &str,
+    log: Option<&std::fs::File>,
+    said: &OwnedFd,
+) -> std::result::Result<std::process::Child, Failure> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
+    let mut argv: Vec<std::ffi::OsString> = Vec::new();
+    let mut after_dashes = false;
+    for a in std::env::args_os().skip(1) {
+        after_dashes |= a == "--";
+        if after_dashes || (a != "--no-wait" && a != "--parsable") {
+            argv.push(a);
+        }
+    }
+    let mut head: Vec<std::ffi::OsString> = Vec::new();
+    if args.command.is_empty() {
+        head.push("--hold".into());
+    }
+    if args.request_id.is_none() {
+        head.push("--request-id".into());
+        head.push(rid.into());
+    }
+    let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    argv.splice(at..at, head);
+    let out = |f: Option<&std::fs::File>| {
+        f.and_then(|f| f.try_clone().ok())
+            .map(Into::into)
+            .unwrap_or(std::process::Stdio::null())
+    };
+    let said_fd = said.as_raw_fd();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(&argv)
+        .env(SUBMIT_FD_ENV, said_fd.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(out(log))
+        .stderr(out(log));
+    // SAFETY: setsid and close_range are async-signal-safe and touch no
+    // memory of ours.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            close_others(said_fd);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))
+}
+
+/// Close every descriptor above stderr but `keep` (in the child, before
+/// exec): a detached palloc holds nothing the caller opened.
+fn close_others(keep: RawFd) {
+    let close = |lo: u32, hi: u32| {
+        if lo <= hi {
+            // SAFETY: closes descriptors only; no memory is touched.
+            unsafe { nix::libc::syscall(nix::libc::SYS_close_range, lo, hi, 0) };
+        }
+    };
+    let keep = keep.max(2) as u32;
+    close(3, keep.saturating_sub(1));
+    close(keep + 1, u32::MAX);
+}
+
+fn set_cloexec(fd: RawFd) {
+    let _ = nix::fcntl::fcntl(
+        fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
+}
+
+/// Print the grant the detached palloc reported (`json`, its allocation
+/// record) as palloc prints its own; returns 0.
+fn print_grant(
+    args: &PallocArgs,
+    json: &str,
+    pid: u32,
+    log: Option<&std::path::Path>,
+    ui: &Ui,
+) -> i32 {
+    let rec: Option<AllocationRecord> = serde_json::from_str(json).ok();
+    let Some(rec) = rec else {
+        ui.result(json);
+        return 0;
+    };
+    ui.record(&rec);
+    if args.parsable {
+        ui.result(&rec.alloc_id);
+    } else if !ui.json {
+        ui.note(&allocation_line(&rec));
+    }
+    ui.note(&format!(
+        "allocation {id} is held by a detached palloc (pid {pid}{}) until `prelease {id}`, its time \
+limit or the end of the DVM; every command finds it by its id",
+        log.map(|p| format!(", log {}", p.display()))
+            .unwrap_or_default(),
+        id = rec.alloc_id
+    ));
+    0
+}
+
+/// The detached palloc ended before saying anything: its request was
+/// refused; the reason is the last `palloc:` line of its log.
+fn refused(child: &mut std::process::Child, rid: &str, log: Option<&std::path::Path>) -> Failure {
+    let code = child.wait().ok().and_then(|st| st.code()).unwrap_or(1);
+    let said = log
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let why = said
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("palloc: "))
+        .unwrap_or("the detached palloc ended at once")
+        .to_string();
+    let status = why
+        .split_whitespace()
+        .find(|w| w.starts_with("PMIX_"))
+        .map(|w| w.trim_end_matches([',', '.', ':', ';']).to_string());
+    Failure::with(
+        Exit::Command(code),
+        status.as_deref(),
+        format!("request {rid} was refused: {why}"),
+    )
+}
+
+/// What a detached palloc said on its pipe.
+enum Said {
+    /// One line (`queued`, `granted JSON`).
+    Line(String),
+    /// It closed the pipe: it has ended.
+    Ended,
+    /// Nothing before the deadline (or a signal).
+    Nothing,
+}
+
+/// The lines read from the pipe so far.
+#[derive(Default)]
+struct Lines {
+    got: Vec<u8>,
+    ended: bool,
+}
+
+impl Lines {
+    /// The next line on `r`, waiting until `deadline` (`None`: as long as
+    /// it takes, but a signal ends the wait).
+    fn next(&mut self, r: &OwnedFd, deadline: Option<Instant>) -> Said {
+        loop {
+            if let Some(end) = self.got.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.got.drain(..=end).collect();
+                return Said::Line(String::from_utf8_lossy(&line).trim().to_string());
+            }
+            if self.ended {
+                return Said::Ended;
+            }
+            if signals::caught().is_some() || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Said::Nothing;
+            }
+            if !readable(r.as_fd(), deadline) {
+                signals::drain();
+                continue;
+            }
+            let mut buf = [0u8; 4096];
+            match nix::unistd::read(r.as_raw_fd(), &mut buf) {
+                Ok(0) => {
+                    self.ended = true;
+                    if !self.got.is_empty() {
+                        self.got.push(b'\n');
+                    }
+                }
+                Ok(n) => self.got.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EINTR) | Err(nix::errno::Errno::EAGAIN) => {}
+                Err(_) => self.ended = true,
+            }
+        }
+    }
+}
+
+/// Wait until `r` is readable, a signal comes, or `deadline`.
+fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
+    let fds: Vec<BorrowedFd<'_>> = std::iter::once(r).chain(signals::fd()).collect();
+    let mut p: Vec<nix::poll::PollFd<'_>> = fds
+        .iter()
+        .map(|f| nix::poll::PollFd::new(*f, nix::poll::PollFlags::POLLIN))
+        .collect();
+    let ms = deadline.map_or(-1, |d| {
+        i32::try_from(
+            d.saturating_duration_since(Instant::now())
+                .as_millis()
+                .max(1),
+        )
+        .unwrap_or(i32::MAX)
+    });
+    let timeout = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::NONE);
+    matches!(nix::poll::poll(&mut p, timeout), Ok(n) if n > 0)
+        && p[0].revents().is_some_and(|r| !r.is_empty())
+}
+
+/// The write end of the pipe in a detached palloc.
+pub(crate) struct Submitter(OwnedFd);
+
+impl Submitter {
+    /// The descriptor the starting palloc passed, if any (taken once: the
+    /// variable is removed so nothing this palloc starts inherits it).
+    pub(crate) fn from_env() -> Option<Submitter> {
+        let fd: RawFd = std::env::var(SUBMIT_FD_ENV).ok()?.parse().ok()?;
+        std::env::remove_var(SUBMIT_FD_ENV);
+        if fd < 3 || nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
+            return None;
+        }
+        set_cloexec(fd);
+        // SAFETY: a descriptor our parent opened for us and nobody else here
+        // owns; checked open above.
+        Some(Submitter(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Say `line` and close the pipe.
+    pub(crate) fn say(self, line: &str) {
+        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
+    }
+
+    /// Say `line` and keep the pipe open for another.
+    pub(crate) fn tell(&self, line: &str) {
+        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
+    }
+}
