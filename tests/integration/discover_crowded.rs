@@ -143,8 +143,17 @@ fn precreated_holder_registry_is_passed_over() {
     let o = support::run_with_timeout(&mut c, 60);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let err = text(&o.stderr);
-    let log = run.path().join("pmix-tools-holders.1/palloc.squat1.log");
-    assert!(err.contains(&log.display().to_string()), "{}", show(&o));
+    // The log is in the next private name, `palloc.squat1.PID.log` once the
+    // detached palloc runs (so a dead one's log can be swept).
+    let dir = run.path().join("pmix-tools-holders.1");
+    let prefix = format!("{}/palloc.squat1.", dir.display());
+    let at = err.find(&prefix).unwrap_or_else(|| panic!("{}", show(&o)));
+    let named: String = err[at..]
+        .chars()
+        .take_while(|c| !matches!(c, ')' | ' ' | '\n'))
+        .collect();
+    assert!(named.ends_with(".log"), "{named}");
+    let log = std::path::PathBuf::from(named);
     let end = Instant::now() + Duration::from_secs(20);
     while !std::fs::metadata(&log).is_ok_and(|m| m.is_file()) {
         assert!(Instant::now() < end, "no log at {}", log.display());
