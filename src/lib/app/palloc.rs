@@ -838,23 +838,7 @@ fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
 /// Wait until one of `fds` is readable or `deadline` passes (the DVM
 /// connection is gone, only the child and signals are left to watch).
 fn wait_fds(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout};
-    let mut p: Vec<PollFd<'_>> = fds
-        .iter()
-        .map(|f| PollFd::new(*f, PollFlags::POLLIN))
-        .collect();
-    let ms = deadline.map_or(-1, |d| {
-        i32::try_from(
-            d.saturating_duration_since(Instant::now())
-                .as_millis()
-                .max(1),
-        )
-        .unwrap_or(i32::MAX)
-    });
-    let _ = nix::poll::poll(
-        &mut p,
-        PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE),
-    );
+    let _ = crate::conn::client::poll_readable(fds, deadline);
 }
 
 /// How often the end of a child is looked for on a kernel without pidfds.

@@ -342,21 +342,7 @@ impl Lines {
 /// Wait until `r` is readable, a signal comes, or `deadline`.
 fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
     let fds: Vec<BorrowedFd<'_>> = std::iter::once(r).chain(signals::fd()).collect();
-    let mut p: Vec<nix::poll::PollFd<'_>> = fds
-        .iter()
-        .map(|f| nix::poll::PollFd::new(*f, nix::poll::PollFlags::POLLIN))
-        .collect();
-    let ms = deadline.map_or(-1, |d| {
-        i32::try_from(
-            d.saturating_duration_since(Instant::now())
-                .as_millis()
-                .max(1),
-        )
-        .unwrap_or(i32::MAX)
-    });
-    let timeout = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::NONE);
-    matches!(nix::poll::poll(&mut p, timeout), Ok(n) if n > 0)
-        && p[0].revents().is_some_and(|r| !r.is_empty())
+    crate::conn::client::poll_readable(&fds, deadline) == Some(0)
 }
 
 /// The write end of the pipe in a detached palloc.

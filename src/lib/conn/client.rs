@@ -1020,6 +1020,21 @@ fn poll_extras(extras: &[Watched<'_>]) -> Option<usize> {
     }
 }
 
+/// Wait until one of `fds` is readable (or hung up) or `deadline` passes:
+/// the index of the first that is, `None` at the deadline or on an error.
+pub(crate) fn poll_readable(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Option<usize> {
+    let mut p: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|f| PollFd::new(*f, PollFlags::POLLIN))
+        .collect();
+    match nix::poll::poll(&mut p, poll_timeout(deadline)) {
+        Ok(n) if n > 0 => p
+            .iter()
+            .position(|f| f.revents().is_some_and(|r| !r.is_empty())),
+        _ => None,
+    }
+}
+
 /// poll(2)'s timeout for `deadline`, rounded up to whole milliseconds.
 fn poll_timeout(deadline: Option<Instant>) -> PollTimeout {
     match deadline {
