@@ -302,3 +302,22 @@ fn a_job_that_fails_at_once_runs_once_and_reports_its_status() {
     let runs = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(runs.lines().count(), 20, "each job ran exactly once");
 }
+
+/// Every early exit of every tool (a refusal, a time-out, a program that is
+/// not there), 20 times each: each tool leaves with nothing in flight (its
+/// session says goodbye on every path), and PRRTE master stays alive.
+#[test]
+fn early_exits_of_every_tool_20_times_leave_the_dvm_alive() {
+    let mut dvm = Prte::start_master();
+    let cases: [(&str, &[&str], i32); 6] = [
+        ("pspawn", &["no-such-program-xyz"], 5),
+        ("pspawn", &["--target", "no-such@1.1", "/bin/true"], 5),
+        ("pspawn", &["--timeout", "1s", "sleep", "30"], 8),
+        ("palloc", &["--extend", "no-such@1.1", "-t", "1m"], 5),
+        ("prelease", &["--cancel", "no-such-request"], 7),
+        ("pwatch", &["--event", "job-end", "--timeout", "1s"], 8),
+    ];
+    for (name, args, code) in cases {
+        repeat(&mut dvm, name, args, 20, code);
+    }
+}

@@ -32,6 +32,8 @@ pub struct Session {
     conn: Arc<Connection>,
     wire: WireVersion,
     timeout: Duration,
+    /// The goodbye was said (by [`Session::finalize`] or on drop).
+    finished: bool,
 }
 
 impl Session {
@@ -48,6 +50,7 @@ impl Session {
             conn: Arc::new(conn),
             wire,
             timeout: crate::conn::client::env_timeout().unwrap_or(DEFAULT_TIMEOUT),
+            finished: false,
         }
     }
 
@@ -151,7 +154,15 @@ impl Session {
     /// The wait matters: libpmix tools always wait for the answer, and PRRTE
     /// master corrupts its heap when a tool closes the socket between sending
     /// the goodbye and receiving it.
-    pub fn finalize(self) -> Result<()> {
+    pub fn finalize(mut self) -> Result<()> {
+        self.goodbye()
+    }
+
+    /// The work of [`Session::finalize`], done once.
+    fn goodbye(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.finished, true) {
+            return Ok(());
+        }
         let gave_up = self.conn.gave_up();
         let wait = if gave_up {
             FINALIZE_WAIT_AFTER_TIMEOUT
@@ -172,6 +183,16 @@ impl Session {
             .request_for(enc.bytes(), left, cmd::describe(cmd::FINALIZE));
         self.conn.shutdown();
         r.and_then(|bytes| read_status(&mut self.decoder(&bytes)))
+    }
+}
+
+/// The drop guard: a session left on any path (an early error, a `?`)
+/// still lets its requests in flight be answered and says goodbye, as
+/// [`Session::finalize`] does; a DVM must never see a tool vanish with a
+/// request pending (PRRTE master falls over).
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.goodbye();
     }
 }
 
