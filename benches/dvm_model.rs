@@ -13,7 +13,7 @@ mod watchdog;
 use std::time::{Duration, Instant};
 
 use pmix_tools::dvm::{AllocAttrs, AllocRequest, Dvm, DvmConfig, Effect, Requester};
-use pmix_tools::proto::directive;
+use pmix_tools::proto::{Directive, Inheritance};
 use pmix_tools::sched::Scheduler;
 
 /// Tiny deterministic generator (no extra crate).
@@ -64,13 +64,13 @@ fn alloc_bench() {
             .allocate(
                 &AllocRequest {
                     requester: t.clone(),
-                    directive: directive::NEW,
+                    directive: Directive::New.into(),
                     attrs: AllocAttrs {
                         num_nodes: Some(4),
                         req_id: Some(format!("live-{i}")),
                         time_secs: Some(3_600),
                         warn_timeout: Some(60),
-                        inherit: Some((i % 4) as u8 + 1),
+                        inherit: Some(Inheritance::received((i % 4) as u8 + 1)),
                         ..AllocAttrs::default()
                     },
                 },
@@ -92,7 +92,7 @@ fn alloc_bench() {
         let now = k;
         let new = AllocRequest {
             requester: t.clone(),
-            directive: directive::NEW,
+            directive: Directive::New.into(),
             attrs: AllocAttrs {
                 num_nodes: Some(2),
                 req_id: Some(format!("b-{k}")),
@@ -106,7 +106,7 @@ fn alloc_bench() {
         t_new.push(t0.elapsed());
         let ext = AllocRequest {
             requester: t.clone(),
-            directive: directive::EXTEND,
+            directive: Directive::Extend.into(),
             attrs: AllocAttrs {
                 req_id: Some(format!("b-{k}")),
                 num_nodes: Some(1),
@@ -121,7 +121,7 @@ fn alloc_bench() {
         let stranger = &tools[((k + 1) % 100) as usize];
         let rej = AllocRequest {
             requester: stranger.clone(),
-            directive: directive::EXTEND,
+            directive: Directive::Extend.into(),
             attrs: AllocAttrs {
                 alloc_id: Some(out.alloc_id.clone()),
                 num_nodes: Some(1),
@@ -134,7 +134,7 @@ fn alloc_bench() {
         assert!(e.is_err());
         let rel = AllocRequest {
             requester: t.clone(),
-            directive: directive::RELEASE,
+            directive: Directive::Release.into(),
             attrs: AllocAttrs {
                 alloc_id: Some(out.alloc_id),
                 ..AllocAttrs::default()
@@ -176,10 +176,10 @@ fn world(total: usize, spine: usize, rng: &mut Lcg) -> (Dvm, Scheduler, Vec<Stri
         d.allocate(
             &AllocRequest {
                 requester: me.clone(),
-                directive: directive::NEW,
+                directive: Directive::New.into(),
                 attrs: AllocAttrs {
                     num_nodes: Some(1),
-                    inherit: Some((k % 4) as u8 + 1),
+                    inherit: Some(Inheritance::received((k % 4) as u8 + 1)),
                     ..AllocAttrs::default()
                 },
             },

@@ -66,19 +66,19 @@ fn main() {
     let one = [Info::new(keys::ALLOC_NUM_NODES, 1u64)];
     let mut live = Vec::new();
     for _ in 0..1000 {
-        let r = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &one).expect("NEW");
+        let r = ops::alloc::allocate(&s, pmix_tools::proto::Directive::New, &one).expect("NEW");
         live.push(r.alloc_id.expect("alloc id"));
     }
     let mut lat = Vec::new();
     for _ in 0..1000 {
         let t = Instant::now();
-        let r = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &one).expect("NEW");
+        let r = ops::alloc::allocate(&s, pmix_tools::proto::Directive::New, &one).expect("NEW");
         lat.push(t.elapsed());
         let id = r.alloc_id.expect("alloc id");
         let t = Instant::now();
         ops::alloc::allocate(
             &s,
-            pmix_tools::proto::directive::RELEASE,
+            pmix_tools::proto::Directive::Release,
             &[Info::new(keys::ALLOC_ID, id.as_str())],
         )
         .expect("RELEASE");

@@ -28,7 +28,7 @@ fn main() {
     let alloc = want_alloc.then(|| {
         match ops::alloc::allocate(
             &s,
-            pmix_tools::proto::directive::NEW,
+            pmix_tools::proto::Directive::New,
             &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
         ) {
             Ok(r) => serde_json::json!({"ok": true, "alloc_id": r.alloc_id}),

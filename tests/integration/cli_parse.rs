@@ -7,7 +7,7 @@ use pmix_tools::cli::request::{EventKind, StatusWhat, WatchRequest};
 use pmix_tools::cli::{
     try_parse_validated, PallocArgs, PallocMode, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs,
 };
-use pmix_tools::proto::{directive, parse_inheritance};
+use pmix_tools::proto::{parse_inheritance, Directive, Inheritance};
 
 fn ok<T: Parser + pmix_tools::cli::Validate>(line: &str) -> T {
     match try_parse_validated::<T, _, _>(line.split_whitespace()) {
@@ -76,11 +76,17 @@ fn durations() {
 
 #[test]
 fn inheritance_words() {
-    assert_eq!(parse_inheritance("none"), Ok(1));
-    assert_eq!(parse_inheritance("child"), Ok(2));
-    assert_eq!(parse_inheritance("default"), Ok(3));
-    assert_eq!(parse_inheritance("child-default"), Ok(4));
-    assert_eq!(parse_inheritance("CHILD_DEFAULT"), Ok(4));
+    assert_eq!(parse_inheritance("none"), Ok(Inheritance::None));
+    assert_eq!(parse_inheritance("child"), Ok(Inheritance::Child));
+    assert_eq!(parse_inheritance("default"), Ok(Inheritance::Default));
+    assert_eq!(
+        parse_inheritance("child-default"),
+        Ok(Inheritance::ChildDefault)
+    );
+    assert_eq!(
+        parse_inheritance("CHILD_DEFAULT"),
+        Ok(Inheritance::ChildDefault)
+    );
     let e = parse_inheritance("forever").unwrap_err();
     assert!(e.contains("none, child, default or child-default"), "{e}");
 }
@@ -147,11 +153,11 @@ fn palloc_typical() {
     let a: PallocArgs =
         ok("palloc -N 2 -t 90 -p batch --inherit child --warn-timeout 5 -- srun -l hostname");
     let r = a.request();
-    assert_eq!(r.directive, directive::NEW);
+    assert_eq!(r.directive, Directive::New);
     assert_eq!(r.nodes, Some(2));
     assert_eq!(r.time_secs, Some(5_400));
     assert_eq!(r.queue.as_deref(), Some("batch"));
-    assert_eq!(r.inherit, Some(2));
+    assert_eq!(r.inherit, Some(Inheritance::Child));
     assert_eq!(r.warn_timeout, Some(300));
     assert_eq!(
         a.mode(),
@@ -174,14 +180,14 @@ fn palloc_typical() {
     let r = a.request();
     assert_eq!(
         (r.directive, r.alloc_id.as_deref()),
-        (directive::EXTEND, Some("alloc.7"))
+        (Directive::Extend, Some("alloc.7"))
     );
 
     let a: PallocArgs = ok("palloc --extend-request nightly -t 30m");
     let r = a.request();
     assert_eq!(
         (r.directive, r.request_id.as_deref(), r.alloc_id),
-        (directive::EXTEND, Some("nightly"), None)
+        (Directive::Extend, Some("nightly"), None)
     );
 
     let a: PallocArgs = ok("palloc -N 4 --no-wait --request-id r1");
@@ -293,7 +299,7 @@ fn prelease_forms() {
     let a: PreleaseArgs = ok("prelease a1 a2 --request-id r1");
     let rs = a.requests();
     assert_eq!(rs.len(), 3);
-    assert!(rs.iter().all(|r| r.directive == directive::RELEASE));
+    assert!(rs.iter().all(|r| r.directive == Directive::Release));
     assert_eq!(rs[2].request_id.as_deref(), Some("r1"));
 
     let a: PreleaseArgs = ok("prelease a1 -w node[07-08]");
@@ -305,10 +311,10 @@ fn prelease_forms() {
     let rs = a.requests();
     assert_eq!(
         (rs[0].directive, rs[0].request_id.as_deref()),
-        (directive::REQ_CANCEL, Some("r9"))
+        (Directive::ReqCancel, Some("r9"))
     );
     let a: PreleaseArgs = ok("prelease --reacquire a4");
-    assert_eq!(a.requests()[0].directive, directive::REAQUIRE);
+    assert_eq!(a.requests()[0].directive, Directive::Reaquire);
 
     refused::<PreleaseArgs>("prelease");
     refused::<PreleaseArgs>("prelease a1 a2 -N 1");

@@ -33,7 +33,7 @@ fn status_reply() -> Vec<u8> {
     let rec = ReservationRecord {
         alloc_id: "pdvm-h-1@a1".into(),
         state: "active".into(),
-        inherit: "none".into(),
+        inherit: Some(pmix_tools::proto::Inheritance::None),
         nodes: vec!["n1".into()],
         ..Default::default()
     };

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use pmix_tools::dvm::{AllocAttrs, AllocRequest, Dvm, DvmConfig, Requester};
-use pmix_tools::proto::directive;
+use pmix_tools::proto::{Directive, Inheritance};
 use pmix_tools::sched::Scheduler;
 use proptest::prelude::*;
 
@@ -94,10 +94,10 @@ proptest! {
                     let owner = all[k % all.len()].clone();
                     let out = d.allocate(&AllocRequest {
                         requester: tool.clone(),
-                        directive: directive::NEW,
+                        directive: Directive::New.into(),
                         attrs: AllocAttrs {
                             target: Some(owner.clone()),
-                            inherit: Some(inh),
+                            inherit: Some(Inheritance::received(inh)),
                             num_nodes: Some(1),
                             ..AllocAttrs::default()
                         },
@@ -166,10 +166,10 @@ fn ended_tools_nothing_needs_are_forgotten() {
         .allocate(
             &AllocRequest {
                 requester: owner.clone(),
-                directive: directive::NEW,
+                directive: Directive::New.into(),
                 attrs: AllocAttrs {
                     num_nodes: Some(1),
-                    inherit: Some(2),
+                    inherit: Some(Inheritance::received(2)),
                     ..AllocAttrs::default()
                 },
             },
@@ -211,10 +211,10 @@ fn child_rules_hold_across_a_deep_genealogy_with_tool_churn() {
     d.allocate(
         &AllocRequest {
             requester: root.clone(),
-            directive: directive::NEW,
+            directive: Directive::New.into(),
             attrs: AllocAttrs {
                 num_nodes: Some(1),
-                inherit: Some(2),
+                inherit: Some(Inheritance::received(2)),
                 ..AllocAttrs::default()
             },
         },

@@ -5,7 +5,7 @@ use pmix_tools::dvm::{
     AllocAttrs, AllocRequest, AllocStatus, Dvm, DvmConfig, DvmError, Effect, EndHow, EndWhy,
     Requester, Rule,
 };
-use pmix_tools::proto::directive;
+use pmix_tools::proto::{Directive, Inheritance, Received};
 use pmix_tools::render::ReservationState;
 use pmix_tools::sched::Scheduler;
 
@@ -31,10 +31,10 @@ fn setup_mode(n: usize, m: usize, compat: bool) -> (Dvm, Scheduler) {
     (d, s)
 }
 
-fn req(r: &Requester, dir: u8, attrs: AllocAttrs) -> AllocRequest {
+fn req(r: &Requester, dir: impl Into<Received<Directive>>, attrs: AllocAttrs) -> AllocRequest {
     AllocRequest {
         requester: r.clone(),
-        directive: dir,
+        directive: dir.into(),
         attrs,
     }
 }
@@ -67,7 +67,7 @@ fn targets(t: &[&str]) -> Vec<String> {
 /// A tool `tool` connected and a NEW of `k` scheduler nodes with `extra`.
 fn new_alloc(d: &mut Dvm, s: &mut Scheduler, r: &Requester, extra: AllocAttrs) -> String {
     let out = d
-        .allocate(&req(r, directive::NEW, extra), s, 0)
+        .allocate(&req(r, Directive::New, extra), s, 0)
         .expect("allocation granted");
     assert!(matches!(out.status, AllocStatus::Granted { .. }));
     out.alloc_id
@@ -191,7 +191,7 @@ fn s8_2_1_5_tool_target_share_default_session_owned_by_target() {
         AllocAttrs {
             target: Some("leader".into()),
             share: Some(true),
-            inherit: Some(NONE),
+            inherit: Some(Inheritance::received(NONE)),
             ..nodes(1)
         },
     );
@@ -240,7 +240,7 @@ fn s8_2_1_5_app_target_rejected() {
     for share in [None, Some(false), Some(true)] {
         let r = req(
             &app,
-            directive::NEW,
+            Directive::New,
             AllocAttrs {
                 target: Some("x".into()),
                 share,
@@ -278,7 +278,7 @@ fn s8_2_1_5_1_extend_by_alloc_id() {
         .allocate(
             &req(
                 &t,
-                directive::EXTEND,
+                Directive::Extend,
                 AllocAttrs {
                     num_nodes: Some(2),
                     ..by_id(&id)
@@ -310,7 +310,7 @@ fn s8_2_1_5_1_extend_by_req_id() {
         .allocate(
             &req(
                 &t,
-                directive::EXTEND,
+                Directive::Extend,
                 AllocAttrs {
                     req_id: Some("mine".into()),
                     num_nodes: Some(1),
@@ -334,7 +334,7 @@ fn s8_2_1_5_2_reply_carries_alloc_id_and_echoes_req_id() {
         .allocate(
             &req(
                 &t,
-                directive::NEW,
+                Directive::New,
                 AllocAttrs {
                     req_id: Some("job-42".into()),
                     ..nodes(1)
@@ -348,7 +348,7 @@ fn s8_2_1_5_2_reply_carries_alloc_id_and_echoes_req_id() {
     assert_eq!(out.req_id.as_deref(), Some("job-42"));
     assert!(d.reservation(&out.alloc_id, &s, 0).is_some());
     let plain = d
-        .allocate(&req(&t, directive::NEW, nodes(1)), &mut s, 0)
+        .allocate(&req(&t, Directive::New, nodes(1)), &mut s, 0)
         .unwrap();
     assert_eq!(plain.req_id, None);
     assert_ne!(plain.alloc_id, out.alloc_id);
@@ -362,7 +362,7 @@ fn s8_2_1_8_app_target_no_permissions() {
     let app = Requester::app("job-1", 0);
     let r = req(
         &app,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             target: Some("job-1".into()),
             ..by_id("alloc.1")
@@ -388,7 +388,7 @@ fn s8_2_1_8_extend_not_owner() {
     let stranger = Requester::app("job-9", 0);
     let r = req(
         &stranger,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             ..by_id(&id)
@@ -420,7 +420,7 @@ fn s8_2_1_8_extend_not_found() {
     ] {
         let r = req(
             &t,
-            directive::EXTEND,
+            Directive::Extend,
             AllocAttrs {
                 num_nodes: Some(1),
                 ..attrs
@@ -441,7 +441,7 @@ fn s8_2_1_8_extend_no_id() {
     let (mut d, mut s) = setup(2, 4);
     let t = Requester::tool("tool-1");
     new_alloc(&mut d, &mut s, &t, nodes(1));
-    let r = req(&t, directive::EXTEND, nodes(1));
+    let r = req(&t, Directive::Extend, nodes(1));
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -490,9 +490,9 @@ fn s8_2_1_8_inheritance_not_supported_compat() {
     for v in [NONE, CHILD, CHILD_DEFAULT] {
         let r = req(
             &t,
-            directive::NEW,
+            Directive::New,
             AllocAttrs {
-                inherit: Some(v),
+                inherit: Some(Inheritance::received(v)),
                 ..nodes(1)
             },
         );
@@ -516,9 +516,9 @@ fn s6_5_1_2_inheritance_out_of_range_bad_param() {
     for v in [0u8, 5, 255] {
         let r = req(
             &t,
-            directive::NEW,
+            Directive::New,
             AllocAttrs {
-                inherit: Some(v),
+                inherit: Some(Inheritance::received(v)),
                 ..nodes(1)
             },
         );
@@ -555,7 +555,7 @@ fn s8_2_1_8_rejections_are_not_charged_to_the_scheduler() {
         ),
     ];
     for (attrs, want) in cases {
-        let r = req(&t, directive::NEW, attrs);
+        let r = req(&t, Directive::New, attrs);
         rejected_without_effect(&mut d, &mut s, want, |d, s| {
             d.allocate(&r, s, 0).map(|_| ())
         });
@@ -570,14 +570,14 @@ fn reaquire_is_not_supported() {
     let (mut d, mut s) = setup(2, 2);
     let t = Requester::tool("tool-1");
     let id = new_alloc(&mut d, &mut s, &t, nodes(1));
-    let r = req(&t, directive::REAQUIRE, by_id(&id));
+    let r = req(&t, Directive::Reaquire, by_id(&id));
     rejected_without_effect(
         &mut d,
         &mut s,
         DvmError::NotSupported(Rule::ReacquireNotSupported),
         |d, s| d.allocate(&r, s, 0).map(|_| ()),
     );
-    let bad = req(&t, 9, by_id(&id));
+    let bad = req(&t, Received::Unknown(9), by_id(&id));
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -708,7 +708,7 @@ fn s8_2_1_7_ownership_not_transitive() {
     // Nor may the child extend its parent's other reservation.
     let r = req(
         &child,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             ..by_id(&b)
@@ -729,7 +729,7 @@ fn s8_2_1_7_scheduler_is_implicit_owner() {
     d.spawn(&sch, "job-s", Some(&targets(&[&id])), &[1])
         .unwrap();
     let out = d
-        .allocate(&req(&sch, directive::RELEASE, by_id(&id)), &mut s, 0)
+        .allocate(&req(&sch, Directive::Release, by_id(&id)), &mut s, 0)
         .unwrap();
     assert_eq!(
         ended(&out.effects),
@@ -746,7 +746,7 @@ fn s8_2_1_9_1_any_owner_may_release() {
     let id = new_alloc(&mut d, &mut s, &t, nodes(2));
     d.spawn(&t, "job-1", Some(&targets(&[&id])), &[1]).unwrap();
     let stranger = Requester::tool("tool-9");
-    let r = req(&stranger, directive::RELEASE, by_id(&id));
+    let r = req(&stranger, Directive::Release, by_id(&id));
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -755,7 +755,7 @@ fn s8_2_1_9_1_any_owner_may_release() {
     );
     let child = Requester::app("job-1", 0);
     let out = d
-        .allocate(&req(&child, directive::RELEASE, by_id(&id)), &mut s, 0)
+        .allocate(&req(&child, Directive::Release, by_id(&id)), &mut s, 0)
         .unwrap();
     assert!(d.reservation(&id, &s, 0).is_none());
     assert_eq!(killed(&out.effects), vec!["job-1".to_string()]);
@@ -768,7 +768,7 @@ fn s8_2_1_9_4_release_startup_nodes_nobody_killed() {
     let id = new_alloc(&mut d, &mut s, &t, list(&["n001", "n002"]));
     d.spawn(&t, "job-1", Some(&targets(&[&id])), &[4]).unwrap();
     let out = d
-        .allocate(&req(&t, directive::RELEASE, by_id(&id)), &mut s, 0)
+        .allocate(&req(&t, Directive::Release, by_id(&id)), &mut s, 0)
         .unwrap();
     assert!(killed(&out.effects).is_empty());
     assert_eq!(session_of(&d, "n001"), Some(None));
@@ -785,7 +785,7 @@ fn s8_2_1_9_4_release_scheduler_nodes_kills_jobs() {
     d.spawn(&t, "job-in", Some(&targets(&[&id])), &[2]).unwrap();
     d.spawn(&t, "job-out", None, &[1]).unwrap();
     let out = d
-        .allocate(&req(&t, directive::RELEASE, by_id(&id)), &mut s, 0)
+        .allocate(&req(&t, Directive::Release, by_id(&id)), &mut s, 0)
         .unwrap();
     assert_eq!(killed(&out.effects), vec!["job-in".to_string()]);
     assert!(out
@@ -805,7 +805,7 @@ fn s8_2_1_9_1_partial_release_by_count_and_list() {
         .allocate(
             &req(
                 &t,
-                directive::RELEASE,
+                Directive::Release,
                 AllocAttrs {
                     num_nodes: Some(1),
                     ..by_id(&id)
@@ -825,7 +825,7 @@ fn s8_2_1_9_1_partial_release_by_count_and_list() {
         .allocate(
             &req(
                 &t,
-                directive::RELEASE,
+                Directive::Release,
                 AllocAttrs {
                     node_list: Some(vec!["s001".into()]),
                     ..by_id(&id)
@@ -847,7 +847,7 @@ fn s8_2_1_9_1_partial_release_by_count_and_list() {
     );
     let bad = req(
         &t,
-        directive::RELEASE,
+        Directive::Release,
         AllocAttrs {
             node_list: Some(vec!["s004".into()]),
             ..by_id(&id)
@@ -917,7 +917,7 @@ fn owner_with(inherit: Option<u8>, with_child: bool) -> (Dvm, Scheduler, String)
         &mut s,
         &lead,
         AllocAttrs {
-            inherit,
+            inherit: inherit.map(Inheritance::received),
             ..nodes(2)
         },
     );
@@ -1037,7 +1037,10 @@ fn s8_2_1_9_2_child_default_without_children_unreserves_at_owner_death() {
 #[test]
 fn s8_2_1_9_3_absent_inheritance_behaves_as_default() {
     let (mut d, mut s, id) = owner_with(None, true);
-    assert_eq!(d.reservation(&id, &s, 0).unwrap().inherit, "default");
+    assert_eq!(
+        d.reservation(&id, &s, 0).unwrap().inherit,
+        Some(Inheritance::Default)
+    );
     let fx = d.job_terminated("lead", 0, &mut s, 0).unwrap();
     assert_eq!(
         ended(&fx),
@@ -1079,7 +1082,7 @@ fn s8_2_1_9_2_tool_owner_disposition_fires_on_disconnect() {
         &mut s,
         &t,
         AllocAttrs {
-            inherit: Some(CHILD),
+            inherit: Some(Inheritance::received(CHILD)),
             ..nodes(1)
         },
     );
@@ -1108,7 +1111,7 @@ fn s8_2_1_4_shared_allocation_none_returns_nodes_at_owner_death() {
         &app,
         AllocAttrs {
             share: Some(true),
-            inherit: Some(NONE),
+            inherit: Some(Inheritance::received(NONE)),
             ..nodes(2)
         },
     );
@@ -1198,7 +1201,7 @@ fn s8_2_1_9_5_warning_follows_extend_requester_and_extend_lengthens() {
     d.allocate(
         &req(
             &other,
-            directive::EXTEND,
+            Directive::Extend,
             AllocAttrs {
                 time_secs: Some(60),
                 warn_timeout: Some(20),
@@ -1235,7 +1238,7 @@ fn queued_request_granted_when_nodes_free() {
         .allocate(
             &req(
                 &b,
-                directive::NEW,
+                Directive::New,
                 AllocAttrs {
                     req_id: Some("wait".into()),
                     ..nodes(1)
@@ -1256,7 +1259,7 @@ fn queued_request_granted_when_nodes_free() {
         Err(DvmError::NotFound(Rule::SpawnTargetNotFound))
     );
     let rel = d
-        .allocate(&req(&a, directive::RELEASE, by_id(&first)), &mut s, 0)
+        .allocate(&req(&a, Directive::Release, by_id(&first)), &mut s, 0)
         .unwrap();
     let granted: Vec<_> = rel
         .effects
@@ -1295,7 +1298,7 @@ fn req_cancel_removes_queued_request() {
         .allocate(
             &req(
                 &a,
-                directive::NEW,
+                Directive::New,
                 AllocAttrs {
                     req_id: Some("q".into()),
                     ..nodes(1)
@@ -1307,7 +1310,7 @@ fn req_cancel_removes_queued_request() {
         .unwrap();
     assert_eq!(out.status, AllocStatus::Queued);
     let stranger = Requester::tool("tool-x");
-    let r = req(&stranger, directive::REQ_CANCEL, by_id(&out.alloc_id));
+    let r = req(&stranger, Directive::ReqCancel, by_id(&out.alloc_id));
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -1318,7 +1321,7 @@ fn req_cancel_removes_queued_request() {
         .allocate(
             &req(
                 &a,
-                directive::REQ_CANCEL,
+                Directive::ReqCancel,
                 AllocAttrs {
                     req_id: Some("q".into()),
                     ..AllocAttrs::default()
@@ -1331,7 +1334,7 @@ fn req_cancel_removes_queued_request() {
     assert_eq!(c.status, AllocStatus::Cancelled { count: 1 });
     assert!(d.reservation(&out.alloc_id, &s, 0).is_none());
     assert_eq!(s.queue_len(), 0);
-    let again = req(&a, directive::REQ_CANCEL, by_id(&out.alloc_id));
+    let again = req(&a, Directive::ReqCancel, by_id(&out.alloc_id));
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -1373,7 +1376,7 @@ fn s8_2_1_10_compat_default_inheritance_accepted() {
         &mut s,
         &t,
         AllocAttrs {
-            inherit: Some(DEFAULT),
+            inherit: Some(Inheritance::received(DEFAULT)),
             ..nodes(1)
         },
     );
@@ -1440,7 +1443,7 @@ fn s8_2_1_5_1_tool_with_target_does_not_extend_for_the_target() {
     );
     let ext = req(
         &t,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             alloc_id: Some(id.clone()),
@@ -1457,7 +1460,7 @@ fn s8_2_1_5_1_tool_with_target_does_not_extend_for_the_target() {
     // Without TARGET the tool's own namespace is not an owner either.
     let bare = req(
         &t,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             ..by_id(&id)
@@ -1473,7 +1476,7 @@ fn s8_2_1_5_1_tool_with_target_does_not_extend_for_the_target() {
     let leader = Requester::app("leader", 0);
     let own = req(
         &leader,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             ..by_id(&id)
@@ -1513,7 +1516,7 @@ fn queued_extend_granted_later_to_the_extend_requester() {
     let other = new_alloc(&mut d, &mut s, &b, nodes(1));
     let ext = req(
         &a,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             num_nodes: Some(1),
             req_id: Some("more".into()),
@@ -1525,7 +1528,7 @@ fn queued_extend_granted_later_to_the_extend_requester() {
         AllocStatus::Queued
     );
     let out = d
-        .allocate(&req(&b, directive::RELEASE, by_id(&other)), &mut s, 0)
+        .allocate(&req(&b, Directive::Release, by_id(&other)), &mut s, 0)
         .unwrap();
     assert!(out.effects.iter().any(|e| matches!(e,
         Effect::Granted { to, alloc_id, req_id, nodes }
@@ -1542,7 +1545,7 @@ fn s8_2_1_9_2_owner_death_drops_its_queued_request() {
     d.spawn(&t, "job-1", None, &[1]).unwrap();
     let app = Requester::app("job-1", 0);
     let q = d
-        .allocate(&req(&app, directive::NEW, nodes(1)), &mut s, 0)
+        .allocate(&req(&app, Directive::New, nodes(1)), &mut s, 0)
         .unwrap();
     assert_eq!(q.status, AllocStatus::Queued);
     let fx = d.job_terminated("job-1", 0, &mut s, 0).unwrap();
@@ -1577,10 +1580,10 @@ fn lead_with_queued_extend() -> (Dvm, Scheduler, String) {
         .allocate(
             &req(
                 &lead,
-                directive::EXTEND,
+                Directive::Extend,
                 AllocAttrs {
                     req_id: Some("ext-1".into()),
-                    inherit: Some(NONE),
+                    inherit: Some(Inheritance::received(NONE)),
                     num_nodes: Some(2),
                     ..by_id(&id)
                 },
@@ -1603,26 +1606,26 @@ fn s8_2_1_9_1_foreign_tool_with_target_changes_nothing() {
     };
     let cases = [
         (
-            directive::EXTEND,
+            Directive::Extend,
             t(AllocAttrs {
-                inherit: Some(CHILD),
+                inherit: Some(Inheritance::received(CHILD)),
                 num_nodes: Some(1),
                 ..by_id(&id)
             }),
             Rule::ExtendNotOwner,
         ),
-        (directive::RELEASE, t(by_id(&id)), Rule::ReleaseNotOwner),
+        (Directive::Release, t(by_id(&id)), Rule::ReleaseNotOwner),
         (
-            directive::RELEASE,
+            Directive::Release,
             t(AllocAttrs {
                 num_nodes: Some(1),
                 ..by_id(&id)
             }),
             Rule::ReleaseNotOwner,
         ),
-        (directive::REQ_CANCEL, t(by_id(&id)), Rule::CancelNotOwner),
+        (Directive::ReqCancel, t(by_id(&id)), Rule::CancelNotOwner),
         (
-            directive::REQ_CANCEL,
+            Directive::ReqCancel,
             t(AllocAttrs {
                 req_id: Some("ext-1".into()),
                 ..AllocAttrs::default()
@@ -1654,9 +1657,9 @@ fn s8_2_1_9_2_draining_child_extend_to_none_or_default_ends() {
             .allocate(
                 &req(
                     &kid,
-                    directive::EXTEND,
+                    Directive::Extend,
                     AllocAttrs {
-                        inherit: Some(inh),
+                        inherit: Some(Inheritance::received(inh)),
                         ..by_id(&id)
                     },
                 ),
@@ -1680,19 +1683,19 @@ fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
     let (mut d, mut s, id) = lead_with_queued_extend();
     let lead = Requester::app("lead", 0);
     let q = d
-        .allocate(&req(&lead, directive::NEW, nodes(1)), &mut s, 0)
+        .allocate(&req(&lead, Directive::New, nodes(1)), &mut s, 0)
         .unwrap();
     assert_eq!(q.status, AllocStatus::Queued);
     // Someone else's queued request is not touched.
     let other = Requester::tool("tool-2");
     let theirs = d
-        .allocate(&req(&other, directive::NEW, nodes(1)), &mut s, 0)
+        .allocate(&req(&other, Directive::New, nodes(1)), &mut s, 0)
         .unwrap();
     assert_eq!(theirs.status, AllocStatus::Queued);
     assert_eq!(s.queue_len(), 3);
     let out = d
         .allocate(
-            &req(&lead, directive::REQ_CANCEL, AllocAttrs::default()),
+            &req(&lead, Directive::ReqCancel, AllocAttrs::default()),
             &mut s,
             0,
         )
@@ -1704,9 +1707,12 @@ fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
         Effect::Granted { alloc_id, .. } if *alloc_id == theirs.alloc_id)));
     assert!(d.reservation(&q.alloc_id, &s, 0).is_none());
     assert!(d.reservation(&theirs.alloc_id, &s, 0).is_some());
-    assert_eq!(d.reservation(&id, &s, 0).unwrap().inherit, "default");
+    assert_eq!(
+        d.reservation(&id, &s, 0).unwrap().inherit,
+        Some(Inheritance::Default)
+    );
     // Nothing left: NOT_FOUND.
-    let again = req(&lead, directive::REQ_CANCEL, AllocAttrs::default());
+    let again = req(&lead, Directive::ReqCancel, AllocAttrs::default());
     rejected_without_effect(
         &mut d,
         &mut s,
@@ -1719,14 +1725,18 @@ fn rfc002_req_cancel_without_id_cancels_all_of_the_requester() {
 fn rfc002_queued_extend_cancelled_by_its_own_request_id_leaves_nothing() {
     let (mut d, mut s, id) = lead_with_queued_extend();
     let before = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(before.inherit, "default", "queued: nothing applied yet");
+    assert_eq!(
+        before.inherit,
+        Some(Inheritance::Default),
+        "queued: nothing applied yet"
+    );
     assert_eq!(before.warn_to.as_deref(), Some("lead:0"));
     let lead = Requester::app("lead", 0);
     let out = d
         .allocate(
             &req(
                 &lead,
-                directive::REQ_CANCEL,
+                Directive::ReqCancel,
                 AllocAttrs {
                     req_id: Some("ext-1".into()),
                     ..AllocAttrs::default()
@@ -1756,12 +1766,12 @@ fn rfc002_granted_queued_extend_applies_its_inheritance_then() {
         .alloc_id;
     let t2 = Requester::tool("tool-2");
     let out = d
-        .allocate(&req(&t2, directive::RELEASE, by_id(&other)), &mut s, 0)
+        .allocate(&req(&t2, Directive::Release, by_id(&other)), &mut s, 0)
         .unwrap();
     assert!(out.effects.iter().any(|e| matches!(e,
         Effect::Granted { req_id: Some(r), .. } if r == "ext-1")));
     let r = d.reservation(&id, &s, 0).unwrap();
-    assert_eq!(r.inherit, "none");
+    assert_eq!(r.inherit, Some(Inheritance::None));
     assert_eq!(r.nodes.len(), 3);
 }
 
@@ -1785,7 +1795,7 @@ fn s8_2_1_9_5_extend_not_moving_deadline_does_not_rewarn() {
         .allocate(
             &req(
                 &t,
-                directive::EXTEND,
+                Directive::Extend,
                 AllocAttrs {
                     num_nodes: Some(1),
                     ..by_id(&id)
@@ -1802,7 +1812,7 @@ fn s8_2_1_9_5_extend_not_moving_deadline_does_not_rewarn() {
     d.allocate(
         &req(
             &t,
-            directive::EXTEND,
+            Directive::Extend,
             AllocAttrs {
                 time_secs: Some(60),
                 ..by_id(&id)
@@ -1824,9 +1834,9 @@ fn s8_2_1_10_out_of_range_inheritance_same_status_in_compat() {
         for v in [0u8, 5, 255] {
             let r = req(
                 &t,
-                directive::NEW,
+                Directive::New,
                 AllocAttrs {
-                    inherit: Some(v),
+                    inherit: Some(Inheritance::received(v)),
                     ..nodes(1)
                 },
             );
@@ -1857,7 +1867,7 @@ fn s8_2_1_8_extend_missing_id_with_existing_req_id_not_found() {
     );
     let r = req(
         &t,
-        directive::EXTEND,
+        Directive::Extend,
         AllocAttrs {
             alloc_id: Some("alloc.999".into()),
             req_id: Some("r1".into()),
@@ -1898,7 +1908,7 @@ fn s8_2_1_9_5_extend_without_threshold_keeps_the_warning_where_it_was() {
     let extend = |warn: Option<u32>| {
         req(
             &other_rank,
-            directive::EXTEND,
+            Directive::Extend,
             AllocAttrs {
                 time_secs: Some(600),
                 warn_timeout: warn,

@@ -333,7 +333,7 @@ fn target_naming_no_live_namespace_is_refused_and_holds_nothing() {
     let s = pdvm.session();
     let r = pmix_tools::ops::alloc::allocate(
         &s,
-        1,
+        pmix_tools::proto::Directive::New,
         &[
             pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_NUM_NODES, 1u64),
             pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_TARGET, "typo@98"),
@@ -520,7 +520,7 @@ fn cancelled_and_extended_reservations_keep_their_request_id_and_owner() {
     let own = s.conn().server().0.to_string();
     let r = pmix_tools::ops::alloc::allocate(
         &s,
-        1,
+        pmix_tools::proto::Directive::New,
         &[
             pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_NUM_NODES, 1u64),
             pmix_tools::codec::Info::new(pmix_tools::proto::keys::ALLOC_TARGET, own.as_str()),

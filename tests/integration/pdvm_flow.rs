@@ -86,7 +86,7 @@ fn tool_allocates_spawns_into_reservation_and_sees_output_and_end() {
 
     let r = alloc::allocate(
         &s,
-        pmix_tools::proto::directive::NEW,
+        pmix_tools::proto::Directive::New,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(keys::ALLOC_REQ_ID, "req-1"),
@@ -273,7 +273,7 @@ fn v61_peer_is_served_in_v61() {
     assert!(query::namespaces(&s).unwrap().contains(&s.me().0));
     let r = alloc::allocate(
         &s,
-        pmix_tools::proto::directive::NEW,
+        pmix_tools::proto::Directive::New,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
@@ -285,5 +285,9 @@ fn v61_peer_is_served_in_v61() {
     .expect("granted");
     let rows = pmix_tools::ops::status_query::reservations(&s, r.alloc_id.as_deref()).unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(rows[0].inherit, "child", "{rows:?}");
+    assert_eq!(
+        rows[0].inherit,
+        Some(pmix_tools::proto::Inheritance::Child),
+        "{rows:?}"
+    );
 }

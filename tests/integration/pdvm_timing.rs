@@ -41,7 +41,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
     let t0 = Instant::now();
     let r = alloc::allocate(
         &a,
-        pmix_tools::proto::directive::NEW,
+        pmix_tools::proto::Directive::New,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
@@ -59,7 +59,7 @@ fn warning_goes_to_requester_only_and_queued_request_is_granted_on_expiry() {
         let waiter = sc.spawn(|| {
             alloc::allocate(
                 &b,
-                pmix_tools::proto::directive::NEW,
+                pmix_tools::proto::Directive::New,
                 &[
                     Info::new(keys::ALLOC_NUM_NODES, 1u64),
                     Info::new(keys::ALLOC_REQ_ID, "b-req"),

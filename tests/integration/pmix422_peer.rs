@@ -61,7 +61,7 @@ fn connect_query_and_allocate_against_openpmix_4_2_2() {
             pmix_tools::codec::attrs::alloc_time_value(s.server_version(), 90),
         ),
     ];
-    let r = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &info).expect("allocate");
+    let r = ops::alloc::allocate(&s, pmix_tools::proto::Directive::New, &info).expect("allocate");
     assert_eq!(r.alloc_id.as_deref(), Some("py422-alloc-1"));
     assert_eq!(r.request_id.as_deref(), Some("my-req-7"));
     // what libpmix 4.2.2 decoded from our bytes

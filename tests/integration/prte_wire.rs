@@ -173,7 +173,7 @@ fn allocation_request_is_refused_as_not_supported() {
     });
     let e = ops::alloc::allocate(
         &s,
-        pmix_tools::proto::directive::NEW,
+        pmix_tools::proto::Directive::New,
         &[Info::new(keys::ALLOC_NUM_NODES, 1u64)],
     )
     .unwrap_err();
@@ -194,7 +194,7 @@ fn inheritance_is_refused_before_sending_to_a_v41_server() {
         keys::ALLOC_INHERITANCE,
         Value::AllocInherit(AllocInheritance::CHILD),
     )];
-    let e = ops::alloc::allocate(&s, pmix_tools::proto::directive::NEW, &info).unwrap_err();
+    let e = ops::alloc::allocate(&s, pmix_tools::proto::Directive::New, &info).unwrap_err();
     assert_eq!(e.status, Status::ERR_NOT_SUPPORTED);
     assert!(e.context.contains("v41"), "{}", e.context);
 }

@@ -53,7 +53,7 @@ fn given_identity_with_nonzero_rank_gets_its_own_warning_and_grant() {
     assert_eq!(a.me(), ("ranked@1".to_string(), 5));
     let r = alloc::allocate(
         &a,
-        pmix_tools::proto::directive::NEW,
+        pmix_tools::proto::Directive::New,
         &[
             Info::new(keys::ALLOC_NUM_NODES, 1u64),
             Info::new(
@@ -70,7 +70,7 @@ fn given_identity_with_nonzero_rank_gets_its_own_warning_and_grant() {
         let waiter = sc.spawn(|| {
             alloc::allocate(
                 &b,
-                pmix_tools::proto::directive::NEW,
+                pmix_tools::proto::Directive::New,
                 &[
                     Info::new(keys::ALLOC_NUM_NODES, 1u64),
                     Info::new(keys::ALLOC_REQ_ID, "b-req"),

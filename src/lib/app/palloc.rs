@@ -20,7 +20,7 @@ use crate::ops::events::{decode_notification, register};
 use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
-use crate::proto::{directive, Inheritance};
+use crate::proto::{Directive, Inheritance};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
@@ -98,19 +98,13 @@ pub fn request_infos(
     if let (Some(code), true) = (req.inherit, send_inheritance) {
         v.push(Info::new(
             keys::ALLOC_INHERITANCE,
-            Value::AllocInherit(AllocInheritance(code)),
+            Value::AllocInherit(AllocInheritance(code.code())),
         ));
     }
     if let Some(w) = req.warn_timeout {
         v.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
     }
     v
-}
-
-fn inherit_word(code: Option<u8>) -> &'static str {
-    code.and_then(Inheritance::from_code)
-        .unwrap_or(Inheritance::Default)
-        .word()
 }
 
 /// Whether palloc will surely act as a tool, known before connecting: a
@@ -142,7 +136,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     let shell = std::env::var("SHELL").ok();
     let mode = args.mode_at(interactive(), shell.as_deref());
     let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));
-    if req.directive == directive::NEW && req.request_id.is_none() {
+    if req.directive == Directive::New && req.request_id.is_none() {
         req.request_id = Some(generated_request_id());
     }
     // Outside a job, a tool's request dies with its namespace: a request
@@ -150,7 +144,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     // for a script, as `salloc --no-shell`) is handed, before connecting, to
     // a detached palloc that waits for it and then holds the grant until it
     // is released, expires or the DVM ends.
-    if req.directive == directive::NEW && acts_as_tool(args) {
+    if req.directive == Directive::New && acts_as_tool(args) {
         match mode {
             PallocMode::NoWait => return submit_detached(args, &req, ui, Detach::Submit),
             PallocMode::Print if req.target.is_none() => {
@@ -164,7 +158,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     let held = req.alloc_id.as_deref().or(req
         .request_id
         .as_deref()
-        .filter(|_| req.directive == directive::EXTEND));
+        .filter(|_| req.directive == Directive::Extend));
     let s = connect_for(&args.connect, ui, held)?;
     let from_application = matches!(s.conn().identity(), Identity::Client { .. });
     let attrs = AttrsPresent {
@@ -172,12 +166,10 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
         from_application,
         alloc_id: req.alloc_id.is_some(),
         req_id: req.request_id.is_some(),
-        non_default_inheritance: req
-            .inherit
-            .is_some_and(|c| c != Inheritance::Default.code()),
+        non_default_inheritance: req.inherit.is_some_and(|c| c != Inheritance::Default),
         spawn_target: false,
     };
-    let op = if req.directive == directive::EXTEND {
+    let op = if req.directive == Directive::Extend {
         Operation::AllocExtend
     } else {
         Operation::AllocNew
@@ -185,7 +177,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     // Outside a job, a tool's request dies with its namespace: a request
     // that must outlive this palloc (as sbatch's does) is handed to a
     // detached palloc that waits for it and then holds the grant.
-    if mode == PallocMode::NoWait && !from_application && req.directive == directive::NEW {
+    if mode == PallocMode::NoWait && !from_application && req.directive == Directive::New {
         finish(s);
         return submit_detached(args, &req, ui, Detach::Submit);
     }
@@ -194,7 +186,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     // released, expires or the DVM ends, and every command finds it by its id.
     if mode == PallocMode::Print
         && !from_application
-        && req.directive == directive::NEW
+        && req.directive == Directive::New
         && req.target.is_none()
     {
         finish(s);
@@ -209,16 +201,16 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
     let user_rule = req.inherit;
     let default_rule = user_rule.is_none()
         && !from_application
-        && req.directive == directive::NEW
+        && req.directive == Directive::New
         && req.target.is_none()
         && s.wire().supports(dt::ALLOC_INHERIT);
     if default_rule {
-        req.inherit = Some(Inheritance::Child.code());
+        req.inherit = Some(Inheritance::Child);
     }
     // PMIX_ALLOC_INHERITANCE needs wire type 75, which a v41 server lacks.
     let mut send_inheritance = req.inherit.is_some();
     if send_inheritance && !s.wire().supports(dt::ALLOC_INHERIT) {
-        if req.inherit == Some(Inheritance::Default.code()) {
+        if req.inherit == Some(Inheritance::Default) {
             ui.detail("--inherit default is this DVM's behaviour already; not sending it");
             send_inheritance = false;
         } else {
@@ -240,7 +232,7 @@ reservation support (nothing was sent)",
     if let (Some(t), false, true) = (
         &req.target,
         from_application,
-        req.directive == directive::NEW,
+        req.directive == Directive::New,
     ) {
         if crate::ops::alloc::target_is_live(&s, t) == Some(false) {
             finish(s);
@@ -353,7 +345,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         }
     };
     let mut rec = granted_record(&req, &reply, &s, from_application);
-    if req.directive == directive::EXTEND {
+    if req.directive == Directive::Extend {
         as_the_dvm_has_it(&s, &mut rec);
     }
     ui.record(&rec);
@@ -413,12 +405,12 @@ fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -
         ));
     };
     let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
-    let answer = begin_allocate(s, directive::REQ_CANCEL, &cancel).and_then(|t| {
+    let answer = begin_allocate(s, Directive::ReqCancel, &cancel).and_then(|t| {
         match s
             .conn()
             .await_reply(t, &[], Some(Instant::now() + CANCEL_WAIT))?
         {
-            Some(bytes) => decode_alloc_reply(s, directive::REQ_CANCEL, &bytes).map(Some),
+            Some(bytes) => decode_alloc_reply(s, Directive::ReqCancel, &bytes).map(Some),
             None => Ok(None),
         }
     });
@@ -486,7 +478,7 @@ pub fn granted_record(
         .or(req.time_secs);
     // The expiry the DVM reports wins over one computed from what was asked.
     let remaining = find(keys::TIME_REMAINING).and_then(Value::as_u64);
-    let extend = req.directive == directive::EXTEND;
+    let extend = req.directive == Directive::Extend;
     // What the DVM applied wins over what was asked (a DVM may ignore
     // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
     let owner = find(keys::ALLOC_TARGET)
@@ -498,11 +490,11 @@ pub fn granted_record(
         .map(|v| v.is_true())
         .unwrap_or(req.share);
     let inherit = match find(keys::ALLOC_INHERITANCE) {
-        Some(crate::codec::Value::AllocInherit(i)) => Some(i.0),
+        Some(crate::codec::Value::AllocInherit(i)) => Inheritance::from_code(i.0),
         Some(v) => v
             .as_str()
             .and_then(crate::codec::AllocInheritance::from_word)
-            .map(|i| i.0),
+            .and_then(|i| Inheritance::from_code(i.0)),
         None => req.inherit,
     };
     // Through a holder, the namespace is the holder's: it outlives us.
@@ -519,7 +511,7 @@ pub fn granted_record(
         expires_at: remaining.or(time).map(|t| now_secs() as u64 + t),
         reserved: !share,
         owner_nspace: owner,
-        inherit: inherit_word(inherit).into(),
+        inherit: inherit.unwrap_or(Inheritance::Default),
         on_owner_exit: disposition_on_exit(inherit, owner_is_self, &alloc_id),
     }
 }
@@ -654,7 +646,7 @@ fn await_answer(
             clear();
             s.conn().give_up(tag);
             return Err(Failure::outcome_unknown(
-                if req.directive == directive::EXTEND {
+                if req.directive == Directive::Extend {
                     Operation::AllocExtend
                 } else {
                     Operation::AllocNew
@@ -979,7 +971,7 @@ const LOST_GRACE: Duration = Duration::from_secs(1);
 /// CMD ended: give the allocation back to the scheduler, as salloc does.
 fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
     let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
-    match allocate(s, directive::RELEASE, &release) {
+    match allocate(s, Directive::Release, &release) {
         Ok(_) => {
             rec.on_owner_exit = format!(
                 "{why}: released allocation {} (its nodes go back to the scheduler)",
@@ -1007,7 +999,7 @@ mod tests {
     #[test]
     fn infos_carry_every_flag_in_wire_form() {
         let req = AllocRequest {
-            directive: directive::NEW,
+            directive: Directive::New,
             nodes: Some(2),
             nodelist: vec!["n1".into(), "n2".into()],
             exclude: vec!["n3".into()],
@@ -1019,7 +1011,7 @@ mod tests {
             alloc_id: None,
             target: Some("job@1".into()),
             share: true,
-            inherit: Some(2),
+            inherit: Some(Inheritance::Child),
             warn_timeout: Some(60),
         };
         let v = request_infos(&req, Some("5.0.11"), true);

@@ -7,8 +7,8 @@ use crate::codec::Info;
 use crate::conn::Identity;
 use crate::ops::alloc::allocate;
 use crate::ops::Session;
-use crate::proto::directive;
 use crate::proto::keys;
+use crate::proto::Directive;
 use crate::render::ReleaseRecord;
 
 use super::{connect_for, finish, Failure, Ui};
@@ -78,10 +78,10 @@ pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
 /// job (terminated). The sentence saying what was done, if anything.
 fn other_meaning(s: &Session, id: &str) -> Option<String> {
     let by_req = [Info::new(keys::ALLOC_REQ_ID, id)];
-    if allocate(s, directive::REQ_CANCEL, &by_req).is_ok() {
+    if allocate(s, Directive::ReqCancel, &by_req).is_ok() {
         return Some(format!("cancelled queued request {id}"));
     }
-    if let Ok(r) = allocate(s, directive::RELEASE, &by_req) {
+    if let Ok(r) = allocate(s, Directive::Release, &by_req) {
         let a = r.alloc_id.unwrap_or_default();
         return Some(format!("released {a} (request {id})"));
     }
@@ -108,8 +108,8 @@ fn failed_record(req: &ReleaseRequest, f: &Failure) -> ReleaseRecord {
 
 fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     let (op, word, done) = match req.directive {
-        directive::REQ_CANCEL => (Operation::Cancel, "cancel", "cancelled request"),
-        directive::REAQUIRE => (Operation::Reacquire, "reacquire", "reacquired"),
+        Directive::ReqCancel => (Operation::Cancel, "cancel", "cancelled request"),
+        Directive::Reaquire => (Operation::Reacquire, "reacquire", "reacquired"),
         _ => (Operation::Release, "release", "released"),
     };
     let what = req
@@ -129,7 +129,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     // `prelease ID` where ID is no allocation, as scancel takes any id: a
     // request still queued (a submitted `palloc --no-wait`) is withdrawn, a
     // granted one named by its request id released, a job cancelled.
-    if let (Err(e), Some(id), directive::RELEASE) = (&answer, &req.alloc_id, req.directive) {
+    if let (Err(e), Some(id), Directive::Release) = (&answer, &req.alloc_id, req.directive) {
         let whole = req.nodelist.is_empty() && req.nodes.is_none();
         if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
             if let Some(done) = other_meaning(s, id) {
@@ -146,7 +146,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
             } else {
                 ""
             };
-            let what = if req.directive == directive::REQ_CANCEL {
+            let what = if req.directive == Directive::ReqCancel {
                 req.request_id.clone().unwrap_or_default()
             } else {
                 what

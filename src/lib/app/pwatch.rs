@@ -15,7 +15,7 @@ use crate::ops::alloc::allocate;
 use crate::ops::events::{decode_notification, register, Event};
 use crate::ops::{status_query, Session};
 use crate::proto::status::Status;
-use crate::proto::{directive, keys};
+use crate::proto::{keys, Directive};
 use crate::render::EventWriter;
 
 use super::events::{codes_for, EventFields};
@@ -134,7 +134,7 @@ fn extend(
     if let Some(w) = warn {
         info.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
     }
-    allocate(s, directive::EXTEND, &info)
+    allocate(s, Directive::Extend, &info)
         .map(|_| ())
         .map_err(|e| {
             let attrs = AttrsPresent {

@@ -506,8 +506,6 @@ mod tests {
 
     #[test]
     fn conversions() {
-        assert_eq!(status_query::inherit_word("CHILD_DEFAULT"), "child-default");
-        assert_eq!(status_query::inherit_word(""), "default");
         let n = node(status_query::NodeRecord {
             name: "n1".into(),
             session: String::new(),

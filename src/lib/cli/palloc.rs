@@ -6,7 +6,7 @@ use super::parse::{
     parse_warn_secs, NodeList, TimeLimit,
 };
 use super::request::AllocRequest;
-use crate::proto::directive;
+use crate::proto::Directive;
 use crate::proto::{parse_inheritance, Inheritance};
 use clap::Parser;
 
@@ -167,7 +167,7 @@ pub struct PallocArgs {
     /// What happens when the owner ends: none, child, default, child-default
     /// (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`).
     #[arg(long, value_name = "RULE", value_parser = parse_inheritance)]
-    pub inherit: Option<u8>,
+    pub inherit: Option<Inheritance>,
 
     /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT):
     /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS.
@@ -269,9 +269,9 @@ impl PallocArgs {
         let names_nodes = self.nodes.is_some() || self.nodelist.is_some() || self.cpus.is_some();
         AllocRequest {
             directive: if extending {
-                directive::EXTEND
+                Directive::Extend
             } else {
-                directive::NEW
+                Directive::New
             },
             nodes: if extending || names_nodes {
                 self.nodes
@@ -342,13 +342,11 @@ impl PallocArgs {
 /// what now becomes of it and why. `owner_is_self` is true when palloc's
 /// own (tool) namespace owns it, i.e. no `--target` and not acting for a job.
 pub(crate) fn disposition_on_exit(
-    inherit: Option<u8>,
+    inherit: Option<Inheritance>,
     owner_is_self: bool,
     alloc_id: &str,
 ) -> String {
-    let rule = inherit
-        .and_then(Inheritance::from_code)
-        .unwrap_or(Inheritance::Default);
+    let rule = inherit.unwrap_or(Inheritance::Default);
     let why = if inherit.is_none() {
         " (no --inherit given: the default rule)"
     } else {
@@ -384,8 +382,12 @@ mod tests {
     #[test]
     fn disposition_sentences() {
         assert!(disposition_on_exit(None, true, "a1").contains("default rule"));
-        assert!(disposition_on_exit(Some(1), true, "a1").contains("return to the scheduler now"));
-        assert!(disposition_on_exit(Some(2), true, "a1").contains("last job"));
-        assert!(disposition_on_exit(Some(4), false, "a1").contains("outlives palloc"));
+        assert!(disposition_on_exit(Some(Inheritance::None), true, "a1")
+            .contains("return to the scheduler now"));
+        assert!(disposition_on_exit(Some(Inheritance::Child), true, "a1").contains("last job"));
+        assert!(
+            disposition_on_exit(Some(Inheritance::ChildDefault), false, "a1")
+                .contains("outlives palloc")
+        );
     }
 }

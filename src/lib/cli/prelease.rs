@@ -3,7 +3,7 @@
 use super::common::{ConnectArgs, OutputArgs};
 use super::parse::{parse_count, parse_id, parse_nodelist_arg, NodeList};
 use super::request::ReleaseRequest;
-use crate::proto::directive;
+use crate::proto::Directive;
 use clap::Parser;
 
 const ABOUT: &str = "Release allocations, cancel queued requests, or reacquire released nodes";
@@ -108,20 +108,20 @@ or one --request-id"
     pub fn requests(&self) -> Vec<ReleaseRequest> {
         if let Some(r) = &self.cancel {
             return vec![ReleaseRequest {
-                directive: directive::REQ_CANCEL,
+                directive: Directive::ReqCancel,
                 request_id: Some(r.clone()),
                 ..Default::default()
             }];
         }
         if let Some(a) = &self.reacquire {
             return vec![ReleaseRequest {
-                directive: directive::REAQUIRE,
+                directive: Directive::Reaquire,
                 alloc_id: Some(a.clone()),
                 ..Default::default()
             }];
         }
         let partial = |alloc_id: Option<String>, request_id: Option<String>| ReleaseRequest {
-            directive: directive::RELEASE,
+            directive: Directive::Release,
             alloc_id,
             request_id,
             nodes: self.nodes,

@@ -4,12 +4,13 @@
 //! PMIx attributes (`PMIX_ALLOC_*`, `PMIX_SPAWN_TARGET`, …) for the wire.
 
 use super::parse::EnvSpec;
+use crate::proto::{Directive, Inheritance};
 
 /// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AllocRequest {
-    /// [`directive::NEW`] or [`directive::EXTEND`].
-    pub directive: u8,
+    /// [`Directive::New`] or [`Directive::Extend`].
+    pub directive: Directive,
     /// `PMIX_ALLOC_NUM_NODES`.
     pub nodes: Option<u64>,
     /// `PMIX_ALLOC_NODE_LIST`, expanded names.
@@ -33,8 +34,8 @@ pub struct AllocRequest {
     pub target: Option<String>,
     /// `PMIX_ALLOC_SHARE=true` when set.
     pub share: bool,
-    /// `PMIX_ALLOC_INHERITANCE` code (1..=4), absent means the DVM default.
-    pub inherit: Option<u8>,
+    /// `PMIX_ALLOC_INHERITANCE`, absent means the DVM default.
+    pub inherit: Option<Inheritance>,
     /// `PMIX_ALLOC_WARN_TIMEOUT`, seconds.
     pub warn_timeout: Option<u32>,
 }
@@ -90,8 +91,8 @@ pub enum StdinTarget {
 /// One release-family request (prelease): RELEASE, REQ_CANCEL or REAQUIRE.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReleaseRequest {
-    /// [`directive::RELEASE`], [`directive::REQ_CANCEL`] or [`directive::REAQUIRE`].
-    pub directive: u8,
+    /// [`Directive::Release`], [`Directive::ReqCancel`] or [`Directive::Reaquire`].
+    pub directive: Directive,
     /// `PMIX_ALLOC_ID`.
     pub alloc_id: Option<String>,
     /// `PMIX_ALLOC_REQ_ID`.

@@ -528,7 +528,8 @@ impl Holder {
             alloc_id: Some(a),
             whole: true,
             ..
-        } if *directive == crate::proto::directive::RELEASE && *a == self.alloc_id)
+        } if *directive == crate::proto::Received::Known(crate::proto::Directive::Release)
+            && *a == self.alloc_id)
     }
 
     /// How many clients are connected now.

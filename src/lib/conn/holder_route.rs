@@ -5,7 +5,7 @@
 
 use crate::codec::{AllocDirective, Cmd, Decoder, Info, Proc, Size, Value, WireVersion};
 use crate::proto::status::Status;
-use crate::proto::{cmd, directive, keys};
+use crate::proto::{cmd, keys, Directive, Received};
 
 /// Most entries read from one info list (more is a malformed message).
 const MAX_INFOS: u64 = 4096;
@@ -25,7 +25,7 @@ pub(crate) enum Kind {
     /// An allocation request.
     Alloc {
         /// The directive sent.
-        directive: u8,
+        directive: Received<Directive>,
         /// `PMIX_ALLOC_ID`, when given.
         alloc_id: Option<String>,
         /// Whether it asks for a timeout warning (`PMIX_ALLOC_WARN_TIMEOUT`).
@@ -103,12 +103,12 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
             Kind::RegEvents(codes)
         }
         cmd::ALLOC => {
-            let Ok(AllocDirective(directive)) = d.unpack_one::<AllocDirective>() else {
+            let Ok(AllocDirective(code)) = d.unpack_one::<AllocDirective>() else {
                 return Kind::Other;
             };
             let infos = read_infos(&mut d).unwrap_or_default();
             Kind::Alloc {
-                directive,
+                directive: Directive::received(code),
                 alloc_id: find(&infos, keys::ALLOC_ID)
                     .and_then(Value::as_str)
                     .map(String::from),
@@ -123,8 +123,11 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
 
 /// Whether an allocation directive acts on an existing allocation (and so
 /// must name the holder's own).
-pub(crate) fn acts_on_existing(d: u8) -> bool {
-    d == directive::EXTEND || d == directive::RELEASE || d == directive::REAQUIRE
+pub(crate) fn acts_on_existing(d: Received<Directive>) -> bool {
+    matches!(
+        d,
+        Received::Known(Directive::Extend | Directive::Release | Directive::Reaquire)
+    )
 }
 
 /// The namespace a successful spawn reply names.
@@ -213,7 +216,8 @@ mod tests {
             );
             let mut e = Encoder::new(wire);
             e.pack_one(&Cmd(cmd::ALLOC)).unwrap();
-            e.pack_one(&AllocDirective(directive::EXTEND)).unwrap();
+            e.pack_one(&AllocDirective(Directive::Extend.code()))
+                .unwrap();
             write_infos(
                 &mut e,
                 &[
@@ -225,7 +229,7 @@ mod tests {
             assert_eq!(
                 classify(&e.into_bytes(), wire),
                 Kind::Alloc {
-                    directive: directive::EXTEND,
+                    directive: Received::Known(Directive::Extend),
                     alloc_id: Some("a1".into()),
                     warn: true,
                     whole: true

@@ -7,7 +7,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::proto::{directive, Inheritance};
+use crate::proto::{Directive, Inheritance, Received};
 use crate::sched::{NodeAsk, SchedError, SchedRequest, Scheduler, Submit};
 
 use super::error::{DvmError, Rule};
@@ -24,8 +24,8 @@ pub(super) const MEM_PER_SLOT_MB: u64 = 4096;
 pub struct AllocRequest {
     /// Who asks.
     pub requester: Requester,
-    /// `pmix_alloc_directive_t` (1..=5).
-    pub directive: u8,
+    /// `pmix_alloc_directive_t` as sent (an unknown code is refused).
+    pub directive: Received<Directive>,
     /// Decoded attributes.
     pub attrs: AllocAttrs,
 }
@@ -66,9 +66,9 @@ impl Dvm {
     /// Answers an allocation request. On `Err` nothing changed anywhere.
     pub fn allocate(&mut self, req: &AllocRequest, sched: &mut Scheduler, now: u64) -> Answer {
         let a = &req.attrs;
-        if !(directive::NEW..=directive::REQ_CANCEL).contains(&req.directive) {
+        let Received::Known(directive) = req.directive else {
             return Err(DvmError::BadParam(Rule::BadDirective));
-        }
+        };
         // §8.2.1.8 row 1 (TARGET is unknown to a compat DVM: ignored there).
         if !self.cfg.compat
             && req.requester.class == RequesterClass::Application
@@ -76,12 +76,12 @@ impl Dvm {
         {
             return Err(DvmError::NoPermissions(Rule::AppTarget));
         }
-        match req.directive {
-            directive::NEW => self.alloc_new(req, sched, now),
-            directive::EXTEND => self.alloc_extend(req, sched, now),
-            directive::RELEASE => self.alloc_release(req, sched, now),
-            directive::REAQUIRE => Err(DvmError::NotSupported(Rule::ReacquireNotSupported)),
-            _ => self.alloc_cancel(req, sched, now),
+        match directive {
+            Directive::New => self.alloc_new(req, sched, now),
+            Directive::Extend => self.alloc_extend(req, sched, now),
+            Directive::Release => self.alloc_release(req, sched, now),
+            Directive::Reaquire => Err(DvmError::NotSupported(Rule::ReacquireNotSupported)),
+            Directive::ReqCancel => self.alloc_cancel(req, sched, now),
         }
     }
 
@@ -90,7 +90,7 @@ impl Dvm {
             return Ok(None);
         };
         // A value outside the type is malformed whatever the mode.
-        let i = Inheritance::from_code(v).ok_or(DvmError::BadParam(Rule::InheritInvalid))?;
+        let i = v.known().ok_or(DvmError::BadParam(Rule::InheritInvalid))?;
         // §8.2.1.10: only the default disposition exists in compat mode;
         // asking for it explicitly is harmless, anything else is refused.
         if self.cfg.compat && i != Inheritance::Default {

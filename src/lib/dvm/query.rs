@@ -92,7 +92,7 @@ impl Dvm {
             session_id: Some(u32::try_from(r.seq).unwrap_or(u32::MAX)),
             owner_nspace: o.name.clone(),
             owners: r.owners.clone(),
-            inherit: r.inherit.word().to_string(),
+            inherit: Some(r.inherit),
             share: r.share,
             nodes: r
                 .nodes

@@ -53,7 +53,7 @@ impl Requester {
     }
 }
 
-use crate::proto::Inheritance;
+use crate::proto::{Inheritance, Received};
 
 /// The attributes of an allocation request, already decoded from the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,8 +62,8 @@ pub struct AllocAttrs {
     pub target: Option<String>,
     /// `PMIX_ALLOC_SHARE`.
     pub share: Option<bool>,
-    /// `PMIX_ALLOC_INHERITANCE` (raw; 1..=4 valid).
-    pub inherit: Option<u8>,
+    /// `PMIX_ALLOC_INHERITANCE` as sent (an unknown code is refused).
+    pub inherit: Option<Received<Inheritance>>,
     /// `PMIX_ALLOC_WARN_TIMEOUT` in seconds.
     pub warn_timeout: Option<u32>,
     /// `PMIX_ALLOC_ID`.

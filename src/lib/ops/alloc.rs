@@ -9,7 +9,7 @@ use crate::proto::status::Status;
 
 use super::session::{find, read_infos, Session};
 use crate::codec::attrs::write_infos;
-use crate::proto::{cmd, keys};
+use crate::proto::{cmd, keys, Directive};
 
 /// A granted (or acknowledged) allocation request.
 #[derive(Clone, Debug, Serialize)]
@@ -28,7 +28,7 @@ pub struct AllocReply {
 ///
 /// A refusal comes back as an [`Error`] whose status is the server's (for
 /// example `PMIX_ERR_NOT_SUPPORTED` from a DVM without reservation support).
-pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply> {
+pub fn allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<AllocReply> {
     let reply = s.call(alloc_request(s, directive, info)?)?;
     decode_alloc_reply(s, directive, &reply)
 }
@@ -36,29 +36,33 @@ pub fn allocate(s: &Session, directive: u8, info: &[Info]) -> Result<AllocReply>
 /// Send an allocation request without waiting: returns the pending reply's
 /// tag (see [`crate::conn::Connection::begin`]); decode the reply with
 /// [`decode_alloc_reply`].
-pub fn begin_allocate(s: &Session, directive: u8, info: &[Info]) -> Result<u32> {
+pub fn begin_allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<u32> {
     let e = alloc_request(s, directive, info)?;
     s.conn().begin(e.bytes())
 }
 
-fn alloc_request(s: &Session, directive: u8, info: &[Info]) -> Result<crate::codec::Encoder> {
+fn alloc_request(
+    s: &Session,
+    directive: Directive,
+    info: &[Info],
+) -> Result<crate::codec::Encoder> {
     s.check_infos(info)?;
     let mut e = s.request(cmd::ALLOC)?;
-    e.pack_one(&AllocDirective(directive))?;
+    e.pack_one(&AllocDirective(directive.code()))?;
     write_infos(&mut e, info)?;
     Ok(e)
 }
 
 /// Read the reply to an allocation request with `directive`.
-pub fn decode_alloc_reply(s: &Session, directive: u8, reply: &[u8]) -> Result<AllocReply> {
+pub fn decode_alloc_reply(s: &Session, directive: Directive, reply: &[u8]) -> Result<AllocReply> {
     let mut d = s.decoder(reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {
-        return Err(Error::refused(st, crate::proto::directive::name(directive)));
+        return Err(Error::refused(st, directive.pmix_name()));
     }
     let info = read_infos(&mut d)?;
     Ok(AllocReply {
-        directive: crate::proto::directive::name(directive),
+        directive: directive.pmix_name(),
         alloc_id: find(&info, keys::ALLOC_ID)
             .and_then(Value::as_str)
             .map(String::from),

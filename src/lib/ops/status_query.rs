@@ -20,7 +20,7 @@ use crate::proto::status::Status;
 
 use super::query::query;
 use super::session::Session;
-use crate::proto::keys;
+use crate::proto::{keys, Inheritance};
 
 /// Query key answered with the job table (pdvm's own; no standard key exists).
 pub const QUERY_JOBS: &str = "pdvm.qry.jobs";
@@ -144,7 +144,9 @@ pub fn reservation_infos(r: &ReservationRecord, wire: WireVersion) -> Vec<Info> 
     }
     v.push(s(keys::ALLOC_TARGET, &r.owner_nspace));
     v.push(s(OWNERS, r.owners.join(",")));
-    v.push(inheritance_info(&r.inherit, wire));
+    if let Some(i) = r.inherit {
+        v.push(inheritance_info(i, wire));
+    }
     v.push(Info::new(keys::ALLOC_SHARE, r.share));
     v.push(s(keys::NODE_LIST, r.nodes.join(",")));
     if let Some(t) = r.expires_in {
@@ -162,13 +164,12 @@ pub fn reservation_infos(r: &ReservationRecord, wire: WireVersion) -> Vec<Info> 
 
 /// `PMIX_ALLOC_INHERITANCE` for `wire`: type 75 where the peer has it, else
 /// the spec word.
-pub fn inheritance_info(word: &str, wire: WireVersion) -> Info {
-    match AllocInheritance::from_word(word) {
-        Some(i) if wire.supports(crate::codec::dt::ALLOC_INHERIT) => {
-            Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(i))
-        }
-        Some(i) => s(keys::ALLOC_INHERITANCE, i.as_str()),
-        None => s(keys::ALLOC_INHERITANCE, word),
+pub fn inheritance_info(rule: Inheritance, wire: WireVersion) -> Info {
+    let i = AllocInheritance(rule.code());
+    if wire.supports(crate::codec::dt::ALLOC_INHERIT) {
+        Info::new(keys::ALLOC_INHERITANCE, Value::AllocInherit(i))
+    } else {
+        s(keys::ALLOC_INHERITANCE, i.as_str())
     }
 }
 
@@ -176,6 +177,7 @@ pub fn inheritance_info(word: &str, wire: WireVersion) -> Info {
 /// an expiry time.
 pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
     let mut r = ReservationRecord::default();
+    let mut inherit = None;
     for i in infos {
         match i.key.as_str() {
             keys::ALLOC_ID => r.alloc_id = text(&i.value),
@@ -184,10 +186,10 @@ pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
             keys::ALLOC_TARGET => r.owner_nspace = text(&i.value),
             OWNERS => r.owners = list(&i.value),
             keys::ALLOC_INHERITANCE => {
-                r.inherit = match &i.value {
-                    Value::AllocInherit(a) => a.rule().map_or(UNKNOWN, |x| x.word()).to_string(),
-                    v => inherit_word(&text(v)),
-                }
+                inherit = Some(match &i.value {
+                    Value::AllocInherit(a) => a.rule(),
+                    v => Inheritance::from_word(&text(v)),
+                })
             }
             keys::ALLOC_SHARE => r.share = i.value.is_true(),
             keys::NODE_LIST => r.nodes = list(&i.value),
@@ -200,9 +202,8 @@ pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
             _ => {}
         }
     }
-    if r.inherit.is_empty() {
-        r.inherit = inherit_word("");
-    }
+    // A DVM that reports no rule applies its default (§8.2.1.9.2).
+    r.inherit = inherit.unwrap_or(Some(Inheritance::Default));
     r
 }
 
@@ -211,16 +212,6 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// Our word for a rule a DVM reported in any spelling; `default` when it
-/// reported none, the text itself when it is not a rule.
-pub fn inherit_word(s: &str) -> String {
-    if s.is_empty() {
-        return crate::proto::Inheritance::Default.word().into();
-    }
-    crate::proto::Inheritance::from_word(s)
-        .map_or_else(|| s.to_ascii_lowercase(), |i| i.word().to_string())
 }
 
 impl NodeRecord {
@@ -421,7 +412,7 @@ pub fn reservations(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<Reserv
                 .filter(|n| !n.is_empty())
                 .collect(),
             state: "active".into(),
-            inherit: UNKNOWN.into(),
+            inherit: None,
             ..Default::default()
         });
     }
@@ -682,7 +673,7 @@ mod tests {
             session_id: Some(3),
             owner_nspace: "job@1".into(),
             owners: vec!["job@1".into(), "job@2".into()],
-            inherit: "child-default".into(),
+            inherit: Some(Inheritance::ChildDefault),
             share: false,
             nodes: vec!["s001".into(), "s002".into()],
             expires_at: Some(1090),

@@ -52,6 +52,15 @@ macro_rules! pmix_enum {
             pub fn from_code(code: $repr) -> Option<Self> {
                 Self::ALL.into_iter().find(|v| v.code() == code)
             }
+
+            /// A code as received from a peer: the variant, or the code kept
+            /// as outside the vocabulary (to be refused by name).
+            pub fn received(code: $repr) -> $crate::proto::Received<Self, $repr> {
+                Self::from_code(code).map_or(
+                    $crate::proto::Received::Unknown(code),
+                    $crate::proto::Received::Known,
+                )
+            }
         }
 
         $crate::proto::enums::pmix_enum!(@common $name { $($v => [$($s),*]),* } $($cols)*);
@@ -100,6 +109,33 @@ macro_rules! pmix_enum {
 
 pub(crate) use pmix_enum;
 
+/// A value of the vocabulary as a peer sent it: one of the type's members,
+/// or a code outside it. Decoding never fails on an unknown code; the layer
+/// that decides (pdvm's model, psched) refuses it with its rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Received<T, R = u8> {
+    /// A member of the vocabulary.
+    Known(T),
+    /// A code the vocabulary does not have.
+    Unknown(R),
+}
+
+impl<T, R> Received<T, R> {
+    /// The member, if the code was one.
+    pub fn known(self) -> Option<T> {
+        match self {
+            Self::Known(t) => Some(t),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+impl<T, R> From<T> for Received<T, R> {
+    fn from(t: T) -> Self {
+        Self::Known(t)
+    }
+}
+
 #[cfg(test)]
 // The macro's methods are `pub` for the real enums; these test enums are
 // private.
@@ -143,6 +179,8 @@ mod tests {
         assert_eq!(Coded::B.code(), 7);
         assert_eq!(Coded::from_code(3), Some(Coded::A));
         assert_eq!(Coded::from_code(4), None);
+        assert_eq!(Coded::received(7), crate::proto::Received::Known(Coded::B));
+        assert_eq!(Coded::received(4).known(), None);
         assert_eq!(Coded::A.word(), "a");
         assert_eq!(Coded::B.pmix_name(), "PMIX_B");
         assert_eq!(Plain::ALL, [Plain::X, Plain::Y]);

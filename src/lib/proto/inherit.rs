@@ -63,11 +63,9 @@ impl Inheritance {
     }
 }
 
-/// Parse an inheritance word into its PMIx code (NONE=1, CHILD=2, DEFAULT=3,
-/// CHILD_DEFAULT=4).
-pub fn parse_inheritance(s: &str) -> Result<u8, String> {
+/// Parse an inheritance word (any accepted spelling) into its rule.
+pub fn parse_inheritance(s: &str) -> Result<Inheritance, String> {
     Inheritance::from_word(s)
-        .map(Inheritance::code)
         .ok_or_else(|| format!("`{s}` is not an inheritance rule: expected {INHERIT_FORMS}"))
 }
 
@@ -75,6 +73,22 @@ pub fn parse_inheritance(s: &str) -> Result<u8, String> {
 impl serde::Serialize for Inheritance {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.word())
+    }
+}
+
+/// Read back from its word (any accepted spelling).
+impl<'de> serde::Deserialize<'de> for Inheritance {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Self::from_word(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}`: expected {INHERIT_FORMS}")))
+    }
+}
+
+/// The rule a DVM applies when none is asked for (§8.2.1.9.2).
+impl Default for Inheritance {
+    fn default() -> Self {
+        Self::Default
     }
 }
 

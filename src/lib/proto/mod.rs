@@ -18,6 +18,7 @@ pub mod status;
 pub(crate) mod version;
 
 pub use directive::Directive;
+pub use enums::Received;
 pub use inherit::{parse_inheritance, Inheritance, INHERIT_FORMS};
 pub use status::Status;
 pub use version::PmixVersion;

@@ -108,7 +108,7 @@ pub(crate) fn allocation_line(a: &AllocationRecord) -> String {
     if let Some(o) = &a.owner_nspace {
         s.push_str(&format!(" for {o}"));
     }
-    s.push_str(&format!(", inherit {}", a.inherit));
+    s.push_str(&format!(", inherit {}", a.inherit.word()));
     s
 }
 
@@ -147,7 +147,7 @@ mod tests {
             time_limit_secs: Some(3600),
             reserved: true,
             owner_nspace: Some("job@1".into()),
-            inherit: "child".into(),
+            inherit: crate::proto::Inheritance::Child,
             ..Default::default()
         };
         assert_eq!(

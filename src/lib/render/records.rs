@@ -63,8 +63,8 @@ record! {
         pub reserved: bool => "true when reserved for its owner, false when shared (--share)",
         /// The owning namespace.
         pub owner_nspace: Option<String> => "namespace that owns the reservation, or null if the DVM did not say",
-        /// The inheritance rule word (`none`, `child`, `default`, `child-default`).
-        pub inherit: String => "inheritance rule: none, child, default or child-default",
+        /// The inheritance rule (JSON: its word, as on the command line).
+        pub inherit: crate::proto::Inheritance => "inheritance rule: none, child, default or child-default",
         /// Sentence: what becomes of the reservation when its owner ends.
         pub on_owner_exit: String => "sentence saying what becomes of the reservation when its owner ends",
     }
@@ -189,8 +189,8 @@ record! {
         pub owner_nspace: String => "owning namespace (its end drives the inheritance rule)",
         /// The owner set (owning namespace plus jobs spawned into it).
         pub owners: Vec<String> => "owner set: the owning namespace plus every job spawned into it",
-        /// Inheritance rule word.
-        pub inherit: String => "none, child, default or child-default",
+        /// Inheritance rule; `None` when the DVM reported one outside the vocabulary.
+        pub inherit: Option<crate::proto::Inheritance> => "none, child, default or child-default; null when the DVM reported a rule outside these",
         /// Shared (`PMIX_ALLOC_SHARE`).
         pub share: bool => "true when the nodes were shared from the outset",
         /// Node names.

@@ -97,7 +97,7 @@ pub(crate) fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -
             opt(&r.request_id),
             r.owner_nspace.clone(),
             r.owners.len().to_string(),
-            r.inherit.clone(),
+            r.inherit.map_or("unknown", |i| i.word()).to_string(),
             if r.share { "yes" } else { "no" }.to_string(),
             compact_nodes(&r.nodes),
             r.expires_at
@@ -159,7 +159,7 @@ mod tests {
             alloc_id: "a1".into(),
             owner_nspace: "job@1".into(),
             owners: vec!["job@1".into(), "job@2".into()],
-            inherit: "child".into(),
+            inherit: Some(crate::proto::Inheritance::Child),
             nodes: vec!["n01".into(), "n02".into()],
             expires_at: Some(1_000 + 3_720),
             state: "reserved".into(),

@@ -3,7 +3,7 @@
 use crate::codec::attrs::parse_alloc_time;
 use crate::codec::{AllocInheritance, Info, Value};
 use crate::dvm::AllocAttrs;
-use crate::proto::keys;
+use crate::proto::{keys, Inheritance, Received};
 
 /// Split a node list (`n001,n002` or whitespace separated).
 fn split_list(s: &str) -> Vec<String> {
@@ -25,16 +25,18 @@ fn list_value(v: &Value) -> Option<Vec<String>> {
 
 /// The inheritance value in any form a peer may send: the v61 type, an
 /// integer (v41 peers cannot carry type 75), or the converter's word.
-pub(crate) fn inheritance_value(v: &Value) -> Option<u8> {
-    match v {
-        Value::AllocInherit(AllocInheritance(x)) => Some(*x),
+pub(crate) fn inheritance_value(v: &Value) -> Option<Received<Inheritance>> {
+    let code = match v {
+        Value::AllocInherit(AllocInheritance(x)) => *x,
         _ => {
             if let Some(s) = v.as_str() {
-                return AllocInheritance::from_word(s).map(|a| a.0).or(Some(0));
+                AllocInheritance::from_word(s).map_or(0, |a| a.0)
+            } else {
+                v.as_u64().map(|x| x.min(255) as u8)?
             }
-            v.as_u64().map(|x| x.min(255) as u8)
         }
-    }
+    };
+    Some(Inheritance::received(code))
 }
 
 /// Map allocation-request infos onto [`AllocAttrs`]. Unknown keys are ignored
@@ -124,10 +126,20 @@ mod tests {
         );
         assert_eq!(a.time_secs, Some(90));
         assert_eq!(a.req_id.as_deref(), Some("r1"));
-        assert_eq!(a.inherit, Some(2));
+        assert_eq!(a.inherit, Some(Received::Known(Inheritance::Child)));
         assert_eq!(a.share, Some(true));
-        assert_eq!(inheritance_value(&Value::from("child-default")), Some(4));
-        assert_eq!(inheritance_value(&Value::Uint8(1)), Some(1));
+        assert_eq!(
+            inheritance_value(&Value::from("child-default")),
+            Some(Received::Known(Inheritance::ChildDefault))
+        );
+        assert_eq!(
+            inheritance_value(&Value::Uint8(1)),
+            Some(Received::Known(Inheritance::None))
+        );
+        assert_eq!(
+            inheritance_value(&Value::Uint8(9)),
+            Some(Received::Unknown(9))
+        );
     }
 
     #[test]

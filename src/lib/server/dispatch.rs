@@ -11,8 +11,8 @@ use nix::sys::signal::Signal;
 use crate::codec::{App, Info, Proc, Query, Value, RANK_WILDCARD};
 use crate::dvm::{AllocRequest, AllocStatus, Requester};
 use crate::error::{Error, Result};
-use crate::proto::keys;
 use crate::proto::status::Status;
+use crate::proto::{keys, Directive, Received};
 
 use super::attrs::{alloc_attrs, flag, spawn_targets};
 use super::ident::ProcName;
@@ -176,7 +176,7 @@ impl Server {
         conn: u64,
         tag: u32,
         peer: &PeerInfo,
-        directive: u8,
+        directive: Received<Directive>,
         info: Vec<Info>,
     ) -> Result<()> {
         let req = AllocRequest {
@@ -266,7 +266,7 @@ impl Server {
     /// `--pmix-compat` DVM ignores TARGET (§8.2.1.10).
     fn dead_target(&self, req: &AllocRequest) -> Option<String> {
         let t = req.attrs.target.as_deref()?;
-        if req.directive != crate::proto::directive::NEW
+        if req.directive != Received::Known(Directive::New)
             || req.requester.class != crate::dvm::RequesterClass::Tool
             || self.cfg.compat
         {

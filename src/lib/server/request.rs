@@ -8,8 +8,8 @@ use crate::codec::{
     AllocDirective, App, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Size, WireVersion,
 };
 use crate::error::{Error, Result};
-use crate::proto::cmd;
 use crate::proto::status::Status;
+use crate::proto::{cmd, Directive, Received};
 
 use super::frames::InBuf;
 
@@ -29,8 +29,8 @@ pub enum Request {
     Query(Vec<Query>),
     /// `PMIX_ALLOC_CMD`: directive and attributes.
     Alloc {
-        /// The directive.
-        directive: u8,
+        /// The directive as sent (an unknown code is refused by the model).
+        directive: Received<Directive>,
         /// Its attributes.
         info: Vec<Info>,
     },
@@ -163,9 +163,9 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
         cmd::FINALIZE => Request::Finalize,
         cmd::QUERY => Request::Query(counted(d)?),
         cmd::ALLOC => {
-            let AllocDirective(directive) = d.unpack_one()?;
+            let AllocDirective(code) = d.unpack_one()?;
             Request::Alloc {
-                directive,
+                directive: Directive::received(code),
                 info: read_infos(d)?,
             }
         }

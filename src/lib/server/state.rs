@@ -674,7 +674,9 @@ impl Server {
             }
             info.push(Info::new(keys::ALLOC_TARGET, r.owner_nspace.as_str()));
             info.push(Info::new(keys::ALLOC_SHARE, r.share));
-            info.push(crate::ops::status_query::inheritance_info(&r.inherit, wire));
+            if let Some(i) = r.inherit {
+                info.push(crate::ops::status_query::inheritance_info(i, wire));
+            }
             if let Some(t) = r.expires_in {
                 info.push(Info::new(
                     keys::TIME_REMAINING,

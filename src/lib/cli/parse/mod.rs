@@ -59,15 +59,18 @@ pub(crate) mod cases {
 
     #[test]
     fn inheritance_words() {
-        use crate::proto::parse_inheritance;
+        use crate::proto::{parse_inheritance, Inheritance};
         accepts(
             parse_inheritance,
             &[
-                ("none", 1),
-                ("CHILD", 2),
-                ("Default", 3),
-                ("child_default", 4),
-                ("PMIX_ALLOC_INHERIT_CHILD_DEFAULT", 4),
+                ("none", Inheritance::None),
+                ("CHILD", Inheritance::Child),
+                ("Default", Inheritance::Default),
+                ("child_default", Inheritance::ChildDefault),
+                (
+                    "PMIX_ALLOC_INHERIT_CHILD_DEFAULT",
+                    Inheritance::ChildDefault,
+                ),
             ],
         );
         refuses(parse_inheritance, &["children", ""], "child-default");
