@@ -375,8 +375,8 @@ fn s8_2_1_8_app_target_no_permissions() {
         |d, s| d.allocate(&r, s, 0).map(|_| ()),
     );
     let e = DvmError::NoPermissions(Rule::AppTarget);
-    assert_eq!(e.code(), -23);
-    assert_eq!(e.status_name(), "PMIX_ERR_NO_PERMISSIONS");
+    assert_eq!(e.status().0, -23);
+    assert_eq!(e.status().name(), "PMIX_ERR_NO_PERMISSIONS");
     assert!(e.rule().starts_with("§8.2.1.8 row 1"));
 }
 
@@ -433,7 +433,7 @@ fn s8_2_1_8_extend_not_found() {
             |d, s| d.allocate(&r, s, 0).map(|_| ()),
         );
     }
-    assert_eq!(DvmError::NotFound(Rule::ExtendNotFound).code(), -46);
+    assert_eq!(DvmError::NotFound(Rule::ExtendNotFound).status().0, -46);
 }
 
 #[test]
@@ -448,7 +448,7 @@ fn s8_2_1_8_extend_no_id() {
         DvmError::BadParam(Rule::ExtendNoId),
         |d, s| d.allocate(&r, s, 0).map(|_| ()),
     );
-    assert_eq!(DvmError::BadParam(Rule::ExtendNoId).code(), -27);
+    assert_eq!(DvmError::BadParam(Rule::ExtendNoId).status().0, -27);
 }
 
 #[test]
@@ -504,7 +504,7 @@ fn s8_2_1_8_inheritance_not_supported_compat() {
         );
     }
     assert_eq!(
-        DvmError::NotSupported(Rule::InheritNotSupported).code(),
+        DvmError::NotSupported(Rule::InheritNotSupported).status().0,
         -47
     );
 }
@@ -1638,7 +1638,7 @@ fn s8_2_1_9_1_foreign_tool_with_target_changes_nothing() {
         rejected_without_effect(&mut d, &mut s, DvmError::NoPermissions(rule), |d, s| {
             d.allocate(&r, s, 0).map(|_| ())
         });
-        assert_eq!(DvmError::NoPermissions(rule).code(), -23);
+        assert_eq!(DvmError::NoPermissions(rule).status().0, -23);
     }
     assert_eq!(s.queue_len(), 1, "the owner's queued EXTEND survives");
 }

@@ -1,8 +1,9 @@
 //! A tool's failure: the exit code, the PMIx status name and spec rule when
 //! the DVM refused something, and the sentence a person reads.
 
-use crate::cli::exit::{self, refusal_message, spec_rule, AttrsPresent, Exit, Operation};
+use crate::cli::exit::{refusal_message, spec_rule, AttrsPresent, Exit, Operation};
 use crate::error::{Error, ErrorKind};
+use crate::proto::Status;
 use crate::render::ErrorRecord;
 
 /// What went wrong, ready to print.
@@ -10,8 +11,8 @@ use crate::render::ErrorRecord;
 pub struct Failure {
     /// The exit code class.
     pub exit: Exit,
-    /// PMIx status name, when a status explains it.
-    pub status: Option<String>,
+    /// The PMIx status, when one explains it.
+    pub status: Option<Status>,
     /// The spec 001 rule that explains a refusal.
     pub rule: Option<String>,
     /// The sentence: what failed, why, what to do.
@@ -23,22 +24,6 @@ pub(crate) fn is_connection_error(e: &Error) -> bool {
     matches!(e.kind, ErrorKind::Connection | ErrorKind::NoServer)
 }
 
-fn exit_from_code(code: i32) -> Exit {
-    match code {
-        exit::SUCCESS => Exit::Success,
-        exit::USAGE => Exit::Usage,
-        exit::CANNOT_CONNECT => Exit::CannotConnect,
-        exit::REFUSED => Exit::Refused,
-        exit::NOT_FOUND => Exit::NotFound,
-        exit::NO_PERMISSION => Exit::NoPermission,
-        exit::NOT_SUPPORTED => Exit::NotSupported,
-        exit::TIMED_OUT => Exit::TimedOut,
-        exit::OUTCOME_UNKNOWN => Exit::OutcomeUnknown,
-        exit::INTERRUPTED => Exit::Interrupted,
-        _ => Exit::Other,
-    }
-}
-
 impl Failure {
     /// Could not connect (exit 3), with the reason and what to do.
     pub fn connect(e: &Error) -> Failure {
@@ -47,7 +32,7 @@ impl Failure {
         if e.kind == ErrorKind::TimedOut {
             return Failure {
                 exit: Exit::TimedOut,
-                status: Some(e.status.name().to_string()),
+                status: Some(e.status),
                 rule: None,
                 message: format!("cannot connect to the DVM: {}", e.context),
             };
@@ -61,7 +46,7 @@ impl Failure {
         };
         Failure {
             exit: Exit::CannotConnect,
-            status: Some(e.status.name().to_string()),
+            status: Some(e.status),
             rule: None,
             message: format!("cannot connect to the DVM: {}{advice}", e.context),
         }
@@ -78,15 +63,14 @@ impl Failure {
             // still carry it out, so it is not reported as failed.
             return Failure::outcome_unknown(op, &e.context);
         }
-        let name = e.status.name();
-        let mut message = refusal_message(op, name, attrs);
+        let mut message = refusal_message(op, e.status, attrs);
         if e.kind != ErrorKind::Refused && !e.context.is_empty() {
             message.push_str(&format!(" ({})", e.context));
         }
         Failure {
-            exit: exit_from_code(exit::exit_for_status(e.status.0)),
-            status: Some(name.to_string()),
-            rule: spec_rule(op, name, attrs).map(String::from),
+            exit: Exit::for_status(e.status),
+            status: Some(e.status),
+            rule: spec_rule(op, e.status, attrs).map(String::from),
             message,
         }
     }
@@ -95,7 +79,7 @@ impl Failure {
     pub fn lost(e: &Error) -> Failure {
         Failure {
             exit: Exit::CannotConnect,
-            status: Some(e.status.name().to_string()),
+            status: Some(e.status),
             rule: None,
             message: format!("lost the DVM: {}", e.context),
         }
@@ -110,8 +94,8 @@ impl Failure {
             return Failure::timed_out(&format!("{what}: {}", e.context));
         }
         Failure {
-            exit: exit_from_code(exit::exit_for_status(e.status.0)),
-            status: Some(e.status.name().to_string()),
+            exit: Exit::for_status(e.status),
+            status: Some(e.status),
             rule: None,
             message: format!("{what}: {e}"),
         }
@@ -134,7 +118,7 @@ impl Failure {
         };
         Failure {
             exit: Exit::OutcomeUnknown,
-            status: Some(crate::proto::status::Status::ERR_TIMEOUT.name().to_string()),
+            status: Some(Status::ERR_TIMEOUT),
             rule: None,
             message: format!(
                 "outcome unknown: {why}; the request was sent and the DVM may still carry it out: {check}"
@@ -177,11 +161,11 @@ impl Failure {
         }
     }
 
-    /// A failure with an explicit exit class and status name.
-    pub fn with(exit: Exit, status: Option<&str>, msg: impl Into<String>) -> Failure {
+    /// A failure with an explicit exit class and status.
+    pub fn with(exit: Exit, status: Option<Status>, msg: impl Into<String>) -> Failure {
         Failure {
             exit,
-            status: status.map(String::from),
+            status,
             rule: None,
             message: msg.into(),
         }
@@ -190,7 +174,7 @@ impl Failure {
     /// The `--json` error object.
     pub fn record(&self) -> ErrorRecord {
         ErrorRecord {
-            status: self.status.clone(),
+            status: self.status.map(|s| s.name().to_string()),
             rule: self.rule.clone(),
             message: self.message.clone(),
             exit_code: self.exit.code(),
@@ -201,7 +185,6 @@ impl Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::Status;
 
     #[test]
     fn refusals_map_to_their_codes() {
@@ -212,7 +195,7 @@ mod tests {
             &Error::refused(Status::ERR_NOT_SUPPORTED, "PMIX_ALLOC_NEW"),
         );
         assert_eq!(f.exit.code(), 7);
-        assert_eq!(f.status.as_deref(), Some("PMIX_ERR_NOT_SUPPORTED"));
+        assert_eq!(f.status, Some(Status::ERR_NOT_SUPPORTED));
         assert!(f.message.contains("does not implement"), "{}", f.message);
         let f = Failure::refused(
             Operation::Release,

@@ -222,7 +222,7 @@ reservation support (nothing was sent)",
             finish(s);
             return Err(Failure::with(
                 Exit::NotSupported,
-                Some("PMIX_ERR_NOT_SUPPORTED"),
+                Some(Status::ERR_NOT_SUPPORTED),
                 msg,
             ));
         }
@@ -238,7 +238,7 @@ reservation support (nothing was sent)",
             finish(s);
             return Err(Failure::with(
                 Exit::NotFound,
-                Some("PMIX_ERR_NOT_FOUND"),
+                Some(Status::ERR_NOT_FOUND),
                 format!(
                     "--target {t} names no live namespace of this DVM (the owning namespace must \
 exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --status --what namespaces`"

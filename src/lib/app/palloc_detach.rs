@@ -279,10 +279,10 @@ fn refused(child: &mut std::process::Child, rid: &str, log: Option<&std::path::P
     let status = why
         .split_whitespace()
         .find(|w| w.starts_with("PMIX_"))
-        .map(|w| w.trim_end_matches([',', '.', ':', ';']).to_string());
+        .and_then(|w| crate::proto::Status::from_name(w.trim_end_matches([',', '.', ':', ';'])));
     Failure::with(
         Exit::Command(code),
-        status.as_deref(),
+        status,
         format!("request {rid} was refused: {why}"),
     )
 }

@@ -100,7 +100,7 @@ fn failed_record(req: &ReleaseRequest, f: &Failure) -> ReleaseRecord {
         directive: "release".into(),
         alloc_id: req.alloc_id.clone(),
         request_id: req.request_id.clone(),
-        status: f.status.clone().unwrap_or_default(),
+        status: f.status.map(|s| s.name().to_string()).unwrap_or_default(),
         exit_code: f.exit.code(),
         rule: f.rule.clone(),
     }
@@ -163,7 +163,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
             };
             let mut f = Failure::refused(op, &attrs, &e);
             f.message = format!("{what}: {}", f.message);
-            rec.status = f.status.clone().unwrap_or_default();
+            rec.status = f.status.map(|s| s.name().to_string()).unwrap_or_default();
             rec.exit_code = f.exit.code();
             rec.rule = f.rule.clone();
             if ui.level > -2 {

@@ -100,7 +100,7 @@ fn refuse_unsupported_target(s: &Session, ui: &Ui) -> Result<(), Failure> {
         }
         TargetSupport::No(why) => Err(Failure::with(
             Exit::NotSupported,
-            Some(Status::ERR_NOT_SUPPORTED.name()),
+            Some(Status::ERR_NOT_SUPPORTED),
             format!(
                 "spawn targeting refused: {why} (PMIX_ERR_NOT_SUPPORTED, spec 001 §8.2.1.10); \
 nothing was launched. Run without --target to use the default pool, or use a DVM with PMIx 7 \
@@ -165,7 +165,7 @@ pub fn check_apps_locally(apps: &[AppSpec]) -> Result<(), Failure> {
         if !program_exists(&a.program) {
             return Err(Failure::with(
                 Exit::NotFound,
-                Some(Status::ERR_NOT_FOUND.name()),
+                Some(Status::ERR_NOT_FOUND),
                 format!(
                     "program not found: `{}` is not {} (PMIX_ERR_NOT_FOUND); nothing was launched. \
 Check the name, or give its path",
@@ -213,7 +213,7 @@ fn launch_status_failure(ns: &str, status: i32) -> Option<Failure> {
     };
     Some(Failure::with(
         exit,
-        Some(Status(status).name()),
+        Some(Status(status)),
         format!(
             "job {ns} could not start: {what} ({})",
             Status(status).name()

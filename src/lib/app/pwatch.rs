@@ -93,7 +93,7 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
         if s.conn().is_closed() {
             return Err(Failure::with(
                 Exit::CannotConnect,
-                Some("PMIX_ERR_LOST_CONNECTION"),
+                Some(crate::proto::Status::ERR_LOST_CONNECTION),
                 "lost the DVM while asking for its status",
             ));
         }
@@ -236,7 +236,7 @@ fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFiel
             None => {
                 return Err(Failure::with(
                     Exit::NotFound,
-                    Some("PMIX_ERR_NOT_FOUND"),
+                    Some(crate::proto::Status::ERR_NOT_FOUND),
                     format!(
                         "the DVM has no job {ns}: it never existed, or it ended before \
                          pwatch started and the DVM kept no record of it"

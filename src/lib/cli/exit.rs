@@ -20,32 +20,9 @@
 //! with the command's own status instead; a command killed by signal N gives
 //! 128+N, like a shell.
 
-/// Success.
-pub(crate) const SUCCESS: i32 = 0;
-/// Any other error.
-pub(crate) const OTHER: i32 = 1;
-/// Usage error (bad flag or value); clap uses the same code.
-pub(crate) const USAGE: i32 = 2;
-/// Could not connect to the DVM.
-pub(crate) const CANNOT_CONNECT: i32 = 3;
-/// The DVM refused the request (a status with no more specific code).
-pub(crate) const REFUSED: i32 = 4;
-/// The DVM answered `PMIX_ERR_NOT_FOUND`.
-pub(crate) const NOT_FOUND: i32 = 5;
-/// The DVM answered `PMIX_ERR_NO_PERMISSIONS`.
-pub(crate) const NO_PERMISSION: i32 = 6;
-/// The DVM does not support the request.
-pub(crate) const NOT_SUPPORTED: i32 = 7;
-/// The operation timed out.
-pub(crate) const TIMED_OUT: i32 = 8;
-/// A request was sent and not answered in time: it may still be carried out.
-pub(crate) const OUTCOME_UNKNOWN: i32 = 9;
-/// Interrupted by the user (128 + SIGINT).
-pub(crate) const INTERRUPTED: i32 = 130;
-/// Ended by SIGTERM (128 + 15).
-pub(crate) const TERMINATED: i32 = 143;
-
 /// The tool's own outcomes, as an enum; [`Exit::code`] gives the number.
+use crate::proto::Status;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exit {
     /// 0.
@@ -77,100 +54,102 @@ pub enum Exit {
 }
 
 impl Exit {
-    /// The process exit code.
-    pub fn code(self) -> i32 {
+    /// The process exit code: the one place each number is written.
+    pub const fn code(self) -> i32 {
         match self {
-            Exit::Success => SUCCESS,
-            Exit::Other => OTHER,
-            Exit::Usage => USAGE,
-            Exit::CannotConnect => CANNOT_CONNECT,
-            Exit::Refused => REFUSED,
-            Exit::NotFound => NOT_FOUND,
-            Exit::NoPermission => NO_PERMISSION,
-            Exit::NotSupported => NOT_SUPPORTED,
-            Exit::TimedOut => TIMED_OUT,
-            Exit::OutcomeUnknown => OUTCOME_UNKNOWN,
-            Exit::Interrupted => INTERRUPTED,
-            Exit::Command(c) => c.clamp(0, 255),
-            Exit::Signaled(n) => 128 + n.clamp(0, 127),
+            Exit::Success => 0,
+            Exit::Other => 1,
+            Exit::Usage => 2,
+            Exit::CannotConnect => 3,
+            Exit::Refused => 4,
+            Exit::NotFound => 5,
+            Exit::NoPermission => 6,
+            Exit::NotSupported => 7,
+            Exit::TimedOut => 8,
+            Exit::OutcomeUnknown => 9,
+            Exit::Interrupted => 130,
+            Exit::Command(c) => clamp(c, 0, 255),
+            Exit::Signaled(n) => 128 + clamp(n, 0, 127),
+        }
+    }
+
+    /// The exit class of a status the DVM answered: the one map from PMIx
+    /// statuses to exit codes. Any other error status is "refused" (4).
+    pub fn for_status(st: Status) -> Exit {
+        match st {
+            Status::SUCCESS | Status::OPERATION_SUCCEEDED => Exit::Success,
+            Status::ERR_NOT_FOUND => Exit::NotFound,
+            Status::ERR_NO_PERMISSIONS => Exit::NoPermission,
+            Status::ERR_NOT_SUPPORTED | Status::ERR_PARAM_VALUE_NOT_SUPPORTED => Exit::NotSupported,
+            Status::ERR_TIMEOUT => Exit::TimedOut,
+            Status::ERR_UNREACH
+            | Status::ERR_LOST_CONNECTION
+            | Status::ERR_COMM_FAILURE
+            | Status::ERR_INIT => Exit::CannotConnect,
+            _ => Exit::Refused,
         }
     }
 }
 
+/// `i32::clamp` for a `const fn`.
+const fn clamp(v: i32, lo: i32, hi: i32) -> i32 {
+    if v < lo {
+        lo
+    } else if v > hi {
+        hi
+    } else {
+        v
+    }
+}
+
+/// Ended by SIGTERM (128 + 15).
+const TERMINATED: Exit = Exit::Signaled(15);
+
 /// The rows of the EXIT STATUS section of every man page: (code, meaning).
 pub(crate) const EXIT_TABLE: &[(i32, &str)] = &[
-    (SUCCESS, "success"),
+    (Exit::Success.code(), "success"),
     (
-        OTHER,
+        Exit::Other.code(),
         "any other error (I/O, internal, an unexpected reply)",
     ),
     (
-        USAGE,
+        Exit::Usage.code(),
         "usage error: a bad flag or value, refused before connecting",
     ),
-    (CANNOT_CONNECT, "cannot connect to the DVM"),
+    (Exit::CannotConnect.code(), "cannot connect to the DVM"),
     (
-        REFUSED,
+        Exit::Refused.code(),
         "refused by the DVM; the message names the PMIx status and the spec rule",
     ),
-    (NOT_FOUND, "not found (PMIX_ERR_NOT_FOUND)"),
-    (NO_PERMISSION, "no permission (PMIX_ERR_NO_PERMISSIONS)"),
+    (Exit::NotFound.code(), "not found (PMIX_ERR_NOT_FOUND)"),
     (
-        NOT_SUPPORTED,
+        Exit::NoPermission.code(),
+        "no permission (PMIX_ERR_NO_PERMISSIONS)",
+    ),
+    (
+        Exit::NotSupported.code(),
         "not supported by this DVM (PMIX_ERR_NOT_SUPPORTED)",
     ),
     (
-        TIMED_OUT,
+        Exit::TimedOut.code(),
         "timed out (--timeout, PMIX_ERR_TIMEOUT), or a job stopped because its allocation \
 reached its time limit",
     ),
     (
-        OUTCOME_UNKNOWN,
+        Exit::OutcomeUnknown.code(),
         "outcome unknown: a request that changes something (allocate, extend, release, cancel, \
 spawn) was sent, but the DVM did not answer within PMIX_TOOLS_TIMEOUT; it may still be carried \
 out: `pwatch --status` shows whether it was. Never reported as failed",
     ),
     (
-        INTERRUPTED,
+        Exit::Interrupted.code(),
         "interrupted (Ctrl-C, SIGINT); a queued allocation request is cancelled first",
     ),
     (
-        TERMINATED,
+        TERMINATED.code(),
         "ended by SIGTERM (128+15); a queued request is cancelled, a running job stopped first",
     ),
 ];
-
-/// The PMIx status name for a code, from the library's status table.
-pub(crate) fn status_name(code: i32) -> Option<&'static str> {
-    let name = crate::proto::status::Status(code).name();
-    (name != "UNKNOWN").then_some(name)
-}
-
-/// Map a PMIx status name (as returned by the DVM) to an exit code.
-/// Unknown error names count as "refused" (4).
-pub(crate) fn exit_for_status_name(name: &str) -> i32 {
-    match name {
-        "PMIX_SUCCESS" | "PMIX_OPERATION_SUCCEEDED" => SUCCESS,
-        "PMIX_ERR_NOT_FOUND" => NOT_FOUND,
-        "PMIX_ERR_NO_PERMISSIONS" => NO_PERMISSION,
-        "PMIX_ERR_NOT_SUPPORTED" | "PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED" => NOT_SUPPORTED,
-        "PMIX_ERR_TIMEOUT" => TIMED_OUT,
-        "PMIX_ERR_UNREACH"
-        | "PMIX_ERR_LOST_CONNECTION"
-        | "PMIX_ERR_COMM_FAILURE"
-        | "PMIX_ERR_INIT" => CANNOT_CONNECT,
-        _ => REFUSED,
-    }
-}
-
-/// Map a PMIx status code to an exit code (unknown negative codes: 4).
-pub(crate) fn exit_for_status(code: i32) -> i32 {
-    match status_name(code) {
-        Some(n) => exit_for_status_name(n),
-        None if code == 0 => SUCCESS,
-        None => REFUSED,
-    }
-}
 
 /// The request a refusal answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -209,32 +188,36 @@ pub struct AttrsPresent {
 /// The rule of spec 001 that explains why a request was refused with
 /// `status`, as `"§8.2.1.8: <condition>"`, or `None` when no rule of the
 /// specification covers this combination.
-pub(crate) fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+pub(crate) fn spec_rule(
+    op: Operation,
+    status: Status,
+    attrs: &AttrsPresent,
+) -> Option<&'static str> {
     use Operation::*;
     let alloc = matches!(op, AllocNew | AllocExtend);
     match (op, status) {
-        (AllocNew | AllocExtend, "PMIX_ERR_NO_PERMISSIONS") if attrs.target && attrs.from_application => {
+        (AllocNew | AllocExtend, Status::ERR_NO_PERMISSIONS) if attrs.target && attrs.from_application => {
             Some("§8.2.1.8: an application request carries PMIX_ALLOC_TARGET (only a tool may name the namespace it reserves for, §8.2.1.4)")
         }
-        (AllocExtend, "PMIX_ERR_NO_PERMISSIONS") => {
+        (AllocExtend, Status::ERR_NO_PERMISSIONS) => {
             Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation the requester does not own")
         }
-        (AllocExtend, "PMIX_ERR_NOT_FOUND") if attrs.alloc_id || attrs.req_id => {
+        (AllocExtend, Status::ERR_NOT_FOUND) if attrs.alloc_id || attrs.req_id => {
             Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation that does not exist")
         }
-        (AllocExtend, "PMIX_ERR_BAD_PARAM") if !attrs.alloc_id && !attrs.req_id => {
+        (AllocExtend, Status::ERR_BAD_PARAM) if !attrs.alloc_id && !attrs.req_id => {
             Some("§8.2.1.8: PMIX_ALLOC_EXTEND carries neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID to name its target")
         }
-        (Spawn, "PMIX_ERR_NOT_FOUND") if attrs.spawn_target => {
+        (Spawn, Status::ERR_NOT_FOUND) if attrs.spawn_target => {
             Some("§8.2.1.8: PMIX_SPAWN_TARGET names an allocation that resolves to no session")
         }
-        (Spawn, "PMIX_ERR_NO_PERMISSIONS") if attrs.spawn_target => {
+        (Spawn, Status::ERR_NO_PERMISSIONS) if attrs.spawn_target => {
             Some("§8.2.1.8: PMIX_SPAWN_TARGET names a session the requester does not own")
         }
-        (_, "PMIX_ERR_NOT_SUPPORTED") if alloc && attrs.non_default_inheritance => {
+        (_, Status::ERR_NOT_SUPPORTED) if alloc && attrs.non_default_inheritance => {
             Some("§8.2.1.8: PMIX_ALLOC_INHERITANCE carries a non-default value the host does not support (§8.2.1.10)")
         }
-        (Release, "PMIX_ERR_NO_PERMISSIONS") => {
+        (Release, Status::ERR_NO_PERMISSIONS) => {
             Some("§8.2.1.9.1: only a namespace in the reservation's owner set (or the scheduler) may release it")
         }
         _ => None,
@@ -242,24 +225,24 @@ pub(crate) fn spec_rule(op: Operation, status: &str, attrs: &AttrsPresent) -> Op
 }
 
 /// A suggestion of what to do next after a refusal, if one is useful.
-pub(crate) fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<&'static str> {
+pub(crate) fn hint(op: Operation, status: Status, attrs: &AttrsPresent) -> Option<&'static str> {
     use Operation::*;
     match (op, status) {
-        (AllocNew | AllocExtend, "PMIX_ERR_NO_PERMISSIONS") if attrs.target && attrs.from_application => {
+        (AllocNew | AllocExtend, Status::ERR_NO_PERMISSIONS) if attrs.target && attrs.from_application => {
             Some("drop --target (inside a job you reserve for your own job), or run with --as-tool")
         }
-        (AllocExtend | Release, "PMIX_ERR_NO_PERMISSIONS") => Some(
+        (AllocExtend | Release, Status::ERR_NO_PERMISSIONS) => Some(
             "only the owning namespace and jobs spawned into the reservation may do this; run from that job, or see `pwatch --status --what reservations`",
         ),
-        (Spawn, "PMIX_ERR_NOT_FOUND") if !attrs.spawn_target => {
+        (Spawn, Status::ERR_NOT_FOUND) if !attrs.spawn_target => {
             Some("check the program's name and that it is installed on the DVM's nodes (give a path, or fix PATH)")
         }
-        (_, "PMIX_ERR_NOT_FOUND") => Some("list existing reservations with `pwatch --status --what reservations`"),
-        (Spawn, "PMIX_ERR_NO_PERMISSIONS") => Some("target only reservations your job owns or was spawned into"),
-        (_, "PMIX_ERR_NOT_SUPPORTED") if attrs.non_default_inheritance => {
+        (_, Status::ERR_NOT_FOUND) => Some("list existing reservations with `pwatch --status --what reservations`"),
+        (Spawn, Status::ERR_NO_PERMISSIONS) => Some("target only reservations your job owns or was spawned into"),
+        (_, Status::ERR_NOT_SUPPORTED) if attrs.non_default_inheritance => {
             Some("this DVM supports only the default disposition: drop --inherit")
         }
-        (AllocNew | AllocExtend | Release | Reacquire | Cancel, "PMIX_ERR_NOT_SUPPORTED") => {
+        (AllocNew | AllocExtend | Release | Reacquire | Cancel, Status::ERR_NOT_SUPPORTED) => {
             Some("this DVM does not implement node reservations (PRRTE before the spec 001 work answers so); use pdvm or a DVM that does")
         }
         _ => None,
@@ -268,7 +251,7 @@ pub(crate) fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<
 
 /// The one-line message for a refusal: what was refused, the status name,
 /// the spec rule when one applies, and a hint.
-pub(crate) fn refusal_message(op: Operation, status: &str, attrs: &AttrsPresent) -> String {
+pub(crate) fn refusal_message(op: Operation, status: Status, attrs: &AttrsPresent) -> String {
     let what = match op {
         Operation::AllocNew => "allocation request",
         Operation::AllocExtend => "extend request",
@@ -277,7 +260,7 @@ pub(crate) fn refusal_message(op: Operation, status: &str, attrs: &AttrsPresent)
         Operation::Cancel => "cancel request",
         Operation::Spawn => "spawn",
     };
-    let mut m = format!("{what} refused by the DVM: {status}");
+    let mut m = format!("{what} refused by the DVM: {}", status.name());
     if let Some(rule) = spec_rule(op, status, attrs) {
         m.push_str(" — ");
         m.push_str(rule);
@@ -305,14 +288,17 @@ mod tests {
 
     #[test]
     fn status_mapping() {
-        assert_eq!(exit_for_status_name("PMIX_ERR_NO_PERMISSIONS"), 6);
-        assert_eq!(exit_for_status(-46), 5);
-        assert_eq!(exit_for_status(-47), 7);
-        assert_eq!(exit_for_status(-27), 4);
-        assert_eq!(exit_for_status(-25), 3);
-        assert_eq!(exit_for_status(-9999), 4);
-        assert_eq!(exit_for_status(0), 0);
-        assert_eq!(status_name(-23), Some("PMIX_ERR_NO_PERMISSIONS"));
+        let code = |c| Exit::for_status(Status(c)).code();
+        assert_eq!(
+            Exit::for_status(Status::ERR_NO_PERMISSIONS),
+            Exit::NoPermission
+        );
+        assert_eq!(code(-46), 5);
+        assert_eq!(code(-47), 7);
+        assert_eq!(code(-27), 4);
+        assert_eq!(code(-25), 3);
+        assert_eq!(code(-9999), 4);
+        assert_eq!(code(0), 0);
     }
 
     #[test]
@@ -322,7 +308,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            spec_rule(Operation::AllocExtend, "PMIX_ERR_NO_PERMISSIONS", &id),
+            spec_rule(Operation::AllocExtend, Status::ERR_NO_PERMISSIONS, &id),
             Some("§8.2.1.8: PMIX_ALLOC_EXTEND names an allocation the requester does not own")
         );
         let none = AttrsPresent::default();
@@ -342,32 +328,32 @@ mod tests {
         for (op, status, attrs, says) in [
             (
                 Operation::AllocExtend,
-                "PMIX_ERR_NOT_FOUND",
+                Status::ERR_NOT_FOUND,
                 id,
                 "does not exist",
             ),
             (
                 Operation::AllocExtend,
-                "PMIX_ERR_BAD_PARAM",
+                Status::ERR_BAD_PARAM,
                 none,
                 "neither PMIX_ALLOC_ID nor PMIX_ALLOC_REQ_ID",
             ),
             (
                 Operation::AllocNew,
-                "PMIX_ERR_NO_PERMISSIONS",
+                Status::ERR_NO_PERMISSIONS,
                 app_target,
                 "application",
             ),
-            (Operation::Spawn, "PMIX_ERR_NOT_FOUND", st, "no session"),
+            (Operation::Spawn, Status::ERR_NOT_FOUND, st, "no session"),
             (
                 Operation::Spawn,
-                "PMIX_ERR_NO_PERMISSIONS",
+                Status::ERR_NO_PERMISSIONS,
                 st,
                 "does not own",
             ),
             (
                 Operation::AllocNew,
-                "PMIX_ERR_NOT_SUPPORTED",
+                Status::ERR_NOT_SUPPORTED,
                 inh,
                 "INHERITANCE",
             ),
@@ -382,18 +368,18 @@ mod tests {
         assert_eq!(
             spec_rule(
                 Operation::AllocNew,
-                "PMIX_ERR_NOT_SUPPORTED",
+                Status::ERR_NOT_SUPPORTED,
                 &AttrsPresent::default()
             ),
             None
         );
         let m = refusal_message(
             Operation::AllocNew,
-            "PMIX_ERR_NOT_SUPPORTED",
+            Status::ERR_NOT_SUPPORTED,
             &AttrsPresent::default(),
         );
         assert!(
-            m.contains("PMIX_ERR_NOT_SUPPORTED") && m.contains("does not implement"),
+            m.contains(Status::ERR_NOT_SUPPORTED.name()) && m.contains("does not implement"),
             "{m}"
         );
     }

@@ -1,6 +1,6 @@
 //! Typed refusals of the DVM model, each tied to the rule that produced it.
 
-use thiserror::Error;
+use crate::proto::Status;
 
 /// The rule a refusal applies: the spec clause and the row text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,60 +124,38 @@ impl Rule {
 }
 
 /// A refusal by the DVM model. Every variant maps to a PMIx status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DvmError {
     /// `PMIX_ERR_NO_PERMISSIONS`.
-    #[error("PMIX_ERR_NO_PERMISSIONS: {}", .0.text())]
     NoPermissions(Rule),
     /// `PMIX_ERR_NOT_FOUND`.
-    #[error("PMIX_ERR_NOT_FOUND: {}", .0.text())]
     NotFound(Rule),
     /// `PMIX_ERR_BAD_PARAM`.
-    #[error("PMIX_ERR_BAD_PARAM: {}", .0.text())]
     BadParam(Rule),
     /// `PMIX_ERR_NOT_SUPPORTED`.
-    #[error("PMIX_ERR_NOT_SUPPORTED: {}", .0.text())]
     NotSupported(Rule),
     /// `PMIX_ERR_OUT_OF_RESOURCE`.
-    #[error("PMIX_ERR_OUT_OF_RESOURCE: {}", .0.text())]
     OutOfResource(Rule),
     /// `PMIX_ERR_RESOURCE_BUSY`.
-    #[error("PMIX_ERR_RESOURCE_BUSY: {}", .0.text())]
     ResourceBusy(Rule),
     /// `PMIX_ERR_EXISTS`.
-    #[error("PMIX_ERR_EXISTS: {}", .0.text())]
     Exists(Rule),
     /// `PMIX_ERR_JOB_FAILED_TO_MAP`.
-    #[error("PMIX_ERR_JOB_FAILED_TO_MAP: {}", .0.text())]
     FailedToMap(Rule),
 }
 
 impl DvmError {
-    /// The PMIx status name, e.g. `"PMIX_ERR_NO_PERMISSIONS"`.
-    pub fn status_name(&self) -> &'static str {
+    /// The PMIx status this refusal answers with.
+    pub fn status(&self) -> Status {
         match self {
-            DvmError::NoPermissions(_) => "PMIX_ERR_NO_PERMISSIONS",
-            DvmError::NotFound(_) => "PMIX_ERR_NOT_FOUND",
-            DvmError::BadParam(_) => "PMIX_ERR_BAD_PARAM",
-            DvmError::NotSupported(_) => "PMIX_ERR_NOT_SUPPORTED",
-            DvmError::OutOfResource(_) => "PMIX_ERR_OUT_OF_RESOURCE",
-            DvmError::ResourceBusy(_) => "PMIX_ERR_RESOURCE_BUSY",
-            DvmError::Exists(_) => "PMIX_ERR_EXISTS",
-            DvmError::FailedToMap(_) => "PMIX_ERR_JOB_FAILED_TO_MAP",
-        }
-    }
-
-    /// The PMIx status value (OpenPMIx v5 `pmix_common.h`).
-    pub fn code(&self) -> i32 {
-        match self {
-            DvmError::NoPermissions(_) => -23,
-            DvmError::NotFound(_) => -46,
-            DvmError::BadParam(_) => -27,
-            DvmError::NotSupported(_) => -47,
-            DvmError::OutOfResource(_) => -29,
-            DvmError::ResourceBusy(_) => -28,
-            DvmError::Exists(_) => -11,
-            DvmError::FailedToMap(_) => -179,
+            DvmError::NoPermissions(_) => Status::ERR_NO_PERMISSIONS,
+            DvmError::NotFound(_) => Status::ERR_NOT_FOUND,
+            DvmError::BadParam(_) => Status::ERR_BAD_PARAM,
+            DvmError::NotSupported(_) => Status::ERR_NOT_SUPPORTED,
+            DvmError::OutOfResource(_) => Status::ERR_OUT_OF_RESOURCE,
+            DvmError::ResourceBusy(_) => Status::ERR_RESOURCE_BUSY,
+            DvmError::Exists(_) => Status::ERR_EXISTS,
+            DvmError::FailedToMap(_) => Status::ERR_JOB_FAILED_TO_MAP,
         }
     }
 
@@ -200,3 +178,12 @@ impl DvmError {
         self.rule_id().text()
     }
 }
+
+/// `PMIX_ERR_…: rule text`, as pdvm logs and answers it.
+impl std::fmt::Display for DvmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status().name(), self.rule())
+    }
+}
+
+impl std::error::Error for DvmError {}

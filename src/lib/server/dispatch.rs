@@ -202,7 +202,7 @@ impl Server {
                     out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
                 }
                 out.push(Info::new(keys::EVENT_TEXT_MESSAGE, e.rule()));
-                self.reply_status_infos(conn, tag, Status(e.code()), &out);
+                self.reply_status_infos(conn, tag, e.status(), &out);
             }
             Ok(outcome) => {
                 match &outcome.status {
@@ -438,7 +438,7 @@ impl Server {
         }
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
-        let refused = |e: crate::dvm::DvmError| Error::new(Status(e.code()), e.rule());
+        let refused = |e: crate::dvm::DvmError| Error::new(e.status(), e.rule());
         let map = match job_info
             .iter()
             .find(|i| i.key == keys::MAPBY)
@@ -479,7 +479,7 @@ impl Server {
         let nspace = self.mint_nspace();
         self.model
             .commit_spawn(&plan, &nspace, Some(peer.nspace()))
-            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+            .map_err(|e| Error::new(e.status(), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);
         let fwd_err = flag(&job_info, keys::FWD_STDERR);
         let job = Job {

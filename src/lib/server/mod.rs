@@ -199,11 +199,11 @@ impl Server {
             .model
             .dvm()
             .plan_spawn(&me, None, &[1])
-            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+            .map_err(|e| Error::new(e.status(), e.rule()))?;
         let ns = self.mint_nspace();
         self.model
             .commit_spawn(&plan, &ns, None)
-            .map_err(|e| Error::new(Status(e.code()), e.rule()))?;
+            .map_err(|e| Error::new(e.status(), e.rule()))?;
         self.jobs.insert(jobs::Job {
             nspace: ns.clone(),
             procs: Vec::new(),
