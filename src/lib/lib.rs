@@ -24,4 +24,5 @@ pub mod ops;
 pub mod proto;
 pub mod render;
 pub mod sched;
+pub mod schema;
 pub mod server;

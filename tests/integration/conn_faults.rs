@@ -36,6 +36,7 @@ fn fake(script: impl FnOnce(TcpStream) + Send + 'static) -> Target {
         version: Some("5.0.11".into()),
         identity: Identity::Tool,
         found_by: "test".into(),
+        holder_of: None,
     }
 }
 

@@ -62,7 +62,7 @@ pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<S
             Identity::Client { .. } => format!("a client of job {ns} (rank {rank})"),
             _ => format!("tool {ns}"),
         };
-        if s.conn().target().found_by.starts_with("palloc holder") {
+        if s.conn().target().holder_of.is_some() {
             who = format!("{who} through the {}", s.conn().target().found_by);
         }
         let server = if server.is_empty() {

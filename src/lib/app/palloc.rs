@@ -498,7 +498,7 @@ pub fn granted_record(
         None => req.inherit,
     };
     // Through a holder, the namespace is the holder's: it outlives us.
-    let via_holder = s.conn().target().found_by.starts_with("palloc holder");
+    let via_holder = s.conn().target().holder_of.is_some();
     let owner_is_self =
         !from_application && !via_holder && owner.as_deref() == Some(s.me().0.as_str());
     AllocationRecord {

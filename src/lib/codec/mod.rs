@@ -16,6 +16,7 @@ mod buffer;
 mod darray;
 mod display;
 pub mod flex;
+pub mod handshake;
 pub mod helpers;
 mod json;
 mod scalars;

@@ -38,14 +38,7 @@ use crate::proto::status::Status;
 use super::handshake::Identity;
 use super::uri::{read_bounded, Rendezvous, ServerUri};
 
-/// Environment variables a launching server sets for its clients, newest first.
-pub const SERVER_URI_VARS: [&str; 5] = [
-    "PMIX_SERVER_URI41",
-    "PMIX_SERVER_URI4",
-    "PMIX_SERVER_URI3",
-    "PMIX_SERVER_URI21",
-    "PMIX_SERVER_URI2",
-];
+pub use crate::proto::keys::SERVER_URI_VARS;
 
 /// Most entries read in one server folder (a folder of ours or root's).
 const MAX_FOLDER_SCAN: usize = 10_000;
@@ -176,6 +169,9 @@ pub struct Target {
     pub identity: Identity,
     /// How it was found (for messages).
     pub found_by: String,
+    /// The allocation whose palloc holder relays this connection; `None`
+    /// when connected to the server itself.
+    pub holder_of: Option<String>,
 }
 
 /// An environment lookup, so discovery is testable without touching the
@@ -211,6 +207,7 @@ pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
         version: r.version,
         identity: tool_identity.clone(),
         found_by: how,
+        holder_of: None,
     };
 
     if let Some(spec) = &opts.uri {
@@ -224,6 +221,7 @@ pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
                 version: None,
                 identity: tool_identity,
                 found_by: "--uri".into(),
+                holder_of: None,
             },
         });
     }
@@ -317,6 +315,7 @@ pub fn job_client_target(env: &dyn Env) -> Result<Option<Target>> {
         version: env.var("PMIX_VERSION"),
         identity: Identity::Client { nspace: ns, rank },
         found_by: "job environment (PMIX_NAMESPACE, PMIX_SERVER_URI*)".into(),
+        holder_of: None,
     }))
 }
 

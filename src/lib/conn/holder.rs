@@ -1018,6 +1018,7 @@ it has probably ended",
             w.pid,
             path.display()
         ),
+        holder_of: Some(w.alloc_id.clone()),
     };
     let welcome = Welcome {
         nspace: w.nspace,

@@ -7,7 +7,7 @@ use crate::sched::{NodeOrigin, Scheduler};
 use super::jobs::{JobState, NsKind};
 use super::model::{Dvm, ResStage, Reservation};
 
-pub(super) use crate::render::records::{ReservationRecord, ReservationState};
+pub(super) use crate::schema::records::{ReservationRecord, ReservationState};
 
 /// One node of the DVM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

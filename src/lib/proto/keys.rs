@@ -120,3 +120,12 @@ pub const IOF_PAUSE: &str = "pdvm.iof.pause";
 /// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
 /// string: a rank number, `all` or `none`, as PRRTE reads it).
 pub const STDIN_TGT: &str = "pmix.stdin";
+
+/// Environment variables a launching server sets for its clients, newest first.
+pub const SERVER_URI_VARS: [&str; 5] = [
+    "PMIX_SERVER_URI41",
+    "PMIX_SERVER_URI4",
+    "PMIX_SERVER_URI3",
+    "PMIX_SERVER_URI21",
+    "PMIX_SERVER_URI2",
+];

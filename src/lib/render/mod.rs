@@ -5,7 +5,8 @@
 pub(crate) mod events;
 pub(crate) mod human;
 pub(crate) mod json;
-pub(crate) mod records;
+/// The records, from the schema layer ([`crate::schema::records`]).
+pub(crate) use crate::schema::records;
 pub(crate) mod table;
 
 pub use events::EventWriter;

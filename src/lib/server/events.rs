@@ -9,7 +9,7 @@
 //! | node `left` (back to the scheduler) | `PMIX_EVENT_NODE_OFFLINE` (-232) | `PMIX_NODE_LIST` |
 //! | node `unreserved` (stays, joins the default session) | pdvm's `PDVM_EVENT_NODE_CHANGE` (-3001) | `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` |
 //!
-//! Every one also carries [`crate::ops::events::CHANGE`] naming the change.
+//! Every one also carries [`crate::proto::keys::CHANGE`] naming the change.
 //! The timeout warning is not broadcast: it stays directed to the requester
 //! (§8.2.1.9.5, §8.2.1.11 (6)).
 

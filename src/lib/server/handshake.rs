@@ -6,14 +6,14 @@
 //! identity fields depending on the flag, the peer's PMIx version string, its
 //! wire (bfrops) version name, a buffer-kind byte, its datastore module name,
 //! and optionally a packed `size` + `info[]` blob. See
-//! [`crate::conn::handshake`] for the client's mirror image.
+//! [`crate::codec::handshake`] for the message the client builds.
 
 use crate::codec::{Decoder, Info, Size, WireVersion};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
-use crate::conn::handshake::{BUFFER_FULLY_DESCRIBED, NSPACE_FIELD};
-pub(crate) use crate::conn::handshake::{
+use crate::codec::handshake::{BUFFER_FULLY_DESCRIBED, NSPACE_FIELD};
+pub(crate) use crate::codec::handshake::{
     FLAG_SIMPLE_CLIENT, FLAG_TOOL_GIVEN_ID, FLAG_TOOL_NEEDS_ID,
 };
 
@@ -34,7 +34,7 @@ pub(crate) const FLAG_LAUNCHER_CLIENT: u8 = 8;
 pub(crate) const FLAG_SINGLETON_CLIENT: u8 = 9;
 
 /// Who the peer says it is: the same three identities a client presents.
-pub(crate) use crate::conn::handshake::Identity as PeerIdentity;
+pub(crate) use crate::codec::handshake::Identity as PeerIdentity;
 
 /// A parsed connect-ack.
 #[derive(Clone, Debug)]
@@ -256,7 +256,14 @@ pub(crate) fn refusal(status: Status) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::handshake::{build_connect_ack, tool_info_blob, Hello, Identity};
+    use crate::codec::handshake::{connect_ack_body, tool_info_blob, Hello, Identity};
+
+    fn build_connect_ack(h: &Hello) -> Vec<u8> {
+        let body = connect_ack_body(h);
+        let mut m = crate::conn::frame::Header::encode_connect(body.len() as u32).to_vec();
+        m.extend_from_slice(&body);
+        m
+    }
 
     fn hello(identity: Identity, blob: Vec<u8>) -> Hello {
         Hello {

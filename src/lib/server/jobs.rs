@@ -340,7 +340,7 @@ pub(crate) fn launch(
         .env("PMIX_GDS_MODULE", "hash")
         .env("PMIX_PTL_MODULE", "tcp")
         .env("PMIX_JOB_SIZE", spec.job_size.to_string());
-    for k in crate::conn::discover::SERVER_URI_VARS {
+    for k in crate::proto::keys::SERVER_URI_VARS {
         c.env(k, &env.uri);
     }
     if let Some(a) = spec.alloc_id {

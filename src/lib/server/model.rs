@@ -9,8 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::dvm::{AllocOutcome, AllocRequest, Dvm, DvmError, Effect, Placement};
-use crate::render::records::ReservationRecord;
 use crate::sched::Scheduler;
+use crate::schema::records::ReservationRecord;
 
 use super::ident::ProcName;
 pub(crate) use super::state::{Clock, Pending};

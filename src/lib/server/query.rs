@@ -16,16 +16,16 @@
 //!   state), or a connected tool's processes (the pid and command line its
 //!   connect request carried, on pdvm's own host).
 //!
-//! Rows use the shared records of [`crate::ops::status_query`], which is also
+//! Rows use the shared records of [`crate::schema::status`], which is also
 //! what `pwatch --status` decodes.
 
 use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersion};
-use crate::ops::status_query::{
+use crate::proto::keys;
+use crate::proto::status::Status;
+use crate::schema::status::{
     answer, reservation_infos, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS,
     QUERY_LIVE, QUERY_SCHED,
 };
-use crate::proto::keys;
-use crate::proto::status::Status;
 
 use super::jobs::ProcRec;
 use super::state::Server;

@@ -675,7 +675,7 @@ impl Server {
             info.push(Info::new(keys::ALLOC_TARGET, r.owner_nspace.as_str()));
             info.push(Info::new(keys::ALLOC_SHARE, r.share));
             if let Some(i) = r.inherit {
-                info.push(crate::ops::status_query::inheritance_info(i, wire));
+                info.push(crate::schema::status::inheritance_info(i, wire));
             }
             if let Some(t) = r.expires_in {
                 info.push(Info::new(
