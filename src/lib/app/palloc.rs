@@ -26,6 +26,7 @@ use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
 use super::events::EventFields;
 use super::launch;
+pub use super::palloc_detach::adopt_inherited_pipe;
 use super::palloc_detach::{submit_detached, Detach, Submitter};
 use super::{connect_for, finish, now_secs, signals, Failure, Ui};
 
@@ -818,13 +819,8 @@ fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<(bool, S
 /// A descriptor that becomes readable when process `pid` (our child) ends
 /// (pidfd_open(2)); `None` on kernels without it.
 fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
-    // (or -1); nothing else is touched.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::pid_t, 0) };
-    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-    // SAFETY: a fresh descriptor we now own.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
 }
 
 /// Wait until one of `fds` is readable or `deadline` passes (the DVM

@@ -348,19 +348,42 @@ fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
 /// The write end of the pipe in a detached palloc.
 pub(crate) struct Submitter(OwnedFd);
 
+/// The pipe adopted at start-up by [`adopt_inherited_pipe`], until palloc
+/// takes it.
+static INHERITED: std::sync::Mutex<Option<Submitter>> = std::sync::Mutex::new(None);
+
+/// Adopt the pipe a starting palloc passed to its detached copy (its number
+/// in `PMIX_TOOLS_SUBMIT_FD`). palloc's `main` calls this first, before the
+/// process opens any descriptor of its own: a descriptor open at that
+/// number then can only have been inherited, so nothing in this process
+/// owns it yet. Only a pipe is adopted; the variable is removed so nothing
+/// this palloc starts inherits it.
+pub fn adopt_inherited_pipe() {
+    let Some(fd) = std::env::var(SUBMIT_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<RawFd>().ok())
+    else {
+        return;
+    };
+    std::env::remove_var(SUBMIT_FD_ENV);
+    let is_pipe = nix::sys::stat::fstat(fd).is_ok_and(|st| {
+        nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
+            == nix::sys::stat::SFlag::S_IFIFO
+    });
+    if fd < 3 || !is_pipe {
+        return;
+    }
+    set_cloexec(fd);
+    // SAFETY: called before this process opened any descriptor (see above),
+    // so the open descriptor `fd` was inherited and has no other owner here.
+    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) });
+    *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
+}
+
 impl Submitter {
-    /// The descriptor the starting palloc passed, if any (taken once: the
-    /// variable is removed so nothing this palloc starts inherits it).
+    /// The pipe adopted at start-up, if any (taken once).
     pub(crate) fn from_env() -> Option<Submitter> {
-        let fd: RawFd = std::env::var(SUBMIT_FD_ENV).ok()?.parse().ok()?;
-        std::env::remove_var(SUBMIT_FD_ENV);
-        if fd < 3 || nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
-            return None;
-        }
-        set_cloexec(fd);
-        // SAFETY: a descriptor our parent opened for us and nobody else here
-        // owns; checked open above.
-        Some(Submitter(unsafe { OwnedFd::from_raw_fd(fd) }))
+        INHERITED.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// Say `line` and close the pipe.

@@ -3,32 +3,22 @@
 //! tool wakes at once and can cancel what it asked for (a queued request, a
 //! running job) before exiting.
 
-use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::signal::Signal;
 
-static CAUGHT: AtomicI32 = AtomicI32::new(0);
-static LATEST: AtomicI32 = AtomicI32::new(0);
+/// The signal caught so far (0: none); sticky.
+static CAUGHT: AtomicUsize = AtomicUsize::new(0);
+/// The signal caught since [`take_new`] last looked (0: none).
+static LATEST: AtomicUsize = AtomicUsize::new(0);
 
-/// The self-pipe's write end (-1 before [`install`]).
-static PIPE_W: AtomicI32 = AtomicI32::new(-1);
-/// The self-pipe's read end.
+/// The self-pipe's read end, once [`install`] has run.
 static PIPE_R: OnceLock<OwnedFd> = OnceLock::new();
 
-extern "C" fn on_signal(sig: nix::libc::c_int) {
-    CAUGHT.store(sig, Ordering::SeqCst);
-    LATEST.store(sig, Ordering::SeqCst);
-    let w = PIPE_W.load(Ordering::SeqCst);
-    if w >= 0 {
-        // SAFETY: write(2) is async-signal-safe; a full pipe (already
-        // readable) just drops the byte.
-        unsafe {
-            nix::libc::write(w, [1u8].as_ptr().cast(), 1);
-        }
-    }
-}
+/// The signals a tool catches.
+const CAUGHT_SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
 /// The read end of the signal self-pipe: readable once a signal was caught
 /// since the last [`drain`]. `None` before [`install`].
@@ -39,7 +29,6 @@ pub(crate) fn fd() -> Option<BorrowedFd<'static>> {
 
 /// Empty the self-pipe (after its readiness was seen).
 pub(crate) fn drain() {
-    use std::os::fd::AsRawFd;
     if let Some(r) = PIPE_R.get() {
         let mut buf = [0u8; 64];
         while matches!(nix::unistd::read(r.as_raw_fd(), &mut buf), Ok(n) if n > 0) {}
@@ -48,37 +37,31 @@ pub(crate) fn drain() {
 
 /// Catch SIGINT, SIGTERM and SIGHUP from now on (instead of dying at once).
 /// Each tool's `main` calls it before [`super::palloc::run`] and the others;
-/// calling it again is harmless.
+/// calling it again is harmless. The handlers are `signal-hook`'s: each
+/// stores the signal's number in two atomics and writes a byte to the
+/// self-pipe, all async-signal-safe, with no `unsafe` of ours.
 pub fn install() -> crate::error::Result<()> {
     use crate::error::{Error, ErrorKind};
     use crate::proto::Status;
-    let failed = |what: &str, e: nix::Error| {
-        Error::io(
-            ErrorKind::Local,
-            Status::ERROR,
-            what,
-            std::io::Error::from(e),
-        )
-    };
-    if PIPE_R.get().is_none() {
-        let (r, w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| failed("creating the signal pipe", e))?;
-        // SAFETY: `r` is a fresh descriptor we own.
-        let r = unsafe { OwnedFd::from_raw_fd(r.into_raw_fd()) };
-        if PIPE_R.set(r).is_ok() {
-            PIPE_W.store(w.into_raw_fd(), Ordering::SeqCst);
-        }
+    let failed =
+        |what: &str, e: std::io::Error| Error::io(ErrorKind::Local, Status::ERROR, what, e);
+    if PIPE_R.get().is_some() {
+        return Ok(());
     }
-    let act = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        // SAFETY: the handler only stores into an atomic, which is
-        // async-signal-safe.
-        unsafe { sigaction(sig, &act) }.map_err(|e| failed(sig.as_str(), e))?;
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| failed("creating the signal pipe", e.into()))?;
+    if PIPE_R.set(r).is_err() {
+        return Ok(());
+    }
+    for sig in CAUGHT_SIGNALS {
+        let n = sig as i32;
+        let code = n as usize;
+        signal_hook::flag::register_usize(n, &CAUGHT, code).map_err(|e| failed(sig.as_str(), e))?;
+        signal_hook::flag::register_usize(n, &LATEST, code).map_err(|e| failed(sig.as_str(), e))?;
+        let pipe = w
+            .try_clone()
+            .map_err(|e| failed("copying the signal pipe", e))?;
+        signal_hook::low_level::pipe::register(n, pipe).map_err(|e| failed(sig.as_str(), e))?;
     }
     Ok(())
 }
@@ -87,7 +70,7 @@ pub fn install() -> crate::error::Result<()> {
 pub(crate) fn caught() -> Option<i32> {
     match CAUGHT.load(Ordering::SeqCst) {
         0 => None,
-        s => Some(s),
+        s => Some(s as i32),
     }
 }
 
@@ -96,7 +79,7 @@ pub(crate) fn caught() -> Option<i32> {
 pub(crate) fn take_new() -> Option<i32> {
     match LATEST.swap(0, Ordering::SeqCst) {
         0 => None,
-        s => Some(s),
+        s => Some(s as i32),
     }
 }
 
