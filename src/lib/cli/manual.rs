@@ -151,7 +151,7 @@ const CONNECT_ENV: &[(&str, &str)] = &[
     ),
     (
         "PMIX_TOOLS_TIMEOUT",
-        "seconds the tool waits for the DVM to finish the connection handshake and to answer each request (default 30); when it passes, the tool ends within 1 s more (its goodbye to a silent DVM waits at most 0.3 s) and says what it waited for: exit 8 when nothing was changed (a query, the handshake), exit 9 (outcome unknown) when a request that changes something was sent, since the DVM may still carry it out: `pwatch --status` shows whether it did. A queued allocation is not a silent DVM: palloc waits for its grant as --wait says",
+        "seconds the tool waits for the DVM to finish the connection handshake and to answer each request (default: 10 for the handshake, 30 for each request); when it passes, the tool ends within 1 s more (its goodbye to a silent DVM waits at most 0.3 s) and says what it waited for: exit 8 when nothing was changed (a query, the handshake), exit 9 (outcome unknown) when a request that changes something was sent, since the DVM may still carry it out: `pwatch --status` shows whether it did. A queued allocation is not a silent DVM: palloc waits for its grant as --wait says",
     ),
     (
         "NO_COLOR",
@@ -338,6 +338,22 @@ pub(crate) fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The man pages state the time-outs the code uses.
+    #[test]
+    fn the_stated_time_outs_are_the_codes() {
+        use crate::conn::client::{HANDSHAKE_TIMEOUT, REQUEST_TIMEOUT};
+        let (_, text) = CONNECT_ENV
+            .iter()
+            .find(|(k, _)| *k == "PMIX_TOOLS_TIMEOUT")
+            .expect("PMIX_TOOLS_TIMEOUT row");
+        let said = format!(
+            "default: {} for the handshake, {} for each request",
+            HANDSHAKE_TIMEOUT.as_secs(),
+            REQUEST_TIMEOUT.as_secs()
+        );
+        assert!(text.contains(&said), "{text}");
+    }
 
     #[test]
     fn every_tool_has_sections() {

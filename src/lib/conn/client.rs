@@ -47,6 +47,8 @@ use super::stream::Stream;
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment variable overriding the handshake deadline and the default
 /// per-request deadline, in seconds (e.g. `PMIX_TOOLS_TIMEOUT=5`).
 pub(crate) const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";

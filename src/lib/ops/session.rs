@@ -15,8 +15,7 @@ use crate::proto::cmd;
 /// Most entries we accept in any reply array (bounds hostile replies; every
 /// entry also costs at least one byte, which the decoder checks too).
 pub const MAX_REPLY_ITEMS: usize = 1 << 20;
-/// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub use crate::conn::client::REQUEST_TIMEOUT as DEFAULT_TIMEOUT;
 /// Longest wait for the server's answer to our goodbye (and for requests
 /// in flight before it).
 pub const FINALIZE_WAIT: Duration = Duration::from_secs(2);
