@@ -148,26 +148,23 @@ fn terminate(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
 /// `deadline`: a pidfd turns readable when it exits, so there is no polling.
 fn wait_gone(pid: u32, deadline: Instant) -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::{FromRawFd, OwnedFd};
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor.
-    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as i32, 0) };
-    if fd < 0 {
-        // ESRCH: already gone (and reaped).
-        return std::io::Error::last_os_error().raw_os_error() == Some(nix::libc::ESRCH);
-    }
-    // SAFETY: a descriptor pidfd_open just returned, owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        // Already gone (and reaped).
+        Err(e) => return e == rustix::io::Errno::SRCH,
+    };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let ms = left.as_millis().min(60_000) as u32;
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
         let mut fds = [PollFd::new(
             std::os::fd::AsFd::as_fd(&fd),
             PollFlags::POLLIN,
         )];
-        match poll(
-            &mut fds,
-            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-        ) {
+        match poll(&mut fds, timeout) {
             Ok(n) if n > 0 => return true,
             Ok(_) => return false,
             Err(nix::errno::Errno::EINTR) => continue,

@@ -47,6 +47,9 @@ use super::stream::Stream;
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest one sleep of a wait without a deadline (it ends earlier at any
+/// event: this only bounds a single timed wait).
+const LONGEST_NAP: Duration = Duration::from_secs(3600);
 /// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment variable overriding the handshake deadline and the default
@@ -837,12 +840,10 @@ impl Shared {
             }
             if rx.polling {
                 // Another thread polls: it wakes us when it has read.
-                let left = deadline.map_or(Duration::from_secs(3600), |d| {
-                    d.saturating_duration_since(now)
-                });
+                let left = deadline.map_or(LONGEST_NAP, |d| d.saturating_duration_since(now));
                 rx = self
                     .turn
-                    .wait_timeout(rx, left.min(Duration::from_secs(3600)))
+                    .wait_timeout(rx, left.min(LONGEST_NAP))
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
                 continue;
@@ -888,7 +889,7 @@ impl Shared {
             // Nothing to watch (queue full, no extras): sleep to the deadline.
             std::thread::sleep(match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()),
-                None => Duration::from_secs(3600),
+                None => LONGEST_NAP,
             });
             return Readiness::default();
         }

@@ -90,9 +90,18 @@ pub(crate) struct Reactor {
     events: Vec<EpollEvent>,
 }
 
+/// Longest a timer is set ahead (a later one is set again when it fires).
+pub(crate) const LONGEST_TIMER: Duration = Duration::from_secs(3600);
+
+/// Longest one epoll wait, in milliseconds (timers are re-read after it).
+const LONGEST_WAIT_MS: u32 = 60_000;
+
 fn no_timeout_beyond(d: Duration) -> PollTimeout {
     // Round up, so a deadline 0.4 ms away is not spun on.
-    let ms = d.as_micros().div_ceil(1000).min(60_000) as u32;
+    let ms = d
+        .as_micros()
+        .div_ceil(1000)
+        .min(u128::from(LONGEST_WAIT_MS)) as u32;
     PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
 }
 
@@ -266,7 +275,7 @@ mod tests {
         );
         assert_eq!(
             no_timeout_beyond(Duration::from_secs(3600)),
-            PollTimeout::try_from(60_000u32).unwrap()
+            PollTimeout::try_from(LONGEST_WAIT_MS).unwrap()
         );
     }
 }

@@ -62,7 +62,8 @@ impl Clock {
     pub(crate) fn until(&self, at_ms: u64) -> Duration {
         let now = self.now_ms();
         let ahead = at_ms.saturating_sub(now) as f64 / self.scale;
-        Duration::from_secs_f64((ahead / 1000.0).min(3600.0)) + Duration::from_millis(1)
+        let longest = super::reactor::LONGEST_TIMER.as_secs_f64();
+        Duration::from_secs_f64((ahead / 1000.0).min(longest)) + Duration::from_millis(1)
     }
 }
 
