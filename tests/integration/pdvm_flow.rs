@@ -173,52 +173,32 @@ fn unknown_executable_is_refused() {
     assert!(!query::namespaces(&s).unwrap().is_empty());
 }
 
-/// Entry point used by [`launched_process_connects_back_as_client`]: when run
-/// by pdvm (PMIX_NAMESPACE set) it connects as a client of its job and
-/// prints what it learnt. Outside pdvm there is nothing to check.
-#[test]
-fn helper_client_probe() {
-    let Ok(ns) = std::env::var("PMIX_NAMESPACE") else {
-        return;
-    };
-    let s = pmix_tools::ops::Session::connect(&Default::default()).expect("client connects back");
-    let ident = match s.conn().identity() {
-        pmix_tools::conn::Identity::Client { .. } => "client",
-        _ => "tool",
-    };
-    let listed = query::namespaces(&s).expect("query as client");
-    println!(
-        "PROBE {ident} {} {} {}",
-        s.me().0,
-        s.me().1,
-        listed.contains(&ns)
-    );
-    s.finalize().unwrap();
-}
-
 #[test]
 fn launched_process_connects_back_as_client() {
     let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
     let s = dvm.session();
-    let exe = std::env::current_exe().unwrap();
-    let exe = exe.to_string_lossy().into_owned();
-    // The probe's test name in this crate: `<module>::helper_client_probe`.
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    let probe = format!("{module}::helper_client_probe");
+    let probe = support::example("client_probe");
     let job = spawn::spawn(
         &s,
         &spawn::launcher_job_info(),
-        &[app(
-            &[&exe, "--exact", &probe, "--nocapture", "--test-threads=1"],
-            2,
-        )],
+        &[app(&[probe.to_str().unwrap()], 2)],
     )
     .unwrap();
     let seen = follow_job(&s, &job, 60);
     let out = String::from_utf8_lossy(&seen.stdout).into_owned();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
     for rank in 0..2 {
-        let want = format!("PROBE client {job} {rank} true");
-        assert!(out.contains(&want), "missing {want:?} in {out:?}");
+        let me = lines
+            .iter()
+            .find(|v| v["rank"] == rank)
+            .unwrap_or_else(|| panic!("no line of rank {rank} in {out:?}"));
+        assert_eq!(me["identity"], "client", "{me}");
+        assert_eq!(me["nspace"], job.as_str(), "{me}");
+        let listed = me["namespaces"].as_array().expect("namespaces");
+        assert!(listed.iter().any(|n| n == job.as_str()), "{me}");
     }
     let end = seen.job_end(&job).expect("job-end event");
     assert_eq!(

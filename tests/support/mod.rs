@@ -890,3 +890,17 @@ impl LineReader {
         }
     }
 }
+
+/// The path of example `name` (`cargo test` builds the examples beside the
+/// test binaries).
+pub fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|p| p.parent()).expect("target dir");
+    let p = dir.join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} not built (cargo test builds examples)",
+        p.display()
+    );
+    p
+}
