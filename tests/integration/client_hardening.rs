@@ -21,21 +21,11 @@ use std::time::{Duration, Instant};
 use crate::support::pdvm::Pdvm;
 use crate::support::{show, text};
 use pmix_tools::codec::{Encoder, WireVersion};
-use pmix_tools::conn::frame::{encode_frame, FrameDecoder, Header, HEADER_LEN, TAG_NOTIFY};
+use pmix_tools::conn::frame::{encode_frame, FrameDecoder, TAG_NOTIFY};
 use pmix_tools::proto::status::Status;
 
 /// Bound on a tool's resident memory while a server floods it.
 const RSS_BOUND_KIB: u64 = 200 * 1024;
-
-fn read_connect_ack(s: &mut TcpStream) -> bool {
-    let mut h = [0u8; HEADER_LEN];
-    if s.read_exact(&mut h).is_err() {
-        return false;
-    }
-    let n = Header::decode_connect_len(&h) as usize;
-    let mut body = vec![0u8; n];
-    s.read_exact(&mut body).is_ok()
-}
 
 /// A fake server on loopback running `script` on each connection (on a
 /// thread of its own); returns its `--uri` value and a count of the
@@ -62,7 +52,7 @@ fn welcomed_server(
     script: impl Fn(TcpStream, FrameDecoder) + Send + Sync + 'static,
 ) -> (String, Arc<AtomicU64>) {
     fake_server(move |mut s| {
-        if read_connect_ack(&mut s) && s.write_all(&tool_welcome()).is_ok() {
+        if support::read_connect_ack(&mut s) && s.write_all(&tool_welcome()).is_ok() {
             script(s, FrameDecoder::new(1 << 20));
         }
     })
@@ -257,7 +247,7 @@ fn a_flooding_server_cannot_grow_a_waiting_palloc() {
 #[test]
 fn a_dripping_handshake_times_out_with_exit_8() {
     let (uri, _) = fake_server(|mut s| {
-        if !read_connect_ack(&mut s) {
+        if !support::read_connect_ack(&mut s) {
             return;
         }
         // One byte of the welcome every 200 ms: each read succeeds, the
@@ -403,7 +393,7 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
     use std::os::unix::fs::PermissionsExt;
     // A server that would answer whoever came: it must see nobody.
     let (uri, accepted) = fake_server(|mut s| {
-        if read_connect_ack(&mut s) {
+        if support::read_connect_ack(&mut s) {
             let _ = s.write_all(&tool_welcome());
         }
     });

@@ -13,15 +13,6 @@ use pmix_tools::ops::{self, Session};
 use pmix_tools::proto::status::Status;
 use proptest::prelude::*;
 
-/// Read a connect-ack (header with little-endian length, then the body).
-fn read_connect_ack(s: &mut TcpStream) {
-    let mut h = [0u8; HEADER_LEN];
-    s.read_exact(&mut h).unwrap();
-    let n = Header::decode_connect_len(&h) as usize;
-    let mut body = vec![0u8; n];
-    s.read_exact(&mut body).unwrap();
-}
-
 /// Start a fake server running `script` on its one connection.
 fn fake(script: impl FnOnce(TcpStream) + Send + 'static) -> Target {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -42,7 +33,7 @@ fn fake(script: impl FnOnce(TcpStream) + Send + 'static) -> Target {
 
 fn welcomed(then: impl FnOnce(TcpStream) + Send + 'static) -> Target {
     fake(move |mut s| {
-        read_connect_ack(&mut s);
+        assert!(crate::support::read_connect_ack(&mut s), "no connect-ack");
         s.write_all(&tool_welcome()).unwrap();
         then(s)
     })
@@ -140,7 +131,7 @@ proptest! {
     #[test]
     fn random_handshake_replies_are_handled(reply in proptest::collection::vec(any::<u8>(), 0..700)) {
         let t = fake(move |mut s| {
-            read_connect_ack(&mut s);
+            assert!(crate::support::read_connect_ack(&mut s), "no connect-ack");
             let _ = s.write_all(&reply);
         });
         let _ = Connection::open(t, Duration::from_millis(500));

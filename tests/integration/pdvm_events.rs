@@ -88,18 +88,6 @@ fn allocation(out: &Output) -> serde_json::Value {
         })
 }
 
-/// The reservations pdvm lists (`pwatch --status --json`).
-fn reservations(pdvm: &Pdvm) -> Vec<serde_json::Value> {
-    let mut cmd = tool(pdvm, "pwatch");
-    cmd.args(["--status", "--what", "reservations", "--json"]);
-    let out = run(cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    json_lines(&text(&out.stdout))
-        .into_iter()
-        .filter(|v| v["type"] == "reservation")
-        .collect()
-}
-
 #[test]
 fn pwatch_event_alloc_count_1_sees_a_grant_made_elsewhere() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "2"]);
@@ -327,7 +315,7 @@ fn target_naming_no_live_namespace_is_refused_and_holds_nothing() {
         "{}",
         text(&out.stderr)
     );
-    assert!(reservations(&pdvm).is_empty(), "nothing reserved");
+    assert!(pdvm.reservations().is_empty(), "nothing reserved");
     // pdvm refuses it too, whoever asks (here a tool speaking the library
     // directly, without palloc's check)
     let s = pdvm.session();
@@ -345,7 +333,7 @@ fn target_naming_no_live_namespace_is_refused_and_holds_nothing() {
         pmix_tools::proto::status::Status::ERR_NOT_FOUND,
         "{e}"
     );
-    assert!(reservations(&pdvm).is_empty(), "nothing reserved by pdvm");
+    assert!(pdvm.reservations().is_empty(), "nothing reserved by pdvm");
     drop(s);
     // a live target is still honoured
     let mut cmd = tool(&pdvm, "pspawn");
@@ -433,7 +421,7 @@ fn placement_flags_are_honoured_or_refused() {
         "{}",
         text(&out.stderr)
     );
-    assert!(reservations(&pdvm).is_empty());
+    assert!(pdvm.reservations().is_empty());
     let mut cmd = tool(&pdvm, "palloc");
     cmd.args(["-N", "1", "-c", "2", "--mem", "8G", "--", "true"]);
     let out = run(cmd);
@@ -527,5 +515,5 @@ fn cancelled_and_extended_reservations_keep_their_request_id_and_owner() {
         ],
     );
     assert!(r.is_err(), "a reservation for pdvm's own namespace: {r:?}");
-    assert!(reservations(&pdvm).is_empty(), "nothing reserved");
+    assert!(pdvm.reservations().is_empty(), "nothing reserved");
 }

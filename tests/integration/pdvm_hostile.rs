@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text};
+use crate::support::show;
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::Session;
 
@@ -32,34 +32,6 @@ fn with_id(pdvm: &Pdvm, nspace: &str) -> ConnectOptions {
     ConnectOptions {
         tool_id: Some((nspace.to_string(), 0)),
         ..pdvm.opts()
-    }
-}
-
-/// Reservation ids listed by `pwatch --status --json`.
-fn reservations(pdvm: &Pdvm) -> Vec<String> {
-    let o = run({
-        let mut c = tool(pdvm, "pwatch");
-        c.args(["--status", "--json"]);
-        c
-    });
-    assert!(o.status.success(), "pwatch --status: {}", show(&o));
-    support::json_records(&text(&o.stdout))
-        .into_iter()
-        .filter(|v| v["type"] == "reservation")
-        .filter_map(|v| v["alloc_id"].as_str().map(String::from))
-        .collect()
-}
-
-fn wait_file(path: &std::path::Path) -> String {
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if !s.is_empty() {
-                return s;
-            }
-        }
-        assert!(Instant::now() < end, "{} never written", path.display());
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -123,14 +95,14 @@ fn forged_client_identity_is_refused() {
     spawn.args(["--detach", "-n", "1", "sh", "-c", &body]);
     let o = run(spawn);
     assert!(o.status.success(), "{}", show(&o));
-    let a = wait_file(&dir.join("a.json"));
+    let a = support::wait_file(&dir.join("a.json"), Duration::from_secs(20));
     let alloc: serde_json::Value = a
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .find(|v: &serde_json::Value| v["type"] == "allocation")
         .expect("allocation record");
     let id = alloc["alloc_id"].as_str().unwrap().to_string();
-    let env = wait_file(&dir.join("env"));
+    let env = support::wait_file(&dir.join("env"), Duration::from_secs(20));
     let mut forged = tool(&pdvm, "prelease");
     forged.arg(&id);
     for line in env.lines() {
@@ -144,10 +116,18 @@ fn forged_client_identity_is_refused() {
         "a forged client released the job's reservation: {}",
         show(&o)
     );
-    assert_eq!(reservations(&pdvm), vec![id.clone()], "reservation intact");
+    assert_eq!(
+        pdvm.reservation_ids(),
+        vec![id.clone()],
+        "reservation intact"
+    );
     std::fs::write(dir.join("gate"), "").unwrap();
-    assert_eq!(wait_file(&dir.join("rc")).trim(), "0", "the job itself may");
-    assert!(reservations(&pdvm).is_empty());
+    assert_eq!(
+        support::wait_file(&dir.join("rc"), Duration::from_secs(20)).trim(),
+        "0",
+        "the job itself may"
+    );
+    assert!(pdvm.reservation_ids().is_empty());
 }
 
 // ---- bounded work -----------------------------------------------------------
@@ -222,7 +202,7 @@ fn giant_repeated_query_is_bounded() {
         .expect("palloc --hold");
     let s = pdvm.session();
     let end = Instant::now() + Duration::from_secs(20);
-    while reservations(&pdvm).is_empty() {
+    while pdvm.reservation_ids().is_empty() {
         assert!(Instant::now() < end, "palloc --hold never granted");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -266,7 +246,7 @@ fn giant_repeated_query_is_bounded() {
     );
     assert!(answer.is_ok(), "the giant query was never answered");
     assert!(pmix_alive(&pdvm), "pdvm died");
-    assert_eq!(reservations(&pdvm).len(), 1, "reservation lost");
+    assert_eq!(pdvm.reservation_ids().len(), 1, "reservation lost");
     let _ = holder.kill();
     let _ = holder.wait();
 }
@@ -486,7 +466,10 @@ fn jobs_die_with_a_killed_pdvm() {
     ]);
     let o = run(c);
     assert!(o.status.success(), "{}", show(&o));
-    let job: i32 = wait_file(&pidfile).trim().parse().expect("job pid");
+    let job: i32 = support::wait_file(&pidfile, Duration::from_secs(20))
+        .trim()
+        .parse()
+        .expect("job pid");
     let alive = |p: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok();
     assert!(alive(job));
     nix::sys::signal::kill(

@@ -96,19 +96,6 @@ fn given_identity_with_nonzero_rank_gets_its_own_warning_and_grant() {
     });
 }
 
-fn wait_file(path: &std::path::Path, secs: u64) -> String {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if !s.is_empty() {
-                return s;
-            }
-        }
-        assert!(Instant::now() < end, "{} never written", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
 }
@@ -151,7 +138,7 @@ fn client_rank_is_bound_to_the_live_job_process_tree() {
         assert!(o.status.success(), "palloc: {}", show(&o));
         std::thread::sleep(Duration::from_millis(50));
     }
-    let env = wait_file(&dir.join("env"), 20);
+    let env = crate::support::wait_file(&dir.join("env"), Duration::from_secs(20));
     let forged = || {
         let mut c = pdvm.tool("pwatch");
         c.args(["--status", "--json"]);
@@ -169,7 +156,7 @@ fn client_rank_is_bound_to_the_live_job_process_tree() {
         show(&o)
     );
     std::fs::write(dir.join("gate"), "").expect("gate");
-    let rc1 = wait_file(&dir.join("rc1"), 30);
+    let rc1 = crate::support::wait_file(&dir.join("rc1"), Duration::from_secs(30));
     assert_eq!(
         rc1.trim(),
         "0",

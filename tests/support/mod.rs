@@ -904,3 +904,31 @@ pub fn example(name: &str) -> std::path::PathBuf {
     );
     p
 }
+
+/// The contents of `path` once it is written (not empty), waiting at most
+/// `timeout`; fails the test naming the file if it never is.
+pub fn wait_file(path: &Path, timeout: Duration) -> String {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        assert!(Instant::now() < end, "{} never written", path.display());
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Read one connect-ack from a client (header with its little-endian
+/// length, then the body); false when the client closed first.
+pub fn read_connect_ack(s: &mut std::net::TcpStream) -> bool {
+    use pmix_tools::conn::frame::{Header, HEADER_LEN};
+    let mut h = [0u8; HEADER_LEN];
+    if s.read_exact(&mut h).is_err() {
+        return false;
+    }
+    let n = Header::decode_connect_len(&h) as usize;
+    let mut body = vec![0u8; n];
+    s.read_exact(&mut body).is_ok()
+}

@@ -194,6 +194,30 @@ impl Pdvm {
         cmd
     }
 
+    /// The reservation records pdvm lists (`pwatch --status --json`).
+    pub fn reservations(&self) -> Vec<serde_json::Value> {
+        let mut cmd = self.tool("pwatch");
+        cmd.args(["--status", "--what", "reservations", "--json"]);
+        let out = crate::support::run_with_timeout(cmd.stdin(std::process::Stdio::null()), 30);
+        assert!(
+            out.status.success(),
+            "pwatch --status: {}",
+            crate::support::show(&out)
+        );
+        crate::support::json_records(&crate::support::text(&out.stdout))
+            .into_iter()
+            .filter(|v| v["type"] == "reservation")
+            .collect()
+    }
+
+    /// The ids of [`Self::reservations`].
+    pub fn reservation_ids(&self) -> Vec<String> {
+        self.reservations()
+            .iter()
+            .filter_map(|v| v["alloc_id"].as_str().map(String::from))
+            .collect()
+    }
+
     /// The rendezvous directory `tmpdir/pdvm.<pid>`.
     pub fn rendezvous_dir(&self) -> PathBuf {
         self.tmpdir.path().join(format!("pdvm.{}", self.pid))
