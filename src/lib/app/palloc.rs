@@ -349,31 +349,39 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     if req.directive == Directive::Extend {
         as_the_dvm_has_it(&s, &mut rec);
     }
-    ui.record(&rec);
     // stdout carries only what a script consumes (--parsable, --json,
     // CMD's output); the grant line is a notice, on stderr as salloc's.
-    if args.parsable {
-        ui.result(&rec.alloc_id);
-    } else {
-        ui.note(&allocation_line(&rec));
-    }
-    if opens_shell {
-        if let PallocMode::Run(cmd) = &mode {
+    // A holder says it once other shells can reach it, so that an id a
+    // script reads is usable at once.
+    let announce = |rec: &AllocationRecord| {
+        ui.record(rec);
+        if args.parsable {
+            ui.result(&rec.alloc_id);
+        } else {
+            ui.note(&allocation_line(rec));
+        }
+        if let (true, PallocMode::Run(cmd)) = (opens_shell, &mode) {
             ui.note(&format!(
                 "starting {} inside allocation {}; exit it to give the allocation back",
                 cmd[0], rec.alloc_id
             ));
         }
+    };
+    if matches!(mode, PallocMode::Print | PallocMode::NoWait) {
+        announce(&rec);
     }
     // Unless the user chose a rule (which then decides, as the DVM applies
     // it when palloc's namespace ends: `default` leaves the nodes
     // unreserved, `child` waits for the jobs), or --keep, a holder that
     // ends gives the allocation back itself.
     let give_back = user_rule.is_none();
-    let code = match mode {
+    let code = match &mode {
         PallocMode::Print | PallocMode::NoWait => Ok(0),
-        PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui),
-        PallocMode::Run(cmd) => run_command(&s, &mut rec, &cmd, give_back && !args.keep, ui),
+        PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui, &announce),
+        PallocMode::Run(cmd) => {
+            let give_back = give_back && !args.keep;
+            run_command(&s, &mut rec, cmd, give_back, ui, &announce)
+        }
     };
     let code = match code {
         Ok(c) => c,
@@ -546,6 +554,7 @@ fn hold(
     give_back: bool,
     submitter: Option<Submitter>,
     ui: &Ui,
+    announce: &dyn Fn(&AllocationRecord),
 ) -> std::result::Result<i32, Failure> {
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
@@ -554,6 +563,7 @@ fn hold(
         .request_id
         .as_deref()
         .and_then(|r| holder.alias(s.conn(), r));
+    announce(rec);
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
     if let Some(sub) = submitter {
@@ -843,12 +853,14 @@ fn run_command(
     cmd: &[String],
     give_back: bool,
     ui: &Ui,
+    announce: &dyn Fn(&AllocationRecord),
 ) -> std::result::Result<i32, Failure> {
     let (program, args) = cmd
         .split_first()
         .ok_or_else(|| Failure::other("no command to run"))?;
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
+    announce(rec);
     let spawned = std::process::Command::new(program)
         .args(args)
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
