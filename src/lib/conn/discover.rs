@@ -258,42 +258,42 @@ pub fn discover(opts: &ConnectOptions, env: &dyn Env) -> Result<Target> {
             return Ok(t);
         }
     }
-    let live = live_servers(&dirs);
-    match live.len() {
-        0 => Err(not_found("no PMIx server (DVM) found".into(), &dirs)),
-        1 => {
-            let r = live
-                .into_iter()
-                .next()
-                .map(|(_, r)| r)
-                .ok_or_else(|| not_found(String::new(), &dirs))?;
-            let how = format!("rendezvous file {}", r.path.display());
-            Ok(tool(r, how))
-        }
-        _ => {
-            let list: Vec<String> = live
-                .values()
-                .map(|r| {
-                    format!(
-                        "  pid {} namespace {} at {} ({})",
-                        r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
-                        r.uri.nspace,
-                        r.uri.address,
-                        r.path.display()
-                    )
-                })
-                .collect();
-            Err(Error::of_kind(
-                ErrorKind::NoServer,
-                Status::ERR_BAD_PARAM,
+    the_one_live_server(&dirs).map(|(r, how)| tool(r, how))
+}
+
+/// The single server found in `dirs`, with how it was found; an error
+/// naming each when there are several, and where we looked when none.
+fn the_one_live_server(dirs: &[PathBuf]) -> Result<(Rendezvous, String)> {
+    let live = live_servers(dirs);
+    if live.len() > 1 {
+        let list: Vec<String> = live
+            .values()
+            .map(|r| {
                 format!(
-                    "{} PMIx servers are running; choose one with --pid, --namespace or --uri:\n{}",
-                    live.len(),
-                    list.join("\n")
-                ),
-            ))
-        }
+                    "  pid {} namespace {} at {} ({})",
+                    r.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                    r.uri.nspace,
+                    r.uri.address,
+                    r.path.display()
+                )
+            })
+            .collect();
+        return Err(Error::of_kind(
+            ErrorKind::NoServer,
+            Status::ERR_BAD_PARAM,
+            format!(
+                "{} PMIx servers are running; choose one with --pid, --namespace or --uri:\n{}",
+                live.len(),
+                list.join("\n")
+            ),
+        ));
     }
+    let r = live
+        .into_values()
+        .next()
+        .ok_or_else(|| not_found("no PMIx server (DVM) found".into(), dirs))?;
+    let how = format!("rendezvous file {}", r.path.display());
+    Ok((r, how))
 }
 
 /// The server a launched process should call back, if we are inside a job.

@@ -241,7 +241,20 @@ impl Dvm {
         if capacity == 0 {
             return Err(DvmError::OutOfResource(Rule::SpawnNoSlots));
         }
-        // Each app's candidates: the pool, or its hosts within the pool.
+        let cands = self.candidates(apps, &pool)?;
+        let mut planned = vec![0u32; pool.len()];
+        let procs = self.place(&pool, &cands, &nprocs, map, &mut planned)?;
+        Ok(Placement {
+            sessions,
+            default_pool,
+            pool: pool.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+            procs,
+        })
+    }
+
+    /// Each app's candidate nodes (indexes into `pool`): the pool, or the
+    /// app's hosts, each of which must be a node of the pool.
+    fn candidates(&self, apps: &[AppAsk], pool: &[usize]) -> Result<Vec<Vec<usize>>, DvmError> {
         let mut cands: Vec<Vec<usize>> = Vec::with_capacity(apps.len());
         for a in apps {
             if a.hosts.is_empty() {
@@ -266,14 +279,7 @@ impl Dvm {
             }
             cands.push(c);
         }
-        let mut planned = vec![0u32; pool.len()];
-        let procs = self.place(&pool, &cands, &nprocs, map, &mut planned)?;
-        Ok(Placement {
-            sessions,
-            default_pool,
-            pool: pool.iter().map(|&i| self.nodes[i].name.clone()).collect(),
-            procs,
-        })
+        Ok(cands)
     }
 
     /// Placement by `map` (see the [module documentation](self)); `slot`

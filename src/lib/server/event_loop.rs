@@ -7,18 +7,22 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::codec::WireVersion;
 use crate::proto::keys;
 use crate::proto::status::Status;
 
 use super::creds::peer_uid;
 use super::handshake::{
-    client_reply, native_cred_ids, parse_connect, refusal, tool_reply, PeerIdentity,
+    client_reply, native_cred_ids, parse_connect, refusal, tool_reply, ConnectRequest, PeerIdentity,
 };
 use super::ident::ProcName;
 use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN, PARTIAL_TIMEOUT};
 use super::reactor::Token;
 use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
+
+/// An admitted connection's answer and identity, or the refusal.
+type Admission = Result<(Vec<u8>, PeerInfo), (Status, &'static str)>;
 
 /// Most connections served at once (further ones are closed at accept).
 pub(crate) const MAX_CONNECTIONS: usize = 16_384;
@@ -331,6 +335,25 @@ impl Server {
             Ok(r) => r,
             Err(e) => return self.refuse(id, e.status, &e.context),
         };
+        self.log_connect_request(id, &req);
+        if let Err((st, why)) = self.same_user(id) {
+            return self.refuse(id, st, why);
+        }
+        let Some(wire) = req.wire() else {
+            return self.refuse(id, Status::ERR_NOT_SUPPORTED, "unknown wire version");
+        };
+        let admitted = match &req.identity {
+            PeerIdentity::Tool => Ok(self.admit_minted_tool()),
+            PeerIdentity::ToolWithId { nspace, rank } => self.admit_given_tool(nspace, *rank),
+            PeerIdentity::Client { nspace, rank } => self.admit_client(id, nspace, *rank),
+        };
+        match admitted {
+            Ok((reply, peer)) => self.bind_peer(id, &req, wire, &reply, peer),
+            Err((st, why)) => self.refuse(id, st, why),
+        }
+    }
+
+    fn log_connect_request(&mut self, id: u64, req: &ConnectRequest) {
         if self.cfg.verbose {
             self.log(format!(
                 "connection {id}: identity flag {}, security {} (credential ids {:?}, claimed {:?}), \
@@ -344,140 +367,138 @@ impl Server {
                 req.gds
             ));
         }
+    }
+
+    /// Only our own user's processes may connect (the uid the kernel
+    /// reported at accept, else one sock_diag lookup).
+    fn same_user(&self, id: u64) -> Result<(), (Status, &'static str)> {
         let me = nix::unistd::getuid().as_raw();
-        // The uid the kernel reported at accept (one sock_diag lookup).
         let uid = self.conns.get(id).and_then(|c| {
             c.uid
                 .filter(|&u| u != u32::MAX)
                 .or_else(|| peer_uid(&c.stream))
         });
-        if uid != Some(me) {
-            return self.refuse(
-                id,
-                Status::ERR_NO_PERMISSIONS,
-                "peer belongs to another user",
-            );
+        if uid == Some(me) {
+            Ok(())
+        } else {
+            Err((Status::ERR_NO_PERMISSIONS, "peer belongs to another user"))
         }
-        let Some(wire) = req.wire() else {
-            return self.refuse(id, Status::ERR_NOT_SUPPORTED, "unknown wire version");
-        };
+    }
+
+    /// A tool asking for an identity: a fresh namespace, rank 0.
+    fn admit_minted_tool(&mut self) -> (Vec<u8>, PeerInfo) {
+        let ns = self.mint_nspace();
+        let _ = self.model.tool_connected_minted(&ns);
+        (
+            tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
+            PeerInfo {
+                name: ProcName::new(ns, 0),
+                class: PeerClass::Tool,
+                owns_nspace: true,
+            },
+        )
+    }
+
+    /// A tool bringing its own identity. Identity is bound to the connection
+    /// that proved it: a given namespace must be new — not pdvm's own or one
+    /// it mints, not a job's, not one in use or used before (a namespace
+    /// maps to exactly one job and is never reused).
+    fn admit_given_tool(&mut self, nspace: &str, rank: u32) -> Admission {
+        self.given_identity_free(nspace)?;
+        if self.model.tool_connected(nspace).is_err() {
+            return Err((Status::EXISTS, "tool namespace already in use"));
+        }
+        Ok((
+            tool_reply(None, &self.ident.nspace, 0),
+            PeerInfo {
+                name: ProcName::new(nspace.to_string(), rank),
+                class: PeerClass::Tool,
+                owns_nspace: true,
+            },
+        ))
+    }
+
+    /// A client rank is accepted only while that rank's process lives, and
+    /// (where the kernel tells) only from it or one of its descendants.
+    /// Once per live rank, unless the kernel vouches that the connection
+    /// comes from that rank's own process tree (tools a job runs act for its
+    /// rank, several at a time, as the conformance suite's leader jobs do):
+    /// where it cannot tell, a second connection claiming a connected rank
+    /// is refused.
+    fn admit_client(&mut self, id: u64, nspace: &str, rank: u32) -> Admission {
+        let pid = self.jobs.get(nspace).and_then(|j| {
+            j.procs
+                .iter()
+                .find(|p| p.rank == rank && p.exit.is_none())
+                .map(|p| p.pid)
+        });
+        let pid = pid.ok_or((Status::ERR_NOT_FOUND, "client of no running process"))?;
+        let from_job = self
+            .conns
+            .get(id)
+            .and_then(|c| super::creds::peer_in_tree(&c.stream, pid));
+        if from_job == Some(false) {
+            return Err((
+                Status::ERR_NO_PERMISSIONS,
+                "client identity claimed from outside that process",
+            ));
+        }
+        let name = ProcName::new(nspace.to_string(), rank);
+        if rank == crate::codec::RANK_WILDCARD
+            || (from_job != Some(true) && self.conns.identity_held(&name))
+        {
+            return Err((
+                Status::EXISTS,
+                "client rank already connected (accepted once while it lives)",
+            ));
+        }
+        Ok((
+            client_reply((id & 0x7fff_ffff) as u32),
+            PeerInfo {
+                name,
+                class: PeerClass::Client,
+                owns_nspace: false,
+            },
+        ))
+    }
+
+    /// Bind the admitted identity to connection `id` and answer it.
+    fn bind_peer(
+        &mut self,
+        id: u64,
+        req: &ConnectRequest,
+        wire: WireVersion,
+        reply: &[u8],
+        peer: PeerInfo,
+    ) {
         let described = req.described();
-        let (reply, peer) = match &req.identity {
-            PeerIdentity::Tool => {
-                let ns = self.mint_nspace();
-                let _ = self.model.tool_connected_minted(&ns);
-                (
-                    tool_reply(Some((&ns, 0)), &self.ident.nspace, 0),
-                    PeerInfo {
-                        name: ProcName::new(ns, 0),
-                        class: PeerClass::Tool,
-                        owns_nspace: true,
-                    },
-                )
-            }
-            PeerIdentity::ToolWithId { nspace, rank } => {
-                // Identity is bound to the connection that proved it: a given
-                // namespace must be new — not pdvm's own or one it mints, not
-                // a job's, not one in use or used before (a namespace maps to
-                // exactly one job and is never reused).
-                if let Err((st, why)) = self.given_identity_free(nspace) {
-                    return self.refuse(id, st, why);
-                }
-                if self.model.tool_connected(nspace).is_err() {
-                    return self.refuse(id, Status::EXISTS, "tool namespace already in use");
-                }
-                (
-                    tool_reply(None, &self.ident.nspace, 0),
-                    PeerInfo {
-                        name: ProcName::new(nspace.clone(), *rank),
-                        class: PeerClass::Tool,
-                        owns_nspace: true,
-                    },
-                )
-            }
-            PeerIdentity::Client { nspace, rank } => {
-                // A client rank is accepted only while that rank's process
-                // lives, and (where the kernel tells) only from it or one of
-                // its descendants.
-                let pid = self.jobs.get(nspace).and_then(|j| {
-                    j.procs
-                        .iter()
-                        .find(|p| p.rank == *rank && p.exit.is_none())
-                        .map(|p| p.pid)
-                });
-                let Some(pid) = pid else {
-                    return self.refuse(id, Status::ERR_NOT_FOUND, "client of no running process");
-                };
-                let from_job = self
-                    .conns
-                    .get(id)
-                    .and_then(|c| super::creds::peer_in_tree(&c.stream, pid));
-                if from_job == Some(false) {
-                    return self.refuse(
-                        id,
-                        Status::ERR_NO_PERMISSIONS,
-                        "client identity claimed from outside that process",
-                    );
-                }
-                // Once per live rank, unless the kernel vouches that the
-                // connection comes from that rank's own process tree (tools
-                // a job runs act for its rank, several at a time, as the
-                // conformance suite's leader jobs do): where it cannot tell,
-                // a second connection claiming a connected rank is refused.
-                let name = ProcName::new(nspace.clone(), *rank);
-                if *rank == crate::codec::RANK_WILDCARD
-                    || (from_job != Some(true) && self.conns.identity_held(&name))
-                {
-                    return self.refuse(
-                        id,
-                        Status::EXISTS,
-                        "client rank already connected (accepted once while it lives)",
-                    );
-                }
-                (
-                    client_reply((id & 0x7fff_ffff) as u32),
-                    PeerInfo {
-                        name,
-                        class: PeerClass::Client,
-                        owns_nspace: false,
-                    },
-                )
-            }
+        let kind = if peer.class == PeerClass::Tool {
+            "tool"
+        } else {
+            "client"
+        };
+        let form = if described {
+            "described"
+        } else {
+            "non-described"
         };
         self.log(format!(
-            "{} {} connected ({} {}, {})",
-            if peer.class == PeerClass::Tool {
-                "tool"
-            } else {
-                "client"
-            },
-            peer.name,
-            req.version,
-            req.bfrops,
-            if described {
-                "described"
-            } else {
-                "non-described"
-            }
+            "{kind} {} connected ({} {}, {form})",
+            peer.name, req.version, req.bfrops
         ));
-        if let Some(c) = self.conns.get_mut(id) {
-            c.wire = wire;
-            c.described = described;
-            c.peer = Some(peer);
-            c.pid = req
-                .info
-                .iter()
-                .find(|i| i.key == keys::PROC_PID)
-                .and_then(|i| i.value.as_u32());
-            c.cmd_line = req
-                .info
-                .iter()
-                .find(|i| i.key == keys::CMD_LINE)
-                .and_then(|i| i.value.as_str())
-                .map(str::to_string);
-            if c.queue_raw(&reply).is_err() {
-                c.closing = true;
-            }
+        let Some(c) = self.conns.get_mut(id) else {
+            return;
+        };
+        c.wire = wire;
+        c.described = described;
+        c.peer = Some(peer);
+        let info = |key: &str| req.info.iter().find(|i| i.key == key);
+        c.pid = info(keys::PROC_PID).and_then(|i| i.value.as_u32());
+        c.cmd_line = info(keys::CMD_LINE)
+            .and_then(|i| i.value.as_str())
+            .map(str::to_string);
+        if c.queue_raw(reply).is_err() {
+            c.closing = true;
         }
     }
 

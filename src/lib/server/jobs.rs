@@ -310,13 +310,53 @@ pub(crate) fn launch(
         None => &[],
     };
     c.args(args);
+    set_job_env(&mut c, spec, env);
+    if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
+        c.current_dir(cwd);
+    }
+    c.stdin(if spec.stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    c.stdout(if out == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    c.stderr(if err == Output::Capture {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    die_with_pdvm(&mut c);
+    let mut child = c.spawn()?;
+    let pid = child.id() as i32;
+    let mut pipes = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        set_nonblocking(&o);
+        pipes.push((CH_STDOUT, OwnedFd::from(o)));
+    }
+    if let Some(e) = child.stderr.take() {
+        set_nonblocking(&e);
+        pipes.push((CH_STDERR, OwnedFd::from(e)));
+    }
+    let stdin = child.stdin.take().map(StdinSink::start);
+    // The child is reaped by the server's waitpid loop, not through `child`.
+    drop(child);
+    Ok(Started { pid, pipes, stdin })
+}
+
+/// The job's environment: ours without PMIx/PRRTE/Open MPI variables, the
+/// app's settings, pdvm's tools on `PATH`, and what a PMIx client reads.
+fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
     for (k, _) in std::env::vars_os() {
         let ks = k.to_string_lossy();
         if ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_") {
             c.env_remove(&k);
         }
     }
-    for kv in &app.env {
+    for kv in &spec.app.env {
         if let Some((k, v)) = kv.split_once('=') {
             if !k.is_empty() {
                 c.env(k, v);
@@ -346,24 +386,11 @@ pub(crate) fn launch(
     if let Some(a) = spec.alloc_id {
         c.env("PMIX_ALLOC_ID", a);
     }
-    if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
-        c.current_dir(cwd);
-    }
-    c.stdin(if spec.stdin {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    c.stdout(if out == Output::Capture {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
-    c.stderr(if err == Output::Capture {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
+}
+
+/// The process gets its own group, starts with no signal blocked, and dies
+/// with pdvm, even a pdvm killed with SIGKILL.
+fn die_with_pdvm(c: &mut Command) {
     {
         use std::os::unix::process::CommandExt;
         c.process_group(0);
@@ -390,21 +417,6 @@ pub(crate) fn launch(
             });
         }
     }
-    let mut child = c.spawn()?;
-    let pid = child.id() as i32;
-    let mut pipes = Vec::new();
-    if let Some(o) = child.stdout.take() {
-        set_nonblocking(&o);
-        pipes.push((CH_STDOUT, OwnedFd::from(o)));
-    }
-    if let Some(e) = child.stderr.take() {
-        set_nonblocking(&e);
-        pipes.push((CH_STDERR, OwnedFd::from(e)));
-    }
-    let stdin = child.stdin.take().map(StdinSink::start);
-    // The child is reaped by the server's waitpid loop, not through `child`.
-    drop(child);
-    Ok(Started { pid, pipes, stdin })
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).
