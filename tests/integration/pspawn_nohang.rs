@@ -254,12 +254,12 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
     let (uri, seen) = fake_dvm(Scenario::GoneAfter(2));
     let out = pspawn_against(&uri, &[]);
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert_eq!(out.status.code(), Some(9), "stderr: {err}");
     assert!(
         err.contains("never announced the end of job fake@2"),
         "{err}"
     );
-    assert!(err.contains("reported as 0"), "{err}");
+    assert!(err.contains("outcome unknown (exit 9)"), "{err}");
     let seen = seen.lock().unwrap();
     // Listed twice (running), gone at the third question.
     assert_eq!(seen.namespace_queries, 3, "commands: {:?}", seen.commands);
@@ -301,7 +301,7 @@ fn a_job_the_dvm_shows_running_but_whose_local_process_exited_ends() {
     let (uri, seen) = fake_dvm(Scenario::Stuck(pid));
     let out = pspawn_against(&uri, &[]);
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert_eq!(out.status.code(), Some(9), "stderr: {err}");
     assert!(
         err.contains("never announced the end of job fake@2"),
         "{err}"

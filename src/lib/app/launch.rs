@@ -74,6 +74,9 @@ pub(crate) fn to_app(spec: &AppSpec) -> App {
 /// (negative) counts as a failure (1) unless it names a signal.
 pub(crate) fn job_exit(end: &JobEnd) -> Exit {
     match end.exit_status {
+        // Success is never assumed: an end the DVM did not announce, with
+        // no process seen failing, is unknown.
+        0 if !end.announced => Exit::OutcomeUnknown,
         0 => Exit::Success,
         c @ 1..=255 => Exit::Command(c),
         _ => Exit::Command(1),

@@ -405,7 +405,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
             let exit = launch::job_exit(&end);
             if !end.announced {
                 if let Some(m) = &end.message {
-                    ui.warn(m);
+                    ui.note(m);
                 }
             }
             if exit != Exit::Success {

@@ -12,7 +12,7 @@
 //! | 6 | no permission (`PMIX_ERR_NO_PERMISSIONS`) |
 //! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
 //! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`, a job stopped at its allocation's time limit) |
-//! | 9 | outcome unknown: a request that changes something (allocate, extend, release, cancel, spawn) was sent but not answered in time; the DVM may still carry it out (check with `pwatch --status`) |
+//! | 9 | outcome unknown: a request that changes something (allocate, extend, release, cancel, spawn) was sent but not answered in time; the DVM may still carry it out (check with `pwatch --status`); or a job whose end the DVM never announced, with no process seen failing (its exit status is unknown) |
 //! | 130 | interrupted (Ctrl-C, SIGINT; a pending allocation request was cancelled) |
 //! | 143 | ended by SIGTERM (128+15; SIGHUP gives 129) |
 //!
@@ -139,7 +139,8 @@ reached its time limit",
         Exit::OutcomeUnknown.code(),
         "outcome unknown: a request that changes something (allocate, extend, release, cancel, \
 spawn) was sent, but the DVM did not answer within PMIX_TOOLS_TIMEOUT; it may still be carried \
-out: `pwatch --status` shows whether it was. Never reported as failed",
+out: `pwatch --status` shows whether it was. Never reported as failed. Also a job whose \
+end the DVM never announced, with no process seen failing: its exit status is unknown",
     ),
     (
         Exit::Interrupted.code(),

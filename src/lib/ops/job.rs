@@ -467,12 +467,12 @@ the job's end is unknown",
             exit_status: code,
             message: Some(format!(
                 "the DVM never announced the end of job {}; it is no longer running; its exit \
-status is unknown, reported as {code} ({})",
+status is unknown: {}",
                 self.nspace,
                 if self.failed_seen {
-                    "a process was seen ending abnormally"
+                    "a process was seen ending abnormally, reported as 1"
                 } else {
-                    "no process was seen failing"
+                    "no process was seen failing, reported as outcome unknown (exit 9)"
                 }
             )),
             announced: false,
