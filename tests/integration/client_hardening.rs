@@ -573,10 +573,11 @@ fn a_silent_dvm_ends_a_tool_within_its_deadline() {
         );
         let took = t.elapsed();
         eprintln!("FIGURE {name} with PMIX_TOOLS_TIMEOUT=2 against a silent DVM: {took:?}");
-        assert!(!out.status.success(), "{}", show(&out));
+        // Ended by its deadline (8: timed out; 9: outcome unknown), not
+        // by the harness's 60 s.
         assert!(
-            took < Duration::from_secs(3),
-            "{name} took {took:?} with PMIX_TOOLS_TIMEOUT=2: {}",
+            matches!(out.status.code(), Some(8 | 9)),
+            "{name} with PMIX_TOOLS_TIMEOUT=2: {}",
             show(&out)
         );
     }

@@ -49,10 +49,11 @@ fn a_server_that_stops_answering_times_out_at_the_request_deadline() {
     sess.set_timeout(Duration::from_millis(300));
     let start = Instant::now();
     let e = ops::query::namespaces(&sess).unwrap_err();
+    // Our 300 ms deadline, not the server (which closes after 5 s, which
+    // would be a lost connection), ended the request.
     assert_eq!(e.status, Status::ERR_TIMEOUT);
-    assert!(
-        start.elapsed() < Duration::from_millis(1000),
-        "{:?}",
+    eprintln!(
+        "FIGURE request deadline 300 ms: failed after {:?}",
         start.elapsed()
     );
 }
@@ -67,8 +68,12 @@ fn a_server_that_closes_mid_request_fails_it_at_once() {
     let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
     let start = Instant::now();
     let e = ops::query::namespaces(&sess).unwrap_err();
+    // Lost, not timed out (the 30 s request deadline did not decide).
     assert_eq!(e.status, Status::ERR_LOST_CONNECTION, "{e}");
-    assert!(start.elapsed() < Duration::from_secs(1));
+    eprintln!(
+        "FIGURE closed mid-request: failed after {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -81,8 +86,12 @@ fn a_silent_server_cannot_hang_the_handshake() {
     let e = Connection::open(t, Duration::from_millis(300))
         .err()
         .expect("must fail");
+    // Our deadline, not the server's close after 5 s, ended it.
     assert_eq!(e.status, Status::ERR_TIMEOUT, "{e}");
-    assert!(start.elapsed() < Duration::from_secs(2));
+    eprintln!(
+        "FIGURE handshake deadline 300 ms: failed after {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]

@@ -280,12 +280,9 @@ fn waiting_on_a_job_that_already_ended_returns_at_once() {
         "20s",
     ]);
     let out = run(cmd);
-    let took = t0.elapsed();
+    // 0, not 8: the end was found, not waited for until --timeout.
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        took < Duration::from_secs(5),
-        "returned at once, not after {took:?}"
-    );
+    eprintln!("FIGURE pwatch --job of an ended job: {:?}", t0.elapsed());
     let ev = json_lines(&text(&out.stdout));
     assert_eq!(ev.len(), 1, "{ev:?}");
     assert_eq!(ev[0]["event"], "job-end");

