@@ -5,30 +5,29 @@
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::cli::exit::{AttrsPresent, Exit, Operation};
+use crate::cli::exit::{Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
 use crate::cli::request::AllocRequest;
-use crate::cli::{PallocArgs, PallocMode};
+use crate::cli::PallocArgs;
 use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
-use crate::codec::{dt, AllocInheritance, Info, Value};
+use crate::codec::{AllocInheritance, Info, Value};
 use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
 use crate::conn::holder::{HeldBy, Holder, HOLDER_ENV};
-use crate::conn::{Identity, Unsolicited};
+use crate::conn::Unsolicited;
 use crate::ops::alloc::{allocate, begin_allocate, decode_alloc_reply, AllocReply};
-use crate::ops::events::{decode_notification, register};
+use crate::ops::events::decode_notification;
 use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance};
-use crate::render::human::allocation_line;
-use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
+use crate::render::AllocationRecord;
 
 use super::events::EventFields;
 use super::launch;
 pub use super::palloc_detach::adopt_inherited_pipe;
-use super::palloc_detach::{submit_detached, Detach, Submitter};
-use super::{connect_for, finish, now_secs, signals, Failure, Ui};
+use super::palloc_detach::Submitter;
+use super::{now_secs, signals, Failure, Ui};
 
 /// How long the cancel of a queued request may take to be answered.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -111,7 +110,7 @@ pub fn request_infos(
 /// Whether palloc will surely act as a tool, known before connecting: a
 /// server or the tool identity is named, or no job (nor `palloc -- CMD`'s
 /// holder, whose identity decides) is in the environment.
-fn acts_as_tool(args: &PallocArgs) -> bool {
+pub(super) fn acts_as_tool(args: &PallocArgs) -> bool {
     let c = &args.connect;
     let named = c.as_tool
         || c.uri.is_some()
@@ -133,275 +132,7 @@ pub fn interactive() -> bool {
 }
 
 fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
-    let mut req = args.request();
-    let shell = std::env::var("SHELL").ok();
-    let mode = args.mode_at(interactive(), shell.as_deref());
-    let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));
-    if req.directive == Directive::New && req.request_id.is_none() {
-        req.request_id = Some(generated_request_id());
-    }
-    // Outside a job, a tool's request dies with its namespace: a request
-    // that must outlive this palloc (`--no-wait`, as sbatch; a grant printed
-    // for a script, as `salloc --no-shell`) is handed, before connecting, to
-    // a detached palloc that waits for it and then holds the grant until it
-    // is released, expires or the DVM ends.
-    if req.directive == Directive::New && acts_as_tool(args) {
-        match mode {
-            PallocMode::NoWait => return submit_detached(args, &req, ui, Detach::Submit),
-            PallocMode::Print if req.target.is_none() => {
-                return submit_detached(args, &req, ui, Detach::UntilGranted)
-            }
-            _ => {}
-        }
-    }
-    // An EXTEND names its allocation by id or by request id: either finds
-    // the palloc holding it.
-    let held = req.alloc_id.as_deref().or(req
-        .request_id
-        .as_deref()
-        .filter(|_| req.directive == Directive::Extend));
-    let s = connect_for(&args.connect, ui, held)?;
-    let from_application = matches!(s.conn().identity(), Identity::Client { .. });
-    let attrs = AttrsPresent {
-        target: req.target.is_some(),
-        from_application,
-        alloc_id: req.alloc_id.is_some(),
-        req_id: req.request_id.is_some(),
-        non_default_inheritance: req.inherit.is_some_and(|c| c != Inheritance::Default),
-        spawn_target: false,
-    };
-    let op = if req.directive == Directive::Extend {
-        Operation::AllocExtend
-    } else {
-        Operation::AllocNew
-    };
-    // Outside a job, a tool's request dies with its namespace: a request
-    // that must outlive this palloc (as sbatch's does) is handed to a
-    // detached palloc that waits for it and then holds the grant.
-    if mode == PallocMode::NoWait && !from_application && req.directive == Directive::New {
-        finish(s);
-        return submit_detached(args, &req, ui, Detach::Submit);
-    }
-    // Likewise a grant printed for a script (`ID=$(palloc -N 1 --parsable)`,
-    // as `salloc --no-shell`): a detached palloc holds it until it is
-    // released, expires or the DVM ends, and every command finds it by its id.
-    if mode == PallocMode::Print
-        && !from_application
-        && req.directive == Directive::New
-        && req.target.is_none()
-    {
-        finish(s);
-        return submit_detached(args, &req, ui, Detach::UntilGranted);
-    }
-
-    // Outside a job, palloc's own namespace owns what it reserves and ends
-    // with palloc, however palloc ends (kill -9 included): unless the user
-    // names a rule, it asks for CHILD, so the nodes go back to the
-    // scheduler once palloc and the jobs it started into the allocation
-    // have ended, instead of staying unreserved in the DVM (DEFAULT).
-    let user_rule = req.inherit;
-    let default_rule = user_rule.is_none()
-        && !from_application
-        && req.directive == Directive::New
-        && req.target.is_none()
-        && s.wire().supports(dt::ALLOC_INHERIT);
-    if default_rule {
-        req.inherit = Some(Inheritance::Child);
-    }
-    // PMIX_ALLOC_INHERITANCE needs wire type 75, which a v41 server lacks.
-    let mut send_inheritance = req.inherit.is_some();
-    if send_inheritance && !s.wire().supports(dt::ALLOC_INHERIT) {
-        if req.inherit == Some(Inheritance::Default) {
-            ui.detail("--inherit default is this DVM's behaviour already; not sending it");
-            send_inheritance = false;
-        } else {
-            let msg = format!(
-                "this DVM's PMIx ({}) cannot carry PMIX_ALLOC_INHERITANCE; --inherit needs a DVM with \
-reservation support (nothing was sent)",
-                s.wire().name()
-            );
-            finish(s);
-            return Err(Failure::with(
-                Exit::NotSupported,
-                Some(Status::ERR_NOT_SUPPORTED),
-                msg,
-            ));
-        }
-    }
-    // A TARGET must name a live namespace (the owner), or the nodes would be
-    // stranded: refuse before anything is reserved.
-    if let (Some(t), false, true) = (
-        &req.target,
-        from_application,
-        req.directive == Directive::New,
-    ) {
-        if crate::ops::alloc::target_is_live(&s, t) == Some(false) {
-            finish(s);
-            return Err(Failure::with(
-                Exit::NotFound,
-                Some(Status::ERR_NOT_FOUND),
-                format!(
-                    "--target {t} names no live namespace of this DVM (the owning namespace must \
-exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --status --what namespaces`"
-                ),
-            ));
-        }
-    }
-    let infos = request_infos(&req, s.server_version(), send_inheritance);
-
-    // Warnings for this allocation go to the requester: listen before asking.
-    if matches!(mode, PallocMode::Hold | PallocMode::Run(_)) {
-        if let Err(e) = register(
-            &s,
-            &[Status::ALLOC_TIMEOUT_WARNING, Status::EVENT_SESSION_END],
-            &[Info::new(keys::EVENT_HDLR_NAME, "palloc-timeout-warning")],
-        ) {
-            ui.detail(&format!("cannot register for timeout warnings: {e}"));
-        }
-    }
-    // The request stays pending (a queued one may wait for days); the wait
-    // below also watches signals and, for a detached --hold, serves other
-    // shells that cancel it by its request id.
-    let tag =
-        begin_allocate(&s, req.directive, &infos).map_err(|e| Failure::refused(op, &attrs, &e))?;
-
-    if mode == PallocMode::NoWait {
-        ui.record(&RequestRecord {
-            request_id: req.request_id.clone(),
-            state: "accepted".into(),
-        });
-        if let Some(r) = &req.request_id {
-            ui.result(r);
-        }
-        // Report an immediate refusal; otherwise leave the request queued.
-        // No time window: a barrier sent behind the request tells when the
-        // DVM has handled it without answering (queued).
-        let barrier = crate::ops::query::begin_barrier(&s).map_err(|e| Failure::lost(&e))?;
-        let deadline = Instant::now() + s.timeout();
-        return loop {
-            match step(&s, None, None, Some(deadline)) {
-                Step::Reply(t) if t == tag => {
-                    break match s.conn().take_reply(tag) {
-                        Some(Ok(bytes)) => match decode_alloc_reply(&s, req.directive, &bytes) {
-                            Err(e) => Err(Failure::refused(op, &attrs, &e)),
-                            Ok(reply) => {
-                                let rec = granted_record(&req, &reply, &s, from_application);
-                                ui.record(&rec);
-                                ui.note(&allocation_line(&rec));
-                                Ok(0)
-                            }
-                        },
-                        Some(Err(e)) => Err(Failure::refused(op, &attrs, &e)),
-                        None => continue,
-                    };
-                }
-                // Handled and not answered: queued.
-                Step::Reply(t) if t == barrier => break Ok(0),
-                Step::Lost(e) => break Err(Failure::refused(op, &attrs, &e)),
-                Step::Signal if signals::caught().is_some() => break Ok(0),
-                _ if Instant::now() >= deadline => {
-                    ui.detail("no answer from the DVM yet; the request stays queued");
-                    break Ok(0);
-                }
-                _ => {}
-            }
-        };
-    }
-
-    // While a detached palloc's request is queued, other shells of the user
-    // reach it by the request id (`prelease --cancel ID`).
-    // A detached palloc tells the one that started it how the request
-    // stands, once the DVM has handled it (see [`super::palloc_detach`]).
-    let mut submitter = Submitter::from_env();
-    let detached = mode == PallocMode::Hold || submitter.is_some();
-    let mut queued_holder = match (detached, from_application, &req.request_id) {
-        (true, false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
-        _ => None,
-    };
-    let spinner = ui.queued(req.request_id.as_deref());
-    let mut wait = Awaiting {
-        holder: queued_holder.as_mut(),
-        submitter: &mut submitter,
-        spinner: spinner.as_ref(),
-    };
-    let mut reply = await_answer(&s, &req, tag, &mut wait, ui)?;
-    // A DVM that cannot honour the rule palloc chose by itself gets the
-    // request again without it (the user named none).
-    if default_rule && matches!(&reply, Err(e) if e.status == Status::ERR_NOT_SUPPORTED) {
-        req.inherit = None;
-        let infos = request_infos(&req, s.server_version(), false);
-        let tag = begin_allocate(&s, req.directive, &infos)
-            .map_err(|e| Failure::refused(op, &attrs, &e))?;
-        reply = await_answer(&s, &req, tag, &mut wait, ui)?;
-    }
-    drop(queued_holder);
-    if let Some(pb) = spinner {
-        pb.finish_and_clear();
-    }
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => {
-            finish(s);
-            return Err(Failure::refused(op, &attrs, &e));
-        }
-    };
-    let mut rec = granted_record(&req, &reply, &s, from_application);
-    if req.directive == Directive::Extend {
-        as_the_dvm_has_it(&s, &mut rec);
-    }
-    // stdout carries only what a script consumes (--parsable, --json,
-    // CMD's output); the grant line is a notice, on stderr as salloc's.
-    // A holder says it once other shells can reach it, so that an id a
-    // script reads is usable at once.
-    let announce = |rec: &AllocationRecord| {
-        ui.record(rec);
-        if args.parsable {
-            ui.result(&rec.alloc_id);
-        } else {
-            ui.note(&allocation_line(rec));
-        }
-        if let (true, PallocMode::Run(cmd)) = (opens_shell, &mode) {
-            ui.note(&format!(
-                "starting {} inside allocation {}; exit it to give the allocation back",
-                cmd[0], rec.alloc_id
-            ));
-        }
-    };
-    if matches!(mode, PallocMode::Print | PallocMode::NoWait) {
-        announce(&rec);
-    }
-    // Unless the user chose a rule (which then decides, as the DVM applies
-    // it when palloc's namespace ends: `default` leaves the nodes
-    // unreserved, `child` waits for the jobs), or --keep, a holder that
-    // ends gives the allocation back itself.
-    let give_back = user_rule.is_none();
-    let code = match &mode {
-        PallocMode::Print | PallocMode::NoWait => Ok(0),
-        PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui, &announce),
-        PallocMode::Run(cmd) => {
-            let give_back = give_back && !args.keep;
-            run_command(&s, &mut rec, cmd, give_back, ui, &announce)
-        }
-    };
-    let code = match code {
-        Ok(c) => c,
-        Err(f) => {
-            ui.note(&rec.on_owner_exit);
-            finish(s);
-            return Err(f);
-        }
-    };
-    ui.note(&rec.on_owner_exit);
-    // A plain grant is one JSON document; --hold and -- CMD stream records.
-    if !matches!(args.mode(), PallocMode::Print) || opens_shell {
-        ui.record(&ExitRecord {
-            exit_code: code,
-            alloc_id: Some(rec.alloc_id.clone()),
-            on_owner_exit: Some(rec.on_owner_exit.clone()),
-        });
-    }
-    finish(s);
-    Ok(code)
+    super::palloc_flow::run(args, ui)
 }
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
@@ -450,7 +181,7 @@ fn node_list(v: &Value) -> Vec<String> {
 /// After an EXTEND, what the DVM now holds for the allocation: all its
 /// nodes and its expiry (the reply names only the nodes added, and the
 /// time asked for is an increment, not the limit).
-fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
+pub(super) fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
     let want = crate::ops::status_query::Want {
         reservations: true,
         ..Default::default()
@@ -548,7 +279,7 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
 /// relaying the requests of this user's tools that name it from other
 /// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`),
 /// until the DVM announces the allocation's end (exit 8 when it expired).
-fn hold(
+pub(super) fn hold(
     s: &Session,
     rec: &mut AllocationRecord,
     give_back: bool,
@@ -622,19 +353,19 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
 }
 
 /// What palloc's wait for the answer to its request looks after.
-struct Awaiting<'a> {
+pub(super) struct Awaiting<'a> {
     /// The holder serving the queued request (a detached palloc).
-    holder: Option<&'a mut Holder>,
+    pub(super) holder: Option<&'a mut Holder>,
     /// The pipe to the palloc that started this one.
-    submitter: &'a mut Option<Submitter>,
+    pub(super) submitter: &'a mut Option<Submitter>,
     /// The spinner shown while queued.
-    spinner: Option<&'a super::ui::Waiting>,
+    pub(super) spinner: Option<&'a super::ui::Waiting>,
 }
 
 /// Wait for the DVM's answer to allocation request `tag` (as long as it
 /// stays queued); the outer error is palloc's own failure (no answer,
 /// interrupted), the inner result the DVM's answer.
-fn await_answer(
+pub(super) fn await_answer(
     s: &Session,
     req: &AllocRequest,
     tag: u32,
@@ -700,7 +431,7 @@ fn await_answer(
 }
 
 /// What one turn of palloc's wait brought.
-enum Step {
+pub(super) enum Step {
     /// A signal was caught (see [`signals::caught`]).
     Signal,
     /// The watched child's descriptor became readable: it has ended.
@@ -719,7 +450,7 @@ enum Step {
 /// One turn of palloc's single wait: the DVM connection, the signal
 /// self-pipe, the child's pidfd and the holder's sockets. What the DVM sends
 /// unasked goes to the holder's clients; their requests are relayed.
-fn step(
+pub(super) fn step(
     s: &Session,
     mut holder: Option<&mut Holder>,
     child: Option<BorrowedFd<'_>>,
@@ -847,7 +578,7 @@ const NO_PIDFD_CHECK: Duration = Duration::from_millis(250);
 /// allocation and relays the requests of the tools CMD runs (see
 /// [`crate::conn::holder`]); then give the allocation back unless a
 /// child-flavoured rule or `--keep` says otherwise. Returns CMD's status.
-fn run_command(
+pub(super) fn run_command(
     s: &Session,
     rec: &mut AllocationRecord,
     cmd: &[String],
