@@ -245,6 +245,17 @@ fn pspawn_single_and_mpmd_output_and_exit_status() {
     let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     lines.sort();
     assert_eq!(lines, ["A", "B"], "{}", show(&o));
+    // Much output: every line, in order (10 times).
+    let want: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    for _ in 0..10 {
+        let o = run(tool(&dvm, "pspawn").args(["sh", "-c", "seq 1 20000"]));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        assert!(
+            text(&o.stdout) == want,
+            "output differs ({} bytes)",
+            o.stdout.len()
+        );
+    }
 }
 
 #[test]

@@ -75,7 +75,13 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
         );
     }
 
-    // Much output: every line arrives, in order, before pspawn exits.
+    // Much output: every byte arrives, once, before pspawn exits. In order
+    // except for this peer's limit (README, "PRRTE 3.0.14"): its PMIx
+    // server may keep a chunk of a job's early output in its cache while it
+    // forwards what follows; pspawn fetches the cached chunk when the job
+    // ends, so that one block comes late (about 1 run in 200 under load; a
+    // capture shows lines 1-539 sent last). Order is checked exactly on pdvm
+    // (server_pressure) and PRRTE master (tools_master).
     let many = run_with_timeout(
         tool(&dvm, "pspawn").args(["/bin/sh", "-c", "seq 1 20000"]),
         60,
@@ -83,8 +89,8 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     assert_eq!(many.status.code(), Some(0), "{}", show(&many));
     let want: String = (1..=20000).map(|i| format!("{i}\n")).collect();
     assert!(
-        text(&many.stdout) == want,
-        "output differs ({} bytes)",
+        in_order_but_one_block_late(&many.stdout, want.as_bytes()),
+        "output lost, repeated or shuffled ({} bytes)",
         many.stdout.len()
     );
 
@@ -613,4 +619,43 @@ fn pwatch_arms_the_timeout_warning_with_an_extend() {
         srv.next("ALLOC"),
         "ALLOC 2 [('pmix.alloc.id', 'py422-alloc-9'), ('pmix.alloc.wtmo', 300)]"
     );
+}
+
+/// Whether `got` is `want` with at most one block moved later: the same
+/// bytes, each once, `P C B S` for `P B C S`. The common start and end are
+/// found, then (as a block may begin or end with bytes both share, such as
+/// a newline) a few shorter ones are tried; between them `got` must be a
+/// rotation of `want`.
+fn in_order_but_one_block_late(got: &[u8], want: &[u8]) -> bool {
+    if got.len() != want.len() {
+        return false;
+    }
+    let n = got.len();
+    let start = got.iter().zip(want).take_while(|(a, b)| a == b).count();
+    if start == n {
+        return true;
+    }
+    let end = got[start..]
+        .iter()
+        .rev()
+        .zip(want[start..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let rotation = |i: usize, k: usize| {
+        let (g, w) = (&got[i..k], &want[i..k]);
+        let twice = [w, w].concat();
+        twice.windows(g.len()).any(|x| x == g)
+    };
+    (start.saturating_sub(16)..=start)
+        .any(|i| (n - end..=(n - end + 16).min(n)).any(|k| i < k && rotation(i, k)))
+}
+
+#[test]
+fn one_late_block_is_told_from_loss_and_shuffling() {
+    let want = b"1\n2\n3\n4\n5\n";
+    assert!(in_order_but_one_block_late(want, want));
+    assert!(in_order_but_one_block_late(b"3\n4\n1\n2\n5\n", want));
+    assert!(!in_order_but_one_block_late(b"1\n2\n3\n4\n", want));
+    assert!(!in_order_but_one_block_late(b"1\n1\n3\n4\n5\n", want));
+    assert!(!in_order_but_one_block_late(b"2\n1\n4\n3\n5\n", want));
 }
