@@ -411,24 +411,25 @@ fn prrte_nodes_s8_2_1_6_absent_from_inside_a_reservation_deviation() {
 /// node` runs on node01 and node04, `-H node04` there, `-H node03` fails.
 #[test]
 fn prrte_nodes_map_by_node_and_hosts_inside_and_outside_reservations() {
-    let n = Nodes::start();
-    let (hold, id) = n.hold("node[02-03]", &[]);
-    let t = id.as_str();
-    let inside = n.hosts_of(&["--target", t, "-n", "2", "--map-by", "node"]);
-    inside.expect_code(0);
-    assert_eq!(hosts(&inside), sorted(&["node02", "node03"]), "{inside}");
-    let one = n.hosts_of(&["--target", t, "-H", "node03", "-n", "1"]);
-    one.expect_code(0);
-    assert_eq!(hosts(&one), ["node03"], "{one}");
-    failed_to_map(&n.hosts_of(&["--target", t, "-H", "node04", "-n", "1", "--json"]));
-    let outside = n.hosts_of(&["-n", "2", "--map-by", "node"]);
-    outside.expect_code(0);
-    assert_eq!(hosts(&outside), sorted(&["node01", "node04"]), "{outside}");
-    let four = n.hosts_of(&["-H", "node04", "-n", "1"]);
-    four.expect_code(0);
-    assert_eq!(hosts(&four), ["node04"], "{four}");
-    failed_to_map(&n.hosts_of(&["-H", "node03", "-n", "1", "--json"]));
-    hold.stop(Signal::SIGTERM);
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node[02-03]", &[]);
+        let t = id.as_str();
+        let inside = n.hosts_of(&["--target", t, "-n", "2", "--map-by", "node"]);
+        inside.expect_code(0);
+        assert_eq!(hosts(&inside), sorted(&["node02", "node03"]), "{inside}");
+        let one = n.hosts_of(&["--target", t, "-H", "node03", "-n", "1"]);
+        one.expect_code(0);
+        assert_eq!(hosts(&one), ["node03"], "{one}");
+        failed_to_map(&n.hosts_of(&["--target", t, "-H", "node04", "-n", "1", "--json"]));
+        let outside = n.hosts_of(&["-n", "2", "--map-by", "node"]);
+        outside.expect_code(0);
+        assert_eq!(hosts(&outside), sorted(&["node01", "node04"]), "{outside}");
+        let four = n.hosts_of(&["-H", "node04", "-n", "1"]);
+        four.expect_code(0);
+        assert_eq!(hosts(&four), ["node04"], "{four}");
+        failed_to_map(&n.hosts_of(&["-H", "node03", "-n", "1", "--json"]));
+        hold.stop(Signal::SIGTERM);
+    });
 }
 
 // ---------------------------------------------------------------- §8.2.1.7
@@ -584,13 +585,14 @@ fn prrte_nodes_s8_2_1_9_2_child_job_on_reserved_node_deviation() {
 /// (D6): it kills node02's daemon.
 #[test]
 fn prrte_nodes_s8_2_1_9_1_owner_release_startup_node_deviation() {
-    let n = Nodes::start();
-    let (hold, id) = n.hold("node02", &[]);
-    let o = n.tool("prelease", &[&id, "--json"]);
-    n.expect_ok(&o);
-    eventually("released", || !n.reservation_ids().contains(&id));
-    assert_node02_daemon_killed(&n, "the owner's release");
-    hold.stop(Signal::SIGTERM);
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node02", &[]);
+        let o = n.tool("prelease", &[&id, "--json"]);
+        n.expect_ok(&o);
+        eventually("released", || !n.reservation_ids().contains(&id));
+        assert_node02_daemon_killed(n, "the owner's release");
+        hold.stop(Signal::SIGTERM);
+    });
 }
 
 /// §8.2.1.9.1 (1) partial release: the owner of node[02-03] releases
@@ -599,17 +601,17 @@ fn prrte_nodes_s8_2_1_9_1_owner_release_startup_node_deviation() {
 /// (D6) both nodes' daemons die.
 #[test]
 fn prrte_nodes_s8_2_1_9_1_partial_release_deviation() {
-    let n = Nodes::start();
-    let (hold, id) = n.hold("node[02-03]", &[]);
-    let o = n.tool("prelease", &[&id, "-w", "node03", "--json"]);
-    n.expect_ok(&o);
-    assert_eq!(o.first("release")["alloc_id"], id.as_str(), "{o}");
-    eventually("the release took effect", || {
-        n.node_owner("node03").is_none()
-    });
-    let still = n.reservation_ids();
-    let live = n.live_nodes();
-    assert!(
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node[02-03]", &[]);
+        let o = n.tool("prelease", &[&id, "-w", "node03", "--json"]);
+        n.expect_ok(&o);
+        assert_eq!(o.first("release")["alloc_id"], id.as_str(), "{o}");
+        eventually("the release took effect", || {
+            n.node_owner("node03").is_none()
+        });
+        let still = n.reservation_ids();
+        let live = n.live_nodes();
+        assert!(
         !still.contains(&id) && live == sorted(&["node01", "node04"]),
         "PRRTE master deviation D7 (§8.2.1.9.1): releasing node03 of node[02-03] is expected to \
          end the whole reservation and kill both nodes' daemons on PRRTE master (the spec keeps \
@@ -617,7 +619,8 @@ fn prrte_nodes_s8_2_1_9_1_partial_release_deviation() {
          now conform — update docs/conformance.md\nreservations: {still:?}, live nodes: {live:?}\n{}",
         n.c.logs()
     );
-    hold.stop(Signal::SIGTERM);
+        hold.stop(Signal::SIGTERM);
+    });
 }
 
 /// D6, as every test above sees it: node02 is back in the map, unreserved,
@@ -660,25 +663,26 @@ fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
 /// reserved and a default-session job uses node02 like any other node.
 #[test]
 fn prrte_nodes_s8_2_1_5_tool_share() {
-    let n = Nodes::start();
-    let mut cmd = n.tool_cmd("palloc");
-    cmd.args(["-w", "node02", "--share", "--hold", "--json"]);
-    let hold = Bg::start(cmd);
-    let a = hold.wait_for("allocation");
-    assert_eq!(a["reserved"], false, "{a}");
-    assert!(
-        n.reservation_ids().is_empty(),
-        "a shared grant reserves nothing"
-    );
-    assert_eq!(n.node_owner("node02"), None);
-    let all = n.hosts_of(&["-n", "8", "--map-by", "node"]);
-    n.expect_ok(&all);
-    assert_eq!(
-        hosts(&all).iter().filter(|h| *h == "node02").count(),
-        2,
-        "{all}"
-    );
-    hold.stop(Signal::SIGTERM);
+    on_cluster(|n| {
+        let mut cmd = n.tool_cmd("palloc");
+        cmd.args(["-w", "node02", "--share", "--hold", "--json"]);
+        let hold = Bg::start(cmd);
+        let a = hold.wait_for("allocation");
+        assert_eq!(a["reserved"], false, "{a}");
+        assert!(
+            n.reservation_ids().is_empty(),
+            "a shared grant reserves nothing"
+        );
+        assert_eq!(n.node_owner("node02"), None);
+        let all = n.hosts_of(&["-n", "8", "--map-by", "node"]);
+        n.expect_ok(&all);
+        assert_eq!(
+            hosts(&all).iter().filter(|h| *h == "node02").count(),
+            2,
+            "{all}"
+        );
+        hold.stop(Signal::SIGTERM);
+    });
 }
 
 /// §8.2.1.5 row 1 (tool + TARGET → owned by the target) on 4 nodes: the
@@ -687,32 +691,33 @@ fn prrte_nodes_s8_2_1_5_tool_share() {
 /// default session again).
 #[test]
 fn prrte_nodes_s8_2_1_5_tool_with_target() {
-    let n = Nodes::start();
-    let g = n.gate("target");
-    let j = n.tool(
-        "pspawn",
-        &[
-            "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
-        ],
-    );
-    let target = j.job_nspace();
-    assert_eq!(g.host(), "node03");
-    let o = n.tool("palloc", &["-w", "node02", "--target", &target, "--json"]);
-    let id = o.alloc_id();
-    assert_eq!(
-        o.first("allocation")["owner_nspace"],
-        target.as_str(),
-        "{o}"
-    );
-    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
-    failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
-    g.open();
-    eventually("the target's end ends the reservation", || {
-        n.node_owner("node02").is_none()
+    on_cluster(|n| {
+        let g = n.gate("target");
+        let j = n.tool(
+            "pspawn",
+            &[
+                "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
+            ],
+        );
+        let target = j.job_nspace();
+        assert_eq!(g.host(), "node03");
+        let o = n.tool("palloc", &["-w", "node02", "--target", &target, "--json"]);
+        let id = o.alloc_id();
+        assert_eq!(
+            o.first("allocation")["owner_nspace"],
+            target.as_str(),
+            "{o}"
+        );
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
+        g.open();
+        eventually("the target's end ends the reservation", || {
+            n.node_owner("node02").is_none()
+        });
+        let on02 = n.hosts_of(&["-H", "node02", "-n", "1"]);
+        n.expect_ok(&on02);
+        assert_eq!(hosts(&on02), ["node02"], "{on02}");
     });
-    let on02 = n.hosts_of(&["-H", "node02", "-n", "1"]);
-    n.expect_ok(&on02);
-    assert_eq!(hosts(&on02), ["node02"], "{on02}");
 }
 
 /// D1 and D3 on 4 nodes: a really foreign tool (`--as-tool`) spawns into
@@ -721,42 +726,43 @@ fn prrte_nodes_s8_2_1_5_tool_with_target() {
 /// daemon). The spec refuses both with PMIX_ERR_NO_PERMISSIONS.
 #[test]
 fn prrte_nodes_s8_2_1_7_foreign_tool_spawns_and_releases_deviation() {
-    let n = Nodes::start();
-    let (hold, id) = n.hold("node02", &[]);
-    let marker = n.path("foreign");
-    let o = n.tool(
-        "pspawn",
-        &[
-            "--as-tool",
-            "--target",
-            &id,
-            "-n",
-            "1",
-            "sh",
-            "-c",
-            &format!("echo $PMIX_HOSTNAME >{marker}"),
-        ],
-    );
-    let ran = fs::read_to_string(&marker).unwrap_or_default();
-    assert!(
-        o.code == 0 && ran.trim() == "node02",
-        "PRRTE master deviation D1 (§8.2.1.7): a foreign tool's spawn into a reservation is \
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node02", &[]);
+        let marker = n.path("foreign");
+        let o = n.tool(
+            "pspawn",
+            &[
+                "--as-tool",
+                "--target",
+                &id,
+                "-n",
+                "1",
+                "sh",
+                "-c",
+                &format!("echo $PMIX_HOSTNAME >{marker}"),
+            ],
+        );
+        let ran = fs::read_to_string(&marker).unwrap_or_default();
+        assert!(
+            o.code == 0 && ran.trim() == "node02",
+            "PRRTE master deviation D1 (§8.2.1.7): a foreign tool's spawn into a reservation is \
          expected to run on its node on PRRTE master (the spec requires \
          PMIX_ERR_NO_PERMISSIONS); if this fails PRRTE may now conform — update \
          docs/conformance.md\n{o}\nran on: {ran:?}"
-    );
-    let r = n.tool("prelease", &["--as-tool", &id, "--json"]);
-    assert_eq!(
-        r.code, 0,
-        "PRRTE master deviation D3 (§8.2.1.9.1): a foreign tool's release is expected to be \
+        );
+        let r = n.tool("prelease", &["--as-tool", &id, "--json"]);
+        assert_eq!(
+            r.code, 0,
+            "PRRTE master deviation D3 (§8.2.1.9.1): a foreign tool's release is expected to be \
          honoured on PRRTE master; if this fails PRRTE may now conform — update \
          docs/conformance.md\n{r}"
-    );
-    eventually("the foreign release ended it", || {
-        !n.reservation_ids().contains(&id)
+        );
+        eventually("the foreign release ended it", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert_node02_daemon_killed(n, "a foreign tool's release");
+        hold.stop(Signal::SIGTERM);
     });
-    assert_node02_daemon_killed(&n, "a foreign tool's release");
-    hold.stop(Signal::SIGTERM);
 }
 
 /// §8.2.1.9.1 (2) on 4 nodes: the DVM's teardown ends everything, the jobs
