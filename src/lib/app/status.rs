@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::cli::request::{StatusState, StatusWatch, StatusWhat};
 use crate::conn::holder::{registered_path, HeldBy};
 use crate::conn::Identity;
+use crate::error::Error;
 use crate::ops::{query, status_query, Session};
 use crate::render::{
     table, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord, StatusRecord,
@@ -208,15 +209,14 @@ impl Mine {
     }
 }
 
-/// Ask the DVM for what `w` names: one request (pdvm), filtered as `w`
-/// says.
-pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
+/// What to ask the DVM for, for the tables `w` names.
+fn want_for(w: &StatusWatch) -> status_query::Want {
     let asked = |t: StatusWhat| w.what.contains(&t);
-    // Namespaces need the reservations for their ALLOCATIONS column, and
-    // --mine needs them (and the jobs) to know what is mine.
-    let want = status_query::Want {
-        // ... and the nodes, for a DVM that says which nodes a reservation
-        // has but not which reservation holds a node (PRRTE).
+    status_query::Want {
+        // Namespaces need the reservations for their ALLOCATIONS column,
+        // --mine needs them (and the jobs) to know what is mine, and the
+        // nodes need them on a DVM that says which nodes a reservation has
+        // but not which reservation holds a node (PRRTE).
         reservations: asked(StatusWhat::Reservations)
             || asked(StatusWhat::Namespaces)
             || asked(StatusWhat::Nodes),
@@ -225,37 +225,43 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
         ended_jobs: w.all,
         nodes: asked(StatusWhat::Nodes),
         sched: asked(StatusWhat::Scheduler),
-    };
-    let a = status_query::status(s, want);
-    fn err_of<T>(
-        r: &Option<Result<Vec<T>, crate::error::Error>>,
-    ) -> Option<Option<crate::error::Error>> {
-        match r {
-            Some(Err(e)) => Some(Some(e.clone())),
-            Some(Ok(_)) => Some(None),
-            None => None,
-        }
     }
-    // Only the tables asked for by the user count (reservations are also
-    // asked for the namespaces' column; their failure then costs only that).
-    let res_result = err_of(&a.reservations);
-    let jobs_error = a.jobs.as_ref().and_then(|r| r.as_ref().err().cloned());
-    let nodes_result = err_of(&a.nodes);
-    let sched_result = err_of(&a.sched);
-    let why = |e: crate::error::Error| e.status.name().to_string();
-    let res: Result<Vec<ReservationRecord>, String> = a
-        .reservations
-        .unwrap_or_else(|| Ok(Vec::new()))
-        .map_err(why);
-    let all_res: &[ReservationRecord] = res.as_deref().unwrap_or(&[]);
+}
+
+/// A table's error, if it was asked for: `Some(None)` when it came.
+fn err_of<T>(r: &Option<Result<Vec<T>, Error>>) -> Option<Option<Error>> {
+    match r {
+        Some(Err(e)) => Some(Some(e.clone())),
+        Some(Ok(_)) => Some(None),
+        None => None,
+    }
+}
+
+/// The status name a table's failure is shown with.
+fn why(e: Error) -> String {
+    e.status.name().to_string()
+}
+
+/// The job table as shown: without pwatch's own tool namespace, without
+/// ended jobs unless `--all`; on a DVM with no job table, the bare
+/// namespace list (not when the DVM did not answer at all: asking again
+/// would only wait as long again).
+fn job_table(
+    s: &Session,
+    answer: Option<Result<Vec<status_query::JobRecord>, Error>>,
+    w: &StatusWatch,
+) -> Option<Result<Vec<status_query::JobRecord>, String>> {
     let me = s.me().0;
     let as_tool = matches!(
         s.conn().identity(),
         Identity::Tool | Identity::ToolWithId { .. }
     );
-    let mut jobs: Option<Result<Vec<status_query::JobRecord>, String>> = a.jobs.map(|r| {
+    let hard = answer
+        .as_ref()
+        .and_then(|r| r.as_ref().err())
+        .is_some_and(status_query::is_hard_failure);
+    let jobs = answer.map(|r| {
         r.map_err(why).map(|mut v| {
-            // pwatch's own tool namespace is no job of the DVM's.
             if as_tool {
                 v.retain(|j| j.nspace != me);
             }
@@ -265,25 +271,84 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
             v
         })
     });
-    // A DVM with no job table: the bare namespace list (not when the DVM
-    // did not answer at all: asking again would only wait as long again).
-    let hard = jobs_error
-        .as_ref()
-        .is_some_and(status_query::is_hard_failure);
-    if let (Some(Err(_)), false) = (&jobs, hard) {
-        if let Ok(mut v) = query::namespaces(s) {
-            v.retain(|n| !as_tool || *n != me);
-            v.sort_by_key(|n| nspace_order(n));
-            jobs = Some(Ok(v
-                .into_iter()
-                .map(|n| status_query::JobRecord {
-                    nspace: n,
-                    state: "known".into(),
-                    ..Default::default()
-                })
-                .collect()));
+    if !matches!(jobs, Some(Err(_))) || hard {
+        return jobs;
+    }
+    let Ok(mut v) = query::namespaces(s) else {
+        return jobs;
+    };
+    v.retain(|n| !as_tool || *n != me);
+    v.sort_by_key(|n| nspace_order(n));
+    Some(Ok(v
+        .into_iter()
+        .map(|n| status_query::JobRecord {
+            nspace: n,
+            state: "known".into(),
+            ..Default::default()
+        })
+        .collect()))
+}
+
+/// My namespaces: what I act as, the owner sets of my reservations, and
+/// every job those launched (a parent comes before its children).
+fn my_namespaces(
+    mine: &Mine,
+    my_res: &[&ReservationRecord],
+    jobs: &Option<Result<Vec<status_query::JobRecord>, String>>,
+) -> HashSet<String> {
+    let mut set = mine.nspaces.clone();
+    for r in my_res {
+        set.insert(r.owner_nspace.clone());
+        set.extend(r.owners.iter().cloned());
+    }
+    let Some(Ok(v)) = jobs else {
+        return set;
+    };
+    loop {
+        let before = set.len();
+        for j in v {
+            if j.parent.as_ref().is_some_and(|p| set.contains(p)) {
+                set.insert(j.nspace.clone());
+            }
+        }
+        if set.len() == before {
+            return set;
         }
     }
+}
+
+/// The nodes of my reservations and of my namespaces' jobs.
+fn my_nodes(
+    my_ns: &HashSet<String>,
+    my_res: &[&ReservationRecord],
+    jobs: &Option<Result<Vec<status_query::JobRecord>, String>>,
+) -> HashSet<String> {
+    let mut nodes: HashSet<String> = my_res.iter().flat_map(|r| r.nodes.clone()).collect();
+    if let Some(Ok(v)) = jobs {
+        for j in v.iter().filter(|j| my_ns.contains(&j.nspace)) {
+            nodes.extend(j.nodes.iter().cloned());
+        }
+    }
+    nodes
+}
+
+/// Ask the DVM for what `w` names: one request (pdvm), filtered as `w`
+/// says.
+pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
+    let asked = |t: StatusWhat| w.what.contains(&t);
+    let a = status_query::status(s, want_for(w));
+    // Only the tables asked for by the user count (reservations are also
+    // asked for the namespaces' column; their failure then costs only that).
+    let res_result = err_of(&a.reservations);
+    let jobs_error = a.jobs.as_ref().and_then(|r| r.as_ref().err().cloned());
+    let nodes_result = err_of(&a.nodes);
+    let sched_result = err_of(&a.sched);
+    let res: Result<Vec<ReservationRecord>, String> = a
+        .reservations
+        .unwrap_or_else(|| Ok(Vec::new()))
+        .map_err(why);
+    let all_res: &[ReservationRecord] = res.as_deref().unwrap_or(&[]);
+    let mut jobs = job_table(s, a.jobs, w);
     let counted = match (&mut jobs, &a.nodes) {
         (Some(Ok(v)), Some(Ok(n))) => place_jobs(s, v, n),
         _ => HashMap::new(),
@@ -295,29 +360,8 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let mine = w.mine.then(|| Mine::of(s, all_res));
     let is_mine = |r: &ReservationRecord| mine.as_ref().is_none_or(|m| m.owns(r));
     let my_res: Vec<&ReservationRecord> = all_res.iter().filter(|r| is_mine(r)).collect();
-    // My namespaces: what I act as, the owner sets of my reservations, and
-    // every job those launched (a parent comes before its children).
-    let my_ns: Option<HashSet<String>> = mine.as_ref().map(|m| {
-        let mut set = m.nspaces.clone();
-        for r in &my_res {
-            set.insert(r.owner_nspace.clone());
-            set.extend(r.owners.iter().cloned());
-        }
-        if let Some(Ok(v)) = &jobs {
-            loop {
-                let before = set.len();
-                for j in v {
-                    if j.parent.as_ref().is_some_and(|p| set.contains(p)) {
-                        set.insert(j.nspace.clone());
-                    }
-                }
-                if set.len() == before {
-                    break;
-                }
-            }
-        }
-        set
-    });
+    let my_ns = mine.as_ref().map(|m| my_namespaces(m, &my_res, &jobs));
+    let my_nodes = my_ns.as_ref().map(|ns| my_nodes(ns, &my_res, &jobs));
     let keep_state = |table: StatusWhat, state: &str| {
         let named: Vec<&StatusState> = w.states.iter().filter(|s| s.table() == table).collect();
         named.is_empty()
@@ -334,15 +378,6 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
                 .collect()
         }));
     }
-    let my_nodes: Option<HashSet<String>> = my_ns.as_ref().map(|ns| {
-        let mut nodes: HashSet<String> = my_res.iter().flat_map(|r| r.nodes.clone()).collect();
-        if let Some(Ok(v)) = &jobs {
-            for j in v.iter().filter(|j| ns.contains(&j.nspace)) {
-                nodes.extend(j.nodes.iter().cloned());
-            }
-        }
-        nodes
-    });
     if asked(StatusWhat::Namespaces) {
         snap.namespaces = jobs.map(|r| {
             r.map(|v| {
@@ -368,25 +403,37 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     if let Some(q) = a.sched {
         snap.scheduler = Some(q.map_err(why).map(|v| v.into_iter().map(queue).collect()));
     }
-    let mut asked_results: Vec<Option<&crate::error::Error>> = Vec::new();
+    let namespaces_failed = snap.namespaces.as_ref().map(Result::is_err);
+    let results = asked_results(
+        w,
+        [res_result, nodes_result, sched_result],
+        namespaces_failed.map(|failed| if failed { jobs_error } else { None }),
+    );
+    snap.failure = snapshot_failure(&results.iter().map(Option::as_ref).collect::<Vec<_>>());
+    snap
+}
+
+/// The errors of the tables the user asked for, in table order:
+/// `[reservations, nodes, scheduler]` (each `None` when not asked of the
+/// DVM) and the namespaces' (when shown).
+fn asked_results(
+    w: &StatusWatch,
+    [res, nodes, sched]: [Option<Option<Error>>; 3],
+    namespaces: Option<Option<Error>>,
+) -> Vec<Option<Error>> {
+    let asked = |t: StatusWhat| w.what.contains(&t);
+    let mut out = Vec::new();
     if asked(StatusWhat::Reservations) {
-        asked_results.extend(res_result.as_ref().map(Option::as_ref));
+        out.extend(res);
     }
-    if let Some(n) = &snap.namespaces {
-        asked_results.push(if n.is_err() {
-            jobs_error.as_ref()
-        } else {
-            None
-        });
-    }
+    out.extend(namespaces);
     if asked(StatusWhat::Nodes) {
-        asked_results.extend(nodes_result.as_ref().map(Option::as_ref));
+        out.extend(nodes);
     }
     if asked(StatusWhat::Scheduler) {
-        asked_results.extend(sched_result.as_ref().map(Option::as_ref));
+        out.extend(sched);
     }
-    snap.failure = snapshot_failure(&asked_results);
-    snap
+    out
 }
 
 /// A job state word meaning the job is over.
