@@ -295,6 +295,80 @@ fn ended_before_reply(end: &JobEnd, job: &mut JobRecord, ui: &Ui) -> i32 {
     code
 }
 
+/// `--detach`: no output forwarding (nobody stays to read it), but the
+/// DVM still announces the job's end, so `pwatch --job NSPACE` can wait
+/// for it. Prints the namespace.
+fn detach(
+    s: &Session,
+    req: &SpawnRequest,
+    apps: &[crate::codec::App],
+    target: Option<crate::codec::Value>,
+    attrs: &AttrsPresent,
+    job: &mut JobRecord,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let mut info = vec![
+        crate::codec::Info::new(crate::proto::keys::NOTIFY_COMPLETION, true),
+        crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
+    ];
+    info.extend(launch::placement_info(target, req.map_by.as_deref()));
+    let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(req, attrs, &e))?;
+    job.nspace = ns.clone();
+    ui.record(job);
+    ui.result(&ns);
+    Ok(0)
+}
+
+/// pspawn's exit code once job `ns` was followed: the job's own status
+/// (said why when the DVM stopped it at its allocation's end, or never
+/// announced its end), or the failure of a time-out or interruption.
+fn followed_code(
+    s: &Session,
+    req: &SpawnRequest,
+    ns: &str,
+    followed: Followed,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let end = match followed {
+        Followed::Ended(end) => end,
+        Followed::TimedOut => {
+            return Err(Failure::timed_out(&format!(
+                "job {ns} reached its time limit (--timeout {}) and was terminated",
+                crate::render::human::duration(req.timeout_secs.unwrap_or(0))
+            )))
+        }
+        Followed::Interrupted(sig) => {
+            return Err(Failure::interrupted(&format!(
+                "interrupted by {}; job {ns} was terminated",
+                signals::name(sig)
+            )))
+        }
+    };
+    if let Some(f) = launch_status_failure(ns, end.exit_status) {
+        return Err(f);
+    }
+    // Stopped by the DVM (SIGTERM/SIGKILL): at its allocation's end?
+    if matches!(end.exit_status, 137 | 143) && !req.targets.is_empty() {
+        if let Some(f) = allocation_end_failure(s, ns, &req.targets) {
+            return Err(f);
+        }
+    }
+    let exit = launch::job_exit(&end);
+    if let (false, Some(m)) = (end.announced, &end.message) {
+        ui.note(m);
+    }
+    if exit != Exit::Success {
+        ui.detail(&format!(
+            "job {ns} ended with status {}{}",
+            end.exit_status,
+            end.message.map(|m| format!(": {m}")).unwrap_or_default()
+        ));
+    }
+    Ok(exit.code())
+}
+
+/// Launch the job `req` describes and follow it to its end, forwarding its
+/// output; pspawn's exit code.
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
     if dvm_is_local(s) {
         check_apps_locally(&req.apps)?;
@@ -317,18 +391,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         exit_code: None,
     };
     if req.detach {
-        // No output forwarding (nobody stays to read it), but the DVM still
-        // announces the job's end, so `pwatch --job NSPACE` can wait for it.
-        let mut info = vec![
-            crate::codec::Info::new(crate::proto::keys::NOTIFY_COMPLETION, true),
-            crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
-        ];
-        info.extend(launch::placement_info(target, req.map_by.as_deref()));
-        let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(req, &attrs, &e))?;
-        job.nspace = ns.clone();
-        ui.record(&job);
-        ui.result(&ns);
-        return Ok(0);
+        return detach(s, req, &apps, target, &attrs, &mut job, ui);
     }
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
@@ -391,45 +454,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
         ui.detail(&format!("stdin not forwarded to the job: {why}"));
     }
-    let code = match followed {
-        Followed::Ended(end) => {
-            if let Some(f) = launch_status_failure(&ns, end.exit_status) {
-                return Err(f);
-            }
-            // Stopped by the DVM (SIGTERM/SIGKILL): at its allocation's end?
-            if matches!(end.exit_status, 137 | 143) && !req.targets.is_empty() {
-                if let Some(f) = allocation_end_failure(s, &ns, &req.targets) {
-                    return Err(f);
-                }
-            }
-            let exit = launch::job_exit(&end);
-            if !end.announced {
-                if let Some(m) = &end.message {
-                    ui.note(m);
-                }
-            }
-            if exit != Exit::Success {
-                ui.detail(&format!(
-                    "job {ns} ended with status {}{}",
-                    end.exit_status,
-                    end.message.map(|m| format!(": {m}")).unwrap_or_default()
-                ));
-            }
-            exit.code()
-        }
-        Followed::TimedOut => {
-            return Err(Failure::timed_out(&format!(
-                "job {ns} reached its time limit (--timeout {}) and was terminated",
-                crate::render::human::duration(req.timeout_secs.unwrap_or(0))
-            )))
-        }
-        Followed::Interrupted(sig) => {
-            return Err(Failure::interrupted(&format!(
-                "interrupted by {}; job {ns} was terminated",
-                signals::name(sig)
-            )))
-        }
-    };
+    let code = followed_code(s, req, &ns, followed, ui)?;
     job.state = "ended".into();
     job.exit_code = Some(code);
     ui.record(&job);
