@@ -573,6 +573,48 @@ fn wait_fds(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) {
 /// How often the end of a child is looked for on a kernel without pidfds.
 const NO_PIDFD_CHECK: Duration = Duration::from_millis(250);
 
+/// Start `cmd` with the allocation's id and its holder's socket in its
+/// environment; when it cannot start, the allocation is given back (if
+/// `give_back`) and the failure has a shell's status (127: not found).
+fn start_command(
+    s: &Session,
+    rec: &mut AllocationRecord,
+    cmd: &[String],
+    holder: &std::path::Path,
+    give_back: bool,
+    ui: &Ui,
+) -> std::result::Result<std::process::Child, Failure> {
+    let program = &cmd[0];
+    let spawned = std::process::Command::new(program)
+        .args(&cmd[1..])
+        .env("PMIX_ALLOC_ID", &rec.alloc_id)
+        .env(HOLDER_ENV, holder)
+        .spawn();
+    spawned.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        if give_back {
+            release_after(s, rec, &format!("{program} ended"), ui);
+        }
+        Failure::with(
+            Exit::Command(code),
+            None,
+            format!("cannot run `{program}`: {e}"),
+        )
+    })
+}
+
+/// A process's status as a shell gives it (128+N for signal N).
+fn shell_status(st: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code()
+        .or_else(|| st.signal().map(|n| 128 + n))
+        .unwrap_or(1)
+}
+
 /// `-- CMD`: run CMD as a local process (the caller's environment,
 /// directory, stdin and terminal, as `salloc` does) while palloc holds the
 /// allocation and relays the requests of the tools CMD runs (see
@@ -586,35 +628,13 @@ pub(super) fn run_command(
     ui: &Ui,
     announce: &dyn Fn(&AllocationRecord),
 ) -> std::result::Result<i32, Failure> {
-    let (program, args) = cmd
-        .split_first()
+    let program = cmd
+        .first()
         .ok_or_else(|| Failure::other("no command to run"))?;
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
     announce(rec);
-    let spawned = std::process::Command::new(program)
-        .args(args)
-        .env("PMIX_ALLOC_ID", &rec.alloc_id)
-        .env(HOLDER_ENV, holder.path())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            if give_back {
-                release_after(s, rec, &format!("{program} ended"), ui);
-            }
-            return Err(Failure::with(
-                Exit::Command(code),
-                None,
-                format!("cannot run `{program}`: {e}"),
-            ));
-        }
-    };
+    let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
     ui.detail(&format!(
         "running {program} (pid {}) in allocation {}; its tools act through palloc",
         child.id(),
@@ -677,12 +697,7 @@ pub(super) fn run_command(
     };
     drop(holder);
     let code = match status {
-        Ok(st) => {
-            use std::os::unix::process::ExitStatusExt;
-            st.code()
-                .or_else(|| st.signal().map(|n| 128 + n))
-                .unwrap_or(1)
-        }
+        Ok(st) => shell_status(st),
         Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
     };
     if let Some((e, _)) = dvm_lost {
