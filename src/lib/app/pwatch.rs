@@ -275,6 +275,56 @@ fn run_hook(cmd: &str, f: &EventFields, ui: &Ui) {
     }
 }
 
+/// `--warn-timeout` with `--alloc`: ask for each allocation's warning,
+/// which then comes to this pwatch.
+fn arm_warnings(s: &Session, w: &EventWatch, ui: &Ui) -> Result<(), Failure> {
+    let Some(warn) = w.warn_timeout else {
+        return Ok(());
+    };
+    for a in &w.alloc_ids {
+        extend(s, a, None, Some(warn))?;
+        ui.note(&format!(
+            "armed the timeout warning of {a} ({warn}s before expiry); this pwatch receives it"
+        ));
+    }
+    Ok(())
+}
+
+/// Wait (until `deadline`) for the next event `w` selects: `None` when
+/// something else woke us (a signal, another message, one of the ends the
+/// DVM replayed from before pwatch started), the failure when the DVM went.
+fn next_event(
+    s: &Session,
+    w: &EventWatch,
+    history: &HashSet<(i32, String)>,
+    deadline: Option<Instant>,
+    ui: &Ui,
+) -> Result<Option<EventFields>, Failure> {
+    let sig: Vec<_> = signals::fd().into_iter().collect();
+    let bytes = match s.conn().wait(&sig, deadline) {
+        Wake::Ready(_) => {
+            signals::drain();
+            return Ok(None);
+        }
+        Wake::Deadline
+        | Wake::Reply(_)
+        | Wake::Message(Unsolicited::Iof(_))
+        | Wake::Message(Unsolicited::Other(..)) => return Ok(None),
+        Wake::Message(Unsolicited::Closed(e)) => return Err(Failure::lost(&e)),
+        Wake::Message(Unsolicited::Notify(b)) => b,
+    };
+    let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
+        ui.detail("ignored an unreadable notification");
+        return Ok(None);
+    };
+    let replayed = ev.status == crate::proto::status::Status::EVENT_JOB_END
+        && ev
+            .affected_nspace()
+            .is_some_and(|ns| history.contains(&(ev.status.0, ns.to_string())));
+    let f = EventFields::from_event(&ev, now_secs());
+    Ok((!replayed && f.matches(w)).then_some(f))
+}
+
 fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
     register(
         s,
@@ -291,14 +341,7 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
     }
     let mut early: VecDeque<EventFields> = ended_before(s, w, &replay)?.into();
     let history = replay.seen;
-    if let Some(warn) = w.warn_timeout {
-        for a in &w.alloc_ids {
-            extend(s, a, None, Some(warn))?;
-            ui.note(&format!(
-                "armed the timeout warning of {a} ({warn}s before expiry); this pwatch receives it"
-            ));
-        }
-    }
+    arm_warnings(s, w, ui)?;
     ui.detail("watching for events");
     let deadline = w
         .timeout_secs
@@ -332,37 +375,14 @@ fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
             }
             continue;
         }
-        let sig: Vec<_> = signals::fd().into_iter().collect();
-        let bytes = match s.conn().wait(&sig, deadline) {
-            Wake::Ready(_) => {
-                signals::drain();
-                continue;
-            }
-            Wake::Deadline
-            | Wake::Reply(_)
-            | Wake::Message(Unsolicited::Iof(_))
-            | Wake::Message(Unsolicited::Other(..)) => continue,
-            Wake::Message(Unsolicited::Closed(e)) => {
+        let f = match next_event(s, w, &history, deadline, ui) {
+            Ok(Some(f)) => f,
+            Ok(None) => continue,
+            Err(f) => {
                 let _ = out.flush();
-                return Err(Failure::lost(&e));
+                return Err(f);
             }
-            Wake::Message(Unsolicited::Notify(b)) => b,
         };
-        let Ok(ev) = decode_notification(&mut s.decoder(&bytes)) else {
-            ui.detail("ignored an unreadable notification");
-            continue;
-        };
-        if ev.status == crate::proto::status::Status::EVENT_JOB_END
-            && ev
-                .affected_nspace()
-                .is_some_and(|ns| history.contains(&(ev.status.0, ns.to_string())))
-        {
-            continue;
-        }
-        let f = EventFields::from_event(&ev, now_secs());
-        if !f.matches(w) {
-            continue;
-        }
         seen += 1;
         show_event(&f, w, &mut out, ui);
         if let (Some(by), Some(a), true) = (

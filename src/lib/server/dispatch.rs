@@ -452,23 +452,7 @@ impl Server {
             .zip(&nprocs)
             .map(|(a, &n)| crate::dvm::AppAsk {
                 nprocs: n,
-                hosts: a
-                    .info
-                    .iter()
-                    .find(|i| i.key == keys::HOST)
-                    .and_then(|i| i.value.as_str())
-                    .map(crate::codec::helpers::split_list)
-                    .unwrap_or_default()
-                    .into_iter()
-                    // `NAME:N` (slots to use there, as PRRTE takes it): the
-                    // node is NAME; a job never exceeds a node's slots here.
-                    .map(|h| match h.rsplit_once(':') {
-                        Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                            name.to_string()
-                        }
-                        _ => h,
-                    })
-                    .collect(),
+                hosts: app_hosts(a),
             })
             .collect();
         let plan = self
@@ -482,23 +466,7 @@ impl Server {
             .map_err(|e| Error::new(e.status(), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);
         let fwd_err = flag(&job_info, keys::FWD_STDERR);
-        let job = Job {
-            nspace: nspace.clone(),
-            procs: Vec::new(),
-            spawner: Some(conn),
-            fwd_stdout: fwd_out,
-            fwd_stderr: fwd_err,
-            notify_completion: flag(&job_info, keys::NOTIFY_COMPLETION),
-            iof_paused: false,
-            open_pipes: 0,
-            all_exited_at: None,
-            kill_requested: None,
-            killed: false,
-            ended: false,
-            stdin_rank: super::jobs::stdin_rank(&job_info),
-            stdin: None,
-        };
-        self.jobs.insert(job);
+        self.jobs.insert(new_job(&nspace, conn, &job_info));
         // Reply first: output and the end event must follow the namespace.
         let mut e = self
             .conns
@@ -609,5 +577,42 @@ impl crate::codec::Pack for Kval {
     fn pack_body(&self, enc: &mut crate::codec::Encoder) -> Result<()> {
         enc.put_string(Some(&self.0))?;
         crate::codec::Pack::pack_body(&self.1, enc)
+    }
+}
+
+/// An app's hosts (`PMIX_HOST`): `NAME:N` (slots to use there, as PRRTE
+/// takes it) names node NAME; a job never exceeds a node's slots here.
+fn app_hosts(a: &App) -> Vec<String> {
+    a.info
+        .iter()
+        .find(|i| i.key == keys::HOST)
+        .and_then(|i| i.value.as_str())
+        .map(crate::codec::helpers::split_list)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| match h.rsplit_once(':') {
+            Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
+            _ => h,
+        })
+        .collect()
+}
+
+/// A job just committed, spawned by connection `spawner` with `job_info`.
+fn new_job(nspace: &str, spawner: u64, job_info: &[Info]) -> Job {
+    Job {
+        nspace: nspace.to_string(),
+        procs: Vec::new(),
+        spawner: Some(spawner),
+        fwd_stdout: flag(job_info, keys::FWD_STDOUT),
+        fwd_stderr: flag(job_info, keys::FWD_STDERR),
+        notify_completion: flag(job_info, keys::NOTIFY_COMPLETION),
+        iof_paused: false,
+        open_pipes: 0,
+        all_exited_at: None,
+        kill_requested: None,
+        killed: false,
+        ended: false,
+        stdin_rank: super::jobs::stdin_rank(job_info),
+        stdin: None,
     }
 }
