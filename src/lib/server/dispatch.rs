@@ -600,19 +600,11 @@ fn app_hosts(a: &App) -> Vec<String> {
 /// A job just committed, spawned by connection `spawner` with `job_info`.
 fn new_job(nspace: &str, spawner: u64, job_info: &[Info]) -> Job {
     Job {
-        nspace: nspace.to_string(),
-        procs: Vec::new(),
         spawner: Some(spawner),
         fwd_stdout: flag(job_info, keys::FWD_STDOUT),
         fwd_stderr: flag(job_info, keys::FWD_STDERR),
         notify_completion: flag(job_info, keys::NOTIFY_COMPLETION),
-        iof_paused: false,
-        open_pipes: 0,
-        all_exited_at: None,
-        kill_requested: None,
-        killed: false,
-        ended: false,
         stdin_rank: super::jobs::stdin_rank(job_info),
-        stdin: None,
+        ..Job::new(nspace)
     }
 }

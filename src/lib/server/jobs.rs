@@ -150,6 +150,27 @@ impl super::Server {
 }
 
 impl Job {
+    /// A job just committed: no process yet, nobody spawned it, nothing
+    /// forwarded or announced.
+    pub(crate) fn new(nspace: &str) -> Job {
+        Job {
+            nspace: nspace.to_string(),
+            procs: Vec::new(),
+            spawner: None,
+            fwd_stdout: false,
+            fwd_stderr: false,
+            notify_completion: false,
+            iof_paused: false,
+            open_pipes: 0,
+            all_exited_at: None,
+            kill_requested: None,
+            killed: false,
+            ended: false,
+            stdin_rank: None,
+            stdin: None,
+        }
+    }
+
     /// Processes still running.
     pub(crate) fn live(&self) -> usize {
         self.procs

@@ -204,22 +204,7 @@ impl Server {
         self.model
             .commit_spawn(&plan, &ns, None)
             .map_err(|e| Error::new(e.status(), e.rule()))?;
-        self.jobs.insert(jobs::Job {
-            nspace: ns.clone(),
-            procs: Vec::new(),
-            spawner: None,
-            fwd_stdout: false,
-            fwd_stderr: false,
-            notify_completion: false,
-            iof_paused: false,
-            open_pipes: 0,
-            all_exited_at: None,
-            kill_requested: None,
-            killed: false,
-            ended: false,
-            stdin_rank: None,
-            stdin: None,
-        });
+        self.jobs.insert(jobs::Job::new(&ns));
         self.leader = Some(ns.clone());
         self.start_procs(
             &ns,
