@@ -291,6 +291,18 @@ fn v61_registers(t: DataType) -> bool {
 }
 
 impl WireVersion {
+    /// What a fuzz input's first byte selects: the wire version (bit 0:
+    /// `v41` or `v61`) and whether buffers are fully described (bit 1).
+    /// Both ends' whole-stream fuzz entry points read it so.
+    pub fn fuzz_selector(sel: u8) -> (WireVersion, bool) {
+        let wire = if sel & 1 == 0 {
+            WireVersion::V41
+        } else {
+            WireVersion::V61
+        };
+        (wire, sel & 2 != 0)
+    }
+
     /// Parses `"v41"`, `"v51"`, `"v61"` (case-insensitive).
     pub fn from_name(s: &str) -> Option<WireVersion> {
         let s = s.trim();

@@ -107,12 +107,7 @@ pub fn decode_server_stream(bytes: &[u8]) -> InboundSummary {
     let Some((&sel, rest)) = bytes.split_first() else {
         return out;
     };
-    let wire = if sel & 1 == 0 {
-        WireVersion::V41
-    } else {
-        WireVersion::V61
-    };
-    let described = sel & 2 != 0;
+    let (wire, described) = WireVersion::fuzz_selector(sel);
     let mut replay = Replay(Cursor::new(rest));
     if handshake(&mut replay, &hello(sel, wire)).is_err() {
         return out;

@@ -247,12 +247,7 @@ pub fn decode_stream(bytes: &[u8]) -> StreamSummary {
     let Some((&sel, rest)) = bytes.split_first() else {
         return out;
     };
-    let wire = if sel & 1 == 0 {
-        WireVersion::V41
-    } else {
-        WireVersion::V61
-    };
-    let described = sel & 2 != 0;
+    let (wire, described) = WireVersion::fuzz_selector(sel);
     let mut buf = InBuf::default();
     // Fed in uneven pieces, as a socket delivers them.
     let step = 1 + (sel as usize >> 2);
