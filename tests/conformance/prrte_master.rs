@@ -28,32 +28,35 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::support::blackbox::{alive, eventually, run_tool, str_field, strings, Bg, GateJob, Out};
-use crate::support::{cargo_bin, short_hostname, Prte};
+use crate::support::cargo_bin;
+use crate::support::cluster::Cluster;
 
-/// A private PRRTE master DVM for one test (stopped on drop), driven only
-/// through our four binaries.
+/// A private 4-node PRRTE master DVM for one test (stopped on drop),
+/// driven only through our four binaries: `node01` … `node04`, 2 slots
+/// each, a real `prted` per node (`tests/support/cluster.rs`).
 pub struct MasterDvm {
-    /// The running DVM (its `TMPDIR` is private to this test).
-    pub prte: Prte,
-    /// The one node: this host's short name.
+    /// The running cluster.
+    pub c: Cluster,
+    /// The node the tests reserve: `node02` (jobs run from outside a
+    /// reservation are pinned to `node01`).
     pub host: String,
 }
 
 impl MasterDvm {
-    /// Start a fresh PRRTE master DVM.
+    /// Start a fresh 4-node PRRTE master DVM.
     pub fn start() -> MasterDvm {
-        let prte = Prte::start_master();
-        fs::create_dir_all(prte.tmpdir.join("ctl.d")).expect("control dir");
+        let c = Cluster::start(4, 2);
+        fs::create_dir_all(c.dir().join("ctl.d")).expect("control dir");
         MasterDvm {
-            prte,
-            host: short_hostname(),
+            c,
+            host: "node02".into(),
         }
     }
 
     /// A command for one of our tools, run from outside any job (a tool
-    /// requester), finding this DVM through `TMPDIR`.
+    /// requester) inside the cluster's network namespace.
     pub fn tool_cmd(&self, name: &str) -> Command {
-        let mut cmd = self.prte.tool_command(cargo_bin(name));
+        let mut cmd = self.c.command(cargo_bin(name));
         cmd.env("NO_COLOR", "1");
         cmd
     }
@@ -70,7 +73,7 @@ impl MasterDvm {
     /// requesters acting for that job's namespace. Its stdout, stderr and
     /// exit status come back through pspawn.
     pub fn job(&self, script: &str) -> Out {
-        self.tool("pspawn", &["-n", "1", "sh", "-c", script])
+        self.tool("pspawn", &["-H", "node01", "-n", "1", "sh", "-c", script])
     }
 
     /// `palloc -w HOST ARGS -- sh -c SCRIPT` from outside: SCRIPT's tools act
@@ -99,7 +102,7 @@ impl MasterDvm {
     }
 
     fn ctl_dir(&self) -> PathBuf {
-        self.prte.tmpdir.join("ctl.d")
+        self.c.dir().join("ctl.d")
     }
 
     /// A gate job (see [`GateJob`]) in the control dir.
@@ -117,12 +120,7 @@ impl MasterDvm {
     #[track_caller]
     pub fn status(&self) -> Vec<Value> {
         let o = self.tool("pwatch", &["--status", "--json"]);
-        assert_eq!(
-            o.code,
-            0,
-            "pwatch --status failed:\n{o}\n{}",
-            self.prte.logs()
-        );
+        assert_eq!(o.code, 0, "pwatch --status failed:\n{o}\n{}", self.c.logs());
         o.json()
     }
 
@@ -153,14 +151,17 @@ impl MasterDvm {
         eventually(why, || self.reservations().is_empty());
     }
 
-    /// `pspawn -n N --json` of a job printing `host=NODE` per process, from
-    /// outside, into the default session (read it with [`json_hosts`]).
+    /// `pspawn -n N --map-by node --json` of a job printing `host=NODE`
+    /// per process, from outside, into the default session (read it with
+    /// [`json_hosts`]).
     pub fn default_pool_spawn(&self, n: u32) -> Out {
         self.tool(
             "pspawn",
             &[
                 "-n",
                 &n.to_string(),
+                "--map-by",
+                "node",
                 "--json",
                 "sh",
                 "-c",
@@ -168,7 +169,36 @@ impl MasterDvm {
             ],
         )
     }
+
+    /// The hosts a default-session job of `per_node` processes on each of
+    /// `nodes` ran on, sorted (the job is checked to succeed).
+    #[track_caller]
+    pub fn default_pool_hosts(&self, nodes: &[&str], per_node: u32) -> Vec<String> {
+        let j = self.default_pool_spawn(nodes.len() as u32 * per_node);
+        assert_eq!(
+            j.code,
+            0,
+            "default-session job failed:\n{j}\n{}",
+            self.c.logs()
+        );
+        json_hosts(&j)
+    }
 }
+
+/// `names`, each `times` times, sorted (what [`json_hosts`] gives).
+fn each_times(names: &[&str], times: usize) -> Vec<String> {
+    let mut v: Vec<String> = names
+        .iter()
+        .flat_map(|n| std::iter::repeat_n(n.to_string(), times))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The three nodes of the default session while `node02` is reserved.
+const OTHERS: [&str; 3] = ["node01", "node03", "node04"];
+/// All four nodes.
+const ALL: [&str; 4] = ["node01", "node02", "node03", "node04"];
 
 /// The `host=` lines of a `pspawn --json` run, sorted.
 fn json_hosts(o: &Out) -> Vec<String> {
@@ -252,8 +282,8 @@ fn prrte_s8_2_1_5_tool_absent_absent() {
     let r = dvm.reservation(&id).expect("held reservation listed");
     assert_eq!(strings(&r["nodes"]), vec![dvm.host.clone()], "{r}");
     assert_eq!(dvm.node()["alloc_id"], id.as_str());
-    let o = dvm.default_pool_spawn(1);
-    refused(&o, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
+    // Out of the default pool: a default-session job runs on the others.
+    assert_eq!(dvm.default_pool_hosts(&OTHERS, 2), each_times(&OTHERS, 2));
     // Ended by SIGTERM: 128 + 15 (README, exit codes).
     hold.stop(Signal::SIGTERM).expect_code(143);
     dvm.await_no_reservation("the tool's exit ends its reservation");
@@ -302,9 +332,8 @@ fn prrte_s8_2_1_5_tool_share() {
         dvm.reservations().is_empty(),
         "a shared grant reserves nothing"
     );
-    let j = dvm.default_pool_spawn(1);
-    j.expect_code(0);
-    assert_eq!(json_hosts(&j), vec![dvm.host.clone()], "{j}");
+    // The node stays in the default pool: a job over all nodes uses it.
+    assert_eq!(dvm.default_pool_hosts(&ALL, 2), each_times(&ALL, 2));
     hold.stop(Signal::SIGTERM);
 }
 
@@ -349,9 +378,7 @@ fn prrte_s8_2_1_5_application_share() {
     let a = allocations(&o).into_iter().next().expect("granted");
     assert_eq!(a["reserved"], false, "{o}");
     assert!(o.of_type("reservation").is_empty(), "nothing reserved: {o}");
-    let j = dvm.default_pool_spawn(1);
-    j.expect_code(0);
-    assert_eq!(json_hosts(&j), vec![dvm.host.clone()], "{j}");
+    assert_eq!(dvm.default_pool_hosts(&ALL, 2), each_times(&ALL, 2));
 }
 
 /// §8.2.1.5 row 6 / §8.2.1.8 row 1 (application + TARGET →
@@ -454,7 +481,7 @@ fn prrte_s8_2_1_5_2_reply_carries_alloc_id_and_request_id() {
     let (hold, id) = dvm.hold(&["--request-id", "my-req-42"]);
     let a = hold.wait_for("allocation");
     assert_eq!(a["request_id"], "my-req-42", "{a}");
-    let prefix = format!("prte-{}-{}@", dvm.host, dvm.prte.pid);
+    let prefix = format!("prte-node01-{}@", dvm.c.pid);
     let tail = id.strip_prefix(&prefix).unwrap_or_else(|| panic!("{id}"));
     let (job, n) = tail.split_once('.').unwrap_or_else(|| panic!("{id}"));
     assert!(
@@ -474,9 +501,7 @@ fn prrte_s8_2_1_6_absent_default_session_only() {
     let dvm = MasterDvm::start();
     assert!(dvm.reservations().is_empty());
     assert!(dvm.node()["alloc_id"].is_null());
-    let j = dvm.default_pool_spawn(2);
-    j.expect_code(0);
-    assert_eq!(json_hosts(&j), vec![dvm.host.clone(); 2], "{j}");
+    assert_eq!(dvm.default_pool_hosts(&ALL, 2), each_times(&ALL, 2));
     assert!(dvm.reservations().is_empty(), "a spawn reserved something");
 }
 
@@ -500,34 +525,42 @@ fn prrte_s8_2_1_6_one_id() {
     assert_eq!(o.output_lines(), vec![format!("host={}", dvm.host)], "{o}");
 }
 
-/// §8.2.1.6 isolation: once the host is reserved a default-session job
-/// cannot use it — with one node it fails to map, and nothing runs.
+/// §8.2.1.6 isolation: once node02 is reserved a default-session job
+/// cannot use it: spread over every node it lands on the other three, and
+/// one asking for node02 by name fails to map, and nothing runs there.
 #[test]
 fn prrte_s8_2_1_6_isolation() {
     let dvm = MasterDvm::start();
-    let (hold, _id) = dvm.hold(&[]);
+    // DEFAULT: the node is unreserved (not released, D6) at the tool's exit.
+    let (hold, _id) = dvm.hold(&["--inherit", "default"]);
+    assert_eq!(dvm.default_pool_hosts(&OTHERS, 2), each_times(&OTHERS, 2));
     let (cmd, marker) = dvm.marking();
-    let o = dvm.tool("pspawn", &["-n", "1", "--json", "sh", "-c", &cmd]);
-    refused(&o, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
+    let o = dvm.tool(
+        "pspawn",
+        &["-H", &dvm.host, "-n", "1", "--json", "sh", "-c", &cmd],
+    );
+    assert_ne!(
+        o.code, 0,
+        "a default-session job ran on the reserved node:\n{o}"
+    );
     assert!(!std::path::Path::new(&marker).exists(), "a process ran");
     hold.stop(Signal::SIGTERM);
-    // Node back (DEFAULT): the same job now runs.
+    // Node back (DEFAULT): the same job now runs there.
     dvm.await_no_reservation("reservation ends with its tool");
-    dvm.tool("pspawn", &["-n", "1", "sh", "-c", &cmd])
+    dvm.tool("pspawn", &["-H", &dvm.host, "-n", "1", "sh", "-c", &cmd])
         .expect_code(0);
     assert!(std::path::Path::new(&marker).exists());
 }
 
-/// §8.2.1.6 ids + the invalid namespace: accepted, the job runs (with one
-/// node the default pool is empty while it is reserved, so the union is
-/// the reservation's node).
+/// §8.2.1.6 ids + the invalid namespace: the job runs on the union of the
+/// reservation (node02) and the default session (the other three).
 #[test]
 fn prrte_s8_2_1_6_ids_plus_default_pool() {
     let dvm = MasterDvm::start();
     let o = dvm.under_palloc(
         &["--json"],
         &format!(
-            "{} --target \"$PMIX_ALLOC_ID\" --default-pool -n 1 --json sh -c 'echo host=$PMIX_HOSTNAME'\n",
+            "{} --target \"$PMIX_ALLOC_ID\" --default-pool -n 8 --map-by node --json sh -c 'echo host=$PMIX_HOSTNAME'\n",
             bin("pspawn")
         ),
     );
@@ -535,7 +568,7 @@ fn prrte_s8_2_1_6_ids_plus_default_pool() {
     let id = o.alloc_id();
     let job = o.first("job");
     assert_eq!(strings(&job["targets"]), vec![String::new(), id], "{o}");
-    assert_eq!(o.output_lines(), vec![format!("host={}", dvm.host)], "{o}");
+    assert_eq!(json_hosts(&o), each_times(&ALL, 2), "{o}");
 }
 
 // ---------------------------------------------------------------- §8.2.1.7
@@ -697,10 +730,16 @@ fn prrte_s8_2_1_9_1_owner_release() {
     let res = o.of_type("reservation");
     assert_eq!(res.len(), 1, "listed once, before the release only: {o}");
     assert!(dvm.reservations().is_empty());
-    // Node back: a default-session job runs on it.
+    assert!(
+        dvm.node()["alloc_id"].is_null(),
+        "node02 is reserved no more"
+    );
+    // The default session goes on (node02 itself, a startup node, lost its
+    // daemon with the release: D6, pinned by
+    // prrte_nodes_s8_2_1_9_1_owner_release_startup_node_deviation).
     let j = dvm.tool("pspawn", &["--detach", "-n", "1", "sh", "-c", &g.cmd]);
     j.expect_code(0);
-    assert_eq!(g.host(), dvm.host);
+    assert!(OTHERS.contains(&g.host().as_str()), "{}", g.host());
     g.open();
 }
 
@@ -817,20 +856,18 @@ fn child_flavoured(rule: &str) {
     dvm.default_pool_spawn(1).expect_code(0);
 }
 
-/// Carving the host into a reservation and getting it back (any path: here
-/// DEFAULT at the tool's exit) should leave the default session as it was
-/// (§8.2.1.9.2 DEFAULT: the nodes "join the default session for general
-/// use"; §8.2.1.6: a job that targets no reservation behaves as before).
-/// PRRTE master DEVIATES: the node loses a slot — the reservation offers one
-/// slot of the host's two, and after it ends the host has one slot left, so a
-/// two-process default-session job that ran before now fails to map.
+/// Carving node02 into a reservation and getting it back (here DEFAULT at
+/// the tool's exit) leaves the default session as it was (§8.2.1.9.2
+/// DEFAULT: the nodes "join the default session for general use";
+/// §8.2.1.6: a job that targets no reservation behaves as before): the
+/// reservation offers node02's two slots, and afterwards node02 has its two
+/// slots and runs a two-process default-session job. (On a one-node DVM,
+/// whose only node is the head node, PRRTE master kept one slot of two: D4.)
 #[test]
-fn prrte_s8_2_1_9_2_default_node_back_slot_lost_deviation() {
+fn prrte_s8_2_1_9_2_default_node_back_as_it_was() {
     let dvm = MasterDvm::start();
-    let slots = dvm.node()["slots"].as_u64().expect("slots");
-    assert_eq!(slots, 2, "this test assumes a 2-core host: {}", dvm.node());
-    dvm.default_pool_spawn(2).expect_code(0);
-    let (hold, id) = dvm.hold(&[]);
+    assert_eq!(dvm.node()["slots"].as_u64(), Some(2), "{}", dvm.node());
+    let (hold, id) = dvm.hold(&["--inherit", "default"]);
     let two = dvm.tool(
         "pspawn",
         &[
@@ -838,23 +875,32 @@ fn prrte_s8_2_1_9_2_default_node_back_slot_lost_deviation() {
             &id,
             "-n",
             "2",
+            "--json",
             "sh",
             "-c",
             "echo host=$PMIX_HOSTNAME",
         ],
     );
+    two.expect_code(0);
+    assert_eq!(json_hosts(&two), vec![dvm.host.clone(); 2], "{two}");
     hold.stop(Signal::SIGTERM);
     dvm.await_no_reservation("DEFAULT at the tool's exit");
-    let after = dvm.default_pool_spawn(2);
     let node = dvm.node();
-    assert_eq!(
-        (two.code, after.code, node["slots"].as_u64()),
-        (4, 4, Some(1)),
-        "PRRTE master deviation (§8.2.1.9.2): a 2-process job into the reservation and a \
-         2-process default-session job after it ended are expected to fail to map (the node \
-         kept 1 of its 2 slots); if not, PRRTE may now conform — update docs/conformance.md\n\
-         --- into the reservation:\n{two}\n--- after:\n{after}\n--- node: {node}"
+    assert_eq!(node["slots"].as_u64(), Some(2), "{node}");
+    assert!(node["alloc_id"].is_null(), "{node}");
+    let after = dvm.tool(
+        "pspawn",
+        &[
+            "-H",
+            &format!("{}:2", dvm.host),
+            "-n",
+            "2",
+            "--json",
+            "sh",
+            "-c",
+            "echo host=$PMIX_HOSTNAME",
+        ],
     );
-    refused(&after, 4, "PMIX_ERR_JOB_FAILED_TO_MAP");
-    dvm.default_pool_spawn(1).expect_code(0);
+    after.expect_code(0);
+    assert_eq!(json_hosts(&after), vec![dvm.host.clone(); 2], "{after}");
 }
