@@ -239,6 +239,52 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     assert_eq!(free(&st), 2, "{st}");
 }
 
+/// A script submitted with free nodes is granted at once: `palloc
+/// --no-wait` still returns at once (not when the script ends: it waits for
+/// a gate this test never opens before), and the request id it printed
+/// names the granted allocation for `pspawn --target` and `prelease`.
+#[test]
+fn a_request_granted_at_once_returns_at_once_and_its_id_names_the_allocation() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("sbatch-now");
+    let gate = dir.path().join("gate");
+    let mut c = tool("palloc");
+    c.current_dir(dir.path()).args([
+        "--no-wait",
+        "--parsable",
+        "-N",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        &format!("while [ ! -e {} ]; do sleep 0.1; done", gate.display()),
+    ]);
+    let o = run(c, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let rid = text(&o.stdout).trim().to_string();
+    assert!(
+        !rid.is_empty() && !rid.starts_with("alloc."),
+        "{}",
+        show(&o)
+    );
+    let st = settle(&tool, |st| free(st) == 1);
+    assert_eq!(free(&st), 1, "granted: {st}");
+    let mut spawn = tool("pspawn");
+    spawn.args(["--target", &rid, "-n", "1", "echo", "in-the-allocation"]);
+    let sp = run(spawn, 30);
+    assert_eq!(sp.status.code(), Some(0), "{}", show(&sp));
+    assert_eq!(text(&sp.stdout), "in-the-allocation\n", "{}", show(&sp));
+    let mut rel = tool("prelease");
+    rel.arg(&rid);
+    let r = run(rel, 30);
+    assert_eq!(r.status.code(), Some(0), "{}", show(&r));
+    assert_eq!(text(&r.stdout), "", "a notice, not output: {}", show(&r));
+    let st = settle(&tool, |st| free(st) == 2);
+    assert_eq!(free(&st), 2, "given back: {st}");
+    std::fs::write(&gate, "").unwrap();
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {
@@ -376,7 +422,9 @@ fn prelease_of_a_job_namespace_cancels_the_job() {
     cancel.arg(&ns);
     let c = run(cancel, 30);
     assert_eq!(c.status.code(), Some(0), "{}", show(&c));
-    assert!(text(&c.stdout).contains("cancelled job"), "{}", show(&c));
+    // Said on stderr (stdout is for what scripts consume).
+    assert!(text(&c.stderr).contains("cancelled job"), "{}", show(&c));
+    assert_eq!(text(&c.stdout), "", "{}", show(&c));
     let deadline = Instant::now() + Duration::from_secs(20);
     while live(&tool) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

@@ -41,6 +41,17 @@ pub fn connect(args: &ConnectArgs, ui: &Ui) -> Result<Session, Failure> {
 
 /// [`connect`] for a command that acts on allocation `alloc`: when a
 /// palloc of this user holds it (in another shell), through that palloc.
+/// The allocation `id` names when `id` is the request id of a granted
+/// allocation whose palloc (found by that request id) this session goes
+/// through: the DVM knows the allocation by its id only. `None` otherwise.
+pub(crate) fn granted_for(s: &Session, id: &str) -> Option<String> {
+    let held = s.conn().target().holder_of.as_deref()?;
+    let by_request = held != id && std::env::var_os(crate::conn::holder::HOLDER_ENV).is_none();
+    by_request.then(|| held.to_string())
+}
+
+/// Connect as `args` say; with `alloc`, through the palloc holding that
+/// allocation (found by its id or its request id) when there is one.
 pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<Session, Failure> {
     let mut opts = args.to_options();
     opts.alloc = alloc.map(String::from);

@@ -633,6 +633,11 @@ pub(super) fn run_command(
         .ok_or_else(|| Failure::other("no command to run"))?;
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
+    // Its request id names it too (`pspawn --target REQ_ID` once granted).
+    let _alias = rec
+        .request_id
+        .as_deref()
+        .and_then(|r| holder.alias(s.conn(), r));
     announce(rec);
     let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
     ui.detail(&format!(

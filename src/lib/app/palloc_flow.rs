@@ -381,7 +381,19 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             PallocMode::Hold => hold(&s, &mut rec, give_back, submitter, ui, &announce),
             PallocMode::Run(cmd) => {
                 let give_back = give_back && !args.keep;
-                run_command(&s, &mut rec, cmd, give_back, ui, &announce)
+                // A detached palloc (`--no-wait -- CMD`) tells the palloc
+                // that started it of the grant once other shells can reach
+                // it, before CMD runs (not when CMD ends).
+                let told = |rec: &AllocationRecord| {
+                    announce(rec);
+                    if let Some(sub) = &submitter {
+                        sub.tell(&format!(
+                            "granted {}",
+                            serde_json::to_string(rec).unwrap_or_default()
+                        ));
+                    }
+                };
+                run_command(&s, &mut rec, cmd, give_back, ui, &told)
             }
         };
         ui.note(&rec.on_owner_exit);

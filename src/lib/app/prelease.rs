@@ -28,6 +28,14 @@ pub fn run(args: &PreleaseArgs) -> i32 {
         let alloc = req.alloc_id.clone().or_else(|| req.request_id.clone());
         let (code, rec) = match connect_for(&args.connect, &ui, alloc.as_deref()) {
             Ok(s) => {
+                // A request id names the allocation granted for it.
+                let mut req = req;
+                if let Some(a) = alloc.as_deref().and_then(|id| super::granted_for(&s, id)) {
+                    if req.directive == crate::proto::Directive::Release {
+                        req.alloc_id = Some(a);
+                        req.request_id = None;
+                    }
+                }
                 let r = one(&s, &req, &ui);
                 finish(s);
                 r
@@ -133,7 +141,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
         let whole = req.nodelist.is_empty() && req.nodes.is_none();
         if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
             if let Some(done) = other_meaning(s, id) {
-                ui.result(&done);
+                ui.note(&done);
                 rec.directive = "cancel".into();
                 return (0, rec);
             }
@@ -151,7 +159,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
             } else {
                 what
             };
-            ui.result(&format!("{done} {what}{partial}"));
+            ui.note(&format!("{done} {what}{partial}"));
             (0, rec)
         }
         Err(e) => {

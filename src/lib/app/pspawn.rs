@@ -37,6 +37,14 @@ pub fn run(args: &PspawnArgs) -> i32 {
         Ok(s) => s,
         Err(f) => return ui.fail(&f),
     };
+    // A request id (`palloc --no-wait`) names the allocation granted for it.
+    let mut req = req;
+    if let Some(first) = req.targets.first_mut() {
+        if let Some(a) = super::granted_for(&s, first) {
+            ui.detail(&format!("request {first} was granted as allocation {a}"));
+            *first = a;
+        }
+    }
     let r = launch_and_wait(&s, &req, &ui);
     finish(s);
     match r {
