@@ -7,7 +7,7 @@ complete -c palloc -s t -l time -d 'Time limit (PMIX_ALLOC_TIME): a plain number
 complete -c palloc -s p -l partition -l queue -d 'Scheduler queue, Slurm\'s partition (PMIX_ALLOC_QUEUE)' -r -f
 complete -c palloc -s J -l request-id -l job-name -d 'Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)' -r -f
 complete -c palloc -l target -d 'Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only)' -r -f -a "(pwatch --complete namespaces 2>/dev/null)"
-complete -c palloc -l inherit -d 'What happens when the owner ends: none, child, default, child-default (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`)' -r -f -a "none\t''
+complete -c palloc -l inherit -d 'What happens when the owner ends: none, child, default, child-default (PMIX_ALLOC_INHERITANCE). Not given, palloc outside a job sends `child` (the nodes go back to the scheduler once palloc and the jobs it started have ended, so none is left behind, however palloc ends), and gives the allocation back itself when it ends; inside a job it sends nothing (the DVM\'s default, `default`). With `default` or `child-default` the nodes stay in the DVM unreserved (`pwatch --status` shows ORIGIN `scheduler`); `prelease $(palloc -w NODES --parsable)` gives them back' -r -f -a "none\t''
 child\t''
 default\t''
 child-default\t''"

@@ -32,7 +32,7 @@ _palloc() {
 '(--extend-request)--request-id=[Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)]:REQ_ID:' \
 '(--extend-request)--job-name=[Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)]:REQ_ID:' \
 '--target=[Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only)]:NSPACE:($(pwatch --complete namespaces 2>/dev/null))' \
-'--inherit=[What happens when the owner ends\: none, child, default, child-default (PMIX_ALLOC_INHERITANCE; absent = the DVM default, \`default\`)]:RULE:(none child default child-default)' \
+'--inherit=[What happens when the owner ends\: none, child, default, child-default (PMIX_ALLOC_INHERITANCE). Not given, palloc outside a job sends \`child\` (the nodes go back to the scheduler once palloc and the jobs it started have ended, so none is left behind, however palloc ends), and gives the allocation back itself when it ends; inside a job it sends nothing (the DVM'\''s default, \`default\`). With \`default\` or \`child-default\` the nodes stay in the DVM unreserved (\`pwatch --status\` shows ORIGIN \`scheduler\`); \`prelease \$(palloc -w NODES --parsable)\` gives them back]:RULE:(none child default child-default)' \
 '--warn-timeout=[Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT)\: a plain number is minutes; or 45s, 30m, 2h, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
 '--extend=[Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)]::ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '--extend-request=[Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)]:REQ_ID:' \

@@ -1,4 +1,4 @@
-complete -c pwatch -l what -d 'With --status: what to show' -r -f -a "reservations\t'Reservations: id, owning namespace, owner set, inheritance, share, nodes, expiry'
+complete -c pwatch -l what -d 'With --status: what to show (repeatable, or a comma list: `--what nodes,scheduler`)' -r -f -a "reservations\t'Reservations: id, owning namespace, owner set, inheritance, share, nodes, expiry'
 namespaces\t'Namespaces (jobs)'
 nodes\t'Nodes'
 scheduler\t'Scheduler queues: nodes, free nodes, pending requests (like `sinfo`)'

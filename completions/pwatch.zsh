@@ -15,7 +15,7 @@ _pwatch() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'*--what=[With --status\: what to show]:WHAT:((reservations\:"Reservations\: id, owning namespace, owner set, inheritance, share, nodes, expiry"
+'*--what=[With --status\: what to show (repeatable, or a comma list\: \`--what nodes,scheduler\`)]:WHAT:((reservations\:"Reservations\: id, owning namespace, owner set, inheritance, share, nodes, expiry"
 namespaces\:"Namespaces (jobs)"
 nodes\:"Nodes"
 scheduler\:"Scheduler queues\: nodes, free nodes, pending requests (like \`sinfo\`)"

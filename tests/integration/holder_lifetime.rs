@@ -285,6 +285,44 @@ fn a_request_granted_at_once_returns_at_once_and_its_id_names_the_allocation() {
     std::fs::write(&gate, "").unwrap();
 }
 
+/// Under `--inherit default` the nodes stay in the DVM unreserved: `pwatch
+/// --status` shows where they came from (ORIGIN `scheduler`), and the
+/// documented `prelease $(palloc -w NODE --parsable)` gives them back.
+/// Comma lists select several tables.
+#[test]
+fn default_rule_nodes_show_their_origin_and_can_be_given_back() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "2"]);
+    let tool = pdvm_tool(&pdvm);
+    let mut p = tool("palloc");
+    p.args(["-q", "-w", "s001", "--inherit", "default", "--", "true"]);
+    let o = run(p, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let st = settle(&tool, |st| free(st) == 1);
+    assert_eq!(free(&st), 1, "s001 stays in the DVM: {st}");
+    let mut w = tool("pwatch");
+    w.args(["--status", "--what", "nodes,scheduler"]);
+    let table = run(w, 30);
+    assert_eq!(table.status.code(), Some(0), "{}", show(&table));
+    let out = text(&table.stdout);
+    let s001 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("s001"))
+        .unwrap_or_else(|| panic!("no s001 row: {out}"));
+    assert!(
+        s001.contains("scheduler") && s001.contains("(default)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ORIGIN") && out.contains("FREE_NODES"),
+        "{out}"
+    );
+    let give = shell(&tool, "prelease $(palloc -w s001 --parsable)");
+    let g = run(give, 30);
+    assert_eq!(g.status.code(), Some(0), "{}", show(&g));
+    let st = settle(&tool, |st| free(st) == 2);
+    assert_eq!(free(&st), 2, "s001 back with the scheduler: {st}");
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {

@@ -165,7 +165,14 @@ pub struct PallocArgs {
     pub share: bool,
 
     /// What happens when the owner ends: none, child, default, child-default
-    /// (PMIX_ALLOC_INHERITANCE; absent = the DVM default, `default`).
+    /// (PMIX_ALLOC_INHERITANCE). Not given, palloc outside a job sends
+    /// `child` (the nodes go back to the scheduler once palloc and the jobs
+    /// it started have ended, so none is left behind, however palloc ends),
+    /// and gives the allocation back itself when it ends; inside a job it
+    /// sends nothing (the DVM's default, `default`). With `default` or
+    /// `child-default` the nodes stay in the DVM unreserved (`pwatch
+    /// --status` shows ORIGIN `scheduler`); `prelease $(palloc -w NODES
+    /// --parsable)` gives them back.
     #[arg(long, value_name = "RULE", value_parser = parse_inheritance)]
     pub inherit: Option<Inheritance>,
 

@@ -86,13 +86,15 @@ pub struct PwatchArgs {
     #[arg(long)]
     pub status: bool,
 
-    /// With --status: what to show.
+    /// With --status: what to show (repeatable, or a comma list:
+    /// `--what nodes,scheduler`).
     #[arg(
         long,
         value_enum,
         value_name = "WHAT",
         requires = "status",
-        default_value = "all"
+        default_value = "all",
+        value_delimiter = ','
     )]
     pub what: Vec<StatusWhat>,
 
@@ -100,7 +102,13 @@ pub struct PwatchArgs {
     /// active, draining (reservations), running, killing, ended
     /// (namespaces), idle, busy (nodes); tables none of whose states is
     /// named are left out.
-    #[arg(long, value_enum, value_name = "STATE", requires = "status")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "STATE",
+        requires = "status",
+        value_delimiter = ','
+    )]
     pub state: Vec<StatusState>,
 
     /// With --status: only my reservations, the namespaces in their owner
@@ -142,7 +150,13 @@ pub struct PwatchArgs {
     pub job: Vec<String>,
 
     /// Event kinds to show (repeatable; default any).
-    #[arg(long, value_enum, value_name = "NAME", conflicts_with = "status")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "NAME",
+        conflicts_with = "status",
+        value_delimiter = ','
+    )]
     pub event: Vec<EventKind>,
 
     /// Stop after N matching events.

@@ -123,12 +123,13 @@ pub(crate) fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
 
 /// Nodes.
 pub(crate) fn nodes(rows: &[NodeRecord], style: Style) -> Table {
-    let headers = ["NODE", "SLOTS", "ALLOC_ID", "STATE", "JOBS"];
+    let headers = ["NODE", "SLOTS", "ALLOC_ID", "ORIGIN", "STATE", "JOBS"];
     table(&headers, rows, style, |r| {
         vec![
             r.name.clone(),
             opt(&r.slots),
             r.alloc_id.clone().unwrap_or_else(|| "(default)".into()),
+            r.origin.clone().unwrap_or_else(|| "-".into()),
             r.state_text(),
             list(&r.jobs, |v| v.join(",")),
         ]
