@@ -23,7 +23,7 @@ _prelease() {
 
     case "${cmd}" in
         prelease)
-            opts="-N -w -q -v -h -V --request-id --nodes --nodelist --cancel --reacquire --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version $(pwatch --complete allocs 2>/dev/null)"
+            opts="-N -w -q -v -h -V --request-id --nodes --nodelist --cancel --reacquire --signal --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version $(pwatch --complete allocs 2>/dev/null)"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -73,6 +73,13 @@ _prelease() {
                     ;;
                 --reacquire)
                     COMPREPLY=($(compgen -W "$(pwatch --complete allocs 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --signal)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --uri)

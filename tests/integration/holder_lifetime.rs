@@ -323,6 +323,51 @@ fn default_rule_nodes_show_their_origin_and_can_be_given_back() {
     assert_eq!(free(&st), 2, "s001 back with the scheduler: {st}");
 }
 
+/// `prelease --signal USR1 NSPACE` signals a detached job's processes
+/// (`scancel --signal`), which go on running; an unknown job is NOT_FOUND.
+#[test]
+fn prelease_signal_sends_a_signal_to_a_detached_job() {
+    let pdvm = Pdvm::start(&["--slots", "2"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("signal");
+    let got = dir.path().join("usr1");
+    let mut spawn = tool("pspawn");
+    spawn.args([
+        "--detach",
+        "--parsable",
+        "sh",
+        "-c",
+        &format!(
+            "trap 'echo usr1 >> {}' USR1; while :; do sleep 0.1; done",
+            got.display()
+        ),
+    ]);
+    let o = run(spawn, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    // The trap is set once the shell runs: signal until it is seen.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !got.exists() && Instant::now() < deadline {
+        let mut sig = tool("prelease");
+        sig.args(["--signal", "USR1", &ns]);
+        let r = run(sig, 30);
+        assert_eq!(r.status.code(), Some(0), "{}", show(&r));
+        assert!(text(&r.stderr).contains("sent SIGUSR1"), "{}", show(&r));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(got.exists(), "the job never got SIGUSR1");
+    let live = status(&tool)["namespaces"]
+        .as_array()
+        .is_some_and(|n| n.iter().any(|n| n["nspace"] == ns.as_str()));
+    assert!(live, "a signal is not a cancel: the job runs on");
+    let mut unknown = tool("prelease");
+    unknown.args(["--signal", "USR1", "nosuch@9"]);
+    assert_eq!(run(unknown, 30).status.code(), Some(5));
+    let mut cancel = tool("prelease");
+    cancel.arg(&ns);
+    assert_eq!(run(cancel, 30).status.code(), Some(0));
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {

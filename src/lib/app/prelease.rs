@@ -17,6 +17,9 @@ use super::{connect_for, finish, Failure, Ui};
 /// is no allocation may name a request or a job (see [`other_meaning`]).
 pub fn run(args: &PreleaseArgs) -> i32 {
     let ui = Ui::new("prelease", &args.output);
+    if let Some(sig) = args.signal {
+        return signal_jobs(args, sig, &ui);
+    }
     let requests = args.requests();
     let mut first_failure = 0;
     let mut records = Vec::new();
@@ -100,6 +103,35 @@ fn other_meaning(s: &Session, id: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// `--signal SIG JOB…`: the signal to every process of each job; the exit
+/// code of the first failure.
+fn signal_jobs(args: &PreleaseArgs, sig: nix::sys::signal::Signal, ui: &Ui) -> i32 {
+    let s = match super::connect(&args.connect, ui) {
+        Ok(s) => s,
+        Err(f) => return ui.fail(&f),
+    };
+    let mut first_failure = 0;
+    for job in &args.alloc_ids {
+        let all = crate::codec::Proc {
+            nspace: job.clone(),
+            rank: crate::codec::RANK_WILDCARD,
+        };
+        let directive = Info::new(keys::JOB_CTRL_SIGNAL, crate::codec::Value::Int(sig as i32));
+        match crate::ops::control::job_control(&s, &[all], &[directive]) {
+            Ok(_) => ui.note(&format!("sent {} to job {job}", sig.as_str())),
+            Err(e) => {
+                let f = Failure::from_error(&format!("cannot signal job {job}"), &e);
+                let code = ui.fail(&f);
+                if first_failure == 0 {
+                    first_failure = code;
+                }
+            }
+        }
+    }
+    finish(s);
+    first_failure
 }
 
 /// The record of a request that could not be sent (`f` says why).

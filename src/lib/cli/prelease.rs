@@ -1,7 +1,7 @@
 //! `prelease`: give allocations back, cancel queued requests, reacquire.
 
 use super::common::{ConnectArgs, OutputArgs};
-use super::parse::{parse_count, parse_id, parse_nodelist_arg, NodeList};
+use super::parse::{parse_count, parse_id, parse_nodelist_arg, parse_signal, NodeList};
 use super::request::ReleaseRequest;
 use crate::proto::Directive;
 use clap::Parser;
@@ -73,6 +73,12 @@ pub struct PreleaseArgs {
     /// Reacquire this released allocation (PMIX_ALLOC_REAQUIRE).
     #[arg(long, value_name = "ALLOC_ID", value_parser = parse_id, conflicts_with_all = ["alloc_ids", "request_id"])]
     pub reacquire: Option<String>,
+
+    /// Send this signal to every process of the jobs named (their
+    /// namespaces, as `pspawn --detach` prints them) instead of ending them,
+    /// as `scancel --signal` does: a name (USR1, SIGTERM) or a number.
+    #[arg(long, value_name = "SIG", value_parser = parse_signal, conflicts_with_all = ["cancel", "reacquire", "request_id", "nodes", "nodelist"])]
+    pub signal: Option<nix::sys::signal::Signal>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
