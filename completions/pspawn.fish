@@ -5,6 +5,8 @@ complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `no
 complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
+complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as sbatch --output): `%j` is the job\'s namespace, `%r` the rank, `%%` a `%`; a relative path is from the job\'s working directory. Most useful with --detach' -r -f
+complete -c pspawn -s e -l error -d 'The same for stderr (default: with --output, the same file)' -r -f
 complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0) or `none`' -r -f
 complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c pspawn -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r

@@ -25,6 +25,10 @@ _pspawn() {
 '--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
+'-o+[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
+'--output=[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
+'-e+[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
+'--error=[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
 '(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0) or \`none\`]:RANK|none:' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \

@@ -368,6 +368,65 @@ fn prelease_signal_sends_a_signal_to_a_detached_job() {
     assert_eq!(run(cancel, 30).status.code(), Some(0));
 }
 
+/// `pspawn --detach -o 'out-%j.%r.txt'`: each rank's output goes to its
+/// own file, named after the job and the rank (sbatch's `--output`);
+/// `-e` splits stderr off; a bad pattern is refused before connecting.
+#[test]
+fn detached_output_goes_to_the_files_named() {
+    let pdvm = Pdvm::start(&["--slots", "2"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("outfiles");
+    let pattern = dir.path().join("out-%j.%r.txt");
+    let mut spawn = tool("pspawn");
+    spawn.args([
+        "--detach",
+        "--parsable",
+        "-n",
+        "2",
+        "-o",
+        &pattern.to_string_lossy(),
+        "sh",
+        "-c",
+        "echo \"rank $PMIX_RANK\"; echo \"err $PMIX_RANK\" >&2",
+    ]);
+    let o = run(spawn, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    for rank in 0..2 {
+        let f = dir.path().join(format!("out-{ns}.{rank}.txt"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut got = String::new();
+        while Instant::now() < deadline && got.lines().count() < 2 {
+            std::thread::sleep(Duration::from_millis(100));
+            got = std::fs::read_to_string(&f).unwrap_or_default();
+        }
+        assert_eq!(got, format!("rank {rank}\nerr {rank}\n"), "{}", f.display());
+    }
+    let out = dir.path().join("o.txt");
+    let err = dir.path().join("e-%%.txt");
+    let mut split = tool("pspawn");
+    split.args([
+        "-o",
+        &out.to_string_lossy(),
+        "-e",
+        &err.to_string_lossy(),
+        "sh",
+        "-c",
+        "echo to-out; echo to-err >&2",
+    ]);
+    let s = run(split, 30);
+    assert_eq!(s.status.code(), Some(0), "{}", show(&s));
+    assert_eq!(text(&s.stdout), "", "written to the file, not forwarded");
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    assert_eq!(read(&out), "to-out\n");
+    assert_eq!(read(&dir.path().join("e-%.txt")), "to-err\n");
+    let mut bad = tool("pspawn");
+    bad.args(["-o", "x-%z", "true"]);
+    let b = run(bad, 30);
+    assert_eq!(b.status.code(), Some(2), "{}", show(&b));
+    assert!(text(&b.stderr).contains("%j"), "{}", show(&b));
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {

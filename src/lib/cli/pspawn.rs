@@ -130,6 +130,17 @@ pub struct PspawnArgs {
     #[arg(long, requires = "detach", conflicts_with = "json")]
     pub parsable: bool,
 
+    /// Write each process's stdout to this file instead of forwarding it
+    /// (as sbatch --output): `%j` is the job's namespace, `%r` the rank,
+    /// `%%` a `%`; a relative path is from the job's working directory.
+    /// Most useful with --detach.
+    #[arg(long = "output", short = 'o', value_name = "PATTERN", value_parser = parse_output_pattern)]
+    pub output_file: Option<String>,
+
+    /// The same for stderr (default: with --output, the same file).
+    #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = parse_output_pattern, requires = "output_file")]
+    pub error_file: Option<String>,
+
     /// Which rank gets pspawn's stdin: a rank number (default 0) or `none`.
     #[arg(long, value_name = "RANK|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
     pub stdin: Option<StdinTarget>,
@@ -152,6 +163,58 @@ pub struct PspawnArgs {
     pub app: Vec<String>,
 }
 
+/// Check an `--output`/`--error` pattern: not empty, and `%` only before
+/// `j`, `r` or `%`.
+pub fn parse_output_pattern(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("an empty file name: give a path such as job-%j.%r.out".into());
+    }
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' && !matches!(chars.next(), Some('j' | 'r' | '%')) {
+            return Err(format!(
+                "`{s}`: `%` starts %j (the job's namespace), %r (the rank) or %% (a `%`)"
+            ));
+        }
+    }
+    Ok(s.to_string())
+}
+
+/// A shell word for pattern `p` (see [`parse_output_pattern`]): literal
+/// parts single-quoted, `%j` and `%r` the job's `PMIX_NAMESPACE` and
+/// `PMIX_RANK`.
+pub fn pattern_word(p: &str) -> String {
+    let mut word = String::new();
+    let mut lit = String::new();
+    let flush = |lit: &mut String, word: &mut String| {
+        if !lit.is_empty() {
+            word.push('\'');
+            word.push_str(&lit.replace('\'', "'\\''"));
+            word.push('\'');
+            lit.clear();
+        }
+    };
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '%') {
+            ('%', true) => match chars.next() {
+                Some('j') => {
+                    flush(&mut lit, &mut word);
+                    word.push_str("\"${PMIX_NAMESPACE}\"");
+                }
+                Some('r') => {
+                    flush(&mut lit, &mut word);
+                    word.push_str("\"${PMIX_RANK}\"");
+                }
+                _ => lit.push('%'),
+            },
+            _ => lit.push(c),
+        }
+    }
+    flush(&mut lit, &mut word);
+    word
+}
+
 /// Parse `--stdin RANK|none`.
 pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
     let t = s.trim();
@@ -167,13 +230,32 @@ impl PspawnArgs {
     /// Build the spawn request: splits the MPMD apps and applies defaults.
     /// An error means exit 2 before connecting.
     pub fn request(&self) -> Result<SpawnRequest, String> {
-        let apps = split_apps(
+        let mut apps = split_apps(
             &self.app,
             self.np,
             &self.env,
             self.wdir.as_deref(),
             self.host.as_ref().map(|h| h.0.as_slice()),
         )?;
+        if let Some(out) = &self.output_file {
+            let err = self.error_file.as_deref().unwrap_or(out);
+            let redirect = if self.error_file.is_some() {
+                format!(
+                    "exec \"$@\" > {} 2> {}",
+                    pattern_word(out),
+                    pattern_word(err)
+                )
+            } else {
+                format!("exec \"$@\" > {} 2>&1", pattern_word(out))
+            };
+            for a in &mut apps {
+                let mut args = vec!["-c".to_string(), redirect.clone(), "pspawn".to_string()];
+                args.push(std::mem::take(&mut a.program));
+                args.append(&mut a.args);
+                a.program = "/bin/sh".into();
+                a.args = args;
+            }
+        }
         Ok(SpawnRequest {
             apps,
             targets: self.targets_or_context(),
@@ -207,5 +289,21 @@ impl PspawnArgs {
     /// Checks spanning several flags (currently: the MPMD split).
     pub fn validate(&self) -> Result<(), String> {
         self.request().map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_patterns_become_shell_words() {
+        assert_eq!(
+            pattern_word("a-%j.%r"),
+            "'a-'\"${PMIX_NAMESPACE}\"'.'\"${PMIX_RANK}\""
+        );
+        assert_eq!(pattern_word("it's%%"), "'it'\\''s%'");
+        assert!(parse_output_pattern("x%q").is_err());
+        assert!(parse_output_pattern("").is_err());
     }
 }
