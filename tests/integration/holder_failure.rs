@@ -63,6 +63,61 @@ fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_pdvm() {
     );
 }
 
+/// The same against PRRTE master: its `prte` killed with SIGKILL under
+/// `palloc -w HOST -- sh -c 'pspawn …'` ends palloc and its pspawn non-zero
+/// (the time it took is printed as a figure).
+#[test]
+fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_master() {
+    let mut dvm = support::Prte::start_master();
+    let dir = support::unique_tmpdir("deadmaster");
+    let started = dir.path().join("started");
+    let rc = dir.path().join("rc");
+    let script = format!(
+        "trap '' TERM; {} sh -c 'touch {}; sleep 30'; echo $? > {}",
+        support::cargo_bin("pspawn").display(),
+        started.display(),
+        rc.display()
+    );
+    let mut cmd = dvm.tool_command(support::cargo_bin("palloc"));
+    cmd.args([
+        "-q",
+        "-w",
+        &support::short_hostname(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut palloc = cmd.spawn().expect("palloc starts");
+    assert!(
+        await_file(&started),
+        "the job never started:\n{}",
+        dvm.logs()
+    );
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dvm.pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let killed = Instant::now();
+    let (st, _) = wait_until(&mut palloc, Instant::now() + Duration::from_secs(30));
+    let took = killed.elapsed();
+    let out = palloc.wait_with_output().expect("palloc's output");
+    let st = st.expect("palloc ended after the DVM died");
+    eprintln!("FIGURE PRRTE master killed: palloc ended after {took:?}");
+    assert_ne!(st.code(), Some(0), "{}", show(&out));
+    assert!(text(&out.stderr).contains("lost the DVM"), "{}", show(&out));
+    let pspawn_rc = std::fs::read_to_string(&rc).unwrap_or_default();
+    assert!(
+        !pspawn_rc.trim().is_empty() && pspawn_rc.trim() != "0",
+        "pspawn's status: {pspawn_rc:?}; {}",
+        show(&out)
+    );
+    assert!(!dvm.is_running());
+}
+
 #[test]
 fn pwatch_in_events_mode_exits_non_zero_when_the_dvm_dies_pdvm() {
     let pdvm = Pdvm::start(&[]);

@@ -427,6 +427,52 @@ fn detached_output_goes_to_the_files_named() {
     assert!(text(&b.stderr).contains("%j"), "{}", show(&b));
 }
 
+/// A holder started inside a job relays only for that job's processes: a
+/// process outside the job (same user, another shell) that names the
+/// job's allocation is not lent the job's identity, and the DVM refuses it
+/// as a non-owner (exit 6); the job itself still spawns into it.
+#[test]
+fn a_holder_inside_a_job_lends_nothing_to_processes_outside_it() {
+    let pdvm = Pdvm::start(&["--slots", "4", "--scheduler-nodes", "1"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("jobholder");
+    let id_file = dir.path().join("id");
+    let rc_file = dir.path().join("rc");
+    let gate = dir.path().join("gate");
+    let script = format!(
+        "palloc -N 1 --hold --parsable > {id} &\n\
+         while [ ! -s {id} ]; do sleep 0.1; done\n\
+         pspawn --target \"$(cat {id})\" true; echo $? > {rc}\n\
+         while [ ! -e {gate} ]; do sleep 0.1; done\n\
+         kill %1; wait",
+        id = id_file.display(),
+        rc = rc_file.display(),
+        gate = gate.display()
+    );
+    let mut job = tool("pspawn");
+    job.args(["--detach", "--parsable", "-n", "1", "sh", "-c", &script]);
+    let o = run(job, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    let id = support::wait_file(&id_file, Duration::from_secs(20))
+        .trim()
+        .to_string();
+    assert_eq!(
+        support::wait_file(&rc_file, Duration::from_secs(20)).trim(),
+        "0",
+        "the job itself spawns into its allocation"
+    );
+    let mut outsider = tool("pspawn");
+    outsider.args(["--target", &id, "true"]);
+    let r = run(outsider, 30);
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(r.status.code(), Some(6), "{}", show(&r));
+    assert!(text(&r.stderr).contains("NO_PERMISSIONS"), "{}", show(&r));
+    let mut cancel = tool("prelease");
+    cancel.arg(&ns);
+    let _ = run(cancel, 30);
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {
