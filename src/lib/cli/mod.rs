@@ -17,6 +17,7 @@ pub mod parse;
 pub mod pdvm;
 pub(crate) mod prelease;
 pub mod pspawn;
+pub(crate) mod pspawn_habits;
 pub(crate) mod pwatch;
 pub mod request;
 pub(crate) mod validate;

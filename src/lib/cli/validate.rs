@@ -10,6 +10,12 @@ use std::ffi::OsString;
 pub trait Validate {
     /// `Err(sentence)` names the problem and what to do instead.
     fn validate(&self) -> Result<(), String>;
+
+    /// [`Validate::validate`] knowing the raw arguments (for what parsing
+    /// leaves out, such as where a `--` stood).
+    fn validate_args(&self, _args: &[OsString]) -> Result<(), String> {
+        self.validate()
+    }
 }
 
 macro_rules! validate_impl {
@@ -24,11 +30,27 @@ macro_rules! validate_impl {
 
 validate_impl!(
     super::PallocArgs,
-    super::PspawnArgs,
     super::PreleaseArgs,
     super::PwatchArgs,
     super::PdvmArgs
 );
+
+impl Validate for super::PspawnArgs {
+    fn validate(&self) -> Result<(), String> {
+        super::PspawnArgs::validate(self)
+    }
+
+    /// An option pspawn does not know, before the program, is a usage
+    /// error, unless a `--` said that the program starts there.
+    fn validate_args(&self, args: &[OsString]) -> Result<(), String> {
+        if !args.iter().any(|a| a == "--") {
+            if let Some(why) = super::pspawn_habits::unknown_option(self.app.first()) {
+                return Err(why);
+            }
+        }
+        self.validate()
+    }
+}
 
 /// Parse `args` (the first is the program name) and validate. A failure of
 /// either kind is a `clap::Error` whose `exit_code()` is 2 (or 0 for
@@ -39,9 +61,10 @@ where
     I: IntoIterator<Item = A>,
     A: Into<OsString> + Clone,
 {
-    let parsed = T::try_parse_from(args)?;
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let parsed = T::try_parse_from(&args)?;
     parsed
-        .validate()
+        .validate_args(&args)
         .map_err(|msg| T::command().error(ErrorKind::ArgumentConflict, msg))?;
     Ok(parsed)
 }
