@@ -287,13 +287,7 @@ pub(super) fn hold(
     ui: &Ui,
     announce: &dyn Fn(&AllocationRecord),
 ) -> std::result::Result<i32, Failure> {
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
-        .map_err(|e| Failure::from_error("cannot share the allocation", &e))?;
-    // Its request id names it too (`prelease REQ_ID` once granted).
-    let _alias = rec
-        .request_id
-        .as_deref()
-        .and_then(|r| holder.alias(s.conn(), r));
+    let (mut holder, _alias) = share(s, rec, "cannot share the allocation")?;
     announce(rec);
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
@@ -573,6 +567,23 @@ fn wait_fds(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) {
 /// How often the end of a child is looked for on a kernel without pidfds.
 const NO_PIDFD_CHECK: Duration = Duration::from_millis(250);
 
+/// Start the holder that shares allocation `rec` with this user's other
+/// tools; its request id names it too (`pspawn --target REQ_ID`, `prelease
+/// REQ_ID` once granted) while the alias is kept.
+fn share(
+    s: &Session,
+    rec: &AllocationRecord,
+    what: &str,
+) -> std::result::Result<(Holder, Option<crate::conn::holder::Alias>), Failure> {
+    let holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
+        .map_err(|e| Failure::from_error(what, &e))?;
+    let alias = rec
+        .request_id
+        .as_deref()
+        .and_then(|r| holder.alias(s.conn(), r));
+    Ok((holder, alias))
+}
+
 /// Start `cmd` with the allocation's id and its holder's socket in its
 /// environment; when it cannot start, the allocation is given back (if
 /// `give_back`) and the failure has a shell's status (127: not found).
@@ -631,13 +642,7 @@ pub(super) fn run_command(
     let program = cmd
         .first()
         .ok_or_else(|| Failure::other("no command to run"))?;
-    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
-        .map_err(|e| Failure::from_error("cannot share the allocation with the command", &e))?;
-    // Its request id names it too (`pspawn --target REQ_ID` once granted).
-    let _alias = rec
-        .request_id
-        .as_deref()
-        .and_then(|r| holder.alias(s.conn(), r));
+    let (mut holder, _alias) = share(s, rec, "cannot share the allocation with the command")?;
     announce(rec);
     let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
     ui.detail(&format!(
