@@ -1,9 +1,11 @@
 //! The clauses of spec 001 that need more than one node, against a real
-//! 4-node PRRTE master DVM on this machine (`support::cluster`: `node01` …
-//! `node04`, 2 slots each, every `prted` in its own UTS namespace, all in a
-//! private network namespace; `node01` runs `prte`). Each test starts its own
-//! cluster: several of PRRTE master's deviations kill node daemons, so no
-//! cluster can be shared safely.
+//! 4-node PRRTE master DVM on this machine (`support::nodes` on
+//! `support::cluster`: `node01` … `node04`, 2 slots each, every `prted` in
+//! its own UTS namespace, all in a private network namespace; `node01` runs
+//! `prte`). Each test starts its own cluster (through `on_cluster`, which
+//! runs it once more when PRRTE master itself died, D9): several of PRRTE
+//! master's deviations kill node daemons, so no cluster can be shared
+//! safely.
 //!
 //! * Where processes ran is read from their host names (`$PMIX_HOSTNAME`,
 //!   the node's UTS name), so isolation is proved, not inferred.
@@ -17,165 +19,12 @@
 //! and fails if PRRTE starts to conform (docs/conformance.md, D1, D6, D7).
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::path::Path;
 
 use nix::sys::signal::Signal;
 
-use crate::support::blackbox::TOOL_SECS;
-use crate::support::blackbox::{alive, eventually, hosts, str_field, Bg, GateJob, Out};
-use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, try_run_with_timeout};
-
-/// Nodes per cluster and slots per node.
-const NODES: u32 = 4;
-const SLOTS: u32 = 2;
-
-/// A 4-node PRRTE master cluster private to one test, driven through our
-/// binaries run inside its network namespace.
-pub struct Nodes {
-    /// The running cluster.
-    pub c: Cluster,
-}
-
-impl Nodes {
-    /// Start `node01`…`node04` with 2 slots each.
-    pub fn start() -> Nodes {
-        let c = Cluster::start(NODES, SLOTS);
-        fs::create_dir_all(c.dir().join("ctl")).expect("control dir");
-        Nodes { c }
-    }
-
-    /// One of our tools, run from outside any job (inside the namespace).
-    pub fn tool_cmd(&self, name: &str) -> Command {
-        let mut cmd = self.c.command(cargo_bin(name));
-        cmd.env("NO_COLOR", "1");
-        cmd
-    }
-
-    /// Run a tool from outside and wait for it (at most [`TOOL_SECS`]; past
-    /// that the test fails with the DVM's logs).
-    #[track_caller]
-    pub fn tool(&self, name: &str, args: &[&str]) -> Out {
-        let mut cmd = self.tool_cmd(name);
-        cmd.args(args);
-        match try_run_with_timeout(&mut cmd, Duration::from_secs(TOOL_SECS)) {
-            Ok(o) => Out {
-                code: o.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            },
-            Err(o) => panic!(
-                "{name} {args:?} did not end within {TOOL_SECS} s:\n{}\n{}",
-                crate::support::show(&o),
-                self.c.logs()
-            ),
-        }
-    }
-
-    /// `pspawn -H node01 -n 1 sh -c SCRIPT`: the tools SCRIPT runs are
-    /// application requesters acting for that job's namespace.
-    pub fn job(&self, script: &str) -> Out {
-        self.tool("pspawn", &["-H", "node01", "-n", "1", "sh", "-c", script])
-    }
-
-    /// Panic, with the DVM's logs, unless `o` exited 0.
-    #[track_caller]
-    pub fn expect_ok(&self, o: &Out) {
-        assert_eq!(o.code, 0, "unexpected exit code:\n{o}\n{}", self.c.logs());
-    }
-
-    /// `palloc -w NODES --hold --json ARGS` in the background, once granted;
-    /// the holder and its allocation id.
-    pub fn hold(&self, nodes: &str, args: &[&str]) -> (Bg, String) {
-        let mut cmd = self.tool_cmd("palloc");
-        cmd.args(["-w", nodes, "--hold", "--json"]).args(args);
-        let bg = Bg::start(cmd);
-        let id = str_field(&bg.wait_for("allocation"), "alloc_id");
-        (bg, id)
-    }
-
-    /// A path in the test's control directory.
-    pub fn path(&self, name: &str) -> String {
-        self.ctl().join(name).to_string_lossy().into_owned()
-    }
-
-    fn ctl(&self) -> PathBuf {
-        self.c.dir().join("ctl")
-    }
-
-    /// A gate job (records pid and host, runs until opened).
-    pub fn gate(&self, tag: &str) -> GateJob {
-        GateJob::in_dir(&self.ctl(), tag)
-    }
-
-    /// `pwatch --status --json`: the node objects, by name.
-    #[track_caller]
-    pub fn node_owner(&self, node: &str) -> Option<String> {
-        let o = self.tool("pwatch", &["--status", "--json"]);
-        self.expect_ok(&o);
-        let n = o
-            .json()
-            .into_iter()
-            .find(|v| v["type"] == "node" && v["name"] == node)
-            .unwrap_or_else(|| panic!("{node} not in the status:\n{o}"));
-        n["alloc_id"].as_str().map(String::from)
-    }
-
-    /// The reservation ids listed now.
-    pub fn reservation_ids(&self) -> Vec<String> {
-        let o = self.tool("pwatch", &["--status", "--json"]);
-        self.expect_ok(&o);
-        o.json()
-            .into_iter()
-            .filter(|v| v["type"] == "reservation")
-            .map(|r| str_field(&r, "alloc_id"))
-            .collect()
-    }
-
-    /// `pspawn ARGS sh -c 'echo host=$PMIX_HOSTNAME'` from outside.
-    pub fn hosts_of(&self, args: &[&str]) -> Out {
-        let mut a = args.to_vec();
-        a.extend(["sh", "-c", "echo host=$PMIX_HOSTNAME"]);
-        self.tool("pspawn", &a)
-    }
-
-    /// Which nodes still launch a process (`pspawn -H NODE -n 1`).
-    pub fn live_nodes(&self) -> Vec<String> {
-        self.c
-            .nodes
-            .iter()
-            .filter(|n| self.hosts_of(&["-H", n, "-n", "1"]).code == 0)
-            .cloned()
-            .collect()
-    }
-}
-
-/// Run `test` on a fresh cluster; if it fails because PRRTE master itself
-/// died (D9: a job that spawns jobs now and then makes `prte` abort), say
-/// so and run it once more on another fresh cluster. A second failure, or
-/// any failure with `prte` alive, fails the test.
-fn on_cluster(test: impl Fn(&Nodes)) {
-    let n = Nodes::start();
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&n)));
-    if let Err(e) = first {
-        if !n.c.prte_exited() {
-            std::panic::resume_unwind(e);
-        }
-        eprintln!(
-            "PRRTE master died during the test (docs/conformance.md D9), once more:\n{}",
-            n.c.logs()
-        );
-        drop(n);
-        test(&Nodes::start());
-    }
-}
-
-/// Absolute path of one of our binaries (jobs' `PATH` lacks them).
-fn bin(name: &str) -> String {
-    cargo_bin(name).to_string_lossy().into_owned()
-}
+use crate::support::blackbox::{alive, eventually, hosts, Bg, GateJob, Out};
+use crate::support::nodes::{bin, failed_to_map, on_cluster, sorted, Nodes};
 
 /// Shell: `palloc FLAGS --json` into `$VAR` (also printed and written to
 /// the file `VAR.id`), exit 3 when refused.
@@ -232,23 +81,6 @@ fn rc(n: &Nodes, o: &Out, tag: &str) -> i32 {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("no exit code of {tag}:\n{o}\n{}", n.c.logs()))
-}
-
-/// A failed spawn: exit 4, `PMIX_ERR_JOB_FAILED_TO_MAP`.
-#[track_caller]
-fn failed_to_map(o: &Out) {
-    o.expect_code(4);
-    assert_eq!(
-        o.error_status().as_deref(),
-        Some("PMIX_ERR_JOB_FAILED_TO_MAP"),
-        "{o}"
-    );
-}
-
-fn sorted(v: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = v.iter().map(|s| s.to_string()).collect();
-    out.sort();
-    out
 }
 
 // ---------------------------------------------------------------- §8.2.1.6
@@ -493,9 +325,8 @@ fn prrte_nodes_s8_2_1_7_owner_set_grows_not_transitive() {
 
 /// Tool owner `palloc -w node02 --inherit RULE --hold`, its job (spawned as
 /// the owner, relayed by the holder) running on node02; then the holder is
-/// ended. Returns the cluster, the gate job and the allocation id.
-fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) {
-    let n = Nodes::start();
+/// ended. Returns the gate job and the allocation id.
+fn owner_ends_with_job_on_reserved_node(n: &Nodes, rule: &str) -> (GateJob, String) {
     let (hold, id) = n.hold("node02", &["--inherit", rule]);
     let g = n.gate(rule);
     let o = n.tool(
@@ -509,7 +340,7 @@ fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) 
         "the owner's job runs on the reserved node"
     );
     hold.stop(Signal::SIGTERM);
-    (n, g, id)
+    (g, id)
 }
 
 /// §8.2.1.9.2 DEFAULT (§8.2.1.9.4 nodes stay): at the owner's end node02 is
@@ -517,18 +348,20 @@ fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) 
 /// node02 again (`-n 4 --map-by node` reaches every node).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("default");
-    eventually("DEFAULT unreserves at the owner's end", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "default");
+        eventually("DEFAULT unreserves at the owner's end", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert!(
+            alive(g.pid()),
+            "§8.2.1.9.4: the job on node02 is not killed"
+        );
+        let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+        all.expect_code(0);
+        assert_eq!(hosts(&all), n.c.nodes, "{all}");
+        g.open();
     });
-    assert!(
-        alive(g.pid()),
-        "§8.2.1.9.4: the job on node02 is not killed"
-    );
-    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
-    all.expect_code(0);
-    assert_eq!(hosts(&all), n.c.nodes, "{all}");
-    g.open();
 }
 
 /// §8.2.1.9.2 CHILD_DEFAULT: held while the owner's job runs on node02
@@ -536,17 +369,19 @@ fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
 /// default session.
 #[test]
 fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("child-default");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(n.reservation_ids().contains(&id), "held for its job");
-    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
-    g.open();
-    eventually("unreserved after its last job", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "child-default");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        g.open();
+        eventually("unreserved after its last job", || {
+            !n.reservation_ids().contains(&id)
+        });
+        let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+        all.expect_code(0);
+        assert_eq!(hosts(&all), n.c.nodes, "{all}");
     });
-    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
-    all.expect_code(0);
-    assert_eq!(hosts(&all), n.c.nodes, "{all}");
 }
 
 /// §8.2.1.9.2 NONE: released at the owner's end; node02 was a startup node,
@@ -556,12 +391,14 @@ fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
 /// launch (the job that ran there is orphaned, not ended).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("none");
-    eventually("NONE releases at the owner's end", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "none");
+        eventually("NONE releases at the owner's end", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert_node02_daemon_killed(n, "NONE at the owner's end");
+        g.open();
     });
-    assert_node02_daemon_killed(&n, "NONE at the owner's end");
-    g.open();
 }
 
 /// §8.2.1.9.2 CHILD: held while the owner's job runs on node02, released
@@ -569,15 +406,17 @@ fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
 /// PRRTE master holds it correctly, then DEVIATES at the release (D6).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_child_job_on_reserved_node_deviation() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("child");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(n.reservation_ids().contains(&id), "held for its job");
-    assert!(alive(g.pid()));
-    g.open();
-    eventually("CHILD releases after its last job", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "child");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert!(alive(g.pid()));
+        g.open();
+        eventually("CHILD releases after its last job", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert_node02_daemon_killed(n, "CHILD after the last job");
     });
-    assert_node02_daemon_killed(&n, "CHILD after the last job");
 }
 
 /// §8.2.1.9.1 (1) owner release of a reservation carved from a startup
