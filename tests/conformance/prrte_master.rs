@@ -33,7 +33,7 @@ use crate::support::blackbox::{
     alive, comparable, eventually, printed_alloc, str_field, strings, Bg, Out,
 };
 use crate::support::nodes::{
-    assert_foreign, bin, each_times, json_hosts, on_cluster, refused, Nodes, ALL, OTHERS,
+    assert_foreign, bin, each_times, json_hosts, on_cluster, refused, sorted, Nodes, ALL, OTHERS,
 };
 
 /// The node the tests reserve (jobs run from outside a reservation are
@@ -206,8 +206,17 @@ fn prrte_s8_2_1_5_application_with_target() {
             assert_eq!(e["status"], "PMIX_ERR_NO_PERMISSIONS", "{o}");
         }
         assert!(o.of_type("reservation").is_empty(), "partial effect: {o}");
-        let node = o.of_type("node");
-        assert!(node.iter().all(|n| n["alloc_id"].is_null()), "{o}");
+        // Every node listed, none reserved.
+        let mut unreserved: Vec<String> = o
+            .of_type("node")
+            .iter()
+            .filter(|n| n["alloc_id"].is_null())
+            .map(|n| str_field(n, "name"))
+            .collect();
+        unreserved.sort();
+        assert_eq!(unreserved, sorted(&ALL), "{o}");
+        // And node02 still serves the default session.
+        assert_eq!(dvm.default_pool_hosts(&ALL, 2), each_times(&ALL, 2));
     });
 }
 

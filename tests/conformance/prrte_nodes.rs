@@ -83,6 +83,41 @@ fn rc(n: &Nodes, o: &Out, tag: &str) -> i32 {
         .unwrap_or_else(|| panic!("no exit code of {tag}:\n{o}\n{}", n.c.logs()))
 }
 
+// -------------------------------------------------------------- §8.2.1.5.1
+
+/// §8.2.1.5.1 EXTEND adds nodes to the named reservation: the tool owner
+/// of node02 (A) extends it by node03 (`palloc --extend A -w node03`,
+/// relayed by its holder, so the owner asks): granted with A's id, node03
+/// is A's now, A's jobs (`--target A -n 4 --map-by node`) fill node02 and
+/// node03, and the default session keeps node01 and node04 only.
+#[test]
+fn prrte_nodes_s8_2_1_5_1_extend_adds_a_node() {
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node02", &[]);
+        let o = n.tool("palloc", &["--extend", &id, "-w", "node03", "--json"]);
+        n.expect_ok(&o);
+        let a = o.first("allocation");
+        assert_eq!(a["alloc_id"], id.as_str(), "{o}");
+        assert_eq!(a["directive"], "extend", "{o}");
+        assert_eq!(n.node_owner("node03").as_deref(), Some(id.as_str()));
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        assert_eq!(n.reservation_ids(), std::slice::from_ref(&id));
+        let inside = n.hosts_of(&["--target", &id, "-n", "4", "--map-by", "node"]);
+        n.expect_ok(&inside);
+        assert_eq!(
+            hosts(&inside),
+            sorted(&["node02", "node02", "node03", "node03"]),
+            "{inside}"
+        );
+        assert_eq!(
+            n.default_pool_hosts(&["node01", "node04"], 2),
+            sorted(&["node01", "node01", "node04", "node04"])
+        );
+        failed_to_map(&n.hosts_of(&["-n", "5", "--json"]));
+        hold.stop(Signal::SIGTERM);
+    });
+}
+
 // ---------------------------------------------------------------- §8.2.1.6
 
 /// §8.2.1.6 several ids → the union of their nodes: one application owns
