@@ -24,16 +24,18 @@
 //! it does and its messages and comments name the deviation; the list, with
 //! the evidence, is in docs/conformance.md ("PRRTE master deviations").
 
+use std::fs;
 use std::path::Path;
 
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::support::blackbox::{
-    alive, comparable, eventually, printed_alloc, str_field, strings, Bg, Out,
+    alive, comparable, eventually, hosts, printed_alloc, str_field, strings, Bg, Out,
 };
 use crate::support::nodes::{
-    assert_foreign, bin, each_times, json_hosts, on_cluster, refused, sorted, Nodes, ALL, OTHERS,
+    assert_foreign, assert_node02_daemon_killed, bin, each_times, failed_to_map, json_hosts,
+    on_cluster, refused, sorted, Nodes, ALL, OTHERS,
 };
 
 /// The node the tests reserve (jobs run from outside a reservation are
@@ -88,18 +90,22 @@ fn prrte_s8_2_1_5_tool_absent_absent() {
 }
 
 /// §8.2.1.5 row 1 (tool + TARGET <nspace> → owned by <nspace>): the
-/// reservation outlives the requesting tool and ends when the target job
-/// ends (DEFAULT fires on the target's termination, not the tool's).
+/// reservation of node02 outlives the requesting tool, keeps default jobs
+/// off node02, and ends when the target job (on node03) ends (DEFAULT fires
+/// on the target's termination, not the tool's): node02 serves the default
+/// session again.
 #[test]
 fn prrte_s8_2_1_5_tool_with_target() {
     on_cluster(|dvm| {
         let g = dvm.gate("target");
         let j = dvm.tool(
             "pspawn",
-            &["--detach", "-n", "1", "--json", "sh", "-c", &g.cmd],
+            &[
+                "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
+            ],
         );
         let target = j.job_nspace();
-        g.pid();
+        assert_eq!(g.host(), "node03");
         let o = dvm.tool("palloc", &["-w", HOST, "--target", &target, "--json"]);
         let id = o.alloc_id();
         let a = o.first("allocation");
@@ -111,8 +117,13 @@ fn prrte_s8_2_1_5_tool_with_target() {
         // The tool has exited: the reservation is the target's, so it stays.
         let r = dvm.reservation(&id).expect("outlives the requesting tool");
         assert_eq!(strings(&r["nodes"]), vec![HOST.to_string()], "{r}");
+        assert_eq!(dvm.node_owner(HOST).as_deref(), Some(id.as_str()));
+        failed_to_map(&dvm.hosts_of(&["-H", HOST, "-n", "1", "--json"]));
         g.open();
         dvm.await_no_reservation("the target job's end ends its reservation");
+        let on02 = dvm.hosts_of(&["-H", HOST, "-n", "1"]);
+        dvm.expect_ok(&on02);
+        assert_eq!(hosts(&on02), [HOST], "{on02}");
     });
 }
 
@@ -131,6 +142,7 @@ fn prrte_s8_2_1_5_tool_share() {
             dvm.reservations().is_empty(),
             "a shared grant reserves nothing"
         );
+        assert_eq!(dvm.node_owner(HOST), None);
         // The node stays in the default pool: a job over all nodes uses it.
         assert_eq!(dvm.default_pool_hosts(&ALL, 2), each_times(&ALL, 2));
         hold.stop(Signal::SIGTERM);
@@ -396,13 +408,14 @@ fn prrte_s8_2_1_6_ids_plus_default_pool() {
 
 /// §8.2.1.7 / §8.2.1.8 row 6: a spawn targeting a reservation the requester
 /// does not own must be refused with PMIX_ERR_NO_PERMISSIONS and launch
-/// nothing. PRRTE master DEVIATES: it launches the foreign tool's job on the
-/// reserved node. This test pins what it does.
+/// nothing. PRRTE master DEVIATES (D1): it launches the foreign tool's job
+/// on the reserved node02. This test pins what it does.
 #[test]
 fn prrte_s8_2_1_7_spawn_into_unowned_reservation_deviation() {
     on_cluster(|dvm| {
         let (hold, id) = dvm.hold(HOST, &[]);
-        let (cmd, marker) = dvm.marking();
+        let marker = dvm.path("foreign");
+        let cmd = format!("echo $PMIX_HOSTNAME >{marker}");
         // --as-tool: not relayed by the owner's holder; a tool of its own.
         let o = dvm.tool(
             "pspawn",
@@ -426,9 +439,10 @@ fn prrte_s8_2_1_7_spawn_into_unowned_reservation_deviation() {
          not own is expected to run on PRRTE master (the spec requires PMIX_ERR_NO_PERMISSIONS, \
          exit 6); if this fails PRRTE may now conform — update docs/conformance.md:\n{o}"
         );
-        assert!(
-            Path::new(&marker).exists(),
-            "PRRTE master deviation (§8.2.1.7): the unowned spawn's process ran"
+        assert_eq!(
+            fs::read_to_string(&marker).unwrap_or_default().trim(),
+            HOST,
+            "PRRTE master deviation (§8.2.1.7): the unowned spawn's process ran on node02"
         );
         hold.stop(Signal::SIGTERM);
     });
@@ -569,8 +583,10 @@ fn prrte_s8_2_1_9_1_owner_release() {
     });
 }
 
-/// §8.2.1.9.1 (1) only owners release: PRRTE master DEVIATES — a foreign
-/// tool's `prelease ID` of another tool's reservation succeeds and ends it.
+/// §8.2.1.9.1 (1) only owners release: PRRTE master DEVIATES (D3) — a
+/// foreign tool's `prelease ID` of another tool's reservation of node02
+/// succeeds and ends it while its owner still holds it; then D6 takes
+/// node02's daemon.
 #[test]
 fn prrte_s8_2_1_9_1_release_by_non_owner_deviation() {
     on_cluster(|dvm| {
@@ -583,11 +599,14 @@ fn prrte_s8_2_1_9_1_release_by_non_owner_deviation() {
          succeed on PRRTE master:\n{o}"
         );
         dvm.await_no_reservation("the foreign release ended the reservation (deviation)");
+        assert_node02_daemon_killed(dvm, "a foreign tool's release");
         hold.stop(Signal::SIGTERM);
     });
 }
 
-/// §8.2.1.9.1 (2): DVM teardown ends everything, jobs in reservations too.
+/// §8.2.1.9.1 (2): DVM teardown ends everything, the owner's job running
+/// in its reservation on node02 too, and leaves no process behind. (Not
+/// through [`on_cluster`]: the test ends its cluster itself.)
 #[test]
 fn prrte_s8_2_1_9_1_dvm_teardown() {
     let dvm = Nodes::start();
@@ -599,8 +618,14 @@ fn prrte_s8_2_1_9_1_dvm_teardown() {
     );
     o.expect_code(0);
     let pid = g.pid();
+    assert_eq!(g.host(), HOST, "the owner's job runs in its reservation");
     assert!(dvm.reservation(&o.alloc_id()).is_some());
-    drop(dvm);
+    let stopped = dvm.c.stop();
+    assert!(
+        stopped.swept.is_empty(),
+        "teardown left processes: {stopped:?}"
+    );
+    // Ended (a zombie not yet reaped by init counts as alive: poll).
     eventually("the DVM's teardown ends the reserved job", || !alive(pid));
 }
 

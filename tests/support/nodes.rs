@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::blackbox::{eventually, str_field, Bg, GateJob, Out, TOOL_SECS};
+use crate::support::blackbox::{eventually, str_field, Bg, GateJob, Out, POLL, TOOL_SECS};
 use crate::support::cluster::Cluster;
 use crate::support::{cargo_bin, try_run_with_timeout};
 
@@ -312,5 +312,39 @@ pub fn assert_foreign(o: &Out) {
     assert!(
         route.contains(" as tool ") && !route.contains("holder"),
         "not a foreign tool: {route}"
+    );
+}
+
+/// D6 (docs/conformance.md), as every test releasing node02 sees it: node02 is back in the map, unreserved,
+/// but its daemon is gone — soon every job on it fails to launch, while
+/// every other node still runs jobs.
+#[track_caller]
+pub fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
+    let deviation = format!(
+        "PRRTE master deviation D6 (§8.2.1.9.2, §8.2.1.9.4): after {what}, node02 (a startup \
+         node) is expected to stay in the map, unreserved, with its daemon killed (jobs on it \
+         fail PMIX_ERR_JOB_FAILED_TO_LAUNCH); the spec returns it to the default session. If \
+         this fails PRRTE may now conform — update docs/conformance.md"
+    );
+    let deadline = std::time::Instant::now() + POLL;
+    let mut last;
+    loop {
+        last = n.hosts_of(&["-H", "node02", "-n", "1", "--json"]);
+        if last.error_status().as_deref() == Some("PMIX_ERR_JOB_FAILED_TO_LAUNCH") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{deviation}\n-H node02: {last}\n{}",
+            n.c.logs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let listed = n.node_owner("node02");
+    let live = n.live_nodes();
+    assert!(
+        listed.is_none() && live == sorted(&["node01", "node03", "node04"]),
+        "{deviation}\nnode02 owner: {listed:?}, live nodes: {live:?}\n{}",
+        n.c.logs()
     );
 }
