@@ -16,7 +16,7 @@
 //!   SCRIPT`) whose script runs our tools by absolute path.
 //!
 //! Where PRRTE master differs from the spec, the test asserts what it does
-//! and fails if PRRTE starts to conform (docs/conformance.md, D1, D6, D7).
+//! and fails if PRRTE starts to conform (docs/conformance.md, D6–D8, D10).
 
 use std::fs;
 use std::path::Path;
@@ -359,6 +359,52 @@ fn prrte_nodes_s8_2_1_7_owner_set_grows_not_transitive() {
 }
 
 // ---------------------------------------------------------------- §8.2.1.9
+
+/// §8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)–(3): derived children are tracked
+/// transitively, across sessions. Application J0 (on node01) owns A
+/// (node02, CHILD) and spawns J1 into A; J1 reserves B (node03) for itself
+/// and spawns J2 into B, then ends; J0 waits for J2 to start and ends. J2,
+/// J0's grandchild running in another session, still holds A; when it ends
+/// A is released. PRRTE master DEVIATES (D10): A is released while J2 still
+/// runs (J2 is not killed); then, D6, node02's daemon is gone.
+#[test]
+fn prrte_nodes_s8_2_1_9_2_child_drain_grandchild_other_session_deviation() {
+    on_cluster(|n| {
+        let g = n.gate("j2");
+        let j1 = n.path("j1-body.sh");
+        fs::write(
+            &j1,
+            format!(
+                "{}{} --target $B --detach -n 1 {}\n",
+                palloc_into(n, "B", "-w node03"),
+                bin("pspawn"),
+                g.cmd
+            ),
+        )
+        .expect("j1 script");
+        let o = n.job(&format!(
+            "{}{} --target $A -n 1 sh {j1}\n{}",
+            palloc_into(n, "A", "-w node02 --inherit child"),
+            bin("pspawn"),
+            g.await_started_sh(),
+        ));
+        n.expect_ok(&o);
+        let (a, b) = (alloc_of(n, &o, "A"), alloc_of(n, &o, "B"));
+        assert_eq!(g.host(), "node03", "J2 runs in B");
+        eventually("B ends with its owner J1 (DEFAULT)", || {
+            !n.reservation_ids().contains(&b)
+        });
+        eventually(
+            "PRRTE master deviation D10 (§8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)-(3)): A is expected \
+             to be released while J0's grandchild J2 still runs in B (the spec holds A until J2 \
+             ends); if this fails PRRTE may now conform — update docs/conformance.md",
+            || !n.reservation_ids().contains(&a),
+        );
+        assert!(alive(g.pid()), "J2 is not killed");
+        assert_node02_daemon_killed(n, "A's release (CHILD)");
+        g.open();
+    });
+}
 
 /// Tool owner `palloc -w node02 --inherit RULE --hold`, its job (spawned as
 /// the owner, relayed by the holder) running on node02; then the holder is
