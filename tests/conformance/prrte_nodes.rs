@@ -1,9 +1,11 @@
 //! The clauses of spec 001 that need more than one node, against a real
-//! 4-node PRRTE master DVM on this machine (`support::cluster`: `node01` …
-//! `node04`, 2 slots each, every `prted` in its own UTS namespace, all in a
-//! private network namespace; `node01` runs `prte`). Each test starts its own
-//! cluster: several of PRRTE master's deviations kill node daemons, so no
-//! cluster can be shared safely.
+//! 4-node PRRTE master DVM on this machine (`support::nodes` on
+//! `support::cluster`: `node01` … `node04`, 2 slots each, every `prted` in
+//! its own UTS namespace, all in a private network namespace; `node01` runs
+//! `prte`). Each test starts its own cluster (through `on_cluster`, which
+//! runs it once more when PRRTE master itself died, D9): several of PRRTE
+//! master's deviations kill node daemons, so no cluster can be shared
+//! safely.
 //!
 //! * Where processes ran is read from their host names (`$PMIX_HOSTNAME`,
 //!   the node's UTS name), so isolation is proved, not inferred.
@@ -14,168 +16,17 @@
 //!   SCRIPT`) whose script runs our tools by absolute path.
 //!
 //! Where PRRTE master differs from the spec, the test asserts what it does
-//! and fails if PRRTE starts to conform (docs/conformance.md, D1, D6, D7).
+//! and fails if PRRTE starts to conform (docs/conformance.md, D6–D8, D10).
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::path::Path;
 
 use nix::sys::signal::Signal;
 
-use crate::support::blackbox::TOOL_SECS;
-use crate::support::blackbox::{alive, eventually, hosts, str_field, Bg, GateJob, Out};
-use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, try_run_with_timeout};
-
-/// Nodes per cluster and slots per node.
-const NODES: u32 = 4;
-const SLOTS: u32 = 2;
-
-/// A 4-node PRRTE master cluster private to one test, driven through our
-/// binaries run inside its network namespace.
-pub struct Nodes {
-    /// The running cluster.
-    pub c: Cluster,
-}
-
-impl Nodes {
-    /// Start `node01`…`node04` with 2 slots each.
-    pub fn start() -> Nodes {
-        let c = Cluster::start(NODES, SLOTS);
-        fs::create_dir_all(c.dir().join("ctl")).expect("control dir");
-        Nodes { c }
-    }
-
-    /// One of our tools, run from outside any job (inside the namespace).
-    pub fn tool_cmd(&self, name: &str) -> Command {
-        let mut cmd = self.c.command(cargo_bin(name));
-        cmd.env("NO_COLOR", "1");
-        cmd
-    }
-
-    /// Run a tool from outside and wait for it (at most [`TOOL_SECS`]; past
-    /// that the test fails with the DVM's logs).
-    #[track_caller]
-    pub fn tool(&self, name: &str, args: &[&str]) -> Out {
-        let mut cmd = self.tool_cmd(name);
-        cmd.args(args);
-        match try_run_with_timeout(&mut cmd, Duration::from_secs(TOOL_SECS)) {
-            Ok(o) => Out {
-                code: o.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            },
-            Err(o) => panic!(
-                "{name} {args:?} did not end within {TOOL_SECS} s:\n{}\n{}",
-                crate::support::show(&o),
-                self.c.logs()
-            ),
-        }
-    }
-
-    /// `pspawn -H node01 -n 1 sh -c SCRIPT`: the tools SCRIPT runs are
-    /// application requesters acting for that job's namespace.
-    pub fn job(&self, script: &str) -> Out {
-        self.tool("pspawn", &["-H", "node01", "-n", "1", "sh", "-c", script])
-    }
-
-    /// Panic, with the DVM's logs, unless `o` exited 0.
-    #[track_caller]
-    pub fn expect_ok(&self, o: &Out) {
-        assert_eq!(o.code, 0, "unexpected exit code:\n{o}\n{}", self.c.logs());
-    }
-
-    /// `palloc -w NODES --hold --json ARGS` in the background, once granted;
-    /// the holder and its allocation id.
-    pub fn hold(&self, nodes: &str, args: &[&str]) -> (Bg, String) {
-        let mut cmd = self.tool_cmd("palloc");
-        cmd.args(["-w", nodes, "--hold", "--json"]).args(args);
-        let bg = Bg::start(cmd);
-        let id = str_field(&bg.wait_for("allocation"), "alloc_id");
-        (bg, id)
-    }
-
-    /// A path in the test's control directory.
-    pub fn path(&self, name: &str) -> String {
-        self.ctl().join(name).to_string_lossy().into_owned()
-    }
-
-    fn ctl(&self) -> PathBuf {
-        self.c.dir().join("ctl")
-    }
-
-    /// A gate job (records pid and host, runs until opened).
-    pub fn gate(&self, tag: &str) -> GateJob {
-        GateJob::in_dir(&self.ctl(), tag)
-    }
-
-    /// `pwatch --status --json`: the node objects, by name.
-    #[track_caller]
-    pub fn node_owner(&self, node: &str) -> Option<String> {
-        let o = self.tool("pwatch", &["--status", "--json"]);
-        self.expect_ok(&o);
-        let n = o
-            .json()
-            .into_iter()
-            .find(|v| v["type"] == "node" && v["name"] == node)
-            .unwrap_or_else(|| panic!("{node} not in the status:\n{o}"));
-        n["alloc_id"].as_str().map(String::from)
-    }
-
-    /// The reservation ids listed now.
-    pub fn reservation_ids(&self) -> Vec<String> {
-        let o = self.tool("pwatch", &["--status", "--json"]);
-        self.expect_ok(&o);
-        o.json()
-            .into_iter()
-            .filter(|v| v["type"] == "reservation")
-            .map(|r| str_field(&r, "alloc_id"))
-            .collect()
-    }
-
-    /// `pspawn ARGS sh -c 'echo host=$PMIX_HOSTNAME'` from outside.
-    pub fn hosts_of(&self, args: &[&str]) -> Out {
-        let mut a = args.to_vec();
-        a.extend(["sh", "-c", "echo host=$PMIX_HOSTNAME"]);
-        self.tool("pspawn", &a)
-    }
-
-    /// Which nodes still launch a process (`pspawn -H NODE -n 1`).
-    pub fn live_nodes(&self) -> Vec<String> {
-        self.c
-            .nodes
-            .iter()
-            .filter(|n| self.hosts_of(&["-H", n, "-n", "1"]).code == 0)
-            .cloned()
-            .collect()
-    }
-}
-
-/// Run `test` on a fresh cluster; if it fails because PRRTE master itself
-/// died (D9: a job that spawns jobs now and then makes `prte` abort), say
-/// so and run it once more on another fresh cluster. A second failure, or
-/// any failure with `prte` alive, fails the test.
-fn on_cluster(test: impl Fn(&Nodes)) {
-    let n = Nodes::start();
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&n)));
-    if let Err(e) = first {
-        if !n.c.prte_exited() {
-            std::panic::resume_unwind(e);
-        }
-        eprintln!(
-            "PRRTE master died during the test (docs/conformance.md D9), once more:\n{}",
-            n.c.logs()
-        );
-        drop(n);
-        test(&Nodes::start());
-    }
-}
-
-/// Absolute path of one of our binaries (jobs' `PATH` lacks them).
-fn bin(name: &str) -> String {
-    cargo_bin(name).to_string_lossy().into_owned()
-}
+use crate::support::blackbox::{alive, eventually, hosts, GateJob, Out};
+use crate::support::nodes::{
+    assert_node02_daemon_killed, bin, failed_to_map, on_cluster, sorted, Nodes,
+};
 
 /// Shell: `palloc FLAGS --json` into `$VAR` (also printed and written to
 /// the file `VAR.id`), exit 3 when refused.
@@ -234,21 +85,39 @@ fn rc(n: &Nodes, o: &Out, tag: &str) -> i32 {
         .unwrap_or_else(|| panic!("no exit code of {tag}:\n{o}\n{}", n.c.logs()))
 }
 
-/// A failed spawn: exit 4, `PMIX_ERR_JOB_FAILED_TO_MAP`.
-#[track_caller]
-fn failed_to_map(o: &Out) {
-    o.expect_code(4);
-    assert_eq!(
-        o.error_status().as_deref(),
-        Some("PMIX_ERR_JOB_FAILED_TO_MAP"),
-        "{o}"
-    );
-}
+// -------------------------------------------------------------- §8.2.1.5.1
 
-fn sorted(v: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = v.iter().map(|s| s.to_string()).collect();
-    out.sort();
-    out
+/// §8.2.1.5.1 EXTEND adds nodes to the named reservation: the tool owner
+/// of node02 (A) extends it by node03 (`palloc --extend A -w node03`,
+/// relayed by its holder, so the owner asks): granted with A's id, node03
+/// is A's now, A's jobs (`--target A -n 4 --map-by node`) fill node02 and
+/// node03, and the default session keeps node01 and node04 only.
+#[test]
+fn prrte_nodes_s8_2_1_5_1_extend_adds_a_node() {
+    on_cluster(|n| {
+        let (hold, id) = n.hold("node02", &[]);
+        let o = n.tool("palloc", &["--extend", &id, "-w", "node03", "--json"]);
+        n.expect_ok(&o);
+        let a = o.first("allocation");
+        assert_eq!(a["alloc_id"], id.as_str(), "{o}");
+        assert_eq!(a["directive"], "extend", "{o}");
+        assert_eq!(n.node_owner("node03").as_deref(), Some(id.as_str()));
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        assert_eq!(n.reservation_ids(), std::slice::from_ref(&id));
+        let inside = n.hosts_of(&["--target", &id, "-n", "4", "--map-by", "node"]);
+        n.expect_ok(&inside);
+        assert_eq!(
+            hosts(&inside),
+            sorted(&["node02", "node02", "node03", "node03"]),
+            "{inside}"
+        );
+        assert_eq!(
+            n.default_pool_hosts(&["node01", "node04"], 2),
+            sorted(&["node01", "node01", "node04", "node04"])
+        );
+        failed_to_map(&n.hosts_of(&["-n", "5", "--json"]));
+        hold.stop(Signal::SIGTERM);
+    });
 }
 
 // ---------------------------------------------------------------- §8.2.1.6
@@ -491,11 +360,56 @@ fn prrte_nodes_s8_2_1_7_owner_set_grows_not_transitive() {
 
 // ---------------------------------------------------------------- §8.2.1.9
 
+/// §8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)–(3): derived children are tracked
+/// transitively, across sessions. Application J0 (on node01) owns A
+/// (node02, CHILD) and spawns J1 into A; J1 reserves B (node03) for itself
+/// and spawns J2 into B, then ends; J0 waits for J2 to start and ends. J2,
+/// J0's grandchild running in another session, still holds A; when it ends
+/// A is released. PRRTE master DEVIATES (D10): A is released while J2 still
+/// runs (J2 is not killed); then, D6, node02's daemon is gone.
+#[test]
+fn prrte_nodes_s8_2_1_9_2_child_drain_grandchild_other_session_deviation() {
+    on_cluster(|n| {
+        let g = n.gate("j2");
+        let j1 = n.path("j1-body.sh");
+        fs::write(
+            &j1,
+            format!(
+                "{}{} --target $B --detach -n 1 {}\n",
+                palloc_into(n, "B", "-w node03"),
+                bin("pspawn"),
+                g.cmd
+            ),
+        )
+        .expect("j1 script");
+        let o = n.job(&format!(
+            "{}{} --target $A -n 1 sh {j1}\n{}",
+            palloc_into(n, "A", "-w node02 --inherit child"),
+            bin("pspawn"),
+            g.await_started_sh(),
+        ));
+        n.expect_ok(&o);
+        let (a, b) = (alloc_of(n, &o, "A"), alloc_of(n, &o, "B"));
+        assert_eq!(g.host(), "node03", "J2 runs in B");
+        eventually("B ends with its owner J1 (DEFAULT)", || {
+            !n.reservation_ids().contains(&b)
+        });
+        eventually(
+            "PRRTE master deviation D10 (§8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)-(3)): A is expected \
+             to be released while J0's grandchild J2 still runs in B (the spec holds A until J2 \
+             ends); if this fails PRRTE may now conform — update docs/conformance.md",
+            || !n.reservation_ids().contains(&a),
+        );
+        assert!(alive(g.pid()), "J2 is not killed");
+        assert_node02_daemon_killed(n, "A's release (CHILD)");
+        g.open();
+    });
+}
+
 /// Tool owner `palloc -w node02 --inherit RULE --hold`, its job (spawned as
 /// the owner, relayed by the holder) running on node02; then the holder is
-/// ended. Returns the cluster, the gate job and the allocation id.
-fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) {
-    let n = Nodes::start();
+/// ended. Returns the gate job and the allocation id.
+fn owner_ends_with_job_on_reserved_node(n: &Nodes, rule: &str) -> (GateJob, String) {
     let (hold, id) = n.hold("node02", &["--inherit", rule]);
     let g = n.gate(rule);
     let o = n.tool(
@@ -509,7 +423,7 @@ fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) 
         "the owner's job runs on the reserved node"
     );
     hold.stop(Signal::SIGTERM);
-    (n, g, id)
+    (g, id)
 }
 
 /// §8.2.1.9.2 DEFAULT (§8.2.1.9.4 nodes stay): at the owner's end node02 is
@@ -517,18 +431,20 @@ fn owner_ends_with_job_on_reserved_node(rule: &str) -> (Nodes, GateJob, String) 
 /// node02 again (`-n 4 --map-by node` reaches every node).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("default");
-    eventually("DEFAULT unreserves at the owner's end", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "default");
+        eventually("DEFAULT unreserves at the owner's end", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert!(
+            alive(g.pid()),
+            "§8.2.1.9.4: the job on node02 is not killed"
+        );
+        let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+        all.expect_code(0);
+        assert_eq!(hosts(&all), n.c.nodes, "{all}");
+        g.open();
     });
-    assert!(
-        alive(g.pid()),
-        "§8.2.1.9.4: the job on node02 is not killed"
-    );
-    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
-    all.expect_code(0);
-    assert_eq!(hosts(&all), n.c.nodes, "{all}");
-    g.open();
 }
 
 /// §8.2.1.9.2 CHILD_DEFAULT: held while the owner's job runs on node02
@@ -536,17 +452,19 @@ fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
 /// default session.
 #[test]
 fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("child-default");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(n.reservation_ids().contains(&id), "held for its job");
-    assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
-    g.open();
-    eventually("unreserved after its last job", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "child-default");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
+        g.open();
+        eventually("unreserved after its last job", || {
+            !n.reservation_ids().contains(&id)
+        });
+        let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
+        all.expect_code(0);
+        assert_eq!(hosts(&all), n.c.nodes, "{all}");
     });
-    let all = n.hosts_of(&["-n", "4", "--map-by", "node"]);
-    all.expect_code(0);
-    assert_eq!(hosts(&all), n.c.nodes, "{all}");
 }
 
 /// §8.2.1.9.2 NONE: released at the owner's end; node02 was a startup node,
@@ -556,12 +474,14 @@ fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
 /// launch (the job that ran there is orphaned, not ended).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("none");
-    eventually("NONE releases at the owner's end", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "none");
+        eventually("NONE releases at the owner's end", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert_node02_daemon_killed(n, "NONE at the owner's end");
+        g.open();
     });
-    assert_node02_daemon_killed(&n, "NONE at the owner's end");
-    g.open();
 }
 
 /// §8.2.1.9.2 CHILD: held while the owner's job runs on node02, released
@@ -569,15 +489,17 @@ fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
 /// PRRTE master holds it correctly, then DEVIATES at the release (D6).
 #[test]
 fn prrte_nodes_s8_2_1_9_2_child_job_on_reserved_node_deviation() {
-    let (n, g, id) = owner_ends_with_job_on_reserved_node("child");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(n.reservation_ids().contains(&id), "held for its job");
-    assert!(alive(g.pid()));
-    g.open();
-    eventually("CHILD releases after its last job", || {
-        !n.reservation_ids().contains(&id)
+    on_cluster(|n| {
+        let (g, id) = owner_ends_with_job_on_reserved_node(n, "child");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert!(alive(g.pid()));
+        g.open();
+        eventually("CHILD releases after its last job", || {
+            !n.reservation_ids().contains(&id)
+        });
+        assert_node02_daemon_killed(n, "CHILD after the last job");
     });
-    assert_node02_daemon_killed(&n, "CHILD after the last job");
 }
 
 /// §8.2.1.9.1 (1) owner release of a reservation carved from a startup
@@ -621,173 +543,4 @@ fn prrte_nodes_s8_2_1_9_1_partial_release_deviation() {
     );
         hold.stop(Signal::SIGTERM);
     });
-}
-
-/// D6, as every test above sees it: node02 is back in the map, unreserved,
-/// but its daemon is gone — soon every job on it fails to launch, while
-/// every other node still runs jobs.
-#[track_caller]
-fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
-    let deviation = format!(
-        "PRRTE master deviation D6 (§8.2.1.9.2, §8.2.1.9.4): after {what}, node02 (a startup \
-         node) is expected to stay in the map, unreserved, with its daemon killed (jobs on it \
-         fail PMIX_ERR_JOB_FAILED_TO_LAUNCH); the spec returns it to the default session. If \
-         this fails PRRTE may now conform — update docs/conformance.md"
-    );
-    let deadline = std::time::Instant::now() + crate::support::blackbox::POLL;
-    let mut last;
-    loop {
-        last = n.hosts_of(&["-H", "node02", "-n", "1", "--json"]);
-        if last.error_status().as_deref() == Some("PMIX_ERR_JOB_FAILED_TO_LAUNCH") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{deviation}\n-H node02: {last}\n{}",
-            n.c.logs()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let listed = n.node_owner("node02");
-    let live = n.live_nodes();
-    assert!(
-        listed.is_none() && live == sorted(&["node01", "node03", "node04"]),
-        "{deviation}\nnode02 owner: {listed:?}, live nodes: {live:?}\n{}",
-        n.c.logs()
-    );
-}
-
-// ------------------------------------- single-node rules, again on 4 nodes
-
-/// §8.2.1.5 row 3 (tool + SHARE → default session) on 4 nodes: nothing is
-/// reserved and a default-session job uses node02 like any other node.
-#[test]
-fn prrte_nodes_s8_2_1_5_tool_share() {
-    on_cluster(|n| {
-        let mut cmd = n.tool_cmd("palloc");
-        cmd.args(["-w", "node02", "--share", "--hold", "--json"]);
-        let hold = Bg::start(cmd);
-        let a = hold.wait_for("allocation");
-        assert_eq!(a["reserved"], false, "{a}");
-        assert!(
-            n.reservation_ids().is_empty(),
-            "a shared grant reserves nothing"
-        );
-        assert_eq!(n.node_owner("node02"), None);
-        let all = n.hosts_of(&["-n", "8", "--map-by", "node"]);
-        n.expect_ok(&all);
-        assert_eq!(
-            hosts(&all).iter().filter(|h| *h == "node02").count(),
-            2,
-            "{all}"
-        );
-        hold.stop(Signal::SIGTERM);
-    });
-}
-
-/// §8.2.1.5 row 1 (tool + TARGET → owned by the target) on 4 nodes: the
-/// reservation of node02 outlives the requesting tool, keeps default jobs
-/// off node02, and ends with the target job (DEFAULT: node02 serves the
-/// default session again).
-#[test]
-fn prrte_nodes_s8_2_1_5_tool_with_target() {
-    on_cluster(|n| {
-        let g = n.gate("target");
-        let j = n.tool(
-            "pspawn",
-            &[
-                "--detach", "-H", "node03", "-n", "1", "--json", "sh", "-c", &g.cmd,
-            ],
-        );
-        let target = j.job_nspace();
-        assert_eq!(g.host(), "node03");
-        let o = n.tool("palloc", &["-w", "node02", "--target", &target, "--json"]);
-        let id = o.alloc_id();
-        assert_eq!(
-            o.first("allocation")["owner_nspace"],
-            target.as_str(),
-            "{o}"
-        );
-        assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
-        failed_to_map(&n.hosts_of(&["-H", "node02", "-n", "1", "--json"]));
-        g.open();
-        eventually("the target's end ends the reservation", || {
-            n.node_owner("node02").is_none()
-        });
-        let on02 = n.hosts_of(&["-H", "node02", "-n", "1"]);
-        n.expect_ok(&on02);
-        assert_eq!(hosts(&on02), ["node02"], "{on02}");
-    });
-}
-
-/// D1 and D3 on 4 nodes: a really foreign tool (`--as-tool`) spawns into
-/// another tool's reservation of node02 (the job runs there) and releases
-/// it (it ends while its owner still holds it; then D6 takes node02's
-/// daemon). The spec refuses both with PMIX_ERR_NO_PERMISSIONS.
-#[test]
-fn prrte_nodes_s8_2_1_7_foreign_tool_spawns_and_releases_deviation() {
-    on_cluster(|n| {
-        let (hold, id) = n.hold("node02", &[]);
-        let marker = n.path("foreign");
-        let o = n.tool(
-            "pspawn",
-            &[
-                "--as-tool",
-                "--target",
-                &id,
-                "-n",
-                "1",
-                "sh",
-                "-c",
-                &format!("echo $PMIX_HOSTNAME >{marker}"),
-            ],
-        );
-        let ran = fs::read_to_string(&marker).unwrap_or_default();
-        assert!(
-            o.code == 0 && ran.trim() == "node02",
-            "PRRTE master deviation D1 (§8.2.1.7): a foreign tool's spawn into a reservation is \
-         expected to run on its node on PRRTE master (the spec requires \
-         PMIX_ERR_NO_PERMISSIONS); if this fails PRRTE may now conform — update \
-         docs/conformance.md\n{o}\nran on: {ran:?}"
-        );
-        let r = n.tool("prelease", &["--as-tool", &id, "--json"]);
-        assert_eq!(
-            r.code, 0,
-            "PRRTE master deviation D3 (§8.2.1.9.1): a foreign tool's release is expected to be \
-         honoured on PRRTE master; if this fails PRRTE may now conform — update \
-         docs/conformance.md\n{r}"
-        );
-        eventually("the foreign release ended it", || {
-            !n.reservation_ids().contains(&id)
-        });
-        assert_node02_daemon_killed(n, "a foreign tool's release");
-        hold.stop(Signal::SIGTERM);
-    });
-}
-
-/// §8.2.1.9.1 (2) on 4 nodes: the DVM's teardown ends everything, the jobs
-/// running in a reservation on another node too.
-#[test]
-fn prrte_nodes_s8_2_1_9_1_dvm_teardown() {
-    let n = Nodes::start();
-    let (hold, id) = n.hold("node[02-03]", &["--inherit", "child"]);
-    let g = n.gate("teardown");
-    let o = n.tool(
-        "pspawn",
-        &["--target", &id, "--detach", "-n", "1", "sh", "-c", &g.cmd],
-    );
-    n.expect_ok(&o);
-    let host = g.host();
-    assert!(host == "node02" || host == "node03", "{host}");
-    let pid = g.pid();
-    let stopped = n.c.stop();
-    assert!(
-        stopped.swept.is_empty(),
-        "teardown left processes: {stopped:?}"
-    );
-    // Ended (a zombie not yet reaped by init counts as alive: poll).
-    eventually(&format!("the job on {host} ends with the DVM"), || {
-        !alive(pid)
-    });
-    drop(hold);
 }

@@ -56,6 +56,7 @@
 pub mod blackbox;
 pub mod cluster;
 pub mod fake;
+pub mod nodes;
 pub mod pdvm;
 pub mod py;
 
