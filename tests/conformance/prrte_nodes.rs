@@ -16,7 +16,7 @@
 //!   SCRIPT`) whose script runs our tools by absolute path.
 //!
 //! Where PRRTE master differs from the spec, the test asserts what it does
-//! and fails if PRRTE starts to conform (docs/conformance.md, D6–D8, D10).
+//! and fails if PRRTE starts to conform (docs/conformance.md, D6–D8, D11).
 
 use std::fs;
 use std::path::Path;
@@ -365,7 +365,7 @@ fn prrte_nodes_s8_2_1_7_owner_set_grows_not_transitive() {
 /// (node02, CHILD) and spawns J1 into A; J1 reserves B (node03) for itself
 /// and spawns J2 into B, then ends; J0 waits for J2 to start and ends. J2,
 /// J0's grandchild running in another session, still holds A; when it ends
-/// A is released. PRRTE master DEVIATES (D10): A is released while J2 still
+/// A is released. PRRTE master DEVIATES (D11): A is released while J2 still
 /// runs (J2 is not killed); then, D6, node02's daemon is gone.
 #[test]
 fn prrte_nodes_s8_2_1_9_2_child_drain_grandchild_other_session_deviation() {
@@ -395,7 +395,7 @@ fn prrte_nodes_s8_2_1_9_2_child_drain_grandchild_other_session_deviation() {
             !n.reservation_ids().contains(&b)
         });
         eventually(
-            "PRRTE master deviation D10 (§8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)-(3)): A is expected \
+            "PRRTE master deviation D11 (§8.2.1.9.2 CHILD, 000 §6.5.1.5 (2)-(3)): A is expected \
              to be released while J0's grandchild J2 still runs in B (the spec holds A until J2 \
              ends); if this fails PRRTE may now conform — update docs/conformance.md",
             || !n.reservation_ids().contains(&a),
