@@ -20,8 +20,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "render",
         &["proto", "error", "codec", "cli::common", "cli::parse"],
     ),
-    ("cli", &["proto", "error", "codec", "conn", "render"]),
+    (
+        "cli",
+        &["proto", "error", "codec", "conn", "render", "psched"],
+    ),
     ("sched", &["proto", "error"]),
+    ("psched", &["proto", "error", "codec", "conn", "sched"]),
     ("dvm", &["proto", "error", "sched", "render::records"]),
     (
         "server",

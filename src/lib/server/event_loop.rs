@@ -363,6 +363,10 @@ impl Server {
         };
         let described = req.described();
         let (reply, peer) = match &req.identity {
+            // pdvm has its own simulated scheduler: none may attach.
+            PeerIdentity::Scheduler { .. } => {
+                return self.refuse(id, Status::ERR_NOT_SUPPORTED, "pdvm takes no scheduler");
+            }
             PeerIdentity::Tool => {
                 let ns = self.mint_nspace();
                 let _ = self.model.tool_connected_minted(&ns);
