@@ -6,7 +6,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, run_with_timeout, show, text, user_path};
+use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
 
 /// `name` run inside the cluster's namespace, with our binaries on PATH.
 fn tool(c: &Cluster, name: &str) -> Command {
@@ -77,4 +77,134 @@ fn palloc_n2_runs_on_two_pool_nodes() {
     }
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger written");
     assert!(ledger.contains("next_id"), "{ledger}");
+}
+
+/// `psched --status` (the ledger's grants with their expiry, the free
+/// nodes), as JSON.
+fn psched_status(c: &Cluster) -> serde_json::Value {
+    let o = run(Command::new(cargo_bin("psched"))
+        .args(["--status", "--nodes", &c.pool.join(","), "--ledger"])
+        .arg(c.ledger_path()));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    serde_json::from_slice(&o.stdout).expect("psched --status is JSON")
+}
+
+/// The grant of `id` in psched's ledger, if held.
+fn grant(c: &Cluster, id: &str) -> Option<serde_json::Value> {
+    psched_status(c)["grants"]
+        .as_array()?
+        .iter()
+        .find(|g| g["alloc_id"] == id)
+        .cloned()
+}
+
+/// Poll (every 100 ms, at most 60 s) until `f` holds.
+#[track_caller]
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A `palloc --hold --json` with `args`, inside the cluster; its stdout
+/// lines and the allocation id of its grant.
+fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String) {
+    let mut child = tool(c, "palloc")
+        .args(["--hold", "--json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start palloc --hold");
+    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let first = lines
+        .next_line(std::time::Duration::from_secs(60))
+        .expect("palloc prints its grant");
+    let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
+    let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
+    (child, lines, id)
+}
+
+/// A held allocation with `-t 20s --warn-timeout 10s` gets psched's
+/// warning (relayed by PRRTE to the holder, with its id); `palloc --extend
+/// ID -t 30s` then moves psched's expiry later; psched's status shows it.
+#[test]
+fn warning_reaches_holder_then_extend_moves_expiry() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let (mut child, lines, id) = hold(&c, &["-N", "1", "-t", "20s", "--warn-timeout", "10s"]);
+    let before = grant(&c, &id).expect("granted")["expires_at_ms"]
+        .as_u64()
+        .expect("an expiry");
+    let warned = loop {
+        let l = lines
+            .next_line(std::time::Duration::from_secs(60))
+            .expect("palloc still runs");
+        if l.contains("ALLOC_TIMEOUT_WARNING") {
+            break l;
+        }
+    };
+    assert!(warned.contains(&id), "the warning names {id}: {warned}");
+    let o = run(tool(&c, "palloc").args(["--extend", &id, "-t", "30s"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let after = grant(&c, &id).expect("still granted")["expires_at_ms"]
+        .as_u64()
+        .expect("an expiry");
+    assert_eq!(after, before + 30_000, "psched's expiry moved by 30 s");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// An allocation left to expire (`-t 5s`) is ended by psched: its grant
+/// leaves the ledger and its node is free again in psched's pool.
+#[test]
+fn unextended_allocation_expires_and_nodes_return() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let (mut child, _lines, id) = hold(&c, &["-N", "2", "-t", "5s"]);
+    let g = grant(&c, &id).expect("granted");
+    let nodes: Vec<String> = serde_json::from_value(g["nodes"].clone()).expect("nodes");
+    assert_eq!(nodes.len(), 2);
+    assert!(psched_status(&c)["free"]
+        .as_array()
+        .expect("free")
+        .is_empty());
+    wait_for("the grant expired", || grant(&c, &id).is_none());
+    let free: Vec<String> =
+        serde_json::from_value(psched_status(&c)["free"].clone()).expect("free list");
+    for n in &nodes {
+        assert!(free.contains(n), "{n} is free again: {free:?}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `kill -9` of psched while an allocation is held; a new psched over the
+/// same ledger keeps the grant, and the next grant takes another node.
+#[test]
+fn psched_killed_and_restarted_keeps_grants() {
+    let mut c = Cluster::start_with_psched(1, 3, &[]);
+    let (mut a, _la, id_a) = hold(&c, &["-N", "1", "-t", "5m"]);
+    let held = grant(&c, &id_a).expect("granted")["nodes"].clone();
+    c.kill_psched();
+    assert_eq!(
+        grant(&c, &id_a).expect("the ledger keeps it")["nodes"],
+        held,
+        "{}",
+        c.psched_log()
+    );
+    c.start_psched(&[]);
+    assert_eq!(grant(&c, &id_a).expect("kept after restart")["nodes"], held);
+    let (mut b, _lb, id_b) = hold(&c, &["-N", "1", "-t", "5m"]);
+    assert_ne!(id_a, id_b, "a new id");
+    let got = grant(&c, &id_b).expect("granted")["nodes"].clone();
+    assert_ne!(got, held, "{}", c.psched_log());
+    for ch in [&mut a, &mut b] {
+        let _ = ch.kill();
+        let _ = ch.wait();
+    }
 }
