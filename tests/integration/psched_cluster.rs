@@ -208,3 +208,39 @@ fn psched_killed_and_restarted_keeps_grants() {
         let _ = ch.wait();
     }
 }
+
+/// `palloc -N 1 --inherit none -- true`: at palloc's end PRRTE master
+/// ends the reservation under NONE but tells psched nothing (deviation P3);
+/// psched finds it gone by asking the DVM for its allocation ids and frees
+/// the node.
+#[test]
+fn none_disposition_returns_node_to_psched_by_query() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let o = run(tool(&c, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "none",
+        "--json",
+        "--",
+        "true",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let first = text(&o.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
+    let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
+    wait_for("psched freed the NONE reservation's node", || {
+        grant(&c, &id).is_none()
+    });
+    assert_eq!(
+        psched_status(&c)["free"].as_array().map(Vec::len),
+        Some(2),
+        "both pool nodes free"
+    );
+}

@@ -21,6 +21,11 @@ const OWN_TAG_BASE: u32 = 0xF000_0000;
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Longest sleep of the serving loop (bounds every wait).
 const MAX_WAIT: Duration = Duration::from_secs(1);
+/// How often psched asks the DVM which allocations it still holds.
+const RECONCILE_EVERY: Duration = Duration::from_secs(2);
+/// A grant younger than this is not reconciled away (the DVM may not have
+/// made the reservation yet).
+const SETTLE_MS: u64 = 3000;
 
 /// Set by a SIGTERM/SIGINT handler: leave after the current step.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -72,9 +77,17 @@ fn attach(cfg: &Config) -> Result<Connection> {
 }
 
 fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
+    let mut next_query = Instant::now() + RECONCILE_EVERY;
+    let mut asked: Option<u32> = None;
     loop {
         if STOP.load(Ordering::Relaxed) {
             return Ok(());
+        }
+        if Instant::now() >= next_query {
+            next_query = Instant::now() + RECONCILE_EVERY;
+            let tag = OWN_TAG.fetch_add(1, Ordering::Relaxed);
+            conn.send(tag, &wire::query_alloc_ids(conn.wire())?)?;
+            asked = Some(tag);
         }
         let now = now_ms();
         let outs = st.tick(now)?;
@@ -91,6 +104,13 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
             Event::Message(Unsolicited::Other(tag, payload)) if tag < OWN_TAG_BASE => {
                 let outs = on_message(conn, st, tag, &payload)?;
                 send_all(conn, st, cfg, outs)?;
+            }
+            Event::Message(Unsolicited::Other(tag, payload)) if Some(tag) == asked => {
+                asked = None;
+                if let Some(live) = wire::alloc_ids_answer(conn.wire(), &payload) {
+                    let outs = st.reconcile(&live, now_ms(), SETTLE_MS)?;
+                    send_all(conn, st, cfg, outs)?;
+                }
             }
             _ => {}
         }

@@ -38,6 +38,8 @@ struct Meta {
     session: Option<u32>,
     /// The DVM's request still waiting for an answer (a queued request).
     owed: Option<u32>,
+    /// When the DVM was told of the grant (ms since the epoch).
+    granted_at: u64,
 }
 
 /// psched's state: see the module documentation.
@@ -210,6 +212,7 @@ impl State {
                 queue: part.name.clone(),
                 session: None,
                 owed: Some(tag),
+                granted_at: now,
             },
         );
         match sub {
@@ -220,9 +223,11 @@ impl State {
 
     /// Answer the owed request of `id` with `nodes`.
     fn granted(&mut self, id: &str, nodes: &[String]) -> Result<Vec<Out>> {
+        let now = super::now_ms();
         let Some(m) = self.meta.get_mut(id) else {
             return Ok(Vec::new());
         };
+        m.granted_at = now;
         let Some(tag) = m.owed.take() else {
             return Ok(Vec::new());
         };
@@ -322,6 +327,30 @@ impl State {
             }
             Err(_) => Ok(Vec::new()),
         }
+    }
+
+    /// The DVM lists `live` as its allocations: a grant it no longer lists
+    /// (told of at least `settle_ms` ago) was ended by the DVM itself (a
+    /// NONE or CHILD disposition, which PRRTE master does not report), so
+    /// its nodes come back to the pool. Returns what that unblocked.
+    pub fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
+        let gone: Vec<String> = self
+            .sched
+            .allocations()
+            .into_iter()
+            .filter(|a| !a.queued && !live.contains(&a.alloc_id))
+            .filter(|a| {
+                self.meta.get(&a.alloc_id).is_some_and(|m| {
+                    m.owed.is_none() && now.saturating_sub(m.granted_at) >= settle_ms
+                })
+            })
+            .map(|a| a.alloc_id)
+            .collect();
+        let mut out = Vec::new();
+        for id in gone {
+            out.extend(self.on_session_done(&id, now)?);
+        }
+        Ok(out)
     }
 
     /// Fire what fell due by `now`.

@@ -191,3 +191,44 @@ pub fn status_only(wire: WireVersion, status: Status) -> Result<Vec<u8>> {
     write_infos(&mut e, &[])?;
     Ok(e.into_bytes())
 }
+
+/// A query of the DVM's allocation ids (`PMIX_QUERY_ALLOC_IDS`), how psched
+/// learns which of its grants the DVM ended by itself.
+pub fn query_alloc_ids(wire: WireVersion) -> Result<Vec<u8>> {
+    let q = crate::codec::Query {
+        keys: vec![keys::QUERY_ALLOC_IDS.to_string()],
+        qualifiers: Vec::new(),
+    };
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::QUERY))?;
+    crate::codec::attrs::write_sized(&mut e, &[q])?;
+    Ok(e.into_bytes())
+}
+
+/// The ids in the answer to [`query_alloc_ids`]; `None` when the DVM
+/// refused or answered something else (then nothing is reconciled).
+pub fn alloc_ids_answer(wire: WireVersion, payload: &[u8]) -> Option<Vec<String>> {
+    let mut d = Decoder::new(payload, wire);
+    let st: Status = d.unpack_one().ok()?;
+    // "Not found": the DVM holds no allocation at all.
+    if st == Status::ERR_NOT_FOUND {
+        return Some(Vec::new());
+    }
+    if !st.is_success() {
+        return None;
+    }
+    let infos = read_infos(&mut d).ok()?;
+    let v = &infos.iter().find(|i| i.key == keys::QUERY_ALLOC_IDS)?.value;
+    let Value::DataArray(a) = v else {
+        return None;
+    };
+    if let Some(l) = a.as_infos() {
+        return Some(
+            l.iter()
+                .filter(|i| i.key == keys::ALLOC_ID)
+                .filter_map(|i| i.value.as_str().map(String::from))
+                .collect(),
+        );
+    }
+    a.as_strings().map(<[String]>::to_vec)
+}
