@@ -3,6 +3,8 @@
 # real engine across nodes (as `flux start --test-size=N` does for Flux).
 #
 #   scripts/prrte-cluster.sh start [-n NODES] [-s SLOTS]   start node01..NODES
+#   scripts/prrte-cluster.sh start --psched M [-s SLOTS]   node01 + psched owning
+#                                                          node02..node(M+1)
 #   scripts/prrte-cluster.sh run CMD [ARG...]              run CMD next to it
 #   scripts/prrte-cluster.sh shell                         a shell next to it
 #   scripts/prrte-cluster.sh prefix                        the prefix `run` uses
@@ -20,6 +22,13 @@
 # and `ip` (iproute2); PRRTE master (scripts/install-peers.sh, or --prrte DIR,
 # or PRRTE_PREFIX, holding bin/prte).
 #
+# With --psched M, prte runs its ras/pmix component (`--prtemca
+# ras_pmix_system_scheduler 1`: the hostfile is then ignored, the DVM starts
+# with node01 only) and psched attaches to it as its scheduler, owning M more
+# nodes; PRRTE starts a daemon on a node when psched grants it. psched is
+# $PSCHED, else `psched` on PATH, else target/{release,debug}/psched; its
+# ledger is $state/psched-ledger.json, its log $state/psched.log.
+#
 # PRRTE_CLUSTER_USERNS=1 uses a user namespace even as root.
 # Options: -n NODES (default 4), -s SLOTS per node (default 2),
 # -d DIR the cluster's state directory (default $PRRTE_CLUSTER_STATE or
@@ -31,6 +40,7 @@ agent="$repo/scripts/prrte-node-agent.sh"
 state="${PRRTE_CLUSTER_STATE:-${XDG_RUNTIME_DIR:-/tmp}/prrte-cluster-$(id -u)}"
 nodes=4
 slots=2
+psched_nodes=0
 prrte="${PRRTE_PREFIX:-${PMIX_TOOLS_PEERS:-$repo/.peers}/master/prrte}"
 
 die() { echo "prrte-cluster: $*" >&2; exit 1; }
@@ -83,6 +93,7 @@ start() {
         case "$1" in
             -n) nodes="$2"; shift 2 ;;
             -s) slots="$2"; shift 2 ;;
+            --psched) psched_nodes="$2"; shift 2 ;;
             -d) state="$2"; shift 2 ;;
             --prrte) prrte="$2"; shift 2 ;;
             -h | --help) usage ;;
@@ -91,6 +102,18 @@ start() {
     done
     [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || die "-n takes 1..99 nodes, not '$nodes'"
     [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "-s takes a positive number of slots, not '$slots'"
+    [[ "$psched_nodes" =~ ^[0-9]{1,2}$ ]] && [ "$psched_nodes" -le 98 ] ||
+        die "--psched takes 1..98 nodes, not '$psched_nodes'"
+    local sched_args=() psched_bin=""
+    if [ "$psched_nodes" -gt 0 ]; then
+        psched_bin="${PSCHED:-$(command -v psched || true)}"
+        for b in "$psched_bin" "$repo/target/release/psched" "$repo/target/debug/psched"; do
+            [ -n "$b" ] && [ -x "$b" ] && { psched_bin="$b"; break; }
+        done
+        [ -x "$psched_bin" ] || die "no psched binary: cargo build, or set PSCHED"
+        sched_args=(--prtemca ras_pmix_system_scheduler 1)
+        nodes=1
+    fi
     local mode
     mode="$(privilege)"
     [ -x "$prrte/bin/prte" ] || die "no PRRTE at $prrte (bin/prte): run scripts/install-peers.sh, or give --prrte DIR"
@@ -126,7 +149,7 @@ start() {
         "$prrte/bin/prte" "${root_flag[@]}" --leave-session-attached \
         --report-uri "$state/uri.txt" --hostfile "$state/hosts" \
         --prtemca plm_ssh_agent "$agent" --prtemca plm_ssh_no_tree_spawn 1 \
-        </dev/null >"$state/prte.log" 2>&1 &
+        "${sched_args[@]}" </dev/null >"$state/prte.log" 2>&1 &
     echo $! >"$state/prte.pid"
     for _ in $(seq 600); do
         grep -q "DVM ready" "$state/prte.log" 2>/dev/null && [ -s "$state/uri.txt" ] && break
@@ -137,6 +160,16 @@ start() {
         cat "$state/prte.log" >&2
         stop >/dev/null 2>&1 || true
         die "PRRTE did not start"
+    fi
+    if [ "$psched_nodes" -gt 0 ]; then
+        setsid env TMPDIR="$state/hnp" "${enter[@]}" "$psched_bin" \
+            --nodes "node[02-$(printf '%02d' $((psched_nodes + 1)))]" \
+            --ledger "$state/psched-ledger.json" --uri "file:$state/uri.txt" \
+            </dev/null >"$state/psched.log" 2>&1 &
+        echo $! >"$state/psched.pid"
+        for _ in $(seq 200); do grep -q "attached to" "$state/psched.log" 2>/dev/null && break; sleep 0.05; done
+        grep -q "attached to" "$state/psched.log" || { cat "$state/psched.log" >&2; die "psched did not attach"; }
+        echo "psched attached: owns node[02-$(printf '%02d' $((psched_nodes + 1)))] (ledger $state/psched-ledger.json)"
     fi
     t1=$(date +%s.%N)
     local me="$0"
@@ -166,6 +199,8 @@ stop() {
     local h p
     h="$(holder_pid)"
     [ -n "$h" ] || { echo "prrte-cluster: no cluster (state in $state)"; rm -rf "$state"; return 0; }
+    p="$(cat "$state/psched.pid" 2>/dev/null || true)"
+    [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true
     if [ -e "/proc/$h/ns/net" ] && [ -s "$state/uri.txt" ]; then
         local enter root_flag
         prefix_lines="$(enter_args)"

@@ -22,6 +22,7 @@ pub mod dvm;
 pub mod error;
 pub mod ops;
 pub mod proto;
+pub mod psched;
 pub mod render;
 pub mod sched;
 pub mod schema;

@@ -41,6 +41,7 @@ mod pdvm_timing;
 mod peers_smoke;
 mod pmix422_peer;
 mod prte_wire;
+mod psched_cluster;
 mod pspawn_nohang;
 mod pwatch_status;
 mod server_backpressure;

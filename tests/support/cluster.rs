@@ -91,6 +91,9 @@ pub struct Cluster {
     holder: Child,
     holder_in: Option<ChildStdin>,
     prte: Option<Child>,
+    /// Nodes known only to psched's pool (empty without psched).
+    pub pool: Vec<String>,
+    psched: Option<Child>,
 }
 
 impl Cluster {
@@ -116,12 +119,121 @@ impl Cluster {
             holder,
             holder_in: Some(holder_in),
             prte: None,
+            pool: Vec::new(),
+            psched: None,
         };
-        c.launch(&prefix);
+        c.launch(&prefix, &[]);
         c
     }
 
-    fn launch(&mut self, prefix: &Path) {
+    /// A cluster whose DVM allocates through psched: `prte` started with
+    /// its ras/pmix component (`ras_pmix_system_scheduler 1`), so only the
+    /// head node `node01` is there at start; `pool` more nodes (`node02`…)
+    /// are known only to psched, which attaches as the DVM's scheduler with
+    /// `extra` flags (e.g. a partition). PRRTE starts a daemon on each node
+    /// psched grants through the same ssh stand-in. Waits until psched
+    /// says it attached.
+    pub fn start_with_psched(slots: u32, pool: u32, extra: &[&str]) -> Cluster {
+        assert!((1..=98).contains(&pool), "1..=98 pool nodes, not {pool}");
+        let prefix = master_dir().join("prrte");
+        let dir = unique_tmpdir("cluster").into_path();
+        let (holder, holder_in) = start_holder(&dir);
+        let netns = ns_link(holder.id()).unwrap_or_default();
+        let mut c = Cluster {
+            nodes: vec!["node01".to_string()],
+            slots,
+            pid: 0,
+            server_nspace: String::new(),
+            uri: String::new(),
+            dir,
+            netns,
+            holder,
+            holder_in: Some(holder_in),
+            prte: None,
+            pool: (2..=pool + 1).map(|i| format!("node{i:02}")).collect(),
+            psched: None,
+        };
+        c.launch(&prefix, &["--prtemca", "ras_pmix_system_scheduler", "1"]);
+        c.start_psched(extra);
+        c
+    }
+
+    /// psched's ledger file.
+    pub fn ledger_path(&self) -> PathBuf {
+        self.dir.join("psched-ledger.json")
+    }
+
+    /// psched's output so far.
+    pub fn psched_log(&self) -> String {
+        fs::read_to_string(self.dir.join("psched.log")).unwrap_or_default()
+    }
+
+    /// Start psched (again) over the pool, against this DVM, with the same
+    /// ledger; waits (bounded) until it says it attached once more.
+    pub fn start_psched(&mut self, extra: &[&str]) {
+        let before = self.psched_log().matches("attached to").count();
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("psched.log"))
+            .expect("psched log");
+        let nodes = self.pool.join(",");
+        let mut cmd = self.command(crate::support::cargo_bin("psched"));
+        cmd.args(["--nodes", &nodes, "--ledger"])
+            .arg(self.ledger_path())
+            .arg("--uri")
+            .arg(format!("file:{}", self.uri_file().display()))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("psched log"))
+            .stderr(log);
+        let child = cmd.spawn().expect("start psched");
+        self.psched = Some(child);
+        let deadline = Instant::now() + CLUSTER_START_TIMEOUT;
+        while self.psched_log().matches("attached to").count() <= before {
+            let exited = self
+                .psched
+                .as_mut()
+                .is_some_and(|p| matches!(p.try_wait(), Ok(Some(_))));
+            assert!(!exited, "psched exited early\n{}", self.psched_log());
+            assert!(
+                Instant::now() < deadline,
+                "psched did not attach\n{}\n{}",
+                self.psched_log(),
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// psched's pid (while it runs).
+    pub fn psched_pid(&self) -> Option<u32> {
+        self.psched.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL psched and reap it (the ledger is all that is left of it).
+    pub fn kill_psched(&mut self) {
+        if let Some(mut p) = self.psched.take() {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// SIGTERM psched and reap it (bounded; SIGKILL after).
+    fn stop_psched(&mut self) {
+        if let Some(mut p) = self.psched.take() {
+            let _ = kill(Pid::from_raw(p.id() as i32), Signal::SIGTERM);
+            if wait_until(&mut p, Instant::now() + Duration::from_secs(5))
+                .0
+                .is_none()
+            {
+                let _ = p.kill();
+                let _ = p.wait();
+            }
+        }
+    }
+
+    fn launch(&mut self, prefix: &Path, extra: &[&str]) {
         let hostfile = self.dir.join("hosts");
         let lines: String = self
             .nodes
@@ -143,7 +255,8 @@ impl Cluster {
             .arg(&hostfile)
             .args(["--prtemca", "plm_ssh_agent"])
             .arg(&agent)
-            .args(["--prtemca", "plm_ssh_no_tree_spawn", "1"]);
+            .args(["--prtemca", "plm_ssh_no_tree_spawn", "1"])
+            .args(extra);
         if nix::unistd::geteuid().is_root() {
             cmd.arg("--allow-run-as-root");
         }
@@ -258,6 +371,7 @@ impl Cluster {
     /// Stop the DVM as [`Drop`] does (`pterm`, then signals, then a sweep
     /// of the namespace); what it took.
     pub fn stop(mut self) -> Stopped {
+        self.stop_psched();
         let prte = self.stop_prte();
         let swept = self.drain_and_sweep();
         let logs = self.logs();
@@ -335,6 +449,7 @@ pub struct Stopped {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.stop_psched();
         self.stop_prte();
         self.drain_and_sweep();
         drop(self.holder_in.take());

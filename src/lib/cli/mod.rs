@@ -16,6 +16,7 @@ pub(crate) mod palloc;
 pub mod parse;
 pub mod pdvm;
 pub(crate) mod prelease;
+pub mod psched;
 pub mod pspawn;
 pub(crate) mod pspawn_habits;
 pub(crate) mod pwatch;
@@ -26,6 +27,7 @@ pub use common::{ConnectArgs, ConnectOptions, OutputArgs, PidSpec, UriSpec};
 pub use palloc::{PallocArgs, PallocMode};
 pub use pdvm::PdvmArgs;
 pub use prelease::PreleaseArgs;
+pub use psched::PschedArgs;
 pub use pspawn::PspawnArgs;
 pub use pwatch::{CompleteWhat, PwatchArgs};
 pub use request::{

@@ -32,6 +32,9 @@ pub const FLAG_SIMPLE_CLIENT: u8 = 0;
 pub const FLAG_TOOL_NEEDS_ID: u8 = 3;
 /// Identity flag: a tool bringing its own name.
 pub const FLAG_TOOL_GIVEN_ID: u8 = 4;
+/// Identity flag: a system scheduler bringing its own name (OpenPMIx's
+/// handshake flag 10; laid out like [`FLAG_TOOL_GIVEN_ID`]).
+pub const FLAG_SCHEDULER_WITH_ID: u8 = 10;
 
 /// Who we say we are when connecting.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +46,14 @@ pub enum Identity {
         /// Namespace chosen by the caller.
         nspace: String,
         /// Rank chosen by the caller.
+        rank: u32,
+    },
+    /// A scheduler attaching to the DVM (`PMIX_SERVER_SCHEDULER`): it
+    /// always names itself, and the DVM forwards allocation requests to it.
+    Scheduler {
+        /// Namespace chosen by the scheduler (fresh for every connection).
+        nspace: String,
+        /// Rank chosen by the scheduler.
         rank: u32,
     },
     /// A process of a job the server launched (`PMIX_NAMESPACE`/`PMIX_RANK`
@@ -61,6 +72,7 @@ impl Identity {
         match self {
             Identity::Tool => FLAG_TOOL_NEEDS_ID,
             Identity::ToolWithId { .. } => FLAG_TOOL_GIVEN_ID,
+            Identity::Scheduler { .. } => FLAG_SCHEDULER_WITH_ID,
             Identity::Client { .. } => FLAG_SIMPLE_CLIENT,
         }
     }
@@ -121,7 +133,7 @@ pub fn connect_ack_body(h: &Hello) -> Vec<u8> {
             p.extend_from_slice(&h.uid.to_be_bytes());
             p.extend_from_slice(&h.gid.to_be_bytes());
         }
-        Identity::ToolWithId { nspace, rank } => {
+        Identity::ToolWithId { nspace, rank } | Identity::Scheduler { nspace, rank } => {
             p.extend_from_slice(&h.uid.to_be_bytes());
             p.extend_from_slice(&h.gid.to_be_bytes());
             put_str(&mut p, nspace);
@@ -149,6 +161,20 @@ pub fn tool_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<
     let info = [
         Info::new("pmix.cmd.line", cmdline),
         Info::new("pmix.ppid", Value::Pid(pid)),
+    ];
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Size(info.len() as u64))?;
+    e.pack(&info[..])?;
+    Ok(e.into_bytes())
+}
+
+/// [`tool_info_blob`] plus `PMIX_SERVER_SCHEDULER` (true): what a
+/// scheduler sends, so the DVM records it as its scheduler.
+pub fn scheduler_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<u8>> {
+    let info = [
+        Info::new("pmix.cmd.line", cmdline),
+        Info::new("pmix.ppid", Value::Pid(pid)),
+        Info::new("pmix.srv.sched", Value::Bool(true)),
     ];
     let mut e = Encoder::new(wire);
     e.pack_one(&Size(info.len() as u64))?;

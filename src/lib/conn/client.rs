@@ -400,7 +400,14 @@ impl Connection {
             buffer_kind: BUFFER_NON_DESCRIBED,
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
-            info_blob: super::handshake::tool_info_blob(wire, &command_line(), std::process::id())?,
+            info_blob: match target.identity {
+                Identity::Scheduler { .. } => super::handshake::scheduler_info_blob(
+                    wire,
+                    &command_line(),
+                    std::process::id(),
+                )?,
+                _ => super::handshake::tool_info_blob(wire, &command_line(), std::process::id())?,
+            },
         };
         let mut stream = Stream::Tcp(stream);
         let welcome =

@@ -53,7 +53,9 @@ pub fn handshake<S: Read + Write>(stream: &mut S, hello: &Hello) -> Result<Welco
                     let rank = read_u32(stream, "the rank the server gave us")?;
                     (ns, rank)
                 }
-                Identity::ToolWithId { nspace, rank } => (nspace.clone(), *rank),
+                Identity::ToolWithId { nspace, rank } | Identity::Scheduler { nspace, rank } => {
+                    (nspace.clone(), *rank)
+                }
                 Identity::Client { .. } => unreachable!("handled above"),
             };
             let server_nspace = read_nspace(stream, "the server's namespace")?;

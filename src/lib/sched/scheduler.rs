@@ -562,6 +562,92 @@ impl Scheduler {
         ev
     }
 
+    /// A scheduler owning exactly the nodes `names` (psched's pool, e.g.
+    /// `node03`…`node08`), in that order; duplicates are kept once.
+    pub fn with_names(names: &[String]) -> Self {
+        let mut s = Scheduler::new(0, 1);
+        for n in names {
+            if s.by_name.contains_key(n) {
+                continue;
+            }
+            let i = s.nodes.len();
+            s.by_name.insert(n.clone(), i);
+            s.free_own.insert(i);
+            s.nodes.push(SNode {
+                name: n.clone(),
+                origin: NodeOrigin::Scheduler,
+                state: NodeState::Free,
+            });
+            s.own_total += 1;
+        }
+        s
+    }
+
+    /// Ids minted from now on are `alloc.N` with N at least `n` (a restarted
+    /// scheduler never reuses an id it gave out before).
+    pub fn set_next_id(&mut self, n: u64) {
+        self.next_id = self.next_id.max(n);
+    }
+
+    /// The number the next minted id will carry.
+    pub fn next_id_number(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Re-enters a grant recorded before a restart: its nodes are taken
+    /// (they must all be known and free), its deadlines armed again.
+    pub fn restore(
+        &mut self,
+        alloc_id: &str,
+        nodes: &[String],
+        expires_at_ms: Option<u64>,
+        warn_secs: Option<u32>,
+    ) -> Result<(), SchedError> {
+        if self.allocs.contains_key(alloc_id) {
+            return Err(SchedError::DuplicateNode);
+        }
+        let mut idx = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            let i = *self.by_name.get(n).ok_or(SchedError::UnknownNode)?;
+            if self.nodes[i].state != NodeState::Free || idx.contains(&i) {
+                return Err(SchedError::DuplicateNode);
+            }
+            idx.push(i);
+        }
+        for &i in &idx {
+            self.nodes[i].state = NodeState::Granted(alloc_id.to_string());
+            self.free_own.remove(&i);
+        }
+        self.allocs.insert(
+            alloc_id.to_string(),
+            Alloc {
+                nodes: idx,
+                expires: expires_at_ms,
+                warn_secs,
+                ..Alloc::default()
+            },
+        );
+        self.arm(alloc_id);
+        Ok(())
+    }
+
+    /// Every allocation, granted or queued, sorted by id.
+    pub fn allocations(&self) -> Vec<SchedAllocView> {
+        let mut ids: Vec<&String> = self.allocs.keys().collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| self.allocation(id))
+            .collect()
+    }
+
+    /// The names of the free own nodes, in pool order.
+    pub fn free_names(&self) -> Vec<String> {
+        self.free_own
+            .iter()
+            .map(|&i| self.nodes[i].name.clone())
+            .collect()
+    }
+
     /// Ends everything: every allocation, the queue, retained nodes. Returns
     /// the ids of the allocations that were still known.
     pub fn teardown(&mut self) -> Vec<String> {

@@ -343,6 +343,10 @@ impl Server {
             return self.refuse(id, Status::ERR_NOT_SUPPORTED, "unknown wire version");
         };
         let admitted = match &req.identity {
+            // pdvm has its own simulated scheduler: none may attach.
+            PeerIdentity::Scheduler { .. } => {
+                Err((Status::ERR_NOT_SUPPORTED, "pdvm takes no scheduler"))
+            }
             PeerIdentity::Tool => Ok(self.admit_minted_tool()),
             PeerIdentity::ToolWithId { nspace, rank } => self.admit_given_tool(nspace, *rank),
             PeerIdentity::Client { nspace, rank } => self.admit_client(id, nspace, *rank),

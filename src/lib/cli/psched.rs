@@ -1,0 +1,112 @@
+//! psched's flags: how to find the DVM (the tools' connection flags), the
+//! node pool, its partitions and the ledger.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use super::common::ConnectArgs;
+use super::parse::{expand_nodelist, parse_duration_secs};
+use crate::psched::{Config, Partition};
+
+/// psched: a PMIx scheduler for PRRTE. Attaches to a DVM started with its
+/// ras/pmix component (`prte --prtemca ras_pmix_system_scheduler 1`) and
+/// grants nodes of its pool to the allocation requests the DVM forwards:
+/// time limits, a warning before expiry, the end of an expired allocation.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "psched", version)]
+pub struct PschedArgs {
+    /// The nodes psched owns, as a list with ranges: `node[03-08]`,
+    /// `n1,n2`.
+    #[arg(long, value_name = "LIST", required_unless_present = "status")]
+    pub nodes: Option<String>,
+
+    /// Slots per node (recorded in the ledger; PRRTE master gives every
+    /// node a scheduler grants one slot).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub slots: u32,
+
+    /// A partition: `NAME[:DEFAULT[:MAX]]` with time limits such as `10m`,
+    /// `1h`, `30s`; the first is used when a request names none. Default:
+    /// `batch` without limits.
+    #[arg(long = "partition", value_name = "SPEC", value_parser = parse_partition)]
+    pub partitions: Vec<Partition>,
+
+    /// The ledger file (grants survive a restart).
+    #[arg(long, value_name = "PATH", default_value = "psched-ledger.json")]
+    pub ledger: PathBuf,
+
+    /// Seconds between attempts to attach to the DVM.
+    #[arg(long, default_value_t = 1, value_name = "SECS")]
+    pub retry: u64,
+
+    /// Exit when the DVM goes away instead of waiting for a new one.
+    #[arg(long)]
+    pub once: bool,
+
+    /// Print the ledger (grants with their expiry, free nodes) and exit.
+    #[arg(long)]
+    pub status: bool,
+
+    /// How to reach the DVM (the OpenPMIx connection flags).
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `NAME[:DEFAULT[:MAX]]`.
+pub fn parse_partition(s: &str) -> Result<Partition, String> {
+    let mut it = s.split(':');
+    let name = it.next().unwrap_or_default().trim();
+    if name.is_empty() {
+        return Err(format!(
+            "'{s}': a partition is NAME[:DEFAULT[:MAX]], e.g. batch:10m:1h"
+        ));
+    }
+    let lim = |x: Option<&str>| -> Result<Option<u32>, String> {
+        match x.map(str::trim).filter(|x| !x.is_empty()) {
+            None => Ok(None),
+            Some(t) => parse_duration_secs(t).map(|v| Some(v.min(u64::from(u32::MAX)) as u32)),
+        }
+    };
+    let p = Partition {
+        name: name.to_string(),
+        default_secs: lim(it.next())?,
+        max_secs: lim(it.next())?,
+    };
+    if let (Some(d), Some(m)) = (p.default_secs, p.max_secs) {
+        if d > m {
+            return Err(format!("'{s}': the default limit is above the maximum"));
+        }
+    }
+    Ok(p)
+}
+
+impl PschedArgs {
+    /// The run configuration; a bad node list is refused (usage error).
+    pub fn config(&self) -> Result<Config, String> {
+        let nodes = match &self.nodes {
+            Some(n) => expand_nodelist(n).map_err(|e| format!("--nodes: {e}"))?,
+            None => Vec::new(),
+        };
+        let mut connect = self.connect.to_options();
+        connect.force_tool = true;
+        let partitions = if self.partitions.is_empty() {
+            vec![Partition {
+                name: "batch".into(),
+                default_secs: None,
+                max_secs: None,
+            }]
+        } else {
+            self.partitions.clone()
+        };
+        Ok(Config {
+            connect,
+            nodes,
+            slots: self.slots,
+            partitions,
+            ledger: self.ledger.clone(),
+            retry: std::time::Duration::from_secs(self.retry.max(1)),
+            once: self.once,
+        })
+    }
+}

@@ -1,0 +1,128 @@
+//! psched's ledger: every grant it holds, on disk, so a restart (even after
+//! `kill -9`) neither loses a grant nor hands a held node out again.
+//!
+//! The file is JSON, replaced atomically: written beside itself, synced,
+//! renamed over the old one, and the directory synced.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::proto::status::Status;
+
+/// One grant in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The allocation id psched gave out.
+    pub alloc_id: String,
+    /// The requester's request id, when it gave one.
+    pub req_id: Option<String>,
+    /// The nodes held.
+    pub nodes: Vec<String>,
+    /// Expiry, milliseconds since the Unix epoch (none: unbounded).
+    pub expires_at_ms: Option<u64>,
+    /// Warning threshold in seconds.
+    pub warn_secs: Option<u32>,
+    /// The DVM's session number for it, as psched counted it.
+    pub session: Option<u32>,
+    /// The partition it was granted from.
+    pub queue: String,
+}
+
+/// The whole ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// The number of the next allocation id (ids are never reused).
+    pub next_id: u64,
+    /// The grants held, sorted by id.
+    pub grants: Vec<Grant>,
+    /// The DVM psched last served (its namespace), to which `sessions` belongs.
+    #[serde(default)]
+    pub dvm: Option<String>,
+    /// How many sessions psched has seen that DVM create for its grants
+    /// (PRRTE numbers its reservations 1, 2, … in creation order).
+    #[serde(default)]
+    pub sessions: u32,
+}
+
+impl Ledger {
+    /// Read the ledger at `path`; an absent file is an empty ledger.
+    pub fn load(path: &Path) -> Result<Ledger> {
+        match fs::read(path) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                Error::new(
+                    Status::ERR_BAD_PARAM,
+                    format!("the ledger {} is not readable JSON: {e}", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Ledger::default()),
+            Err(e) => Err(Error::new(
+                Status::ERR_NOT_AVAILABLE,
+                format!("cannot read the ledger {}: {e}", path.display()),
+            )),
+        }
+    }
+
+    /// Replace the ledger at `path` atomically.
+    pub fn store(&self, path: &Path) -> Result<()> {
+        let io = |e: std::io::Error| {
+            Error::new(
+                Status::ERR_NOT_AVAILABLE,
+                format!("cannot write the ledger {}: {e}", path.display()),
+            )
+        };
+        let tmp = tmp_path(path);
+        let body = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::new(Status::ERR_BAD_PARAM, format!("ledger not encodable: {e}")))?;
+        let mut f = fs::File::create(&tmp).map_err(io)?;
+        f.write_all(&body).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        drop(f);
+        fs::rename(&tmp, path).map_err(io)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_then_load_round_trips() {
+        let dir = std::env::temp_dir().join(format!("psched-ledger-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("ledger.json");
+        assert_eq!(Ledger::load(&p).unwrap(), Ledger::default());
+        let l = Ledger {
+            next_id: 7,
+            grants: vec![Grant {
+                alloc_id: "psched.6".into(),
+                req_id: Some("r".into()),
+                nodes: vec!["node03".into()],
+                expires_at_ms: Some(5),
+                warn_secs: None,
+                session: Some(2),
+                queue: "batch".into(),
+            }],
+            dvm: Some("prte-node01-1@0".into()),
+            sessions: 3,
+        };
+        l.store(&p).unwrap();
+        assert_eq!(Ledger::load(&p).unwrap(), l);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

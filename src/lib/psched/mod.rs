@@ -1,0 +1,59 @@
+//! psched: a PMIx scheduler for a PRRTE DVM (its `ras/pmix` component).
+//!
+//! The second front end of the pure [`crate::sched`] scheduler (pdvm is the
+//! first): psched attaches to the DVM as a tool flagged
+//! `PMIX_SERVER_SCHEDULER`, receives the allocation requests the DVM
+//! forwards, answers them from its node pool, warns before a time limit and
+//! ends expired allocations with session control. Its grants live in a
+//! ledger file that survives a restart.
+//!
+//! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
+
+pub mod ledger;
+pub mod serve;
+pub mod state;
+pub mod wire;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::conn::ConnectOptions;
+
+pub use serve::run;
+
+/// A partition (queue): its name and time limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// Its name (`PMIX_ALLOC_QUEUE` picks it; the first is the default).
+    pub name: String,
+    /// Time limit given to a request that names none, in seconds.
+    pub default_secs: Option<u32>,
+    /// Longest time limit granted, in seconds.
+    pub max_secs: Option<u32>,
+}
+
+/// Everything psched runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How to find the DVM (the tools' connection flags).
+    pub connect: ConnectOptions,
+    /// The pool's node names.
+    pub nodes: Vec<String>,
+    /// Slots per node (recorded; PRRTE gives each granted node one).
+    pub slots: u32,
+    /// The partitions, default first.
+    pub partitions: Vec<Partition>,
+    /// The ledger file.
+    pub ledger: PathBuf,
+    /// Pause between attempts to (re)attach to the DVM.
+    pub retry: Duration,
+    /// Stop after the DVM went away instead of waiting for a new one.
+    pub once: bool,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,387 @@
+//! psched's decisions, without I/O: the pure [`Scheduler`] plus what the
+//! DVM needs echoed, the answers still owed for queued requests, the
+//! partitions and the ledger. Time comes in as milliseconds since the Unix
+//! epoch; what to send comes out as [`Out`] messages.
+
+use std::collections::HashMap;
+
+use crate::codec::{Info, WireVersion};
+use crate::error::Result;
+use crate::proto::status::Status;
+use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
+
+use super::ledger::{Grant, Ledger};
+use super::wire::{self, AllocAsk};
+use super::Partition;
+
+/// Directive codes (OpenPMIx `pmix_alloc_directive_t`).
+const NEW: u8 = 1;
+const EXTEND: u8 = 2;
+const RELEASE: u8 = 3;
+const REQ_CANCEL: u8 = 5;
+
+/// A message to send to the DVM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// The answer to the DVM's request sent on `tag`.
+    Answer(u32, Vec<u8>),
+    /// A message of psched's own (a warning, a session termination).
+    Own(Vec<u8>),
+}
+
+/// What psched keeps beside the scheduler's own books for one allocation.
+#[derive(Debug, Clone, Default)]
+struct Meta {
+    req_id: Option<String>,
+    echo: Vec<Info>,
+    queue: String,
+    session: Option<u32>,
+    /// The DVM's request still waiting for an answer (a queued request).
+    owed: Option<u32>,
+    /// When the DVM was told of the grant (ms since the epoch).
+    granted_at: u64,
+}
+
+/// psched's state: see the module documentation.
+pub struct State {
+    sched: Scheduler,
+    meta: HashMap<String, Meta>,
+    parts: Vec<Partition>,
+    ledger: Ledger,
+    wire: WireVersion,
+}
+
+fn sched_status(e: SchedError) -> Status {
+    match e {
+        SchedError::UnknownNode | SchedError::NoSuchAllocation | SchedError::NothingQueued => {
+            Status::ERR_NOT_FOUND
+        }
+        SchedError::TooMany => Status::ERR_OUT_OF_RESOURCE,
+        _ => Status::ERR_BAD_PARAM,
+    }
+}
+
+impl State {
+    /// A state over `pool` with partitions `parts`, re-entering every grant
+    /// of `ledger` (a grant that no longer fits the pool is dropped).
+    pub fn new(pool: &[String], parts: Vec<Partition>, ledger: Ledger) -> State {
+        let mut sched = Scheduler::with_names(pool);
+        sched.set_next_id(ledger.next_id);
+        let mut meta = HashMap::new();
+        let mut kept = Vec::new();
+        for g in &ledger.grants {
+            if sched
+                .restore(&g.alloc_id, &g.nodes, g.expires_at_ms, g.warn_secs)
+                .is_ok()
+            {
+                meta.insert(
+                    g.alloc_id.clone(),
+                    Meta {
+                        req_id: g.req_id.clone(),
+                        queue: g.queue.clone(),
+                        session: g.session,
+                        ..Meta::default()
+                    },
+                );
+                kept.push(g.clone());
+            }
+        }
+        let ledger = Ledger {
+            grants: kept,
+            ..ledger
+        };
+        State {
+            sched,
+            meta,
+            parts,
+            ledger,
+            wire: WireVersion::V41,
+        }
+    }
+
+    /// Start serving the DVM `dvm` (its namespace) on wire `wire`: the
+    /// session count continues if it is the DVM served before.
+    pub fn attach(&mut self, dvm: &str, wire: WireVersion) {
+        self.wire = wire;
+        if self.ledger.dvm.as_deref() != Some(dvm) {
+            self.ledger.dvm = Some(dvm.to_string());
+            self.ledger.sessions = 0;
+        }
+        for m in self.meta.values_mut() {
+            m.owed = None;
+        }
+    }
+
+    /// The ledger as it should be on disk now.
+    pub fn ledger(&self) -> Ledger {
+        let mut l = self.ledger.clone();
+        l.next_id = self.sched.next_id_number();
+        l.grants = self
+            .sched
+            .allocations()
+            .into_iter()
+            .filter(|a| !a.queued)
+            .map(|a| {
+                let m = self.meta.get(&a.alloc_id).cloned().unwrap_or_default();
+                Grant {
+                    alloc_id: a.alloc_id,
+                    req_id: m.req_id,
+                    nodes: a.nodes,
+                    expires_at_ms: a.expires_at_ms,
+                    warn_secs: a.warn_secs,
+                    session: m.session,
+                    queue: m.queue,
+                }
+            })
+            .collect();
+        l
+    }
+
+    /// Free nodes of the pool.
+    pub fn free_nodes(&self) -> Vec<String> {
+        self.sched.free_names()
+    }
+
+    /// When the next warning or expiry falls due (ms since the epoch).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.sched.next_deadline()
+    }
+
+    /// Serve one allocation request the DVM sent on `tag`.
+    pub fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        match ask.directive {
+            NEW => self.on_new(tag, ask, now),
+            EXTEND => self.on_extend(tag, ask, now),
+            RELEASE => self.on_release(tag, &ask, now),
+            REQ_CANCEL => self.on_cancel(tag, &ask, now),
+            _ => self.refuse(tag, Status::ERR_NOT_SUPPORTED),
+        }
+    }
+
+    fn refuse(&self, tag: u32, st: Status) -> Result<Vec<Out>> {
+        Ok(vec![Out::Answer(
+            tag,
+            wire::answer(self.wire, st, None, &[], &[])?,
+        )])
+    }
+
+    fn partition(&self, name: Option<&str>) -> Option<&Partition> {
+        match name {
+            None => self.parts.first(),
+            Some(n) => self.parts.iter().find(|p| p.name == n),
+        }
+    }
+
+    fn request(ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
+        let want = if !ask.node_list.is_empty() {
+            NodeAsk::List(ask.node_list.clone())
+        } else {
+            match ask.num_nodes {
+                Some(n) if n > 0 => NodeAsk::Count(n),
+                _ => NodeAsk::Nothing,
+            }
+        };
+        SchedRequest {
+            ask: want,
+            exclude: ask.exclude.clone(),
+            time_secs,
+            warn_secs: ask.warn_secs,
+        }
+    }
+
+    fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        let Some(part) = self.partition(ask.queue.as_deref()).cloned() else {
+            return self.refuse(tag, Status::ERR_NOT_FOUND);
+        };
+        let time = ask.time_secs.or(part.default_secs);
+        if let (Some(t), Some(max)) = (time, part.max_secs) {
+            if t > max {
+                return self.refuse(tag, Status::ERR_BAD_PARAM);
+            }
+        }
+        let req = Self::request(&ask, time);
+        let (id, sub) = match self.sched.submit_new(&req, now) {
+            Ok(x) => x,
+            Err(e) => return self.refuse(tag, sched_status(e)),
+        };
+        self.meta.insert(
+            id.clone(),
+            Meta {
+                req_id: ask.req_id.clone(),
+                echo: ask.echo.clone(),
+                queue: part.name.clone(),
+                session: None,
+                owed: Some(tag),
+                granted_at: now,
+            },
+        );
+        match sub {
+            Submit::Granted(nodes) => self.granted(&id, &nodes),
+            Submit::Queued => Ok(Vec::new()),
+        }
+    }
+
+    /// Answer the owed request of `id` with `nodes`.
+    fn granted(&mut self, id: &str, nodes: &[String]) -> Result<Vec<Out>> {
+        let now = super::now_ms();
+        let Some(m) = self.meta.get_mut(id) else {
+            return Ok(Vec::new());
+        };
+        m.granted_at = now;
+        let Some(tag) = m.owed.take() else {
+            return Ok(Vec::new());
+        };
+        if m.session.is_none() {
+            self.ledger.sessions += 1;
+            m.session = Some(self.ledger.sessions);
+        }
+        let body = wire::answer(self.wire, Status(0), Some(id), nodes, &m.echo)?;
+        Ok(vec![Out::Answer(tag, body)])
+    }
+
+    fn find_id(&self, ask: &AllocAsk) -> Option<String> {
+        if let Some(id) = &ask.alloc_id {
+            return Some(id.clone());
+        }
+        let rid = ask.req_id.as_ref()?;
+        self.meta
+            .iter()
+            .find(|(_, m)| m.req_id.as_ref() == Some(rid))
+            .map(|(id, _)| id.clone())
+    }
+
+    fn on_extend(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        let Some(id) = self.find_id(&ask) else {
+            return self.refuse(tag, Status::ERR_NOT_FOUND);
+        };
+        let req = Self::request(&ask, ask.time_secs);
+        match self.sched.submit_extend(&id, &req, now) {
+            Err(e) => self.refuse(tag, sched_status(e)),
+            Ok(sub) => {
+                if let Some(m) = self.meta.get_mut(&id) {
+                    m.owed = Some(tag);
+                    m.echo = ask.echo.clone();
+                }
+                match sub {
+                    Submit::Granted(nodes) => self.granted(&id, &nodes),
+                    Submit::Queued => Ok(Vec::new()),
+                }
+            }
+        }
+    }
+
+    fn on_release(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+        let Some(id) = self.find_id(ask) else {
+            return self.refuse(tag, Status::ERR_NOT_FOUND);
+        };
+        let part = (!ask.node_list.is_empty()).then_some(&ask.node_list[..]);
+        match self.sched.release(&id, part, now) {
+            Err(e) => self.refuse(tag, sched_status(e)),
+            Ok((_nodes, ev)) => {
+                if part.is_none() {
+                    self.meta.remove(&id);
+                }
+                let mut out = vec![Out::Answer(
+                    tag,
+                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
+                )];
+                out.extend(self.events(ev)?);
+                Ok(out)
+            }
+        }
+    }
+
+    fn on_cancel(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+        let Some(id) = self.find_id(ask) else {
+            return self.refuse(tag, Status::ERR_NOT_FOUND);
+        };
+        match self.sched.cancel(&id, now) {
+            Err(e) => self.refuse(tag, sched_status(e)),
+            Ok((_n, was_new, ev)) => {
+                let mut out = Vec::new();
+                let owed = self.meta.get_mut(&id).and_then(|m| m.owed.take());
+                if let Some(t) = owed {
+                    let st = Status::ERR_NOT_AVAILABLE;
+                    out.push(Out::Answer(t, wire::answer(self.wire, st, None, &[], &[])?));
+                }
+                if was_new {
+                    self.meta.remove(&id);
+                }
+                out.push(Out::Answer(
+                    tag,
+                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
+                ));
+                out.extend(self.events(ev)?);
+                Ok(out)
+            }
+        }
+    }
+
+    /// The DVM says a reservation ended by itself (`PMIX_SESSION_COMPLETE`
+    /// with its `PMIX_ALLOC_ID`): its nodes come back to the pool.
+    pub fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>> {
+        match self.sched.release(alloc_id, None, now) {
+            Ok((_nodes, ev)) => {
+                self.meta.remove(alloc_id);
+                self.events(ev)
+            }
+            Err(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// The DVM lists `live` as its allocations: a grant it no longer lists
+    /// (told of at least `settle_ms` ago) was ended by the DVM itself (a
+    /// NONE or CHILD disposition, which PRRTE master does not report), so
+    /// its nodes come back to the pool. Returns what that unblocked.
+    pub fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
+        let gone: Vec<String> = self
+            .sched
+            .allocations()
+            .into_iter()
+            .filter(|a| !a.queued && !live.contains(&a.alloc_id))
+            .filter(|a| {
+                self.meta.get(&a.alloc_id).is_some_and(|m| {
+                    m.owed.is_none() && now.saturating_sub(m.granted_at) >= settle_ms
+                })
+            })
+            .map(|a| a.alloc_id)
+            .collect();
+        let mut out = Vec::new();
+        for id in gone {
+            out.extend(self.on_session_done(&id, now)?);
+        }
+        Ok(out)
+    }
+
+    /// Fire what fell due by `now`.
+    pub fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
+        let ev = self.sched.advance(now);
+        self.events(ev)
+    }
+
+    fn events(&mut self, ev: Vec<SchedEvent>) -> Result<Vec<Out>> {
+        let mut out = Vec::new();
+        for e in ev {
+            match e {
+                SchedEvent::WarnDue {
+                    alloc_id,
+                    remaining_secs,
+                } => out.push(Out::Own(wire::warning(
+                    self.wire,
+                    &alloc_id,
+                    remaining_secs,
+                )?)),
+                SchedEvent::Expired { alloc_id, .. } => {
+                    let m = self.meta.remove(&alloc_id).unwrap_or_default();
+                    if let Some(s) = m.session {
+                        out.push(Out::Own(wire::terminate(self.wire, s, &alloc_id)?));
+                    }
+                }
+                SchedEvent::QueuedGranted {
+                    alloc_id, nodes, ..
+                } => out.extend(self.granted(&alloc_id, &nodes)?),
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,234 @@
+//! psched's side of the scheduler protocol, as bytes: what the DVM asks
+//! (`PMIX_ALLOC_CMD`, `PMIX_SESSION_CTRL_CMD`) and what psched sends back
+//! or on its own (answers, timeout warnings, session terminations).
+
+use crate::codec::attrs::{parse_alloc_time, write_infos};
+use crate::codec::helpers::value_list;
+use crate::codec::{AllocDirective, Cmd, Decoder, Encoder, Info, Range, Size, Value, WireVersion};
+use crate::error::{Error, Result};
+use crate::proto::status::Status;
+use crate::proto::{cmd, keys};
+
+/// `PMIX_SESSION_CTRL_CMD`: session control (either direction).
+pub const SESSION_CTRL: u8 = 35;
+/// `PMIX_RANGE_RM`: an event meant for the resource manager (the DVM).
+pub const RANGE_RM: u8 = 1;
+/// Most infos psched reads from one request.
+pub const MAX_INFOS: u64 = 256;
+
+/// A message the DVM sent to psched.
+#[derive(Debug, Clone)]
+pub enum Inbound {
+    /// An allocation request forwarded by the DVM.
+    Alloc(AllocAsk),
+    /// Session control from the DVM (e.g. `PMIX_SESSION_COMPLETE`).
+    Session {
+        /// The DVM's session number.
+        session: u32,
+        /// The directives.
+        infos: Vec<Info>,
+    },
+    /// Anything else (answered with an error status).
+    Other(u8),
+}
+
+/// An allocation request as the DVM forwarded it, in typed form.
+#[derive(Debug, Clone, Default)]
+pub struct AllocAsk {
+    /// The directive code (NEW=1, EXTEND=2, RELEASE=3, REACQUIRE=4, REQ_CANCEL=5).
+    pub directive: u8,
+    /// `PMIX_ALLOC_NUM_NODES`.
+    pub num_nodes: Option<u32>,
+    /// `PMIX_ALLOC_NODE_LIST`.
+    pub node_list: Vec<String>,
+    /// `PMIX_ALLOC_EXCLUDE`.
+    pub exclude: Vec<String>,
+    /// `PMIX_ALLOC_TIME`, in seconds.
+    pub time_secs: Option<u32>,
+    /// `PMIX_ALLOC_WARN_TIMEOUT`, in seconds.
+    pub warn_secs: Option<u32>,
+    /// `PMIX_ALLOC_ID`.
+    pub alloc_id: Option<String>,
+    /// `PMIX_ALLOC_REQ_ID`.
+    pub req_id: Option<String>,
+    /// `PMIX_ALLOC_QUEUE`: the partition asked for.
+    pub queue: Option<String>,
+    /// The infos psched echoes back (request id, target, share, inheritance).
+    pub echo: Vec<Info>,
+}
+
+/// Decode one message from the DVM.
+pub fn decode(wire: WireVersion, payload: &[u8]) -> Result<Inbound> {
+    let mut d = Decoder::new(payload, wire);
+    let Cmd(c) = d.unpack_one()?;
+    match c {
+        cmd::ALLOC => {
+            let AllocDirective(directive) = d.unpack_one()?;
+            let infos = read_infos(&mut d)?;
+            Ok(Inbound::Alloc(ask_from(directive, &infos)))
+        }
+        SESSION_CTRL => {
+            let session: u32 = d.unpack_one()?;
+            let infos = read_infos(&mut d)?;
+            Ok(Inbound::Session { session, infos })
+        }
+        other => Ok(Inbound::Other(other)),
+    }
+}
+
+fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
+    if d.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Size(n) = d.unpack_one()?;
+    if n > MAX_INFOS {
+        return Err(Error::new(
+            Status::ERR_BAD_PARAM,
+            format!("a request with {n} infos (at most {MAX_INFOS})"),
+        ));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    d.unpack::<Info>(n as usize)
+}
+
+fn secs(v: &Value) -> Option<u32> {
+    parse_alloc_time(v).map(|x| x.min(u64::from(u32::MAX)) as u32)
+}
+
+/// Map the request's infos onto an [`AllocAsk`].
+pub fn ask_from(directive: u8, infos: &[Info]) -> AllocAsk {
+    let mut a = AllocAsk {
+        directive,
+        ..AllocAsk::default()
+    };
+    for i in infos {
+        let v = &i.value;
+        match i.key.as_str() {
+            keys::ALLOC_NUM_NODES => {
+                a.num_nodes = v
+                    .as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                    .map(|x| x.min(u64::from(u32::MAX)) as u32)
+            }
+            keys::ALLOC_NODE_LIST => a.node_list = value_list(v),
+            keys::ALLOC_EXCLUDE => a.exclude = value_list(v),
+            keys::ALLOC_TIME => a.time_secs = secs(v),
+            keys::ALLOC_WARN_TIMEOUT => a.warn_secs = secs(v),
+            keys::ALLOC_ID => a.alloc_id = v.as_str().map(String::from),
+            keys::ALLOC_QUEUE => a.queue = v.as_str().map(String::from),
+            keys::ALLOC_REQ_ID => {
+                a.req_id = v.as_str().map(String::from);
+                a.echo.push(i.clone());
+            }
+            keys::ALLOC_TARGET | keys::ALLOC_SHARE | keys::ALLOC_INHERITANCE => {
+                a.echo.push(i.clone())
+            }
+            _ => {}
+        }
+    }
+    a
+}
+
+/// The answer to a request: status, then the infos PRRTE reads (node list,
+/// allocation id, the echoed request id, target, share and inheritance).
+pub fn answer(
+    wire: WireVersion,
+    status: Status,
+    alloc_id: Option<&str>,
+    nodes: &[String],
+    echo: &[Info],
+) -> Result<Vec<u8>> {
+    let mut infos = Vec::with_capacity(echo.len() + 2);
+    if status.is_success() {
+        if !nodes.is_empty() {
+            infos.push(Info::new(keys::ALLOC_NODE_LIST, nodes.join(",").as_str()));
+        }
+        if let Some(id) = alloc_id {
+            infos.push(Info::new(keys::ALLOC_ID, id));
+        }
+        infos.extend(echo.iter().cloned());
+    }
+    let mut e = Encoder::new(wire);
+    e.pack_one(&status)?;
+    write_infos(&mut e, &infos)?;
+    Ok(e.into_bytes())
+}
+
+/// `PMIX_ALLOC_TIMEOUT_WARNING` for `alloc_id`, range RM, with the time left.
+pub fn warning(wire: WireVersion, alloc_id: &str, remaining_secs: u32) -> Result<Vec<u8>> {
+    let infos = [
+        Info::new(keys::ALLOC_ID, alloc_id),
+        Info::new(keys::TIME_REMAINING, Value::Uint32(remaining_secs)),
+    ];
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::NOTIFY))?;
+    e.pack_one(&Status::ALLOC_TIMEOUT_WARNING)?;
+    e.pack_one(&Range(RANGE_RM))?;
+    write_infos(&mut e, &infos)?;
+    Ok(e.into_bytes())
+}
+
+/// `PMIX_SESSION_TERMINATE` of the DVM's session `session` (carrying
+/// `alloc_id` too, so the DVM can tell which reservation is meant).
+pub fn terminate(wire: WireVersion, session: u32, alloc_id: &str) -> Result<Vec<u8>> {
+    let infos = [
+        Info::new("pmix.ssn.terminate", Value::Bool(true)),
+        Info::new(keys::ALLOC_ID, alloc_id),
+    ];
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(SESSION_CTRL))?;
+    e.pack_one(&session)?;
+    write_infos(&mut e, &infos)?;
+    Ok(e.into_bytes())
+}
+
+/// A plain status answer (to session control, or to what psched does not serve).
+pub fn status_only(wire: WireVersion, status: Status) -> Result<Vec<u8>> {
+    let mut e = Encoder::new(wire);
+    e.pack_one(&status)?;
+    write_infos(&mut e, &[])?;
+    Ok(e.into_bytes())
+}
+
+/// A query of the DVM's allocation ids (`PMIX_QUERY_ALLOC_IDS`), how psched
+/// learns which of its grants the DVM ended by itself.
+pub fn query_alloc_ids(wire: WireVersion) -> Result<Vec<u8>> {
+    let q = crate::codec::Query {
+        keys: vec![keys::QUERY_ALLOC_IDS.to_string()],
+        qualifiers: Vec::new(),
+    };
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::QUERY))?;
+    crate::codec::attrs::write_sized(&mut e, &[q])?;
+    Ok(e.into_bytes())
+}
+
+/// The ids in the answer to [`query_alloc_ids`]; `None` when the DVM
+/// refused or answered something else (then nothing is reconciled).
+pub fn alloc_ids_answer(wire: WireVersion, payload: &[u8]) -> Option<Vec<String>> {
+    let mut d = Decoder::new(payload, wire);
+    let st: Status = d.unpack_one().ok()?;
+    // "Not found": the DVM holds no allocation at all.
+    if st == Status::ERR_NOT_FOUND {
+        return Some(Vec::new());
+    }
+    if !st.is_success() {
+        return None;
+    }
+    let infos = read_infos(&mut d).ok()?;
+    let v = &infos.iter().find(|i| i.key == keys::QUERY_ALLOC_IDS)?.value;
+    let Value::DataArray(a) = v else {
+        return None;
+    };
+    if let Some(l) = a.as_infos() {
+        return Some(
+            l.iter()
+                .filter(|i| i.key == keys::ALLOC_ID)
+                .filter_map(|i| i.value.as_str().map(String::from))
+                .collect(),
+        );
+    }
+    a.as_strings().map(<[String]>::to_vec)
+}
