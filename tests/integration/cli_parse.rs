@@ -271,6 +271,29 @@ fn pspawn_typical() {
     assert_eq!(r.timeout_secs, Some(90));
 }
 
+/// Issue 17: options before the program are parsed strictly. An unknown one
+/// was taken as the program (`pspawn -N 2 -n 4 true` said "program not
+/// found: -N", exit 5); now it is a usage error naming the nearest option or
+/// the Slurm habit's reason, and saying that `--` starts the program.
+#[test]
+fn pspawn_unknown_option_is_a_usage_error() {
+    let msg = refused::<PspawnArgs>("pspawn -N 2 -n 4 true");
+    assert!(msg.contains("unknown option `-N`"), "{msg}");
+    assert!(msg.contains("palloc -N"), "{msg}");
+    assert!(msg.contains("`--` starts the program"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn -n 4 --tme 3 true");
+    assert!(msg.contains("did you mean `--timeout`"), "{msg}");
+    assert!(msg.contains("`--` starts the program"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn --pty bash");
+    assert!(msg.contains("not a PMIx spawn attribute"), "{msg}");
+    // After the program, hyphens are the program's own; `--` starts one
+    // whose name begins with `-`.
+    let a: PspawnArgs = ok("pspawn -n 2 ls -N -l : -n 1 echo --tme");
+    assert_eq!(a.app, ["ls", "-N", "-l", ":", "-n", "1", "echo", "--tme"]);
+    let a: PspawnArgs = ok("pspawn -n 2 -- -weird x");
+    assert_eq!(a.app, ["-weird", "x"]);
+}
+
 #[test]
 fn pspawn_refusals() {
     refused::<PspawnArgs>("pspawn");

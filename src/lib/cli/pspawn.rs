@@ -44,6 +44,12 @@ PMIx IOF push), and closes rank 0's stdin at end of input, so \
 (rank 0 reads end of file), --stdin RANK sends it to another rank. With \
 --detach nothing is forwarded.
 
+Options before the program are parsed strictly: an unknown one is a usage \
+error (exit 2) naming the nearest option, or for a Slurm flag with no meaning \
+here (--pty, --mpi, -p …) why and what to type instead. The first word that is \
+not an option starts the program; `--` starts it explicitly (for a program \
+whose name begins with `-`).
+
 Errors before anything runs are said plainly: a program that does not exist \
 (exit 5, PMIX_ERR_NOT_FOUND) and a --wdir that is not a directory (exit 2, \
 checked here when the DVM runs on this machine, else reported by the DVM) \
@@ -143,12 +149,7 @@ pub struct PspawnArgs {
     pub output: OutputArgs,
 
     /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
-    #[arg(
-        value_name = "APP",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "APP", required = true, trailing_var_arg = true)]
     pub app: Vec<String>,
 }
 

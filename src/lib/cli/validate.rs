@@ -10,6 +10,14 @@ use std::ffi::OsString;
 pub trait Validate {
     /// `Err(sentence)` names the problem and what to do instead.
     fn validate(&self) -> Result<(), String>;
+
+    /// Turn clap's own parse error into the tool's sentence (default: as is).
+    fn refine_error(err: clap::Error) -> clap::Error
+    where
+        Self: Sized,
+    {
+        err
+    }
 }
 
 macro_rules! validate_impl {
@@ -24,11 +32,20 @@ macro_rules! validate_impl {
 
 validate_impl!(
     super::PallocArgs,
-    super::PspawnArgs,
     super::PreleaseArgs,
     super::PwatchArgs,
     super::PdvmArgs
 );
+
+impl Validate for super::PspawnArgs {
+    fn validate(&self) -> Result<(), String> {
+        super::PspawnArgs::validate(self)
+    }
+
+    fn refine_error(err: clap::Error) -> clap::Error {
+        super::pspawn_usage::refine(err)
+    }
+}
 
 /// Parse `args` (the first is the program name) and validate. A failure of
 /// either kind is a `clap::Error` whose `exit_code()` is 2 (or 0 for
@@ -39,7 +56,7 @@ where
     I: IntoIterator<Item = A>,
     A: Into<OsString> + Clone,
 {
-    let parsed = T::try_parse_from(args)?;
+    let parsed = T::try_parse_from(args).map_err(T::refine_error)?;
     parsed
         .validate()
         .map_err(|msg| T::command().error(ErrorKind::ArgumentConflict, msg))?;
