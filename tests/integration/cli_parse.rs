@@ -235,7 +235,11 @@ fn pspawn_typical() {
     assert_eq!(r.apps[0].np, 4);
     assert_eq!(r.apps[0].program, "./a.out");
     assert_eq!(r.apps[0].args, ["--flag", "x"]);
-    assert_eq!(r.apps[0].env[0].name, "OMP");
+    assert_eq!(
+        r.apps[0].env.last().unwrap().name,
+        "OMP",
+        "-x comes after the exported environment, so it wins"
+    );
 
     let a: PspawnArgs =
         ok("pspawn -n 2 -H node[1-2] manager -v : -n 8 -x W=1 --wdir /w worker a : tool");
@@ -493,7 +497,7 @@ fn short_flags_mean_one_thing() {
     // -x is --env (pspawn); palloc has no -x: its exclude is --exclude only.
     refused::<PallocArgs>("palloc -x n1 -N 1");
     let a: PspawnArgs = ok("pspawn -x A=1 true");
-    assert_eq!(a.request().unwrap().apps[0].env[0].name, "A");
+    assert_eq!(a.request().unwrap().apps[0].env.last().unwrap().name, "A");
     // -J names the request, as Slurm's job name.
     let a: PallocArgs = ok("palloc -J nightly -N 1");
     assert_eq!(a.request().request_id.as_deref(), Some("nightly"));

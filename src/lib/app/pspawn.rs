@@ -158,11 +158,20 @@ pub fn program_exists(program: &str) -> bool {
 /// answer) and its --wdir is a directory (exit 2, a bad value).
 pub fn check_apps_locally(apps: &[AppSpec]) -> Result<(), Failure> {
     for a in apps {
-        // A PATH given to the app with -x may find what ours does not.
-        if a.env.iter().any(|e| e.name == "PATH") {
+        // A PATH of the app's own (-x) may find what ours does not.
+        let ours = std::env::var("PATH").ok();
+        if a.env
+            .iter()
+            .any(|e| e.name == "PATH" && e.value.is_some() && e.value != ours)
+        {
             continue;
         }
-        if !program_exists(&a.program) {
+        let cwd = a.wdir.as_ref().and_then(|w| {
+            std::env::current_dir()
+                .ok()
+                .map(|h| h.join(w).display().to_string())
+        });
+        if !program_exists(&super::launch::program_in_wdir(a, cwd.as_deref())) {
             return Err(Failure::with(
                 Exit::NotFound,
                 Some(Status::ERR_NOT_FOUND.name()),

@@ -17,6 +17,7 @@ pub mod parse;
 pub mod pdvm;
 pub(crate) mod prelease;
 pub mod pspawn;
+pub mod pspawn_export;
 pub mod pspawn_usage;
 pub(crate) mod pwatch;
 pub mod request;
