@@ -126,3 +126,35 @@ fn unknown_option_exits_2_before_connecting() {
         );
     }
 }
+
+/// `pspawn -H nosuch true` said "program not found" on pdvm and suggested
+/// `:OVERSUBSCRIBE` on PRRTE master; now both name the host that does not
+/// exist (exit 5) and list the DVM's nodes.
+#[test]
+fn unknown_host_is_named_on_pdvm() {
+    let dvm = pdvm();
+    let o = pspawn(&dvm, &["-H", "nosuch", "true"], &[]);
+    assert_eq!(o.status.code(), Some(5), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("no such host: nosuch"), "{}", show(&o));
+    assert!(!err.contains("program not found"), "{}", show(&o));
+}
+
+#[test]
+fn unknown_host_is_named_on_prrte_master() {
+    let dvm = support::Prte::start_master();
+    let mut c = dvm.tool_command(support::cargo_bin("pspawn"));
+    c.env("PATH", support::user_path())
+        .args(["-H", "nosuch", "true"])
+        .stdin(Stdio::null());
+    let o = support::run_with_timeout(&mut c, 60);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("no such host: nosuch"),
+        "{}\n{}",
+        show(&o),
+        dvm.logs()
+    );
+    assert!(!err.contains("OVERSUBSCRIBE"), "{}", show(&o));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+}

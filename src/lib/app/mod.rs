@@ -18,6 +18,7 @@ pub mod palloc;
 pub(crate) mod palloc_detach;
 pub mod prelease;
 pub mod pspawn;
+mod pspawn_hosts;
 pub mod pwatch;
 pub(crate) mod signals;
 pub(crate) mod status;

@@ -47,7 +47,15 @@ pub fn run(args: &PspawnArgs) -> i32 {
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing
 /// program is named.
-fn spawn_failure(req: &SpawnRequest, attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
+fn spawn_failure(
+    s: &Session,
+    req: &SpawnRequest,
+    attrs: &AttrsPresent,
+    e: &crate::error::Error,
+) -> Failure {
+    if let Some(f) = super::pspawn_hosts::unknown_host_failure(s, req, e) {
+        return f;
+    }
     let mut f = Failure::refused(Operation::Spawn, attrs, e);
     let inherited = std::env::var("PMIX_ALLOC_ID")
         .ok()
@@ -333,7 +341,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
             crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
         ];
         info.extend(launch::placement_info(target, req.map_by.as_deref()));
-        let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(req, &attrs, &e))?;
+        let ns = spawn(s, &info, &apps).map_err(|e| spawn_failure(s, req, &attrs, &e))?;
         job.nspace = ns.clone();
         ui.record(&job);
         ui.result(&ns);
@@ -358,7 +366,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
                 .chunk(c);
         }
     })
-    .map_err(|e| spawn_failure(req, &attrs, &e))?;
+    .map_err(|e| spawn_failure(s, req, &attrs, &e))?;
     let ns = match launched {
         Launched::Running(ns) => ns,
         Launched::Ended(end) => {
