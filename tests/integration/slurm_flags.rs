@@ -158,3 +158,17 @@ fn unknown_host_is_named_on_prrte_master() {
     assert!(!err.contains("OVERSUBSCRIBE"), "{}", show(&o));
     assert_ne!(o.status.code(), Some(0), "{}", show(&o));
 }
+
+/// `prelease --reacquire` on pdvm said "use pdvm"; now it says that this
+/// DVM does not reacquire, and what to do instead.
+#[test]
+fn reacquire_on_pdvm_says_something_true() {
+    let dvm = pdvm();
+    let mut c = dvm.tool("prelease");
+    c.args(["--reacquire", "alloc.1"]).stdin(Stdio::null());
+    let o = support::run_with_timeout(&mut c, 60);
+    assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(!err.contains("use pdvm"), "{}", show(&o));
+    assert!(err.contains("does not reacquire"), "{}", show(&o));
+}
