@@ -263,7 +263,7 @@ pub(crate) fn hint(op: Operation, status: &str, attrs: &AttrsPresent) -> Option<
             "this DVM does not reacquire a released allocation (PMIX_ALLOC_REAQUIRE is optional; \
 pdvm does not implement it); ask for the same nodes again with `palloc -w NODES`",
         ),
-        (AllocNew | AllocExtend | Release | Reacquire | Cancel, "PMIX_ERR_NOT_SUPPORTED") => {
+        (AllocNew | AllocExtend | Release | Cancel, "PMIX_ERR_NOT_SUPPORTED") => {
             Some("this DVM does not implement node reservations (PRRTE before the spec 001 work answers so); use pdvm or a DVM that does")
         }
         _ => None,
