@@ -346,6 +346,39 @@ fn prelease_forms() {
 
 // ---- pwatch ----------------------------------------------------------------
 
+/// Issue 17: every flag that takes several values takes a comma list too
+/// (squeue's `-t R,PD`); they were refused.
+#[test]
+fn pwatch_comma_lists() {
+    use pmix_tools::cli::request::StatusState;
+    let a: PwatchArgs = ok("pwatch --status --what reservations,nodes --state idle,busy");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(s.states, [StatusState::Idle, StatusState::Busy]);
+            assert_eq!(s.what, [StatusWhat::Nodes]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --status --what reservations,scheduler");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(s.what, [StatusWhat::Reservations, StatusWhat::Scheduler])
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --event timeout-warning,job-end --alloc a1,a2 --job j@1,j@2");
+    match a.request() {
+        WatchRequest::Events(e) => {
+            assert_eq!(e.events, [EventKind::TimeoutWarning, EventKind::JobEnd]);
+            assert_eq!(e.alloc_ids, ["a1", "a2"]);
+            assert_eq!(e.nspaces, ["j@1", "j@2"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PreleaseArgs = ok("prelease --request-id r1,r2");
+    assert_eq!(a.request_id, ["r1", "r2"]);
+}
+
 #[test]
 fn pwatch_forms() {
     let a: PwatchArgs = ok("pwatch");
