@@ -172,3 +172,40 @@ fn reacquire_on_pdvm_says_something_true() {
     assert!(!err.contains("use pdvm"), "{}", show(&o));
     assert!(err.contains("does not reacquire"), "{}", show(&o));
 }
+
+/// On PRRTE master without a scheduler, `palloc -N 1` exited 0 with an empty
+/// reservation (and the next pspawn suggested OVERSUBSCRIBE); now it is an
+/// error naming the missing scheduler (exit 7), and the empty reservation
+/// is given back.
+#[test]
+fn empty_grant_without_a_scheduler_is_an_error_on_prrte_master() {
+    let dvm = support::Prte::start_master();
+    let tool = |name: &str| {
+        let mut c = dvm.tool_command(support::cargo_bin(name));
+        c.env("PATH", support::user_path()).stdin(Stdio::null());
+        c
+    };
+    for args in [&["-N", "1", "--", "true"][..], &["-N", "1", "--parsable"]] {
+        let o = support::run_with_timeout(tool("palloc").args(args), 60);
+        assert_eq!(
+            o.status.code(),
+            Some(7),
+            "{args:?}: {}\n{}",
+            show(&o),
+            dvm.logs()
+        );
+        assert!(
+            text(&o.stderr).contains("no scheduler is attached"),
+            "{}",
+            show(&o)
+        );
+        assert!(o.stdout.is_empty(), "{}", show(&o));
+    }
+    let o = support::run_with_timeout(
+        tool("pwatch").args(["--status", "--what", "reservations", "--json"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let left = support::json_records(&text(&o.stdout));
+    assert!(left.is_empty(), "reservations left behind: {left:?}");
+}

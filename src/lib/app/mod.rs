@@ -16,6 +16,7 @@ pub(crate) mod failure;
 pub(crate) mod launch;
 pub mod palloc;
 pub(crate) mod palloc_detach;
+mod palloc_empty;
 pub mod prelease;
 pub mod pspawn;
 mod pspawn_hosts;

@@ -353,6 +353,10 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         }
     };
     let mut rec = granted_record(&req, &reply, &s, from_application);
+    if let Some(f) = super::palloc_empty::refuse_empty_grant(&s, &req, &rec) {
+        finish(s);
+        return Err(f);
+    }
     if req.directive == directive::EXTEND {
         as_the_dvm_has_it(&s, &mut rec);
     }
