@@ -353,7 +353,13 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         }
     };
     let mut rec = granted_record(&req, &reply, &s, from_application);
-    if let Some(f) = super::palloc_empty::refuse_empty_grant(&s, &req, &rec) {
+    // A job's own request (a script inside the DVM, such as spec 001's
+    // probes) keeps an empty grant unless it runs a command in it.
+    let uses_nodes = !from_application || matches!(mode, PallocMode::Run(_));
+    if let Some(f) = uses_nodes
+        .then(|| super::palloc_empty::refuse_empty_grant(&s, &req, &rec))
+        .flatten()
+    {
         finish(s);
         return Err(f);
     }
