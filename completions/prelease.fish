@@ -1,4 +1,4 @@
-complete -c prelease -l request-id -d 'Release the allocation requested under this request id (repeatable)' -r -f
+complete -c prelease -l request-id -d 'Release the allocation requested under this request id (repeatable or comma-separated)' -r -f
 complete -c prelease -s N -l nodes -d 'Release only this many nodes of the allocation (partial release)' -r -f
 complete -c prelease -s w -l nodelist -d 'Release only these nodes, e.g. `node[07-08]` or file:PATH (partial release)' -r -f
 complete -c prelease -l cancel -d 'Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL)' -r -f

@@ -15,7 +15,7 @@ _prelease() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'*--request-id=[Release the allocation requested under this request id (repeatable)]:REQ_ID:' \
+'*--request-id=[Release the allocation requested under this request id (repeatable or comma-separated)]:REQ_ID:' \
 '(--cancel --reacquire)-N+[Release only this many nodes of the allocation (partial release)]:N:' \
 '(--cancel --reacquire)--nodes=[Release only this many nodes of the allocation (partial release)]:N:' \
 '(--cancel --reacquire)-w+[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:' \

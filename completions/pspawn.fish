@@ -1,7 +1,8 @@
 complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to every app without its own -n)' -r -f
-complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)' -r -f
-complete -c pspawn -l wdir -d 'Working directory of the processes' -r -f -a "(__fish_complete_directories)"
-complete -c pspawn -s H -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH; `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`' -r -f
+complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)' -r -f
+complete -c pspawn -l export -d 'Which of this environment the job gets besides -x: ALL (default, as srun), NONE, or VAR[=VAL][,…]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command\'s own PMIx connection and identity; the DVM gives each process its own)' -r -f
+complete -c pspawn -s D -l wdir -l chdir -d 'Working directory of the processes (srun\'s -D/--chdir); a relative program path such as ./run.sh is found there' -r -f -a "(__fish_complete_directories)"
+complete -c pspawn -s H -s w -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH; `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`' -r -f
 complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
@@ -15,7 +16,7 @@ complete -c pspawn -l tmpdir -d 'Look for rendezvous files under DIR instead of 
 complete -c pspawn -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
 complete -c pspawn -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
 complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID'
-complete -c pspawn -l tag-output -d 'Prefix each forwarded output line with `[rank]`'
+complete -c pspawn -s l -l tag-output -l label -d 'Prefix each forwarded output line with `[rank]` (srun\'s -l/--label)'
 complete -c pspawn -l detach -d 'Print the job\'s namespace and return without waiting for it'
 complete -c pspawn -l parsable -d 'With --detach: print only the job\'s namespace, nothing else (as sbatch --parsable)'
 complete -c pspawn -l system-server-first -d 'Try the system server first, then fall back to others'

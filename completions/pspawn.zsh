@@ -17,10 +17,14 @@ _pspawn() {
     _arguments "${_arguments_options[@]}" : \
 '-n+[Number of processes (default 1; applies to every app without its own -n)]:N:' \
 '--np=[Number of processes (default 1; applies to every app without its own -n)]:N:' \
-'*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:' \
-'*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable)]:VAR[=VAL]:' \
-'--wdir=[Working directory of the processes]:DIR:_files -/' \
+'*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
+'*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
+'--export=[Which of this environment the job gets besides -x\: ALL (default, as srun), NONE, or VAR\[=VAL\]\[,…\]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command'\''s own PMIx connection and identity; the DVM gives each process its own)]:ALL|NONE|VARS:' \
+'-D+[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
+'--wdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
+'--chdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
 '-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
+'-w+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
 '--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
 '--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
@@ -38,7 +42,9 @@ _pspawn() {
 '--wait-to-connect=[Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)]:SECS:' \
 '--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
 '--default-pool[Also allow the default pool (adds the invalid namespace to PMIX_SPAWN_TARGET); alone, it overrides the allocation of PMIX_ALLOC_ID]' \
-'(--detach)--tag-output[Prefix each forwarded output line with \`\[rank\]\`]' \
+'(--detach)-l[Prefix each forwarded output line with \`\[rank\]\` (srun'\''s -l/--label)]' \
+'(--detach)--tag-output[Prefix each forwarded output line with \`\[rank\]\` (srun'\''s -l/--label)]' \
+'(--detach)--label[Prefix each forwarded output line with \`\[rank\]\` (srun'\''s -l/--label)]' \
 '--detach[Print the job'\''s namespace and return without waiting for it]' \
 '(--json)--parsable[With --detach\: print only the job'\''s namespace, nothing else (as sbatch --parsable)]' \
 '--system-server-first[Try the system server first, then fall back to others]' \

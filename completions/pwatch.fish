@@ -1,9 +1,9 @@
-complete -c pwatch -l what -d 'With --status: what to show (repeatable, or a comma list: `--what nodes,scheduler`)' -r -f -a "reservations\t'Reservations: id, owning namespace, owner set, inheritance, share, nodes, expiry'
+complete -c pwatch -l what -d 'With --status: what to show (repeatable or comma-separated)' -r -f -a "reservations\t'Reservations: id, owning namespace, owner set, inheritance, share, nodes, expiry'
 namespaces\t'Namespaces (jobs)'
 nodes\t'Nodes'
 scheduler\t'Scheduler queues: nodes, free nodes, pending requests (like `sinfo`)'
 all\t'All four'"
-complete -c pwatch -l state -d 'With --status: keep only rows in this state (repeatable): queued, active, draining (reservations), running, killing, ended (namespaces), idle, busy (nodes); tables none of whose states is named are left out' -r -f -a "queued\t'Reservations waiting in the scheduler\'s queue'
+complete -c pwatch -l state -d 'With --status: keep only rows in this state (repeatable or comma-separated, as squeue -t R,PD): queued, active, draining (reservations), running, killing, ended (namespaces), idle, busy (nodes); tables none of whose states is named are left out' -r -f -a "queued\t'Reservations waiting in the scheduler\'s queue'
 active\t'Reservations granted, owner alive'
 draining\t'Reservations whose owner ended, kept for its running descendants'
 running\t'Namespaces (jobs) running'
@@ -14,10 +14,10 @@ busy\t'Nodes with slots in use'"
 complete -c pwatch -l complete -d 'Print live allocation ids or namespaces, one per line, for the shell completions (they call `pwatch --complete allocs`); prints nothing and exits 0 when no DVM answers' -r -f -a "allocs\t'Live allocation ids'
 namespaces\t'Live job namespaces'"
 complete -c pwatch -l interval -d 'With --status: refresh every so often (a plain number is minutes; or 5s, 2m, MM:SS)' -r -f
-complete -c pwatch -l alloc -d 'Only events about this allocation id (repeatable)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
-complete -c pwatch -l request-id -d 'Only events about this request id (repeatable)' -r -f
-complete -c pwatch -l job -d 'Only events about this job namespace (repeatable). Not --nspace: that is the connection flag shared by every tool' -r -f -a "(pwatch --complete namespaces 2>/dev/null)"
-complete -c pwatch -l event -d 'Event kinds to show (repeatable; default any)' -r -f -a "timeout-warning\t'`PMIX_ALLOC_TIMEOUT_WARNING` (-194)'
+complete -c pwatch -l alloc -d 'Only events about this allocation id (repeatable or comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
+complete -c pwatch -l request-id -d 'Only events about this request id (repeatable or comma-separated)' -r -f
+complete -c pwatch -l job -d 'Only events about this job namespace (repeatable or comma-separated). Not --nspace: that is the connection flag shared by every tool' -r -f -a "(pwatch --complete namespaces 2>/dev/null)"
+complete -c pwatch -l event -d 'Event kinds to show (repeatable or comma-separated; default any)' -r -f -a "timeout-warning\t'`PMIX_ALLOC_TIMEOUT_WARNING` (-194)'
 job-end\t'`PMIX_EVENT_JOB_END` (-145)'
 alloc\t'Allocation changes (granted, extended, released, reclaimed)'
 node\t'Node changes (joined, left, unreserved)'

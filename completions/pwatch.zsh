@@ -15,12 +15,12 @@ _pwatch() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'*--what=[With --status\: what to show (repeatable, or a comma list\: \`--what nodes,scheduler\`)]:WHAT:((reservations\:"Reservations\: id, owning namespace, owner set, inheritance, share, nodes, expiry"
+'*--what=[With --status\: what to show (repeatable or comma-separated)]:WHAT:((reservations\:"Reservations\: id, owning namespace, owner set, inheritance, share, nodes, expiry"
 namespaces\:"Namespaces (jobs)"
 nodes\:"Nodes"
 scheduler\:"Scheduler queues\: nodes, free nodes, pending requests (like \`sinfo\`)"
 all\:"All four"))' \
-'*--state=[With --status\: keep only rows in this state (repeatable)\: queued, active, draining (reservations), running, killing, ended (namespaces), idle, busy (nodes); tables none of whose states is named are left out]:STATE:((queued\:"Reservations waiting in the scheduler'\''s queue"
+'*--state=[With --status\: keep only rows in this state (repeatable or comma-separated, as squeue -t R,PD)\: queued, active, draining (reservations), running, killing, ended (namespaces), idle, busy (nodes); tables none of whose states is named are left out]:STATE:((queued\:"Reservations waiting in the scheduler'\''s queue"
 active\:"Reservations granted, owner alive"
 draining\:"Reservations whose owner ended, kept for its running descendants"
 running\:"Namespaces (jobs) running"
@@ -31,10 +31,10 @@ busy\:"Nodes with slots in use"))' \
 '(--status)--complete=[Print live allocation ids or namespaces, one per line, for the shell completions (they call \`pwatch --complete allocs\`); prints nothing and exits 0 when no DVM answers]:WHAT:((allocs\:"Live allocation ids"
 namespaces\:"Live job namespaces"))' \
 '--interval=[With --status\: refresh every so often (a plain number is minutes; or 5s, 2m, MM\:SS)]:DURATION:' \
-'(--status)*--alloc=[Only events about this allocation id (repeatable)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
-'(--status)*--request-id=[Only events about this request id (repeatable)]:REQ_ID:' \
-'(--status)*--job=[Only events about this job namespace (repeatable). Not --nspace\: that is the connection flag shared by every tool]:NSPACE:($(pwatch --complete namespaces 2>/dev/null))' \
-'(--status)*--event=[Event kinds to show (repeatable; default any)]:NAME:((timeout-warning\:"\`PMIX_ALLOC_TIMEOUT_WARNING\` (-194)"
+'(--status)*--alloc=[Only events about this allocation id (repeatable or comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
+'(--status)*--request-id=[Only events about this request id (repeatable or comma-separated)]:REQ_ID:' \
+'(--status)*--job=[Only events about this job namespace (repeatable or comma-separated). Not --nspace\: that is the connection flag shared by every tool]:NSPACE:($(pwatch --complete namespaces 2>/dev/null))' \
+'(--status)*--event=[Event kinds to show (repeatable or comma-separated; default any)]:NAME:((timeout-warning\:"\`PMIX_ALLOC_TIMEOUT_WARNING\` (-194)"
 job-end\:"\`PMIX_EVENT_JOB_END\` (-145)"
 alloc\:"Allocation changes (granted, extended, released, reclaimed)"
 node\:"Node changes (joined, left, unreserved)"

@@ -241,7 +241,11 @@ fn pspawn_typical() {
     assert_eq!(r.apps[0].np, 4);
     assert_eq!(r.apps[0].program, "./a.out");
     assert_eq!(r.apps[0].args, ["--flag", "x"]);
-    assert_eq!(r.apps[0].env[0].name, "OMP");
+    assert_eq!(
+        r.apps[0].env.last().unwrap().name,
+        "OMP",
+        "-x comes after the exported environment, so it wins"
+    );
 
     let a: PspawnArgs =
         ok("pspawn -n 2 -H node[1-2] manager -v : -n 8 -x W=1 --wdir /w worker a : tool");
@@ -275,6 +279,29 @@ fn pspawn_typical() {
     let r = a.request().unwrap();
     assert!(r.tag_output);
     assert_eq!(r.timeout_secs, Some(90));
+}
+
+/// Issue 17: options before the program are parsed strictly. An unknown one
+/// was taken as the program (`pspawn -N 2 -n 4 true` said "program not
+/// found: -N", exit 5); now it is a usage error naming the nearest option or
+/// the Slurm habit's reason, and saying that `--` starts the program.
+#[test]
+fn pspawn_unknown_option_is_a_usage_error() {
+    let msg = refused::<PspawnArgs>("pspawn -N 2 -n 4 true");
+    assert!(msg.contains("unknown option `-N`"), "{msg}");
+    assert!(msg.contains("palloc -N"), "{msg}");
+    assert!(msg.contains("`--` starts the program"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn -n 4 --tme 3 true");
+    assert!(msg.contains("did you mean `--timeout`"), "{msg}");
+    assert!(msg.contains("`--` starts the program"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn --pty bash");
+    assert!(msg.contains("not a PMIx spawn attribute"), "{msg}");
+    // After the program, hyphens are the program's own; `--` starts one
+    // whose name begins with `-`.
+    let a: PspawnArgs = ok("pspawn -n 2 ls -N -l : -n 1 echo --tme");
+    assert_eq!(a.app, ["ls", "-N", "-l", ":", "-n", "1", "echo", "--tme"]);
+    let a: PspawnArgs = ok("pspawn -n 2 -- -weird x");
+    assert_eq!(a.app, ["-weird", "x"]);
 }
 
 #[test]
@@ -324,6 +351,39 @@ fn prelease_forms() {
 }
 
 // ---- pwatch ----------------------------------------------------------------
+
+/// Issue 17: every flag that takes several values takes a comma list too
+/// (squeue's `-t R,PD`); they were refused.
+#[test]
+fn pwatch_comma_lists() {
+    use pmix_tools::cli::request::StatusState;
+    let a: PwatchArgs = ok("pwatch --status --what reservations,nodes --state idle,busy");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(s.states, [StatusState::Idle, StatusState::Busy]);
+            assert_eq!(s.what, [StatusWhat::Nodes]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --status --what reservations,scheduler");
+    match a.request() {
+        WatchRequest::Status(s) => {
+            assert_eq!(s.what, [StatusWhat::Reservations, StatusWhat::Scheduler])
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PwatchArgs = ok("pwatch --event timeout-warning,job-end --alloc a1,a2 --job j@1,j@2");
+    match a.request() {
+        WatchRequest::Events(e) => {
+            assert_eq!(e.events, [EventKind::TimeoutWarning, EventKind::JobEnd]);
+            assert_eq!(e.alloc_ids, ["a1", "a2"]);
+            assert_eq!(e.nspaces, ["j@1", "j@2"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let a: PreleaseArgs = ok("prelease --request-id r1,r2");
+    assert_eq!(a.request_id, ["r1", "r2"]);
+}
 
 #[test]
 fn pwatch_forms() {
@@ -476,7 +536,7 @@ fn short_flags_mean_one_thing() {
     // -x is --env (pspawn); palloc has no -x: its exclude is --exclude only.
     refused::<PallocArgs>("palloc -x n1 -N 1");
     let a: PspawnArgs = ok("pspawn -x A=1 true");
-    assert_eq!(a.request().unwrap().apps[0].env[0].name, "A");
+    assert_eq!(a.request().unwrap().apps[0].env.last().unwrap().name, "A");
     // -J names the request, as Slurm's job name.
     let a: PallocArgs = ok("palloc -J nightly -N 1");
     assert_eq!(a.request().request_id.as_deref(), Some("nightly"));

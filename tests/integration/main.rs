@@ -49,6 +49,7 @@ mod server_decode_proptest;
 mod server_identity;
 mod server_pressure;
 mod server_stale;
+mod slurm_flags;
 mod test_layout;
 mod tools_cluster;
 mod tools_master;

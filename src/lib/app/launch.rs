@@ -61,12 +61,25 @@ pub(crate) fn to_app(spec: &AppSpec) -> App {
     let mut argv = vec![spec.program.clone()];
     argv.extend(spec.args.iter().cloned());
     App {
-        cmd: spec.program.clone(),
+        cmd: program_in_wdir(spec, cwd.as_deref()),
         argv,
         env,
         cwd,
         maxprocs: i32::try_from(spec.np).unwrap_or(i32::MAX),
         info,
+    }
+}
+
+/// The program to run: a relative path such as `./run.sh` is found in the
+/// app's --wdir (as srun --chdir and prun --wdir do), so it is made absolute
+/// there; a bare name or an absolute path is left as is.
+pub(crate) fn program_in_wdir(spec: &AppSpec, cwd: Option<&str>) -> String {
+    let p = std::path::Path::new(&spec.program);
+    match cwd {
+        Some(c) if spec.wdir.is_some() && spec.program.contains('/') && p.is_relative() => {
+            std::path::Path::new(c).join(p).display().to_string()
+        }
+        _ => spec.program.clone(),
     }
 }
 

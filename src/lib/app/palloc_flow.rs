@@ -365,6 +365,16 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let Asked { plan, .. } = &self;
         let (args, ui) = (plan.args, plan.ui);
         let mut rec = granted_record(&plan.req, reply, &s, self.from_application);
+        // A job's own request (a script inside the DVM, such as spec 001's
+        // probes) keeps an empty grant unless it runs a command in it.
+        let uses_nodes = !self.from_application || matches!(plan.mode, PallocMode::Run(_));
+        if let Some(f) = uses_nodes
+            .then(|| super::palloc_empty::refuse_empty_grant(&s, &plan.req, &rec))
+            .flatten()
+        {
+            finish(s);
+            return Err(f);
+        }
         if plan.req.directive == Directive::Extend {
             as_the_dvm_has_it(&s, &mut rec);
         }

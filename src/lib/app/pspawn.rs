@@ -55,7 +55,15 @@ pub fn run(args: &PspawnArgs) -> i32 {
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing
 /// program is named.
-fn spawn_failure(req: &SpawnRequest, attrs: &AttrsPresent, e: &crate::error::Error) -> Failure {
+fn spawn_failure(
+    s: &Session,
+    req: &SpawnRequest,
+    attrs: &AttrsPresent,
+    e: &crate::error::Error,
+) -> Failure {
+    if let Some(f) = super::pspawn_hosts::unknown_host_failure(s, req, e) {
+        return f;
+    }
     let mut f = Failure::refused(Operation::Spawn, attrs, e);
     let inherited = std::env::var("PMIX_ALLOC_ID")
         .ok()
@@ -166,11 +174,20 @@ pub fn program_exists(program: &str) -> bool {
 /// answer) and its --wdir is a directory (exit 2, a bad value).
 pub fn check_apps_locally(apps: &[AppSpec]) -> Result<(), Failure> {
     for a in apps {
-        // A PATH given to the app with -x may find what ours does not.
-        if a.env.iter().any(|e| e.name == "PATH") {
+        // A PATH of the app's own (-x) may find what ours does not.
+        let ours = std::env::var("PATH").ok();
+        if a.env
+            .iter()
+            .any(|e| e.name == "PATH" && e.value.is_some() && e.value != ours)
+        {
             continue;
         }
-        if !program_exists(&a.program) {
+        let cwd = a.wdir.as_ref().and_then(|w| {
+            std::env::current_dir()
+                .ok()
+                .map(|h| h.join(w).display().to_string())
+        });
+        if !program_exists(&super::launch::program_in_wdir(a, cwd.as_deref())) {
             return Err(Failure::with(
                 Exit::NotFound,
                 Some(Status::ERR_NOT_FOUND),
@@ -320,7 +337,7 @@ fn detach(
         crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
-    let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(req, attrs, &e))?;
+    let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
     ui.result(&ns);
@@ -420,7 +437,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
                 .chunk(c);
         }
     })
-    .map_err(|e| spawn_failure(req, &attrs, &e))?;
+    .map_err(|e| spawn_failure(s, req, &attrs, &e))?;
     let ns = match launched {
         Launched::Running(ns) => ns,
         Launched::Ended(end) => {

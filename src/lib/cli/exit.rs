@@ -243,7 +243,11 @@ pub(crate) fn hint(op: Operation, status: Status, attrs: &AttrsPresent) -> Optio
         (_, Status::ERR_NOT_SUPPORTED) if attrs.non_default_inheritance => {
             Some("this DVM supports only the default disposition: drop --inherit")
         }
-        (AllocNew | AllocExtend | Release | Reacquire | Cancel, Status::ERR_NOT_SUPPORTED) => {
+        (Reacquire, Status::ERR_NOT_SUPPORTED) => Some(
+            "this DVM does not reacquire a released allocation (PMIX_ALLOC_REAQUIRE is optional; \
+pdvm does not implement it); ask for the same nodes again with `palloc -w NODES`",
+        ),
+        (AllocNew | AllocExtend | Release | Cancel, Status::ERR_NOT_SUPPORTED) => {
             Some("this DVM does not implement node reservations (PRRTE before the spec 001 work answers so); use pdvm or a DVM that does")
         }
         _ => None,

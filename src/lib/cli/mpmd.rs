@@ -91,8 +91,8 @@ fn app_options<'a>(seg: &'a [String], app: &mut AppSpec, n: usize) -> Result<&'a
         match name {
             "-n" | "--np" => app.np = parse_count_u32(&value()?).map_err(|e| format!("app {n}: {e}"))?,
             "-x" | "--env" => app.env.push(parse_env(&value()?).map_err(|e| format!("app {n}: {e}"))?),
-            "--wdir" => app.wdir = Some(value()?),
-            "-H" | "--host" => {
+            "--wdir" | "-D" | "--chdir" => app.wdir = Some(value()?),
+            "-H" | "-w" | "--host" => {
                 let list = parse_hostlist_arg(&value()?)
                     .map(|l| l.0)
                     .map_err(|e| format!("app {n}: {e}"))?;
@@ -104,7 +104,7 @@ fn app_options<'a>(seg: &'a [String], app: &mut AppSpec, n: usize) -> Result<&'a
             }
             other => {
                 return Err(format!(
-                    "app {n}: `{other}` is not a per-app option (use -n, -x, --wdir, -H, or `--` before a program starting with `-`): expected {APP_FORMS}"
+                    "app {n}: `{other}` is not a per-app option (use -n, -x, --wdir/-D, -H/-w, or `--` before a program starting with `-`): expected {APP_FORMS}"
                 ))
             }
         }

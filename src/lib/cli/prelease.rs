@@ -54,8 +54,9 @@ pub struct PreleaseArgs {
     #[arg(value_name = "ALLOC_ID", value_parser = parse_id)]
     pub alloc_ids: Vec<String>,
 
-    /// Release the allocation requested under this request id (repeatable).
-    #[arg(long, value_name = "REQ_ID", value_parser = parse_id)]
+    /// Release the allocation requested under this request id (repeatable or
+    /// comma-separated).
+    #[arg(long, value_name = "REQ_ID", value_delimiter = ',', value_parser = parse_id)]
     pub request_id: Vec<String>,
 
     /// Release only this many nodes of the allocation (partial release).

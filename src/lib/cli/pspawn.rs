@@ -6,6 +6,7 @@ use super::parse::{
     parse_count_u32, parse_duration_secs, parse_env, parse_hostlist_arg, parse_id, EnvSpec,
     NodeList,
 };
+use super::pspawn_export::{self, parse_export, Export};
 use super::request::{SpawnRequest, StdinTarget};
 use clap::Parser;
 
@@ -43,6 +44,12 @@ PMIx IOF push), and closes rank 0's stdin at end of input, so \
 `echo hello | pspawn cat` prints hello. --stdin none gives the job no input \
 (rank 0 reads end of file), --stdin RANK sends it to another rank. With \
 --detach nothing is forwarded.
+
+Options before the program are parsed strictly: an unknown one is a usage \
+error (exit 2) naming the nearest option, or for a Slurm flag with no meaning \
+here (--pty, --mpi, -p …) why and what to type instead. The first word that is \
+not an option starts the program; `--` starts it explicitly (for a program \
+whose name begins with `-`).
 
 Errors before anything runs are said plainly: a program that does not exist \
 (exit 5, PMIX_ERR_NOT_FOUND) and a --wdir that is not a directory (exit 2, \
@@ -86,17 +93,25 @@ pub struct PspawnArgs {
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32, allow_hyphen_values = true)]
     pub np: Option<u32>,
 
-    /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable).
+    /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable;
+    /// a VAR that is not set here is refused).
     #[arg(short = 'x', long = "env", value_name = "VAR[=VAL]", value_parser = parse_env)]
     pub env: Vec<EnvSpec>,
 
-    /// Working directory of the processes.
-    #[arg(long, value_name = "DIR")]
+    /// Which of this environment the job gets besides -x: ALL (default, as srun),
+    /// NONE, or VAR[=VAL][,…]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this
+    /// command's own PMIx connection and identity; the DVM gives each process its own).
+    #[arg(long, value_name = "ALL|NONE|VARS", value_parser = parse_export)]
+    pub export: Option<Export>,
+
+    /// Working directory of the processes (srun's -D/--chdir); a relative
+    /// program path such as ./run.sh is found there.
+    #[arg(short = 'D', long, visible_alias = "chdir", value_name = "DIR")]
     pub wdir: Option<String>,
 
     /// Hosts to run on, node list forms such as `node[01-02]` or file:PATH;
     /// `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`.
-    #[arg(short = 'H', long = "host", value_name = "LIST", value_parser = parse_hostlist_arg)]
+    #[arg(short = 'H', visible_short_alias = 'w', long = "host", value_name = "LIST", value_parser = parse_hostlist_arg)]
     pub host: Option<NodeList>,
 
     /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node,
@@ -113,8 +128,8 @@ pub struct PspawnArgs {
     #[arg(long)]
     pub default_pool: bool,
 
-    /// Prefix each forwarded output line with `[rank]`.
-    #[arg(long, conflicts_with = "detach")]
+    /// Prefix each forwarded output line with `[rank]` (srun's -l/--label).
+    #[arg(short = 'l', long, visible_alias = "label", conflicts_with = "detach")]
     pub tag_output: bool,
 
     /// Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m,
@@ -154,12 +169,7 @@ pub struct PspawnArgs {
     pub output: OutputArgs,
 
     /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
-    #[arg(
-        value_name = "APP",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "APP", required = true, trailing_var_arg = true)]
     pub app: Vec<String>,
 }
 
@@ -221,6 +231,13 @@ pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
     if t.eq_ignore_ascii_case("none") {
         return Ok(StdinTarget::None);
     }
+    if t.eq_ignore_ascii_case("all") {
+        return Err(
+            "`all` is not a stdin target here: pspawn forwards its stdin to one rank \
+(a rank number, default 0) or none"
+                .to_string(),
+        );
+    }
     t.parse::<u32>()
         .map(StdinTarget::Rank)
         .map_err(|_| format!("`{s}` is not a stdin target: expected a rank such as 0, or none"))
@@ -237,6 +254,10 @@ impl PspawnArgs {
             self.wdir.as_deref(),
             self.host.as_ref().map(|h| h.0.as_slice()),
         )?;
+        for app in &apps {
+            pspawn_export::check_forwarded(&app.env)?;
+        }
+        pspawn_export::apply(&self.export.clone().unwrap_or_default(), &mut apps)?;
         if let Some(out) = &self.output_file {
             let err = self.error_file.as_deref().unwrap_or(out);
             let redirect = if self.error_file.is_some() {

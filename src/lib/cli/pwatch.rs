@@ -86,28 +86,28 @@ pub struct PwatchArgs {
     #[arg(long)]
     pub status: bool,
 
-    /// With --status: what to show (repeatable, or a comma list:
-    /// `--what nodes,scheduler`).
+    /// With --status: what to show (repeatable or comma-separated).
     #[arg(
         long,
         value_enum,
+        value_delimiter = ',',
         value_name = "WHAT",
         requires = "status",
-        default_value = "all",
-        value_delimiter = ','
+        default_value = "all"
     )]
     pub what: Vec<StatusWhat>,
 
-    /// With --status: keep only rows in this state (repeatable): queued,
+    /// With --status: keep only rows in this state (repeatable or comma-separated,
+    /// as squeue -t R,PD): queued,
     /// active, draining (reservations), running, killing, ended
     /// (namespaces), idle, busy (nodes); tables none of whose states is
     /// named are left out.
     #[arg(
         long,
         value_enum,
+        value_delimiter = ',',
         value_name = "STATE",
-        requires = "status",
-        value_delimiter = ','
+        requires = "status"
     )]
     pub state: Vec<StatusState>,
 
@@ -136,26 +136,26 @@ pub struct PwatchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_secs, requires = "status")]
     pub interval: Option<u64>,
 
-    /// Only events about this allocation id (repeatable).
-    #[arg(long, value_name = "ALLOC_ID", value_parser = parse_id, conflicts_with = "status")]
+    /// Only events about this allocation id (repeatable or comma-separated).
+    #[arg(long, value_name = "ALLOC_ID", value_delimiter = ',', value_parser = parse_id, conflicts_with = "status")]
     pub alloc: Vec<String>,
 
-    /// Only events about this request id (repeatable).
-    #[arg(long, value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "status")]
+    /// Only events about this request id (repeatable or comma-separated).
+    #[arg(long, value_name = "REQ_ID", value_delimiter = ',', value_parser = parse_id, conflicts_with = "status")]
     pub request_id: Vec<String>,
 
-    /// Only events about this job namespace (repeatable). Not --nspace: that
+    /// Only events about this job namespace (repeatable or comma-separated). Not --nspace: that
     /// is the connection flag shared by every tool.
-    #[arg(long = "job", value_name = "NSPACE", value_parser = parse_id, conflicts_with = "status")]
+    #[arg(long = "job", value_name = "NSPACE", value_delimiter = ',', value_parser = parse_id, conflicts_with = "status")]
     pub job: Vec<String>,
 
-    /// Event kinds to show (repeatable; default any).
+    /// Event kinds to show (repeatable or comma-separated; default any).
     #[arg(
         long,
         value_enum,
+        value_delimiter = ',',
         value_name = "NAME",
-        conflicts_with = "status",
-        value_delimiter = ','
+        conflicts_with = "status"
     )]
     pub event: Vec<EventKind>,
 

@@ -11,10 +11,12 @@ pub trait Validate {
     /// `Err(sentence)` names the problem and what to do instead.
     fn validate(&self) -> Result<(), String>;
 
-    /// [`Validate::validate`] knowing the raw arguments (for what parsing
-    /// leaves out, such as where a `--` stood).
-    fn validate_args(&self, _args: &[OsString]) -> Result<(), String> {
-        self.validate()
+    /// Turn clap's own parse error into the tool's sentence (default: as is).
+    fn refine_error(err: clap::Error) -> clap::Error
+    where
+        Self: Sized,
+    {
+        err
     }
 }
 
@@ -40,15 +42,8 @@ impl Validate for super::PspawnArgs {
         super::PspawnArgs::validate(self)
     }
 
-    /// An option pspawn does not know, before the program, is a usage
-    /// error, unless a `--` said that the program starts there.
-    fn validate_args(&self, args: &[OsString]) -> Result<(), String> {
-        if !args.iter().any(|a| a == "--") {
-            if let Some(why) = super::pspawn_habits::unknown_option(self.app.first()) {
-                return Err(why);
-            }
-        }
-        self.validate()
+    fn refine_error(err: clap::Error) -> clap::Error {
+        super::pspawn_usage::refine(err)
     }
 }
 
@@ -61,10 +56,9 @@ where
     I: IntoIterator<Item = A>,
     A: Into<OsString> + Clone,
 {
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let parsed = T::try_parse_from(&args)?;
+    let parsed = T::try_parse_from(args).map_err(T::refine_error)?;
     parsed
-        .validate_args(&args)
+        .validate()
         .map_err(|msg| T::command().error(ErrorKind::ArgumentConflict, msg))?;
     Ok(parsed)
 }

@@ -130,6 +130,13 @@ impl<T, R> Received<T, R> {
     }
 }
 
+/// The member's default (a request is NEW unless it says otherwise).
+impl<T: Default, R> Default for Received<T, R> {
+    fn default() -> Self {
+        Self::Known(T::default())
+    }
+}
+
 impl<T, R> From<T> for Received<T, R> {
     fn from(t: T) -> Self {
         Self::Known(t)

@@ -14,12 +14,6 @@ use super::ledger::{Grant, Ledger};
 use super::wire::{self, AllocAsk};
 use super::Partition;
 
-/// Directive codes (OpenPMIx `pmix_alloc_directive_t`).
-const NEW: u8 = 1;
-const EXTEND: u8 = 2;
-const RELEASE: u8 = 3;
-const REQ_CANCEL: u8 = 5;
-
 /// A message to send to the DVM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Out {
@@ -149,11 +143,12 @@ impl State {
 
     /// Serve one allocation request the DVM sent on `tag`.
     pub fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        use crate::proto::{Directive, Received};
         match ask.directive {
-            NEW => self.on_new(tag, ask, now),
-            EXTEND => self.on_extend(tag, ask, now),
-            RELEASE => self.on_release(tag, &ask, now),
-            REQ_CANCEL => self.on_cancel(tag, &ask, now),
+            Received::Known(Directive::New) => self.on_new(tag, ask, now),
+            Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),
+            Received::Known(Directive::Release) => self.on_release(tag, &ask, now),
+            Received::Known(Directive::ReqCancel) => self.on_cancel(tag, &ask, now),
             _ => self.refuse(tag, Status::ERR_NOT_SUPPORTED),
         }
     }

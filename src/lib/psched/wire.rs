@@ -35,8 +35,8 @@ pub enum Inbound {
 /// An allocation request as the DVM forwarded it, in typed form.
 #[derive(Debug, Clone, Default)]
 pub struct AllocAsk {
-    /// The directive code (NEW=1, EXTEND=2, RELEASE=3, REACQUIRE=4, REQ_CANCEL=5).
-    pub directive: u8,
+    /// The directive as sent (a code outside the vocabulary is refused).
+    pub directive: crate::proto::Received<crate::proto::Directive>,
     /// `PMIX_ALLOC_NUM_NODES`.
     pub num_nodes: Option<u32>,
     /// `PMIX_ALLOC_NODE_LIST`.
@@ -65,7 +65,10 @@ pub fn decode(wire: WireVersion, payload: &[u8]) -> Result<Inbound> {
         cmd::ALLOC => {
             let AllocDirective(directive) = d.unpack_one()?;
             let infos = read_infos(&mut d)?;
-            Ok(Inbound::Alloc(ask_from(directive, &infos)))
+            Ok(Inbound::Alloc(ask_from(
+                crate::proto::Directive::received(directive),
+                &infos,
+            )))
         }
         SESSION_CTRL => {
             let session: u32 = d.unpack_one()?;
@@ -98,7 +101,10 @@ fn secs(v: &Value) -> Option<u32> {
 }
 
 /// Map the request's infos onto an [`AllocAsk`].
-pub fn ask_from(directive: u8, infos: &[Info]) -> AllocAsk {
+pub fn ask_from(
+    directive: crate::proto::Received<crate::proto::Directive>,
+    infos: &[Info],
+) -> AllocAsk {
     let mut a = AllocAsk {
         directive,
         ..AllocAsk::default()

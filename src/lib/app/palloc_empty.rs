@@ -1,0 +1,63 @@
+//! A grant for a node count that holds no node is not a success: PRRTE
+//! master without a scheduler attached answers `palloc -N 1` with an empty
+//! reservation (its reply never lists nodes, so the DVM's own view is
+//! asked). palloc gives the empty reservation back and says which part is
+//! missing.
+
+use crate::cli::exit::Exit;
+use crate::cli::request::AllocRequest;
+use crate::codec::Info;
+use crate::ops::alloc::allocate;
+use crate::ops::status_query::{status, Want};
+use crate::ops::Session;
+use crate::proto::{keys, Directive, Status};
+use crate::render::AllocationRecord;
+
+use super::Failure;
+
+/// Whether the DVM's view of `alloc_id` holds no node; `None` when it
+/// does not say (no reservation query, or the id is not listed).
+fn holds_no_node(s: &Session, alloc_id: &str) -> Option<bool> {
+    let want = Want {
+        reservations: true,
+        ..Default::default()
+    };
+    let list = status(s, want).reservations?.ok()?;
+    let r = list.iter().find(|r| r.alloc_id == alloc_id)?;
+    Some(r.nodes.is_empty())
+}
+
+/// For a NEW request with `-N`, a grant with no node: release it and
+/// return the failure naming the missing scheduler.
+pub(crate) fn refuse_empty_grant(
+    s: &Session,
+    req: &AllocRequest,
+    rec: &AllocationRecord,
+) -> Option<Failure> {
+    let asked = req.nodes.filter(|n| *n > 0)?;
+    if req.directive != Directive::New || !rec.nodes.is_empty() {
+        return None;
+    }
+    if holds_no_node(s, &rec.alloc_id) != Some(true) {
+        return None;
+    }
+    let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
+    let given_back = match allocate(s, Directive::Release, &release) {
+        Ok(_) => "it was given back".to_string(),
+        Err(e) => format!(
+            "giving it back was refused ({e}); `prelease {}`",
+            rec.alloc_id
+        ),
+    };
+    Some(Failure::with(
+        Exit::NotSupported,
+        Some(Status::ERR_NOT_SUPPORTED),
+        format!(
+            "the DVM granted allocation {} with no node for -N {asked}: no scheduler is \
+attached to it to supply nodes ({given_back}; nothing was run). Attach a PMIx scheduler \
+(PRRTE: --prtemca ras_pmix_system_scheduler 1), or reserve nodes of the DVM by name with \
+`palloc -w HOST`",
+            rec.alloc_id
+        ),
+    ))
+}

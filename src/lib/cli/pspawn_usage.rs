@@ -1,0 +1,178 @@
+//! pspawn's usage errors for the options before the program. Options are
+//! parsed strictly: an unknown one is a usage error (exit 2) that names the
+//! nearest known option, or, for a Slurm/PRRTE habit with no meaning here,
+//! says why and what to type instead; every such error says that `--`
+//! starts the program.
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::CommandFactory;
+
+use super::PspawnArgs;
+
+/// How to start a program whose name begins with `-`, said in every error.
+const PROGRAM_HINT: &str =
+    "options end at the program's name; `--` starts the program explicitly: \
+pspawn [OPTIONS] -- PROGRAM [ARGS…]";
+
+/// Flags from srun/prun that pspawn does not take, with the reason and what
+/// to type instead.
+const HABITS: &[(&[&str], &str)] = &[
+    (
+        &["-N", "--nodes"],
+        "a node count is not a pspawn option yet: reserve the nodes and run inside them, \
+`palloc -N 2 -- pspawn -n 2 PROGRAM` (a job inside an allocation runs on its nodes)",
+    ),
+    (
+        &["-c", "--cpus-per-task"],
+        "cpus per process are not passed to the DVM by pspawn yet: reserve cores with \
+`palloc -c N -- pspawn …`",
+    ),
+    (
+        &["-J", "--job-name"],
+        "a job name is not passed to the DVM by pspawn yet: the job is named by its \
+namespace, which `pspawn --detach --parsable` prints",
+    ),
+    (
+        &["--pty"],
+        "a terminal for the job is not a PMIx spawn attribute: pspawn forwards its stdin to \
+rank 0 through PMIx IOF (--stdin); for an interactive shell on the nodes, run `palloc` \
+alone at a terminal",
+    ),
+    (
+        &["-t", "--time"],
+        "pspawn spells a job's time limit --timeout (same forms: a plain number is minutes)",
+    ),
+    (
+        &["-p", "--partition", "-q", "--qos", "-A", "--account"],
+        "a partition, QOS or account belongs to the reservation, not the job: give it to \
+palloc (`palloc -p QUEUE -- pspawn …`); the DVM has no accounting",
+    ),
+    (
+        &["--mpi"],
+        "PMIx is the only wire here: every process gets its PMIx connection from the DVM, \
+so there is no MPI plugin to choose",
+    ),
+    (
+        &["-o", "--output", "-e", "--error", "-i", "--input"],
+        "pspawn forwards the job's stdout, stderr and stdin itself: redirect pspawn's own \
+(`pspawn PROGRAM > out.txt`), or use --stdin RANK|none",
+    ),
+    (
+        &["--mem", "--exclusive", "--gres", "-G", "--gpus"],
+        "resources are reserved by palloc (`palloc --mem 4G -- pspawn …`), not per job",
+    ),
+];
+
+/// The habit entry for `flag` (`--export=ALL` is looked up as `--export`).
+fn habit(flag: &str) -> Option<&'static str> {
+    let name = flag.split_once('=').map_or(flag, |(k, _)| k);
+    HABITS
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .map(|(_, why)| *why)
+}
+
+/// Every option spelling pspawn takes, `-x` and `--long` forms.
+fn known_options() -> Vec<String> {
+    let cmd = PspawnArgs::command();
+    let mut names = vec!["--help".to_string(), "--version".to_string()];
+    for arg in cmd.get_arguments() {
+        if let Some(s) = arg.get_short() {
+            names.push(format!("-{s}"));
+        }
+        for s in arg.get_short_and_visible_aliases().unwrap_or_default() {
+            names.push(format!("-{s}"));
+        }
+        for l in arg.get_long_and_visible_aliases().unwrap_or_default() {
+            names.push(format!("--{l}"));
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Edit distance between `a` and `b` (insertions, deletions, substitutions).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Whether every character of `short` appears in `long`, in order (a
+/// tie-break: `--tme` is nearer `--timeout` than `--target`).
+fn is_subsequence(short: &str, long: &str) -> bool {
+    let mut rest = long.chars();
+    short.chars().all(|c| rest.any(|l| l == c))
+}
+
+/// The known option nearest to `flag`: a short one differing only in case,
+/// else the long one at the smallest edit distance (at most two thirds of
+/// its name's length).
+pub fn nearest_option(flag: &str) -> Option<String> {
+    let name = flag.split_once('=').map_or(flag, |(k, _)| k);
+    let known = known_options();
+    if !name.starts_with("--") {
+        return known
+            .into_iter()
+            .find(|k| k.len() == 2 && k.eq_ignore_ascii_case(name));
+    }
+    known
+        .into_iter()
+        .filter(|k| k.starts_with("--"))
+        .map(|k| (distance(name, &k), !is_subsequence(name, &k), k))
+        .filter(|(d, _, k)| *d <= ((k.len() - 2) * 2 / 3).max(2))
+        .min()
+        .map(|(_, _, k)| k)
+}
+
+/// The sentence for an unknown option `flag` before the program.
+pub fn unknown_option_message(flag: &str) -> String {
+    let advice = match (habit(flag), nearest_option(flag)) {
+        (Some(why), _) => why.to_string(),
+        (None, Some(near)) => format!("did you mean `{near}`?"),
+        (None, None) => "see `pspawn --help` for the options".to_string(),
+    };
+    format!("unknown option `{flag}` before the program: {advice}\n  {PROGRAM_HINT}")
+}
+
+/// Rewrite clap's unknown-argument error into pspawn's own sentence; any
+/// other error is returned as is.
+pub fn refine(err: clap::Error) -> clap::Error {
+    if err.kind() != ErrorKind::UnknownArgument {
+        return err;
+    }
+    let Some(ContextValue::String(flag)) = err.get(ContextKind::InvalidArg) else {
+        return err;
+    };
+    PspawnArgs::command().error(ErrorKind::UnknownArgument, unknown_option_message(flag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest() {
+        assert_eq!(nearest_option("--tme").as_deref(), Some("--timeout"));
+        assert_eq!(nearest_option("--detatch").as_deref(), Some("--detach"));
+        assert_eq!(nearest_option("-X").as_deref(), Some("-x"));
+        assert_eq!(nearest_option("--zzzzzzzzzzzz"), None);
+    }
+
+    #[test]
+    fn habits_are_said() {
+        assert!(unknown_option_message("--pty").contains("PMIx"));
+        assert!(unknown_option_message("-N").contains("palloc -N"));
+        assert!(unknown_option_message("--bogus").contains("`--` starts the program"));
+    }
+}
