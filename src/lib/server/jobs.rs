@@ -278,6 +278,9 @@ pub(crate) struct ProcSpec<'a> {
     pub job_size: u32,
     /// Give it a stdin pipe (else /dev/null).
     pub stdin: bool,
+    /// The session leader at a terminal: it gets pdvm's terminal as stdin
+    /// and becomes its foreground process group (job control works).
+    pub terminal: bool,
 }
 
 /// A started process and its captured pipes.
@@ -349,7 +352,9 @@ pub(crate) fn launch(
     if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
         c.current_dir(cwd);
     }
-    c.stdin(if spec.stdin {
+    c.stdin(if spec.terminal {
+        Stdio::inherit()
+    } else if spec.stdin {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -373,10 +378,14 @@ pub(crate) fn launch(
         // (PR_SET_PDEATHSIG; pdvm is single-threaded, so its forking thread
         // is the process).
         let parent = std::process::id() as i32;
-        // SAFETY: only pthread_sigmask, prctl and getppid run between fork
+        let terminal = spec.terminal;
+        // SAFETY: only pthread_sigmask, tcsetpgrp, getpid, prctl and getppid run between fork
         // and exec, all async-signal-safe.
         unsafe {
             c.pre_exec(move || {
+                if terminal {
+                    super::leader_tty::take_foreground()?;
+                }
                 nix::sys::signal::SigSet::empty()
                     .thread_set_mask()
                     .map_err(std::io::Error::from)?;
