@@ -107,10 +107,7 @@ _pspawn() {
                     return 0
                     ;;
                 --map-by)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "slot node core hwthread package numa l3cache ppr:1:node slot:OVERSUBSCRIBE node:OVERSUBSCRIBE" -- "${cur}"))
                     return 0
                     ;;
                 --target)

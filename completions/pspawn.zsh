@@ -26,7 +26,7 @@ _pspawn() {
 '-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
 '-w+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
 '--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
-'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:' \
+'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:(slot node core hwthread package numa l3cache ppr\:1\:node slot\:OVERSUBSCRIBE node\:OVERSUBSCRIBE)' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
 '(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0) or \`none\`]:RANK|none:' \

@@ -18,6 +18,7 @@ pub mod pdvm;
 pub(crate) mod prelease;
 pub mod pspawn;
 pub mod pspawn_export;
+pub mod pspawn_mapby;
 pub mod pspawn_usage;
 pub(crate) mod pwatch;
 pub mod request;
