@@ -86,24 +86,15 @@ _pspawn() {
                     return 0
                     ;;
                 --host)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -H)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -w)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --map-by)
