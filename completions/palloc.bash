@@ -44,24 +44,15 @@ _palloc() {
                     return 0
                     ;;
                 --nodelist)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -w)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --exclude)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --cpus)

@@ -1,6 +1,6 @@
 complete -c palloc -s N -l nodes -d 'Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1)' -r -f
-complete -c palloc -s w -l nodelist -d 'Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST)' -r -f
-complete -c palloc -l exclude -d 'Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE). Long form only: `-x` means --env throughout the suite' -r -f
+complete -c palloc -s w -l nodelist -d 'Nodes to allocate, e.g. `node[01-04],gpu7` or file:PATH (PMIX_ALLOC_NODE_LIST)' -r -f -a "(pwatch --complete nodes 2>/dev/null)"
+complete -c palloc -l exclude -d 'Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE). Long form only: `-x` means --env throughout the suite' -r -f -a "(pwatch --complete nodes 2>/dev/null)"
 complete -c palloc -s c -l cpus -d 'Number of CPUs (PMIX_ALLOC_NUM_CPUS)' -r -f
 complete -c palloc -l mem -d 'Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE)' -r -f
 complete -c palloc -s t -l time -d 'Time limit (PMIX_ALLOC_TIME): a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS; UNLIMITED asks for none' -r -f

@@ -17,9 +17,9 @@ _palloc() {
     _arguments "${_arguments_options[@]}" : \
 '-N+[Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1)]:N:' \
 '--nodes=[Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1)]:N:' \
-'-w+[Nodes to allocate, e.g. \`node\[01-04\],gpu7\` or file\:PATH (PMIX_ALLOC_NODE_LIST)]:LIST:' \
-'--nodelist=[Nodes to allocate, e.g. \`node\[01-04\],gpu7\` or file\:PATH (PMIX_ALLOC_NODE_LIST)]:LIST:' \
-'--exclude=[Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE). Long form only\: \`-x\` means --env throughout the suite]:LIST:' \
+'-w+[Nodes to allocate, e.g. \`node\[01-04\],gpu7\` or file\:PATH (PMIX_ALLOC_NODE_LIST)]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
+'--nodelist=[Nodes to allocate, e.g. \`node\[01-04\],gpu7\` or file\:PATH (PMIX_ALLOC_NODE_LIST)]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
+'--exclude=[Nodes that must not be allocated, same forms as --nodelist (PMIX_ALLOC_EXCLUDE). Long form only\: \`-x\` means --env throughout the suite]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
 '-c+[Number of CPUs (PMIX_ALLOC_NUM_CPUS)]:N:' \
 '--cpus=[Number of CPUs (PMIX_ALLOC_NUM_CPUS)]:N:' \
 '--mem=[Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE)]:SIZE:' \

@@ -86,31 +86,19 @@ _pspawn() {
                     return 0
                     ;;
                 --host)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -H)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -w)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "$(pwatch --complete nodes 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --map-by)
-                    COMPREPLY=("${cur}")
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o nospace
-                    fi
+                    COMPREPLY=($(compgen -W "slot node core hwthread package numa l3cache ppr:1:node slot:OVERSUBSCRIBE node:OVERSUBSCRIBE" -- "${cur}"))
                     return 0
                     ;;
                 --target)

@@ -2,8 +2,17 @@ complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to eve
 complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)' -r -f
 complete -c pspawn -l export -d 'Which of this environment the job gets besides -x: ALL (default, as srun), NONE, or VAR[=VAL][,…]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command\'s own PMIx connection and identity; the DVM gives each process its own)' -r -f
 complete -c pspawn -s D -l wdir -l chdir -d 'Working directory of the processes (srun\'s -D/--chdir); a relative program path such as ./run.sh is found there' -r -f -a "(__fish_complete_directories)"
-complete -c pspawn -s H -s w -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH; `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`' -r -f
-complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f
+complete -c pspawn -s H -s w -l host -d 'Hosts to run on, node list forms such as `node[01-02]` or file:PATH; `NAME:N` uses N slots there (one by default), e.g. `-H node04:2`' -r -f -a "(pwatch --complete nodes 2>/dev/null)"
+complete -c pspawn -l map-by -d 'Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node, :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)' -r -f -a "slot\t''
+node\t''
+core\t''
+hwthread\t''
+package\t''
+numa\t''
+l3cache\t''
+ppr:1:node\t''
+slot:OVERSUBSCRIBE\t''
+node:OVERSUBSCRIBE\t''"
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
 complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as sbatch --output): `%j` is the job\'s namespace, `%r` the rank, `%%` a `%`; a relative path is from the job\'s working directory. Most useful with --detach' -r -f

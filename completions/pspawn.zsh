@@ -23,10 +23,10 @@ _pspawn() {
 '-D+[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
 '--wdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
 '--chdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
-'-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
-'-w+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
-'--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:' \
-'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:' \
+'-H+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
+'-w+[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
+'--host=[Hosts to run on, node list forms such as \`node\[01-02\]\` or file\:PATH; \`NAME\:N\` uses N slots there (one by default), e.g. \`-H node04\:2\`]:LIST:($(pwatch --complete nodes 2>/dev/null))' \
+'--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:(slot node core hwthread package numa l3cache ppr\:1\:node slot\:OVERSUBSCRIBE node\:OVERSUBSCRIBE)' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
 '-o+[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
@@ -59,7 +59,7 @@ _pspawn() {
 '--help[Print help (see more with '\''--help'\'')]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::app -- PROGRAM \[ARGS…\] \[\: \[APP OPTIONS\] PROGRAM \[ARGS…\]\]…:' \
+'*::app -- PROGRAM \[ARGS…\] \[\: \[APP OPTIONS\] PROGRAM \[ARGS…\]\]…:_cmdambivalent' \
 && ret=0
 }
 

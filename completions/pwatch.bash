@@ -38,7 +38,7 @@ _pwatch() {
                     return 0
                     ;;
                 --complete)
-                    COMPREPLY=($(compgen -W "allocs namespaces" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "allocs namespaces nodes" -- "${cur}"))
                     return 0
                     ;;
                 --interval)

@@ -12,7 +12,8 @@ ended\t'Namespaces that ended (implies --all)'
 idle\t'Nodes with no slot in use'
 busy\t'Nodes with slots in use'"
 complete -c pwatch -l complete -d 'Print live allocation ids or namespaces, one per line, for the shell completions (they call `pwatch --complete allocs`); prints nothing and exits 0 when no DVM answers' -r -f -a "allocs\t'Live allocation ids'
-namespaces\t'Live job namespaces'"
+namespaces\t'Live job namespaces'
+nodes\t'The DVM\'s node names'"
 complete -c pwatch -l interval -d 'With --status: refresh every so often (a plain number is minutes; or 5s, 2m, MM:SS)' -r -f
 complete -c pwatch -l alloc -d 'Only events about this allocation id (repeatable or comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pwatch -l request-id -d 'Only events about this request id (repeatable or comma-separated)' -r -f

@@ -29,7 +29,8 @@ ended\:"Namespaces that ended (implies --all)"
 idle\:"Nodes with no slot in use"
 busy\:"Nodes with slots in use"))' \
 '(--status)--complete=[Print live allocation ids or namespaces, one per line, for the shell completions (they call \`pwatch --complete allocs\`); prints nothing and exits 0 when no DVM answers]:WHAT:((allocs\:"Live allocation ids"
-namespaces\:"Live job namespaces"))' \
+namespaces\:"Live job namespaces"
+nodes\:"The DVM'\''s node names"))' \
 '--interval=[With --status\: refresh every so often (a plain number is minutes; or 5s, 2m, MM\:SS)]:DURATION:' \
 '(--status)*--alloc=[Only events about this allocation id (repeatable or comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--status)*--request-id=[Only events about this request id (repeatable or comma-separated)]:REQ_ID:' \

@@ -304,6 +304,32 @@ fn pspawn_unknown_option_is_a_usage_error() {
     assert_eq!(a.app, ["-weird", "x"]);
 }
 
+/// Issue 17: `--map-by` completes the usual policies, and still passes any
+/// policy the DVM may know (PRRTE's modifiers).
+#[test]
+fn pspawn_map_by_completes_and_stays_open() {
+    use clap::CommandFactory;
+    let cmd = PspawnArgs::command();
+    let arg = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "map_by")
+        .expect("--map-by");
+    let offered: Vec<String> = arg
+        .get_possible_values()
+        .iter()
+        .map(|p| p.get_name().to_string())
+        .collect();
+    for p in ["slot", "node", "ppr:1:node"] {
+        assert!(
+            offered.iter().any(|o| o == p),
+            "{p} not offered: {offered:?}"
+        );
+    }
+    let a: PspawnArgs = ok("pspawn --map-by ppr:2:package:PE=2 true");
+    assert_eq!(a.map_by.as_deref(), Some("ppr:2:package:PE=2"));
+    refused::<PspawnArgs>("pspawn --map-by= true");
+}
+
 #[test]
 fn pspawn_refusals() {
     refused::<PspawnArgs>("pspawn");

@@ -37,6 +37,7 @@ mod pdvm_libpmix;
 mod pdvm_lifecycle;
 mod pdvm_master_tools;
 mod pdvm_robust;
+mod pdvm_terminal;
 mod pdvm_timing;
 mod peers_smoke;
 mod pmix422_peer;

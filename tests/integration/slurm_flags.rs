@@ -209,3 +209,16 @@ fn empty_grant_without_a_scheduler_is_an_error_on_prrte_master() {
     let left = support::json_records(&text(&o.stdout));
     assert!(left.is_empty(), "reservations left behind: {left:?}");
 }
+
+/// The completions of -H/-w (pspawn) and -w/--exclude (palloc) call
+/// `pwatch --complete nodes`, which prints the DVM's node names.
+#[test]
+fn node_names_complete_live() {
+    let dvm = pdvm();
+    let mut c = dvm.tool("pwatch");
+    c.args(["--complete", "nodes"]).stdin(Stdio::null());
+    let o = support::run_with_timeout(&mut c, 60);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let names: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    assert_eq!(names, ["n001", "n002"], "{}", show(&o));
+}

@@ -49,7 +49,7 @@ pub fn run(args: &PwatchArgs) -> i32 {
     }
 }
 
-/// `pwatch --complete WHAT`: the live allocation ids or job namespaces, one
+/// `pwatch --complete WHAT`: the live allocation ids, job namespaces or node names, one
 /// per line, for the shell completions; nothing (and 0) when no DVM answers.
 fn complete(args: &PwatchArgs, what: CompleteWhat, ui: &Ui) -> i32 {
     let Ok(s) = connect(&args.connect, ui) else {
@@ -58,6 +58,7 @@ fn complete(args: &PwatchArgs, what: CompleteWhat, ui: &Ui) -> i32 {
     let want = status_query::Want {
         reservations: what == CompleteWhat::Allocs,
         jobs: what == CompleteWhat::Namespaces,
+        nodes: what == CompleteWhat::Nodes,
         ..Default::default()
     };
     let a = status_query::status(&s, want);
@@ -76,6 +77,13 @@ fn complete(args: &PwatchArgs, what: CompleteWhat, ui: &Ui) -> i32 {
             .into_iter()
             .filter(|j| j.state != "terminated")
             .map(|j| j.nspace)
+            .collect(),
+        CompleteWhat::Nodes => a
+            .nodes
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| n.name)
             .collect(),
     };
     finish(s);

@@ -144,6 +144,8 @@ fn paragraphs(r: &mut Roff, text: &str) {
 const LIVE_ALLOCS: &str = "__PMIX_TOOLS_LIVE_ALLOCS__";
 /// Same for the live job namespaces (`pwatch --complete namespaces`).
 const LIVE_NAMESPACES: &str = "__PMIX_TOOLS_LIVE_NAMESPACES__";
+/// Same for the DVM's node names (`pwatch --complete nodes`).
+const LIVE_NODES: &str = "__PMIX_TOOLS_LIVE_NODES__";
 
 /// The values the completions offer for one argument of `tool`: the
 /// enumerated values, live ids (see [`LIVE_ALLOCS`]), paths only where a
@@ -159,6 +161,7 @@ fn completion_arg(tool: &str, a: clap::Arg) -> clap::Arg {
             Some(LIVE_ALLOCS)
         }
         ("palloc", "target") | ("pwatch", "job") => Some(LIVE_NAMESPACES),
+        ("pspawn", "host") | ("palloc", "nodelist" | "exclude") => Some(LIVE_NODES),
         _ => None,
     };
     if let Some(word) = live {
@@ -175,7 +178,8 @@ fn completion_arg(tool: &str, a: clap::Arg) -> clap::Arg {
         "report_uri" => ValueHint::FilePath,
         "command" => ValueHint::CommandWithArguments,
         "exec" => ValueHint::CommandString,
-        "uri" | "pid" | "apps" => return a,
+        "app" => ValueHint::CommandWithArguments,
+        "uri" | "pid" => return a,
         _ => ValueHint::Other,
     };
     a.value_hint(hint)
@@ -215,12 +219,16 @@ pub fn render_completions(cmd: &clap::Command, shell: Shell) -> Vec<u8> {
             _ => (placeholder.to_string(), format!("$({call})")),
         }
     };
-    let script = [(LIVE_ALLOCS, "allocs"), (LIVE_NAMESPACES, "namespaces")]
-        .into_iter()
-        .fold(script, |script, (placeholder, what)| {
-            let (from, to) = live(placeholder, what);
-            script.replace(&from, &to)
-        });
+    let script = [
+        (LIVE_ALLOCS, "allocs"),
+        (LIVE_NAMESPACES, "namespaces"),
+        (LIVE_NODES, "nodes"),
+    ]
+    .into_iter()
+    .fold(script, |script, (placeholder, what)| {
+        let (from, to) = live(placeholder, what);
+        script.replace(&from, &to)
+    });
     script.into_bytes()
 }
 
@@ -319,6 +327,10 @@ mod tests {
                     "pwatch" => assert!(
                         s.contains("timeout-warning") && s.contains("draining"),
                         "{shell:?}"
+                    ),
+                    "pspawn" => assert!(
+                        s.contains("pwatch --complete nodes") && s.contains("hwthread"),
+                        "{shell:?}: no node names or --map-by policies"
                     ),
                     _ => {}
                 }

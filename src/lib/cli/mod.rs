@@ -19,6 +19,7 @@ pub(crate) mod prelease;
 pub mod psched;
 pub mod pspawn;
 pub mod pspawn_export;
+pub mod pspawn_mapby;
 pub mod pspawn_usage;
 pub(crate) mod pwatch;
 pub mod request;

@@ -25,7 +25,10 @@ sends nothing more for 10 s, is closed.
 With `-- CMD ARGS…` it runs CMD as a job of its own namespace — the session \
 leader of the spec's workflows: every tool invoked from CMD acts for that \
 namespace — with the tools on PATH, then exits with CMD's status and tears \
-everything down. Without CMD it runs until SIGTERM or `pdvm --terminate`; \
+everything down. Run in the foreground of a terminal, CMD gets the terminal \
+(its stdin, and the foreground process group), so `pdvm -- $SHELL` is an \
+interactive shell with job control, as `flux start` gives; otherwise CMD's \
+stdin is /dev/null. Without CMD it runs until SIGTERM or `pdvm --terminate`; \
 --daemonize detaches.
 
 --time-scale F makes simulated time run F times faster (allocation time limits, \

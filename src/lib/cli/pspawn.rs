@@ -7,6 +7,7 @@ use super::parse::{
     NodeList,
 };
 use super::pspawn_export::{self, parse_export, Export};
+use super::pspawn_mapby::MapByParser;
 use super::request::{SpawnRequest, StdinTarget};
 use clap::Parser;
 
@@ -116,7 +117,7 @@ pub struct PspawnArgs {
 
     /// Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr:2:node,
     /// :OVERSUBSCRIBE (more processes than cores; they are then not bound to cores).
-    #[arg(long, value_name = "POLICY", value_parser = parse_id)]
+    #[arg(long, value_name = "POLICY", value_parser = MapByParser, hide_possible_values = true)]
     pub map_by: Option<String>,
 
     /// Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated).

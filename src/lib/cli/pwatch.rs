@@ -76,6 +76,8 @@ pub enum CompleteWhat {
     Allocs,
     /// Live job namespaces.
     Namespaces,
+    /// The DVM's node names.
+    Nodes,
 }
 
 /// `pwatch` flags.

@@ -523,6 +523,8 @@ impl Server {
                 alloc_id,
                 job_size: size,
                 stdin: self.jobs.get(nspace).and_then(|j| j.stdin_rank) == Some(s.rank),
+                terminal: self.leader.as_deref() == Some(nspace)
+                    && super::leader_tty::stdin_is_terminal(),
             };
             let started = launch(&spec, &self.launch, out, err);
             let mut rec = ProcRec {

@@ -299,6 +299,9 @@ pub(crate) struct ProcSpec<'a> {
     pub job_size: u32,
     /// Give it a stdin pipe (else /dev/null).
     pub stdin: bool,
+    /// The session leader at a terminal: it gets pdvm's terminal as stdin
+    /// and becomes its foreground process group (job control works).
+    pub terminal: bool,
 }
 
 /// A started process and its captured pipes.
@@ -335,7 +338,9 @@ pub(crate) fn launch(
     if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
         c.current_dir(cwd);
     }
-    c.stdin(if spec.stdin {
+    c.stdin(if spec.terminal {
+        Stdio::inherit()
+    } else if spec.stdin {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -350,7 +355,7 @@ pub(crate) fn launch(
     } else {
         Stdio::inherit()
     });
-    die_with_pdvm(&mut c);
+    die_with_pdvm(&mut c, spec.terminal);
     let mut child = c.spawn()?;
     let pid = child.id() as i32;
     let mut pipes = Vec::new();
@@ -410,8 +415,9 @@ fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
 }
 
 /// The process gets its own group, starts with no signal blocked, and dies
-/// with pdvm, even a pdvm killed with SIGKILL.
-fn die_with_pdvm(c: &mut Command) {
+/// with pdvm, even a pdvm killed with SIGKILL; a `terminal` job (pdvm's
+/// session leader at a terminal) takes the terminal's foreground first.
+fn die_with_pdvm(c: &mut Command, terminal: bool) {
     {
         use std::os::unix::process::CommandExt;
         c.process_group(0);
@@ -421,10 +427,13 @@ fn die_with_pdvm(c: &mut Command) {
         // (PR_SET_PDEATHSIG; pdvm is single-threaded, so its forking thread
         // is the process).
         let parent = std::process::id() as i32;
-        // SAFETY: only pthread_sigmask, prctl and getppid run between fork
+        // SAFETY: only pthread_sigmask, tcsetpgrp, getpid, prctl and getppid run between fork
         // and exec, all async-signal-safe.
         unsafe {
             c.pre_exec(move || {
+                if terminal {
+                    super::leader_tty::take_foreground()?;
+                }
                 nix::sys::signal::SigSet::empty()
                     .thread_set_mask()
                     .map_err(std::io::Error::from)?;

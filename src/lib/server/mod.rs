@@ -37,6 +37,7 @@ pub(crate) mod frames;
 pub(crate) mod handshake;
 pub(crate) mod ident;
 pub(crate) mod jobs;
+pub(crate) mod leader_tty;
 pub mod listener;
 pub(crate) mod model;
 pub(crate) mod peer;
