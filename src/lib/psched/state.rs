@@ -14,6 +14,10 @@ use super::ledger::{Grant, Ledger};
 use super::wire::{self, AllocAsk};
 use super::Partition;
 
+/// Most requests waiting in the queue: a NEW beyond it is refused
+/// `PMIX_ERR_OUT_OF_RESOURCE` (bounded memory whatever the DVM sends).
+pub const MAX_QUEUED: usize = 4096;
+
 /// Directive codes (OpenPMIx `pmix_alloc_directive_t`).
 const NEW: u8 = 1;
 const EXTEND: u8 = 2;
@@ -190,6 +194,9 @@ impl State {
     }
 
     fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        if self.sched.queue_len() >= MAX_QUEUED {
+            return self.refuse(tag, Status::ERR_OUT_OF_RESOURCE);
+        }
         let Some(part) = self.partition(ask.queue.as_deref()).cloned() else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
