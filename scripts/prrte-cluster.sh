@@ -102,8 +102,8 @@ start() {
     done
     [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || die "-n takes 1..99 nodes, not '$nodes'"
     [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "-s takes a positive number of slots, not '$slots'"
-    [[ "$psched_nodes" =~ ^[0-9]{1,2}$ ]] && [ "$psched_nodes" -le 98 ] ||
-        die "--psched takes 1..98 nodes, not '$psched_nodes'"
+    [[ "$psched_nodes" =~ ^[0-9]{1,3}$ ]] && [ "$psched_nodes" -le 998 ] ||
+        die "--psched takes 1..998 nodes, not '$psched_nodes'"
     local sched_args=() psched_bin=""
     if [ "$psched_nodes" -gt 0 ]; then
         psched_bin="${PSCHED:-$(command -v psched || true)}"

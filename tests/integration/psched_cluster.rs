@@ -244,3 +244,40 @@ fn none_disposition_returns_node_to_psched_by_query() {
         "both pool nodes free"
     );
 }
+
+/// EXTEND adding nodes: `palloc --extend ID -N 1` of a held one-node
+/// allocation; psched grants one more node of its pool to the same id, and
+/// a job spread over the reservation runs on both. Each step waits
+/// (bounded) for `prte` to report the previous grow done (P1; a grow
+/// during a grow broke the DVM, P6).
+#[test]
+fn extend_adds_a_node_from_psched() {
+    let c = Cluster::start_with_psched(1, 3, &[]);
+    let readies = || {
+        std::fs::read_to_string(c.dir().join("prte.out"))
+            .unwrap_or_default()
+            .matches("DVM ready")
+            .count()
+    };
+    let (mut child, _lines, id) = hold(&c, &["-N", "1", "-t", "5m"]);
+    wait_for("the first grow is done", || readies() >= 2);
+    let o = run(tool(&c, "palloc").args(["--extend", &id, "-N", "1"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let nodes: Vec<String> =
+        serde_json::from_value(grant(&c, &id).expect("granted")["nodes"].clone()).expect("nodes");
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    wait_for("the second grow is done", || readies() >= 3);
+    let o =
+        run(tool(&c, "pspawn").args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
+    let mut hosts: Vec<String> = text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("node"))
+        .map(String::from)
+        .collect();
+    hosts.sort();
+    let mut want = nodes.clone();
+    want.sort();
+    assert_eq!(hosts, want, "{}\n{}", show(&o), c.logs());
+    let _ = child.kill();
+    let _ = child.wait();
+}

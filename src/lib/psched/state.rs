@@ -14,6 +14,10 @@ use super::ledger::{Grant, Ledger};
 use super::wire::{self, AllocAsk};
 use super::Partition;
 
+/// Most requests waiting in the queue: a NEW beyond it is refused
+/// `PMIX_ERR_OUT_OF_RESOURCE` (bounded memory whatever the DVM sends).
+pub const MAX_QUEUED: usize = 4096;
+
 /// A message to send to the DVM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Out {
@@ -185,6 +189,9 @@ impl State {
     }
 
     fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        if self.sched.queue_len() >= MAX_QUEUED {
+            return self.refuse(tag, Status::ERR_OUT_OF_RESOURCE);
+        }
         let Some(part) = self.partition(ask.queue.as_deref()).cloned() else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
@@ -211,14 +218,13 @@ impl State {
             },
         );
         match sub {
-            Submit::Granted(nodes) => self.granted(&id, &nodes),
+            Submit::Granted(nodes) => self.granted(&id, &nodes, now),
             Submit::Queued => Ok(Vec::new()),
         }
     }
 
     /// Answer the owed request of `id` with `nodes`.
-    fn granted(&mut self, id: &str, nodes: &[String]) -> Result<Vec<Out>> {
-        let now = super::now_ms();
+    fn granted(&mut self, id: &str, nodes: &[String], now: u64) -> Result<Vec<Out>> {
         let Some(m) = self.meta.get_mut(id) else {
             return Ok(Vec::new());
         };
@@ -258,7 +264,7 @@ impl State {
                     m.echo = ask.echo.clone();
                 }
                 match sub {
-                    Submit::Granted(nodes) => self.granted(&id, &nodes),
+                    Submit::Granted(nodes) => self.granted(&id, &nodes, now),
                     Submit::Queued => Ok(Vec::new()),
                 }
             }
@@ -280,7 +286,7 @@ impl State {
                     tag,
                     wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
                 )];
-                out.extend(self.events(ev)?);
+                out.extend(self.events(ev, now)?);
                 Ok(out)
             }
         }
@@ -306,7 +312,7 @@ impl State {
                     tag,
                     wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
                 ));
-                out.extend(self.events(ev)?);
+                out.extend(self.events(ev, now)?);
                 Ok(out)
             }
         }
@@ -318,7 +324,7 @@ impl State {
         match self.sched.release(alloc_id, None, now) {
             Ok((_nodes, ev)) => {
                 self.meta.remove(alloc_id);
-                self.events(ev)
+                self.events(ev, now)
             }
             Err(_) => Ok(Vec::new()),
         }
@@ -351,10 +357,10 @@ impl State {
     /// Fire what fell due by `now`.
     pub fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
         let ev = self.sched.advance(now);
-        self.events(ev)
+        self.events(ev, now)
     }
 
-    fn events(&mut self, ev: Vec<SchedEvent>) -> Result<Vec<Out>> {
+    fn events(&mut self, ev: Vec<SchedEvent>, now: u64) -> Result<Vec<Out>> {
         let mut out = Vec::new();
         for e in ev {
             match e {
@@ -374,9 +380,116 @@ impl State {
                 }
                 SchedEvent::QueuedGranted {
                     alloc_id, nodes, ..
-                } => out.extend(self.granted(&alloc_id, &nodes)?),
+                } => out.extend(self.granted(&alloc_id, &nodes, now)?),
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Directive;
+
+    fn pool(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    fn batch() -> Vec<Partition> {
+        vec![Partition {
+            name: "batch".into(),
+            default_secs: Some(60),
+            max_secs: Some(600),
+        }]
+    }
+
+    fn ask(directive: Directive, n: Option<u32>, id: Option<&str>) -> AllocAsk {
+        AllocAsk {
+            directive: directive.into(),
+            num_nodes: n,
+            alloc_id: id.map(String::from),
+            ..AllocAsk::default()
+        }
+    }
+
+    fn answered(out: &[Out]) -> Vec<u32> {
+        out.iter()
+            .filter_map(|o| match o {
+                Out::Answer(t, _) => Some(*t),
+                Out::Own(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn what_does_not_fit_waits_and_is_answered_on_release() {
+        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let a = st
+            .on_alloc(10, ask(Directive::New, Some(2), None), 0)
+            .unwrap();
+        assert_eq!(answered(&a), [10]);
+        let b = st
+            .on_alloc(11, ask(Directive::New, Some(1), None), 0)
+            .unwrap();
+        assert!(b.is_empty(), "queued, not answered: {b:?}");
+        let id = st.ledger().grants[0].alloc_id.clone();
+        let r = st
+            .on_alloc(12, ask(Directive::Release, None, Some(&id)), 1)
+            .unwrap();
+        assert_eq!(answered(&r), [12, 11], "the release, then the queued NEW");
+        assert_eq!(st.free_nodes().len(), 1);
+    }
+
+    #[test]
+    fn over_the_partition_maximum_is_refused() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        let mut a = ask(Directive::New, Some(1), None);
+        a.time_secs = Some(601);
+        let out = st.on_alloc(1, a, 0).unwrap();
+        assert_eq!(answered(&out), [1]);
+        assert!(st.ledger().grants.is_empty());
+    }
+
+    #[test]
+    fn a_restored_ledger_never_hands_out_a_held_node() {
+        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
+            .unwrap();
+        let saved = st.ledger();
+        let held = saved.grants[0].nodes.clone();
+        let mut again = State::new(&pool(2), batch(), saved);
+        again
+            .on_alloc(2, ask(Directive::New, Some(1), None), 0)
+            .unwrap();
+        let l = again.ledger();
+        assert_eq!(l.grants.len(), 2);
+        assert_ne!(l.grants[0].alloc_id, l.grants[1].alloc_id);
+        assert_ne!(l.grants[1].nodes, held);
+    }
+
+    #[test]
+    fn expiry_frees_nodes_and_terminates_the_session() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        st.attach("dvm@0", WireVersion::V61);
+        st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
+            .unwrap();
+        let out = st.tick(60_000).unwrap();
+        assert!(matches!(out.as_slice(), [Out::Own(_)]), "{out:?}");
+        assert_eq!(st.free_nodes(), ["n1"]);
+        assert!(st.ledger().grants.is_empty());
+    }
+
+    #[test]
+    fn reconcile_frees_what_the_dvm_no_longer_lists() {
+        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
+            .unwrap();
+        let id = st.ledger().grants[0].alloc_id.clone();
+        st.reconcile(std::slice::from_ref(&id), u64::MAX, 0)
+            .unwrap();
+        assert_eq!(st.free_nodes().len(), 1, "listed: kept");
+        st.reconcile(&[], u64::MAX, 0).unwrap();
+        assert_eq!(st.free_nodes().len(), 2, "not listed: freed");
     }
 }
