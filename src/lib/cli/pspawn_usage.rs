@@ -53,9 +53,9 @@ palloc (`palloc -p QUEUE -- pspawn …`); the DVM has no accounting",
 so there is no MPI plugin to choose",
     ),
     (
-        &["-o", "--output", "-e", "--error", "-i", "--input"],
-        "pspawn forwards the job's stdout, stderr and stdin itself: redirect pspawn's own \
-(`pspawn PROGRAM > out.txt`), or use --stdin RANK|none",
+        &["-i", "--input"],
+        "pspawn forwards its own stdin to the job: redirect it (`pspawn PROGRAM < in.txt`), \
+or choose the rank with --stdin RANK|none",
     ),
     (
         &["--mem", "--exclusive", "--gres", "-G", "--gpus"],
