@@ -372,10 +372,7 @@ fn placement_flags_are_honoured_or_refused() {
     assert_eq!(hosts_of(&l), ["n002", "n002"], "{l:?}");
     let (c, l, e) = placed(&pdvm, &["-H", "zzz"]);
     assert_eq!(c, Some(5), "unknown host: PMIX_ERR_NOT_FOUND: {e}");
-    assert!(
-        l.is_empty() && e.contains("no such host: zzz"),
-        "{l:?} {e}"
-    );
+    assert!(l.is_empty() && e.contains("no such host: zzz"), "{l:?} {e}");
     let (c, l, e) = placed(&pdvm, &["--map-by", "bogus"]);
     assert_eq!(c, Some(4), "{e}");
     assert!(

@@ -234,106 +234,121 @@ pub(crate) fn see_also(tool: &str) -> Vec<&'static str> {
 /// EXAMPLES `(command, explanation)` for `tool`.
 pub(crate) fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
     match tool {
-        "palloc" => &[
-            (
-                "palloc -N 2 -t 30m -- ./run.sh",
-                "hold two nodes while run.sh runs in them; exit with its status",
-            ),
-            (
-                "palloc -N 4 --inherit child --hold",
-                "print the id and keep the allocation until Ctrl-C or SIGTERM",
-            ),
-            (
-                "palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child",
-                "reserve four named nodes for a running job",
-            ),
-            (
-                "palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m",
-                "add a node and an hour, warn 5 minutes before the end",
-            ),
-            (
-                "palloc -N 8 --no-wait --request-id nightly",
-                "return at once; later prelease --cancel nightly",
-            ),
-        ],
-        "pspawn" => &[
-            (
-                "pspawn -n 4 ./a.out arg1",
-                "four processes of a.out, output forwarded",
-            ),
-            (
-                "pspawn -n 1 ./manager : -n 8 ./worker",
-                "an MPMD job of two apps",
-            ),
-            (
-                "pspawn --target alloc.3 --default-pool -n 16 ./solver",
-                "use the reservation and the default pool",
-            ),
-            (
-                "pspawn --detach -x OMP_NUM_THREADS=4 ./service",
-                "print the namespace and return",
-            ),
-        ],
-        "prelease" => &[
-            ("prelease alloc.3 alloc.4", "release two allocations"),
-            (
-                "prelease --request-id nightly",
-                "release the allocation requested as nightly",
-            ),
-            ("prelease alloc.3 -w node07", "give back one node"),
-            (
-                "prelease --cancel nightly",
-                "withdraw a request the scheduler still queues",
-            ),
-        ],
-        "pwatch" => &[
-            (
-                "pwatch --status --what reservations",
-                "table of reservations",
-            ),
-            (
-                "pwatch --status --mine --state active",
-                "my granted reservations, my jobs, their nodes",
-            ),
-            (
-                "pwatch --status --what scheduler",
-                "free nodes per queue, as sinfo shows",
-            ),
-            (
-                "pwatch --status --json | python3 -m json.tool",
-                "one JSON document",
-            ),
-            (
-                "pwatch --status --json --interval 5s",
-                "one JSON document per line every five seconds",
-            ),
-            (
-                "pwatch --event job-end --job myjob@1 --count 1",
-                "wait for one job to end",
-            ),
-            (
-                "pwatch --alloc alloc.3 --warn-timeout 5m --extend-by 30m",
-                "keep an allocation alive from a job",
-            ),
-            (
-                "pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'",
-                "tell an application to checkpoint",
-            ),
-        ],
-        "pdvm" => &[
-            (
-                "pdvm --nodes 4 --scheduler-nodes 8 -- ./workflow.sh",
-                "run a workflow against a throw-away DVM",
-            ),
-            (
-                "pdvm --nodes 2 --daemonize --report-uri uri.txt",
-                "start one in the background",
-            ),
-            ("pdvm --terminate", "stop it"),
-        ],
+        "palloc" => PALLOC_EXAMPLES,
+        "pspawn" => PSPAWN_EXAMPLES,
+        "prelease" => PRELEASE_EXAMPLES,
+        "pwatch" => PWATCH_EXAMPLES,
+        "pdvm" => PDVM_EXAMPLES,
         _ => &[],
     }
 }
+
+/// `palloc`'s man-page examples: command and what it does.
+const PALLOC_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "palloc -N 2 -t 30m -- ./run.sh",
+        "hold two nodes while run.sh runs in them; exit with its status",
+    ),
+    (
+        "palloc -N 4 --inherit child --hold",
+        "print the id and keep the allocation until Ctrl-C or SIGTERM",
+    ),
+    (
+        "palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child",
+        "reserve four named nodes for a running job",
+    ),
+    (
+        "palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m",
+        "add a node and an hour, warn 5 minutes before the end",
+    ),
+    (
+        "palloc -N 8 --no-wait --request-id nightly",
+        "return at once; later prelease --cancel nightly",
+    ),
+];
+
+/// `pspawn`'s man-page examples: command and what it does.
+const PSPAWN_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "pspawn -n 4 ./a.out arg1",
+        "four processes of a.out, output forwarded",
+    ),
+    (
+        "pspawn -n 1 ./manager : -n 8 ./worker",
+        "an MPMD job of two apps",
+    ),
+    (
+        "pspawn --target alloc.3 --default-pool -n 16 ./solver",
+        "use the reservation and the default pool",
+    ),
+    (
+        "pspawn --detach -x OMP_NUM_THREADS=4 ./service",
+        "print the namespace and return",
+    ),
+];
+
+/// `prelease`'s man-page examples: command and what it does.
+const PRELEASE_EXAMPLES: &[(&str, &str)] = &[
+    ("prelease alloc.3 alloc.4", "release two allocations"),
+    (
+        "prelease --request-id nightly",
+        "release the allocation requested as nightly",
+    ),
+    ("prelease alloc.3 -w node07", "give back one node"),
+    (
+        "prelease --cancel nightly",
+        "withdraw a request the scheduler still queues",
+    ),
+];
+
+/// `pwatch`'s man-page examples: command and what it does.
+const PWATCH_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "pwatch --status --what reservations",
+        "table of reservations",
+    ),
+    (
+        "pwatch --status --mine --state active",
+        "my granted reservations, my jobs, their nodes",
+    ),
+    (
+        "pwatch --status --what scheduler",
+        "free nodes per queue, as sinfo shows",
+    ),
+    (
+        "pwatch --status --json | python3 -m json.tool",
+        "one JSON document",
+    ),
+    (
+        "pwatch --status --json --interval 5s",
+        "one JSON document per line every five seconds",
+    ),
+    (
+        "pwatch --event job-end --job myjob@1 --count 1",
+        "wait for one job to end",
+    ),
+    (
+        "pwatch --alloc alloc.3 --warn-timeout 5m --extend-by 30m",
+        "keep an allocation alive from a job",
+    ),
+    (
+        "pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'",
+        "tell an application to checkpoint",
+    ),
+];
+
+/// `pdvm`'s man-page examples: command and what it does.
+const PDVM_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "pdvm --nodes 4 --scheduler-nodes 8 -- ./workflow.sh",
+        "run a workflow against a throw-away DVM",
+    ),
+    (
+        "pdvm --nodes 2 --daemonize --report-uri uri.txt",
+        "start one in the background",
+    ),
+    ("pdvm --terminate", "stop it"),
+];
 
 #[cfg(test)]
 mod tests {
