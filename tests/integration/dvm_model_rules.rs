@@ -9,10 +9,10 @@ use pmix_tools::proto::{Directive, Inheritance, Received};
 use pmix_tools::render::ReservationState;
 use pmix_tools::sched::Scheduler;
 
-const NONE: u8 = 1;
-const CHILD: u8 = 2;
-const DEFAULT: u8 = 3;
-const CHILD_DEFAULT: u8 = 4;
+const NONE: Inheritance = Inheritance::None;
+const CHILD: Inheritance = Inheritance::Child;
+const DEFAULT: Inheritance = Inheritance::Default;
+const CHILD_DEFAULT: Inheritance = Inheritance::ChildDefault;
 
 fn setup(n: usize, m: usize) -> (Dvm, Scheduler) {
     setup_mode(n, m, false)
@@ -191,7 +191,7 @@ fn s8_2_1_5_tool_target_share_default_session_owned_by_target() {
         AllocAttrs {
             target: Some("leader".into()),
             share: Some(true),
-            inherit: Some(Inheritance::received(NONE)),
+            inherit: Some(NONE.into()),
             ..nodes(1)
         },
     );
@@ -492,7 +492,7 @@ fn s8_2_1_8_inheritance_not_supported_compat() {
             &t,
             Directive::New,
             AllocAttrs {
-                inherit: Some(Inheritance::received(v)),
+                inherit: Some(v.into()),
                 ..nodes(1)
             },
         );
@@ -906,7 +906,7 @@ fn s8_2_1_9_1_expiry_kills_jobs_on_departing_nodes() {
 /// Tool `tool-1`, leader job `lead` (owner) holding a reservation of two
 /// scheduler nodes with `inherit`; `kid` spawned by `lead` into it when
 /// `with_child`.
-fn owner_with(inherit: Option<u8>, with_child: bool) -> (Dvm, Scheduler, String) {
+fn owner_with(inherit: Option<Inheritance>, with_child: bool) -> (Dvm, Scheduler, String) {
     let (mut d, mut s) = setup(2, 2);
     let t = Requester::tool("tool-1");
     d.tool_connected("tool-1").unwrap();
@@ -917,7 +917,7 @@ fn owner_with(inherit: Option<u8>, with_child: bool) -> (Dvm, Scheduler, String)
         &mut s,
         &lead,
         AllocAttrs {
-            inherit: inherit.map(Inheritance::received),
+            inherit: inherit.map(Received::from),
             ..nodes(2)
         },
     );
@@ -1082,7 +1082,7 @@ fn s8_2_1_9_2_tool_owner_disposition_fires_on_disconnect() {
         &mut s,
         &t,
         AllocAttrs {
-            inherit: Some(Inheritance::received(CHILD)),
+            inherit: Some(CHILD.into()),
             ..nodes(1)
         },
     );
@@ -1111,7 +1111,7 @@ fn s8_2_1_4_shared_allocation_none_returns_nodes_at_owner_death() {
         &app,
         AllocAttrs {
             share: Some(true),
-            inherit: Some(Inheritance::received(NONE)),
+            inherit: Some(NONE.into()),
             ..nodes(2)
         },
     );
@@ -1376,7 +1376,7 @@ fn s8_2_1_10_compat_default_inheritance_accepted() {
         &mut s,
         &t,
         AllocAttrs {
-            inherit: Some(Inheritance::received(DEFAULT)),
+            inherit: Some(DEFAULT.into()),
             ..nodes(1)
         },
     );
@@ -1583,7 +1583,7 @@ fn lead_with_queued_extend() -> (Dvm, Scheduler, String) {
                 Directive::Extend,
                 AllocAttrs {
                     req_id: Some("ext-1".into()),
-                    inherit: Some(Inheritance::received(NONE)),
+                    inherit: Some(NONE.into()),
                     num_nodes: Some(2),
                     ..by_id(&id)
                 },
@@ -1608,7 +1608,7 @@ fn s8_2_1_9_1_foreign_tool_with_target_changes_nothing() {
         (
             Directive::Extend,
             t(AllocAttrs {
-                inherit: Some(Inheritance::received(CHILD)),
+                inherit: Some(CHILD.into()),
                 num_nodes: Some(1),
                 ..by_id(&id)
             }),
@@ -1659,7 +1659,7 @@ fn s8_2_1_9_2_draining_child_extend_to_none_or_default_ends() {
                     &kid,
                     Directive::Extend,
                     AllocAttrs {
-                        inherit: Some(Inheritance::received(inh)),
+                        inherit: Some(inh.into()),
                         ..by_id(&id)
                     },
                 ),
@@ -1920,4 +1920,46 @@ fn s8_2_1_9_5_extend_without_threshold_keeps_the_warning_where_it_was() {
     assert_eq!(warn_to(&d, &s).as_deref(), Some("tool-1:0"));
     d.allocate(&extend(Some(30)), &mut s, 0).expect("extended");
     assert_eq!(warn_to(&d, &s).as_deref(), Some("tool-1:1"));
+}
+
+#[test]
+fn no_granted_event_after_a_reservation_ended() {
+    let (mut d, mut s) = setup(1, 2);
+    let a = Requester::tool("tool-a");
+    let b = Requester::tool("tool-b");
+    let mine = new_alloc(&mut d, &mut s, &a, nodes(1));
+    let other = new_alloc(&mut d, &mut s, &b, nodes(1));
+    let ext = req(
+        &a,
+        Directive::Extend,
+        AllocAttrs {
+            num_nodes: Some(1),
+            req_id: Some("more".into()),
+            ..by_id(&mine)
+        },
+    );
+    assert_eq!(
+        d.allocate(&ext, &mut s, 0).unwrap().status,
+        AllocStatus::Queued
+    );
+    let fx = d
+        .allocate(&req(&a, Directive::Release, by_id(&mine)), &mut s, 1)
+        .unwrap()
+        .effects;
+    assert_eq!(ended(&fx).len(), 1, "{fx:?}");
+    let fx = d
+        .allocate(&req(&b, Directive::Release, by_id(&other)), &mut s, 2)
+        .unwrap()
+        .effects;
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Granted { .. })),
+        "a grant for an ended reservation: {fx:?}"
+    );
+    assert_eq!(
+        s.queue_len(),
+        0,
+        "the ended reservation's EXTEND still waits"
+    );
+    assert!(d.reservation(&mine, &s, 2).is_none());
+    assert_eq!(d.advance(&mut s, 100), Vec::new());
 }
