@@ -395,3 +395,63 @@ fn a_chosen_default_rule_decides_at_the_commands_end() {
         "s001 stayed in the DVM: {status}"
     );
 }
+
+/// A queued `palloc --hold` withdrawn from another shell by `prelease
+/// --cancel REQ` says it was cancelled and by whom, with its own exit code
+/// (10, as salloc's "Job has been cancelled"); it exited 5 with a bare
+/// PMIX_ERR_NOT_FOUND.
+#[test]
+fn a_queued_palloc_cancelled_elsewhere_says_cancelled_by() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut first = tool(&pdvm, "palloc");
+    first.args(["-N", "1", "--hold"]);
+    // It ends with pdvm, should an assertion fail first.
+    let mut first = first
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("palloc --hold");
+    let reservations = || {
+        let mut st = tool(&pdvm, "pwatch");
+        st.args(["--status", "--json", "--what", "reservations"]);
+        support::json_records(&text(&run(st).stdout))
+    };
+    let listed = |rid: &str, state: &str| {
+        reservations()
+            .iter()
+            .any(|r| r["request_id"] == rid || (rid.is_empty() && r["state"] == state))
+    };
+    let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(
+                std::time::Instant::now() < end,
+                "{what}: {:?}",
+                reservations()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("the first grant", &|| listed("", "active"));
+    let mut queued = tool(&pdvm, "palloc");
+    queued.args(["-N", "1", "--hold", "--request-id", "waits"]);
+    let queued = queued
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("queued palloc");
+    wait_for("the request queued", &|| listed("waits", ""));
+    let mut cancel = tool(&pdvm, "prelease");
+    cancel.args(["--cancel", "waits"]);
+    let o = run(cancel);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = support::wait_output(queued, Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{err}");
+    assert!(err.contains("request waits cancelled by "), "{err}");
+    assert!(!err.contains("NOT_FOUND"), "{err}");
+    let _ = first.kill();
+    let _ = first.wait();
+}

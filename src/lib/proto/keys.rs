@@ -6,6 +6,9 @@
 pub const ALLOC_ID: &str = "pmix.alloc.id";
 /// The requester's own request id.
 pub const ALLOC_REQ_ID: &str = "pmix.alloc.reqid";
+/// The process that asked for something (`pmix_proc_t`, `PMIX_REQUESTOR`):
+/// in the reply to a queued request, who withdrew it.
+pub const REQUESTOR: &str = "pmix.requestor";
 /// Number of nodes (`u64`).
 pub const ALLOC_NUM_NODES: &str = "pmix.alloc.nnodes";
 /// Specific nodes (string).
