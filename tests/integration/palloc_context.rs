@@ -455,3 +455,27 @@ fn a_queued_palloc_cancelled_elsewhere_says_cancelled_by() {
     let _ = first.kill();
     let _ = first.wait();
 }
+
+/// Every PMIX_ERR_BAD_PARAM palloc shows names the value and why, from the
+/// request it sent and the nodes the DVM lists: `-w s099` (no such node:
+/// the DVM's nodes are listed) and `-c 5` alone (no nodes asked for). Both
+/// were a bare PMIX_ERR_BAD_PARAM.
+#[test]
+fn bad_param_refusals_name_the_value_and_why() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let refusal = |args: &[&str]| {
+        let mut c = tool(&pdvm, "palloc");
+        c.args(args);
+        let o = run(c);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("PMIX_ERR_BAD_PARAM"), "{args:?}: {err}");
+        err
+    };
+    let err = refusal(&["-w", "s099"]);
+    assert!(err.contains("-w s099: no such node"), "{err}");
+    assert!(err.contains("n001") && err.contains("s001"), "{err}");
+    let err = refusal(&["-c", "5"]);
+    assert!(err.contains("-c 5 alone reserves nothing"), "{err}");
+    assert!(err.contains("palloc -N 1 -c 5"), "{err}");
+}

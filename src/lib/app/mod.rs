@@ -15,6 +15,7 @@ pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
 pub mod palloc;
+mod palloc_bad_param;
 pub(crate) mod palloc_detach;
 mod palloc_empty;
 mod palloc_flow;

@@ -302,7 +302,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     /// The DVM answered a `--no-wait` request at once.
     fn submission_answered(&self, s: &Session, answer: crate::error::Result<Vec<u8>>) -> Outcome {
         let req = &self.plan.req;
-        let refused = |e: &crate::error::Error| Failure::refused(self.op, &self.attrs, e);
+        let refused = |e: &crate::error::Error| self.refused(s, e);
         let reply = answer
             .and_then(|bytes| decode_alloc_reply(s, req.directive, &bytes))
             .map_err(|e| refused(&e))?;
@@ -355,7 +355,20 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         if let Some(pb) = spinner {
             pb.finish_and_clear();
         }
-        reply.map_err(|e| Failure::refused(self.op, &self.attrs, &e))
+        reply.map_err(|e| self.refused(s, &e))
+    }
+
+    /// The refusal of the request, with the bad value named when the DVM
+    /// answered `PMIX_ERR_BAD_PARAM` (from the request and the DVM's nodes).
+    fn refused(&self, s: &Session, e: &crate::error::Error) -> Failure {
+        let mut f = Failure::refused(self.op, &self.attrs, e);
+        if e.status == Status::ERR_BAD_PARAM && e.kind == crate::error::ErrorKind::Refused {
+            if let Some(why) = super::palloc_bad_param::explain(s, &self.plan.req) {
+                f.message.push_str(": ");
+                f.message.push_str(&why);
+            }
+        }
+        f
     }
 
     /// Say the grant (a holder says it once other shells can reach it, so
