@@ -479,3 +479,58 @@ fn bad_param_refusals_name_the_value_and_why() {
     assert!(err.contains("-c 5 alone reserves nothing"), "{err}");
     assert!(err.contains("palloc -N 1 -c 5"), "{err}");
 }
+
+/// A warning is heard or refused up front: `palloc -t 4 --warn-timeout 2
+/// --parsable` (palloc returns at once: nobody would hear it) and `pwatch
+/// --event timeout-warning` alone (it never asked for it) are usage errors
+/// (exit 2) naming the forms that work; inside `palloc -- CMD`, `pwatch
+/// --event timeout-warning --warn-timeout D` arms the allocation of
+/// $PMIX_ALLOC_ID and gets the warning. The first two were accepted and
+/// showed nothing.
+#[test]
+fn warnings_are_heard_or_refused_up_front() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1", "--time-scale", "60"]);
+    let mut c = tool(&pdvm, "palloc");
+    c.args(["-t", "4", "--warn-timeout", "2", "--parsable"]);
+    let o = run(c);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-- CMD") && err.contains("pwatch --alloc"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).is_empty(), "nothing was requested");
+    let mut c = tool(&pdvm, "pwatch");
+    c.args(["--event", "timeout-warning", "--exec", "true"]);
+    let o = run(c);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--warn-timeout DURATION"), "{err}");
+    let mut c = tool(&pdvm, "palloc");
+    c.args([
+        "-q",
+        "-N",
+        "1",
+        "-t",
+        "30m",
+        "--",
+        "pwatch",
+        "--event",
+        "timeout-warning",
+        "--warn-timeout",
+        "25m",
+        "--count",
+        "1",
+        "--timeout",
+        "60s",
+        "--json",
+    ]);
+    let o = support::run_with_timeout(c.stdin(Stdio::null()), 120);
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let warned = support::json_records(&text(&o.stdout));
+    assert!(
+        warned.iter().any(|e| e["event"] == "timeout-warning"),
+        "{}",
+        support::show(&o)
+    );
+}

@@ -54,6 +54,7 @@ struct Asked<'a> {
 /// Run palloc through its states; the exit code.
 pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
     let plan = Plan::new(args, ui);
+    plan.warning_is_heard()?;
     if let Some(handed) = plan.hand_off_before_connecting() {
         return handed;
     }
@@ -89,6 +90,34 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
 }
 
 impl<'a> Plan<'a> {
+    /// A timeout warning goes to the process that sent the request (spec
+    /// 001 §8.2.1.9.5): a palloc that returns once answered (a grant
+    /// printed for a script, `--no-wait` without CMD) would leave it to
+    /// nobody, so `--warn-timeout` is refused there before connecting, the
+    /// same from a script as at a terminal.
+    fn warning_is_heard(&self) -> std::result::Result<(), Failure> {
+        let returns = match self.mode {
+            PallocMode::Print => true,
+            PallocMode::NoWait => self.args.command.is_empty(),
+            PallocMode::Hold | PallocMode::Run(_) => false,
+        };
+        match self.req.warn_timeout {
+            Some(w) if returns => Err(Failure::with(
+                Exit::Usage,
+                None,
+                format!(
+                    "--warn-timeout {w}s: the warning goes only to the process that sent the \
+request (spec 001 §8.2.1.9.5), and this palloc returns once the request is answered, so nobody \
+would show it. Keep palloc as the requester, which prints the warning: `palloc … --warn-timeout \
+{w}s -- CMD` or `palloc … --warn-timeout {w}s --hold`; or leave --warn-timeout out and arm it \
+from the process that will listen: `pwatch --alloc ALLOC_ID --warn-timeout {w}s --event \
+timeout-warning --exec CMD`"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn new(args: &'a PallocArgs, ui: &'a Ui) -> Plan<'a> {
         let mut req = args.request();
         let shell = std::env::var("SHELL").ok();

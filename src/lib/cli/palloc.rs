@@ -113,7 +113,7 @@ EXAMPLES:
   ID=$(palloc -N 1 --parsable)          just the allocation id
   palloc -N 4 --inherit child --hold    print the id, keep it until Ctrl-C/SIGTERM
   palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child
-  palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m
+  palloc --extend alloc.3 -N 1 -t 1h
   palloc -p debug -J nightly -N 2 -t UNLIMITED
   palloc -N 8 --no-wait --request-id nightly   return at once with the request id
   palloc --no-wait -N 2 -- ./job.sh     submit job.sh (output in palloc-REQ_ID.out)";

@@ -67,7 +67,15 @@ EXAMPLES:
   pwatch --status --json --interval 5s
   pwatch --event job-end --job myjob@1 --count 1
   pwatch --alloc alloc.3 --extend-by 30 --warn-timeout 5   (both in minutes)
-  pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'";
+  pwatch --event timeout-warning --alloc alloc.3 --warn-timeout 5m --exec 'kill -USR1 $(cat app.pid)'";
+
+/// The allocation this pwatch runs inside (`$PMIX_ALLOC_ID`, set by
+/// `palloc -- CMD`), if any.
+fn inside_allocation() -> Option<String> {
+    std::env::var("PMIX_ALLOC_ID")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
 
 /// What `pwatch --complete` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -208,12 +216,35 @@ queued, active, draining are reservations; running, killing, ended namespaces; i
                     .into());
             }
         }
-        if self.warn_timeout.is_some() && self.alloc.is_empty() && self.extend_by.is_none() {
-            return Err("--warn-timeout arms the warning for the allocations named by --alloc, or re-arms it \
-on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
-                .into());
+        let no_alloc = self.alloc.is_empty() && inside_allocation().is_none();
+        if self.warn_timeout.is_some() && no_alloc && self.extend_by.is_none() {
+            return Err(
+                "--warn-timeout arms the warning for the allocations named by --alloc (inside \
+`palloc -- CMD`, $PMIX_ALLOC_ID by default), or re-arms it on each --extend-by EXTEND: give \
+--alloc ALLOC_ID or --extend-by DURATION"
+                    .into(),
+            );
+        }
+        if self.event == [EventKind::TimeoutWarning] && self.warn_timeout.is_none() {
+            return Err(
+                "--event timeout-warning alone sees nothing: a timeout warning goes only to \
+the process that asked for it (spec 001 §8.2.1.9.5), so pwatch must ask for it too: add \
+--warn-timeout DURATION, and --alloc ALLOC_ID outside `palloc -- CMD` (inside, $PMIX_ALLOC_ID is \
+the default), as in `pwatch --event timeout-warning --alloc alloc.3 --warn-timeout 5m --exec \
+'kill -USR1 $(cat app.pid)'`"
+                    .into(),
+            );
         }
         Ok(())
+    }
+
+    /// The allocations `--alloc` names, or `$PMIX_ALLOC_ID` (inside `palloc
+    /// -- CMD`) when it names none and a warning is to be armed.
+    fn alloc_ids(&self) -> Vec<String> {
+        match inside_allocation() {
+            Some(id) if self.alloc.is_empty() && self.warn_timeout.is_some() => vec![id],
+            _ => self.alloc.clone(),
+        }
     }
 
     /// The watch to perform.
@@ -255,7 +286,7 @@ on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
             } else {
                 self.event.clone()
             },
-            alloc_ids: self.alloc.clone(),
+            alloc_ids: self.alloc_ids(),
             request_ids: self.request_id.clone(),
             nspaces: self.job.clone(),
             count: self.count,
