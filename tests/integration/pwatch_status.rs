@@ -332,3 +332,56 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
         "no spinner off a terminal: {err:?}"
     );
 }
+
+/// `--status --interval` stamps each snapshot with the time: a plain
+/// `--- DATE TIME UTC ---` line when stdout is no terminal (no escape code),
+/// and at a terminal the screen is cleared and redrawn under an `Every Ns:`
+/// header with the time, as `watch` and `squeue -i`. Snapshots were printed
+/// one under the other with no time.
+#[test]
+fn interval_stamps_each_snapshot_and_redraws_a_terminal() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let args = ["--status", "--what", "nodes", "--interval", "1s"];
+    // Not a terminal.
+    let mut child = tool(&pdvm, "pwatch")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pwatch");
+    let lines = support::LineReader::new(child.stdout.take().expect("stdout"));
+    let mut stamps = 0;
+    while stamps < 2 {
+        let l = lines
+            .next_line(Duration::from_secs(20))
+            .expect("a snapshot line");
+        assert!(!l.contains('\x1b'), "an escape code in a pipe: {l:?}");
+        if l.starts_with("--- ") && l.ends_with(" UTC ---") {
+            stamps += 1;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // A terminal.
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let mut child = tool(&pdvm, "pwatch")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::fs::File::from(pty.slave)))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pwatch");
+    let screen = support::LineReader::new(std::fs::File::from(pty.master));
+    let mut redraws = 0;
+    while redraws < 2 {
+        let l = screen
+            .next_line(Duration::from_secs(20))
+            .expect("a screen line");
+        if l.contains("\x1b[H\x1b[2JEvery 1s: pwatch --status") && l.trim_end().ends_with("UTC") {
+            redraws += 1;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
