@@ -332,3 +332,44 @@ fn early_exits_of_every_tool_20_times_leave_the_dvm_alive() {
         repeat(&mut dvm, name, args, 20, code);
     }
 }
+
+/// `-vv` traces every PMIx message on stderr — command, tag, size and keys
+/// sent, reply status and keys received — on PRRTE master and on pdvm; it
+/// printed nothing more than `-v`.
+#[test]
+fn pwatch_vv_traces_every_message() {
+    let check = |o: &Output| {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let sent = err
+            .lines()
+            .filter(|l| l.contains("pmix: sent QUERY tag "))
+            .count();
+        let got = err
+            .lines()
+            .filter(|l| l.contains("pmix: received reply PMIX_"))
+            .count();
+        assert!(sent >= 1 && got >= sent, "{err}");
+        assert!(err.contains("keys pmix.query."), "{err}");
+        assert!(err.contains("pmix: sent FINALIZE tag "), "{err}");
+        assert!(
+            !text(&o.stdout).contains("pmix:"),
+            "the trace stays on stderr"
+        );
+    };
+    let dvm = Prte::start_master();
+    check(&run(
+        tool(&dvm, "pwatch").args(["-vv", "--status", "--what", "nodes"])
+    ));
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--nodes", "1"]);
+    check(&run(pdvm
+        .tool("pwatch")
+        .args(["-vv", "--status", "--what", "nodes"])));
+    let quiet = run(pdvm
+        .tool("pwatch")
+        .args(["-v", "--status", "--what", "nodes"]));
+    assert!(
+        !text(&quiet.stderr).contains("pmix:"),
+        "-v alone traces nothing"
+    );
+}
