@@ -199,7 +199,7 @@ fn allocations_mine_and_state_filters() {
         run(tool(&pdvm, "pspawn").args(["--target", &id, "--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let job = text(&o.stdout).trim().to_string();
-    // And one in the default pool, not mine.
+    // And one in the default pool, started detached from another shell.
     let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let other = text(&o.stdout).trim().to_string();
@@ -214,7 +214,9 @@ fn allocations_mine_and_state_filters() {
     assert_eq!(theirs["allocations"], serde_json::json!([]), "{v}");
     assert_eq!(rows(&v, "scheduler")[0]["free"], 1, "{v}");
 
-    // --mine: my held allocation, the job in it, its node; not the other job.
+    // --mine: my held allocation, the job in it, its node, and my own
+    // detached job of the other shell (pdvm says who started each job: the
+    // USER column) with its node; it used to miss that job.
     let v = status(&pdvm, &["--mine"]);
     let res = rows(&v, "reservations");
     assert_eq!(res.len(), 1, "{v}");
@@ -224,12 +226,24 @@ fn allocations_mine_and_state_filters() {
         .filter_map(|n| n["nspace"].as_str())
         .collect();
     assert!(
-        names.contains(&job.as_str()) && !names.contains(&other.as_str()),
+        names.contains(&job.as_str()) && names.contains(&other.as_str()),
         "{v}"
     );
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("my user name");
+    for n in rows(&v, "namespaces") {
+        assert_eq!(n["user"], me.as_str(), "{v}");
+    }
     let nodes = rows(&v, "nodes");
-    assert_eq!(nodes.len(), 1, "{v}");
-    assert_eq!(nodes[0]["alloc_id"], id.as_str(), "{v}");
+    let names: Vec<&str> = nodes.iter().filter_map(|n| n["name"].as_str()).collect();
+    assert_eq!(names.len(), 2, "{v}");
+    assert!(
+        nodes.iter().any(|n| n["alloc_id"] == id.as_str()) && names.contains(&"n001"),
+        "{v}"
+    );
 
     // --state: only the named states, only their tables.
     let v = status(&pdvm, &["--state", "active"]);

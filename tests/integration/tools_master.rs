@@ -373,3 +373,51 @@ fn pwatch_vv_traces_every_message() {
         "-v alone traces nothing"
     );
 }
+
+/// The namespace table names each job's command (PMIX_CMD_LINE: PRRTE
+/// master's namespace query says it, pdvm too) and its user (pdvm says who
+/// spawned it; PRRTE does not, so null there), in the human table (COMMAND,
+/// USER) and the JSON; there were no such columns.
+#[test]
+fn namespaces_show_command_and_user() {
+    let job_row = |o: &Output, nspace: &str| -> Value {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let doc: Value = serde_json::from_str(text(&o.stdout).trim()).expect("one document");
+        doc["namespaces"]
+            .as_array()
+            .and_then(|v| v.iter().find(|n| n["nspace"] == nspace).cloned())
+            .unwrap_or_else(|| panic!("{nspace} not listed: {doc}"))
+    };
+    let detach = |c: &mut Command| {
+        let o = run(c.args(["--detach", "sleep", "30"]));
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout).trim().to_string()
+    };
+    let dvm = Prte::start_master();
+    let ns = detach(&mut tool(&dvm, "pspawn"));
+    let status = ["--status", "--what", "namespaces"];
+    let row = job_row(&run(tool(&dvm, "pwatch").args(status).arg("--json")), &ns);
+    assert_eq!(row["command"], "sleep 30", "{row}");
+    assert!(row["user"].is_null(), "{row}");
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let ns = detach(&mut pdvm.tool("pspawn"));
+    let row = job_row(&run(pdvm.tool("pwatch").args(status).arg("--json")), &ns);
+    assert_eq!(row["command"], "sleep 30", "{row}");
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("my user name");
+    assert_eq!(row["user"], me.as_str(), "{row}");
+    let table = text(&run(pdvm.tool("pwatch").args(status)).stdout);
+    let head = table.lines().next().unwrap_or_default();
+    assert!(head.contains("USER") && head.contains("COMMAND"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(&ns) && l.contains(&me) && l.contains("sleep 30")),
+        "{table}"
+    );
+    let _ = run(tool(&dvm, "prelease").arg(&ns));
+}

@@ -71,8 +71,12 @@ pub const EVENT_AFFECTED_PROCS: &str = "pmix.evaffected";
 pub const EVENT_HDLR_NAME: &str = "pmix.evname";
 /// Human-readable text carried by an event.
 pub const EVENT_TEXT_MESSAGE: &str = "pmix.evtext";
-/// Command line of the tool (sent at connection).
+/// Command line of the tool (sent at connection); of a job in a namespace
+/// query's answer.
 pub const CMD_LINE: &str = "pmix.cmd.line";
+/// Effective user id (`u32`, `PMIX_USERID`): of a job's spawner in pdvm's
+/// status answer.
+pub const USERID: &str = "pmix.euid";
 /// Namespace.
 pub const NSPACE: &str = "pmix.nspace";
 /// Rank.
