@@ -164,8 +164,9 @@ fn pwatch_status_names_the_node_and_the_reservations() {
         "namespaces carry their size: {}",
         show(&o)
     );
-    // While palloc holds a reservation of the host, it is listed with it.
-    let script = "pwatch --status --json";
+    // While palloc holds a reservation of the host, it is listed with it,
+    // in the full view and in the nodes alone (`--what nodes` gave null).
+    let script = "pwatch --status --json; pwatch --status --what nodes --json";
     let held = run(tool(&dvm, "palloc").args(["-w", &host, "--json", "--", "sh", "-c", script]));
     assert_eq!(held.status.code(), Some(0), "{}", show(&held));
     let recs = json_lines(&held);
@@ -179,11 +180,14 @@ fn pwatch_status_names_the_node_and_the_reservations() {
         .find(|r| r["type"] == "reservation" && r["alloc_id"] == alloc)
         .unwrap_or_else(|| panic!("reservation {alloc} not listed: {}", show(&held)));
     assert_eq!(res["nodes"][0], host.as_str(), "{}", show(&held));
-    let node = recs
+    let nodes: Vec<&Value> = recs
         .iter()
-        .find(|r| r["type"] == "node" && r["name"] == host.as_str())
-        .unwrap_or_else(|| panic!("node not listed: {}", show(&held)));
-    assert_eq!(node["alloc_id"], alloc, "{}", show(&held));
+        .filter(|r| r["type"] == "node" && r["name"] == host.as_str())
+        .collect();
+    assert_eq!(nodes.len(), 2, "both views list it: {}", show(&held));
+    for node in nodes {
+        assert_eq!(node["alloc_id"], alloc, "{}", show(&held));
+    }
 }
 
 #[test]
