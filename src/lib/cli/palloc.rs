@@ -177,7 +177,9 @@ pub struct PallocArgs {
     pub inherit: Option<Inheritance>,
 
     /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT):
-    /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS.
+    /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS. Only
+    /// with -- CMD or --hold (palloc prints the warning): where palloc returns
+    /// at once nobody would hear it, so it is refused (exit 2).
     #[arg(long, value_name = "DURATION", value_parser = parse_warn_secs)]
     pub warn_timeout: Option<u32>,
 

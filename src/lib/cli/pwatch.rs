@@ -33,10 +33,15 @@ reservations whose owner set holds the namespace this pwatch acts for (the \
 job's inside a job, the allocation's inside `palloc -- CMD`), the allocation \
 in $PMIX_ALLOC_ID, and the allocations your own palloc --hold or palloc -- CMD \
 hold in other shells (found in the holder registry); and the namespaces in \
-those owner sets and every job they launched, and the nodes those \
-reservations hold or those jobs run on. With --json each snapshot is one JSON \
-document (an object with reservations, namespaces, nodes and scheduler \
-arrays) on one line; --interval prints one such line per snapshot.
+those owner sets, the jobs your user started from any shell (where the DVM \
+says who: pdvm), every job they launched, and the nodes those reservations \
+hold or those jobs run on. The namespace table names each job's USER (pdvm) \
+and COMMAND (PMIX_CMD_LINE). --interval redraws a terminal under an `Every \
+Ns:` header with the time, and elsewhere prints a `--- DATE TIME UTC ---` \
+line before each snapshot. With --json each snapshot is one JSON document \
+(an object with reservations, namespaces, nodes and scheduler arrays) on one \
+line; --interval prints one such line per snapshot. -vv traces every PMIx \
+message sent and received (command, tag, size, keys) on stderr.
 
 Timeout warnings go only to the process that requested the allocation, and \
 the requester is refreshed by each EXTEND (spec 001 §8.2.1.9.5). So who sees \
