@@ -11,7 +11,7 @@ complete -c palloc -l inherit -d 'What happens when the owner ends: none, child,
 child\t''
 default\t''
 child-default\t''"
-complete -c palloc -l warn-timeout -d 'Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT): a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS' -r -f
+complete -c palloc -l warn-timeout -d 'Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT): a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS. Only with -- CMD or --hold (palloc prints the warning): where palloc returns at once nobody would hear it, so it is refused (exit 2)' -r -f
 complete -c palloc -l extend -d 'Extend the allocation with this id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_ID)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c palloc -l extend-request -d 'Extend the allocation requested under this request id (PMIX_ALLOC_EXTEND + PMIX_ALLOC_REQ_ID)' -r -f
 complete -c palloc -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r

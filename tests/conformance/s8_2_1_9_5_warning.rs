@@ -100,10 +100,11 @@ fn s8_2_1_9_5_warning_only_to_requester() {
     assert_eq!(warnings(&h).len(), 1, "{h}");
 }
 
-/// The requester is refreshed on EXTEND: palloc (requester, with a warning
-/// threshold) has exited; a pwatch of the owning job re-arms the warning by
-/// an EXTEND carrying PMIX_ALLOC_WARN_TIMEOUT and receives it; an outside
-/// tool still sees nothing.
+/// The requester is refreshed on EXTEND: palloc (the NEW's requester) has
+/// exited (it refuses --warn-timeout when it returns at once: nobody would
+/// hear it); a pwatch of the owning job arms the warning by an EXTEND
+/// carrying PMIX_ALLOC_WARN_TIMEOUT and receives it; an outside tool still
+/// sees nothing.
 #[test]
 fn s8_2_1_9_5_extend_refreshes_requester() {
     let mut dvm = Dvm::with_leader(&[
@@ -117,7 +118,7 @@ fn s8_2_1_9_5_extend_refreshes_requester() {
         "60",
     ]);
     let a = dvm
-        .app("palloc -N 1 -t 3m --warn-timeout 60s --request-id first --json")
+        .app("palloc -N 1 -t 3m --request-id first --json")
         .alloc_id();
     let mut w = dvm.tool_cmd("pwatch");
     w.args(["--json", "--timeout", "3s"]);

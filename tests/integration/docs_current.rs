@@ -32,7 +32,7 @@ fn docs_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "stale: run `PMIX_TOOLS_REGEN_DOCS=1 cargo test --test docs_current` (out of date: {})",
+        "stale: run `PMIX_TOOLS_REGEN_DOCS=1 cargo test --test integration docs_current` (out of date: {})",
         stale.join(", ")
     );
 }

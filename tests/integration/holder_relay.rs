@@ -157,7 +157,7 @@ fn a_directed_warning_reaches_only_the_client_that_asked_pdvm() {
            --count 1 --timeout 60s --json > {d}/asker 2> {d}/asker.err; echo $? > {d}/asker.rc & \
          for i in $(seq 1 300); do grep -q 'watching for events' {d}/asker.err && break; \
            sleep 0.05; done; \
-         pwatch -v --alloc \"$PMIX_ALLOC_ID\" --event timeout-warning --timeout 15s --json \
+         pwatch -v --alloc \"$PMIX_ALLOC_ID\" --event timeout-warning,node --timeout 15s --json \
            > {d}/other 2> {d}/other.err; wait"
     );
     let mut cmd = pdvm.tool("palloc");

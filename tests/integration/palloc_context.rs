@@ -395,3 +395,142 @@ fn a_chosen_default_rule_decides_at_the_commands_end() {
         "s001 stayed in the DVM: {status}"
     );
 }
+
+/// A queued `palloc --hold` withdrawn from another shell by `prelease
+/// --cancel REQ` says it was cancelled and by whom, with its own exit code
+/// (10, as salloc's "Job has been cancelled"); it exited 5 with a bare
+/// PMIX_ERR_NOT_FOUND.
+#[test]
+fn a_queued_palloc_cancelled_elsewhere_says_cancelled_by() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut first = tool(&pdvm, "palloc");
+    first.args(["-N", "1", "--hold"]);
+    // It ends with pdvm, should an assertion fail first.
+    let mut first = first
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("palloc --hold");
+    let reservations = || {
+        let mut st = tool(&pdvm, "pwatch");
+        st.args(["--status", "--json", "--what", "reservations"]);
+        support::json_records(&text(&run(st).stdout))
+    };
+    let listed = |rid: &str, state: &str| {
+        reservations()
+            .iter()
+            .any(|r| r["request_id"] == rid || (rid.is_empty() && r["state"] == state))
+    };
+    let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(
+                std::time::Instant::now() < end,
+                "{what}: {:?}",
+                reservations()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("the first grant", &|| listed("", "active"));
+    let mut queued = tool(&pdvm, "palloc");
+    queued.args(["-N", "1", "--hold", "--request-id", "waits"]);
+    let queued = queued
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("queued palloc");
+    wait_for("the request queued", &|| listed("waits", ""));
+    let mut cancel = tool(&pdvm, "prelease");
+    cancel.args(["--cancel", "waits"]);
+    let o = run(cancel);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = support::wait_output(queued, Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{err}");
+    assert!(err.contains("request waits cancelled by "), "{err}");
+    assert!(!err.contains("NOT_FOUND"), "{err}");
+    let _ = first.kill();
+    let _ = first.wait();
+}
+
+/// Every PMIX_ERR_BAD_PARAM palloc shows names the value and why, from the
+/// request it sent and the nodes the DVM lists: `-w s099` (no such node:
+/// the DVM's nodes are listed) and `-c 5` alone (no nodes asked for). Both
+/// were a bare PMIX_ERR_BAD_PARAM.
+#[test]
+fn bad_param_refusals_name_the_value_and_why() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let refusal = |args: &[&str]| {
+        let mut c = tool(&pdvm, "palloc");
+        c.args(args);
+        let o = run(c);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("PMIX_ERR_BAD_PARAM"), "{args:?}: {err}");
+        err
+    };
+    let err = refusal(&["-w", "s099"]);
+    assert!(err.contains("-w s099: no such node"), "{err}");
+    assert!(err.contains("n001") && err.contains("s001"), "{err}");
+    let err = refusal(&["-c", "5"]);
+    assert!(err.contains("-c 5 alone reserves nothing"), "{err}");
+    assert!(err.contains("palloc -N 1 -c 5"), "{err}");
+}
+
+/// A warning is heard or refused up front: `palloc -t 4 --warn-timeout 2
+/// --parsable` (palloc returns at once: nobody would hear it) and `pwatch
+/// --event timeout-warning` alone (it never asked for it) are usage errors
+/// (exit 2) naming the forms that work; inside `palloc -- CMD`, `pwatch
+/// --event timeout-warning --warn-timeout D` arms the allocation of
+/// $PMIX_ALLOC_ID and gets the warning. The first two were accepted and
+/// showed nothing.
+#[test]
+fn warnings_are_heard_or_refused_up_front() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1", "--time-scale", "60"]);
+    let mut c = tool(&pdvm, "palloc");
+    c.args(["-t", "4", "--warn-timeout", "2", "--parsable"]);
+    let o = run(c);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-- CMD") && err.contains("pwatch --alloc"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).is_empty(), "nothing was requested");
+    let mut c = tool(&pdvm, "pwatch");
+    c.args(["--event", "timeout-warning", "--exec", "true"]);
+    let o = run(c);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--warn-timeout DURATION"), "{err}");
+    let mut c = tool(&pdvm, "palloc");
+    c.args([
+        "-q",
+        "-N",
+        "1",
+        "-t",
+        "30m",
+        "--",
+        "pwatch",
+        "--event",
+        "timeout-warning",
+        "--warn-timeout",
+        "25m",
+        "--count",
+        "1",
+        "--timeout",
+        "60s",
+        "--json",
+    ]);
+    let o = support::run_with_timeout(c.stdin(Stdio::null()), 120);
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let warned = support::json_records(&text(&o.stdout));
+    assert!(
+        warned.iter().any(|e| e["event"] == "timeout-warning"),
+        "{}",
+        support::show(&o)
+    );
+}

@@ -199,7 +199,7 @@ fn allocations_mine_and_state_filters() {
         run(tool(&pdvm, "pspawn").args(["--target", &id, "--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let job = text(&o.stdout).trim().to_string();
-    // And one in the default pool, not mine.
+    // And one in the default pool, started detached from another shell.
     let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let other = text(&o.stdout).trim().to_string();
@@ -214,7 +214,9 @@ fn allocations_mine_and_state_filters() {
     assert_eq!(theirs["allocations"], serde_json::json!([]), "{v}");
     assert_eq!(rows(&v, "scheduler")[0]["free"], 1, "{v}");
 
-    // --mine: my held allocation, the job in it, its node; not the other job.
+    // --mine: my held allocation, the job in it, its node, and my own
+    // detached job of the other shell (pdvm says who started each job: the
+    // USER column) with its node; it used to miss that job.
     let v = status(&pdvm, &["--mine"]);
     let res = rows(&v, "reservations");
     assert_eq!(res.len(), 1, "{v}");
@@ -224,12 +226,24 @@ fn allocations_mine_and_state_filters() {
         .filter_map(|n| n["nspace"].as_str())
         .collect();
     assert!(
-        names.contains(&job.as_str()) && !names.contains(&other.as_str()),
+        names.contains(&job.as_str()) && names.contains(&other.as_str()),
         "{v}"
     );
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("my user name");
+    for n in rows(&v, "namespaces") {
+        assert_eq!(n["user"], me.as_str(), "{v}");
+    }
     let nodes = rows(&v, "nodes");
-    assert_eq!(nodes.len(), 1, "{v}");
-    assert_eq!(nodes[0]["alloc_id"], id.as_str(), "{v}");
+    let names: Vec<&str> = nodes.iter().filter_map(|n| n["name"].as_str()).collect();
+    assert_eq!(names.len(), 2, "{v}");
+    assert!(
+        nodes.iter().any(|n| n["alloc_id"] == id.as_str()) && names.contains(&"n001"),
+        "{v}"
+    );
 
     // --state: only the named states, only their tables.
     let v = status(&pdvm, &["--state", "active"]);
@@ -331,4 +345,57 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
         !err.contains('\r') && !err.contains('\u{1b}'),
         "no spinner off a terminal: {err:?}"
     );
+}
+
+/// `--status --interval` stamps each snapshot with the time: a plain
+/// `--- DATE TIME UTC ---` line when stdout is no terminal (no escape code),
+/// and at a terminal the screen is cleared and redrawn under an `Every Ns:`
+/// header with the time, as `watch` and `squeue -i`. Snapshots were printed
+/// one under the other with no time.
+#[test]
+fn interval_stamps_each_snapshot_and_redraws_a_terminal() {
+    let pdvm = Pdvm::start(&["--nodes", "1"]);
+    let args = ["--status", "--what", "nodes", "--interval", "1s"];
+    // Not a terminal.
+    let mut child = tool(&pdvm, "pwatch")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pwatch");
+    let lines = support::LineReader::new(child.stdout.take().expect("stdout"));
+    let mut stamps = 0;
+    while stamps < 2 {
+        let l = lines
+            .next_line(Duration::from_secs(20))
+            .expect("a snapshot line");
+        assert!(!l.contains('\x1b'), "an escape code in a pipe: {l:?}");
+        if l.starts_with("--- ") && l.ends_with(" UTC ---") {
+            stamps += 1;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // A terminal.
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let mut child = tool(&pdvm, "pwatch")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::fs::File::from(pty.slave)))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pwatch");
+    let screen = support::LineReader::new(std::fs::File::from(pty.master));
+    let mut redraws = 0;
+    while redraws < 2 {
+        let l = screen
+            .next_line(Duration::from_secs(20))
+            .expect("a screen line");
+        if l.contains("\x1b[H\x1b[2JEvery 1s: pwatch --status") && l.trim_end().ends_with("UTC") {
+            redraws += 1;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

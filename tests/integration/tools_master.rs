@@ -164,8 +164,9 @@ fn pwatch_status_names_the_node_and_the_reservations() {
         "namespaces carry their size: {}",
         show(&o)
     );
-    // While palloc holds a reservation of the host, it is listed with it.
-    let script = "pwatch --status --json";
+    // While palloc holds a reservation of the host, it is listed with it,
+    // in the full view and in the nodes alone (`--what nodes` gave null).
+    let script = "pwatch --status --json; pwatch --status --what nodes --json";
     let held = run(tool(&dvm, "palloc").args(["-w", &host, "--json", "--", "sh", "-c", script]));
     assert_eq!(held.status.code(), Some(0), "{}", show(&held));
     let recs = json_lines(&held);
@@ -179,11 +180,14 @@ fn pwatch_status_names_the_node_and_the_reservations() {
         .find(|r| r["type"] == "reservation" && r["alloc_id"] == alloc)
         .unwrap_or_else(|| panic!("reservation {alloc} not listed: {}", show(&held)));
     assert_eq!(res["nodes"][0], host.as_str(), "{}", show(&held));
-    let node = recs
+    let nodes: Vec<&Value> = recs
         .iter()
-        .find(|r| r["type"] == "node" && r["name"] == host.as_str())
-        .unwrap_or_else(|| panic!("node not listed: {}", show(&held)));
-    assert_eq!(node["alloc_id"], alloc, "{}", show(&held));
+        .filter(|r| r["type"] == "node" && r["name"] == host.as_str())
+        .collect();
+    assert_eq!(nodes.len(), 2, "both views list it: {}", show(&held));
+    for node in nodes {
+        assert_eq!(node["alloc_id"], alloc, "{}", show(&held));
+    }
 }
 
 #[test]
@@ -331,4 +335,93 @@ fn early_exits_of_every_tool_20_times_leave_the_dvm_alive() {
     for (name, args, code) in cases {
         repeat(&mut dvm, name, args, 20, code);
     }
+}
+
+/// `-vv` traces every PMIx message on stderr — command, tag, size and keys
+/// sent, reply status and keys received — on PRRTE master and on pdvm; it
+/// printed nothing more than `-v`.
+#[test]
+fn pwatch_vv_traces_every_message() {
+    let check = |o: &Output| {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let sent = err
+            .lines()
+            .filter(|l| l.contains("pmix: sent QUERY tag "))
+            .count();
+        let got = err
+            .lines()
+            .filter(|l| l.contains("pmix: received reply PMIX_"))
+            .count();
+        assert!(sent >= 1 && got >= sent, "{err}");
+        assert!(err.contains("keys pmix.query."), "{err}");
+        assert!(err.contains("pmix: sent FINALIZE tag "), "{err}");
+        assert!(
+            !text(&o.stdout).contains("pmix:"),
+            "the trace stays on stderr"
+        );
+    };
+    let dvm = Prte::start_master();
+    check(&run(
+        tool(&dvm, "pwatch").args(["-vv", "--status", "--what", "nodes"])
+    ));
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--nodes", "1"]);
+    check(&run(pdvm
+        .tool("pwatch")
+        .args(["-vv", "--status", "--what", "nodes"])));
+    let quiet = run(pdvm
+        .tool("pwatch")
+        .args(["-v", "--status", "--what", "nodes"]));
+    assert!(
+        !text(&quiet.stderr).contains("pmix:"),
+        "-v alone traces nothing"
+    );
+}
+
+/// The namespace table names each job's command (PMIX_CMD_LINE: PRRTE
+/// master's namespace query says it, pdvm too) and its user (pdvm says who
+/// spawned it; PRRTE does not, so null there), in the human table (COMMAND,
+/// USER) and the JSON; there were no such columns.
+#[test]
+fn namespaces_show_command_and_user() {
+    let job_row = |o: &Output, nspace: &str| -> Value {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let doc: Value = serde_json::from_str(text(&o.stdout).trim()).expect("one document");
+        doc["namespaces"]
+            .as_array()
+            .and_then(|v| v.iter().find(|n| n["nspace"] == nspace).cloned())
+            .unwrap_or_else(|| panic!("{nspace} not listed: {doc}"))
+    };
+    let detach = |c: &mut Command| {
+        let o = run(c.args(["--detach", "sleep", "30"]));
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout).trim().to_string()
+    };
+    let dvm = Prte::start_master();
+    let ns = detach(&mut tool(&dvm, "pspawn"));
+    let status = ["--status", "--what", "namespaces"];
+    let row = job_row(&run(tool(&dvm, "pwatch").args(status).arg("--json")), &ns);
+    assert_eq!(row["command"], "sleep 30", "{row}");
+    assert!(row["user"].is_null(), "{row}");
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let ns = detach(&mut pdvm.tool("pspawn"));
+    let row = job_row(&run(pdvm.tool("pwatch").args(status).arg("--json")), &ns);
+    assert_eq!(row["command"], "sleep 30", "{row}");
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("my user name");
+    assert_eq!(row["user"], me.as_str(), "{row}");
+    let table = text(&run(pdvm.tool("pwatch").args(status)).stdout);
+    let head = table.lines().next().unwrap_or_default();
+    assert!(head.contains("USER") && head.contains("COMMAND"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(&ns) && l.contains(&me) && l.contains("sleep 30")),
+        "{table}"
+    );
+    let _ = run(tool(&dvm, "prelease").arg(&ns));
 }

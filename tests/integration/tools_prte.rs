@@ -289,7 +289,7 @@ fn pwatch_shows_a_job_end() {
 fn pwatch_timeout_without_events_exits_8() {
     let dvm = Prte::start();
     let o = run_with_timeout(
-        tool(&dvm, "pwatch").args(["--event", "timeout-warning", "--timeout", "1s"]),
+        tool(&dvm, "pwatch").args(["--event", "node", "--timeout", "1s"]),
         30,
     );
     assert_eq!(o.status.code(), Some(8), "{}", show(&o));

@@ -63,6 +63,16 @@ impl Failure {
             // still carry it out, so it is not reported as failed.
             return Failure::outcome_unknown(op, &e.context);
         }
+        if e.status == Status::ERR_JOB_CANCELED {
+            // The request was withdrawn, not refused: the context says which
+            // and by whom (ops::alloc).
+            return Failure {
+                exit: Exit::Cancelled,
+                status: Some(e.status),
+                rule: None,
+                message: format!("{}: nothing was reserved", e.context),
+            };
+        }
         let mut message = refusal_message(op, e.status, attrs);
         if e.kind != ErrorKind::Refused && !e.context.is_empty() {
             message.push_str(&format!(" ({})", e.context));

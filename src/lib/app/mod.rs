@@ -15,6 +15,7 @@ pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
 pub mod palloc;
+mod palloc_bad_param;
 pub(crate) mod palloc_detach;
 mod palloc_empty;
 mod palloc_flow;
@@ -69,6 +70,10 @@ pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<S
         ui.detail(&format!("skipped untrusted rendezvous file {skipped}"));
     }
     let s = s.map_err(|e| Failure::connect(&e))?;
+    if ui.level > 1 {
+        let tool = ui.tool;
+        crate::ops::trace::install(&s, move |l| eprintln!("{tool}: pmix: {l}"));
+    }
     if ui.level > 0 {
         let (ns, rank) = s.me();
         let (server, _) = s.conn().server();

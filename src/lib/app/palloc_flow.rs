@@ -54,6 +54,7 @@ struct Asked<'a> {
 /// Run palloc through its states; the exit code.
 pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
     let plan = Plan::new(args, ui);
+    plan.warning_is_heard()?;
     if let Some(handed) = plan.hand_off_before_connecting() {
         return handed;
     }
@@ -89,6 +90,34 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
 }
 
 impl<'a> Plan<'a> {
+    /// A timeout warning goes to the process that sent the request (spec
+    /// 001 §8.2.1.9.5): a palloc that returns once answered (a grant
+    /// printed for a script, `--no-wait` without CMD) would leave it to
+    /// nobody, so `--warn-timeout` is refused there before connecting, the
+    /// same from a script as at a terminal.
+    fn warning_is_heard(&self) -> std::result::Result<(), Failure> {
+        let returns = match self.mode {
+            PallocMode::Print => true,
+            PallocMode::NoWait => self.args.command.is_empty(),
+            PallocMode::Hold | PallocMode::Run(_) => false,
+        };
+        match self.req.warn_timeout {
+            Some(w) if returns => Err(Failure::with(
+                Exit::Usage,
+                None,
+                format!(
+                    "--warn-timeout {w}s: the warning goes only to the process that sent the \
+request (spec 001 §8.2.1.9.5), and this palloc returns once the request is answered, so nobody \
+would show it. Keep palloc as the requester, which prints the warning: `palloc … --warn-timeout \
+{w}s -- CMD` or `palloc … --warn-timeout {w}s --hold`; or leave --warn-timeout out and arm it \
+from the process that will listen: `pwatch --alloc ALLOC_ID --warn-timeout {w}s --event \
+timeout-warning --exec CMD`"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn new(args: &'a PallocArgs, ui: &'a Ui) -> Plan<'a> {
         let mut req = args.request();
         let shell = std::env::var("SHELL").ok();
@@ -302,7 +331,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     /// The DVM answered a `--no-wait` request at once.
     fn submission_answered(&self, s: &Session, answer: crate::error::Result<Vec<u8>>) -> Outcome {
         let req = &self.plan.req;
-        let refused = |e: &crate::error::Error| Failure::refused(self.op, &self.attrs, e);
+        let refused = |e: &crate::error::Error| self.refused(s, e);
         let reply = answer
             .and_then(|bytes| decode_alloc_reply(s, req.directive, &bytes))
             .map_err(|e| refused(&e))?;
@@ -355,7 +384,20 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         if let Some(pb) = spinner {
             pb.finish_and_clear();
         }
-        reply.map_err(|e| Failure::refused(self.op, &self.attrs, &e))
+        reply.map_err(|e| self.refused(s, &e))
+    }
+
+    /// The refusal of the request, with the bad value named when the DVM
+    /// answered `PMIX_ERR_BAD_PARAM` (from the request and the DVM's nodes).
+    fn refused(&self, s: &Session, e: &crate::error::Error) -> Failure {
+        let mut f = Failure::refused(self.op, &self.attrs, e);
+        if e.status == Status::ERR_BAD_PARAM && e.kind == crate::error::ErrorKind::Refused {
+            if let Some(why) = super::palloc_bad_param::explain(s, &self.plan.req) {
+                f.message.push_str(": ");
+                f.message.push_str(&why);
+            }
+        }
+        f
     }
 
     /// Say the grant (a holder says it once other shells can reach it, so

@@ -105,6 +105,9 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
                 "lost the DVM while asking for its status",
             ));
         }
+        if let (Some(every), false) = (w.interval_secs, ui.json) {
+            ui.result(&interval_header(every, ui.stdout_tty));
+        }
         status::print(&snap, ui);
         if let Some(e) = &snap.failure {
             return Err(Failure::from_error("the DVM did not report its status", e));
@@ -119,9 +122,21 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
                 signals::name(sig)
             )));
         }
-        if !ui.json {
+        if !ui.json && !ui.stdout_tty {
             ui.result("");
         }
+    }
+}
+
+/// The line above each `--interval` snapshot: at a terminal the screen is
+/// cleared first and the header names the period and the time (as `watch`
+/// and `squeue -i`); elsewhere a plain time-stamp line, no escape codes.
+fn interval_header(every: u64, tty: bool) -> String {
+    let now = crate::render::human::utc_clock(super::now_secs() as u64);
+    if tty {
+        format!("\x1b[H\x1b[2JEvery {every}s: pwatch --status    {now}")
+    } else {
+        format!("--- {now} ---")
     }
 }
 

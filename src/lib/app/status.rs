@@ -150,7 +150,17 @@ pub(crate) fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -
         parent: j.parent,
         nprocs: j.nprocs,
         state: j.state,
+        command: j.cmdline,
+        user: j.uid.map(user_name),
     }
+}
+
+/// A uid as a user name (the uid itself when it has none here).
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name)
 }
 
 /// The printed form of a scheduler queue.
@@ -289,7 +299,9 @@ fn job_table(
         .collect()))
 }
 
-/// My namespaces: what I act as, the owner sets of my reservations, and
+/// My namespaces: what I act as, the owner sets of my reservations, the
+/// jobs my user started (where the DVM says who: pdvm; so a `pspawn
+/// --detach` job of another shell is mine, as `squeue --me` lists it), and
 /// every job those launched (a parent comes before its children).
 fn my_namespaces(
     mine: &Mine,
@@ -304,6 +316,12 @@ fn my_namespaces(
     let Some(Ok(v)) = jobs else {
         return set;
     };
+    let me = nix::unistd::geteuid().as_raw();
+    set.extend(
+        v.iter()
+            .filter(|j| j.uid == Some(me))
+            .map(|j| j.nspace.clone()),
+    );
     loop {
         let before = set.len();
         for j in v {

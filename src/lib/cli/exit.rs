@@ -13,6 +13,7 @@
 //! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
 //! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`, a job stopped at its allocation's time limit) |
 //! | 9 | outcome unknown: a request that changes something (allocate, extend, release, cancel, spawn) was sent but not answered in time; the DVM may still carry it out (check with `pwatch --status`); or a job whose end the DVM never announced, with no process seen failing (its exit status is unknown) |
+//! | 10 | cancelled: a queued allocation request was withdrawn (`prelease --cancel`, `PMIX_ERR_JOB_CANCELED`) before it was granted; the message names who cancelled it when the DVM says |
 //! | 130 | interrupted (Ctrl-C, SIGINT; a pending allocation request was cancelled) |
 //! | 143 | ended by SIGTERM (128+15; SIGHUP gives 129) |
 //!
@@ -45,6 +46,8 @@ pub enum Exit {
     TimedOut,
     /// 9.
     OutcomeUnknown,
+    /// 10.
+    Cancelled,
     /// 130.
     Interrupted,
     /// A launched command exited with this status.
@@ -67,6 +70,7 @@ impl Exit {
             Exit::NotSupported => 7,
             Exit::TimedOut => 8,
             Exit::OutcomeUnknown => 9,
+            Exit::Cancelled => 10,
             Exit::Interrupted => 130,
             Exit::Command(c) => clamp(c, 0, 255),
             Exit::Signaled(n) => 128 + clamp(n, 0, 127),
@@ -82,6 +86,7 @@ impl Exit {
             Status::ERR_NO_PERMISSIONS => Exit::NoPermission,
             Status::ERR_NOT_SUPPORTED | Status::ERR_PARAM_VALUE_NOT_SUPPORTED => Exit::NotSupported,
             Status::ERR_TIMEOUT => Exit::TimedOut,
+            Status::ERR_JOB_CANCELED => Exit::Cancelled,
             Status::ERR_UNREACH
             | Status::ERR_LOST_CONNECTION
             | Status::ERR_COMM_FAILURE
@@ -141,6 +146,12 @@ reached its time limit",
 spawn) was sent, but the DVM did not answer within PMIX_TOOLS_TIMEOUT; it may still be carried \
 out: `pwatch --status` shows whether it was. Never reported as failed. Also a job whose \
 end the DVM never announced, with no process seen failing: its exit status is unknown",
+    ),
+    (
+        Exit::Cancelled.code(),
+        "cancelled: the queued allocation request was withdrawn before it was granted \
+(`prelease --cancel` from another shell, PMIX_ERR_JOB_CANCELED, as salloc's \"Job has been \
+cancelled\"); the message names who cancelled it when the DVM says",
     ),
     (
         Exit::Interrupted.code(),

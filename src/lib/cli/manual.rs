@@ -258,8 +258,8 @@ const PALLOC_EXAMPLES: &[(&str, &str)] = &[
         "reserve four named nodes for a running job",
     ),
     (
-        "palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m",
-        "add a node and an hour, warn 5 minutes before the end",
+        "palloc --extend alloc.3 -N 1 -t 1h",
+        "add a node and an hour",
     ),
     (
         "palloc -N 8 --no-wait --request-id nightly",
@@ -332,7 +332,7 @@ const PWATCH_EXAMPLES: &[(&str, &str)] = &[
         "keep an allocation alive from a job",
     ),
     (
-        "pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'",
+        "pwatch --event timeout-warning --alloc alloc.3 --warn-timeout 5m --exec 'kill -USR1 $(cat app.pid)'",
         "tell an application to checkpoint",
     ),
 ];

@@ -113,7 +113,7 @@ EXAMPLES:
   ID=$(palloc -N 1 --parsable)          just the allocation id
   palloc -N 4 --inherit child --hold    print the id, keep it until Ctrl-C/SIGTERM
   palloc -w 'node[01-04]' --target prte-vm-1@1 --inherit child
-  palloc --extend alloc.3 -N 1 -t 1h --warn-timeout 5m
+  palloc --extend alloc.3 -N 1 -t 1h
   palloc -p debug -J nightly -N 2 -t UNLIMITED
   palloc -N 8 --no-wait --request-id nightly   return at once with the request id
   palloc --no-wait -N 2 -- ./job.sh     submit job.sh (output in palloc-REQ_ID.out)";
@@ -177,7 +177,9 @@ pub struct PallocArgs {
     pub inherit: Option<Inheritance>,
 
     /// Ask for a warning this long before the time limit (PMIX_ALLOC_WARN_TIMEOUT):
-    /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS.
+    /// a plain number is minutes; or 45s, 30m, 2h, MM:SS, [D-]HH:MM:SS. Only
+    /// with -- CMD or --hold (palloc prints the warning): where palloc returns
+    /// at once nobody would hear it, so it is refused (exit 2).
     #[arg(long, value_name = "DURATION", value_parser = parse_warn_secs)]
     pub warn_timeout: Option<u32>,
 

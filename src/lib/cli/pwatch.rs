@@ -33,10 +33,15 @@ reservations whose owner set holds the namespace this pwatch acts for (the \
 job's inside a job, the allocation's inside `palloc -- CMD`), the allocation \
 in $PMIX_ALLOC_ID, and the allocations your own palloc --hold or palloc -- CMD \
 hold in other shells (found in the holder registry); and the namespaces in \
-those owner sets and every job they launched, and the nodes those \
-reservations hold or those jobs run on. With --json each snapshot is one JSON \
-document (an object with reservations, namespaces, nodes and scheduler \
-arrays) on one line; --interval prints one such line per snapshot.
+those owner sets, the jobs your user started from any shell (where the DVM \
+says who: pdvm), every job they launched, and the nodes those reservations \
+hold or those jobs run on. The namespace table names each job's USER (pdvm) \
+and COMMAND (PMIX_CMD_LINE). --interval redraws a terminal under an `Every \
+Ns:` header with the time, and elsewhere prints a `--- DATE TIME UTC ---` \
+line before each snapshot. With --json each snapshot is one JSON document \
+(an object with reservations, namespaces, nodes and scheduler arrays) on one \
+line; --interval prints one such line per snapshot. -vv traces every PMIx \
+message sent and received (command, tag, size, keys) on stderr.
 
 Timeout warnings go only to the process that requested the allocation, and \
 the requester is refreshed by each EXTEND (spec 001 §8.2.1.9.5). So who sees \
@@ -67,7 +72,15 @@ EXAMPLES:
   pwatch --status --json --interval 5s
   pwatch --event job-end --job myjob@1 --count 1
   pwatch --alloc alloc.3 --extend-by 30 --warn-timeout 5   (both in minutes)
-  pwatch --event timeout-warning --exec 'kill -USR1 $(cat app.pid)'";
+  pwatch --event timeout-warning --alloc alloc.3 --warn-timeout 5m --exec 'kill -USR1 $(cat app.pid)'";
+
+/// The allocation this pwatch runs inside (`$PMIX_ALLOC_ID`, set by
+/// `palloc -- CMD`), if any.
+fn inside_allocation() -> Option<String> {
+    std::env::var("PMIX_ALLOC_ID")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
 
 /// What `pwatch --complete` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -208,12 +221,35 @@ queued, active, draining are reservations; running, killing, ended namespaces; i
                     .into());
             }
         }
-        if self.warn_timeout.is_some() && self.alloc.is_empty() && self.extend_by.is_none() {
-            return Err("--warn-timeout arms the warning for the allocations named by --alloc, or re-arms it \
-on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
-                .into());
+        let no_alloc = self.alloc.is_empty() && inside_allocation().is_none();
+        if self.warn_timeout.is_some() && no_alloc && self.extend_by.is_none() {
+            return Err(
+                "--warn-timeout arms the warning for the allocations named by --alloc (inside \
+`palloc -- CMD`, $PMIX_ALLOC_ID by default), or re-arms it on each --extend-by EXTEND: give \
+--alloc ALLOC_ID or --extend-by DURATION"
+                    .into(),
+            );
+        }
+        if self.event == [EventKind::TimeoutWarning] && self.warn_timeout.is_none() {
+            return Err(
+                "--event timeout-warning alone sees nothing: a timeout warning goes only to \
+the process that asked for it (spec 001 §8.2.1.9.5), so pwatch must ask for it too: add \
+--warn-timeout DURATION, and --alloc ALLOC_ID outside `palloc -- CMD` (inside, $PMIX_ALLOC_ID is \
+the default), as in `pwatch --event timeout-warning --alloc alloc.3 --warn-timeout 5m --exec \
+'kill -USR1 $(cat app.pid)'`"
+                    .into(),
+            );
         }
         Ok(())
+    }
+
+    /// The allocations `--alloc` names, or `$PMIX_ALLOC_ID` (inside `palloc
+    /// -- CMD`) when it names none and a warning is to be armed.
+    fn alloc_ids(&self) -> Vec<String> {
+        match inside_allocation() {
+            Some(id) if self.alloc.is_empty() && self.warn_timeout.is_some() => vec![id],
+            _ => self.alloc.clone(),
+        }
     }
 
     /// The watch to perform.
@@ -255,7 +291,7 @@ on each --extend-by EXTEND: give --alloc ALLOC_ID or --extend-by DURATION"
             } else {
                 self.event.clone()
             },
-            alloc_ids: self.alloc.clone(),
+            alloc_ids: self.alloc_ids(),
             request_ids: self.request_id.clone(),
             nspaces: self.job.clone(),
             count: self.count,

@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -150,6 +150,8 @@ struct Rx {
     polling: bool,
     /// A reply was given up on at its deadline: the server did not answer.
     gave_up: bool,
+    /// The trace hook, called for each message received.
+    trace: Option<TraceHook>,
 }
 
 impl Rx {
@@ -191,6 +193,13 @@ this tool can take them",
     }
 
     fn route(&mut self, tag: u32, payload: Vec<u8>) {
+        if let Some(hook) = &self.trace {
+            hook(&Traced {
+                dir: Direction::Received,
+                tag,
+                payload: &payload,
+            });
+        }
         if tag >= TAG_DYNAMIC {
             if let Some(slot) = self.pending.get_mut(&tag) {
                 match *slot {
@@ -294,6 +303,31 @@ this tool can take them",
     }
 }
 
+/// Which way a traced message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From us to the server.
+    Sent,
+    /// From the server to us.
+    Received,
+}
+
+/// One whole message as the trace hook sees it (after the handshake): the
+/// connection does not interpret the payload; the hook's owner does.
+#[derive(Debug)]
+pub struct Traced<'a> {
+    /// Sent or received.
+    pub dir: Direction,
+    /// The frame's tag.
+    pub tag: u32,
+    /// The payload, as on the wire.
+    pub payload: &'a [u8],
+}
+
+/// Called with every message sent and received once set
+/// ([`Connection::set_trace`]); `pwatch -vv` prints them.
+pub type TraceHook = Arc<dyn Fn(&Traced<'_>) + Send + Sync>;
+
 /// A connected, handshaken session with a PMIx server.
 pub struct Connection {
     writer: Mutex<Stream>,
@@ -302,6 +336,7 @@ pub struct Connection {
     target: Target,
     welcome: Welcome,
     wire: WireVersion,
+    trace: OnceLock<TraceHook>,
 }
 
 /// The receiving side as the waiting threads share it.
@@ -461,6 +496,7 @@ found by {}); it may be stopped or overloaded",
                     closed: None,
                     polling: false,
                     gave_up: false,
+                    trace: None,
                 }),
                 turn: Condvar::new(),
                 fd,
@@ -469,6 +505,7 @@ found by {}); it may be stopped or overloaded",
             target,
             welcome,
             wire,
+            trace: OnceLock::new(),
         })
     }
 
@@ -726,8 +763,22 @@ found by {}); it may be stopped or overloaded",
         }
     }
 
+    /// Call `hook` with every message sent and received from now on (once
+    /// per connection: a second hook is ignored).
+    pub fn set_trace(&self, hook: TraceHook) {
+        lock(&self.shared.rx).trace = Some(hook.clone());
+        let _ = self.trace.set(hook);
+    }
+
     /// Send a message on a fixed tag without waiting for a reply.
     pub fn send(&self, tag: u32, payload: &[u8]) -> Result<()> {
+        if let Some(hook) = self.trace.get() {
+            hook(&Traced {
+                dir: Direction::Sent,
+                tag,
+                payload,
+            });
+        }
         let msg = encode_frame(self.pindex(), tag, payload)?;
         let mut w = lock(&self.writer);
         w.write_all(&msg).map_err(|e| {

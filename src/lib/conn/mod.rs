@@ -22,7 +22,7 @@ pub(crate) mod route;
 pub(crate) mod stream;
 pub(crate) mod uri;
 
-pub use client::{Connection, Event, Unsolicited};
+pub use client::{Connection, Direction, Event, TraceHook, Traced, Unsolicited};
 pub use discover::{ConnectOptions, Target};
 pub use handshake::Identity;
 pub use holder::HOLDER_ENV;

@@ -81,7 +81,9 @@ impl Dvm {
             Directive::Extend => self.alloc_extend(req, sched, now),
             Directive::Release => self.alloc_release(req, sched, now),
             Directive::Reaquire => Err(DvmError::NotSupported(Rule::ReacquireNotSupported)),
-            Directive::ReqCancel => self.alloc_cancel(req, sched, now),
+            Directive::ReqCancel => self
+                .alloc_cancel(req, sched, now)
+                .map(|o| o.cancelled_by(&req.requester)),
         }
     }
 

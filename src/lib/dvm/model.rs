@@ -90,6 +90,7 @@ impl QueuedExtend {
             to: self.to,
             alloc_id: alloc_id.to_string(),
             req_id: self.req_id,
+            cancelled_by: None,
         }
     }
 }
@@ -102,6 +103,7 @@ impl Reservation {
             to: self.requester.clone(),
             alloc_id: self.id.clone(),
             req_id: self.req_id.clone(),
+            cancelled_by: None,
         }
     }
 

@@ -121,6 +121,19 @@ pub struct AllocOutcome {
     pub effects: Vec<Effect>,
 }
 
+impl AllocOutcome {
+    /// The outcome of a REQ_CANCEL sent by `by`: every request it dropped
+    /// tells its requester who withdrew it.
+    pub(crate) fn cancelled_by(mut self, by: &Requester) -> Self {
+        for f in &mut self.effects {
+            if let Effect::RequestDropped { cancelled_by, .. } = f {
+                *cancelled_by = Some((by.nspace.clone(), by.rank));
+            }
+        }
+        self
+    }
+}
+
 /// How a reservation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum EndHow {
@@ -211,7 +224,9 @@ pub enum Effect {
         nodes: Vec<String>,
     },
     /// A queued request will never be granted: reply with `PMIX_ERR_...`
-    /// (`PMIX_ERR_NOT_FOUND` once its allocation is gone) to the requester.
+    /// (`PMIX_ERR_NOT_FOUND` once its allocation is gone,
+    /// `PMIX_ERR_JOB_CANCELED` when a REQ_CANCEL withdrew it) to the
+    /// requester.
     RequestDropped {
         /// Recipient process (nspace, rank).
         to: (String, u32),
@@ -219,5 +234,8 @@ pub enum Effect {
         alloc_id: String,
         /// The request's `PMIX_ALLOC_REQ_ID`, echoed.
         req_id: Option<String>,
+        /// Who withdrew it with `PMIX_ALLOC_REQ_CANCEL` (nspace, rank), sent
+        /// back as `PMIX_REQUESTOR`; `None` when it was dropped otherwise.
+        cancelled_by: Option<(String, u32)>,
     },
 }

@@ -57,6 +57,12 @@ fn alloc_request(
 pub fn decode_alloc_reply(s: &Session, directive: Directive, reply: &[u8]) -> Result<AllocReply> {
     let mut d = s.decoder(reply);
     let st: Status = d.unpack_one()?;
+    if st == Status::ERR_JOB_CANCELED {
+        // The infos may name who withdrew it (PMIX_REQUESTOR); a reply
+        // without them still says it was cancelled.
+        let info = read_infos(&mut d).unwrap_or_default();
+        return Err(Error::new(st, cancelled_context(s, &info)));
+    }
     if !st.is_success() {
         return Err(Error::refused(st, directive.pmix_name()));
     }
@@ -71,6 +77,25 @@ pub fn decode_alloc_reply(s: &Session, directive: Directive, reply: &[u8]) -> Re
             .map(String::from),
         info,
     })
+}
+
+/// The sentence of a queued request the DVM answers `PMIX_ERR_JOB_CANCELED`:
+/// which request, and who withdrew it when the DVM says (`PMIX_REQUESTOR`).
+fn cancelled_context(s: &Session, info: &[Info]) -> String {
+    let req = find(info, keys::ALLOC_REQ_ID)
+        .and_then(Value::as_str)
+        .map(|r| format!("request {r}"))
+        .unwrap_or_else(|| "the request".to_string());
+    let who = match find(info, keys::REQUESTOR) {
+        Some(Value::Proc(p)) if (p.nspace.clone(), p.rank) == s.me() => format!(
+            "cancelled by {}:{} (this palloc's own namespace: a `prelease --cancel` \
+from another shell, relayed through it)",
+            p.nspace, p.rank
+        ),
+        Some(Value::Proc(p)) => format!("cancelled by {}:{}", p.nspace, p.rank),
+        _ => "cancelled (the DVM does not say by whom)".to_string(),
+    };
+    format!("{req} {who} with PMIX_ALLOC_REQ_CANCEL before it was granted")
 }
 
 /// Whether the server lists `nspace` among its live namespaces (a

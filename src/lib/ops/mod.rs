@@ -12,5 +12,6 @@ pub mod query;
 pub mod session;
 pub mod spawn;
 pub mod status_query;
+pub mod trace;
 
 pub use session::Session;

@@ -342,6 +342,8 @@ mod tests {
             nodes: vec!["n001".into()],
             exit_status: Some(3),
             nprocs: Some(2),
+            cmdline: Some("sh -c true : hostname".into()),
+            uid: Some(1000),
         };
         let Value::DataArray(a) = j.to_value() else {
             panic!()

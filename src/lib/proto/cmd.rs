@@ -42,3 +42,22 @@ pub fn describe(code: u8) -> &'static str {
 }
 /// `PMIX_IOF_PUSH_CMD`: push bytes to the stdin of processes.
 pub const IOF_PUSH: u8 = 23;
+
+/// The command's name as the PMIx headers spell it, for `-vv` traces.
+pub fn name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        REQ => "REQ",
+        FINALIZE => "FINALIZE",
+        SPAWN => "SPAWN",
+        NOTIFY => "NOTIFY",
+        REGEVENTS => "REGEVENTS",
+        DEREGEVENTS => "DEREGEVENTS",
+        QUERY => "QUERY",
+        ALLOC => "ALLOC",
+        JOB_CONTROL => "JOB_CONTROL",
+        IOF_PULL => "IOF_PULL",
+        IOF_PUSH => "IOF_PUSH",
+        IOF_DEREG => "IOF_DEREG",
+        _ => return None,
+    })
+}

@@ -6,6 +6,9 @@
 pub const ALLOC_ID: &str = "pmix.alloc.id";
 /// The requester's own request id.
 pub const ALLOC_REQ_ID: &str = "pmix.alloc.reqid";
+/// The process that asked for something (`pmix_proc_t`, `PMIX_REQUESTOR`):
+/// in the reply to a queued request, who withdrew it.
+pub const REQUESTOR: &str = "pmix.requestor";
 /// Number of nodes (`u64`).
 pub const ALLOC_NUM_NODES: &str = "pmix.alloc.nnodes";
 /// Specific nodes (string).
@@ -68,8 +71,12 @@ pub const EVENT_AFFECTED_PROCS: &str = "pmix.evaffected";
 pub const EVENT_HDLR_NAME: &str = "pmix.evname";
 /// Human-readable text carried by an event.
 pub const EVENT_TEXT_MESSAGE: &str = "pmix.evtext";
-/// Command line of the tool (sent at connection).
+/// Command line of the tool (sent at connection); of a job in a namespace
+/// query's answer.
 pub const CMD_LINE: &str = "pmix.cmd.line";
+/// Effective user id (`u32`, `PMIX_USERID`): of a job's spawner in pdvm's
+/// status answer.
+pub const USERID: &str = "pmix.euid";
 /// Namespace.
 pub const NSPACE: &str = "pmix.nspace";
 /// Rank.

@@ -156,3 +156,36 @@ mod tests {
         );
     }
 }
+
+/// `secs` since the epoch as a UTC wall-clock time, `2026-11-25 04:45:07
+/// UTC` (the header of each `pwatch --status --interval` snapshot).
+pub(crate) fn utc_clock(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod clock_tests {
+    #[test]
+    fn utc_clock_reads_as_a_date() {
+        assert_eq!(super::utc_clock(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc_clock(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(super::utc_clock(1_795_581_907), "2026-11-25 04:45:07 UTC");
+    }
+}

@@ -109,16 +109,37 @@ pub(crate) fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -
 
 /// Namespaces.
 pub(crate) fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
-    let headers = ["NSPACE", "PARENT", "NPROCS", "STATE", "ALLOCATIONS"];
+    let headers = [
+        "NSPACE",
+        "USER",
+        "PARENT",
+        "NPROCS",
+        "STATE",
+        "ALLOCATIONS",
+        "COMMAND",
+    ];
     table(&headers, rows, style, |r| {
         vec![
             r.nspace.clone(),
+            opt(&r.user),
             opt(&r.parent),
             opt(&r.nprocs),
             r.state.clone(),
             list(&r.allocations, |a| a.join(",")),
+            opt(&r.command.as_deref().map(short_command)),
         ]
     })
+}
+
+/// A command line cut to fit a table cell (the JSON keeps it whole).
+fn short_command(c: &str) -> String {
+    const MAX: usize = 40;
+    if c.chars().count() <= MAX {
+        c.to_string()
+    } else {
+        let head: String = c.chars().take(MAX - 1).collect();
+        format!("{head}…")
+    }
 }
 
 /// Nodes.

@@ -246,6 +246,10 @@ record! {
         pub state: String => "running, killing or terminated (terminated ones only with --all); known when the DVM lists only names",
         /// Reservations it may use.
         pub allocations: Vec<String> => "allocation ids whose owner set includes it",
+        /// The command line it runs.
+        pub command: Option<String> => "the command line it runs (PMIX_CMD_LINE; MPMD apps joined by ' : '), or null if the DVM does not say",
+        /// Who started it.
+        pub user: Option<String> => "user name (or uid) of whoever spawned it, or null if the DVM does not say (PRRTE does not)",
     }
 }
 

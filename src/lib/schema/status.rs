@@ -84,6 +84,12 @@ pub struct JobRecord {
     pub exit_status: Option<i32>,
     /// Number of processes, when reported.
     pub nprocs: Option<u32>,
+    /// The command line it runs (`PMIX_CMD_LINE`), when reported.
+    #[serde(default)]
+    pub cmdline: Option<String>,
+    /// The uid that spawned it (`PMIX_USERID`), when reported.
+    #[serde(default)]
+    pub uid: Option<u32>,
 }
 
 /// One scheduler queue: its capacity and what is free now.
@@ -259,6 +265,12 @@ impl JobRecord {
         if let Some(n) = self.nprocs {
             v.push(Info::new(keys::JOB_SIZE, Value::Uint32(n)));
         }
+        if let Some(c) = &self.cmdline {
+            v.push(s(keys::CMD_LINE, c));
+        }
+        if let Some(u) = self.uid {
+            v.push(Info::new(keys::USERID, Value::Uint32(u)));
+        }
         Value::DataArray(DataArray::infos(v))
     }
 
@@ -274,6 +286,7 @@ impl JobRecord {
             match i.key.as_str() {
                 keys::NSPACE => j.nspace = text(&i.value),
                 keys::JOB_SIZE => j.nprocs = i.value.as_u64().map(|n| n as u32),
+                keys::CMD_LINE => j.cmdline = Some(text(&i.value)),
                 keys::PROC_INFO_ARRAY => {
                     let host = match &i.value {
                         Value::DataArray(a) => a
@@ -305,6 +318,8 @@ impl JobRecord {
                 JOB_PARENT => j.parent = Some(text(&i.value)),
                 keys::EXIT_CODE => j.exit_status = i.value.as_i64().map(|x| x as i32),
                 keys::JOB_SIZE => j.nprocs = i.value.as_u64().map(|n| n as u32),
+                keys::CMD_LINE => j.cmdline = Some(text(&i.value)),
+                keys::USERID => j.uid = i.value.as_u64().and_then(|u| u32::try_from(u).ok()),
                 _ => {}
             }
         }

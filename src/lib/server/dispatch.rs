@@ -466,7 +466,10 @@ impl Server {
             .map_err(|e| Error::new(e.status(), e.rule()))?;
         let fwd_out = flag(&job_info, keys::FWD_STDOUT);
         let fwd_err = flag(&job_info, keys::FWD_STDERR);
-        self.jobs.insert(new_job(&nspace, conn, &job_info));
+        let mut job = new_job(&nspace, conn, &job_info);
+        job.cmdline = command_line(&apps);
+        job.uid = self.conns.get(conn).and_then(|c| c.uid);
+        self.jobs.insert(job);
         // Reply first: output and the end event must follow the namespace.
         let mut e = self
             .conns
@@ -600,6 +603,21 @@ fn app_hosts(a: &App) -> Vec<String> {
 }
 
 /// A job just committed, spawned by connection `spawner` with `job_info`.
+/// The command line a job runs: each app's argv (its executable when the
+/// argv is empty), MPMD apps joined by ` : ` as prun writes them.
+pub(crate) fn command_line(apps: &[App]) -> String {
+    apps.iter()
+        .map(|a| {
+            if a.argv.is_empty() {
+                a.cmd.clone()
+            } else {
+                a.argv.join(" ")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" : ")
+}
+
 fn new_job(nspace: &str, spawner: u64, job_info: &[Info]) -> Job {
     Job {
         spawner: Some(spawner),

@@ -65,6 +65,12 @@ pub(crate) struct Job {
     pub stdin_rank: Option<u32>,
     /// That rank's stdin, once started.
     pub stdin: Option<StdinSink>,
+    /// The command line it runs (`PMIX_CMD_LINE`): each app's argv, MPMD
+    /// apps joined by ` : `.
+    pub cmdline: String,
+    /// The uid of the process that spawned it, when the kernel said
+    /// (`PMIX_USERID`).
+    pub uid: Option<u32>,
 }
 
 /// The write end of a process's stdin, fed by IOF pushes
@@ -168,6 +174,8 @@ impl Job {
             ended: false,
             stdin_rank: None,
             stdin: None,
+            cmdline: String::new(),
+            uid: None,
         }
     }
 

@@ -205,7 +205,10 @@ impl Server {
         self.model
             .commit_spawn(&plan, &ns, None)
             .map_err(|e| Error::new(e.status(), e.rule()))?;
-        self.jobs.insert(jobs::Job::new(&ns));
+        let mut job = jobs::Job::new(&ns);
+        job.cmdline = dispatch::command_line(std::slice::from_ref(&app));
+        job.uid = Some(nix::unistd::geteuid().as_raw());
+        self.jobs.insert(job);
         self.leader = Some(ns.clone());
         self.start_procs(
             &ns,

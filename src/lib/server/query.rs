@@ -122,7 +122,8 @@ impl Server {
             .filter(|j| !live_only || j.state != "terminated")
             .map(|j| {
                 let placed = j.nodes.iter().map(|(_, k)| *k as u64).sum::<u64>();
-                let started = self.jobs.get(&j.nspace).map(|r| r.procs.len() as u64);
+                let job = self.jobs.get(&j.nspace);
+                let started = job.map(|r| r.procs.len() as u64);
                 let n = started.unwrap_or(placed).max(placed);
                 JobRecord {
                     // An ended job's processes are no longer recorded.
@@ -132,6 +133,8 @@ impl Server {
                     state: j.state.to_string(),
                     nodes: j.nodes.into_iter().map(|(n, _)| n).collect(),
                     exit_status: j.exit_status,
+                    cmdline: job.map(|r| r.cmdline.clone()).filter(|c| !c.is_empty()),
+                    uid: job.and_then(|r| r.uid),
                 }
             })
             .collect()

@@ -342,10 +342,22 @@ impl Server {
                     to,
                     alloc_id,
                     req_id,
+                    cancelled_by,
                 } => {
                     if let Some(p) = self.take_pending(&alloc_id, &ProcName::from(&to)) {
-                        let info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
-                        self.reply_status_infos(p.conn, p.tag, Status::ERR_NOT_FOUND, &info);
+                        let mut info = alloc_reply_infos(&alloc_id, req_id.as_deref(), &[]);
+                        // Withdrawn by a REQ_CANCEL: say so, and by whom.
+                        let st = match cancelled_by {
+                            Some((ns, rank)) => {
+                                info.push(Info::new(
+                                    keys::REQUESTOR,
+                                    Value::Proc(Proc::new(ns, rank)),
+                                ));
+                                Status::ERR_JOB_CANCELED
+                            }
+                            None => Status::ERR_NOT_FOUND,
+                        };
+                        self.reply_status_infos(p.conn, p.tag, st, &info);
                     }
                 }
                 Effect::ReservationEnded { alloc_id, how, why } => {
