@@ -218,7 +218,7 @@ fn s8_2_1_9_2_draining_child_switched_by_extend_ends() {
 
 /// RFC 002: REQ_CANCEL naming no allocation cancels every outstanding
 /// request of the requester (was PMIX_ERR_BAD_PARAM), each answered
-/// PMIX_ERR_NOT_FOUND; the granted allocation is untouched.
+/// PMIX_ERR_JOB_CANCELED; the granted allocation is untouched.
 #[test]
 fn rfc002_req_cancel_without_id_cancels_all_outstanding() {
     let dvm = Dvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
@@ -231,7 +231,7 @@ fn rfc002_req_cancel_without_id_cancels_all_outstanding() {
         let reply = rx
             .recv_timeout(Duration::from_secs(15))
             .unwrap_or_else(|_| panic!("queued {what} never answered"));
-        assert_eq!(status_of(&s, &reply), Status::ERR_NOT_FOUND, "{what}");
+        assert_eq!(status_of(&s, &reply), Status::ERR_JOB_CANCELED, "{what}");
     }
     let rs = dvm.reservations();
     assert_eq!(rs.len(), 1, "{rs:?}");
@@ -268,7 +268,7 @@ fn rfc002_queued_extend_cancelled_by_request_id_leaves_nothing() {
     let reply = ext
         .recv_timeout(Duration::from_secs(15))
         .expect("the EXTEND is answered");
-    assert_eq!(status_of(&s, &reply), Status::ERR_NOT_FOUND);
+    assert_eq!(status_of(&s, &reply), Status::ERR_JOB_CANCELED);
     assert_eq!(
         call(&other, RELEASE, &[id(keys::ALLOC_ID, &b)]),
         Status::SUCCESS
