@@ -19,7 +19,7 @@ _pspawn() {
 '--np=[Number of processes (default 1; applies to every app without its own -n)]:N:' \
 '*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
 '*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
-'--export=[Which of this environment the job gets besides -x\: ALL (default, as srun), NONE, or VAR\[=VAL\]\[,…\]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command'\''s own PMIx connection and identity; the DVM gives each process its own)]:ALL|NONE|VARS:' \
+'--export=[Which of this environment the job gets besides -x\: ALL (default, as srun), NONE, or VAR\[=VAL\]\[,…\]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command'\''s own PMIx connection and identity; the DVM gives each process its own), and sends TERM=dumb when this command'\''s stdout is not a terminal (PRRTE gives a job'\''s stdout a pty\: a log would fill with colour codes); -x TERM sends yours]:ALL|NONE|VARS:' \
 '-D+[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
 '--wdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \
 '--chdir=[Working directory of the processes (srun'\''s -D/--chdir); a relative program path such as ./run.sh is found there]:DIR:_files -/' \

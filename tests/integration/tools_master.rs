@@ -425,3 +425,49 @@ fn namespaces_show_command_and_user() {
     );
     let _ = run(tool(&dvm, "prelease").arg(&ns));
 }
+
+/// PRRTE master (built with pty support, its default) gives a job's stdout
+/// a pseudo-terminal, and nothing at run time turns that off: this pins it.
+/// The bytes arrive as written (the pty is raw: no `\r` added), and a log
+/// gets no colour codes because pspawn sends `TERM=dumb` when its own
+/// stdout is not a terminal; `-x TERM` sends the caller's, and the colours
+/// come back (so the first check can fail).
+#[test]
+fn a_job_writing_to_a_log_through_prrte_masters_pty_gets_no_colour_codes() {
+    let dvm = Prte::start_master();
+    let dir = tempfile_dir();
+    std::fs::write(dir.join("prog"), "").unwrap();
+    let exec = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(dir.join("prog"), exec).unwrap();
+    let script = format!(
+        "test -t 1 && echo stdout-is-a-terminal; printf 'a\\r\\nb\\n'; ls --color=auto {}",
+        dir.display()
+    );
+    let o = run(tool(&dvm, "pspawn")
+        .env("TERM", "xterm")
+        .args(["-n", "1", "sh", "-c", &script]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        o.stdout,
+        b"stdout-is-a-terminal\na\r\nb\nprog\n",
+        "{}",
+        show(&o)
+    );
+    let o = run(tool(&dvm, "pspawn")
+        .env("TERM", "xterm")
+        .args(["-n", "1", "-x", "TERM", "sh", "-c", &script]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        o.stdout.contains(&0x1b),
+        "with the caller's TERM: {}",
+        show(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A fresh directory for one test.
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pmix-tools-pty-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

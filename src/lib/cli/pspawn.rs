@@ -101,7 +101,9 @@ pub struct PspawnArgs {
 
     /// Which of this environment the job gets besides -x: ALL (default, as srun),
     /// NONE, or VAR[=VAL][,…]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this
-    /// command's own PMIx connection and identity; the DVM gives each process its own).
+    /// command's own PMIx connection and identity; the DVM gives each process its own),
+    /// and sends TERM=dumb when this command's stdout is not a terminal (PRRTE gives
+    /// a job's stdout a pty: a log would fill with colour codes); -x TERM sends yours.
     #[arg(long, value_name = "ALL|NONE|VARS", value_parser = parse_export)]
     pub export: Option<Export>,
 

@@ -8,12 +8,22 @@
 //! `PMIX_TOOLS_HOLDER`) or a PRRTE/Open MPI launch (`PRTE_*`, `OMPI_*`).
 //! The DVM gives each process its own; the caller's copy would make the
 //! job's processes talk as the caller.
+//!
+//! When pspawn's own stdout is not a terminal (a log, a pipe), ALL gives
+//! the job `TERM=dumb` instead of the caller's `TERM`: PRRTE built with pty
+//! support (its default, and no run-time switch turns it off) gives a
+//! job's stdout a pseudo-terminal, and programs that see one colour their
+//! output unless `TERM` is `dumb`, filling the log with escape codes. A
+//! `TERM` named with `-x` or `--export=TERM` is sent as given.
 
 use super::parse::{parse_env, EnvSpec};
 use super::request::AppSpec;
 
 /// Prefixes of the variables `--export=ALL` leaves out (see the module doc).
 pub const LEFT_OUT: [&str; 3] = ["PMIX_", "PRTE_", "OMPI_"];
+
+/// The `TERM` `--export=ALL` sends when pspawn's stdout is not a terminal.
+pub const TERM_FOR_A_LOG: &str = "dumb";
 
 /// Which of the caller's variables the job gets, besides `-x`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -75,13 +85,22 @@ pub fn apply(export: &Export, apps: &mut [AppSpec]) -> Result<(), String> {
             check_forwarded(v)?;
             v.clone()
         }
-        Export::All => std::env::vars()
-            .filter(|(k, _)| !left_out(k))
-            .map(|(name, value)| EnvSpec {
-                name,
-                value: Some(value),
-            })
-            .collect(),
+        Export::All => {
+            let to_a_log = !std::io::IsTerminal::is_terminal(&std::io::stdout());
+            std::env::vars()
+                .filter(|(k, _)| !left_out(k))
+                .map(|(name, value)| {
+                    let value = match name.as_str() {
+                        "TERM" if to_a_log => TERM_FOR_A_LOG.to_string(),
+                        _ => value,
+                    };
+                    EnvSpec {
+                        name,
+                        value: Some(value),
+                    }
+                })
+                .collect()
+        }
     };
     for app in apps {
         let own: Vec<EnvSpec> = std::mem::take(&mut app.env);
