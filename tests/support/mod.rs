@@ -59,6 +59,7 @@ pub mod fake;
 pub mod nodes;
 pub mod pdvm;
 pub mod py;
+pub mod slurm;
 
 use std::ffi::OsStr;
 use std::fs;

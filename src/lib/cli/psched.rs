@@ -7,7 +7,7 @@ use clap::Parser;
 
 use super::common::ConnectArgs;
 use super::parse::{expand_nodelist, parse_duration_secs};
-use crate::psched::{Config, Partition};
+use crate::psched::{BackendKind, Config, Partition};
 
 /// psched: a PMIx scheduler for PRRTE. Attaches to a DVM started with its
 /// ras/pmix component (`prte --prtemca ras_pmix_system_scheduler 1`) and
@@ -17,9 +17,15 @@ use crate::psched::{Config, Partition};
 #[command(name = "psched", version)]
 pub struct PschedArgs {
     /// The nodes psched owns, as a list with ranges: `node[03-08]`,
-    /// `n1,n2`.
-    #[arg(long, value_name = "LIST", required_unless_present = "status")]
+    /// `n1,n2` (the pool backend; with `--backend slurm` Slurm has the nodes).
+    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "backend"])]
     pub nodes: Option<String>,
+
+    /// Where the nodes come from: `pool` (psched's own, `--nodes`) or
+    /// `slurm` (the Slurm that SLURM_CONF names: each allocation is an
+    /// exclusive Slurm job; time limits, partitions and queueing are Slurm's).
+    #[arg(long, value_name = "pool|slurm", value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
 
     /// Slots per node (recorded in the ledger; PRRTE master gives every
     /// node a scheduler grants one slot).
@@ -51,6 +57,15 @@ pub struct PschedArgs {
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// `pool` or `slurm`.
+pub fn parse_backend(s: &str) -> Result<BackendKind, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "pool" => Ok(BackendKind::Pool),
+        "slurm" => Ok(BackendKind::Slurm),
+        _ => Err(format!("'{s}': a backend is pool or slurm")),
+    }
 }
 
 /// `NAME[:DEFAULT[:MAX]]`.
@@ -88,6 +103,20 @@ impl PschedArgs {
             Some(n) => expand_nodelist(n).map_err(|e| format!("--nodes: {e}"))?,
             None => Vec::new(),
         };
+        let backend = self.backend.unwrap_or_default();
+        match (backend, nodes.is_empty()) {
+            (BackendKind::Slurm, false) => {
+                return Err(
+                    "--nodes names psched's own pool; with --backend slurm the nodes \
+are Slurm's (choose them with its partitions)"
+                        .into(),
+                )
+            }
+            (BackendKind::Pool, true) if !self.status => {
+                return Err("--backend pool needs --nodes LIST (the pool's nodes)".into())
+            }
+            _ => {}
+        }
         let mut connect = self.connect.to_options();
         connect.force_tool = true;
         let partitions = if self.partitions.is_empty() {
@@ -107,6 +136,7 @@ impl PschedArgs {
             ledger: self.ledger.clone(),
             retry: std::time::Duration::from_secs(self.retry.max(1)),
             once: self.once,
+            backend,
         })
     }
 }

@@ -9,8 +9,10 @@
 //!
 //! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
 
+pub mod backend;
 pub mod ledger;
 pub mod serve;
+pub mod slurm;
 pub mod state;
 pub mod wire;
 
@@ -19,6 +21,7 @@ use std::time::Duration;
 
 use crate::conn::ConnectOptions;
 
+pub use backend::BackendKind;
 pub use serve::run;
 
 /// A partition (queue): its name and time limits.
@@ -49,6 +52,8 @@ pub struct Config {
     pub retry: Duration,
     /// Stop after the DVM went away instead of waiting for a new one.
     pub once: bool,
+    /// Where the nodes come from.
+    pub backend: BackendKind,
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -9,8 +9,9 @@ use crate::conn::{discover, Connection, Event, Identity, Unsolicited};
 use crate::error::Result;
 use crate::proto::{keys, status::Status};
 
+use super::backend::Backend;
 use super::ledger::Ledger;
-use super::state::{Out, State};
+use super::state::Out;
 use super::wire::{self, Inbound};
 use super::{now_ms, Config};
 
@@ -35,7 +36,7 @@ static ATTACHES: AtomicU32 = AtomicU32::new(0);
 /// Run psched until stopped (or, with `once`, until the DVM goes away).
 pub fn run(cfg: &Config) -> Result<()> {
     let ledger = super::ledger::Ledger::load(&cfg.ledger)?;
-    let mut st = State::new(&cfg.nodes, cfg.partitions.clone(), ledger);
+    let mut st = super::backend::make(cfg.backend, cfg, ledger);
     st.ledger().store(&cfg.ledger)?;
     while !STOP.load(Ordering::Relaxed) {
         match attach(cfg) {
@@ -43,7 +44,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                 let dvm = conn.server().0.to_string();
                 eprintln!("psched: attached to {dvm} as {}", conn.me().0);
                 st.attach(&dvm, conn.wire());
-                serve(cfg, &conn, &mut st)?;
+                serve(cfg, &conn, st.as_mut())?;
                 conn.shutdown();
                 if cfg.once {
                     return Ok(());
@@ -76,7 +77,7 @@ fn attach(cfg: &Config) -> Result<Connection> {
     Connection::open(target, HANDSHAKE)
 }
 
-fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
+fn serve(cfg: &Config, conn: &Connection, st: &mut dyn Backend) -> Result<()> {
     let mut next_query = Instant::now() + RECONCILE_EVERY;
     let mut asked: Option<u32> = None;
     loop {
@@ -117,7 +118,12 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
     }
 }
 
-fn on_message(conn: &Connection, st: &mut State, tag: u32, payload: &[u8]) -> Result<Vec<Out>> {
+fn on_message(
+    conn: &Connection,
+    st: &mut dyn Backend,
+    tag: u32,
+    payload: &[u8],
+) -> Result<Vec<Out>> {
     let now = now_ms();
     match wire::decode(conn.wire(), payload) {
         Ok(Inbound::Alloc(ask)) => st.on_alloc(tag, ask, now),
@@ -141,7 +147,7 @@ fn on_message(conn: &Connection, st: &mut State, tag: u32, payload: &[u8]) -> Re
     }
 }
 
-fn send_all(conn: &Connection, st: &State, cfg: &Config, outs: Vec<Out>) -> Result<()> {
+fn send_all(conn: &Connection, st: &dyn Backend, cfg: &Config, outs: Vec<Out>) -> Result<()> {
     // The ledger first: a grant is on disk before anyone hears of it.
     let now = st.ledger();
     if outs.is_empty() && Ledger::load(&cfg.ledger).ok().as_ref() == Some(&now) {

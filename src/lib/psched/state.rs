@@ -299,19 +299,26 @@ impl State {
         match self.sched.cancel(&id, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
             Ok((_n, was_new, ev)) => {
-                let mut out = Vec::new();
+                // The cancel's own answer first: the withdrawn request's
+                // requester may be what relays the canceller (a palloc
+                // holder), and it ends once answered.
+                let mut out = vec![Out::Answer(
+                    tag,
+                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
+                )];
                 let owed = self.meta.get_mut(&id).and_then(|m| m.owed.take());
                 if let Some(t) = owed {
-                    let st = Status::ERR_NOT_AVAILABLE;
-                    out.push(Out::Answer(t, wire::answer(self.wire, st, None, &[], &[])?));
+                    let echo = self
+                        .meta
+                        .get(&id)
+                        .map(|m| m.echo.clone())
+                        .unwrap_or_default();
+                    let body = wire::cancelled(self.wire, &echo, ask.requestor.as_deref())?;
+                    out.push(Out::Answer(t, body));
                 }
                 if was_new {
                     self.meta.remove(&id);
                 }
-                out.push(Out::Answer(
-                    tag,
-                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
-                ));
                 out.extend(self.events(ev, now)?);
                 Ok(out)
             }

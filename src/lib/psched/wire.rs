@@ -55,6 +55,8 @@ pub struct AllocAsk {
     pub queue: Option<String>,
     /// The infos psched echoes back (request id, target, share, inheritance).
     pub echo: Vec<Info>,
+    /// `PMIX_REQUESTOR`, which PRRTE adds to what it forwards: who asked.
+    pub requestor: Option<Box<Info>>,
 }
 
 /// Decode one message from the DVM.
@@ -131,6 +133,7 @@ pub fn ask_from(
             keys::ALLOC_TARGET | keys::ALLOC_SHARE | keys::ALLOC_INHERITANCE => {
                 a.echo.push(i.clone())
             }
+            keys::REQUESTOR => a.requestor = Some(Box::new(i.clone())),
             _ => {}
         }
     }
@@ -158,6 +161,18 @@ pub fn answer(
     }
     let mut e = Encoder::new(wire);
     e.pack_one(&status)?;
+    write_infos(&mut e, &infos)?;
+    Ok(e.into_bytes())
+}
+
+/// The answer to a queued request withdrawn by a `PMIX_ALLOC_REQ_CANCEL`:
+/// `PMIX_ERR_JOB_CANCELED` with the request's own echo (its request id) and
+/// who cancelled it (`PMIX_REQUESTOR`), so its requester can say so.
+pub fn cancelled(wire: WireVersion, echo: &[Info], by: Option<&Info>) -> Result<Vec<u8>> {
+    let mut infos: Vec<Info> = echo.to_vec();
+    infos.extend(by.cloned());
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Status::ERR_JOB_CANCELED)?;
     write_infos(&mut e, &infos)?;
     Ok(e.into_bytes())
 }

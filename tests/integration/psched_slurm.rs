@@ -1,0 +1,328 @@
+//! psched on Slurm (issue 20): a private three-node Slurm
+//! (`support::slurm`) and, for the workflows, PRRTE master on the
+//! multi-node harness (`support::cluster`) with `psched --backend slurm`
+//! as its scheduler, every daemon inside the cluster's network namespace.
+//! Slurm's own view (`squeue --json`, `sinfo`) is checked against what the
+//! tools report at each step.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::cluster::Cluster;
+use crate::support::slurm::Slurm;
+use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
+
+/// `name` run inside the cluster's namespace, our binaries on PATH, the
+/// private Slurm's `SLURM_CONF` set (so a script can ask `squeue`).
+fn tool(c: &Cluster, s: &Slurm, name: &str) -> Command {
+    let mut cmd = c.command(cargo_bin(name));
+    cmd.env("PATH", user_path())
+        .env("NO_COLOR", "1")
+        .env("SLURM_CONF", &s.conf);
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    run_with_timeout(cmd.stdin(Stdio::null()), 120)
+}
+
+/// Poll (every 200 ms, at most 60 s) until `f` holds.
+#[track_caller]
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// PRRTE master with its head node, three pool nodes that only Slurm
+/// knows, the private Slurm over them and psched on Slurm attached.
+fn cluster_on_slurm() -> (Cluster, Slurm) {
+    let mut c = Cluster::start_for_scheduler(1, 3);
+    let ns = c.netns_arg();
+    let slurm = Slurm::start(&c.pool, move |p| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(&ns).arg("--").arg(p);
+        cmd
+    });
+    let conf = slurm.conf.display().to_string();
+    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    (c, slurm)
+}
+
+/// psched's jobs Slurm is running: (job id, nodes).
+fn running(s: &Slurm) -> Vec<(u64, Vec<String>)> {
+    s.jobs()
+        .iter()
+        .filter(|j| j["name"] == "psched" && j["job_state"] == "RUNNING")
+        .map(|j| {
+            let nodes = s.hostnames(j["nodes"].as_str().unwrap_or_default());
+            (j["job_id"].as_u64().unwrap_or(0), nodes)
+        })
+        .collect()
+}
+
+/// A `palloc --hold --json` with `args`; its stdout lines and alloc id.
+fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineReader, String) {
+    let mut child = tool(c, s, "palloc")
+        .args(["--hold", "--json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start palloc --hold");
+    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let first = lines
+        .next_line(Duration::from_secs(60))
+        .expect("palloc prints its grant");
+    let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
+    let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
+    (child, lines, id)
+}
+
+/// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
+/// is granted two, `scancel` gives them back.
+#[test]
+fn the_private_slurm_grants_and_takes_back_nodes() {
+    let names: Vec<String> = ["node02", "node03", "node04"].map(String::from).to_vec();
+    let s = Slurm::start(&names, |p| Command::new(p));
+    assert_eq!(s.idle_nodes(), names, "{}", s.logs());
+    let mut c = s.command("salloc");
+    c.args(["-N", "2", "--no-shell", "-t", "5", "-J", "probe"]);
+    let o = run(&mut c);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let jobs = s.jobs();
+    let job = jobs
+        .iter()
+        .find(|j| j["name"] == "probe" && j["job_state"] == "RUNNING")
+        .unwrap_or_else(|| panic!("salloc's job runs: {jobs:?}"));
+    let nodes = s.hostnames(job["nodes"].as_str().unwrap_or_default());
+    assert_eq!(nodes.len(), 2, "{job}");
+    assert_eq!(s.idle_nodes().len(), 1);
+    let id = job["job_id"].as_u64().expect("job id").to_string();
+    s.run("scancel", &[&id]);
+    wait_for("the nodes are idle again", || s.idle_nodes() == names);
+}
+
+/// `palloc -N 2 -- …` through PRRTE master and psched on Slurm: the job
+/// runs on the two nodes Slurm granted, `squeue --json` shows psched's job
+/// on exactly the nodes palloc reports while it holds them, and after the
+/// end (palloc releases: psched cancels the job) Slurm's nodes are idle.
+#[test]
+fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back() {
+    let (c, s) = cluster_on_slurm();
+    let squeue = c.dir().join("squeue-during.json");
+    let script = format!(
+        "i=0; until [ \"$(grep -c 'DVM ready' \"$PRRTE_OUT\")\" -ge 2 ]; do \
+         i=$((i+1)); [ $i -gt 300 ] && exit 99; sleep 0.1; done; \
+         pspawn -n 2 --map-by node hostname && echo ALLOC=$PMIX_ALLOC_ID && \
+         squeue --json > {}",
+        squeue.display()
+    );
+    let o = run(tool(&c, &s, "palloc")
+        .env("PRRTE_OUT", c.dir().join("prte.out"))
+        .args([
+            "-N",
+            "2",
+            "-t",
+            "5m",
+            "--inherit",
+            "child",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]));
+    let ctx = format!(
+        "{}\n{}\n--- psched:\n{}",
+        show(&o),
+        c.logs(),
+        c.psched_log()
+    );
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let out = text(&o.stdout);
+    let mut hosts: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with("node"))
+        .map(String::from)
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    assert_eq!(hosts.len(), 2, "two distinct nodes: {ctx}");
+    let alloc = out
+        .lines()
+        .find_map(|l| l.strip_prefix("ALLOC="))
+        .unwrap_or_else(|| panic!("no allocation id: {ctx}"));
+    let job = alloc.strip_prefix("slurm.").expect("a Slurm allocation id");
+    let during: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&squeue).expect("squeue output"))
+            .expect("squeue --json");
+    let held = during["jobs"]
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|j| j["job_id"].as_u64().map(|x| x.to_string()).as_deref() == Some(job))
+        })
+        .unwrap_or_else(|| panic!("squeue shows job {job}: {during}"));
+    assert_eq!(held["job_state"], "RUNNING", "{held}");
+    let slurm_nodes = s.hostnames(held["nodes"].as_str().unwrap_or_default());
+    assert_eq!(slurm_nodes, hosts, "Slurm's nodes are where the job ran");
+    wait_for("psched's Slurm job is gone and every node idle", || {
+        running(&s).is_empty() && s.idle_nodes() == c.pool
+    });
+}
+
+/// A partial release shrinks the Slurm job; a full release cancels it;
+/// a request Slurm cannot meet waits (squeue: PENDING) until cancelled
+/// with `prelease --cancel`, and then no job is left.
+#[test]
+fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
+    let (c, s) = cluster_on_slurm();
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 1, "one Slurm job: {jobs:?}\n{}", c.psched_log());
+    let (_, nodes) = &jobs[0];
+    assert_eq!(nodes.len(), 2);
+    // A request for all three nodes cannot be met while two are held.
+    let queued = tool(&c, &s, "palloc")
+        .args([
+            "-N",
+            "3",
+            "-t",
+            "5m",
+            "--request-id",
+            "big",
+            "--hold",
+            "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the queued palloc");
+    wait_for("Slurm shows the request pending", || {
+        s.jobs()
+            .iter()
+            .any(|j| j["name"] == "psched" && j["job_state"] == "PENDING")
+    });
+    let o = run(tool(&c, &s, "prelease").args(["--cancel", "big"]));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}\n--- psched:\n{}",
+        show(&o),
+        c.logs(),
+        c.psched_log()
+    );
+    let q = crate::support::wait_output(queued, Duration::from_secs(60));
+    assert_ne!(
+        q.status.code(),
+        Some(0),
+        "the cancelled palloc fails: {}",
+        show(&q)
+    );
+    wait_for("no pending job left", || {
+        !s.jobs()
+            .iter()
+            .any(|j| j["name"] == "psched" && j["job_state"] == "PENDING")
+    });
+    // Give one node back: psched shrinks Slurm's job, so that node is idle
+    // in sinfo. PRRTE master then ends the whole reservation (D7 in
+    // docs/conformance.md), and psched, finding it gone from the DVM's
+    // list, cancels the job: every node is idle.
+    let gone = nodes[1].clone();
+    let o = run(tool(&c, &s, "prelease").args([&id, "-w", &gone]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("the node given back is idle in sinfo", || {
+        s.idle_nodes().contains(&gone)
+    });
+    assert!(
+        c.psched_log().contains("shrunk"),
+        "psched shrank the job rather than cancel it: {}",
+        c.psched_log()
+    );
+    wait_for("every node idle once PRRTE ended the reservation", || {
+        running(&s).is_empty() && s.idle_nodes() == c.pool
+    });
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+/// Slurm ends the job (an administrator's `scancel`): psched ends the
+/// DVM's session, so the job running on the departing node is terminated,
+/// and the node is idle in Slurm. (PRRTE master keeps the node listed,
+/// P4 in docs/conformance.md, and `palloc --hold` is not told.)
+#[test]
+fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
+    let (c, s) = cluster_on_slurm();
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let prte_out = c.dir().join("prte.out");
+    wait_for("the grow is done", || {
+        std::fs::read_to_string(&prte_out)
+            .unwrap_or_default()
+            .matches("DVM ready")
+            .count()
+            >= 2
+    });
+    let pidfile = c.dir().join("job.pid");
+    let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let mut job = tool(&c, &s, "pspawn")
+        .args(["--target", &id, "-n", "1", "sh", "-c", &body])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pspawn");
+    wait_for("the job runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    assert!(alive());
+    let job_id = id.strip_prefix("slurm.").expect("a Slurm allocation id");
+    s.run("scancel", &[job_id]);
+    wait_for("the job on the departing node ended", || !alive());
+    assert!(
+        c.psched_log()
+            .contains(&format!("Slurm ended job {job_id}")),
+        "{}",
+        c.psched_log()
+    );
+    wait_for("the node is idle in Slurm", || s.idle_nodes() == c.pool);
+    let _ = crate::support::wait_until(&mut job, Instant::now() + Duration::from_secs(30));
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+/// A warning before Slurm's end time reaches the holder; `palloc
+/// --extend ID -t 1m` moves Slurm's end time a minute later.
+#[test]
+fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
+    let (c, s) = cluster_on_slurm();
+    let (mut holder, lines, id) = hold(&c, &s, &["-N", "1", "-t", "2m", "--warn-timeout", "115s"]);
+    let warned = (0..20).find_map(|_| {
+        let l = lines.next_line(Duration::from_secs(30))?;
+        l.contains("timeout-warning").then_some(l)
+    });
+    let warned = warned.unwrap_or_else(|| panic!("no warning\n{}", c.psched_log()));
+    assert!(warned.contains(&id), "{warned}");
+    let end = |s: &Slurm| {
+        s.jobs()
+            .iter()
+            .find(|j| format!("slurm.{}", j["job_id"]) == id)
+            .and_then(|j| j["end_time"].as_u64())
+            .unwrap_or(0)
+    };
+    let before = end(&s);
+    let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-t", "1m"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    assert_eq!(end(&s), before + 60, "Slurm's end time moved a minute");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

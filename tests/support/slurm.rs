@@ -1,0 +1,256 @@
+//! A private Slurm with several nodes on this machine (Debian's
+//! `slurm-wlm`, installed by `scripts/install-slurm.sh`): its own munge
+//! daemon and key, its own cluster name, ports, state, spool and log
+//! directories under a fresh temporary directory, one `slurmctld` and one
+//! `slurmd` per node, every daemon in the foreground as a child of the test
+//! and stopped by pid on drop (a failed test included). It never reads or
+//! touches the machine's own Slurm or munge (`SLURM_CONF` and munge's
+//! socket point into the directory).
+//!
+//! The daemons run through a command builder the caller gives: plain
+//! commands on this host's loopback, or `Cluster::command` to run them in a
+//! test cluster's network namespace beside PRRTE and psched.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use super::{short_hostname, unique_tmpdir, wait_until};
+
+/// How long the daemons may take to come up.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running private Slurm (see the module documentation).
+pub struct Slurm {
+    dir: PathBuf,
+    /// The `slurm.conf` every command must be given (`SLURM_CONF`).
+    pub conf: PathBuf,
+    /// The node names.
+    pub nodes: Vec<String>,
+    daemons: Vec<Child>,
+    wrap: Box<dyn Fn(&str) -> Command + Send + Sync>,
+}
+
+/// A free TCP port on this host's loopback (inside a fresh network
+/// namespace every port is free).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    l.local_addr().expect("local address").port()
+}
+
+fn slurm_conf(dir: &Path, nodes: &[String]) -> String {
+    let d = dir.display();
+    let host = short_hostname();
+    let mut s = format!(
+        "ClusterName=pmixtools{}\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\n\
+SlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nAuthInfo=socket={d}/munge.sock\n\
+CredType=cred/munge\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n\
+SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd-%n.pid\n\
+SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
+SlurmdParameters=config_overrides\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+SelectType=select/linear\nSchedulerType=sched/backfill\nJobAcctGatherType=jobacct_gather/none\n\
+AccountingStorageType=accounting_storage/none\nMpiDefault=none\nReturnToService=2\n\
+MinJobAge=2\nPlugStackConfig={d}/plugstack.conf\n",
+        std::process::id(),
+        free_port(),
+    );
+    for n in nodes {
+        s.push_str(&format!(
+            "NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={} CPUs=2 State=UNKNOWN\n",
+            free_port()
+        ));
+    }
+    s.push_str(&format!(
+        "PartitionName=batch Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
+        nodes.join(",")
+    ));
+    s
+}
+
+impl Slurm {
+    /// Start munge, slurmctld and one slurmd per name in `nodes`, each
+    /// through `wrap(program)`, and wait (bounded) until `sinfo` shows every
+    /// node idle. Panics with the daemons' logs when it cannot.
+    pub fn start(
+        nodes: &[String],
+        wrap: impl Fn(&str) -> Command + Send + Sync + 'static,
+    ) -> Slurm {
+        let dir = unique_tmpdir("slurm").into_path();
+        for sub in ["state", "spool"] {
+            fs::create_dir_all(dir.join(sub)).expect("slurm dirs");
+        }
+        let mut key = vec![0u8; 1024];
+        fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut key))
+            .expect("random key");
+        fs::write(dir.join("munge.key"), key).expect("munge key");
+        let restrict = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+        fs::set_permissions(dir.join("munge.key"), restrict).expect("munge key mode");
+        fs::write(dir.join("plugstack.conf"), "").expect("plugstack.conf");
+        let conf = dir.join("slurm.conf");
+        fs::write(&conf, slurm_conf(&dir, nodes)).expect("slurm.conf");
+        let mut s = Slurm {
+            dir,
+            conf,
+            nodes: nodes.to_vec(),
+            daemons: Vec::new(),
+            wrap: Box::new(wrap),
+        };
+        s.start_daemons();
+        s
+    }
+
+    fn spawn(&mut self, program: &str, args: &[&str], log: &str) {
+        let out = fs::File::create(self.dir.join(log)).expect("daemon log");
+        let mut c = self.command(program);
+        c.args(args)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out);
+        match c.spawn() {
+            Ok(child) => self.daemons.push(child),
+            Err(e) => panic!("cannot start {program} (run scripts/install-slurm.sh): {e}"),
+        }
+    }
+
+    fn start_daemons(&mut self) {
+        let d = self.dir.display().to_string();
+        let sock = format!("--socket={d}/munge.sock");
+        let key = format!("--key-file={d}/munge.key");
+        let pid = format!("--pid-file={d}/munged.pid");
+        let log = format!("--log-file={d}/munged.log");
+        let seed = format!("--seed-file={d}/munged.seed");
+        let munge = ["-F", "-f", &sock, &key, &pid, &log, &seed];
+        self.spawn("munged", &munge, "munged.out");
+        self.wait_for("munge's socket", |s| s.dir.join("munge.sock").exists());
+        let conf = self.conf.display().to_string();
+        self.spawn("slurmctld", &["-D", "-i", "-f", &conf], "slurmctld.out");
+        for n in self.nodes.clone() {
+            fs::create_dir_all(self.dir.join("spool").join(&n)).expect("spool");
+            let log = format!("slurmd-{n}.out");
+            self.spawn("slurmd", &["-D", "-f", &conf, "-N", &n], &log);
+        }
+        let want = self.nodes.len();
+        self.wait_for("every node idle in sinfo", |s| s.idle_nodes().len() == want);
+    }
+
+    fn wait_for(&mut self, what: &str, mut ok: impl FnMut(&Slurm) -> bool) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !ok(self) {
+            let dead = self
+                .daemons
+                .iter_mut()
+                .any(|c| matches!(c.try_wait(), Ok(Some(_))));
+            assert!(
+                !dead && Instant::now() < deadline,
+                "private Slurm: no {what}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A command for `program` pointed at this Slurm (`SLURM_CONF`).
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = (self.wrap)(program);
+        c.env("SLURM_CONF", &self.conf);
+        c
+    }
+
+    /// `program args…` run to its end (bounded): its stdout.
+    pub fn run(&self, program: &str, args: &[&str]) -> String {
+        let mut c = self.command(program);
+        c.args(args).stdin(Stdio::null());
+        let o = super::run_with_timeout(&mut c, 60);
+        assert!(
+            o.status.success(),
+            "{program} {args:?}: {}",
+            super::show(&o)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The nodes `sinfo` shows idle (expanded).
+    pub fn idle_nodes(&self) -> Vec<String> {
+        let mut c = self.command("sinfo");
+        c.args(["-h", "-N", "-t", "idle", "-o", "%N"])
+            .stdin(Stdio::null());
+        let o = super::run_with_timeout(&mut c, 60);
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The jobs `squeue --json` lists (every state it still shows).
+    pub fn jobs(&self) -> Vec<serde_json::Value> {
+        let out = self.run("squeue", &["--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).expect("squeue --json");
+        doc["jobs"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `node[02-03]` as names.
+    pub fn hostnames(&self, list: &str) -> Vec<String> {
+        if list.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<String> = self
+            .run("scontrol", &["show", "hostnames", list])
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The daemons' logs (for failure messages).
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        let mut names: Vec<PathBuf> = fs::read_dir(&self.dir)
+            .map(|r| r.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        names.sort();
+        for p in names
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "log" || e == "out"))
+        {
+            let text = fs::read_to_string(p).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            s.push_str(&format!("--- {}\n", p.display()));
+            for l in tail.iter().rev() {
+                s.push_str(l);
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        // Jobs first (their steps would outlive slurmd), bounded.
+        let mut c = self.command("scancel");
+        c.args(["--user", "root", "--full"]).stdin(Stdio::null());
+        let _ = super::try_run_with_timeout(&mut c, Duration::from_secs(20));
+        // slurmd first, then slurmctld, then munge: each by pid.
+        for mut c in self.daemons.drain(..).rev() {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+            if wait_until(&mut c, Instant::now() + Duration::from_secs(10))
+                .0
+                .is_none()
+            {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
