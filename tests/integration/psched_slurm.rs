@@ -326,3 +326,34 @@ fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// `kill -9` of psched while an allocation is held, then a restart over
+/// the same ledger: the grant is still there (the same Slurm job), and the
+/// next grant is another Slurm job on other nodes.
+#[test]
+fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
+    let (mut c, s) = cluster_on_slurm();
+    let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let before = running(&s);
+    assert_eq!(before.len(), 1, "{before:?}");
+    c.kill_psched();
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(ledger.contains(&id_a), "the ledger keeps {id_a}: {ledger}");
+    let conf = s.conf.display().to_string();
+    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    let (mut b, _lb, id_b) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    assert_ne!(id_a, id_b);
+    let now = running(&s);
+    assert_eq!(now.len(), 2, "both jobs run: {now:?}\n{}", c.psched_log());
+    assert!(
+        now.contains(&before[0]),
+        "the first job is untouched: {now:?}"
+    );
+    assert_ne!(now[0].1, now[1].1, "different nodes: {now:?}");
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(ledger.contains(&id_a) && ledger.contains(&id_b), "{ledger}");
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}

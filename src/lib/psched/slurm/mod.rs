@@ -30,6 +30,9 @@ use ctl::{Job, JobState};
 
 /// How often psched asks Slurm about its jobs (ms).
 const POLL_MS: u64 = 1000;
+/// How often while a request waits for Slurm to run its job (ms): the
+/// grant is answered within this of Slurm starting it.
+const PENDING_POLL_MS: u64 = 25;
 /// The prefix of an allocation id: the rest is the Slurm job id.
 const ID_PREFIX: &str = "slurm.";
 
@@ -228,6 +231,15 @@ impl SlurmBackend {
         ])
     }
 
+    /// The polling period: short while a request waits for its job.
+    fn poll_every(&self) -> u64 {
+        if self.allocs.values().any(|a| a.owed.is_some()) {
+            PENDING_POLL_MS
+        } else {
+            POLL_MS
+        }
+    }
+
     /// Ask Slurm about every job and act on what changed.
     fn poll(&mut self, now: u64) -> Result<Vec<Out>> {
         self.last_poll = now;
@@ -351,11 +363,11 @@ impl super::backend::Backend for SlurmBackend {
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        (!self.allocs.is_empty()).then_some(self.last_poll + POLL_MS)
+        (!self.allocs.is_empty()).then_some(self.last_poll + self.poll_every())
     }
 
     fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
-        if now < self.last_poll + POLL_MS {
+        if now < self.last_poll + self.poll_every() {
             return Ok(Vec::new());
         }
         self.poll(now)
