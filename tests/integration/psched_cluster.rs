@@ -9,7 +9,7 @@ use crate::support::cluster::Cluster;
 use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
 
 /// `name` run inside the cluster's namespace, with our binaries on PATH.
-fn tool(c: &Cluster, name: &str) -> Command {
+pub(crate) fn tool(c: &Cluster, name: &str) -> Command {
     let mut cmd = c.command(cargo_bin(name));
     cmd.env("PATH", user_path()).env("NO_COLOR", "1");
     cmd
@@ -18,14 +18,14 @@ fn tool(c: &Cluster, name: &str) -> Command {
 /// `cmd` preceded by a bounded wait (30 s) until `prte` has said `DVM ready`
 /// twice (its start, then the end of the grow that started the granted
 /// nodes' daemons).
-fn wait_grown(cmd: &str) -> String {
+pub(crate) fn wait_grown(cmd: &str) -> String {
     format!(
         "i=0; until [ \"$(grep -c 'DVM ready' \"$PRRTE_OUT\")\" -ge 2 ]; do \
          i=$((i+1)); [ $i -gt 300 ] && exit 99; sleep 0.1; done; {cmd}"
     )
 }
 
-fn run(cmd: &mut Command) -> Output {
+pub(crate) fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 90)
 }
 
@@ -79,9 +79,18 @@ fn palloc_n2_runs_on_two_pool_nodes() {
     assert!(ledger.contains("next_id"), "{ledger}");
 }
 
+/// How many times `prte` said `DVM ready` (once at start, then once per
+/// finished grow).
+pub(crate) fn readies(c: &Cluster) -> usize {
+    std::fs::read_to_string(c.dir().join("prte.out"))
+        .unwrap_or_default()
+        .matches("DVM ready")
+        .count()
+}
+
 /// `psched --status` (the ledger's grants with their expiry, the free
 /// nodes), as JSON.
-fn psched_status(c: &Cluster) -> serde_json::Value {
+pub(crate) fn psched_status(c: &Cluster) -> serde_json::Value {
     let o = run(Command::new(cargo_bin("psched"))
         .args(["--status", "--nodes", &c.pool.join(","), "--ledger"])
         .arg(c.ledger_path()));
@@ -90,7 +99,7 @@ fn psched_status(c: &Cluster) -> serde_json::Value {
 }
 
 /// The grant of `id` in psched's ledger, if held.
-fn grant(c: &Cluster, id: &str) -> Option<serde_json::Value> {
+pub(crate) fn grant(c: &Cluster, id: &str) -> Option<serde_json::Value> {
     psched_status(c)["grants"]
         .as_array()?
         .iter()
@@ -100,7 +109,7 @@ fn grant(c: &Cluster, id: &str) -> Option<serde_json::Value> {
 
 /// Poll (every 100 ms, at most 60 s) until `f` holds.
 #[track_caller]
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !f() {
         assert!(
@@ -113,7 +122,7 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 
 /// A `palloc --hold --json` with `args`, inside the cluster; its stdout
 /// lines and the allocation id of its grant.
-fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String) {
+pub(crate) fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String) {
     let mut child = tool(c, "palloc")
         .args(["--hold", "--json"])
         .args(args)
@@ -129,58 +138,6 @@ fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String)
     let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
     let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
     (child, lines, id)
-}
-
-/// A held allocation with `-t 20s --warn-timeout 10s` gets psched's
-/// warning (relayed by PRRTE to the holder, with its id); `palloc --extend
-/// ID -t 30s` then moves psched's expiry later; psched's status shows it.
-#[test]
-fn warning_reaches_holder_then_extend_moves_expiry() {
-    let c = Cluster::start_with_psched(1, 2, &[]);
-    let (mut child, lines, id) = hold(&c, &["-N", "1", "-t", "20s", "--warn-timeout", "10s"]);
-    let before = grant(&c, &id).expect("granted")["expires_at_ms"]
-        .as_u64()
-        .expect("an expiry");
-    let warned = loop {
-        let l = lines
-            .next_line(std::time::Duration::from_secs(60))
-            .expect("palloc still runs");
-        if l.contains("ALLOC_TIMEOUT_WARNING") {
-            break l;
-        }
-    };
-    assert!(warned.contains(&id), "the warning names {id}: {warned}");
-    let o = run(tool(&c, "palloc").args(["--extend", &id, "-t", "30s"]));
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
-    let after = grant(&c, &id).expect("still granted")["expires_at_ms"]
-        .as_u64()
-        .expect("an expiry");
-    assert_eq!(after, before + 30_000, "psched's expiry moved by 30 s");
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// An allocation left to expire (`-t 5s`) is ended by psched: its grant
-/// leaves the ledger and its node is free again in psched's pool.
-#[test]
-fn unextended_allocation_expires_and_nodes_return() {
-    let c = Cluster::start_with_psched(1, 2, &[]);
-    let (mut child, _lines, id) = hold(&c, &["-N", "2", "-t", "5s"]);
-    let g = grant(&c, &id).expect("granted");
-    let nodes: Vec<String> = serde_json::from_value(g["nodes"].clone()).expect("nodes");
-    assert_eq!(nodes.len(), 2);
-    assert!(psched_status(&c)["free"]
-        .as_array()
-        .expect("free")
-        .is_empty());
-    wait_for("the grant expired", || grant(&c, &id).is_none());
-    let free: Vec<String> =
-        serde_json::from_value(psched_status(&c)["free"].clone()).expect("free list");
-    for n in &nodes {
-        assert!(free.contains(n), "{n} is free again: {free:?}");
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `kill -9` of psched while an allocation is held; a new psched over the
@@ -253,12 +210,7 @@ fn none_disposition_returns_node_to_psched_by_query() {
 #[test]
 fn extend_adds_a_node_from_psched() {
     let c = Cluster::start_with_psched(1, 3, &[]);
-    let readies = || {
-        std::fs::read_to_string(c.dir().join("prte.out"))
-            .unwrap_or_default()
-            .matches("DVM ready")
-            .count()
-    };
+    let readies = || readies(&c);
     let (mut child, _lines, id) = hold(&c, &["-N", "1", "-t", "5m"]);
     wait_for("the first grow is done", || readies() >= 2);
     let o = run(tool(&c, "palloc").args(["--extend", &id, "-N", "1"]));

@@ -18,7 +18,7 @@ use crate::psched::{Config, Partition};
 pub struct PschedArgs {
     /// The nodes psched owns, as a list with ranges: `node[03-08]`,
     /// `n1,n2`.
-    #[arg(long, value_name = "LIST", required_unless_present = "status")]
+    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "release"])]
     pub nodes: Option<String>,
 
     /// Slots per node (recorded in the ledger; PRRTE master gives every
@@ -44,9 +44,19 @@ pub struct PschedArgs {
     #[arg(long)]
     pub once: bool,
 
-    /// Print the ledger (grants with their expiry, free nodes) and exit.
+    /// Print psched's state from its ledger as one JSON object and exit:
+    /// queues (partitions with their limits), pool, free nodes, nodes the
+    /// DVM kept (retained), pending requests, and each grant with its
+    /// expiry (`expires_at_ms`) and seconds left (`left_secs`).
     #[arg(long)]
     pub status: bool,
+
+    /// Release the grant ID as the scheduler (which may release any
+    /// reservation, spec 001 §8.2.1.7), through the psched serving
+    /// --ledger: its nodes return to the pool and the DVM is told to end
+    /// the session. Waits at most 15 s for psched to act.
+    #[arg(long, value_name = "ID", conflicts_with = "status")]
+    pub release: Option<String>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]

@@ -9,6 +9,7 @@
 //!
 //! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
 
+pub mod admin;
 pub mod ledger;
 pub mod serve;
 pub mod state;
@@ -22,7 +23,7 @@ use crate::conn::ConnectOptions;
 pub use serve::run;
 
 /// A partition (queue): its name and time limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// Its name (`PMIX_ALLOC_QUEUE` picks it; the first is the default).
     pub name: String,

@@ -52,8 +52,10 @@ pub fn run(cfg: &Config) -> Result<()> {
             Err(e) if cfg.once => return Err(e),
             Err(_) => {}
         }
-        // Deadlines still fire while no DVM is attached (nothing to tell).
+        // Deadlines and releases still happen while no DVM is attached
+        // (nothing to tell).
         let _ = st.tick(now_ms());
+        let _ = admin(cfg, &mut st);
         st.ledger().store(&cfg.ledger)?;
         std::thread::sleep(cfg.retry);
     }
@@ -90,7 +92,8 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
             asked = Some(tag);
         }
         let now = now_ms();
-        let outs = st.tick(now)?;
+        let mut outs = st.tick(now)?;
+        outs.extend(admin(cfg, st)?);
         send_all(conn, st, cfg, outs)?;
         let wait = st
             .next_deadline()
@@ -115,6 +118,24 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
             _ => {}
         }
     }
+}
+
+/// Serve the administrator's release requests (`psched --release`).
+fn admin(cfg: &Config, st: &mut State) -> Result<Vec<Out>> {
+    let mut out = Vec::new();
+    for (path, id) in super::admin::pending(&cfg.ledger) {
+        match st.admin_release(&id, now_ms())? {
+            Some(o) => {
+                eprintln!("psched: released {id} (administrator)");
+                out.extend(o);
+            }
+            None => eprintln!("psched: release of {id} refused: not a grant of this psched"),
+        }
+        // The ledger goes to disk before the requester sees the file go.
+        st.ledger().store(&cfg.ledger)?;
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(out)
 }
 
 fn on_message(conn: &Connection, st: &mut State, tag: u32, payload: &[u8]) -> Result<Vec<Out>> {

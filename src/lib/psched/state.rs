@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::codec::{Info, WireVersion};
 use crate::error::Result;
 use crate::proto::status::Status;
+use crate::proto::Inheritance;
 use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
 
 use super::ledger::{Grant, Ledger};
@@ -38,11 +39,14 @@ struct Meta {
     owed: Option<u32>,
     /// When the DVM was told of the grant (ms since the epoch).
     granted_at: u64,
+    /// The requester's inheritance rule.
+    inherit: Option<Inheritance>,
 }
 
 /// psched's state: see the module documentation.
 pub struct State {
     sched: Scheduler,
+    pool: Vec<String>,
     meta: HashMap<String, Meta>,
     parts: Vec<Partition>,
     ledger: Ledger,
@@ -78,18 +82,21 @@ impl State {
                         req_id: g.req_id.clone(),
                         queue: g.queue.clone(),
                         session: g.session,
+                        inherit: g.inherit,
                         ..Meta::default()
                     },
                 );
                 kept.push(g.clone());
             }
         }
+        sched.restore_retained(&ledger.retained);
         let ledger = Ledger {
             grants: kept,
             ..ledger
         };
         State {
             sched,
+            pool: pool.to_vec(),
             meta,
             parts,
             ledger,
@@ -104,6 +111,8 @@ impl State {
         if self.ledger.dvm.as_deref() != Some(dvm) {
             self.ledger.dvm = Some(dvm.to_string());
             self.ledger.sessions = 0;
+            // What the DVM before kept went with it.
+            let _ = self.sched.free_retained(0);
         }
         for m in self.meta.values_mut() {
             m.owed = None;
@@ -129,9 +138,14 @@ impl State {
                     warn_secs: a.warn_secs,
                     session: m.session,
                     queue: m.queue,
+                    inherit: m.inherit,
                 }
             })
             .collect();
+        l.retained = self.sched.retained_names();
+        l.pool = self.pool.clone();
+        l.partitions = self.parts.clone();
+        l.pending = self.sched.pending();
         l
     }
 
@@ -215,6 +229,7 @@ impl State {
                 session: None,
                 owed: Some(tag),
                 granted_at: now,
+                inherit: ask.inherit,
             },
         );
         match sub {
@@ -262,6 +277,7 @@ impl State {
                 if let Some(m) = self.meta.get_mut(&id) {
                     m.owed = Some(tag);
                     m.echo = ask.echo.clone();
+                    m.inherit = ask.inherit.or(m.inherit);
                 }
                 match sub {
                     Submit::Granted(nodes) => self.granted(&id, &nodes, now),
@@ -331,10 +347,13 @@ impl State {
     }
 
     /// The DVM lists `live` as its allocations: a grant it no longer lists
-    /// (told of at least `settle_ms` ago) was ended by the DVM itself (a
-    /// NONE or CHILD disposition, which PRRTE master does not report), so
-    /// its nodes come back to the pool. Returns what that unblocked.
+    /// (told of at least `settle_ms` ago) was ended by the DVM itself (its
+    /// owner's disposition fired, which PRRTE master does not report).
+    /// Under NONE or CHILD its nodes come back to the pool; under DEFAULT
+    /// or CHILD_DEFAULT (or no rule given) they stay in the DVM, retained
+    /// until that DVM is gone. Returns what that unblocked.
     pub fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
+        self.ledger.reconciled_at_ms = Some(now);
         let gone: Vec<String> = self
             .sched
             .allocations()
@@ -349,9 +368,41 @@ impl State {
             .collect();
         let mut out = Vec::new();
         for id in gone {
-            out.extend(self.on_session_done(&id, now)?);
+            let back = self
+                .meta
+                .get(&id)
+                .and_then(|m| m.inherit)
+                .unwrap_or(Inheritance::Default)
+                .returns_to_scheduler();
+            if back {
+                out.extend(self.on_session_done(&id, now)?);
+            } else {
+                self.meta.remove(&id);
+                let ev = self.sched.unreserve(&id, now);
+                out.extend(self.events(ev, now)?);
+            }
         }
         Ok(out)
+    }
+
+    /// The administrator's release of `alloc_id` (`psched --release`): the
+    /// scheduler may release any reservation (spec 001 §8.2.1.7). Its nodes
+    /// come back to the pool and the DVM is told to end the session, as at
+    /// expiry. `None` when psched holds no such grant.
+    pub fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>> {
+        if self.sched.allocation(alloc_id).is_none_or(|a| a.queued) {
+            return Ok(None);
+        }
+        let Ok((_nodes, ev)) = self.sched.release(alloc_id, None, now) else {
+            return Ok(None);
+        };
+        let m = self.meta.remove(alloc_id).unwrap_or_default();
+        let mut out = Vec::new();
+        if let Some(s) = m.session {
+            out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));
+        }
+        out.extend(self.events(ev, now)?);
+        Ok(Some(out))
     }
 
     /// Fire what fell due by `now`.
@@ -481,10 +532,39 @@ mod tests {
     }
 
     #[test]
-    fn reconcile_frees_what_the_dvm_no_longer_lists() {
+    fn reconcile_keeps_default_nodes_in_the_dvm() {
         let mut st = State::new(&pool(2), batch(), Ledger::default());
+        for rule in [None, Some(Inheritance::ChildDefault)] {
+            let mut a = ask(Directive::New, Some(1), None);
+            a.inherit = rule;
+            st.on_alloc(1, a, 0).unwrap();
+        }
+        st.reconcile(&[], u64::MAX, 0).unwrap();
+        assert!(st.ledger().grants.is_empty());
+        assert!(st.free_nodes().is_empty(), "both kept by the DVM");
+        assert_eq!(st.ledger().retained.len(), 2);
+        let again = State::new(&pool(2), batch(), st.ledger());
+        assert!(again.free_nodes().is_empty(), "kept across a restart");
+    }
+
+    #[test]
+    fn admin_release_frees_and_terminates() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
+        let id = st.ledger().grants[0].alloc_id.clone();
+        let out = st.admin_release(&id, 1).unwrap().expect("held");
+        assert!(matches!(out.as_slice(), [Out::Own(_)]), "{out:?}");
+        assert_eq!(st.free_nodes(), ["n1"]);
+        assert!(st.admin_release(&id, 2).unwrap().is_none());
+    }
+
+    #[test]
+    fn reconcile_frees_what_the_dvm_no_longer_lists() {
+        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut a = ask(Directive::New, Some(1), None);
+        a.inherit = Some(Inheritance::None);
+        st.on_alloc(1, a, 0).unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
         st.reconcile(std::slice::from_ref(&id), u64::MAX, 0)
             .unwrap();
