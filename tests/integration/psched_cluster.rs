@@ -233,3 +233,54 @@ fn extend_adds_a_node_from_psched() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `psched --status` of a live psched with partition `batch:1m:10m` and
+/// one node: the queue with its limits, the pool, no free node while a
+/// `palloc --hold -N 1` holds it, the second `palloc -N 1` waiting (as
+/// `salloc` does) listed as pending, the grant with its expiry and seconds
+/// left; once the first is released the waiting one is granted.
+#[test]
+fn status_shows_queues_pending_and_grants() {
+    let c = Cluster::start_with_psched(1, 1, &["--partition", "batch:1m:10m"]);
+    let (mut a, _la, id_a) = hold(&c, &["-N", "1", "-t", "5m"]);
+    let mut b = tool(&c, "palloc")
+        .args(["--hold", "--json", "-N", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the second palloc");
+    let b_lines = LineReader::new(b.stdout.take().expect("stdout"));
+    wait_for("the second request waits in psched's queue", || {
+        psched_status(&c)["pending"]
+            .as_array()
+            .is_some_and(|p| p.len() == 1)
+    });
+    let s = psched_status(&c);
+    assert_eq!(s["queues"][0]["name"], "batch", "{s}");
+    assert_eq!(s["queues"][0]["default_secs"], 60, "{s}");
+    assert_eq!(s["queues"][0]["max_secs"], 600, "{s}");
+    assert_eq!(s["pool"], serde_json::json!(c.pool), "{s}");
+    assert_eq!(s["free"], serde_json::json!([]), "{s}");
+    assert_eq!(s["pending"][0]["nodes"], 1, "{s}");
+    assert_eq!(s["pending"][0]["time_secs"], 60, "the queue's default: {s}");
+    let g = grant(&c, &id_a).expect("granted");
+    assert!(g["expires_at_ms"].as_u64().is_some(), "{g}");
+    let left = g["left_secs"].as_u64().expect("seconds left");
+    assert!((1..=300).contains(&left), "{g}");
+    let o = run(tool(&c, "prelease").arg(&id_a));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let granted = b_lines
+        .next_line(std::time::Duration::from_secs(60))
+        .expect("the waiting palloc is granted");
+    let v: serde_json::Value = serde_json::from_str(&granted).expect("grant JSON");
+    let id_b = v["alloc_id"].as_str().expect("alloc_id");
+    assert!(grant(&c, id_b).is_some(), "{}", c.psched_log());
+    assert!(psched_status(&c)["pending"]
+        .as_array()
+        .is_some_and(Vec::is_empty));
+    for ch in [&mut a, &mut b] {
+        let _ = ch.kill();
+        let _ = ch.wait();
+    }
+}
