@@ -10,6 +10,7 @@
 //! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
 
 pub mod admin;
+pub mod drive;
 pub mod ledger;
 pub mod serve;
 pub mod state;
