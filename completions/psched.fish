@@ -3,6 +3,7 @@ complete -c psched -l slots -d 'Slots per node (recorded in the ledger; PRRTE ma
 complete -c psched -l partition -d 'A partition: `NAME[:DEFAULT[:MAX]]` with time limits such as `10m`, `1h`, `30s`; the first is used when a request names none. Default: `batch` without limits' -r -f
 complete -c psched -l ledger -d 'The ledger file (grants survive a restart)' -r -F
 complete -c psched -l retry -d 'Seconds between attempts to attach to the DVM' -r -f
+complete -c psched -l time-scale -d 'Run psched\'s clock F times faster, for trying workflows: a request\'s time limit and warning threshold are divided by F (the ledger keeps real times), a warning\'s seconds left multiplied back. As `pdvm --time-scale`: with 60 a minute lasts a second' -r -f
 complete -c psched -l release -d 'Release the grant ID as the scheduler (which may release any reservation, spec 001 §8.2.1.7), through the psched serving --ledger: its nodes return to the pool and the DVM is told to end the session. Waits at most 15 s for psched to act' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c psched -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c psched -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r

@@ -43,6 +43,7 @@ mod peers_smoke;
 mod pmix422_peer;
 mod prte_wire;
 mod psched_cluster;
+mod psched_examples;
 mod psched_hostile;
 mod psched_rules;
 mod pspawn_nohang;

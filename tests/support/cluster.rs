@@ -134,6 +134,17 @@ impl Cluster {
     /// psched grants through the same ssh stand-in. Waits until psched
     /// says it attached.
     pub fn start_with_psched(slots: u32, pool: u32, extra: &[&str]) -> Cluster {
+        Cluster::start_with_psched_prte(slots, pool, &[], extra)
+    }
+
+    /// [`Cluster::start_with_psched`] with `prte_extra` more arguments for
+    /// `prte` (e.g. `--prtemca rmaps_default_mapping_policy :OVERSUBSCRIBE`).
+    pub fn start_with_psched_prte(
+        slots: u32,
+        pool: u32,
+        prte_extra: &[&str],
+        extra: &[&str],
+    ) -> Cluster {
         assert!((1..=98).contains(&pool), "1..=98 pool nodes, not {pool}");
         let prefix = master_dir().join("prrte");
         let dir = unique_tmpdir("cluster").into_path();
@@ -153,7 +164,9 @@ impl Cluster {
             pool: (2..=pool + 1).map(|i| format!("node{i:02}")).collect(),
             psched: None,
         };
-        c.launch(&prefix, &["--prtemca", "ras_pmix_system_scheduler", "1"]);
+        let mut args = vec!["--prtemca", "ras_pmix_system_scheduler", "1"];
+        args.extend_from_slice(prte_extra);
+        c.launch(&prefix, &args);
         c.start_psched(extra);
         c
     }

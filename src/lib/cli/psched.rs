@@ -44,6 +44,13 @@ pub struct PschedArgs {
     #[arg(long)]
     pub once: bool,
 
+    /// Run psched's clock F times faster, for trying workflows: a request's
+    /// time limit and warning threshold are divided by F (the ledger keeps
+    /// real times), a warning's seconds left multiplied back. As `pdvm
+    /// --time-scale`: with 60 a minute lasts a second.
+    #[arg(long, value_name = "F", value_parser = super::pdvm::parse_time_scale, default_value = "1")]
+    pub time_scale: f64,
+
     /// Print psched's state from its ledger as one JSON object and exit:
     /// queues (partitions with their limits), pool, free nodes, nodes the
     /// DVM kept (retained), pending requests, and each grant with its
@@ -117,6 +124,7 @@ impl PschedArgs {
             ledger: self.ledger.clone(),
             retry: std::time::Duration::from_secs(self.retry.max(1)),
             once: self.once,
+            time_scale: self.time_scale,
         })
     }
 }

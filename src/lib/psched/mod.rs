@@ -51,6 +51,8 @@ pub struct Config {
     pub retry: Duration,
     /// Stop after the DVM went away instead of waiting for a new one.
     pub once: bool,
+    /// How much faster than real time psched's clock runs (1: real time).
+    pub time_scale: f64,
 }
 
 /// Milliseconds since the Unix epoch, now.

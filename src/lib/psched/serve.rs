@@ -36,6 +36,7 @@ static ATTACHES: AtomicU32 = AtomicU32::new(0);
 pub fn run(cfg: &Config) -> Result<()> {
     let ledger = super::ledger::Ledger::load(&cfg.ledger)?;
     let mut st = State::new(&cfg.nodes, cfg.partitions.clone(), ledger);
+    st.set_time_scale(cfg.time_scale);
     st.ledger().store(&cfg.ledger)?;
     while !STOP.load(Ordering::Relaxed) {
         match attach(cfg) {

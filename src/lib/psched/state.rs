@@ -51,6 +51,7 @@ pub struct State {
     parts: Vec<Partition>,
     ledger: Ledger,
     wire: WireVersion,
+    scale: f64,
 }
 
 fn sched_status(e: SchedError) -> Status {
@@ -101,6 +102,7 @@ impl State {
             parts,
             ledger,
             wire: WireVersion::V41,
+            scale: 1.0,
         }
     }
 
@@ -185,7 +187,20 @@ impl State {
         }
     }
 
-    fn request(ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
+    /// Run the clock `f` times faster: time limits and warning thresholds
+    /// are divided by `f` when granted, the seconds left in a warning
+    /// multiplied back (for trying workflows, as `pdvm --time-scale`).
+    pub fn set_time_scale(&mut self, f: f64) {
+        if f.is_finite() && f > 0.0 {
+            self.scale = f;
+        }
+    }
+
+    fn to_real(&self, secs: Option<u32>) -> Option<u32> {
+        secs.map(|s| ((f64::from(s) / self.scale).ceil() as u32).max(1))
+    }
+
+    fn request(&self, ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
         let want = if !ask.node_list.is_empty() {
             NodeAsk::List(ask.node_list.clone())
         } else {
@@ -197,8 +212,8 @@ impl State {
         SchedRequest {
             ask: want,
             exclude: ask.exclude.clone(),
-            time_secs,
-            warn_secs: ask.warn_secs,
+            time_secs: self.to_real(time_secs),
+            warn_secs: self.to_real(ask.warn_secs),
         }
     }
 
@@ -215,7 +230,7 @@ impl State {
                 return self.refuse(tag, Status::ERR_BAD_PARAM);
             }
         }
-        let req = Self::request(&ask, time);
+        let req = self.request(&ask, time);
         let (id, sub) = match self.sched.submit_new(&req, now) {
             Ok(x) => x,
             Err(e) => return self.refuse(tag, sched_status(e)),
@@ -270,7 +285,7 @@ impl State {
         let Some(id) = self.find_id(&ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let req = Self::request(&ask, ask.time_secs);
+        let req = self.request(&ask, ask.time_secs);
         match self.sched.submit_extend(&id, &req, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
             Ok(sub) => {
@@ -418,11 +433,10 @@ impl State {
                 SchedEvent::WarnDue {
                     alloc_id,
                     remaining_secs,
-                } => out.push(Out::Own(wire::warning(
-                    self.wire,
-                    &alloc_id,
-                    remaining_secs,
-                )?)),
+                } => {
+                    let told = (f64::from(remaining_secs) * self.scale).round() as u32;
+                    out.push(Out::Own(wire::warning(self.wire, &alloc_id, told)?))
+                }
                 SchedEvent::Expired { alloc_id, .. } => {
                     let m = self.meta.remove(&alloc_id).unwrap_or_default();
                     if let Some(s) = m.session {
@@ -545,6 +559,34 @@ mod tests {
         assert_eq!(st.ledger().retained.len(), 2);
         let again = State::new(&pool(2), batch(), st.ledger());
         assert!(again.free_nodes().is_empty(), "kept across a restart");
+    }
+
+    #[test]
+    fn time_scale_divides_limits_and_multiplies_the_warning_back() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        st.set_time_scale(60.0);
+        let mut a = ask(Directive::New, Some(1), None);
+        a.time_secs = Some(600);
+        a.warn_secs = Some(300);
+        st.on_alloc(1, a, 0).unwrap();
+        let g = &st.ledger().grants[0];
+        assert_eq!(g.expires_at_ms, Some(10_000), "10 minutes in 10 s");
+        assert!(st.tick(4_999).unwrap().is_empty());
+        let warned = st.tick(5_000).unwrap();
+        let Some(Out::Own(body)) = warned.first() else {
+            panic!("{warned:?}");
+        };
+        let mut d = crate::codec::Decoder::new(body, WireVersion::V41);
+        let crate::codec::Cmd(_) = d.unpack_one().unwrap();
+        let _: Status = d.unpack_one().unwrap();
+        let crate::codec::Range(_) = d.unpack_one().unwrap();
+        let crate::codec::Size(n) = d.unpack_one().unwrap();
+        let infos: Vec<Info> = d.unpack(n as usize).unwrap();
+        let left = infos
+            .iter()
+            .find(|i| i.key == crate::proto::keys::TIME_REMAINING)
+            .and_then(|i| i.value.as_u64());
+        assert_eq!(left, Some(300), "seconds left in the requester's time");
     }
 
     #[test]
