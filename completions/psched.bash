@@ -23,7 +23,7 @@ _psched() {
 
     case "${cmd}" in
         psched)
-            opts="-h -V --nodes --slots --partition --ledger --retry --once --time-scale --status --release --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --help --version"
+            opts="-h -V --nodes --slots --partition --ledger --retry --once --time-scale --status --status-uri --release --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -73,6 +73,13 @@ _psched() {
                     return 0
                     ;;
                 --time-scale)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --status-uri)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

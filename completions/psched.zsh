@@ -21,6 +21,7 @@ _psched() {
 '--ledger=[The ledger file (grants survive a restart)]:PATH:_files' \
 '--retry=[Seconds between attempts to attach to the DVM]:SECS:' \
 '--time-scale=[Run psched'\''s clock F times faster, for trying workflows\: a request'\''s time limit and warning threshold are divided by F (the ledger keeps real times), a warning'\''s seconds left multiplied back. As \`pdvm --time-scale\`\: with 60 a minute lasts a second]:F:' \
+'--status-uri=[Serve status queries on a loopback socket and write its URI (and PMIx version) to PATH, so that \`pwatch --status --uri file\:PATH\` shows psched'\''s queues (nodes, free nodes, pending requests), its grants as reservations with their expiry, and its pool as nodes]:PATH:' \
 '(--status)--release=[Release the grant ID as the scheduler (which may release any reservation, spec 001 §8.2.1.7), through the psched serving --ledger\: its nodes return to the pool and the DVM is told to end the session. Waits at most 15 s for psched to act]:ID:($(pwatch --complete allocs 2>/dev/null))' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \

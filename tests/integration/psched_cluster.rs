@@ -235,10 +235,18 @@ fn extend_adds_a_node_from_psched() {
 /// one node: the queue with its limits, the pool, no free node while a
 /// `palloc --hold -N 1` holds it, the second `palloc -N 1` waiting (as
 /// `salloc` does) listed as pending, the grant with its expiry and seconds
-/// left; once the first is released the waiting one is granted.
+/// left; `pwatch --status` pointed at psched's status socket shows the
+/// same; once the first is released the waiting one is granted.
 #[test]
 fn status_shows_queues_pending_and_grants() {
-    let c = Cluster::start_with_psched(1, 1, &["--partition", "batch:1m:10m"]);
+    let tmp = crate::support::unique_tmpdir("psched-uri");
+    let uri = tmp.path().join("psched.uri");
+    let uri_arg = uri.display().to_string();
+    let c = Cluster::start_with_psched(
+        1,
+        1,
+        &["--partition", "batch:1m:10m", "--status-uri", &uri_arg],
+    );
     let (mut a, _la, id_a) = hold(&c, &["-N", "1", "-t", "5m"]);
     let mut b = tool(&c, "palloc")
         .args(["--hold", "--json", "-N", "1"])
@@ -265,6 +273,25 @@ fn status_shows_queues_pending_and_grants() {
     assert!(g["expires_at_ms"].as_u64().is_some(), "{g}");
     let left = g["left_secs"].as_u64().expect("seconds left");
     assert!((1..=300).contains(&left), "{g}");
+    let o = run(tool(&c, "pwatch")
+        .args(["--status", "--json", "--uri"])
+        .arg(format!("file:{uri_arg}")));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
+    let q = &p["scheduler"][0];
+    assert_eq!(q["queue"], "batch", "{p}");
+    assert_eq!(q["nodes"], 1, "{p}");
+    assert_eq!(q["free"], 0, "{p}");
+    assert_eq!(q["pending"], 1, "{p}");
+    let r = p["reservations"]
+        .as_array()
+        .expect("reservations")
+        .iter()
+        .find(|r| r["alloc_id"] == id_a.as_str())
+        .expect("the grant listed");
+    assert_eq!(r["nodes"], serde_json::json!(c.pool), "{p}");
+    assert!(r["expires_at"].as_u64().is_some(), "with its expiry: {p}");
+    assert_eq!(p["nodes"][0]["alloc_id"], id_a.as_str(), "{p}");
     let o = run(tool(&c, "prelease").arg(&id_a));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let granted = b_lines

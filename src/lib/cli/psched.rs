@@ -58,6 +58,13 @@ pub struct PschedArgs {
     #[arg(long)]
     pub status: bool,
 
+    /// Serve status queries on a loopback socket and write its URI (and
+    /// PMIx version) to PATH, so that `pwatch --status --uri file:PATH`
+    /// shows psched's queues (nodes, free nodes, pending requests), its
+    /// grants as reservations with their expiry, and its pool as nodes.
+    #[arg(long, value_name = "PATH")]
+    pub status_uri: Option<PathBuf>,
+
     /// Release the grant ID as the scheduler (which may release any
     /// reservation, spec 001 §8.2.1.7), through the psched serving
     /// --ledger: its nodes return to the pool and the DVM is told to end
@@ -125,6 +132,7 @@ impl PschedArgs {
             retry: std::time::Duration::from_secs(self.retry.max(1)),
             once: self.once,
             time_scale: self.time_scale,
+            status_uri: self.status_uri.clone(),
         })
     }
 }

@@ -14,6 +14,8 @@ pub mod drive;
 pub mod ledger;
 pub mod serve;
 pub mod state;
+pub mod status;
+pub mod status_server;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -53,6 +55,8 @@ pub struct Config {
     pub once: bool,
     /// How much faster than real time psched's clock runs (1: real time).
     pub time_scale: f64,
+    /// Where to write the URI of psched's status socket (none: no socket).
+    pub status_uri: Option<PathBuf>,
 }
 
 /// Milliseconds since the Unix epoch, now.

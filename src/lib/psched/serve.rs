@@ -3,6 +3,7 @@
 //! change, and attach again when the DVM goes away.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::conn::{discover, Connection, Event, Identity, Unsolicited};
@@ -11,6 +12,7 @@ use crate::proto::{keys, status::Status};
 
 use super::ledger::Ledger;
 use super::state::{Out, State};
+use super::status_server::Snapshot;
 use super::wire::{self, Inbound};
 use super::{now_ms, Config};
 
@@ -38,13 +40,17 @@ pub fn run(cfg: &Config) -> Result<()> {
     let mut st = State::new(&cfg.nodes, cfg.partitions.clone(), ledger);
     st.set_time_scale(cfg.time_scale);
     st.ledger().store(&cfg.ledger)?;
+    let snap: Snapshot = Arc::new(Mutex::new(st.ledger()));
+    if let Some(p) = &cfg.status_uri {
+        super::status_server::start(p, Arc::clone(&snap))?;
+    }
     while !STOP.load(Ordering::Relaxed) {
         match attach(cfg) {
             Ok(conn) => {
                 let dvm = conn.server().0.to_string();
                 eprintln!("psched: attached to {dvm} as {}", conn.me().0);
                 st.attach(&dvm, conn.wire());
-                serve(cfg, &conn, &mut st)?;
+                serve(cfg, &conn, &mut st, &snap)?;
                 conn.shutdown();
                 if cfg.once {
                     return Ok(());
@@ -57,6 +63,7 @@ pub fn run(cfg: &Config) -> Result<()> {
         // (nothing to tell).
         let _ = st.tick(now_ms());
         let _ = admin(cfg, &mut st);
+        publish(&snap, &st);
         st.ledger().store(&cfg.ledger)?;
         std::thread::sleep(cfg.retry);
     }
@@ -79,7 +86,14 @@ fn attach(cfg: &Config) -> Result<Connection> {
     Connection::open(target, HANDSHAKE)
 }
 
-fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
+/// Hand the status socket the state as it is now.
+fn publish(snap: &Snapshot, st: &State) {
+    if let Ok(mut g) = snap.lock() {
+        *g = st.ledger();
+    }
+}
+
+fn serve(cfg: &Config, conn: &Connection, st: &mut State, snap: &Snapshot) -> Result<()> {
     let mut next_query = Instant::now() + RECONCILE_EVERY;
     let mut asked: Option<u32> = None;
     loop {
@@ -96,6 +110,7 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut State) -> Result<()> {
         let mut outs = st.tick(now)?;
         outs.extend(admin(cfg, st)?);
         send_all(conn, st, cfg, outs)?;
+        publish(snap, st);
         let wait = st
             .next_deadline()
             .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
