@@ -320,3 +320,125 @@ fn random_request_streams_never_grant_a_node_twice() {
         drive_stream(&[&[0u8][..], &f].concat());
     }
 }
+
+/// The port of psched's status socket, once its URI file is written.
+fn status_port(uri: &std::path::Path) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = std::fs::read_to_string(uri).unwrap_or_default();
+        if let Some(p) = line
+            .lines()
+            .next()
+            .and_then(|l| l.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+        {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no status URI written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether the peer closed `s` (read returns end of file or an error
+/// other than a time-out) within 20 s.
+fn closed_by_peer(s: &mut TcpStream) -> bool {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+    let mut b = [0u8; 4096];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => {
+                return e.kind() != std::io::ErrorKind::WouldBlock
+                    && e.kind() != std::io::ErrorKind::TimedOut
+            }
+        }
+    }
+}
+
+/// A client of the status socket past the handshake.
+fn welcomed_client(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(&Header::encode_connect(10)).expect("header");
+    s.write_all(&[0u8; 10]).expect("body");
+    let mut w = vec![0u8; 528];
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    s.read_exact(&mut w).expect("the tool welcome");
+    assert_eq!(&w[..4], &[0, 0, 0, 0], "status 0");
+    s
+}
+
+/// Hostile tools on psched's status socket (`--status-uri`): a 4 GiB
+/// connect-ack, a 4 GiB frame, garbage requests. Each oversized one is
+/// dropped, each garbage request answered on its tag, and `pwatch --status`
+/// still gets psched's queue afterwards.
+#[test]
+fn hostile_status_clients_are_dropped_or_answered() {
+    let dir = support::unique_tmpdir("psched-hostile");
+    let (uri, _accepted) = welcoming_dvm(|mut s| {
+        let mut b = [0u8; 4096];
+        while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+    });
+    let status_uri = dir.path().join("psched.uri");
+    let mut cmd = Command::new(support::cargo_bin("psched"));
+    support::scrub_pmix_env(&mut cmd);
+    let mut p = cmd
+        .args(["--nodes", "n1,n2", "--uri", &uri, "--ledger"])
+        .arg(dir.path().join("ledger.json"))
+        .arg("--status-uri")
+        .arg(&status_uri)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start psched");
+    let port = status_port(&status_uri);
+    let mut a = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    a.write_all(&Header::encode_connect(u32::MAX))
+        .expect("header");
+    assert!(closed_by_peer(&mut a), "a 4 GiB connect-ack is dropped");
+    let mut b = welcomed_client(port);
+    let huge = Header {
+        pindex: 0,
+        tag: 100,
+        nbytes: u32::MAX,
+    };
+    b.write_all(&huge.encode()).expect("huge frame");
+    assert!(closed_by_peer(&mut b), "a 4 GiB frame is dropped");
+    let mut c = welcomed_client(port);
+    let reqs = garbage();
+    for (i, g) in reqs.iter().enumerate() {
+        c.write_all(&encode_frame(0, 100 + i as u32, g).expect("frame"))
+            .expect("send");
+    }
+    let mut d = FrameDecoder::new(1 << 20);
+    let mut tags = Vec::new();
+    let mut buf = [0u8; 4096];
+    while tags.len() < reqs.len() {
+        while let Ok(Some((h, _))) = d.next_frame() {
+            tags.push(h.tag);
+        }
+        if tags.len() >= reqs.len() {
+            break;
+        }
+        let n = c.read(&mut buf).expect("psched answers");
+        assert!(n > 0, "psched closed after {tags:?}");
+        d.feed(&buf[..n]);
+    }
+    let want: Vec<u32> = (100..100 + reqs.len() as u32).collect();
+    assert_eq!(tags, want, "every garbage request answered, in order");
+    let o = support::run_with_timeout(
+        Command::new(support::cargo_bin("pwatch"))
+            .args(["--status", "--json", "--what", "scheduler", "--uri"])
+            .arg(format!("file:{}", status_uri.display()))
+            .env_remove("PMIX_TOOLS_URI"),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["scheduler"][0]["nodes"], 2, "{v}");
+    assert!(matches!(p.try_wait(), Ok(None)), "psched still runs");
+    assert!(rss_kib(p.id()) < RSS_BOUND_KIB);
+    stop(p);
+}
