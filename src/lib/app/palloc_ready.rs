@@ -14,7 +14,7 @@ use crate::ops::job::{run_job, simple_app};
 use crate::ops::spawn::spawn_target;
 use crate::ops::Session;
 use crate::proto::status::Status;
-use crate::proto::{keys, Directive};
+use crate::proto::{keys, Directive, PmixVersion};
 use crate::render::AllocationRecord;
 
 use super::palloc_empty::holds_no_node;
@@ -35,13 +35,19 @@ fn needs_probe(req: &AllocRequest, rec: &AllocationRecord) -> bool {
         && !rec.alloc_id.is_empty()
 }
 
+/// Whether the DVM speaks PMIx 6.1 or later (PRRTE master is 7.0.0a1):
+/// older ones grant no scheduler's nodes this way.
+fn recent(s: &Session) -> bool {
+    PmixVersion::of(s.server_version()) >= PmixVersion::new(6, 1)
+}
+
 /// Wait (at most [`READY_WAIT`]) until the reservation of `rec` takes a
-/// job. Only a reservation the DVM lists with nodes is probed (an empty
-/// one, PRRTE master without a scheduler, would never take one). Any
+/// job. Only a reservation a recent DVM lists with nodes is probed (an
+/// empty one, PRRTE master without a scheduler, would never take one). Any
 /// answer other than "cannot map yet" ends the wait: the grant is reported
 /// as it is.
 pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecord) {
-    if !needs_probe(req, rec) || holds_no_node(s, &rec.alloc_id) != Some(false) {
+    if !needs_probe(req, rec) || !recent(s) || holds_no_node(s, &rec.alloc_id) != Some(false) {
         return;
     }
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
