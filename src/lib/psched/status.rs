@@ -132,3 +132,59 @@ pub fn answer_queries(
     };
     (st, out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psched::ledger::Grant;
+    use crate::schema::status::entries;
+
+    fn ledger() -> Ledger {
+        Ledger {
+            pool: vec!["n1".into(), "n2".into(), "n3".into()],
+            retained: vec!["n3".into()],
+            grants: vec![Grant {
+                alloc_id: "alloc.1".into(),
+                req_id: Some("r".into()),
+                nodes: vec!["n1".into()],
+                expires_at_ms: Some(61_000),
+                warn_secs: None,
+                session: Some(1),
+                queue: "batch".into(),
+                inherit: None,
+            }],
+            ..Ledger::default()
+        }
+    }
+
+    fn ask(key: &str) -> Vec<Query> {
+        vec![Query {
+            keys: vec![key.into()],
+            qualifiers: Vec::new(),
+        }]
+    }
+
+    #[test]
+    fn queues_reservations_and_nodes_are_answered() {
+        let l = ledger();
+        let (st, infos) = answer_queries(&l, &ask(QUERY_SCHED), WireVersion::V61, 1_000);
+        assert!(st.is_success());
+        let q = QueueRecord::from_infos(entries(&infos, QUERY_SCHED).unwrap()[0]);
+        assert_eq!((q.nodes, q.free.clone()), (3, vec!["n2".to_string()]));
+        let key = keys::QUERY_ALLOC_STATUS;
+        let (_, infos) = answer_queries(&l, &ask(key), WireVersion::V61, 1_000);
+        let r = crate::schema::status::reservation_from_infos(entries(&infos, key).unwrap()[0], 0);
+        assert_eq!((r.alloc_id.as_str(), r.expires_in), ("alloc.1", Some(60)));
+        let key = keys::QUERY_ALLOCATION;
+        let (_, infos) = answer_queries(&l, &ask(key), WireVersion::V61, 1_000);
+        let n = NodeRecord::from_infos(entries(&infos, key).unwrap()[0]);
+        assert_eq!((n.name.as_str(), n.session.as_str()), ("n1", "alloc.1"));
+    }
+
+    #[test]
+    fn other_keys_are_not_found() {
+        let (st, infos) = answer_queries(&ledger(), &ask("pmix.qry.nspaces"), WireVersion::V41, 0);
+        assert_eq!(st, Status::ERR_NOT_FOUND);
+        assert!(infos.is_empty());
+    }
+}
