@@ -39,7 +39,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
-    let mut c = Cluster::start_for_scheduler(1, 3);
+    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
     let ns = c.netns_arg();
     let s = Slurm::start(&c.pool, move |p| {
         let mut cmd = Command::new("nsenter");

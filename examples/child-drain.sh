@@ -7,6 +7,11 @@
 #
 #   pdvm --nodes 1 --slots 2 --scheduler-nodes 1 -- examples/child-drain.sh
 #
+# or, unchanged, as a job of PRRTE master with psched attached (see the
+# README, "psched"):
+#
+#   pspawn -n 1 sh examples/child-drain.sh
+#
 # The script checks each step and exits non-zero when one does not hold.
 set -eu
 
@@ -20,10 +25,11 @@ present() {
     pwatch --status --what reservations --json | grep -q "\"alloc_id\":\"$1\""
 }
 
-# ended NSPACE: has job NSPACE terminated?
+# ended NSPACE: has job NSPACE terminated? (pdvm lists it as terminated
+# with --all; PRRTE master lists it no more)
 ended() {
-    pwatch --status --what namespaces --all --json | tr '{' '\n' |
-        grep "\"nspace\":\"$1\"" | grep -q '"state":"terminated"'
+    ! pwatch --status --what namespaces --all --json | tr '{' '\n' |
+        grep "\"nspace\":\"$1\"" | grep -qv '"state":"terminated"'
 }
 
 # within SECS CMD…: poll CMD every 50 ms for at most SECS seconds

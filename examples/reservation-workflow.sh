@@ -9,6 +9,11 @@
 #   pdvm --nodes 2 --scheduler-nodes 4 --time-scale 60 -- examples/reservation-workflow.sh
 #
 # With --time-scale 60 a simulated minute lasts one real second.
+#
+# Unchanged on PRRTE master with psched attached (`psched --time-scale 60`
+# for the same fast clock; see the README, "psched"), as a job of the DVM:
+#
+#   pspawn -n 1 sh examples/reservation-workflow.sh
 set -eu
 
 field() { # field NAME: first "NAME":"value" of a JSON line on stdin

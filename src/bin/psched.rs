@@ -5,10 +5,14 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use pmix_tools::cli::PschedArgs;
-use pmix_tools::psched::{self, ledger::Ledger, serve::STOP};
+use pmix_tools::psched::{self, admin, ledger::Ledger, serve::STOP};
+
+/// How long `psched --release` waits for the running psched to act.
+const RELEASE_WAIT: Duration = Duration::from_secs(15);
 
 extern "C" fn on_stop(_: nix::libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
@@ -25,6 +29,9 @@ fn main() -> ExitCode {
     };
     if args.status {
         return status(&cfg);
+    }
+    if let Some(id) = &args.release {
+        return release(&cfg, id);
     }
     for sig in [
         nix::sys::signal::Signal::SIGTERM,
@@ -44,22 +51,98 @@ fn main() -> ExitCode {
 }
 
 fn status(cfg: &psched::Config) -> ExitCode {
-    match Ledger::load(&cfg.ledger) {
-        Ok(l) => {
-            let held: Vec<&String> = l.grants.iter().flat_map(|g| &g.nodes).collect();
-            let free: Vec<&String> = cfg.nodes.iter().filter(|n| !held.contains(n)).collect();
-            let doc = serde_json::json!({
-                "grants": l.grants,
-                "next_id": l.next_id,
-                "dvm": l.dvm,
-                "free": free,
-            });
-            println!("{doc}");
-            ExitCode::SUCCESS
-        }
+    let l = match Ledger::load(&cfg.ledger) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("psched: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let pool = if cfg.nodes.is_empty() {
+        &l.pool
+    } else {
+        &cfg.nodes
+    };
+    let held: Vec<&String> = l.grants.iter().flat_map(|g| &g.nodes).collect();
+    let free: Vec<&String> = pool
+        .iter()
+        .filter(|n| !held.contains(n) && !l.retained.contains(n))
+        .collect();
+    let now = psched::now_ms();
+    let grants: Vec<serde_json::Value> = l
+        .grants
+        .iter()
+        .map(|g| {
+            let mut v = serde_json::json!(g);
+            v["left_secs"] = serde_json::json!(g
+                .expires_at_ms
+                .map(|e| e.saturating_sub(now).div_ceil(1000)));
+            v
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "queues": l.partitions,
+        "pool": pool,
+        "free": free,
+        "retained": l.retained,
+        "pending": l.pending,
+        "grants": grants,
+        "next_id": l.next_id,
+        "dvm": l.dvm,
+        "reconciled_at_ms": l.reconciled_at_ms,
+    });
+    println!("{doc}");
+    ExitCode::SUCCESS
+}
+
+fn held(cfg: &psched::Config, id: &str) -> Result<bool, ExitCode> {
+    match Ledger::load(&cfg.ledger) {
+        Ok(l) => Ok(l.grants.iter().any(|g| g.alloc_id == id)),
+        Err(e) => {
+            eprintln!("psched: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn release(cfg: &psched::Config, id: &str) -> ExitCode {
+    let ledger = cfg.ledger.display();
+    match held(cfg, id) {
+        Ok(true) => {}
+        Ok(false) => {
+            eprintln!("psched: {id} is not a grant in {ledger} (see psched --status)");
+            return ExitCode::FAILURE;
+        }
+        Err(c) => return c,
+    }
+    let path = match admin::submit(&cfg.ledger, id) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("psched: cannot write a release request beside {ledger}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let deadline = Instant::now() + RELEASE_WAIT;
+    while path.exists() {
+        if Instant::now() >= deadline {
+            let _ = std::fs::remove_file(&path);
+            eprintln!(
+                "psched: no psched serving {ledger} acted within {} s; is it running?",
+                RELEASE_WAIT.as_secs()
+            );
+            return ExitCode::from(3);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match held(cfg, id) {
+        Ok(false) => {
+            println!("released {id}");
+            ExitCode::SUCCESS
+        }
+        Ok(true) => {
+            eprintln!("psched: {id} is still granted (see psched's log)");
             ExitCode::FAILURE
         }
+        Err(c) => c,
     }
 }

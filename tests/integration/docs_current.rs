@@ -12,8 +12,8 @@ fn docs_are_current() {
     let files = doc_files();
     assert_eq!(
         files.len(),
-        5 * 4,
-        "five tools, a man page and three completions each"
+        6 * 4,
+        "six commands, a man page and three completions each"
     );
     for (rel, want) in files {
         let path = root.join(&rel);

@@ -39,7 +39,7 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// PRRTE master with its head node, three pool nodes that only Slurm
 /// knows, the private Slurm over them and psched on Slurm attached.
 fn cluster_on_slurm() -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, 3);
+    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
     let ns = c.netns_arg();
     let slurm = Slurm::start(&c.pool, move |p| {
         let mut cmd = Command::new("nsenter");

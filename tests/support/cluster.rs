@@ -134,14 +134,28 @@ impl Cluster {
     /// psched grants through the same ssh stand-in. Waits until psched
     /// says it attached.
     pub fn start_with_psched(slots: u32, pool: u32, extra: &[&str]) -> Cluster {
-        let mut c = Cluster::start_for_scheduler(slots, pool);
+        let mut c = Cluster::start_for_scheduler(slots, pool, &[]);
+        c.start_psched(extra);
+        c
+    }
+
+    /// [`Cluster::start_with_psched`] with `prte_extra` more arguments for
+    /// `prte` (e.g. `--prtemca rmaps_default_mapping_policy :OVERSUBSCRIBE`).
+    pub fn start_with_psched_prte(
+        slots: u32,
+        pool: u32,
+        prte_extra: &[&str],
+        extra: &[&str],
+    ) -> Cluster {
+        let mut c = Cluster::start_for_scheduler(slots, pool, prte_extra);
         c.start_psched(extra);
         c
     }
 
     /// The cluster of [`Cluster::start_with_psched`] before any scheduler
-    /// attached: start one with [`Cluster::start_psched_with`].
-    pub fn start_for_scheduler(slots: u32, pool: u32) -> Cluster {
+    /// attached (`prte_extra`: more arguments for `prte`): start one with
+    /// [`Cluster::start_psched_with`].
+    pub fn start_for_scheduler(slots: u32, pool: u32, prte_extra: &[&str]) -> Cluster {
         assert!((1..=98).contains(&pool), "1..=98 pool nodes, not {pool}");
         let prefix = master_dir().join("prrte");
         let dir = unique_tmpdir("cluster").into_path();
@@ -161,7 +175,9 @@ impl Cluster {
             pool: (2..=pool + 1).map(|i| format!("node{i:02}")).collect(),
             psched: None,
         };
-        c.launch(&prefix, &["--prtemca", "ras_pmix_system_scheduler", "1"]);
+        let mut args = vec!["--prtemca", "ras_pmix_system_scheduler", "1"];
+        args.extend_from_slice(prte_extra);
+        c.launch(&prefix, &args);
         c
     }
 

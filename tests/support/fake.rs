@@ -16,3 +16,15 @@ pub fn tool_welcome() -> Vec<u8> {
     r.extend_from_slice(&[0; 8]);
     r
 }
+
+/// The welcome a PMIx server sends a tool that brought its own identity
+/// (a scheduler): status 0, the server's namespace `fake@0` (rank 0) and
+/// the security check's status 0.
+pub fn scheduler_welcome() -> Vec<u8> {
+    let mut r = vec![0, 0, 0, 0];
+    let mut sns = [0u8; 256];
+    sns[..6].copy_from_slice(b"fake@0");
+    r.extend_from_slice(&sns);
+    r.extend_from_slice(&[0; 8]);
+    r
+}

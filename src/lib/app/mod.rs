@@ -19,6 +19,7 @@ mod palloc_bad_param;
 pub(crate) mod palloc_detach;
 mod palloc_empty;
 mod palloc_flow;
+mod palloc_ready;
 pub mod prelease;
 pub mod pspawn;
 mod pspawn_hosts;

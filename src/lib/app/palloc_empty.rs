@@ -17,7 +17,7 @@ use super::Failure;
 
 /// Whether the DVM's view of `alloc_id` holds no node; `None` when it
 /// does not say (no reservation query, or the id is not listed).
-fn holds_no_node(s: &Session, alloc_id: &str) -> Option<bool> {
+pub(crate) fn holds_no_node(s: &Session, alloc_id: &str) -> Option<bool> {
     let want = Want {
         reservations: true,
         ..Default::default()

@@ -5,7 +5,7 @@
 //! `PMIX_TOOLS_REGEN_DOCS=1` is set.
 
 use super::manual;
-use super::{PallocArgs, PdvmArgs, PreleaseArgs, PspawnArgs, PwatchArgs};
+use super::{PallocArgs, PdvmArgs, PreleaseArgs, PschedArgs, PspawnArgs, PwatchArgs};
 use clap::CommandFactory;
 use clap_complete::Shell;
 use clap_mangen::roff::{bold, italic, roman, Roff};
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// The shells completions are generated for.
 pub const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 
-/// The five commands' clap definitions.
+/// The six commands' clap definitions.
 pub fn commands() -> Vec<clap::Command> {
     vec![
         PallocArgs::command(),
@@ -23,6 +23,7 @@ pub fn commands() -> Vec<clap::Command> {
         PreleaseArgs::command(),
         PwatchArgs::command(),
         PdvmArgs::command(),
+        PschedArgs::command(),
     ]
 }
 
@@ -95,7 +96,7 @@ are a stable contract: fields may be added, never renamed or removed.",
 
     r.control("SH", ["IDENTITY AND OWNERSHIP"]);
     paragraphs(&mut r, manual::IDENTITY);
-    if name != "pdvm" {
+    if !manual::is_daemon(&name) {
         r.control("SH", ["TIMEOUT WARNINGS"]);
         paragraphs(&mut r, manual::WARNINGS);
     }
@@ -157,9 +158,9 @@ fn completion_arg(tool: &str, a: clap::Arg) -> clap::Arg {
     }
     let id = a.get_id().as_str().to_string();
     let live = match (tool, id.as_str()) {
-        (_, "alloc" | "alloc_ids" | "reacquire" | "extend") | ("pspawn", "target") => {
-            Some(LIVE_ALLOCS)
-        }
+        (_, "alloc" | "alloc_ids" | "reacquire" | "extend")
+        | ("pspawn", "target")
+        | ("psched", "release") => Some(LIVE_ALLOCS),
         ("palloc", "target") | ("pwatch", "job") => Some(LIVE_NAMESPACES),
         ("pspawn", "host") | ("palloc", "nodelist" | "exclude") => Some(LIVE_NODES),
         _ => None,
@@ -175,7 +176,7 @@ fn completion_arg(tool: &str, a: clap::Arg) -> clap::Arg {
     }
     let hint = match id.as_str() {
         "wdir" | "tmpdir" => ValueHint::DirPath,
-        "report_uri" => ValueHint::FilePath,
+        "report_uri" | "ledger" => ValueHint::FilePath,
         "command" => ValueHint::CommandWithArguments,
         "exec" => ValueHint::CommandString,
         "app" => ValueHint::CommandWithArguments,
@@ -281,7 +282,7 @@ mod tests {
             ] {
                 assert!(page.contains(s), "{} lacks {s}", cmd.get_name());
             }
-            if cmd.get_name() != "pdvm" {
+            if !manual::is_daemon(cmd.get_name()) {
                 assert!(
                     page.contains("JSON FIELDS") && page.contains("TIMEOUT WARNINGS"),
                     "{}",
@@ -312,7 +313,7 @@ mod tests {
                     "{} {shell:?}",
                     cmd.get_name()
                 );
-                if cmd.get_name() != "pdvm" {
+                if !manual::is_daemon(cmd.get_name()) {
                     assert!(
                         s.contains("pwatch --complete allocs"),
                         "{} {shell:?}: no live allocation ids",

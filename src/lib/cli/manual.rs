@@ -16,8 +16,25 @@ fn kind<R: Record>() -> JsonKind {
     (R::TYPE, R::FIELDS)
 }
 
+/// Whether `tool` is one of the long-running services (pdvm, psched)
+/// rather than a tool: no JSON records, no timeout-warning section.
+pub(crate) fn is_daemon(tool: &str) -> bool {
+    matches!(tool, "pdvm" | "psched")
+}
+
 /// EXIT STATUS rows `(code, meaning)` for `tool`.
 pub(crate) fn exit_rows(tool: &str) -> Vec<(String, String)> {
+    if tool == "psched" {
+        return [
+            ("0", "stopped cleanly (SIGTERM or SIGINT, or --once after the DVM went away); --status printed; --release done"),
+            ("1", "--status: the ledger is unreadable; --release: ID is not a grant in the ledger, or psched did not release it"),
+            ("2", "usage error (a bad flag, node list or partition)"),
+            ("3", "psched could not run (the ledger cannot be written, or --once found no DVM); --release: no psched serving the ledger acted within 15 s"),
+        ]
+        .iter()
+        .map(|(c, m)| ((*c).to_string(), (*m).to_string()))
+        .collect();
+    }
     if tool == "pdvm" {
         return vec![
             (
@@ -179,6 +196,10 @@ pub(crate) fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
     }
     let mut v: Vec<(&str, &str)> = CONNECT_ENV.to_vec();
     match tool {
+        "psched" => v.push((
+            "TMPDIR",
+            "where PRRTE's rendezvous files are looked for when no flag names the DVM",
+        )),
         "pspawn" => v.push((
             "PMIX_ALLOC_ID",
             "the allocation this shell runs in (set by `palloc … -- CMD`): without --target or --default-pool, jobs are launched into it, as `srun` inside `salloc`",
@@ -211,6 +232,17 @@ pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
         "holder registry (mode 0700, used only when owned by you; when another user holds the name, the first of <name>.1 ... <name>.7 that is yours, and a warning names the path and its owner): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation",
     );
     match tool {
+        "psched" => vec![
+            (
+                "psched-ledger.json (--ledger)",
+                "the ledger: every grant (id, request id, nodes, expiry, warning, partition, inheritance), the nodes the DVM kept, the next id; replaced atomically after every change, read back at start so a restart loses no grant and grants no node twice; --status reads it",
+            ),
+            (
+                "<ledger>.release.<pid>-<n>",
+                "a release request written by psched --release beside the ledger; the running psched acts on it within a second and removes it",
+            ),
+            rendezvous,
+        ],
         "pdvm" => vec![(
             "$TMPDIR/pdvm.<pid>/pmix.<host>.tool, pmix.<host>.tool.<pid>, pmix.<host>.tool.<nspace>",
             "the rendezvous files pdvm writes (mode 0600, in a folder of mode 0700), laid out as PRRTE's, removed when it stops; when another user (or a symlink) holds pdvm.<pid>, pdvm uses pdvm.<pid>.1, .2 ... and says which path it passed over and who owns it",
@@ -221,7 +253,7 @@ pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
 
 /// SEE ALSO entries for `tool`: the other tools, then the anchors.
 pub(crate) fn see_also(tool: &str) -> Vec<&'static str> {
-    let mut v: Vec<&str> = ["palloc", "pspawn", "prelease", "pwatch", "pdvm"]
+    let mut v: Vec<&str> = ["palloc", "pspawn", "prelease", "pwatch", "pdvm", "psched"]
         .into_iter()
         .filter(|t| *t != tool)
         .collect();
@@ -239,6 +271,7 @@ pub(crate) fn examples(tool: &str) -> &'static [(&'static str, &'static str)] {
         "prelease" => PRELEASE_EXAMPLES,
         "pwatch" => PWATCH_EXAMPLES,
         "pdvm" => PDVM_EXAMPLES,
+        "psched" => PSCHED_EXAMPLES,
         _ => &[],
     }
 }
@@ -337,6 +370,26 @@ const PWATCH_EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// `psched`'s man-page examples: command and what it does.
+const PSCHED_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "prte --prtemca ras_pmix_system_scheduler 1 --report-uri uri.txt",
+        "start PRRTE master with its ras/pmix component: it asks a scheduler for every node beyond its own",
+    ),
+    (
+        "psched --uri file:uri.txt --nodes 'node[02-05]' --partition batch:10m:1h",
+        "attach to it as its scheduler, owning four nodes; requests without a time limit get 10 minutes, none more than an hour",
+    ),
+    (
+        "psched --status --ledger psched-ledger.json",
+        "queues, pool, free nodes, pending requests and each grant with its expiry, as JSON",
+    ),
+    (
+        "psched --release alloc.3",
+        "release a grant as the scheduler (any reservation): its nodes return to the pool",
+    ),
+];
+
 /// `pdvm`'s man-page examples: command and what it does.
 const PDVM_EXAMPLES: &[(&str, &str)] = &[
     (
@@ -378,7 +431,8 @@ mod tests {
             assert!(!examples(t).is_empty(), "{t}");
         }
         assert!(exit_rows("pdvm").iter().any(|(c, _)| c == "N"));
-        for t in ["palloc", "pspawn", "prelease", "pwatch", "pdvm"] {
+        assert!(exit_rows("psched").iter().any(|(c, _)| c == "3"));
+        for t in ["palloc", "pspawn", "prelease", "pwatch", "pdvm", "psched"] {
             assert!(!environment(t).is_empty() && !files(t).is_empty(), "{t}");
             assert!(!see_also(t).contains(&t) && see_also(t).len() > 4, "{t}");
         }

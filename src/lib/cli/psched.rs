@@ -18,7 +18,7 @@ use crate::psched::{BackendKind, Config, Partition};
 pub struct PschedArgs {
     /// The nodes psched owns, as a list with ranges: `node[03-08]`,
     /// `n1,n2` (the pool backend; with `--backend slurm` Slurm has the nodes).
-    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "backend"])]
+    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "release", "backend"])]
     pub nodes: Option<String>,
 
     /// Where the nodes come from: `pool` (psched's own, `--nodes`) or
@@ -50,9 +50,33 @@ pub struct PschedArgs {
     #[arg(long)]
     pub once: bool,
 
-    /// Print the ledger (grants with their expiry, free nodes) and exit.
+    /// Run psched's clock F times faster, for trying workflows: a request's
+    /// time limit and warning threshold are divided by F (the ledger keeps
+    /// real times), a warning's seconds left multiplied back. As `pdvm
+    /// --time-scale`: with 60 a minute lasts a second.
+    #[arg(long, value_name = "F", value_parser = super::pdvm::parse_time_scale, default_value = "1")]
+    pub time_scale: f64,
+
+    /// Print psched's state from its ledger as one JSON object and exit:
+    /// queues (partitions with their limits), pool, free nodes, nodes the
+    /// DVM kept (retained), pending requests, and each grant with its
+    /// expiry (`expires_at_ms`) and seconds left (`left_secs`).
     #[arg(long)]
     pub status: bool,
+
+    /// Serve status queries on a loopback socket and write its URI (and
+    /// PMIx version) to PATH, so that `pwatch --status --uri file:PATH`
+    /// shows psched's queues (nodes, free nodes, pending requests), its
+    /// grants as reservations with their expiry, and its pool as nodes.
+    #[arg(long, value_name = "PATH")]
+    pub status_uri: Option<PathBuf>,
+
+    /// Release the grant ID as the scheduler (which may release any
+    /// reservation, spec 001 §8.2.1.7), through the psched serving
+    /// --ledger: its nodes return to the pool and the DVM is told to end
+    /// the session. Waits at most 15 s for psched to act.
+    #[arg(long, value_name = "ID", conflicts_with = "status")]
+    pub release: Option<String>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
@@ -112,7 +136,7 @@ are Slurm's (choose them with its partitions)"
                         .into(),
                 )
             }
-            (BackendKind::Pool, true) if !self.status => {
+            (BackendKind::Pool, true) if !self.status && self.release.is_none() => {
                 return Err("--backend pool needs --nodes LIST (the pool's nodes)".into())
             }
             _ => {}
@@ -137,6 +161,8 @@ are Slurm's (choose them with its partitions)"
             retry: std::time::Duration::from_secs(self.retry.max(1)),
             once: self.once,
             backend,
+            time_scale: self.time_scale,
+            status_uri: self.status_uri.clone(),
         })
     }
 }

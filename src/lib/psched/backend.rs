@@ -28,6 +28,9 @@ pub trait Backend {
     fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>>;
     /// The DVM lists `live` as its allocations: give back what it dropped.
     fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>>;
+    /// The administrator's release of `alloc_id` (`psched --release`);
+    /// `None` when there is no such grant.
+    fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>>;
 }
 
 /// Which backend psched runs with (`--backend`).
@@ -65,12 +68,19 @@ impl Backend for State {
     fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
         State::reconcile(self, live, now, settle_ms)
     }
+    fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>> {
+        State::admin_release(self, alloc_id, now)
+    }
 }
 
 /// The backend `kind` over `cfg`'s pool and partitions, taking back `ledger`.
 pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Box<dyn Backend> {
     match kind {
-        BackendKind::Pool => Box::new(State::new(&cfg.nodes, cfg.partitions.clone(), ledger)),
+        BackendKind::Pool => {
+            let mut st = State::new(&cfg.nodes, cfg.partitions.clone(), ledger);
+            st.set_time_scale(cfg.time_scale);
+            Box::new(st)
+        }
         BackendKind::Slurm => Box::new(SlurmBackend::new(ledger)),
     }
 }

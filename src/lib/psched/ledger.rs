@@ -30,6 +30,11 @@ pub struct Grant {
     pub session: Option<u32>,
     /// The partition it was granted from.
     pub queue: String,
+    /// The requester's inheritance rule (none given: DEFAULT, spec 001
+    /// §8.2.1.9.2): decides whether nodes the DVM ended the reservation of
+    /// come back to the pool (NONE, CHILD) or stay in the DVM.
+    #[serde(default)]
+    pub inherit: Option<crate::proto::Inheritance>,
 }
 
 /// The whole ledger.
@@ -46,6 +51,23 @@ pub struct Ledger {
     /// (PRRTE numbers its reservations 1, 2, … in creation order).
     #[serde(default)]
     pub sessions: u32,
+    /// Nodes the DVM kept after their reservation ended under DEFAULT or
+    /// CHILD_DEFAULT: not free until that DVM is gone.
+    #[serde(default)]
+    pub retained: Vec<String>,
+    /// For status only (not read back): the pool.
+    #[serde(default)]
+    pub pool: Vec<String>,
+    /// For status only: the partitions (queues) with their limits.
+    #[serde(default)]
+    pub partitions: Vec<super::Partition>,
+    /// For status only: when psched last read the DVM's allocation ids
+    /// (ms since the epoch).
+    #[serde(default)]
+    pub reconciled_at_ms: Option<u64>,
+    /// For status only: the requests waiting in the queue.
+    #[serde(default)]
+    pub pending: Vec<crate::sched::SchedPendingView>,
 }
 
 impl Ledger {
@@ -117,9 +139,12 @@ mod tests {
                 warn_secs: None,
                 session: Some(2),
                 queue: "batch".into(),
+                inherit: Some(crate::proto::Inheritance::Child),
             }],
             dvm: Some("prte-node01-1@0".into()),
             sessions: 3,
+            retained: vec!["node04".into()],
+            ..Ledger::default()
         };
         l.store(&p).unwrap();
         assert_eq!(Ledger::load(&p).unwrap(), l);

@@ -9,11 +9,15 @@
 //!
 //! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
 
+pub mod admin;
 pub mod backend;
+pub mod drive;
 pub mod ledger;
 pub mod serve;
 pub mod slurm;
 pub mod state;
+pub mod status;
+pub mod status_server;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -25,7 +29,7 @@ pub use backend::BackendKind;
 pub use serve::run;
 
 /// A partition (queue): its name and time limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// Its name (`PMIX_ALLOC_QUEUE` picks it; the first is the default).
     pub name: String,
@@ -54,6 +58,10 @@ pub struct Config {
     pub once: bool,
     /// Where the nodes come from.
     pub backend: BackendKind,
+    /// How much faster than real time psched's clock runs (1: real time).
+    pub time_scale: f64,
+    /// Where to write the URI of psched's status socket (none: no socket).
+    pub status_uri: Option<PathBuf>,
 }
 
 /// Milliseconds since the Unix epoch, now.

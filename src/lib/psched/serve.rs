@@ -3,6 +3,7 @@
 //! change, and attach again when the DVM goes away.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::conn::{discover, Connection, Event, Identity, Unsolicited};
@@ -12,6 +13,7 @@ use crate::proto::{keys, status::Status};
 use super::backend::Backend;
 use super::ledger::Ledger;
 use super::state::Out;
+use super::status_server::Snapshot;
 use super::wire::{self, Inbound};
 use super::{now_ms, Config};
 
@@ -38,13 +40,17 @@ pub fn run(cfg: &Config) -> Result<()> {
     let ledger = super::ledger::Ledger::load(&cfg.ledger)?;
     let mut st = super::backend::make(cfg.backend, cfg, ledger);
     st.ledger().store(&cfg.ledger)?;
+    let snap: Snapshot = Arc::new(Mutex::new(st.ledger()));
+    if let Some(p) = &cfg.status_uri {
+        super::status_server::start(p, Arc::clone(&snap))?;
+    }
     while !STOP.load(Ordering::Relaxed) {
         match attach(cfg) {
             Ok(conn) => {
                 let dvm = conn.server().0.to_string();
                 eprintln!("psched: attached to {dvm} as {}", conn.me().0);
                 st.attach(&dvm, conn.wire());
-                serve(cfg, &conn, st.as_mut())?;
+                serve(cfg, &conn, st.as_mut(), &snap)?;
                 conn.shutdown();
                 if cfg.once {
                     return Ok(());
@@ -53,8 +59,11 @@ pub fn run(cfg: &Config) -> Result<()> {
             Err(e) if cfg.once => return Err(e),
             Err(_) => {}
         }
-        // Deadlines still fire while no DVM is attached (nothing to tell).
+        // Deadlines and releases still happen while no DVM is attached
+        // (nothing to tell).
         let _ = st.tick(now_ms());
+        let _ = admin(cfg, st.as_mut());
+        publish(&snap, st.as_ref());
         st.ledger().store(&cfg.ledger)?;
         std::thread::sleep(cfg.retry);
     }
@@ -77,7 +86,14 @@ fn attach(cfg: &Config) -> Result<Connection> {
     Connection::open(target, HANDSHAKE)
 }
 
-fn serve(cfg: &Config, conn: &Connection, st: &mut dyn Backend) -> Result<()> {
+/// Hand the status socket the state as it is now.
+fn publish(snap: &Snapshot, st: &dyn Backend) {
+    if let Ok(mut g) = snap.lock() {
+        *g = st.ledger();
+    }
+}
+
+fn serve(cfg: &Config, conn: &Connection, st: &mut dyn Backend, snap: &Snapshot) -> Result<()> {
     let mut next_query = Instant::now() + RECONCILE_EVERY;
     let mut asked: Option<u32> = None;
     loop {
@@ -91,8 +107,10 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut dyn Backend) -> Result<()> {
             asked = Some(tag);
         }
         let now = now_ms();
-        let outs = st.tick(now)?;
+        let mut outs = st.tick(now)?;
+        outs.extend(admin(cfg, st)?);
         send_all(conn, st, cfg, outs)?;
+        publish(snap, st);
         let wait = st
             .next_deadline()
             .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
@@ -116,6 +134,24 @@ fn serve(cfg: &Config, conn: &Connection, st: &mut dyn Backend) -> Result<()> {
             _ => {}
         }
     }
+}
+
+/// Serve the administrator's release requests (`psched --release`).
+fn admin(cfg: &Config, st: &mut dyn Backend) -> Result<Vec<Out>> {
+    let mut out = Vec::new();
+    for (path, id) in super::admin::pending(&cfg.ledger) {
+        match st.admin_release(&id, now_ms())? {
+            Some(o) => {
+                eprintln!("psched: released {id} (administrator)");
+                out.extend(o);
+            }
+            None => eprintln!("psched: release of {id} refused: not a grant of this psched"),
+        }
+        // The ledger goes to disk before the requester sees the file go.
+        st.ledger().store(&cfg.ledger)?;
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(out)
 }
 
 fn on_message(

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::codec::{Info, WireVersion};
 use crate::error::Result;
 use crate::proto::status::Status;
+use crate::proto::Inheritance;
 use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
 
 use super::ledger::{Grant, Ledger};
@@ -38,15 +39,19 @@ struct Meta {
     owed: Option<u32>,
     /// When the DVM was told of the grant (ms since the epoch).
     granted_at: u64,
+    /// The requester's inheritance rule.
+    inherit: Option<Inheritance>,
 }
 
 /// psched's state: see the module documentation.
 pub struct State {
     sched: Scheduler,
+    pool: Vec<String>,
     meta: HashMap<String, Meta>,
     parts: Vec<Partition>,
     ledger: Ledger,
     wire: WireVersion,
+    scale: f64,
 }
 
 fn sched_status(e: SchedError) -> Status {
@@ -78,22 +83,26 @@ impl State {
                         req_id: g.req_id.clone(),
                         queue: g.queue.clone(),
                         session: g.session,
+                        inherit: g.inherit,
                         ..Meta::default()
                     },
                 );
                 kept.push(g.clone());
             }
         }
+        sched.restore_retained(&ledger.retained);
         let ledger = Ledger {
             grants: kept,
             ..ledger
         };
         State {
             sched,
+            pool: pool.to_vec(),
             meta,
             parts,
             ledger,
             wire: WireVersion::V41,
+            scale: 1.0,
         }
     }
 
@@ -104,6 +113,8 @@ impl State {
         if self.ledger.dvm.as_deref() != Some(dvm) {
             self.ledger.dvm = Some(dvm.to_string());
             self.ledger.sessions = 0;
+            // What the DVM before kept went with it.
+            let _ = self.sched.free_retained(0);
         }
         for m in self.meta.values_mut() {
             m.owed = None;
@@ -129,9 +140,14 @@ impl State {
                     warn_secs: a.warn_secs,
                     session: m.session,
                     queue: m.queue,
+                    inherit: m.inherit,
                 }
             })
             .collect();
+        l.retained = self.sched.retained_names();
+        l.pool = self.pool.clone();
+        l.partitions = self.parts.clone();
+        l.pending = self.sched.pending();
         l
     }
 
@@ -171,7 +187,20 @@ impl State {
         }
     }
 
-    fn request(ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
+    /// Run the clock `f` times faster: time limits and warning thresholds
+    /// are divided by `f` when granted, the seconds left in a warning
+    /// multiplied back (for trying workflows, as `pdvm --time-scale`).
+    pub fn set_time_scale(&mut self, f: f64) {
+        if f.is_finite() && f > 0.0 {
+            self.scale = f;
+        }
+    }
+
+    fn to_real(&self, secs: Option<u32>) -> Option<u32> {
+        secs.map(|s| ((f64::from(s) / self.scale).ceil() as u32).max(1))
+    }
+
+    fn request(&self, ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
         let want = if !ask.node_list.is_empty() {
             NodeAsk::List(ask.node_list.clone())
         } else {
@@ -183,8 +212,8 @@ impl State {
         SchedRequest {
             ask: want,
             exclude: ask.exclude.clone(),
-            time_secs,
-            warn_secs: ask.warn_secs,
+            time_secs: self.to_real(time_secs),
+            warn_secs: self.to_real(ask.warn_secs),
         }
     }
 
@@ -201,7 +230,7 @@ impl State {
                 return self.refuse(tag, Status::ERR_BAD_PARAM);
             }
         }
-        let req = Self::request(&ask, time);
+        let req = self.request(&ask, time);
         let (id, sub) = match self.sched.submit_new(&req, now) {
             Ok(x) => x,
             Err(e) => return self.refuse(tag, sched_status(e)),
@@ -215,6 +244,7 @@ impl State {
                 session: None,
                 owed: Some(tag),
                 granted_at: now,
+                inherit: ask.inherit,
             },
         );
         match sub {
@@ -255,13 +285,14 @@ impl State {
         let Some(id) = self.find_id(&ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let req = Self::request(&ask, ask.time_secs);
+        let req = self.request(&ask, ask.time_secs);
         match self.sched.submit_extend(&id, &req, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
             Ok(sub) => {
                 if let Some(m) = self.meta.get_mut(&id) {
                     m.owed = Some(tag);
                     m.echo = ask.echo.clone();
+                    m.inherit = ask.inherit.or(m.inherit);
                 }
                 match sub {
                     Submit::Granted(nodes) => self.granted(&id, &nodes, now),
@@ -338,10 +369,13 @@ impl State {
     }
 
     /// The DVM lists `live` as its allocations: a grant it no longer lists
-    /// (told of at least `settle_ms` ago) was ended by the DVM itself (a
-    /// NONE or CHILD disposition, which PRRTE master does not report), so
-    /// its nodes come back to the pool. Returns what that unblocked.
+    /// (told of at least `settle_ms` ago) was ended by the DVM itself (its
+    /// owner's disposition fired, which PRRTE master does not report).
+    /// Under NONE or CHILD its nodes come back to the pool; under DEFAULT
+    /// or CHILD_DEFAULT (or no rule given) they stay in the DVM, retained
+    /// until that DVM is gone. Returns what that unblocked.
     pub fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
+        self.ledger.reconciled_at_ms = Some(now);
         let gone: Vec<String> = self
             .sched
             .allocations()
@@ -356,9 +390,41 @@ impl State {
             .collect();
         let mut out = Vec::new();
         for id in gone {
-            out.extend(self.on_session_done(&id, now)?);
+            let back = self
+                .meta
+                .get(&id)
+                .and_then(|m| m.inherit)
+                .unwrap_or(Inheritance::Default)
+                .returns_to_scheduler();
+            if back {
+                out.extend(self.on_session_done(&id, now)?);
+            } else {
+                self.meta.remove(&id);
+                let ev = self.sched.unreserve(&id, now);
+                out.extend(self.events(ev, now)?);
+            }
         }
         Ok(out)
+    }
+
+    /// The administrator's release of `alloc_id` (`psched --release`): the
+    /// scheduler may release any reservation (spec 001 §8.2.1.7). Its nodes
+    /// come back to the pool and the DVM is told to end the session, as at
+    /// expiry. `None` when psched holds no such grant.
+    pub fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>> {
+        if self.sched.allocation(alloc_id).is_none_or(|a| a.queued) {
+            return Ok(None);
+        }
+        let Ok((_nodes, ev)) = self.sched.release(alloc_id, None, now) else {
+            return Ok(None);
+        };
+        let m = self.meta.remove(alloc_id).unwrap_or_default();
+        let mut out = Vec::new();
+        if let Some(s) = m.session {
+            out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));
+        }
+        out.extend(self.events(ev, now)?);
+        Ok(Some(out))
     }
 
     /// Fire what fell due by `now`.
@@ -374,11 +440,10 @@ impl State {
                 SchedEvent::WarnDue {
                     alloc_id,
                     remaining_secs,
-                } => out.push(Out::Own(wire::warning(
-                    self.wire,
-                    &alloc_id,
-                    remaining_secs,
-                )?)),
+                } => {
+                    let told = (f64::from(remaining_secs) * self.scale).round() as u32;
+                    out.push(Out::Own(wire::warning(self.wire, &alloc_id, told)?))
+                }
                 SchedEvent::Expired { alloc_id, .. } => {
                     let m = self.meta.remove(&alloc_id).unwrap_or_default();
                     if let Some(s) = m.session {
@@ -488,10 +553,67 @@ mod tests {
     }
 
     #[test]
-    fn reconcile_frees_what_the_dvm_no_longer_lists() {
+    fn reconcile_keeps_default_nodes_in_the_dvm() {
         let mut st = State::new(&pool(2), batch(), Ledger::default());
+        for rule in [None, Some(Inheritance::ChildDefault)] {
+            let mut a = ask(Directive::New, Some(1), None);
+            a.inherit = rule;
+            st.on_alloc(1, a, 0).unwrap();
+        }
+        st.reconcile(&[], u64::MAX, 0).unwrap();
+        assert!(st.ledger().grants.is_empty());
+        assert!(st.free_nodes().is_empty(), "both kept by the DVM");
+        assert_eq!(st.ledger().retained.len(), 2);
+        let again = State::new(&pool(2), batch(), st.ledger());
+        assert!(again.free_nodes().is_empty(), "kept across a restart");
+    }
+
+    #[test]
+    fn time_scale_divides_limits_and_multiplies_the_warning_back() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        st.set_time_scale(60.0);
+        let mut a = ask(Directive::New, Some(1), None);
+        a.time_secs = Some(600);
+        a.warn_secs = Some(300);
+        st.on_alloc(1, a, 0).unwrap();
+        let g = &st.ledger().grants[0];
+        assert_eq!(g.expires_at_ms, Some(10_000), "10 minutes in 10 s");
+        assert!(st.tick(4_999).unwrap().is_empty());
+        let warned = st.tick(5_000).unwrap();
+        let Some(Out::Own(body)) = warned.first() else {
+            panic!("{warned:?}");
+        };
+        let mut d = crate::codec::Decoder::new(body, WireVersion::V41);
+        let crate::codec::Cmd(_) = d.unpack_one().unwrap();
+        let _: Status = d.unpack_one().unwrap();
+        let crate::codec::Range(_) = d.unpack_one().unwrap();
+        let crate::codec::Size(n) = d.unpack_one().unwrap();
+        let infos: Vec<Info> = d.unpack(n as usize).unwrap();
+        let left = infos
+            .iter()
+            .find(|i| i.key == crate::proto::keys::TIME_REMAINING)
+            .and_then(|i| i.value.as_u64());
+        assert_eq!(left, Some(300), "seconds left in the requester's time");
+    }
+
+    #[test]
+    fn admin_release_frees_and_terminates() {
+        let mut st = State::new(&pool(1), batch(), Ledger::default());
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
+        let id = st.ledger().grants[0].alloc_id.clone();
+        let out = st.admin_release(&id, 1).unwrap().expect("held");
+        assert!(matches!(out.as_slice(), [Out::Own(_)]), "{out:?}");
+        assert_eq!(st.free_nodes(), ["n1"]);
+        assert!(st.admin_release(&id, 2).unwrap().is_none());
+    }
+
+    #[test]
+    fn reconcile_frees_what_the_dvm_no_longer_lists() {
+        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut a = ask(Directive::New, Some(1), None);
+        a.inherit = Some(Inheritance::None);
+        st.on_alloc(1, a, 0).unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
         st.reconcile(std::slice::from_ref(&id), u64::MAX, 0)
             .unwrap();

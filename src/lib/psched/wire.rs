@@ -53,6 +53,8 @@ pub struct AllocAsk {
     pub req_id: Option<String>,
     /// `PMIX_ALLOC_QUEUE`: the partition asked for.
     pub queue: Option<String>,
+    /// `PMIX_ALLOC_INHERITANCE`, when given as a known rule.
+    pub inherit: Option<crate::proto::Inheritance>,
     /// The infos psched echoes back (request id, target, share, inheritance).
     pub echo: Vec<Info>,
     /// `PMIX_REQUESTOR`, which PRRTE adds to what it forwards: who asked.
@@ -102,6 +104,20 @@ fn secs(v: &Value) -> Option<u32> {
     parse_alloc_time(v).map(|x| x.min(u64::from(u32::MAX)) as u32)
 }
 
+/// The rule a `PMIX_ALLOC_INHERITANCE` value names (its wire type, an
+/// integer or a word).
+fn inheritance(v: &Value) -> Option<crate::proto::Inheritance> {
+    use crate::proto::Inheritance;
+    match v {
+        Value::AllocInherit(a) => Inheritance::from_code(a.0),
+        Value::String(s) => Inheritance::from_word(s),
+        other => other
+            .as_u64()
+            .and_then(|c| u8::try_from(c).ok())
+            .and_then(Inheritance::from_code),
+    }
+}
+
 /// Map the request's infos onto an [`AllocAsk`].
 pub fn ask_from(
     directive: crate::proto::Received<crate::proto::Directive>,
@@ -130,10 +146,12 @@ pub fn ask_from(
                 a.req_id = v.as_str().map(String::from);
                 a.echo.push(i.clone());
             }
-            keys::ALLOC_TARGET | keys::ALLOC_SHARE | keys::ALLOC_INHERITANCE => {
+            keys::ALLOC_INHERITANCE => {
+                a.inherit = inheritance(v);
                 a.echo.push(i.clone())
             }
             keys::REQUESTOR => a.requestor = Some(Box::new(i.clone())),
+            keys::ALLOC_TARGET | keys::ALLOC_SHARE => a.echo.push(i.clone()),
             _ => {}
         }
     }

@@ -18,7 +18,8 @@ mod types;
 
 pub use scheduler::Scheduler;
 pub use types::{
-    NodeAsk, NodeOrigin, SchedAllocView, SchedError, SchedEvent, SchedRequest, Submit,
+    NodeAsk, NodeOrigin, SchedAllocView, SchedError, SchedEvent, SchedPendingView, SchedRequest,
+    Submit,
 };
 
 /// Builds a zero-padded node name: `prefix` + `index` padded to the width of

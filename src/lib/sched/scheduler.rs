@@ -3,7 +3,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use super::types::{
-    NodeAsk, NodeOrigin, SchedAllocView, SchedError, SchedEvent, SchedRequest, Submit,
+    NodeAsk, NodeOrigin, SchedAllocView, SchedError, SchedEvent, SchedPendingView, SchedRequest,
+    Submit,
 };
 
 /// State of one node in the scheduler's books.
@@ -629,6 +630,59 @@ impl Scheduler {
         );
         self.arm(alloc_id);
         Ok(())
+    }
+
+    /// The names of the nodes left in the DVM by an unreserved allocation
+    /// ([`Scheduler::unreserve`]), in pool order.
+    pub fn retained_names(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.state == NodeState::Retained)
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    /// Marks free nodes `names` as retained by the DVM (a restart re-entering
+    /// what the DVM kept); unknown or busy names are skipped.
+    pub fn restore_retained(&mut self, names: &[String]) {
+        for n in names {
+            let Some(&i) = self.by_name.get(n) else {
+                continue;
+            };
+            if self.nodes[i].state == NodeState::Free {
+                self.nodes[i].state = NodeState::Retained;
+                self.free_own.remove(&i);
+            }
+        }
+    }
+
+    /// Every retained node becomes free again (the DVM that kept them is
+    /// gone); returns their names and the queued grants this unblocked.
+    pub fn free_retained(&mut self, now: u64) -> (Vec<String>, Vec<SchedEvent>) {
+        let which: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].state == NodeState::Retained)
+            .collect();
+        let names = self.free_nodes(&which);
+        let mut ev = Vec::new();
+        self.pump(now, &mut ev);
+        (names, ev)
+    }
+
+    /// The requests waiting in the queue, first first.
+    pub fn pending(&self) -> Vec<SchedPendingView> {
+        self.queue
+            .iter()
+            .map(|p| SchedPendingView {
+                alloc_id: p.alloc_id.clone(),
+                nodes: match &p.want {
+                    Resolved::Nothing => 0,
+                    Resolved::Count(n, _) => *n,
+                    Resolved::List(l) => l.len() as u32,
+                },
+                time_secs: p.time_secs,
+                extend: p.extend,
+            })
+            .collect()
     }
 
     /// Every allocation, granted or queued, sorted by id.

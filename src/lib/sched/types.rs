@@ -116,3 +116,16 @@ pub struct SchedAllocView {
     /// True while the allocation waits for its first grant.
     pub queued: bool,
 }
+
+/// A read-only view of one request waiting in the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SchedPendingView {
+    /// The allocation it is for (a NEW's fresh id, or the id it extends).
+    pub alloc_id: String,
+    /// How many nodes it waits for.
+    pub nodes: u32,
+    /// The time limit asked for, in seconds.
+    pub time_secs: Option<u32>,
+    /// True for an EXTEND of a granted allocation.
+    pub extend: bool,
+}

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use crate::codec::{Info, WireVersion};
 use crate::error::Result;
 use crate::proto::status::Status;
-use crate::proto::{Directive, Received};
+use crate::proto::{Directive, Inheritance, Received};
 
 use super::ledger::{Grant, Ledger};
 use super::state::Out;
@@ -53,6 +53,11 @@ struct Alloc {
     /// The end time the warning was sent for (a later end re-arms it).
     warned_for: Option<u64>,
     granted_at: u64,
+    /// The disposition asked for (`None`: no rule, taken as DEFAULT).
+    inherit: Option<Inheritance>,
+    /// The DVM ended the reservation but keeps its nodes (DEFAULT or
+    /// CHILD_DEFAULT): the Slurm job stays until that DVM is gone.
+    retained: bool,
 }
 
 /// psched's state over Slurm: see the module documentation.
@@ -84,6 +89,7 @@ impl SlurmBackend {
                     nodes: g.nodes.clone(),
                     end_ms: g.expires_at_ms,
                     warn_secs: g.warn_secs,
+                    inherit: g.inherit,
                     ..Alloc::default()
                 };
                 Some((g.alloc_id.clone(), a))
@@ -146,6 +152,7 @@ impl SlurmBackend {
             queue: ask.queue.unwrap_or_default(),
             warn_secs: ask.warn_secs,
             granted_at: now,
+            inherit: ask.inherit,
             ..Alloc::default()
         };
         eprintln!("psched: Slurm job {job} submitted for allocation {ID_PREFIX}{job}");
@@ -332,6 +339,16 @@ impl super::backend::Backend for SlurmBackend {
         if self.ledger.dvm.as_deref() != Some(dvm) {
             self.ledger.dvm = Some(dvm.to_string());
             self.ledger.sessions = 0;
+            // Nodes retained by the DVM that is gone go back to Slurm.
+            let kept: Vec<String> = self
+                .allocs
+                .iter()
+                .filter(|(_, a)| a.retained)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in kept {
+                let _ = self.on_session_done(&id, 0);
+            }
         }
         for a in self.allocs.values_mut() {
             a.owed = None;
@@ -343,7 +360,7 @@ impl super::backend::Backend for SlurmBackend {
         l.grants = self
             .allocs
             .iter()
-            .filter(|(_, a)| a.owed.is_none())
+            .filter(|(_, a)| a.owed.is_none() && !a.retained)
             .map(|(id, a)| Grant {
                 alloc_id: id.clone(),
                 req_id: a.req_id.clone(),
@@ -352,9 +369,17 @@ impl super::backend::Backend for SlurmBackend {
                 warn_secs: a.warn_secs,
                 session: a.session,
                 queue: a.queue.clone(),
+                inherit: a.inherit,
             })
             .collect();
         l.grants.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
+        l.retained = self
+            .allocs
+            .values()
+            .filter(|a| a.retained)
+            .flat_map(|a| a.nodes.iter().cloned())
+            .collect();
+        l.retained.sort();
         l
     }
 
@@ -397,16 +422,41 @@ impl super::backend::Backend for SlurmBackend {
     }
 
     fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
+        self.ledger.reconciled_at_ms = Some(now);
         let gone: Vec<String> = self
             .allocs
             .iter()
-            .filter(|(id, a)| a.owed.is_none() && !live.contains(id))
+            .filter(|(id, a)| a.owed.is_none() && !a.retained && !live.contains(id))
             .filter(|(_, a)| now.saturating_sub(a.granted_at) >= settle_ms)
             .map(|(id, _)| id.clone())
             .collect();
         for id in gone {
-            self.on_session_done(&id, now)?;
+            let inherit = self.allocs[&id].inherit.unwrap_or(Inheritance::Default);
+            if inherit.returns_to_scheduler() {
+                self.on_session_done(&id, now)?;
+            } else if let Some(a) = self.allocs.get_mut(&id) {
+                eprintln!("psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes", a.job);
+                a.retained = true;
+            }
         }
         Ok(Vec::new())
+    }
+
+    fn admin_release(&mut self, alloc_id: &str, _now: u64) -> Result<Option<Vec<Out>>> {
+        let Some(a) = self.allocs.get(alloc_id) else {
+            return Ok(None);
+        };
+        if a.owed.is_some() || a.retained {
+            return Ok(None);
+        }
+        let a = self.allocs.remove(alloc_id).unwrap_or_default();
+        if let Err(e) = ctl::cancel(a.job) {
+            eprintln!("psched: cannot cancel job {}: {}", a.job, e.context);
+        }
+        let mut out = Vec::new();
+        if let Some(s) = a.session {
+            out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));
+        }
+        Ok(Some(out))
     }
 }

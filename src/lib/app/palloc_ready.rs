@@ -1,0 +1,67 @@
+//! PRRTE master answers a grant of a scheduler's nodes before their
+//! daemons are up (docs/conformance.md, P1): a job sent into the
+//! reservation at once fails `PMIX_ERR_JOB_FAILED_TO_MAP`. So palloc
+//! returns a grant of counted nodes (`-N`) whose reply named no node only
+//! once a one-process probe job (`true`) runs in it, trying again (bounded)
+//! while the DVM says it cannot map: the id it prints is usable at once,
+//! as on pdvm or under Slurm's `salloc`.
+
+use std::time::{Duration, Instant};
+
+use crate::cli::request::AllocRequest;
+use crate::codec::Info;
+use crate::ops::job::{run_job, simple_app};
+use crate::ops::spawn::spawn_target;
+use crate::ops::Session;
+use crate::proto::status::Status;
+use crate::proto::{keys, Directive, PmixVersion};
+use crate::render::AllocationRecord;
+
+use super::palloc_empty::holds_no_node;
+
+/// Longest palloc waits for a granted reservation to take a job.
+pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
+/// Pause between probes.
+const PAUSE: Duration = Duration::from_millis(200);
+/// Longest one probe job may run.
+const PROBE_LIMIT: Duration = Duration::from_secs(10);
+
+/// Whether a grant needs the probe: NEW or EXTEND by a node count, and a
+/// reply that named no node (PRRTE master with a scheduler; pdvm names them).
+fn needs_probe(req: &AllocRequest, rec: &AllocationRecord) -> bool {
+    req.nodes.is_some_and(|n| n > 0)
+        && matches!(req.directive, Directive::New | Directive::Extend)
+        && rec.nodes.is_empty()
+        && !rec.alloc_id.is_empty()
+}
+
+/// Whether the DVM speaks PMIx 6.1 or later (PRRTE master is 7.0.0a1):
+/// older ones grant no scheduler's nodes this way.
+fn recent(s: &Session) -> bool {
+    PmixVersion::of(s.server_version()) >= PmixVersion::new(6, 1)
+}
+
+/// Wait (at most [`READY_WAIT`]) until the reservation of `rec` takes a
+/// job. Only a reservation a recent DVM lists with nodes is probed (an
+/// empty one, PRRTE master without a scheduler, would never take one). Any
+/// answer other than "cannot map yet" ends the wait: the grant is reported
+/// as it is.
+pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecord) {
+    if !needs_probe(req, rec) || !recent(s) || holds_no_node(s, &rec.alloc_id) != Some(false) {
+        return;
+    }
+    let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
+        return;
+    };
+    let info = [Info::new(keys::SPAWN_TARGET, target)];
+    let probe = [simple_app(&["true"], 1)];
+    let deadline = Instant::now() + READY_WAIT;
+    loop {
+        match run_job(s, &info, &probe, Some(PROBE_LIMIT), |_| {}) {
+            Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && Instant::now() < deadline => {
+                std::thread::sleep(PAUSE)
+            }
+            _ => return,
+        }
+    }
+}
