@@ -44,6 +44,7 @@ mod pmix422_peer;
 mod prte_wire;
 mod psched_cluster;
 mod pspawn_nohang;
+mod pspawn_slurm;
 mod pwatch_status;
 mod server_backpressure;
 mod server_decode_proptest;

@@ -337,6 +337,7 @@ fn detach(
         crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
+    info.extend(job_extras(req));
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
@@ -421,6 +422,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
+    info.extend(job_extras(req));
     let stdin_rank = match req.stdin {
         StdinTarget::Rank(r) if stdin_readable() => Some(r),
         _ => None,
@@ -489,6 +491,19 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// The job info pspawn adds to the placement: the job's name
+/// (`pdvm.job.name`).
+fn job_extras(req: &SpawnRequest) -> Vec<crate::codec::Info> {
+    let mut info = Vec::new();
+    if let Some(n) = &req.job_name {
+        info.push(crate::codec::Info::new(
+            crate::proto::keys::JOB_NAME,
+            n.as_str(),
+        ));
+    }
+    info
 }
 
 /// The failure when job `nspace`'s output could not all be written (exit 1).

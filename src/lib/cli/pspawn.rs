@@ -163,6 +163,11 @@ pub struct PspawnArgs {
     #[arg(long, value_name = "RANK|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
     pub stdin: Option<StdinTarget>,
 
+    /// A name for the job (srun's -J/--job-name), shown in pwatch's namespace
+    /// table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it.
+    #[arg(short = 'J', long, value_name = "NAME", value_parser = parse_job_name)]
+    pub job_name: Option<String>,
+
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -226,6 +231,20 @@ pub fn pattern_word(p: &str) -> String {
     }
     flush(&mut lit, &mut word);
     word
+}
+
+/// Check a `-J/--job-name`: not empty, one line.
+pub fn parse_job_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("an empty job name: give a word such as `solver`".into());
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!(
+            "`{}`: a job name is one line without control characters",
+            s.escape_debug()
+        ));
+    }
+    Ok(s.to_string())
 }
 
 /// Parse `--stdin RANK|none`.
@@ -293,6 +312,7 @@ impl PspawnArgs {
             } else {
                 self.stdin.unwrap_or(StdinTarget::Rank(0))
             },
+            job_name: self.job_name.clone(),
         })
     }
 

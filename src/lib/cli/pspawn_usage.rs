@@ -28,11 +28,6 @@ const HABITS: &[(&[&str], &str)] = &[
 `palloc -c N -- pspawn …`",
     ),
     (
-        &["-J", "--job-name"],
-        "a job name is not passed to the DVM by pspawn yet: the job is named by its \
-namespace, which `pspawn --detach --parsable` prints",
-    ),
-    (
         &["--pty"],
         "a terminal for the job is not a PMIx spawn attribute: pspawn forwards its stdin to \
 rank 0 through PMIx IOF (--stdin); for an interactive shell on the nodes, run `palloc` \

@@ -76,6 +76,8 @@ pub struct SpawnRequest {
     pub detach: bool,
     /// Which rank receives the launcher's stdin.
     pub stdin: StdinTarget,
+    /// A name for the job (`pdvm.job.name`, shown by pwatch on pdvm).
+    pub job_name: Option<String>,
 }
 
 /// Where a job's stdin comes from (`pspawn --stdin`).

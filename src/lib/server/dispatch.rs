@@ -625,6 +625,11 @@ fn new_job(nspace: &str, spawner: u64, job_info: &[Info]) -> Job {
         fwd_stderr: flag(job_info, keys::FWD_STDERR),
         notify_completion: flag(job_info, keys::NOTIFY_COMPLETION),
         stdin_rank: super::jobs::stdin_rank(job_info),
+        name: job_info
+            .iter()
+            .find(|i| i.key == keys::JOB_NAME)
+            .and_then(|i| i.value.as_str())
+            .map(String::from),
         ..Job::new(nspace)
     }
 }

@@ -71,6 +71,8 @@ pub(crate) struct Job {
     /// The uid of the process that spawned it, when the kernel said
     /// (`PMIX_USERID`).
     pub uid: Option<u32>,
+    /// Its name for people (`pdvm.job.name`, `pspawn -J`), if given.
+    pub name: Option<String>,
 }
 
 /// The write end of a process's stdin, fed by IOF pushes
@@ -176,6 +178,7 @@ impl Job {
             stdin: None,
             cmdline: String::new(),
             uid: None,
+            name: None,
         }
     }
 

@@ -1,0 +1,64 @@
+//! Issue 17, the rest of srun's spellings on pspawn against pdvm: `-J`
+//! names the job in pwatch's namespace table, `--stdin all` feeds every
+//! rank, `-c` gives each process that many slots, and `-N` outside any
+//! allocation reserves nodes for the job alone and gives them back.
+
+use crate::support;
+use crate::support::pdvm::Pdvm;
+use crate::support::{show, text};
+
+use serde_json::Value;
+use std::process::{Output, Stdio};
+
+fn pspawn(dvm: &Pdvm, args: &[&str]) -> Output {
+    support::run_with_timeout(dvm.tool("pspawn").args(args).stdin(Stdio::null()), 60)
+}
+
+/// `pwatch --status --json ARGS` on `dvm`: the one document.
+fn status(dvm: &Pdvm, args: &[&str]) -> Value {
+    let o = support::run_with_timeout(
+        dvm.tool("pwatch")
+            .args(["--status", "--json"])
+            .args(args)
+            .stdin(Stdio::null()),
+        30,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    serde_json::from_str(text(&o.stdout).trim()).expect("one JSON document")
+}
+
+/// `pspawn -J solver` was refused ("not passed to the DVM yet"); now the
+/// name shows in pwatch's namespace table, in JSON and in the table.
+#[test]
+fn job_name_shows_in_pwatch() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let o = pspawn(&dvm, &["-J", "solver", "--detach", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    let v = status(&dvm, &["--what", "namespaces"]);
+    let row = v["namespaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["nspace"] == ns.as_str()).cloned())
+        .unwrap_or_else(|| panic!("{ns} not listed: {v}"));
+    assert_eq!(row["name"], "solver", "{v}");
+    let o = support::run_with_timeout(
+        dvm.tool("pwatch")
+            .args(["--status", "--what", "namespaces"])
+            .stdin(Stdio::null()),
+        30,
+    );
+    let table = text(&o.stdout);
+    let line = table
+        .lines()
+        .find(|l| l.contains(&ns))
+        .unwrap_or_else(|| panic!("{ns} not in the table:\n{table}"));
+    assert!(line.contains("solver"), "{table}");
+    assert!(
+        table.lines().next().unwrap_or("").contains("NAME"),
+        "{table}"
+    );
+    let o = pspawn(&dvm, &["--job-name", "", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let o = pspawn(&dvm, &["--job-name=nightly", "sh", "-c", "echo ok"]);
+    assert_eq!(text(&o.stdout).trim(), "ok", "{}", show(&o));
+}
