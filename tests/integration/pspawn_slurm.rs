@@ -62,3 +62,26 @@ fn job_name_shows_in_pwatch() {
     let o = pspawn(&dvm, &["--job-name=nightly", "sh", "-c", "echo ok"]);
     assert_eq!(text(&o.stdout).trim(), "ok", "{}", show(&o));
 }
+
+/// `--stdin all` was refused ("not a stdin target here"); now, as prun's,
+/// every rank reads the same input.
+#[test]
+fn stdin_all_reaches_every_rank() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let mut c = dvm.tool("pspawn");
+    c.args(["-n", "2", "--stdin", "all", "--tag-output", "sh", "-c"])
+        .arg("read line; echo got-$line");
+    let o = crate::habits::run_with_input(&mut c, b"hello\n", 60);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] got-hello", "[1] got-hello"], "{}", show(&o));
+    // The default is still rank 0 alone: rank 1 reads end of file.
+    let mut c = dvm.tool("pspawn");
+    c.args(["-n", "2", "--tag-output", "sh", "-c"])
+        .arg("read line; echo got-$line");
+    let o = crate::habits::run_with_input(&mut c, b"hello\n", 60);
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] got-hello", "[1] got-"], "{}", show(&o));
+}

@@ -423,13 +423,19 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(job_extras(req));
+    // The rank the pushes go to: every rank is the wildcard.
     let stdin_rank = match req.stdin {
         StdinTarget::Rank(r) if stdin_readable() => Some(r),
+        StdinTarget::All if stdin_readable() => Some(crate::codec::RANK_WILDCARD),
         _ => None,
     };
     info.push(crate::codec::Info::new(
         crate::proto::keys::STDIN_TGT,
-        stdin_rank.map_or_else(|| "none".to_string(), |r| r.to_string()),
+        match (req.stdin, stdin_rank) {
+            (_, None) => "none".to_string(),
+            (StdinTarget::All, Some(_)) => "all".to_string(),
+            (_, Some(r)) => r.to_string(),
+        },
     ));
     let mut early: Option<OutputSink> = None;
     let launched = spawn_or_ended(s, &info, &apps, &mut |o| {

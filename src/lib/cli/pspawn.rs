@@ -43,7 +43,8 @@ known status with a warning: 1 if a process was seen failing, else 0.
 Input: pspawn forwards its stdin to rank 0 of the job (as srun and prun do; \
 PMIx IOF push), and closes rank 0's stdin at end of input, so \
 `echo hello | pspawn cat` prints hello. --stdin none gives the job no input \
-(rank 0 reads end of file), --stdin RANK sends it to another rank. With \
+(rank 0 reads end of file), --stdin RANK sends it to another rank, --stdin \
+all a copy to every rank (as prun's --stdin all). With \
 --detach nothing is forwarded.
 
 Options before the program are parsed strictly: an unknown one is a usage \
@@ -159,8 +160,9 @@ pub struct PspawnArgs {
     #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = parse_output_pattern, requires = "output_file")]
     pub error_file: Option<String>,
 
-    /// Which rank gets pspawn's stdin: a rank number (default 0) or `none`.
-    #[arg(long, value_name = "RANK|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
+    /// Which rank gets pspawn's stdin: a rank number (default 0), `all` (each
+    /// rank gets a copy, as prun's --stdin all) or `none`.
+    #[arg(long, value_name = "RANK|all|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
     pub stdin: Option<StdinTarget>,
 
     /// A name for the job (srun's -J/--job-name), shown in pwatch's namespace
@@ -254,15 +256,11 @@ pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
         return Ok(StdinTarget::None);
     }
     if t.eq_ignore_ascii_case("all") {
-        return Err(
-            "`all` is not a stdin target here: pspawn forwards its stdin to one rank \
-(a rank number, default 0) or none"
-                .to_string(),
-        );
+        return Ok(StdinTarget::All);
     }
-    t.parse::<u32>()
-        .map(StdinTarget::Rank)
-        .map_err(|_| format!("`{s}` is not a stdin target: expected a rank such as 0, or none"))
+    t.parse::<u32>().map(StdinTarget::Rank).map_err(|_| {
+        format!("`{s}` is not a stdin target: expected a rank such as 0, all, or none")
+    })
 }
 
 impl PspawnArgs {

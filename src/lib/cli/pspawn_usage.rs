@@ -50,7 +50,7 @@ so there is no MPI plugin to choose",
     (
         &["-i", "--input"],
         "pspawn forwards its own stdin to the job: redirect it (`pspawn PROGRAM < in.txt`), \
-or choose the rank with --stdin RANK|none",
+or choose the rank with --stdin RANK|all|none",
     ),
     (
         &["--mem", "--exclusive", "--gres", "-G", "--gpus"],

@@ -88,6 +88,8 @@ pub enum StdinTarget {
     None,
     /// This rank gets the launcher's stdin (`PMIX_STDIN_TGT` = the rank).
     Rank(u32),
+    /// Every rank gets a copy (`PMIX_STDIN_TGT` = `all`, prun's `--stdin all`).
+    All,
 }
 
 /// One release-family request (prelease): RELEASE, REQ_CANCEL or REAQUIRE.

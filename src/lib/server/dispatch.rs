@@ -525,7 +525,11 @@ impl Server {
                 node: &s.node,
                 alloc_id,
                 job_size: size,
-                stdin: self.jobs.get(nspace).and_then(|j| j.stdin_rank) == Some(s.rank),
+                stdin: self
+                    .jobs
+                    .get(nspace)
+                    .and_then(|j| j.stdin_rank)
+                    .is_some_and(|f| f.feeds(s.rank)),
                 terminal: self.leader.as_deref() == Some(nspace)
                     && super::leader_tty::stdin_is_terminal(),
             };
@@ -547,7 +551,7 @@ impl Server {
                         j.procs.push(rec);
                     }
                     if let (Some(sink), Some(j)) = (st.stdin, self.jobs.get_mut(nspace)) {
-                        j.stdin = Some(sink);
+                        j.stdin.push((s.rank, sink));
                     }
                     for (ch, fd) in st.pipes {
                         self.add_pipe(fd, nspace, s.rank, ch);
