@@ -85,3 +85,40 @@ fn stdin_all_reaches_every_rank() {
     lines.sort();
     assert_eq!(lines, ["[0] got-hello", "[1] got-"], "{}", show(&o));
 }
+
+/// `-c 2` was refused ("not passed to the DVM yet"); now each process takes
+/// two slots (PMIX_CPUS_PER_PROC): two ranks on two 2-slot nodes land one a
+/// node (without -c both fit on the first), and a third does not fit.
+#[test]
+fn cpus_per_task_takes_that_many_slots() {
+    let dvm = Pdvm::start(&["--nodes", "2", "--slots", "2"]);
+    let hosts = |args: &[&str]| {
+        let mut a = vec!["-n", "2", "-l"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["sh", "-c", "echo $PMIX_HOSTNAME"]);
+        let o = pspawn(&dvm, &a);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(hosts(&[]), ["[0] n001", "[1] n001"]);
+    assert_eq!(hosts(&["-c", "2"]), ["[0] n001", "[1] n002"]);
+    assert_eq!(hosts(&["--cpus-per-task=2"]), ["[0] n001", "[1] n002"]);
+    // prun's spelling, the PE=N modifier, means the same.
+    assert_eq!(hosts(&["--map-by", "slot:PE=2"]), ["[0] n001", "[1] n002"]);
+    let o = pspawn(&dvm, &["-n", "3", "-c", "2", "true"]);
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(text(&o.stderr).contains("slots"), "{}", show(&o));
+    // While a -c 2 job runs, pwatch counts both of its slots.
+    let o = pspawn(&dvm, &["-c", "2", "--detach", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = status(&dvm, &["--what", "nodes"]);
+    let used: u64 = v["nodes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n["slots_used"].as_u64()).sum())
+        .unwrap_or(0);
+    assert_eq!(used, 2, "{v}");
+    let o = pspawn(&dvm, &["-c", "0", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+}

@@ -499,10 +499,16 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     Ok(code)
 }
 
-/// The job info pspawn adds to the placement: the job's name
-/// (`pdvm.job.name`).
+/// The job info pspawn adds to the placement: CPUs per process
+/// (`PMIX_CPUS_PER_PROC`) and the job's name (`pdvm.job.name`).
 fn job_extras(req: &SpawnRequest) -> Vec<crate::codec::Info> {
     let mut info = Vec::new();
+    if let Some(n) = req.cpus_per_proc {
+        info.push(crate::codec::Info::new(
+            crate::proto::keys::CPUS_PER_PROC,
+            crate::codec::Value::Uint32(n),
+        ));
+    }
     if let Some(n) = &req.job_name {
         info.push(crate::codec::Info::new(
             crate::proto::keys::JOB_NAME,

@@ -165,6 +165,11 @@ pub struct PspawnArgs {
     #[arg(long, value_name = "RANK|all|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
     pub stdin: Option<StdinTarget>,
 
+    /// CPUs (slots) each process takes (srun's -c/--cpus-per-task; PMIX_CPUS_PER_PROC,
+    /// which PRRTE reads as --map-by :PE=N and binds each process to N cores).
+    #[arg(short = 'c', long = "cpus-per-task", visible_alias = "cpus-per-proc", value_name = "N", value_parser = parse_count_u32)]
+    pub cpus_per_task: Option<u32>,
+
     /// A name for the job (srun's -J/--job-name), shown in pwatch's namespace
     /// table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it.
     #[arg(short = 'J', long, value_name = "NAME", value_parser = parse_job_name)]
@@ -311,6 +316,7 @@ impl PspawnArgs {
                 self.stdin.unwrap_or(StdinTarget::Rank(0))
             },
             job_name: self.job_name.clone(),
+            cpus_per_proc: self.cpus_per_task,
         })
     }
 

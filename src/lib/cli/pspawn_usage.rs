@@ -23,11 +23,6 @@ const HABITS: &[(&[&str], &str)] = &[
 `palloc -N 2 -- pspawn -n 2 PROGRAM` (a job inside an allocation runs on its nodes)",
     ),
     (
-        &["-c", "--cpus-per-task"],
-        "cpus per process are not passed to the DVM by pspawn yet: reserve cores with \
-`palloc -c N -- pspawn …`",
-    ),
-    (
         &["--pty"],
         "a terminal for the job is not a PMIx spawn attribute: pspawn forwards its stdin to \
 rank 0 through PMIx IOF (--stdin); for an interactive shell on the nodes, run `palloc` \

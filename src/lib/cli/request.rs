@@ -78,6 +78,8 @@ pub struct SpawnRequest {
     pub stdin: StdinTarget,
     /// A name for the job (`pdvm.job.name`, shown by pwatch on pdvm).
     pub job_name: Option<String>,
+    /// CPUs (slots) per process (`PMIX_CPUS_PER_PROC`).
+    pub cpus_per_proc: Option<u32>,
 }
 
 /// Where a job's stdin comes from (`pspawn --stdin`).

@@ -439,7 +439,7 @@ impl Server {
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
         let refused = |e: crate::dvm::DvmError| Error::new(e.status(), e.rule());
-        let map = match job_info
+        let mut map = match job_info
             .iter()
             .find(|i| i.key == keys::MAPBY)
             .and_then(|i| i.value.as_str())
@@ -447,6 +447,9 @@ impl Server {
             Some(m) => crate::dvm::MapBy::parse(m).map_err(refused)?,
             None => crate::dvm::MapBy::default(),
         };
+        if let Some(pe) = cpus_per_proc(&job_info)? {
+            map.pe = pe;
+        }
         let asks: Vec<crate::dvm::AppAsk> = apps
             .iter()
             .zip(&nprocs)
@@ -604,6 +607,28 @@ fn app_hosts(a: &App) -> Vec<String> {
             _ => h,
         })
         .collect()
+}
+
+/// `PMIX_CPUS_PER_PROC` of a spawn: slots per process; zero or a value
+/// that is not a count is `PMIX_ERR_BAD_PARAM`.
+fn cpus_per_proc(job_info: &[Info]) -> Result<Option<u32>> {
+    let Some(i) = job_info.iter().find(|i| i.key == keys::CPUS_PER_PROC) else {
+        return Ok(None);
+    };
+    i.value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ERR_BAD_PARAM,
+                format!(
+                    "PMIX_CPUS_PER_PROC {}: CPUs per process must be a count of 1 or more",
+                    i.value
+                ),
+            )
+        })
 }
 
 /// A job just committed, spawned by connection `spawner` with `job_info`.
