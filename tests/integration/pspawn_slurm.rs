@@ -122,3 +122,159 @@ fn cpus_per_task_takes_that_many_slots() {
     let o = pspawn(&dvm, &["-c", "0", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
 }
+
+/// The reservations pwatch lists (none once a `pspawn -N` has ended).
+fn reservations(dvm: &Pdvm) -> Vec<Value> {
+    status(dvm, &["--what", "reservations"])["reservations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Sorted output lines.
+fn sorted_lines(o: &Output) -> Vec<String> {
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    lines.sort();
+    lines
+}
+
+/// `pspawn -N 2` outside any allocation said "not a pspawn option yet";
+/// now, as `srun -N2` outside salloc, it reserves two nodes for the job,
+/// runs one process on each, and gives them back at the end.
+#[test]
+fn nodes_outside_an_allocation_reserve_for_the_job_and_give_back() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "3"]);
+    let o = pspawn(&dvm, &["-N", "2", "-v", "sh", "-c", "echo $PMIX_HOSTNAME"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let nodes = sorted_lines(&o);
+    assert_eq!(nodes.len(), 2, "{}", show(&o));
+    assert_ne!(nodes[0], nodes[1], "two distinct nodes: {}", show(&o));
+    assert!(
+        text(&o.stderr).contains("reserved allocation"),
+        "{}",
+        show(&o)
+    );
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+    // -n 4 over -N 2: both nodes used, two processes each.
+    let o = pspawn(
+        &dvm,
+        &["-N", "2", "-n", "4", "sh", "-c", "echo $PMIX_HOSTNAME"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut seen = sorted_lines(&o);
+    seen.dedup();
+    assert_eq!(seen.len(), 2, "{}", show(&o));
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+}
+
+/// Every way a `pspawn -N` can fail after reserving leaves nothing
+/// reserved: a spawn the DVM refuses, a program that is not there, and
+/// SIGTERM to pspawn while the job runs.
+#[test]
+fn nodes_outside_an_allocation_leave_nothing_on_failure() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "1", "--scheduler-nodes", "3"]);
+    // Five processes on two one-slot nodes: the DVM refuses to map them.
+    let o = pspawn(&dvm, &["-N", "2", "-n", "5", "true"]);
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+    let o = pspawn(&dvm, &["-N", "1", "/surely/not/here"]);
+    assert_eq!(o.status.code(), Some(5), "{}", show(&o));
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+    let mut child = dvm
+        .tool("pspawn")
+        .args(["-N", "2", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let running = || {
+        status(&dvm, &["--what", "namespaces"])["namespaces"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["command"] == "sleep 60"))
+    };
+    while !running() {
+        assert!(std::time::Instant::now() < deadline, "the job never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(reservations(&dvm).len(), 1, "reserved while it runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let st = support::wait_exit(&mut child, std::time::Duration::from_secs(30));
+    assert_eq!(st.code(), Some(143), "exit on SIGTERM");
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+}
+
+/// Inside an allocation, -N is the node count: `palloc -N 2 -- pspawn -N 1
+/// -n 2` runs both processes on one node of the two; -N 3 is refused.
+#[test]
+fn nodes_inside_an_allocation_is_the_node_count() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "3"]);
+    let palloc = |inner: &[&str]| {
+        let mut c = dvm.tool("palloc");
+        c.args(["-N", "2", "--", "pspawn"])
+            .args(inner)
+            .stdin(Stdio::null());
+        support::run_with_timeout(&mut c, 60)
+    };
+    let o = palloc(&["-N", "1", "-n", "2", "sh", "-c", "echo $PMIX_HOSTNAME"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut seen = sorted_lines(&o);
+    assert_eq!(seen.len(), 2, "{}", show(&o));
+    seen.dedup();
+    assert_eq!(seen.len(), 1, "one node: {}", show(&o));
+    let o = palloc(&["-N", "2", "sh", "-c", "echo $PMIX_HOSTNAME"]);
+    let mut seen = sorted_lines(&o);
+    seen.dedup();
+    assert_eq!(seen.len(), 2, "one on each: {}", show(&o));
+    let o = palloc(&["-N", "3", "true"]);
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    assert!(text(&o.stderr).contains("holds 2 node"), "{}", show(&o));
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+}
+
+/// On PRRTE master without a scheduler, `pspawn -N 2` cannot get nodes for
+/// the job: exit 7 naming the missing scheduler, nothing left reserved (as
+/// `palloc -N` there). The other spellings pass through: -J (PRRTE ignores
+/// the name), -c 1 (PMIX_CPUS_PER_PROC) and --stdin all.
+#[test]
+fn prrte_master_refuses_nodes_without_a_scheduler() {
+    let dvm = support::Prte::start_master();
+    let tool = |name: &str| {
+        let mut c = dvm.tool_command(support::cargo_bin(name));
+        c.env("PATH", support::user_path()).stdin(Stdio::null());
+        c
+    };
+    let o = support::run_with_timeout(tool("pspawn").args(["-N", "2", "hostname"]), 60);
+    assert_eq!(o.status.code(), Some(7), "{}\n{}", show(&o), dvm.logs());
+    assert!(
+        text(&o.stderr).contains("no scheduler is attached"),
+        "{}",
+        show(&o)
+    );
+    assert!(o.stdout.is_empty(), "{}", show(&o));
+    let o = support::run_with_timeout(
+        tool("pwatch").args(["--status", "--what", "reservations", "--json"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let left = support::json_records(&text(&o.stdout));
+    assert!(left.is_empty(), "reservations left behind: {left:?}");
+    let o = support::run_with_timeout(
+        tool("pspawn").args(["-J", "named", "-c", "1", "sh", "-c", "echo ok"]),
+        60,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+    assert_eq!(text(&o.stdout).trim(), "ok", "{}", show(&o));
+    let mut c = tool("pspawn");
+    c.args(["-n", "2", "--stdin", "all", "--tag-output", "sh", "-c"])
+        .arg("read line; echo got-$line");
+    let o = crate::habits::run_with_input(&mut c, b"hello\n", 60);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+    let lines = sorted_lines(&o);
+    assert_eq!(lines, ["[0] got-hello", "[1] got-hello"], "{}", show(&o));
+}

@@ -21,6 +21,7 @@ mod palloc_empty;
 mod palloc_flow;
 pub mod prelease;
 pub mod pspawn;
+mod pspawn_alloc;
 mod pspawn_hosts;
 pub mod pwatch;
 pub(crate) mod signals;

@@ -45,12 +45,47 @@ pub fn run(args: &PspawnArgs) -> i32 {
             *first = a;
         }
     }
-    let r = launch_and_wait(&s, &req, &ui);
+    let r = with_nodes(&s, args.nodes, &mut req, &ui).and_then(|own| launch_in(&s, &req, own, &ui));
     finish(s);
     match r {
         Ok(code) => code,
         Err(f) => ui.fail(&f),
     }
+}
+
+/// `-N COUNT`: inside an allocation, the job's nodes; outside any, a
+/// reservation made for this job alone (returned, and made its target).
+fn with_nodes(
+    s: &Session,
+    nodes: Option<u32>,
+    req: &mut SpawnRequest,
+    ui: &Ui,
+) -> Result<Option<super::pspawn_alloc::JobAllocation>, Failure> {
+    let Some(n) = nodes else { return Ok(None) };
+    if !req.targets.is_empty() {
+        super::pspawn_alloc::restrict_to_nodes(s, req, u64::from(n))?;
+        return Ok(None);
+    }
+    // The job must be able to run in the reservation before one is made.
+    refuse_unsupported_target(s, ui)?;
+    let own = super::pspawn_alloc::reserve(s, u64::from(n), ui)?;
+    req.targets = vec![own.alloc_id.clone()];
+    Ok(Some(own))
+}
+
+/// Launch and follow the job; a reservation made for it is given back
+/// at its end, however it ends.
+fn launch_in(
+    s: &Session,
+    req: &SpawnRequest,
+    own: Option<super::pspawn_alloc::JobAllocation>,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let r = launch_and_wait(s, req, ui);
+    if let Some(a) = own {
+        a.give_back(s, ui);
+    }
+    r
 }
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing

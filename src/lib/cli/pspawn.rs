@@ -91,9 +91,16 @@ EXAMPLES:
 #[derive(Debug, Clone, Parser)]
 #[command(name = "pspawn", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PspawnArgs {
-    /// Number of processes (default 1; applies to every app without its own -n).
+    /// Number of processes (default 1, or with -N one per node; applies to every app
+    /// without its own -n).
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32, allow_hyphen_values = true)]
     pub np: Option<u32>,
+
+    /// Nodes to run on, as srun -N: outside any allocation, reserve COUNT nodes for
+    /// this job alone and give them back at its end; inside one, use COUNT of its nodes.
+    /// Spreads the processes over them (--map-by node unless given).
+    #[arg(short = 'N', long, value_name = "COUNT", value_parser = parse_count_u32, conflicts_with = "default_pool")]
+    pub nodes: Option<u32>,
 
     /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable;
     /// a VAR that is not set here is refused).
@@ -272,9 +279,17 @@ impl PspawnArgs {
     /// Build the spawn request: splits the MPMD apps and applies defaults.
     /// An error means exit 2 before connecting.
     pub fn request(&self) -> Result<SpawnRequest, String> {
+        if self.nodes.is_some() && self.detach && self.targets_or_context().is_empty() {
+            return Err(
+                "-N outside an allocation reserves nodes for this job until it ends, \
+which --detach does not wait for: reserve them first, `palloc -N COUNT -- pspawn --detach …` \
+or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
+                    .into(),
+            );
+        }
         let mut apps = split_apps(
             &self.app,
-            self.np,
+            self.np.or(self.nodes),
             &self.env,
             self.wdir.as_deref(),
             self.host.as_ref().map(|h| h.0.as_slice()),
@@ -306,7 +321,10 @@ impl PspawnArgs {
             apps,
             targets: self.targets_or_context(),
             default_pool: self.default_pool,
-            map_by: self.map_by.clone(),
+            map_by: self
+                .map_by
+                .clone()
+                .or_else(|| self.nodes.map(|_| "node".to_string())),
             tag_output: self.tag_output,
             timeout_secs: self.timeout,
             detach: self.detach,

@@ -18,11 +18,6 @@ pspawn [OPTIONS] -- PROGRAM [ARGS…]";
 /// to type instead.
 const HABITS: &[(&[&str], &str)] = &[
     (
-        &["-N", "--nodes"],
-        "a node count is not a pspawn option yet: reserve the nodes and run inside them, \
-`palloc -N 2 -- pspawn -n 2 PROGRAM` (a job inside an allocation runs on its nodes)",
-    ),
-    (
         &["--pty"],
         "a terminal for the job is not a PMIx spawn attribute: pspawn forwards its stdin to \
 rank 0 through PMIx IOF (--stdin); for an interactive shell on the nodes, run `palloc` \
