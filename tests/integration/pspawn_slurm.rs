@@ -209,6 +209,31 @@ fn nodes_outside_an_allocation_leave_nothing_on_failure() {
     assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
 }
 
+/// The DVM going away while a `pspawn -N` job runs takes the reservation
+/// with it: pspawn ends (no hang, no output claimed complete) and says the
+/// job was lost, without a `prelease` to type.
+#[test]
+fn nodes_outside_an_allocation_end_when_the_dvm_goes() {
+    let mut dvm = Pdvm::start(&["--nodes", "1", "--slots", "1", "--scheduler-nodes", "2"]);
+    let child = dvm
+        .tool("pspawn")
+        .args(["-N", "1", "sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while reservations(&dvm).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "nothing was reserved");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    dvm.terminate();
+    let o = support::wait_output(child, std::time::Duration::from_secs(60));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!text(&o.stderr).contains("prelease"), "{}", show(&o));
+}
+
 /// Inside an allocation, -N is the node count: `palloc -N 2 -- pspawn -N 1
 /// -n 2` runs both processes on one node of the two; -N 3 is refused.
 #[test]

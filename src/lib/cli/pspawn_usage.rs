@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn habits_are_said() {
         assert!(unknown_option_message("--pty").contains("PMIx"));
-        assert!(unknown_option_message("-N").contains("palloc -N"));
+        assert!(unknown_option_message("-p").contains("palloc -p"));
         assert!(unknown_option_message("--bogus").contains("`--` starts the program"));
     }
 }
