@@ -303,3 +303,19 @@ fn prrte_master_refuses_nodes_without_a_scheduler() {
     let lines = sorted_lines(&o);
     assert_eq!(lines, ["[0] got-hello", "[1] got-hello"], "{}", show(&o));
 }
+
+/// More nodes than the DVM can grant: refused (exit 4) saying so, before
+/// anything runs, and nothing reserved.
+#[test]
+fn nodes_beyond_what_the_dvm_grants_are_refused() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "1", "--scheduler-nodes", "2"]);
+    let o = pspawn(&dvm, &["-N", "3", "echo", "ran"]);
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("cannot reserve 3 node"),
+        "{}",
+        show(&o)
+    );
+    assert!(o.stdout.is_empty(), "{}", show(&o));
+    assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
+}

@@ -77,6 +77,17 @@ fn ask(
 }
 
 fn refused(nodes: u64, e: &crate::error::Error) -> Failure {
+    if e.status == Status::ERR_OUT_OF_RESOURCE && e.kind == crate::error::ErrorKind::Refused {
+        return Failure::with(
+            Exit::Refused,
+            Some(e.status),
+            format!(
+                "the DVM cannot reserve {nodes} node(s) for the job (PMIX_ERR_OUT_OF_RESOURCE): \
+it has fewer nodes to grant (`pwatch --status --what scheduler` shows them); nothing was \
+launched. Ask for fewer, or run without -N in the DVM's default pool"
+            ),
+        );
+    }
     let mut f = Failure::from_error(
         &format!("reserving {nodes} node(s) for the job (pspawn -N outside an allocation)"),
         e,

@@ -33,6 +33,14 @@ under `palloc … -- CMD`) goes to that allocation, as srun inside salloc does; 
 the default session, or inside a job its parent's session. The job's namespace joins the owner set of each reservation it is \
 spawned into, so it can spawn further jobs there.
 
+Nodes (srun's -N): outside any allocation, -N COUNT reserves COUNT nodes \
+for this job alone (a NEW request with inheritance CHILD), runs the job there \
+and gives them back when it ends, however it ends (a refused spawn, a signal); \
+a DVM without a scheduler to supply nodes is refused with exit 7 and nothing \
+left reserved. Inside an allocation, the job runs on COUNT of its nodes. \
+Without -n, one process per node; the processes are spread by node unless \
+--map-by is given. -c N gives each process N slots (PMIX_CPUS_PER_PROC).
+
 Older DVMs: --target needs a DVM with PMIx 7 or later (PRRTE master, pdvm); \
 against an older one, which would silently launch into its default pool, \
 pspawn exits 7 (PMIX_ERR_NOT_SUPPORTED) before anything runs. If the DVM never \
@@ -82,6 +90,7 @@ EXAMPLES:
   pspawn -n 4 ./a.out arg1                 four processes of a.out
   pspawn -n 1 ./manager : -n 8 ./worker    MPMD job with two apps
   pspawn --target alloc.3 --default-pool -n 16 ./solver
+  pspawn -N 2 hostname                     two nodes reserved for this job, then given back
   echo hello | pspawn cat                  stdin goes to rank 0
   pspawn --timeout 90s ./step              stop it after 90 seconds (plain 90: minutes)
   NS=$(pspawn --detach --parsable -x OMP_NUM_THREADS=4 ./service)";
