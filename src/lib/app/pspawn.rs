@@ -81,10 +81,11 @@ fn launch_in(
     own: Option<super::pspawn_alloc::JobAllocation>,
     ui: &Ui,
 ) -> Result<i32, Failure> {
-    let r = launch_and_wait(s, req, ui);
-    if let Some(a) = own {
-        a.give_back(s, ui);
-    }
+    let Some(own) = own else {
+        return launch_and_wait(s, req, ui);
+    };
+    let r = super::pspawn_alloc::launch_when_up(s, req, &own, ui, &|| launch_and_wait(s, req, ui));
+    own.give_back(s, ui);
     r
 }
 
