@@ -67,7 +67,17 @@ fn with_nodes(
         return Ok(None);
     }
     // The job must be able to run in the reservation before one is made.
-    refuse_unsupported_target(s, ui)?;
+    if let TargetSupport::No(why) = target_support(s.server_version()) {
+        return Err(Failure::with(
+            Exit::NotSupported,
+            Some(Status::ERR_NOT_SUPPORTED),
+            format!(
+                "pspawn -N {n} outside an allocation runs the job in nodes reserved for it, \
+which needs PMIX_SPAWN_TARGET: {why} (PMIX_ERR_NOT_SUPPORTED); nothing was reserved or \
+launched. Run without -N, or use a DVM with PMIx 7 or later (PRRTE master, pdvm)"
+            ),
+        ));
+    }
     let own = super::pspawn_alloc::reserve(s, u64::from(n), ui)?;
     req.targets = vec![own.alloc_id.clone()];
     Ok(Some(own))

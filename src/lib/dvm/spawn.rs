@@ -441,3 +441,21 @@ impl Dvm {
         Ok(plan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pe_modifier_sets_slots_per_process() {
+        assert_eq!(MapBy::parse("slot").unwrap().pe, 1);
+        let m = MapBy::parse("node:PE=3,OVERSUBSCRIBE").unwrap();
+        assert_eq!(
+            (m.policy, m.pe, m.oversubscribe),
+            (MapPolicy::Node, 3, true)
+        );
+        assert_eq!(MapBy::parse(":pe=2").unwrap().pe, 2);
+        assert!(MapBy::parse("slot:PE=0").is_err());
+        assert!(MapBy::parse("slot:PE=x").is_err());
+    }
+}
