@@ -1,4 +1,5 @@
-complete -c pspawn -s n -l np -d 'Number of processes (default 1; applies to every app without its own -n)' -r -f
+complete -c pspawn -s n -l np -d 'Number of processes (default 1, or with -N one per node; applies to every app without its own -n)' -r -f
+complete -c pspawn -s N -l nodes -d 'Nodes to run on, as srun -N: outside any allocation, reserve COUNT nodes for this job alone and give them back at its end; inside one, use COUNT of its nodes. Spreads the processes over them (--map-by node unless given)' -r -f
 complete -c pspawn -s x -l env -d 'Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)' -r -f
 complete -c pspawn -l export -d 'Which of this environment the job gets besides -x: ALL (default, as srun), NONE, or VAR[=VAL][,…]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command\'s own PMIx connection and identity; the DVM gives each process its own), and sends TERM=dumb when this command\'s stdout is not a terminal (PRRTE gives a job\'s stdout a pty: a log would fill with colour codes); -x TERM sends yours' -r -f
 complete -c pspawn -s D -l wdir -l chdir -d 'Working directory of the processes (srun\'s -D/--chdir); a relative program path such as ./run.sh is found there' -r -f -a "(__fish_complete_directories)"
@@ -17,7 +18,9 @@ complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARG
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
 complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as sbatch --output): `%j` is the job\'s namespace, `%r` the rank, `%%` a `%`; a relative path is from the job\'s working directory. Most useful with --detach' -r -f
 complete -c pspawn -s e -l error -d 'The same for stderr (default: with --output, the same file)' -r -f
-complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0) or `none`' -r -f
+complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0), `all` (each rank gets a copy, as prun\'s --stdin all) or `none`' -r -f
+complete -c pspawn -s c -l cpus-per-task -l cpus-per-proc -d 'CPUs (slots) each process takes (srun\'s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by :PE=N and binds each process to N cores)' -r -f
+complete -c pspawn -s J -l job-name -d 'A name for the job (srun\'s -J/--job-name), shown in pwatch\'s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it' -r -f
 complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c pspawn -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
 complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f

@@ -15,8 +15,10 @@ _pspawn() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
-'-n+[Number of processes (default 1; applies to every app without its own -n)]:N:' \
-'--np=[Number of processes (default 1; applies to every app without its own -n)]:N:' \
+'-n+[Number of processes (default 1, or with -N one per node; applies to every app without its own -n)]:N:' \
+'--np=[Number of processes (default 1, or with -N one per node; applies to every app without its own -n)]:N:' \
+'(--default-pool)-N+[Nodes to run on, as srun -N\: outside any allocation, reserve COUNT nodes for this job alone and give them back at its end; inside one, use COUNT of its nodes. Spreads the processes over them (--map-by node unless given)]:COUNT:' \
+'(--default-pool)--nodes=[Nodes to run on, as srun -N\: outside any allocation, reserve COUNT nodes for this job alone and give them back at its end; inside one, use COUNT of its nodes. Spreads the processes over them (--map-by node unless given)]:COUNT:' \
 '*-x+[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
 '*--env=[Set VAR=VAL, or forward VAR from this environment, for every app (repeatable; a VAR that is not set here is refused)]:VAR[=VAL]:' \
 '--export=[Which of this environment the job gets besides -x\: ALL (default, as srun), NONE, or VAR\[=VAL\]\[,…\]. ALL leaves out PMIX_*, PRTE_* and OMPI_* (this command'\''s own PMIx connection and identity; the DVM gives each process its own), and sends TERM=dumb when this command'\''s stdout is not a terminal (PRRTE gives a job'\''s stdout a pty\: a log would fill with colour codes); -x TERM sends yours]:ALL|NONE|VARS:' \
@@ -33,7 +35,12 @@ _pspawn() {
 '--output=[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
 '-e+[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
 '--error=[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
-'(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0) or \`none\`]:RANK|none:' \
+'(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0), \`all\` (each rank gets a copy, as prun'\''s --stdin all) or \`none\`]:RANK|all|none:' \
+'-c+[CPUs (slots) each process takes (srun'\''s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by \:PE=N and binds each process to N cores)]:N:' \
+'--cpus-per-task=[CPUs (slots) each process takes (srun'\''s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by \:PE=N and binds each process to N cores)]:N:' \
+'--cpus-per-proc=[CPUs (slots) each process takes (srun'\''s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by \:PE=N and binds each process to N cores)]:N:' \
+'-J+[A name for the job (srun'\''s -J/--job-name), shown in pwatch'\''s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it]:NAME:' \
+'--job-name=[A name for the job (srun'\''s -J/--job-name), shown in pwatch'\''s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it]:NAME:' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
 '--namespace=[Connect to the server hosting this namespace]:NS:' \

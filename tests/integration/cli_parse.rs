@@ -287,9 +287,9 @@ fn pspawn_typical() {
 /// the Slurm habit's reason, and saying that `--` starts the program.
 #[test]
 fn pspawn_unknown_option_is_a_usage_error() {
-    let msg = refused::<PspawnArgs>("pspawn -N 2 -n 4 true");
-    assert!(msg.contains("unknown option `-N`"), "{msg}");
-    assert!(msg.contains("palloc -N"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn -p debug -n 4 true");
+    assert!(msg.contains("unknown option `-p`"), "{msg}");
+    assert!(msg.contains("palloc -p"), "{msg}");
     assert!(msg.contains("`--` starts the program"), "{msg}");
     let msg = refused::<PspawnArgs>("pspawn -n 4 --tme 3 true");
     assert!(msg.contains("did you mean `--timeout`"), "{msg}");
@@ -633,7 +633,9 @@ fn parsable_and_stdin() {
     assert_eq!(a.request().unwrap().stdin, StdinTarget::Rank(3));
     let a: PspawnArgs = ok("pspawn --detach cat");
     assert_eq!(a.request().unwrap().stdin, StdinTarget::None);
-    refused::<PspawnArgs>("pspawn --stdin all cat");
+    let a: PspawnArgs = ok("pspawn --stdin all -n 2 cat");
+    assert_eq!(a.request().unwrap().stdin, StdinTarget::All);
+    refused::<PspawnArgs>("pspawn --stdin every cat");
     refused::<PspawnArgs>("pspawn --detach --stdin 0 cat");
 }
 
@@ -669,4 +671,31 @@ fn palloc_alone_opens_a_shell_at_a_terminal() {
     assert_eq!(a.request().nodes, None);
     let a: PallocArgs = ok("palloc --extend a1 -t 10");
     assert_eq!(a.request().nodes, None);
+}
+
+/// Issue 17: srun's -N, -c and -J on pspawn. -N without -n runs one
+/// process per node, spread by node unless --map-by says otherwise; outside
+/// an allocation it cannot be detached (nothing would give the nodes back).
+#[test]
+fn pspawn_nodes_cpus_and_name() {
+    let a: PspawnArgs = ok("pspawn -N 3 -c 2 -J solver hostname");
+    let r = a.request().unwrap();
+    assert_eq!(r.apps[0].np, 3);
+    assert_eq!(r.map_by.as_deref(), Some("node"));
+    assert_eq!(r.cpus_per_proc, Some(2));
+    assert_eq!(r.job_name.as_deref(), Some("solver"));
+    let a: PspawnArgs = ok("pspawn --nodes 2 -n 8 --map-by slot --cpus-per-task=4 x");
+    let r = a.request().unwrap();
+    assert_eq!((r.apps[0].np, r.map_by.as_deref()), (8, Some("slot")));
+    assert_eq!(r.cpus_per_proc, Some(4));
+    let a: PspawnArgs = ok("pspawn --target a1 -N 2 --detach x");
+    assert!(a.request().is_ok());
+    refused::<PspawnArgs>("pspawn -N 0 x");
+    refused::<PspawnArgs>("pspawn -c 0 x");
+    refused::<PspawnArgs>("pspawn -N 2 --default-pool x");
+    refused::<PspawnArgs>("pspawn --job-name= x");
+    if std::env::var_os("PMIX_ALLOC_ID").is_none() {
+        let msg = refused::<PspawnArgs>("pspawn -N 2 --detach x");
+        assert!(msg.contains("palloc -N COUNT"), "{msg}");
+    }
 }

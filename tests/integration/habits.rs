@@ -27,7 +27,7 @@ fn run(mut cmd: Command) -> Output {
 
 /// Run `cmd` with `input` on its stdin (then end of file); kill it and fail
 /// after `secs`.
-fn run_with_input(cmd: &mut Command, input: &[u8], secs: u64) -> Output {
+pub(crate) fn run_with_input(cmd: &mut Command, input: &[u8], secs: u64) -> Output {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

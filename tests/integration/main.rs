@@ -49,6 +49,7 @@ mod psched_hostile;
 mod psched_rules;
 mod psched_slurm;
 mod pspawn_nohang;
+mod pspawn_slurm;
 mod pwatch_status;
 mod server_backpressure;
 mod server_decode_proptest;

@@ -308,3 +308,31 @@ fn status_shows_queues_pending_and_grants() {
         let _ = ch.wait();
     }
 }
+
+/// Issue 17: `pspawn -N 2 hostname` outside any allocation, as `srun -N2`
+/// outside salloc: psched grants two of its nodes for the job, the job
+/// prints two distinct pool nodes, and the reservation is given back (no
+/// reservation left, psched's grant gone).
+#[test]
+fn pspawn_n2_outside_an_allocation_reserves_and_gives_back() {
+    let c = Cluster::start_with_psched(1, 4, &[]);
+    let o = run(tool(&c, "pspawn").args(["-N", "2", "-v", "hostname"]));
+    let ctx = format!(
+        "{}\n{}\n--- psched:\n{}",
+        show(&o),
+        c.logs(),
+        c.psched_log()
+    );
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let mut hosts: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    hosts.sort();
+    hosts.dedup();
+    assert_eq!(hosts.len(), 2, "two distinct nodes: {ctx}");
+    for h in &hosts {
+        assert!(c.pool.contains(h), "{h} is one of psched's nodes: {ctx}");
+    }
+    let o = run(tool(&c, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+    assert_eq!(v["reservations"], serde_json::json!([]), "{v}\n{ctx}");
+}

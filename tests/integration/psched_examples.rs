@@ -13,14 +13,14 @@ use crate::support::cluster::Cluster;
 use crate::support::{run_with_timeout, show, text};
 
 /// `prte` arguments: slots may be oversubscribed (P7).
-const OVERSUBSCRIBE: [&str; 3] = [
+pub(crate) const OVERSUBSCRIBE: [&str; 3] = [
     "--prtemca",
     "rmaps_default_mapping_policy",
     ":OVERSUBSCRIBE",
 ];
 
 /// Run `examples/NAME` as a one-process job of the cluster's DVM.
-fn run_example(c: &Cluster, name: &str) -> std::process::Output {
+pub(crate) fn run_example(c: &Cluster, name: &str) -> std::process::Output {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);

@@ -39,7 +39,12 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// PRRTE master with its head node, three pool nodes that only Slurm
 /// knows, the private Slurm over them and psched on Slurm attached.
 fn cluster_on_slurm() -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
+    cluster_on_slurm_with(&[])
+}
+
+/// [`cluster_on_slurm`] with more arguments for `prte`.
+fn cluster_on_slurm_with(prte_extra: &[&str]) -> (Cluster, Slurm) {
+    let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
     let ns = c.netns_arg();
     let slurm = Slurm::start(&c.pool, move |p| {
         let mut cmd = Command::new("nsenter");
@@ -356,4 +361,59 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
         let _ = h.kill();
         let _ = h.wait();
     }
+}
+
+/// examples/reservation-workflow.sh, unchanged, on PRRTE master with psched
+/// on Slurm: two of Slurm's nodes granted (squeue agrees while it runs),
+/// the targeted jobs run there, the warning comes from Slurm's end time
+/// (5 real minutes into the 10-minute limit: Slurm's clock cannot be sped
+/// up), the script's pwatch extends, and the release gives Slurm its
+/// nodes back.
+#[test]
+fn reservation_workflow_example_on_psched_on_slurm() {
+    let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
+    let o = crate::psched_examples::run_example(&c, "reservation-workflow.sh");
+    let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let out = text(&o.stdout);
+    assert!(out.contains("reserved slurm."), "{ctx}");
+    assert!(out.contains("timeout-warning slurm."), "{ctx}");
+    let ran: Vec<&String> = c
+        .pool
+        .iter()
+        .filter(|n| out.contains(&format!("on {n} in slurm.")))
+        .collect();
+    assert_eq!(
+        ran.len(),
+        2,
+        "the targeted ranks ran on two of Slurm's nodes: {ctx}"
+    );
+    wait_for("Slurm's nodes idle after the release", || {
+        running(&s).is_empty() && s.idle_nodes() == c.pool
+    });
+}
+
+/// examples/child-drain.sh, unchanged, on PRRTE master with psched on
+/// Slurm: every step up to the drain's end passes, and the last fails as
+/// with the pool backend (P8: PRRTE master never reports the
+/// orchestrator's job ended once its grandchild ran), so the Slurm job is
+/// still held.
+#[test]
+fn child_drain_example_on_psched_on_slurm_deviation() {
+    let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
+    let o = crate::psched_examples::run_example(&c, "child-drain.sh");
+    let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
+    let out = text(&o.stdout);
+    for step in [
+        "exits early",
+        "drains while its descendants run",
+        "its grandchild still runs, so",
+        "the grandchild ends",
+    ] {
+        assert!(out.contains(step), "reached '{step}': {ctx}");
+    }
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{ctx}");
+    assert!(fails[0].ends_with("outlived its last descendant"), "{ctx}");
+    assert_eq!(running(&s).len(), 1, "Slurm still runs the job: {ctx}");
 }

@@ -107,13 +107,14 @@ fn label_and_nodelist_spellings() {
     assert_eq!(lines, ["[0] n002", "[1] n002"], "{}", show(&o));
 }
 
-/// `pspawn -N 2 -n 4 true` said "program not found: -N" (exit 5): the binary
-/// now refuses it before connecting, exit 2, saying `--` starts the program.
+/// `pspawn --pty bash` said "program not found: --pty" (exit 5), as did
+/// `-N` before pspawn took it: the binary now refuses an option it does not
+/// take before connecting, exit 2, saying `--` starts the program.
 #[test]
 fn unknown_option_exits_2_before_connecting() {
     let dvm = pdvm();
     for args in [
-        &["-N", "2", "-n", "4", "true"][..],
+        &["--mpi=pmix", "-n", "4", "true"][..],
         &["--pty", "bash"],
         &["--tme", "3", "true"],
     ] {

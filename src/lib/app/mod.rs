@@ -22,6 +22,7 @@ mod palloc_flow;
 mod palloc_ready;
 pub mod prelease;
 pub mod pspawn;
+mod pspawn_alloc;
 mod pspawn_hosts;
 pub mod pwatch;
 pub(crate) mod signals;

@@ -45,12 +45,58 @@ pub fn run(args: &PspawnArgs) -> i32 {
             *first = a;
         }
     }
-    let r = launch_and_wait(&s, &req, &ui);
+    let r = with_nodes(&s, args.nodes, &mut req, &ui).and_then(|own| launch_in(&s, &req, own, &ui));
     finish(s);
     match r {
         Ok(code) => code,
         Err(f) => ui.fail(&f),
     }
+}
+
+/// `-N COUNT`: inside an allocation, the job's nodes; outside any, a
+/// reservation made for this job alone (returned, and made its target).
+fn with_nodes(
+    s: &Session,
+    nodes: Option<u32>,
+    req: &mut SpawnRequest,
+    ui: &Ui,
+) -> Result<Option<super::pspawn_alloc::JobAllocation>, Failure> {
+    let Some(n) = nodes else { return Ok(None) };
+    if !req.targets.is_empty() {
+        super::pspawn_alloc::restrict_to_nodes(s, req, u64::from(n))?;
+        return Ok(None);
+    }
+    // The job must be able to run in the reservation before one is made.
+    if let TargetSupport::No(why) = target_support(s.server_version()) {
+        return Err(Failure::with(
+            Exit::NotSupported,
+            Some(Status::ERR_NOT_SUPPORTED),
+            format!(
+                "pspawn -N {n} outside an allocation runs the job in nodes reserved for it, \
+which needs PMIX_SPAWN_TARGET: {why} (PMIX_ERR_NOT_SUPPORTED); nothing was reserved or \
+launched. Run without -N, or use a DVM with PMIx 7 or later (PRRTE master, pdvm)"
+            ),
+        ));
+    }
+    let own = super::pspawn_alloc::reserve(s, u64::from(n), ui)?;
+    req.targets = vec![own.alloc_id.clone()];
+    Ok(Some(own))
+}
+
+/// Launch and follow the job; a reservation made for it is given back
+/// at its end, however it ends.
+fn launch_in(
+    s: &Session,
+    req: &SpawnRequest,
+    own: Option<super::pspawn_alloc::JobAllocation>,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let Some(own) = own else {
+        return launch_and_wait(s, req, ui);
+    };
+    let r = super::pspawn_alloc::launch_when_up(s, req, &own, ui, &|| launch_and_wait(s, req, ui));
+    own.give_back(s, ui);
+    r
 }
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing
@@ -337,6 +383,7 @@ fn detach(
         crate::codec::Info::new(crate::proto::keys::STDIN_TGT, "none"),
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
+    info.extend(job_extras(req));
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
@@ -421,13 +468,20 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
+    info.extend(job_extras(req));
+    // The rank the pushes go to: every rank is the wildcard.
     let stdin_rank = match req.stdin {
         StdinTarget::Rank(r) if stdin_readable() => Some(r),
+        StdinTarget::All if stdin_readable() => Some(crate::codec::RANK_WILDCARD),
         _ => None,
     };
     info.push(crate::codec::Info::new(
         crate::proto::keys::STDIN_TGT,
-        stdin_rank.map_or_else(|| "none".to_string(), |r| r.to_string()),
+        match (req.stdin, stdin_rank) {
+            (_, None) => "none".to_string(),
+            (StdinTarget::All, Some(_)) => "all".to_string(),
+            (_, Some(r)) => r.to_string(),
+        },
     ));
     let mut early: Option<OutputSink> = None;
     let launched = spawn_or_ended(s, &info, &apps, &mut |o| {
@@ -489,6 +543,25 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// The job info pspawn adds to the placement: CPUs per process
+/// (`PMIX_CPUS_PER_PROC`) and the job's name (`pdvm.job.name`).
+fn job_extras(req: &SpawnRequest) -> Vec<crate::codec::Info> {
+    let mut info = Vec::new();
+    if let Some(n) = req.cpus_per_proc {
+        info.push(crate::codec::Info::new(
+            crate::proto::keys::CPUS_PER_PROC,
+            crate::codec::Value::Uint32(n),
+        ));
+    }
+    if let Some(n) = &req.job_name {
+        info.push(crate::codec::Info::new(
+            crate::proto::keys::JOB_NAME,
+            n.as_str(),
+        ));
+    }
+    info
 }
 
 /// The failure when job `nspace`'s output could not all be written (exit 1).

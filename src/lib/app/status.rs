@@ -152,6 +152,7 @@ pub(crate) fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -
         state: j.state,
         command: j.cmdline,
         user: j.uid.map(user_name),
+        name: j.name,
     }
 }
 

@@ -33,6 +33,14 @@ under `palloc … -- CMD`) goes to that allocation, as srun inside salloc does; 
 the default session, or inside a job its parent's session. The job's namespace joins the owner set of each reservation it is \
 spawned into, so it can spawn further jobs there.
 
+Nodes (srun's -N): outside any allocation, -N COUNT reserves COUNT nodes \
+for this job alone (a NEW request with inheritance CHILD), runs the job there \
+and gives them back when it ends, however it ends (a refused spawn, a signal); \
+a DVM without a scheduler to supply nodes is refused with exit 7 and nothing \
+left reserved. Inside an allocation, the job runs on COUNT of its nodes. \
+Without -n, one process per node; the processes are spread by node unless \
+--map-by is given. -c N gives each process N slots (PMIX_CPUS_PER_PROC).
+
 Older DVMs: --target needs a DVM with PMIx 7 or later (PRRTE master, pdvm); \
 against an older one, which would silently launch into its default pool, \
 pspawn exits 7 (PMIX_ERR_NOT_SUPPORTED) before anything runs. If the DVM never \
@@ -43,7 +51,8 @@ known status with a warning: 1 if a process was seen failing, else 0.
 Input: pspawn forwards its stdin to rank 0 of the job (as srun and prun do; \
 PMIx IOF push), and closes rank 0's stdin at end of input, so \
 `echo hello | pspawn cat` prints hello. --stdin none gives the job no input \
-(rank 0 reads end of file), --stdin RANK sends it to another rank. With \
+(rank 0 reads end of file), --stdin RANK sends it to another rank, --stdin \
+all a copy to every rank (as prun's --stdin all). With \
 --detach nothing is forwarded.
 
 Options before the program are parsed strictly: an unknown one is a usage \
@@ -81,6 +90,7 @@ EXAMPLES:
   pspawn -n 4 ./a.out arg1                 four processes of a.out
   pspawn -n 1 ./manager : -n 8 ./worker    MPMD job with two apps
   pspawn --target alloc.3 --default-pool -n 16 ./solver
+  pspawn -N 2 hostname                     two nodes reserved for this job, then given back
   echo hello | pspawn cat                  stdin goes to rank 0
   pspawn --timeout 90s ./step              stop it after 90 seconds (plain 90: minutes)
   NS=$(pspawn --detach --parsable -x OMP_NUM_THREADS=4 ./service)";
@@ -90,9 +100,16 @@ EXAMPLES:
 #[derive(Debug, Clone, Parser)]
 #[command(name = "pspawn", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PspawnArgs {
-    /// Number of processes (default 1; applies to every app without its own -n).
+    /// Number of processes (default 1, or with -N one per node; applies to every app
+    /// without its own -n).
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_count_u32, allow_hyphen_values = true)]
     pub np: Option<u32>,
+
+    /// Nodes to run on, as srun -N: outside any allocation, reserve COUNT nodes for
+    /// this job alone and give them back at its end; inside one, use COUNT of its nodes.
+    /// Spreads the processes over them (--map-by node unless given).
+    #[arg(short = 'N', long, value_name = "COUNT", value_parser = parse_count_u32, conflicts_with = "default_pool")]
+    pub nodes: Option<u32>,
 
     /// Set VAR=VAL, or forward VAR from this environment, for every app (repeatable;
     /// a VAR that is not set here is refused).
@@ -159,9 +176,20 @@ pub struct PspawnArgs {
     #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = parse_output_pattern, requires = "output_file")]
     pub error_file: Option<String>,
 
-    /// Which rank gets pspawn's stdin: a rank number (default 0) or `none`.
-    #[arg(long, value_name = "RANK|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
+    /// Which rank gets pspawn's stdin: a rank number (default 0), `all` (each
+    /// rank gets a copy, as prun's --stdin all) or `none`.
+    #[arg(long, value_name = "RANK|all|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
     pub stdin: Option<StdinTarget>,
+
+    /// CPUs (slots) each process takes (srun's -c/--cpus-per-task; PMIX_CPUS_PER_PROC,
+    /// which PRRTE reads as --map-by :PE=N and binds each process to N cores).
+    #[arg(short = 'c', long = "cpus-per-task", visible_alias = "cpus-per-proc", value_name = "N", value_parser = parse_count_u32)]
+    pub cpus_per_task: Option<u32>,
+
+    /// A name for the job (srun's -J/--job-name), shown in pwatch's namespace
+    /// table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it.
+    #[arg(short = 'J', long, value_name = "NAME", value_parser = parse_job_name)]
+    pub job_name: Option<String>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
@@ -228,6 +256,20 @@ pub fn pattern_word(p: &str) -> String {
     word
 }
 
+/// Check a `-J/--job-name`: not empty, one line.
+pub fn parse_job_name(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("an empty job name: give a word such as `solver`".into());
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!(
+            "`{}`: a job name is one line without control characters",
+            s.escape_debug()
+        ));
+    }
+    Ok(s.to_string())
+}
+
 /// Parse `--stdin RANK|none`.
 pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
     let t = s.trim();
@@ -235,24 +277,28 @@ pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
         return Ok(StdinTarget::None);
     }
     if t.eq_ignore_ascii_case("all") {
-        return Err(
-            "`all` is not a stdin target here: pspawn forwards its stdin to one rank \
-(a rank number, default 0) or none"
-                .to_string(),
-        );
+        return Ok(StdinTarget::All);
     }
-    t.parse::<u32>()
-        .map(StdinTarget::Rank)
-        .map_err(|_| format!("`{s}` is not a stdin target: expected a rank such as 0, or none"))
+    t.parse::<u32>().map(StdinTarget::Rank).map_err(|_| {
+        format!("`{s}` is not a stdin target: expected a rank such as 0, all, or none")
+    })
 }
 
 impl PspawnArgs {
     /// Build the spawn request: splits the MPMD apps and applies defaults.
     /// An error means exit 2 before connecting.
     pub fn request(&self) -> Result<SpawnRequest, String> {
+        if self.nodes.is_some() && self.detach && self.targets_or_context().is_empty() {
+            return Err(
+                "-N outside an allocation reserves nodes for this job until it ends, \
+which --detach does not wait for: reserve them first, `palloc -N COUNT -- pspawn --detach …` \
+or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
+                    .into(),
+            );
+        }
         let mut apps = split_apps(
             &self.app,
-            self.np,
+            self.np.or(self.nodes),
             &self.env,
             self.wdir.as_deref(),
             self.host.as_ref().map(|h| h.0.as_slice()),
@@ -284,7 +330,10 @@ impl PspawnArgs {
             apps,
             targets: self.targets_or_context(),
             default_pool: self.default_pool,
-            map_by: self.map_by.clone(),
+            map_by: self
+                .map_by
+                .clone()
+                .or_else(|| self.nodes.map(|_| "node".to_string())),
             tag_output: self.tag_output,
             timeout_secs: self.timeout,
             detach: self.detach,
@@ -293,6 +342,8 @@ impl PspawnArgs {
             } else {
                 self.stdin.unwrap_or(StdinTarget::Rank(0))
             },
+            job_name: self.job_name.clone(),
+            cpus_per_proc: self.cpus_per_task,
         })
     }
 

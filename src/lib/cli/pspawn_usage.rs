@@ -18,21 +18,6 @@ pspawn [OPTIONS] -- PROGRAM [ARGS…]";
 /// to type instead.
 const HABITS: &[(&[&str], &str)] = &[
     (
-        &["-N", "--nodes"],
-        "a node count is not a pspawn option yet: reserve the nodes and run inside them, \
-`palloc -N 2 -- pspawn -n 2 PROGRAM` (a job inside an allocation runs on its nodes)",
-    ),
-    (
-        &["-c", "--cpus-per-task"],
-        "cpus per process are not passed to the DVM by pspawn yet: reserve cores with \
-`palloc -c N -- pspawn …`",
-    ),
-    (
-        &["-J", "--job-name"],
-        "a job name is not passed to the DVM by pspawn yet: the job is named by its \
-namespace, which `pspawn --detach --parsable` prints",
-    ),
-    (
         &["--pty"],
         "a terminal for the job is not a PMIx spawn attribute: pspawn forwards its stdin to \
 rank 0 through PMIx IOF (--stdin); for an interactive shell on the nodes, run `palloc` \
@@ -55,7 +40,7 @@ so there is no MPI plugin to choose",
     (
         &["-i", "--input"],
         "pspawn forwards its own stdin to the job: redirect it (`pspawn PROGRAM < in.txt`), \
-or choose the rank with --stdin RANK|none",
+or choose the rank with --stdin RANK|all|none",
     ),
     (
         &["--mem", "--exclusive", "--gres", "-G", "--gpus"],
@@ -172,7 +157,7 @@ mod tests {
     #[test]
     fn habits_are_said() {
         assert!(unknown_option_message("--pty").contains("PMIx"));
-        assert!(unknown_option_message("-N").contains("palloc -N"));
+        assert!(unknown_option_message("-p").contains("palloc -p"));
         assert!(unknown_option_message("--bogus").contains("`--` starts the program"));
     }
 }

@@ -76,6 +76,10 @@ pub struct SpawnRequest {
     pub detach: bool,
     /// Which rank receives the launcher's stdin.
     pub stdin: StdinTarget,
+    /// A name for the job (`pdvm.job.name`, shown by pwatch on pdvm).
+    pub job_name: Option<String>,
+    /// CPUs (slots) per process (`PMIX_CPUS_PER_PROC`).
+    pub cpus_per_proc: Option<u32>,
 }
 
 /// Where a job's stdin comes from (`pspawn --stdin`).
@@ -86,6 +90,8 @@ pub enum StdinTarget {
     None,
     /// This rank gets the launcher's stdin (`PMIX_STDIN_TGT` = the rank).
     Rank(u32),
+    /// Every rank gets a copy (`PMIX_STDIN_TGT` = `all`, prun's `--stdin all`).
+    All,
 }
 
 /// One release-family request (prelease): RELEASE, REQ_CANCEL or REAQUIRE.

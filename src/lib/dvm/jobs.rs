@@ -43,6 +43,8 @@ pub(crate) struct NsEntry {
     pub owned: Vec<String>,
     /// Placement per node index: procs there.
     pub placement: Vec<(usize, u32)>,
+    /// Slots each of its processes takes (`PMIX_CPUS_PER_PROC`, `PE=N`).
+    pub slots_per_proc: u32,
     pub state: JobState,
     pub exit_status: Option<i32>,
     /// Entries whose parent this is.
@@ -63,6 +65,7 @@ impl NsEntry {
             live_desc: 0,
             owned: Vec::new(),
             placement: Vec::new(),
+            slots_per_proc: 1,
             state: JobState::Terminated,
             exit_status: None,
             children: 0,

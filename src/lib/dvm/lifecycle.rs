@@ -257,9 +257,10 @@ impl Dvm {
             return Ok(Vec::new());
         }
         let placement = std::mem::take(&mut self.gen.at_mut(i).placement);
+        let per = self.gen.at(i).slots_per_proc.max(1);
         for (n, procs) in placement {
             let node = &mut self.nodes[n];
-            node.in_use = node.in_use.saturating_sub(procs);
+            node.in_use = node.in_use.saturating_sub(procs.saturating_mul(per));
             node.jobs.retain(|&(j, _)| j != i);
         }
         self.gen.at_mut(i).exit_status = exit_status;

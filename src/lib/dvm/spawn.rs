@@ -11,6 +11,10 @@
 //! - `node`: one process per node in turn;
 //! - `ppr:N:node`: N processes on each node in turn.
 //!
+//! Each process takes one slot, or N with `PMIX_CPUS_PER_PROC` = N (the
+//! `PE=N` modifier of the policy, as PRRTE's `--map-by :PE=N`); a process
+//! never straddles nodes.
+//!
 //! A job may have at most as many processes on a node as the node has slots
 //! (N for `ppr`), counting its own processes only (jobs of a session share
 //! its nodes: a busy slot is avoided, not refused); more is refused with
@@ -51,6 +55,9 @@ pub struct MapBy {
     pub policy: MapPolicy,
     /// `:OVERSUBSCRIBE` given.
     pub oversubscribe: bool,
+    /// Slots (CPUs) each process takes: the `PE=N` modifier or
+    /// `PMIX_CPUS_PER_PROC`; 1 by default.
+    pub pe: u32,
 }
 
 impl Default for MapBy {
@@ -58,6 +65,7 @@ impl Default for MapBy {
         MapBy {
             policy: MapPolicy::Slot,
             oversubscribe: false,
+            pe: 1,
         }
     }
 }
@@ -97,12 +105,16 @@ impl MapBy {
         let mut m = MapBy {
             policy,
             oversubscribe: false,
+            pe: 1,
         };
         for md in mods.iter().flat_map(|x| x.split(',')) {
             match md.trim() {
                 "" => {}
                 "oversubscribe" => m.oversubscribe = true,
                 "nooversubscribe" => m.oversubscribe = false,
+                pe if pe.starts_with("pe=") => {
+                    m.pe = pe[3..].parse().ok().filter(|&n| n > 0).ok_or(bad)?;
+                }
                 _ => return Err(bad),
             }
         }
@@ -141,6 +153,8 @@ pub struct Placement {
     pub pool: Vec<String>,
     /// One entry per process.
     pub procs: Vec<ProcSlot>,
+    /// Slots each process takes (see [`MapBy::pe`]).
+    pub slots_per_proc: u32,
 }
 
 impl Dvm {
@@ -168,6 +182,7 @@ impl Dvm {
         let map = MapBy {
             policy: MapPolicy::Slot,
             oversubscribe: true,
+            pe: 1,
         };
         self.plan_spawn_with(req, targets, &apps, map)
     }
@@ -249,6 +264,7 @@ impl Dvm {
             default_pool,
             pool: pool.iter().map(|&i| self.nodes[i].name.clone()).collect(),
             procs,
+            slots_per_proc: map.pe.max(1),
         })
     }
 
@@ -293,16 +309,22 @@ impl Dvm {
         map: MapBy,
         planned: &mut [u32],
     ) -> Result<Vec<ProcSlot>, DvmError> {
+        // `planned` counts slots: each process takes `pe` of them.
+        let pe = map.pe.max(1);
         let legacy = map.oversubscribe && map.policy == MapPolicy::Slot;
         let slots = |k: usize| self.nodes[pool[k]].slots;
         let limit = |k: usize| match map.policy {
-            MapPolicy::PerNode(n) if map.oversubscribe => n,
-            MapPolicy::PerNode(n) => n.min(slots(k)),
+            MapPolicy::PerNode(n) if map.oversubscribe => n.saturating_mul(pe),
+            MapPolicy::PerNode(n) => n.saturating_mul(pe).min(slots(k)),
             _ => slots(k),
         };
-        let room = |k: usize, planned: &[u32]| planned[k] < limit(k);
+        let room = |k: usize, planned: &[u32]| planned[k].saturating_add(pe) <= limit(k);
         let free = |k: usize, planned: &[u32]| {
-            self.nodes[pool[k]].in_use.saturating_add(planned[k]) < slots(k)
+            self.nodes[pool[k]]
+                .in_use
+                .saturating_add(planned[k])
+                .saturating_add(pe)
+                <= slots(k)
         };
         let total: u64 = nprocs.iter().map(|&n| u64::from(n)).sum();
         let mut procs = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
@@ -343,7 +365,7 @@ impl Dvm {
                     }
                     None => return Err(DvmError::FailedToMap(Rule::SpawnNotEnoughSlots)),
                 };
-                planned[k] += 1;
+                planned[k] = planned[k].saturating_add(pe);
                 procs.push(ProcSlot {
                     app,
                     rank,
@@ -389,12 +411,14 @@ impl Dvm {
         let parent_idx = parent.map(|p| self.gen.ensure(p));
         let me = self.gen.ensure(nspace);
         self.gen.start(me, NsKind::Job, parent_idx);
+        let per = plan.slots_per_proc.max(1);
         for &(i, c) in &per_node {
             let node = &mut self.nodes[i];
-            node.in_use = node.in_use.saturating_add(c);
+            node.in_use = node.in_use.saturating_add(c.saturating_mul(per));
             node.jobs.push((me, c));
         }
         self.gen.at_mut(me).placement = per_node;
+        self.gen.at_mut(me).slots_per_proc = per;
         for s in &plan.sessions {
             if let Some(r) = self.res.get_mut(s) {
                 r.add_owner(nspace);
@@ -415,5 +439,23 @@ impl Dvm {
         let plan = self.plan_spawn(req, targets, nprocs)?;
         self.commit_spawn(&plan, nspace, Some(&req.nspace))?;
         Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pe_modifier_sets_slots_per_process() {
+        assert_eq!(MapBy::parse("slot").unwrap().pe, 1);
+        let m = MapBy::parse("node:PE=3,OVERSUBSCRIBE").unwrap();
+        assert_eq!(
+            (m.policy, m.pe, m.oversubscribe),
+            (MapPolicy::Node, 3, true)
+        );
+        assert_eq!(MapBy::parse(":pe=2").unwrap().pe, 2);
+        assert!(MapBy::parse("slot:PE=0").is_err());
+        assert!(MapBy::parse("slot:PE=x").is_err());
     }
 }

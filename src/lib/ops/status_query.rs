@@ -344,6 +344,7 @@ mod tests {
             nprocs: Some(2),
             cmdline: Some("sh -c true : hostname".into()),
             uid: Some(1000),
+            name: Some("solver".into()),
         };
         let Value::DataArray(a) = j.to_value() else {
             panic!()

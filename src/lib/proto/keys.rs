@@ -127,6 +127,14 @@ pub const IOF_PAUSE: &str = "pdvm.iof.pause";
 /// `PMIX_STDIN_TGT`: job info naming the rank that receives stdin (a
 /// string: a rank number, `all` or `none`, as PRRTE reads it).
 pub const STDIN_TGT: &str = "pmix.stdin";
+/// `PMIX_CPUS_PER_PROC` (`uint32`): CPUs (slots) each process of a job
+/// takes; PRRTE reads it as its `--map-by :PE=N`.
+pub const CPUS_PER_PROC: &str = "pmix.cpuperproc";
+/// Job info (string) naming a job for people (`pspawn -J NAME`, srun's
+/// `--job-name`). PMIx defines no job-name attribute, so the key is
+/// pdvm's: pdvm shows it in its namespace table; PRRTE ignores it (an
+/// unknown, non-required key).
+pub const JOB_NAME: &str = "pdvm.job.name";
 
 /// Environment variables a launching server sets for its clients, newest first.
 pub const SERVER_URI_VARS: [&str; 5] = [

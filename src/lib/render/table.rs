@@ -111,6 +111,7 @@ pub(crate) fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -
 pub(crate) fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
     let headers = [
         "NSPACE",
+        "NAME",
         "USER",
         "PARENT",
         "NPROCS",
@@ -121,6 +122,7 @@ pub(crate) fn namespaces(rows: &[NamespaceRecord], style: Style) -> Table {
     table(&headers, rows, style, |r| {
         vec![
             r.nspace.clone(),
+            opt(&r.name),
             opt(&r.user),
             opt(&r.parent),
             opt(&r.nprocs),

@@ -250,6 +250,8 @@ record! {
         pub command: Option<String> => "the command line it runs (PMIX_CMD_LINE; MPMD apps joined by ' : '), or null if the DVM does not say",
         /// Who started it.
         pub user: Option<String> => "user name (or uid) of whoever spawned it, or null if the DVM does not say (PRRTE does not)",
+        /// Its name (`pspawn -J`).
+        pub name: Option<String> => "the name given with pspawn -J/--job-name, or null (none given, or the DVM does not keep it: PRRTE does not)",
     }
 }
 

@@ -90,6 +90,9 @@ pub struct JobRecord {
     /// The uid that spawned it (`PMIX_USERID`), when reported.
     #[serde(default)]
     pub uid: Option<u32>,
+    /// Its name (`pspawn -J`, `pdvm.job.name`), when given.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// One scheduler queue: its capacity and what is free now.
@@ -271,6 +274,9 @@ impl JobRecord {
         if let Some(u) = self.uid {
             v.push(Info::new(keys::USERID, Value::Uint32(u)));
         }
+        if let Some(n) = &self.name {
+            v.push(s(keys::JOB_NAME, n));
+        }
         Value::DataArray(DataArray::infos(v))
     }
 
@@ -320,6 +326,7 @@ impl JobRecord {
                 keys::JOB_SIZE => j.nprocs = i.value.as_u64().map(|n| n as u32),
                 keys::CMD_LINE => j.cmdline = Some(text(&i.value)),
                 keys::USERID => j.uid = i.value.as_u64().and_then(|u| u32::try_from(u).ok()),
+                keys::JOB_NAME => j.name = Some(text(&i.value)),
                 _ => {}
             }
         }

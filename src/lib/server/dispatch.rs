@@ -439,7 +439,7 @@ impl Server {
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
         let refused = |e: crate::dvm::DvmError| Error::new(e.status(), e.rule());
-        let map = match job_info
+        let mut map = match job_info
             .iter()
             .find(|i| i.key == keys::MAPBY)
             .and_then(|i| i.value.as_str())
@@ -447,6 +447,9 @@ impl Server {
             Some(m) => crate::dvm::MapBy::parse(m).map_err(refused)?,
             None => crate::dvm::MapBy::default(),
         };
+        if let Some(pe) = cpus_per_proc(&job_info)? {
+            map.pe = pe;
+        }
         let asks: Vec<crate::dvm::AppAsk> = apps
             .iter()
             .zip(&nprocs)
@@ -525,7 +528,11 @@ impl Server {
                 node: &s.node,
                 alloc_id,
                 job_size: size,
-                stdin: self.jobs.get(nspace).and_then(|j| j.stdin_rank) == Some(s.rank),
+                stdin: self
+                    .jobs
+                    .get(nspace)
+                    .and_then(|j| j.stdin_rank)
+                    .is_some_and(|f| f.feeds(s.rank)),
                 terminal: self.leader.as_deref() == Some(nspace)
                     && super::leader_tty::stdin_is_terminal(),
             };
@@ -547,7 +554,7 @@ impl Server {
                         j.procs.push(rec);
                     }
                     if let (Some(sink), Some(j)) = (st.stdin, self.jobs.get_mut(nspace)) {
-                        j.stdin = Some(sink);
+                        j.stdin.push((s.rank, sink));
                     }
                     for (ch, fd) in st.pipes {
                         self.add_pipe(fd, nspace, s.rank, ch);
@@ -602,6 +609,28 @@ fn app_hosts(a: &App) -> Vec<String> {
         .collect()
 }
 
+/// `PMIX_CPUS_PER_PROC` of a spawn: slots per process; zero or a value
+/// that is not a count is `PMIX_ERR_BAD_PARAM`.
+fn cpus_per_proc(job_info: &[Info]) -> Result<Option<u32>> {
+    let Some(i) = job_info.iter().find(|i| i.key == keys::CPUS_PER_PROC) else {
+        return Ok(None);
+    };
+    i.value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ERR_BAD_PARAM,
+                format!(
+                    "PMIX_CPUS_PER_PROC {}: CPUs per process must be a count of 1 or more",
+                    i.value
+                ),
+            )
+        })
+}
+
 /// A job just committed, spawned by connection `spawner` with `job_info`.
 /// The command line a job runs: each app's argv (its executable when the
 /// argv is empty), MPMD apps joined by ` : ` as prun writes them.
@@ -625,6 +654,11 @@ fn new_job(nspace: &str, spawner: u64, job_info: &[Info]) -> Job {
         fwd_stderr: flag(job_info, keys::FWD_STDERR),
         notify_completion: flag(job_info, keys::NOTIFY_COMPLETION),
         stdin_rank: super::jobs::stdin_rank(job_info),
+        name: job_info
+            .iter()
+            .find(|i| i.key == keys::JOB_NAME)
+            .and_then(|i| i.value.as_str())
+            .map(String::from),
         ..Job::new(nspace)
     }
 }

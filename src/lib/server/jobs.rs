@@ -61,16 +61,18 @@ pub(crate) struct Job {
     pub killed: bool,
     /// True once reported ended.
     pub ended: bool,
-    /// The rank whose stdin the spawner feeds (`PMIX_STDIN_TGT`), if any.
-    pub stdin_rank: Option<u32>,
-    /// That rank's stdin, once started.
-    pub stdin: Option<StdinSink>,
+    /// The ranks whose stdin the spawner feeds (`PMIX_STDIN_TGT`), if any.
+    pub stdin_rank: Option<StdinFeed>,
+    /// Those ranks' stdin, by rank, once started.
+    pub stdin: Vec<(u32, StdinSink)>,
     /// The command line it runs (`PMIX_CMD_LINE`): each app's argv, MPMD
     /// apps joined by ` : `.
     pub cmdline: String,
     /// The uid of the process that spawned it, when the kernel said
     /// (`PMIX_USERID`).
     pub uid: Option<u32>,
+    /// Its name for people (`pdvm.job.name`, `pspawn -J`), if given.
+    pub name: Option<String>,
 }
 
 /// The write end of a process's stdin, fed by IOF pushes
@@ -108,17 +110,40 @@ impl StdinSink {
     }
 }
 
+/// Which ranks of a job get the spawner's stdin (`PMIX_STDIN_TGT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StdinFeed {
+    /// One rank.
+    Rank(u32),
+    /// Every rank (`all`, as prun's `--stdin all`): each gets a copy.
+    All,
+}
+
+impl StdinFeed {
+    /// Whether `rank` gets the input.
+    pub(crate) fn feeds(self, rank: u32) -> bool {
+        match self {
+            StdinFeed::Rank(r) => r == rank,
+            StdinFeed::All => true,
+        }
+    }
+}
+
 /// Read `PMIX_STDIN_TGT` from a spawn's job info: a rank number (as a
-/// string, as PRRTE reads it, or an integer); `none`, `all` or absent
-/// give no stdin (pdvm feeds one rank).
-pub(crate) fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<u32> {
+/// string, as PRRTE reads it, or an integer) or `all`; `none` or absent
+/// give no stdin.
+pub(crate) fn stdin_rank(job_info: &[crate::codec::Info]) -> Option<StdinFeed> {
     let v = &job_info
         .iter()
         .find(|i| i.key == crate::proto::keys::STDIN_TGT)?
         .value;
-    match v.as_str() {
-        Some(t) => t.trim().parse().ok(),
-        None => v.as_u64().and_then(|r| u32::try_from(r).ok()),
+    match v.as_str().map(str::trim) {
+        Some(t) if t.eq_ignore_ascii_case("all") => Some(StdinFeed::All),
+        Some(t) => t.parse().ok().map(StdinFeed::Rank),
+        None => v
+            .as_u64()
+            .and_then(|r| u32::try_from(r).ok())
+            .map(StdinFeed::Rank),
     }
 }
 
@@ -139,9 +164,10 @@ impl super::Server {
         for t in &targets {
             if let Some(j) = self.jobs.get_mut(&t.nspace).filter(|j| !j.ended) {
                 found = true;
-                let wanted = t.rank == crate::codec::RANK_WILDCARD || Some(t.rank) == j.stdin_rank;
-                if let (true, Some(sink)) = (wanted, j.stdin.as_mut()) {
-                    sink.push(&data);
+                for (rank, sink) in &mut j.stdin {
+                    if t.rank == crate::codec::RANK_WILDCARD || t.rank == *rank {
+                        sink.push(&data);
+                    }
                 }
             }
         }
@@ -173,9 +199,10 @@ impl Job {
             killed: false,
             ended: false,
             stdin_rank: None,
-            stdin: None,
+            stdin: Vec::new(),
             cmdline: String::new(),
             uid: None,
+            name: None,
         }
     }
 

@@ -135,6 +135,7 @@ impl Server {
                     exit_status: j.exit_status,
                     cmdline: job.map(|r| r.cmdline.clone()).filter(|c| !c.is_empty()),
                     uid: job.and_then(|r| r.uid),
+                    name: job.and_then(|r| r.name.clone()),
                 }
             })
             .collect()
