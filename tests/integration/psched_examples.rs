@@ -21,6 +21,11 @@ pub(crate) const OVERSUBSCRIBE: [&str; 3] = [
 
 /// Run `examples/NAME` as a one-process job of the cluster's DVM.
 pub(crate) fn run_example(c: &Cluster, name: &str) -> std::process::Output {
+    run_example_within(c, name, 120)
+}
+
+/// [`run_example`], killed after `secs`.
+pub(crate) fn run_example_within(c: &Cluster, name: &str, secs: u64) -> std::process::Output {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
@@ -29,7 +34,7 @@ pub(crate) fn run_example(c: &Cluster, name: &str) -> std::process::Output {
             .args(["-n", "1", "sh"])
             .arg(path)
             .stdin(Stdio::null()),
-        120,
+        secs,
     )
 }
 

@@ -372,7 +372,7 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
 #[test]
 fn reservation_workflow_example_on_psched_on_slurm() {
     let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
-    let o = crate::psched_examples::run_example(&c, "reservation-workflow.sh");
+    let o = crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600);
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     assert_eq!(o.status.code(), Some(0), "{ctx}");
     let out = text(&o.stdout);
@@ -381,7 +381,7 @@ fn reservation_workflow_example_on_psched_on_slurm() {
     let ran: Vec<&String> = c
         .pool
         .iter()
-        .filter(|n| out.contains(&format!("on {n} in slurm.")))
+        .filter(|n| out.contains(&format!("on {n} in")))
         .collect();
     assert_eq!(
         ran.len(),
@@ -416,4 +416,41 @@ fn child_drain_example_on_psched_on_slurm_deviation() {
     assert_eq!(fails.len(), 1, "{ctx}");
     assert!(fails[0].ends_with("outlived its last descendant"), "{ctx}");
     assert_eq!(running(&s).len(), 1, "Slurm still runs the job: {ctx}");
+}
+
+/// `palloc --extend ID -N 1` on Slurm: a second Slurm job under the same
+/// allocation id, on another node; `pspawn --target ID -n 2 --map-by node`
+/// runs on both; the release cancels both jobs.
+#[test]
+fn extend_adds_a_node_as_a_second_slurm_job() {
+    let (c, s) = cluster_on_slurm();
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-N", "1"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let jobs = running(&s);
+    assert_eq!(
+        jobs.len(),
+        2,
+        "two Slurm jobs: {jobs:?}\n{}",
+        c.psched_log()
+    );
+    assert_ne!(jobs[0].1, jobs[1].1, "on different nodes: {jobs:?}");
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(ledger.contains("more_jobs"), "{ledger}");
+    let o =
+        run(tool(&c, &s, "pspawn")
+            .args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
+    let mut hosts: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    hosts.sort();
+    let mut want: Vec<String> = jobs.iter().flat_map(|(_, n)| n.clone()).collect();
+    want.sort();
+    assert_eq!(hosts, want, "the job ran on both jobs' nodes");
+    let o = run(tool(&c, &s, "prelease").arg(&id));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("both Slurm jobs gone, every node idle", || {
+        running(&s).is_empty() && s.idle_nodes() == c.pool
+    });
+    let _ = holder.kill();
+    let _ = holder.wait();
 }

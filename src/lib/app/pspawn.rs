@@ -469,20 +469,8 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(job_extras(req));
-    // The rank the pushes go to: every rank is the wildcard.
-    let stdin_rank = match req.stdin {
-        StdinTarget::Rank(r) if stdin_readable() => Some(r),
-        StdinTarget::All if stdin_readable() => Some(crate::codec::RANK_WILDCARD),
-        _ => None,
-    };
-    info.push(crate::codec::Info::new(
-        crate::proto::keys::STDIN_TGT,
-        match (req.stdin, stdin_rank) {
-            (_, None) => "none".to_string(),
-            (StdinTarget::All, Some(_)) => "all".to_string(),
-            (_, Some(r)) => r.to_string(),
-        },
-    ));
+    let (stdin_rank, stdin_info) = stdin_target(req.stdin);
+    info.push(stdin_info);
     let mut early: Option<OutputSink> = None;
     let launched = spawn_or_ended(s, &info, &apps, &mut |o| {
         if let JobOutput::Output(c) = o {
@@ -543,6 +531,26 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// Where pspawn's stdin goes: the rank its pushes name (every rank is the
+/// wildcard; none when stdin cannot be read) and the `PMIX_STDIN_TGT`
+/// info that tells the DVM.
+fn stdin_target(want: StdinTarget) -> (Option<u32>, crate::codec::Info) {
+    let rank = match want {
+        StdinTarget::Rank(r) if stdin_readable() => Some(r),
+        StdinTarget::All if stdin_readable() => Some(crate::codec::RANK_WILDCARD),
+        _ => None,
+    };
+    let word = match (want, rank) {
+        (_, None) => "none".to_string(),
+        (StdinTarget::All, Some(_)) => "all".to_string(),
+        (_, Some(r)) => r.to_string(),
+    };
+    (
+        rank,
+        crate::codec::Info::new(crate::proto::keys::STDIN_TGT, word),
+    )
 }
 
 /// The job info pspawn adds to the placement: CPUs per process

@@ -35,6 +35,10 @@ pub struct Grant {
     /// come back to the pool (NONE, CHILD) or stay in the DVM.
     #[serde(default)]
     pub inherit: Option<crate::proto::Inheritance>,
+    /// `--backend slurm`: the further Slurm jobs an EXTEND in nodes added
+    /// to this allocation (its first job is in its id); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_jobs: Vec<u64>,
 }
 
 /// The whole ledger.
@@ -140,6 +144,7 @@ mod tests {
                 session: Some(2),
                 queue: "batch".into(),
                 inherit: Some(crate::proto::Inheritance::Child),
+                more_jobs: Vec::new(),
             }],
             dvm: Some("prte-node01-1@0".into()),
             sessions: 3,

@@ -11,10 +11,13 @@
 //! job. psched watches `squeue --json` about once a second: the warning
 //! before expiry follows Slurm's own end time (an extension made in Slurm
 //! moves it), and a job Slurm ended (time limit, `scancel`, node failure)
-//! ends the DVM's session. Not served yet: EXTEND adding nodes
-//! (`PMIX_ERR_NOT_SUPPORTED`).
+//! ends the DVM's session. EXTEND adding nodes submits a further job tied
+//! to the same id (`more`), answered when Slurm runs it; the allocation
+//! ends when Slurm runs none of its jobs any more.
 
 pub mod ctl;
+mod requests;
+mod watch;
 
 use std::collections::HashMap;
 
@@ -26,7 +29,6 @@ use crate::proto::{Directive, Inheritance, Received};
 use super::ledger::{Grant, Ledger};
 use super::state::Out;
 use super::wire::{self, AllocAsk};
-use ctl::{Job, JobState};
 
 /// How often psched asks Slurm about its jobs (ms).
 const POLL_MS: u64 = 1000;
@@ -39,7 +41,14 @@ const ID_PREFIX: &str = "slurm.";
 /// One allocation: its Slurm job and what the DVM needs of it.
 #[derive(Debug, Clone, Default)]
 struct Alloc {
+    /// Its first Slurm job (the one in its id).
     job: u64,
+    /// Further jobs that EXTENDs in nodes added.
+    more: Vec<u64>,
+    /// An EXTEND in nodes waiting for its job: (the DVM's tag, the job).
+    ext: Option<(u32, u64)>,
+    /// Each running job's nodes.
+    job_nodes: HashMap<u64, Vec<String>>,
     /// The DVM's request still waiting for its answer (a pending job).
     owed: Option<u32>,
     echo: Vec<Info>,
@@ -68,6 +77,13 @@ pub struct SlurmBackend {
     last_poll: u64,
 }
 
+impl Alloc {
+    /// Its Slurm jobs: the first, then those EXTENDs added.
+    fn jobs(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.job).chain(self.more.iter().copied())
+    }
+}
+
 fn job_of(alloc_id: &str) -> Option<u64> {
     alloc_id.strip_prefix(ID_PREFIX)?.parse().ok()
 }
@@ -83,6 +99,7 @@ impl SlurmBackend {
                 let job = job_of(&g.alloc_id)?;
                 let a = Alloc {
                     job,
+                    more: g.more_jobs.clone(),
                     req_id: g.req_id.clone(),
                     queue: g.queue.clone(),
                     session: g.session,
@@ -125,212 +142,6 @@ impl SlurmBackend {
             .find(|(_, a)| a.req_id.as_ref() == Some(rid))
             .map(|(id, _)| id.clone())
     }
-
-    fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
-        let want = ctl::Ask {
-            count: ask.num_nodes.filter(|n| *n > 0),
-            list: ask.node_list.clone(),
-            exclude: ask.exclude.clone(),
-            time_secs: ask.time_secs,
-            partition: ask.queue.clone(),
-        };
-        if want.count.is_none() && want.list.is_empty() {
-            return self.refuse(tag, Status::ERR_BAD_PARAM);
-        }
-        let job = match ctl::submit(&want) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("psched: Slurm refused the request: {}", e.context);
-                return self.refuse(tag, e.status);
-            }
-        };
-        let a = Alloc {
-            job,
-            owed: Some(tag),
-            echo: ask.echo,
-            req_id: ask.req_id,
-            queue: ask.queue.unwrap_or_default(),
-            warn_secs: ask.warn_secs,
-            granted_at: now,
-            inherit: ask.inherit,
-            ..Alloc::default()
-        };
-        eprintln!("psched: Slurm job {job} submitted for allocation {ID_PREFIX}{job}");
-        self.allocs.insert(format!("{ID_PREFIX}{job}"), a);
-        self.poll(now)
-    }
-
-    fn on_extend(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(&ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
-        };
-        if ask.num_nodes.is_some_and(|n| n > 0) || !ask.node_list.is_empty() {
-            return self.refuse(tag, Status::ERR_NOT_SUPPORTED);
-        }
-        let job = self.allocs[&id].job;
-        if let Some(t) = ask.time_secs.filter(|t| *t > 0) {
-            if let Err(e) = ctl::add_time(job, t) {
-                eprintln!("psched: Slurm refused the extension: {}", e.context);
-                return self.refuse(tag, e.status);
-            }
-        }
-        if let Some(a) = self.allocs.get_mut(&id) {
-            a.echo = ask.echo;
-            if ask.warn_secs.is_some() {
-                a.warn_secs = ask.warn_secs;
-            }
-        }
-        let mut out = self.poll(now)?;
-        out.push(self.answer(tag, Status(0), Some(&id), self.allocs.get(&id))?);
-        Ok(out)
-    }
-
-    fn on_release(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
-        };
-        let a = self.allocs[&id].clone();
-        let keep: Vec<String> = a
-            .nodes
-            .iter()
-            .filter(|n| !ask.node_list.contains(n))
-            .cloned()
-            .collect();
-        let done = if ask.node_list.is_empty() || keep.is_empty() {
-            self.allocs.remove(&id);
-            eprintln!("psched: Slurm job {} cancelled: {id} released", a.job);
-            ctl::cancel(a.job)
-        } else {
-            if let Some(x) = self.allocs.get_mut(&id) {
-                x.nodes = keep.clone();
-            }
-            eprintln!("psched: Slurm job {} shrunk to {}", a.job, keep.join(","));
-            ctl::shrink(a.job, &keep)
-        };
-        if let Err(e) = done {
-            eprintln!("psched: Slurm refused the release: {}", e.context);
-            return self.refuse(tag, e.status);
-        }
-        let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
-        out.extend(self.poll(now)?);
-        Ok(out)
-    }
-
-    fn on_cancel(&mut self, tag: u32, ask: &AllocAsk) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
-        };
-        let Some(owed) = self.allocs[&id].owed else {
-            // Granted already: nothing is queued to cancel.
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
-        };
-        let a = self.allocs.remove(&id).unwrap_or_default();
-        if let Err(e) = ctl::cancel(a.job) {
-            eprintln!("psched: Slurm refused the cancel: {}", e.context);
-        }
-        // The cancel's answer first (see the pool backend's on_cancel).
-        Ok(vec![
-            self.answer(tag, Status(0), Some(&id), None)?,
-            Out::Answer(
-                owed,
-                wire::cancelled(self.wire, &a.echo, ask.requestor.as_deref())?,
-            ),
-        ])
-    }
-
-    /// The polling period: short while a request waits for its job.
-    fn poll_every(&self) -> u64 {
-        if self.allocs.values().any(|a| a.owed.is_some()) {
-            PENDING_POLL_MS
-        } else {
-            POLL_MS
-        }
-    }
-
-    /// Ask Slurm about every job and act on what changed.
-    fn poll(&mut self, now: u64) -> Result<Vec<Out>> {
-        self.last_poll = now;
-        if self.allocs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let jobs = match ctl::jobs() {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("psched: cannot ask Slurm: {}", e.context);
-                return Ok(Vec::new());
-            }
-        };
-        let ids: Vec<String> = self.allocs.keys().cloned().collect();
-        let mut out = Vec::new();
-        for id in ids {
-            let job = jobs.iter().find(|j| j.id == self.allocs[&id].job);
-            out.extend(self.follow(&id, job, now)?);
-        }
-        Ok(out)
-    }
-
-    /// Act on what Slurm says of allocation `id`'s job.
-    fn follow(&mut self, id: &str, job: Option<&Job>, now: u64) -> Result<Vec<Out>> {
-        match job {
-            Some(j) if j.state == JobState::Pending => Ok(Vec::new()),
-            Some(j) if j.state == JobState::Running => self.running(id, j, now),
-            _ => self.ended(id),
-        }
-    }
-
-    fn running(&mut self, id: &str, j: &Job, now: u64) -> Result<Vec<Out>> {
-        let nodes = ctl::hostnames(&j.nodes)?;
-        let end_ms = (j.end_time > 0).then_some(j.end_time * 1000);
-        let mut sessions = self.ledger.sessions;
-        let Some(a) = self.allocs.get_mut(id) else {
-            return Ok(Vec::new());
-        };
-        a.nodes = nodes;
-        a.end_ms = end_ms;
-        let mut out = Vec::new();
-        if let Some(tag) = a.owed.take() {
-            a.granted_at = now;
-            if a.session.is_none() {
-                sessions += 1;
-                a.session = Some(sessions);
-            }
-            let body = wire::answer(self.wire, Status(0), Some(id), &a.nodes, &a.echo)?;
-            out.push(Out::Answer(tag, body));
-        }
-        if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
-            if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
-                a.warned_for = Some(end);
-                let left = ((end - now) / 1000) as u32;
-                out.push(Out::Own(wire::warning(self.wire, id, left)?));
-            }
-        }
-        self.ledger.sessions = sessions;
-        Ok(out)
-    }
-
-    /// Slurm no longer runs the job of `id`: a request still owed is
-    /// refused, a granted allocation's session is ended.
-    fn ended(&mut self, id: &str) -> Result<Vec<Out>> {
-        let Some(a) = self.allocs.remove(id) else {
-            return Ok(Vec::new());
-        };
-        eprintln!(
-            "psched: Slurm ended job {} ({id}): ending its session",
-            a.job
-        );
-        if let Some(tag) = a.owed {
-            return Ok(vec![self.answer(
-                tag,
-                Status::ERR_JOB_CANCELED,
-                None,
-                None,
-            )?]);
-        }
-        match a.session {
-            Some(s) => Ok(vec![Out::Own(wire::terminate(self.wire, s, id)?)]),
-            None => Ok(Vec::new()),
-        }
-    }
 }
 
 impl super::backend::Backend for SlurmBackend {
@@ -370,6 +181,7 @@ impl super::backend::Backend for SlurmBackend {
                 session: a.session,
                 queue: a.queue.clone(),
                 inherit: a.inherit,
+                more_jobs: a.more.clone(),
             })
             .collect();
         l.grants.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
@@ -410,13 +222,8 @@ impl super::backend::Backend for SlurmBackend {
 
     fn on_session_done(&mut self, alloc_id: &str, _now: u64) -> Result<Vec<Out>> {
         if let Some(a) = self.allocs.remove(alloc_id) {
-            eprintln!(
-                "psched: Slurm job {} cancelled: the DVM ended {alloc_id}",
-                a.job
-            );
-            if let Err(e) = ctl::cancel(a.job) {
-                eprintln!("psched: cannot cancel job {}: {}", a.job, e.context);
-            }
+            eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
+            let _ = requests::cancel_all(&a);
         }
         Ok(Vec::new())
     }
@@ -450,9 +257,8 @@ impl super::backend::Backend for SlurmBackend {
             return Ok(None);
         }
         let a = self.allocs.remove(alloc_id).unwrap_or_default();
-        if let Err(e) = ctl::cancel(a.job) {
-            eprintln!("psched: cannot cancel job {}: {}", a.job, e.context);
-        }
+        eprintln!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
+        let _ = requests::cancel_all(&a);
         let mut out = Vec::new();
         if let Some(s) = a.session {
             out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));

@@ -1,0 +1,183 @@
+//! What Slurm says of psched's jobs (`squeue --json`, about once a second,
+//! every 25 ms while a request waits) and what psched does about it: answer
+//! a request whose job now runs, warn before Slurm's end time, end the
+//! session of an allocation Slurm no longer runs any job of.
+
+use crate::error::Result;
+use crate::proto::status::Status;
+
+use super::super::state::Out;
+use super::super::wire;
+use super::ctl::{self, Job, JobState};
+use super::{SlurmBackend, PENDING_POLL_MS, POLL_MS};
+
+/// A job Slurm still lists as waiting or running.
+fn alive(jobs: &[Job], id: u64) -> Option<&Job> {
+    jobs.iter()
+        .find(|j| j.id == id && j.state != JobState::Ended)
+}
+
+impl SlurmBackend {
+    /// The polling period: short while a request waits for its job.
+    pub(super) fn poll_every(&self) -> u64 {
+        let waiting = self
+            .allocs
+            .values()
+            .any(|a| a.owed.is_some() || a.ext.is_some());
+        if waiting {
+            PENDING_POLL_MS
+        } else {
+            POLL_MS
+        }
+    }
+
+    /// Ask Slurm about every job and act on what changed.
+    pub(super) fn poll(&mut self, now: u64) -> Result<Vec<Out>> {
+        self.last_poll = now;
+        if self.allocs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let jobs = match ctl::jobs() {
+            Ok(j) => j,
+            Err(e) => {
+                eprintln!("psched: cannot ask Slurm: {}", e.context);
+                return Ok(Vec::new());
+            }
+        };
+        let ids: Vec<String> = self.allocs.keys().cloned().collect();
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(self.follow_extension(&id, &jobs)?);
+            out.extend(self.follow(&id, &jobs, now)?);
+        }
+        Ok(out)
+    }
+
+    /// An EXTEND in nodes whose job Slurm now runs joins the allocation
+    /// (and is answered); one Slurm dropped is refused.
+    fn follow_extension(&mut self, id: &str, jobs: &[Job]) -> Result<Vec<Out>> {
+        let Some((tag, job)) = self.allocs[id].ext else {
+            return Ok(Vec::new());
+        };
+        let st = match alive(jobs, job) {
+            Some(j) if j.state == JobState::Pending => return Ok(Vec::new()),
+            Some(_) => Status(0),
+            None => Status::ERR_NOT_AVAILABLE,
+        };
+        if let Some(a) = self.allocs.get_mut(id) {
+            a.ext = None;
+            if st.is_success() {
+                a.more.push(job);
+            }
+        }
+        if !st.is_success() {
+            eprintln!("psched: Slurm dropped job {job}, the extension of {id}");
+            return self.refuse(tag, st);
+        }
+        // Its nodes: read now, so the answer names them.
+        let more = jobs.iter().find(|j| j.id == job).map(|j| j.nodes.clone());
+        let nodes = ctl::hostnames(&more.unwrap_or_default())?;
+        let Some(a) = self.allocs.get_mut(id) else {
+            return Ok(Vec::new());
+        };
+        a.job_nodes.insert(job, nodes.clone());
+        a.nodes.extend(nodes);
+        let body = wire::answer(self.wire, Status(0), Some(id), &a.nodes, &a.echo)?;
+        Ok(vec![Out::Answer(tag, body)])
+    }
+
+    /// Act on what Slurm says of the jobs of allocation `id`.
+    fn follow(&mut self, id: &str, jobs: &[Job], now: u64) -> Result<Vec<Out>> {
+        let held: Vec<Job> = self.allocs[id]
+            .jobs()
+            .filter_map(|j| alive(jobs, j).cloned())
+            .collect();
+        if held.is_empty() {
+            return self.ended(id);
+        }
+        let running: Vec<&Job> = held
+            .iter()
+            .filter(|j| j.state == JobState::Running)
+            .collect();
+        if running.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut per_job = Vec::new();
+        for j in &running {
+            per_job.push((j.id, ctl::hostnames(&j.nodes)?));
+        }
+        let end = running
+            .iter()
+            .filter(|j| j.end_time > 0)
+            .map(|j| j.end_time * 1000)
+            .min();
+        self.running(id, per_job, end, now)
+    }
+
+    fn running(
+        &mut self,
+        id: &str,
+        per_job: Vec<(u64, Vec<String>)>,
+        end_ms: Option<u64>,
+        now: u64,
+    ) -> Result<Vec<Out>> {
+        let mut sessions = self.ledger.sessions;
+        let Some(a) = self.allocs.get_mut(id) else {
+            return Ok(Vec::new());
+        };
+        a.nodes = per_job
+            .iter()
+            .flat_map(|(_, n)| n.iter().cloned())
+            .collect();
+        a.job_nodes = per_job.into_iter().collect();
+        a.end_ms = end_ms;
+        let mut out = Vec::new();
+        if let Some(tag) = a.owed.take() {
+            a.granted_at = now;
+            if a.session.is_none() {
+                sessions += 1;
+                a.session = Some(sessions);
+            }
+            let body = wire::answer(self.wire, Status(0), Some(id), &a.nodes, &a.echo)?;
+            out.push(Out::Answer(tag, body));
+        }
+        if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
+            if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
+                a.warned_for = Some(end);
+                let left = ((end - now) / 1000) as u32;
+                out.push(Out::Own(wire::warning(self.wire, id, left)?));
+            }
+        }
+        self.ledger.sessions = sessions;
+        Ok(out)
+    }
+
+    /// Slurm runs no job of `id` any more: a request still owed is
+    /// refused, a granted allocation's session is ended.
+    fn ended(&mut self, id: &str) -> Result<Vec<Out>> {
+        let Some(a) = self.allocs.remove(id) else {
+            return Ok(Vec::new());
+        };
+        if let Some((_, j)) = a.ext {
+            let _ = ctl::cancel(j);
+        }
+        if a.retained {
+            eprintln!("psched: Slurm ended {id} (retained by the DVM)");
+            return Ok(Vec::new());
+        }
+        eprintln!(
+            "psched: Slurm ended job {} ({id}): ending its session",
+            a.job
+        );
+        let mut out = Vec::new();
+        if let Some((t, _)) = a.ext {
+            out.push(self.answer(t, Status::ERR_NOT_AVAILABLE, None, None)?);
+        }
+        if let Some(tag) = a.owed {
+            out.push(self.answer(tag, Status::ERR_JOB_CANCELED, None, None)?);
+        } else if let Some(s) = a.session {
+            out.push(Out::Own(wire::terminate(self.wire, s, id)?));
+        }
+        Ok(out)
+    }
+}
