@@ -120,7 +120,15 @@ pub(crate) fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// A `palloc --hold --json` with `args`, inside the cluster; its stdout
 /// lines and the allocation id of its grant.
 pub(crate) fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String) {
-    let mut child = tool(c, "palloc")
+    hold_with(tool(c, "palloc"), args)
+}
+
+/// [`hold`] with the `palloc` command given (its environment set).
+pub(crate) fn hold_with(
+    mut palloc: Command,
+    args: &[&str],
+) -> (std::process::Child, LineReader, String) {
+    let mut child = palloc
         .args(["--hold", "--json"])
         .args(args)
         .stdin(Stdio::null())

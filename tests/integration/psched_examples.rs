@@ -57,18 +57,10 @@ fn reservation_workflow_example_on_prrte_master_with_psched() {
     }
 }
 
-/// examples/child-drain.sh with psched owning one node: the reservation
-/// outlives the orchestrator while the worker and then the grandchild run
-/// (the script checks each step), but PRRTE master never ends it after
-/// the grandchild: it keeps the orchestrator's job "running" once a job
-/// its child started has run (P8), so under CHILD the drain never ends and
-/// the script's last check fails. Pinned: every step before it passes,
-/// the one failure is that one, the job stays listed, psched keeps the
-/// grant.
-#[test]
-fn child_drain_example_on_prrte_master_with_psched_deviation() {
-    let c = Cluster::start_with_psched_prte(1, 1, &OVERSUBSCRIBE, &[]);
-    let o = run_example(&c, "child-drain.sh");
+/// Run examples/child-drain.sh on `c`: every step up to the drain's end
+/// passes, the one failure is its last check (P8), exit 1.
+pub(crate) fn child_drain_stops_at_p8(c: &Cluster) {
+    let o = run_example(c, "child-drain.sh");
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     let out = text(&o.stdout);
     for step in [
@@ -86,6 +78,20 @@ fn child_drain_example_on_prrte_master_with_psched_deviation() {
         "P8: PRRTE master conforms now? update docs/conformance.md: {ctx}"
     );
     assert_eq!(o.status.code(), Some(1), "{ctx}");
+}
+
+/// examples/child-drain.sh with psched owning one node: the reservation
+/// outlives the orchestrator while the worker and then the grandchild run
+/// (the script checks each step), but PRRTE master never ends it after
+/// the grandchild: it keeps the orchestrator's job "running" once a job
+/// its child started has run (P8), so under CHILD the drain never ends and
+/// the script's last check fails. Pinned: every step before it passes,
+/// the one failure is that one, the job stays listed, psched keeps the
+/// grant.
+#[test]
+fn child_drain_example_on_prrte_master_with_psched_deviation() {
+    let c = Cluster::start_with_psched_prte(1, 1, &OVERSUBSCRIBE, &[]);
+    child_drain_stops_at_p8(&c);
     let s = crate::psched_cluster::psched_status(&c);
     assert_eq!(s["grants"].as_array().map(Vec::len), Some(1), "{s}");
     let o = run_with_timeout(

@@ -70,21 +70,7 @@ fn running(s: &Slurm) -> Vec<(u64, Vec<String>)> {
 
 /// A `palloc --hold --json` with `args`; its stdout lines and alloc id.
 fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineReader, String) {
-    let mut child = tool(c, s, "palloc")
-        .args(["--hold", "--json"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start palloc --hold");
-    let lines = LineReader::new(child.stdout.take().expect("stdout"));
-    let first = lines
-        .next_line(Duration::from_secs(60))
-        .expect("palloc prints its grant");
-    let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
-    let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
-    (child, lines, id)
+    crate::psched_cluster::hold_with(tool(c, s, "palloc"), args)
 }
 
 /// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
@@ -401,21 +387,13 @@ fn reservation_workflow_example_on_psched_on_slurm() {
 #[test]
 fn child_drain_example_on_psched_on_slurm_deviation() {
     let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
-    let o = crate::psched_examples::run_example(&c, "child-drain.sh");
-    let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
-    let out = text(&o.stdout);
-    for step in [
-        "exits early",
-        "drains while its descendants run",
-        "its grandchild still runs, so",
-        "the grandchild ends",
-    ] {
-        assert!(out.contains(step), "reached '{step}': {ctx}");
-    }
-    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
-    assert_eq!(fails.len(), 1, "{ctx}");
-    assert!(fails[0].ends_with("outlived its last descendant"), "{ctx}");
-    assert_eq!(running(&s).len(), 1, "Slurm still runs the job: {ctx}");
+    crate::psched_examples::child_drain_stops_at_p8(&c);
+    assert_eq!(
+        running(&s).len(),
+        1,
+        "Slurm still runs the job\n{}",
+        c.psched_log()
+    );
 }
 
 /// `palloc --extend ID -N 1` on Slurm: a second Slurm job under the same
@@ -451,6 +429,37 @@ fn extend_adds_a_node_as_a_second_slurm_job() {
     wait_for("both Slurm jobs gone, every node idle", || {
         running(&s).is_empty() && s.idle_nodes() == c.pool
     });
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+/// Expiry by Slurm's own clock: `palloc --hold -N 1 -t 1m` and nothing
+/// extends it. Slurm ends the job at its time limit (TIMEOUT, within its
+/// periodic check), psched ends the DVM's session, and the node is idle.
+#[test]
+fn slurms_time_limit_ends_the_allocation() {
+    let (c, s) = cluster_on_slurm();
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "1m"]);
+    let job = id.strip_prefix("slurm.").expect("a Slurm allocation id");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !c.psched_log().contains(&format!("Slurm ended job {job}")) {
+        assert!(
+            Instant::now() < deadline,
+            "Slurm did not end the job\n{}",
+            c.psched_log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // The private Slurm keeps ended jobs listed (MinJobAge=300).
+    let jobs = s.jobs();
+    let ended = jobs
+        .iter()
+        .find(|j| j["job_id"].as_u64().map(|x| x.to_string()).as_deref() == Some(job))
+        .unwrap_or_else(|| panic!("job {job} still listed: {jobs:?}"));
+    assert_eq!(ended["job_state"], "TIMEOUT", "{ended}");
+    wait_for("the node idle again", || s.idle_nodes() == c.pool);
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(!ledger.contains(&id), "the grant left the ledger: {ledger}");
     let _ = holder.kill();
     let _ = holder.wait();
 }

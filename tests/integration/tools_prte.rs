@@ -669,3 +669,34 @@ fn one_late_block_is_told_from_loss_and_shuffling() {
     assert!(!in_order_but_one_block_late(b"1\n1\n3\n4\n5\n", want));
     assert!(!in_order_but_one_block_late(b"2\n1\n4\n3\n5\n", want));
 }
+
+/// `pspawn --stdin all` on PRRTE 3.0.14: both ranks read the same line.
+/// PRRTE 3.0 feeds no rank of a push addressed to the wildcard, so pspawn
+/// names every rank (before, both ranks waited for ever).
+#[test]
+fn stdin_all_reaches_every_rank_on_prrte_3() {
+    let dvm = Prte::start();
+    let mut child = tool(&dvm, "pspawn")
+        .args(["-n", "2", "--stdin", "all", "sh", "-c"])
+        .arg("read x; echo \"rank $PMIX_RANK got $x\"")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(b"hello\n").expect("write stdin");
+    }
+    let o = wait_output(child, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["rank 0 got hello", "rank 1 got hello"],
+        "{}",
+        show(&o)
+    );
+}

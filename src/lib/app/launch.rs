@@ -280,7 +280,7 @@ enum StopReason {
 /// rank's stdin. A DVM that refuses a push leaves the job without further
 /// input (said with -v).
 pub(crate) struct StdinPump {
-    target: crate::codec::Proc,
+    targets: Vec<crate::codec::Proc>,
     pending: Option<u32>,
     sent_end: bool,
     done: bool,
@@ -294,15 +294,29 @@ impl StdinPump {
     /// Forward to `rank` of job `nspace`.
     pub(crate) fn new(nspace: &str, rank: u32) -> StdinPump {
         StdinPump {
-            target: crate::codec::Proc {
+            targets: vec![crate::codec::Proc {
                 nspace: nspace.to_string(),
                 rank,
-            },
+            }],
             pending: None,
             sent_end: false,
             done: false,
             why_stopped: None,
         }
+    }
+
+    /// Forward to every rank of job `nspace` (`--stdin all`): each push
+    /// names ranks 0 to `nprocs - 1`, since PRRTE 3.0 feeds no rank of a
+    /// push addressed to the wildcard.
+    pub(crate) fn to_all(nspace: &str, nprocs: u32) -> StdinPump {
+        let mut p = StdinPump::new(nspace, 0);
+        p.targets = (0..nprocs)
+            .map(|rank| crate::codec::Proc {
+                nspace: nspace.to_string(),
+                rank,
+            })
+            .collect();
+        p
     }
 
     /// Our stdin, while it is to be read now (no push awaiting its answer).
@@ -325,8 +339,7 @@ impl StdinPump {
                 Err(_) => break 0,
             }
         };
-        let payload =
-            crate::ops::iof::push_payload(s.wire(), std::slice::from_ref(&self.target), &buf[..n]);
+        let payload = crate::ops::iof::push_payload(s.wire(), &self.targets, &buf[..n]);
         match payload.and_then(|p| s.conn().begin(&p)) {
             Ok(tag) => {
                 self.pending = Some(tag);

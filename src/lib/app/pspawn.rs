@@ -492,7 +492,10 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     job.nspace = ns.clone();
     ui.record(&job);
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
-    let mut stdin = stdin_rank.map(|rank| launch::StdinPump::new(&ns, rank));
+    let mut stdin = stdin_rank.map(|rank| match rank {
+        crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(&ns, nprocs),
+        r => launch::StdinPump::new(&ns, r),
+    });
     let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
     if let Some(why) = early.as_ref().and_then(OutputSink::lost) {
         launch::stop_job(s, &ns);
