@@ -56,11 +56,28 @@ fn cluster_on_slurm_with(prte_extra: &[&str]) -> (Cluster, Slurm) {
     (c, slurm)
 }
 
+/// Whether `j` (of `squeue --json`) is one of psched's jobs.
+fn is_psched(j: &serde_json::Value) -> bool {
+    j["name"].as_str().is_some_and(|n| n.starts_with("psched."))
+}
+
+/// The Slurm job id of allocation `alloc`'s first job (named
+/// `psched.TAG.ALLOC`), as `squeue` lists it.
+fn job_of(s: &Slurm, alloc: &str) -> String {
+    let suffix = format!(".{alloc}");
+    let jobs = s.jobs();
+    jobs.iter()
+        .find(|j| j["name"].as_str().is_some_and(|n| n.ends_with(&suffix)))
+        .and_then(|j| j["job_id"].as_u64())
+        .unwrap_or_else(|| panic!("no Slurm job for {alloc}: {jobs:?}"))
+        .to_string()
+}
+
 /// psched's jobs Slurm is running: (job id, nodes).
 fn running(s: &Slurm) -> Vec<(u64, Vec<String>)> {
     s.jobs()
         .iter()
-        .filter(|j| j["name"] == "psched" && j["job_state"] == "RUNNING")
+        .filter(|j| is_psched(j) && j["job_state"] == "RUNNING")
         .map(|j| {
             let nodes = s.hostnames(j["nodes"].as_str().unwrap_or_default());
             (j["job_id"].as_u64().unwrap_or(0), nodes)
@@ -146,7 +163,8 @@ fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back() {
         .lines()
         .find_map(|l| l.strip_prefix("ALLOC="))
         .unwrap_or_else(|| panic!("no allocation id: {ctx}"));
-    let job = alloc.strip_prefix("slurm.").expect("a Slurm allocation id");
+    let job = job_of(&s, alloc);
+    let job = job.as_str();
     let during: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&squeue).expect("squeue output"))
             .expect("squeue --json");
@@ -196,7 +214,7 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
     wait_for("Slurm shows the request pending", || {
         s.jobs()
             .iter()
-            .any(|j| j["name"] == "psched" && j["job_state"] == "PENDING")
+            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
     });
     let o = run(tool(&c, &s, "prelease").args(["--cancel", "big"]));
     assert_eq!(
@@ -217,13 +235,15 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
     wait_for("no pending job left", || {
         !s.jobs()
             .iter()
-            .any(|j| j["name"] == "psched" && j["job_state"] == "PENDING")
+            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
     });
     // Give one node back: psched shrinks Slurm's job, so that node is idle
     // in sinfo. PRRTE master then ends the whole reservation (D7 in
     // docs/conformance.md), and psched, finding it gone from the DVM's
     // list, cancels the job: every node is idle.
-    let gone = nodes[1].clone();
+    // The job's first node: a batch job's could not be given back (its
+    // batch host); psched's jobs have none.
+    let gone = nodes[0].clone();
     let o = run(tool(&c, &s, "prelease").args([&id, "-w", &gone]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     wait_for("the node given back is idle in sinfo", || {
@@ -276,7 +296,8 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
         .unwrap();
     let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     assert!(alive());
-    let job_id = id.strip_prefix("slurm.").expect("a Slurm allocation id");
+    let job_id = job_of(&s, &id);
+    let job_id = job_id.as_str();
     s.run("scancel", &[job_id]);
     wait_for("the job on the departing node ended", || !alive());
     assert!(
@@ -303,10 +324,11 @@ fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
     });
     let warned = warned.unwrap_or_else(|| panic!("no warning\n{}", c.psched_log()));
     assert!(warned.contains(&id), "{warned}");
+    let job = job_of(&s, &id);
     let end = |s: &Slurm| {
         s.jobs()
             .iter()
-            .find(|j| format!("slurm.{}", j["job_id"]) == id)
+            .find(|j| j["job_id"].as_u64().map(|x| x.to_string()) == Some(job.clone()))
             .and_then(|j| j["end_time"].as_u64())
             .unwrap_or(0)
     };
@@ -414,7 +436,7 @@ fn extend_adds_a_node_as_a_second_slurm_job() {
     );
     assert_ne!(jobs[0].1, jobs[1].1, "on different nodes: {jobs:?}");
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
-    assert!(ledger.contains("more_jobs"), "{ledger}");
+    assert!(ledger.contains("slurm_jobs"), "{ledger}");
     let o =
         run(tool(&c, &s, "pspawn")
             .args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
@@ -440,7 +462,8 @@ fn extend_adds_a_node_as_a_second_slurm_job() {
 fn slurms_time_limit_ends_the_allocation() {
     let (c, s) = cluster_on_slurm();
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "1m"]);
-    let job = id.strip_prefix("slurm.").expect("a Slurm allocation id");
+    let job = job_of(&s, &id);
+    let job = job.as_str();
     let deadline = Instant::now() + Duration::from_secs(180);
     while !c.psched_log().contains(&format!("Slurm ended job {job}")) {
         assert!(
@@ -462,4 +485,117 @@ fn slurms_time_limit_ends_the_allocation() {
     assert!(!ledger.contains(&id), "the grant left the ledger: {ledger}");
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// Requests Slurm will never meet are refused, not left waiting: more
+/// nodes than the partition has and a time over the partition's limit
+/// (Slurm 22.05 keeps both pending, reason PartitionConfig) are both
+/// PMIX_ERR_BAD_PARAM, and no psched job is left in Slurm.
+#[test]
+fn requests_slurm_cannot_meet_are_refused() {
+    let (c, s) = cluster_on_slurm();
+    for args in [
+        &["-N", "4", "-t", "5m"][..],
+        &["-N", "1", "-t", "5m", "-p", "short"][..],
+    ] {
+        let o = run(tool(&c, &s, "palloc").args(args).args(["--json"]));
+        let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
+        assert_ne!(o.status.code(), Some(0), "{ctx}");
+        assert!(text(&o.stdout).contains("PMIX_ERR_BAD_PARAM"), "{ctx}");
+    }
+    let log = c.psched_log();
+    let refused = log.matches("as asked (PartitionConfig): refused").count();
+    assert_eq!(refused, 2, "{log}");
+    wait_for("no psched job waits or runs", || {
+        !s.jobs()
+            .iter()
+            .any(|j| is_psched(j) && (j["job_state"] == "PENDING" || j["job_state"] == "RUNNING"))
+    });
+}
+
+/// `kill -9` of psched while a request waits in Slurm's queue: the
+/// restarted psched (same ledger) withdraws the job nobody will be told of.
+#[test]
+fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart() {
+    let (mut c, s) = cluster_on_slurm();
+    let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
+    let mut queued = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the queued palloc");
+    let pending = |s: &Slurm| {
+        s.jobs()
+            .iter()
+            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
+    };
+    wait_for("Slurm shows the request pending", || pending(&s));
+    c.kill_psched();
+    let conf = s.conf.display().to_string();
+    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    wait_for("the restarted psched withdrew it", || !pending(&s));
+    assert!(
+        c.psched_log()
+            .contains("is no grant of this psched: cancelled"),
+        "{}",
+        c.psched_log()
+    );
+    assert_eq!(running(&s).len(), 1, "the held grant stays");
+    for h in [&mut a, &mut queued] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// DEFAULT keeps the nodes in the DVM after the owner's end, so the Slurm
+/// job stays (retained, in the ledger), also across a psched restart:
+/// Slurm must not hand the nodes out while PRRTE still uses them.
+#[test]
+fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes() {
+    let (mut c, s) = cluster_on_slurm();
+    let o = run(tool(&c, &s, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "default",
+        "--",
+        "true",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("psched saw the reservation end and kept the job", || {
+        c.psched_log()
+            .contains("kept while the DVM holds its nodes")
+    });
+    assert_eq!(running(&s).len(), 1, "{}", c.psched_log());
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(ledger.contains("retained_jobs"), "{ledger}");
+    c.kill_psched();
+    let conf = s.conf.display().to_string();
+    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    // After two reconcile rounds of the new psched the job still runs.
+    let restarted = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    wait_for("the new psched reconciled twice", || {
+        let l: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
+                .unwrap_or_default();
+        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
+    });
+    assert_eq!(
+        running(&s).len(),
+        1,
+        "kept across the restart\n{}",
+        c.psched_log()
+    );
+    assert!(
+        !c.psched_log().contains("no grant of this psched"),
+        "{}",
+        c.psched_log()
+    );
 }

@@ -394,7 +394,8 @@ fn bad_flags_exit_2_before_connecting() {
         ("prelease", &["-N", "1"]),
         ("pwatch", &["--interval", "5"]),
         ("pwatch", &["--warn-timeout", "30"]),
-        ("pspawn", &["-N", "2", "-n", "4", "true"]),
+        ("pspawn", &["-N", "0", "true"]),
+        ("pspawn", &["--mpi=pmix", "-n", "4", "true"]),
         ("pspawn", &["--tag-ouput", "true"]),
         ("pspawn", &["-o", "x-%z", "true"]),
     ];

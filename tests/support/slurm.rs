@@ -65,10 +65,17 @@ MinJobAge=300\nPlugStackConfig={d}/plugstack.conf\n",
             free_port()
         ));
     }
-    s.push_str(&format!(
-        "PartitionName=batch Nodes={} Default=YES MaxTime=INFINITE State=UP\n",
-        nodes.join(",")
-    ));
+    // `batch`, the default; `short`, whose one-minute limit a longer
+    // request can never meet (Slurm keeps it pending: PartitionTimeLimit).
+    for (name, extra) in [
+        ("batch", "Default=YES MaxTime=INFINITE"),
+        ("short", "MaxTime=1"),
+    ] {
+        s.push_str(&format!(
+            "PartitionName={name} Nodes={} {extra} State=UP\n",
+            nodes.join(",")
+        ));
+    }
     s
 }
 

@@ -81,6 +81,22 @@ pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Box<dyn B
             st.set_time_scale(cfg.time_scale);
             Box::new(st)
         }
-        BackendKind::Slurm => Box::new(SlurmBackend::new(ledger)),
+        BackendKind::Slurm => Box::new(SlurmBackend::new(
+            ledger,
+            super::slurm::ledger_tag(&absolute(&cfg.ledger)),
+        )),
+    }
+}
+
+/// `path` made absolute (its directory resolved), so the same ledger gives
+/// the same tag whichever directory psched starts in.
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(f)) => d.join(f),
+        _ => path.to_path_buf(),
     }
 }

@@ -35,10 +35,10 @@ pub struct Grant {
     /// come back to the pool (NONE, CHILD) or stay in the DVM.
     #[serde(default)]
     pub inherit: Option<crate::proto::Inheritance>,
-    /// `--backend slurm`: the further Slurm jobs an EXTEND in nodes added
-    /// to this allocation (its first job is in its id); empty otherwise.
+    /// `--backend slurm`: the allocation's Slurm jobs (the first, then
+    /// those EXTENDs in nodes added); empty for the pool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub more_jobs: Vec<u64>,
+    pub slurm_jobs: Vec<u64>,
 }
 
 /// The whole ledger.
@@ -59,6 +59,10 @@ pub struct Ledger {
     /// CHILD_DEFAULT: not free until that DVM is gone.
     #[serde(default)]
     pub retained: Vec<String>,
+    /// `--backend slurm`: the Slurm jobs holding the retained nodes (kept
+    /// until that DVM is gone, also across a restart).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retained_jobs: Vec<u64>,
     /// For status only (not read back): the pool.
     #[serde(default)]
     pub pool: Vec<String>,
@@ -144,7 +148,7 @@ mod tests {
                 session: Some(2),
                 queue: "batch".into(),
                 inherit: Some(crate::proto::Inheritance::Child),
-                more_jobs: Vec::new(),
+                slurm_jobs: Vec::new(),
             }],
             dvm: Some("prte-node01-1@0".into()),
             sessions: 3,

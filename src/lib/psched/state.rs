@@ -141,7 +141,7 @@ impl State {
                     session: m.session,
                     queue: m.queue,
                     inherit: m.inherit,
-                    more_jobs: Vec::new(),
+                    slurm_jobs: Vec::new(),
                 }
             })
             .collect();

@@ -152,7 +152,7 @@ mod tests {
                 session: Some(1),
                 queue: "batch".into(),
                 inherit: None,
-                more_jobs: Vec::new(),
+                slurm_jobs: Vec::new(),
             }],
             ..Ledger::default()
         }

@@ -1,54 +1,35 @@
 //! Slurm's side of `psched --backend slurm`: the commands a site already
-//! has (`sbatch`, `squeue --json`, `scontrol`, `scancel`), each bounded in
-//! time, and their answers as types. `SLURM_CONF` in psched's environment
+//! has (`salloc --no-shell`, `squeue --json`, `scontrol`, `scancel`), each
+//! bounded in time (but `salloc`, which waits for its grant in the
+//! background), and their answers as types. `SLURM_CONF` in psched's environment
 //! chooses the cluster, as for any Slurm command.
 //!
 //! Why the commands and not `slurmrestd`: every Slurm site has them, they
 //! need no token or extra daemon, and `squeue --json` gives the job state,
-//! node list and end time in one structured answer.
+//! node list and end time in one structured answer. Why `salloc --no-shell`
+//! and not `sbatch`: a batch job's first node (its batch host) cannot be
+//! given back (`scontrol update NodeList=` refuses it), an allocation
+//! without a shell has none, so any node can be released.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
+pub use super::reason::JobState;
+
 /// Longest any Slurm command may take before psched gives up on it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
-/// The name psched gives its Slurm jobs (how it finds them again).
-pub const JOB_NAME: &str = "psched";
-/// What a psched job runs while it holds its nodes: nothing but waiting
-/// for the time limit, `scancel` or a shrink.
-const HOLD: &str = "exec sleep infinity";
-
-/// Where a Slurm job is in its life, from `squeue --json`'s `job_state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobState {
-    /// Waiting for nodes (its reason says why).
-    Pending,
-    /// Holding its nodes.
-    Running,
-    /// Ended or ending (completed, cancelled, timed out, failed, node
-    /// failure, preempted…): its nodes are gone or going.
-    Ended,
-}
-
-impl JobState {
-    fn of(word: &str) -> JobState {
-        match word {
-            "PENDING" | "CONFIGURING" | "REQUEUED" | "RESIZING" | "SUSPENDED" => JobState::Pending,
-            "RUNNING" => JobState::Running,
-            _ => JobState::Ended,
-        }
-    }
-}
 
 /// One of psched's Slurm jobs as `squeue --json` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
     /// Slurm's job id.
     pub id: u64,
+    /// Its name (psched names each job for its allocation).
+    pub name: String,
     /// Its state.
     pub state: JobState,
     /// Its nodes in Slurm's hostlist form (`node[02-03]`), empty while pending.
@@ -124,11 +105,13 @@ fn minutes(secs: u32) -> u32 {
     secs.div_ceil(60).max(1)
 }
 
-/// Submit a job holding the asked nodes exclusively; its id.
-pub fn submit(ask: &Ask) -> Result<u64> {
-    let mut c = Command::new("sbatch");
-    c.args(["--parsable", "--exclusive", "--job-name", JOB_NAME]);
-    c.args(["--output", "/dev/null", "--wrap", HOLD]);
+/// Ask Slurm for the nodes of `ask` in a job named `name`: `salloc
+/// --no-shell --exclusive`, left to wait for its grant in the background
+/// (it exits 0 once granted, non-zero when Slurm refuses the request); the
+/// job is found by its name in `squeue`.
+pub fn submit(ask: &Ask, name: &str) -> Result<Child> {
+    let mut c = Command::new("salloc");
+    c.args(["--no-shell", "--exclusive", "--job-name", name]);
     if !ask.list.is_empty() {
         c.args(["--nodelist", &ask.list.join(",")]);
         c.args(["--nodes", &ask.list.len().to_string()]);
@@ -144,20 +127,18 @@ pub fn submit(ask: &Ask) -> Result<u64> {
     if let Some(p) = &ask.partition {
         c.args(["--partition", p]);
     }
-    let out = run(c)?;
-    let id = out.trim().split(';').next().unwrap_or_default();
-    id.parse().map_err(|_| {
-        Error::new(
-            Status::ERR_NOT_AVAILABLE,
-            format!("sbatch answered {out:?}, not a job id"),
-        )
-    })
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::new(Status::ERR_NOT_AVAILABLE, format!("cannot run salloc: {e}")))
 }
 
-/// psched's jobs (named [`JOB_NAME`]) that Slurm still lists.
+/// The jobs Slurm lists (Slurm 22.05's `squeue --json` ignores `--name`
+/// and `--jobs`: the caller picks psched's by name).
 pub fn jobs() -> Result<Vec<Job>> {
     let mut c = Command::new("squeue");
-    c.args(["--json", "--name", JOB_NAME]);
+    c.arg("--json");
     parse_jobs(&run(c)?)
 }
 
@@ -175,7 +156,8 @@ pub fn parse_jobs(json: &str) -> Result<Vec<Job>> {
         .filter_map(|j| {
             Some(Job {
                 id: j["job_id"].as_u64()?,
-                state: JobState::of(j["job_state"].as_str().unwrap_or_default()),
+                name: j["name"].as_str().unwrap_or_default().to_string(),
+                state: JobState::from_slurm(j["job_state"].as_str().unwrap_or_default()),
                 nodes: j["nodes"].as_str().unwrap_or_default().to_string(),
                 end_time: j["end_time"].as_u64().unwrap_or(0),
                 reason: j["state_reason"].as_str().unwrap_or_default().to_string(),
@@ -192,6 +174,14 @@ pub fn hostnames(list: &str) -> Result<Vec<String>> {
     let mut c = Command::new("scontrol");
     c.args(["show", "hostnames", list]);
     Ok(run(c)?.split_whitespace().map(String::from).collect())
+}
+
+/// End the job named `name` (`scancel --name`): one whose id psched has
+/// not seen yet.
+pub fn cancel_name(name: &str) -> Result<()> {
+    let mut c = Command::new("scancel");
+    c.arg(format!("--name={name}"));
+    run(c).map(|_| ())
 }
 
 /// End job `id` (`scancel`).
@@ -230,10 +220,11 @@ mod tests {
         let v = parse_jobs(j).unwrap();
         assert_eq!(v.len(), 3);
         assert_eq!(v[0].state, JobState::Running);
+        assert_eq!(v[0].name, "");
         assert_eq!(v[0].nodes, "node[02-03]");
         assert_eq!(v[1].state, JobState::Pending);
         assert_eq!(v[1].reason, "Resources");
-        assert_eq!(v[2].state, JobState::Ended);
+        assert!(matches!(v[2].state, JobState::Ended(_)));
         assert!(parse_jobs("not json").is_err());
     }
 

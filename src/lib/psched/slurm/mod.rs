@@ -1,21 +1,23 @@
 //! `psched --backend slurm`: the DVM's allocation requests carried out by
 //! the site's Slurm ([`ctl`]) instead of psched's simulated pool.
 //!
-//! Each allocation is one Slurm job named `psched` holding its nodes
-//! exclusively (`sbatch --wrap 'exec sleep infinity'`); its id is
-//! `slurm.<JOBID>`, so the ledger and Slurm name the same thing after a
-//! restart. NEW is a submission, answered when Slurm runs the job (a
-//! pending job waits, as `salloc` does); EXTEND in time is `scontrol
-//! update TimeLimit=+MIN`; a partial RELEASE shrinks the job (`scontrol
-//! update NodeList=`), a full one cancels it; REQ_CANCEL cancels a pending
-//! job. psched watches `squeue --json` about once a second: the warning
-//! before expiry follows Slurm's own end time (an extension made in Slurm
-//! moves it), and a job Slurm ended (time limit, `scancel`, node failure)
-//! ends the DVM's session. EXTEND adding nodes submits a further job tied
-//! to the same id (`more`), answered when Slurm runs it; the allocation
-//! ends when Slurm runs none of its jobs any more.
+//! Each allocation (`slurm.N`) is a Slurm job holding its nodes
+//! exclusively (`salloc --no-shell`, waiting in the background), named
+//! `psched.TAG.slurm.N` (TAG: this psched's ledger), so psched finds its
+//! jobs again after a restart and withdraws the ones it no longer knows.
+//! NEW is answered when Slurm runs the job (a pending job waits, as
+//! `salloc` does, unless Slurm's pending reason says it never will:
+//! [`reason`]); EXTEND in time is `scontrol update TimeLimit=+MIN`, in
+//! nodes a further job under the same id; a partial RELEASE shrinks the
+//! jobs holding the nodes (`scontrol update NodeList=`), a full one
+//! cancels them; REQ_CANCEL cancels a pending job. psched watches
+//! `squeue --json` about once a second: the warning before expiry follows
+//! Slurm's own end time (an extension made in Slurm moves it), and an
+//! allocation Slurm runs no job of any more (time limit, `scancel`, node
+//! failure) has its DVM session ended.
 
 pub mod ctl;
+pub mod reason;
 mod requests;
 mod watch;
 
@@ -35,13 +37,25 @@ const POLL_MS: u64 = 1000;
 /// How often while a request waits for Slurm to run its job (ms): the
 /// grant is answered within this of Slurm starting it.
 const PENDING_POLL_MS: u64 = 25;
-/// The prefix of an allocation id: the rest is the Slurm job id.
+/// The prefix of an allocation id.
 const ID_PREFIX: &str = "slurm.";
+
+/// A `salloc` psched started and has not found the job of in `squeue` yet.
+struct Submitted {
+    /// The job's name.
+    name: String,
+    /// The allocation it is for.
+    alloc: String,
+    /// For an EXTEND in nodes: the DVM's tag to answer (else a NEW).
+    ext_tag: Option<u32>,
+    /// The `salloc` waiting for the grant.
+    child: Option<std::process::Child>,
+}
 
 /// One allocation: its Slurm job and what the DVM needs of it.
 #[derive(Debug, Clone, Default)]
 struct Alloc {
-    /// Its first Slurm job (the one in its id).
+    /// Its first Slurm job (0 until `squeue` shows it).
     job: u64,
     /// Further jobs that EXTENDs in nodes added.
     more: Vec<u64>,
@@ -75,6 +89,11 @@ pub struct SlurmBackend {
     ledger: Ledger,
     wire: WireVersion,
     last_poll: u64,
+    /// This psched's part of its jobs' names (`psched.TAG.`).
+    tag: String,
+    submitted: Vec<Submitted>,
+    /// `salloc`s whose job psched found, until they exit (reaped).
+    children: Vec<std::process::Child>,
 }
 
 impl Alloc {
@@ -84,22 +103,36 @@ impl Alloc {
     }
 }
 
-fn job_of(alloc_id: &str) -> Option<u64> {
-    alloc_id.strip_prefix(ID_PREFIX)?.parse().ok()
+/// A short tag for the ledger at `path` (FNV-1a of its path): two pscheds
+/// with different ledgers on one Slurm never take each other's jobs.
+pub fn ledger_tag(path: &std::path::Path) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in path.to_string_lossy().bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
 }
 
 impl SlurmBackend {
     /// A backend that takes back the grants of `ledger` (checked against
     /// Slurm at the first poll).
-    pub fn new(ledger: Ledger) -> SlurmBackend {
+    pub fn new(ledger: Ledger, tag: String) -> SlurmBackend {
+        let retained = ledger.retained_jobs.iter().map(|&job| {
+            let a = Alloc {
+                job,
+                retained: true,
+                ..Alloc::default()
+            };
+            (format!("retained.{job}"), a)
+        });
         let allocs = ledger
             .grants
             .iter()
             .filter_map(|g| {
-                let job = job_of(&g.alloc_id)?;
+                let (&job, more) = g.slurm_jobs.split_first()?;
                 let a = Alloc {
                     job,
-                    more: g.more_jobs.clone(),
+                    more: more.to_vec(),
                     req_id: g.req_id.clone(),
                     queue: g.queue.clone(),
                     session: g.session,
@@ -111,13 +144,28 @@ impl SlurmBackend {
                 };
                 Some((g.alloc_id.clone(), a))
             })
+            .chain(retained)
             .collect();
         SlurmBackend {
             allocs,
             ledger,
             wire: WireVersion::V41,
             last_poll: 0,
+            tag,
+            submitted: Vec::new(),
+            children: Vec::new(),
         }
+    }
+
+    /// The Slurm job name of allocation `id`'s jobs.
+    fn job_name(&self, id: &str) -> String {
+        format!("psched.{}.{id}", self.tag)
+    }
+
+    /// A fresh allocation id.
+    fn next_id(&mut self) -> String {
+        self.ledger.next_id += 1;
+        format!("{ID_PREFIX}{}", self.ledger.next_id)
     }
 
     fn answer(&self, tag: u32, st: Status, id: Option<&str>, a: Option<&Alloc>) -> Result<Out> {
@@ -181,7 +229,7 @@ impl super::backend::Backend for SlurmBackend {
                 session: a.session,
                 queue: a.queue.clone(),
                 inherit: a.inherit,
-                more_jobs: a.more.clone(),
+                slurm_jobs: a.jobs().collect(),
             })
             .collect();
         l.grants.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
@@ -192,6 +240,13 @@ impl super::backend::Backend for SlurmBackend {
             .flat_map(|a| a.nodes.iter().cloned())
             .collect();
         l.retained.sort();
+        l.retained_jobs = self
+            .allocs
+            .values()
+            .filter(|a| a.retained)
+            .flat_map(|a| a.jobs().collect::<Vec<_>>())
+            .collect();
+        l.retained_jobs.sort();
         l
     }
 

@@ -6,7 +6,7 @@ use crate::proto::status::Status;
 
 use super::super::state::Out;
 use super::super::wire::{self, AllocAsk};
-use super::{ctl, Alloc, SlurmBackend, ID_PREFIX};
+use super::{ctl, Alloc, SlurmBackend};
 
 impl SlurmBackend {
     pub(super) fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
@@ -20,15 +20,16 @@ impl SlurmBackend {
         if want.count.is_none() && want.list.is_empty() {
             return self.refuse(tag, Status::ERR_BAD_PARAM);
         }
-        let job = match ctl::submit(&want) {
-            Ok(j) => j,
+        let id = self.next_id();
+        let name = self.job_name(&id);
+        let child = match ctl::submit(&want, &name) {
+            Ok(child) => child,
             Err(e) => {
-                eprintln!("psched: Slurm refused the request: {}", e.context);
+                eprintln!("psched: cannot ask Slurm: {}", e.context);
                 return self.refuse(tag, e.status);
             }
         };
         let a = Alloc {
-            job,
             owed: Some(tag),
             echo: ask.echo,
             req_id: ask.req_id,
@@ -38,8 +39,14 @@ impl SlurmBackend {
             inherit: ask.inherit,
             ..Alloc::default()
         };
-        eprintln!("psched: Slurm job {job} submitted for allocation {ID_PREFIX}{job}");
-        self.allocs.insert(format!("{ID_PREFIX}{job}"), a);
+        eprintln!("psched: asked Slurm for {id} (job {name})");
+        self.allocs.insert(id.clone(), a);
+        self.submitted.push(super::Submitted {
+            name,
+            alloc: id,
+            ext_tag: None,
+            child: Some(child),
+        });
         self.poll(now)
     }
 
@@ -90,17 +97,24 @@ impl SlurmBackend {
             time_secs: left,
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
         };
-        let job = match ctl::submit(&want) {
-            Ok(j) => j,
+        let name = format!("{}.{}", self.job_name(id), a.more.len() + 1);
+        let child = match ctl::submit(&want, &name) {
+            Ok(child) => child,
             Err(e) => {
-                eprintln!("psched: Slurm refused the extension: {}", e.context);
+                eprintln!("psched: cannot ask Slurm: {}", e.context);
                 return self.refuse(tag, e.status);
             }
         };
-        eprintln!("psched: Slurm job {job} submitted to extend {id}");
+        eprintln!("psched: asked Slurm for more nodes for {id} (job {name})");
         if let Some(x) = self.allocs.get_mut(id) {
-            x.ext = Some((tag, job));
+            x.ext = Some((tag, 0));
         }
+        self.submitted.push(super::Submitted {
+            name,
+            alloc: id.to_string(),
+            ext_tag: Some(tag),
+            child: Some(child),
+        });
         self.poll(now)
     }
 
@@ -167,17 +181,13 @@ impl SlurmBackend {
         let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
         if let Some(owed) = a.owed {
             self.allocs.remove(&id);
-            if let Err(e) = ctl::cancel(a.job) {
-                eprintln!("psched: Slurm refused the cancel: {}", e.context);
-            }
+            self.withdraw(&id, a.job, None);
             out.push(Out::Answer(owed, wire::cancelled(self.wire, &a.echo, by)?));
         } else if let Some((t, job)) = a.ext {
             if let Some(x) = self.allocs.get_mut(&id) {
                 x.ext = None;
             }
-            if let Err(e) = ctl::cancel(job) {
-                eprintln!("psched: Slurm refused the cancel: {}", e.context);
-            }
+            self.withdraw(&id, job, Some(t));
             out.push(Out::Answer(t, wire::cancelled(self.wire, &a.echo, by)?));
         } else {
             // Granted already: nothing is queued to cancel.
@@ -187,10 +197,33 @@ impl SlurmBackend {
     }
 }
 
+impl SlurmBackend {
+    /// Withdraw the request for `id` (an EXTEND's when `ext_tag`): its job
+    /// by id when `squeue` showed it, else by name.
+    fn withdraw(&mut self, id: &str, job: u64, ext_tag: Option<u32>) {
+        let pos = self
+            .submitted
+            .iter()
+            .position(|x| x.alloc == id && x.ext_tag == ext_tag);
+        let sub = pos.map(|i| self.submitted.remove(i));
+        let done = match (job, &sub) {
+            (0, Some(x)) => ctl::cancel_name(&x.name),
+            (j, _) => ctl::cancel(j),
+        };
+        if let Some(mut c) = sub.and_then(|x| x.child) {
+            let _ = c.kill();
+            self.children.push(c);
+        }
+        if let Err(e) = done {
+            eprintln!("psched: Slurm refused the cancel: {}", e.context);
+        }
+    }
+}
+
 /// Cancel every job of `a` (and its waiting extension).
 pub(super) fn cancel_all(a: &Alloc) -> Result<()> {
     let mut first = Ok(());
-    for j in a.jobs().chain(a.ext.map(|(_, j)| j)) {
+    for j in a.jobs().chain(a.ext.map(|(_, j)| j)).filter(|j| *j != 0) {
         if let Err(e) = ctl::cancel(j) {
             eprintln!("psched: cannot cancel Slurm job {j}: {}", e.context);
             if first.is_ok() {
