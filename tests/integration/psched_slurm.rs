@@ -73,6 +73,20 @@ fn job_of(s: &Slurm, alloc: &str) -> String {
         .to_string()
 }
 
+/// The nodes `pwatch --status --json` shows for reservation `id`, sorted.
+fn reservation_nodes(c: &Cluster, s: &Slurm, id: &str) -> Vec<String> {
+    let o = run(tool(c, s, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+    let r = v["reservations"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["alloc_id"] == id))
+        .unwrap_or_else(|| panic!("pwatch lists {id}: {v}"));
+    let mut nodes: Vec<String> = serde_json::from_value(r["nodes"].clone()).expect("nodes");
+    nodes.sort();
+    nodes
+}
+
 /// psched's jobs Slurm is running: (job id, nodes).
 fn running(s: &Slurm) -> Vec<(u64, Vec<String>)> {
     s.jobs()
@@ -194,6 +208,11 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
     assert_eq!(jobs.len(), 1, "one Slurm job: {jobs:?}\n{}", c.psched_log());
     let (_, nodes) = &jobs[0];
     assert_eq!(nodes.len(), 2);
+    assert_eq!(
+        &reservation_nodes(&c, &s, &id),
+        nodes,
+        "pwatch --status and squeue agree"
+    );
     // A request for all three nodes cannot be met while two are held.
     let queued = tool(&c, &s, "palloc")
         .args([
