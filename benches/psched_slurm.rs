@@ -15,9 +15,6 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::cluster::Cluster;
-use support::slurm::Slurm;
-
 /// Wall time of `cmd` run to its end (bounded); panics if it fails.
 fn timed(mut cmd: Command) -> Duration {
     let t = Instant::now();
@@ -39,15 +36,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
-    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
-    let ns = c.netns_arg();
-    let s = Slurm::start(&c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
-    let conf = s.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    let (c, s) = support::slurm::cluster_on_slurm(&[]);
     let palloc = || {
         let mut cmd = c.command(support::cargo_bin("palloc"));
         cmd.env("PATH", support::user_path())

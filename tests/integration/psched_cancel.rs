@@ -5,17 +5,12 @@
 //! answers the cancel before the withdrawn request, because the holder
 //! that relays the canceller ends with that request.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use crate::psched_cluster::tool;
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
-
-fn tool(c: &Cluster, name: &str) -> Command {
-    let mut cmd = c.command(cargo_bin(name));
-    cmd.env("PATH", user_path()).env("NO_COLOR", "1");
-    cmd
-}
+use crate::support::{run_with_timeout, show, text, LineReader};
 
 #[test]
 fn a_queued_request_cancelled_from_another_shell_says_by_whom() {

@@ -5,55 +5,25 @@
 //! Slurm's own view (`squeue --json`, `sinfo`) is checked against what the
 //! tools report at each step.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::slurm::Slurm;
-use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
+use crate::support::slurm::{start_psched_on, Slurm};
+use crate::support::{show, text, LineReader};
 
-/// `name` run inside the cluster's namespace, our binaries on PATH, the
-/// private Slurm's `SLURM_CONF` set (so a script can ask `squeue`).
+/// `name` as in the pool-backend tests (inside the cluster's namespace,
+/// our binaries on PATH), with the private Slurm's `SLURM_CONF` set (so a
+/// script can ask `squeue`).
 fn tool(c: &Cluster, s: &Slurm, name: &str) -> Command {
-    let mut cmd = c.command(cargo_bin(name));
-    cmd.env("PATH", user_path())
-        .env("NO_COLOR", "1")
-        .env("SLURM_CONF", &s.conf);
+    let mut cmd = crate::psched_cluster::tool(c, name);
+    cmd.env("SLURM_CONF", &s.conf);
     cmd
 }
 
-fn run(cmd: &mut Command) -> Output {
-    run_with_timeout(cmd.stdin(Stdio::null()), 120)
-}
-
-/// Poll (every 200 ms, at most 60 s) until `f` holds.
-#[track_caller]
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// PRRTE master with its head node, three pool nodes that only Slurm
-/// knows, the private Slurm over them and psched on Slurm attached.
 fn cluster_on_slurm() -> (Cluster, Slurm) {
-    cluster_on_slurm_with(&[])
-}
-
-/// [`cluster_on_slurm`] with more arguments for `prte`.
-fn cluster_on_slurm_with(prte_extra: &[&str]) -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
-    let ns = c.netns_arg();
-    let slurm = Slurm::start(&c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
-    let conf = slurm.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
-    (c, slurm)
+    crate::support::slurm::cluster_on_slurm(&[])
 }
 
 /// Whether `j` (of `squeue --json`) is one of psched's jobs.
@@ -321,7 +291,7 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
     wait_for("the job on the departing node ended", || !alive());
     assert!(
         c.psched_log()
-            .contains(&format!("Slurm ended job {job_id}")),
+            .contains(&format!("Slurm ended job {job_id} ({id}, Cancelled)")),
         "{}",
         c.psched_log()
     );
@@ -371,8 +341,7 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
     c.kill_psched();
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(ledger.contains(&id_a), "the ledger keeps {id_a}: {ledger}");
-    let conf = s.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    start_psched_on(&mut c, &s);
     let (mut b, _lb, id_b) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
     assert_ne!(id_a, id_b);
     let now = running(&s);
@@ -398,7 +367,7 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
 /// nodes back.
 #[test]
 fn reservation_workflow_example_on_psched_on_slurm() {
-    let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
+    let (c, s) = crate::support::slurm::cluster_on_slurm(&crate::psched_examples::OVERSUBSCRIBE);
     let o = crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600);
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     assert_eq!(o.status.code(), Some(0), "{ctx}");
@@ -427,7 +396,7 @@ fn reservation_workflow_example_on_psched_on_slurm() {
 /// still held.
 #[test]
 fn child_drain_example_on_psched_on_slurm_deviation() {
-    let (c, s) = cluster_on_slurm_with(&crate::psched_examples::OVERSUBSCRIBE);
+    let (c, s) = crate::support::slurm::cluster_on_slurm(&crate::psched_examples::OVERSUBSCRIBE);
     crate::psched_examples::child_drain_stops_at_p8(&c);
     assert_eq!(
         running(&s).len(),
@@ -499,6 +468,12 @@ fn slurms_time_limit_ends_the_allocation() {
         .find(|j| j["job_id"].as_u64().map(|x| x.to_string()).as_deref() == Some(job))
         .unwrap_or_else(|| panic!("job {job} still listed: {jobs:?}"));
     assert_eq!(ended["job_state"], "TIMEOUT", "{ended}");
+    assert!(
+        c.psched_log()
+            .contains(&format!("Slurm ended job {job} ({id}, TimeLimit)")),
+        "{}",
+        c.psched_log()
+    );
     wait_for("the node idle again", || s.idle_nodes() == c.pool);
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(!ledger.contains(&id), "the grant left the ledger: {ledger}");
@@ -552,8 +527,7 @@ fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart() {
     };
     wait_for("Slurm shows the request pending", || pending(&s));
     c.kill_psched();
-    let conf = s.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    start_psched_on(&mut c, &s);
     wait_for("the restarted psched withdrew it", || !pending(&s));
     assert!(
         c.psched_log()
@@ -593,8 +567,7 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes() {
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(ledger.contains("retained_jobs"), "{ledger}");
     c.kill_psched();
-    let conf = s.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    start_psched_on(&mut c, &s);
     // After two reconcile rounds of the new psched the job still runs.
     let restarted = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::cluster::Cluster;
 use super::{short_hostname, unique_tmpdir, wait_until};
 
 /// How long the daemons may take to come up.
@@ -239,6 +240,27 @@ impl Slurm {
         }
         s
     }
+}
+
+/// PRRTE master with its head node and three pool nodes that only Slurm
+/// knows (`prte_extra`: more arguments for `prte`), the private Slurm over
+/// them in the cluster's network namespace, and psched on it attached.
+pub fn cluster_on_slurm(prte_extra: &[&str]) -> (Cluster, Slurm) {
+    let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
+    let ns = c.netns_arg();
+    let slurm = Slurm::start(&c.pool, move |p| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(&ns).arg("--").arg(p);
+        cmd
+    });
+    start_psched_on(&mut c, &slurm);
+    (c, slurm)
+}
+
+/// Start (or restart) `c`'s psched with `--backend slurm` on `s`.
+pub fn start_psched_on(c: &mut Cluster, s: &Slurm) {
+    let conf = s.conf.display().to_string();
+    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
 }
 
 impl Drop for Slurm {

@@ -45,7 +45,8 @@ fn recent(s: &Session) -> bool {
 /// job. Only a reservation a recent DVM lists with nodes is probed (an
 /// empty one, PRRTE master without a scheduler, would never take one). Any
 /// answer other than "cannot map yet" ends the wait: the grant is reported
-/// as it is.
+/// as it is; so does a signal (left caught for the caller). palloc and
+/// `pspawn -N` both wait here.
 pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecord) {
     if !needs_probe(req, rec) || !recent(s) || holds_no_node(s, &rec.alloc_id) != Some(false) {
         return;
@@ -59,7 +60,10 @@ pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecor
     loop {
         match run_job(s, &info, &probe, Some(PROBE_LIMIT), |_| {}) {
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && Instant::now() < deadline => {
-                std::thread::sleep(PAUSE)
+                // A signal ends the wait; the caller sees it caught.
+                if super::signals::sleep_until(Instant::now() + PAUSE).is_some() {
+                    return;
+                }
             }
             _ => return,
         }

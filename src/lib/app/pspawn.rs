@@ -94,7 +94,7 @@ fn launch_in(
     let Some(own) = own else {
         return launch_and_wait(s, req, ui);
     };
-    let r = super::pspawn_alloc::launch_when_up(s, req, &own, ui, &|| launch_and_wait(s, req, ui));
+    let r = launch_and_wait(s, req, ui);
     own.give_back(s, ui);
     r
 }

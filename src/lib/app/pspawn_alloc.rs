@@ -14,7 +14,6 @@ use crate::codec::Info;
 use crate::ops::alloc::{allocate, begin_allocate};
 use crate::ops::Session;
 use crate::proto::{keys, Directive, Inheritance, Status};
-use std::time::{Duration, Instant};
 
 use super::palloc::{await_answer, generated_request_id, granted_record, request_infos, Awaiting};
 use super::{Failure, Ui};
@@ -55,9 +54,20 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
         rec.alloc_id,
         rec.nodes.join(",")
     ));
-    Ok(JobAllocation {
-        alloc_id: rec.alloc_id,
-    })
+    let own = JobAllocation {
+        alloc_id: rec.alloc_id.clone(),
+    };
+    // As palloc does: PRRTE master answers before the granted nodes can
+    // take a job (P1); wait until they can.
+    super::palloc_ready::wait_usable(s, &req, &rec);
+    if let Some(sig) = super::signals::caught() {
+        own.give_back(s, ui);
+        return Err(Failure::interrupted(&format!(
+            "interrupted by {} before the job started",
+            super::signals::name(sig)
+        )));
+    }
+    Ok(own)
 }
 
 /// Send the NEW request and wait for its answer.
@@ -113,77 +123,6 @@ impl JobAllocation {
             Err(e) => ui.detail(&format!("allocation {} not given back: {e}", self.alloc_id)),
         }
     }
-}
-
-/// How long a spawn into a reservation just made for the job is tried
-/// again while the DVM cannot map it (see [`launch_when_up`]).
-const NODES_UP_WAIT: Duration = Duration::from_secs(60);
-/// The first pause between those tries (doubled each time, up to 2 s).
-const NODES_UP_PAUSE: Duration = Duration::from_millis(100);
-
-/// Launch `req` into `own`, the reservation just made for it. PRRTE master
-/// answers a grant before the granted nodes' daemons are up
-/// (docs/conformance.md, P1): a spawn at once fails
-/// `PMIX_ERR_JOB_FAILED_TO_MAP`. A job that fits the reservation's slots
-/// but does not map is therefore tried again, backing off, for at most
-/// [`NODES_UP_WAIT`]; one that does not fit fails at once.
-pub(crate) fn launch_when_up(
-    s: &Session,
-    req: &SpawnRequest,
-    own: &JobAllocation,
-    ui: &Ui,
-    launch: &dyn Fn() -> Result<i32, Failure>,
-) -> Result<i32, Failure> {
-    let until = Instant::now() + NODES_UP_WAIT;
-    let mut pause = NODES_UP_PAUSE;
-    loop {
-        let r = launch();
-        let unmapped = matches!(&r, Err(f) if f.status == Some(Status::ERR_JOB_FAILED_TO_MAP));
-        if !unmapped || Instant::now() + pause >= until || !fits(s, req, &own.alloc_id) {
-            return r;
-        }
-        ui.detail(&format!(
-            "allocation {}'s nodes cannot take the job yet (PMIX_ERR_JOB_FAILED_TO_MAP): \
-trying again in {} ms",
-            own.alloc_id,
-            pause.as_millis()
-        ));
-        if let Some(sig) = super::signals::sleep_until(Instant::now() + pause) {
-            return Err(Failure::interrupted(&format!(
-                "interrupted by {} before the job started",
-                super::signals::name(sig)
-            )));
-        }
-        pause = (pause * 2).min(Duration::from_secs(2));
-    }
-}
-
-/// Whether the job's processes fit the slots of reservation `id` as the
-/// DVM lists them; true when it does not say.
-fn fits(s: &Session, req: &SpawnRequest, id: &str) -> bool {
-    let want: u64 = req.apps.iter().map(|a| u64::from(a.np)).sum::<u64>()
-        * u64::from(req.cpus_per_proc.unwrap_or(1));
-    let names = match crate::ops::status_query::reservations(s, Some(id)) {
-        Ok(list) => list
-            .into_iter()
-            .find(|r| r.alloc_id == id)
-            .map(|r| r.nodes)
-            .unwrap_or_default(),
-        Err(_) => return true,
-    };
-    let want_nodes = crate::ops::status_query::Want {
-        nodes: true,
-        ..Default::default()
-    };
-    let slots: u64 = match crate::ops::status_query::status(s, want_nodes).nodes {
-        Some(Ok(nodes)) => nodes
-            .iter()
-            .filter(|n| names.contains(&n.name))
-            .map(|n| u64::from(n.slots))
-            .sum(),
-        _ => return true,
-    };
-    slots == 0 || want <= slots
 }
 
 /// Inside an allocation, `-N COUNT` is the node count: the apps without

@@ -55,6 +55,16 @@ pub struct Ask {
     pub partition: Option<String>,
 }
 
+/// Read all of `r` on a thread of its own (so neither of a command's pipes
+/// can fill and stall it while psched waits for the other).
+fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
 /// Run `cmd` to its end within [`COMMAND_TIMEOUT`]; its stdout, or an error
 /// carrying its stderr.
 fn run(mut cmd: Command) -> Result<String> {
@@ -65,12 +75,8 @@ fn run(mut cmd: Command) -> Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(Status::ERR_NOT_AVAILABLE, format!("cannot run {what}: {e}")))?;
-    let mut out = child.stdout.take().expect("piped stdout");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
+    let out = drain(child.stdout.take().expect("piped stdout"));
+    let err = drain(child.stderr.take().expect("piped stderr"));
     let deadline = Instant::now() + COMMAND_TIMEOUT;
     let status = loop {
         if let Some(st) = child.try_wait().ok().flatten() {
@@ -86,17 +92,14 @@ fn run(mut cmd: Command) -> Result<String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let stdout = reader.join().unwrap_or_default();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
     if status.success() {
         return Ok(stdout);
     }
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
     Err(Error::new(
         Status::ERR_NOT_AVAILABLE,
-        format!("{what}: {}", err.trim()),
+        format!("{what}: {}", stderr.trim()),
     ))
 }
 

@@ -9,7 +9,7 @@ use crate::proto::status::Status;
 use super::super::state::Out;
 use super::super::wire;
 use super::ctl::{self, Job, JobState};
-use super::reason::{self, Pending};
+use super::reason::{self, EndCause, Pending};
 use super::{SlurmBackend, PENDING_POLL_MS, POLL_MS};
 
 /// A job Slurm still lists as waiting or running.
@@ -106,7 +106,12 @@ impl SlurmBackend {
             .filter_map(|j| alive(jobs, j).cloned())
             .collect();
         if held.is_empty() {
-            return self.ended(id);
+            let main = self.allocs[id].job;
+            let cause = jobs.iter().find_map(|j| match j.state {
+                JobState::Ended(c) if j.id == main => Some(c),
+                _ => None,
+            });
+            return self.ended(id, cause);
         }
         let running: Vec<&Job> = held
             .iter()
@@ -266,7 +271,8 @@ impl SlurmBackend {
 
     /// Slurm runs no job of `id` any more: a request still owed is
     /// refused, a granted allocation's session is ended.
-    fn ended(&mut self, id: &str) -> Result<Vec<Out>> {
+    /// `cause`: why Slurm ended its first job, when Slurm still lists it.
+    fn ended(&mut self, id: &str, cause: Option<EndCause>) -> Result<Vec<Out>> {
         let Some(a) = self.allocs.remove(id) else {
             return Ok(Vec::new());
         };
@@ -277,8 +283,9 @@ impl SlurmBackend {
             eprintln!("psched: Slurm ended {id} (retained by the DVM)");
             return Ok(Vec::new());
         }
+        let why = cause.map_or("no longer listed".to_string(), |c| format!("{c:?}"));
         eprintln!(
-            "psched: Slurm ended job {} ({id}): ending its session",
+            "psched: Slurm ended job {} ({id}, {why}): ending its session",
             a.job
         );
         let mut out = Vec::new();
