@@ -63,6 +63,17 @@ pub fn decode_alloc_reply(s: &Session, directive: Directive, reply: &[u8]) -> Re
         let info = read_infos(&mut d).unwrap_or_default();
         return Err(Error::new(st, cancelled_context(s, &info)));
     }
+    // `PMIX_OPERATION_SUCCEEDED`: done, nothing more to say. psched answers
+    // a release so (PRRTE master then leaves the nodes' daemons alone and
+    // psched ends the reservation itself).
+    if st == Status::OPERATION_SUCCEEDED {
+        return Ok(AllocReply {
+            directive: directive.pmix_name(),
+            alloc_id: None,
+            request_id: None,
+            info: Vec::new(),
+        });
+    }
     if !st.is_success() {
         return Err(Error::refused(st, directive.pmix_name()));
     }

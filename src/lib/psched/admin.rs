@@ -1,11 +1,16 @@
 //! Administrator requests to a running psched (`psched --release ID`):
 //! each is a small file beside the ledger, `<ledger>.release.<unique>`,
-//! holding one allocation id. The running psched picks them up within a
-//! second, acts, and removes them; the requester sees the file go.
+//! holding one allocation id. The running psched hears of it at once (it
+//! watches the directory with inotify), acts, and removes it; the requester
+//! sees the file go. Only files of psched's own user or root count.
 
-use std::fs;
-use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+
+use super::files::{dir_of, read, replace};
 
 /// Most requests psched reads per round (bounded work per round).
 pub const MAX_PER_ROUND: usize = 64;
@@ -17,13 +22,6 @@ fn prefix(ledger: &Path) -> String {
     format!("{name}.release.")
 }
 
-fn dir(ledger: &Path) -> PathBuf {
-    match ledger.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// Ask the psched serving `ledger` to release `alloc_id`; the request
 /// file's path (it disappears once psched has acted).
 pub fn submit(ledger: &Path, alloc_id: &str) -> std::io::Result<PathBuf> {
@@ -31,29 +29,74 @@ pub fn submit(ledger: &Path, alloc_id: &str) -> std::io::Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let unique = format!("{}{}-{nanos}", prefix(ledger), std::process::id());
-    let path = dir(ledger).join(&unique);
-    let tmp = dir(ledger).join(format!(".{unique}.tmp"));
-    fs::write(&tmp, alloc_id)?;
-    fs::rename(&tmp, &path)?;
+    let path = dir_of(ledger).join(unique);
+    replace(&path, alloc_id.as_bytes(), 0o644)?;
     Ok(path)
 }
 
 /// The release requests waiting for the psched of `ledger`: each file's
-/// path and the id it names (at most [`MAX_PER_ROUND`]).
+/// path and the id it names (at most [`MAX_PER_ROUND`]). A file of another
+/// user than psched's and root is removed unread.
 pub fn pending(ledger: &Path) -> Vec<(PathBuf, String)> {
     let want = prefix(ledger);
-    let Ok(entries) = fs::read_dir(dir(ledger)) else {
+    let Ok(entries) = std::fs::read_dir(dir_of(ledger)) else {
         return Vec::new();
     };
+    let me = nix::unistd::geteuid().as_raw();
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(&want))
         .take(MAX_PER_ROUND)
         .filter_map(|e| {
-            let mut id = String::new();
-            let f = fs::File::open(e.path()).ok()?;
-            f.take(MAX_ID).read_to_string(&mut id).ok()?;
-            Some((e.path(), id.trim().to_string()))
+            let (body, owner) = read(&e.path(), MAX_ID).ok()?;
+            if owner != me && owner != 0 {
+                eprintln!(
+                    "psched: ignored {} (uid {owner} is neither psched's user nor root)",
+                    e.path().display()
+                );
+                let _ = std::fs::remove_file(e.path());
+                return None;
+            }
+            let id = String::from_utf8_lossy(&body).trim().to_string();
+            Some((e.path(), id))
         })
         .collect()
+}
+
+/// Wakes psched when a file appears beside its ledger (a release request).
+pub struct Watch(Option<Inotify>);
+
+impl Watch {
+    /// Watch the directory of `ledger`; without inotify, psched still
+    /// looks at each turn of its loop.
+    pub fn new(ledger: &Path) -> Watch {
+        let w = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok();
+        let w = w.filter(|i| {
+            i.add_watch(
+                &dir_of(ledger),
+                AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_CLOSE_WRITE,
+            )
+            .is_ok()
+        });
+        Watch(w)
+    }
+
+    /// The descriptor that becomes readable on a new file.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.0.as_ref().map(|i| i.as_fd())
+    }
+
+    /// Forget what woke us.
+    pub fn drain(&self) {
+        if let Some(i) = &self.0 {
+            while matches!(i.read_events(), Ok(v) if !v.is_empty()) {}
+        }
+    }
+
+    /// Wait until `deadline` or a new file, whichever comes first.
+    pub fn wait(&self, deadline: Instant) {
+        let fds: Vec<BorrowedFd<'_>> = self.fd().into_iter().collect();
+        let _ = crate::conn::client::poll_readable(&fds, Some(deadline));
+        self.drain();
+    }
 }

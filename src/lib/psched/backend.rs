@@ -31,6 +31,11 @@ pub trait Backend {
     /// The administrator's release of `alloc_id` (`psched --release`);
     /// `None` when there is no such grant.
     fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>>;
+    /// Never grant `nodes` again (their daemon did not come up in this
+    /// DVM); a node source that does not choose nodes ignores it.
+    fn hold_back(&mut self, nodes: &[String]) {
+        let _ = nodes;
+    }
 }
 
 /// Which backend psched runs with (`--backend`).
@@ -70,6 +75,9 @@ impl Backend for State {
     }
     fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>> {
         State::admin_release(self, alloc_id, now)
+    }
+    fn hold_back(&mut self, nodes: &[String]) {
+        State::hold_back(self, nodes)
     }
 }
 

@@ -4,9 +4,7 @@
 //! The file is JSON, replaced atomically: written beside itself, synced,
 //! renamed over the old one, and the directory synced.
 
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -76,13 +74,50 @@ pub struct Ledger {
     /// For status only: the requests waiting in the queue.
     #[serde(default)]
     pub pending: Vec<crate::sched::SchedPendingView>,
+    /// What psched knows of the DVM it serves (`dvm`), beside the backend's
+    /// books: kept across a restart of psched.
+    #[serde(default)]
+    pub dvm_side: DvmBook,
+}
+
+/// psched's books about the DVM itself (see `psched::dvm`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DvmBook {
+    /// Nodes whose daemon the DVM started (they stay in the DVM between
+    /// grants, in psched's reservation of idle nodes).
+    #[serde(default)]
+    pub in_dvm: Vec<String>,
+    /// Nodes whose daemon did not come up when granted: never granted
+    /// again until the DVM restarts.
+    #[serde(default)]
+    pub broken: Vec<String>,
+    /// Who owns each allocation (spec 001 §8.2.1.7).
+    #[serde(default)]
+    pub owners: Vec<Owner>,
+}
+
+/// The owner of one allocation, as the DVM told psched at its request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The allocation.
+    pub alloc_id: String,
+    /// The owning namespace (the target of a tool's request, else the
+    /// requester's).
+    pub nspace: String,
+    /// The process that asked (it hears the warning and the end).
+    pub requester: String,
+    /// Its rank.
+    pub rank: u32,
+    /// The DVM's session number of the reservation (for ending it).
+    pub session: Option<u32>,
 }
 
 impl Ledger {
-    /// Read the ledger at `path`; an absent file is an empty ledger.
+    /// Read the ledger at `path` (never through a link); an absent file is
+    /// an empty ledger.
     pub fn load(path: &Path) -> Result<Ledger> {
-        match fs::read(path) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+        match super::files::read(path, MAX_LEDGER) {
+            Ok((b, _)) => serde_json::from_slice(&b).map_err(|e| {
                 Error::new(
                     Status::ERR_BAD_PARAM,
                     format!("the ledger {} is not readable JSON: {e}", path.display()),
@@ -96,40 +131,27 @@ impl Ledger {
         }
     }
 
-    /// Replace the ledger at `path` atomically.
+    /// Replace the ledger at `path` atomically (a new 0600 file renamed
+    /// over it, see [`super::files::replace`]).
     pub fn store(&self, path: &Path) -> Result<()> {
-        let io = |e: std::io::Error| {
+        let body = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::new(Status::ERR_BAD_PARAM, format!("ledger not encodable: {e}")))?;
+        super::files::replace(path, &body, 0o600).map_err(|e| {
             Error::new(
                 Status::ERR_NOT_AVAILABLE,
                 format!("cannot write the ledger {}: {e}", path.display()),
             )
-        };
-        let tmp = tmp_path(path);
-        let body = serde_json::to_vec_pretty(self)
-            .map_err(|e| Error::new(Status::ERR_BAD_PARAM, format!("ledger not encodable: {e}")))?;
-        let mut f = fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&body).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        drop(f);
-        fs::rename(&tmp, path).map_err(io)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        })
     }
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
+/// Largest ledger read (a ledger of 10,000 grants is about 3 MiB).
+const MAX_LEDGER: u64 = 64 << 20;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn store_then_load_round_trips() {

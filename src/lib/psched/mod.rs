@@ -12,7 +12,10 @@
 pub mod admin;
 pub mod backend;
 pub mod drive;
+pub mod dvm;
+pub mod files;
 pub mod ledger;
+pub mod out;
 pub mod serve;
 pub mod slurm;
 pub mod state;

@@ -12,6 +12,7 @@ use crate::proto::Inheritance;
 use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
 
 use super::ledger::{Grant, Ledger};
+pub use super::out::{EndWhy, Out};
 use super::wire::{self, AllocAsk};
 use super::Partition;
 
@@ -19,22 +20,14 @@ use super::Partition;
 /// `PMIX_ERR_OUT_OF_RESOURCE` (bounded memory whatever the DVM sends).
 pub const MAX_QUEUED: usize = 4096;
 
-/// A message to send to the DVM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    /// The answer to the DVM's request sent on `tag`.
-    Answer(u32, Vec<u8>),
-    /// A message of psched's own (a warning, a session termination).
-    Own(Vec<u8>),
-}
-
 /// What psched keeps beside the scheduler's own books for one allocation.
 #[derive(Debug, Clone, Default)]
 struct Meta {
     req_id: Option<String>,
     echo: Vec<Info>,
     queue: String,
-    session: Option<u32>,
+    /// Whether the DVM was told of the allocation (its first grant).
+    told: bool,
     /// The DVM's request still waiting for an answer (a queued request).
     owed: Option<u32>,
     /// When the DVM was told of the grant (ms since the epoch).
@@ -82,7 +75,7 @@ impl State {
                     Meta {
                         req_id: g.req_id.clone(),
                         queue: g.queue.clone(),
-                        session: g.session,
+                        told: true,
                         inherit: g.inherit,
                         ..Meta::default()
                     },
@@ -106,15 +99,29 @@ impl State {
         }
     }
 
-    /// Start serving the DVM `dvm` (its namespace) on wire `wire`: the
-    /// session count continues if it is the DVM served before.
+    /// Start serving the DVM `dvm` (its namespace) on wire `wire`. The
+    /// requests still waiting came over the connection that ended: their
+    /// requesters are gone with it, so they are dropped (a grant made now
+    /// would go to nobody, or to the wrong DVM). What a DVM before kept
+    /// went with it.
     pub fn attach(&mut self, dvm: &str, wire: WireVersion) {
         self.wire = wire;
         if self.ledger.dvm.as_deref() != Some(dvm) {
             self.ledger.dvm = Some(dvm.to_string());
-            self.ledger.sessions = 0;
-            // What the DVM before kept went with it.
             let _ = self.sched.free_retained(0);
+        }
+        let waiting: Vec<String> = self
+            .sched
+            .pending()
+            .into_iter()
+            .map(|p| p.alloc_id)
+            .collect();
+        for id in waiting {
+            if let Ok((_, was_new, _)) = self.sched.cancel(&id, 0) {
+                if was_new {
+                    self.meta.remove(&id);
+                }
+            }
         }
         for m in self.meta.values_mut() {
             m.owed = None;
@@ -138,7 +145,7 @@ impl State {
                     nodes: a.nodes,
                     expires_at_ms: a.expires_at_ms,
                     warn_secs: a.warn_secs,
-                    session: m.session,
+                    session: None,
                     queue: m.queue,
                     inherit: m.inherit,
                     slurm_jobs: Vec::new(),
@@ -150,6 +157,14 @@ impl State {
         l.partitions = self.parts.clone();
         l.pending = self.sched.pending();
         l
+    }
+
+    /// Never grant `nodes` again while this DVM lives (their daemon did not
+    /// come up): each is held back as soon as it is free.
+    pub fn hold_back(&mut self, nodes: &[String]) {
+        if !nodes.is_empty() {
+            self.sched.restore_retained(nodes);
+        }
     }
 
     /// Free nodes of the pool.
@@ -242,7 +257,7 @@ impl State {
                 req_id: ask.req_id.clone(),
                 echo: ask.echo.clone(),
                 queue: part.name.clone(),
-                session: None,
+                told: false,
                 owed: Some(tag),
                 granted_at: now,
                 inherit: ask.inherit,
@@ -263,12 +278,15 @@ impl State {
         let Some(tag) = m.owed.take() else {
             return Ok(Vec::new());
         };
-        if m.session.is_none() {
-            self.ledger.sessions += 1;
-            m.session = Some(self.ledger.sessions);
-        }
-        let body = wire::answer(self.wire, Status(0), Some(id), nodes, &m.echo)?;
-        Ok(vec![Out::Answer(tag, body)])
+        let new = !m.told;
+        m.told = true;
+        Ok(vec![Out::Grant {
+            tag,
+            alloc_id: id.to_string(),
+            nodes: nodes.to_vec(),
+            echo: m.echo.clone(),
+            new,
+        }])
     }
 
     fn find_id(&self, ask: &AllocAsk) -> Option<String> {
@@ -310,14 +328,19 @@ impl State {
         let part = (!ask.node_list.is_empty()).then_some(&ask.node_list[..]);
         match self.sched.release(&id, part, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
-            Ok((_nodes, ev)) => {
-                if part.is_none() {
+            Ok((nodes, ev)) => {
+                let whole = part.is_none();
+                if whole {
                     self.meta.remove(&id);
                 }
-                let mut out = vec![Out::Answer(
+                // The release first: its nodes leave before the queued
+                // grants they unblock reach anyone.
+                let mut out = vec![Out::Release {
                     tag,
-                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
-                )];
+                    alloc_id: id,
+                    nodes,
+                    whole,
+                }];
                 out.extend(self.events(ev, now)?);
                 Ok(out)
             }
@@ -361,9 +384,14 @@ impl State {
     /// with its `PMIX_ALLOC_ID`): its nodes come back to the pool.
     pub fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>> {
         match self.sched.release(alloc_id, None, now) {
-            Ok((_nodes, ev)) => {
+            Ok((nodes, ev)) => {
                 self.meta.remove(alloc_id);
-                self.events(ev, now)
+                let mut out = vec![Out::Returned {
+                    alloc_id: alloc_id.to_string(),
+                    nodes,
+                }];
+                out.extend(self.events(ev, now)?);
+                Ok(out)
             }
             Err(_) => Ok(Vec::new()),
         }
@@ -416,14 +444,15 @@ impl State {
         if self.sched.allocation(alloc_id).is_none_or(|a| a.queued) {
             return Ok(None);
         }
-        let Ok((_nodes, ev)) = self.sched.release(alloc_id, None, now) else {
+        let Ok((nodes, ev)) = self.sched.release(alloc_id, None, now) else {
             return Ok(None);
         };
-        let m = self.meta.remove(alloc_id).unwrap_or_default();
-        let mut out = Vec::new();
-        if let Some(s) = m.session {
-            out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));
-        }
+        self.meta.remove(alloc_id);
+        let mut out = vec![Out::End {
+            alloc_id: alloc_id.to_string(),
+            nodes,
+            why: EndWhy::Admin,
+        }];
         out.extend(self.events(ev, now)?);
         Ok(Some(out))
     }
@@ -442,14 +471,16 @@ impl State {
                     alloc_id,
                     remaining_secs,
                 } => {
-                    let told = (f64::from(remaining_secs) * self.scale).round() as u32;
-                    out.push(Out::Own(wire::warning(self.wire, &alloc_id, told)?))
+                    let secs = (f64::from(remaining_secs) * self.scale).round() as u32;
+                    out.push(Out::Warn { alloc_id, secs })
                 }
-                SchedEvent::Expired { alloc_id, .. } => {
-                    let m = self.meta.remove(&alloc_id).unwrap_or_default();
-                    if let Some(s) = m.session {
-                        out.push(Out::Own(wire::terminate(self.wire, s, &alloc_id)?));
-                    }
+                SchedEvent::Expired { alloc_id, nodes } => {
+                    self.meta.remove(&alloc_id);
+                    out.push(Out::End {
+                        alloc_id,
+                        nodes,
+                        why: EndWhy::Expired,
+                    });
                 }
                 SchedEvent::QueuedGranted {
                     alloc_id, nodes, ..
@@ -489,8 +520,10 @@ mod tests {
     fn answered(out: &[Out]) -> Vec<u32> {
         out.iter()
             .filter_map(|o| match o {
-                Out::Answer(t, _) => Some(*t),
-                Out::Own(_) => None,
+                Out::Answer(t, _) | Out::Grant { tag: t, .. } | Out::Release { tag: t, .. } => {
+                    Some(*t)
+                }
+                _ => None,
             })
             .collect()
     }
@@ -548,7 +581,10 @@ mod tests {
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
         let out = st.tick(60_000).unwrap();
-        assert!(matches!(out.as_slice(), [Out::Own(_)]), "{out:?}");
+        assert!(
+            matches!(out.as_slice(), [Out::End { why: EndWhy::Expired, nodes, .. }] if nodes == &["n1"]),
+            "{out:?}"
+        );
         assert_eq!(st.free_nodes(), ["n1"]);
         assert!(st.ledger().grants.is_empty());
     }
@@ -581,20 +617,10 @@ mod tests {
         assert_eq!(g.expires_at_ms, Some(10_000), "10 minutes in 10 s");
         assert!(st.tick(4_999).unwrap().is_empty());
         let warned = st.tick(5_000).unwrap();
-        let Some(Out::Own(body)) = warned.first() else {
+        let Some(Out::Warn { secs, .. }) = warned.first() else {
             panic!("{warned:?}");
         };
-        let mut d = crate::codec::Decoder::new(body, WireVersion::V41);
-        let crate::codec::Cmd(_) = d.unpack_one().unwrap();
-        let _: Status = d.unpack_one().unwrap();
-        let crate::codec::Range(_) = d.unpack_one().unwrap();
-        let crate::codec::Size(n) = d.unpack_one().unwrap();
-        let infos: Vec<Info> = d.unpack(n as usize).unwrap();
-        let left = infos
-            .iter()
-            .find(|i| i.key == crate::proto::keys::TIME_REMAINING)
-            .and_then(|i| i.value.as_u64());
-        assert_eq!(left, Some(300), "seconds left in the requester's time");
+        assert_eq!(*secs, 300, "seconds left in the requester's time");
     }
 
     #[test]
@@ -604,7 +630,16 @@ mod tests {
             .unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
         let out = st.admin_release(&id, 1).unwrap().expect("held");
-        assert!(matches!(out.as_slice(), [Out::Own(_)]), "{out:?}");
+        assert!(
+            matches!(
+                out.as_slice(),
+                [Out::End {
+                    why: EndWhy::Admin,
+                    ..
+                }]
+            ),
+            "{out:?}"
+        );
         assert_eq!(st.free_nodes(), ["n1"]);
         assert!(st.admin_release(&id, 2).unwrap().is_none());
     }

@@ -42,9 +42,7 @@ pub fn start(uri_file: &Path, snap: Snapshot) -> Result<()> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(io)?;
     let port = l.local_addr().map_err(io)?.port();
     let body = format!("psched@0.0;tcp4://127.0.0.1:{port}\n{VERSION}\n");
-    let tmp = uri_file.with_extension("tmp");
-    std::fs::write(&tmp, body).map_err(io)?;
-    std::fs::rename(&tmp, uri_file).map_err(io)?;
+    super::files::replace(uri_file, body.as_bytes(), 0o644).map_err(io)?;
     std::thread::spawn(move || accept_loop(&l, &snap));
     Ok(())
 }

@@ -4,7 +4,9 @@
 
 use crate::codec::attrs::{parse_alloc_time, write_infos};
 use crate::codec::helpers::value_list;
-use crate::codec::{AllocDirective, Cmd, Decoder, Encoder, Info, Range, Size, Value, WireVersion};
+use crate::codec::{
+    AllocDirective, Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Size, Value, WireVersion,
+};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys};
@@ -13,6 +15,15 @@ use crate::proto::{cmd, keys};
 pub const SESSION_CTRL: u8 = 35;
 /// `PMIX_RANGE_RM`: an event meant for the resource manager (the DVM).
 pub const RANGE_RM: u8 = 1;
+/// `PMIX_RANGE_CUSTOM`: an event for the processes its
+/// `PMIX_EVENT_CUSTOM_RANGE` names.
+pub const RANGE_CUSTOM: u8 = 6;
+/// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
+pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
+/// `PMIX_PROC_STATE_RUNNING`: a daemon that is up.
+pub const PROC_STATE_RUNNING: u8 = 5;
+/// `PMIX_PROC_STATE_UNTERMINATED`: every state below it is a live process.
+pub const PROC_STATE_UNTERMINATED: u8 = 15;
 /// Most infos psched reads from one request.
 pub const MAX_INFOS: u64 = 256;
 
@@ -59,6 +70,20 @@ pub struct AllocAsk {
     pub echo: Vec<Info>,
     /// `PMIX_REQUESTOR`, which PRRTE adds to what it forwards: who asked.
     pub requestor: Option<Box<Info>>,
+    /// `PMIX_ALLOC_TARGET`: the namespace a tool asked for.
+    pub target: Option<String>,
+    /// `PMIX_ALLOC_SHARE` given true: no reservation, nodes for general use.
+    pub share: bool,
+}
+
+impl AllocAsk {
+    /// The process that asked, when PRRTE said (`PMIX_REQUESTOR`).
+    pub fn requester(&self) -> Option<Proc> {
+        match &self.requestor.as_ref()?.value {
+            Value::Proc(p) => Some(p.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// Decode one message from the DVM.
@@ -151,7 +176,14 @@ pub fn ask_from(
                 a.echo.push(i.clone())
             }
             keys::REQUESTOR => a.requestor = Some(Box::new(i.clone())),
-            keys::ALLOC_TARGET | keys::ALLOC_SHARE => a.echo.push(i.clone()),
+            keys::ALLOC_TARGET => {
+                a.target = v.as_str().map(String::from);
+                a.echo.push(i.clone())
+            }
+            keys::ALLOC_SHARE => {
+                a.share = crate::codec::helpers::info_true(i);
+                a.echo.push(i.clone())
+            }
             _ => {}
         }
     }
@@ -270,4 +302,135 @@ pub fn alloc_ids_answer(wire: WireVersion, payload: &[u8]) -> Option<Vec<String>
         );
     }
     a.as_strings().map(<[String]>::to_vec)
+}
+
+/// `echo` with its inheritance rule as PRRTE must apply it: NONE becomes
+/// DEFAULT and CHILD becomes CHILD_DEFAULT (no rule: DEFAULT). PRRTE master
+/// ends a NONE or CHILD reservation by ordering its nodes' daemons away
+/// without resetting the nodes, so a node granted again has no daemon
+/// (docs/conformance.md, P6); under the DEFAULT rules it keeps them and
+/// psched takes the nodes back itself, at the same moment.
+pub fn echo_for_dvm(echo: &[Info]) -> Vec<Info> {
+    use crate::proto::Inheritance;
+    let mut out: Vec<Info> = echo
+        .iter()
+        .filter(|i| i.key != keys::ALLOC_INHERITANCE)
+        .cloned()
+        .collect();
+    let asked = echo
+        .iter()
+        .find(|i| i.key == keys::ALLOC_INHERITANCE)
+        .and_then(|i| inheritance(&i.value));
+    let kept = match asked {
+        Some(Inheritance::Child | Inheritance::ChildDefault) => Inheritance::ChildDefault,
+        _ => Inheritance::Default,
+    };
+    out.push(Info::new(
+        keys::ALLOC_INHERITANCE,
+        Value::AllocInherit(kept.into()),
+    ));
+    out
+}
+
+/// psched's own allocation request to the DVM (its reservation of idle
+/// nodes): `directive` with `infos`.
+pub fn own_request(
+    wire: WireVersion,
+    directive: crate::proto::Directive,
+    infos: &[Info],
+) -> Result<Vec<u8>> {
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::ALLOC))?;
+    e.pack_one(&AllocDirective(directive.code()))?;
+    write_infos(&mut e, infos)?;
+    Ok(e.into_bytes())
+}
+
+/// A query of `key` with `qualifiers`.
+pub fn query(wire: WireVersion, key: &str, qualifiers: Vec<Info>) -> Result<Vec<u8>> {
+    let q = crate::codec::Query {
+        keys: vec![key.to_string()],
+        qualifiers,
+    };
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::QUERY))?;
+    crate::codec::attrs::write_sized(&mut e, &[q])?;
+    Ok(e.into_bytes())
+}
+
+/// The status and infos of a query's answer (none when it does not decode).
+pub fn query_answer(wire: WireVersion, payload: &[u8]) -> Option<(Status, Vec<Info>)> {
+    let mut d = Decoder::new(payload, wire);
+    let st: Status = d.unpack_one().ok()?;
+    let infos = if st.is_success() {
+        read_infos(&mut d).ok()?
+    } else {
+        Vec::new()
+    };
+    Some((st, infos))
+}
+
+/// The hosts on which the answer to a `PMIX_QUERY_PROC_TABLE` of the
+/// DVM's own namespace shows a daemon up.
+pub fn daemons_up(infos: &[Info]) -> Vec<String> {
+    let Some(Value::DataArray(a)) = infos
+        .iter()
+        .find(|i| i.key == keys::QUERY_PROC_TABLE)
+        .map(|i| &i.value)
+    else {
+        return Vec::new();
+    };
+    let DataArray::Scalars(_, vals) = a else {
+        return Vec::new();
+    };
+    vals.iter()
+        .filter_map(|v| match v {
+            Value::ProcInfo(p) if p.state == PROC_STATE_RUNNING => p.hostname.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where namespace `nspace`'s processes run, from the answer to a
+/// `PMIX_QUERY_NAMESPACE_INFO`: `None` when the DVM lists no such
+/// namespace, an empty list for one with no process (a tool).
+pub fn namespace_hosts(infos: &[Info], nspace: &str) -> Option<Vec<String>> {
+    let blocks = crate::schema::status::entries(infos, keys::QUERY_NAMESPACE_INFO).ok()?;
+    let block = blocks.into_iter().find(|b| {
+        b.iter()
+            .any(|i| i.key == keys::NSPACE && i.value.as_str() == Some(nspace))
+    })?;
+    Some(
+        block
+            .iter()
+            .filter(|i| i.key == keys::PROC_INFO_ARRAY)
+            .filter_map(|i| match &i.value {
+                Value::DataArray(d) => d.as_infos(),
+                _ => None,
+            })
+            .filter_map(|p| {
+                p.iter()
+                    .find(|i| i.key == keys::HOSTNAME)
+                    .and_then(|i| i.value.as_str().map(String::from))
+            })
+            .collect(),
+    )
+}
+
+/// `code` sent to `to` alone (`PMIX_RANGE_CUSTOM`) with `infos`: how psched
+/// tells an allocation's requester of its end, and warns it, whoever
+/// extended the allocation since.
+pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) -> Result<Vec<u8>> {
+    let mut all = Vec::with_capacity(infos.len() + 1);
+    all.push(Info::new(
+        EVENT_CUSTOM_RANGE,
+        Value::DataArray(DataArray::procs(vec![to.clone()])),
+    ));
+    all.extend(infos.iter().cloned());
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::NOTIFY))?;
+    e.pack_one(&code)?;
+    e.pack_one(&Range(RANGE_CUSTOM))?;
+    write_infos(&mut e, &all)?;
+    Ok(e.into_bytes())
 }

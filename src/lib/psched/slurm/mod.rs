@@ -29,7 +29,7 @@ use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance, Received};
 
 use super::ledger::{Grant, Ledger};
-use super::state::Out;
+use super::out::{EndWhy, Out};
 use super::wire::{self, AllocAsk};
 
 /// How often psched asks Slurm about its jobs (ms).
@@ -276,11 +276,15 @@ impl super::backend::Backend for SlurmBackend {
     }
 
     fn on_session_done(&mut self, alloc_id: &str, _now: u64) -> Result<Vec<Out>> {
-        if let Some(a) = self.allocs.remove(alloc_id) {
-            eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
-            let _ = requests::cancel_all(&a);
-        }
-        Ok(Vec::new())
+        let Some(a) = self.allocs.remove(alloc_id) else {
+            return Ok(Vec::new());
+        };
+        eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
+        let _ = requests::cancel_all(&a);
+        Ok(vec![Out::Returned {
+            alloc_id: alloc_id.to_string(),
+            nodes: a.nodes,
+        }])
     }
 
     fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
@@ -292,16 +296,17 @@ impl super::backend::Backend for SlurmBackend {
             .filter(|(_, a)| now.saturating_sub(a.granted_at) >= settle_ms)
             .map(|(id, _)| id.clone())
             .collect();
+        let mut out = Vec::new();
         for id in gone {
             let inherit = self.allocs[&id].inherit.unwrap_or(Inheritance::Default);
             if inherit.returns_to_scheduler() {
-                self.on_session_done(&id, now)?;
+                out.extend(self.on_session_done(&id, now)?);
             } else if let Some(a) = self.allocs.get_mut(&id) {
                 eprintln!("psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes", a.job);
                 a.retained = true;
             }
         }
-        Ok(Vec::new())
+        Ok(out)
     }
 
     fn admin_release(&mut self, alloc_id: &str, _now: u64) -> Result<Option<Vec<Out>>> {
@@ -314,10 +319,10 @@ impl super::backend::Backend for SlurmBackend {
         let a = self.allocs.remove(alloc_id).unwrap_or_default();
         eprintln!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
         let _ = requests::cancel_all(&a);
-        let mut out = Vec::new();
-        if let Some(s) = a.session {
-            out.push(Out::Own(wire::terminate(self.wire, s, alloc_id)?));
-        }
-        Ok(Some(out))
+        Ok(Some(vec![Out::End {
+            alloc_id: alloc_id.to_string(),
+            nodes: a.nodes,
+            why: EndWhy::Admin,
+        }]))
     }
 }

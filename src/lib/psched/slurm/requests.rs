@@ -77,7 +77,18 @@ impl SlurmBackend {
             return self.extend_nodes(tag, &id, &ask, now);
         }
         let mut out = self.poll(now)?;
-        out.push(self.answer(tag, Status(0), Some(&id), self.allocs.get(&id))?);
+        let echo = self
+            .allocs
+            .get(&id)
+            .map(|a| a.echo.clone())
+            .unwrap_or_default();
+        out.push(Out::Grant {
+            tag,
+            alloc_id: id,
+            nodes: Vec::new(),
+            echo,
+            new: false,
+        });
         Ok(out)
     }
 
@@ -128,7 +139,13 @@ impl SlurmBackend {
             .iter()
             .filter(|n| !ask.node_list.contains(n))
             .collect();
-        let done = if ask.node_list.is_empty() || keep.is_empty() {
+        let whole = ask.node_list.is_empty() || keep.is_empty();
+        let nodes = if whole {
+            a.nodes.clone()
+        } else {
+            ask.node_list.clone()
+        };
+        let done = if whole {
             self.allocs.remove(&id);
             eprintln!("psched: {id} released: its Slurm jobs cancelled");
             cancel_all(&a)
@@ -139,7 +156,12 @@ impl SlurmBackend {
             eprintln!("psched: Slurm refused the release: {}", e.context);
             return self.refuse(tag, e.status);
         }
-        let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
+        let mut out = vec![Out::Release {
+            tag,
+            alloc_id: id,
+            nodes,
+            whole,
+        }];
         out.extend(self.poll(now)?);
         Ok(out)
     }

@@ -6,8 +6,7 @@
 use crate::error::Result;
 use crate::proto::status::Status;
 
-use super::super::state::Out;
-use super::super::wire;
+use super::super::out::{EndWhy, Out};
 use super::ctl::{self, Job, JobState};
 use super::reason::{self, EndCause, Pending};
 use super::{SlurmBackend, PENDING_POLL_MS, POLL_MS};
@@ -90,9 +89,14 @@ impl SlurmBackend {
             return Ok(Vec::new());
         };
         a.job_nodes.insert(job, nodes.clone());
-        a.nodes.extend(nodes);
-        let body = wire::answer(self.wire, Status(0), Some(id), &a.nodes, &a.echo)?;
-        Ok(vec![Out::Answer(tag, body)])
+        a.nodes.extend(nodes.clone());
+        Ok(vec![Out::Grant {
+            tag,
+            alloc_id: id.to_string(),
+            nodes,
+            echo: a.echo.clone(),
+            new: false,
+        }])
     }
 
     /// Act on what Slurm says of the jobs of allocation `id`.
@@ -171,18 +175,27 @@ impl SlurmBackend {
         let mut out = Vec::new();
         if let Some(tag) = a.owed.take() {
             a.granted_at = now;
-            if a.session.is_none() {
+            let new = a.session.is_none();
+            if new {
                 sessions += 1;
                 a.session = Some(sessions);
             }
-            let body = wire::answer(self.wire, Status(0), Some(id), &a.nodes, &a.echo)?;
-            out.push(Out::Answer(tag, body));
+            out.push(Out::Grant {
+                tag,
+                alloc_id: id.to_string(),
+                nodes: a.nodes.clone(),
+                echo: a.echo.clone(),
+                new,
+            });
         }
         if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
             if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
                 a.warned_for = Some(end);
                 let left = ((end - now) / 1000) as u32;
-                out.push(Out::Own(wire::warning(self.wire, id, left)?));
+                out.push(Out::Warn {
+                    alloc_id: id.to_string(),
+                    secs: left,
+                });
             }
         }
         self.ledger.sessions = sessions;
@@ -294,8 +307,12 @@ impl SlurmBackend {
         }
         if let Some(tag) = a.owed {
             out.push(self.answer(tag, Status::ERR_JOB_CANCELED, None, None)?);
-        } else if let Some(s) = a.session {
-            out.push(Out::Own(wire::terminate(self.wire, s, id)?));
+        } else {
+            out.push(Out::End {
+                alloc_id: id.to_string(),
+                nodes: a.nodes.clone(),
+                why: EndWhy::Source,
+            });
         }
         Ok(out)
     }

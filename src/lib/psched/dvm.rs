@@ -1,0 +1,732 @@
+//! psched's side of the conversation with PRRTE master, without I/O: what
+//! every backend's decisions ([`Out`]) become on the wire, and the work
+//! around PRRTE master's gaps, so that the pool and Slurm backends share
+//! one DVM protocol.
+//!
+//! - **One change at a time.** A grant is answered only when PRRTE has
+//!   carried out the one before: the grant's allocation is listed and the
+//!   daemons of its new nodes are up (two grows at once killed PRRTE).
+//!   Grants wait in FIFO order, behind the nodes being taken back.
+//! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
+//!   or an explicit release, by ordering the nodes' daemons away without
+//!   resetting the nodes: a node granted again then never gets a daemon.
+//!   So psched tells PRRTE DEFAULT (CHILD_DEFAULT) instead, answers a
+//!   release `PMIX_OPERATION_SUCCEEDED` (PRRTE then changes nothing) and
+//!   ends the reservation itself with `PMIX_SESSION_TERMINATE`; a node
+//!   whose daemon is up stays in the DVM, held in psched's own reservation
+//!   of idle nodes (so no default-pool job lands there), and is handed on
+//!   from there.
+//! - **Owners checked first.** An EXTEND, RELEASE or cancel from a process
+//!   that does not own the allocation is refused `PMIX_ERR_NO_PERMISSIONS`
+//!   before any backend hears of it (PRRTE forwards every request before it
+//!   checks ownership).
+//! - **Ends reach the requester.** The warning, an expiry and a release go
+//!   to the process that asked for the allocation (`PMIX_RANGE_CUSTOM`),
+//!   whoever extended it since.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::codec::{Info, Proc, Value, WireVersion};
+use crate::error::Result;
+use crate::proto::status::Status;
+use crate::proto::{keys, Directive, Received};
+
+use super::ledger::{DvmBook, Owner};
+use super::out::Out;
+use super::wire::{self, AllocAsk};
+
+/// The request id psched gives its reservation of idle nodes.
+pub const IDLE_REQ_ID: &str = "psched.idle";
+/// How long the daemons of newly granted nodes may take to come up.
+pub const START_LIMIT_MS: u64 = 60_000;
+/// The first pause between two looks at the daemons (doubled up to
+/// [`POLL_MAX_MS`]).
+const POLL_FIRST_MS: u64 = 10;
+/// The longest pause between two looks at the daemons.
+const POLL_MAX_MS: u64 = 500;
+/// Most requests waiting for an owner check at once (more are refused
+/// `PMIX_ERR_OUT_OF_RESOURCE`).
+pub const MAX_CHECKS: usize = 1024;
+
+/// A message for the DVM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Send {
+    /// The answer to the DVM's request on this tag.
+    Answer(u32, Vec<u8>),
+    /// A message of psched's own; its answer comes back on this tag.
+    Own(u32, Vec<u8>),
+}
+
+/// What to do with a request the DVM forwarded.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Hand it to the backend.
+    Pass(AllocAsk),
+    /// Answered or waiting here (an owner check, psched's own request).
+    Held,
+}
+
+/// A change of the DVM's membership waiting for its turn.
+#[derive(Debug, Clone)]
+enum Change {
+    /// Answer a grant.
+    Grant {
+        tag: u32,
+        alloc_id: String,
+        nodes: Vec<String>,
+        echo: Vec<Info>,
+        new: bool,
+    },
+    /// Move these nodes (daemons up) into psched's reservation of idle
+    /// nodes.
+    Park(Vec<String>),
+}
+
+/// The change PRRTE is carrying out.
+#[derive(Debug, Clone)]
+enum Flight {
+    /// A grant was answered; the DVM's allocation ids are asked (`asked`).
+    Confirming {
+        asked: u32,
+        alloc_id: String,
+        new: bool,
+        share: bool,
+        fresh: Vec<String>,
+    },
+    /// Waiting for the daemons of `fresh`: the next look at `next` (or the
+    /// look `asked` under way), given up at `until`.
+    Starting {
+        fresh: Vec<String>,
+        asked: Option<u32>,
+        next: u64,
+        pause: u64,
+        until: u64,
+    },
+    /// psched's own request for its idle reservation (`asked`).
+    Parking { asked: u32, nodes: Vec<String> },
+}
+
+/// What the answer to one of psched's own messages is for.
+#[derive(Debug, Clone)]
+enum Await {
+    /// The flight's question.
+    Flight,
+    /// The namespace information for the owner check of this request.
+    Check(u32),
+}
+
+/// A request waiting for its owner check.
+#[derive(Debug)]
+struct Check {
+    ask: AllocAsk,
+    alloc_id: String,
+    nspace: String,
+}
+
+/// psched's side of the DVM: see the module documentation.
+pub struct Dvm {
+    wire: WireVersion,
+    /// psched's own namespace on this connection.
+    me: String,
+    /// The DVM's own (daemons') namespace.
+    daemons: String,
+    book: DvmBook,
+    sessions: u32,
+    parked: BTreeSet<String>,
+    idle_id: Option<String>,
+    queue: VecDeque<Change>,
+    flight: Option<Flight>,
+    next_tag: u32,
+    awaiting: HashMap<u32, Await>,
+    checks: HashMap<u32, Check>,
+    /// Who asked, per DVM tag, until the grant names the allocation.
+    askers: HashMap<u32, (String, Proc)>,
+    /// Allocations PRRTE did not make (a NEW it refused after the grant).
+    refused: Vec<String>,
+    log: Vec<String>,
+}
+
+impl Dvm {
+    /// psched attached to the DVM whose daemons are `daemons`, as `me`,
+    /// speaking `wire`; `book` and `sessions` are what the ledger kept of
+    /// that DVM (empty for another DVM). Own tags start at `first_tag`.
+    pub fn new(
+        wire: WireVersion,
+        me: &str,
+        daemons: &str,
+        book: DvmBook,
+        sessions: u32,
+        first_tag: u32,
+    ) -> Dvm {
+        let mut d = Dvm {
+            wire,
+            me: me.to_string(),
+            daemons: daemons.to_string(),
+            book,
+            sessions,
+            parked: BTreeSet::new(),
+            idle_id: None,
+            queue: VecDeque::new(),
+            flight: None,
+            next_tag: first_tag,
+            awaiting: HashMap::new(),
+            checks: HashMap::new(),
+            askers: HashMap::new(),
+            refused: Vec::new(),
+            log: Vec::new(),
+        };
+        // The idle reservation of a psched before ended with its
+        // connection: its nodes went to the default pool; hold them again
+        // (the caller takes out those in an allocation: [`Dvm::not_idle`]).
+        if !d.book.in_dvm.is_empty() {
+            d.queue.push_back(Change::Park(d.book.in_dvm.clone()));
+        }
+        d
+    }
+
+    /// Nodes that are in some allocation of the backend must not be parked
+    /// at attach: take them out of the first park.
+    pub fn not_idle(&mut self, granted: &[String]) {
+        for c in &mut self.queue {
+            if let Change::Park(nodes) = c {
+                nodes.retain(|n| !granted.contains(n));
+            }
+        }
+        self.queue
+            .retain(|c| !matches!(c, Change::Park(n) if n.is_empty()));
+    }
+
+    /// The books to keep in the ledger, and PRRTE's session count.
+    pub fn book(&self) -> (DvmBook, u32) {
+        (self.book.clone(), self.sessions)
+    }
+
+    /// Lines for psched's log since the last call.
+    pub fn take_log(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Allocations whose NEW PRRTE refused after psched granted it: the
+    /// backend takes their nodes back.
+    pub fn take_refused(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.refused)
+    }
+
+    /// Nodes never to grant again (their daemon did not come up).
+    pub fn broken(&self) -> &[String] {
+        &self.book.broken
+    }
+
+    /// Whether the DVM is still carrying out a change, or changes wait.
+    pub fn busy(&self) -> bool {
+        self.flight.is_some() || !self.queue.is_empty()
+    }
+
+    fn own_tag(&mut self, what: Await) -> u32 {
+        let t = self.next_tag;
+        self.next_tag = self
+            .next_tag
+            .wrapping_add(1)
+            .max(super::serve::OWN_TAG_BASE);
+        self.awaiting.insert(t, what);
+        t
+    }
+
+    fn owner_of(&self, alloc_id: &str) -> Option<&Owner> {
+        self.book.owners.iter().find(|o| o.alloc_id == alloc_id)
+    }
+
+    fn forget(&mut self, alloc_id: &str) -> Option<Owner> {
+        let i = self
+            .book
+            .owners
+            .iter()
+            .position(|o| o.alloc_id == alloc_id)?;
+        Some(self.book.owners.remove(i))
+    }
+
+    /// A request the DVM forwarded on `tag`. psched's own requests are
+    /// answered here; an EXTEND, RELEASE or cancel from a process outside
+    /// the allocation's owners waits for an owner check (its answer, or a
+    /// refusal, comes later); the rest goes to the backend. `find` names
+    /// the allocation a request id stands for.
+    pub fn on_request(
+        &mut self,
+        tag: u32,
+        ask: AllocAsk,
+        find: &dyn Fn(&str) -> Option<String>,
+        out: &mut Vec<Send>,
+    ) -> Result<Verdict> {
+        let Some(who) = ask.requester() else {
+            return Ok(Verdict::Pass(ask));
+        };
+        if who.nspace == self.me {
+            out.push(Send::Answer(tag, self.answer_own(&ask)?));
+            return Ok(Verdict::Held);
+        }
+        let owner = ask.target.clone().unwrap_or_else(|| who.nspace.clone());
+        match ask.directive {
+            Received::Known(Directive::New) => {
+                self.askers.insert(tag, (owner, who));
+                Ok(Verdict::Pass(ask))
+            }
+            Received::Known(Directive::Extend | Directive::Release | Directive::ReqCancel) => {
+                let id = ask
+                    .alloc_id
+                    .clone()
+                    .or_else(|| ask.req_id.as_deref().and_then(find));
+                let Some(id) = id else {
+                    return Ok(Verdict::Pass(ask));
+                };
+                match self.owner_of(&id) {
+                    Some(o) if o.nspace != who.nspace => {
+                        if self.checks.len() >= MAX_CHECKS {
+                            out.push(Send::Answer(
+                                tag,
+                                wire::status_only(self.wire, Status::ERR_OUT_OF_RESOURCE)?,
+                            ));
+                            return Ok(Verdict::Held);
+                        }
+                        let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
+                        let t = self.own_tag(Await::Check(tag));
+                        out.push(Send::Own(t, q));
+                        self.checks.insert(
+                            tag,
+                            Check {
+                                ask,
+                                alloc_id: id,
+                                nspace: who.nspace,
+                            },
+                        );
+                        Ok(Verdict::Held)
+                    }
+                    _ => Ok(Verdict::Pass(ask)),
+                }
+            }
+            _ => Ok(Verdict::Pass(ask)),
+        }
+    }
+
+    /// The answer to psched's own request for its idle reservation, which
+    /// PRRTE forwards back to its scheduler.
+    fn answer_own(&mut self, ask: &AllocAsk) -> Result<Vec<u8>> {
+        let id = ask
+            .alloc_id
+            .clone()
+            .unwrap_or_else(|| format!("{IDLE_REQ_ID}.{}", self.me));
+        let echo = [
+            Info::new(keys::ALLOC_REQ_ID, IDLE_REQ_ID),
+            Info::new(
+                keys::ALLOC_INHERITANCE,
+                Value::AllocInherit(crate::proto::Inheritance::Default.into()),
+            ),
+        ];
+        wire::answer(self.wire, Status(0), Some(&id), &ask.node_list, &echo)
+    }
+
+    /// The answer to psched's own message `tag` arrived (`payload`); `nodes_of`
+    /// gives an allocation's nodes. Returns requests that passed their
+    /// owner check, for the backend.
+    pub fn on_own_answer(
+        &mut self,
+        tag: u32,
+        payload: &[u8],
+        now: u64,
+        nodes_of: &dyn Fn(&str) -> Vec<String>,
+        out: &mut Vec<Send>,
+    ) -> Result<Vec<(u32, AllocAsk)>> {
+        match self.awaiting.remove(&tag) {
+            Some(Await::Flight) => {
+                self.flight_answer(tag, payload, now);
+                Ok(Vec::new())
+            }
+            Some(Await::Check(req)) => self.checked(req, payload, nodes_of, out),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The owner check of request `req`: a tool (no process) may act on
+    /// the allocation, as PRRTE lets a tool of the owner's user (psched
+    /// cannot see users); a job may if it runs on the allocation's nodes
+    /// (it was spawned into it: spec 001 §8.2.1.7); any other process is
+    /// refused.
+    fn checked(
+        &mut self,
+        req: u32,
+        payload: &[u8],
+        nodes_of: &dyn Fn(&str) -> Vec<String>,
+        out: &mut Vec<Send>,
+    ) -> Result<Vec<(u32, AllocAsk)>> {
+        let Some(c) = self.checks.remove(&req) else {
+            return Ok(Vec::new());
+        };
+        let infos = wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default();
+        let allowed = match wire::namespace_hosts(&infos, &c.nspace) {
+            None => true,
+            Some(hosts) if hosts.is_empty() => true,
+            Some(hosts) => {
+                let mine = nodes_of(&c.alloc_id);
+                hosts.iter().all(|h| mine.contains(h))
+            }
+        };
+        if allowed {
+            return Ok(vec![(req, c.ask)]);
+        }
+        self.log.push(format!(
+            "refused a {} of {} from {}: not an owner (spec 001 §8.2.1.7)",
+            c.ask.directive.known().map_or("request", |d| d.pmix_name()),
+            c.alloc_id,
+            c.nspace
+        ));
+        out.push(Send::Answer(
+            req,
+            wire::status_only(self.wire, Status::ERR_NO_PERMISSIONS)?,
+        ));
+        Ok(Vec::new())
+    }
+
+    /// Take the backend's decisions.
+    pub fn push(&mut self, outs: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
+        for o in outs {
+            match o {
+                Out::Answer(tag, body) => {
+                    self.askers.remove(&tag);
+                    out.push(Send::Answer(tag, body))
+                }
+                Out::Grant {
+                    tag,
+                    alloc_id,
+                    nodes,
+                    echo,
+                    new,
+                } => self.queue.push_back(Change::Grant {
+                    tag,
+                    alloc_id,
+                    nodes,
+                    echo,
+                    new,
+                }),
+                Out::Release {
+                    tag,
+                    alloc_id,
+                    nodes,
+                    whole,
+                } => {
+                    out.push(Send::Answer(
+                        tag,
+                        wire::status_only(self.wire, Status::OPERATION_SUCCEEDED)?,
+                    ));
+                    if whole {
+                        self.end(&alloc_id, "released", "released by an owner", out)?;
+                    }
+                    self.park(nodes);
+                }
+                Out::End {
+                    alloc_id,
+                    nodes,
+                    why,
+                } => {
+                    self.end(&alloc_id, why.change(), why.text(), out)?;
+                    self.park(nodes);
+                }
+                Out::Returned { alloc_id, nodes } => {
+                    self.forget(&alloc_id);
+                    self.park(nodes);
+                }
+                Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// End the DVM's reservation `alloc_id` (its jobs stop) and tell its
+    /// requester why.
+    fn end(&mut self, alloc_id: &str, change: &str, text: &str, out: &mut Vec<Send>) -> Result<()> {
+        let Some(o) = self.forget(alloc_id) else {
+            return Ok(());
+        };
+        if let Some(s) = o.session {
+            let t = self.plain_tag();
+            out.push(Send::Own(t, wire::terminate(self.wire, s, alloc_id)?));
+        }
+        let to = Proc {
+            nspace: o.requester,
+            rank: o.rank,
+        };
+        let infos = [
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(keys::CHANGE, change),
+            Info::new(keys::EVENT_TEXT_MESSAGE, text),
+            Info::new(keys::NSPACE, o.nspace.as_str()),
+        ];
+        let t = self.plain_tag();
+        out.push(Send::Own(
+            t,
+            wire::notify_one(self.wire, Status::EVENT_SESSION_END, &to, &infos)?,
+        ));
+        Ok(())
+    }
+
+    /// A tag for a message whose answer nobody waits for.
+    pub fn plain_tag(&mut self) -> u32 {
+        let t = self.next_tag;
+        self.next_tag = self
+            .next_tag
+            .wrapping_add(1)
+            .max(super::serve::OWN_TAG_BASE);
+        t
+    }
+
+    /// The warning before `alloc_id` expires, to its requester alone.
+    fn warn(&mut self, alloc_id: &str, secs: u32, out: &mut Vec<Send>) -> Result<()> {
+        let t = self.plain_tag();
+        let Some(o) = self.owner_of(alloc_id) else {
+            out.push(Send::Own(t, wire::warning(self.wire, alloc_id, secs)?));
+            return Ok(());
+        };
+        let to = Proc {
+            nspace: o.requester.clone(),
+            rank: o.rank,
+        };
+        let infos = [
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(keys::TIME_REMAINING, Value::Uint32(secs)),
+        ];
+        out.push(Send::Own(
+            t,
+            wire::notify_one(self.wire, Status::ALLOC_TIMEOUT_WARNING, &to, &infos)?,
+        ));
+        Ok(())
+    }
+
+    /// Nodes back from an allocation: those whose daemon is up are held in
+    /// psched's idle reservation.
+    fn park(&mut self, nodes: Vec<String>) {
+        let up: Vec<String> = nodes
+            .into_iter()
+            .filter(|n| self.book.in_dvm.contains(n))
+            .collect();
+        if !up.is_empty() {
+            self.queue.push_back(Change::Park(up));
+        }
+    }
+
+    /// When [`Dvm::tick`] is next due (ms since the epoch).
+    pub fn next_deadline(&self) -> Option<u64> {
+        match &self.flight {
+            Some(Flight::Starting {
+                asked: None, next, ..
+            }) => Some(*next),
+            _ => None,
+        }
+    }
+
+    /// Start the next change if none is under way; look at the daemons
+    /// again when due.
+    pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
+        if let Some(Flight::Starting {
+            asked: None, next, ..
+        }) = &self.flight
+        {
+            if *next <= now {
+                self.look_at_daemons(out)?;
+            }
+        }
+        while self.flight.is_none() {
+            let Some(c) = self.queue.pop_front() else {
+                break;
+            };
+            self.start(c, now, out)?;
+        }
+        Ok(())
+    }
+
+    fn look_at_daemons(&mut self, out: &mut Vec<Send>) -> Result<()> {
+        let q = wire::query(
+            self.wire,
+            keys::QUERY_PROC_TABLE,
+            vec![Info::new(keys::NSPACE, self.daemons.as_str())],
+        )?;
+        let t = self.own_tag(Await::Flight);
+        if let Some(Flight::Starting { asked, .. }) = &mut self.flight {
+            *asked = Some(t);
+        }
+        out.push(Send::Own(t, q));
+        Ok(())
+    }
+
+    fn start(&mut self, c: Change, now: u64, out: &mut Vec<Send>) -> Result<()> {
+        match c {
+            Change::Grant {
+                tag,
+                alloc_id,
+                nodes,
+                echo,
+                new,
+            } => {
+                let share = echo
+                    .iter()
+                    .any(|i| i.key == keys::ALLOC_SHARE && crate::codec::helpers::info_true(i));
+                let body = wire::answer(
+                    self.wire,
+                    Status(0),
+                    Some(&alloc_id),
+                    &nodes,
+                    &wire::echo_for_dvm(&echo),
+                )?;
+                out.push(Send::Answer(tag, body));
+                for n in &nodes {
+                    self.parked.remove(n);
+                }
+                if let Some((nspace, who)) = self.askers.remove(&tag) {
+                    if new && !share {
+                        self.book.owners.push(Owner {
+                            alloc_id: alloc_id.clone(),
+                            nspace,
+                            requester: who.nspace,
+                            rank: who.rank,
+                            session: None,
+                        });
+                    }
+                }
+                let fresh: Vec<String> = nodes
+                    .into_iter()
+                    .filter(|n| !self.book.in_dvm.contains(n))
+                    .collect();
+                let q = wire::query(self.wire, keys::QUERY_ALLOC_IDS, Vec::new())?;
+                let asked = self.own_tag(Await::Flight);
+                out.push(Send::Own(asked, q));
+                self.flight = Some(Flight::Confirming {
+                    asked,
+                    alloc_id,
+                    new,
+                    share,
+                    fresh,
+                });
+            }
+            Change::Park(nodes) => {
+                let nodes: Vec<String> = nodes
+                    .into_iter()
+                    .filter(|n| !self.parked.contains(n) && self.book.in_dvm.contains(n))
+                    .collect();
+                if nodes.is_empty() {
+                    return Ok(());
+                }
+                let list = Info::new(keys::ALLOC_NODE_LIST, nodes.join(",").as_str());
+                let body = match &self.idle_id {
+                    None => wire::own_request(
+                        self.wire,
+                        Directive::New,
+                        &[list, Info::new(keys::ALLOC_REQ_ID, IDLE_REQ_ID)],
+                    )?,
+                    Some(id) => wire::own_request(
+                        self.wire,
+                        Directive::Extend,
+                        &[list, Info::new(keys::ALLOC_ID, id.as_str())],
+                    )?,
+                };
+                let asked = self.own_tag(Await::Flight);
+                out.push(Send::Own(asked, body));
+                self.flight = Some(Flight::Parking { asked, nodes });
+            }
+        }
+        let _ = now;
+        Ok(())
+    }
+
+    /// The answer to the flight's question.
+    fn flight_answer(&mut self, tag: u32, payload: &[u8], now: u64) {
+        let Some(f) = self.flight.take() else {
+            return;
+        };
+        match f {
+            Flight::Confirming {
+                asked,
+                alloc_id,
+                new,
+                share,
+                fresh,
+            } if asked == tag => {
+                let ids = wire::alloc_ids_answer(self.wire, payload).unwrap_or_default();
+                if new && !share && !ids.contains(&alloc_id) {
+                    self.log.push(format!(
+                        "the DVM did not make reservation {alloc_id} after its grant: taking its nodes back"
+                    ));
+                    self.forget(&alloc_id);
+                    self.refused.push(alloc_id);
+                    return;
+                }
+                if new && !share {
+                    self.sessions += 1;
+                    let s = self.sessions;
+                    if let Some(o) = self.book.owners.iter_mut().find(|o| o.alloc_id == alloc_id) {
+                        o.session = Some(s);
+                    }
+                }
+                if !fresh.is_empty() {
+                    self.flight = Some(Flight::Starting {
+                        fresh,
+                        asked: None,
+                        next: now,
+                        pause: POLL_FIRST_MS,
+                        until: now + START_LIMIT_MS,
+                    });
+                }
+            }
+            Flight::Starting {
+                fresh,
+                asked: Some(a),
+                pause,
+                until,
+                ..
+            } if a == tag => {
+                let infos = wire::query_answer(self.wire, payload)
+                    .map(|(_, i)| i)
+                    .unwrap_or_default();
+                let up = wire::daemons_up(&infos);
+                let (ready, missing): (Vec<String>, Vec<String>) =
+                    fresh.into_iter().partition(|n| up.contains(n));
+                self.book.in_dvm.extend(ready);
+                if missing.is_empty() {
+                    return;
+                }
+                if now >= until {
+                    self.log.push(format!(
+                        "no daemon came up on {} within {} s: never granted again until the DVM restarts",
+                        missing.join(","),
+                        START_LIMIT_MS / 1000
+                    ));
+                    self.book.broken.extend(missing);
+                    return;
+                }
+                self.flight = Some(Flight::Starting {
+                    fresh: missing,
+                    asked: None,
+                    next: now + pause,
+                    pause: (pause * 2).min(POLL_MAX_MS),
+                    until,
+                });
+            }
+            Flight::Parking { asked, nodes } if asked == tag => {
+                let ok = crate::codec::Decoder::new(payload, self.wire)
+                    .unpack_one::<Status>()
+                    .is_ok_and(|s| s.is_success());
+                if ok {
+                    if self.idle_id.is_none() {
+                        self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
+                        self.sessions += 1;
+                    }
+                    self.parked.extend(nodes);
+                } else {
+                    self.log.push(format!(
+                        "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
+                        nodes.join(",")
+                    ));
+                }
+            }
+            other => self.flight = Some(other),
+        }
+    }
+}

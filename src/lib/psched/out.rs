@@ -1,0 +1,97 @@
+//! What a backend decides, as types: the DVM side ([`super::dvm`]) turns
+//! these into messages, one DVM change at a time. A backend never builds
+//! the answer that adds or removes a node itself, so the pool and Slurm
+//! backends share one conversation with PRRTE.
+
+use crate::codec::Info;
+
+/// Why an allocation ended without its owner asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndWhy {
+    /// Its time limit was reached.
+    Expired,
+    /// The administrator released it (`psched --release`).
+    Admin,
+    /// The node source ended it (a Slurm job ended).
+    Source,
+}
+
+impl EndWhy {
+    /// The change word the tools read (`pdvm.ev.change`): pdvm's words.
+    pub fn change(self) -> &'static str {
+        match self {
+            EndWhy::Expired => "expired",
+            EndWhy::Admin | EndWhy::Source => "released",
+        }
+    }
+
+    /// The sentence the requester's tools show.
+    pub fn text(self) -> &'static str {
+        match self {
+            EndWhy::Expired => "the time limit was reached: the scheduler reclaimed it",
+            EndWhy::Admin => "the scheduler's administrator released it",
+            EndWhy::Source => "the scheduler's node source ended it",
+        }
+    }
+}
+
+/// A decision of a backend that the DVM must hear of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// A plain answer to the DVM's request on `tag` (a refusal, an EXTEND
+    /// in time only, a cancel): already encoded, changes no node.
+    Answer(u32, Vec<u8>),
+    /// Grant `nodes` to allocation `alloc_id` in answer to the request on
+    /// `tag` (a NEW, or an EXTEND adding nodes, or a time-only EXTEND when
+    /// `nodes` is empty); `echo` is what PRRTE must read back.
+    Grant {
+        /// The DVM's request.
+        tag: u32,
+        /// The allocation.
+        alloc_id: String,
+        /// The nodes added (all of them for a NEW).
+        nodes: Vec<String>,
+        /// The requester's infos to echo (request id, target, share,
+        /// inheritance).
+        echo: Vec<Info>,
+        /// True for a NEW (a new reservation, a new session in PRRTE).
+        new: bool,
+    },
+    /// The owner released `nodes` of `alloc_id` (all of it when `whole`),
+    /// answering the request on `tag`.
+    Release {
+        /// The DVM's request.
+        tag: u32,
+        /// The allocation.
+        alloc_id: String,
+        /// The nodes that leave it.
+        nodes: Vec<String>,
+        /// True when the allocation ends.
+        whole: bool,
+    },
+    /// The backend ended `alloc_id` on its own: its jobs stop, its nodes
+    /// come back, its requester hears why.
+    End {
+        /// The allocation.
+        alloc_id: String,
+        /// Its nodes.
+        nodes: Vec<String>,
+        /// Why.
+        why: EndWhy,
+    },
+    /// The DVM ended `alloc_id` by itself (its owner's NONE or CHILD
+    /// disposition) and these nodes came back to the backend.
+    Returned {
+        /// The allocation.
+        alloc_id: String,
+        /// The nodes.
+        nodes: Vec<String>,
+    },
+    /// The warning before `alloc_id` expires, `secs` seconds left.
+    Warn {
+        /// The allocation.
+        alloc_id: String,
+        /// Seconds left, in the requester's time.
+        secs: u32,
+    },
+}
