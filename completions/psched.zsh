@@ -33,6 +33,7 @@ _psched() {
 '--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
 '--once[Exit when the DVM goes away instead of waiting for a new one]' \
 '--status[Print psched'\''s state from its ledger as one JSON object and exit\: queues (partitions with their limits), pool, free nodes, nodes the DVM kept (retained), pending requests, and each grant with its expiry (\`expires_at_ms\`) and seconds left (\`left_secs\`)]' \
+'--status-public[Let every local user query the status socket. Without it only psched'\''s own user and root are answered (the grants name every user'\''s jobs); others are closed at once]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \

@@ -417,7 +417,10 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             finish(s);
             return Err(f);
         }
-        super::palloc_ready::wait_usable(&s, &plan.req, &rec);
+        if let Err(f) = super::palloc_ready::wait_usable(&s, &plan.req, &rec) {
+            finish(s);
+            return Err(f);
+        }
         if plan.req.directive == Directive::Extend {
             as_the_dvm_has_it(&s, &mut rec);
         }

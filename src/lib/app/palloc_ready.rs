@@ -18,6 +18,9 @@ use crate::proto::{keys, Directive, PmixVersion};
 use crate::render::AllocationRecord;
 
 use super::palloc_empty::holds_no_node;
+use super::Failure;
+use crate::cli::exit::Exit;
+use crate::ops::alloc::allocate;
 
 /// Longest palloc waits for a granted reservation to take a job.
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
@@ -43,16 +46,23 @@ fn recent(s: &Session) -> bool {
 
 /// Wait (at most [`READY_WAIT`]) until the reservation of `rec` takes a
 /// job. Only a reservation a recent DVM lists with nodes is probed (an
-/// empty one, PRRTE master without a scheduler, would never take one). Any
-/// answer other than "cannot map yet" ends the wait: the grant is reported
-/// as it is; so does a signal (left caught for the caller). palloc and
-/// `pspawn -N` both wait here.
-pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecord) {
+/// empty one, PRRTE master without a scheduler, would never take one).
+/// "Cannot map yet" waits; a probe the DVM cannot launch
+/// (`PMIX_ERR_JOB_FAILED_TO_LAUNCH`: a granted node without a working
+/// daemon) gives the allocation back and fails the grant, naming the
+/// nodes; any other answer ends the wait and the grant is reported as it
+/// is; so does a signal (left caught for the caller). palloc and `pspawn
+/// -N` both wait here.
+pub(crate) fn wait_usable(
+    s: &Session,
+    req: &AllocRequest,
+    rec: &AllocationRecord,
+) -> Result<(), Failure> {
     if !needs_probe(req, rec) || !recent(s) || holds_no_node(s, &rec.alloc_id) != Some(false) {
-        return;
+        return Ok(());
     }
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
-        return;
+        return Ok(());
     };
     let info = [Info::new(keys::SPAWN_TARGET, target)];
     let probe = [simple_app(&["true"], 1)];
@@ -62,10 +72,40 @@ pub(crate) fn wait_usable(s: &Session, req: &AllocRequest, rec: &AllocationRecor
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && Instant::now() < deadline => {
                 // A signal ends the wait; the caller sees it caught.
                 if super::signals::sleep_until(Instant::now() + PAUSE).is_some() {
-                    return;
+                    return Ok(());
                 }
             }
-            _ => return,
+            Err(e) if e.status == Status::ERR_JOB_FAILED_TO_LAUNCH => {
+                return Err(unusable(s, rec));
+            }
+            _ => return Ok(()),
         }
     }
+}
+
+/// The grant of `rec` cannot run a process: give it back and say which
+/// nodes and why.
+fn unusable(s: &Session, rec: &AllocationRecord) -> Failure {
+    let nodes = crate::ops::status_query::reservations(s, Some(&rec.alloc_id))
+        .ok()
+        .and_then(|l| l.into_iter().find(|r| r.alloc_id == rec.alloc_id))
+        .map(|r| r.nodes.join(","))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "its nodes".to_string());
+    let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
+    let back = match allocate(s, Directive::Release, &release) {
+        Ok(_) => "it was given back".to_string(),
+        Err(e) => format!(
+            "giving it back was refused ({e}); `prelease {}`",
+            rec.alloc_id
+        ),
+    };
+    Failure::with(
+        Exit::Refused,
+        Some(Status::ERR_JOB_FAILED_TO_LAUNCH),
+        format!(
+            "allocation {} was granted on {nodes}, but the DVM cannot start a process there (PMIX_ERR_JOB_FAILED_TO_LAUNCH: no working PRRTE daemon on {nodes}); {back} and nothing was run. With psched, `psched --status` lists nodes it holds back; restarting the DVM brings them back",
+            rec.alloc_id
+        ),
+    )
 }

@@ -59,7 +59,7 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
     };
     // As palloc does: PRRTE master answers before the granted nodes can
     // take a job (P1); wait until they can.
-    super::palloc_ready::wait_usable(s, &req, &rec);
+    super::palloc_ready::wait_usable(s, &req, &rec)?;
     if let Some(sig) = super::signals::caught() {
         own.give_back(s, ui);
         return Err(Failure::interrupted(&format!(

@@ -71,6 +71,12 @@ pub struct PschedArgs {
     #[arg(long, value_name = "PATH")]
     pub status_uri: Option<PathBuf>,
 
+    /// Let every local user query the status socket. Without it only
+    /// psched's own user and root are answered (the grants name every
+    /// user's jobs); others are closed at once.
+    #[arg(long, requires = "status_uri")]
+    pub status_public: bool,
+
     /// Release the grant ID as the scheduler (which may release any
     /// reservation, spec 001 §8.2.1.7), through the psched serving
     /// --ledger: its nodes return to the pool and the DVM is told to end
@@ -163,6 +169,7 @@ are Slurm's (choose them with its partitions)"
             backend,
             time_scale: self.time_scale,
             status_uri: self.status_uri.clone(),
+            status_public: self.status_public,
         })
     }
 }

@@ -36,6 +36,11 @@ pub trait Backend {
     fn hold_back(&mut self, nodes: &[String]) {
         let _ = nodes;
     }
+    /// The nodes whose daemons psched starts as soon as it attaches (its
+    /// own idle nodes; none for a node source that lends them per grant).
+    fn warm(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Which backend psched runs with (`--backend`).
@@ -78,6 +83,9 @@ impl Backend for State {
     }
     fn hold_back(&mut self, nodes: &[String]) {
         State::hold_back(self, nodes)
+    }
+    fn warm(&self) -> Vec<String> {
+        State::free_nodes(self)
     }
 }
 

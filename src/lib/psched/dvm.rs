@@ -44,6 +44,8 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
+/// How long a change is given to finish in PRRTE before the next one.
+pub const SETTLE_MS: u64 = 100;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -104,6 +106,11 @@ enum Flight {
     },
     /// psched's own request for its idle reservation (`asked`).
     Parking { asked: u32, nodes: Vec<String> },
+    /// PRRTE has taken the change; its grow (which every node list starts,
+    /// even of nodes it has) is given until `until` to finish before the
+    /// next change: two grows at once, or a grow beside a launch, are where
+    /// PRRTE master loses or launches jobs twice.
+    Settling { until: u64 },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -182,6 +189,21 @@ impl Dvm {
             d.queue.push_back(Change::Park(d.book.in_dvm.clone()));
         }
         d
+    }
+
+    /// Start the daemons of `nodes` now, holding them idle in psched's
+    /// reservation (the pool backend's nodes: once every node has its
+    /// daemon, no grant ever grows the DVM, and PRRTE master cannot be
+    /// grown safely while it is busy).
+    pub fn warm(&mut self, nodes: &[String]) {
+        let fresh: Vec<String> = nodes
+            .iter()
+            .filter(|n| !self.book.in_dvm.contains(n) && !self.book.broken.contains(n))
+            .cloned()
+            .collect();
+        if !fresh.is_empty() {
+            self.queue.push_back(Change::Park(fresh));
+        }
     }
 
     /// Nodes that are in some allocation of the backend must not be parked
@@ -455,12 +477,17 @@ impl Dvm {
             nspace: o.requester,
             rank: o.rank,
         };
-        let infos = [
+        let mut infos = vec![
             Info::new(keys::ALLOC_ID, alloc_id),
             Info::new(keys::CHANGE, change),
             Info::new(keys::EVENT_TEXT_MESSAGE, text),
             Info::new(keys::NSPACE, o.nspace.as_str()),
         ];
+        infos.extend(
+            o.req_id
+                .as_deref()
+                .map(|r| Info::new(keys::ALLOC_REQ_ID, r)),
+        );
         let t = self.plain_tag();
         out.push(Send::Own(
             t,
@@ -490,10 +517,15 @@ impl Dvm {
             nspace: o.requester.clone(),
             rank: o.rank,
         };
-        let infos = [
+        let mut infos = vec![
             Info::new(keys::ALLOC_ID, alloc_id),
             Info::new(keys::TIME_REMAINING, Value::Uint32(secs)),
         ];
+        infos.extend(
+            o.req_id
+                .as_deref()
+                .map(|r| Info::new(keys::ALLOC_REQ_ID, r)),
+        );
         out.push(Send::Own(
             t,
             wire::notify_one(self.wire, Status::ALLOC_TIMEOUT_WARNING, &to, &infos)?,
@@ -519,6 +551,7 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
+            Some(Flight::Settling { until }) => Some(*until),
             _ => None,
         }
     }
@@ -533,6 +566,9 @@ impl Dvm {
             if *next <= now {
                 self.look_at_daemons(out)?;
             }
+        }
+        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
+            self.flight = None;
         }
         while self.flight.is_none() {
             let Some(c) = self.queue.pop_front() else {
@@ -577,17 +613,26 @@ impl Dvm {
                     &wire::echo_for_dvm(&echo),
                 )?;
                 out.push(Send::Answer(tag, body));
+                if !nodes.is_empty() {
+                    self.log
+                        .push(format!("granted {alloc_id}: {}", nodes.join(",")));
+                }
                 for n in &nodes {
                     self.parked.remove(n);
                 }
                 if let Some((nspace, who)) = self.askers.remove(&tag) {
                     if new && !share {
+                        let req_id = echo
+                            .iter()
+                            .find(|i| i.key == keys::ALLOC_REQ_ID)
+                            .and_then(|i| i.value.as_str().map(String::from));
                         self.book.owners.push(Owner {
                             alloc_id: alloc_id.clone(),
                             nspace,
                             requester: who.nspace,
                             rank: who.rank,
                             session: None,
+                            req_id,
                         });
                     }
                 }
@@ -609,7 +654,7 @@ impl Dvm {
             Change::Park(nodes) => {
                 let nodes: Vec<String> = nodes
                     .into_iter()
-                    .filter(|n| !self.parked.contains(n) && self.book.in_dvm.contains(n))
+                    .filter(|n| !self.parked.contains(n) && !self.book.broken.contains(n))
                     .collect();
                 if nodes.is_empty() {
                     return Ok(());
@@ -665,15 +710,19 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                if !fresh.is_empty() {
-                    self.flight = Some(Flight::Starting {
+                self.flight = Some(if fresh.is_empty() {
+                    Flight::Settling {
+                        until: now + SETTLE_MS,
+                    }
+                } else {
+                    Flight::Starting {
                         fresh,
                         asked: None,
                         next: now,
                         pause: POLL_FIRST_MS,
                         until: now + START_LIMIT_MS,
-                    });
-                }
+                    }
+                });
             }
             Flight::Starting {
                 fresh,
@@ -688,8 +737,14 @@ impl Dvm {
                 let up = wire::daemons_up(&infos);
                 let (ready, missing): (Vec<String>, Vec<String>) =
                     fresh.into_iter().partition(|n| up.contains(n));
+                if !ready.is_empty() {
+                    self.log.push(format!("daemons up on {}", ready.join(",")));
+                }
                 self.book.in_dvm.extend(ready);
                 if missing.is_empty() {
+                    self.flight = Some(Flight::Settling {
+                        until: now + SETTLE_MS,
+                    });
                     return;
                 }
                 if now >= until {
@@ -718,7 +773,27 @@ impl Dvm {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
                         self.sessions += 1;
                     }
+                    let fresh: Vec<String> = nodes
+                        .iter()
+                        .filter(|n| !self.book.in_dvm.contains(n))
+                        .cloned()
+                        .collect();
                     self.parked.extend(nodes);
+                    self.flight = Some(if fresh.is_empty() {
+                        Flight::Settling {
+                            until: now + SETTLE_MS,
+                        }
+                    } else {
+                        self.log
+                            .push(format!("starting the daemons of {}", fresh.join(",")));
+                        Flight::Starting {
+                            fresh,
+                            asked: None,
+                            next: now,
+                            pause: POLL_FIRST_MS,
+                            until: now + START_LIMIT_MS,
+                        }
+                    });
                 } else {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",

@@ -110,6 +110,9 @@ pub struct Owner {
     pub rank: u32,
     /// The DVM's session number of the reservation (for ending it).
     pub session: Option<u32>,
+    /// The requester's request id, echoed in what it is told.
+    #[serde(default)]
+    pub req_id: Option<String>,
 }
 
 impl Ledger {

@@ -16,6 +16,7 @@ pub mod dvm;
 pub mod files;
 pub mod ledger;
 pub mod out;
+pub mod peer;
 pub mod serve;
 pub mod slurm;
 pub mod state;
@@ -65,6 +66,9 @@ pub struct Config {
     pub time_scale: f64,
     /// Where to write the URI of psched's status socket (none: no socket).
     pub status_uri: Option<PathBuf>,
+    /// Answer every local user on the status socket (else psched's user
+    /// and root only).
+    pub status_public: bool,
 }
 
 /// Milliseconds since the Unix epoch, now.

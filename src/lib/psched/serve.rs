@@ -61,7 +61,7 @@ pub fn run(cfg: &Config) -> Result<()> {
     disk.store(&cfg.ledger)?;
     let snap: Snapshot = Arc::new(Mutex::new(disk.clone()));
     if let Some(p) = &cfg.status_uri {
-        super::status_server::start(p, Arc::clone(&snap))?;
+        super::status_server::start(p, Arc::clone(&snap), cfg.status_public)?;
     }
     let watch = Watch::new(&cfg.ledger);
     while !STOP.load(Ordering::Relaxed) {
@@ -92,6 +92,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                     .flat_map(|g| g.nodes.clone())
                     .collect();
                 d.not_idle(&granted);
+                d.warm(&st.warm());
                 let mut l = Loop {
                     cfg,
                     conn: &conn,

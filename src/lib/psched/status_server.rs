@@ -8,7 +8,6 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,30 +34,60 @@ const NSPACE_FIELD: usize = 256;
 pub type Snapshot = Arc<Mutex<Ledger>>;
 
 /// Listen on loopback, write the URI (and PMIx version) to `uri_file`, and
-/// serve status queries from `snap` on a thread of their own.
-pub fn start(uri_file: &Path, snap: Snapshot) -> Result<()> {
+/// serve status queries from `snap` on a thread of their own; unless
+/// `public`, only psched's user and root.
+pub fn start(uri_file: &Path, snap: Snapshot, public: bool) -> Result<()> {
     let io =
         |e: std::io::Error| Error::new(Status::ERR_NOT_AVAILABLE, format!("status socket: {e}"));
     let l = TcpListener::bind("127.0.0.1:0").map_err(io)?;
     let port = l.local_addr().map_err(io)?.port();
     let body = format!("psched@0.0;tcp4://127.0.0.1:{port}\n{VERSION}\n");
     super::files::replace(uri_file, body.as_bytes(), 0o644).map_err(io)?;
-    std::thread::spawn(move || accept_loop(&l, &snap));
+    std::thread::spawn(move || accept_loop(&l, &snap, public));
     Ok(())
 }
 
-fn accept_loop(l: &TcpListener, snap: &Snapshot) {
-    let busy = Arc::new(AtomicUsize::new(0));
+/// Slots for tools being served; a tool beyond them waits in the listen
+/// queue (a thread blocks on the condition, never spins).
+struct Slots {
+    busy: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+fn accept_loop(l: &TcpListener, snap: &Snapshot, public: bool) {
+    let slots = Arc::new(Slots {
+        busy: Mutex::new(0),
+        freed: std::sync::Condvar::new(),
+    });
+    let me = nix::unistd::geteuid().as_raw();
     for (n, s) in l.incoming().flatten().enumerate() {
-        while busy.load(Ordering::SeqCst) >= MAX_CLIENTS {
-            std::thread::sleep(Duration::from_millis(20));
+        if !public && !allowed(&s, me) {
+            // Another user: closed at once, holding no slot.
+            continue;
         }
-        busy.fetch_add(1, Ordering::SeqCst);
-        let (snap, busy) = (Arc::clone(snap), Arc::clone(&busy));
+        {
+            let mut b = slots.busy.lock().unwrap_or_else(|e| e.into_inner());
+            while *b >= MAX_CLIENTS {
+                b = slots.freed.wait(b).unwrap_or_else(|e| e.into_inner());
+            }
+            *b += 1;
+        }
+        let (snap, slots) = (Arc::clone(snap), Arc::clone(&slots));
         std::thread::spawn(move || {
             let _ = serve_client(s, &snap, n);
-            busy.fetch_sub(1, Ordering::SeqCst);
+            *slots.busy.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+            slots.freed.notify_one();
         });
+    }
+}
+
+/// Whether the peer of `s` runs as psched's user `me` or root.
+fn allowed(s: &TcpStream, me: u32) -> bool {
+    match (s.local_addr(), s.peer_addr()) {
+        (Ok(local), Ok(peer)) => {
+            matches!(super::peer::uid_of(local, peer), Some(u) if u == me || u == 0)
+        }
+        _ => false,
     }
 }
 
