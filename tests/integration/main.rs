@@ -46,6 +46,7 @@ mod psched_cancel;
 mod psched_cluster;
 mod psched_examples;
 mod psched_hostile;
+mod psched_load;
 mod psched_rules;
 mod psched_slurm;
 mod pspawn_nohang;

@@ -15,16 +15,6 @@ pub(crate) fn tool(c: &Cluster, name: &str) -> Command {
     cmd
 }
 
-/// `cmd` preceded by a bounded wait (30 s) until `prte` has said `DVM ready`
-/// twice (its start, then the end of the grow that started the granted
-/// nodes' daemons).
-pub(crate) fn wait_grown(cmd: &str) -> String {
-    format!(
-        "i=0; until [ \"$(grep -c 'DVM ready' \"$PRRTE_OUT\")\" -ge 2 ]; do \
-         i=$((i+1)); [ $i -gt 300 ] && exit 99; sleep 0.1; done; {cmd}"
-    )
-}
-
 pub(crate) fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 90)
 }

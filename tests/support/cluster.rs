@@ -237,6 +237,23 @@ impl Cluster {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        // psched starts its idle nodes' daemons as it attaches (one grow
+        // of the DVM, as a site's psched does before users come): wait
+        // for it as a site would before letting users in.
+        let started = |l: &str| l.matches("starting the daemons").count();
+        let done = |l: &str| l.matches("daemons up on").count();
+        while {
+            let l = self.psched_log();
+            done(&l) < started(&l)
+        } {
+            assert!(
+                Instant::now() < deadline,
+                "psched's idle daemons did not come up\n{}\n{}",
+                self.psched_log(),
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// psched's pid (while it runs).

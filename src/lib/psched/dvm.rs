@@ -99,6 +99,7 @@ enum Flight {
     /// look `asked` under way), given up at `until`.
     Starting {
         fresh: Vec<String>,
+        all: Vec<String>,
         asked: Option<u32>,
         next: u64,
         pause: u64,
@@ -556,6 +557,26 @@ impl Dvm {
         }
     }
 
+    /// The flight after PRRTE took a change: wait for the daemons of
+    /// `fresh`, or only let the change settle.
+    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Flight {
+        if fresh.is_empty() {
+            return Flight::Settling {
+                until: now + SETTLE_MS,
+            };
+        }
+        self.log
+            .push(format!("starting the daemons of {}", fresh.join(",")));
+        Flight::Starting {
+            all: fresh.clone(),
+            fresh,
+            asked: None,
+            next: now,
+            pause: POLL_FIRST_MS,
+            until: now + START_LIMIT_MS,
+        }
+    }
+
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
@@ -710,22 +731,11 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                self.flight = Some(if fresh.is_empty() {
-                    Flight::Settling {
-                        until: now + SETTLE_MS,
-                    }
-                } else {
-                    Flight::Starting {
-                        fresh,
-                        asked: None,
-                        next: now,
-                        pause: POLL_FIRST_MS,
-                        until: now + START_LIMIT_MS,
-                    }
-                });
+                self.flight = Some(self.starting(fresh, now));
             }
             Flight::Starting {
                 fresh,
+                all,
                 asked: Some(a),
                 pause,
                 until,
@@ -737,27 +747,30 @@ impl Dvm {
                 let up = wire::daemons_up(&infos);
                 let (ready, missing): (Vec<String>, Vec<String>) =
                     fresh.into_iter().partition(|n| up.contains(n));
-                if !ready.is_empty() {
-                    self.log.push(format!("daemons up on {}", ready.join(",")));
-                }
                 self.book.in_dvm.extend(ready);
-                if missing.is_empty() {
+                if missing.is_empty() || now >= until {
+                    let up: Vec<String> = all
+                        .iter()
+                        .filter(|n| !missing.contains(n))
+                        .cloned()
+                        .collect();
+                    self.log.push(format!("daemons up on {}", up.join(",")));
+                    if !missing.is_empty() {
+                        self.log.push(format!(
+                            "no daemon came up on {} within {} s: never granted again until the DVM restarts",
+                            missing.join(","),
+                            START_LIMIT_MS / 1000
+                        ));
+                        self.book.broken.extend(missing);
+                    }
                     self.flight = Some(Flight::Settling {
                         until: now + SETTLE_MS,
                     });
                     return;
                 }
-                if now >= until {
-                    self.log.push(format!(
-                        "no daemon came up on {} within {} s: never granted again until the DVM restarts",
-                        missing.join(","),
-                        START_LIMIT_MS / 1000
-                    ));
-                    self.book.broken.extend(missing);
-                    return;
-                }
                 self.flight = Some(Flight::Starting {
                     fresh: missing,
+                    all,
                     asked: None,
                     next: now + pause,
                     pause: (pause * 2).min(POLL_MAX_MS),
@@ -779,21 +792,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = Some(if fresh.is_empty() {
-                        Flight::Settling {
-                            until: now + SETTLE_MS,
-                        }
-                    } else {
-                        self.log
-                            .push(format!("starting the daemons of {}", fresh.join(",")));
-                        Flight::Starting {
-                            fresh,
-                            asked: None,
-                            next: now,
-                            pause: POLL_FIRST_MS,
-                            until: now + START_LIMIT_MS,
-                        }
-                    });
+                    self.flight = Some(self.starting(fresh, now));
                 } else {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",

@@ -1,0 +1,235 @@
+//! psched on PRRTE master as users load it: the same node granted again
+//! and again whatever ended the allocation before, many requests at once,
+//! and requests PRRTE will refuse (issue 26).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::psched_cluster::{grant, hold, psched_status, run, tool, wait_for};
+use crate::support::cluster::Cluster;
+use crate::support::{show, text};
+
+/// `palloc -q -N 1 -t 5m ARGS -- pspawn -n 1 sh -c 'echo $PMIX_HOSTNAME'`:
+/// exit code and the host the job ran on.
+fn round(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
+    let o = run(tool(c, "palloc")
+        .args(["-q", "-N", "1", "-t", "5m"])
+        .args(args)
+        .args(["--", "pspawn", "-n", "1", "sh", "-c", "echo $PMIX_HOSTNAME"]));
+    (
+        o.status.code(),
+        text(&o.stdout).trim().to_string(),
+        show(&o),
+    )
+}
+
+/// The nodes the DVM lists in each reservation (`pwatch --status --json`).
+fn reservations(c: &Cluster) -> Vec<(String, Vec<String>)> {
+    let o = run(tool(c, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    text(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["alloc_id"].is_string())
+        .map(|v| {
+            let nodes = v["nodes"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                v["alloc_id"].as_str().unwrap_or_default().to_string(),
+                nodes,
+            )
+        })
+        .collect()
+}
+
+/// No node is in two reservations of the DVM.
+#[track_caller]
+fn no_node_twice(c: &Cluster) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (id, nodes) in reservations(c) {
+        for n in nodes {
+            if let Some((other, _)) = seen.iter().find(|(_, m)| *m == n) {
+                panic!("{n} is in {other} and {id}\n{}", c.psched_log());
+            }
+            seen.push((id.clone(), n));
+        }
+    }
+}
+
+/// With psched owning 2 nodes, 100 allocations one after the other, ended
+/// every way there is (palloc's release at the end of its command, NONE and
+/// CHILD at its namespace's end, DEFAULT and CHILD_DEFAULT then the node
+/// taken back with `palloc -w` and `prelease`, expiry, the administrator's
+/// `psched --release`): every one runs its job on one of psched's nodes.
+/// Before psched kept the nodes' daemons, a node ran jobs once per DVM
+/// lifetime (PMIX_ERR_JOB_FAILED_TO_LAUNCH from the second round on).
+#[test]
+fn every_node_runs_jobs_again_whatever_ended_its_allocation() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let mut ran = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..100 {
+        let how = i % 10;
+        let (code, host, ctx) = match how {
+            1 => round(&c, &["--inherit", "none"]),
+            2 => round(&c, &["--inherit", "child"]),
+            3 | 4 => {
+                let rule = if how == 3 { "default" } else { "child-default" };
+                let r = round(&c, &["--inherit", rule]);
+                // The node stayed in the DVM's default session: take it
+                // back by name and give it back to psched.
+                take_back(&c, &r.1);
+                r
+            }
+            5 if i < 60 => expire(&c),
+            6 if i < 60 => admin_release(&c),
+            _ => round(&c, &[]),
+        };
+        let ctx = format!("round {i}: {ctx}\n--- psched:\n{}", c.psched_log());
+        assert_eq!(code, Some(0), "{ctx}");
+        assert!(c.pool.contains(&host), "ran on {host:?}: {ctx}");
+        *ran.entry(host).or_default() += 1;
+    }
+    assert_eq!(ran.len(), 2, "both nodes ran jobs: {ran:?}");
+    assert!(!c.prte_exited(), "{}", c.logs());
+}
+
+/// `palloc -w NODE --parsable` then `prelease`: the node is psched's again.
+fn take_back(c: &Cluster, node: &str) {
+    let o = run(tool(c, "palloc").args(["-q", "-w", node, "-t", "5m", "--parsable"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let id = text(&o.stdout).trim().to_string();
+    let o = run(tool(c, "prelease").arg(&id));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+}
+
+/// A held allocation reaches its time limit: the holder ends with 8, as on
+/// pdvm; then a job runs on the node it held.
+fn expire(c: &Cluster) -> (Option<i32>, String, String) {
+    let o = run(tool(c, "palloc").args(["-N", "1", "-t", "2s", "--hold"]));
+    assert_eq!(
+        o.status.code(),
+        Some(8),
+        "expiry ends the holder: {}",
+        show(&o)
+    );
+    assert!(
+        text(&o.stderr).contains("time limit was reached"),
+        "{}",
+        show(&o)
+    );
+    round(c, &[])
+}
+
+/// The administrator releases a held allocation: its holder ends, and the
+/// node runs the next job.
+fn admin_release(c: &Cluster) -> (Option<i32>, String, String) {
+    let (mut h, _lines, id) = hold(c, &["-N", "1", "-t", "5m"]);
+    let o = run(Command::new(crate::support::cargo_bin("psched"))
+        .args(["--release", &id, "--ledger"])
+        .arg(c.ledger_path()));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let st = loop {
+        if let Ok(Some(st)) = h.try_wait() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the holder of {id} did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(st.success(), "a released holder ends 0, as on pdvm: {st}");
+    round(c, &[])
+}
+
+/// 48 `palloc -N 1 -t 5m -- pspawn -n 1 true` at once over 8 nodes: every
+/// one is served and its job runs, PRRTE stays up, and no node is ever in
+/// two reservations (checked while they run). Before, 12 at once killed
+/// prte. The benchmark `cargo bench --bench psched_burst` times 200.
+#[test]
+fn a_burst_of_requests_is_served_whole() {
+    let c = Cluster::start_with_psched(1, 8, &[]);
+    let mut kids: Vec<std::process::Child> = (0..48)
+        .map(|_| {
+            tool(&c, "palloc")
+                .args([
+                    "-q", "-N", "1", "-t", "5m", "--", "pspawn", "-n", "1", "true",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start palloc")
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while kids.iter_mut().any(|k| matches!(k.try_wait(), Ok(None))) {
+        assert!(Instant::now() < deadline, "the burst did not end");
+        no_node_twice(&c);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut failed = Vec::new();
+    for k in kids {
+        let o = k.wait_with_output().expect("palloc");
+        if o.status.code() != Some(0) {
+            failed.push(show(&o));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 48 failed:\n{}\n--- psched:\n{}\n{}",
+        failed.len(),
+        failed.join("\n"),
+        c.psched_log(),
+        c.logs()
+    );
+    assert!(!c.prte_exited(), "{}", c.logs());
+    wait_for("every node is free again", || {
+        psched_status(&c)["free"].as_array().map(Vec::len) == Some(8)
+    });
+}
+
+/// An application job that does not own allocation A (it runs in the
+/// default pool) asks to extend A and to release it: both are refused
+/// `PMIX_ERR_NO_PERMISSIONS` before psched's books change (PRRTE forwards
+/// the request before it checks ownership: psched checks first); A keeps
+/// its node, no other node is taken, and the owner's release works.
+#[test]
+fn a_request_from_outside_the_owners_changes_nothing() {
+    let c = Cluster::start_with_psched(2, 3, &[]);
+    let (mut h, _lines, id) = hold(&c, &["-N", "1", "-t", "5m"]);
+    let before = grant(&c, &id).expect("granted")["nodes"].clone();
+    let free_before = psched_status(&c)["free"].clone();
+    let script =
+        format!("palloc -q --extend {id} -N 1; echo extend=$?; prelease {id}; echo release=$?");
+    let o = run(tool(&c, "pspawn").args(["-n", "1", "sh", "-c", &script]));
+    let out = text(&o.stdout);
+    let ctx = format!("{}\n--- psched:\n{}", show(&o), c.psched_log());
+    assert!(
+        out.contains("extend=6"),
+        "EXTEND refused NO_PERMISSIONS: {ctx}"
+    );
+    assert!(
+        out.contains("release=6"),
+        "RELEASE refused NO_PERMISSIONS: {ctx}"
+    );
+    assert!(
+        text(&o.stderr).contains("PMIX_ERR_NO_PERMISSIONS"),
+        "the status is named: {ctx}"
+    );
+    assert_eq!(
+        grant(&c, &id).expect("still granted")["nodes"],
+        before,
+        "{ctx}"
+    );
+    assert_eq!(psched_status(&c)["free"], free_before, "{ctx}");
+    no_node_twice(&c);
+    let o = run(tool(&c, "prelease").arg(&id));
+    assert_eq!(o.status.code(), Some(0), "the owner releases: {}", show(&o));
+    wait_for("psched freed the node", || grant(&c, &id).is_none());
+    let _ = h.kill();
+    let _ = h.wait();
+}
