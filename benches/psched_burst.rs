@@ -89,7 +89,7 @@ fn main() {
     let args = [
         "-q", "-N", "1", "-t", "5m", "--", "pspawn", "-n", "1", "true",
     ];
-    let c = support::cluster::Cluster::start_with_psched(1, 8, &[]);
+    let c = support::cluster::Cluster::start_with_psched(2, 8, &[]);
     let prrte = report("PRRTE master + psched", n, {
         let make = || {
             let mut cmd = c.command(support::cargo_bin("palloc"));

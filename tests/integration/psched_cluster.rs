@@ -29,7 +29,7 @@ pub(crate) fn run(cmd: &mut Command) -> Output {
 /// in the reservation, so the command spawns at once.
 #[test]
 fn palloc_n2_runs_on_two_pool_nodes() {
-    let c = Cluster::start_with_psched(1, 4, &[]);
+    let c = Cluster::start_with_psched(2, 4, &[]);
     let o = run(tool(&c, "palloc").args([
         "-N",
         "2",
@@ -313,7 +313,7 @@ fn status_shows_queues_pending_and_grants() {
 /// reservation left, psched's grant gone).
 #[test]
 fn pspawn_n2_outside_an_allocation_reserves_and_gives_back() {
-    let c = Cluster::start_with_psched(1, 4, &[]);
+    let c = Cluster::start_with_psched(2, 4, &[]);
     let o = run(tool(&c, "pspawn").args(["-N", "2", "-v", "hostname"]));
     let ctx = format!(
         "{}\n{}\n--- psched:\n{}",

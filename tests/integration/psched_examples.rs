@@ -44,7 +44,7 @@ pub(crate) fn run_example_within(c: &Cluster, name: &str, secs: u64) -> std::pro
 /// the release ends it.
 #[test]
 fn reservation_workflow_example_on_prrte_master_with_psched() {
-    let c = Cluster::start_with_psched_prte(1, 4, &OVERSUBSCRIBE, &["--time-scale", "60"]);
+    let c = Cluster::start_with_psched_prte(2, 4, &OVERSUBSCRIBE, &["--time-scale", "60"]);
     let o = run_example(&c, "reservation-workflow.sh");
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     assert_eq!(o.status.code(), Some(0), "{ctx}");

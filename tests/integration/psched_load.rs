@@ -151,7 +151,7 @@ fn admin_release(c: &Cluster) -> (Option<i32>, String, String) {
 /// prte. The benchmark `cargo bench --bench psched_burst` times 200.
 #[test]
 fn a_burst_of_requests_is_served_whole() {
-    let c = Cluster::start_with_psched(1, 8, &[]);
+    let c = Cluster::start_with_psched(2, 8, &[]);
     let mut kids: Vec<std::process::Child> = (0..48)
         .map(|_| {
             tool(&c, "palloc")

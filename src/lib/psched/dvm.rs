@@ -44,8 +44,8 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
-/// How long a change is given to finish in PRRTE before the next one.
-pub const SETTLE_MS: u64 = 100;
+/// Longest psched waits for its probe job's answer before the next change.
+pub const PROBE_LIMIT_MS: u64 = 30_000;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -107,11 +107,12 @@ enum Flight {
     },
     /// psched's own request for its idle reservation (`asked`).
     Parking { asked: u32, nodes: Vec<String> },
-    /// PRRTE has taken the change; its grow (which every node list starts,
-    /// even of nodes it has) is given until `until` to finish before the
-    /// next change: two grows at once, or a grow beside a launch, are where
-    /// PRRTE master loses or launches jobs twice.
-    Settling { until: u64 },
+    /// PRRTE has taken the change; the grow it started (every node list
+    /// starts one, even of nodes it has) is over when the one-process job
+    /// psched asked for (`asked`) is answered: PRRTE holds every launch
+    /// until its grow is done. Two grows at once, or a grow beside a
+    /// launch, are where PRRTE master loses jobs or dies.
+    Probing { asked: u32, until: u64 },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -152,6 +153,8 @@ pub struct Dvm {
     /// Allocations PRRTE did not make (a NEW it refused after the grant).
     refused: Vec<String>,
     log: Vec<String>,
+    /// Messages decided outside a call that takes `out`.
+    outbox: Vec<Send>,
 }
 
 impl Dvm {
@@ -182,6 +185,7 @@ impl Dvm {
             askers: HashMap::new(),
             refused: Vec::new(),
             log: Vec::new(),
+            outbox: Vec::new(),
         };
         // The idle reservation of a psched before ended with its
         // connection: its nodes went to the default pool; hold them again
@@ -202,8 +206,10 @@ impl Dvm {
             .filter(|n| !self.book.in_dvm.contains(n) && !self.book.broken.contains(n))
             .cloned()
             .collect();
-        if !fresh.is_empty() {
-            self.queue.push_back(Change::Park(fresh));
+        // One node a grow: PRRTE master crashed on the first grant after a
+        // grow that started several daemons at once.
+        for n in fresh {
+            self.queue.push_back(Change::Park(vec![n]));
         }
     }
 
@@ -552,34 +558,54 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Settling { until }) => Some(*until),
+            Some(Flight::Probing { until, .. }) => Some(*until),
             _ => None,
         }
     }
 
+    /// Ask PRRTE for a one-process job: its answer comes once the grow is
+    /// over.
+    fn probing(&mut self, now: u64) -> Option<Flight> {
+        let body = wire::spawn_probe(self.wire).ok()?;
+        let asked = self.own_tag(Await::Flight);
+        self.outbox.push(Send::Own(asked, body));
+        Some(Flight::Probing {
+            asked,
+            until: now + PROBE_LIMIT_MS,
+        })
+    }
+
     /// The flight after PRRTE took a change: wait for the daemons of
     /// `fresh`, or only let the change settle.
-    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Flight {
+    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Option<Flight> {
         if fresh.is_empty() {
-            return Flight::Settling {
-                until: now + SETTLE_MS,
-            };
+            return self.probing(now);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
-        Flight::Starting {
+        Some(Flight::Starting {
             all: fresh.clone(),
             fresh,
             asked: None,
             next: now,
             pause: POLL_FIRST_MS,
             until: now + START_LIMIT_MS,
-        }
+        })
     }
 
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
+        out.append(&mut self.outbox);
+        if let Some(Flight::Probing { until, .. }) = &self.flight {
+            if *until <= now {
+                self.log.push(format!(
+                    "the DVM did not answer psched's probe job within {} s: going on",
+                    PROBE_LIMIT_MS / 1000
+                ));
+                self.flight = None;
+            }
+        }
         if let Some(Flight::Starting {
             asked: None, next, ..
         }) = &self.flight
@@ -587,9 +613,6 @@ impl Dvm {
             if *next <= now {
                 self.look_at_daemons(out)?;
             }
-        }
-        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
-            self.flight = None;
         }
         while self.flight.is_none() {
             let Some(c) = self.queue.pop_front() else {
@@ -731,7 +754,7 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                self.flight = Some(self.starting(fresh, now));
+                self.flight = self.starting(fresh, now);
             }
             Flight::Starting {
                 fresh,
@@ -763,9 +786,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = Some(Flight::Settling {
-                        until: now + SETTLE_MS,
-                    });
+                    self.flight = self.probing(now);
                     return;
                 }
                 self.flight = Some(Flight::Starting {
@@ -777,6 +798,7 @@ impl Dvm {
                     until,
                 });
             }
+            Flight::Probing { asked, .. } if asked == tag => {}
             Flight::Parking { asked, nodes } if asked == tag => {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
@@ -792,7 +814,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = Some(self.starting(fresh, now));
+                    self.flight = self.starting(fresh, now);
                 } else {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
