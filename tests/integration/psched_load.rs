@@ -23,15 +23,20 @@ fn round(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-/// The nodes the DVM lists in each reservation (`pwatch --status --json`).
+/// The nodes the DVM lists in each reservation (`pwatch --status --json`),
+/// psched's own reservation of idle nodes left out (PRRTE keeps listing a
+/// node there after it moved to a user's reservation, P10).
 fn reservations(c: &Cluster) -> Vec<(String, Vec<String>)> {
     let o = run(tool(c, "pwatch").args(["--status", "--what", "reservations", "--json"]));
-    text(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["alloc_id"].is_string())
-        .map(|v| {
-            let nodes = v["nodes"]
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).expect("status JSON");
+    v["reservations"]
+        .as_array()
+        .expect("a reservations array")
+        .iter()
+        .filter(|r| !crate::psched_cluster::is_idle(r))
+        .map(|r| {
+            let nodes = r["nodes"]
                 .as_array()
                 .map(|a| {
                     a.iter()
@@ -40,7 +45,7 @@ fn reservations(c: &Cluster) -> Vec<(String, Vec<String>)> {
                 })
                 .unwrap_or_default();
             (
-                v["alloc_id"].as_str().unwrap_or_default().to_string(),
+                r["alloc_id"].as_str().unwrap_or_default().to_string(),
                 nodes,
             )
         })

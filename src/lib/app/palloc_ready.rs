@@ -64,8 +64,17 @@ pub(crate) fn wait_usable(
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
         return Ok(());
     };
-    let info = [Info::new(keys::SPAWN_TARGET, target)];
-    let probe = [simple_app(&["true"], 1)];
+    // A NEW waits for all its nodes (psched adds a grant's nodes one a
+    // grow): one process on each.
+    let n = match req.directive {
+        Directive::New => req.nodes.unwrap_or(1).clamp(1, 4096) as i32,
+        _ => 1,
+    };
+    let info = [
+        Info::new(keys::SPAWN_TARGET, target),
+        Info::new(keys::MAPBY, "ppr:1:node"),
+    ];
+    let probe = [simple_app(&["true"], n)];
     let deadline = Instant::now() + READY_WAIT;
     loop {
         match run_job(s, &info, &probe, Some(PROBE_LIMIT), |_| {}) {

@@ -44,8 +44,8 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
-/// Longest psched waits for its probe job's answer before the next change.
-pub const PROBE_LIMIT_MS: u64 = 30_000;
+/// How long a change is given to finish in PRRTE before the next one.
+pub const SETTLE_MS: u64 = 150;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -82,6 +82,9 @@ enum Change {
     /// Move these nodes (daemons up) into psched's reservation of idle
     /// nodes.
     Park(Vec<String>),
+    /// Add `node` to allocation `alloc_id` (psched's own EXTEND, as the
+    /// scheduler: every owner's): the nodes of a grant after its first.
+    Add { alloc_id: String, node: String },
 }
 
 /// The change PRRTE is carrying out.
@@ -105,14 +108,18 @@ enum Flight {
         pause: u64,
         until: u64,
     },
-    /// psched's own request for its idle reservation (`asked`).
-    Parking { asked: u32, nodes: Vec<String> },
+    /// psched's own request (`asked`) for its idle reservation (`park`)
+    /// or adding a node to an allocation.
+    Parking {
+        asked: u32,
+        nodes: Vec<String>,
+        park: bool,
+    },
     /// PRRTE has taken the change; the grow it started (every node list
-    /// starts one, even of nodes it has) is over when the one-process job
-    /// psched asked for (`asked`) is answered: PRRTE holds every launch
-    /// until its grow is done. Two grows at once, or a grow beside a
-    /// launch, are where PRRTE master loses jobs or dies.
-    Probing { asked: u32, until: u64 },
+    /// starts one, even of nodes it has) is given until `until` to finish:
+    /// two grows at once, or a grow beside a launch, are where PRRTE
+    /// master loses jobs or dies.
+    Settling { until: u64 },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -153,8 +160,6 @@ pub struct Dvm {
     /// Allocations PRRTE did not make (a NEW it refused after the grant).
     refused: Vec<String>,
     log: Vec<String>,
-    /// Messages decided outside a call that takes `out`.
-    outbox: Vec<Send>,
 }
 
 impl Dvm {
@@ -185,7 +190,6 @@ impl Dvm {
             askers: HashMap::new(),
             refused: Vec::new(),
             log: Vec::new(),
-            outbox: Vec::new(),
         };
         // The idle reservation of a psched before ended with its
         // connection: its nodes went to the default pool; hold them again
@@ -339,10 +343,13 @@ impl Dvm {
     /// The answer to psched's own request for its idle reservation, which
     /// PRRTE forwards back to its scheduler.
     fn answer_own(&mut self, ask: &AllocAsk) -> Result<Vec<u8>> {
-        let id = ask
-            .alloc_id
-            .clone()
-            .unwrap_or_else(|| format!("{IDLE_REQ_ID}.{}", self.me));
+        let idle = format!("{IDLE_REQ_ID}.{}", self.me);
+        let id = ask.alloc_id.clone().unwrap_or_else(|| idle.clone());
+        if id != idle {
+            // A node added to a user's allocation: no rule, no request id
+            // (PRRTE would take them as the allocation's new ones).
+            return wire::answer(self.wire, Status(0), Some(&id), &ask.node_list, &[]);
+        }
         let echo = [
             Info::new(keys::ALLOC_REQ_ID, IDLE_REQ_ID),
             Info::new(
@@ -558,20 +565,17 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Probing { until, .. }) => Some(*until),
+            Some(Flight::Settling { until }) => Some(*until),
             _ => None,
         }
     }
 
-    /// Ask PRRTE for a one-process job: its answer comes once the grow is
-    /// over.
-    fn probing(&mut self, now: u64) -> Option<Flight> {
-        let body = wire::spawn_probe(self.wire).ok()?;
-        let asked = self.own_tag(Await::Flight);
-        self.outbox.push(Send::Own(asked, body));
-        Some(Flight::Probing {
-            asked,
-            until: now + PROBE_LIMIT_MS,
+    /// Give PRRTE's grow [`SETTLE_MS`] to finish. Nothing PRRTE reports
+    /// says when it is over (`prte` prints `DVM ready`); a probe job sent
+    /// to learn it made new daemons fail to unpack their first launch.
+    fn settling(&mut self, now: u64) -> Option<Flight> {
+        Some(Flight::Settling {
+            until: now + SETTLE_MS,
         })
     }
 
@@ -579,7 +583,7 @@ impl Dvm {
     /// `fresh`, or only let the change settle.
     fn starting(&mut self, fresh: Vec<String>, now: u64) -> Option<Flight> {
         if fresh.is_empty() {
-            return self.probing(now);
+            return self.settling(now);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -596,15 +600,8 @@ impl Dvm {
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
-        out.append(&mut self.outbox);
-        if let Some(Flight::Probing { until, .. }) = &self.flight {
-            if *until <= now {
-                self.log.push(format!(
-                    "the DVM did not answer psched's probe job within {} s: going on",
-                    PROBE_LIMIT_MS / 1000
-                ));
-                self.flight = None;
-            }
+        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
+            self.flight = None;
         }
         if let Some(Flight::Starting {
             asked: None, next, ..
@@ -642,10 +639,24 @@ impl Dvm {
             Change::Grant {
                 tag,
                 alloc_id,
-                nodes,
+                mut nodes,
                 echo,
                 new,
             } => {
+                // One node a grow: PRRTE master died at a grant of several
+                // nodes whose daemons were up (P9); the others follow as
+                // psched's own EXTENDs, each a change of its own.
+                let rest = if nodes.len() > 1 {
+                    nodes.split_off(1)
+                } else {
+                    Vec::new()
+                };
+                for node in rest.into_iter().rev() {
+                    self.queue.push_front(Change::Add {
+                        alloc_id: alloc_id.clone(),
+                        node,
+                    });
+                }
                 let share = echo
                     .iter()
                     .any(|i| i.key == keys::ALLOC_SHARE && crate::codec::helpers::info_true(i));
@@ -695,13 +706,35 @@ impl Dvm {
                     fresh,
                 });
             }
+            Change::Add { alloc_id, node } => {
+                let body = wire::own_request(
+                    self.wire,
+                    Directive::Extend,
+                    &[
+                        Info::new(keys::ALLOC_NODE_LIST, node.as_str()),
+                        Info::new(keys::ALLOC_ID, alloc_id.as_str()),
+                    ],
+                )?;
+                self.parked.remove(&node);
+                let asked = self.own_tag(Await::Flight);
+                out.push(Send::Own(asked, body));
+                self.flight = Some(Flight::Parking {
+                    asked,
+                    nodes: vec![node],
+                    park: false,
+                });
+            }
             Change::Park(nodes) => {
-                let nodes: Vec<String> = nodes
+                let mut nodes: Vec<String> = nodes
                     .into_iter()
                     .filter(|n| !self.parked.contains(n) && !self.book.broken.contains(n))
                     .collect();
                 if nodes.is_empty() {
                     return Ok(());
+                }
+                if nodes.len() > 1 {
+                    let rest = nodes.split_off(1);
+                    self.queue.push_front(Change::Park(rest));
                 }
                 let list = Info::new(keys::ALLOC_NODE_LIST, nodes.join(",").as_str());
                 let body = match &self.idle_id {
@@ -718,7 +751,11 @@ impl Dvm {
                 };
                 let asked = self.own_tag(Await::Flight);
                 out.push(Send::Own(asked, body));
-                self.flight = Some(Flight::Parking { asked, nodes });
+                self.flight = Some(Flight::Parking {
+                    asked,
+                    nodes,
+                    park: true,
+                });
             }
         }
         let _ = now;
@@ -786,7 +823,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.probing(now);
+                    self.flight = self.settling(now);
                     return;
                 }
                 self.flight = Some(Flight::Starting {
@@ -798,12 +835,17 @@ impl Dvm {
                     until,
                 });
             }
-            Flight::Probing { asked, .. } if asked == tag => {}
-            Flight::Parking { asked, nodes } if asked == tag => {
+            Flight::Parking { asked, nodes, park } if asked == tag => {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
                     .is_ok_and(|s| s.is_success());
-                if ok {
+                if ok && !park {
+                    let fresh: Vec<String> = nodes
+                        .into_iter()
+                        .filter(|n| !self.book.in_dvm.contains(n))
+                        .collect();
+                    self.flight = self.starting(fresh, now);
+                } else if ok {
                     if self.idle_id.is_none() {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
                         self.sessions += 1;
@@ -815,9 +857,14 @@ impl Dvm {
                         .collect();
                     self.parked.extend(nodes);
                     self.flight = self.starting(fresh, now);
-                } else {
+                } else if park {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
+                        nodes.join(",")
+                    ));
+                } else {
+                    self.log.push(format!(
+                        "the DVM refused to add {} to an allocation (it ended?)",
                         nodes.join(",")
                     ));
                 }

@@ -434,23 +434,3 @@ pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) ->
     write_infos(&mut e, &all)?;
     Ok(e.into_bytes())
 }
-
-/// A spawn of one `true` in the DVM's default pool, forwarding nothing:
-/// PRRTE answers it only once any grow under way is over (it holds every
-/// launch until then), which is how psched knows a change is done.
-pub fn spawn_probe(wire: WireVersion) -> Result<Vec<u8>> {
-    let app = crate::codec::App {
-        cmd: "true".into(),
-        argv: vec!["true".into()],
-        env: Vec::new(),
-        cwd: Some("/".into()),
-        maxprocs: 1,
-        info: Vec::new(),
-    };
-    let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::SPAWN))?;
-    write_infos(&mut e, &[])?;
-    e.pack_one(&Size(1))?;
-    e.pack(&[app])?;
-    Ok(e.into_bytes())
-}
