@@ -347,8 +347,8 @@ fn default_and_child_default_keep_nodes_in_the_dvm() {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
     let b = first_alloc_id(&o.stdout);
     let pid = job_pid(&pidfile);
+    wait_for("DEFAULT: the reservation ended", || grant(&c, &a).is_none());
     wait_two_reconciles(&c);
-    assert!(grant(&c, &a).is_none(), "DEFAULT: the reservation ended");
     assert!(
         grant(&c, &b).is_some(),
         "CHILD_DEFAULT: held while its child runs"
