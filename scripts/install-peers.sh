@@ -234,9 +234,16 @@ install_slurm() {
     for prog in bin/salloc bin/squeue bin/scontrol bin/scancel bin/sinfo bin/sdiag sbin/slurmctld sbin/slurmd; do
         [ -x "$dest/$prog" ] || die "$dest/$prog missing"
     done
-    v="$("$dest/bin/squeue" --version 2>/dev/null | awk '{ print $2; exit }')" || true
-    [ "$v" = "$SLURM_VERSION" ] || die "$dest/bin/squeue reports version '${v:-none}', expected $SLURM_VERSION"
-    "$dest/bin/squeue" --help 2>/dev/null | grep -q -- '--json' || die "$dest/bin/squeue has no --json (built without libjson-c?)"
+    # `squeue --version` of this release needs a slurm.conf: read the
+    # version from the installed header instead (0xMMmmpp).
+    local n major minor micro
+    n="$(awk '/define SLURM_VERSION_NUMBER/ { print $3 }' "$dest/include/slurm/slurm_version.h" 2>/dev/null)" || true
+    IFS=. read -r major minor micro <<<"$SLURM_VERSION"
+    [ "$n" = "$(printf '0x%02x%02x%02x' "$major" "$((10#$minor))" "$micro")" ] ||
+        die "$dest/include/slurm/slurm_version.h says version '${n:-none}', expected $SLURM_VERSION"
+    v="$SLURM_VERSION"
+    [ -f "$dest/lib/slurm/serializer_json.so" ] ||
+        die "$dest/lib/slurm/serializer_json.so missing: Slurm built without libjson-c (no --json)"
     echo "slurm-current     $v  (built from slurm-$SLURM_VERSION.tar.xz, $PEERS/slurm-$SLURM_VERSION/{bin,sbin})"
 }
 

@@ -120,6 +120,8 @@ pub struct SlurmBackend {
     verified: HashSet<u64>,
     /// Jobs to cancel (checked first; kept while Slurm is unreachable).
     to_cancel: Vec<u64>,
+    /// Jobs psched has asked Slurm to cancel (said once in the log).
+    cancel_sent: HashSet<u64>,
     /// salloc keys withdrawn before they said their job id.
     withdrawn: Vec<SubKey>,
     /// When to ask Slurm about the jobs next (ms); 0: at once.
@@ -200,6 +202,7 @@ impl SlurmBackend {
             uid: nix::unistd::geteuid().as_raw(),
             verified: HashSet::new(),
             withdrawn: Vec::new(),
+            cancel_sent: HashSet::new(),
             next_show: 0,
             showing: false,
             unreachable: None,

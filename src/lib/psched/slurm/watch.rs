@@ -355,6 +355,10 @@ impl SlurmBackend {
                 Some(Seen::Gone) => {}
                 Some(Seen::Job(j)) if matches!(j.state, JobState::Ended(_)) => {}
                 Some(Seen::Job(_)) if self.verified.contains(&job) => {
+                    if !self.cancel_sent.contains(&job) {
+                        eprintln!("psched: Slurm job {job} is no grant of this psched: cancelled");
+                        self.cancel_sent.insert(job);
+                    }
                     self.worker.send(Task::Cancel(job));
                     keep.push(job);
                 }
