@@ -711,13 +711,29 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
     );
     assert!(matches!(b.try_wait(), Ok(None)), "the request still waits");
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
-    assert!(ledger.contains(&id_a), "the grant stays: {ledger}");
+    assert!(
+        ledger.contains(&id_a),
+        "the grant stays: {ledger}\n{}",
+        c.psched_log()
+    );
     assert!(
         !c.psched_log().contains("ending its session"),
         "{}",
         c.psched_log()
     );
     s.start_controller();
+    // A restarted controller takes its nodes back as their slurmds
+    // register again (Slurm's own pace: ReqNodeNotAvail, then Resources).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while running(&s).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting request is granted: {:?}\n{}",
+            s.jobs(),
+            c.psched_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let first = lines_b
         .next_line(Duration::from_secs(120))
         .unwrap_or_else(|| panic!("the waiting request is granted\n{}", c.psched_log()));

@@ -178,12 +178,16 @@ pub fn show_job(d: Dialect, id: u64) -> Result<Seen, Unreachable> {
             .args(["-o", "show", "job", &id.to_string()]),
     };
     let r = run(c)?;
-    match d {
+    let seen = match d {
         // A failing command with no JSON: the controller's state decides.
-        Dialect::Json if !r.ok && r.stdout.trim().is_empty() => gone_or_unreachable(&r),
-        Dialect::Json => job::from_json(&r.stdout, id),
-        Dialect::OneLine if !r.ok => gone_or_unreachable(&r),
-        Dialect::OneLine => job::from_oneliner(&r.stdout, id),
+        Dialect::Json if !r.ok && r.stdout.trim().is_empty() => Seen::Missing,
+        Dialect::Json => job::from_json(&r.stdout, id)?,
+        Dialect::OneLine if !r.ok => Seen::Missing,
+        Dialect::OneLine => job::from_oneliner(&r.stdout, id)?,
+    };
+    match seen {
+        Seen::Missing => gone_or_unreachable(&r),
+        s => Ok(s),
     }
 }
 

@@ -44,6 +44,9 @@ pub enum Seen {
     Job(Job),
     /// Slurm answered that it does not know this job id.
     Gone,
+    /// The answer neither describes the job nor says it is unknown (only
+    /// the controller's state can tell an end from an outage).
+    Missing,
 }
 
 /// Slurm could not be asked, or answered with an error: nothing is known.
@@ -146,7 +149,7 @@ pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
         )));
     }
     let Some(j) = a.jobs.iter().find(|j| j.job_id.value() == Some(id)) else {
-        return Ok(Seen::Gone);
+        return Ok(Seen::Missing);
     };
     let state = match &j.job_state {
         StateField::One(w) => JobState::from_words(&[w]),

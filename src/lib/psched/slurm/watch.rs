@@ -378,7 +378,7 @@ impl SlurmBackend {
             return Ok(Vec::new());
         };
         let j = match seen.get(&job) {
-            None => return Ok(Vec::new()),
+            None | Some(Seen::Missing) => return Ok(Vec::new()),
             Some(Seen::Gone) => {
                 eprintln!("psched: Slurm no longer knows job {job} ({id}): refused");
                 return self.give_up(id, Status::ERR_JOB_CANCELED);
@@ -472,6 +472,7 @@ impl SlurmBackend {
         for j in &a.jobs {
             match seen.get(j) {
                 Some(Seen::Gone) => ended.push((*j, EndCause::Gone)),
+                Some(Seen::Missing) => {}
                 Some(Seen::Job(x)) => match &x.state {
                     JobState::Ended(c) => ended.push((*j, *c)),
                     // Put back in the queue after it ran: its nodes are gone.
