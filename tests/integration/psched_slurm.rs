@@ -578,16 +578,7 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
     c.kill_psched();
     start_psched_on(&mut c, &s);
     // After two reconcile rounds of the new psched the job still runs.
-    let restarted = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
-    wait_for("the new psched reconciled twice", || {
-        let l: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
-                .unwrap_or_default();
-        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
-    });
+    wait_reconciled_twice(&c);
     assert_eq!(
         running(&s).len(),
         1,
@@ -599,6 +590,20 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
         "{}",
         c.psched_log()
     );
+}
+
+/// Wait until the (re)started psched has read the DVM's allocations twice.
+fn wait_reconciled_twice(c: &Cluster) {
+    let restarted = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    wait_for("the new psched reconciled twice", || {
+        let l: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
+                .unwrap_or_default();
+        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
+    });
 }
 
 /// The uid of `name` (from `id -u`).
@@ -654,16 +659,7 @@ fn another_users_job_named_like_pscheds_is_never_touched(v: Version) {
     wait_for("psched's own jobs are gone", || {
         running(&s).iter().all(|(j, _)| *j == theirs.id)
     });
-    let restarted = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
-    wait_for("the new psched reconciled twice", || {
-        let l: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
-                .unwrap_or_default();
-        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
-    });
+    wait_reconciled_twice(&c);
     let now = s.job(theirs.id).expect("nobody's job listed");
     assert_eq!(
         now.state,

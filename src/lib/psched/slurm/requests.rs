@@ -33,6 +33,27 @@ impl SlurmBackend {
         }
     }
 
+    /// Start a salloc for `ask` (job `name`) for allocation `id` (an
+    /// EXTEND's when `ext_tag`).
+    fn start_salloc(
+        &mut self,
+        id: &str,
+        ext_tag: Option<u32>,
+        ask: ctl::Ask,
+        name: String,
+    ) -> Waiting {
+        let w = Waiting {
+            key: self.key(id, ext_tag),
+            job: None,
+            ask,
+            name,
+            again_at: None,
+            reason: None,
+        };
+        self.submit(&w);
+        w
+    }
+
     /// Refuse `tag` as `st`, saying why in psched's log.
     fn refuse_why(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
         eprintln!("psched: request refused ({}): {why}", st.name());
@@ -62,15 +83,7 @@ impl SlurmBackend {
         }
         let id = self.next_id();
         let name = self.job_name(&id);
-        let w = Waiting {
-            key: self.key(&id, None),
-            job: None,
-            ask: want,
-            name: name.clone(),
-            again_at: None,
-            reason: None,
-        };
-        self.submit(&w);
+        let w = self.start_salloc(&id, None, want, name.clone());
         let a = Alloc {
             owed: Some(tag),
             waiting: Some(w),
@@ -159,15 +172,7 @@ impl SlurmBackend {
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
         };
         let name = format!("{}.{}", self.job_name(id), a.jobs.len() + 1);
-        let w = Waiting {
-            key: self.key(id, Some(tag)),
-            job: None,
-            ask: want,
-            name: name.clone(),
-            again_at: None,
-            reason: None,
-        };
-        self.submit(&w);
+        let w = self.start_salloc(id, Some(tag), want, name.clone());
         eprintln!("psched: asked Slurm for more nodes for {id} (job {name})");
         if let Some(x) = self.allocs.get_mut(id) {
             x.waiting = Some(w);
