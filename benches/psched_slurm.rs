@@ -3,7 +3,8 @@
 //! on the private three-node Slurm, against Slurm's own `salloc -N 1 true`
 //! (grant, run `true`, give back: the same work) and `salloc -N 1
 //! --no-shell` (the grant alone; its `scancel` after is not timed).
-//! `cargo bench --bench psched_slurm`; `BENCH_RUNS` pairs (default 10).
+//! `cargo bench --bench psched_slurm`; `BENCH_RUNS` pairs (default 10),
+//! on Slurm 22.05 then 26.05.3 (`BENCH_SLURM=22.05` or `26.05.3` for one).
 //! Prints medians and the ratio psched/Slurm.
 
 #[path = "watchdog.rs"]
@@ -36,7 +37,18 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
-    let (c, s) = support::slurm::cluster_on_slurm(&[]);
+    use support::slurm::Version;
+    let only = std::env::var("BENCH_SLURM").ok();
+    for v in [Version::Debian22, Version::Current26] {
+        if only.as_deref().is_none_or(|o| o == v.name()) {
+            bench_on(v, runs);
+        }
+    }
+}
+
+fn bench_on(v: support::slurm::Version, runs: usize) {
+    println!("Slurm {}:", v.name());
+    let (c, s) = support::slurm::cluster_on_slurm(v, &[]);
     let palloc = || {
         let mut cmd = c.command(support::cargo_bin("palloc"));
         cmd.env("PATH", support::user_path())

@@ -13,7 +13,12 @@
 #     from the pinned source snapshots in <repo>/../shared/peers/ into
 #     "$MASTER_CACHE/<snapshot ids>/{pmix,prrte}" (default
 #     ~/.cache/pmix-peers/master), so a fresh clone on the same machine reuses
-#     the build; "$PEERS/master" links to it.
+#     the build; "$PEERS/master" links to it;
+#   * Slurm 26.05.3 (the current release line), built from the pinned
+#     release tarball <repo>/../shared/peers/slurm-26.05.3.tar.xz into
+#     "$SLURM_CACHE/slurm-26.05.3" (default ~/.cache/pmix-peers), with JSON
+#     and munge support; "$PEERS/slurm-26.05.3" links to it. The
+#     psched-on-Slurm tests run on it and on Debian's 22.05.
 #
 # PEERS is $PMIX_TOOLS_PEERS, or <repo>/.peers when unset (gitignored).
 # Idempotent: when everything is present at the right version it only prints
@@ -37,8 +42,12 @@ VENV="$PEERS/venv"
 SNAPSHOTS="${PMIX_TOOLS_SNAPSHOTS:-$repo_root/../shared/peers}"
 MASTER_CACHE="${PMIX_TOOLS_MASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmix-peers/master}"
 # Debian packages the master build needs.
+# Debian packages the master and Slurm builds need (libmunge-dev, libjson-c-dev:
+# Slurm's munge authentication and its --json output).
 readonly BUILD_PACKAGES=(libevent-dev libhwloc-dev autoconf automake libtool flex bison make gcc g++
-    zlib1g-dev pkg-config)
+    zlib1g-dev pkg-config libmunge-dev libjson-c-dev)
+readonly SLURM_VERSION="26.05.3"
+SLURM_CACHE="${PMIX_TOOLS_SLURM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmix-peers}"
 
 die() {
     echo "install-peers: error: $*" >&2
@@ -190,6 +199,55 @@ install_master() {
     echo "prrte-master      $v  (built from $(basename "$prrte_tar"), $PEERS/master/prrte/bin/prte; OpenPMIx master tools in $PEERS/master/pmix/bin)"
 }
 
+# build_slurm BUILD DEST TAR: unpack and build Slurm into DEST.
+build_slurm() {
+    local build="$1" dest="$2"
+    cd "$build" || return 1
+    tar xJf "$3" || return 1
+    cd "$build/slurm-$SLURM_VERSION" || return 1
+    ./configure --prefix="$dest" --sysconfdir="$dest/etc" --with-json --with-munge \
+        --disable-debug || return 1
+    make -j"$(nproc)" || return 1
+    make install || return 1
+}
+
+# Build Slurm $SLURM_VERSION from its release tarball, once.
+install_slurm() {
+    local tar="$SNAPSHOTS/slurm-$SLURM_VERSION.tar.xz" dest="$SLURM_CACHE/slurm-$SLURM_VERSION" build
+    [ -f "$tar" ] || die "no slurm-$SLURM_VERSION.tar.xz in $SNAPSHOTS (see its README.md)"
+    if [ ! -f "$dest/.complete" ]; then
+        echo "install-peers: building Slurm $SLURM_VERSION into $dest (about 15 minutes on 2 cores)" >&2
+        rm -rf "$dest"
+        mkdir -p "$dest"
+        build="$(mktemp -d /tmp/slurm-build.XXXXXX)"
+        build_slurm "$build" "$dest" "$tar" >"$dest.log" 2>&1 || {
+            tail -n 40 "$dest.log" >&2
+            rm -rf "$build"
+            die "building Slurm $SLURM_VERSION failed (full log: $dest.log)"
+        }
+        rm -rf "$build"
+        touch "$dest/.complete"
+    fi
+    mkdir -p "$PEERS"
+    ln -sfn "$dest" "$PEERS/slurm-$SLURM_VERSION"
+    local v prog
+    for prog in bin/salloc bin/squeue bin/scontrol bin/scancel bin/sinfo bin/sdiag sbin/slurmctld sbin/slurmd; do
+        [ -x "$dest/$prog" ] || die "$dest/$prog missing"
+    done
+    # `squeue --version` of this release needs a slurm.conf: read the
+    # version from the installed header instead (0xMMmmpp).
+    local n major minor micro
+    n="$(awk '/define SLURM_VERSION_NUMBER/ { print $3 }' "$dest/include/slurm/slurm_version.h" 2>/dev/null)" || true
+    IFS=. read -r major minor micro <<<"$SLURM_VERSION"
+    [ "$n" = "$(printf '0x%02x%02x%02x' "$major" "$((10#$minor))" "$micro")" ] ||
+        die "$dest/include/slurm/slurm_version.h says version '${n:-none}', expected $SLURM_VERSION"
+    v="$SLURM_VERSION"
+    [ -f "$dest/lib/slurm/serializer_json.so" ] ||
+        die "$dest/lib/slurm/serializer_json.so missing: Slurm built without libjson-c (no --json)"
+    echo "slurm-current     $v  (built from slurm-$SLURM_VERSION.tar.xz, $PEERS/slurm-$SLURM_VERSION/{bin,sbin})"
+}
+
 install_debian_packages
 install_wheel
 install_master
+install_slurm

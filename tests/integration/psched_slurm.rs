@@ -1,5 +1,7 @@
-//! psched on Slurm (issue 20): a private three-node Slurm
-//! (`support::slurm`) and, for the workflows, PRRTE master on the
+//! psched on Slurm (issues 20, 27): a private three-node Slurm
+//! (`support::slurm`), every test once on Debian's Slurm 22.05 and once on
+//! Slurm 26.05.3 (modules `v22_05`, `v26_05`), and, for the workflows,
+//! PRRTE master on the
 //! multi-node harness (`support::cluster`) with `psched --backend slurm`
 //! as its scheduler, every daemon inside the cluster's network namespace.
 //! Slurm's own view (`squeue --json`, `sinfo`) is checked against what the
@@ -10,37 +12,69 @@ use std::time::{Duration, Instant};
 
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::slurm::{start_psched_on, Slurm};
-use crate::support::{show, text, LineReader};
+use crate::support::slurm::{start_psched_on, SJob, Slurm, Version};
+use crate::support::{show, text, user_path, LineReader};
+
+/// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`.
+macro_rules! on_both_versions {
+    ($($name:ident),* $(,)?) => {
+        mod v22_05 {
+            $(#[test] fn $name() { super::$name(super::Version::Debian22) })*
+        }
+        mod v26_05 {
+            $(#[test] fn $name() { super::$name(super::Version::Current26) })*
+        }
+    };
+}
+
+on_both_versions!(
+    the_private_slurm_grants_and_takes_back_nodes,
+    palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back,
+    partial_release_shrinks_and_cancel_withdraws_a_pending_request,
+    a_job_slurm_ends_ends_the_work_on_its_nodes,
+    the_warning_follows_slurms_end_time_and_an_extend_moves_it,
+    psched_on_slurm_killed_and_restarted_keeps_its_grant,
+    reservation_workflow_example_on_psched_on_slurm,
+    child_drain_example_on_psched_on_slurm_deviation,
+    extend_adds_a_node_as_a_second_slurm_job,
+    slurms_time_limit_ends_the_allocation,
+    requests_slurm_cannot_meet_are_refused,
+    a_pending_job_of_a_killed_psched_is_withdrawn_at_restart,
+    default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes,
+    another_users_job_named_like_pscheds_is_never_touched,
+    a_controller_stopped_for_60_s_loses_nothing,
+    names_slurm_would_misread_and_unbounded_times_never_reach_it,
+);
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
-/// our binaries on PATH), with the private Slurm's `SLURM_CONF` set (so a
-/// script can ask `squeue`).
+/// our binaries on PATH), with the private Slurm's `SLURM_CONF` set and
+/// its programs first on PATH (so a script can ask `squeue`).
 fn tool(c: &Cluster, s: &Slurm, name: &str) -> Command {
     let mut cmd = crate::psched_cluster::tool(c, name);
-    cmd.env("SLURM_CONF", &s.conf);
+    cmd.env("SLURM_CONF", &s.conf)
+        .env("PATH", s.version.path_before(&user_path()));
     cmd
 }
 
-fn cluster_on_slurm() -> (Cluster, Slurm) {
-    crate::support::slurm::cluster_on_slurm(&[])
+fn cluster_on_slurm(v: Version) -> (Cluster, Slurm) {
+    crate::support::slurm::cluster_on_slurm(v, &[])
 }
 
-/// Whether `j` (of `squeue --json`) is one of psched's jobs.
-fn is_psched(j: &serde_json::Value) -> bool {
-    j["name"].as_str().is_some_and(|n| n.starts_with("psched."))
+/// Whether `j` is one of psched's jobs (by the name it gives them: the
+/// tests' view, not psched's).
+fn is_psched(j: &SJob) -> bool {
+    j.name.starts_with("psched.")
 }
 
 /// The Slurm job id of allocation `alloc`'s first job (named
 /// `psched.TAG.ALLOC`), as `squeue` lists it.
-fn job_of(s: &Slurm, alloc: &str) -> String {
+fn job_of(s: &Slurm, alloc: &str) -> u64 {
     let suffix = format!(".{alloc}");
     let jobs = s.jobs();
     jobs.iter()
-        .find(|j| j["name"].as_str().is_some_and(|n| n.ends_with(&suffix)))
-        .and_then(|j| j["job_id"].as_u64())
+        .find(|j| j.name.ends_with(&suffix))
+        .map(|j| j.id)
         .unwrap_or_else(|| panic!("no Slurm job for {alloc}: {jobs:?}"))
-        .to_string()
 }
 
 /// The nodes `pwatch --status --json` shows for reservation `id`, sorted.
@@ -60,13 +94,17 @@ fn reservation_nodes(c: &Cluster, s: &Slurm, id: &str) -> Vec<String> {
 /// psched's jobs Slurm is running: (job id, nodes).
 fn running(s: &Slurm) -> Vec<(u64, Vec<String>)> {
     s.jobs()
-        .iter()
-        .filter(|j| is_psched(j) && j["job_state"] == "RUNNING")
-        .map(|j| {
-            let nodes = s.hostnames(j["nodes"].as_str().unwrap_or_default());
-            (j["job_id"].as_u64().unwrap_or(0), nodes)
-        })
+        .into_iter()
+        .filter(|j| is_psched(j) && j.state == "RUNNING")
+        .map(|j| (j.id, j.nodes))
         .collect()
+}
+
+/// Whether psched has a job Slurm keeps pending.
+fn psched_pending(s: &Slurm) -> bool {
+    s.jobs()
+        .iter()
+        .any(|j| is_psched(j) && j.state == "PENDING")
 }
 
 /// A `palloc --hold --json` with `args`; its stdout lines and alloc id.
@@ -76,10 +114,9 @@ fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineRead
 
 /// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
 /// is granted two, `scancel` gives them back.
-#[test]
-fn the_private_slurm_grants_and_takes_back_nodes() {
+fn the_private_slurm_grants_and_takes_back_nodes(v: Version) {
     let names: Vec<String> = ["node02", "node03", "node04"].map(String::from).to_vec();
-    let s = Slurm::start(&names, |p| Command::new(p));
+    let s = Slurm::start(v, &names, |p| Command::new(p));
     assert_eq!(s.idle_nodes(), names, "{}", s.logs());
     let mut c = s.command("salloc");
     c.args(["-N", "2", "--no-shell", "-t", "5", "-J", "probe"]);
@@ -88,12 +125,11 @@ fn the_private_slurm_grants_and_takes_back_nodes() {
     let jobs = s.jobs();
     let job = jobs
         .iter()
-        .find(|j| j["name"] == "probe" && j["job_state"] == "RUNNING")
-        .unwrap_or_else(|| panic!("salloc's job runs: {jobs:?}"));
-    let nodes = s.hostnames(job["nodes"].as_str().unwrap_or_default());
-    assert_eq!(nodes.len(), 2, "{job}");
+        .find(|j| j.name == "probe" && j.state == "RUNNING")
+        .unwrap_or_else(|| panic!("salloc's job runs on {}: {jobs:?}", v.name()));
+    assert_eq!(job.nodes.len(), 2, "{job:?}");
     assert_eq!(s.idle_nodes().len(), 1);
-    let id = job["job_id"].as_u64().expect("job id").to_string();
+    let id = job.id.to_string();
     s.run("scancel", &[&id]);
     wait_for("the nodes are idle again", || s.idle_nodes() == names);
 }
@@ -102,9 +138,8 @@ fn the_private_slurm_grants_and_takes_back_nodes() {
 /// runs on the two nodes Slurm granted, `squeue --json` shows psched's job
 /// on exactly the nodes palloc reports while it holds them, and after the
 /// end (palloc releases: psched cancels the job) Slurm's nodes are idle.
-#[test]
-fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back() {
-    let (c, s) = cluster_on_slurm();
+fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let squeue = c.dir().join("squeue-during.json");
     let script = format!(
         "i=0; until [ \"$(grep -c 'DVM ready' \"$PRRTE_OUT\")\" -ge 2 ]; do \
@@ -148,20 +183,19 @@ fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back() {
         .find_map(|l| l.strip_prefix("ALLOC="))
         .unwrap_or_else(|| panic!("no allocation id: {ctx}"));
     let job = job_of(&s, alloc);
-    let job = job.as_str();
-    let during: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&squeue).expect("squeue output"))
-            .expect("squeue --json");
-    let held = during["jobs"]
-        .as_array()
-        .and_then(|a| {
-            a.iter()
-                .find(|j| j["job_id"].as_u64().map(|x| x.to_string()).as_deref() == Some(job))
-        })
-        .unwrap_or_else(|| panic!("squeue shows job {job}: {during}"));
-    assert_eq!(held["job_state"], "RUNNING", "{held}");
-    let slurm_nodes = s.hostnames(held["nodes"].as_str().unwrap_or_default());
-    assert_eq!(slurm_nodes, hosts, "Slurm's nodes are where the job ran");
+    let during = std::fs::read_to_string(&squeue).expect("squeue output");
+    assert!(
+        during.contains(&format!("\"job_id\": {job},"))
+            || during.contains(&format!("\"job_id\":{job},")),
+        "squeue showed job {job} while the command ran: {during}"
+    );
+    let held = s
+        .job(job)
+        .unwrap_or_else(|| panic!("squeue lists job {job}"));
+    assert_eq!(
+        held.nodes, hosts,
+        "Slurm's nodes are where the job ran: {held:?}"
+    );
     wait_for("psched's Slurm job is gone and every node idle", || {
         running(&s).is_empty() && s.idle_nodes() == c.pool
     });
@@ -170,9 +204,8 @@ fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back() {
 /// A partial release shrinks the Slurm job; a full release cancels it;
 /// a request Slurm cannot meet waits (squeue: PENDING) until cancelled
 /// with `prelease --cancel`, and then no job is left.
-#[test]
-fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
-    let (c, s) = cluster_on_slurm();
+fn partial_release_shrinks_and_cancel_withdraws_a_pending_request(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
     let jobs = running(&s);
     assert_eq!(jobs.len(), 1, "one Slurm job: {jobs:?}\n{}", c.psched_log());
@@ -200,11 +233,7 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the queued palloc");
-    wait_for("Slurm shows the request pending", || {
-        s.jobs()
-            .iter()
-            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
-    });
+    wait_for("Slurm shows the request pending", || psched_pending(&s));
     let o = run(tool(&c, &s, "prelease").args(["--cancel", "big"]));
     assert_eq!(
         o.status.code(),
@@ -221,11 +250,7 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
         "the cancelled palloc fails: {}",
         show(&q)
     );
-    wait_for("no pending job left", || {
-        !s.jobs()
-            .iter()
-            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
-    });
+    wait_for("no pending job left", || !psched_pending(&s));
     // Give one node back: psched shrinks Slurm's job, so that node is idle
     // in sinfo. PRRTE master then ends the whole reservation (D7 in
     // docs/conformance.md), and psched, finding it gone from the DVM's
@@ -254,9 +279,8 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request() {
 /// DVM's session, so the job running on the departing node is terminated,
 /// and the node is idle in Slurm. (PRRTE master keeps the node listed,
 /// P4 in docs/conformance.md, and `palloc --hold` is not told.)
-#[test]
-fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
-    let (c, s) = cluster_on_slurm();
+fn a_job_slurm_ends_ends_the_work_on_its_nodes(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
     let prte_out = c.dir().join("prte.out");
     wait_for("the grow is done", || {
@@ -286,12 +310,11 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
     let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     assert!(alive());
     let job_id = job_of(&s, &id);
-    let job_id = job_id.as_str();
-    s.run("scancel", &[job_id]);
+    s.run("scancel", &[&job_id.to_string()]);
     wait_for("the job on the departing node ended", || !alive());
     assert!(
         c.psched_log()
-            .contains(&format!("Slurm ended job {job_id} ({id}, Cancelled)")),
+            .contains(&format!("Slurm ended job {job_id} ({id}, CANCELLED)")),
         "{}",
         c.psched_log()
     );
@@ -303,9 +326,8 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes() {
 
 /// A warning before Slurm's end time reaches the holder; `palloc
 /// --extend ID -t 1m` moves Slurm's end time a minute later.
-#[test]
-fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
-    let (c, s) = cluster_on_slurm();
+fn the_warning_follows_slurms_end_time_and_an_extend_moves_it(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let (mut holder, lines, id) = hold(&c, &s, &["-N", "1", "-t", "2m", "--warn-timeout", "115s"]);
     let warned = (0..20).find_map(|_| {
         let l = lines.next_line(Duration::from_secs(30))?;
@@ -314,13 +336,7 @@ fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
     let warned = warned.unwrap_or_else(|| panic!("no warning\n{}", c.psched_log()));
     assert!(warned.contains(&id), "{warned}");
     let job = job_of(&s, &id);
-    let end = |s: &Slurm| {
-        s.jobs()
-            .iter()
-            .find(|j| j["job_id"].as_u64().map(|x| x.to_string()) == Some(job.clone()))
-            .and_then(|j| j["end_time"].as_u64())
-            .unwrap_or(0)
-    };
+    let end = |s: &Slurm| s.job(job).map_or(0, |j| j.end_time);
     let before = end(&s);
     let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-t", "1m"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
@@ -332,9 +348,8 @@ fn the_warning_follows_slurms_end_time_and_an_extend_moves_it() {
 /// `kill -9` of psched while an allocation is held, then a restart over
 /// the same ledger: the grant is still there (the same Slurm job), and the
 /// next grant is another Slurm job on other nodes.
-#[test]
-fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
-    let (mut c, s) = cluster_on_slurm();
+fn psched_on_slurm_killed_and_restarted_keeps_its_grant(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
     let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
     let before = running(&s);
     assert_eq!(before.len(), 1, "{before:?}");
@@ -365,9 +380,8 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant() {
 /// (5 real minutes into the 10-minute limit: Slurm's clock cannot be sped
 /// up), the script's pwatch extends, and the release gives Slurm its
 /// nodes back.
-#[test]
-fn reservation_workflow_example_on_psched_on_slurm() {
-    let (c, s) = crate::support::slurm::cluster_on_slurm(&crate::psched_examples::OVERSUBSCRIBE);
+fn reservation_workflow_example_on_psched_on_slurm(v: Version) {
+    let (c, s) = crate::support::slurm::cluster_on_slurm(v, &crate::psched_examples::OVERSUBSCRIBE);
     let o = crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600);
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     assert_eq!(o.status.code(), Some(0), "{ctx}");
@@ -394,9 +408,8 @@ fn reservation_workflow_example_on_psched_on_slurm() {
 /// with the pool backend (P8: PRRTE master never reports the
 /// orchestrator's job ended once its grandchild ran), so the Slurm job is
 /// still held.
-#[test]
-fn child_drain_example_on_psched_on_slurm_deviation() {
-    let (c, s) = crate::support::slurm::cluster_on_slurm(&crate::psched_examples::OVERSUBSCRIBE);
+fn child_drain_example_on_psched_on_slurm_deviation(v: Version) {
+    let (c, s) = crate::support::slurm::cluster_on_slurm(v, &crate::psched_examples::OVERSUBSCRIBE);
     crate::psched_examples::child_drain_stops_at_p8(&c);
     assert_eq!(
         running(&s).len(),
@@ -409,9 +422,8 @@ fn child_drain_example_on_psched_on_slurm_deviation() {
 /// `palloc --extend ID -N 1` on Slurm: a second Slurm job under the same
 /// allocation id, on another node; `pspawn --target ID -n 2 --map-by node`
 /// runs on both; the release cancels both jobs.
-#[test]
-fn extend_adds_a_node_as_a_second_slurm_job() {
-    let (c, s) = cluster_on_slurm();
+fn extend_adds_a_node_as_a_second_slurm_job(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
     let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-N", "1"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
@@ -446,12 +458,10 @@ fn extend_adds_a_node_as_a_second_slurm_job() {
 /// Expiry by Slurm's own clock: `palloc --hold -N 1 -t 1m` and nothing
 /// extends it. Slurm ends the job at its time limit (TIMEOUT, within its
 /// periodic check), psched ends the DVM's session, and the node is idle.
-#[test]
-fn slurms_time_limit_ends_the_allocation() {
-    let (c, s) = cluster_on_slurm();
+fn slurms_time_limit_ends_the_allocation(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "1m"]);
     let job = job_of(&s, &id);
-    let job = job.as_str();
     let deadline = Instant::now() + Duration::from_secs(180);
     while !c.psched_log().contains(&format!("Slurm ended job {job}")) {
         assert!(
@@ -462,15 +472,13 @@ fn slurms_time_limit_ends_the_allocation() {
         std::thread::sleep(Duration::from_millis(500));
     }
     // The private Slurm keeps ended jobs listed (MinJobAge=300).
-    let jobs = s.jobs();
-    let ended = jobs
-        .iter()
-        .find(|j| j["job_id"].as_u64().map(|x| x.to_string()).as_deref() == Some(job))
-        .unwrap_or_else(|| panic!("job {job} still listed: {jobs:?}"));
-    assert_eq!(ended["job_state"], "TIMEOUT", "{ended}");
+    let ended = s
+        .job(job)
+        .unwrap_or_else(|| panic!("job {job} still listed: {:?}", s.jobs()));
+    assert_eq!(ended.state, "TIMEOUT", "{ended:?}");
     assert!(
         c.psched_log()
-            .contains(&format!("Slurm ended job {job} ({id}, TimeLimit)")),
+            .contains(&format!("Slurm ended job {job} ({id}, TIMEOUT)")),
         "{}",
         c.psched_log()
     );
@@ -485,9 +493,8 @@ fn slurms_time_limit_ends_the_allocation() {
 /// nodes than the partition has and a time over the partition's limit
 /// (Slurm 22.05 keeps both pending, reason PartitionConfig) are both
 /// PMIX_ERR_BAD_PARAM, and no psched job is left in Slurm.
-#[test]
-fn requests_slurm_cannot_meet_are_refused() {
-    let (c, s) = cluster_on_slurm();
+fn requests_slurm_cannot_meet_are_refused(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
     for args in [
         &["-N", "4", "-t", "5m"][..],
         &["-N", "1", "-t", "5m", "-p", "short"][..],
@@ -497,21 +504,28 @@ fn requests_slurm_cannot_meet_are_refused() {
         assert_ne!(o.status.code(), Some(0), "{ctx}");
         assert!(text(&o.stdout).contains("PMIX_ERR_BAD_PARAM"), "{ctx}");
     }
+    // Slurm 22.05 keeps both pending (PartitionConfig); 26.05 refuses the
+    // first at submission (salloc fails): psched says which, both times.
     let log = c.psched_log();
-    let refused = log.matches("as asked (PartitionConfig): refused").count();
+    let refused = log
+        .lines()
+        .filter(|l| {
+            (l.contains("will not run slurm.") && l.contains("as asked (Partition"))
+                || l.contains("Slurm refused slurm.")
+        })
+        .count();
     assert_eq!(refused, 2, "{log}");
     wait_for("no psched job waits or runs", || {
         !s.jobs()
             .iter()
-            .any(|j| is_psched(j) && (j["job_state"] == "PENDING" || j["job_state"] == "RUNNING"))
+            .any(|j| is_psched(j) && (j.state == "PENDING" || j.state == "RUNNING"))
     });
 }
 
 /// `kill -9` of psched while a request waits in Slurm's queue: the
 /// restarted psched (same ledger) withdraws the job nobody will be told of.
-#[test]
-fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart() {
-    let (mut c, s) = cluster_on_slurm();
+fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
     let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
     let mut queued = tool(&c, &s, "palloc")
         .args(["-N", "1", "-t", "5m", "--hold"])
@@ -520,11 +534,7 @@ fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart() {
         .stderr(Stdio::null())
         .spawn()
         .expect("the queued palloc");
-    let pending = |s: &Slurm| {
-        s.jobs()
-            .iter()
-            .any(|j| is_psched(j) && j["job_state"] == "PENDING")
-    };
+    let pending = psched_pending;
     wait_for("Slurm shows the request pending", || pending(&s));
     c.kill_psched();
     start_psched_on(&mut c, &s);
@@ -545,9 +555,8 @@ fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart() {
 /// DEFAULT keeps the nodes in the DVM after the owner's end, so the Slurm
 /// job stays (retained, in the ledger), also across a psched restart:
 /// Slurm must not hand the nodes out while PRRTE still uses them.
-#[test]
-fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes() {
-    let (mut c, s) = cluster_on_slurm();
+fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
     let o = run(tool(&c, &s, "palloc").args([
         "-N",
         "1",
@@ -569,16 +578,7 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes() {
     c.kill_psched();
     start_psched_on(&mut c, &s);
     // After two reconcile rounds of the new psched the job still runs.
-    let restarted = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
-    wait_for("the new psched reconciled twice", || {
-        let l: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
-                .unwrap_or_default();
-        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
-    });
+    wait_reconciled_twice(&c);
     assert_eq!(
         running(&s).len(),
         1,
@@ -590,4 +590,199 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes() {
         "{}",
         c.psched_log()
     );
+}
+
+/// Wait until the (re)started psched has read the DVM's allocations twice.
+fn wait_reconciled_twice(c: &Cluster) {
+    let restarted = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    wait_for("the new psched reconciled twice", || {
+        let l: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(c.ledger_path()).unwrap_or_default())
+                .unwrap_or_default();
+        l["reconciled_at_ms"].as_u64().unwrap_or(0) > restarted + 2000
+    });
+}
+
+/// The uid of `name` (from `id -u`).
+fn uid_of(name: &str) -> u64 {
+    let o = run(Command::new("id").args(["-u", name]));
+    assert!(o.status.success(), "{}", show(&o));
+    text(&o.stdout).trim().parse().expect("uid")
+}
+
+/// Another user's job named exactly as psched names its next one
+/// (`salloc -J psched.TAG.slurm.2` as `nobody`) is never touched: psched
+/// grants, releases, is killed and restarted over its ledger, and that job
+/// still runs, as its owner, untouched.
+fn another_users_job_named_like_pscheds_is_never_touched(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let mine = s.job(job_of(&s, &id_a)).expect("psched's job");
+    let tag = mine
+        .name
+        .strip_suffix(&format!(".{id_a}"))
+        .expect("psched.TAG");
+    let next = format!(
+        "{tag}.slurm.{}",
+        id_a.trim_start_matches("slurm.").parse::<u64>().unwrap() + 1
+    );
+    // nobody's own salloc; CAP_DAC_READ_SEARCH only lets it read the
+    // 26.05 build under root's home (munge still vouches for uid 65534).
+    let mut other = s.command("setpriv");
+    other
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([
+            "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search",
+        ])
+        .arg(s.version.program("salloc"))
+        .args(["--no-shell", "-N", "1", "-t", "5", "-J", &next]);
+    let o = run(&mut other);
+    assert!(o.status.success(), "nobody's salloc: {}", show(&o));
+    let nobody = uid_of("nobody");
+    let theirs = s
+        .jobs()
+        .into_iter()
+        .find(|j| j.name == next && j.user_id == nobody)
+        .unwrap_or_else(|| panic!("nobody's job {next}: {:?}", s.jobs()));
+    assert_eq!(theirs.state, "RUNNING", "{theirs:?}");
+    // psched's next allocation has that very name; it runs and ends.
+    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "5m", "--", "true"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let _ = a.kill();
+    let _ = a.wait();
+    c.kill_psched();
+    start_psched_on(&mut c, &s);
+    wait_for("psched's own jobs are gone", || {
+        running(&s).iter().all(|(j, _)| *j == theirs.id)
+    });
+    wait_reconciled_twice(&c);
+    let now = s.job(theirs.id).expect("nobody's job listed");
+    assert_eq!(
+        now.state,
+        "RUNNING",
+        "nobody's job untouched: {now:?}\n{}",
+        c.psched_log()
+    );
+    assert_eq!(now.user_id, nobody);
+    assert!(
+        !c.psched_log().contains(&format!("job {} ", theirs.id)),
+        "psched never names nobody's job: {}",
+        c.psched_log()
+    );
+    s.run("scancel", &[&theirs.id.to_string()]);
+}
+
+/// slurmctld stopped for 60 s while one allocation is held and another is
+/// asked for: psched says Slurm is unreachable, keeps the session (its
+/// holder still runs, the grant stays in the ledger) and the request
+/// waiting; once the controller is back the request is granted and both
+/// Slurm jobs run.
+fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
+    let (c, mut s) = cluster_on_slurm(v);
+    let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "10m"]);
+    let job_a = job_of(&s, &id_a);
+    s.stop_controller();
+    let stopped = Instant::now();
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start palloc during the outage");
+    let lines_b = LineReader::new(b.stdout.take().expect("stdout"));
+    wait_for("psched says Slurm is unreachable", || {
+        c.psched_log().contains("Slurm unreachable")
+    });
+    // The outage lasts 60 s (the scenario, not a threshold).
+    std::thread::sleep(Duration::from_secs(60).saturating_sub(stopped.elapsed()));
+    assert!(
+        matches!(a.try_wait(), Ok(None)),
+        "the holder still runs\n{}",
+        c.psched_log()
+    );
+    assert!(matches!(b.try_wait(), Ok(None)), "the request still waits");
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(
+        ledger.contains(&id_a),
+        "the grant stays: {ledger}\n{}",
+        c.psched_log()
+    );
+    assert!(
+        !c.psched_log().contains("ending its session"),
+        "{}",
+        c.psched_log()
+    );
+    s.start_controller();
+    // A restarted controller takes its nodes back as their slurmds
+    // register again (Slurm's own pace: ReqNodeNotAvail, then Resources).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while running(&s).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting request is granted: {:?}\n{}",
+            s.jobs(),
+            c.psched_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let first = lines_b
+        .next_line(Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("the waiting request is granted\n{}", c.psched_log()));
+    let id_b = serde_json::from_str::<serde_json::Value>(&first).expect("grant JSON")["alloc_id"]
+        .as_str()
+        .expect("alloc_id")
+        .to_string();
+    assert_ne!(id_a, id_b);
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 2, "both jobs run: {jobs:?}\n{}", c.psched_log());
+    assert!(jobs.iter().any(|(j, _)| *j == job_a), "{jobs:?}");
+    wait_for("psched says Slurm is back", || {
+        c.psched_log().contains("Slurm reachable again")
+    });
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// A node name Slurm would read as a file (`/…`) never reaches a Slurm
+/// command: refused PMIX_ERR_BAD_PARAM, saying why. A request without a
+/// time limit gets psched's default (60 minutes in Slurm, not UNLIMITED);
+/// one over psched's maximum is refused.
+fn names_slurm_would_misread_and_unbounded_times_never_reach_it(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    // Our palloc refuses such a name itself; OpenPMIx master's sends it.
+    let raw = crate::support::master_pmix_bin("palloc");
+    let pid = c.pid.to_string();
+    let o = run(c
+        .command(raw)
+        .args(["--pid", &pid, "-N", "1", "-w", "/etc/passwd"]));
+    let ctx = format!("{}\n{}", show(&o), c.psched_log());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !c
+        .psched_log()
+        .contains("\"/etc/passwd\": a node name may not contain '/'")
+    {
+        assert!(Instant::now() < deadline, "psched refused the name: {ctx}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "2000m", "--json"]));
+    let ctx = format!("{}\n{}", show(&o), c.psched_log());
+    assert!(text(&o.stdout).contains("PMIX_ERR_BAD_PARAM"), "{ctx}");
+    assert!(c.psched_log().contains("over psched's maximum"), "{ctx}");
+    assert!(
+        s.jobs().iter().all(|j| !is_psched(j)),
+        "no job reached Slurm: {:?}",
+        s.jobs()
+    );
+    let (mut h, _l, id) = hold(&c, &s, &["-N", "1"]);
+    let j = s.job(job_of(&s, &id)).expect("the job");
+    assert_eq!(j.time_limit, Some(60), "psched's default time limit: {j:?}");
+    let _ = h.kill();
+    let _ = h.wait();
 }

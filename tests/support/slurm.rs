@@ -1,5 +1,6 @@
-//! A private Slurm with several nodes on this machine (Debian's
-//! `slurm-wlm`, installed by `scripts/install-slurm.sh`): its own munge
+//! A private Slurm with several nodes on this machine, either version the
+//! tests run on ([`Version`]: Debian's `slurm-wlm` 22.05 or Slurm 26.05.3
+//! built by `scripts/install-peers.sh`; a missing one fails): its own munge
 //! daemon and key, its own cluster name, ports, state, spool and log
 //! directories under a fresh temporary directory, one `slurmctld` and one
 //! `slurmd` per node, every daemon in the foreground as a child of the test
@@ -26,6 +27,67 @@ use super::{short_hostname, unique_tmpdir, wait_until};
 /// How long the daemons may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A Slurm release the psched-on-Slurm tests run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// Debian 12's `slurm-wlm` 22.05 (on PATH).
+    Debian22,
+    /// Slurm 26.05.3, the current release, under `<peers>/slurm-26.05.3`.
+    Current26,
+}
+
+impl Version {
+    /// Its release number, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::Debian22 => "22.05",
+            Version::Current26 => "26.05.3",
+        }
+    }
+
+    /// Its install prefix (`None`: Debian's, on PATH); panics when the
+    /// peer is missing.
+    fn prefix(self) -> Option<PathBuf> {
+        match self {
+            Version::Debian22 => None,
+            Version::Current26 => {
+                let p = super::peers_dir().join("slurm-26.05.3");
+                assert!(
+                    p.join("bin/salloc").exists() && p.join("sbin/slurmctld").exists(),
+                    "Slurm 26.05.3 not found at {} (run scripts/install-peers.sh)",
+                    p.display()
+                );
+                Some(p)
+            }
+        }
+    }
+
+    /// `rest` with this version's `bin` and `sbin` first.
+    pub fn path_before(self, rest: &str) -> String {
+        match self.prefix() {
+            None => rest.to_string(),
+            Some(p) => format!(
+                "{}:{}:{rest}",
+                p.join("bin").display(),
+                p.join("sbin").display()
+            ),
+        }
+    }
+
+    /// `program` of this version (an absolute path for a built one).
+    pub fn program(self, program: &str) -> PathBuf {
+        let Some(p) = self.prefix() else {
+            return PathBuf::from(program);
+        };
+        for d in ["bin", "sbin"] {
+            if p.join(d).join(program).exists() {
+                return p.join(d).join(program);
+            }
+        }
+        PathBuf::from(program)
+    }
+}
+
 /// A running private Slurm (see the module documentation).
 pub struct Slurm {
     dir: PathBuf,
@@ -33,8 +95,48 @@ pub struct Slurm {
     pub conf: PathBuf,
     /// The node names.
     pub nodes: Vec<String>,
+    /// Which Slurm it is.
+    pub version: Version,
     daemons: Vec<Child>,
-    wrap: Box<dyn Fn(&str) -> Command + Send + Sync>,
+    /// The controller (stopped and started again by the outage tests).
+    ctld: Option<Child>,
+    wrap: Box<dyn Fn(&std::ffi::OsStr) -> Command + Send + Sync>,
+}
+
+/// One job as `squeue --json` shows it, read the same from both schemas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SJob {
+    /// Its id.
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its owner's uid.
+    pub user_id: u64,
+    /// Its base state (`RUNNING`, `PENDING`, `TIMEOUT`…).
+    pub state: String,
+    /// Its nodes, expanded and sorted.
+    pub nodes: Vec<String>,
+    /// Its end time (seconds since the epoch; 0 unknown).
+    pub end_time: u64,
+    /// Its time limit in minutes (`None`: unlimited).
+    pub time_limit: Option<u64>,
+    /// Why it waits.
+    pub reason: String,
+}
+
+/// A number of either schema (`N` or `{set, infinite, number}`);
+/// `None` when unset or infinite.
+fn num(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Object(o) => {
+            let set = o.get("set").and_then(|x| x.as_bool()).unwrap_or(false);
+            let inf = o.get("infinite").and_then(|x| x.as_bool()).unwrap_or(false);
+            (set && !inf)
+                .then(|| o.get("number").and_then(|x| x.as_u64()))
+                .flatten()
+        }
+        other => other.as_u64(),
+    }
 }
 
 /// A free TCP port on this host's loopback (inside a fresh network
@@ -85,10 +187,15 @@ impl Slurm {
     /// through `wrap(program)`, and wait (bounded) until `sinfo` shows every
     /// node idle. Panics with the daemons' logs when it cannot.
     pub fn start(
+        version: Version,
         nodes: &[String],
-        wrap: impl Fn(&str) -> Command + Send + Sync + 'static,
+        wrap: impl Fn(&std::ffi::OsStr) -> Command + Send + Sync + 'static,
     ) -> Slurm {
         let dir = unique_tmpdir("slurm").into_path();
+        // Readable by other users (a second user's salloc in the tests);
+        // the munge key stays the owner's.
+        let open = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        fs::set_permissions(&dir, open).expect("slurm dir mode");
         for sub in ["state", "spool"] {
             fs::create_dir_all(dir.join(sub)).expect("slurm dirs");
         }
@@ -106,7 +213,9 @@ impl Slurm {
             dir,
             conf,
             nodes: nodes.to_vec(),
+            version,
             daemons: Vec::new(),
+            ctld: None,
             wrap: Box::new(wrap),
         };
         s.start_daemons();
@@ -114,15 +223,44 @@ impl Slurm {
     }
 
     fn spawn(&mut self, program: &str, args: &[&str], log: &str) {
-        let out = fs::File::create(self.dir.join(log)).expect("daemon log");
+        let c = self.spawned(program, args, log);
+        self.daemons.push(c);
+    }
+
+    fn spawned(&self, program: &str, args: &[&str], log: &str) -> Child {
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(log))
+            .expect("daemon log");
         let mut c = self.command(program);
         c.args(args)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
             .stderr(out);
         match c.spawn() {
-            Ok(child) => self.daemons.push(child),
-            Err(e) => panic!("cannot start {program} (run scripts/install-slurm.sh): {e}"),
+            Ok(child) => child,
+            Err(e) => panic!("cannot start {program} (run scripts/install-peers.sh): {e}"),
+        }
+    }
+
+    /// Start slurmctld (again, over its saved state).
+    pub fn start_controller(&mut self) {
+        let conf = self.conf.display().to_string();
+        let c = self.spawned("slurmctld", &["-D", "-f", &conf], "slurmctld.out");
+        self.ctld = Some(c);
+        self.wait_for("the controller answering", |s| {
+            let mut c = s.command("scontrol");
+            c.arg("ping").stdin(Stdio::null());
+            super::run_with_timeout(&mut c, 30).status.success()
+        });
+    }
+
+    /// Stop slurmctld (SIGTERM, by pid; it saves its state): the jobs stay
+    /// with the slurmds, the commands fail until [`Slurm::start_controller`].
+    pub fn stop_controller(&mut self) {
+        if let Some(mut c) = self.ctld.take() {
+            stop(&mut c);
         }
     }
 
@@ -137,7 +275,8 @@ impl Slurm {
         self.spawn("munged", &munge, "munged.out");
         self.wait_for("munge's socket", |s| s.dir.join("munge.sock").exists());
         let conf = self.conf.display().to_string();
-        self.spawn("slurmctld", &["-D", "-i", "-f", &conf], "slurmctld.out");
+        let ctld = self.spawned("slurmctld", &["-D", "-i", "-f", &conf], "slurmctld.out");
+        self.ctld = Some(ctld);
         for n in self.nodes.clone() {
             fs::create_dir_all(self.dir.join("spool").join(&n)).expect("spool");
             let log = format!("slurmd-{n}.out");
@@ -153,6 +292,7 @@ impl Slurm {
             let dead = self
                 .daemons
                 .iter_mut()
+                .chain(self.ctld.as_mut())
                 .any(|c| matches!(c.try_wait(), Ok(Some(_))));
             assert!(
                 !dead && Instant::now() < deadline,
@@ -165,9 +305,19 @@ impl Slurm {
 
     /// A command for `program` pointed at this Slurm (`SLURM_CONF`).
     pub fn command(&self, program: &str) -> Command {
-        let mut c = (self.wrap)(program);
-        c.env("SLURM_CONF", &self.conf);
+        let mut c = (self.wrap)(self.version.program(program).as_os_str());
+        c.envs(self.env());
         c
+    }
+
+    /// What a program needs to use this Slurm: `SLURM_CONF`, and `PATH`
+    /// with this version's programs first.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        vec![
+            ("SLURM_CONF".into(), self.conf.display().to_string()),
+            ("PATH".into(), self.version.path_before(&path)),
+        ]
     }
 
     /// `program args…` run to its end (bounded): its stdout.
@@ -198,11 +348,35 @@ impl Slurm {
         v
     }
 
-    /// The jobs `squeue --json` lists (every state it still shows).
-    pub fn jobs(&self) -> Vec<serde_json::Value> {
+    /// The jobs `squeue --json` lists (every state it still shows), read
+    /// the same from both versions' schemas.
+    pub fn jobs(&self) -> Vec<SJob> {
         let out = self.run("squeue", &["--json"]);
         let doc: serde_json::Value = serde_json::from_str(&out).expect("squeue --json");
-        doc["jobs"].as_array().cloned().unwrap_or_default()
+        let list = doc["jobs"].as_array().cloned().unwrap_or_default();
+        list.iter()
+            .map(|j| {
+                let state = match &j["job_state"] {
+                    serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()),
+                    other => other.as_str(),
+                };
+                SJob {
+                    id: num(&j["job_id"]).expect("job_id"),
+                    name: j["name"].as_str().unwrap_or_default().to_string(),
+                    user_id: num(&j["user_id"]).unwrap_or(u64::MAX),
+                    state: state.unwrap_or_default().to_string(),
+                    nodes: self.hostnames(j["nodes"].as_str().unwrap_or_default()),
+                    end_time: num(&j["end_time"]).unwrap_or(0),
+                    time_limit: num(&j["time_limit"]),
+                    reason: j["state_reason"].as_str().unwrap_or_default().to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// Job `id` as `squeue --json` lists it.
+    pub fn job(&self, id: u64) -> Option<SJob> {
+        self.jobs().into_iter().find(|j| j.id == id)
     }
 
     /// `node[02-03]` as names.
@@ -243,12 +417,13 @@ impl Slurm {
 }
 
 /// PRRTE master with its head node and three pool nodes that only Slurm
-/// knows (`prte_extra`: more arguments for `prte`), the private Slurm over
-/// them in the cluster's network namespace, and psched on it attached.
-pub fn cluster_on_slurm(prte_extra: &[&str]) -> (Cluster, Slurm) {
+/// knows (`prte_extra`: more arguments for `prte`), the private Slurm
+/// `version` over them in the cluster's network namespace, and psched on it
+/// attached.
+pub fn cluster_on_slurm(version: Version, prte_extra: &[&str]) -> (Cluster, Slurm) {
     let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
     let ns = c.netns_arg();
-    let slurm = Slurm::start(&c.pool, move |p| {
+    let slurm = Slurm::start(version, &c.pool, move |p| {
         let mut cmd = Command::new("nsenter");
         cmd.arg(&ns).arg("--").arg(p);
         cmd
@@ -259,26 +434,39 @@ pub fn cluster_on_slurm(prte_extra: &[&str]) -> (Cluster, Slurm) {
 
 /// Start (or restart) `c`'s psched with `--backend slurm` on `s`.
 pub fn start_psched_on(c: &mut Cluster, s: &Slurm) {
-    let conf = s.conf.display().to_string();
-    c.start_psched_with(&["--backend", "slurm"], &[("SLURM_CONF", &conf)]);
+    let env = s.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    c.start_psched_with(&["--backend", "slurm"], &env);
+}
+
+/// SIGTERM `c` and reap it (bounded; SIGKILL after).
+fn stop(c: &mut Child) {
+    let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+    if wait_until(c, Instant::now() + Duration::from_secs(10))
+        .0
+        .is_none()
+    {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 impl Drop for Slurm {
     fn drop(&mut self) {
         // Jobs first (their steps would outlive slurmd), bounded.
         let mut c = self.command("scancel");
-        c.args(["--user", "root", "--full"]).stdin(Stdio::null());
+        c.args(["--full"]).arg("--user=root").stdin(Stdio::null());
         let _ = super::try_run_with_timeout(&mut c, Duration::from_secs(20));
         // slurmd first, then slurmctld, then munge: each by pid.
-        for mut c in self.daemons.drain(..).rev() {
-            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
-            if wait_until(&mut c, Instant::now() + Duration::from_secs(10))
-                .0
-                .is_none()
-            {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
+        let mut daemons: Vec<Child> = self.daemons.drain(..).collect();
+        let munge = daemons.remove(0);
+        for mut c in daemons
+            .into_iter()
+            .rev()
+            .chain(self.ctld.take())
+            .chain([munge])
+        {
+            stop(&mut c);
         }
         let _ = fs::remove_dir_all(&self.dir);
     }

@@ -61,6 +61,11 @@ pub struct Ledger {
     /// until that DVM is gone, also across a restart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retained_jobs: Vec<u64>,
+    /// `--backend slurm`: Slurm jobs psched submitted that no grant holds
+    /// (still waiting for Slurm, or to be cancelled while Slurm could not
+    /// be reached): a restarted psched withdraws them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slurm_withdraw: Vec<u64>,
     /// For status only (not read back): the pool.
     #[serde(default)]
     pub pool: Vec<String>,

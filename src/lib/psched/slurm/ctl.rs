@@ -1,43 +1,58 @@
 //! Slurm's side of `psched --backend slurm`: the commands a site already
-//! has (`salloc --no-shell`, `squeue --json`, `scontrol`, `scancel`), each
-//! bounded in time (but `salloc`, which waits for its grant in the
-//! background), and their answers as types. `SLURM_CONF` in psched's environment
-//! chooses the cluster, as for any Slurm command.
+//! has (`salloc --no-shell`, `scontrol`, `scancel`), each bounded in time
+//! (but `salloc`, which waits for its grant), and their answers as types.
+//! `SLURM_CONF` in psched's environment chooses the cluster, as for any
+//! Slurm command. Everything here blocks: it runs on the worker threads of
+//! [`super::worker`], never on psched's serving loop.
 //!
 //! Why the commands and not `slurmrestd`: every Slurm site has them, they
-//! need no token or extra daemon, and `squeue --json` gives the job state,
-//! node list and end time in one structured answer. Why `salloc --no-shell`
-//! and not `sbatch`: a batch job's first node (its batch host) cannot be
-//! given back (`scontrol update NodeList=` refuses it), an allocation
-//! without a shell has none, so any node can be released.
+//! need no token or extra daemon. Why `salloc --no-shell` and not
+//! `sbatch`: a batch job's first node (its batch host) cannot be given back
+//! (`scontrol update NodeList=` refuses it), an allocation without a shell
+//! has none, so any node can be released; and salloc says the job id it
+//! was given, so psched never has to look for its job in the queue.
+//!
+//! A command that fails is followed by `scontrol ping`: a controller that
+//! does not answer makes the failure [`Failure::Unreachable`] (retry
+//! later), one that answers makes it Slurm's refusal ([`Failure::Refused`],
+//! with Slurm's words).
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::proto::status::Status;
-
-pub use super::reason::JobState;
+use super::job::{self, Seen, Unreachable};
 
 /// Longest any Slurm command may take before psched gives up on it.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One of psched's Slurm jobs as `squeue --json` shows it.
+/// Why a Slurm command did not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    /// Slurm's job id.
-    pub id: u64,
-    /// Its name (psched names each job for its allocation).
-    pub name: String,
-    /// Its state.
-    pub state: JobState,
-    /// Its nodes in Slurm's hostlist form (`node[02-03]`), empty while pending.
-    pub nodes: String,
-    /// When Slurm will end it (seconds since the epoch; 0 when unknown).
-    pub end_time: u64,
-    /// Why it waits, as Slurm words it (`Resources`, `Priority`…).
-    pub reason: String,
+pub enum Failure {
+    /// The controller did not answer (or answered with an error): nothing
+    /// happened that psched knows of; try again later.
+    Unreachable(String),
+    /// Slurm answered and refused, in these words.
+    Refused(String),
+}
+
+impl Failure {
+    /// Slurm's words (or the command's).
+    pub fn words(&self) -> &str {
+        match self {
+            Failure::Unreachable(w) | Failure::Refused(w) => w,
+        }
+    }
+}
+
+/// How psched asks Slurm about one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `scontrol --json show job J` (Slurm 23.02 and later).
+    Json,
+    /// `scontrol -o show job J` with `TZ=UTC` (Slurm 22.05: no `--json`
+    /// for scontrol, and its `squeue --json` lists the whole queue).
+    OneLine,
 }
 
 /// What to ask Slurm for.
@@ -50,7 +65,7 @@ pub struct Ask {
     /// Nodes not to use.
     pub exclude: Vec<String>,
     /// The time limit, in seconds (Slurm counts whole minutes: rounded up).
-    pub time_secs: Option<u32>,
+    pub time_secs: u32,
     /// The partition.
     pub partition: Option<String>,
 }
@@ -65,16 +80,22 @@ fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
     })
 }
 
-/// Run `cmd` to its end within [`COMMAND_TIMEOUT`]; its stdout, or an error
-/// carrying its stderr.
-fn run(mut cmd: Command) -> Result<String> {
+/// The outcome of a command run to its end: exit success, stdout, stderr.
+struct Ran {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `cmd` to its end within [`COMMAND_TIMEOUT`].
+fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::new(Status::ERR_NOT_AVAILABLE, format!("cannot run {what}: {e}")))?;
+        .map_err(|e| Unreachable(format!("cannot run {what}: {e}")))?;
     let out = drain(child.stdout.take().expect("piped stdout"));
     let err = drain(child.stderr.take().expect("piped stderr"));
     let deadline = Instant::now() + COMMAND_TIMEOUT;
@@ -85,34 +106,148 @@ fn run(mut cmd: Command) -> Result<String> {
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Error::new(
-                Status::ERR_TIMEOUT,
-                format!("{what} took too long"),
-            ));
+            return Err(Unreachable(format!("{what} took too long")));
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    if status.success() {
-        return Ok(stdout);
+    Ok(Ran {
+        ok: status.success(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
+
+/// Whether the controller answers (`scontrol ping`).
+pub fn controller_up() -> bool {
+    let mut c = Command::new("scontrol");
+    c.arg("ping");
+    run(c).is_ok_and(|r| r.ok)
+}
+
+/// The last line of `stderr`, Slurm's own words (its prefix dropped).
+fn last_words(stderr: &str) -> String {
+    let l = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    let l = l.unwrap_or("no reason given").trim();
+    let l = l.strip_prefix("salloc: ").unwrap_or(l);
+    l.strip_prefix("error: ").unwrap_or(l).to_string()
+}
+
+/// Run a command that changes something; on failure, tell a refusal from
+/// an unreachable controller.
+fn change(cmd: Command) -> Result<(), Failure> {
+    match run(cmd) {
+        Ok(r) if r.ok => Ok(()),
+        Ok(r) => Err(classify(last_words(&r.stderr))),
+        Err(Unreachable(w)) => Err(Failure::Unreachable(w)),
     }
-    Err(Error::new(
-        Status::ERR_NOT_AVAILABLE,
-        format!("{what}: {}", stderr.trim()),
-    ))
+}
+
+/// A failed command's words, as a refusal when the controller answers.
+pub fn classify(words: String) -> Failure {
+    if controller_up() {
+        Failure::Refused(words)
+    } else {
+        Failure::Unreachable(words)
+    }
+}
+
+/// Which [`Dialect`] this Slurm speaks (`squeue --version`: 22.05 and
+/// older answer one line).
+pub fn dialect() -> Dialect {
+    let mut c = Command::new("squeue");
+    c.arg("--version");
+    let v = run(c).map(|r| r.stdout).unwrap_or_default();
+    let major = v
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(m) if m < 23 => Dialect::OneLine,
+        _ => Dialect::Json,
+    }
+}
+
+/// What Slurm says of job `id` (one RPC for one job, whatever the queue).
+pub fn show_job(d: Dialect, id: u64) -> Result<Seen, Unreachable> {
+    let mut c = Command::new("scontrol");
+    match d {
+        Dialect::Json => c.args(["--json", "show", "job", &id.to_string()]),
+        Dialect::OneLine => c
+            .env("TZ", "UTC")
+            .args(["-o", "show", "job", &id.to_string()]),
+    };
+    let r = run(c)?;
+    let seen = match d {
+        // A failing command with no JSON: the controller's state decides.
+        Dialect::Json if !r.ok && r.stdout.trim().is_empty() => Seen::Missing,
+        Dialect::Json => job::from_json(&r.stdout, id)?,
+        Dialect::OneLine if !r.ok => Seen::Missing,
+        Dialect::OneLine => job::from_oneliner(&r.stdout, id)?,
+    };
+    match seen {
+        Seen::Missing => gone_or_unreachable(&r),
+        s => Ok(s),
+    }
+}
+
+/// `scontrol show job` failed without a typed answer: Slurm says no such
+/// job when its controller answers (22.05 gives no error code).
+fn gone_or_unreachable(r: &Ran) -> Result<Seen, Unreachable> {
+    match classify(last_words(&r.stderr)) {
+        Failure::Refused(_) => Ok(Seen::Gone),
+        Failure::Unreachable(w) => Err(Unreachable(w)),
+    }
 }
 
 /// Slurm's minutes for `secs` (rounded up, at least one).
-fn minutes(secs: u32) -> u32 {
+pub fn minutes(secs: u32) -> u32 {
     secs.div_ceil(60).max(1)
 }
 
-/// Ask Slurm for the nodes of `ask` in a job named `name`: `salloc
-/// --no-shell --exclusive`, left to wait for its grant in the background
-/// (it exits 0 once granted, non-zero when Slurm refuses the request); the
-/// job is found by its name in `squeue`.
-pub fn submit(ask: &Ask, name: &str) -> Result<Child> {
+/// What `salloc` said on its standard error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SallocSays {
+    /// `Pending job allocation N` (queued) or `Granted job allocation N`.
+    Job {
+        /// The job id Slurm gave.
+        id: u64,
+        /// Granted (else queued).
+        granted: bool,
+    },
+    /// `error: …` (kept: Slurm's words for a refusal).
+    Error(String),
+    /// Anything else.
+    Other,
+}
+
+/// One line of salloc's standard error.
+pub fn salloc_line(line: &str) -> SallocSays {
+    let l = line.trim();
+    let Some(l) = l.strip_prefix("salloc: ") else {
+        return SallocSays::Other;
+    };
+    if let Some(e) = l.strip_prefix("error: ") {
+        return SallocSays::Error(e.to_string());
+    }
+    for (prefix, granted) in [
+        ("Granted job allocation ", true),
+        ("Pending job allocation ", false),
+    ] {
+        if let Some(n) = l.strip_prefix(prefix).and_then(|n| n.trim().parse().ok()) {
+            return SallocSays::Job { id: n, granted };
+        }
+    }
+    SallocSays::Other
+}
+
+/// Start `salloc --no-shell --exclusive` for `ask`, its job named `name`
+/// (for the administrator's eyes only: psched knows its jobs by the id
+/// salloc says); its standard error piped for [`salloc_line`].
+pub fn submit(
+    ask: &Ask,
+    name: &str,
+) -> std::io::Result<(Child, BufReader<std::process::ChildStderr>)> {
     let mut c = Command::new("salloc");
     c.args(["--no-shell", "--exclusive", "--job-name", name]);
     if !ask.list.is_empty() {
@@ -124,90 +259,50 @@ pub fn submit(ask: &Ask, name: &str) -> Result<Child> {
     if !ask.exclude.is_empty() {
         c.args(["--exclude", &ask.exclude.join(",")]);
     }
-    if let Some(t) = ask.time_secs {
-        c.args(["--time", &minutes(t).to_string()]);
-    }
+    c.args(["--time", &minutes(ask.time_secs).to_string()]);
     if let Some(p) = &ask.partition {
         c.args(["--partition", p]);
     }
-    c.stdin(Stdio::null())
+    let mut child = c
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::new(Status::ERR_NOT_AVAILABLE, format!("cannot run salloc: {e}")))
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let err = BufReader::new(child.stderr.take().expect("piped stderr"));
+    Ok((child, err))
 }
 
-/// The jobs Slurm lists (Slurm 22.05's `squeue --json` ignores `--name`
-/// and `--jobs`: the caller picks psched's by name).
-pub fn jobs() -> Result<Vec<Job>> {
-    let mut c = Command::new("squeue");
-    c.arg("--json");
-    parse_jobs(&run(c)?)
-}
-
-/// The jobs of a `squeue --json` answer.
-pub fn parse_jobs(json: &str) -> Result<Vec<Job>> {
-    let doc: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-        Error::new(
-            Status::ERR_BAD_PARAM,
-            format!("squeue --json gave no JSON: {e}"),
-        )
-    })?;
-    let list = doc["jobs"].as_array().cloned().unwrap_or_default();
-    Ok(list
-        .iter()
-        .filter_map(|j| {
-            Some(Job {
-                id: j["job_id"].as_u64()?,
-                name: j["name"].as_str().unwrap_or_default().to_string(),
-                state: JobState::from_slurm(j["job_state"].as_str().unwrap_or_default()),
-                nodes: j["nodes"].as_str().unwrap_or_default().to_string(),
-                end_time: j["end_time"].as_u64().unwrap_or(0),
-                reason: j["state_reason"].as_str().unwrap_or_default().to_string(),
-            })
-        })
-        .collect())
-}
-
-/// `node[02-03]` as node names (`scontrol show hostnames`).
-pub fn hostnames(list: &str) -> Result<Vec<String>> {
-    if list.is_empty() {
-        return Ok(Vec::new());
+/// Read salloc's lines from `err` until it closes, calling `on` for each.
+pub fn follow_salloc(err: BufReader<std::process::ChildStderr>, mut on: impl FnMut(SallocSays)) {
+    for line in err.lines() {
+        match line {
+            Ok(l) => on(salloc_line(&l)),
+            Err(_) => return,
+        }
     }
-    let mut c = Command::new("scontrol");
-    c.args(["show", "hostnames", list]);
-    Ok(run(c)?.split_whitespace().map(String::from).collect())
-}
-
-/// End the job named `name` (`scancel --name`): one whose id psched has
-/// not seen yet.
-pub fn cancel_name(name: &str) -> Result<()> {
-    let mut c = Command::new("scancel");
-    c.arg(format!("--name={name}"));
-    run(c).map(|_| ())
 }
 
 /// End job `id` (`scancel`).
-pub fn cancel(id: u64) -> Result<()> {
+pub fn cancel(id: u64) -> Result<(), Failure> {
     let mut c = Command::new("scancel");
     c.arg(id.to_string());
-    run(c).map(|_| ())
+    change(c)
 }
 
 /// Give job `id` `secs` more (`scontrol update TimeLimit=+MIN`).
-pub fn add_time(id: u64, secs: u32) -> Result<()> {
+pub fn add_time(id: u64, secs: u32) -> Result<(), Failure> {
     let mut c = Command::new("scontrol");
     c.args(["update", &format!("JobId={id}")]);
     c.arg(format!("TimeLimit=+{}", minutes(secs)));
-    run(c).map(|_| ())
+    change(c)
 }
 
 /// Shrink job `id` to `keep` (`scontrol update NodeList=…`).
-pub fn shrink(id: u64, keep: &[String]) -> Result<()> {
+pub fn shrink(id: u64, keep: &[String]) -> Result<(), Failure> {
     let mut c = Command::new("scontrol");
     c.args(["update", &format!("JobId={id}")]);
     c.arg(format!("NodeList={}", keep.join(",")));
-    run(c).map(|_| ())
+    change(c)
 }
 
 #[cfg(test)]
@@ -215,27 +310,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn squeue_json_as_jobs() {
-        let j = r#"{"jobs":[{"job_id":7,"job_state":"RUNNING","nodes":"node[02-03]",
-            "end_time":1795587524,"state_reason":"None"},
-            {"job_id":8,"job_state":"PENDING","nodes":"","end_time":0,"state_reason":"Resources"},
-            {"job_id":9,"job_state":"TIMEOUT","nodes":"node04","end_time":5}]}"#;
-        let v = parse_jobs(j).unwrap();
-        assert_eq!(v.len(), 3);
-        assert_eq!(v[0].state, JobState::Running);
-        assert_eq!(v[0].name, "");
-        assert_eq!(v[0].nodes, "node[02-03]");
-        assert_eq!(v[1].state, JobState::Pending);
-        assert_eq!(v[1].reason, "Resources");
-        assert!(matches!(v[2].state, JobState::Ended(_)));
-        assert!(parse_jobs("not json").is_err());
-    }
-
-    #[test]
     fn slurm_counts_whole_minutes() {
         assert_eq!(minutes(1), 1);
         assert_eq!(minutes(60), 1);
         assert_eq!(minutes(61), 2);
         assert_eq!(minutes(0), 1);
+    }
+
+    #[test]
+    fn salloc_says_its_job_id() {
+        assert_eq!(
+            salloc_line("salloc: Granted job allocation 12"),
+            SallocSays::Job {
+                id: 12,
+                granted: true
+            }
+        );
+        assert_eq!(
+            salloc_line("salloc: Pending job allocation 13"),
+            SallocSays::Job {
+                id: 13,
+                granted: false
+            }
+        );
+        assert_eq!(
+            salloc_line("salloc: job 13 queued and waiting for resources"),
+            SallocSays::Other
+        );
+        assert_eq!(
+            salloc_line("salloc: error: Job submit/allocate failed: Requested node configuration is not available"),
+            SallocSays::Error(
+                "Job submit/allocate failed: Requested node configuration is not available".into()
+            )
+        );
+        // Another program's line naming a job is not salloc's.
+        assert_eq!(salloc_line("Granted job allocation 14"), SallocSays::Other);
     }
 }

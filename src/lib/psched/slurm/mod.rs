@@ -1,27 +1,35 @@
 //! `psched --backend slurm`: the DVM's allocation requests carried out by
-//! the site's Slurm ([`ctl`]) instead of psched's simulated pool.
+//! the site's Slurm instead of psched's simulated pool.
 //!
 //! Each allocation (`slurm.N`) is a Slurm job holding its nodes
-//! exclusively (`salloc --no-shell`, waiting in the background), named
-//! `psched.TAG.slurm.N` (TAG: this psched's ledger), so psched finds its
-//! jobs again after a restart and withdraws the ones it no longer knows.
-//! NEW is answered when Slurm runs the job (a pending job waits, as
-//! `salloc` does, unless Slurm's pending reason says it never will:
-//! [`reason`]); EXTEND in time is `scontrol update TimeLimit=+MIN`, in
+//! exclusively (`salloc --no-shell`), submitted as psched's user. psched
+//! knows its jobs by the id salloc says (`Granted job allocation N`), checks
+//! that Slurm runs each as its own user, and never takes a job for its own
+//! by its name (the name, `psched.TAG.slurm.N`, is for the administrator's
+//! eyes). NEW is answered when salloc says the job was granted (a pending
+//! job waits, as `salloc` does, unless Slurm's pending reason says it never
+//! will: [`reason`]); EXTEND in time is `scontrol update TimeLimit=+MIN`, in
 //! nodes a further job under the same id; a partial RELEASE shrinks the
-//! jobs holding the nodes (`scontrol update NodeList=`), a full one
-//! cancels them; REQ_CANCEL cancels a pending job. psched watches
-//! `squeue --json` about once a second: the warning before expiry follows
-//! Slurm's own end time (an extension made in Slurm moves it), and an
-//! allocation Slurm runs no job of any more (time limit, `scancel`, node
-//! failure) has its DVM session ended.
+//! jobs holding the nodes (`scontrol update NodeList=`), a full one cancels
+//! them; REQ_CANCEL cancels a pending job.
+//!
+//! psched asks Slurm only about its own jobs, one `scontrol show job` each
+//! (one RPC whatever the queue), every [`POLL_MS`], on a worker thread
+//! ([`worker`]): the warning before expiry follows Slurm's own end time (an
+//! extension made in Slurm moves it), and an allocation Slurm runs no job
+//! of any more (time limit, `scancel`, node failure, preemption) has its
+//! DVM session ended. An unreachable controller changes nothing: psched
+//! says so in its log, waits with backoff and asks again; requests wait.
 
 pub mod ctl;
+pub mod hostlist;
+pub mod job;
 pub mod reason;
 mod requests;
 mod watch;
+pub mod worker;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::codec::{Info, WireVersion};
 use crate::error::Result;
@@ -31,40 +39,55 @@ use crate::proto::{Directive, Inheritance, Received};
 use super::ledger::{Grant, Ledger};
 use super::out::{EndWhy, Out};
 use super::wire::{self, AllocAsk};
+use reason::Reason;
+use worker::{SubKey, Task, Worker};
 
 /// How often psched asks Slurm about its jobs (ms).
-const POLL_MS: u64 = 1000;
-/// How often while a request waits for Slurm to run its job (ms): the
-/// grant is answered within this of Slurm starting it.
-const PENDING_POLL_MS: u64 = 25;
+const POLL_MS: u64 = 2000;
+/// Longest pause between attempts while Slurm is unreachable (ms).
+const MAX_BACKOFF_MS: u64 = 30_000;
+/// How often the serving loop looks for a Slurm answer while a command or
+/// a just-started salloc is under way (ms).
+const QUICK_MS: u64 = 5;
+/// How often while a salloc waits in Slurm's queue (ms).
+const SLOW_MS: u64 = 100;
 /// The prefix of an allocation id.
 const ID_PREFIX: &str = "slurm.";
+/// A request's time limit when it names none (`PSCHED_SLURM_DEFAULT_TIME`,
+/// minutes): never an unlimited job by default.
+const DEFAULT_MINUTES: u32 = 60;
+/// The longest time limit psched asks Slurm for
+/// (`PSCHED_SLURM_MAX_TIME`, minutes).
+const MAX_MINUTES: u32 = 24 * 60;
 
-/// A `salloc` psched started and has not found the job of in `squeue` yet.
-struct Submitted {
-    /// The job's name.
+/// A `salloc` psched started that Slurm has not granted yet.
+#[derive(Debug, Clone)]
+struct Waiting {
+    key: SubKey,
+    /// Its job id, once salloc said it.
+    job: Option<u64>,
+    /// What it asks (kept to ask again after an outage).
+    ask: ctl::Ask,
     name: String,
-    /// The allocation it is for.
-    alloc: String,
-    /// For an EXTEND in nodes: the DVM's tag to answer (else a NEW).
-    ext_tag: Option<u32>,
-    /// The `salloc` waiting for the grant.
-    child: Option<std::process::Child>,
+    /// When to ask again (Slurm was unreachable), ms.
+    again_at: Option<u64>,
+    /// Slurm's reason while it waits.
+    reason: Option<Reason>,
 }
 
-/// One allocation: its Slurm job and what the DVM needs of it.
+/// One allocation: its Slurm jobs and what the DVM needs of it.
 #[derive(Debug, Clone, Default)]
 struct Alloc {
-    /// Its first Slurm job (0 until `squeue` shows it).
-    job: u64,
-    /// Further jobs that EXTENDs in nodes added.
-    more: Vec<u64>,
-    /// An EXTEND in nodes waiting for its job: (the DVM's tag, the job).
-    ext: Option<(u32, u64)>,
-    /// Each running job's nodes.
+    /// Its granted jobs: the NEW's, then those EXTENDs in nodes added.
+    jobs: Vec<u64>,
+    /// Each granted job's nodes.
     job_nodes: HashMap<u64, Vec<String>>,
-    /// The DVM's request still waiting for its answer (a pending job).
+    /// The NEW still waiting for its answer.
     owed: Option<u32>,
+    /// A NEW's or EXTEND's salloc not granted yet.
+    waiting: Option<Waiting>,
+    /// An EXTEND in time waiting for Slurm: the DVM's tag.
+    ext_time: Option<u32>,
     echo: Vec<Info>,
     req_id: Option<String>,
     queue: String,
@@ -88,23 +111,33 @@ pub struct SlurmBackend {
     allocs: HashMap<String, Alloc>,
     ledger: Ledger,
     wire: WireVersion,
-    last_poll: u64,
     /// This psched's part of its jobs' names (`psched.TAG.`).
     tag: String,
-    submitted: Vec<Submitted>,
-    /// `salloc`s whose job psched found, until they exit (reaped).
-    children: Vec<std::process::Child>,
+    worker: Worker,
+    /// psched's uid: Slurm must run its jobs as this user.
+    uid: u32,
+    /// Jobs whose user psched has checked.
+    verified: HashSet<u64>,
+    /// Jobs to cancel (checked first; kept while Slurm is unreachable).
+    to_cancel: Vec<u64>,
+    /// Jobs psched has asked Slurm to cancel (said once in the log).
+    cancel_sent: HashSet<u64>,
+    /// salloc keys withdrawn before they said their job id.
+    withdrawn: Vec<SubKey>,
+    /// When to ask Slurm about the jobs next (ms); 0: at once.
+    next_show: u64,
+    /// A query is under way.
+    showing: bool,
+    /// Since when Slurm is unreachable (ms), with the pause until the next try.
+    unreachable: Option<(u64, u64)>,
+    /// Numbers salloc submissions.
+    seq: u64,
+    default_secs: u32,
+    max_secs: u32,
 }
 
-impl Alloc {
-    /// Its Slurm jobs: the first, then those EXTENDs added.
-    fn jobs(&self) -> impl Iterator<Item = u64> + '_ {
-        std::iter::once(self.job).chain(self.more.iter().copied())
-    }
-}
-
-/// A short tag for the ledger at `path` (FNV-1a of its path): two pscheds
-/// with different ledgers on one Slurm never take each other's jobs.
+/// A short tag for the ledger at `path` (FNV-1a of its path): an
+/// administrator tells two pscheds' jobs apart by it in `squeue`.
 pub fn ledger_tag(path: &std::path::Path) -> String {
     let mut h: u32 = 0x811c_9dc5;
     for b in path.to_string_lossy().bytes() {
@@ -113,13 +146,25 @@ pub fn ledger_tag(path: &std::path::Path) -> String {
     format!("{h:08x}")
 }
 
+/// Minutes from the environment variable `var`, else `default`.
+fn minutes_from_env(var: &str, default: u32) -> u32 {
+    match std::env::var(var).ok().map(|v| v.trim().parse::<u32>()) {
+        Some(Ok(m)) if m > 0 => m,
+        Some(_) => {
+            eprintln!("psched: {var} is not a number of minutes: using {default}");
+            default
+        }
+        None => default,
+    }
+}
+
 impl SlurmBackend {
     /// A backend that takes back the grants of `ledger` (checked against
     /// Slurm at the first poll).
     pub fn new(ledger: Ledger, tag: String) -> SlurmBackend {
         let retained = ledger.retained_jobs.iter().map(|&job| {
             let a = Alloc {
-                job,
+                jobs: vec![job],
                 retained: true,
                 ..Alloc::default()
             };
@@ -128,11 +173,10 @@ impl SlurmBackend {
         let allocs = ledger
             .grants
             .iter()
-            .filter_map(|g| {
-                let (&job, more) = g.slurm_jobs.split_first()?;
+            .filter(|g| !g.slurm_jobs.is_empty())
+            .map(|g| {
                 let a = Alloc {
-                    job,
-                    more: more.to_vec(),
+                    jobs: g.slurm_jobs.clone(),
                     req_id: g.req_id.clone(),
                     queue: g.queue.clone(),
                     session: g.session,
@@ -142,18 +186,29 @@ impl SlurmBackend {
                     inherit: g.inherit,
                     ..Alloc::default()
                 };
-                Some((g.alloc_id.clone(), a))
+                (g.alloc_id.clone(), a)
             })
             .chain(retained)
             .collect();
+        let default_secs = minutes_from_env("PSCHED_SLURM_DEFAULT_TIME", DEFAULT_MINUTES) * 60;
+        let max_secs = minutes_from_env("PSCHED_SLURM_MAX_TIME", MAX_MINUTES) * 60;
         SlurmBackend {
             allocs,
+            to_cancel: ledger.slurm_withdraw.clone(),
             ledger,
             wire: WireVersion::V41,
-            last_poll: 0,
             tag,
-            submitted: Vec::new(),
-            children: Vec::new(),
+            worker: Worker::start(),
+            uid: nix::unistd::geteuid().as_raw(),
+            verified: HashSet::new(),
+            withdrawn: Vec::new(),
+            cancel_sent: HashSet::new(),
+            next_show: 0,
+            showing: false,
+            unreachable: None,
+            seq: 0,
+            default_secs,
+            max_secs: max_secs.max(default_secs),
         }
     }
 
@@ -168,12 +223,38 @@ impl SlurmBackend {
         format!("{ID_PREFIX}{}", self.ledger.next_id)
     }
 
+    /// A fresh submission key for `alloc`.
+    fn key(&mut self, alloc: &str, ext_tag: Option<u32>) -> SubKey {
+        self.seq += 1;
+        SubKey {
+            alloc: alloc.to_string(),
+            ext_tag,
+            seq: self.seq,
+        }
+    }
+
     fn answer(&self, tag: u32, st: Status, id: Option<&str>, a: Option<&Alloc>) -> Result<Out> {
         let (nodes, echo) = a.map_or((&[][..], &[][..]), |a| (&a.nodes[..], &a.echo[..]));
         Ok(Out::Answer(
             tag,
             wire::answer(self.wire, st, id, nodes, echo)?,
         ))
+    }
+
+    /// The answer to an EXTEND in time (or asking nothing): the DVM hears
+    /// of no new node, and the echo it keeps.
+    fn renewed(&self, tag: u32, id: &str) -> Out {
+        Out::Grant {
+            tag,
+            alloc_id: id.to_string(),
+            nodes: Vec::new(),
+            echo: self
+                .allocs
+                .get(id)
+                .map(|a| a.echo.clone())
+                .unwrap_or_default(),
+            new: false,
+        }
     }
 
     fn refuse(&self, tag: u32, st: Status) -> Result<Vec<Out>> {
@@ -189,6 +270,44 @@ impl SlurmBackend {
             .iter()
             .find(|(_, a)| a.req_id.as_ref() == Some(rid))
             .map(|(id, _)| id.clone())
+    }
+
+    /// Cancel `job` (after checking it is psched's), also across an outage.
+    fn withdraw_job(&mut self, job: u64) {
+        if !self.to_cancel.contains(&job) {
+            self.to_cancel.push(job);
+        }
+        self.next_show = 0;
+    }
+
+    /// Start (or start again) the salloc of `w`.
+    fn submit(&mut self, w: &Waiting) {
+        self.worker.send(Task::Submit {
+            key: w.key.clone(),
+            ask: w.ask.clone(),
+            name: w.name.clone(),
+        });
+    }
+
+    fn grants(&self) -> Vec<Grant> {
+        let mut v: Vec<Grant> = self
+            .allocs
+            .iter()
+            .filter(|(_, a)| a.owed.is_none() && !a.retained && !a.jobs.is_empty())
+            .map(|(id, a)| Grant {
+                alloc_id: id.clone(),
+                req_id: a.req_id.clone(),
+                nodes: a.nodes.clone(),
+                expires_at_ms: a.end_ms,
+                warn_secs: a.warn_secs,
+                session: a.session,
+                queue: a.queue.clone(),
+                inherit: a.inherit,
+                slurm_jobs: a.jobs.clone(),
+            })
+            .collect();
+        v.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
+        v
     }
 }
 
@@ -209,30 +328,29 @@ impl super::backend::Backend for SlurmBackend {
                 let _ = self.on_session_done(&id, 0);
             }
         }
+        // Requests of a DVM that is gone are answered to no one: withdrawn.
+        let owed: Vec<String> = self
+            .allocs
+            .iter()
+            .filter(|(_, a)| a.owed.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in owed {
+            self.drop_alloc(&id);
+        }
         for a in self.allocs.values_mut() {
-            a.owed = None;
+            if let Some(w) = a.waiting.take() {
+                if let Some(j) = w.job {
+                    self.to_cancel.push(j);
+                }
+            }
+            a.ext_time = None;
         }
     }
 
     fn ledger(&self) -> Ledger {
         let mut l = self.ledger.clone();
-        l.grants = self
-            .allocs
-            .iter()
-            .filter(|(_, a)| a.owed.is_none() && !a.retained)
-            .map(|(id, a)| Grant {
-                alloc_id: id.clone(),
-                req_id: a.req_id.clone(),
-                nodes: a.nodes.clone(),
-                expires_at_ms: a.end_ms,
-                warn_secs: a.warn_secs,
-                session: a.session,
-                queue: a.queue.clone(),
-                inherit: a.inherit,
-                slurm_jobs: a.jobs().collect(),
-            })
-            .collect();
-        l.grants.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
+        l.grants = self.grants();
         l.retained = self
             .allocs
             .values()
@@ -244,9 +362,18 @@ impl super::backend::Backend for SlurmBackend {
             .allocs
             .values()
             .filter(|a| a.retained)
-            .flat_map(|a| a.jobs().collect::<Vec<_>>())
+            .flat_map(|a| a.jobs.iter().copied())
             .collect();
         l.retained_jobs.sort();
+        l.slurm_withdraw = self
+            .allocs
+            .values()
+            .filter_map(|a| a.waiting.as_ref()?.job)
+            .chain(self.to_cancel.iter().copied())
+            .collect();
+        l.slurm_withdraw.sort();
+        l.slurm_withdraw.dedup();
+        l.pending = self.pending_view();
         l
     }
 
@@ -255,35 +382,47 @@ impl super::backend::Backend for SlurmBackend {
     }
 
     fn next_deadline(&self) -> Option<u64> {
-        (!self.allocs.is_empty()).then_some(self.last_poll + self.poll_every())
+        let now = super::now_ms();
+        if self.worker.busy() || self.worker.sallocs() > 0 && self.fresh_salloc(now) {
+            return Some(now + QUICK_MS);
+        }
+        let mut next = self.next_warning();
+        let mut at = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
+        if self.worker.sallocs() > 0 {
+            at(now + SLOW_MS);
+        }
+        if self.wants_show() {
+            at(self.next_show.max(now));
+        }
+        if let Some(t) = self.next_resubmit() {
+            at(t);
+        }
+        next
     }
 
     fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
-        if now < self.last_poll + self.poll_every() {
-            return Ok(Vec::new());
-        }
-        self.poll(now)
+        self.step(now)
     }
 
     fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
         match ask.directive {
             Received::Known(Directive::New) => self.on_new(tag, ask, now),
             Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),
-            Received::Known(Directive::Release) => self.on_release(tag, &ask, now),
+            Received::Known(Directive::Release) => self.on_release(tag, &ask),
             Received::Known(Directive::ReqCancel) => self.on_cancel(tag, &ask),
             _ => self.refuse(tag, Status::ERR_NOT_SUPPORTED),
         }
     }
 
     fn on_session_done(&mut self, alloc_id: &str, _now: u64) -> Result<Vec<Out>> {
-        let Some(a) = self.allocs.remove(alloc_id) else {
+        let Some(nodes) = self.allocs.get(alloc_id).map(|a| a.nodes.clone()) else {
             return Ok(Vec::new());
         };
         eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
-        let _ = requests::cancel_all(&a);
+        self.drop_alloc(alloc_id);
         Ok(vec![Out::Returned {
             alloc_id: alloc_id.to_string(),
-            nodes: a.nodes,
+            nodes,
         }])
     }
 
@@ -293,6 +432,7 @@ impl super::backend::Backend for SlurmBackend {
             .allocs
             .iter()
             .filter(|(id, a)| a.owed.is_none() && !a.retained && !live.contains(id))
+            .filter(|(_, a)| !a.jobs.is_empty())
             .filter(|(_, a)| now.saturating_sub(a.granted_at) >= settle_ms)
             .map(|(id, _)| id.clone())
             .collect();
@@ -302,7 +442,10 @@ impl super::backend::Backend for SlurmBackend {
             if inherit.returns_to_scheduler() {
                 out.extend(self.on_session_done(&id, now)?);
             } else if let Some(a) = self.allocs.get_mut(&id) {
-                eprintln!("psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes", a.job);
+                eprintln!(
+                    "psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes",
+                    a.jobs[0]
+                );
                 a.retained = true;
             }
         }
@@ -316,12 +459,12 @@ impl super::backend::Backend for SlurmBackend {
         if a.owed.is_some() || a.retained {
             return Ok(None);
         }
-        let a = self.allocs.remove(alloc_id).unwrap_or_default();
+        let nodes = a.nodes.clone();
         eprintln!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
-        let _ = requests::cancel_all(&a);
+        self.drop_alloc(alloc_id);
         Ok(Some(vec![Out::End {
             alloc_id: alloc_id.to_string(),
-            nodes: a.nodes,
+            nodes,
             why: EndWhy::Admin,
         }]))
     }

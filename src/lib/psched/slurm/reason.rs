@@ -1,26 +1,36 @@
-//! Slurm's job states and pending reasons (the names `squeue --json` gives
-//! in `job_state` and `state_reason`, Slurm's own enumerations) and what
-//! they mean for a PMIx request.
+//! Slurm's job states and pending reasons (the identifiers Slurm gives in
+//! `job_state` / `JobState=` and `state_reason` / `Reason=`, its own
+//! enumerations) and what they mean for a PMIx request.
+//!
+//! Since Slurm 23.11 (JSON data parser v0.0.40) a state is an array: one
+//! base state (`RUNNING`) and any flags (`COMPLETING`, `CONFIGURING`,
+//! `REQUEUED`…); before, one word that names a flag instead of the base
+//! state when a flag is set (`COMPLETING`). Both read through
+//! [`JobState::from_words`]. A word psched does not know makes
+//! [`JobState::Unknown`], which is never taken for an end.
 
 use crate::proto::status::Status;
 
-/// A Slurm job's state (`job_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A Slurm job's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobState {
-    /// Waiting for resources (`PENDING`).
+    /// Waiting for resources (`PENDING`), or for its nodes to boot
+    /// (`CONFIGURING`).
     Pending,
-    /// Holding its nodes (`RUNNING`).
+    /// Holding its nodes (`RUNNING`, also while `RESIZING`).
     Running,
     /// Stopped by an administrator, still holding its nodes (`SUSPENDED`).
     Suspended,
     /// Ended, or ending (`COMPLETING`, `COMPLETED`, `CANCELLED`, `TIMEOUT`,
     /// `FAILED`, `NODE_FAIL`, `PREEMPTED`, `BOOT_FAIL`, `DEADLINE`,
-    /// `OUT_OF_MEMORY`, or a state this version does not know).
+    /// `OUT_OF_MEMORY`).
     Ended(EndCause),
+    /// Words psched does not know: nothing is concluded from them.
+    Unknown(String),
 }
 
 /// Why a Slurm job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum EndCause {
     /// Its time limit passed (`TIMEOUT`, `DEADLINE`).
     TimeLimit,
@@ -28,24 +38,131 @@ pub enum EndCause {
     Cancelled,
     /// A node failed (`NODE_FAIL`, `BOOT_FAIL`).
     NodeFailure,
-    /// Preempted by another job (`PREEMPTED`).
+    /// Preempted by another job (`PREEMPTED`), or put back in the queue
+    /// (requeued) after it ran.
     Preempted,
-    /// Anything else (`COMPLETED`, `COMPLETING`, `FAILED`, …).
+    /// Slurm no longer knows the job (its record was purged, `MinJobAge`).
+    Gone,
+    /// Anything else that ends a job (`COMPLETED`, `FAILED`,
+    /// `OUT_OF_MEMORY`, `COMPLETING` before 23.11).
     Other,
 }
 
+impl EndCause {
+    /// Slurm's word for it, as `squeue` shows it.
+    pub fn word(self) -> &'static str {
+        match self {
+            EndCause::TimeLimit => "TIMEOUT",
+            EndCause::Cancelled => "CANCELLED",
+            EndCause::NodeFailure => "NODE_FAIL",
+            EndCause::Preempted => "PREEMPTED",
+            EndCause::Gone => "no longer listed",
+            EndCause::Other => "ended",
+        }
+    }
+}
+
+/// The base state a word names, if it names one.
+fn base(word: &str) -> Option<JobState> {
+    Some(match word {
+        "PENDING" => JobState::Pending,
+        "RUNNING" => JobState::Running,
+        "SUSPENDED" => JobState::Suspended,
+        "TIMEOUT" | "DEADLINE" => JobState::Ended(EndCause::TimeLimit),
+        "CANCELLED" => JobState::Ended(EndCause::Cancelled),
+        "NODE_FAIL" | "BOOT_FAIL" => JobState::Ended(EndCause::NodeFailure),
+        "PREEMPTED" => JobState::Ended(EndCause::Preempted),
+        "COMPLETED" | "FAILED" | "OUT_OF_MEMORY" => JobState::Ended(EndCause::Other),
+        _ => return None,
+    })
+}
+
 impl JobState {
-    /// The state `squeue --json` names `s`.
-    pub fn from_slurm(s: &str) -> JobState {
-        match s {
-            "PENDING" | "CONFIGURING" | "REQUEUED" | "RESIZING" => JobState::Pending,
-            "RUNNING" => JobState::Running,
-            "SUSPENDED" => JobState::Suspended,
-            "TIMEOUT" | "DEADLINE" => JobState::Ended(EndCause::TimeLimit),
-            "CANCELLED" => JobState::Ended(EndCause::Cancelled),
-            "NODE_FAIL" | "BOOT_FAIL" => JobState::Ended(EndCause::NodeFailure),
-            "PREEMPTED" => JobState::Ended(EndCause::Preempted),
-            _ => JobState::Ended(EndCause::Other),
+    /// The state Slurm names `words`: one word (Slurm 22.05) or a base
+    /// state and its flags (23.11 and later).
+    pub fn from_words<S: AsRef<str>>(words: &[S]) -> JobState {
+        let words: Vec<&str> = words.iter().map(AsRef::as_ref).collect();
+        let has = |w: &str| words.contains(&w);
+        let found = words.iter().find_map(|w| base(w));
+        match found {
+            // Booting nodes: not usable yet.
+            Some(JobState::Running) if has("CONFIGURING") => JobState::Pending,
+            // Ending: its nodes are being given back.
+            Some(JobState::Running) if has("COMPLETING") => JobState::Ended(EndCause::Other),
+            Some(s) => s,
+            // Before 23.11 a set flag hides the base state.
+            None if has("COMPLETING") => JobState::Ended(EndCause::Other),
+            None if has("CONFIGURING") || has("REQUEUED") || has("REQUEUE_HOLD") => {
+                JobState::Pending
+            }
+            None if has("RESIZING") => JobState::Running,
+            None => JobState::Unknown(words.join(",")),
+        }
+    }
+}
+
+/// Slurm's reason for a job's state (`state_reason`), the identifiers of
+/// its `job_state_reason` enumeration that matter to psched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// No reason (`None`).
+    None,
+    /// Waiting for nodes (`Resources`, `Priority`, `ReqNodeNotAvail`,
+    /// `Reservation`, `BeginTime`, `Dependency`, `JobHeld*`, limits…): the
+    /// identifier as Slurm gives it.
+    Waiting(String),
+    /// A limit of the partition the request exceeds (`PartitionTimeLimit`,
+    /// `PartitionConfig`, `BadConstraints`).
+    BeyondPartition(String),
+    /// More nodes than the partition has (`PartitionNodeLimit`).
+    TooManyNodes,
+    /// The partition does not run jobs (`PartitionDown`, `PartitionInactive`).
+    PartitionUnavailable(String),
+    /// The account or QOS is not allowed (`InvalidAccount`, `InvalidQOS`,
+    /// `AccountNotAllowed`, `QOSNotAllowed`).
+    NotAllowed(String),
+}
+
+impl Reason {
+    /// The reason Slurm names `s` (22.05's text output appends details
+    /// after a comma: `ReqNodeNotAvail,_UnavailableNodes:…`).
+    pub fn from_slurm(s: &str) -> Reason {
+        let id = s.split(',').next().unwrap_or_default().trim();
+        let own = id.to_string();
+        match id {
+            "" | "None" => Reason::None,
+            "PartitionTimeLimit" | "BadConstraints" | "PartitionConfig" => {
+                Reason::BeyondPartition(own)
+            }
+            "PartitionNodeLimit" => Reason::TooManyNodes,
+            "PartitionDown" | "PartitionInactive" => Reason::PartitionUnavailable(own),
+            "InvalidAccount" | "InvalidQOS" | "AccountNotAllowed" | "QOSNotAllowed" => {
+                Reason::NotAllowed(own)
+            }
+            _ => Reason::Waiting(own),
+        }
+    }
+
+    /// Slurm's identifier, for logs and status.
+    pub fn word(&self) -> &str {
+        match self {
+            Reason::None => "None",
+            Reason::TooManyNodes => "PartitionNodeLimit",
+            Reason::Waiting(s)
+            | Reason::BeyondPartition(s)
+            | Reason::PartitionUnavailable(s)
+            | Reason::NotAllowed(s) => s,
+        }
+    }
+
+    /// What the reason means for the request waiting on it.
+    pub fn pending(&self) -> Pending {
+        match self {
+            Reason::None | Reason::Waiting(_) => Pending::Wait,
+            Reason::BeyondPartition(_) => Pending::Refuse(Status::ERR_BAD_PARAM),
+            Reason::TooManyNodes => Pending::Refuse(Status::ERR_OUT_OF_RESOURCE),
+            Reason::PartitionUnavailable(_) => Pending::Refuse(Status::ERR_NOT_AVAILABLE),
+            Reason::NotAllowed(_) => Pending::Refuse(Status::ERR_NO_PERMISSIONS),
         }
     }
 }
@@ -59,39 +176,65 @@ pub enum Pending {
     Refuse(Status),
 }
 
-/// The meaning of Slurm's pending reason `reason` (`state_reason`).
-pub fn pending(reason: &str) -> Pending {
-    match reason {
-        // Asks beyond what the partition allows.
-        "PartitionTimeLimit" | "BadConstraints" | "PartitionConfig" => {
-            Pending::Refuse(Status::ERR_BAD_PARAM)
-        }
-        "PartitionNodeLimit" => Pending::Refuse(Status::ERR_OUT_OF_RESOURCE),
-        "PartitionDown" | "PartitionInactive" => Pending::Refuse(Status::ERR_NOT_AVAILABLE),
-        "InvalidAccount" | "InvalidQOS" | "AccountNotAllowed" | "QOSNotAllowed" => {
-            Pending::Refuse(Status::ERR_NO_PERMISSIONS)
-        }
-        // Resources, Priority, Dependency, BeginTime, JobHeld*, limits of an
-        // association, ReqNodeNotAvail (a node down may come back), …
-        _ => Pending::Wait,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn states_and_reasons_map() {
-        assert_eq!(JobState::from_slurm("RUNNING"), JobState::Running);
+    fn one_word_states_of_22_05() {
+        assert_eq!(JobState::from_words(&["RUNNING"]), JobState::Running);
         assert_eq!(
-            JobState::from_slurm("TIMEOUT"),
+            JobState::from_words(&["TIMEOUT"]),
             JobState::Ended(EndCause::TimeLimit)
         );
-        assert_eq!(pending("Resources"), Pending::Wait);
         assert_eq!(
-            pending("PartitionTimeLimit"),
+            JobState::from_words(&["COMPLETING"]),
+            JobState::Ended(EndCause::Other)
+        );
+        assert_eq!(JobState::from_words(&["CONFIGURING"]), JobState::Pending);
+    }
+
+    #[test]
+    fn flag_arrays_of_23_11_and_later() {
+        assert_eq!(
+            JobState::from_words(&["RUNNING", "CONFIGURING"]),
+            JobState::Pending
+        );
+        assert_eq!(
+            JobState::from_words(&["CANCELLED", "COMPLETING"]),
+            JobState::Ended(EndCause::Cancelled)
+        );
+        assert_eq!(
+            JobState::from_words(&["PENDING", "REQUEUED"]),
+            JobState::Pending
+        );
+        assert_eq!(
+            JobState::from_words(&["RUNNING", "RESIZING"]),
+            JobState::Running
+        );
+    }
+
+    #[test]
+    fn an_unknown_state_is_never_an_end() {
+        for w in [&["LAUNCHING_ON_MARS"][..], &[][..], &["POWER_UP_NODE"][..]] {
+            let s = JobState::from_words(w);
+            assert!(matches!(s, JobState::Unknown(_)), "{w:?}: {s:?}");
+        }
+    }
+
+    #[test]
+    fn reasons_map() {
+        assert_eq!(Reason::from_slurm("Resources").pending(), Pending::Wait);
+        assert_eq!(
+            Reason::from_slurm("PartitionTimeLimit").pending(),
             Pending::Refuse(Status::ERR_BAD_PARAM)
+        );
+        let r = Reason::from_slurm("ReqNodeNotAvail,_UnavailableNodes:node02");
+        assert_eq!(r, Reason::Waiting("ReqNodeNotAvail".into()));
+        assert_eq!(Reason::from_slurm("None"), Reason::None);
+        assert_eq!(
+            Reason::from_slurm("InvalidQOS").pending(),
+            Pending::Refuse(Status::ERR_NO_PERMISSIONS)
         );
     }
 }

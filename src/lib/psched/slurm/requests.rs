@@ -1,36 +1,92 @@
 //! What the DVM asks of psched on Slurm: NEW, EXTEND, RELEASE and
-//! REQ_CANCEL, each carried out with the Slurm commands of [`ctl`].
+//! REQ_CANCEL. Nothing here waits for Slurm: each hands its commands to the
+//! worker ([`super::worker`]) and answers at once (RELEASE, REQ_CANCEL) or
+//! when Slurm's answer comes back ([`super::watch`]).
 
 use crate::error::Result;
 use crate::proto::status::Status;
+use crate::sched::SchedPendingView;
 
-use super::super::state::Out;
+use super::super::out::Out;
 use super::super::wire::{self, AllocAsk};
-use super::{ctl, Alloc, SlurmBackend};
+use super::hostlist::bad_node_name;
+use super::worker::Task;
+use super::{ctl, Alloc, SlurmBackend, Waiting};
+
+/// Why `ask` may not reach a Slurm command line: a node or partition name
+/// Slurm would misread.
+fn bad_names(ask: &AllocAsk) -> Option<String> {
+    let names = ask.node_list.iter().chain(&ask.exclude).chain(&ask.queue);
+    names
+        .filter_map(|n| bad_node_name(n).map(|why| format!("{n:?}: {why}")))
+        .next()
+}
 
 impl SlurmBackend {
+    /// The time limit to ask Slurm for: the request's, else the default;
+    /// `None` (refused) beyond the maximum.
+    fn time_for(&self, asked: Option<u32>) -> Option<u32> {
+        match asked.filter(|t| *t > 0) {
+            None => Some(self.default_secs),
+            Some(t) if t <= self.max_secs => Some(t),
+            Some(_) => None,
+        }
+    }
+
+    /// Start a salloc for `ask` (job `name`) for allocation `id` (an
+    /// EXTEND's when `ext_tag`).
+    fn start_salloc(
+        &mut self,
+        id: &str,
+        ext_tag: Option<u32>,
+        ask: ctl::Ask,
+        name: String,
+    ) -> Waiting {
+        let w = Waiting {
+            key: self.key(id, ext_tag),
+            job: None,
+            ask,
+            name,
+            again_at: None,
+            reason: None,
+        };
+        self.submit(&w);
+        w
+    }
+
+    /// Refuse `tag` as `st`, saying why in psched's log.
+    fn refuse_why(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
+        eprintln!("psched: request refused ({}): {why}", st.name());
+        self.refuse(tag, st)
+    }
+
     pub(super) fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        if let Some(why) = bad_names(&ask) {
+            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        }
+        let Some(time_secs) = self.time_for(ask.time_secs) else {
+            let why = format!(
+                "a time limit over psched's maximum ({} min)",
+                self.max_secs / 60
+            );
+            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        };
         let want = ctl::Ask {
             count: ask.num_nodes.filter(|n| *n > 0),
             list: ask.node_list.clone(),
             exclude: ask.exclude.clone(),
-            time_secs: ask.time_secs,
+            time_secs,
             partition: ask.queue.clone(),
         };
         if want.count.is_none() && want.list.is_empty() {
-            return self.refuse(tag, Status::ERR_BAD_PARAM);
+            return self.refuse_why(tag, Status::ERR_BAD_PARAM, "no node count or list");
         }
         let id = self.next_id();
         let name = self.job_name(&id);
-        let child = match ctl::submit(&want, &name) {
-            Ok(child) => child,
-            Err(e) => {
-                eprintln!("psched: cannot ask Slurm: {}", e.context);
-                return self.refuse(tag, e.status);
-            }
-        };
+        let w = self.start_salloc(&id, None, want, name.clone());
         let a = Alloc {
             owed: Some(tag),
+            waiting: Some(w),
             echo: ask.echo,
             req_id: ask.req_id,
             queue: ask.queue.unwrap_or_default(),
@@ -40,65 +96,67 @@ impl SlurmBackend {
             ..Alloc::default()
         };
         eprintln!("psched: asked Slurm for {id} (job {name})");
-        self.allocs.insert(id.clone(), a);
-        self.submitted.push(super::Submitted {
-            name,
-            alloc: id,
-            ext_tag: None,
-            child: Some(child),
-        });
-        self.poll(now)
+        self.allocs.insert(id, a);
+        Ok(Vec::new())
     }
 
     pub(super) fn on_extend(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(&ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let a = self.allocs[&id].clone();
-        if a.owed.is_some() || a.ext.is_some() || a.retained {
+        if let Some(why) = bad_names(&ask) {
+            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        }
+        let a = &self.allocs[&id];
+        if a.owed.is_some() || a.waiting.is_some() || a.ext_time.is_some() || a.retained {
             // Not granted yet, or an extension already waits.
             return self.refuse(tag, Status::ERR_NOT_AVAILABLE);
         }
-        if let Some(t) = ask.time_secs.filter(|t| *t > 0) {
-            for j in a.jobs() {
-                if let Err(e) = ctl::add_time(j, t) {
-                    eprintln!("psched: Slurm refused the extension: {}", e.context);
-                    return self.refuse(tag, e.status);
-                }
+        let more_nodes = ask.num_nodes.is_some_and(|n| n > 0) || !ask.node_list.is_empty();
+        let secs = ask.time_secs.filter(|t| *t > 0);
+        if let Some(t) = secs {
+            let held = a
+                .end_ms
+                .map_or(0, |e| e.saturating_sub(a.granted_at) / 1000);
+            if held + u64::from(t) > u64::from(self.max_secs) {
+                let why = format!(
+                    "{id} would exceed psched's maximum ({} min)",
+                    self.max_secs / 60
+                );
+                return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
             }
+            self.worker.send(Task::Extend {
+                alloc: id.clone(),
+                tag: (!more_nodes).then_some(tag),
+                jobs: a.jobs.clone(),
+                secs: t,
+            });
         }
         if let Some(x) = self.allocs.get_mut(&id) {
             x.echo = ask.echo.clone();
             if ask.warn_secs.is_some() {
                 x.warn_secs = ask.warn_secs;
             }
+            if secs.is_some() && !more_nodes {
+                x.ext_time = Some(tag);
+            }
         }
-        if ask.num_nodes.is_some_and(|n| n > 0) || !ask.node_list.is_empty() {
+        if more_nodes {
             return self.extend_nodes(tag, &id, &ask, now);
         }
-        let mut out = self.poll(now)?;
-        let echo = self
-            .allocs
-            .get(&id)
-            .map(|a| a.echo.clone())
-            .unwrap_or_default();
-        out.push(Out::Grant {
-            tag,
-            alloc_id: id,
-            nodes: Vec::new(),
-            echo,
-            new: false,
-        });
-        Ok(out)
+        if secs.is_none() {
+            return Ok(vec![self.renewed(tag, &id)]);
+        }
+        Ok(Vec::new())
     }
 
     /// More nodes for `id`: a further job on other nodes, for the time the
-    /// allocation has left; answered when Slurm runs it.
+    /// allocation has left; answered when Slurm grants it.
     fn extend_nodes(&mut self, tag: u32, id: &str, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
         let a = &self.allocs[id];
-        let left = a
-            .end_ms
-            .map(|e| (e.saturating_sub(now) / 1000).max(1) as u32);
+        let left = a.end_ms.map_or(self.default_secs, |e| {
+            (e.saturating_sub(now) / 1000).max(1) as u32
+        });
         let mut exclude = a.nodes.clone();
         exclude.extend(ask.exclude.iter().cloned());
         let want = ctl::Ask {
@@ -108,89 +166,84 @@ impl SlurmBackend {
             time_secs: left,
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
         };
-        let name = format!("{}.{}", self.job_name(id), a.more.len() + 1);
-        let child = match ctl::submit(&want, &name) {
-            Ok(child) => child,
-            Err(e) => {
-                eprintln!("psched: cannot ask Slurm: {}", e.context);
-                return self.refuse(tag, e.status);
-            }
-        };
+        let name = format!("{}.{}", self.job_name(id), a.jobs.len() + 1);
+        let w = self.start_salloc(id, Some(tag), want, name.clone());
         eprintln!("psched: asked Slurm for more nodes for {id} (job {name})");
         if let Some(x) = self.allocs.get_mut(id) {
-            x.ext = Some((tag, 0));
+            x.waiting = Some(w);
         }
-        self.submitted.push(super::Submitted {
-            name,
-            alloc: id.to_string(),
-            ext_tag: Some(tag),
-            child: Some(child),
-        });
-        self.poll(now)
+        Ok(Vec::new())
     }
 
-    pub(super) fn on_release(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+    pub(super) fn on_release(&mut self, tag: u32, ask: &AllocAsk) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let a = self.allocs[&id].clone();
-        let keep: Vec<&String> = a
+        if let Some(why) = bad_names(ask) {
+            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        }
+        let a = &self.allocs[&id];
+        let keep = a
             .nodes
             .iter()
             .filter(|n| !ask.node_list.contains(n))
-            .collect();
-        let whole = ask.node_list.is_empty() || keep.is_empty();
+            .count();
+        let whole = ask.node_list.is_empty() || keep == 0;
         let nodes = if whole {
             a.nodes.clone()
         } else {
             ask.node_list.clone()
         };
-        let done = if whole {
-            self.allocs.remove(&id);
+        if whole {
             eprintln!("psched: {id} released: its Slurm jobs cancelled");
-            cancel_all(&a)
+            self.drop_alloc(&id);
         } else {
-            self.shrink(&id, &ask.node_list)
-        };
-        if let Err(e) = done {
-            eprintln!("psched: Slurm refused the release: {}", e.context);
-            return self.refuse(tag, e.status);
+            self.shrink(&id, &ask.node_list);
         }
-        let mut out = vec![Out::Release {
+        Ok(vec![Out::Release {
             tag,
             alloc_id: id,
             nodes,
             whole,
-        }];
-        out.extend(self.poll(now)?);
-        Ok(out)
+        }])
     }
 
     /// Give `gone` back: each job holding some of them shrinks to the rest,
     /// or is cancelled when none of its nodes stay.
-    fn shrink(&mut self, id: &str, gone: &[String]) -> Result<()> {
-        let a = self.allocs[id].clone();
-        for (job, nodes) in &a.job_nodes {
-            let keep: Vec<String> = nodes
-                .iter()
-                .filter(|n| !gone.contains(n))
-                .cloned()
-                .collect();
-            if keep.len() == nodes.len() {
+    fn shrink(&mut self, id: &str, gone: &[String]) {
+        let Some(a) = self.allocs.get_mut(id) else {
+            return;
+        };
+        let mut tasks = Vec::new();
+        let mut dropped = Vec::new();
+        for (job, nodes) in &mut a.job_nodes {
+            let before = nodes.len();
+            nodes.retain(|n| !gone.contains(n));
+            if nodes.len() == before {
                 continue;
             }
-            if keep.is_empty() {
+            if nodes.is_empty() {
                 eprintln!("psched: Slurm job {job} cancelled: its nodes of {id} released");
-                ctl::cancel(*job)?;
+                dropped.push(*job);
             } else {
-                eprintln!("psched: Slurm job {job} shrunk to {}", keep.join(","));
-                ctl::shrink(*job, &keep)?;
+                eprintln!("psched: Slurm job {job} shrunk to {}", nodes.join(","));
+                tasks.push(Task::Shrink {
+                    job: *job,
+                    keep: nodes.clone(),
+                });
             }
         }
-        if let Some(x) = self.allocs.get_mut(id) {
-            x.nodes.retain(|n| !gone.contains(n));
+        a.nodes.retain(|n| !gone.contains(n));
+        a.jobs.retain(|j| !dropped.contains(j));
+        for j in &dropped {
+            a.job_nodes.remove(j);
         }
-        Ok(())
+        for t in tasks {
+            self.worker.send(t);
+        }
+        for j in dropped {
+            self.withdraw_job(j);
+        }
     }
 
     pub(super) fn on_cancel(&mut self, tag: u32, ask: &AllocAsk) -> Result<Vec<Out>> {
@@ -199,59 +252,69 @@ impl SlurmBackend {
         };
         let by = ask.requestor.as_deref();
         let a = self.allocs[&id].clone();
-        // The cancel's own answer first (see the pool backend's on_cancel).
-        let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
-        if let Some(owed) = a.owed {
-            self.allocs.remove(&id);
-            self.withdraw(&id, a.job, None);
-            out.push(Out::Answer(owed, wire::cancelled(self.wire, &a.echo, by)?));
-        } else if let Some((t, job)) = a.ext {
-            if let Some(x) = self.allocs.get_mut(&id) {
-                x.ext = None;
-            }
-            self.withdraw(&id, job, Some(t));
-            out.push(Out::Answer(t, wire::cancelled(self.wire, &a.echo, by)?));
-        } else {
+        let Some(w) = a.waiting.clone() else {
             // Granted already: nothing is queued to cancel.
             return self.refuse(tag, Status::ERR_NOT_FOUND);
-        }
+        };
+        // The cancel's own answer first (see the pool backend's on_cancel).
+        let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
+        let owed = match (a.owed, w.key.ext_tag) {
+            (Some(t), _) => {
+                self.drop_alloc(&id);
+                t
+            }
+            (None, Some(t)) => {
+                self.withdraw_waiting(&w);
+                if let Some(x) = self.allocs.get_mut(&id) {
+                    x.waiting = None;
+                }
+                t
+            }
+            (None, None) => return self.refuse(tag, Status::ERR_NOT_FOUND),
+        };
+        eprintln!("psched: the request for {id} withdrawn (REQ_CANCEL)");
+        out.push(Out::Answer(owed, wire::cancelled(self.wire, &a.echo, by)?));
         Ok(out)
     }
-}
 
-impl SlurmBackend {
-    /// Withdraw the request for `id` (an EXTEND's when `ext_tag`): its job
-    /// by id when `squeue` showed it, else by name.
-    fn withdraw(&mut self, id: &str, job: u64, ext_tag: Option<u32>) {
-        let pos = self
-            .submitted
-            .iter()
-            .position(|x| x.alloc == id && x.ext_tag == ext_tag);
-        let sub = pos.map(|i| self.submitted.remove(i));
-        let done = match (job, &sub) {
-            (0, Some(x)) => ctl::cancel_name(&x.name),
-            (j, _) => ctl::cancel(j),
+    /// Withdraw the salloc of `w`: its job when salloc named it, else the
+    /// job it will name.
+    pub(super) fn withdraw_waiting(&mut self, w: &Waiting) {
+        match w.job {
+            Some(j) => self.withdraw_job(j),
+            None => self.withdrawn.push(w.key.clone()),
+        }
+    }
+
+    /// Forget allocation `id` and give all its jobs back to Slurm.
+    pub(super) fn drop_alloc(&mut self, id: &str) {
+        let Some(a) = self.allocs.remove(id) else {
+            return;
         };
-        if let Some(mut c) = sub.and_then(|x| x.child) {
-            let _ = c.kill();
-            self.children.push(c);
+        if let Some(w) = &a.waiting {
+            self.withdraw_waiting(w);
         }
-        if let Err(e) = done {
-            eprintln!("psched: Slurm refused the cancel: {}", e.context);
+        for j in a.jobs {
+            self.withdraw_job(j);
         }
     }
-}
 
-/// Cancel every job of `a` (and its waiting extension).
-pub(super) fn cancel_all(a: &Alloc) -> Result<()> {
-    let mut first = Ok(());
-    for j in a.jobs().chain(a.ext.map(|(_, j)| j)).filter(|j| *j != 0) {
-        if let Err(e) = ctl::cancel(j) {
-            eprintln!("psched: cannot cancel Slurm job {j}: {}", e.context);
-            if first.is_ok() {
-                first = Err(e);
-            }
-        }
+    /// The requests waiting for Slurm, for `pwatch --status`.
+    pub(super) fn pending_view(&self) -> Vec<SchedPendingView> {
+        let mut v: Vec<SchedPendingView> = self
+            .allocs
+            .iter()
+            .filter_map(|(id, a)| {
+                let w = a.waiting.as_ref()?;
+                Some(SchedPendingView {
+                    alloc_id: id.clone(),
+                    nodes: w.ask.count.unwrap_or(w.ask.list.len() as u32),
+                    time_secs: Some(w.ask.time_secs),
+                    extend: w.key.ext_tag.is_some(),
+                })
+            })
+            .collect();
+        v.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
+        v
     }
-    first
 }

@@ -1,319 +1,594 @@
-//! What Slurm says of psched's jobs (`squeue --json`, about once a second,
-//! every 25 ms while a request waits) and what psched does about it: answer
-//! a request whose job now runs, warn before Slurm's end time, end the
-//! session of an allocation Slurm no longer runs any job of.
+//! What Slurm says of psched's jobs and what psched does about it: answer a
+//! request whose job Slurm granted, refuse one Slurm will never grant, warn
+//! before Slurm's end time, end the session of an allocation Slurm ended,
+//! and keep everything as it is while Slurm cannot be reached.
+
+use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::proto::status::Status;
 
 use super::super::out::{EndWhy, Out};
-use super::ctl::{self, Job, JobState};
-use super::reason::{self, EndCause, Pending};
-use super::{SlurmBackend, PENDING_POLL_MS, POLL_MS};
+use super::ctl::Failure;
+use super::job::{Job, Seen, Unreachable};
+use super::reason::{EndCause, JobState, Pending};
+use super::worker::{Done, SallocEvent, SubKey, Task};
+use super::{SlurmBackend, MAX_BACKOFF_MS, POLL_MS};
 
-/// A job Slurm still lists as waiting or running.
-fn alive(jobs: &[Job], id: u64) -> Option<&Job> {
-    jobs.iter()
-        .find(|j| j.id == id && !matches!(j.state, JobState::Ended(_)))
-}
+/// A salloc younger than this is watched closely (its grant may come at
+/// once), ms.
+const FRESH_MS: u64 = 2000;
 
 impl SlurmBackend {
-    /// The polling period: short while a request waits for its job.
-    pub(super) fn poll_every(&self) -> u64 {
-        let waiting = self
-            .allocs
+    /// Whether a salloc was started (or named its job) within [`FRESH_MS`].
+    pub(super) fn fresh_salloc(&self, now: u64) -> bool {
+        self.allocs
             .values()
-            .any(|a| a.owed.is_some() || a.ext.is_some());
-        if waiting {
-            PENDING_POLL_MS
-        } else {
-            POLL_MS
-        }
+            .any(|a| a.waiting.is_some() && now.saturating_sub(a.granted_at) < FRESH_MS)
     }
 
-    /// Ask Slurm about every job and act on what changed.
-    pub(super) fn poll(&mut self, now: u64) -> Result<Vec<Out>> {
-        self.last_poll = now;
-        if self.allocs.is_empty() {
-            return Ok(Vec::new());
+    /// Whether there is anything to ask Slurm about.
+    pub(super) fn wants_show(&self) -> bool {
+        !self.showing && !self.jobs_to_show().is_empty()
+    }
+
+    /// The next time a warning falls due (ms).
+    pub(super) fn next_warning(&self) -> Option<u64> {
+        self.allocs
+            .values()
+            .filter(|a| !a.retained && a.owed.is_none())
+            .filter_map(|a| {
+                let (w, end) = (a.warn_secs?, a.end_ms?);
+                (a.warned_for != Some(end)).then(|| end.saturating_sub(u64::from(w) * 1000))
+            })
+            .min()
+    }
+
+    /// When an salloc refused for an unreachable Slurm is tried again (ms).
+    pub(super) fn next_resubmit(&self) -> Option<u64> {
+        self.allocs
+            .values()
+            .filter_map(|a| a.waiting.as_ref()?.again_at)
+            .min()
+    }
+
+    /// Every job Slurm should be asked about: the granted ones, the queued
+    /// ones, and those to cancel.
+    fn jobs_to_show(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .allocs
+            .values()
+            .flat_map(|a| {
+                let w = a.waiting.as_ref().and_then(|w| w.job);
+                a.jobs.iter().copied().chain(w)
+            })
+            .chain(self.to_cancel.iter().copied())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// One turn: collect Slurm's answers, act on them, ask again when due.
+    pub(super) fn step(&mut self, now: u64) -> Result<Vec<Out>> {
+        let mut out = Vec::new();
+        for d in self.worker.results() {
+            out.extend(self.on_done(d, now)?);
         }
-        let jobs = match ctl::jobs() {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("psched: cannot ask Slurm: {}", e.context);
-                return Ok(Vec::new());
+        out.extend(self.resubmit(now));
+        out.extend(self.warnings(now)?);
+        if !self.showing && now >= self.next_show {
+            let jobs = self.jobs_to_show();
+            if !jobs.is_empty() {
+                self.showing = true;
+                self.worker.send(Task::Show(jobs));
             }
-        };
-        self.reap();
-        let mut out = self.resolve(&jobs)?;
-        self.withdraw_strays(&jobs);
-        let ids: Vec<String> = self.allocs.keys().cloned().collect();
-        for id in ids {
-            out.extend(self.follow_extension(&id, &jobs)?);
-            out.extend(self.follow(&id, &jobs, now)?);
+            self.next_show = now + self.unreachable.map_or(POLL_MS, |(_, pause)| pause);
         }
         Ok(out)
     }
 
-    /// An EXTEND in nodes whose job Slurm now runs joins the allocation
-    /// (and is answered); one Slurm dropped is refused.
-    fn follow_extension(&mut self, id: &str, jobs: &[Job]) -> Result<Vec<Out>> {
-        let Some((tag, job)) = self.allocs[id].ext.filter(|(_, j)| *j != 0) else {
-            return Ok(Vec::new());
-        };
-        let st = match alive(jobs, job) {
-            Some(j) if j.state == JobState::Pending => match reason::pending(&j.reason) {
-                Pending::Wait => return Ok(Vec::new()),
-                Pending::Refuse(st) => {
-                    let _ = ctl::cancel(job);
-                    st
-                }
-            },
-            Some(_) => Status(0),
-            None => Status::ERR_NOT_AVAILABLE,
-        };
-        if let Some(a) = self.allocs.get_mut(id) {
-            a.ext = None;
-            if st.is_success() {
-                a.more.push(job);
+    /// Slurm could not be reached (`why`): say so once, back off.
+    fn unreachable(&mut self, why: &str, now: u64) {
+        let pause = match self.unreachable {
+            None => {
+                eprintln!("psched: Slurm unreachable ({why}): sessions kept, requests wait");
+                POLL_MS
             }
-        }
-        if !st.is_success() {
-            eprintln!("psched: Slurm dropped job {job}, the extension of {id}");
-            return self.refuse(tag, st);
-        }
-        // Its nodes: read now, so the answer names them.
-        let more = jobs.iter().find(|j| j.id == job).map(|j| j.nodes.clone());
-        let nodes = ctl::hostnames(&more.unwrap_or_default())?;
-        let Some(a) = self.allocs.get_mut(id) else {
-            return Ok(Vec::new());
+            Some((_, p)) => (p * 2).min(MAX_BACKOFF_MS),
         };
-        a.job_nodes.insert(job, nodes.clone());
-        a.nodes.extend(nodes.clone());
-        Ok(vec![Out::Grant {
-            tag,
-            alloc_id: id.to_string(),
-            nodes,
-            echo: a.echo.clone(),
-            new: false,
-        }])
+        let since = self.unreachable.map_or(now, |(s, _)| s);
+        self.unreachable = Some((since, pause));
+        self.next_show = self.next_show.max(now + pause);
     }
 
-    /// Act on what Slurm says of the jobs of allocation `id`.
-    fn follow(&mut self, id: &str, jobs: &[Job], now: u64) -> Result<Vec<Out>> {
-        if self.allocs.get(id).is_none_or(|a| a.job == 0) {
-            // Not yet seen in squeue (or just refused).
-            return Ok(Vec::new());
+    fn reachable(&mut self, now: u64) {
+        if let Some((since, _)) = self.unreachable.take() {
+            let secs = now.saturating_sub(since) / 1000;
+            eprintln!("psched: Slurm reachable again (after {secs} s)");
         }
-        let held: Vec<Job> = self.allocs[id]
-            .jobs()
-            .filter_map(|j| alive(jobs, j).cloned())
-            .collect();
-        if held.is_empty() {
-            let main = self.allocs[id].job;
-            let cause = jobs.iter().find_map(|j| match j.state {
-                JobState::Ended(c) if j.id == main => Some(c),
-                _ => None,
-            });
-            return self.ended(id, cause);
-        }
-        let running: Vec<&Job> = held
-            .iter()
-            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended))
-            .collect();
-        if running.is_empty() {
-            return self.still_pending(id, &held);
-        }
-        let mut per_job = Vec::new();
-        for j in &running {
-            per_job.push((j.id, ctl::hostnames(&j.nodes)?));
-        }
-        let end = running
-            .iter()
-            .filter(|j| j.end_time > 0)
-            .map(|j| j.end_time * 1000)
-            .min();
-        self.running(id, per_job, end, now)
     }
 
-    /// A NEW whose job still waits: refused (and withdrawn) when Slurm's
-    /// pending reason says it will never run as asked.
-    fn still_pending(&mut self, id: &str, held: &[Job]) -> Result<Vec<Out>> {
-        let Some(tag) = self.allocs[id].owed else {
+    fn on_done(&mut self, d: Done, now: u64) -> Result<Vec<Out>> {
+        match d {
+            Done::Seen(list) => {
+                self.showing = false;
+                self.on_seen(list, now)
+            }
+            Done::Cancelled(job, r) => {
+                match r {
+                    Ok(()) => self.to_cancel.retain(|j| *j != job),
+                    Err(Failure::Unreachable(w)) => self.unreachable(&w, now),
+                    // Already ended (Slurm refuses to cancel an ended job).
+                    Err(Failure::Refused(w)) => {
+                        eprintln!("psched: Slurm did not cancel job {job}: {w}");
+                        self.to_cancel.retain(|j| *j != job);
+                    }
+                }
+                Ok(Vec::new())
+            }
+            Done::Extended { alloc, tag, result } => self.extended(&alloc, tag, result, now),
+            Done::Shrunk(job, r) => {
+                if let Err(e) = r {
+                    eprintln!("psched: Slurm did not shrink job {job}: {}", e.words());
+                }
+                self.next_show = 0;
+                Ok(Vec::new())
+            }
+            Done::Salloc(key, ev) => self.on_salloc(key, ev, now),
+        }
+    }
+
+    fn extended(
+        &mut self,
+        id: &str,
+        tag: Option<u32>,
+        result: std::result::Result<(), Failure>,
+        now: u64,
+    ) -> Result<Vec<Out>> {
+        if let Some(a) = self.allocs.get_mut(id) {
+            a.ext_time = None;
+        }
+        self.next_show = 0;
+        let st = match &result {
+            Ok(()) => Status(0),
+            Err(Failure::Unreachable(w)) => {
+                self.unreachable(w, now);
+                Status::ERR_NOT_AVAILABLE
+            }
+            Err(Failure::Refused(w)) => {
+                eprintln!("psched: Slurm refused the extension of {id}: {w}");
+                Status::ERR_BAD_PARAM
+            }
+        };
+        let Some(tag) = tag else {
             return Ok(Vec::new());
         };
-        let main = held.iter().find(|j| j.id == self.allocs[id].job);
-        let Some(Pending::Refuse(st)) = main.map(|j| reason::pending(&j.reason)) else {
-            return Ok(Vec::new());
-        };
-        let a = self.allocs.remove(id).unwrap_or_default();
-        eprintln!(
-            "psched: Slurm will not run {id} as asked ({}): refused",
-            main.map_or("", |j| &j.reason)
-        );
-        let _ = ctl::cancel(a.job);
+        if st.is_success() {
+            return Ok(vec![self.renewed(tag, id)]);
+        }
         self.refuse(tag, st)
     }
 
-    fn running(
-        &mut self,
-        id: &str,
-        per_job: Vec<(u64, Vec<String>)>,
-        end_ms: Option<u64>,
-        now: u64,
-    ) -> Result<Vec<Out>> {
-        let mut sessions = self.ledger.sessions;
+    /// The allocation whose salloc `key` is, if it still waits for it.
+    fn waiting_of(&self, key: &SubKey) -> Option<String> {
+        let a = self.allocs.get(&key.alloc)?;
+        (a.waiting.as_ref()?.key == *key).then(|| key.alloc.clone())
+    }
+
+    fn on_salloc(&mut self, key: SubKey, ev: SallocEvent, now: u64) -> Result<Vec<Out>> {
+        let Some(id) = self.waiting_of(&key) else {
+            // Withdrawn before it said its job: cancel that job now.
+            if let SallocEvent::Job { id: job, .. } = ev {
+                if let Some(i) = self.withdrawn.iter().position(|k| *k == key) {
+                    self.withdrawn.remove(i);
+                    self.withdraw_job(job);
+                }
+            }
+            return Ok(Vec::new());
+        };
+        match ev {
+            SallocEvent::Job { id: job, granted } => {
+                let w = self.allocs.get_mut(&id).and_then(|a| a.waiting.as_mut());
+                if let Some(w) = w {
+                    w.job = Some(job);
+                    let what = if granted { "granted" } else { "queued" };
+                    eprintln!("psched: Slurm job {job} is {id} ({}, {what})", w.name);
+                }
+                self.next_show = 0;
+                Ok(Vec::new())
+            }
+            // Granted (the query that follows answers), or its job ended
+            // while queued (the job's state says why).
+            SallocEvent::Exit(Ok(())) => Ok(Vec::new()),
+            SallocEvent::Exit(Err(_)) if self.job_known(&id) => {
+                self.next_show = 0;
+                Ok(Vec::new())
+            }
+            SallocEvent::Exit(Err(Failure::Unreachable(w))) => {
+                self.unreachable(&w, now);
+                let pause = self.unreachable.map_or(POLL_MS, |(_, p)| p);
+                eprintln!(
+                    "psched: {id} waits for Slurm (asked again in {} s)",
+                    pause / 1000
+                );
+                if let Some(w) = self.allocs.get_mut(&id).and_then(|a| a.waiting.as_mut()) {
+                    w.again_at = Some(now + pause);
+                }
+                Ok(Vec::new())
+            }
+            SallocEvent::Exit(Err(Failure::Refused(w))) => {
+                eprintln!("psched: Slurm refused {id}: {w}");
+                self.give_up(&id, Status::ERR_BAD_PARAM)
+            }
+        }
+    }
+
+    fn job_known(&self, id: &str) -> bool {
+        self.allocs
+            .get(id)
+            .and_then(|a| a.waiting.as_ref())
+            .is_some_and(|w| w.job.is_some())
+    }
+
+    /// Ask again for what an unreachable Slurm did not take.
+    fn resubmit(&mut self, now: u64) -> Vec<Out> {
+        let due: Vec<String> = self
+            .allocs
+            .iter()
+            .filter(|(_, a)| {
+                a.waiting
+                    .as_ref()
+                    .and_then(|w| w.again_at)
+                    .is_some_and(|t| now >= t)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let Some(mut w) = self.allocs.get(&id).and_then(|a| a.waiting.clone()) else {
+                continue;
+            };
+            w.key = self.key(&id, w.key.ext_tag);
+            w.again_at = None;
+            self.submit(&w);
+            if let Some(a) = self.allocs.get_mut(&id) {
+                a.waiting = Some(w);
+                a.granted_at = now;
+            }
+        }
+        Vec::new()
+    }
+
+    /// The waiting request of `id` will not be granted: refuse it with `st`
+    /// (an EXTEND's only; a NEW's with its allocation).
+    fn give_up(&mut self, id: &str, st: Status) -> Result<Vec<Out>> {
         let Some(a) = self.allocs.get_mut(id) else {
             return Ok(Vec::new());
         };
-        a.nodes = per_job
-            .iter()
-            .flat_map(|(_, n)| n.iter().cloned())
-            .collect();
-        a.job_nodes = per_job.into_iter().collect();
-        a.end_ms = end_ms;
-        let mut out = Vec::new();
-        if let Some(tag) = a.owed.take() {
-            a.granted_at = now;
-            let new = a.session.is_none();
-            if new {
-                sessions += 1;
-                a.session = Some(sessions);
-            }
-            out.push(Out::Grant {
-                tag,
-                alloc_id: id.to_string(),
-                nodes: a.nodes.clone(),
-                echo: a.echo.clone(),
-                new,
-            });
-        }
-        if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
-            if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
-                a.warned_for = Some(end);
-                let left = ((end - now) / 1000) as u32;
-                out.push(Out::Warn {
-                    alloc_id: id.to_string(),
-                    secs: left,
-                });
-            }
-        }
-        self.ledger.sessions = sessions;
-        Ok(out)
-    }
-
-    /// Reap the `salloc`s that exited.
-    fn reap(&mut self) {
-        self.children
-            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
-    }
-
-    /// Find the jobs of the `salloc`s psched started, by name; one whose
-    /// `salloc` failed before its job appeared was refused by Slurm.
-    fn resolve(&mut self, jobs: &[Job]) -> Result<Vec<Out>> {
-        let mut out = Vec::new();
-        for mut sub in std::mem::take(&mut self.submitted) {
-            if let Some(j) = jobs.iter().find(|j| j.name == sub.name) {
-                self.found(&sub, j.id);
-                self.children.extend(sub.child.take());
-                continue;
-            }
-            let failed = match sub.child.as_mut().map(|c| c.try_wait()) {
-                Some(Ok(Some(st))) => !st.success(),
-                _ => false,
-            };
-            if failed {
-                out.extend(self.refused(&sub)?);
-            } else {
-                self.submitted.push(sub);
-            }
-        }
-        Ok(out)
-    }
-
-    fn found(&mut self, sub: &super::Submitted, job: u64) {
-        let Some(a) = self.allocs.get_mut(&sub.alloc) else {
-            return;
+        let Some(w) = a.waiting.take() else {
+            return Ok(Vec::new());
         };
-        match sub.ext_tag {
-            None => a.job = job,
-            Some(t) => a.ext = Some((t, job)),
-        }
-        eprintln!("psched: Slurm job {job} is {} ({})", sub.alloc, sub.name);
-    }
-
-    /// Slurm refused the `salloc` of `sub` at submission (it asked for
-    /// more than Slurm has, or what it cannot give).
-    fn refused(&mut self, sub: &super::Submitted) -> Result<Vec<Out>> {
-        eprintln!("psched: Slurm refused {} ({})", sub.alloc, sub.name);
-        match sub.ext_tag {
-            Some(t) => {
-                if let Some(a) = self.allocs.get_mut(&sub.alloc) {
-                    a.ext = None;
-                }
-                self.refuse(t, Status::ERR_BAD_PARAM)
+        let tag = match (w.key.ext_tag, a.owed) {
+            (Some(t), _) => Some(t),
+            (None, owed) => {
+                self.allocs.remove(id);
+                owed
             }
-            None => match self.allocs.remove(&sub.alloc).and_then(|a| a.owed) {
-                Some(t) => self.refuse(t, Status::ERR_BAD_PARAM),
-                None => Ok(Vec::new()),
-            },
+        };
+        self.withdraw_waiting(&w);
+        match tag {
+            Some(t) => self.refuse(t, st),
+            None => Ok(Vec::new()),
         }
     }
 
-    /// Cancel this psched's jobs (by their name's tag) that it no longer
-    /// knows: left by a psched killed while they waited or after.
-    fn withdraw_strays(&mut self, jobs: &[Job]) {
-        let mine = format!("psched.{}.", self.tag);
-        let known: Vec<u64> = self
-            .allocs
-            .values()
-            .flat_map(|a| a.jobs().chain(a.ext.map(|(_, j)| j)).collect::<Vec<_>>())
-            .collect();
-        for j in jobs.iter().filter(|j| j.name.starts_with(&mine)) {
-            let waiting = self.submitted.iter().any(|x| x.name == j.name);
-            if known.contains(&j.id) || waiting || matches!(j.state, JobState::Ended(_)) {
+    fn on_seen(
+        &mut self,
+        list: Vec<(u64, std::result::Result<Seen, Unreachable>)>,
+        now: u64,
+    ) -> Result<Vec<Out>> {
+        let mut seen: HashMap<u64, Seen> = HashMap::new();
+        for (job, r) in list {
+            match r {
+                Ok(s) => {
+                    seen.insert(job, s);
+                }
+                Err(Unreachable(w)) => {
+                    self.unreachable(&w, now);
+                    return Ok(Vec::new());
+                }
+            }
+        }
+        self.reachable(now);
+        let mut out = Vec::new();
+        for (job, s) in &seen {
+            if let Seen::Job(j) = s {
+                if j.user_id.is_some_and(|u| u != self.uid) {
+                    out.extend(self.foreign(*job, j.user_id)?);
+                    continue;
+                }
+                self.verified.insert(*job);
+            }
+        }
+        self.cancel_checked(&seen);
+        let ids: Vec<String> = self.allocs.keys().cloned().collect();
+        for id in ids {
+            out.extend(self.follow_waiting(&id, &seen)?);
+            out.extend(self.follow(&id, &seen, now)?);
+        }
+        Ok(out)
+    }
+
+    /// Job `job` runs as another user (`uid`): not psched's, never touched.
+    fn foreign(&mut self, job: u64, uid: Option<u32>) -> Result<Vec<Out>> {
+        eprintln!(
+            "psched: Slurm job {job} runs as uid {} (psched is {}): not psched's, left alone",
+            uid.unwrap_or(0),
+            self.uid
+        );
+        self.to_cancel.retain(|j| *j != job);
+        let mut out = Vec::new();
+        let ids: Vec<String> = self.allocs.keys().cloned().collect();
+        for id in ids {
+            let Some(a) = self.allocs.get_mut(&id) else {
+                continue;
+            };
+            a.jobs.retain(|j| *j != job);
+            if a.waiting.as_ref().is_some_and(|w| w.job == Some(job)) {
+                if let Some(w) = a.waiting.as_mut() {
+                    w.job = None;
+                }
+                out.extend(self.give_up(&id, Status::ERR_NO_PERMISSIONS)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Cancel the jobs to cancel that psched checked; drop those already
+    /// ended.
+    fn cancel_checked(&mut self, seen: &HashMap<u64, Seen>) {
+        let mut keep = Vec::new();
+        for job in std::mem::take(&mut self.to_cancel) {
+            match seen.get(&job) {
+                Some(Seen::Gone) => {}
+                Some(Seen::Job(j)) if matches!(j.state, JobState::Ended(_)) => {}
+                Some(Seen::Job(_)) if self.verified.contains(&job) => {
+                    if !self.cancel_sent.contains(&job) {
+                        eprintln!("psched: Slurm job {job} is no grant of this psched: cancelled");
+                        self.cancel_sent.insert(job);
+                    }
+                    self.worker.send(Task::Cancel(job));
+                    keep.push(job);
+                }
+                _ => keep.push(job),
+            }
+        }
+        self.to_cancel = keep;
+    }
+
+    /// A waiting request whose job Slurm granted is answered; one Slurm
+    /// says it will never grant, or ended, is refused.
+    fn follow_waiting(&mut self, id: &str, seen: &HashMap<u64, Seen>) -> Result<Vec<Out>> {
+        let Some(w) = self.allocs.get(id).and_then(|a| a.waiting.clone()) else {
+            return Ok(Vec::new());
+        };
+        let Some(job) = w.job else {
+            return Ok(Vec::new());
+        };
+        let j = match seen.get(&job) {
+            None | Some(Seen::Missing) => return Ok(Vec::new()),
+            Some(Seen::Gone) => {
+                eprintln!("psched: Slurm no longer knows job {job} ({id}): refused");
+                return self.give_up(id, Status::ERR_JOB_CANCELED);
+            }
+            Some(Seen::Job(j)) => j,
+        };
+        match &j.state {
+            JobState::Running | JobState::Suspended => self.granted(id, j),
+            JobState::Pending => {
+                if let Pending::Refuse(st) = j.reason.pending() {
+                    eprintln!(
+                        "psched: Slurm will not run {id} as asked ({}): refused",
+                        j.reason.word()
+                    );
+                    return self.give_up(id, st);
+                }
+                let w = self.allocs.get_mut(id).and_then(|a| a.waiting.as_mut());
+                if let Some(w) = w {
+                    if w.reason.as_ref() != Some(&j.reason) {
+                        eprintln!("psched: {id} waits in Slurm's queue ({})", j.reason.word());
+                        w.reason = Some(j.reason.clone());
+                    }
+                }
+                Ok(Vec::new())
+            }
+            JobState::Ended(c) => {
+                eprintln!(
+                    "psched: Slurm ended job {job} ({id}, {}) before granting it",
+                    c.word()
+                );
+                self.give_up(id, Status::ERR_JOB_CANCELED)
+            }
+            JobState::Unknown(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// The waiting request of `id` was granted job `j`: answer the DVM.
+    fn granted(&mut self, id: &str, j: &Job) -> Result<Vec<Out>> {
+        let mut sessions = self.ledger.sessions;
+        let now = super::super::now_ms();
+        let Some(a) = self.allocs.get_mut(id) else {
+            return Ok(Vec::new());
+        };
+        let Some(w) = a.waiting.take() else {
+            return Ok(Vec::new());
+        };
+        a.jobs.push(j.id);
+        a.job_nodes.insert(j.id, j.nodes.clone());
+        a.nodes.extend(j.nodes.iter().cloned());
+        let end = j.end_time.map(|t| t * 1000);
+        a.end_ms = match (a.end_ms, end) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let new = w.key.ext_tag.is_none();
+        let tag = match w.key.ext_tag {
+            Some(t) => t,
+            None => {
+                a.granted_at = now;
+                if a.session.is_none() {
+                    sessions += 1;
+                    a.session = Some(sessions);
+                }
+                let Some(t) = a.owed.take() else {
+                    return Ok(Vec::new());
+                };
+                t
+            }
+        };
+        eprintln!(
+            "psched: Slurm granted job {} for {id} on {}",
+            j.id,
+            j.nodes.join(",")
+        );
+        self.ledger.sessions = sessions;
+        let a = &self.allocs[id];
+        Ok(vec![Out::Grant {
+            tag,
+            alloc_id: id.to_string(),
+            nodes: if new {
+                a.nodes.clone()
+            } else {
+                j.nodes.clone()
+            },
+            echo: a.echo.clone(),
+            new,
+        }])
+    }
+
+    /// Follow a granted allocation's jobs: their nodes and end time; its
+    /// end when Slurm ended them all.
+    fn follow(&mut self, id: &str, seen: &HashMap<u64, Seen>, _now: u64) -> Result<Vec<Out>> {
+        let Some(a) = self.allocs.get(id) else {
+            return Ok(Vec::new());
+        };
+        if a.jobs.is_empty() || a.owed.is_some() {
+            return Ok(Vec::new());
+        }
+        let mut ended: Vec<(u64, EndCause)> = Vec::new();
+        let mut live: Vec<&Job> = Vec::new();
+        for j in &a.jobs {
+            match seen.get(j) {
+                Some(Seen::Gone) => ended.push((*j, EndCause::Gone)),
+                Some(Seen::Missing) => {}
+                Some(Seen::Job(x)) => match &x.state {
+                    JobState::Ended(c) => ended.push((*j, *c)),
+                    // Put back in the queue after it ran: its nodes are gone.
+                    JobState::Pending => ended.push((*j, EndCause::Preempted)),
+                    JobState::Running | JobState::Suspended => live.push(x),
+                    JobState::Unknown(_) => {}
+                },
+                None => {}
+            }
+        }
+        let first = a.jobs[0];
+        let end = live
+            .iter()
+            .filter_map(|j| j.end_time)
+            .min()
+            .map(|t| t * 1000);
+        let updates: Vec<(u64, Vec<String>)> =
+            live.iter().map(|j| (j.id, j.nodes.clone())).collect();
+        let all_ended = ended.len() == a.jobs.len();
+        if all_ended {
+            let cause = ended
+                .iter()
+                .find(|(j, _)| *j == first)
+                .map_or(ended[0].1, |e| e.1);
+            return self.ended(id, cause);
+        }
+        let a = self.allocs.get_mut(id).expect("present");
+        for (j, cause) in &ended {
+            eprintln!(
+                "psched: Slurm ended job {j} of {id} ({}): its nodes leave",
+                cause.word()
+            );
+            a.jobs.retain(|x| x != j);
+            a.job_nodes.remove(j);
+            self.to_cancel.retain(|x| x != j);
+        }
+        for (j, nodes) in updates {
+            a.job_nodes.insert(j, nodes);
+        }
+        if !live.is_empty() {
+            a.nodes = a
+                .jobs
+                .iter()
+                .filter_map(|j| a.job_nodes.get(j))
+                .flatten()
+                .cloned()
+                .collect();
+            if end.is_some() {
+                a.end_ms = end;
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// Send the warnings that fell due.
+    fn warnings(&mut self, now: u64) -> Result<Vec<Out>> {
+        let mut out = Vec::new();
+        for (id, a) in self.allocs.iter_mut() {
+            if a.retained || a.owed.is_some() {
                 continue;
             }
-            eprintln!(
-                "psched: Slurm job {} ({}) is no grant of this psched: cancelled",
-                j.id, j.name
-            );
-            let _ = ctl::cancel(j.id);
+            if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
+                if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
+                    a.warned_for = Some(end);
+                    let left = ((end - now) / 1000) as u32;
+                    out.push(Out::Warn {
+                        alloc_id: id.clone(),
+                        secs: left,
+                    });
+                }
+            }
         }
+        Ok(out)
     }
 
-    /// Slurm runs no job of `id` any more: a request still owed is
-    /// refused, a granted allocation's session is ended.
-    /// `cause`: why Slurm ended its first job, when Slurm still lists it.
-    fn ended(&mut self, id: &str, cause: Option<EndCause>) -> Result<Vec<Out>> {
+    /// Slurm ended every job of `id` (`cause`: why it ended the first): the
+    /// DVM's session ends.
+    fn ended(&mut self, id: &str, cause: EndCause) -> Result<Vec<Out>> {
         let Some(a) = self.allocs.remove(id) else {
             return Ok(Vec::new());
         };
-        if let Some((_, j)) = a.ext.filter(|(_, j)| *j != 0) {
-            let _ = ctl::cancel(j);
-        }
-        if a.retained {
-            eprintln!("psched: Slurm ended {id} (retained by the DVM)");
-            return Ok(Vec::new());
-        }
-        let why = cause.map_or("no longer listed".to_string(), |c| format!("{c:?}"));
-        eprintln!(
-            "psched: Slurm ended job {} ({id}, {why}): ending its session",
-            a.job
-        );
         let mut out = Vec::new();
-        if let Some((t, _)) = a.ext {
-            out.push(self.answer(t, Status::ERR_NOT_AVAILABLE, None, None)?);
+        if let Some(w) = &a.waiting {
+            self.withdraw_waiting(w);
+            if let Some(t) = w.key.ext_tag {
+                out.push(self.answer(t, Status::ERR_NOT_AVAILABLE, None, None)?);
+            }
         }
-        if let Some(tag) = a.owed {
-            out.push(self.answer(tag, Status::ERR_JOB_CANCELED, None, None)?);
-        } else {
-            out.push(Out::End {
-                alloc_id: id.to_string(),
-                nodes: a.nodes.clone(),
-                why: EndWhy::Source,
-            });
+        for j in &a.jobs {
+            self.to_cancel.retain(|x| x != j);
         }
+        let first = a.jobs.first().copied().unwrap_or(0);
+        if a.retained {
+            eprintln!(
+                "psched: Slurm ended job {first} ({id}, {}), retained by the DVM",
+                cause.word()
+            );
+            return Ok(out);
+        }
+        eprintln!(
+            "psched: Slurm ended job {first} ({id}, {}): ending its session",
+            cause.word()
+        );
+        out.push(Out::End {
+            alloc_id: id.to_string(),
+            nodes: a.nodes.clone(),
+            why: EndWhy::Source,
+        });
         Ok(out)
     }
 }

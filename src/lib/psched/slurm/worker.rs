@@ -1,0 +1,233 @@
+//! Slurm's commands off psched's serving loop: one thread asks about jobs,
+//! one changes them (cancel, extend, shrink), and each `salloc` waits for
+//! its grant on a thread of its own. The backend sends [`Task`]s and
+//! collects [`Done`]s in its `tick`, so a slow or unreachable controller
+//! never stalls the conversation with the DVM.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+use super::ctl::{self, Ask, Dialect, Failure, SallocSays};
+use super::job::{Seen, Unreachable};
+
+/// Which `salloc` an event is about: the allocation, the DVM's tag of an
+/// EXTEND in nodes (none for a NEW), and a number of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubKey {
+    /// The allocation id.
+    pub alloc: String,
+    /// For an EXTEND in nodes: the DVM's tag to answer.
+    pub ext_tag: Option<u32>,
+    /// Distinguishes a resubmission from an earlier salloc.
+    pub seq: u64,
+}
+
+/// Something for Slurm.
+#[derive(Debug, Clone)]
+pub enum Task {
+    /// What Slurm says of these jobs (one `scontrol show job` each).
+    Show(Vec<u64>),
+    /// `scancel` this job.
+    Cancel(u64),
+    /// Add `secs` to each of `jobs` (an EXTEND in time of `alloc`, tag `tag`).
+    Extend {
+        /// The allocation.
+        alloc: String,
+        /// The DVM's tag to answer (none: another request answers).
+        tag: Option<u32>,
+        /// Its jobs.
+        jobs: Vec<u64>,
+        /// How much longer.
+        secs: u32,
+    },
+    /// Shrink `job` to `keep`.
+    Shrink {
+        /// The job.
+        job: u64,
+        /// The nodes it keeps.
+        keep: Vec<String>,
+    },
+    /// Start a `salloc` for `ask`, job named `name`.
+    Submit {
+        /// Who it is for.
+        key: SubKey,
+        /// What it asks.
+        ask: Ask,
+        /// The job name.
+        name: String,
+    },
+}
+
+/// What a `salloc` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SallocEvent {
+    /// Slurm gave it this job id (granted, or queued).
+    Job {
+        /// The job id.
+        id: u64,
+        /// Granted (else queued).
+        granted: bool,
+    },
+    /// It exited: successfully, or with why.
+    Exit(Result<(), Failure>),
+}
+
+/// Something Slurm did or said.
+#[derive(Debug, Clone)]
+pub enum Done {
+    /// Answers to a [`Task::Show`].
+    Seen(Vec<(u64, Result<Seen, Unreachable>)>),
+    /// A [`Task::Cancel`] done or failed.
+    Cancelled(u64, Result<(), Failure>),
+    /// A [`Task::Extend`] done or failed.
+    Extended {
+        /// The allocation.
+        alloc: String,
+        /// The DVM's tag to answer, if any.
+        tag: Option<u32>,
+        /// Done, or why not.
+        result: Result<(), Failure>,
+    },
+    /// A [`Task::Shrink`] done or failed.
+    Shrunk(u64, Result<(), Failure>),
+    /// A `salloc`'s news.
+    Salloc(SubKey, SallocEvent),
+}
+
+/// The threads and their channels.
+pub struct Worker {
+    ask: Sender<Task>,
+    change: Sender<Task>,
+    done_tx: Sender<Done>,
+    done: Receiver<Done>,
+    /// Tasks sent and not answered yet.
+    busy: usize,
+    /// `salloc`s still running.
+    sallocs: usize,
+}
+
+fn lane(done: Sender<Done>) -> Sender<Task> {
+    let (tx, rx) = channel::<Task>();
+    std::thread::spawn(move || {
+        let mut dialect: Option<Dialect> = None;
+        for t in rx {
+            let d = perform(t, &mut dialect);
+            if done.send(d).is_err() {
+                return;
+            }
+        }
+    });
+    tx
+}
+
+fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
+    match t {
+        Task::Show(jobs) => {
+            let d = *dialect.get_or_insert_with(ctl::dialect);
+            Done::Seen(jobs.into_iter().map(|j| (j, ctl::show_job(d, j))).collect())
+        }
+        Task::Cancel(j) => Done::Cancelled(j, ctl::cancel(j)),
+        Task::Extend {
+            alloc,
+            tag,
+            jobs,
+            secs,
+        } => Done::Extended {
+            alloc,
+            tag,
+            result: jobs.iter().try_for_each(|j| ctl::add_time(*j, secs)),
+        },
+        Task::Shrink { job, keep } => Done::Shrunk(job, ctl::shrink(job, &keep)),
+        Task::Submit { .. } => unreachable!("salloc runs on its own thread"),
+    }
+}
+
+/// Run one `salloc` to its end, telling `done` what it says.
+fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>) {
+    let tell = |e: SallocEvent| {
+        let _ = done.send(Done::Salloc(key.clone(), e));
+    };
+    let (mut child, err) = match ctl::submit(&ask, &name) {
+        Ok(c) => c,
+        Err(e) => {
+            tell(SallocEvent::Exit(Err(Failure::Unreachable(format!(
+                "cannot run salloc: {e}"
+            )))));
+            return;
+        }
+    };
+    let mut words = None;
+    let mut had_job = false;
+    ctl::follow_salloc(err, |s| match s {
+        SallocSays::Job { id, granted } => {
+            had_job = true;
+            tell(SallocEvent::Job { id, granted });
+        }
+        SallocSays::Error(w) => words = Some(w),
+        SallocSays::Other => {}
+    });
+    let ok = child.wait().is_ok_and(|s| s.success());
+    let result = match (ok, words) {
+        (true, _) => Ok(()),
+        // Its job was withdrawn or ended: the job's own state says why.
+        (false, w) if had_job => Err(Failure::Refused(w.unwrap_or_default())),
+        (false, w) => Err(ctl::classify(w.unwrap_or_else(|| "salloc failed".into()))),
+    };
+    tell(SallocEvent::Exit(result));
+}
+
+impl Worker {
+    /// Start the threads.
+    pub fn start() -> Worker {
+        let (done_tx, done) = channel();
+        Worker {
+            ask: lane(done_tx.clone()),
+            change: lane(done_tx.clone()),
+            done_tx,
+            done,
+            busy: 0,
+            sallocs: 0,
+        }
+    }
+
+    /// Hand `t` to its thread.
+    pub fn send(&mut self, t: Task) {
+        match t {
+            Task::Submit { key, ask, name } => {
+                self.sallocs += 1;
+                let done = self.done_tx.clone();
+                std::thread::spawn(move || salloc(key, ask, name, done));
+            }
+            Task::Show(_) => {
+                self.busy += 1;
+                let _ = self.ask.send(t);
+            }
+            _ => {
+                self.busy += 1;
+                let _ = self.change.send(t);
+            }
+        }
+    }
+
+    /// What came back since the last call.
+    pub fn results(&mut self) -> Vec<Done> {
+        let v: Vec<Done> = self.done.try_iter().collect();
+        for d in &v {
+            match d {
+                Done::Salloc(_, SallocEvent::Exit(_)) => self.sallocs -= 1,
+                Done::Salloc(..) => {}
+                _ => self.busy -= 1,
+            }
+        }
+        v
+    }
+
+    /// Whether a command psched waits on is under way.
+    pub fn busy(&self) -> bool {
+        self.busy > 0
+    }
+
+    /// Whether a `salloc` still waits.
+    pub fn sallocs(&self) -> usize {
+        self.sallocs
+    }
+}
