@@ -873,3 +873,225 @@ impl Dvm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{DataArray, Encoder};
+
+    const BASE: u32 = super::super::serve::OWN_TAG_BASE;
+
+    fn dvm(in_dvm: &[&str]) -> Dvm {
+        let book = DvmBook {
+            in_dvm: in_dvm.iter().map(|s| s.to_string()).collect(),
+            ..DvmBook::default()
+        };
+        let mut d = Dvm::new(WireVersion::V61, "psched@0", "dvm@0", book, 0, BASE);
+        d.queue.clear();
+        d
+    }
+
+    fn grant(tag: u32, id: &str, nodes: &[&str]) -> Out {
+        Out::Grant {
+            tag,
+            alloc_id: id.into(),
+            nodes: nodes.iter().map(|s| s.to_string()).collect(),
+            echo: vec![Info::new(
+                keys::ALLOC_INHERITANCE,
+                Value::AllocInherit(crate::proto::Inheritance::None.into()),
+            )],
+            new: true,
+        }
+    }
+
+    fn answer(infos: &[Info]) -> Vec<u8> {
+        let mut e = Encoder::new(WireVersion::V61);
+        e.pack_one(&Status(0)).unwrap();
+        crate::codec::attrs::write_infos(&mut e, infos).unwrap();
+        e.into_bytes()
+    }
+
+    fn ids_answer(ids: &[&str]) -> Vec<u8> {
+        let list = ids.iter().map(|i| Info::new(keys::ALLOC_ID, *i)).collect();
+        answer(&[Info::new(
+            keys::QUERY_ALLOC_IDS,
+            Value::DataArray(DataArray::infos(list)),
+        )])
+    }
+
+    fn answers(out: &[Send]) -> Vec<u32> {
+        out.iter()
+            .filter_map(|s| match s {
+                Send::Answer(t, _) => Some(*t),
+                Send::Own(..) => None,
+            })
+            .collect()
+    }
+
+    fn own_tags(out: &[Send]) -> Vec<u32> {
+        out.iter()
+            .filter_map(|s| match s {
+                Send::Own(t, _) => Some(*t),
+                Send::Answer(..) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_second_grant_waits_until_the_first_is_confirmed_and_settled() {
+        let mut d = dvm(&["n1", "n2"]);
+        let mut out = Vec::new();
+        d.push(
+            vec![grant(10, "alloc.1", &["n1"]), grant(11, "alloc.2", &["n2"])],
+            &mut out,
+        )
+        .unwrap();
+        d.tick(0, &mut out).unwrap();
+        assert_eq!(answers(&out), [10], "one change at a time");
+        let q = own_tags(&out)[0];
+        out.clear();
+        let nodes = |_: &str| Vec::new();
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 5, &nodes, &mut out)
+            .unwrap();
+        d.tick(5, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "settling: {out:?}");
+        d.tick(5 + SETTLE_MS, &mut out).unwrap();
+        assert_eq!(answers(&out), [11]);
+        let (book, sessions) = d.book();
+        assert_eq!(sessions, 1, "the first NEW made PRRTE session 1");
+        assert!(book.owners.is_empty(), "no requester was named");
+    }
+
+    #[test]
+    fn a_grant_the_dvm_did_not_make_is_taken_back() {
+        let mut d = dvm(&["n1"]);
+        let mut out = Vec::new();
+        d.push(vec![grant(10, "alloc.1", &["n1"])], &mut out)
+            .unwrap();
+        d.tick(0, &mut out).unwrap();
+        let q = own_tags(&out)[0];
+        d.on_own_answer(q, &ids_answer(&[]), 1, &|_| Vec::new(), &mut out)
+            .unwrap();
+        assert_eq!(d.take_refused(), ["alloc.1"]);
+        assert_eq!(d.book().1, 0, "no session counted");
+    }
+
+    #[test]
+    fn a_release_is_answered_done_and_the_reservation_ended_by_psched() {
+        let mut d = dvm(&["n1"]);
+        d.book.owners.push(Owner {
+            alloc_id: "alloc.1".into(),
+            nspace: "tool@1".into(),
+            requester: "tool@1".into(),
+            rank: 0,
+            session: Some(3),
+            req_id: None,
+        });
+        let mut out = Vec::new();
+        d.push(
+            vec![Out::Release {
+                tag: 7,
+                alloc_id: "alloc.1".into(),
+                nodes: vec!["n1".into()],
+                whole: true,
+            }],
+            &mut out,
+        )
+        .unwrap();
+        let Some(Send::Answer(7, body)) = out.first() else {
+            panic!("{out:?}");
+        };
+        let st: Status = crate::codec::Decoder::new(body, WireVersion::V61)
+            .unpack_one()
+            .unwrap();
+        assert_eq!(st, Status::OPERATION_SUCCEEDED);
+        assert_eq!(
+            own_tags(&out).len(),
+            2,
+            "terminate, then tell the requester"
+        );
+        assert!(d.book().0.owners.is_empty());
+        out.clear();
+        d.tick(0, &mut out).unwrap();
+        assert_eq!(
+            own_tags(&out).len(),
+            1,
+            "the node goes to the idle reservation"
+        );
+    }
+
+    #[test]
+    fn a_job_outside_the_allocation_is_refused_before_the_backend_hears() {
+        let mut d = dvm(&["n1"]);
+        d.book.owners.push(Owner {
+            alloc_id: "alloc.1".into(),
+            nspace: "tool@1".into(),
+            requester: "tool@1".into(),
+            rank: 0,
+            session: Some(1),
+            req_id: None,
+        });
+        let ask = AllocAsk {
+            directive: Directive::Release.into(),
+            alloc_id: Some("alloc.1".into()),
+            requestor: Some(Box::new(Info::new(
+                keys::REQUESTOR,
+                Value::Proc(Proc {
+                    nspace: "job@3".into(),
+                    rank: 0,
+                }),
+            ))),
+            ..AllocAsk::default()
+        };
+        let mut out = Vec::new();
+        let v = d.on_request(20, ask, &|_| None, &mut out).unwrap();
+        assert!(matches!(v, Verdict::Held));
+        let q = own_tags(&out)[0];
+        out.clear();
+        let proc = Info::new(
+            keys::PROC_INFO_ARRAY,
+            Value::DataArray(DataArray::infos(vec![Info::new(keys::HOSTNAME, "head")])),
+        );
+        let job = Info::new(
+            "entry",
+            Value::DataArray(DataArray::infos(vec![
+                Info::new(keys::NSPACE, "job@3"),
+                proc,
+            ])),
+        );
+        let ns = answer(&[Info::new(
+            keys::QUERY_NAMESPACE_INFO,
+            Value::DataArray(DataArray::infos(vec![job])),
+        )]);
+        let passed = d
+            .on_own_answer(q, &ns, 0, &|_| vec!["n1".to_string()], &mut out)
+            .unwrap();
+        assert!(passed.is_empty());
+        let Some(Send::Answer(20, body)) = out.first() else {
+            panic!("{out:?}");
+        };
+        let st: Status = crate::codec::Decoder::new(body, WireVersion::V61)
+            .unpack_one()
+            .unwrap();
+        assert_eq!(st, Status::ERR_NO_PERMISSIONS);
+    }
+
+    #[test]
+    fn prrte_is_told_the_default_rules() {
+        use crate::proto::Inheritance as I;
+        for (asked, told) in [
+            (I::None, I::Default),
+            (I::Child, I::ChildDefault),
+            (I::Default, I::Default),
+            (I::ChildDefault, I::ChildDefault),
+        ] {
+            let echo = [Info::new(
+                keys::ALLOC_INHERITANCE,
+                Value::AllocInherit(asked.into()),
+            )];
+            let got = wire::echo_for_dvm(&echo);
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].value, Value::AllocInherit(told.into()), "{asked:?}");
+        }
+    }
+}
