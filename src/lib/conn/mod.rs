@@ -12,6 +12,7 @@
 //!   tool identity is supplied ([`ConnectOptions::tool_id`]).
 
 pub(crate) mod client;
+pub(crate) mod creds;
 pub mod discover;
 pub mod frame;
 pub mod handshake;

@@ -891,6 +891,18 @@ mod tests {
         d
     }
 
+    /// `alloc.1`, PRRTE's session `session`, owned and asked for by `tool@1`.
+    fn owned_by_tool(d: &mut Dvm, session: u32) {
+        d.book.owners.push(Owner {
+            alloc_id: "alloc.1".into(),
+            nspace: "tool@1".into(),
+            requester: "tool@1".into(),
+            rank: 0,
+            session: Some(session),
+            req_id: None,
+        });
+    }
+
     fn grant(tag: u32, id: &str, nodes: &[&str]) -> Out {
         Out::Grant {
             tag,
@@ -979,14 +991,7 @@ mod tests {
     #[test]
     fn a_release_is_answered_done_and_the_reservation_ended_by_psched() {
         let mut d = dvm(&["n1"]);
-        d.book.owners.push(Owner {
-            alloc_id: "alloc.1".into(),
-            nspace: "tool@1".into(),
-            requester: "tool@1".into(),
-            rank: 0,
-            session: Some(3),
-            req_id: None,
-        });
+        owned_by_tool(&mut d, 3);
         let mut out = Vec::new();
         d.push(
             vec![Out::Release {
@@ -1023,14 +1028,7 @@ mod tests {
     #[test]
     fn a_job_outside_the_allocation_is_refused_before_the_backend_hears() {
         let mut d = dvm(&["n1"]);
-        d.book.owners.push(Owner {
-            alloc_id: "alloc.1".into(),
-            nspace: "tool@1".into(),
-            requester: "tool@1".into(),
-            rank: 0,
-            session: Some(1),
-            req_id: None,
-        });
+        owned_by_tool(&mut d, 1);
         let ask = AllocAsk {
             directive: Directive::Release.into(),
             alloc_id: Some("alloc.1".into()),

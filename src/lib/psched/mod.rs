@@ -16,7 +16,6 @@ pub mod dvm;
 pub mod files;
 pub mod ledger;
 pub mod out;
-pub mod peer;
 pub mod serve;
 pub mod slurm;
 pub mod state;

@@ -83,12 +83,7 @@ fn accept_loop(l: &TcpListener, snap: &Snapshot, public: bool) {
 
 /// Whether the peer of `s` runs as psched's user `me` or root.
 fn allowed(s: &TcpStream, me: u32) -> bool {
-    match (s.local_addr(), s.peer_addr()) {
-        (Ok(local), Ok(peer)) => {
-            matches!(super::peer::uid_of(local, peer), Some(u) if u == me || u == 0)
-        }
-        _ => false,
-    }
+    matches!(crate::conn::creds::peer_uid(s), Some(u) if u == me || u == 0)
 }
 
 fn field(name: &str) -> [u8; NSPACE_FIELD] {

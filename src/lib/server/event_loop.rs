@@ -11,7 +11,6 @@ use crate::codec::WireVersion;
 use crate::proto::keys;
 use crate::proto::status::Status;
 
-use super::creds::peer_uid;
 use super::handshake::{
     client_reply, native_cred_ids, parse_connect, refusal, tool_reply, ConnectRequest, PeerIdentity,
 };
@@ -20,6 +19,7 @@ use super::jobs::reap;
 use super::peer::{PeerClass, PeerConn, PeerInfo, FRAME_BUDGET, MAX_REQUEST_LEN, PARTIAL_TIMEOUT};
 use super::reactor::Token;
 use super::state::{Server, KILL_GRACE, MEM_BUDGET, PIPE_HIGH_WATER, PIPE_LOW_WATER};
+use crate::conn::creds::peer_uid;
 
 /// An admitted connection's answer and identity, or the refusal.
 type Admission = Result<(Vec<u8>, PeerInfo), (Status, &'static str)>;
@@ -169,7 +169,7 @@ impl Server {
                     if self.conns.len() >= MAX_CONNECTIONS || s.set_nonblocking(true).is_err() {
                         continue;
                     }
-                    let uid = super::creds::peer_uid(&s);
+                    let uid = crate::conn::creds::peer_uid(&s);
                     let me = nix::unistd::getuid().as_raw();
                     let limit = if uid == Some(me) {
                         MAX_OWN_CONNECTIONS
@@ -440,7 +440,7 @@ impl Server {
         let from_job = self
             .conns
             .get(id)
-            .and_then(|c| super::creds::peer_in_tree(&c.stream, pid));
+            .and_then(|c| crate::conn::creds::peer_in_tree(&c.stream, pid));
         if from_job == Some(false) {
             return Err((
                 Status::ERR_NO_PERMISSIONS,

@@ -29,7 +29,6 @@
 
 pub(crate) mod attrs;
 pub(crate) mod conns;
-pub(crate) mod creds;
 pub(crate) mod dispatch;
 pub(crate) mod event_loop;
 pub(crate) mod events;
