@@ -63,40 +63,62 @@ pub fn pending(ledger: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// Wakes psched when a file appears beside its ledger (a release request).
-pub struct Watch(Option<Inotify>);
+/// Wakes psched when a release request appears beside its ledger (not
+/// when psched writes its own ledger there).
+pub struct Watch {
+    inotify: Option<Inotify>,
+    prefix: String,
+}
 
 impl Watch {
     /// Watch the directory of `ledger`; without inotify, psched still
     /// looks at each turn of its loop.
     pub fn new(ledger: &Path) -> Watch {
         let w = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok();
-        let w = w.filter(|i| {
+        let inotify = w.filter(|i| {
             i.add_watch(
                 &dir_of(ledger),
                 AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_CLOSE_WRITE,
             )
             .is_ok()
         });
-        Watch(w)
+        Watch {
+            inotify,
+            prefix: prefix(ledger),
+        }
     }
 
     /// The descriptor that becomes readable on a new file.
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.0.as_ref().map(|i| i.as_fd())
+        self.inotify.as_ref().map(|i| i.as_fd())
     }
 
-    /// Forget what woke us.
-    pub fn drain(&self) {
-        if let Some(i) = &self.0 {
-            while matches!(i.read_events(), Ok(v) if !v.is_empty()) {}
+    /// Read what woke us: whether a release request was among it.
+    pub fn take(&self) -> bool {
+        let Some(i) = &self.inotify else {
+            return true;
+        };
+        let mut asked = false;
+        while let Ok(v) = i.read_events() {
+            if v.is_empty() {
+                break;
+            }
+            asked |= v.iter().any(|e| {
+                e.name
+                    .as_ref()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&self.prefix))
+            });
         }
+        asked
     }
 
-    /// Wait until `deadline` or a new file, whichever comes first.
+    /// Wait until `deadline` or a release request, whichever comes first.
     pub fn wait(&self, deadline: Instant) {
         let fds: Vec<BorrowedFd<'_>> = self.fd().into_iter().collect();
-        let _ = crate::conn::client::poll_readable(&fds, Some(deadline));
-        self.drain();
+        while crate::conn::client::poll_readable(&fds, Some(deadline)).is_some() {
+            if self.take() {
+                return;
+            }
+        }
     }
 }

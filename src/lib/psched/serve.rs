@@ -116,9 +116,12 @@ pub fn run(cfg: &Config) -> Result<()> {
         // (nothing to tell).
         let _ = st.tick(now_ms());
         let answered = admin(cfg, st.as_mut()).map(|(_, p)| p).unwrap_or_default();
-        disk = full_ledger(st.as_ref(), &kept);
-        publish(&snap, &disk);
-        disk.store(&cfg.ledger)?;
+        let now = full_ledger(st.as_ref(), &kept);
+        if now != disk {
+            publish(&snap, &now);
+            now.store(&cfg.ledger)?;
+            disk = now;
+        }
         for p in answered {
             let _ = std::fs::remove_file(p);
         }
@@ -256,10 +259,7 @@ impl Loop<'_> {
                         self.d.push(outs, &mut out)?;
                     }
                 }
-                Event::Ready(_) => {
-                    self.watch.drain();
-                    admin_due = true;
-                }
+                Event::Ready(_) => admin_due |= self.watch.take(),
                 _ => {}
             }
         }
