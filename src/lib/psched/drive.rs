@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use crate::codec::WireVersion;
 use crate::conn::frame::FrameDecoder;
 
-use super::ledger::Ledger;
+use super::dvm::{Dvm, Send, Verdict};
+use super::ledger::{DvmBook, Ledger};
 use super::state::{Out, State};
 use super::wire::{self, Inbound};
 use super::Partition;
@@ -28,9 +29,12 @@ pub struct Driven {
 
 /// Feed `data` to a psched over four nodes: the first byte picks the wire
 /// version, the rest is a stream of frames, each decoded as a message from
-/// the DVM and served. A frame's `pindex` advances the clock by that many
-/// seconds (deadlines fire); an odd one also reconciles with an empty DVM.
-/// Panics if a node ends up granted twice.
+/// the DVM and served through the DVM side ([`super::dvm`]) and the pool
+/// backend; each frame is also taken as the DVM's answer to psched's
+/// latest message of its own (confirmations, owner checks, its own
+/// requests). A frame's `pindex` advances the clock by that many seconds
+/// (deadlines fire); an odd one also reconciles with an empty DVM. Panics
+/// if a node ends up granted twice.
 pub fn drive_stream(data: &[u8]) -> Driven {
     let wire = match data.first() {
         Some(b) if b & 1 == 1 => WireVersion::V61,
@@ -44,6 +48,15 @@ pub fn drive_stream(data: &[u8]) -> Driven {
     };
     let mut st = State::new(&pool, vec![part], Ledger::default());
     st.attach("fuzz@0", wire);
+    let mut dvm = Dvm::new(
+        wire,
+        "psched@0",
+        "fuzz@0",
+        DvmBook::default(),
+        0,
+        super::serve::OWN_TAG_BASE,
+    );
+    dvm.warm(&st.free_nodes());
     let mut d = FrameDecoder::new(MAX_FRAME);
     d.feed(data.get(1..).unwrap_or_default());
     let mut out = Driven::default();
@@ -51,20 +64,49 @@ pub fn drive_stream(data: &[u8]) -> Driven {
     while let Ok(Some((h, payload))) = d.next_frame() {
         out.frames += 1;
         now += 1000 * u64::from(h.pindex.unsigned_abs() % 256);
-        let sent = serve_one(&mut st, wire, h.tag, &payload, now);
-        out.sent += sent.len();
-        out.sent += st.tick(now).map_or(0, |v| v.len());
+        let mut sends = Vec::new();
+        let outs = serve_one(&mut st, &mut dvm, wire, h.tag, &payload, now, &mut sends);
+        let _ = dvm.push(outs, &mut sends);
+        let _ = dvm.push(st.tick(now).unwrap_or_default(), &mut sends);
         if h.pindex % 2 != 0 {
-            out.sent += st.reconcile(&[], now, 0).map_or(0, |v| v.len());
+            let _ = dvm.push(st.reconcile(&[], now, 0).unwrap_or_default(), &mut sends);
         }
+        let _ = dvm.tick(now, &mut sends);
+        let last_own = sends.iter().rev().find_map(|s| match s {
+            Send::Own(t, _) => Some(*t),
+            Send::Answer(..) => None,
+        });
+        if let Some(t) = last_own {
+            let nodes = |_: &str| Vec::new();
+            if let Ok(passed) = dvm.on_own_answer(t, &payload, now, &nodes, &mut sends) {
+                for (tag, ask) in passed {
+                    let _ = dvm.push(st.on_alloc(tag, ask, now).unwrap_or_default(), &mut sends);
+                }
+            }
+        }
+        for id in dvm.take_refused() {
+            let _ = dvm.push(st.on_session_done(&id, now).unwrap_or_default(), &mut sends);
+        }
+        out.sent += sends.len();
         check(&st, &pool);
     }
     out
 }
 
-fn serve_one(st: &mut State, wire: WireVersion, tag: u32, payload: &[u8], now: u64) -> Vec<Out> {
+fn serve_one(
+    st: &mut State,
+    d: &mut Dvm,
+    wire: WireVersion,
+    tag: u32,
+    payload: &[u8],
+    now: u64,
+    sends: &mut Vec<Send>,
+) -> Vec<Out> {
     match wire::decode(wire, payload) {
-        Ok(Inbound::Alloc(ask)) => st.on_alloc(tag, ask, now).unwrap_or_default(),
+        Ok(Inbound::Alloc(ask)) => match d.on_request(tag, ask, &|_| None, sends) {
+            Ok(Verdict::Pass(ask)) => st.on_alloc(tag, ask, now).unwrap_or_default(),
+            _ => Vec::new(),
+        },
         Ok(Inbound::Session { infos, .. }) => infos
             .iter()
             .find(|i| i.key == crate::proto::keys::ALLOC_ID)

@@ -477,8 +477,8 @@ impl Dvm {
         Ok(())
     }
 
-    /// End the DVM's reservation `alloc_id` (its jobs stop) and tell its
-    /// requester why.
+    /// End the DVM's reservation `alloc_id` (its jobs stop) and announce
+    /// why (its holder, `pwatch` and other listeners hear it, as on pdvm).
     fn end(&mut self, alloc_id: &str, change: &str, text: &str, out: &mut Vec<Send>) -> Result<()> {
         let Some(o) = self.forget(alloc_id) else {
             return Ok(());
@@ -487,10 +487,6 @@ impl Dvm {
             let t = self.plain_tag();
             out.push(Send::Own(t, wire::terminate(self.wire, s, alloc_id)?));
         }
-        let to = Proc {
-            nspace: o.requester,
-            rank: o.rank,
-        };
         let mut infos = vec![
             Info::new(keys::ALLOC_ID, alloc_id),
             Info::new(keys::CHANGE, change),
@@ -505,7 +501,7 @@ impl Dvm {
         let t = self.plain_tag();
         out.push(Send::Own(
             t,
-            wire::notify_one(self.wire, Status::EVENT_SESSION_END, &to, &infos)?,
+            wire::notify_all(self.wire, Status::EVENT_SESSION_END, &infos)?,
         ));
         Ok(())
     }

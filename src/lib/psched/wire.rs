@@ -18,6 +18,8 @@ pub const RANGE_RM: u8 = 1;
 /// `PMIX_RANGE_CUSTOM`: an event for the processes its
 /// `PMIX_EVENT_CUSTOM_RANGE` names.
 pub const RANGE_CUSTOM: u8 = 6;
+/// `PMIX_RANGE_GLOBAL`: an event for every process of the DVM.
+pub const RANGE_GLOBAL: u8 = 5;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
 pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
 /// `PMIX_PROC_STATE_RUNNING`: a daemon that is up.
@@ -432,5 +434,17 @@ pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) ->
     e.pack_one(&code)?;
     e.pack_one(&Range(RANGE_CUSTOM))?;
     write_infos(&mut e, &all)?;
+    Ok(e.into_bytes())
+}
+
+/// `code` for every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) with
+/// `infos`: how psched announces that an allocation ended, as pdvm does
+/// (the holder, `pwatch` and any other listener hear it).
+pub fn notify_all(wire: WireVersion, code: Status, infos: &[Info]) -> Result<Vec<u8>> {
+    let mut e = Encoder::new(wire);
+    e.pack_one(&Cmd(cmd::NOTIFY))?;
+    e.pack_one(&code)?;
+    e.pack_one(&Range(RANGE_GLOBAL))?;
+    write_infos(&mut e, infos)?;
     Ok(e.into_bytes())
 }
