@@ -254,6 +254,37 @@ impl Slurm {
             c.arg("ping").stdin(Stdio::null());
             super::run_with_timeout(&mut c, 30).status.success()
         });
+        // Slurm 26.05.3 here never pings the nodes that held no job back
+        // after a restart (`_fwd_tree_get_addr: can't find address`: they
+        // turn `unknown*` and stay so); their slurmd, started again,
+        // registers them. Nodes holding a job are never restarted.
+        for n in self.nodes_without_jobs() {
+            let i = 1 + self.nodes.iter().position(|x| *x == n).expect("a node");
+            stop(&mut self.daemons[i]);
+            let conf = self.conf.display().to_string();
+            let log = format!("slurmd-{n}.out");
+            self.daemons[i] = self.spawned("slurmd", &["-D", "-f", &conf, "-N", &n], &log);
+        }
+        self.wait_for("every node responding", |s| {
+            let idle = s.idle_nodes();
+            s.nodes_without_jobs().iter().all(|n| idle.contains(n))
+        });
+    }
+
+    /// The nodes `sinfo` shows holding no job.
+    fn nodes_without_jobs(&self) -> Vec<String> {
+        let mut c = self.command("sinfo");
+        c.args(["-h", "-N", "-o", "%N %T"]).stdin(Stdio::null());
+        let o = super::run_with_timeout(&mut c, 60);
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, st)| !st.starts_with("alloc") && !st.starts_with("mix"))
+            .map(|(n, _)| n.to_string())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
     }
 
     /// Stop slurmctld (SIGTERM, by pid; it saves its state): the jobs stay
