@@ -158,7 +158,7 @@ SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
 SlurmdParameters=config_overrides\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
 SelectType=select/linear\nSchedulerType=sched/backfill\nJobAcctGatherType=jobacct_gather/none\n\
 AccountingStorageType=accounting_storage/none\nMpiDefault=none\nReturnToService=2\n\
-MinJobAge=300\nPlugStackConfig={d}/plugstack.conf\n",
+MinJobAge=300\nMaxJobCount=50000\nPlugStackConfig={d}/plugstack.conf\n",
         std::process::id(),
         free_port(),
     );
