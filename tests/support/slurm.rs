@@ -465,7 +465,14 @@ pub fn cluster_on_slurm(version: Version, prte_extra: &[&str]) -> (Cluster, Slur
 
 /// Start (or restart) `c`'s psched with `--backend slurm` on `s`.
 pub fn start_psched_on(c: &mut Cluster, s: &Slurm) {
-    let env = s.env();
+    start_psched_with_env(c, s, &[("PSCHED_SLURM_ROOT_ONLY", "1")]);
+}
+
+/// [`start_psched_on`] with `extra` variables instead of the tests' usual
+/// ones (root alone uses the test DVMs: `PSCHED_SLURM_ROOT_ONLY=1`).
+pub fn start_psched_with_env(c: &mut Cluster, s: &Slurm, extra: &[(&str, &str)]) {
+    let mut env = s.env();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     c.start_psched_with(&["--backend", "slurm"], &env);
 }
