@@ -45,6 +45,7 @@ on_both_versions!(
     a_controller_stopped_for_60_s_loses_nothing,
     names_slurm_would_misread_and_unbounded_times_never_reach_it,
     psched_as_root_for_several_users_refuses_and_says_why,
+    a_node_slurm_marks_down_ends_only_the_allocation_on_it,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -807,4 +808,43 @@ fn psched_as_root_for_several_users_refuses_and_says_why(v: Version) {
         "{ctx}"
     );
     assert!(s.jobs().iter().all(|j| !is_psched(j)), "{:?}", s.jobs());
+}
+
+/// An administrator marks one node DOWN: Slurm ends the job on it
+/// (NODE_FAIL), psched ends that allocation's session and says why; the
+/// other allocation, on another node, keeps its job and its grant.
+fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let (mut b, _lb, id_b) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let (job_a, job_b) = (job_of(&s, &id_a), job_of(&s, &id_b));
+    let node = s.job(job_a).expect("a's job").nodes[0].clone();
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    wait_for("psched ended a's session", || {
+        c.psched_log()
+            .contains(&format!("Slurm ended job {job_a} ({id_a}, NODE_FAIL)"))
+    });
+    assert_eq!(
+        s.job(job_b).map(|j| j.state),
+        Some("RUNNING".to_string()),
+        "b's job runs on\n{}",
+        c.psched_log()
+    );
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(
+        ledger.contains(&id_b) && !ledger.contains(&format!("\"{id_a}\"")),
+        "{ledger}"
+    );
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
 }
