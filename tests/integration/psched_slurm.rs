@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::slurm::{start_psched_on, SJob, Slurm, Version};
+use crate::support::slurm::{start_psched_on, start_psched_with_env, SJob, Slurm, Version};
 use crate::support::{show, text, user_path, LineReader};
 
 /// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`.
@@ -44,6 +44,8 @@ on_both_versions!(
     another_users_job_named_like_pscheds_is_never_touched,
     a_controller_stopped_for_60_s_loses_nothing,
     names_slurm_would_misread_and_unbounded_times_never_reach_it,
+    psched_as_root_for_several_users_refuses_and_says_why,
+    a_node_slurm_marks_down_ends_only_the_allocation_on_it,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -786,4 +788,64 @@ fn names_slurm_would_misread_and_unbounded_times_never_reach_it(v: Version) {
     assert_eq!(j.time_limit, Some(60), "psched's default time limit: {j:?}");
     let _ = h.kill();
     let _ = h.wait();
+}
+
+/// psched run as root without `PSCHED_SLURM_ROOT_ONLY=1` (a shared
+/// deployment) refuses every request, PMIX_ERR_NO_PERMISSIONS, and says why
+/// in its log: every job would be root's, whoever asked. Nothing reaches
+/// Slurm.
+fn psched_as_root_for_several_users_refuses_and_says_why(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    assert!(nix::unistd::geteuid().is_root(), "the tests run as root");
+    c.kill_psched();
+    start_psched_with_env(&mut c, &s, &[]);
+    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "1m", "--json"]));
+    let ctx = format!("{}\n{}", show(&o), c.psched_log());
+    assert_ne!(o.status.code(), Some(0), "{ctx}");
+    assert!(text(&o.stdout).contains("PMIX_ERR_NO_PERMISSIONS"), "{ctx}");
+    assert!(
+        c.psched_log()
+            .contains("runs as root: every Slurm job would be root's"),
+        "{ctx}"
+    );
+    assert!(s.jobs().iter().all(|j| !is_psched(j)), "{:?}", s.jobs());
+}
+
+/// An administrator marks one node DOWN: Slurm ends the job on it
+/// (NODE_FAIL), psched ends that allocation's session and says why; the
+/// other allocation, on another node, keeps its job and its grant.
+fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut a, _la, id_a) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let (mut b, _lb, id_b) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
+    let (job_a, job_b) = (job_of(&s, &id_a), job_of(&s, &id_b));
+    let node = s.job(job_a).expect("a's job").nodes[0].clone();
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    wait_for("psched ended a's session", || {
+        c.psched_log()
+            .contains(&format!("Slurm ended job {job_a} ({id_a}, NODE_FAIL)"))
+    });
+    assert_eq!(
+        s.job(job_b).map(|j| j.state),
+        Some("RUNNING".to_string()),
+        "b's job runs on\n{}",
+        c.psched_log()
+    );
+    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
+    assert!(
+        ledger.contains(&id_b) && !ledger.contains(&format!("\"{id_a}\"")),
+        "{ledger}"
+    );
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
 }

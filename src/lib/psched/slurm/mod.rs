@@ -134,7 +134,13 @@ pub struct SlurmBackend {
     seq: u64,
     default_secs: u32,
     max_secs: u32,
+    /// Running as root without [`ROOT_ONLY`]: every NEW is refused.
+    refuse_root: bool,
 }
+
+/// Set (to `1`) when psched runs as root for root alone: otherwise a root
+/// psched refuses every request (see [`SlurmBackend::new`]).
+pub const ROOT_ONLY: &str = "PSCHED_SLURM_ROOT_ONLY";
 
 /// A short tag for the ledger at `path` (FNV-1a of its path): an
 /// administrator tells two pscheds' jobs apart by it in `squeue`.
@@ -161,6 +167,11 @@ fn minutes_from_env(var: &str, default: u32) -> u32 {
 impl SlurmBackend {
     /// A backend that takes back the grants of `ledger` (checked against
     /// Slurm at the first poll).
+    ///
+    /// As root it refuses every request unless [`ROOT_ONLY`] is `1`: the
+    /// requests PRRTE forwards name the requesting process, not its uid,
+    /// and `salloc` cannot submit as another user, so every job would be
+    /// root's (no fairshare, no limits, one user in the accounting).
     pub fn new(ledger: Ledger, tag: String) -> SlurmBackend {
         let retained = ledger.retained_jobs.iter().map(|&job| {
             let a = Alloc {
@@ -192,6 +203,16 @@ impl SlurmBackend {
             .collect();
         let default_secs = minutes_from_env("PSCHED_SLURM_DEFAULT_TIME", DEFAULT_MINUTES) * 60;
         let max_secs = minutes_from_env("PSCHED_SLURM_MAX_TIME", MAX_MINUTES) * 60;
+        let uid = nix::unistd::geteuid().as_raw();
+        let refuse_root = uid == 0 && std::env::var(ROOT_ONLY).ok().as_deref() != Some("1");
+        if refuse_root {
+            eprintln!(
+                "psched: runs as root: every Slurm job would be root's, whoever asked (the DVM \
+                 forwards no requester uid, and salloc cannot submit as another user); \
+                 refusing every request. Run psched as the user whose jobs these are, or set \
+                 {ROOT_ONLY}=1 when root alone uses this DVM"
+            );
+        }
         SlurmBackend {
             allocs,
             to_cancel: ledger.slurm_withdraw.clone(),
@@ -199,7 +220,8 @@ impl SlurmBackend {
             wire: WireVersion::V41,
             tag,
             worker: Worker::start(),
-            uid: nix::unistd::geteuid().as_raw(),
+            uid,
+            refuse_root,
             verified: HashSet::new(),
             withdrawn: Vec::new(),
             cancel_sent: HashSet::new(),

@@ -61,6 +61,10 @@ impl SlurmBackend {
     }
 
     pub(super) fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+        if self.refuse_root {
+            let why = "psched runs as root for several users (see its first log line)";
+            return self.refuse_why(tag, Status::ERR_NO_PERMISSIONS, why);
+        }
         if let Some(why) = bad_names(&ask) {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
         }
