@@ -272,7 +272,7 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request(v: Version) {
     );
     let kept = vec![nodes[1].clone()];
     wait_for("the job holds the other node alone", || {
-        running(&s) == vec![(jobs[0].0.clone(), kept.clone())]
+        running(&s) == vec![(jobs[0].0, kept.clone())]
     });
     let _ = holder.kill();
     let _ = holder.wait();

@@ -104,7 +104,7 @@ fn serve_one(
 ) -> Vec<Out> {
     match wire::decode(wire, payload) {
         Ok(Inbound::Alloc(ask)) => match d.on_request(tag, ask, &|_| None, sends) {
-            Ok(Verdict::Pass(ask)) => st.on_alloc(tag, ask, now).unwrap_or_default(),
+            Ok(Verdict::Pass(ask)) => st.on_alloc(tag, *ask, now).unwrap_or_default(),
             _ => Vec::new(),
         },
         Ok(Inbound::Session { infos, .. }) => infos

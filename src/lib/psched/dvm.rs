@@ -63,7 +63,7 @@ pub enum Send {
 #[derive(Debug)]
 pub enum Verdict {
     /// Hand it to the backend.
-    Pass(AllocAsk),
+    Pass(Box<AllocAsk>),
     /// Answered or waiting here (an owner check, psched's own request).
     Held,
 }
@@ -291,7 +291,7 @@ impl Dvm {
         out: &mut Vec<Send>,
     ) -> Result<Verdict> {
         let Some(who) = ask.requester() else {
-            return Ok(Verdict::Pass(ask));
+            return Ok(Verdict::Pass(Box::new(ask)));
         };
         if who.nspace == self.me {
             out.push(Send::Answer(tag, self.answer_own(&ask)?));
@@ -301,7 +301,7 @@ impl Dvm {
         match ask.directive {
             Received::Known(Directive::New) => {
                 self.askers.insert(tag, (owner, who));
-                Ok(Verdict::Pass(ask))
+                Ok(Verdict::Pass(Box::new(ask)))
             }
             Received::Known(Directive::Extend | Directive::Release | Directive::ReqCancel) => {
                 let id = ask
@@ -309,7 +309,7 @@ impl Dvm {
                     .clone()
                     .or_else(|| ask.req_id.as_deref().and_then(find));
                 let Some(id) = id else {
-                    return Ok(Verdict::Pass(ask));
+                    return Ok(Verdict::Pass(Box::new(ask)));
                 };
                 match self.owner_of(&id) {
                     Some(o) if o.nspace != who.nspace => {
@@ -333,10 +333,10 @@ impl Dvm {
                         );
                         Ok(Verdict::Held)
                     }
-                    _ => Ok(Verdict::Pass(ask)),
+                    _ => Ok(Verdict::Pass(Box::new(ask))),
                 }
             }
-            _ => Ok(Verdict::Pass(ask)),
+            _ => Ok(Verdict::Pass(Box::new(ask))),
         }
     }
 

@@ -293,7 +293,7 @@ impl Loop<'_> {
                         .map(|g| g.alloc_id.clone())
                 };
                 if let Verdict::Pass(ask) = self.d.on_request(tag, ask, &find, out)? {
-                    let outs = self.st.on_alloc(tag, ask, now)?;
+                    let outs = self.st.on_alloc(tag, *ask, now)?;
                     self.d.push(outs, out)?;
                 }
             }
