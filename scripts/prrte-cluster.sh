@@ -171,8 +171,12 @@ start() {
         for _ in $(seq 200); do grep -q "attached to" "$state/psched.log" 2>/dev/null && break; sleep 0.05; done
         grep -q "attached to" "$state/psched.log" || { cat "$state/psched.log" >&2; die "psched did not attach"; }
         # psched starts its nodes' daemons as it attaches: users come after.
-        for _ in $(seq 1200); do grep -q "daemons up on" "$state/psched.log" 2>/dev/null && break; sleep 0.05; done
-        grep -q "daemons up on" "$state/psched.log" || { cat "$state/psched.log" >&2; die "psched's nodes did not come up"; }
+        for _ in $(seq 1200); do
+            [ "$(grep -c "daemons up on" "$state/psched.log" 2>/dev/null)" -ge "$psched_nodes" ] && break
+            sleep 0.05
+        done
+        [ "$(grep -c "daemons up on" "$state/psched.log")" -ge "$psched_nodes" ] ||
+            { cat "$state/psched.log" >&2; die "psched's nodes did not come up"; }
         echo "psched attached: owns node[02-$(printf '%02d' $((psched_nodes + 1)))] (ledger $state/psched-ledger.json)"
     fi
     t1=$(date +%s.%N)

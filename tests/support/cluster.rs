@@ -238,14 +238,15 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(20));
         }
         // psched starts its idle nodes' daemons as it attaches (one grow
-        // of the DVM, as a site's psched does before users come): wait
-        // for it as a site would before letting users in.
-        let started = |l: &str| l.matches("starting the daemons").count();
-        let done = |l: &str| l.matches("daemons up on").count();
-        while {
-            let l = self.psched_log();
-            done(&l) < started(&l)
-        } {
+        // of the DVM a node, as a site's psched does before users come):
+        // wait for every pool node, as a site would before letting users
+        // in (a grow beside other work can kill PRRTE master, P6).
+        let pool = if extra.contains(&"--backend") {
+            0
+        } else {
+            self.pool.len()
+        };
+        while self.psched_log().matches("daemons up on").count() < pool {
             assert!(
                 Instant::now() < deadline,
                 "psched's idle daemons did not come up\n{}\n{}",
