@@ -760,10 +760,13 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
 fn names_slurm_would_misread_and_unbounded_times_never_reach_it(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     // Our palloc refuses such a name itself; OpenPMIx master's sends it.
+    // It finds the DVM by its host name's rendezvous file: run it as node01.
     let raw = crate::support::master_pmix_bin("palloc");
     let pid = c.pid.to_string();
     let o = run(c
-        .command(raw)
+        .command("unshare")
+        .args(["--uts", "sh", "-c", "hostname node01 && exec \"$@\"", "sh"])
+        .arg(raw)
         .args(["--pid", &pid, "-N", "1", "-w", "/etc/passwd"]));
     let ctx = format!("{}\n{}", show(&o), c.psched_log());
     let deadline = Instant::now() + Duration::from_secs(60);

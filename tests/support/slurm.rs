@@ -379,10 +379,11 @@ impl Slurm {
         v
     }
 
-    /// The jobs `squeue --json` lists (every state it still shows), read
+    /// The jobs `squeue --json --states=all` lists (ended ones too, for
+    /// `MinJobAge`; 22.05 ignores the filter and lists them anyway), read
     /// the same from both versions' schemas.
     pub fn jobs(&self) -> Vec<SJob> {
-        let out = self.run("squeue", &["--json"]);
+        let out = self.run("squeue", &["--json", "--states=all"]);
         let doc: serde_json::Value = serde_json::from_str(&out).expect("squeue --json");
         let list = doc["jobs"].as_array().cloned().unwrap_or_default();
         list.iter()
