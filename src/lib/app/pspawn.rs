@@ -1,6 +1,6 @@
 //! `pspawn`: launch a (possibly MPMD) job, forward its output, return its status.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
@@ -439,6 +439,9 @@ fn followed_code(
     Ok(exit.code())
 }
 
+/// How long a spawn into a reservation waits for busy slots.
+const SLOTS_WAIT: Duration = Duration::from_secs(10);
+
 /// Launch the job `req` describes and follow it to its end, forwarding its
 /// output; pspawn's exit code.
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
@@ -472,13 +475,36 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let (stdin_rank, stdin_info) = stdin_target(req.stdin);
     info.push(stdin_info);
     let mut early: Option<OutputSink> = None;
-    let launched = spawn_or_ended(s, &info, &apps, &mut |o| {
+    let mut on_output = |o: JobOutput| {
         if let JobOutput::Output(c) = o {
             early
                 .get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
                 .chunk(c);
         }
-    })
+    };
+    // Into a reservation, busy slots are waited for, as srun waits for
+    // its allocation's CPUs (a job that just ended may still hold them).
+    let until = Instant::now() + SLOTS_WAIT;
+    let mut pause = Duration::from_millis(50);
+    let launched = loop {
+        match spawn_or_ended(s, &info, &apps, &mut on_output) {
+            Err(e)
+                if attrs.spawn_target
+                    && e.status == Status::ERR_JOB_FAILED_TO_MAP
+                    && Instant::now() + pause < until =>
+            {
+                ui.detail(&format!(
+                    "the allocation's slots are busy (PMIX_ERR_JOB_FAILED_TO_MAP): trying again in {} ms",
+                    pause.as_millis()
+                ));
+                if super::signals::sleep_until(Instant::now() + pause).is_some() {
+                    break Err(e);
+                }
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            r => break r,
+        }
+    }
     .map_err(|e| spawn_failure(s, req, &attrs, &e))?;
     let ns = match launched {
         Launched::Running(ns) => ns,
