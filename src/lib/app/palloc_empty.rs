@@ -41,14 +41,7 @@ pub(crate) fn refuse_empty_grant(
     if holds_no_node(s, &rec.alloc_id) != Some(true) {
         return None;
     }
-    let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
-    let given_back = match allocate(s, Directive::Release, &release) {
-        Ok(_) => "it was given back".to_string(),
-        Err(e) => format!(
-            "giving it back was refused ({e}); `prelease {}`",
-            rec.alloc_id
-        ),
-    };
+    let given_back = give_back(s, &rec.alloc_id);
     Some(Failure::with(
         Exit::NotSupported,
         Some(Status::ERR_NOT_SUPPORTED),
@@ -60,4 +53,14 @@ attached to it to supply nodes ({given_back}; nothing was run). Attach a PMIx sc
             rec.alloc_id
         ),
     ))
+}
+
+/// Release allocation `id` that palloc will not use; what happened, for
+/// the sentence that says why.
+pub(crate) fn give_back(s: &Session, id: &str) -> String {
+    let release = [Info::new(keys::ALLOC_ID, id)];
+    match allocate(s, Directive::Release, &release) {
+        Ok(_) => "it was given back".to_string(),
+        Err(e) => format!("giving it back was refused ({e}); `prelease {id}`"),
+    }
 }

@@ -20,7 +20,6 @@ use crate::render::AllocationRecord;
 use super::palloc_empty::holds_no_node;
 use super::Failure;
 use crate::cli::exit::Exit;
-use crate::ops::alloc::allocate;
 
 /// Longest palloc waits for a granted reservation to take a job.
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
@@ -101,14 +100,7 @@ fn unusable(s: &Session, rec: &AllocationRecord) -> Failure {
         .map(|r| r.nodes.join(","))
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "its nodes".to_string());
-    let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
-    let back = match allocate(s, Directive::Release, &release) {
-        Ok(_) => "it was given back".to_string(),
-        Err(e) => format!(
-            "giving it back was refused ({e}); `prelease {}`",
-            rec.alloc_id
-        ),
-    };
+    let back = super::palloc_empty::give_back(s, &rec.alloc_id);
     Failure::with(
         Exit::Refused,
         Some(Status::ERR_JOB_FAILED_TO_LAUNCH),
