@@ -32,7 +32,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, Received};
 
 use super::ledger::{DvmBook, Owner};
-use super::out::Out;
+use super::out::{Granted, Out};
 use super::wire::{self, AllocAsk};
 
 /// The request id psched gives its reservation of idle nodes.
@@ -72,13 +72,7 @@ pub enum Verdict {
 #[derive(Debug, Clone)]
 enum Change {
     /// Answer a grant.
-    Grant {
-        tag: u32,
-        alloc_id: String,
-        nodes: Vec<String>,
-        echo: Vec<Info>,
-        new: bool,
-    },
+    Grant(Granted),
     /// Move these nodes (daemons up) into psched's reservation of idle
     /// nodes.
     Park(Vec<String>),
@@ -431,19 +425,7 @@ impl Dvm {
                     self.askers.remove(&tag);
                     out.push(Send::Answer(tag, body))
                 }
-                Out::Grant {
-                    tag,
-                    alloc_id,
-                    nodes,
-                    echo,
-                    new,
-                } => self.queue.push_back(Change::Grant {
-                    tag,
-                    alloc_id,
-                    nodes,
-                    echo,
-                    new,
-                }),
+                Out::Grant(g) => self.queue.push_back(Change::Grant(g)),
                 Out::Release {
                     tag,
                     alloc_id,
@@ -632,13 +614,13 @@ impl Dvm {
 
     fn start(&mut self, c: Change, now: u64, out: &mut Vec<Send>) -> Result<()> {
         match c {
-            Change::Grant {
+            Change::Grant(Granted {
                 tag,
                 alloc_id,
                 mut nodes,
                 echo,
                 new,
-            } => {
+            }) => {
                 // One node a grow: PRRTE master died at a grant of several
                 // nodes whose daemons were up (P9); the others follow as
                 // psched's own EXTENDs, each a change of its own.
@@ -900,7 +882,7 @@ mod tests {
     }
 
     fn grant(tag: u32, id: &str, nodes: &[&str]) -> Out {
-        Out::Grant {
+        Out::Grant(Granted {
             tag,
             alloc_id: id.into(),
             nodes: nodes.iter().map(|s| s.to_string()).collect(),
@@ -909,7 +891,7 @@ mod tests {
                 Value::AllocInherit(crate::proto::Inheritance::None.into()),
             )],
             new: true,
-        }
+        })
     }
 
     fn answer(infos: &[Info]) -> Vec<u8> {

@@ -35,28 +35,32 @@ impl EndWhy {
     }
 }
 
+/// Nodes for allocation `alloc_id` in answer to the DVM's request on `tag`
+/// (a NEW, an EXTEND adding nodes, or a time-only EXTEND when `nodes` is
+/// empty); `echo` is what PRRTE must read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Granted {
+    /// The DVM's request.
+    pub tag: u32,
+    /// The allocation.
+    pub alloc_id: String,
+    /// The nodes added (all of them for a NEW).
+    pub nodes: Vec<String>,
+    /// The requester's infos to echo (request id, target, share,
+    /// inheritance).
+    pub echo: Vec<Info>,
+    /// True for a NEW (a new reservation, a new session in PRRTE).
+    pub new: bool,
+}
+
 /// A decision of a backend that the DVM must hear of.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Out {
     /// A plain answer to the DVM's request on `tag` (a refusal, an EXTEND
     /// in time only, a cancel): already encoded, changes no node.
     Answer(u32, Vec<u8>),
-    /// Grant `nodes` to allocation `alloc_id` in answer to the request on
-    /// `tag` (a NEW, or an EXTEND adding nodes, or a time-only EXTEND when
-    /// `nodes` is empty); `echo` is what PRRTE must read back.
-    Grant {
-        /// The DVM's request.
-        tag: u32,
-        /// The allocation.
-        alloc_id: String,
-        /// The nodes added (all of them for a NEW).
-        nodes: Vec<String>,
-        /// The requester's infos to echo (request id, target, share,
-        /// inheritance).
-        echo: Vec<Info>,
-        /// True for a NEW (a new reservation, a new session in PRRTE).
-        new: bool,
-    },
+    /// A grant (see [`Granted`]).
+    Grant(Granted),
     /// The owner released `nodes` of `alloc_id` (all of it when `whole`),
     /// answering the request on `tag`.
     Release {

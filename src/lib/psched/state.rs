@@ -12,7 +12,7 @@ use crate::proto::Inheritance;
 use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
 
 use super::ledger::{Grant, Ledger};
-pub use super::out::{EndWhy, Out};
+pub use super::out::{EndWhy, Granted, Out};
 use super::wire::{self, AllocAsk};
 use super::Partition;
 
@@ -280,13 +280,13 @@ impl State {
         };
         let new = !m.told;
         m.told = true;
-        Ok(vec![Out::Grant {
+        Ok(vec![Out::Grant(Granted {
             tag,
             alloc_id: id.to_string(),
             nodes: nodes.to_vec(),
             echo: m.echo.clone(),
             new,
-        }])
+        })])
     }
 
     fn find_id(&self, ask: &AllocAsk) -> Option<String> {
@@ -520,9 +520,9 @@ mod tests {
     fn answered(out: &[Out]) -> Vec<u32> {
         out.iter()
             .filter_map(|o| match o {
-                Out::Answer(t, _) | Out::Grant { tag: t, .. } | Out::Release { tag: t, .. } => {
-                    Some(*t)
-                }
+                Out::Answer(t, _)
+                | Out::Grant(Granted { tag: t, .. })
+                | Out::Release { tag: t, .. } => Some(*t),
                 _ => None,
             })
             .collect()

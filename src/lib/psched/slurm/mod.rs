@@ -37,7 +37,7 @@ use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance, Received};
 
 use super::ledger::{Grant, Ledger};
-use super::out::{EndWhy, Out};
+use super::out::{EndWhy, Granted, Out};
 use super::wire::{self, AllocAsk};
 use reason::Reason;
 use worker::{SubKey, Task, Worker};
@@ -266,7 +266,7 @@ impl SlurmBackend {
     /// The answer to an EXTEND in time (or asking nothing): the DVM hears
     /// of no new node, and the echo it keeps.
     fn renewed(&self, tag: u32, id: &str) -> Out {
-        Out::Grant {
+        Out::Grant(Granted {
             tag,
             alloc_id: id.to_string(),
             nodes: Vec::new(),
@@ -276,7 +276,7 @@ impl SlurmBackend {
                 .map(|a| a.echo.clone())
                 .unwrap_or_default(),
             new: false,
-        }
+        })
     }
 
     fn refuse(&self, tag: u32, st: Status) -> Result<Vec<Out>> {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::proto::status::Status;
 
-use super::super::out::{EndWhy, Out};
+use super::super::out::{EndWhy, Granted, Out};
 use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
 use super::reason::{EndCause, JobState, Pending};
@@ -453,7 +453,7 @@ impl SlurmBackend {
         );
         self.ledger.sessions = sessions;
         let a = &self.allocs[id];
-        Ok(vec![Out::Grant {
+        Ok(vec![Out::Grant(Granted {
             tag,
             alloc_id: id.to_string(),
             nodes: if new {
@@ -463,7 +463,7 @@ impl SlurmBackend {
             },
             echo: a.echo.clone(),
             new,
-        }])
+        })])
     }
 
     /// Follow a granted allocation's jobs: their nodes and end time; its
