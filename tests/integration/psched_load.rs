@@ -74,7 +74,7 @@ fn no_node_twice(c: &Cluster) -> bool {
     true
 }
 
-/// With psched owning 2 nodes, 100 allocations one after the other, ended
+/// With psched owning 2 nodes, 50 allocations one after the other, ended
 /// every way there is (palloc's release at the end of its command, NONE and
 /// CHILD at its namespace's end, DEFAULT and CHILD_DEFAULT then the node
 /// taken back with `palloc -w` and `prelease`, expiry, the administrator's
@@ -85,7 +85,7 @@ fn no_node_twice(c: &Cluster) -> bool {
 fn every_node_runs_jobs_again_whatever_ended_its_allocation() {
     let c = Cluster::start_with_psched(1, 2, &[]);
     let mut ran = std::collections::BTreeMap::<String, usize>::new();
-    for i in 0..100 {
+    for i in 0..50 {
         let how = i % 10;
         let (code, host, ctx) = match how {
             1 => round(&c, &["--inherit", "none"]),
