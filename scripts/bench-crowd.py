@@ -19,7 +19,12 @@ handshake, request, grant).
 With --hold, each palloc holds its allocation itself (`palloc --hold`)
 instead of running `cat FIFO`, and is ended with SIGTERM.
 
-usage: scripts/bench-crowd.py [N] [TARGET_DIR] [--prestarted] [--hold]
+With --scale, runs the crowd at 30, 100, 300 and N and prints, side by
+side, the latency and each palloc's CPU at each size: registering, finding
+and sweeping holders must cost the same with 30 or 1000 of them alive, so
+the CPU per palloc stays flat (issue 28).
+
+usage: scripts/bench-crowd.py [N] [TARGET_DIR] [--prestarted] [--hold] [--scale]
        (default 1000, target/debug)
 """
 
@@ -31,7 +36,8 @@ import sys
 import tempfile
 import time
 
-ARGS = [a for a in sys.argv[1:] if a not in ("--prestarted", "--hold")]
+ARGS = [a for a in sys.argv[1:] if a not in ("--prestarted", "--hold", "--scale")]
+SCALE = "--scale" in sys.argv[1:]
 PRESTARTED = "--prestarted" in sys.argv[1:]
 # --hold: each palloc holds its allocation itself (`palloc --hold`, no
 # command of its own to start) until the benchmark sends it SIGTERM.
@@ -64,6 +70,20 @@ def pct(v, p):
 
 
 def main():
+    if not SCALE:
+        return crowd(N)["code"]
+    rows = []
+    for n in sorted({min(30, N), min(100, N), min(300, N), N}):
+        rows.append(crowd(n))
+    print("\nscale (same run): holders  granted  p50 s  p99 s  palloc CPU ms each  pdvm CPU us each")
+    for r in rows:
+        print(f"  {r['n']:>8}  {r['ok']:>7}  {r['p50']:.3f}  {r['p99']:.3f}  {r['cpu_ms']:>18.2f}  {r['dvm_us']:>16.0f}")
+    return max(r["code"] for r in rows)
+
+
+def crowd(N):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tmp = tempfile.mkdtemp(prefix="bench-crowd.")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMIX_", "PRTE_", "OMPI_"))}
     env["TMPDIR"] = tmp
@@ -185,7 +205,7 @@ def main():
             codes.append(-9)
     import resource
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    tools_cpu = kids.ru_utime + kids.ru_stime
+    tools_cpu = (kids.ru_utime + kids.ru_stime) - (before.ru_utime + before.ru_stime)
     dvm.terminate()
     dvm.wait(timeout=30)
     ok = [r for _, r in procs if r["lat"] is not None]
@@ -212,7 +232,9 @@ def main():
     print(f"  the pallocs' own CPU (and their `cat`s): {tools_cpu:.2f}s = "
           f"{1e3 * tools_cpu / max(1, N):.2f} ms per palloc; on {os.cpu_count()} cores that alone "
           f"takes at least {tools_cpu / max(1, os.cpu_count()):.2f}s")
-    return 0 if len(ok) == N and len(nodes) == len(set(nodes)) else 1
+    return {"n": N, "ok": len(ok), "p50": pct(lats, 50), "p99": pct(lats, 99),
+            "cpu_ms": 1e3 * tools_cpu / max(1, N), "dvm_us": 1e6 * cpu / max(1, N),
+            "code": 0 if len(ok) == N and len(nodes) == len(set(nodes)) else 1}
 
 
 if __name__ == "__main__":

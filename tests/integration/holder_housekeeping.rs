@@ -37,6 +37,16 @@ fn registry(xdg: &TempDir) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Make the registry's last sweep look a minute old, so the next holder
+/// sweeps.
+fn age_sweep_marker(xdg: &TempDir) {
+    let marker = xdg.path().join("pmix-tools-holders/.swept");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    if let Ok(f) = std::fs::File::options().write(true).open(&marker) {
+        f.set_modified(old).expect("aging the sweep marker");
+    }
+}
+
 #[test]
 fn sockets_and_logs_of_dead_holders_are_swept() {
     let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
@@ -59,11 +69,13 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
             .filter(|n| n.ends_with(".sock") && n.contains('+'))
             .collect()
     };
-    let before = allocs(&xdg).len();
-    // Each holder swept the sockets of those killed before it: only the
-    // last one's is left.
-    assert!(before <= 1, "stale sockets: {:?}", registry(&xdg));
-    // The next holder sweeps that one too.
+    // A dead holder's name is free at once (its lock went with it), but
+    // its files wait for the next sweep: at most one every 30 s, so a
+    // crowd of holders starting at once does not each look at all the
+    // others. Make the last sweep look old.
+    assert_eq!(allocs(&xdg).len(), 5, "{:?}", registry(&xdg));
+    age_sweep_marker(&xdg);
+    // The next holder sweeps them all.
     let mut next = tool(&pdvm, &xdg, "palloc");
     next.args(["-q", "-N", "1", "--parsable"]);
     let n = run(next);
@@ -86,6 +98,7 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
     }
     // (and its process has ended)
     std::thread::sleep(std::time::Duration::from_millis(300));
+    age_sweep_marker(&xdg);
     let mut again = tool(&pdvm, &xdg, "palloc");
     again.args(["-q", "-N", "1", "--parsable"]);
     let g = run(again);
@@ -137,4 +150,53 @@ fn a_detached_palloc_keeps_none_of_the_callers_descriptors() {
     let mut rel = tool(&pdvm, &xdg, "prelease");
     rel.arg(&id);
     assert_eq!(run(rel).status.code(), Some(0));
+}
+
+/// 200 holders started at once: every one is registered under its id for
+/// as long as it runs (a sweep never removes a live holder's socket, even
+/// between its bind and its listen), no live holder is ever connected to
+/// by another's start, and when they end nothing is left.
+#[test]
+fn a_crowd_of_holders_started_at_once_are_all_registered() {
+    const N: usize = 200;
+    let pdvm = Pdvm::start(&["--scheduler-nodes", &N.to_string()]);
+    let xdg = support::unique_tmpdir("xdg-crowd");
+    let dir = support::unique_tmpdir("crowd-ids");
+    // Each holder's sweep (all of them due: no marker yet) races the
+    // others' binds.
+    let script = format!(
+        "pids=; for i in $(seq {N}); do palloc -q -N 1 --hold --parsable > id.$i 2> err.$i & pids=\"$pids $!\"; done; \
+         n=0; while [ $n -lt 600 ]; do \
+           ready=0; for i in $(seq {N}); do [ -s id.$i ] && ready=$((ready+1)); done; \
+           [ $ready -eq {N} ] && break; n=$((n+1)); sleep 0.1; done; \
+         ls $XDG_RUNTIME_DIR/pmix-tools-holders > registered; \
+         kill $pids; wait; true"
+    );
+    let mut c = sh(&pdvm, &xdg, &script);
+    c.current_dir(dir.path());
+    let o = support::run_with_timeout(c.stdin(Stdio::null()), 180);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let registered = std::fs::read_to_string(dir.path().join("registered")).unwrap_or_default();
+    let mut missing = Vec::new();
+    for i in 1..=N {
+        let id = std::fs::read_to_string(dir.path().join(format!("id.{i}"))).unwrap_or_default();
+        let id = id.trim();
+        assert!(id.starts_with("alloc."), "holder {i} printed no id");
+        if !registered
+            .lines()
+            .any(|n| n.ends_with(&format!("+{id}.sock")))
+        {
+            missing.push(id.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "live holders not registered: {missing:?}"
+    );
+    // Ended by SIGTERM, each removed its own names.
+    let left: Vec<String> = registry(&xdg)
+        .into_iter()
+        .filter(|n| n.ends_with(".sock") || n.ends_with(".lock"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

@@ -228,8 +228,8 @@ pub(crate) fn files(tool: &str) -> Vec<(&'static str, &'static str)> {
         "rendezvous file of a system server (--system-server-first/-only)",
     );
     let holders = (
-        "$XDG_RUNTIME_DIR/pmix-tools-holders/, else /tmp/pmix-tools-holders.<uid>/",
-        "holder registry (mode 0700, used only when owned by you; when another user holds the name, the first of <name>.1 ... <name>.7 that is yours, and a warning names the path and its owner): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation",
+        "$XDG_RUNTIME_DIR/pmix-tools-holders/, else /dev/shm/pmix-tools-holders.<uid>/ (when /dev/shm is in memory), else /tmp/pmix-tools-holders.<uid>/",
+        "holder registry (mode 0700, used only when owned by you; when another user holds the name, the first of <name>.1 ... <name>.7 that is yours, and a warning names the path and its owner): one socket <dvm-namespace>+<alloc-id>.sock per allocation held by a palloc --hold or palloc -- CMD of yours, through which tools in other shells act on that allocation; beside each socket its .lock, locked by the live holder (a name whose lock is free belongs to a holder that has gone: its files are removed by the next holder's sweep, at most one sweep every 30 s, marked by .swept)",
     );
     match tool {
         "psched" => vec![

@@ -53,6 +53,8 @@ use super::holder_client::{Client, CLIENT_QUEUE_BYTES};
 use super::holder_route::{
     acts_on_existing, classify, event_view, output_nspace, pause_request, spawned_nspace, Kind,
 };
+use super::registry::{claim, Claim};
+pub(crate) use super::registry::{registered_path, registry, sweep, HeldBy};
 use super::stream::Stream;
 use super::uri::ServerUri;
 
@@ -115,6 +117,8 @@ pub(crate) struct Holder {
     /// The private directory made for the socket (removed on drop), when
     /// the registry was not used.
     private_dir: Option<PathBuf>,
+    /// The registry's name held (dropping it removes the socket).
+    claim: Option<Claim>,
     path: PathBuf,
     listener: UnixListener,
     welcome: Vec<u8>,
@@ -151,11 +155,11 @@ impl Holder {
     /// registry cannot be used, on a socket in a fresh private directory.
     pub(crate) fn start(conn: &Connection, alloc_id: &str, held: HeldBy) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
-        let (listener, path, private_dir) = match bind_registered(&server, alloc_id, held) {
-            Some((l, p)) => (l, p, None),
+        let (listener, path, private_dir, claim) = match bind_registered(&server, alloc_id, held) {
+            Some((l, c)) => (l, c.entry().to_path_buf(), None, Some(c)),
             None => {
                 let (l, p, d) = bind_private()?;
-                (l, p, Some(d))
+                (l, p, Some(d), None)
             }
         };
         listener
@@ -182,6 +186,7 @@ impl Holder {
             .map_err(|e| Error::new(Status::ERROR, format!("encoding the holder welcome: {e}")))?;
         Ok(Holder {
             private_dir,
+            claim,
             path,
             listener,
             welcome,
@@ -209,12 +214,9 @@ impl Holder {
             return None;
         }
         let link = registered_path(&conn.target().uri.nspace, rid, HeldBy::Request)?;
-        if link.exists() && UnixStream::connect(&link).is_ok() {
-            return None;
-        }
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&self.path, &link).ok()?;
-        Some(Alias(link))
+        let claim = claim(&link)?;
+        std::os::unix::fs::symlink(&self.path, claim.entry()).ok()?;
+        Some(Alias { _claim: claim })
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
@@ -676,182 +678,33 @@ impl Drop for Holder {
         for c in self.clients.drain(..) {
             c.close();
         }
-        let _ = std::fs::remove_file(&self.path);
+        if self.claim.take().is_none() {
+            let _ = std::fs::remove_file(&self.path);
+        }
         if let Some(d) = &self.private_dir {
             let _ = std::fs::remove_dir(d);
         }
     }
 }
 
-/// The per-user directory where holders register their sockets by
-/// allocation id: `$XDG_RUNTIME_DIR/pmix-tools-holders` or
-/// `/tmp/pmix-tools-holders.<uid>`, created with mode 0700 (see [`registry`]).
-pub(crate) fn registry_dir() -> Option<PathBuf> {
-    registry().ok()
+/// A second name of a holder's socket (see [`Holder::alias`]), removed
+/// when dropped.
+pub(crate) struct Alias {
+    _claim: Claim,
 }
 
-/// Names tried for the registry after the first, when another user holds it.
-const REGISTRY_ALTERNATIVES: usize = 8;
-
-/// The holder registry: the first of `BASE`, `BASE.1` … `BASE.7` that is
-/// (or can be made) a real private directory of ours, so a path another
-/// user pre-created does not take it away (every tool of ours picks the
-/// same one); or why none can be used, naming each path and its owner.
-pub(crate) fn registry() -> std::result::Result<PathBuf, String> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let uid = nix::unistd::geteuid().as_raw();
-    let base = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(d) if d.is_dir() => d.join("pmix-tools-holders"),
-        _ => PathBuf::from(format!("/tmp/pmix-tools-holders.{uid}")),
-    };
-    let mut refused = Vec::new();
-    for n in 0..REGISTRY_ALTERNATIVES {
-        let dir = match n {
-            0 => base.clone(),
-            _ => PathBuf::from(format!("{}.{n}", base.display())),
-        };
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0 => return Ok(dir),
-            Ok(m) => refused.push(format!(
-                "{} is {} owned by uid {} (mode {:o})",
-                dir.display(),
-                if m.file_type().is_symlink() {
-                    "a symlink"
-                } else if m.is_dir() {
-                    "a directory"
-                } else {
-                    "a file"
-                },
-                m.uid(),
-                m.mode() & 0o7777
-            )),
-            Err(e) => refused.push(format!("{}: {e}", dir.display())),
-        }
-    }
-    Err(format!(
-        "the holder registry cannot be used: {}",
-        refused.join("; ")
-    ))
-}
-
-/// A second name of a holder's socket (see [`Holder::alias`]).
-pub(crate) struct Alias(PathBuf);
-
-impl Drop for Alias {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// What a holder is registered under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HeldBy {
-    /// A granted allocation's id.
-    Alloc,
-    /// A queued request's id (a detached palloc waiting for the grant).
-    Request,
-}
-
-/// Where the holder of `id` (an allocation id, or a queued request's id:
-/// `held`) on the DVM whose namespace is `server` registers its socket (in
-/// [`registry_dir`]): ids are unique only within one DVM, and a request id
-/// may look like an allocation id, so the two never share a name
-/// (`SERVER+ID.sock`, `SERVER=ID.sock`). Characters other than letters,
-/// digits and `@._-` are replaced by `_`.
-pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
-    if id.is_empty() || id.len() + server.len() > 200 {
-        return None;
-    }
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    let sep = match held {
-        HeldBy::Alloc => '+',
-        HeldBy::Request => '=',
-    };
-    let name = format!("{}{sep}{}.sock", clean(server), clean(id));
-    Some(registry_dir()?.join(name))
-}
-
-/// Bind the registered socket of `id` on `server`, replacing a stale one
-/// (whose holder has gone); `None` when it cannot (no registry, or a live
-/// holder of the same id). Sockets and logs of other holders that have
-/// gone are swept on the way.
-fn bind_registered(server: &str, id: &str, held: HeldBy) -> Option<(UnixListener, PathBuf)> {
+/// Bind the registered socket of `id` on `server` once its name is ours
+/// (see [`super::registry::claim`]: a dead holder's socket is replaced);
+/// `None` when it cannot be (no registry, or a live holder of the same
+/// id). The registry is swept on the way (at most every
+/// [`super::registry::SWEEP_EVERY`]).
+fn bind_registered(server: &str, id: &str, held: HeldBy) -> Option<(UnixListener, Claim)> {
     let path = registered_path(server, id, held)?;
     if let Some(dir) = path.parent() {
         sweep(dir);
     }
-    if path.exists() {
-        if UnixStream::connect(&path).is_ok() {
-            return None;
-        }
-        std::fs::remove_file(&path).ok()?;
-    }
-    UnixListener::bind(&path).ok().map(|l| (l, path))
-}
-
-/// Most entries of the registry looked at by one sweep.
-const SWEEP_MAX: usize = 4096;
-
-/// Remove from the registry `dir` the sockets nobody listens on (their
-/// holder has gone) and the logs of detached pallocs that have ended
-/// (`palloc.NAME.PID.log`).
-pub(crate) fn sweep(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.filter_map(std::result::Result::ok).take(SWEEP_MAX) {
-        let path = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        let dead = if name.ends_with(".sock") {
-            // Nobody listens, or (a link) its socket has gone.
-            matches!(
-                UnixStream::connect(&path),
-                Err(err) if matches!(
-                    err.kind(),
-                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
-                )
-            )
-        } else if let Some(pid) = log_pid(&name) {
-            !alive(pid)
-        } else {
-            false
-        };
-        if dead {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
-
-/// Whether process `pid` still runs (a zombie has ended).
-fn alive(pid: i32) -> bool {
-    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-        == Err(nix::errno::Errno::ESRCH)
-    {
-        return false;
-    }
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-    let state = state
-        .as_deref()
-        .and_then(|s| s.rsplit(')').next())
-        .and_then(|r| r.split_whitespace().next());
-    !matches!(state, Some("Z") | Some("X"))
-}
-
-/// The pid in a detached palloc's log name (`palloc.NAME.PID.log`).
-fn log_pid(name: &str) -> Option<i32> {
-    let stem = name.strip_prefix("palloc.")?.strip_suffix(".log")?;
-    stem.rsplit_once('.')?.1.parse().ok().filter(|p| *p > 1)
+    let claim = claim(&path)?;
+    UnixListener::bind(claim.entry()).ok().map(|l| (l, claim))
 }
 
 /// Bind a socket in a fresh private directory under TMPDIR.
@@ -1028,30 +881,4 @@ it has probably ended",
         pindex: None,
     };
     Connection::established(stream, target, welcome, wire)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_id_never_names_an_allocations_holder() {
-        let a = registered_path("dvm@0", "alloc.4", HeldBy::Alloc);
-        let r = registered_path("dvm@0", "alloc.4", HeldBy::Request);
-        assert!(a.is_some() && r.is_some());
-        assert_ne!(a, r);
-        // Separators in ids cannot forge the other kind's name.
-        assert_ne!(
-            registered_path("dvm@0", "x=alloc.4", HeldBy::Alloc),
-            registered_path("dvm@0+x", "alloc.4", HeldBy::Request)
-        );
-    }
-
-    #[test]
-    fn log_names_carry_the_detached_pallocs_pid() {
-        assert_eq!(log_pid("palloc.nightly.1234.log"), Some(1234));
-        assert_eq!(log_pid("palloc.a.b.77.log"), Some(77));
-        assert_eq!(log_pid("palloc.nightly.log"), None);
-        assert_eq!(log_pid("other.1234.log"), None);
-    }
 }
