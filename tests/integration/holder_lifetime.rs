@@ -220,7 +220,7 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     rel.arg(&all_id);
     let r = run(rel, 30);
     assert_eq!(r.status.code(), Some(0), "{}", show(&r));
-    let log = dir.path().join(format!("palloc-{queued}.out"));
+    let log = dir.path().join(format!("{queued}.out"));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut got = String::new();
     while Instant::now() < deadline && !got.contains("from-the-job") {
@@ -229,8 +229,8 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     }
     assert!(got.contains("job ran in alloc."), "{got}");
     assert!(got.contains("from-the-job"), "{got}");
-    let cancelled = std::fs::read_to_string(dir.path().join(format!("palloc-{pending}.out")))
-        .unwrap_or_default();
+    let cancelled =
+        std::fs::read_to_string(dir.path().join(format!("{pending}.out"))).unwrap_or_default();
     assert!(
         !cancelled.contains("job ran"),
         "the withdrawn request ran: {cancelled}"

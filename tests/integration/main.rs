@@ -21,6 +21,7 @@ mod dvm_model_genealogy;
 mod dvm_model_rules;
 mod dvm_model_sched;
 mod habits;
+mod holder_batch;
 mod holder_cancel;
 mod holder_failure;
 mod holder_housekeeping;

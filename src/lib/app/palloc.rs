@@ -21,10 +21,12 @@ use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance};
-use crate::render::AllocationRecord;
+use crate::render::{AllocationRecord, BatchStop};
+use nix::sys::signal::Signal;
 
 use super::events::EventFields;
 use super::launch;
+use super::palloc_batch::Batch;
 pub use super::palloc_detach::adopt_inherited_pipe;
 use super::palloc_detach::Submitter;
 use super::{now_secs, signals, Failure, Ui};
@@ -595,12 +597,21 @@ fn start_command(
     give_back: bool,
     ui: &Ui,
 ) -> std::result::Result<std::process::Child, Failure> {
+    use std::os::unix::process::CommandExt;
     let program = &cmd[0];
-    let spawned = std::process::Command::new(program)
+    let mut command = std::process::Command::new(program);
+    command
         .args(&cmd[1..])
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
-        .env(HOLDER_ENV, holder)
-        .spawn();
+        .env(HOLDER_ENV, holder);
+    // A batch script leads a process group of its own, so stopping it
+    // stops everything it started.
+    if std::env::var_os(super::palloc_batch::LOG_ENV).is_some() {
+        command
+            .env_remove(super::palloc_batch::LOG_ENV)
+            .process_group(0);
+    }
+    let spawned = command.spawn();
     spawned.map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
@@ -644,7 +655,12 @@ pub(super) fn run_command(
         .ok_or_else(|| Failure::other("no command to run"))?;
     let (mut holder, _alias) = share(s, rec, "cannot share the allocation with the command")?;
     announce(rec);
+    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
     let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
+    // `palloc --no-wait -- SCRIPT`: the script is stopped when its
+    // allocation ends, and how it ended is written to its log.
+    let mut batch =
+        batch_run.then(|| Batch::started(&s.conn().target().uri.nspace, rec, cmd, child.id()));
     ui.detail(&format!(
         "running {program} (pid {}) in allocation {}; its tools act through palloc",
         child.id(),
@@ -666,11 +682,35 @@ pub(super) fn run_command(
             // A terminal's Ctrl-C already reached CMD (same process group).
             if sig != nix::libc::SIGINT || forward_int {
                 if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
-                    let _ = nix::sys::signal::kill(pid, sig);
+                    match batch.as_mut() {
+                        Some(b)
+                            if matches!(sig, Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) =>
+                        {
+                            b.stop(BatchStop::Signalled)
+                        }
+                        Some(b) => b.forward(sig),
+                        None => {
+                            let _ = nix::sys::signal::kill(pid, sig);
+                        }
+                    }
                 }
             }
         }
-        let deadline = child_fd.is_none().then(|| Instant::now() + NO_PIDFD_CHECK);
+        if let Some(b) = batch.as_mut() {
+            if holder.released() && !ended {
+                b.stop(BatchStop::Released);
+                rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
+                ended = true;
+            }
+            b.kill_due();
+        }
+        let kill_at = batch.as_ref().and_then(Batch::kill_at);
+        let deadline = child_fd
+            .is_none()
+            .then(|| Instant::now() + NO_PIDFD_CHECK)
+            .into_iter()
+            .chain(kill_at)
+            .min();
         let child_watch = child_fd.as_ref().map(|f| f.as_fd());
         if let Some((_, kill_at)) = &dvm_lost {
             if Instant::now() >= *kill_at {
@@ -684,7 +724,16 @@ pub(super) fn run_command(
         }
         match step(s, Some(&mut holder), child_watch, deadline) {
             Step::Notify(bytes) => {
-                if let Some((_, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                if let Some((expired, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                    if let Some(b) = batch.as_mut() {
+                        b.stop(if expired {
+                            BatchStop::TimeLimit
+                        } else if holder.released() {
+                            BatchStop::Released
+                        } else {
+                            BatchStop::Ended
+                        });
+                    }
                     ui.warn(&format!(
                         "allocation {} has ended ({why}) while {program} runs",
                         rec.alloc_id
@@ -699,18 +748,26 @@ pub(super) fn run_command(
             Step::Lost(e) => {
                 // The allocation is gone with the DVM: CMD is stopped, as
                 // salloc stops its command when the allocation is revoked.
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                match batch.as_mut() {
+                    Some(b) => b.stop(BatchStop::Ended),
+                    None => {
+                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                    }
+                }
                 dvm_lost = Some((e, Instant::now() + LOST_GRACE));
             }
             _ => {}
         }
     };
     drop(holder);
-    let code = match status {
-        Ok(st) => shell_status(st),
+    let (code, st) = match status {
+        Ok(st) => (shell_status(st), st),
         Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
     };
     if let Some((e, _)) = dvm_lost {
+        if let Some(b) = batch {
+            b.ended(st);
+        }
         rec.on_owner_exit = format!(
             "the DVM has gone: allocation {} is gone with it",
             rec.alloc_id
@@ -724,6 +781,12 @@ pub(super) fn run_command(
     }
     if give_back && !ended {
         release_after(s, rec, &format!("{program} ended"), ui);
+    }
+    // A batch log ends with how the script ended (said here, after what
+    // became of the allocation, so it is the last line).
+    if let Some(b) = batch {
+        ui.note(&std::mem::take(&mut rec.on_owner_exit));
+        b.ended(st);
     }
     Ok(code)
 }

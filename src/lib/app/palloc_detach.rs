@@ -46,7 +46,7 @@ pub(crate) fn submit_detached(
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
     set_cloexec(said_r.as_raw_fd());
-    let mut child = start(args, &rid, Some(&log), &said_w)?;
+    let mut child = start(args, &rid, (&log_path, &log), &said_w)?;
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
     if how == Detach::Submit {
@@ -106,35 +106,47 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
     Ok(0)
 }
 
-/// The detached palloc's log: for a submitted script, `palloc-REQ_ID.out`
-/// in the current directory (as sbatch's `slurm-ID.out`); otherwise a new
-/// private file in the user's holder registry, never one someone else
-/// prepared: a registry another user took (see
-/// [`crate::conn::holder::registry`]) or a file that cannot be created anew
-/// is refused with a message naming the path (never a log to /dev/null).
+/// The detached palloc's log: for a submitted script, `palloc-NAME.out`
+/// in the current directory, named after the request (`-J NAME`; a
+/// generated id `palloc-PID-MS` gives `palloc-PID-MS.out`), as sbatch's
+/// `slurm-ID.out`, opened without following a link and never truncated
+/// (see [`super::shared_dir_file`]: a new file, or our own regular file
+/// appended to); otherwise a new private file in the user's holder
+/// registry, never one someone else prepared: a registry another user took
+/// (see [`crate::conn::holder::registry`]) or a file that cannot be
+/// created anew is refused with a message naming the path (never a log to
+/// /dev/null).
 fn open_log(
     args: &PallocArgs,
     rid: &str,
 ) -> std::result::Result<(std::path::PathBuf, std::fs::File), Failure> {
     use std::os::unix::fs::OpenOptionsExt;
     let name = rid.replace('/', "_");
-    let path = if args.command.is_empty() {
-        let dir = crate::conn::holder::registry().map_err(Failure::other)?;
-        dir.join(format!("palloc.{name}.log"))
-    } else {
-        std::env::current_dir()
+    if !args.command.is_empty() {
+        let file_name = if name.starts_with("palloc-") {
+            format!("{name}.out")
+        } else {
+            format!("palloc-{name}.out")
+        };
+        let path = std::env::current_dir()
             .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
-            .join(format!("palloc-{name}.out"))
-    };
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).mode(0o600);
-    if args.command.is_empty() {
-        let _ = std::fs::remove_file(&path);
-        open.create_new(true);
-    } else {
-        open.create(true).truncate(true);
+            .join(file_name);
+        let file = super::shared_dir_file::open_for_output(&path).map_err(|why| {
+            Failure::other(format!(
+                "cannot write the log {}: {why}; nothing was submitted (remove it, or name the \
+request differently with -J NAME)",
+                path.display()
+            ))
+        })?;
+        return Ok((path, file));
     }
-    let file = open
+    let dir = crate::conn::holder::registry().map_err(Failure::other)?;
+    let path = dir.join(format!("palloc.{name}.log"));
+    let _ = std::fs::remove_file(&path);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .mode(0o600)
+        .create_new(true)
         .open(&path)
         .map_err(|e| Failure::other(format!("cannot create the log {}: {e}", path.display())))?;
     Ok((path, file))
@@ -163,7 +175,7 @@ fn name_log_for(path: std::path::PathBuf, args: &PallocArgs, pid: u32) -> std::p
 fn start(
     args: &PallocArgs,
     rid: &str,
-    log: Option<&std::fs::File>,
+    (log_path, log): (&std::path::Path, &std::fs::File),
     said: &OwnedFd,
 ) -> std::result::Result<std::process::Child, Failure> {
     use std::os::unix::process::CommandExt;
@@ -187,8 +199,8 @@ fn start(
     }
     let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
     argv.splice(at..at, head);
-    let out = |f: Option<&std::fs::File>| {
-        f.and_then(|f| f.try_clone().ok())
+    let out = |f: &std::fs::File| {
+        f.try_clone()
             .map(Into::into)
             .unwrap_or(std::process::Stdio::null())
     };
@@ -199,6 +211,9 @@ fn start(
         .stdin(std::process::Stdio::null())
         .stdout(out(log))
         .stderr(out(log));
+    if !args.command.is_empty() {
+        cmd.env(super::palloc_batch::LOG_ENV, log_path);
+    }
     // SAFETY: setsid and close_range are async-signal-safe and touch no
     // memory of ours.
     unsafe {

@@ -453,7 +453,9 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
                 run_command(&s, &mut rec, cmd, give_back, ui, &told)
             }
         };
-        ui.note(&rec.on_owner_exit);
+        if !rec.on_owner_exit.is_empty() {
+            ui.note(&rec.on_owner_exit);
+        }
         let code = match code {
             Ok(c) => c,
             Err(f) => {
