@@ -23,6 +23,7 @@ mod dvm_model_sched;
 mod habits;
 mod holder_batch;
 mod holder_cancel;
+mod holder_death;
 mod holder_failure;
 mod holder_housekeeping;
 mod holder_lifetime;

@@ -139,12 +139,20 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
 fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -> Failure {
-    let name = signals::name(sig);
+    withdraw(
+        s,
+        req,
+        tag,
+        &format!("interrupted by {}", signals::name(sig)),
+        ui,
+    )
+}
+
+/// Withdraw queued request `tag` because of `name` (what ended the wait).
+fn withdraw(s: &Session, req: &AllocRequest, tag: u32, name: &str, ui: &Ui) -> Failure {
     s.conn().forget(tag);
     let Some(id) = &req.request_id else {
-        return Failure::interrupted(&format!(
-            "interrupted by {name} while the request was queued"
-        ));
+        return Failure::interrupted(&format!("{name} while the request was queued"));
     };
     let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
     let answer = begin_allocate(s, Directive::ReqCancel, &cancel).and_then(|t| {
@@ -158,20 +166,18 @@ fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -
     });
     match answer {
         Ok(Some(_)) => Failure::interrupted(&format!(
-            "interrupted by {name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
+            "{name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
         )),
         Err(e) => {
             ui.detail(&format!("cancel of {id} answered {e}"));
             Failure::interrupted(&format!(
-                "interrupted by {name}; cancelling queued request {id} was refused: {}",
+                "{name}; cancelling queued request {id} was refused: {}",
                 e.status.name()
             ))
         }
         Ok(None) => {
             s.conn().shutdown();
-            Failure::interrupted(&format!(
-                "interrupted by {name}; no answer to the cancel of request {id}"
-            ))
+            Failure::interrupted(&format!("{name}; no answer to the cancel of request {id}"))
         }
     }
 }
@@ -294,10 +300,17 @@ pub(super) fn hold(
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
     if let Some(sub) = submitter {
-        sub.say(&format!(
+        let waited = sub.waited();
+        let told = sub.say(&format!(
             "granted {}",
             serde_json::to_string(rec).unwrap_or_default()
         ));
+        // Nobody will ever learn this grant's id: give it back.
+        if waited && !told {
+            drop(holder);
+            release_after(s, rec, "the palloc waiting for this grant has gone", ui);
+            return Err(Failure::other(rec.on_owner_exit.clone()));
+        }
     }
     ui.note(&format!(
         "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
@@ -395,7 +408,20 @@ pub(super) fn await_answer(
                 ),
             ));
         }
-        match step(s, w.holder.as_deref_mut(), None, alive_by) {
+        let waiter = w.submitter.as_ref().and_then(Submitter::waiter);
+        match step(s, w.holder.as_deref_mut(), waiter, alive_by) {
+            // The palloc that waits for this grant has gone (killed): the
+            // request is withdrawn rather than granted to nobody.
+            Step::Child => {
+                clear();
+                return Err(withdraw(
+                    s,
+                    req,
+                    tag,
+                    "the palloc waiting for this grant has gone",
+                    ui,
+                ));
+            }
             Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
                 Some(Ok(bytes)) => return Ok(decode_alloc_reply(s, req.directive, &bytes)),
                 Some(Err(e)) => return Ok(Err(e)),

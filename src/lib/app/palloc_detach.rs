@@ -46,7 +46,7 @@ pub(crate) fn submit_detached(
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
     set_cloexec(said_r.as_raw_fd());
-    let mut child = start(args, &rid, (&log_path, &log), &said_w)?;
+    let mut child = start(args, &rid, (&log_path, &log), (&said_w, how))?;
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
     if how == Detach::Submit {
@@ -176,7 +176,7 @@ fn start(
     args: &PallocArgs,
     rid: &str,
     (log_path, log): (&std::path::Path, &std::fs::File),
-    said: &OwnedFd,
+    (said, how): (&OwnedFd, Detach),
 ) -> std::result::Result<std::process::Child, Failure> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()
@@ -207,7 +207,7 @@ fn start(
     let said_fd = said.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.args(&argv)
-        .env(SUBMIT_FD_ENV, said_fd.to_string())
+        .env(SUBMIT_FD_ENV, submit_fd_value(said_fd, how))
         .stdin(std::process::Stdio::null())
         .stdout(out(log))
         .stderr(out(log));
@@ -226,6 +226,21 @@ fn start(
     cmd.spawn()
         .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))
 }
+
+/// The value of [`SUBMIT_FD_ENV`]: the pipe's number, and `:waited` when
+/// the palloc that starts the detached one waits for the grant on it
+/// ([`Detach::UntilGranted`]): should that palloc go before the grant, the
+/// request is withdrawn (or the grant given back) instead of held by a
+/// palloc nobody knows of.
+fn submit_fd_value(fd: RawFd, how: Detach) -> String {
+    match how {
+        Detach::UntilGranted => format!("{fd}:{WAITED}"),
+        Detach::Submit => fd.to_string(),
+    }
+}
+
+/// The mark of a pipe whose reader waits for the grant.
+const WAITED: &str = "waited";
 
 /// Close every descriptor above stderr but `keep` (in the child, before
 /// exec): a detached palloc holds nothing the caller opened.
@@ -360,8 +375,9 @@ fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
     crate::conn::client::poll_readable(&fds, deadline) == Some(0)
 }
 
-/// The write end of the pipe in a detached palloc.
-pub(crate) struct Submitter(OwnedFd);
+/// The write end of the pipe in a detached palloc, and whether the palloc
+/// at the other end waits for the grant (see [`submit_fd_value`]).
+pub(crate) struct Submitter(OwnedFd, bool);
 
 /// The pipe adopted at start-up by [`adopt_inherited_pipe`], until palloc
 /// takes it.
@@ -374,10 +390,14 @@ static INHERITED: std::sync::Mutex<Option<Submitter>> = std::sync::Mutex::new(No
 /// owns it yet. Only a pipe is adopted; the variable is removed so nothing
 /// this palloc starts inherits it.
 pub fn adopt_inherited_pipe() {
-    let Some(fd) = std::env::var(SUBMIT_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse::<RawFd>().ok())
-    else {
+    let Some(value) = std::env::var(SUBMIT_FD_ENV).ok() else {
+        return;
+    };
+    let (number, waited) = match value.split_once(':') {
+        Some((n, mark)) => (n, mark == WAITED),
+        None => (value.as_str(), false),
+    };
+    let Ok(fd) = number.parse::<RawFd>() else {
         return;
     };
     std::env::remove_var(SUBMIT_FD_ENV);
@@ -391,7 +411,7 @@ pub fn adopt_inherited_pipe() {
     set_cloexec(fd);
     // SAFETY: called before this process opened any descriptor (see above),
     // so the open descriptor `fd` was inherited and has no other owner here.
-    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) });
+    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) }, waited);
     *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
 }
 
@@ -401,9 +421,22 @@ impl Submitter {
         INHERITED.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// Say `line` and close the pipe.
-    pub(crate) fn say(self, line: &str) {
-        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
+    /// Say `line` and close the pipe; whether it could be said (false:
+    /// the palloc at the other end has gone).
+    pub(crate) fn say(self, line: &str) -> bool {
+        nix::unistd::write(&self.0, format!("{line}\n").as_bytes()).is_ok()
+    }
+
+    /// The pipe, to watch while the request is queued, when the palloc at
+    /// the other end waits for the grant: it becomes ready (an error) once
+    /// that palloc has gone.
+    pub(crate) fn waiter(&self) -> Option<BorrowedFd<'_>> {
+        self.1.then(|| self.0.as_fd())
+    }
+
+    /// Whether the palloc at the other end waits for the grant.
+    pub(crate) fn waited(&self) -> bool {
+        self.1
     }
 
     /// Say `line` and keep the pipe open for another.
