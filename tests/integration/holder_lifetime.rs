@@ -473,6 +473,61 @@ fn a_holder_inside_a_job_lends_nothing_to_processes_outside_it() {
     let _ = run(cancel, 30);
 }
 
+/// A process outside a job that names the job in its own environment
+/// (`PMIX_NAMESPACE=JOB`) is not one of the job's processes: the holder
+/// inside the job decides by descent (the peer's process descends from a
+/// process of the job), not by the environment, so it is refused as a
+/// non-owner and the allocation is untouched.
+#[test]
+fn a_holder_inside_a_job_is_not_fooled_by_an_outsider_naming_the_job_in_its_environment() {
+    let pdvm = Pdvm::start(&["--slots", "4", "--scheduler-nodes", "1"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("jobholder-env");
+    let id_file = dir.path().join("id");
+    let gate = dir.path().join("gate");
+    let script = format!(
+        "palloc -N 1 --hold --parsable > {id} &\n\
+         while [ ! -e {gate} ]; do sleep 0.1; done\n\
+         kill %1; wait",
+        id = id_file.display(),
+        gate = gate.display()
+    );
+    let mut job = tool("pspawn");
+    job.args(["--detach", "--parsable", "-n", "1", "sh", "-c", &script]);
+    let o = run(job, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    let id = support::wait_file(&id_file, Duration::from_secs(20))
+        .trim()
+        .to_string();
+    let mut outsider = tool("pspawn");
+    outsider
+        .env("PMIX_NAMESPACE", &ns)
+        .args(["--target", &id, "true"]);
+    let r = run(outsider, 30);
+    let mut release = tool("prelease");
+    release.env("PMIX_NAMESPACE", &ns).arg(&id);
+    let rel = run(release, 30);
+    let still_there = pdvm.reservation_ids().contains(&id);
+    std::fs::write(&gate, "").unwrap();
+    assert_ne!(
+        r.status.code(),
+        Some(0),
+        "the outsider spawned as the job: {}",
+        show(&r)
+    );
+    assert_ne!(
+        rel.status.code(),
+        Some(0),
+        "the outsider released it: {}",
+        show(&rel)
+    );
+    assert!(still_there, "allocation {id} was released by an outsider");
+    let mut cancel = tool("prelease");
+    cancel.arg(&ns);
+    let _ = run(cancel, 30);
+}
+
 /// `prelease A B`, A and B held by different pallocs, releases both.
 #[test]
 fn prelease_of_two_ids_held_by_two_pallocs_releases_both() {

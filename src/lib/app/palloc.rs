@@ -603,8 +603,19 @@ fn share(
     rec: &AllocationRecord,
     what: &str,
 ) -> std::result::Result<(Holder, Option<crate::conn::holder::Alias>), Failure> {
-    let holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error(what, &e))?;
+    // Inside a job, the job's other processes (other ranks) act through
+    // the holder too: it learns them from the DVM's process table.
+    if matches!(s.conn().identity(), crate::conn::Identity::Client { .. }) {
+        let me = s.me().0;
+        if let Ok(procs) =
+            crate::ops::query::proc_table_within(s, &me, crate::ops::job::END_CHECK_WAIT)
+        {
+            let pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
+            holder.know_job_processes(&pids);
+        }
+    }
     let alias = rec
         .request_id
         .as_deref()
