@@ -268,3 +268,66 @@ fn a_batch_log_never_writes_into_a_file_another_user_created() {
     assert_refused_untouched(&pdvm, dir.path(), &victim, &theirs);
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs\n");
 }
+
+#[test]
+fn cancelling_a_running_batch_job_by_name_stops_it_as_scancel_does() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
+    let dir = support::unique_tmpdir("batch-cancel");
+    script(
+        dir.path(),
+        "long.sh",
+        "echo started\nsleep 1000\necho not-stopped",
+    );
+    let o = submit(&pdvm, dir.path(), &["-J", "running"], "./long.sh");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let log_path = dir.path().join("palloc-running.out");
+    assert!(log_with(&log_path, "started").contains("started"));
+    let mut cancel = pdvm.tool("prelease");
+    cancel.args(["--cancel", "running"]);
+    let c = run_with_timeout(cancel.stdin(Stdio::null()), 60);
+    assert_eq!(c.status.code(), Some(0), "{}", show(&c));
+    let log = log_with(&log_path, "was killed by signal");
+    assert_eq!(
+        last_line(&log),
+        "palloc: ./long.sh was killed by signal SIGTERM",
+        "{log}"
+    );
+    assert!(
+        pdvm.reservation_ids().is_empty(),
+        "{:?}",
+        pdvm.reservations()
+    );
+}
+
+#[test]
+fn a_batch_job_whose_palloc_was_killed_is_listed_as_lost_not_running() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
+    let dir = support::unique_tmpdir("batch-lost");
+    let pid_file = dir.path().join("pid");
+    script(
+        dir.path(),
+        "long.sh",
+        &format!("echo $$ > {}\necho started\nsleep 1000", pid_file.display()),
+    );
+    let o = submit(&pdvm, dir.path(), &["-J", "lost"], "./long.sh");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let started = log_with(&dir.path().join("palloc-lost.out"), "started");
+    assert!(started.contains("started"), "{started}");
+    let script_pid: i32 = support::wait_file(&pid_file, Duration::from_secs(20))
+        .trim()
+        .parse()
+        .unwrap();
+    let rec = batch_record(&pdvm, "lost");
+    assert_eq!(rec["state"], "running", "{rec}");
+    let palloc = rec["palloc_pid"].as_i64().expect("palloc_pid") as i32;
+    let pid = nix::unistd::Pid::from_raw(palloc);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let lost = wait_gone(palloc);
+    let rec = batch_record(&pdvm, "lost");
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(script_pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(lost, "palloc {palloc} did not die");
+    assert_eq!(rec["state"], "lost", "{rec}");
+}

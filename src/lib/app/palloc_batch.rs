@@ -49,6 +49,7 @@ impl Batch {
             command: cmd.join(" "),
             log: std::env::var(LOG_ENV).ok(),
             state: BatchState::Running,
+            palloc_pid: Some(std::process::id()),
             started_at: Some(super::now_secs() as u64),
             ..Default::default()
         };
@@ -211,8 +212,24 @@ pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
         })
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .map(|mut r| {
+            if r.state == BatchState::Running && !r.palloc_pid.is_some_and(alive) {
+                r.state = BatchState::Lost;
+            }
+            r
+        })
         .filter(|r| all || r.state == BatchState::Running)
         .collect();
     v.sort_by_key(|r| r.started_at);
     v
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
 }

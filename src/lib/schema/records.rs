@@ -106,6 +106,8 @@ pub enum BatchState {
     Exited,
     /// Ended by a signal (named in `signal`).
     Killed,
+    /// Its palloc ended without saying how the script ended (killed).
+    Lost,
 }
 
 /// Why palloc stopped a batch script before it ended by itself.
@@ -129,6 +131,7 @@ impl BatchState {
             BatchState::Running => "running",
             BatchState::Exited => "exited",
             BatchState::Killed => "killed",
+            BatchState::Lost => "lost",
         }
     }
 }
@@ -159,13 +162,15 @@ record! {
         /// Its log.
         pub log: Option<String> => "path of its log (palloc-NAME.out), or null",
         /// The running state.
-        pub state: BatchState => "running, exited (see exit_code) or killed (see signal)",
+        pub state: BatchState => "running, exited (see exit_code), killed (see signal), or lost (its palloc ended without saying how the script ended)",
         /// Its exit status, once exited.
         pub exit_code: Option<i32> => "its exit status once it exited, or null",
         /// The signal that ended it, once killed.
         pub signal: Option<String> => "the signal that ended it (SIGTERM, SIGKILL…) once killed, or null",
         /// Why palloc stopped it, when it did.
         pub stopped_by: Option<BatchStop> => "why palloc stopped it: released, time-limit, ended (the DVM ended the allocation) or signalled (palloc was told to end); null when it ended by itself",
+        /// The detached palloc that runs it.
+        pub palloc_pid: Option<u32> => "pid of the detached palloc that runs it, or null",
         /// When it started, Unix seconds.
         pub started_at: Option<u64> => "when it started, Unix seconds, or null",
         /// When it ended, Unix seconds.
@@ -425,7 +430,12 @@ mod tests {
 
     #[test]
     fn batch_words_are_their_json_words() {
-        for s in [BatchState::Running, BatchState::Exited, BatchState::Killed] {
+        for s in [
+            BatchState::Running,
+            BatchState::Exited,
+            BatchState::Killed,
+            BatchState::Lost,
+        ] {
             assert_eq!(serde_json::to_value(s).unwrap(), s.word());
         }
         for w in [
