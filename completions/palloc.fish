@@ -21,7 +21,7 @@ complete -c palloc -l tmpdir -d 'Look for rendezvous files under DIR instead of 
 complete -c palloc -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
 complete -c palloc -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
 complete -c palloc -l share -d 'Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)'
-complete -c palloc -l no-wait -d 'Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in palloc-REQ_ID.out); `prelease REQ_ID` withdraws it while queued'
+complete -c palloc -l no-wait -d 'Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in palloc-NAME.out, NAME from -J); `prelease REQ_ID` withdraws it while queued, or stops it'
 complete -c palloc -l hold -d 'After the grant, print the id and keep the allocation until SIGINT/SIGTERM'
 complete -c palloc -l parsable -d 'Print only the allocation id (with --no-wait, the request id), as sbatch --parsable'
 complete -c palloc -l keep -d 'With `-- CMD`: do not release the allocation when CMD ends (the --inherit rule then decides what becomes of it when its owner ends)'

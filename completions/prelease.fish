@@ -1,7 +1,7 @@
 complete -c prelease -l request-id -d 'Release the allocation requested under this request id (repeatable or comma-separated)' -r -f
 complete -c prelease -s N -l nodes -d 'Release only this many nodes of the allocation (partial release)' -r -f
 complete -c prelease -s w -l nodelist -d 'Release only these nodes, e.g. `node[07-08]` or file:PATH (partial release)' -r -f
-complete -c prelease -l cancel -d 'Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL)' -r -f
+complete -c prelease -l cancel -d 'Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL); once granted, release what was granted' -r -f
 complete -c prelease -l reacquire -d 'Reacquire this released allocation (PMIX_ALLOC_REAQUIRE)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c prelease -l signal -d 'Send this signal to every process of the jobs named (their namespaces, as `pspawn --detach` prints them) instead of ending them, as `scancel --signal` does: a name (USR1, SIGTERM) or a number' -r -f
 complete -c prelease -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r

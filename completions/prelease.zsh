@@ -20,7 +20,7 @@ _prelease() {
 '(--cancel --reacquire)--nodes=[Release only this many nodes of the allocation (partial release)]:N:' \
 '(--cancel --reacquire)-w+[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:' \
 '(--cancel --reacquire)--nodelist=[Release only these nodes, e.g. \`node\[07-08\]\` or file\:PATH (partial release)]:LIST:' \
-'(--request-id --reacquire)--cancel=[Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL)]:REQ_ID:' \
+'(--request-id --reacquire)--cancel=[Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL); once granted, release what was granted]:REQ_ID:' \
 '(--request-id)--reacquire=[Reacquire this released allocation (PMIX_ALLOC_REAQUIRE)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--cancel --reacquire --request-id -N --nodes -w --nodelist)--signal=[Send this signal to every process of the jobs named (their namespaces, as \`pspawn --detach\` prints them) instead of ending them, as \`scancel --signal\` does\: a name (USR1, SIGTERM) or a number]:SIG:' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \

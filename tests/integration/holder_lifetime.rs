@@ -220,7 +220,7 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     rel.arg(&all_id);
     let r = run(rel, 30);
     assert_eq!(r.status.code(), Some(0), "{}", show(&r));
-    let log = dir.path().join(format!("palloc-{queued}.out"));
+    let log = dir.path().join(format!("{queued}.out"));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut got = String::new();
     while Instant::now() < deadline && !got.contains("from-the-job") {
@@ -229,8 +229,8 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     }
     assert!(got.contains("job ran in alloc."), "{got}");
     assert!(got.contains("from-the-job"), "{got}");
-    let cancelled = std::fs::read_to_string(dir.path().join(format!("palloc-{pending}.out")))
-        .unwrap_or_default();
+    let cancelled =
+        std::fs::read_to_string(dir.path().join(format!("{pending}.out"))).unwrap_or_default();
     assert!(
         !cancelled.contains("job ran"),
         "the withdrawn request ran: {cancelled}"
@@ -468,6 +468,61 @@ fn a_holder_inside_a_job_lends_nothing_to_processes_outside_it() {
     std::fs::write(&gate, "").unwrap();
     assert_eq!(r.status.code(), Some(6), "{}", show(&r));
     assert!(text(&r.stderr).contains("NO_PERMISSIONS"), "{}", show(&r));
+    let mut cancel = tool("prelease");
+    cancel.arg(&ns);
+    let _ = run(cancel, 30);
+}
+
+/// A process outside a job that names the job in its own environment
+/// (`PMIX_NAMESPACE=JOB`) is not one of the job's processes: the holder
+/// inside the job decides by descent (the peer's process descends from a
+/// process of the job), not by the environment, so it is refused as a
+/// non-owner and the allocation is untouched.
+#[test]
+fn a_holder_inside_a_job_is_not_fooled_by_an_outsider_naming_the_job_in_its_environment() {
+    let pdvm = Pdvm::start(&["--slots", "4", "--scheduler-nodes", "1"]);
+    let tool = pdvm_tool(&pdvm);
+    let dir = support::unique_tmpdir("jobholder-env");
+    let id_file = dir.path().join("id");
+    let gate = dir.path().join("gate");
+    let script = format!(
+        "palloc -N 1 --hold --parsable > {id} &\n\
+         while [ ! -e {gate} ]; do sleep 0.1; done\n\
+         kill %1; wait",
+        id = id_file.display(),
+        gate = gate.display()
+    );
+    let mut job = tool("pspawn");
+    job.args(["--detach", "--parsable", "-n", "1", "sh", "-c", &script]);
+    let o = run(job, 30);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    let id = support::wait_file(&id_file, Duration::from_secs(20))
+        .trim()
+        .to_string();
+    let mut outsider = tool("pspawn");
+    outsider
+        .env("PMIX_NAMESPACE", &ns)
+        .args(["--target", &id, "true"]);
+    let r = run(outsider, 30);
+    let mut release = tool("prelease");
+    release.env("PMIX_NAMESPACE", &ns).arg(&id);
+    let rel = run(release, 30);
+    let still_there = pdvm.reservation_ids().contains(&id);
+    std::fs::write(&gate, "").unwrap();
+    assert_ne!(
+        r.status.code(),
+        Some(0),
+        "the outsider spawned as the job: {}",
+        show(&r)
+    );
+    assert_ne!(
+        rel.status.code(),
+        Some(0),
+        "the outsider released it: {}",
+        show(&rel)
+    );
+    assert!(still_there, "allocation {id} was released by an outsider");
     let mut cancel = tool("prelease");
     cancel.arg(&ns);
     let _ = run(cancel, 30);

@@ -471,3 +471,32 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// `prelease NSPACE` ends a running job on PRRTE master, which carries out
+/// `PMIX_JOB_CTRL_KILL` for a job's processes (its
+/// `PMIX_JOB_CTRL_TERMINATE` stops only the whole DVM): the job leaves the
+/// namespace list.
+#[test]
+fn prelease_of_a_job_namespace_ends_the_job_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let o = run(tool(&dvm, "pspawn").args(["--detach", "sleep", "300"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ns = text(&o.stdout).trim().to_string();
+    let live = || {
+        let o = run(tool(&dvm, "pwatch").args(["--status", "--what", "namespaces", "--json"]));
+        text(&o.stdout).contains(&format!("\"{ns}\""))
+    };
+    assert!(live(), "the job runs");
+    let c = run(tool(&dvm, "prelease").arg(&ns));
+    assert_eq!(c.status.code(), Some(0), "{}\n{}", show(&c), dvm.logs());
+    assert!(text(&c.stderr).contains("cancelled job"), "{}", show(&c));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while live() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        !live(),
+        "job {ns} still runs after prelease\n{}",
+        dvm.logs()
+    );
+}

@@ -21,10 +21,12 @@ use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance};
-use crate::render::AllocationRecord;
+use crate::render::{AllocationRecord, BatchStop};
+use nix::sys::signal::Signal;
 
 use super::events::EventFields;
 use super::launch;
+use super::palloc_batch::Batch;
 pub use super::palloc_detach::adopt_inherited_pipe;
 use super::palloc_detach::Submitter;
 use super::{now_secs, signals, Failure, Ui};
@@ -137,12 +139,20 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
 fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -> Failure {
-    let name = signals::name(sig);
+    withdraw(
+        s,
+        req,
+        tag,
+        &format!("interrupted by {}", signals::name(sig)),
+        ui,
+    )
+}
+
+/// Withdraw queued request `tag` because of `name` (what ended the wait).
+fn withdraw(s: &Session, req: &AllocRequest, tag: u32, name: &str, ui: &Ui) -> Failure {
     s.conn().forget(tag);
     let Some(id) = &req.request_id else {
-        return Failure::interrupted(&format!(
-            "interrupted by {name} while the request was queued"
-        ));
+        return Failure::interrupted(&format!("{name} while the request was queued"));
     };
     let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
     let answer = begin_allocate(s, Directive::ReqCancel, &cancel).and_then(|t| {
@@ -156,20 +166,18 @@ fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -
     });
     match answer {
         Ok(Some(_)) => Failure::interrupted(&format!(
-            "interrupted by {name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
+            "{name}: cancelled queued request {id} (PMIX_ALLOC_REQ_CANCEL)"
         )),
         Err(e) => {
             ui.detail(&format!("cancel of {id} answered {e}"));
             Failure::interrupted(&format!(
-                "interrupted by {name}; cancelling queued request {id} was refused: {}",
+                "{name}; cancelling queued request {id} was refused: {}",
                 e.status.name()
             ))
         }
         Ok(None) => {
             s.conn().shutdown();
-            Failure::interrupted(&format!(
-                "interrupted by {name}; no answer to the cancel of request {id}"
-            ))
+            Failure::interrupted(&format!("{name}; no answer to the cancel of request {id}"))
         }
     }
 }
@@ -292,10 +300,17 @@ pub(super) fn hold(
     // Once other shells can reach it, the palloc that started this one
     // (if detached) may print the grant.
     if let Some(sub) = submitter {
-        sub.say(&format!(
+        let waited = sub.waited();
+        let told = sub.say(&format!(
             "granted {}",
             serde_json::to_string(rec).unwrap_or_default()
         ));
+        // Nobody will ever learn this grant's id: give it back.
+        if waited && !told {
+            drop(holder);
+            release_after(s, rec, "the palloc waiting for this grant has gone", ui);
+            return Err(Failure::other(rec.on_owner_exit.clone()));
+        }
     }
     ui.note(&format!(
         "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
@@ -393,7 +408,20 @@ pub(super) fn await_answer(
                 ),
             ));
         }
-        match step(s, w.holder.as_deref_mut(), None, alive_by) {
+        let waiter = w.submitter.as_ref().and_then(Submitter::waiter);
+        match step(s, w.holder.as_deref_mut(), waiter, alive_by) {
+            // The palloc that waits for this grant has gone (killed): the
+            // request is withdrawn rather than granted to nobody.
+            Step::Child => {
+                clear();
+                return Err(withdraw(
+                    s,
+                    req,
+                    tag,
+                    "the palloc waiting for this grant has gone",
+                    ui,
+                ));
+            }
             Step::Reply(t) if t == tag => match s.conn().take_reply(tag) {
                 Some(Ok(bytes)) => return Ok(decode_alloc_reply(s, req.directive, &bytes)),
                 Some(Err(e)) => return Ok(Err(e)),
@@ -575,8 +603,19 @@ fn share(
     rec: &AllocationRecord,
     what: &str,
 ) -> std::result::Result<(Holder, Option<crate::conn::holder::Alias>), Failure> {
-    let holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
+    let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error(what, &e))?;
+    // Inside a job, the job's other processes (other ranks) act through
+    // the holder too: it learns them from the DVM's process table.
+    if matches!(s.conn().identity(), crate::conn::Identity::Client { .. }) {
+        let me = s.me().0;
+        if let Ok(procs) =
+            crate::ops::query::proc_table_within(s, &me, crate::ops::job::END_CHECK_WAIT)
+        {
+            let pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
+            holder.know_job_processes(&pids);
+        }
+    }
     let alias = rec
         .request_id
         .as_deref()
@@ -595,12 +634,21 @@ fn start_command(
     give_back: bool,
     ui: &Ui,
 ) -> std::result::Result<std::process::Child, Failure> {
+    use std::os::unix::process::CommandExt;
     let program = &cmd[0];
-    let spawned = std::process::Command::new(program)
+    let mut command = std::process::Command::new(program);
+    command
         .args(&cmd[1..])
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
-        .env(HOLDER_ENV, holder)
-        .spawn();
+        .env(HOLDER_ENV, holder);
+    // A batch script leads a process group of its own, so stopping it
+    // stops everything it started.
+    if std::env::var_os(super::palloc_batch::LOG_ENV).is_some() {
+        command
+            .env_remove(super::palloc_batch::LOG_ENV)
+            .process_group(0);
+    }
+    let spawned = command.spawn();
     spawned.map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             127
@@ -644,7 +692,12 @@ pub(super) fn run_command(
         .ok_or_else(|| Failure::other("no command to run"))?;
     let (mut holder, _alias) = share(s, rec, "cannot share the allocation with the command")?;
     announce(rec);
+    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
     let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
+    // `palloc --no-wait -- SCRIPT`: the script is stopped when its
+    // allocation ends, and how it ended is written to its log.
+    let mut batch =
+        batch_run.then(|| Batch::started(&s.conn().target().uri.nspace, rec, cmd, child.id()));
     ui.detail(&format!(
         "running {program} (pid {}) in allocation {}; its tools act through palloc",
         child.id(),
@@ -666,11 +719,35 @@ pub(super) fn run_command(
             // A terminal's Ctrl-C already reached CMD (same process group).
             if sig != nix::libc::SIGINT || forward_int {
                 if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
-                    let _ = nix::sys::signal::kill(pid, sig);
+                    match batch.as_mut() {
+                        Some(b)
+                            if matches!(sig, Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) =>
+                        {
+                            b.stop(BatchStop::Signalled)
+                        }
+                        Some(b) => b.forward(sig),
+                        None => {
+                            let _ = nix::sys::signal::kill(pid, sig);
+                        }
+                    }
                 }
             }
         }
-        let deadline = child_fd.is_none().then(|| Instant::now() + NO_PIDFD_CHECK);
+        if let Some(b) = batch.as_mut() {
+            if holder.released() && !ended {
+                b.stop(BatchStop::Released);
+                rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
+                ended = true;
+            }
+            b.kill_due();
+        }
+        let kill_at = batch.as_ref().and_then(Batch::kill_at);
+        let deadline = child_fd
+            .is_none()
+            .then(|| Instant::now() + NO_PIDFD_CHECK)
+            .into_iter()
+            .chain(kill_at)
+            .min();
         let child_watch = child_fd.as_ref().map(|f| f.as_fd());
         if let Some((_, kill_at)) = &dvm_lost {
             if Instant::now() >= *kill_at {
@@ -684,7 +761,16 @@ pub(super) fn run_command(
         }
         match step(s, Some(&mut holder), child_watch, deadline) {
             Step::Notify(bytes) => {
-                if let Some((_, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                if let Some((expired, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                    if let Some(b) = batch.as_mut() {
+                        b.stop(if expired {
+                            BatchStop::TimeLimit
+                        } else if holder.released() {
+                            BatchStop::Released
+                        } else {
+                            BatchStop::Ended
+                        });
+                    }
                     ui.warn(&format!(
                         "allocation {} has ended ({why}) while {program} runs",
                         rec.alloc_id
@@ -699,18 +785,26 @@ pub(super) fn run_command(
             Step::Lost(e) => {
                 // The allocation is gone with the DVM: CMD is stopped, as
                 // salloc stops its command when the allocation is revoked.
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                match batch.as_mut() {
+                    Some(b) => b.stop(BatchStop::Ended),
+                    None => {
+                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                    }
+                }
                 dvm_lost = Some((e, Instant::now() + LOST_GRACE));
             }
             _ => {}
         }
     };
     drop(holder);
-    let code = match status {
-        Ok(st) => shell_status(st),
+    let (code, st) = match status {
+        Ok(st) => (shell_status(st), st),
         Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
     };
     if let Some((e, _)) = dvm_lost {
+        if let Some(b) = batch {
+            b.ended(st);
+        }
         rec.on_owner_exit = format!(
             "the DVM has gone: allocation {} is gone with it",
             rec.alloc_id
@@ -724,6 +818,12 @@ pub(super) fn run_command(
     }
     if give_back && !ended {
         release_after(s, rec, &format!("{program} ended"), ui);
+    }
+    // A batch log ends with how the script ended (said here, after what
+    // became of the allocation, so it is the last line).
+    if let Some(b) = batch {
+        ui.note(&std::mem::take(&mut rec.on_owner_exit));
+        b.ended(st);
     }
     Ok(code)
 }

@@ -46,7 +46,7 @@ pub(crate) fn submit_detached(
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
     set_cloexec(said_r.as_raw_fd());
-    let mut child = start(args, &rid, Some(&log), &said_w)?;
+    let mut child = start(args, &rid, (&log_path, &log), (&said_w, how))?;
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
     if how == Detach::Submit {
@@ -106,35 +106,47 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
     Ok(0)
 }
 
-/// The detached palloc's log: for a submitted script, `palloc-REQ_ID.out`
-/// in the current directory (as sbatch's `slurm-ID.out`); otherwise a new
-/// private file in the user's holder registry, never one someone else
-/// prepared: a registry another user took (see
-/// [`crate::conn::holder::registry`]) or a file that cannot be created anew
-/// is refused with a message naming the path (never a log to /dev/null).
+/// The detached palloc's log: for a submitted script, `palloc-NAME.out`
+/// in the current directory, named after the request (`-J NAME`; a
+/// generated id `palloc-PID-MS` gives `palloc-PID-MS.out`), as sbatch's
+/// `slurm-ID.out`, opened without following a link and never truncated
+/// (see [`super::shared_dir_file`]: a new file, or our own regular file
+/// appended to); otherwise a new private file in the user's holder
+/// registry, never one someone else prepared: a registry another user took
+/// (see [`crate::conn::holder::registry`]) or a file that cannot be
+/// created anew is refused with a message naming the path (never a log to
+/// /dev/null).
 fn open_log(
     args: &PallocArgs,
     rid: &str,
 ) -> std::result::Result<(std::path::PathBuf, std::fs::File), Failure> {
     use std::os::unix::fs::OpenOptionsExt;
     let name = rid.replace('/', "_");
-    let path = if args.command.is_empty() {
-        let dir = crate::conn::holder::registry().map_err(Failure::other)?;
-        dir.join(format!("palloc.{name}.log"))
-    } else {
-        std::env::current_dir()
+    if !args.command.is_empty() {
+        let file_name = if name.starts_with("palloc-") {
+            format!("{name}.out")
+        } else {
+            format!("palloc-{name}.out")
+        };
+        let path = std::env::current_dir()
             .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
-            .join(format!("palloc-{name}.out"))
-    };
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).mode(0o600);
-    if args.command.is_empty() {
-        let _ = std::fs::remove_file(&path);
-        open.create_new(true);
-    } else {
-        open.create(true).truncate(true);
+            .join(file_name);
+        let file = super::shared_dir_file::open_for_output(&path).map_err(|why| {
+            Failure::other(format!(
+                "cannot write the log {}: {why}; nothing was submitted (remove it, or name the \
+request differently with -J NAME)",
+                path.display()
+            ))
+        })?;
+        return Ok((path, file));
     }
-    let file = open
+    let dir = crate::conn::holder::registry().map_err(Failure::other)?;
+    let path = dir.join(format!("palloc.{name}.log"));
+    let _ = std::fs::remove_file(&path);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .mode(0o600)
+        .create_new(true)
         .open(&path)
         .map_err(|e| Failure::other(format!("cannot create the log {}: {e}", path.display())))?;
     Ok((path, file))
@@ -163,8 +175,8 @@ fn name_log_for(path: std::path::PathBuf, args: &PallocArgs, pid: u32) -> std::p
 fn start(
     args: &PallocArgs,
     rid: &str,
-    log: Option<&std::fs::File>,
-    said: &OwnedFd,
+    (log_path, log): (&std::path::Path, &std::fs::File),
+    (said, how): (&OwnedFd, Detach),
 ) -> std::result::Result<std::process::Child, Failure> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()
@@ -187,18 +199,21 @@ fn start(
     }
     let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
     argv.splice(at..at, head);
-    let out = |f: Option<&std::fs::File>| {
-        f.and_then(|f| f.try_clone().ok())
+    let out = |f: &std::fs::File| {
+        f.try_clone()
             .map(Into::into)
             .unwrap_or(std::process::Stdio::null())
     };
     let said_fd = said.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.args(&argv)
-        .env(SUBMIT_FD_ENV, said_fd.to_string())
+        .env(SUBMIT_FD_ENV, submit_fd_value(said_fd, how))
         .stdin(std::process::Stdio::null())
         .stdout(out(log))
         .stderr(out(log));
+    if !args.command.is_empty() {
+        cmd.env(super::palloc_batch::LOG_ENV, log_path);
+    }
     // SAFETY: setsid and close_range are async-signal-safe and touch no
     // memory of ours.
     unsafe {
@@ -211,6 +226,21 @@ fn start(
     cmd.spawn()
         .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))
 }
+
+/// The value of [`SUBMIT_FD_ENV`]: the pipe's number, and `:waited` when
+/// the palloc that starts the detached one waits for the grant on it
+/// ([`Detach::UntilGranted`]): should that palloc go before the grant, the
+/// request is withdrawn (or the grant given back) instead of held by a
+/// palloc nobody knows of.
+fn submit_fd_value(fd: RawFd, how: Detach) -> String {
+    match how {
+        Detach::UntilGranted => format!("{fd}:{WAITED}"),
+        Detach::Submit => fd.to_string(),
+    }
+}
+
+/// The mark of a pipe whose reader waits for the grant.
+const WAITED: &str = "waited";
 
 /// Close every descriptor above stderr but `keep` (in the child, before
 /// exec): a detached palloc holds nothing the caller opened.
@@ -345,8 +375,9 @@ fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
     crate::conn::client::poll_readable(&fds, deadline) == Some(0)
 }
 
-/// The write end of the pipe in a detached palloc.
-pub(crate) struct Submitter(OwnedFd);
+/// The write end of the pipe in a detached palloc, and whether the palloc
+/// at the other end waits for the grant (see [`submit_fd_value`]).
+pub(crate) struct Submitter(OwnedFd, bool);
 
 /// The pipe adopted at start-up by [`adopt_inherited_pipe`], until palloc
 /// takes it.
@@ -359,10 +390,14 @@ static INHERITED: std::sync::Mutex<Option<Submitter>> = std::sync::Mutex::new(No
 /// owns it yet. Only a pipe is adopted; the variable is removed so nothing
 /// this palloc starts inherits it.
 pub fn adopt_inherited_pipe() {
-    let Some(fd) = std::env::var(SUBMIT_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse::<RawFd>().ok())
-    else {
+    let Some(value) = std::env::var(SUBMIT_FD_ENV).ok() else {
+        return;
+    };
+    let (number, waited) = match value.split_once(':') {
+        Some((n, mark)) => (n, mark == WAITED),
+        None => (value.as_str(), false),
+    };
+    let Ok(fd) = number.parse::<RawFd>() else {
         return;
     };
     std::env::remove_var(SUBMIT_FD_ENV);
@@ -376,7 +411,7 @@ pub fn adopt_inherited_pipe() {
     set_cloexec(fd);
     // SAFETY: called before this process opened any descriptor (see above),
     // so the open descriptor `fd` was inherited and has no other owner here.
-    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) });
+    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) }, waited);
     *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
 }
 
@@ -386,9 +421,22 @@ impl Submitter {
         INHERITED.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// Say `line` and close the pipe.
-    pub(crate) fn say(self, line: &str) {
-        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
+    /// Say `line` and close the pipe; whether it could be said (false:
+    /// the palloc at the other end has gone).
+    pub(crate) fn say(self, line: &str) -> bool {
+        nix::unistd::write(&self.0, format!("{line}\n").as_bytes()).is_ok()
+    }
+
+    /// The pipe, to watch while the request is queued, when the palloc at
+    /// the other end waits for the grant: it becomes ready (an error) once
+    /// that palloc has gone.
+    pub(crate) fn waiter(&self) -> Option<BorrowedFd<'_>> {
+        self.1.then(|| self.0.as_fd())
+    }
+
+    /// Whether the palloc at the other end waits for the grant.
+    pub(crate) fn waited(&self) -> bool {
+        self.1
     }
 
     /// Say `line` and keep the pipe open for another.

@@ -352,11 +352,12 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         submitter: &mut Option<Submitter>,
     ) -> std::result::Result<AllocReply, Failure> {
         let ui = self.plan.ui;
-        let detached = self.plan.mode == PallocMode::Hold || submitter.is_some();
-        // While a detached palloc's request is queued, other shells of the
-        // user reach it by the request id (`prelease --cancel ID`).
-        let mut queued_holder = match (detached, self.from_application, &self.plan.req.request_id) {
-            (true, false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
+        // While a tool's request is queued (`--hold`, `-- CMD`, detached or
+        // not), other shells of the user reach it by the request id
+        // (`prelease --cancel ID`, `prelease ID`), as scancel reaches a
+        // pending salloc: the cancel must come from the requester.
+        let mut queued_holder = match (self.from_application, &self.plan.req.request_id) {
+            (false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
             _ => None,
         };
         let spinner = ui.queued(self.plan.req.request_id.as_deref());
@@ -452,7 +453,9 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
                 run_command(&s, &mut rec, cmd, give_back, ui, &told)
             }
         };
-        ui.note(&rec.on_owner_exit);
+        if !rec.on_owner_exit.is_empty() {
+            ui.note(&rec.on_owner_exit);
+        }
         let code = match code {
             Ok(c) => c,
             Err(f) => {

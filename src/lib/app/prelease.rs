@@ -34,7 +34,17 @@ pub fn run(args: &PreleaseArgs) -> i32 {
                 // A request id names the allocation granted for it.
                 let mut req = req;
                 if let Some(a) = alloc.as_deref().and_then(|id| super::granted_for(&s, id)) {
-                    if req.directive == crate::proto::Directive::Release {
+                    // A cancel of a request already granted ends what was
+                    // granted, as scancel ends a running job (a batch
+                    // script is stopped by its palloc).
+                    if req.directive == Directive::ReqCancel {
+                        ui.note(&format!(
+                            "request {} was already granted as {a}: releasing {a}",
+                            alloc.as_deref().unwrap_or_default()
+                        ));
+                        req.directive = Directive::Release;
+                    }
+                    if req.directive == Directive::Release {
                         req.alloc_id = Some(a);
                         req.request_id = None;
                     }

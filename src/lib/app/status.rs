@@ -11,7 +11,7 @@ use crate::conn::Identity;
 use crate::error::Error;
 use crate::ops::{query, status_query, Session};
 use crate::render::{
-    table, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord, StatusRecord,
+    table, BatchRecord, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord, StatusRecord,
 };
 
 use super::{now_secs, Ui};
@@ -28,6 +28,8 @@ pub(crate) struct Snapshot {
     pub nodes: Option<Result<Vec<NodeRecord>, String>>,
     /// Scheduler queues, or why not.
     pub scheduler: Option<Result<Vec<QueueRecord>, String>>,
+    /// This user's batch scripts on this DVM (see [`super::palloc_batch`]).
+    pub batch_jobs: Vec<BatchRecord>,
     /// Why the snapshot as a whole failed, if it did: a query that was not
     /// answered (time-out, lost connection, unreadable answer) or answered
     /// with an error other than "not supported"/"not found", or no table
@@ -388,7 +390,10 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
                 .iter()
                 .any(|s| s.word() == state || (**s == StatusState::Ended && ended(state)))
     };
-    let mut snap = Snapshot::default();
+    let mut snap = Snapshot {
+        batch_jobs: super::palloc_batch::records(&s.conn().target().uri.nspace, w.all),
+        ..Default::default()
+    };
     if asked(StatusWhat::Reservations) {
         snap.reservations = Some(res.clone().map(|v| {
             v.into_iter()
@@ -498,6 +503,7 @@ pub(crate) fn document(snap: &Snapshot) -> StatusRecord {
         namespaces: take("namespaces", &snap.namespaces, &mut un),
         nodes: take("nodes", &snap.nodes, &mut un),
         scheduler: take("scheduler", &snap.scheduler, &mut un),
+        batch_jobs: snap.batch_jobs.clone(),
         unreported: un,
     }
 }
@@ -562,6 +568,11 @@ pub(crate) fn print(snap: &Snapshot, ui: &Ui) {
             r.as_ref()
                 .map(|rows| table::queues(rows, style).to_string()),
         );
+    }
+    if !snap.batch_jobs.is_empty() && snap.reservations.is_some() {
+        out.push_str("BATCH JOBS:\n");
+        out.push_str(&table::batch_jobs(&snap.batch_jobs, style).to_string());
+        out.push('\n');
     }
     ui.result(out.trim_end_matches('\n'));
 }

@@ -4,9 +4,9 @@
 
 use super::exit::EXIT_TABLE;
 use crate::render::records::{
-    AllocationRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord, NamespaceRecord, NodeRecord,
-    OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord, ReservationRecord,
-    StatusRecord,
+    AllocationRecord, BatchRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord,
+    NamespaceRecord, NodeRecord, OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord,
+    ReservationRecord, StatusRecord,
 };
 
 /// A JSON record kind: its `"type"` value and `(field, meaning)` rows.
@@ -91,6 +91,7 @@ pub(crate) fn json_kinds(tool: &str) -> Vec<JsonKind> {
             kind::<NamespaceRecord>(),
             kind::<NodeRecord>(),
             kind::<QueueRecord>(),
+            kind::<BatchRecord>(),
         ],
         _ => return Vec::new(),
     };

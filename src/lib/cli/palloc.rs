@@ -75,8 +75,18 @@ grant and prints it: the detached palloc holds the allocation until `prelease \
 ID`, its time limit or the end of the DVM, and every command of the same user \
 finds it by its id. `palloc --no-wait -N 1 -- SCRIPT` submits as sbatch does: \
 it prints the request id at once; SCRIPT runs inside the allocation once it is \
-granted, its output in palloc-REQ_ID.out in the current directory; `prelease \
-REQ_ID` withdraws it while it is queued.
+granted, in a process group of its own, its output in palloc-NAME.out in the \
+current directory (NAME from -J; without -J the log is REQ_ID.out, the \
+generated id palloc-PID-MS). The log is never a link followed or another's \
+file truncated: it is created anew, or, when a regular file of yours with that \
+name exists, appended to; a symbolic link, another user's file or anything \
+else there is refused and nothing is submitted. Its last line says how SCRIPT \
+ended (`palloc: job.sh exited with status 3`, `palloc: job.sh was killed by \
+signal SIGKILL`), and `pwatch --status --all` lists it (batch_jobs: state, \
+exit_code, signal, stopped_by). `prelease REQ_ID` withdraws it while it is \
+queued; once it runs, `prelease REQ_ID` (or the allocation id), the time limit \
+or the end of the allocation stop SCRIPT: SIGTERM to its process group, SIGKILL \
+10 s later, said in its log.
 
 With no command, typed at a terminal (stdin and stdout) outside any job, \
 palloc opens your $SHELL inside the allocation, as salloc and flux alloc do: \
@@ -116,7 +126,7 @@ EXAMPLES:
   palloc --extend alloc.3 -N 1 -t 1h
   palloc -p debug -J nightly -N 2 -t UNLIMITED
   palloc -N 8 --no-wait --request-id nightly   return at once with the request id
-  palloc --no-wait -N 2 -- ./job.sh     submit job.sh (output in palloc-REQ_ID.out)";
+  palloc --no-wait -N 2 -J nightly -- ./job.sh   submit job.sh (output in palloc-nightly.out)";
 
 /// `palloc` flags.
 #[derive(Debug, Clone, Parser)]
@@ -194,7 +204,7 @@ pub struct PallocArgs {
     /// Submit the request and return at once, printing its request id (like sbatch). Outside a
     /// job a detached palloc keeps the request, then holds the grant until it is released
     /// (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in
-    /// palloc-REQ_ID.out); `prelease REQ_ID` withdraws it while queued.
+    /// palloc-NAME.out, NAME from -J); `prelease REQ_ID` withdraws it while queued, or stops it.
     #[arg(long, conflicts_with = "hold")]
     pub no_wait: bool,
 

@@ -26,7 +26,10 @@ palloc of this user holding that id, in any shell); prelease reports each and \
 exits with the first failure's code. As scancel takes any id, an id that is no \
 allocation may be a request id (a queued request is withdrawn, a granted one \
 released) or a running job's namespace (the job is cancelled: its processes \
-are terminated).
+are terminated; on PRRTE master, whose PMIX_JOB_CTRL_TERMINATE stops only the \
+whole DVM, with PMIX_JOB_CTRL_KILL of the job's processes). `--cancel REQ_ID` of \
+a request already granted releases what was granted, as scancel ends a running \
+job: the script of `palloc --no-wait -- SCRIPT` is then stopped.
 
 Output: one line per id on stdout; --json prints ONE JSON document: the \
 release object for one id, or for several a `releases` object whose \
@@ -67,7 +70,8 @@ pub struct PreleaseArgs {
     #[arg(short = 'w', long, value_name = "LIST", value_parser = parse_nodelist_arg, conflicts_with_all = ["cancel", "reacquire"])]
     pub nodelist: Option<NodeList>,
 
-    /// Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL).
+    /// Cancel the queued request with this request id (PMIX_ALLOC_REQ_CANCEL); once granted,
+    /// release what was granted.
     #[arg(long, value_name = "REQ_ID", value_parser = parse_id, conflicts_with_all = ["alloc_ids", "request_id", "reacquire"])]
     pub cancel: Option<String>,
 

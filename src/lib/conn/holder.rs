@@ -146,6 +146,10 @@ pub(crate) struct Holder {
     /// The DVM cannot hold one job's output back (not pdvm): a full queue
     /// stops all reading instead.
     no_job_pause: bool,
+    /// For a holder inside a job: the job's processes on this machine that
+    /// the holder knows (the one it runs under, and those the DVM listed);
+    /// a client must descend from one of them (see [`may_act_as_owner`]).
+    job_roots: Vec<i32>,
 }
 
 impl Holder {
@@ -182,6 +186,7 @@ impl Holder {
             pid: std::process::id(),
         };
         let job = client.then(|| me.to_string());
+        let job_roots = job.as_deref().and_then(job_ancestor).into_iter().collect();
         let welcome = serde_json::to_vec(&welcome)
             .map_err(|e| Error::new(Status::ERROR, format!("encoding the holder welcome: {e}")))?;
         Ok(Holder {
@@ -203,7 +208,22 @@ impl Holder {
             released: false,
             held_back: HashMap::new(),
             no_job_pause: false,
+            job_roots,
         })
+    }
+
+    /// For a holder inside a job: the job's processes the DVM lists (their
+    /// pids); those running on this machine as the job's (their
+    /// environment, which the DVM set, names it) are trusted as roots too.
+    pub(crate) fn know_job_processes(&mut self, pids: &[u32]) {
+        let Some(job) = self.job.as_deref() else {
+            return;
+        };
+        for pid in pids.iter().filter_map(|p| i32::try_from(*p).ok()) {
+            if pid > 1 && !self.job_roots.contains(&pid) && in_job(pid, job) {
+                self.job_roots.push(pid);
+            }
+        }
     }
 
     /// Register this holder also under request id `rid` (a link to its
@@ -557,7 +577,7 @@ impl Holder {
             let Ok((stream, _)) = self.listener.accept() else {
                 return;
             };
-            if !may_act_as_owner(&stream, self.job.as_deref()) {
+            if !may_act_as_owner(&stream, self.job.as_deref(), &self.job_roots) {
                 continue;
             }
             self.next_id += 1;
@@ -735,10 +755,12 @@ fn bind_private() -> Result<(UnixListener, PathBuf, PathBuf)> {
 
 /// Whether the process at the other end of `s` may act as the
 /// allocation's owner through this holder: a process of the same user
-/// and, when the holder acts for a job (`job`), one of that job's processes
-/// (its environment names the job) or one the holder started (its
-/// descendant): a job's identity is never lent to a process outside it.
-fn may_act_as_owner(s: &UnixStream, job: Option<&str>) -> bool {
+/// and, when the holder acts for a job (`job`), one that descends from a
+/// process of that job the holder knows (`roots`) or from the holder
+/// itself. Descent is the kernel's (the peer's pid from SO_PEERCRED, its
+/// parents in /proc), never the peer's own environment, which any process
+/// may set: a job's identity is never lent to a process outside it.
+fn may_act_as_owner(s: &UnixStream, job: Option<&str>, roots: &[i32]) -> bool {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let Ok(cred) = getsockopt(s, PeerCredentials) else {
         return false;
@@ -746,11 +768,33 @@ fn may_act_as_owner(s: &UnixStream, job: Option<&str>) -> bool {
     if cred.uid() != nix::unistd::geteuid().as_raw() {
         return false;
     }
-    let Some(job) = job else {
+    if job.is_none() {
         return true;
-    };
+    }
     let pid = cred.pid();
-    descends_from(pid, std::process::id() as i32) || in_job(pid, job)
+    descends_from(pid, std::process::id() as i32) || roots.iter().any(|r| descends_from(pid, *r))
+}
+
+/// The oldest ancestor of this process that runs as job `job` (its
+/// environment names the job): the job's process this holder runs under.
+/// Only the DVM starts such a process above us, so an outsider cannot
+/// become it.
+fn job_ancestor(job: &str) -> Option<i32> {
+    let mut found = None;
+    let mut pid = std::process::id() as i32;
+    for _ in 0..256 {
+        if pid <= 1 {
+            break;
+        }
+        if in_job(pid, job) {
+            found = Some(pid);
+        }
+        match parent_of(pid) {
+            Some(p) => pid = p,
+            None => break,
+        }
+    }
+    found
 }
 
 /// Whether process `pid` is `ancestor` or one of its descendants.
@@ -762,16 +806,7 @@ fn descends_from(mut pid: i32, ancestor: i32) -> bool {
         if pid <= 1 {
             return false;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        // The parent's pid is the second field after the command name.
-        let parent = stat
-            .rsplit(')')
-            .next()
-            .and_then(|r| r.split_whitespace().nth(1))
-            .and_then(|p| p.parse().ok());
-        match parent {
+        match parent_of(pid) {
             Some(p) => pid = p,
             None => return false,
         }
@@ -779,7 +814,19 @@ fn descends_from(mut pid: i32, ancestor: i32) -> bool {
     false
 }
 
-/// Whether process `pid`'s environment names job `job` (`PMIX_NAMESPACE`).
+/// The parent of process `pid` (the second field after the command name
+/// in /proc/PID/stat).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+}
+
+/// Whether process `pid`'s environment names job `job` (`PMIX_NAMESPACE`):
+/// used only on processes known otherwise to be the job's (an ancestor of
+/// the holder, a pid the DVM listed), never to admit a client.
 fn in_job(pid: i32, job: &str) -> bool {
     let want = format!("PMIX_NAMESPACE={job}");
     std::fs::read(format!("/proc/{pid}/environ"))

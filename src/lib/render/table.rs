@@ -5,7 +5,7 @@
 //! codes, easy to read in a log or with `awk`.
 
 use super::human::{compact_nodes, duration};
-use super::records::{NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord};
+use super::records::{BatchRecord, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord};
 use comfy_table::{presets, Attribute, Cell, ContentArrangement, Table};
 
 /// A rule under the header and nothing else (comfy-table preset string:
@@ -169,6 +169,37 @@ pub(crate) fn queues(rows: &[QueueRecord], style: Style) -> Table {
             r.free.to_string(),
             r.pending.to_string(),
             list(&r.free_nodes, compact_nodes),
+        ]
+    })
+}
+
+/// `pwatch --status`: this user's batch scripts, as sacct lists them.
+pub(crate) fn batch_jobs(rows: &[BatchRecord], style: Style) -> Table {
+    let headers = [
+        "REQ_ID",
+        "ALLOC_ID",
+        "STATE",
+        "EXIT",
+        "STOPPED_BY",
+        "COMMAND",
+        "LOG",
+    ];
+    table(&headers, rows, style, |r| {
+        let state = r.state.word().to_string();
+        let exit = match (&r.exit_code, &r.signal) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(sig)) => sig.clone(),
+            _ => "-".into(),
+        };
+        let stopped = r.stopped_by.map_or("-", |w| w.word()).to_string();
+        vec![
+            r.request_id.clone(),
+            r.alloc_id.clone().unwrap_or_else(|| "-".into()),
+            state,
+            exit,
+            stopped,
+            r.command.clone(),
+            r.log.clone().unwrap_or_else(|| "-".into()),
         ]
     })
 }

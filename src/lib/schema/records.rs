@@ -95,6 +95,89 @@ record! {
     }
 }
 
+/// Where a batch script (`palloc --no-wait -- SCRIPT`) is in its life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchState {
+    /// Running in its allocation.
+    #[default]
+    Running,
+    /// Ended by exiting (its status in `exit_code`).
+    Exited,
+    /// Ended by a signal (named in `signal`).
+    Killed,
+    /// Its palloc ended without saying how the script ended (killed).
+    Lost,
+}
+
+/// Why palloc stopped a batch script before it ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchStop {
+    /// Its allocation was released (`prelease ID` or `prelease REQ_ID`).
+    Released,
+    /// Its allocation reached its time limit.
+    TimeLimit,
+    /// The DVM ended its allocation otherwise (or went away).
+    Ended,
+    /// palloc was told to end (SIGTERM, SIGINT, SIGHUP).
+    Signalled,
+}
+
+impl BatchState {
+    /// The word in records and tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            BatchState::Running => "running",
+            BatchState::Exited => "exited",
+            BatchState::Killed => "killed",
+            BatchState::Lost => "lost",
+        }
+    }
+}
+
+impl BatchStop {
+    /// The word in records and tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            BatchStop::Released => "released",
+            BatchStop::TimeLimit => "time-limit",
+            BatchStop::Ended => "ended",
+            BatchStop::Signalled => "signalled",
+        }
+    }
+}
+
+record! {
+    /// pwatch --status: a batch script submitted with `palloc --no-wait -- SCRIPT`
+    /// by this user, as sacct shows a batch job.
+    #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
+    pub struct BatchRecord: "batch" {
+        /// The request id it was submitted under (`-J`), or the generated one.
+        pub request_id: String => "request id it was submitted under (-J NAME, or palloc's generated id)",
+        /// The allocation it runs in.
+        pub alloc_id: Option<String> => "allocation it ran in, or null",
+        /// The script and its arguments.
+        pub command: String => "the script and its arguments, joined by spaces",
+        /// Its log.
+        pub log: Option<String> => "path of its log (palloc-NAME.out), or null",
+        /// The running state.
+        pub state: BatchState => "running, exited (see exit_code), killed (see signal), or lost (its palloc ended without saying how the script ended)",
+        /// Its exit status, once exited.
+        pub exit_code: Option<i32> => "its exit status once it exited, or null",
+        /// The signal that ended it, once killed.
+        pub signal: Option<String> => "the signal that ended it (SIGTERM, SIGKILL…) once killed, or null",
+        /// Why palloc stopped it, when it did.
+        pub stopped_by: Option<BatchStop> => "why palloc stopped it: released, time-limit, ended (the DVM ended the allocation) or signalled (palloc was told to end); null when it ended by itself",
+        /// The detached palloc that runs it.
+        pub palloc_pid: Option<u32> => "pid of the detached palloc that runs it, or null",
+        /// When it started, Unix seconds.
+        pub started_at: Option<u64> => "when it started, Unix seconds, or null",
+        /// When it ended, Unix seconds.
+        pub ended_at: Option<u64> => "when it ended, Unix seconds, or null while it runs",
+    }
+}
+
 record! {
     /// prelease: the outcome of one RELEASE, REQ_CANCEL or REAQUIRE.
     #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -317,6 +400,9 @@ record! {
         pub nodes: Option<Vec<NodeRecord>> => "array of node objects, or null",
         /// Scheduler queues, or `null`.
         pub scheduler: Option<Vec<QueueRecord>> => "array of queue objects, or null",
+        /// This user's batch scripts on this DVM (running; ended ones too
+        /// with `--all`), from the records their pallocs keep.
+        pub batch_jobs: Vec<BatchRecord> => "array of batch objects: this user's palloc --no-wait -- SCRIPT jobs on this DVM (running ones; ended ones too with --all), read from this machine",
         /// Table name → PMIx status name, for each table asked for that the
         /// DVM did not report.
         pub unreported: std::collections::BTreeMap<String, String> => "object: for each table asked for that the DVM did not report, the PMIx status it answered",
@@ -342,6 +428,26 @@ record! {
 mod tests {
     use super::*;
 
+    #[test]
+    fn batch_words_are_their_json_words() {
+        for s in [
+            BatchState::Running,
+            BatchState::Exited,
+            BatchState::Killed,
+            BatchState::Lost,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.word());
+        }
+        for w in [
+            BatchStop::Released,
+            BatchStop::TimeLimit,
+            BatchStop::Ended,
+            BatchStop::Signalled,
+        ] {
+            assert_eq!(serde_json::to_value(w).unwrap(), w.word());
+        }
+    }
+
     fn keys<T: Serialize + Record>(v: &T) {
         let j = serde_json::to_value(v).unwrap();
         let obj = j.as_object().unwrap();
@@ -363,6 +469,7 @@ mod tests {
         keys(&RequestRecord::default());
         keys(&ExitRecord::default());
         keys(&ReleaseRecord::default());
+        keys(&BatchRecord::default());
         keys(&JobRecord::default());
         keys(&OutputRecord::default());
         keys(&EventRecord::default());

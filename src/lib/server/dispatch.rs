@@ -358,7 +358,13 @@ impl Server {
             .find(|i| i.key == keys::IOF_PAUSE)
             .map(|i| i.value.is_true())
         {
-            let hit = self.pause_output_of(&targets, pause);
+            let hit = self.pause_output_of(conn, &targets, pause);
+            let names: Vec<&str> = targets.iter().map(|t| t.nspace.as_str()).collect();
+            self.log(format!(
+                "output of {} {} at the request of connection {conn}",
+                names.join(","),
+                if pause { "paused" } else { "resumed" }
+            ));
             let st = if hit {
                 Status::SUCCESS
             } else {

@@ -49,8 +49,9 @@ pub(crate) struct Job {
     pub fwd_stderr: bool,
     /// Spawner asked to be told of completion.
     pub notify_completion: bool,
-    /// Its output is not read for now (`pdvm.iof.pause`).
-    pub iof_paused: bool,
+    /// Its output is not read for now (`pdvm.iof.pause`): the connection
+    /// that asked; its close lifts the pause.
+    pub iof_paused_by: Option<u64>,
     /// Pipes still open.
     pub open_pipes: usize,
     /// When the last process exited (pipes then get a grace period).
@@ -192,7 +193,7 @@ impl Job {
             fwd_stdout: false,
             fwd_stderr: false,
             notify_completion: false,
-            iof_paused: false,
+            iof_paused_by: None,
             open_pipes: 0,
             all_exited_at: None,
             kill_requested: None,

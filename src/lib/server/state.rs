@@ -284,6 +284,7 @@ impl Server {
         if c.pipes_paused {
             self.pause_pipes_of(id, false);
         }
+        self.lift_pauses_of(id);
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         if let Some(PeerInfo {
             name,
@@ -297,6 +298,28 @@ impl Server {
                 Ok(fx) => self.apply_effects(fx),
                 Err(e) => self.log(format!("tool {nspace}: {}", e.rule())),
             }
+        }
+    }
+
+    /// The output pauses connection `conn` asked for (`pdvm.iof.pause`)
+    /// end with it: a holder killed while its client lagged must not leave
+    /// the job blocked on a full pipe for ever.
+    fn lift_pauses_of(&mut self, conn: u64) {
+        let held: Vec<crate::codec::Proc> = self
+            .jobs
+            .values()
+            .filter(|j| j.iof_paused_by == Some(conn))
+            .map(|j| crate::codec::Proc {
+                nspace: j.nspace.clone(),
+                rank: crate::codec::RANK_WILDCARD,
+            })
+            .collect();
+        if !held.is_empty() {
+            self.log(format!(
+                "connection {conn} closed: resuming the output of {} job(s) it paused",
+                held.len()
+            ));
+            self.pause_output_of(conn, &held, false);
         }
     }
 
@@ -484,7 +507,7 @@ impl Server {
         let held: Vec<String> = self
             .jobs
             .values()
-            .filter(|j| j.iof_paused)
+            .filter(|j| j.iof_paused_by.is_some())
             .map(|j| j.nspace.clone())
             .collect();
         for (id, p) in self.jobs.pipes_spawned_by(conn) {
@@ -497,9 +520,15 @@ impl Server {
         }
     }
 
-    /// `pdvm.iof.pause`: stop (or resume) reading the output of the jobs
-    /// named in `targets`; whether any is a job pdvm runs.
-    pub fn pause_output_of(&mut self, targets: &[crate::codec::Proc], pause: bool) -> bool {
+    /// `pdvm.iof.pause` from connection `conn`: stop (or resume) reading
+    /// the output of the jobs named in `targets`; whether any is a job pdvm
+    /// runs.
+    pub fn pause_output_of(
+        &mut self,
+        conn: u64,
+        targets: &[crate::codec::Proc],
+        pause: bool,
+    ) -> bool {
         let mut hit = false;
         let now = Instant::now();
         for t in targets {
@@ -507,7 +536,7 @@ impl Server {
                 continue;
             };
             hit = true;
-            j.iof_paused = pause;
+            j.iof_paused_by = pause.then_some(conn);
             let lagging = j
                 .spawner
                 .and_then(|c| self.conns.get(c))

@@ -1,0 +1,235 @@
+//! A batch script (`palloc --no-wait -- SCRIPT`), as sbatch users know one:
+//! the detached palloc runs SCRIPT in a process group of its own, stops it
+//! when its allocation ends (released, cancelled by request id, time limit:
+//! SIGTERM to the group, SIGKILL [`GRACE`] later), and writes how it ended
+//! as the last line of its log (`palloc: job.sh exited with status 3`,
+//! `palloc: job.sh was killed by signal SIGKILL`). A record of it is kept
+//! in the user's private holder registry (`batch/SERVER+REQ_ID.json`), which
+//! `pwatch --status` lists (`batch_jobs`), as sacct lists ended jobs.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::render::{AllocationRecord, BatchRecord, BatchState, BatchStop};
+
+/// How long a stopped script has between SIGTERM and SIGKILL (as Slurm's
+/// KillWait default of 30 s, shorter: a DVM's allocations are short).
+/// (Documented in palloc's man page.)
+pub(crate) const GRACE: Duration = Duration::from_secs(10);
+
+/// Environment variable carrying the log's path to the detached palloc.
+pub(crate) const LOG_ENV: &str = "PMIX_TOOLS_BATCH_LOG";
+
+/// A running batch script and its record.
+pub(crate) struct Batch {
+    rec: BatchRecord,
+    file: Option<PathBuf>,
+    group: Pid,
+    /// When SIGKILL follows the SIGTERM already sent.
+    kill_at: Option<Instant>,
+}
+
+impl Batch {
+    /// SCRIPT `cmd` started as process (and group) `pid` in allocation
+    /// `alloc` of the DVM `server`; its record is written at once.
+    pub(crate) fn started(
+        server: &str,
+        alloc: &AllocationRecord,
+        cmd: &[String],
+        pid: u32,
+    ) -> Batch {
+        let request_id = alloc.request_id.clone().unwrap_or_default();
+        let rec = BatchRecord {
+            request_id: request_id.clone(),
+            alloc_id: Some(alloc.alloc_id.clone()),
+            command: cmd.join(" "),
+            log: std::env::var(LOG_ENV).ok(),
+            state: BatchState::Running,
+            palloc_pid: Some(std::process::id()),
+            started_at: Some(super::now_secs() as u64),
+            ..Default::default()
+        };
+        prune();
+        let b = Batch {
+            rec,
+            file: record_path(server, &request_id),
+            group: Pid::from_raw(pid as i32),
+            kill_at: None,
+        };
+        b.save();
+        b
+    }
+
+    /// The allocation has ended (`why`): say so in the log and send SIGTERM
+    /// to the script's group, SIGKILL after [`GRACE`] (see [`Self::kill_due`]).
+    pub(crate) fn stop(&mut self, why: BatchStop) {
+        if self.kill_at.is_some() {
+            return;
+        }
+        let what = match why {
+            BatchStop::Released => "was released",
+            BatchStop::TimeLimit => "reached its time limit",
+            BatchStop::Ended => "has ended",
+            BatchStop::Signalled => "is given up (palloc was told to end)",
+        };
+        eprintln!(
+            "palloc: allocation {} {what}: stopping {} (SIGTERM to its process group, SIGKILL \
+after {} s)",
+            self.rec.alloc_id.as_deref().unwrap_or("?"),
+            self.rec.command,
+            GRACE.as_secs()
+        );
+        self.rec.stopped_by = Some(why);
+        let _ = killpg(self.group, Signal::SIGTERM);
+        self.kill_at = Some(Instant::now() + GRACE);
+    }
+
+    /// When the script must be killed, if it was stopped.
+    pub(crate) fn kill_at(&self) -> Option<Instant> {
+        self.kill_at
+    }
+
+    /// SIGKILL to the group once the grace time has passed.
+    pub(crate) fn kill_due(&self) {
+        if self.kill_at.is_some_and(|t| Instant::now() >= t) {
+            let _ = killpg(self.group, Signal::SIGKILL);
+        }
+    }
+
+    /// A signal palloc received goes to the whole group.
+    pub(crate) fn forward(&self, sig: Signal) {
+        let _ = killpg(self.group, sig);
+    }
+
+    /// The script ended with `st`: the last line of its log, and its record.
+    pub(crate) fn ended(mut self, st: std::process::ExitStatus) {
+        let name = self.rec.command.split(' ').next().unwrap_or("").to_string();
+        self.rec.ended_at = Some(super::now_secs() as u64);
+        match (
+            st.code(),
+            st.signal().and_then(|n| Signal::try_from(n).ok()),
+        ) {
+            (Some(code), _) => {
+                self.rec.state = BatchState::Exited;
+                self.rec.exit_code = Some(code);
+                eprintln!("palloc: {name} exited with status {code}");
+            }
+            (None, Some(sig)) => {
+                self.rec.state = BatchState::Killed;
+                self.rec.signal = Some(sig.as_str().to_string());
+                eprintln!("palloc: {name} was killed by signal {}", sig.as_str());
+            }
+            (None, None) => {
+                self.rec.state = BatchState::Killed;
+                eprintln!("palloc: {name} ended ({st})");
+            }
+        }
+        self.save();
+    }
+
+    /// Write the record (a new file renamed over the old: readers never see
+    /// half of it). Best effort: the log has the outcome either way.
+    fn save(&self) {
+        let Some(path) = &self.file else { return };
+        let Ok(json) = serde_json::to_vec(&self.rec) else {
+            return;
+        };
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// The directory of batch records: `batch` in the user's private holder
+/// registry (see [`crate::conn::holder::registry`]).
+fn records_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = crate::conn::holder::registry().ok()?.join("batch");
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    dir.is_dir().then_some(dir)
+}
+
+/// Records are kept this long (as sacct keeps a job for a while).
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Remove the records not written for [`KEEP`].
+fn prune() {
+    let Some(entries) = records_dir().and_then(|d| std::fs::read_dir(d).ok()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > KEEP);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The record file of request `rid` on DVM `server`.
+fn record_path(server: &str, rid: &str) -> Option<PathBuf> {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    Some(records_dir()?.join(format!("{}+{}.json", clean(server), clean(rid))))
+}
+
+/// This user's batch records for DVM `server`, oldest first; ended ones
+/// only when `all`.
+pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
+    let Some(dir) = records_dir() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let prefix = record_path(server, "")
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .unwrap_or_default();
+    let mut v: Vec<BatchRecord> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix) && n.ends_with(".json")
+        })
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .map(|mut r| {
+            if r.state == BatchState::Running && !r.palloc_pid.is_some_and(alive) {
+                r.state = BatchState::Lost;
+            }
+            r
+        })
+        .filter(|r| all || r.state == BatchState::Running)
+        .collect();
+    v.sort_by_key(|r| r.started_at);
+    v
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
