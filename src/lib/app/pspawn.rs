@@ -114,13 +114,17 @@ fn spawn_failure(
     let inherited = std::env::var("PMIX_ALLOC_ID")
         .ok()
         .filter(|a| !a.is_empty() && req.targets == [a.clone()]);
-    if let (Status::ERR_NOT_FOUND, Some(a)) = (e.status, inherited) {
+    // NOT_FOUND names the allocation or the program: the DVM's list says which.
+    let ended = inherited.filter(|a| !allocation_is_live(s, a));
+    if let (Status::ERR_NOT_FOUND, Some(a)) = (e.status, ended) {
         f.message = format!(
             "allocation {a} (PMIX_ALLOC_ID, from the environment) has ended: it was released or reached its time limit (PMIX_ERR_NOT_FOUND); nothing was launched. Run in another allocation with --target ID, or in the DVM's default pool with --default-pool"
         );
         return f;
     }
-    if e.status == Status::ERR_NOT_FOUND && !attrs.spawn_target {
+    let program_missing =
+        !attrs.spawn_target || req.targets.iter().all(|t| allocation_is_live(s, t));
+    if e.status == Status::ERR_NOT_FOUND && program_missing {
         let names: Vec<&str> = req.apps.iter().map(|a| a.program.as_str()).collect();
         f.message = format!(
             "program not found: the DVM cannot find {} (PMIX_ERR_NOT_FOUND); nothing was \
@@ -145,6 +149,13 @@ more than one per core with --map-by :OVERSUBSCRIBE",
         );
     }
     f
+}
+
+/// Whether the DVM still lists allocation `id` (an unanswered query counts
+/// as gone).
+fn allocation_is_live(s: &Session, id: &str) -> bool {
+    crate::ops::status_query::reservations(s, None)
+        .is_ok_and(|live| live.iter().any(|r| r.alloc_id == id))
 }
 
 /// Refuse `--target` before anything runs when the DVM cannot honour
