@@ -50,6 +50,7 @@ mod psched_load;
 mod psched_rules;
 mod psched_slurm;
 mod pspawn_nohang;
+mod pspawn_output_files;
 mod pspawn_paths;
 mod pspawn_slurm;
 mod pwatch_status;

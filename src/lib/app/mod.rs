@@ -14,6 +14,7 @@
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
+mod output_files;
 pub mod palloc;
 mod palloc_bad_param;
 pub(crate) mod palloc_detach;

@@ -395,6 +395,15 @@ fn detach(
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
     info.extend(job_extras(req));
+    if let Some(files) = &req.output_files {
+        super::output_files::empty_known_files(files, &req.apps).map_err(|e| {
+            Failure::with(
+                Exit::Usage,
+                None,
+                format!("-o/-e: cannot create the output file: {e}; nothing was launched"),
+            )
+        })?;
+    }
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
@@ -485,11 +494,18 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     info.extend(job_extras(req));
     let (stdin_rank, stdin_info) = stdin_target(req.stdin);
     info.push(stdin_info);
+    let new_sink = |ns: &str| {
+        let sink = OutputSink::new(ns, req.tag_output, ui.json);
+        match &req.output_files {
+            Some(f) => sink.with_files(super::output_files::FileSink::new(f, &req.apps)),
+            None => sink,
+        }
+    };
     let mut early: Option<OutputSink> = None;
     let mut on_output = |o: JobOutput| {
         if let JobOutput::Output(c) = o {
             early
-                .get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
+                .get_or_insert_with(|| new_sink(&c.source.nspace))
                 .chunk(c);
         }
     };
@@ -533,8 +549,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(&ns, nprocs),
         r => launch::StdinPump::new(&ns, r),
     });
-    let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
-    if let Some(why) = early.as_ref().and_then(OutputSink::lost) {
+    // Output that came before the spawn's answer stays in the same sink.
+    let mut sink = early.unwrap_or_else(|| new_sink(&ns)).for_job(&ns, nprocs);
+    if let Some(why) = sink.lost() {
         launch::stop_job(s, &ns);
         return Err(output_lost(&ns, &why));
     }

@@ -12,6 +12,7 @@ pub mod docs;
 pub(crate) mod exit;
 pub(crate) mod manual;
 pub mod mpmd;
+pub mod output_pattern;
 pub(crate) mod palloc;
 pub mod parse;
 pub mod pdvm;

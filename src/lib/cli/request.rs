@@ -80,6 +80,8 @@ pub struct SpawnRequest {
     pub job_name: Option<String>,
     /// CPUs (slots) per process (`PMIX_CPUS_PER_PROC`).
     pub cpus_per_proc: Option<u32>,
+    /// `-o/-e`: the files the processes' output goes to.
+    pub output_files: Option<super::output_pattern::OutputFiles>,
 }
 
 /// Where a job's stdin comes from (`pspawn --stdin`).
