@@ -14,6 +14,7 @@ pub(crate) mod manual;
 pub mod mpmd;
 pub mod output_pattern;
 pub(crate) mod palloc;
+pub mod palloc_usage;
 pub mod parse;
 pub mod pdvm;
 pub(crate) mod prelease;
