@@ -223,3 +223,30 @@ fn node_names_complete_live() {
     let names: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     assert_eq!(names, ["n001", "n002"], "{}", show(&o));
 }
+
+/// Issue 28: `--export=NONE` still passed pdvm's own environment (its
+/// variables reached the job); now the job gets only what `-x` names and
+/// what PMIx needs (its rank, its server), as srun's `--export=NONE`.
+#[test]
+fn export_none_passes_nothing_of_the_dvms_own_environment() {
+    let dvm = Pdvm::builder(&["--nodes", "1", "--slots", "2"])
+        .env("PMT_DVM_OWN", "leaked")
+        .start();
+    let all = pspawn(&dvm, &["sh", "-c", "echo [$PMT_DVM_OWN]"], &[]);
+    assert_eq!(all.status.code(), Some(0), "{}", show(&all));
+    assert_eq!(text(&all.stdout).trim(), "[leaked]", "ALL adds the caller's to the DVM's");
+    let o = pspawn(
+        &dvm,
+        &[
+            "--export=NONE",
+            "-x",
+            "PMT_MINE=given",
+            "sh",
+            "-c",
+            "echo [$PMT_DVM_OWN][$PMT_MINE][$PMIX_RANK][${HOME:-}]",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(text(&o.stdout).trim(), "[][given][0][]", "{}", show(&o));
+}

@@ -58,6 +58,9 @@ pub(crate) fn to_app(spec: &AppSpec) -> App {
     if !spec.hosts.is_empty() {
         info.push(Info::new(keys::HOST, spec.hosts.join(",")));
     }
+    if spec.env_only {
+        info.push(Info::new(keys::ENV_NONE, true));
+    }
     let mut argv = vec![spec.program.clone()];
     argv.extend(spec.args.iter().cloned());
     App {
@@ -589,6 +592,7 @@ mod tests {
             ],
             wdir: Some("/tmp".into()),
             hosts: vec!["n1".into(), "n2".into()],
+            env_only: false,
         };
         let app = to_app(&spec);
         assert_eq!(app.argv, ["prog", "a", "b"]);

@@ -55,6 +55,9 @@ pub struct AppSpec {
     pub wdir: Option<String>,
     /// Hosts (expanded), empty when not restricted.
     pub hosts: Vec<String>,
+    /// `--export=NONE`: the processes get only `env`, not the DVM's own
+    /// environment (`pdvm.env.none`).
+    pub env_only: bool,
 }
 
 /// A spawn request (pspawn).

@@ -429,6 +429,15 @@ pub(crate) fn launch(
 /// The job's environment: ours without PMIx/PRRTE/Open MPI variables, the
 /// app's settings, pdvm's tools on `PATH`, and what a PMIx client reads.
 fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
+    let env_only = spec
+        .app
+        .info
+        .iter()
+        .any(|i| i.key == crate::proto::keys::ENV_NONE && crate::codec::helpers::info_true(i));
+    if env_only {
+        // `--export=NONE`: nothing of pdvm's own environment.
+        c.env_clear();
+    }
     for (k, _) in std::env::vars_os() {
         let ks = k.to_string_lossy();
         if ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_") {
@@ -442,14 +451,16 @@ fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
             }
         }
     }
-    let mut path = std::env::var_os("PATH").unwrap_or_default();
-    if let Some(d) = &env.bin_dir {
-        let mut all = vec![d.clone()];
-        all.extend(std::env::split_paths(&path));
-        path = std::env::join_paths(all).unwrap_or(path);
+    if !env_only {
+        let mut path = std::env::var_os("PATH").unwrap_or_default();
+        if let Some(d) = &env.bin_dir {
+            let mut all = vec![d.clone()];
+            all.extend(std::env::split_paths(&path));
+            path = std::env::join_paths(all).unwrap_or(path);
+        }
+        c.env("PATH", path);
     }
-    c.env("PATH", path)
-        .env("PMIX_NAMESPACE", spec.nspace)
+    c.env("PMIX_NAMESPACE", spec.nspace)
         .env("PMIX_RANK", spec.rank.to_string())
         .env("PMIX_SERVER_TMPDIR", &env.tmpdir)
         .env("PMIX_VERSION", super::listener::ANNOUNCED_VERSION)
