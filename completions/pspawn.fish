@@ -31,6 +31,7 @@ complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the inv
 complete -c pspawn -s l -l tag-output -l label -d 'Prefix each forwarded output line with `[rank]` (srun\'s -l/--label)'
 complete -c pspawn -l detach -d 'Print the job\'s namespace and return without waiting for it'
 complete -c pspawn -l parsable -d 'With --detach: print only the job\'s namespace, nothing else (as sbatch --parsable)'
+complete -c pspawn -s I -l immediate -d 'Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun\'s -I/--immediate)'
 complete -c pspawn -l system-server-first -d 'Try the system server first, then fall back to others'
 complete -c pspawn -l system-server-only -d 'Connect only to the system server'
 complete -c pspawn -l as-tool -d 'Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job\'s namespace)'

@@ -54,6 +54,8 @@ _pspawn() {
 '(--detach)--label[Prefix each forwarded output line with \`\[rank\]\` (srun'\''s -l/--label)]' \
 '--detach[Print the job'\''s namespace and return without waiting for it]' \
 '(--json)--parsable[With --detach\: print only the job'\''s namespace, nothing else (as sbatch --parsable)]' \
+'-I[Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun'\''s -I/--immediate)]' \
+'--immediate[Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun'\''s -I/--immediate)]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \

@@ -25,6 +25,7 @@ pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;
 mod pspawn_hosts;
+mod pspawn_wait;
 pub mod pwatch;
 pub(crate) mod signals;
 pub(crate) mod status;

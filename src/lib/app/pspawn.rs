@@ -1,6 +1,6 @@
 //! `pspawn`: launch a (possibly MPMD) job, forward its output, return its status.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
@@ -459,9 +459,6 @@ fn followed_code(
     Ok(exit.code())
 }
 
-/// How long a spawn into a reservation waits for busy slots.
-const SLOTS_WAIT: Duration = Duration::from_secs(10);
-
 /// Launch the job `req` describes and follow it to its end, forwarding its
 /// output; pspawn's exit code.
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
@@ -510,24 +507,22 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         }
     };
     // Into a reservation, busy slots are waited for, as srun waits for
-    // its allocation's CPUs (a job that just ended may still hold them).
-    let until = Instant::now() + SLOTS_WAIT;
-    let mut pause = Duration::from_millis(50);
+    // its allocation's CPUs (see `pspawn_wait`).
+    let mut wait = super::pspawn_wait::SlotWait::new();
     let launched = loop {
         match spawn_or_ended(s, &info, &apps, &mut on_output) {
-            Err(e)
-                if attrs.spawn_target
-                    && e.status == Status::ERR_JOB_FAILED_TO_MAP
-                    && Instant::now() + pause < until =>
-            {
-                ui.detail(&format!(
-                    "the allocation's slots are busy (PMIX_ERR_JOB_FAILED_TO_MAP): trying again in {} ms",
-                    pause.as_millis()
-                ));
-                if super::signals::sleep_until(Instant::now() + pause).is_some() {
-                    break Err(e);
+            Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
+                match wait.on_busy(s, req, ui) {
+                    super::pspawn_wait::Busy::Retry(p) => {
+                        if let Some(sig) = super::pspawn_wait::pause(p) {
+                            return Err(Failure::interrupted(&format!(
+                                "interrupted by {} while waiting for the allocation's slots; nothing was launched",
+                                signals::name(sig)
+                            )));
+                        }
+                    }
+                    super::pspawn_wait::Busy::Refuse => break Err(e),
                 }
-                pause = (pause * 2).min(Duration::from_secs(1));
             }
             r => break r,
         }

@@ -179,6 +179,11 @@ pub struct PspawnArgs {
     #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = OutputPattern::parse, requires = "output_file")]
     pub error_file: Option<OutputPattern>,
 
+    /// Inside an allocation whose slots are busy, refuse at once (exit 4)
+    /// instead of waiting for them (srun's -I/--immediate).
+    #[arg(short = 'I', long)]
+    pub immediate: bool,
+
     /// Which rank gets pspawn's stdin: a rank number (default 0), `all` (each
     /// rank gets a copy, as prun's --stdin all) or `none`.
     #[arg(long, value_name = "RANK|all|none", value_parser = parse_stdin_target, conflicts_with = "detach")]
@@ -303,6 +308,7 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
             },
             job_name: self.job_name.clone(),
             output_files,
+            immediate: self.immediate,
             cpus_per_proc: self.cpus_per_task,
         })
     }

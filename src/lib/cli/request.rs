@@ -83,6 +83,9 @@ pub struct SpawnRequest {
     pub job_name: Option<String>,
     /// CPUs (slots) per process (`PMIX_CPUS_PER_PROC`).
     pub cpus_per_proc: Option<u32>,
+    /// `--immediate`: refuse at once when the allocation's slots are busy,
+    /// instead of waiting for them.
+    pub immediate: bool,
     /// `-o/-e`: the files the processes' output goes to.
     pub output_files: Option<super::output_pattern::OutputFiles>,
 }
