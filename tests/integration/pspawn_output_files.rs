@@ -179,3 +179,23 @@ fn shared_output_files_keep_every_line_on_prrte_master() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_both_streams_kept(&only_file(dir.path(), "f"));
 }
+
+#[test]
+fn an_output_file_that_cannot_be_created_is_refused_before_the_job_runs_on_pdvm() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let dir = support::unique_tmpdir("ofiles");
+    let marker = dir.path().join("ran");
+    let out = run(pdvm.tool("pspawn").current_dir(dir.path()).args([
+        "-o",
+        "no-such-dir/out-%t",
+        "touch",
+        &marker.to_string_lossy(),
+    ]));
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("nothing was launched"),
+        "{}",
+        show(&out)
+    );
+    assert!(!marker.exists(), "the job did not run");
+}

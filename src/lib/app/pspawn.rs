@@ -395,20 +395,28 @@ fn detach(
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
     info.extend(job_extras(req));
-    if let Some(files) = &req.output_files {
-        super::output_files::empty_known_files(files, &req.apps).map_err(|e| {
-            Failure::with(
-                Exit::Usage,
-                None,
-                format!("-o/-e: cannot create the output file: {e}; nothing was launched"),
-            )
-        })?;
-    }
+    create_output_files(req)?;
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
     ui.result(&ns);
     Ok(0)
+}
+
+/// `-o/-e`: create (empty) the files whose names are known before the
+/// spawn (no `%j`), so that one that cannot be created is refused before
+/// anything runs (exit 2).
+fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
+    let Some(files) = &req.output_files else {
+        return Ok(());
+    };
+    super::output_files::empty_known_files(files, &req.apps).map_err(|e| {
+        Failure::with(
+            Exit::Usage,
+            None,
+            format!("-o/-e: cannot create the output file: {e}; nothing was launched"),
+        )
+    })
 }
 
 /// pspawn's exit code once job `ns` was followed: the job's own status
@@ -485,6 +493,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     if req.detach {
         return detach(s, req, &apps, target, &attrs, &mut job, ui);
     }
+    create_output_files(req)?;
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
