@@ -16,7 +16,7 @@ slot:OVERSUBSCRIBE\t''
 node:OVERSUBSCRIBE\t''"
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
-complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as sbatch --output): `%j` is the job\'s namespace, `%r` the rank, `%%` a `%`; a relative path is from the job\'s working directory. Most useful with --detach' -r -f
+complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as srun -o): `%j` is the job\'s namespace, `%t` (or `%r`) the rank, `%%` a `%`; a relative path is from the job\'s working directory. Each file is emptied once and shared by the ranks and streams that name it: pspawn writes whole lines into it (with --detach, each process appends to it itself)' -r -f
 complete -c pspawn -s e -l error -d 'The same for stderr (default: with --output, the same file)' -r -f
 complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0), `all` (each rank gets a copy, as prun\'s --stdin all) or `none`' -r -f
 complete -c pspawn -s c -l cpus-per-task -l cpus-per-proc -d 'CPUs (slots) each process takes (srun\'s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by :PE=N and binds each process to N cores)' -r -f
@@ -31,6 +31,7 @@ complete -c pspawn -l default-pool -d 'Also allow the default pool (adds the inv
 complete -c pspawn -s l -l tag-output -l label -d 'Prefix each forwarded output line with `[rank]` (srun\'s -l/--label)'
 complete -c pspawn -l detach -d 'Print the job\'s namespace and return without waiting for it'
 complete -c pspawn -l parsable -d 'With --detach: print only the job\'s namespace, nothing else (as sbatch --parsable)'
+complete -c pspawn -s I -l immediate -d 'Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun\'s -I/--immediate)'
 complete -c pspawn -l system-server-first -d 'Try the system server first, then fall back to others'
 complete -c pspawn -l system-server-only -d 'Connect only to the system server'
 complete -c pspawn -l as-tool -d 'Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job\'s namespace)'

@@ -31,8 +31,8 @@ _pspawn() {
 '--map-by=[Mapping policy passed to the DVM (PMIX_MAPBY), e.g. slot, node, ppr\:2\:node, \:OVERSUBSCRIBE (more processes than cores; they are then not bound to cores)]:POLICY:(slot node core hwthread package numa l3cache ppr\:1\:node slot\:OVERSUBSCRIBE node\:OVERSUBSCRIBE)' \
 '*--target=[Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)]:ALLOC_ID:($(pwatch --complete allocs 2>/dev/null))' \
 '(--detach)--timeout=[Kill the job and exit 8 after this long\: a plain number is minutes; or 45s, 30m, 2h, 1d, MM\:SS, \[D-\]HH\:MM\:SS]:DURATION:' \
-'-o+[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
-'--output=[Write each process'\''s stdout to this file instead of forwarding it (as sbatch --output)\: \`%j\` is the job'\''s namespace, \`%r\` the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Most useful with --detach]:PATTERN:' \
+'-o+[Write each process'\''s stdout to this file instead of forwarding it (as srun -o)\: \`%j\` is the job'\''s namespace, \`%t\` (or \`%r\`) the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Each file is emptied once and shared by the ranks and streams that name it\: pspawn writes whole lines into it (with --detach, each process appends to it itself)]:PATTERN:' \
+'--output=[Write each process'\''s stdout to this file instead of forwarding it (as srun -o)\: \`%j\` is the job'\''s namespace, \`%t\` (or \`%r\`) the rank, \`%%\` a \`%\`; a relative path is from the job'\''s working directory. Each file is emptied once and shared by the ranks and streams that name it\: pspawn writes whole lines into it (with --detach, each process appends to it itself)]:PATTERN:' \
 '-e+[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
 '--error=[The same for stderr (default\: with --output, the same file)]:PATTERN:' \
 '(--detach)--stdin=[Which rank gets pspawn'\''s stdin\: a rank number (default 0), \`all\` (each rank gets a copy, as prun'\''s --stdin all) or \`none\`]:RANK|all|none:' \
@@ -54,6 +54,8 @@ _pspawn() {
 '(--detach)--label[Prefix each forwarded output line with \`\[rank\]\` (srun'\''s -l/--label)]' \
 '--detach[Print the job'\''s namespace and return without waiting for it]' \
 '(--json)--parsable[With --detach\: print only the job'\''s namespace, nothing else (as sbatch --parsable)]' \
+'-I[Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun'\''s -I/--immediate)]' \
+'--immediate[Inside an allocation whose slots are busy, refuse at once (exit 4) instead of waiting for them (srun'\''s -I/--immediate)]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \

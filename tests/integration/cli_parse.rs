@@ -699,3 +699,40 @@ fn pspawn_nodes_cpus_and_name() {
         assert!(msg.contains("palloc -N COUNT"), "{msg}");
     }
 }
+
+/// Issue 28: salloc/sbatch/srun flags palloc does not take got clap's bare
+/// "unexpected argument"; each now says what palloc (or pspawn) does instead.
+#[test]
+fn palloc_names_the_equivalent_of_each_slurm_flag() {
+    let cases = [
+        ("palloc -x FOO -- true", "pspawn -x VAR=VALUE"),
+        ("palloc --export=ALL -- true", "pspawn -x VAR=VALUE"),
+        ("palloc --signal=USR1@60 -- true", "--warn-timeout"),
+        ("palloc -n 4 -- true", "pspawn -n 4"),
+        ("palloc --ntasks 4 -- true", "pspawn -n 4"),
+        ("palloc --ntasks=4 -- true", "pspawn -n 4"),
+        ("palloc --wait -- true", "already waits"),
+        ("palloc -o out.txt -- true", "pspawn -o PATTERN"),
+        ("palloc -D /tmp -- true", "cd DIR && palloc"),
+        ("palloc --chdir=/tmp -- true", "cd DIR && palloc"),
+        ("palloc --jobid=5 -- true", "pspawn --target ID"),
+    ];
+    for (line, hint) in cases {
+        let msg = refused::<PallocArgs>(line);
+        assert!(msg.contains("palloc does not take"), "{line}: {msg}");
+        assert!(msg.contains(hint), "{line}: {msg}");
+    }
+    let msg = refused::<PallocArgs>("palloc --hodl");
+    assert!(msg.contains("did you mean `--hold`"), "{msg}");
+}
+
+/// Issue 28: `pspawn --ntasks` got no suggestion and `--jobid` the wrong
+/// one (`--job-name`); srun's meanings are said.
+#[test]
+fn pspawn_names_the_equivalent_of_ntasks_and_jobid() {
+    let msg = refused::<PspawnArgs>("pspawn --ntasks 4 true");
+    assert!(msg.contains("-n/--np"), "{msg}");
+    let msg = refused::<PspawnArgs>("pspawn --jobid=5 true");
+    assert!(msg.contains("--target ID"), "{msg}");
+    assert!(!msg.contains("--job-name"), "{msg}");
+}

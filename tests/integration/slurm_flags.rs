@@ -223,3 +223,65 @@ fn node_names_complete_live() {
     let names: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     assert_eq!(names, ["n001", "n002"], "{}", show(&o));
 }
+
+/// Issue 28: `--export=NONE` still passed pdvm's own environment (its
+/// variables reached the job); now the job gets only what `-x` names and
+/// what PMIx needs (its rank, its server), as srun's `--export=NONE`.
+#[test]
+fn export_none_passes_nothing_of_the_dvms_own_environment() {
+    let dvm = Pdvm::builder(&["--nodes", "1", "--slots", "2"])
+        .env("PMT_DVM_OWN", "leaked")
+        .start();
+    let all = pspawn(&dvm, &["sh", "-c", "echo [$PMT_DVM_OWN]"], &[]);
+    assert_eq!(all.status.code(), Some(0), "{}", show(&all));
+    assert_eq!(
+        text(&all.stdout).trim(),
+        "[leaked]",
+        "ALL adds the caller's to the DVM's"
+    );
+    let o = pspawn(
+        &dvm,
+        &[
+            "--export=NONE",
+            "-x",
+            "PMT_MINE=given",
+            "sh",
+            "-c",
+            "echo [$PMT_DVM_OWN][$PMT_MINE][$PMIX_RANK][${HOME:-}]",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(text(&o.stdout).trim(), "[][given][0][]", "{}", show(&o));
+}
+
+/// Issue 28: `palloc --extend` printed "granted" with `time_limit_secs:
+/// null`; now the limit the allocation has after the extend, as the DVM
+/// reports it (10 minutes granted, 5 more: at most 15 left, more than 10).
+#[test]
+fn extend_reports_the_new_time_limit() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
+    let mut c = dvm.tool("palloc");
+    c.args([
+        "-N",
+        "1",
+        "-t",
+        "10m",
+        "--",
+        "sh",
+        "-c",
+        "palloc --extend \"$PMIX_ALLOC_ID\" -t 5m --json",
+    ])
+    .stdin(Stdio::null());
+    let o = support::run_with_timeout(&mut c, 60);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let recs = support::json_records(&text(&o.stdout));
+    let ext = recs
+        .iter()
+        .find(|r| r["directive"] == "extend")
+        .unwrap_or_else(|| panic!("an extend record: {}", show(&o)));
+    let limit = ext["time_limit_secs"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a time limit: {ext}"));
+    assert!(limit > 600 && limit <= 900, "{ext}");
+}

@@ -58,6 +58,9 @@ pub(crate) fn to_app(spec: &AppSpec) -> App {
     if !spec.hosts.is_empty() {
         info.push(Info::new(keys::HOST, spec.hosts.join(",")));
     }
+    if spec.env_only {
+        info.push(Info::new(keys::ENV_NONE, true));
+    }
     let mut argv = vec![spec.program.clone()];
     argv.extend(spec.args.iter().cloned());
     App {
@@ -107,6 +110,8 @@ pub(crate) struct OutputSink {
     partial: HashMap<LineKey, Vec<u8>>,
     /// Why output could not be written, with the bytes lost since.
     lost: Option<(String, u64)>,
+    /// `pspawn -o/-e`: the files output goes to instead.
+    files: Option<super::output_files::FileSink>,
 }
 
 /// Whose line: namespace, rank, and whether it is stderr.
@@ -124,7 +129,24 @@ impl OutputSink {
             json,
             partial: HashMap::new(),
             lost: None,
+            files: None,
         }
+    }
+
+    /// The same sink writing into the files of `pspawn -o/-e` instead.
+    pub(crate) fn with_files(mut self, files: super::output_files::FileSink) -> OutputSink {
+        self.files = Some(files);
+        self
+    }
+
+    /// The same sink (its buffered lines kept) for job `nspace`, its files
+    /// for each of the job's `nprocs` ranks created now.
+    pub(crate) fn for_job(mut self, nspace: &str, nprocs: u32) -> OutputSink {
+        self.nspace = nspace.to_string();
+        if let Some(Err(e)) = self.files.as_mut().map(|f| f.open_all(nspace, nprocs)) {
+            self.lost = Some((format!("opening an output file (-o/-e) failed: {e}"), 0));
+        }
+        self
     }
 
     /// Take one chunk. Returns true when this chunk is the first that could
@@ -135,7 +157,9 @@ impl OutputSink {
             return false;
         }
         let err = c.is_stderr();
-        let written = if !self.tag && !self.json {
+        let written = if let Some(f) = &mut self.files {
+            f.chunk(&self.nspace, c)
+        } else if !self.tag && !self.json {
             if err {
                 let mut e = std::io::stderr().lock();
                 e.write_all(&c.data).and_then(|_| e.flush())
@@ -149,7 +173,11 @@ impl OutputSink {
         match written {
             Ok(()) => false,
             Err(e) => {
-                let stream = if err { "stderr" } else { "stdout" };
+                let stream = match (&self.files, err) {
+                    (Some(_), _) => "an output file (-o/-e)",
+                    (None, true) => "stderr",
+                    (None, false) => "stdout",
+                };
                 self.lost = Some((format!("writing to {stream} failed: {e}"), 0));
                 true
             }
@@ -221,6 +249,11 @@ impl OutputSink {
 
     /// Write any unterminated lines still buffered.
     pub(crate) fn flush(&mut self) {
+        if let (Some(f), None) = (&mut self.files, &self.lost) {
+            if let Err(e) = f.flush() {
+                self.lost = Some((format!("writing an output file (-o/-e) failed: {e}"), 0));
+            }
+        }
         let mut keys: Vec<LineKey> = self.partial.keys().cloned().collect();
         keys.sort_unstable();
         for k in keys {
@@ -559,6 +592,7 @@ mod tests {
             ],
             wdir: Some("/tmp".into()),
             hosts: vec!["n1".into(), "n2".into()],
+            env_only: false,
         };
         let app = to_app(&spec);
         assert_eq!(app.argv, ["prog", "a", "b"]);

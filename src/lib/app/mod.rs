@@ -14,6 +14,7 @@
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
+mod output_files;
 pub mod palloc;
 mod palloc_bad_param;
 mod palloc_batch;
@@ -25,6 +26,7 @@ pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;
 mod pspawn_hosts;
+mod pspawn_wait;
 pub mod pwatch;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;

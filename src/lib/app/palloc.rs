@@ -187,8 +187,8 @@ fn node_list(v: &Value) -> Vec<String> {
 }
 
 /// After an EXTEND, what the DVM now holds for the allocation: all its
-/// nodes and its expiry (the reply names only the nodes added, and the
-/// time asked for is an increment, not the limit).
+/// nodes, its expiry and the time it has left (the reply names only the
+/// nodes added, and the time asked for is an increment, not the limit).
 pub(super) fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
     let want = crate::ops::status_query::Want {
         reservations: true,
@@ -200,7 +200,7 @@ pub(super) fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
     if let Some(r) = list.iter().find(|r| r.alloc_id == rec.alloc_id) {
         rec.nodes = r.nodes.clone();
         rec.expires_at = r.expires_at;
-        rec.time_limit_secs = None;
+        rec.time_limit_secs = r.expires_in;
     }
 }
 

@@ -1,6 +1,6 @@
 //! `pspawn`: launch a (possibly MPMD) job, forward its output, return its status.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
@@ -114,13 +114,17 @@ fn spawn_failure(
     let inherited = std::env::var("PMIX_ALLOC_ID")
         .ok()
         .filter(|a| !a.is_empty() && req.targets == [a.clone()]);
-    if let (Status::ERR_NOT_FOUND, Some(a)) = (e.status, inherited) {
+    // NOT_FOUND names the allocation or the program: the DVM's list says which.
+    let ended = inherited.filter(|a| !allocation_is_live(s, a));
+    if let (Status::ERR_NOT_FOUND, Some(a)) = (e.status, ended) {
         f.message = format!(
             "allocation {a} (PMIX_ALLOC_ID, from the environment) has ended: it was released or reached its time limit (PMIX_ERR_NOT_FOUND); nothing was launched. Run in another allocation with --target ID, or in the DVM's default pool with --default-pool"
         );
         return f;
     }
-    if e.status == Status::ERR_NOT_FOUND && !attrs.spawn_target {
+    let program_missing =
+        !attrs.spawn_target || req.targets.iter().all(|t| allocation_is_live(s, t));
+    if e.status == Status::ERR_NOT_FOUND && program_missing {
         let names: Vec<&str> = req.apps.iter().map(|a| a.program.as_str()).collect();
         f.message = format!(
             "program not found: the DVM cannot find {} (PMIX_ERR_NOT_FOUND); nothing was \
@@ -145,6 +149,13 @@ more than one per core with --map-by :OVERSUBSCRIBE",
         );
     }
     f
+}
+
+/// Whether the DVM still lists allocation `id` (an unanswered query counts
+/// as gone).
+fn allocation_is_live(s: &Session, id: &str) -> bool {
+    crate::ops::status_query::reservations(s, None)
+        .is_ok_and(|live| live.iter().any(|r| r.alloc_id == id))
 }
 
 /// Refuse `--target` before anything runs when the DVM cannot honour
@@ -384,11 +395,28 @@ fn detach(
     ];
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
     info.extend(job_extras(req));
+    create_output_files(req)?;
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
     job.nspace = ns.clone();
     ui.record(job);
     ui.result(&ns);
     Ok(0)
+}
+
+/// `-o/-e`: create (empty) the files whose names are known before the
+/// spawn (no `%j`), so that one that cannot be created is refused before
+/// anything runs (exit 2).
+fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
+    let Some(files) = &req.output_files else {
+        return Ok(());
+    };
+    super::output_files::empty_known_files(files, &req.apps).map_err(|e| {
+        Failure::with(
+            Exit::Usage,
+            None,
+            format!("-o/-e: cannot create the output file: {e}; nothing was launched"),
+        )
+    })
 }
 
 /// pspawn's exit code once job `ns` was followed: the job's own status
@@ -439,9 +467,6 @@ fn followed_code(
     Ok(exit.code())
 }
 
-/// How long a spawn into a reservation waits for busy slots.
-const SLOTS_WAIT: Duration = Duration::from_secs(10);
-
 /// Launch the job `req` describes and follow it to its end, forwarding its
 /// output; pspawn's exit code.
 pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, Failure> {
@@ -468,39 +493,45 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     if req.detach {
         return detach(s, req, &apps, target, &attrs, &mut job, ui);
     }
+    create_output_files(req)?;
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(job_extras(req));
     let (stdin_rank, stdin_info) = stdin_target(req.stdin);
     info.push(stdin_info);
+    let new_sink = |ns: &str| {
+        let sink = OutputSink::new(ns, req.tag_output, ui.json);
+        match &req.output_files {
+            Some(f) => sink.with_files(super::output_files::FileSink::new(f, &req.apps)),
+            None => sink,
+        }
+    };
     let mut early: Option<OutputSink> = None;
     let mut on_output = |o: JobOutput| {
         if let JobOutput::Output(c) = o {
             early
-                .get_or_insert_with(|| OutputSink::new(&c.source.nspace, req.tag_output, ui.json))
+                .get_or_insert_with(|| new_sink(&c.source.nspace))
                 .chunk(c);
         }
     };
     // Into a reservation, busy slots are waited for, as srun waits for
-    // its allocation's CPUs (a job that just ended may still hold them).
-    let until = Instant::now() + SLOTS_WAIT;
-    let mut pause = Duration::from_millis(50);
+    // its allocation's CPUs (see `pspawn_wait`).
+    let mut wait = super::pspawn_wait::SlotWait::new();
     let launched = loop {
         match spawn_or_ended(s, &info, &apps, &mut on_output) {
-            Err(e)
-                if attrs.spawn_target
-                    && e.status == Status::ERR_JOB_FAILED_TO_MAP
-                    && Instant::now() + pause < until =>
-            {
-                ui.detail(&format!(
-                    "the allocation's slots are busy (PMIX_ERR_JOB_FAILED_TO_MAP): trying again in {} ms",
-                    pause.as_millis()
-                ));
-                if super::signals::sleep_until(Instant::now() + pause).is_some() {
-                    break Err(e);
+            Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
+                match wait.on_busy(s, req, ui) {
+                    super::pspawn_wait::Busy::Retry(p) => {
+                        if let Some(sig) = super::pspawn_wait::pause(p) {
+                            return Err(Failure::interrupted(&format!(
+                                "interrupted by {} while waiting for the allocation's slots; nothing was launched",
+                                signals::name(sig)
+                            )));
+                        }
+                    }
+                    super::pspawn_wait::Busy::Refuse => break Err(e),
                 }
-                pause = (pause * 2).min(Duration::from_secs(1));
             }
             r => break r,
         }
@@ -522,8 +553,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(&ns, nprocs),
         r => launch::StdinPump::new(&ns, r),
     });
-    let mut sink = OutputSink::new(&ns, req.tag_output, ui.json);
-    if let Some(why) = early.as_ref().and_then(OutputSink::lost) {
+    // Output that came before the spawn's answer stays in the same sink.
+    let mut sink = early.unwrap_or_else(|| new_sink(&ns)).for_job(&ns, nprocs);
+    if let Some(why) = sink.lost() {
         launch::stop_job(s, &ns);
         return Err(output_lost(&ns, &why));
     }

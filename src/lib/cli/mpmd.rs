@@ -34,6 +34,7 @@ pub fn split_apps(
             env: env.to_vec(),
             wdir: wdir.map(str::to_string),
             hosts: hosts.map(<[String]>::to_vec).unwrap_or_default(),
+            env_only: false,
         };
         // The first app's options are the global ones clap already parsed.
         let rest = if i == 0 {

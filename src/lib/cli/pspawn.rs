@@ -2,13 +2,14 @@
 
 use super::common::{ConnectArgs, OutputArgs};
 use super::mpmd::split_apps;
+use super::output_pattern::{OutputFiles, OutputPattern};
 use super::parse::{
     parse_count_u32, parse_duration_secs, parse_env, parse_hostlist_arg, parse_id, EnvSpec,
     NodeList,
 };
 use super::pspawn_export::{self, parse_export, Export};
 use super::pspawn_mapby::MapByParser;
-use super::request::{SpawnRequest, StdinTarget};
+use super::request::{AppSpec, SpawnRequest, StdinTarget};
 use clap::Parser;
 
 const ABOUT: &str = "Launch a job into the DVM, forward its output and return its exit status";
@@ -166,15 +167,22 @@ pub struct PspawnArgs {
     pub parsable: bool,
 
     /// Write each process's stdout to this file instead of forwarding it
-    /// (as sbatch --output): `%j` is the job's namespace, `%r` the rank,
+    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank,
     /// `%%` a `%`; a relative path is from the job's working directory.
-    /// Most useful with --detach.
-    #[arg(long = "output", short = 'o', value_name = "PATTERN", value_parser = parse_output_pattern)]
-    pub output_file: Option<String>,
+    /// Each file is emptied once and shared by the ranks and streams that
+    /// name it: pspawn writes whole lines into it (with --detach, each
+    /// process appends to it itself).
+    #[arg(long = "output", short = 'o', value_name = "PATTERN", value_parser = OutputPattern::parse)]
+    pub output_file: Option<OutputPattern>,
 
     /// The same for stderr (default: with --output, the same file).
-    #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = parse_output_pattern, requires = "output_file")]
-    pub error_file: Option<String>,
+    #[arg(long = "error", short = 'e', value_name = "PATTERN", value_parser = OutputPattern::parse, requires = "output_file")]
+    pub error_file: Option<OutputPattern>,
+
+    /// Inside an allocation whose slots are busy, refuse at once (exit 4)
+    /// instead of waiting for them (srun's -I/--immediate).
+    #[arg(short = 'I', long)]
+    pub immediate: bool,
 
     /// Which rank gets pspawn's stdin: a rank number (default 0), `all` (each
     /// rank gets a copy, as prun's --stdin all) or `none`.
@@ -202,58 +210,6 @@ pub struct PspawnArgs {
     /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
     #[arg(value_name = "APP", required = true, trailing_var_arg = true)]
     pub app: Vec<String>,
-}
-
-/// Check an `--output`/`--error` pattern: not empty, and `%` only before
-/// `j`, `r` or `%`.
-pub fn parse_output_pattern(s: &str) -> Result<String, String> {
-    if s.is_empty() {
-        return Err("an empty file name: give a path such as job-%j.%r.out".into());
-    }
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '%' && !matches!(chars.next(), Some('j' | 'r' | '%')) {
-            return Err(format!(
-                "`{s}`: `%` starts %j (the job's namespace), %r (the rank) or %% (a `%`)"
-            ));
-        }
-    }
-    Ok(s.to_string())
-}
-
-/// A shell word for pattern `p` (see [`parse_output_pattern`]): literal
-/// parts single-quoted, `%j` and `%r` the job's `PMIX_NAMESPACE` and
-/// `PMIX_RANK`.
-pub fn pattern_word(p: &str) -> String {
-    let mut word = String::new();
-    let mut lit = String::new();
-    let flush = |lit: &mut String, word: &mut String| {
-        if !lit.is_empty() {
-            word.push('\'');
-            word.push_str(&lit.replace('\'', "'\\''"));
-            word.push('\'');
-            lit.clear();
-        }
-    };
-    let mut chars = p.chars();
-    while let Some(c) = chars.next() {
-        match (c, c == '%') {
-            ('%', true) => match chars.next() {
-                Some('j') => {
-                    flush(&mut lit, &mut word);
-                    word.push_str("\"${PMIX_NAMESPACE}\"");
-                }
-                Some('r') => {
-                    flush(&mut lit, &mut word);
-                    word.push_str("\"${PMIX_RANK}\"");
-                }
-                _ => lit.push('%'),
-            },
-            _ => lit.push(c),
-        }
-    }
-    flush(&mut lit, &mut word);
-    word
 }
 
 /// Check a `-J/--job-name`: not empty, one line.
@@ -284,6 +240,25 @@ pub fn parse_stdin_target(s: &str) -> Result<StdinTarget, String> {
     })
 }
 
+/// With --detach, each process writes its own files: its program runs
+/// under `sh -c 'exec "$@" >> OUT 2>> ERR'`, appending, so that ranks and
+/// streams sharing a file all keep their output (pspawn empties the files
+/// it can name before the spawn).
+fn redirect_in_process(files: &OutputFiles, apps: &mut [AppSpec]) {
+    let out = files.out.shell_word();
+    let redirect = match &files.err {
+        Some(err) => format!("exec \"$@\" >> {out} 2>> {}", err.shell_word()),
+        None => format!("exec \"$@\" >> {out} 2>&1"),
+    };
+    for a in apps {
+        let mut args = vec!["-c".to_string(), redirect.clone(), "pspawn".to_string()];
+        args.push(std::mem::take(&mut a.program));
+        args.append(&mut a.args);
+        a.program = "/bin/sh".into();
+        a.args = args;
+    }
+}
+
 impl PspawnArgs {
     /// Build the spawn request: splits the MPMD apps and applies defaults.
     /// An error means exit 2 before connecting.
@@ -307,24 +282,13 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
             pspawn_export::check_forwarded(&app.env)?;
         }
         pspawn_export::apply(&self.export.clone().unwrap_or_default(), &mut apps)?;
-        if let Some(out) = &self.output_file {
-            let err = self.error_file.as_deref().unwrap_or(out);
-            let redirect = if self.error_file.is_some() {
-                format!(
-                    "exec \"$@\" > {} 2> {}",
-                    pattern_word(out),
-                    pattern_word(err)
-                )
-            } else {
-                format!("exec \"$@\" > {} 2>&1", pattern_word(out))
-            };
-            for a in &mut apps {
-                let mut args = vec!["-c".to_string(), redirect.clone(), "pspawn".to_string()];
-                args.push(std::mem::take(&mut a.program));
-                args.append(&mut a.args);
-                a.program = "/bin/sh".into();
-                a.args = args;
-            }
+        let output_files = self.output_file.clone().map(|out| OutputFiles {
+            out,
+            err: self.error_file.clone(),
+        });
+        if let (Some(files), true) = (&output_files, self.detach) {
+            // Nobody stays to write: each process appends to its files.
+            redirect_in_process(files, &mut apps);
         }
         Ok(SpawnRequest {
             apps,
@@ -343,6 +307,8 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
                 self.stdin.unwrap_or(StdinTarget::Rank(0))
             },
             job_name: self.job_name.clone(),
+            output_files,
+            immediate: self.immediate,
             cpus_per_proc: self.cpus_per_task,
         })
     }
@@ -364,21 +330,5 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
     /// Checks spanning several flags (currently: the MPMD split).
     pub fn validate(&self) -> Result<(), String> {
         self.request().map(|_| ())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_patterns_become_shell_words() {
-        assert_eq!(
-            pattern_word("a-%j.%r"),
-            "'a-'\"${PMIX_NAMESPACE}\"'.'\"${PMIX_RANK}\""
-        );
-        assert_eq!(pattern_word("it's%%"), "'it'\\''s%'");
-        assert!(parse_output_pattern("x%q").is_err());
-        assert!(parse_output_pattern("").is_err());
     }
 }

@@ -80,7 +80,12 @@ give it a value (-x {0}=VALUE) or set it first",
 /// exported again).
 pub fn apply(export: &Export, apps: &mut [AppSpec]) -> Result<(), String> {
     let exported: Vec<EnvSpec> = match export {
-        Export::None => return Ok(()),
+        Export::None => {
+            for app in apps {
+                app.env_only = true;
+            }
+            return Ok(());
+        }
         Export::Vars(v) => {
             check_forwarded(v)?;
             v.clone()

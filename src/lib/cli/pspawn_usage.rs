@@ -46,20 +46,34 @@ or choose the rank with --stdin RANK|all|none",
         &["--mem", "--exclusive", "--gres", "-G", "--gpus"],
         "resources are reserved by palloc (`palloc --mem 4G -- pspawn …`), not per job",
     ),
+    (
+        &["--ntasks"],
+        "pspawn spells the number of processes -n/--np (`pspawn -n 4 PROGRAM`)",
+    ),
+    (
+        &["--jobid"],
+        "pspawn runs a job in an existing allocation with --target ID (`pspawn --target ID \
+PROGRAM`); inside `palloc … -- CMD` that allocation is the default",
+    ),
 ];
 
 /// The habit entry for `flag` (`--export=ALL` is looked up as `--export`).
 fn habit(flag: &str) -> Option<&'static str> {
+    habit_in(HABITS, flag)
+}
+
+/// The entry for `flag` in a tool's `habits` table (`--x=V` is looked up
+/// as `--x`).
+pub(crate) fn habit_in(habits: &[(&[&str], &'static str)], flag: &str) -> Option<&'static str> {
     let name = flag.split_once('=').map_or(flag, |(k, _)| k);
-    HABITS
+    habits
         .iter()
         .find(|(names, _)| names.contains(&name))
         .map(|(_, why)| *why)
 }
 
-/// Every option spelling pspawn takes, `-x` and `--long` forms.
-fn known_options() -> Vec<String> {
-    let cmd = PspawnArgs::command();
+/// Every option spelling `cmd` takes, `-x` and `--long` forms.
+fn known_options(cmd: &clap::Command) -> Vec<String> {
     let mut names = vec!["--help".to_string(), "--version".to_string()];
     for arg in cmd.get_arguments() {
         if let Some(s) = arg.get_short() {
@@ -100,12 +114,17 @@ fn is_subsequence(short: &str, long: &str) -> bool {
     short.chars().all(|c| rest.any(|l| l == c))
 }
 
-/// The known option nearest to `flag`: a short one differing only in case,
-/// else the long one at the smallest edit distance (at most two thirds of
-/// its name's length).
+/// The pspawn option nearest to `flag` (see [`nearest_option_of`]).
 pub fn nearest_option(flag: &str) -> Option<String> {
+    nearest_option_of(&PspawnArgs::command(), flag)
+}
+
+/// The option of `cmd` nearest to `flag`: a short one differing only in
+/// case, else the long one at the smallest edit distance (at most two
+/// thirds of its name's length).
+pub fn nearest_option_of(cmd: &clap::Command, flag: &str) -> Option<String> {
     let name = flag.split_once('=').map_or(flag, |(k, _)| k);
-    let known = known_options();
+    let known = known_options(cmd);
     if !name.starts_with("--") {
         return known
             .into_iter()

@@ -55,6 +55,9 @@ pub struct AppSpec {
     pub wdir: Option<String>,
     /// Hosts (expanded), empty when not restricted.
     pub hosts: Vec<String>,
+    /// `--export=NONE`: the processes get only `env`, not the DVM's own
+    /// environment (`pdvm.env.none`).
+    pub env_only: bool,
 }
 
 /// A spawn request (pspawn).
@@ -80,6 +83,11 @@ pub struct SpawnRequest {
     pub job_name: Option<String>,
     /// CPUs (slots) per process (`PMIX_CPUS_PER_PROC`).
     pub cpus_per_proc: Option<u32>,
+    /// `--immediate`: refuse at once when the allocation's slots are busy,
+    /// instead of waiting for them.
+    pub immediate: bool,
+    /// `-o/-e`: the files the processes' output goes to.
+    pub output_files: Option<super::output_pattern::OutputFiles>,
 }
 
 /// Where a job's stdin comes from (`pspawn --stdin`).

@@ -30,12 +30,17 @@ macro_rules! validate_impl {
     )*};
 }
 
-validate_impl!(
-    super::PallocArgs,
-    super::PreleaseArgs,
-    super::PwatchArgs,
-    super::PdvmArgs
-);
+validate_impl!(super::PreleaseArgs, super::PwatchArgs, super::PdvmArgs);
+
+impl Validate for super::PallocArgs {
+    fn validate(&self) -> Result<(), String> {
+        super::PallocArgs::validate(self)
+    }
+
+    fn refine_error(err: clap::Error) -> clap::Error {
+        super::palloc_usage::refine(err)
+    }
+}
 
 impl Validate for super::PspawnArgs {
     fn validate(&self) -> Result<(), String> {

@@ -135,6 +135,10 @@ pub const CPUS_PER_PROC: &str = "pmix.cpuperproc";
 /// pdvm's: pdvm shows it in its namespace table; PRRTE ignores it (an
 /// unknown, non-required key).
 pub const JOB_NAME: &str = "pdvm.job.name";
+/// App info (`bool`): the app's processes get only the app's environment
+/// and what the DVM must set (`pspawn --export=NONE`), not the DVM's own.
+/// PMIx defines no such attribute, so the key is pdvm's; PRRTE ignores it.
+pub const ENV_NONE: &str = "pdvm.env.none";
 
 /// Environment variables a launching server sets for its clients, newest first.
 pub const SERVER_URI_VARS: [&str; 5] = [

@@ -55,8 +55,9 @@ record! {
         pub state: String => "\"granted\"",
         /// Node names granted (for EXTEND: the nodes now in the allocation).
         pub nodes: Vec<String> => "array of node names in the allocation",
-        /// Time limit in seconds, if any.
-        pub time_limit_secs: Option<u64> => "time limit in seconds, or null",
+        /// Time limit in seconds, if any (for EXTEND: the time the
+        /// allocation now has left, as the DVM reports it).
+        pub time_limit_secs: Option<u64> => "time limit in seconds (for an extend: the time left after it, as the DVM reports it), or null",
         /// Expiry as Unix seconds, if any.
         pub expires_at: Option<u64> => "expiry time in Unix seconds, or null",
         /// `true` when reserved for its owner, `false` when shared (`--share`).

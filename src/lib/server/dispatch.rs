@@ -428,7 +428,7 @@ impl Server {
         apps: Vec<App>,
     ) -> Result<()> {
         for a in &apps {
-            if resolve(&a.cmd, &self.launch).is_none() {
+            if resolve(a, &self.launch).is_none() {
                 return Err(Error::new(
                     Status::ERR_NOT_FOUND,
                     format!("executable {:?} not found", a.cmd),
@@ -547,7 +547,7 @@ impl Server {
                 rank: s.rank,
                 pid: None,
                 node: s.node.clone(),
-                exe: resolve(&app.cmd, &self.launch)
+                exe: resolve(app, &self.launch)
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,

@@ -299,9 +299,15 @@ fn set_nonblocking(fd: &impl AsRawFd) {
 }
 
 /// Resolve a command name against PATH (with `bin_dir` first).
-pub(crate) fn resolve(cmd: &str, env: &LaunchEnv) -> Option<PathBuf> {
+pub(crate) fn resolve(app: &App, env: &LaunchEnv) -> Option<PathBuf> {
+    let cmd = app.cmd.as_str();
     if cmd.contains('/') {
-        let p = PathBuf::from(cmd);
+        // A relative path is the caller's: from the app's working directory
+        // (the tool's cwd, or its --wdir), as PRRTE resolves it.
+        let p = match app_dir(app) {
+            Some(dir) => Path::new(dir).join(cmd),
+            None => PathBuf::from(cmd),
+        };
         return is_exec(&p).then_some(p);
     }
     let mut dirs: Vec<PathBuf> = env.bin_dir.iter().cloned().collect();
@@ -309,6 +315,18 @@ pub(crate) fn resolve(cmd: &str, env: &LaunchEnv) -> Option<PathBuf> {
         dirs.extend(std::env::split_paths(&path));
     }
     dirs.into_iter().map(|d| d.join(cmd)).find(|p| is_exec(p))
+}
+
+/// The directory an app runs in: its `cwd` (the caller's working
+/// directory, or its --wdir), else its `PMIX_WDIR`; `None` is pdvm's own.
+pub(crate) fn app_dir(app: &App) -> Option<&str> {
+    app.cwd.as_deref().filter(|c| !c.is_empty()).or_else(|| {
+        app.info
+            .iter()
+            .find(|i| i.key == crate::proto::keys::WDIR)
+            .and_then(|i| i.value.as_str())
+            .filter(|c| !c.is_empty())
+    })
 }
 
 fn is_exec(p: &Path) -> bool {
@@ -358,7 +376,7 @@ pub(crate) fn launch(
     err: Output,
 ) -> std::io::Result<Started> {
     let app = spec.app;
-    let program = resolve(&app.cmd, env).unwrap_or_else(|| PathBuf::from(&app.cmd));
+    let program = resolve(app, env).unwrap_or_else(|| PathBuf::from(&app.cmd));
     let mut c = Command::new(&program);
     // PMIx argv carries argv[0] first, as exec does.
     let args: &[String] = match app.argv.split_first() {
@@ -371,7 +389,7 @@ pub(crate) fn launch(
     };
     c.args(args);
     set_job_env(&mut c, spec, env);
-    if let Some(cwd) = app.cwd.as_deref().filter(|c| !c.is_empty()) {
+    if let Some(cwd) = app_dir(app) {
         c.current_dir(cwd);
     }
     c.stdin(if spec.terminal {
@@ -412,6 +430,15 @@ pub(crate) fn launch(
 /// The job's environment: ours without PMIx/PRRTE/Open MPI variables, the
 /// app's settings, pdvm's tools on `PATH`, and what a PMIx client reads.
 fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
+    let env_only = spec
+        .app
+        .info
+        .iter()
+        .any(|i| i.key == crate::proto::keys::ENV_NONE && crate::codec::helpers::info_true(i));
+    if env_only {
+        // `--export=NONE`: nothing of pdvm's own environment.
+        c.env_clear();
+    }
     for (k, _) in std::env::vars_os() {
         let ks = k.to_string_lossy();
         if ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_") {
@@ -425,14 +452,16 @@ fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
             }
         }
     }
-    let mut path = std::env::var_os("PATH").unwrap_or_default();
-    if let Some(d) = &env.bin_dir {
-        let mut all = vec![d.clone()];
-        all.extend(std::env::split_paths(&path));
-        path = std::env::join_paths(all).unwrap_or(path);
+    if !env_only {
+        let mut path = std::env::var_os("PATH").unwrap_or_default();
+        if let Some(d) = &env.bin_dir {
+            let mut all = vec![d.clone()];
+            all.extend(std::env::split_paths(&path));
+            path = std::env::join_paths(all).unwrap_or(path);
+        }
+        c.env("PATH", path);
     }
-    c.env("PATH", path)
-        .env("PMIX_NAMESPACE", spec.nspace)
+    c.env("PMIX_NAMESPACE", spec.nspace)
         .env("PMIX_RANK", spec.rank.to_string())
         .env("PMIX_SERVER_TMPDIR", &env.tmpdir)
         .env("PMIX_VERSION", super::listener::ANNOUNCED_VERSION)

@@ -188,7 +188,7 @@ impl Server {
             maxprocs: 1,
             info: Vec::new(),
         };
-        if jobs::resolve(&app.cmd, &self.launch).is_none() {
+        if jobs::resolve(&app, &self.launch).is_none() {
             return Err(Error::new(
                 Status::ERR_NOT_FOUND,
                 format!("command {:?} not found", app.cmd),

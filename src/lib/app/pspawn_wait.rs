@@ -1,0 +1,120 @@
+//! A spawn into an allocation whose slots are busy waits for them, as
+//! `srun` waits for its allocation's CPUs ("step creation temporarily
+//! disabled, retrying"): the DVM answers `PMIX_ERR_JOB_FAILED_TO_MAP`
+//! (PRRTE master, whose jobs do not share slots; pdvm's jobs of one
+//! session share them, so there a job that fits never waits). pspawn says
+//! so once on stderr and tries again, backing off to one try every two
+//! seconds, until the job starts, the allocation ends (the spawn is then
+//! answered `PMIX_ERR_NOT_FOUND`) or a signal arrives. A job the
+//! allocation could not hold even when idle is refused at once, and so is
+//! every busy answer with `--immediate`.
+
+use std::time::{Duration, Instant};
+
+use crate::cli::request::SpawnRequest;
+use crate::ops::Session;
+
+use super::Ui;
+
+/// The first pause between tries, doubled up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+/// The longest pause between tries.
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// What to do about a busy answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Busy {
+    /// Try again after this pause.
+    Retry(Duration),
+    /// Give the refusal as it is.
+    Refuse,
+}
+
+/// The waiting state of one spawn.
+pub(crate) struct SlotWait {
+    pause: Duration,
+    /// Whether the job can ever fit; judged at the first busy answer.
+    fits: Option<bool>,
+}
+
+impl SlotWait {
+    /// A spawn that has not been refused yet.
+    pub(crate) fn new() -> SlotWait {
+        SlotWait {
+            pause: FIRST_PAUSE,
+            fits: None,
+        }
+    }
+
+    /// The DVM found no free slots for `req`: wait (said once on stderr),
+    /// or refuse (`--immediate`, the default pool, a placement pspawn
+    /// cannot judge, or a job larger than the allocation).
+    pub(crate) fn on_busy(&mut self, s: &Session, req: &SpawnRequest, ui: &Ui) -> Busy {
+        if req.immediate || req.targets.is_empty() || req.default_pool {
+            return Busy::Refuse;
+        }
+        let first = self.fits.is_none();
+        let fits = *self.fits.get_or_insert_with(|| could_fit(s, req));
+        if !fits {
+            return Busy::Refuse;
+        }
+        if first {
+            ui.note(&format!(
+                "the slots of allocation {} are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for \
+them, as srun does (--immediate refuses instead)",
+                req.targets.join(",")
+            ));
+        }
+        let pause = self.pause;
+        self.pause = (self.pause * 2).min(MAX_PAUSE);
+        Busy::Retry(pause)
+    }
+}
+
+/// Sleep `pause`; the signal that cut it short, if one did.
+pub(crate) fn pause(pause: Duration) -> Option<i32> {
+    super::signals::sleep_until(Instant::now() + pause)
+}
+
+/// Whether the job could run in its allocations when no other job holds
+/// their slots: its processes (times their CPUs each) are at most the
+/// slots of the nodes it may use, and its placement is one pspawn can
+/// judge (by slot or by node). Unknown slots count as fitting.
+fn could_fit(s: &Session, req: &SpawnRequest) -> bool {
+    let judged = req.map_by.as_deref().is_none_or(|m| {
+        let policy = m.split(':').next().unwrap_or("").to_ascii_lowercase();
+        matches!(policy.as_str(), "" | "slot" | "core" | "hwthread" | "node")
+    });
+    if !judged {
+        return false;
+    }
+    let want = crate::ops::status_query::Want {
+        reservations: true,
+        nodes: true,
+        ..Default::default()
+    };
+    let answers = crate::ops::status_query::status(s, want);
+    let (Some(Ok(res)), Some(Ok(nodes))) = (answers.reservations, answers.nodes) else {
+        return true;
+    };
+    let mut names: Vec<&String> = res
+        .iter()
+        .filter(|r| req.targets.contains(&r.alloc_id))
+        .flat_map(|r| r.nodes.iter())
+        .collect();
+    if req.apps.iter().all(|a| !a.hosts.is_empty()) {
+        names.retain(|n| req.apps.iter().any(|a| a.hosts.contains(n)));
+    }
+    names.sort();
+    names.dedup();
+    let mut capacity = 0u64;
+    for n in names {
+        match nodes.iter().find(|r| &r.name == n).map(|r| r.slots) {
+            Some(slots) if slots > 0 => capacity += u64::from(slots),
+            _ => return true,
+        }
+    }
+    let pe = u64::from(req.cpus_per_proc.unwrap_or(1).max(1));
+    let needed: u64 = req.apps.iter().map(|a| u64::from(a.np) * pe).sum();
+    needed <= capacity
+}
