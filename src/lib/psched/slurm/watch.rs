@@ -576,7 +576,7 @@ impl SlurmBackend {
         out.push(Out::End {
             alloc_id: id.to_string(),
             nodes: a.nodes.clone(),
-            why: EndWhy::Source,
+            why: EndWhy::Source(cause.session_cause()),
         });
         Ok(out)
     }
