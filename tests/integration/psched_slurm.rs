@@ -46,6 +46,7 @@ on_both_versions!(
     names_slurm_would_misread_and_unbounded_times_never_reach_it,
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
+    a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -112,6 +113,66 @@ fn psched_pending(s: &Slurm) -> bool {
 /// A `palloc --hold --json` with `args`; its stdout lines and alloc id.
 fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineReader, String) {
     crate::psched_cluster::hold_with(tool(c, s, "palloc"), args)
+}
+
+/// [`hold`] with palloc's stderr kept: the holder, its stdout lines, the
+/// allocation id.
+fn hold_telling(
+    c: &Cluster,
+    s: &Slurm,
+    args: &[&str],
+) -> (std::process::Child, LineReader, String) {
+    let mut palloc = tool(c, s, "palloc");
+    palloc.stderr(Stdio::piped());
+    let mut child = palloc
+        .args(["--hold", "--json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start palloc --hold");
+    let lines = LineReader::new(child.stdout.take().expect("stdout"));
+    let first = lines
+        .next_line(Duration::from_secs(60))
+        .expect("palloc prints its grant");
+    let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
+    let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
+    (child, lines, id)
+}
+
+/// The end of a [`hold_telling`] holder (within `secs`): its exit code
+/// and what it said on stdout after its grant and on stderr.
+fn holder_end(mut h: std::process::Child, lines: &LineReader, secs: u64) -> (Option<i32>, String) {
+    let (st, late) = crate::support::wait_until(&mut h, Instant::now() + Duration::from_secs(secs));
+    if late {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    let mut said = String::new();
+    while let Some(l) = lines.next_line(Duration::from_secs(1)) {
+        said.push_str(&l);
+        said.push('\n');
+    }
+    if let Some(mut e) = h.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut said);
+    }
+    (st.and_then(|s| s.code()), said)
+}
+
+/// An administrator's `scancel` of the job behind a held allocation: the
+/// holding palloc exits 10 (cancelled) and says Slurm's word, as salloc
+/// says its allocation was revoked; a Slurm end no longer reads
+/// "released", exit 0.
+fn a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (holder, lines, id) = hold_telling(&c, &s, &["-N", "1", "-t", "5m"]);
+    let job = job_of(&s, &id);
+    s.run("scancel", &[&job.to_string()]);
+    let (code, said) = holder_end(holder, &lines, 60);
+    let ctx = format!("{said}\n{}", c.psched_log());
+    assert_eq!(code, Some(10), "{ctx}");
+    assert!(said.contains("CANCELLED"), "{ctx}");
+    assert!(said.contains(&id), "{ctx}");
 }
 
 /// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
@@ -463,7 +524,7 @@ fn extend_adds_a_node_as_a_second_slurm_job(v: Version) {
 /// periodic check), psched ends the DVM's session, and the node is idle.
 fn slurms_time_limit_ends_the_allocation(v: Version) {
     let (c, s) = cluster_on_slurm(v);
-    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "1m"]);
+    let (holder, lines, id) = hold_telling(&c, &s, &["-N", "1", "-t", "1m"]);
     let job = job_of(&s, &id);
     let deadline = Instant::now() + Duration::from_secs(180);
     while !c.psched_log().contains(&format!("Slurm ended job {job}")) {
@@ -488,8 +549,10 @@ fn slurms_time_limit_ends_the_allocation(v: Version) {
     wait_for("the node idle again", || s.idle_nodes() == c.pool);
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(!ledger.contains(&id), "the grant left the ledger: {ledger}");
-    let _ = holder.kill();
-    let _ = holder.wait();
+    // The holder exits 8 (time limit), with Slurm's word.
+    let (code, said) = holder_end(holder, &lines, 60);
+    assert_eq!(code, Some(8), "{said}\n{}", c.psched_log());
+    assert!(said.contains("TIMEOUT"), "{said}");
 }
 
 /// Requests Slurm will never meet are refused, not left waiting: more

@@ -11,6 +11,7 @@
 //! with its output forwarded), [`events`] (an event's fields, filters, hooks
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
+pub mod alloc_end;
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;

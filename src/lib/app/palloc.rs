@@ -24,6 +24,7 @@ use crate::proto::{Directive, Inheritance};
 use crate::render::{AllocationRecord, BatchStop};
 use nix::sys::signal::Signal;
 
+use super::alloc_end::AllocEnd;
 use super::events::EventFields;
 use super::launch;
 use super::palloc_batch::Batch;
@@ -343,16 +344,20 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
         }
         if ended.is_none() && holder.released() {
             rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
-            ended = Some(0);
+            ended = Some(AllocEnd::released());
         }
-        if let (Some(code), 0) = (ended, holder.clients()) {
-            return Ok(code);
+        if let (Some(end), 0) = (&ended, holder.clients()) {
+            return match end.failure(&rec.alloc_id) {
+                Some(f) => Err(f),
+                None => Ok(end.exit().code()),
+            };
         }
         match step(s, Some(&mut holder), None, None) {
             Step::Notify(bytes) => {
-                if let Some((expired, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
-                    rec.on_owner_exit = format!("allocation {} has ended ({why})", rec.alloc_id);
-                    ended = Some(if expired { Exit::TimedOut.code() } else { 0 });
+                if let Some(end) = notice(s, &bytes, &rec.alloc_id, ui) {
+                    rec.on_owner_exit =
+                        format!("allocation {} has ended ({})", rec.alloc_id, end.why);
+                    ended = Some(end);
                 }
             }
             Step::Lost(e) => return Err(Failure::lost(&e)),
@@ -558,25 +563,14 @@ pub(super) fn step(
 }
 
 /// A notification palloc looks at: a timeout warning for `alloc_id` is
-/// shown; the end of `alloc_id` is returned (expired?, why).
-fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<(bool, String)> {
+/// shown; the end of `alloc_id` is returned.
+fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd> {
     let ev = decode_notification(&mut s.decoder(bytes)).ok()?;
     if launch::is_warning(&ev) {
         show_warning(&ev, alloc_id, ui);
         return None;
     }
-    if ev.status == Status::EVENT_SESSION_END
-        && ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) == Some(alloc_id)
-    {
-        let f = EventFields::from_event(&ev, now_secs());
-        let why = ev
-            .get(keys::EVENT_TEXT_MESSAGE)
-            .and_then(|v| v.as_str())
-            .unwrap_or("the DVM ended it")
-            .to_string();
-        return Some((f.change.as_deref() == Some("expired"), why));
-    }
-    None
+    AllocEnd::of_event(&ev, alloc_id, now_secs())
 }
 
 /// A descriptor that becomes readable when process `pid` (our child) ends
@@ -708,7 +702,7 @@ pub(super) fn run_command(
     let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
     // The DVM's loss: the error, and when CMD, told with SIGTERM, is killed.
     let mut dvm_lost: Option<(crate::error::Error, Instant)> = None;
-    let mut ended = false;
+    let mut ended: Option<AllocEnd> = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Ok(st),
@@ -734,10 +728,10 @@ pub(super) fn run_command(
             }
         }
         if let Some(b) = batch.as_mut() {
-            if holder.released() && !ended {
+            if holder.released() && ended.is_none() {
                 b.stop(BatchStop::Released);
                 rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
-                ended = true;
+                ended = Some(AllocEnd::released());
             }
             b.kill_due();
         }
@@ -761,9 +755,9 @@ pub(super) fn run_command(
         }
         match step(s, Some(&mut holder), child_watch, deadline) {
             Step::Notify(bytes) => {
-                if let Some((expired, why)) = notice(s, &bytes, &rec.alloc_id, ui) {
+                if let Some(end) = notice(s, &bytes, &rec.alloc_id, ui) {
                     if let Some(b) = batch.as_mut() {
-                        b.stop(if expired {
+                        b.stop(if end.expired {
                             BatchStop::TimeLimit
                         } else if holder.released() {
                             BatchStop::Released
@@ -772,14 +766,14 @@ pub(super) fn run_command(
                         });
                     }
                     ui.warn(&format!(
-                        "allocation {} has ended ({why}) while {program} runs",
-                        rec.alloc_id
+                        "allocation {} has ended ({}) while {program} runs",
+                        rec.alloc_id, end.why
                     ));
                     rec.on_owner_exit = format!(
-                        "{program} ended; allocation {} had already ended ({why})",
-                        rec.alloc_id
+                        "{program} ended; allocation {} had already ended ({})",
+                        rec.alloc_id, end.why
                     );
-                    ended = true;
+                    ended = Some(end);
                 }
             }
             Step::Lost(e) => {
@@ -816,7 +810,7 @@ pub(super) fn run_command(
         );
         return Err(f);
     }
-    if give_back && !ended {
+    if give_back && ended.is_none() {
         release_after(s, rec, &format!("{program} ended"), ui);
     }
     // A batch log ends with how the script ended (said here, after what
@@ -825,7 +819,15 @@ pub(super) fn run_command(
         ui.note(&std::mem::take(&mut rec.on_owner_exit));
         b.ended(st);
     }
-    Ok(code)
+    // CMD's own failure wins; a CMD that succeeded in an allocation its
+    // node source ended reports that end (salloc's revoked allocation).
+    match ended.and_then(|e| e.failure(&rec.alloc_id)) {
+        Some(mut f) if code == 0 => {
+            f.message = format!("{program} exited 0, but {}", f.message);
+            Err(f)
+        }
+        _ => Ok(code),
+    }
 }
 
 /// How long CMD has to end after SIGTERM once the DVM has gone, before

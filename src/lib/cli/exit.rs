@@ -13,7 +13,7 @@
 //! | 7 | not supported by this DVM (`PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_PARAM_VALUE_NOT_SUPPORTED`) |
 //! | 8 | timed out (`--timeout`, `PMIX_ERR_TIMEOUT`, a job stopped at its allocation's time limit) |
 //! | 9 | outcome unknown: a request that changes something (allocate, extend, release, cancel, spawn) was sent but not answered in time; the DVM may still carry it out (check with `pwatch --status`); or a job whose end the DVM never announced, with no process seen failing (its exit status is unknown) |
-//! | 10 | cancelled: a queued allocation request was withdrawn (`prelease --cancel`, `PMIX_ERR_JOB_CANCELED`) before it was granted; the message names who cancelled it when the DVM says |
+//! | 10 | cancelled: a queued allocation request was withdrawn (`prelease --cancel`, `PMIX_ERR_JOB_CANCELED`) before it was granted; the message names who cancelled it when the DVM says; or a held allocation whose Slurm job was cancelled or preempted (psched) |
 //! | 130 | interrupted (Ctrl-C, SIGINT; a pending allocation request was cancelled) |
 //! | 143 | ended by SIGTERM (128+15; SIGHUP gives 129) |
 //!
@@ -138,7 +138,7 @@ pub(crate) const EXIT_TABLE: &[(i32, &str)] = &[
     (
         Exit::TimedOut.code(),
         "timed out (--timeout, PMIX_ERR_TIMEOUT), or a job stopped because its allocation \
-reached its time limit",
+reached its time limit (also Slurm's TIMEOUT of the job behind it, under psched)",
     ),
     (
         Exit::OutcomeUnknown.code(),
@@ -151,7 +151,9 @@ end the DVM never announced, with no process seen failing: its exit status is un
         Exit::Cancelled.code(),
         "cancelled: the queued allocation request was withdrawn before it was granted \
 (`prelease --cancel` from another shell, PMIX_ERR_JOB_CANCELED, as salloc's \"Job has been \
-cancelled\"); the message names who cancelled it when the DVM says",
+cancelled\"); the message names who cancelled it when the DVM says. Also a held allocation \
+whose Slurm job was cancelled (`scancel`) or preempted under psched: the message gives \
+Slurm's word (a node failure gives 1)",
     ),
     (
         Exit::Interrupted.code(),

@@ -118,6 +118,11 @@ pub const NODE_INFO: &str = "pmix.node.info";
 /// `unreserved`, `cancelled` for allocations; `joined`, `left`,
 /// `unreserved` for nodes).
 pub const CHANGE: &str = "pdvm.ev.change";
+/// Info key (string) psched adds to the `PMIX_EVENT_SESSION_END` of an
+/// allocation its node source ended (a Slurm job ended by `scancel`, its
+/// time limit, a node failure, preemption): a word of
+/// [`super::SessionEndCause`]. PMIx defines no such attribute.
+pub const END_CAUSE: &str = "psched.end.cause";
 /// Job-control directive (`bool`) pdvm understands: true stops reading the
 /// target jobs' output (their processes then block on write), false
 /// resumes it. A relay whose reader lags uses it so one job's reader slows

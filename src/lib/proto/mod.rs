@@ -11,6 +11,7 @@
 
 pub mod cmd;
 pub mod directive;
+pub mod end_cause;
 pub(crate) mod enums;
 pub(crate) mod inherit;
 pub mod keys;
@@ -18,6 +19,7 @@ pub mod status;
 pub(crate) mod version;
 
 pub use directive::Directive;
+pub use end_cause::SessionEndCause;
 pub use enums::Received;
 pub use inherit::{parse_inheritance, Inheritance, INHERIT_FORMS};
 pub use status::Status;

@@ -18,6 +18,11 @@ pub trait Backend {
     fn ledger(&self) -> Ledger;
     /// Nodes free to grant (none known for Slurm: Slurm decides).
     fn free_nodes(&self) -> Vec<String>;
+    /// A descriptor that turns readable when the backend has news for
+    /// [`Backend::tick`] (answers from threads of its own); none by default.
+    fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
     /// When the backend next wants [`Backend::tick`].
     fn next_deadline(&self) -> Option<u64>;
     /// Fire what fell due by `now`.
@@ -90,8 +95,8 @@ impl Backend for State {
 }
 
 /// The backend `kind` over `cfg`'s pool and partitions, taking back `ledger`.
-pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Box<dyn Backend> {
-    match kind {
+pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Result<Box<dyn Backend>> {
+    Ok(match kind {
         BackendKind::Pool => {
             let mut st = State::new(&cfg.nodes, cfg.partitions.clone(), ledger);
             st.set_time_scale(cfg.time_scale);
@@ -100,8 +105,8 @@ pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Box<dyn B
         BackendKind::Slurm => Box::new(SlurmBackend::new(
             ledger,
             super::slurm::ledger_tag(&absolute(&cfg.ledger)),
-        )),
-    }
+        )?),
+    })
 }
 
 /// `path` made absolute (its directory resolved), so the same ledger gives

@@ -32,7 +32,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, Received};
 
 use super::ledger::{DvmBook, Owner};
-use super::out::{Granted, Out};
+use super::out::{EndWhy, Granted, Out};
 use super::wire::{self, AllocAsk};
 
 /// The request id psched gives its reservation of idle nodes.
@@ -437,7 +437,7 @@ impl Dvm {
                         wire::status_only(self.wire, Status::OPERATION_SUCCEEDED)?,
                     ));
                     if whole {
-                        self.end(&alloc_id, "released", "released by an owner", out)?;
+                        self.end(&alloc_id, None, out)?;
                     }
                     self.park(nodes);
                 }
@@ -446,7 +446,7 @@ impl Dvm {
                     nodes,
                     why,
                 } => {
-                    self.end(&alloc_id, why.change(), why.text(), out)?;
+                    self.end(&alloc_id, Some(why), out)?;
                     self.park(nodes);
                 }
                 Out::Returned { alloc_id, nodes } => {
@@ -460,10 +460,15 @@ impl Dvm {
     }
 
     /// End the DVM's reservation `alloc_id` (its jobs stop) and announce
-    /// why (its holder, `pwatch` and other listeners hear it, as on pdvm).
-    fn end(&mut self, alloc_id: &str, change: &str, text: &str, out: &mut Vec<Send>) -> Result<()> {
+    /// why (its holder, `pwatch` and other listeners hear it, as on pdvm):
+    /// the backend's reason, or none when an owner released it.
+    fn end(&mut self, alloc_id: &str, why: Option<EndWhy>, out: &mut Vec<Send>) -> Result<()> {
         let Some(o) = self.forget(alloc_id) else {
             return Ok(());
+        };
+        let (change, text, cause) = match why {
+            None => ("released", "released by an owner", None),
+            Some(w) => (w.change(), w.text(), w.cause()),
         };
         if let Some(s) = o.session {
             let t = self.plain_tag();
@@ -480,6 +485,7 @@ impl Dvm {
                 .as_deref()
                 .map(|r| Info::new(keys::ALLOC_REQ_ID, r)),
         );
+        infos.extend(cause.map(|c| Info::new(keys::END_CAUSE, c.word())));
         let t = self.plain_tag();
         out.push(Send::Own(
             t,

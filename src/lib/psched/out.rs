@@ -4,6 +4,7 @@
 //! backends share one conversation with PRRTE.
 
 use crate::codec::Info;
+use crate::proto::SessionEndCause;
 
 /// Why an allocation ended without its owner asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,16 +13,25 @@ pub enum EndWhy {
     Expired,
     /// The administrator released it (`psched --release`).
     Admin,
-    /// The node source ended it (a Slurm job ended).
-    Source,
+    /// The node source ended it (a Slurm job ended), for this cause.
+    Source(SessionEndCause),
 }
 
 impl EndWhy {
     /// The change word the tools read (`pdvm.ev.change`): pdvm's words.
     pub fn change(self) -> &'static str {
         match self {
-            EndWhy::Expired => "expired",
-            EndWhy::Admin | EndWhy::Source => "released",
+            EndWhy::Expired | EndWhy::Source(SessionEndCause::TimeLimit) => "expired",
+            EndWhy::Admin | EndWhy::Source(_) => "released",
+        }
+    }
+
+    /// The cause the requester's tools read (`psched.end.cause`), for an
+    /// end the node source decided.
+    pub fn cause(self) -> Option<SessionEndCause> {
+        match self {
+            EndWhy::Source(c) => Some(c),
+            EndWhy::Expired | EndWhy::Admin => None,
         }
     }
 
@@ -30,7 +40,15 @@ impl EndWhy {
         match self {
             EndWhy::Expired => "the time limit was reached: the scheduler reclaimed it",
             EndWhy::Admin => "the scheduler's administrator released it",
-            EndWhy::Source => "the scheduler's node source ended it",
+            EndWhy::Source(c) => match c {
+                SessionEndCause::TimeLimit => {
+                    "Slurm ended its job: TIMEOUT, its time limit was reached"
+                }
+                SessionEndCause::Cancelled => "Slurm ended its job: CANCELLED (scancel)",
+                SessionEndCause::NodeFailure => "Slurm ended its job: NODE_FAIL, a node failed",
+                SessionEndCause::Preempted => "Slurm ended its job: PREEMPTED by another job",
+                SessionEndCause::Other => "Slurm ended its job",
+            },
         }
     }
 }

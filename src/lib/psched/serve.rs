@@ -2,7 +2,8 @@
 //! its requests to [`Dvm`] and the backend, carry out what they decide,
 //! write the ledger before anyone hears of a change, and attach again when
 //! the DVM goes away. The loop sleeps only in one wait, on the DVM's
-//! socket and the release-request directory, until the next deadline.
+//! socket, the release-request directory and the backend's waker (its
+//! worker threads' answers), until the next deadline.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -56,7 +57,7 @@ pub fn run(cfg: &Config) -> Result<()> {
         book: ledger.dvm_side.clone(),
         sessions: ledger.sessions,
     };
-    let mut st = super::backend::make(cfg.backend, cfg, ledger);
+    let mut st = super::backend::make(cfg.backend, cfg, ledger)?;
     let mut disk = full_ledger(st.as_ref(), &kept);
     disk.store(&cfg.ledger)?;
     let snap: Snapshot = Arc::new(Mutex::new(disk.clone()));
@@ -224,8 +225,12 @@ impl Loop<'_> {
             .min()
             .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
             .min(MAX_WAIT);
+            // The backend's waker first: its index is 0 when it has one.
             let fd = self.watch.fd();
-            let extras: Vec<_> = fd.iter().map(|f| f.as_fd()).collect();
+            let extras: Vec<_> = (self.st.wake_fd().into_iter())
+                .chain(fd.iter().map(|f| f.as_fd()))
+                .collect();
+            let woken = self.st.wake_fd().is_some();
             match self.conn.wait(&extras, Some(Instant::now() + deadline)) {
                 Event::Message(Unsolicited::Closed(e)) => {
                     eprintln!("psched: the DVM went away ({})", e.context);
@@ -259,6 +264,8 @@ impl Loop<'_> {
                         self.d.push(outs, &mut out)?;
                     }
                 }
+                // The backend's news are taken by its tick, at the top.
+                Event::Ready(0) if woken => {}
                 Event::Ready(_) => admin_due |= self.watch.take(),
                 _ => {}
             }

@@ -26,13 +26,14 @@ pub mod hostlist;
 pub mod job;
 pub mod reason;
 mod requests;
+pub mod waker;
 mod watch;
 pub mod worker;
 
 use std::collections::{HashMap, HashSet};
 
 use crate::codec::{Info, WireVersion};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance, Received};
 
@@ -46,11 +47,6 @@ use worker::{SubKey, Task, Worker};
 const POLL_MS: u64 = 2000;
 /// Longest pause between attempts while Slurm is unreachable (ms).
 const MAX_BACKOFF_MS: u64 = 30_000;
-/// How often the serving loop looks for a Slurm answer while a command or
-/// a just-started salloc is under way (ms).
-const QUICK_MS: u64 = 5;
-/// How often while a salloc waits in Slurm's queue (ms).
-const SLOW_MS: u64 = 100;
 /// The prefix of an allocation id.
 const ID_PREFIX: &str = "slurm.";
 /// A request's time limit when it names none (`PSCHED_SLURM_DEFAULT_TIME`,
@@ -172,7 +168,16 @@ impl SlurmBackend {
     /// requests PRRTE forwards name the requesting process, not its uid,
     /// and `salloc` cannot submit as another user, so every job would be
     /// root's (no fairshare, no limits, one user in the accounting).
-    pub fn new(ledger: Ledger, tag: String) -> SlurmBackend {
+    /// Fails when its worker threads cannot get a waker (no eventfd).
+    pub fn new(ledger: Ledger, tag: String) -> Result<SlurmBackend> {
+        let worker = Worker::start().map_err(|e| {
+            Error::io(
+                ErrorKind::Local,
+                Status::ERR_OUT_OF_RESOURCE,
+                "cannot make the waker of psched's Slurm threads (eventfd)",
+                e,
+            )
+        })?;
         let retained = ledger.retained_jobs.iter().map(|&job| {
             let a = Alloc {
                 jobs: vec![job],
@@ -213,13 +218,13 @@ impl SlurmBackend {
                  {ROOT_ONLY}=1 when root alone uses this DVM"
             );
         }
-        SlurmBackend {
+        Ok(SlurmBackend {
             allocs,
             to_cancel: ledger.slurm_withdraw.clone(),
             ledger,
             wire: WireVersion::V41,
             tag,
-            worker: Worker::start(),
+            worker,
             uid,
             refuse_root,
             verified: HashSet::new(),
@@ -231,7 +236,12 @@ impl SlurmBackend {
             seq: 0,
             default_secs,
             max_secs: max_secs.max(default_secs),
-        }
+        })
+    }
+
+    /// The descriptor that turns readable when Slurm answered.
+    pub fn wake_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.worker.wake_fd()
     }
 
     /// The Slurm job name of allocation `id`'s jobs.
@@ -403,16 +413,16 @@ impl super::backend::Backend for SlurmBackend {
         Vec::new()
     }
 
+    fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        Some(SlurmBackend::wake_fd(self))
+    }
+
+    /// Slurm's answers wake the loop ([`SlurmBackend::wake_fd`]): only
+    /// psched's own timers are deadlines.
     fn next_deadline(&self) -> Option<u64> {
         let now = super::now_ms();
-        if self.worker.busy() || self.worker.sallocs() > 0 && self.fresh_salloc(now) {
-            return Some(now + QUICK_MS);
-        }
         let mut next = self.next_warning();
         let mut at = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
-        if self.worker.sallocs() > 0 {
-            at(now + SLOW_MS);
-        }
         if self.wants_show() {
             at(self.next_show.max(now));
         }

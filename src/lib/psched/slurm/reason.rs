@@ -10,6 +10,7 @@
 //! [`JobState::Unknown`], which is never taken for an end.
 
 use crate::proto::status::Status;
+use crate::proto::SessionEndCause;
 
 /// A Slurm job's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,17 @@ impl EndCause {
             EndCause::Preempted => "PREEMPTED",
             EndCause::Gone => "no longer listed",
             EndCause::Other => "ended",
+        }
+    }
+
+    /// The cause the requester's tools hear.
+    pub fn session_cause(self) -> SessionEndCause {
+        match self {
+            EndCause::TimeLimit => SessionEndCause::TimeLimit,
+            EndCause::Cancelled => SessionEndCause::Cancelled,
+            EndCause::NodeFailure => SessionEndCause::NodeFailure,
+            EndCause::Preempted => SessionEndCause::Preempted,
+            EndCause::Gone | EndCause::Other => SessionEndCause::Other,
         }
     }
 }

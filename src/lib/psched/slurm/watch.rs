@@ -15,18 +15,7 @@ use super::reason::{EndCause, JobState, Pending};
 use super::worker::{Done, SallocEvent, SubKey, Task};
 use super::{SlurmBackend, MAX_BACKOFF_MS, POLL_MS};
 
-/// A salloc younger than this is watched closely (its grant may come at
-/// once), ms.
-const FRESH_MS: u64 = 2000;
-
 impl SlurmBackend {
-    /// Whether a salloc was started (or named its job) within [`FRESH_MS`].
-    pub(super) fn fresh_salloc(&self, now: u64) -> bool {
-        self.allocs
-            .values()
-            .any(|a| a.waiting.is_some() && now.saturating_sub(a.granted_at) < FRESH_MS)
-    }
-
     /// Whether there is anything to ask Slurm about.
     pub(super) fn wants_show(&self) -> bool {
         !self.showing && !self.jobs_to_show().is_empty()
@@ -587,8 +576,49 @@ impl SlurmBackend {
         out.push(Out::End {
             alloc_id: id.to_string(),
             nodes: a.nodes.clone(),
-            why: EndWhy::Source,
+            why: EndWhy::Source(cause.session_cause()),
         });
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+    use super::*;
+    use crate::psched::backend::Backend;
+    use crate::psched::ledger::Ledger;
+
+    /// Wait (at most `secs`) for `b`'s waker to turn readable.
+    fn woken_within(b: &SlurmBackend, secs: u16) -> bool {
+        let mut fds = [PollFd::new(b.wake_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::from(secs * 1000)).unwrap_or(0) == 1
+    }
+
+    #[test]
+    fn a_slurm_command_under_way_is_a_wake_up_not_a_deadline() {
+        // A job left to withdraw: the first tick asks Slurm about it.
+        let ledger = Ledger {
+            slurm_withdraw: vec![999_999],
+            ..Ledger::default()
+        };
+        let mut b = SlurmBackend::new(ledger, "waketest".into()).unwrap();
+        let now = crate::psched::now_ms();
+        assert!(b.tick(now).unwrap().is_empty());
+        assert!(b.showing, "the first tick asks Slurm");
+        let next = b.next_deadline();
+        assert!(
+            next.is_none_or(|t| t >= now + POLL_MS),
+            "no quick deadline while scontrol runs: {next:?} (now {now})"
+        );
+        assert!(woken_within(&b, 60), "scontrol's answer wakes the loop");
+        b.tick(crate::psched::now_ms()).unwrap();
+        assert!(!b.showing, "the tick took the answer");
+        std::thread::sleep(Duration::from_millis(1));
+        let mut fds = [PollFd::new(b.wake_fd(), PollFlags::POLLIN)];
+        assert_eq!(poll(&mut fds, PollTimeout::ZERO).unwrap(), 0, "quiet again");
     }
 }

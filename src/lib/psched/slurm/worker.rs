@@ -2,12 +2,14 @@
 //! one changes them (cancel, extend, shrink), and each `salloc` waits for
 //! its grant on a thread of its own. The backend sends [`Task`]s and
 //! collects [`Done`]s in its `tick`, so a slow or unreachable controller
-//! never stalls the conversation with the DVM.
+//! never stalls the conversation with the DVM. Each result handed over
+//! wakes the serving loop's wait through the [`Waker`].
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 use super::ctl::{self, Ask, Dialect, Failure, SallocSays};
 use super::job::{Seen, Unreachable};
+use super::waker::Waker;
 
 /// Which `salloc` an event is about: the allocation, the DVM's tag of an
 /// EXTEND in nodes (none for a NEW), and a number of its own.
@@ -99,13 +101,14 @@ pub struct Worker {
     change: Sender<Task>,
     done_tx: Sender<Done>,
     done: Receiver<Done>,
+    waker: Waker,
     /// Tasks sent and not answered yet.
     busy: usize,
     /// `salloc`s still running.
     sallocs: usize,
 }
 
-fn lane(done: Sender<Done>) -> Sender<Task> {
+fn lane(done: Sender<Done>, waker: Waker) -> Sender<Task> {
     let (tx, rx) = channel::<Task>();
     std::thread::spawn(move || {
         let mut dialect: Option<Dialect> = None;
@@ -114,6 +117,7 @@ fn lane(done: Sender<Done>) -> Sender<Task> {
             if done.send(d).is_err() {
                 return;
             }
+            waker.wake();
         }
     });
     tx
@@ -142,9 +146,11 @@ fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
 }
 
 /// Run one `salloc` to its end, telling `done` what it says.
-fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>) {
+fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>, waker: Waker) {
     let tell = |e: SallocEvent| {
-        let _ = done.send(Done::Salloc(key.clone(), e));
+        if done.send(Done::Salloc(key.clone(), e)).is_ok() {
+            waker.wake();
+        }
     };
     let (mut child, err) = match ctl::submit(&ask, &name) {
         Ok(c) => c,
@@ -176,17 +182,19 @@ fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>) {
 }
 
 impl Worker {
-    /// Start the threads.
-    pub fn start() -> Worker {
+    /// Start the threads (fails only when no eventfd can be made).
+    pub fn start() -> std::io::Result<Worker> {
         let (done_tx, done) = channel();
-        Worker {
-            ask: lane(done_tx.clone()),
-            change: lane(done_tx.clone()),
+        let waker = Waker::new()?;
+        Ok(Worker {
+            ask: lane(done_tx.clone(), waker.clone()),
+            change: lane(done_tx.clone(), waker.clone()),
             done_tx,
             done,
+            waker,
             busy: 0,
             sallocs: 0,
-        }
+        })
     }
 
     /// Hand `t` to its thread.
@@ -195,7 +203,8 @@ impl Worker {
             Task::Submit { key, ask, name } => {
                 self.sallocs += 1;
                 let done = self.done_tx.clone();
-                std::thread::spawn(move || salloc(key, ask, name, done));
+                let waker = self.waker.clone();
+                std::thread::spawn(move || salloc(key, ask, name, done, waker));
             }
             Task::Show(_) => {
                 self.busy += 1;
@@ -208,8 +217,9 @@ impl Worker {
         }
     }
 
-    /// What came back since the last call.
+    /// What came back since the last call (the waker quiet again).
     pub fn results(&mut self) -> Vec<Done> {
+        self.waker.drain();
         let v: Vec<Done> = self.done.try_iter().collect();
         for d in &v {
             match d {
@@ -219,6 +229,11 @@ impl Worker {
             }
         }
         v
+    }
+
+    /// The descriptor that turns readable when a result is waiting.
+    pub fn wake_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.waker.fd()
     }
 
     /// Whether a command psched waits on is under way.

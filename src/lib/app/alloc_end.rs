@@ -1,0 +1,114 @@
+//! An allocation that ended without its holder asking, as the DVM
+//! announced it (`PMIX_EVENT_SESSION_END`): expired on pdvm, or ended by
+//! psched's node source with a cause (`psched.end.cause`: Slurm's
+//! `scancel`, `TIMEOUT`, `NODE_FAIL`, preemption). The exit code and the
+//! sentence the tools give for it.
+
+use crate::cli::exit::Exit;
+use crate::ops::events::Event;
+use crate::proto::{keys, SessionEndCause, Status};
+
+use super::events::EventFields;
+use super::failure::Failure;
+
+/// How an allocation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocEnd {
+    /// The DVM says it expired (`pdvm.ev.change` `expired`).
+    pub expired: bool,
+    /// The node source's cause, when it gave one.
+    pub cause: Option<SessionEndCause>,
+    /// The DVM's sentence (`PMIX_EVENT_TEXT_MESSAGE`).
+    pub why: String,
+}
+
+impl AllocEnd {
+    /// Released by an owner (through this palloc's holder).
+    pub fn released() -> AllocEnd {
+        AllocEnd {
+            expired: false,
+            cause: None,
+            why: "released".into(),
+        }
+    }
+
+    /// The end of `alloc_id` that `ev` announces, if it is one.
+    pub fn of_event(ev: &Event, alloc_id: &str, now: f64) -> Option<AllocEnd> {
+        if ev.status != Status::EVENT_SESSION_END
+            || ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) != Some(alloc_id)
+        {
+            return None;
+        }
+        let f = EventFields::from_event(ev, now);
+        let why = ev
+            .get(keys::EVENT_TEXT_MESSAGE)
+            .and_then(|v| v.as_str())
+            .unwrap_or("the DVM ended it")
+            .to_string();
+        let cause = ev
+            .get(keys::END_CAUSE)
+            .and_then(|v| v.as_str())
+            .and_then(SessionEndCause::from_word);
+        Some(AllocEnd {
+            expired: f.change.as_deref() == Some("expired"),
+            cause,
+            why,
+        })
+    }
+
+    /// The exit code: 8 at a time limit, 10 cancelled or preempted, 1 for
+    /// a node failure or another end of the node source's; 0 released.
+    pub fn exit(&self) -> Exit {
+        match (self.cause, self.expired) {
+            (Some(SessionEndCause::TimeLimit), _) | (None, true) => Exit::TimedOut,
+            (Some(SessionEndCause::Cancelled | SessionEndCause::Preempted), _) => Exit::Cancelled,
+            (Some(SessionEndCause::NodeFailure | SessionEndCause::Other), _) => Exit::Other,
+            (None, false) => Exit::Success,
+        }
+    }
+
+    /// The failure to report for allocation `alloc_id`, when its node
+    /// source ended it (pdvm's expiry and a release keep their exit
+    /// without an error line).
+    pub fn failure(&self, alloc_id: &str) -> Option<Failure> {
+        let cause = self.cause?;
+        Some(Failure::with(
+            self.exit(),
+            None,
+            format!(
+                "allocation {alloc_id} was ended by the scheduler's node source ({}): {}",
+                cause.slurm_word(),
+                self.why
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(cause: Option<SessionEndCause>, expired: bool) -> AllocEnd {
+        AllocEnd {
+            expired,
+            cause,
+            why: "w".into(),
+        }
+    }
+
+    #[test]
+    fn each_cause_has_its_exit_code() {
+        let code = |c, e| end(c, e).exit().code();
+        assert_eq!(code(Some(SessionEndCause::TimeLimit), true), 8);
+        assert_eq!(code(None, true), 8);
+        assert_eq!(code(Some(SessionEndCause::Cancelled), false), 10);
+        assert_eq!(code(Some(SessionEndCause::Preempted), false), 10);
+        assert_eq!(code(Some(SessionEndCause::NodeFailure), false), 1);
+        assert_eq!(code(None, false), 0);
+        assert!(end(None, true).failure("a").is_none());
+        let f = end(Some(SessionEndCause::Cancelled), false)
+            .failure("a")
+            .unwrap();
+        assert!(f.message.contains("CANCELLED"), "{}", f.message);
+    }
+}
