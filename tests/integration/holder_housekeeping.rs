@@ -200,3 +200,108 @@ fn a_crowd_of_holders_started_at_once_are_all_registered() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// 100 clients of one holder each announce a 4 MiB request and send 1 MiB
+/// of it, then nothing: the holder keeps at most its budget of unfinished
+/// requests (16 MiB, not 100 MiB), drops each stalled client after 10 s
+/// (as pdvm does), and serves a real client throughout.
+#[test]
+fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_dropped() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
+    let xdg = support::unique_tmpdir("xdg-partial");
+    let dir = support::unique_tmpdir("partial");
+    let mut hold = tool(&pdvm, &xdg, "palloc");
+    hold.args(["-q", "-N", "1", "--hold", "--parsable"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut holder = hold.spawn().expect("palloc --hold");
+    let mut id = String::new();
+    let mut out = holder.stdout.take().expect("stdout");
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        id.push(byte[0] as char);
+    }
+    assert!(id.starts_with("alloc."), "no id: {id:?}");
+    let sock = registry(&xdg)
+        .into_iter()
+        .find(|n| n.ends_with(&format!("+{id}.sock")))
+        .map(|n| xdg.path().join("pmix-tools-holders").join(n))
+        .expect("the holder's socket");
+    let pid = holder.id() as i32;
+    let before = rss_kib(pid);
+    let mut header = [0u8; 16];
+    header[4..8].copy_from_slice(&200u32.to_be_bytes());
+    header[8..12].copy_from_slice(&(4 * 1024 * 1024 - 1u32).to_be_bytes());
+    let chunk = vec![0u8; 1024 * 1024];
+    let mut squatters = Vec::new();
+    for _ in 0..100 {
+        let mut s = UnixStream::connect(&sock).expect("connecting to the holder");
+        s.set_nonblocking(true).unwrap();
+        let _ = s.write(&header);
+        let mut sent = 0;
+        // As much of 1 MiB as the holder and the kernel take now.
+        while sent < chunk.len() {
+            match s.write(&chunk[sent..]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        squatters.push(s);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let grown = rss_kib(pid).saturating_sub(before);
+    // A real client is served meanwhile.
+    let mut spawn = tool(&pdvm, &xdg, "pspawn");
+    spawn.args(["--target", &id, "echo", "served"]);
+    let o = run(spawn);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(text(&o.stdout).trim(), "served");
+    assert!(
+        grown < 40 * 1024,
+        "the holder grew by {grown} KiB for 100 unfinished requests"
+    );
+    // Each stalled client is dropped (its socket reads end of file).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut open = squatters.len();
+    while open > 0 && std::time::Instant::now() < deadline {
+        open = 0;
+        for s in &mut squatters {
+            let mut buf = [0u8; 65536];
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        open += 1;
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(open, 0, "stalled clients still connected");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = holder.wait();
+}

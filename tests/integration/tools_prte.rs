@@ -573,10 +573,11 @@ fn palloc_hold_keeps_the_grant_until_sigterm() {
     assert_eq!(rec["alloc_id"], "py422-alloc-1");
     // Still holding a moment later.
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "palloc --hold exited early"
-    );
+    if let Some(st) = child.try_wait().unwrap() {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        panic!("palloc --hold exited early ({st}): {err}");
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,

@@ -508,7 +508,10 @@ pub(super) fn step(
     }
     if let Some(h) = holder.as_deref_mut() {
         h.sync_flow(s.conn());
+        h.drop_stalled(Instant::now());
     }
+    let stall = holder.as_ref().and_then(|h| h.next_stall());
+    let deadline = deadline.into_iter().chain(stall).min();
     match s.conn().wait_watching(&extras, deadline, take_messages) {
         Event::Ready(i) => {
             if sig.is_some() && i == 0 {
@@ -600,8 +603,14 @@ fn share(
     let mut holder = Holder::start(s.conn(), &rec.alloc_id, HeldBy::Alloc)
         .map_err(|e| Failure::from_error(what, &e))?;
     // Inside a job, the job's other processes (other ranks) act through
-    // the holder too: it learns them from the DVM's process table.
-    if matches!(s.conn().identity(), crate::conn::Identity::Client { .. }) {
+    // the holder too: it learns them from the DVM's process table. Not
+    // asked of a PMIx 4 server: OpenPMIx 4.2.2 drops the client when its
+    // host answers that query with nothing (its reply fails to pack), and
+    // the holder would lose the DVM; there, only the job process palloc
+    // runs under and its descendants act through the holder.
+    let recent =
+        crate::proto::PmixVersion::of(s.server_version()) >= crate::proto::PmixVersion::new(5, 0);
+    if recent && matches!(s.conn().identity(), crate::conn::Identity::Client { .. }) {
         let me = s.me().0;
         if let Ok(procs) =
             crate::ops::query::proc_table_within(s, &me, crate::ops::job::END_CHECK_WAIT)

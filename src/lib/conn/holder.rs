@@ -49,7 +49,7 @@ use super::client::{handshake_timeout, seconds, Connection, Deadlined};
 use super::discover::Target;
 use super::frame::{io_error, read_frame, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY};
 use super::handshake::{Identity, Welcome};
-use super::holder_client::{Client, CLIENT_QUEUE_BYTES};
+use super::holder_client::{Client, CLIENT_QUEUE_BYTES, PARTIAL_BUDGET};
 use super::holder_route::{
     acts_on_existing, classify, event_view, output_nspace, pause_request, spawned_nspace, Kind,
 };
@@ -252,13 +252,35 @@ impl Holder {
         if self.clients.len() < MAX_CLIENTS {
             v.push(self.listener.as_raw_fd());
         }
+        // Past the budget of unfinished frames, those clients wait (the
+        // kernel holds the rest) until others finish or are dropped.
+        let over = self.clients.iter().map(Client::partial).sum::<usize>() >= PARTIAL_BUDGET;
         v.extend(
             self.clients
                 .iter()
                 .filter(|c| c.in_flight < MAX_RELAYED_PER_CLIENT)
+                .filter(|c| !over || c.partial() == 0)
                 .map(|c| c.stream.as_raw_fd()),
         );
         v
+    }
+
+    /// When the next client that is mid-frame must have sent more (see
+    /// [`Holder::drop_stalled`]).
+    pub(crate) fn next_stall(&self) -> Option<Instant> {
+        self.clients.iter().filter_map(Client::stall_deadline).min()
+    }
+
+    /// Drop the clients whose unfinished frame has made no progress for
+    /// [`super::holder_client::PARTIAL_TIMEOUT`]: what they hold is freed.
+    pub(crate) fn drop_stalled(&mut self, now: Instant) {
+        while let Some(i) = self
+            .clients
+            .iter()
+            .position(|c| c.stall_deadline().is_some_and(|d| d <= now))
+        {
+            self.remove(i);
+        }
     }
 
     /// The clients' descriptors to watch for writability (those with
@@ -598,7 +620,10 @@ impl Holder {
         );
         match got {
             Ok(0) => return false,
-            Ok(n) => self.clients[i].decoder.feed(&buf[..n]),
+            Ok(n) => {
+                self.clients[i].last_input = Instant::now();
+                self.clients[i].decoder.feed(&buf[..n]);
+            }
             Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EINTR) => return true,
             Err(_) => return false,
         }

@@ -19,6 +19,13 @@ pub(crate) const CLIENT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// Largest frame a client may send to its holder (a request: a spawn with
 /// a large environment, a push of stdin).
 pub(crate) const MAX_CLIENT_FRAME: u32 = 4 * 1024 * 1024;
+/// Bytes of unfinished frames held for all clients together beyond which
+/// the holder stops reading the clients that are mid-frame (as pdvm
+/// bounds what its peers' partial messages hold).
+pub(crate) const PARTIAL_BUDGET: usize = 16 * 1024 * 1024;
+/// A client mid-frame that sends nothing more for this long is dropped
+/// (a header announcing megabytes, then silence), as pdvm does.
+pub(crate) const PARTIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A client connected to a holder.
 pub(crate) struct Client {
@@ -35,6 +42,8 @@ pub(crate) struct Client {
     pub(crate) codes: Option<Vec<i32>>,
     /// Allocations whose timeout warning it asked for.
     pub(crate) warn_allocs: Vec<String>,
+    /// When it last sent anything.
+    pub(crate) last_input: std::time::Instant,
     out: VecDeque<Vec<u8>>,
     /// Bytes of the front frame already written.
     out_off: usize,
@@ -52,10 +61,27 @@ impl Client {
             in_flight: 0,
             codes: None,
             warn_allocs: Vec::new(),
+            last_input: std::time::Instant::now(),
             out: VecDeque::new(),
             out_off: 0,
             out_bytes: 0,
         }
+    }
+
+    /// Bytes of an unfinished frame it holds (0 between frames).
+    pub(crate) fn partial(&self) -> usize {
+        if self.decoder.mid_frame() {
+            self.decoder.buffered()
+        } else {
+            0
+        }
+    }
+
+    /// When it must have sent more of its unfinished frame, if it is mid-frame.
+    pub(crate) fn stall_deadline(&self) -> Option<std::time::Instant> {
+        self.decoder
+            .mid_frame()
+            .then(|| self.last_input + PARTIAL_TIMEOUT)
     }
 
     /// Queue a frame and write what the socket takes now; an error when the
