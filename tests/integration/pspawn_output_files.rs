@@ -199,3 +199,46 @@ fn an_output_file_that_cannot_be_created_is_refused_before_the_job_runs_on_pdvm(
     );
     assert!(!marker.exists(), "the job did not run");
 }
+
+/// `-o` in a directory others write to: another user's file there is
+/// never emptied or written to, and a link is never followed (its target
+/// keeps its bytes); both are refused before the job runs, as a new file
+/// of ours is created and written.
+#[test]
+fn an_output_file_of_another_user_or_a_link_is_refused_not_emptied_on_pdvm() {
+    use std::os::unix::fs::PermissionsExt;
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2"]);
+    let dir = support::unique_tmpdir("ofiles-shared");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = dir.path().join("theirs.out");
+    std::fs::write(&theirs, "their bytes\n").unwrap();
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("user nobody");
+    nix::unistd::chown(&theirs, Some(nobody.uid), None).unwrap();
+    let target = dir.path().join("precious");
+    std::fs::write(&target, "precious bytes\n").unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("link.out")).unwrap();
+    for name in ["theirs.out", "link.out"] {
+        let out = run(pdvm
+            .tool("pspawn")
+            .current_dir(dir.path())
+            .args(["-o", name, "echo", "job"]));
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", show(&out));
+        assert!(text(&out.stderr).contains(name), "{}", show(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "their bytes\n");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "precious bytes\n"
+    );
+    // Our own file is emptied and written, as srun -o does.
+    let ours = dir.path().join("ours.out");
+    std::fs::write(&ours, "old\n").unwrap();
+    let out = run(pdvm
+        .tool("pspawn")
+        .current_dir(dir.path())
+        .args(["-o", "ours.out", "echo", "job"]));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(std::fs::read_to_string(&ours).unwrap(), "job\n");
+}

@@ -116,11 +116,8 @@ impl FileSink {
         let i = match self.already_open(&path) {
             Some(i) => i,
             None => {
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .open(&path)?;
+                let f = super::shared_dir_file::open_emptied(&path)
+                    .map_err(|r| std::io::Error::other(format!("{}: {r}", path.display())))?;
                 let m = f.metadata()?;
                 self.handles.push((m.dev(), m.ino(), f));
                 self.handles.len() - 1

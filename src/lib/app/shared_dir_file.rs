@@ -41,11 +41,27 @@ impl std::fmt::Display for Refusal {
 /// existing regular file of ours, appended to; never through a link,
 /// never truncated.
 pub(crate) fn open_for_output(path: &Path) -> Result<File, Refusal> {
+    open_checked(path, 0o600)
+}
+
+/// Open `path` as `srun -o` does, emptied (a job's output file): created
+/// anew (mode 0666 less the umask), or, when it exists, emptied only when
+/// it is a regular file of ours with no other link (so another user's
+/// file or a link is never emptied or written through); appended to from
+/// then on, so ranks and streams sharing it keep every byte.
+pub(crate) fn open_emptied(path: &Path) -> Result<File, Refusal> {
+    let f = open_checked(path, 0o666)?;
+    f.set_len(0).map_err(Refusal::Io)?;
+    Ok(f)
+}
+
+/// [`open_for_output`] creating with `mode` (less the umask).
+fn open_checked(path: &Path, mode: u32) -> Result<File, Refusal> {
     let flags = nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC;
     let created = std::fs::OpenOptions::new()
-        .write(true)
+        .append(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(mode)
         .custom_flags(flags)
         .open(path);
     match created {

@@ -171,7 +171,9 @@ pub struct PspawnArgs {
     /// `%%` a `%`; a relative path is from the job's working directory.
     /// Each file is emptied once and shared by the ranks and streams that
     /// name it: pspawn writes whole lines into it (with --detach, each
-    /// process appends to it itself).
+    /// process appends to it itself). A link is never followed and a file
+    /// that is not your own regular file is never emptied: both are refused
+    /// before the job runs.
     #[arg(long = "output", short = 'o', value_name = "PATTERN", value_parser = OutputPattern::parse)]
     pub output_file: Option<OutputPattern>,
 
