@@ -249,23 +249,28 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
     let mut header = [0u8; 16];
     header[4..8].copy_from_slice(&200u32.to_be_bytes());
     header[8..12].copy_from_slice(&(4 * 1024 * 1024 - 1u32).to_be_bytes());
-    let chunk = vec![0u8; 1024 * 1024];
-    let mut squatters = Vec::new();
-    for _ in 0..100 {
-        let mut s = UnixStream::connect(&sock).expect("connecting to the holder");
+    // Each sends 1 MiB of its request, or what the holder takes of it in
+    // 5 s (a holder that stops reading makes the write wait).
+    let writers: Vec<_> = (0..100)
+        .map(|_| {
+            let s = UnixStream::connect(&sock).expect("connecting to the holder");
+            std::thread::spawn(move || {
+                let mut s = s;
+                s.set_write_timeout(Some(std::time::Duration::from_secs(5)))
+                    .unwrap();
+                let _ = s.write_all(&header);
+                let _ = s.write_all(&vec![0u8; 1024 * 1024]);
+                s
+            })
+        })
+        .collect();
+    let mut squatters: Vec<UnixStream> = writers
+        .into_iter()
+        .map(|w| w.join().expect("writer"))
+        .collect();
+    for s in &squatters {
         s.set_nonblocking(true).unwrap();
-        let _ = s.write(&header);
-        let mut sent = 0;
-        // As much of 1 MiB as the holder and the kernel take now.
-        while sent < chunk.len() {
-            match s.write(&chunk[sent..]) {
-                Ok(n) => sent += n,
-                Err(_) => break,
-            }
-        }
-        squatters.push(s);
     }
-    std::thread::sleep(std::time::Duration::from_secs(2));
     let grown = rss_kib(pid).saturating_sub(before);
     // A real client is served meanwhile.
     let mut spawn = tool(&pdvm, &xdg, "pspawn");
