@@ -16,11 +16,12 @@ slot:OVERSUBSCRIBE\t''
 node:OVERSUBSCRIBE\t''"
 complete -c pspawn -l target -d 'Allocation ids the job may use (PMIX_SPAWN_TARGET; repeatable, comma-separated)' -r -f -a "(pwatch --complete allocs 2>/dev/null)"
 complete -c pspawn -l timeout -d 'Kill the job and exit 8 after this long: a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS' -r -f
-complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as srun -o): `%j` is the job\'s namespace, `%t` (or `%r`) the rank, `%%` a `%`; a relative path is from the job\'s working directory. Each file is emptied once and shared by the ranks and streams that name it: pspawn writes whole lines into it (with --detach, each process appends to it itself)' -r -f
+complete -c pspawn -s o -l output -d 'Write each process\'s stdout to this file instead of forwarding it (as srun -o): `%j` is the job\'s namespace, `%t` (or `%r`) the rank, `%a` the --array index, `%%` a `%`; a relative path is from the job\'s working directory. Each file is emptied once and shared by the ranks and streams that name it: pspawn writes whole lines into it (with --detach, each process appends to it itself)' -r -f
 complete -c pspawn -s e -l error -d 'The same for stderr (default: with --output, the same file)' -r -f
 complete -c pspawn -l stdin -d 'Which rank gets pspawn\'s stdin: a rank number (default 0), `all` (each rank gets a copy, as prun\'s --stdin all) or `none`' -r -f
 complete -c pspawn -s c -l cpus-per-task -l cpus-per-proc -d 'CPUs (slots) each process takes (srun\'s -c/--cpus-per-task; PMIX_CPUS_PER_PROC, which PRRTE reads as --map-by :PE=N and binds each process to N cores)' -r -f
 complete -c pspawn -s J -l job-name -d 'A name for the job (srun\'s -J/--job-name), shown in pwatch\'s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it' -r -f
+complete -c pspawn -l array -d 'Run the app once per index, as sbatch --array: 1-1000, 1-1000:2, 1,5,9 or 1-3,7, with %N for at most N tasks at once. Each task gets PMIX_ARRAY_TASK_ID and SLURM_ARRAY_TASK_{ID,COUNT,MIN,MAX}; %a in -o/-e is its index' -r -f
 complete -c pspawn -l uri -d 'Connect to the server at this URI, or read the URI from file:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or `palloc -- CMD`, whose DVM is already known)' -r
 complete -c pspawn -l pid -d 'Connect to the server of this process id, or read the pid from file:PATH' -r
 complete -c pspawn -l namespace -l nspace -d 'Connect to the server hosting this namespace' -r -f

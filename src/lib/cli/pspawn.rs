@@ -1,5 +1,6 @@
 //! `pspawn`: launch a (possibly MPMD) job into the DVM.
 
+use super::array_spec::ArraySpec;
 use super::common::{ConnectArgs, OutputArgs};
 use super::mpmd::split_apps;
 use super::output_pattern::{OutputFiles, OutputPattern};
@@ -167,7 +168,7 @@ pub struct PspawnArgs {
     pub parsable: bool,
 
     /// Write each process's stdout to this file instead of forwarding it
-    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank,
+    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank, `%a` the --array index,
     /// `%%` a `%`; a relative path is from the job's working directory.
     /// Each file is emptied once and shared by the ranks and streams that
     /// name it: pspawn writes whole lines into it (with --detach, each
@@ -198,6 +199,12 @@ pub struct PspawnArgs {
     /// table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it.
     #[arg(short = 'J', long, value_name = "NAME", value_parser = parse_job_name)]
     pub job_name: Option<String>,
+
+    /// Run the app once per index, as sbatch --array: 1-1000, 1-1000:2, 1,5,9 or
+    /// 1-3,7, with %N for at most N tasks at once. Each task gets PMIX_ARRAY_TASK_ID
+    /// and SLURM_ARRAY_TASK_{ID,COUNT,MIN,MAX}; %a in -o/-e is its index.
+    #[arg(long, value_name = "SPEC", value_parser = ArraySpec::parse, conflicts_with_all = ["detach", "stdin"])]
+    pub array: Option<ArraySpec>,
 
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
@@ -286,6 +293,11 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
             out,
             err: self.error_file.clone(),
         });
+        if output_files.as_ref().is_some_and(OutputFiles::names_index) && self.array.is_none() {
+            return Err(
+                "-o/-e: %a is the index of a --array task; without --array, use %j or %t".into(),
+            );
+        }
         if let (Some(files), true) = (&output_files, self.detach) {
             // Nobody stays to write: each process appends to its files.
             redirect_in_process(files, &mut apps);
