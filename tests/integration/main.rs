@@ -52,6 +52,7 @@ mod psched_hostile;
 mod psched_load;
 mod psched_rules;
 mod psched_slurm;
+mod pspawn_array;
 mod pspawn_busy_slots;
 mod pspawn_nohang;
 mod pspawn_output_files;

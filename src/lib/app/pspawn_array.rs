@@ -60,6 +60,8 @@ struct Array<'a> {
     barriers: HashMap<u32, String>,
     results: Results,
     stop: Option<(Stop, Instant)>,
+    /// Tasks in flight when a signal or the time-out stopped them.
+    stopped: usize,
     killed: bool,
     registration: Option<u32>,
 }
@@ -104,6 +106,7 @@ pub(crate) fn launch_array(
         barriers: HashMap::new(),
         results: Results::default(),
         stop: None,
+        stopped: 0,
         killed: false,
         registration: Some(registration),
     };
@@ -166,6 +169,7 @@ impl Array<'_> {
                 launch::stop_job(self.s, ns);
             }
         }
+        self.stopped = self.alive;
         self.stop = Some((why, Instant::now()));
     }
 
@@ -353,7 +357,7 @@ impl Array<'_> {
         let summary = self.results.summary(total);
         let stop = self.stop.map(|(s, _)| s);
         let unlaunched = total - self.next;
-        let left = self.tasks.len();
+        let left = self.stopped;
         let outcome = match stop {
             Some(Stop::Signal(sig)) => Err(Failure::interrupted(&format!(
                 "interrupted by {}: {left} tasks in flight were terminated, {unlaunched} never launched",
@@ -361,7 +365,7 @@ impl Array<'_> {
             ))),
             Some(Stop::Timeout) => Err(Failure::timed_out(&format!(
                 "the array reached its time limit (--timeout): its tasks in flight were \
-terminated, {unlaunched} never launched"
+terminated ({left} of them), {unlaunched} never launched"
             ))),
             Some(Stop::Refused(f)) => Err(f),
             None => Ok(self.results.exit(total)),
