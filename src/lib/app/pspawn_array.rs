@@ -1,9 +1,10 @@
 //! `pspawn --array SPEC`: the app run once per index over one connection,
 //! at most `%N` tasks in flight. Each task is one PMIx spawn; one wait
 //! covers the connection and the signal pipe, and routes every output
-//! chunk and job end to its task by namespace. A task's output ends with
-//! a barrier query after its end (what the DVM sent before the answer is
-//! all of it), so no task waits for another. SIGINT/SIGTERM (or
+//! chunk and job end to its task by namespace. A task's output is whole
+//! once a barrier query sent after its end is answered (what the DVM sent
+//! before the answer is all of it); one barrier at a time closes every
+//! task ended before it, and no task waits for another. SIGINT/SIGTERM (or
 //! `--timeout`) stops every task in flight and launches no more.
 
 use std::collections::HashMap;
@@ -57,7 +58,10 @@ struct Array<'a> {
     /// The DVM's slots are busy: launch again only after a task ends.
     busy: bool,
     tasks: HashMap<String, Task>,
-    barriers: HashMap<u32, String>,
+    /// The output barrier in flight: its tag and the tasks it closes.
+    barrier: Option<(u32, Vec<String>)>,
+    /// Tasks ended since that barrier was sent: the next one closes them.
+    waiting: Vec<String>,
     results: Results,
     stop: Option<(Stop, Instant)>,
     /// Tasks in flight when a signal or the time-out stopped them.
@@ -103,7 +107,8 @@ pub(crate) fn launch_array(
         alive: 0,
         busy: false,
         tasks: HashMap::new(),
-        barriers: HashMap::new(),
+        barrier: None,
+        waiting: Vec::new(),
         results: Results::default(),
         stop: None,
         stopped: 0,
@@ -269,7 +274,7 @@ impl Array<'_> {
             }
             return Ok(());
         }
-        let Some(ns) = self.barriers.remove(&tag) else {
+        let Some((_, done)) = self.barrier.take_if(|(b, _)| *b == tag) else {
             return Ok(());
         };
         let _ = self.s.conn().take_reply(tag);
@@ -277,7 +282,10 @@ impl Array<'_> {
         while let Some(m) = self.s.conn().next_unsolicited(Duration::ZERO) {
             self.on_message(m)?;
         }
-        self.finish_task(&ns);
+        for ns in done {
+            self.finish_task(&ns);
+        }
+        self.send_barrier();
         Ok(())
     }
 
@@ -309,7 +317,7 @@ impl Array<'_> {
     }
 
     /// A task's job ended: it no longer counts as in flight; its output
-    /// is complete once the barrier sent now is answered.
+    /// is complete once the next barrier is answered.
     fn on_event(&mut self, ev: &crate::ops::events::Event) {
         let Some(ns) = ev.affected_nspace().map(String::from) else {
             return;
@@ -326,11 +334,26 @@ impl Array<'_> {
         t.ended = Some(launch::job_exit(&end).code());
         self.alive -= 1;
         self.busy = false;
+        self.waiting.push(ns);
+        self.send_barrier();
+    }
+
+    /// Unless one is in flight, send the barrier that closes the tasks
+    /// ended so far: one query answers for every task ended before it
+    /// (the DVM answers after what it sent before), so a busy array sends
+    /// far fewer than one per task.
+    fn send_barrier(&mut self) {
+        if self.barrier.is_some() || self.waiting.is_empty() {
+            return;
+        }
+        let ended = std::mem::take(&mut self.waiting);
         match crate::ops::query::begin_barrier(self.s) {
-            Ok(tag) => {
-                self.barriers.insert(tag, ns);
+            Ok(tag) => self.barrier = Some((tag, ended)),
+            Err(_) => {
+                for ns in ended {
+                    self.finish_task(&ns);
+                }
             }
-            Err(_) => self.finish_task(&ns),
         }
     }
 
