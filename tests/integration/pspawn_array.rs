@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support;
-use crate::support::array::{intervals, most_at_once, stamping_task, started};
+use crate::support::array::{gated_task, intervals, most_at_once, stamping_task, started};
 use crate::support::pdvm::Pdvm;
 use crate::support::{json_records, show, text, Prte};
 
@@ -209,6 +209,51 @@ fn an_array_inside_an_allocation_runs_every_task_there_on_pdvm() {
         "every task in the allocation: {}",
         show(&o)
     );
+}
+
+#[test]
+fn prelease_of_its_allocation_stops_the_array_and_launches_no_more() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4", "--scheduler-nodes", "2"]);
+    let dir = support::unique_tmpdir("array-prelease");
+    let d = dir.path().to_string_lossy().into_owned();
+    let script = "echo $PMIX_ALLOC_ID > \"$1/alloc\"; \
+pspawn --array 1-50%2 sh -c \"$2\" task \"$1\"; echo pspawn=$?";
+    let out_file = dir.path().join("palloc.out");
+    let mut palloc = pdvm
+        .tool("palloc")
+        .args(["-t", "1h", "-N", "1", "--", "sh", "-c", script, "sh", &d])
+        .arg(gated_task())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_file).expect("stdout file"))
+        .stderr(std::fs::File::create(dir.path().join("palloc.err")).expect("stderr file"))
+        .spawn()
+        .expect("start palloc");
+    let until = Instant::now() + Duration::from_secs(60);
+    while started(dir.path()).len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(started(dir.path()), [1, 2], "two tasks run");
+    let alloc = std::fs::read_to_string(dir.path().join("alloc")).expect("alloc id");
+    let rel = run(pdvm.tool("prelease").arg(alloc.trim()));
+    assert_eq!(rel.status.code(), Some(0), "{}", show(&rel));
+    support::wait_exit(&mut palloc, Duration::from_secs(60));
+    let out = std::fs::read_to_string(&out_file).expect("palloc's stdout");
+    let err = std::fs::read_to_string(dir.path().join("palloc.err")).expect("stderr");
+    assert!(
+        out.contains("pspawn=5"),
+        "the array ends refused (NOT_FOUND): {out}\n{err}"
+    );
+    assert!(err.contains("array task 3 was not launched"), "{err}");
+    assert_eq!(
+        started(dir.path()),
+        [1, 2],
+        "no task launched after the release"
+    );
+    for i in [1, 2] {
+        let pid = std::fs::read_to_string(dir.path().join(format!("{i}.pid"))).expect("pid");
+        let alive = std::path::Path::new(&format!("/proc/{}", pid.trim())).exists();
+        assert!(!alive, "task {i} still runs");
+    }
 }
 
 #[test]

@@ -64,3 +64,10 @@ pub fn started(dir: &Path) -> Vec<u32> {
     ids.sort_unstable();
     ids
 }
+
+/// A task body (for `sh -c`) that writes its pid in `DIR/ID.pid` and
+/// runs until `DIR/gate` exists. `DIR` is the first argument after it.
+pub fn gated_task() -> String {
+    "d=$1; echo $$ > $d/$PMIX_ARRAY_TASK_ID.pid; while [ ! -e $d/gate ]; do sleep 0.1; done"
+        .to_string()
+}
