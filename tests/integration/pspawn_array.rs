@@ -270,3 +270,23 @@ fn an_array_with_a_limit_runs_every_index_on_prrte_master() {
     assert_eq!(spans.len(), 6, "every task ran: {spans:?}");
     assert!(most_at_once(&spans) <= 2, "%2 respected: {spans:?}");
 }
+
+#[test]
+fn failed_tasks_are_counted_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    let o = run(cmd.args([
+        "--array",
+        "1-4%2",
+        "sh",
+        "-c",
+        "exit $((PMIX_ARRAY_TASK_ID % 2 == 0 ? 3 : 0))",
+    ]));
+    assert_eq!(o.status.code(), Some(3), "{}\n{}", show(&o), dvm.logs());
+    assert!(
+        text(&o.stderr).contains("2 of 4 tasks failed: ids 2,4"),
+        "{}",
+        show(&o)
+    );
+}

@@ -235,6 +235,17 @@ impl Array<'_> {
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
                 self.busy = true;
             }
+            Err(e) if e.status == Status::ERROR => {
+                // PRRTE answers the generic PMIX_ERROR for a job that failed
+                // before the reply: a failed task, not a refused array.
+                self.ui.detail(&format!(
+                    "array task {index}: the DVM answered its spawn with PMIX_ERROR (the job \
+failed at once, or could not start); counted as failed"
+                ));
+                let rec = self.results.ended(index, "", 1);
+                self.ui.record(rec);
+                self.next += 1;
+            }
             Err(e) => {
                 let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
                 let f = Failure {
