@@ -290,3 +290,24 @@ fn failed_tasks_are_counted_on_prrte_master() {
         show(&o)
     );
 }
+
+#[test]
+fn an_array_inside_an_allocation_on_prrte_master_runs_there_waiting_for_busy_slots() {
+    let dvm = Prte::start_master();
+    let host = support::short_hostname();
+    let mut cmd = dvm.tool_command(support::cargo_bin("palloc"));
+    cmd.env("PATH", support::user_path());
+    // More tasks at once than the node has slots: the next waits for one.
+    let o = run(cmd.args([
+        "-w",
+        &host,
+        "--",
+        "sh",
+        "-c",
+        "pspawn --array 1-6%6 sh -c 'sleep 0.2; hostname'; echo pspawn=$?",
+    ]));
+    let out = text(&o.stdout);
+    assert!(out.contains("pspawn=0"), "{}\n{}", show(&o), dvm.logs());
+    let hosts: Vec<&str> = out.lines().filter(|l| !l.starts_with("pspawn=")).collect();
+    assert_eq!(hosts, vec![host.as_str(); 6], "{}", show(&o));
+}
