@@ -42,6 +42,7 @@ _pspawn() {
 '-J+[A name for the job (srun'\''s -J/--job-name), shown in pwatch'\''s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it]:NAME:' \
 '--job-name=[A name for the job (srun'\''s -J/--job-name), shown in pwatch'\''s namespace table on pdvm; PMIx has no job-name attribute, so PRRTE ignores it]:NAME:' \
 '(--detach --stdin)--array=[Run the app once per index, as sbatch --array\: 1-1000, 1-1000\:2, 1,5,9 or 1-3,7, with %N for at most N tasks at once. Each task gets PMIX_ARRAY_TASK_ID and SLURM_ARRAY_TASK_{ID,COUNT,MIN,MAX}; %a in -o/-e is its index]:SPEC:' \
+'(--array --detach --stdin -o --output -l --tag-output)--stdin-tasks=[Read tasks from stdin, one JSON object a line ({"id"\: …, "argv"\: \[...\], "env"\: {…}, "np"\: N, "cwd"\: DIR}; only argv is required), run at most N (default 32) at once over one connection, and print JSON lines\: each task'\''s output, then an array_task result (id, nspace, exit_code) as it ends. The other flags (-n, -x, --export, -D, --target, …) apply to every task]::N:' \
 '--uri=[Connect to the server at this URI, or read the URI from file\:PATH. When no flag names a server, the environment variable PMIX_TOOLS_URI (same forms) chooses the DVM for every tool of a shell or script, as FLUX_URI does (not inside a job or \`palloc -- CMD\`, whose DVM is already known)]:URI|file:PATH:_default' \
 '--pid=[Connect to the server of this process id, or read the pid from file\:PATH]:PID|file:PATH:_default' \
 '--namespace=[Connect to the server hosting this namespace]:NS:' \

@@ -58,6 +58,7 @@ mod pspawn_nohang;
 mod pspawn_output_files;
 mod pspawn_paths;
 mod pspawn_slurm;
+mod pspawn_stdin_tasks;
 mod pwatch_status;
 mod server_backpressure;
 mod server_decode_proptest;

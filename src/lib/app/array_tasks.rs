@@ -7,6 +7,83 @@ use crate::codec::App;
 use crate::render::ArrayTaskRecord;
 
 use super::launch::OutputSink;
+use super::stdin_tasks::StdinTasks;
+
+/// Where the tasks come from: `--array`'s indices, or stdin's lines.
+pub(crate) enum Source<'a> {
+    /// `--array SPEC`: the next index's position.
+    Indices(&'a ArraySpec, usize),
+    /// `--stdin-tasks`.
+    Stdin(StdinTasks),
+}
+
+/// The next task to launch: its index (the line number for stdin) and
+/// apps, or why its line is no task; the caller's id for it.
+pub(crate) struct Next {
+    pub(crate) index: u32,
+    pub(crate) apps: Result<Vec<App>, String>,
+    pub(crate) id: Option<serde_json::Value>,
+}
+
+impl Source<'_> {
+    /// The next task, if one is ready; `base` are the apps of pspawn's
+    /// command line (for stdin, its flags' template).
+    pub(crate) fn next(
+        &self,
+        base: &[App],
+        template: &[crate::cli::request::AppSpec],
+    ) -> Option<Next> {
+        match self {
+            Source::Indices(spec, i) => spec.ids.get(*i).map(|&index| Next {
+                index,
+                apps: Ok(task_apps(base, spec, index)),
+                id: None,
+            }),
+            Source::Stdin(t) => t.peek().map(|(line, task)| Next {
+                index: *line,
+                apps: task.clone().map(|t| {
+                    template
+                        .iter()
+                        .map(|a| super::launch::to_app(&t.app(a)))
+                        .collect()
+                }),
+                id: task.as_ref().ok().and_then(|t| t.id.clone()),
+            }),
+        }
+    }
+
+    /// The task [`Self::next`] gave is taken.
+    pub(crate) fn advance(&mut self) {
+        match self {
+            Source::Indices(_, i) => *i += 1,
+            Source::Stdin(t) => t.advance(),
+        }
+    }
+
+    /// Whether no task is left to launch (stdin: read to its end).
+    pub(crate) fn done(&self) -> bool {
+        match self {
+            Source::Indices(spec, i) => *i >= spec.ids.len(),
+            Source::Stdin(t) => t.done(),
+        }
+    }
+
+    /// How many tasks there are (stdin: read so far).
+    pub(crate) fn total(&self) -> usize {
+        match self {
+            Source::Indices(spec, _) => spec.ids.len(),
+            Source::Stdin(t) => t.count(),
+        }
+    }
+
+    /// How many were never launched.
+    pub(crate) fn unlaunched(&self) -> usize {
+        match self {
+            Source::Indices(spec, i) => spec.ids.len() - i,
+            Source::Stdin(t) => t.pending(),
+        }
+    }
+}
 
 /// The environment of array task `index`: `PMIX_ARRAY_TASK_ID` and
 /// Slurm's `SLURM_ARRAY_TASK_{ID,COUNT,MIN,MAX}`.
@@ -38,6 +115,8 @@ pub(crate) fn task_apps(base: &[App], spec: &ArraySpec, index: u32) -> Vec<App> 
 pub(crate) struct Running {
     /// The task's index.
     pub(crate) index: u32,
+    /// The caller's id for it (`--stdin-tasks`).
+    pub(crate) id: Option<serde_json::Value>,
     /// Where its output goes.
     pub(crate) sink: OutputSink,
 }
@@ -50,10 +129,18 @@ pub(crate) struct Results {
 }
 
 impl Results {
-    /// Task `index` (job `nspace`, "" if it never started) ended with `code`.
-    pub(crate) fn ended(&mut self, index: u32, nspace: &str, code: i32) -> &ArrayTaskRecord {
+    /// Task `index` (job `nspace`, "" if it never started; `id`, the
+    /// caller's name for it with `--stdin-tasks`) ended with `code`.
+    pub(crate) fn ended_as(
+        &mut self,
+        index: u32,
+        id: Option<serde_json::Value>,
+        nspace: &str,
+        code: i32,
+    ) -> &ArrayTaskRecord {
         self.tasks.push(ArrayTaskRecord {
             index,
+            id,
             nspace: nspace.to_string(),
             exit_code: code,
         });
@@ -118,18 +205,18 @@ mod tests {
     #[test]
     fn the_summary_counts_and_names_the_failed_tasks() {
         let mut r = Results::default();
-        r.ended(1, "a@1", 0);
-        r.ended(5, "a@3", 3);
-        r.ended(2, "a@2", 3);
+        r.ended_as(1, None, "a@1", 0);
+        r.ended_as(5, None, "a@3", 3);
+        r.ended_as(2, None, "a@2", 3);
         assert_eq!(
             r.summary(3).as_deref(),
             Some("2 of 3 tasks failed: ids 2,5")
         );
         assert_eq!(r.exit(3), Exit::Command(3));
-        r.ended(7, "", 1);
+        r.ended_as(7, None, "", 1);
         assert_eq!(r.exit(4), Exit::Command(1));
         let mut ok = Results::default();
-        ok.ended(1, "a@1", 0);
+        ok.ended_as(1, None, "a@1", 0);
         assert_eq!((ok.summary(1), ok.exit(1)), (None, Exit::Success));
         assert_eq!(ok.exit(2), Exit::Command(1));
     }

@@ -34,6 +34,7 @@ pub mod pwatch;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;
 pub(crate) mod status;
+mod stdin_tasks;
 pub(crate) mod ui;
 
 pub use failure::Failure;

@@ -24,6 +24,11 @@ pub fn run(args: &PspawnArgs) -> i32 {
             return ui.fail(&Failure::with(Exit::Usage, None, msg));
         }
     };
+    // --stdin-tasks speaks JSON lines: its results are for a program.
+    let ui = Ui {
+        json: ui.json || args.stdin_tasks.is_some(),
+        ..ui
+    };
     let ui = if args.parsable {
         // Only the namespace on stdout; errors still on stderr.
         Ui {
@@ -45,9 +50,10 @@ pub fn run(args: &PspawnArgs) -> i32 {
             *first = a;
         }
     }
-    let launch = |s: &Session, req: &SpawnRequest, ui: &Ui| match &args.array {
-        Some(spec) => super::pspawn_array::launch_array(s, req, spec, ui),
-        None => launch_and_wait(s, req, ui),
+    let launch = |s: &Session, req: &SpawnRequest, ui: &Ui| match (&args.array, args.stdin_tasks) {
+        (Some(spec), _) => super::pspawn_array::launch_array(s, req, spec, ui),
+        (None, Some(n)) => super::pspawn_array::launch_stdin_tasks(s, req, n as usize, ui),
+        (None, None) => launch_and_wait(s, req, ui),
     };
     let r = with_nodes(&s, args.nodes, &mut req, &ui)
         .and_then(|own| launch_in(&s, &req, own, &ui, &launch));

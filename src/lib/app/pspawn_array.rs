@@ -23,7 +23,7 @@ use crate::ops::Session;
 use crate::proto::status::Status;
 use crate::render::ExitRecord;
 
-use super::array_tasks::{task_apps, Results, Running};
+use super::array_tasks::{Next, Results, Running, Source};
 use super::launch::{self, OutputSink, STOP_GRACE};
 use super::{signals, Failure, Ui};
 
@@ -47,13 +47,13 @@ struct Task {
 struct Array<'a> {
     s: &'a Session,
     req: &'a SpawnRequest,
-    spec: &'a ArraySpec,
+    source: Source<'a>,
+    limit: usize,
     ui: &'a Ui,
     info: Vec<Info>,
     base: Vec<App>,
     nprocs: u32,
     attrs: AttrsPresent,
-    next: usize,
     alive: usize,
     /// The DVM's slots are busy: launch again only after a task ends.
     busy: bool,
@@ -77,6 +77,29 @@ pub(crate) fn launch_array(
     spec: &ArraySpec,
     ui: &Ui,
 ) -> Result<i32, Failure> {
+    run_tasks(s, req, Source::Indices(spec, 0), spec.in_flight(), ui)
+}
+
+/// `--stdin-tasks`: the tasks of stdin's lines, at most `limit` at once,
+/// `req`'s app the template of each; pspawn's exit code.
+pub(crate) fn launch_stdin_tasks(
+    s: &Session,
+    req: &SpawnRequest,
+    limit: usize,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let source = Source::Stdin(super::stdin_tasks::StdinTasks::default());
+    run_tasks(s, req, source, limit.max(1), ui)
+}
+
+/// Run the tasks of `source`, at most `limit` at once.
+fn run_tasks(
+    s: &Session,
+    req: &SpawnRequest,
+    source: Source<'_>,
+    limit: usize,
+    ui: &Ui,
+) -> Result<i32, Failure> {
     if super::pspawn::dvm_is_local(s) {
         super::pspawn::check_apps_locally(&req.apps)?;
     }
@@ -97,13 +120,13 @@ pub(crate) fn launch_array(
     let mut a = Array {
         s,
         req,
-        spec,
+        source,
+        limit,
         ui,
         info,
         base: req.apps.iter().map(launch::to_app).collect(),
         nprocs: req.apps.iter().map(|a| a.np).sum(),
         attrs,
-        next: 0,
         alive: 0,
         busy: false,
         tasks: HashMap::new(),
@@ -145,16 +168,25 @@ impl Array<'_> {
             if self.stop.is_none() {
                 self.fill()?;
             }
-            let launched_all = self.next >= self.spec.ids.len() || self.stop.is_some();
+            let launched_all = self.source.done() || self.stop.is_some();
             if launched_all && self.tasks.is_empty() {
                 return Ok(());
             }
             let Some(wake) = self.grace(deadline) else {
                 return Ok(());
             };
-            let extras: Vec<_> = sig.into_iter().collect();
+            let input = match &self.source {
+                Source::Stdin(t) if self.stop.is_none() => t.fd(),
+                _ => None,
+            };
+            let extras: Vec<_> = sig.into_iter().chain(input).collect();
             match self.s.conn().wait(&extras, wake) {
-                Wake::Ready(_) => signals::drain(),
+                Wake::Ready(0) if sig.is_some() => signals::drain(),
+                Wake::Ready(_) => {
+                    if let Source::Stdin(t) = &mut self.source {
+                        t.on_readable();
+                    }
+                }
                 Wake::Reply(tag) => self.on_reply(tag)?,
                 Wake::Message(m) => self.on_message(m)?,
                 Wake::Deadline => {}
@@ -206,20 +238,29 @@ impl Array<'_> {
 
     /// Launch tasks while fewer than the limit are in flight.
     fn fill(&mut self) -> Result<(), Failure> {
-        while !self.busy
-            && self.stop.is_none()
-            && self.alive < self.spec.in_flight()
-            && self.next < self.spec.ids.len()
-        {
-            self.launch(self.spec.ids[self.next])?;
+        while !self.busy && self.stop.is_none() && self.alive < self.limit {
+            let Some(next) = self.source.next(&self.base, &self.req.apps) else {
+                break;
+            };
+            self.launch(next)?;
         }
         Ok(())
     }
 
     /// Spawn task `index`. Busy slots with tasks in flight wait for one
     /// to end; any other refusal stops the array.
-    fn launch(&mut self, index: u32) -> Result<(), Failure> {
-        let apps = task_apps(&self.base, self.spec, index);
+    fn launch(&mut self, next: Next) -> Result<(), Failure> {
+        let Next { index, apps, id } = next;
+        let apps = match apps {
+            Ok(a) => a,
+            Err(why) => {
+                eprintln!("pspawn: input line {index}: {why}");
+                let rec = self.results.ended_as(index, id, "", 2);
+                self.ui.record(rec);
+                self.source.advance();
+                return Ok(());
+            }
+        };
         match spawn(self.s, &self.info, &apps) {
             Ok(ns) => {
                 let sink = self.sink(index).for_job(&ns, self.nprocs);
@@ -227,10 +268,10 @@ impl Array<'_> {
                     launch::stop_job(self.s, &ns);
                     return Err(Failure::other(format!("array task {index}: {why}")));
                 }
-                let run = Running { index, sink };
+                let run = Running { index, id, sink };
                 self.tasks.insert(ns, Task { run, ended: None });
                 self.alive += 1;
-                self.next += 1;
+                self.source.advance();
             }
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
                 self.busy = true;
@@ -242,9 +283,9 @@ impl Array<'_> {
                     "array task {index}: the DVM answered its spawn with PMIX_ERROR (the job \
 failed at once, or could not start); counted as failed"
                 ));
-                let rec = self.results.ended(index, "", 1);
+                let rec = self.results.ended_as(index, id, "", 1);
                 self.ui.record(rec);
-                self.next += 1;
+                self.source.advance();
             }
             Err(e) => {
                 let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
@@ -381,16 +422,16 @@ failed at once, or could not start); counted as failed"
                 t.run.index
             ));
         }
-        let rec = self.results.ended(t.run.index, ns, code);
+        let rec = self.results.ended_as(t.run.index, t.run.id, ns, code);
         self.ui.record(rec);
     }
 
     /// The exit code, with the summary of failed tasks on stderr.
     fn finish(self) -> Result<i32, Failure> {
-        let total = self.spec.ids.len();
+        let total = self.source.total();
         let summary = self.results.summary(total);
         let stop = self.stop.map(|(s, _)| s);
-        let unlaunched = total - self.next;
+        let unlaunched = self.source.unlaunched();
         let left = self.stopped;
         let outcome = match stop {
             Some(Stop::Signal(sig)) => Err(Failure::interrupted(&format!(

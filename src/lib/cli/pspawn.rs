@@ -206,6 +206,15 @@ pub struct PspawnArgs {
     #[arg(long, value_name = "SPEC", value_parser = ArraySpec::parse, conflicts_with_all = ["detach", "stdin"])]
     pub array: Option<ArraySpec>,
 
+    /// Read tasks from stdin, one JSON object a line ({"id": …, "argv": [...],
+    /// "env": {…}, "np": N, "cwd": DIR}; only argv is required), run at most N
+    /// (default 32) at once over one connection, and print JSON lines: each task's
+    /// output, then an array_task result (id, nspace, exit_code) as it ends.
+    /// The other flags (-n, -x, --export, -D, --target, …) apply to every task.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "32", value_parser = parse_count_u32,
+        conflicts_with_all = ["array", "detach", "stdin", "app", "output_file", "tag_output"])]
+    pub stdin_tasks: Option<u32>,
+
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -215,7 +224,11 @@ pub struct PspawnArgs {
     pub output: OutputArgs,
 
     /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
-    #[arg(value_name = "APP", required = true, trailing_var_arg = true)]
+    #[arg(
+        value_name = "APP",
+        required_unless_present = "stdin_tasks",
+        trailing_var_arg = true
+    )]
     pub app: Vec<String>,
 }
 
@@ -278,8 +291,15 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
                     .into(),
             );
         }
+        // With --stdin-tasks each line names its program: `true` stands
+        // for it in the template the flags build.
+        let placeholder = ["true".to_string()];
+        let words = match self.stdin_tasks {
+            Some(_) => &placeholder[..],
+            None => &self.app[..],
+        };
         let mut apps = split_apps(
-            &self.app,
+            words,
             self.np.or(self.nodes),
             &self.env,
             self.wdir.as_deref(),

@@ -216,11 +216,13 @@ record! {
 }
 
 record! {
-    /// pspawn --array: one task, once it ended (or could not start).
+    /// pspawn --array or --stdin-tasks: one task, once it ended (or could not start).
     #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
     pub struct ArrayTaskRecord: "array_task" {
         /// The task's index in the array.
-        pub index: u32 => "the task's index (--array, $PMIX_ARRAY_TASK_ID)",
+        pub index: u32 => "the task's index (--array, $PMIX_ARRAY_TASK_ID; --stdin-tasks: its input line, from 1)",
+        /// The caller's id (`--stdin-tasks`).
+        pub id: Option<serde_json::Value> => "--stdin-tasks: the id of the task's input line, else null",
         /// The task's job namespace ("" when it never started).
         pub nspace: String => "the task's job namespace (\"\" when it never started)",
         /// The task's exit status.
