@@ -142,3 +142,37 @@ fn each_result_comes_as_its_task_ends_while_stdin_stays_open() {
     let status = support::wait_exit(&mut child, Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "ends with its input");
 }
+
+#[test]
+fn a_task_whose_program_is_missing_fails_alone() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    let input = [
+        line("missing", &["/no/such/program"]),
+        line("after", &["echo", "still"]),
+    ]
+    .join("\n");
+    let o = run_with_input(pdvm.tool("pspawn").arg("--stdin-tasks"), &input);
+    let recs = json_records(&text(&o.stdout));
+    let code = |id: &str| {
+        recs.iter()
+            .find(|r| r["type"] == "array_task" && r["id"] == id)
+            .map(|r| r["exit_code"].clone())
+    };
+    assert_eq!(
+        code("missing"),
+        Some(5.into()),
+        "refused NOT_FOUND: {}",
+        show(&o)
+    );
+    assert_eq!(
+        code("after"),
+        Some(0.into()),
+        "the next task still runs: {}",
+        show(&o)
+    );
+    assert!(
+        text(&o.stderr).contains("input line 1 was not launched"),
+        "{}",
+        show(&o)
+    );
+}

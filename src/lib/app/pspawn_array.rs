@@ -289,6 +289,20 @@ failed at once, or could not start); counted as failed"
             }
             Err(e) => {
                 let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
+                if let Source::Stdin(_) = self.source {
+                    // Each line names its own program: one refused is that
+                    // task's failure, and the others still run.
+                    let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
+                    eprintln!(
+                        "pspawn: input line {index} was not launched: the DVM refused `{}` ({})",
+                        names.join(" : "),
+                        e.status.name()
+                    );
+                    let rec = self.results.ended_as(index, id, "", f.exit.code());
+                    self.ui.record(rec);
+                    self.source.advance();
+                    return Ok(());
+                }
                 let f = Failure {
                     message: format!("array task {index} was not launched: {}", f.message),
                     ..f
