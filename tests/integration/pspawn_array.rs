@@ -311,3 +311,45 @@ fn an_array_inside_an_allocation_on_prrte_master_runs_there_waiting_for_busy_slo
     let hosts: Vec<&str> = out.lines().filter(|l| !l.starts_with("pspawn=")).collect();
     assert_eq!(hosts, vec![host.as_str(); 6], "{}", show(&o));
 }
+
+#[test]
+fn a_batch_array_is_palloc_no_wait_running_pspawn_array() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "1"]);
+    let dir = support::unique_tmpdir("array-batch");
+    let d = dir.path().to_string_lossy().into_owned();
+    let o = run(pdvm.tool("palloc").current_dir(dir.path()).args([
+        "--no-wait",
+        "-J",
+        "arr",
+        "-N",
+        "1",
+        "--",
+        "pspawn",
+        "--array",
+        "1-4%2",
+        "sh",
+        "-c",
+        "echo $PMIX_ALLOC_ID > $0/$PMIX_ARRAY_TASK_ID.done",
+        &d,
+    ]));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "submitted and returned: {}",
+        show(&o)
+    );
+    let until = Instant::now() + Duration::from_secs(60);
+    let alloc_of = |i: u32| {
+        let f = dir.path().join(format!("{i}.done"));
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    while !(1..=4).all(|i| !alloc_of(i).is_empty()) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 1..=4 {
+        assert!(!alloc_of(i).is_empty(), "task {i} ran in the allocation");
+    }
+}
