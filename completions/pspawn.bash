@@ -23,7 +23,7 @@ _pspawn() {
 
     case "${cmd}" in
         pspawn)
-            opts="-n -N -x -D -w -H -l -o -e -I -c -J -q -v -h -V --np --nodes --env --export --chdir --wdir --host --map-by --target --default-pool --label --tag-output --timeout --detach --parsable --output --error --immediate --stdin --cpus-per-proc --cpus-per-task --job-name --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
+            opts="-n -N -x -D -w -H -l -o -e -I -c -J -q -v -h -V --np --nodes --env --export --chdir --wdir --host --map-by --target --default-pool --label --tag-output --timeout --detach --parsable --output --error --immediate --stdin --cpus-per-proc --cpus-per-task --job-name --array --stdin-tasks --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -190,6 +190,20 @@ _pspawn() {
                     return 0
                     ;;
                 -J)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --array)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --stdin-tasks)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -53,6 +53,7 @@
 //!   stays (it is ours).
 #![allow(dead_code)] // each test crate uses a different part of the harness
 
+pub mod array;
 pub mod blackbox;
 pub mod cluster;
 pub mod fake;

@@ -112,6 +112,10 @@ pub(crate) struct OutputSink {
     lost: Option<(String, u64)>,
     /// `pspawn -o/-e`: the files output goes to instead.
     files: Option<super::output_files::FileSink>,
+    /// `pspawn --array`: the task's index, which tags its lines.
+    task: Option<u32>,
+    /// The job's process count (known once it runs).
+    nprocs: u32,
 }
 
 /// Whose line: namespace, rank, and whether it is stderr.
@@ -130,7 +134,16 @@ impl OutputSink {
             partial: HashMap::new(),
             lost: None,
             files: None,
+            task: None,
+            nprocs: 0,
         }
+    }
+
+    /// The same sink for array task `index`: a tagged line shows `[index]`
+    /// (`[index.rank]` when the task has several processes).
+    pub(crate) fn for_task(mut self, index: u32) -> OutputSink {
+        self.task = Some(index);
+        self
     }
 
     /// The same sink writing into the files of `pspawn -o/-e` instead.
@@ -143,6 +156,7 @@ impl OutputSink {
     /// for each of the job's `nprocs` ranks created now.
     pub(crate) fn for_job(mut self, nspace: &str, nprocs: u32) -> OutputSink {
         self.nspace = nspace.to_string();
+        self.nprocs = nprocs;
         if let Some(Err(e)) = self.files.as_mut().map(|f| f.open_all(nspace, nprocs)) {
             self.lost = Some((format!("opening an output file (-o/-e) failed: {e}"), 0));
         }
@@ -222,10 +236,11 @@ impl OutputSink {
     /// job's processes, `[NSPACE.RANK]` for a job it spawned.
     fn line(&self, (ns, rank, err): &LineKey, bytes: &[u8]) -> std::io::Result<()> {
         let text = String::from_utf8_lossy(bytes);
-        let tag = if *ns == self.nspace {
-            format!("[{rank}]")
-        } else {
-            format!("[{ns}.{rank}]")
+        let tag = match (self.task, *ns == self.nspace) {
+            (Some(i), true) if self.nprocs <= 1 => format!("[{i}]"),
+            (Some(i), true) => format!("[{i}.{rank}]"),
+            (None, true) => format!("[{rank}]"),
+            (_, false) => format!("[{ns}.{rank}]"),
         };
         if self.json {
             let rec = OutputRecord {

@@ -12,6 +12,7 @@
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
 pub mod alloc_end;
+mod array_tasks;
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
@@ -26,12 +27,14 @@ mod palloc_ready;
 pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;
+mod pspawn_array;
 mod pspawn_hosts;
 mod pspawn_wait;
 pub mod pwatch;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;
 pub(crate) mod status;
+mod stdin_tasks;
 pub(crate) mod ui;
 
 pub use failure::Failure;

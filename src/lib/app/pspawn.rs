@@ -24,6 +24,11 @@ pub fn run(args: &PspawnArgs) -> i32 {
             return ui.fail(&Failure::with(Exit::Usage, None, msg));
         }
     };
+    // --stdin-tasks speaks JSON lines: its results are for a program.
+    let ui = Ui {
+        json: ui.json || args.stdin_tasks.is_some(),
+        ..ui
+    };
     let ui = if args.parsable {
         // Only the namespace on stdout; errors still on stderr.
         Ui {
@@ -45,7 +50,13 @@ pub fn run(args: &PspawnArgs) -> i32 {
             *first = a;
         }
     }
-    let r = with_nodes(&s, args.nodes, &mut req, &ui).and_then(|own| launch_in(&s, &req, own, &ui));
+    let launch = |s: &Session, req: &SpawnRequest, ui: &Ui| match (&args.array, args.stdin_tasks) {
+        (Some(spec), _) => super::pspawn_array::launch_array(s, req, spec, ui),
+        (None, Some(n)) => super::pspawn_array::launch_stdin_tasks(s, req, n as usize, ui),
+        (None, None) => launch_and_wait(s, req, ui),
+    };
+    let r = with_nodes(&s, args.nodes, &mut req, &ui)
+        .and_then(|own| launch_in(&s, &req, own, &ui, &launch));
     finish(s);
     match r {
         Ok(code) => code,
@@ -90,18 +101,19 @@ fn launch_in(
     req: &SpawnRequest,
     own: Option<super::pspawn_alloc::JobAllocation>,
     ui: &Ui,
+    launch: &dyn Fn(&Session, &SpawnRequest, &Ui) -> Result<i32, Failure>,
 ) -> Result<i32, Failure> {
     let Some(own) = own else {
-        return launch_and_wait(s, req, ui);
+        return launch(s, req, ui);
     };
-    let r = launch_and_wait(s, req, ui);
+    let r = launch(s, req, ui);
     own.give_back(s, ui);
     r
 }
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing
 /// program is named.
-fn spawn_failure(
+pub(crate) fn spawn_failure(
     s: &Session,
     req: &SpawnRequest,
     attrs: &AttrsPresent,
@@ -161,7 +173,7 @@ fn allocation_is_live(s: &Session, id: &str) -> bool {
 /// Refuse `--target` before anything runs when the DVM cannot honour
 /// `PMIX_SPAWN_TARGET` (it would silently launch into its default pool):
 /// exit 7, `PMIX_ERR_NOT_SUPPORTED`.
-fn refuse_unsupported_target(s: &Session, ui: &Ui) -> Result<(), Failure> {
+pub(crate) fn refuse_unsupported_target(s: &Session, ui: &Ui) -> Result<(), Failure> {
     match target_support(s.server_version()) {
         TargetSupport::Yes => Ok(()),
         TargetSupport::Unknown => {
@@ -406,7 +418,7 @@ fn detach(
 /// `-o/-e`: create (empty) the files whose names are known before the
 /// spawn (no `%j`), so that one that cannot be created is refused before
 /// anything runs (exit 2).
-fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
+pub(crate) fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
     let Some(files) = &req.output_files else {
         return Ok(());
     };
@@ -616,7 +628,7 @@ fn stdin_target(want: StdinTarget) -> (Option<u32>, crate::codec::Info) {
 
 /// The job info pspawn adds to the placement: CPUs per process
 /// (`PMIX_CPUS_PER_PROC`) and the job's name (`pdvm.job.name`).
-fn job_extras(req: &SpawnRequest) -> Vec<crate::codec::Info> {
+pub(crate) fn job_extras(req: &SpawnRequest) -> Vec<crate::codec::Info> {
     let mut info = Vec::new();
     if let Some(n) = req.cpus_per_proc {
         info.push(crate::codec::Info::new(

@@ -4,9 +4,9 @@
 
 use super::exit::EXIT_TABLE;
 use crate::render::records::{
-    AllocationRecord, BatchRecord, ErrorRecord, EventRecord, ExitRecord, JobRecord,
-    NamespaceRecord, NodeRecord, OutputRecord, QueueRecord, Record, ReleaseRecord, RequestRecord,
-    ReservationRecord, StatusRecord,
+    AllocationRecord, ArrayTaskRecord, BatchRecord, ErrorRecord, EventRecord, ExitRecord,
+    JobRecord, NamespaceRecord, NodeRecord, OutputRecord, QueueRecord, Record, ReleaseRecord,
+    RequestRecord, ReservationRecord, StatusRecord,
 };
 
 /// A JSON record kind: its `"type"` value and `(field, meaning)` rows.
@@ -81,6 +81,7 @@ pub(crate) fn json_kinds(tool: &str) -> Vec<JsonKind> {
         "pspawn" => vec![
             kind::<JobRecord>(),
             kind::<OutputRecord>(),
+            kind::<ArrayTaskRecord>(),
             kind::<ExitRecord>(),
         ],
         "prelease" => vec![kind::<ReleaseRecord>()],

@@ -7,6 +7,7 @@
 //! (`request()` / `requests()`), connect with
 //! [`common::ConnectArgs::to_options`], and map outcomes to [`exit`] codes.
 
+pub mod array_spec;
 pub mod common;
 pub mod docs;
 pub(crate) mod exit;

@@ -1,6 +1,6 @@
 //! `pspawn -o/-e PATTERN`: a file name per process, as srun's `-o`:
 //! `%j` the job's namespace (Slurm's job id), `%r` or `%t` the rank
-//! (Slurm's task id), `%%` a `%`.
+//! (Slurm's task id), `%a` the index of a `--array` task, `%%` a `%`.
 
 /// One piece of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,6 +11,8 @@ enum Piece {
     Job,
     /// `%r` or `%t`: the rank.
     Rank,
+    /// `%a`: the array task's index (`pspawn --array`).
+    Index,
 }
 
 /// A checked `--output`/`--error` pattern.
@@ -20,7 +22,7 @@ pub struct OutputPattern {
 }
 
 impl OutputPattern {
-    /// Parse `s`: not empty, `%` only before `j`, `r`, `t` or `%`.
+    /// Parse `s`: not empty, `%` only before `j`, `r`, `t`, `a` or `%`.
     pub fn parse(s: &str) -> Result<OutputPattern, String> {
         if s.is_empty() {
             return Err("an empty file name: give a path such as job-%j.%t.out".into());
@@ -34,9 +36,10 @@ impl OutputPattern {
                 _ => match chars.next() {
                     Some('j') => Some(Piece::Job),
                     Some('r' | 't') => Some(Piece::Rank),
+                    Some('a') => Some(Piece::Index),
                     Some('%') => None,
                     _ => return Err(format!(
-                        "`{s}`: `%` starts %j (the job's namespace), %t or %r (the rank) or %% (a `%`)"
+                        "`{s}`: `%` starts %j (the job's namespace), %t or %r (the rank), %a (the --array index) or %% (a `%`)"
                     )),
                 },
             };
@@ -64,8 +67,27 @@ impl OutputPattern {
                 Piece::Text(t) => t.clone(),
                 Piece::Job => nspace.to_string(),
                 Piece::Rank => rank.to_string(),
+                Piece::Index => "%a".to_string(),
             })
             .collect()
+    }
+
+    /// Whether the name holds `%a`, which only an array task has.
+    pub fn names_index(&self) -> bool {
+        self.pieces.contains(&Piece::Index)
+    }
+
+    /// The pattern of array task `index`: `%a` replaced by it.
+    pub fn for_task(&self, index: u32) -> OutputPattern {
+        let pieces = self
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Index => Piece::Text(index.to_string()),
+                other => other.clone(),
+            })
+            .collect();
+        OutputPattern { pieces }
     }
 
     /// Whether the name depends on the job's namespace (unknown before the
@@ -83,6 +105,7 @@ impl OutputPattern {
                 Piece::Text(t) => format!("'{}'", t.replace('\'', "'\\''")),
                 Piece::Job => "\"${PMIX_NAMESPACE}\"".to_string(),
                 Piece::Rank => "\"${PMIX_RANK}\"".to_string(),
+                Piece::Index => "\"${PMIX_ARRAY_TASK_ID}\"".to_string(),
             })
             .collect()
     }
@@ -99,6 +122,19 @@ pub struct OutputFiles {
 }
 
 impl OutputFiles {
+    /// The files of array task `index` (`%a` replaced by it).
+    pub fn for_task(&self, index: u32) -> OutputFiles {
+        OutputFiles {
+            out: self.out.for_task(index),
+            err: self.err.as_ref().map(|e| e.for_task(index)),
+        }
+    }
+
+    /// Whether either pattern holds `%a`.
+    pub fn names_index(&self) -> bool {
+        self.out.names_index() || self.err.as_ref().is_some_and(OutputPattern::names_index)
+    }
+
     /// The pattern for stderr (`true`) or stdout.
     pub fn pattern(&self, stderr: bool) -> &OutputPattern {
         match (&self.err, stderr) {
@@ -119,6 +155,10 @@ mod tests {
         assert!(p.names_job());
         assert!(!OutputPattern::parse("a-%t").expect("valid").names_job());
         assert!(OutputPattern::parse("x%q").is_err());
+        let a = OutputPattern::parse("t-%a.%t").expect("valid");
+        assert!(a.names_index());
+        assert_eq!(a.for_task(7).expand("ns@1", 0), "t-7.0");
+        assert!(!a.for_task(7).names_index());
         assert!(OutputPattern::parse("").is_err());
         assert_eq!(
             OutputPattern::parse("it's-%t").expect("valid").shell_word(),

@@ -1,5 +1,6 @@
 //! `pspawn`: launch a (possibly MPMD) job into the DVM.
 
+use super::array_spec::ArraySpec;
 use super::common::{ConnectArgs, OutputArgs};
 use super::mpmd::split_apps;
 use super::output_pattern::{OutputFiles, OutputPattern};
@@ -167,7 +168,7 @@ pub struct PspawnArgs {
     pub parsable: bool,
 
     /// Write each process's stdout to this file instead of forwarding it
-    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank,
+    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank, `%a` the --array index,
     /// `%%` a `%`; a relative path is from the job's working directory.
     /// Each file is emptied once and shared by the ranks and streams that
     /// name it: pspawn writes whole lines into it (with --detach, each
@@ -201,6 +202,21 @@ pub struct PspawnArgs {
     #[arg(short = 'J', long, value_name = "NAME", value_parser = parse_job_name)]
     pub job_name: Option<String>,
 
+    /// Run the app once per index, as sbatch --array: 1-1000, 1-1000:2, 1,5,9 or
+    /// 1-3,7, with %N for at most N tasks at once. Each task gets PMIX_ARRAY_TASK_ID
+    /// and SLURM_ARRAY_TASK_{ID,COUNT,MIN,MAX}; %a in -o/-e is its index.
+    #[arg(long, value_name = "SPEC", value_parser = ArraySpec::parse, conflicts_with_all = ["detach", "stdin"])]
+    pub array: Option<ArraySpec>,
+
+    /// Read tasks from stdin, one JSON object a line ({"id": …, "argv": [...],
+    /// "env": {…}, "np": N, "cwd": DIR}; only argv is required), run at most N
+    /// (default 32) at once over one connection, and print JSON lines: each task's
+    /// output, then an array_task result (id, nspace, exit_code) as it ends.
+    /// The other flags (-n, -x, --export, -D, --target, …) apply to every task.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "32", value_parser = parse_count_u32,
+        conflicts_with_all = ["array", "detach", "stdin", "app", "output_file", "tag_output"])]
+    pub stdin_tasks: Option<u32>,
+
     /// How to reach the DVM (the OpenPMIx connection flags).
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -210,7 +226,11 @@ pub struct PspawnArgs {
     pub output: OutputArgs,
 
     /// PROGRAM [ARGS…] [: [APP OPTIONS] PROGRAM [ARGS…]]…
-    #[arg(value_name = "APP", required = true, trailing_var_arg = true)]
+    #[arg(
+        value_name = "APP",
+        required_unless_present = "stdin_tasks",
+        trailing_var_arg = true
+    )]
     pub app: Vec<String>,
 }
 
@@ -273,8 +293,15 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
                     .into(),
             );
         }
+        // With --stdin-tasks each line names its program: `true` stands
+        // for it in the template the flags build.
+        let placeholder = ["true".to_string()];
+        let words = match self.stdin_tasks {
+            Some(_) => &placeholder[..],
+            None => &self.app[..],
+        };
         let mut apps = split_apps(
-            &self.app,
+            words,
             self.np.or(self.nodes),
             &self.env,
             self.wdir.as_deref(),
@@ -288,6 +315,11 @@ or `palloc -N COUNT --hold`, then `pspawn --target ID --detach …`"
             out,
             err: self.error_file.clone(),
         });
+        if output_files.as_ref().is_some_and(OutputFiles::names_index) && self.array.is_none() {
+            return Err(
+                "-o/-e: %a is the index of a --array task; without --array, use %j or %t".into(),
+            );
+        }
         if let (Some(files), true) = (&output_files, self.detach) {
             // Nobody stays to write: each process appends to its files.
             redirect_in_process(files, &mut apps);

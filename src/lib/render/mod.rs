@@ -11,7 +11,7 @@ pub(crate) mod table;
 
 pub use events::EventWriter;
 pub use records::{
-    AllocationRecord, BatchRecord, BatchState, BatchStop, ErrorRecord, EventRecord, ExitRecord,
-    JobRecord, NamespaceRecord, NodeRecord, OutputRecord, QueueRecord, Record, ReleaseRecord,
-    RequestRecord, ReservationRecord, ReservationState, StatusRecord,
+    AllocationRecord, ArrayTaskRecord, BatchRecord, BatchState, BatchStop, ErrorRecord,
+    EventRecord, ExitRecord, JobRecord, NamespaceRecord, NodeRecord, OutputRecord, QueueRecord,
+    Record, ReleaseRecord, RequestRecord, ReservationRecord, ReservationState, StatusRecord,
 };

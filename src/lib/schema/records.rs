@@ -216,6 +216,21 @@ record! {
 }
 
 record! {
+    /// pspawn --array or --stdin-tasks: one task, once it ended (or could not start).
+    #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+    pub struct ArrayTaskRecord: "array_task" {
+        /// The task's index in the array.
+        pub index: u32 => "the task's index (--array, $PMIX_ARRAY_TASK_ID; --stdin-tasks: its input line, from 1)",
+        /// The caller's id (`--stdin-tasks`).
+        pub id: Option<serde_json::Value> => "--stdin-tasks: the id of the task's input line, else null",
+        /// The task's job namespace ("" when it never started).
+        pub nspace: String => "the task's job namespace (\"\" when it never started)",
+        /// The task's exit status.
+        pub exit_code: i32 => "the task's status (first non-zero, 128+N for signal N; 1 when it could not start)",
+    }
+}
+
+record! {
     /// pspawn --json: one forwarded output line.
     #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
     pub struct OutputRecord: "output" {
@@ -473,6 +488,7 @@ mod tests {
         keys(&BatchRecord::default());
         keys(&JobRecord::default());
         keys(&OutputRecord::default());
+        keys(&ArrayTaskRecord::default());
         keys(&EventRecord::default());
         keys(&ReservationRecord::default());
         keys(&NamespaceRecord::default());

@@ -1,0 +1,140 @@
+//! Job arrays against separate launches (issue 29), side by side in one
+//! run on one pdvm (run: `cargo bench --bench pspawn_array`):
+//!
+//! 1. `pspawn --array 1-2000%32 sh -c 'echo t$PMIX_ARRAY_TASK_ID'`: one
+//!    process, one connection; every id must come back;
+//! 2. the bulk path: one `pspawn --stdin-tasks 32` fed 2000 JSON task
+//!    lines (`sh -c 'echo t$ID'`), one JSON result per task;
+//! 3. 2000 separate `pspawn -n 1 true`, 8 at a time (8 threads of 250).
+//!
+//! Prints tasks/s of each and the ratios (target: the array at least 3x).
+//! `ARRAY_TASKS` changes the count; `ARRAY_MASTER=1` also runs both on a
+//! PRRTE master DVM (a tenth of the tasks: PRRTE launches slower).
+//! Every run is bounded: a tool run past [`RUN_DEADLINE`] fails the bench,
+//! and the watchdog stops the whole bench past its limit.
+
+#[path = "watchdog.rs"]
+mod watchdog;
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::pdvm::Pdvm;
+use support::{cargo_bin, text, Prte};
+
+/// Longest one tool run may take.
+const RUN_DEADLINE: u64 = 600;
+
+/// Run `cmd` to its end (bounded); its stdout. Fails the bench unless it
+/// exits 0.
+fn run(cmd: &mut Command) -> String {
+    let o = support::run_with_timeout(cmd.stdin(Stdio::null()), RUN_DEADLINE);
+    assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
+    text(&o.stdout)
+}
+
+/// The array of `n` tasks, at most 32 at once: seconds taken.
+fn array(mut pspawn: impl FnMut() -> Command, n: usize) -> f64 {
+    let spec = format!("1-{n}%32");
+    let t = Instant::now();
+    let out = run(pspawn().args(["--array", &spec, "sh", "-c", "echo t$PMIX_ARRAY_TASK_ID"]));
+    let secs = t.elapsed().as_secs_f64();
+    let ids: BTreeSet<&str> = out.lines().collect();
+    assert_eq!(ids.len(), n, "every id printed once");
+    secs
+}
+
+/// `n` tasks through `pspawn --stdin-tasks 32`: seconds taken.
+fn bulk(mut pspawn: impl FnMut() -> Command, n: usize) -> f64 {
+    let dir = support::unique_tmpdir("bench-bulk");
+    let input = dir.path().join("tasks");
+    let lines: Vec<String> = (1..=n)
+        .map(|i| format!(r#"{{"id":{i},"argv":["sh","-c","echo t$ID"],"env":{{"ID":"{i}"}}}}"#))
+        .collect();
+    std::fs::write(&input, lines.join("\n")).expect("write the tasks");
+    let c = pspawn();
+    let mut sh = Command::new("sh");
+    // The bounded runner gives its command /dev/null: the file goes through sh.
+    sh.args(["-c", "f=$1; shift; exec \"$@\" < \"$f\"", "sh"])
+        .arg(&input)
+        .arg(c.get_program())
+        .args(c.get_args())
+        .args(["--stdin-tasks", "32"]);
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    let t = Instant::now();
+    let out = run(&mut sh);
+    let secs = t.elapsed().as_secs_f64();
+    let results = out
+        .lines()
+        .filter(|l| l.contains("\"type\":\"array_task\""))
+        .count();
+    assert_eq!(results, n, "one result per task");
+    secs
+}
+
+/// `n` separate `pspawn -n 1 true`, 8 at a time: seconds taken.
+fn separate(mut pspawn: impl FnMut() -> Command, n: usize) -> f64 {
+    // Built here: a pdvm handle does not cross threads, a command does.
+    let mut lanes: Vec<Vec<Command>> = (0..8).map(|_| Vec::new()).collect();
+    for i in 0..n {
+        let mut c = pspawn();
+        c.args(["-n", "1", "true"]);
+        lanes[i % 8].push(c);
+    }
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for lane in lanes {
+            s.spawn(move || {
+                for mut c in lane {
+                    run(&mut c);
+                }
+            });
+        }
+    });
+    t.elapsed().as_secs_f64()
+}
+
+/// Both, side by side, printed as tasks/s and the ratio.
+fn compare(label: &str, mut pspawn: impl FnMut() -> Command, n: usize) {
+    let a = array(&mut pspawn, n);
+    let b = bulk(&mut pspawn, n);
+    let s = separate(&mut pspawn, n);
+    let (ra, rb, rs) = (n as f64 / a, n as f64 / b, n as f64 / s);
+    println!(
+        "{label}: {n} tasks: --array %32 {ra:.0} tasks/s ({a:.2} s); --stdin-tasks 32 \
+{rb:.0} tasks/s ({b:.2} s); separate pspawns x8 {rs:.0} tasks/s ({s:.2} s); ratios {:.1}x and \
+{:.1}x (target >= 3x)",
+        ra / rs,
+        rb / rs
+    );
+}
+
+fn main() {
+    if !watchdog::start("pspawn_array", Duration::from_secs(1800)) {
+        return;
+    }
+    let n: usize = std::env::var("ARRAY_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "64"]);
+    compare("pdvm", || pdvm.tool("pspawn"), n);
+    if std::env::var("ARRAY_MASTER").is_ok_and(|v| v == "1") {
+        let dvm = Prte::start_master();
+        let tool = || {
+            let mut c = dvm.tool_command(cargo_bin("pspawn"));
+            c.env("PATH", support::user_path());
+            c.args(["--map-by", ":OVERSUBSCRIBE"]);
+            c
+        };
+        compare("PRRTE master", tool, (n / 10).max(1));
+    }
+}

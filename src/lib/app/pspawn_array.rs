@@ -1,0 +1,475 @@
+//! `pspawn --array SPEC`: the app run once per index over one connection,
+//! at most `%N` tasks in flight. Each task is one PMIx spawn; one wait
+//! covers the connection and the signal pipe, and routes every output
+//! chunk and job end to its task by namespace. A task's output is whole
+//! once a barrier query sent after its end is answered (what the DVM sent
+//! before the answer is all of it); one barrier at a time closes every
+//! task ended before it, and no task waits for another. SIGINT/SIGTERM (or
+//! `--timeout`) stops every task in flight and launches no more.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::cli::array_spec::ArraySpec;
+use crate::cli::exit::AttrsPresent;
+use crate::cli::request::SpawnRequest;
+use crate::codec::{App, Info};
+use crate::conn::{Event as Wake, Unsolicited};
+use crate::ops::events::decode_notification;
+use crate::ops::iof::decode_iof;
+use crate::ops::job::job_end_of;
+use crate::ops::spawn::{spawn, spawn_target};
+use crate::ops::Session;
+use crate::proto::status::Status;
+use crate::render::ExitRecord;
+
+use super::array_tasks::{Next, Results, Running, Source};
+use super::launch::{self, OutputSink, STOP_GRACE};
+use super::{signals, Failure, Ui};
+
+/// Why the array stopped launching before its last task.
+enum Stop {
+    /// A signal: every task in flight was stopped.
+    Signal(i32),
+    /// `--timeout` passed: the same.
+    Timeout,
+    /// A spawn was refused: the tasks in flight finish.
+    Refused(Failure),
+}
+
+/// A task's state: running, or ended and waiting for its output's barrier.
+struct Task {
+    run: Running,
+    ended: Option<i32>,
+}
+
+/// The array while it runs.
+struct Array<'a> {
+    s: &'a Session,
+    req: &'a SpawnRequest,
+    source: Source<'a>,
+    limit: usize,
+    ui: &'a Ui,
+    info: Vec<Info>,
+    base: Vec<App>,
+    nprocs: u32,
+    attrs: AttrsPresent,
+    alive: usize,
+    /// The DVM's slots are busy: launch again only after a task ends.
+    busy: bool,
+    tasks: HashMap<String, Task>,
+    /// The output barrier in flight: its tag and the tasks it closes.
+    barrier: Option<(u32, Vec<String>)>,
+    /// Tasks ended since that barrier was sent: the next one closes them.
+    waiting: Vec<String>,
+    results: Results,
+    stop: Option<(Stop, Instant)>,
+    /// Tasks in flight when a signal or the time-out stopped them.
+    stopped: usize,
+    killed: bool,
+    registration: Option<u32>,
+}
+
+/// Run the array `spec` of the job `req` describes; pspawn's exit code.
+pub(crate) fn launch_array(
+    s: &Session,
+    req: &SpawnRequest,
+    spec: &ArraySpec,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    run_tasks(s, req, Source::Indices(spec, 0), spec.in_flight(), ui)
+}
+
+/// `--stdin-tasks`: the tasks of stdin's lines, at most `limit` at once,
+/// `req`'s app the template of each; pspawn's exit code.
+pub(crate) fn launch_stdin_tasks(
+    s: &Session,
+    req: &SpawnRequest,
+    limit: usize,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    let source = Source::Stdin(super::stdin_tasks::StdinTasks::default());
+    run_tasks(s, req, source, limit.max(1), ui)
+}
+
+/// Run the tasks of `source`, at most `limit` at once.
+fn run_tasks(
+    s: &Session,
+    req: &SpawnRequest,
+    source: Source<'_>,
+    limit: usize,
+    ui: &Ui,
+) -> Result<i32, Failure> {
+    if super::pspawn::dvm_is_local(s) {
+        super::pspawn::check_apps_locally(&req.apps)?;
+    }
+    let target = spawn_target(&req.targets, req.default_pool);
+    let attrs = AttrsPresent {
+        spawn_target: target.is_some(),
+        ..Default::default()
+    };
+    if target.is_some() {
+        super::pspawn::refuse_unsupported_target(s, ui)?;
+    }
+    super::pspawn::create_output_files(&without_index(req))?;
+    let registration = launch::register_job_end(s)
+        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    let mut info = launch::job_info(target, req.map_by.as_deref());
+    info.extend(super::pspawn::job_extras(req));
+    info.push(Info::new(crate::proto::keys::STDIN_TGT, "none"));
+    let mut a = Array {
+        s,
+        req,
+        source,
+        limit,
+        ui,
+        info,
+        base: req.apps.iter().map(launch::to_app).collect(),
+        nprocs: req.apps.iter().map(|a| a.np).sum(),
+        attrs,
+        alive: 0,
+        busy: false,
+        tasks: HashMap::new(),
+        barrier: None,
+        waiting: Vec::new(),
+        results: Results::default(),
+        stop: None,
+        stopped: 0,
+        killed: false,
+        registration: Some(registration),
+    };
+    a.run()?;
+    a.finish()
+}
+
+/// The request with no `-o/-e` files when they name `%a` (each task's are
+/// created as it starts).
+fn without_index(req: &SpawnRequest) -> SpawnRequest {
+    let mut r = req.clone();
+    if r.output_files.as_ref().is_some_and(|f| f.names_index()) {
+        r.output_files = None;
+    }
+    r
+}
+
+impl Array<'_> {
+    /// Launch and follow until every task ended (or the array was stopped
+    /// and its tasks in flight are gone).
+    fn run(&mut self) -> Result<(), Failure> {
+        let deadline = self
+            .req
+            .timeout_secs
+            .map(|t| Instant::now() + Duration::from_secs(t));
+        let sig = signals::fd();
+        loop {
+            if self.stop.is_none() {
+                self.check_stop(deadline);
+            }
+            if self.stop.is_none() {
+                self.fill()?;
+            }
+            let launched_all = self.source.done() || self.stop.is_some();
+            if launched_all && self.tasks.is_empty() {
+                return Ok(());
+            }
+            let Some(wake) = self.grace(deadline) else {
+                return Ok(());
+            };
+            let input = match &self.source {
+                Source::Stdin(t) if self.stop.is_none() => t.fd(),
+                _ => None,
+            };
+            let extras: Vec<_> = sig.into_iter().chain(input).collect();
+            match self.s.conn().wait(&extras, wake) {
+                Wake::Ready(0) if sig.is_some() => signals::drain(),
+                Wake::Ready(_) => {
+                    if let Source::Stdin(t) = &mut self.source {
+                        t.on_readable();
+                    }
+                }
+                Wake::Reply(tag) => self.on_reply(tag)?,
+                Wake::Message(m) => self.on_message(m)?,
+                Wake::Deadline => {}
+            }
+        }
+    }
+
+    /// A signal or the time-out: stop every task in flight.
+    fn check_stop(&mut self, deadline: Option<Instant>) {
+        let why = match (signals::caught(), deadline) {
+            (Some(sig), _) => Stop::Signal(sig),
+            (None, Some(d)) if Instant::now() >= d => Stop::Timeout,
+            _ => return,
+        };
+        for (ns, t) in &self.tasks {
+            if t.ended.is_none() {
+                launch::stop_job(self.s, ns);
+            }
+        }
+        self.stopped = self.alive;
+        self.stop = Some((why, Instant::now()));
+    }
+
+    /// The next wake-up; after a stop, the kill past [`STOP_GRACE`], and
+    /// `None` once three grace periods passed (the tasks are given up on).
+    fn grace(&mut self, deadline: Option<Instant>) -> Option<Option<Instant>> {
+        let Some((Stop::Signal(_) | Stop::Timeout, at)) = &self.stop else {
+            return Some(deadline);
+        };
+        let at = *at;
+        let now = Instant::now();
+        if !self.killed && now >= at + STOP_GRACE {
+            for (ns, t) in &self.tasks {
+                if t.ended.is_none() {
+                    launch::kill_job(self.s, ns);
+                }
+            }
+            self.killed = true;
+        }
+        if now >= at + STOP_GRACE * 3 {
+            return None;
+        }
+        Some(Some(if self.killed {
+            at + STOP_GRACE * 3
+        } else {
+            at + STOP_GRACE
+        }))
+    }
+
+    /// Launch tasks while fewer than the limit are in flight.
+    fn fill(&mut self) -> Result<(), Failure> {
+        while !self.busy && self.stop.is_none() && self.alive < self.limit {
+            let Some(next) = self.source.next(&self.base, &self.req.apps) else {
+                break;
+            };
+            self.launch(next)?;
+        }
+        Ok(())
+    }
+
+    /// Spawn task `index`. Busy slots with tasks in flight wait for one
+    /// to end; any other refusal stops the array.
+    fn launch(&mut self, next: Next) -> Result<(), Failure> {
+        let Next { index, apps, id } = next;
+        let apps = match apps {
+            Ok(a) => a,
+            Err(why) => {
+                eprintln!("pspawn: input line {index}: {why}");
+                let rec = self.results.ended_as(index, id, "", 2);
+                self.ui.record(rec);
+                self.source.advance();
+                return Ok(());
+            }
+        };
+        match spawn(self.s, &self.info, &apps) {
+            Ok(ns) => {
+                let sink = self.sink(index).for_job(&ns, self.nprocs);
+                if let Some(why) = sink.lost() {
+                    launch::stop_job(self.s, &ns);
+                    return Err(Failure::other(format!("array task {index}: {why}")));
+                }
+                let run = Running { index, id, sink };
+                self.tasks.insert(ns, Task { run, ended: None });
+                self.alive += 1;
+                self.source.advance();
+            }
+            Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
+                self.busy = true;
+            }
+            Err(e) if e.status == Status::ERROR => {
+                // PRRTE answers the generic PMIX_ERROR for a job that failed
+                // before the reply: a failed task, not a refused array.
+                self.ui.detail(&format!(
+                    "array task {index}: the DVM answered its spawn with PMIX_ERROR (the job \
+failed at once, or could not start); counted as failed"
+                ));
+                let rec = self.results.ended_as(index, id, "", 1);
+                self.ui.record(rec);
+                self.source.advance();
+            }
+            Err(e) => {
+                let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
+                if let Source::Stdin(_) = self.source {
+                    // Each line names its own program: one refused is that
+                    // task's failure, and the others still run.
+                    let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
+                    eprintln!(
+                        "pspawn: input line {index} was not launched: the DVM refused `{}` ({})",
+                        names.join(" : "),
+                        e.status.name()
+                    );
+                    let rec = self.results.ended_as(index, id, "", f.exit.code());
+                    self.ui.record(rec);
+                    self.source.advance();
+                    return Ok(());
+                }
+                let f = Failure {
+                    message: format!("array task {index} was not launched: {}", f.message),
+                    ..f
+                };
+                self.stop = Some((Stop::Refused(f), Instant::now()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The output sink of task `index`.
+    fn sink(&self, index: u32) -> OutputSink {
+        let sink = OutputSink::new("", self.req.tag_output, self.ui.json).for_task(index);
+        match &self.req.output_files {
+            Some(f) => sink.with_files(super::output_files::FileSink::new(
+                &f.for_task(index),
+                &self.req.apps,
+            )),
+            None => sink,
+        }
+    }
+
+    /// A reply: the end registration's, or a task's output barrier.
+    fn on_reply(&mut self, tag: u32) -> Result<(), Failure> {
+        if Some(tag) == self.registration {
+            self.registration = None;
+            let reply = self.s.conn().take_reply(tag);
+            let st = reply
+                .map(|r| r.and_then(|b| self.s.decoder(&b).unpack_one::<Status>()))
+                .transpose()
+                .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+            if let Some(st) = st.filter(|st| !st.is_success()) {
+                let e = crate::error::Error::new(st, "the DVM refused to report job ends");
+                return Err(Failure::from_error("cannot watch for job ends", &e));
+            }
+            return Ok(());
+        }
+        let Some((_, done)) = self.barrier.take_if(|(b, _)| *b == tag) else {
+            return Ok(());
+        };
+        let _ = self.s.conn().take_reply(tag);
+        // What arrived before the answer may still be queued behind it.
+        while let Some(m) = self.s.conn().next_unsolicited(Duration::ZERO) {
+            self.on_message(m)?;
+        }
+        for ns in done {
+            self.finish_task(&ns);
+        }
+        self.send_barrier();
+        Ok(())
+    }
+
+    /// An unsolicited message: a task's output or end.
+    fn on_message(&mut self, m: Unsolicited) -> Result<(), Failure> {
+        match m {
+            Unsolicited::Iof(bytes) => {
+                let Ok(c) = decode_iof(&mut self.s.decoder(&bytes)) else {
+                    return Ok(());
+                };
+                if let Some(t) = self.tasks.get_mut(&c.source.nspace) {
+                    if t.run.sink.chunk(&c) {
+                        let e = t.run.sink.lost().unwrap_or_default();
+                        return Err(Failure::other(format!("array task {}: {e}", t.run.index)));
+                    }
+                }
+            }
+            Unsolicited::Notify(bytes) => {
+                if let Ok(ev) = decode_notification(&mut self.s.decoder(&bytes)) {
+                    self.on_event(&ev);
+                }
+            }
+            Unsolicited::Other(..) => {}
+            Unsolicited::Closed(e) => {
+                return Err(Failure::from_error("lost the DVM while the array ran", &e))
+            }
+        }
+        Ok(())
+    }
+
+    /// A task's job ended: it no longer counts as in flight; its output
+    /// is complete once the next barrier is answered.
+    fn on_event(&mut self, ev: &crate::ops::events::Event) {
+        let Some(ns) = ev.affected_nspace().map(String::from) else {
+            return;
+        };
+        let Some(end) = job_end_of(ev, &ns) else {
+            return;
+        };
+        let Some(t) = self.tasks.get_mut(&ns) else {
+            return;
+        };
+        if t.ended.is_some() {
+            return;
+        }
+        t.ended = Some(launch::job_exit(&end).code());
+        self.alive -= 1;
+        self.busy = false;
+        self.waiting.push(ns);
+        self.send_barrier();
+    }
+
+    /// Unless one is in flight, send the barrier that closes the tasks
+    /// ended so far: one query answers for every task ended before it
+    /// (the DVM answers after what it sent before), so a busy array sends
+    /// far fewer than one per task.
+    fn send_barrier(&mut self) {
+        if self.barrier.is_some() || self.waiting.is_empty() {
+            return;
+        }
+        let ended = std::mem::take(&mut self.waiting);
+        match crate::ops::query::begin_barrier(self.s) {
+            Ok(tag) => self.barrier = Some((tag, ended)),
+            Err(_) => {
+                for ns in ended {
+                    self.finish_task(&ns);
+                }
+            }
+        }
+    }
+
+    /// Task `ns` is over: its output flushed, its result recorded.
+    fn finish_task(&mut self, ns: &str) {
+        let Some(mut t) = self.tasks.remove(ns) else {
+            return;
+        };
+        t.run.sink.flush();
+        let code = t.ended.unwrap_or(1);
+        if code != 0 {
+            self.ui.detail(&format!(
+                "array task {} (job {ns}) ended with status {code}",
+                t.run.index
+            ));
+        }
+        let rec = self.results.ended_as(t.run.index, t.run.id, ns, code);
+        self.ui.record(rec);
+    }
+
+    /// The exit code, with the summary of failed tasks on stderr.
+    fn finish(self) -> Result<i32, Failure> {
+        let total = self.source.total();
+        let summary = self.results.summary(total);
+        let stop = self.stop.map(|(s, _)| s);
+        let unlaunched = self.source.unlaunched();
+        let left = self.stopped;
+        let outcome = match stop {
+            Some(Stop::Signal(sig)) => Err(Failure::interrupted(&format!(
+                "interrupted by {}: {left} tasks in flight were terminated, {unlaunched} never launched",
+                signals::name(sig)
+            ))),
+            Some(Stop::Timeout) => Err(Failure::timed_out(&format!(
+                "the array reached its time limit (--timeout): its tasks in flight were \
+terminated ({left} of them), {unlaunched} never launched"
+            ))),
+            Some(Stop::Refused(f)) => Err(f),
+            None => Ok(self.results.exit(total)),
+        };
+        if let Some(line) = summary {
+            if self.ui.level > -2 {
+                eprintln!("pspawn: {line}");
+            }
+        }
+        let exit = outcome?;
+        self.ui.record(&ExitRecord {
+            exit_code: exit.code(),
+            alloc_id: None,
+            on_owner_exit: None,
+        });
+        Ok(exit.code())
+    }
+}

@@ -1,0 +1,165 @@
+//! `pspawn --stdin-tasks`: tasks read from stdin, one JSON object a line
+//! (`{"id": …, "argv": ["prog", "arg"], "env": {"K": "V"}, "np": 1,
+//! "cwd": "dir"}`; only `argv` is required), read from the array's own
+//! wait as they come, so an orchestrator feeds one pspawn for all its
+//! tasks and reads one JSON result per task as each ends.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::BorrowedFd;
+
+use crate::cli::parse::EnvSpec;
+use crate::cli::request::AppSpec;
+
+/// One input line's task.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TaskLine {
+    /// The caller's name for the task, echoed in its result.
+    #[serde(default)]
+    pub id: Option<serde_json::Value>,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Environment added to the template's.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Processes (default: pspawn's -n, else 1).
+    #[serde(default)]
+    pub np: Option<u32>,
+    /// Working directory (default: pspawn's -D, else its own).
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+impl TaskLine {
+    /// The app of this task: `template` (pspawn's flags) with its program,
+    /// arguments, environment, process count and directory.
+    pub(crate) fn app(&self, template: &AppSpec) -> AppSpec {
+        let mut a = template.clone();
+        a.program = self.argv[0].clone();
+        a.args = self.argv[1..].to_vec();
+        a.np = self.np.unwrap_or(a.np);
+        if self.cwd.is_some() {
+            a.wdir = self.cwd.clone();
+        }
+        a.env.extend(self.env.iter().map(|(k, v)| EnvSpec {
+            name: k.clone(),
+            value: Some(v.clone()),
+        }));
+        a
+    }
+}
+
+/// Parse one input line; the error says what is wrong.
+pub(crate) fn parse_line(line: &str) -> Result<TaskLine, String> {
+    let t: TaskLine = serde_json::from_str(line).map_err(|e| {
+        format!("not a task: {e}; expected {{\"id\": …, \"argv\": [\"prog\", …], \"env\": {{…}}, \"np\": N, \"cwd\": DIR}}")
+    })?;
+    if t.argv.first().is_none_or(|p| p.is_empty()) {
+        return Err("a task's argv names at least its program".into());
+    }
+    if t.np == Some(0) {
+        return Err("np 0 would start no process".into());
+    }
+    Ok(t)
+}
+
+/// The tasks read so far and not yet launched, with stdin's state.
+#[derive(Default)]
+pub(crate) struct StdinTasks {
+    partial: Vec<u8>,
+    /// Line number (from 1) and the parsed task, or why it is not one.
+    queue: VecDeque<(u32, Result<TaskLine, String>)>,
+    lines: u32,
+    eof: bool,
+}
+
+/// Most tasks read ahead of those launched: stdin is not read further
+/// until some are (the writer feels the pipe fill).
+const READ_AHEAD: usize = 4096;
+
+impl StdinTasks {
+    /// Stdin, while more is wanted.
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'static>> {
+        if self.eof || self.queue.len() >= READ_AHEAD {
+            return None;
+        }
+        // SAFETY: descriptor 0 stays open for the life of the process.
+        Some(unsafe { BorrowedFd::borrow_raw(0) })
+    }
+
+    /// Stdin is readable: read once, queue the whole lines.
+    pub(crate) fn on_readable(&mut self) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = loop {
+            match nix::unistd::read(0, &mut buf) {
+                Ok(n) => break n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => return,
+                Err(_) => break 0,
+            }
+        };
+        if n == 0 {
+            self.eof = true;
+            let rest = std::mem::take(&mut self.partial);
+            self.take_line(&rest);
+            return;
+        }
+        self.partial.extend_from_slice(&buf[..n]);
+        while let Some(p) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=p).collect();
+            self.take_line(&line[..p]);
+        }
+    }
+
+    fn take_line(&mut self, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        if text.trim().is_empty() {
+            return;
+        }
+        self.lines += 1;
+        self.queue.push_back((self.lines, parse_line(text.trim())));
+    }
+
+    /// The next task read, not yet launched.
+    pub(crate) fn peek(&self) -> Option<&(u32, Result<TaskLine, String>)> {
+        self.queue.front()
+    }
+
+    /// The task [`Self::peek`] gave is launched (or refused).
+    pub(crate) fn advance(&mut self) {
+        self.queue.pop_front();
+    }
+
+    /// Whether every task was read and taken.
+    pub(crate) fn done(&self) -> bool {
+        self.eof && self.queue.is_empty()
+    }
+
+    /// How many tasks were read and not launched.
+    pub(crate) fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// How many tasks were read so far.
+    pub(crate) fn count(&self) -> usize {
+        self.lines as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_lines_parse_or_say_why_not() {
+        let t = parse_line(r#"{"id": "a", "argv": ["echo", "hi"], "env": {"K": "1"}, "np": 2}"#)
+            .expect("valid");
+        assert_eq!((t.argv.len(), t.np), (2, Some(2)));
+        assert!(parse_line(r#"{"argv": []}"#).is_err());
+        assert!(parse_line(r#"{"argv": ["x"], "np": 0}"#).is_err());
+        assert!(parse_line(r#"{"argv": ["x"], "bogus": 1}"#).is_err());
+        assert!(parse_line("echo hi")
+            .expect_err("not json")
+            .contains("expected"));
+    }
+}
