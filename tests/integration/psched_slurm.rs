@@ -47,6 +47,9 @@ on_both_versions!(
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
+    reservation_cpus_and_memory_reach_salloc,
+    slurms_refusal_reason_reaches_palloc,
+    a_queued_palloc_says_slurms_pending_reason,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -910,6 +913,118 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
         ledger.contains(&id_b) && !ledger.contains(&format!("\"{id_a}\"")),
         "{ledger}"
     );
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// `palloc --reservation R -N 1 -c 2 --mem 256`: the node of Slurm
+/// reservation R (created by the test as an administrator would), and
+/// Slurm's job shows the reservation, the CPUs per node (`--mincpus`) and
+/// the memory.
+fn reservation_cpus_and_memory_reach_salloc(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let node = c.pool.last().expect("a pool node").clone();
+    s.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=maint_r",
+            &format!("Nodes={node}"),
+            "StartTime=now",
+            "Duration=60",
+            "Users=root",
+        ],
+    );
+    let args = [
+        "--reservation",
+        "maint_r",
+        "-N",
+        "1",
+        "-c",
+        "2",
+        "--mem",
+        "256",
+        "-A",
+        "phys",
+        "--qos",
+        "normal",
+    ];
+    let (mut h, _l, id) = hold(&c, &s, &args);
+    let job = job_of(&s, &id);
+    let shown = s.show_job(job);
+    for want in [
+        "Reservation=maint_r",
+        "MinCPUsNode=2",
+        "MinMemoryNode=256M",
+        "Account=phys",
+    ] {
+        assert!(shown.contains(want), "{want} in {shown}");
+    }
+    assert_eq!(
+        s.job(job).expect("the job").nodes,
+        std::slice::from_ref(&node)
+    );
+    assert_eq!(reservation_nodes(&c, &s, &id), [node]);
+    let _ = h.kill();
+    let _ = h.wait();
+}
+
+/// What Slurm refuses reaches palloc in Slurm's words: a reservation
+/// that does not exist, a feature no node has, more CPUs than a node has.
+/// Nothing stays in Slurm's queue.
+fn slurms_refusal_reason_reaches_palloc(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    for (args, words) in [
+        (&["--reservation", "nosuch"][..], "reservation"),
+        (&["-C", "nofeature"][..], "feature"),
+        (&["-c", "3"][..], "node configuration is not available"),
+    ] {
+        let o = run(tool(&c, &s, "palloc")
+            .args(["-N", "1", "-t", "5m"])
+            .args(args));
+        let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
+        assert_eq!(o.status.code(), Some(4), "{ctx}");
+        let err = text(&o.stderr);
+        assert!(err.contains("the scheduler says: Slurm: "), "{ctx}");
+        assert!(err.to_lowercase().contains(words), "{ctx}");
+    }
+    assert!(
+        s.jobs()
+            .iter()
+            .all(|j| !is_psched(j) || j.state != "PENDING"),
+        "{:?}",
+        s.jobs()
+    );
+}
+
+/// While its request waits in Slurm's queue, palloc says Slurm's reason
+/// once Slurm gives one: every node held, a further `palloc -N 1` says
+/// "queued: Slurm says Resources" on stderr (it said only "queued").
+fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the queued palloc");
+    let err = LineReader::new(b.stderr.take().expect("stderr"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut said = String::new();
+    while !said.contains("palloc: queued: Slurm says Resources") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "{said}\n{}", c.psched_log());
+        if let Some(l) = err.next_line(left.min(Duration::from_secs(1))) {
+            said.push_str(&l);
+            said.push('\n');
+        }
+    }
+    assert!(psched_pending(&s), "{:?}", s.jobs());
     for h in [&mut a, &mut b] {
         let _ = h.kill();
         let _ = h.wait();

@@ -100,6 +100,9 @@ struct Alloc {
     /// The DVM ended the reservation but keeps its nodes (DEFAULT or
     /// CHILD_DEFAULT): the Slurm job stays until that DVM is gone.
     retained: bool,
+    /// The NEW's CPUs, memory and Slurm options (an EXTEND's job gets
+    /// the same).
+    opts: ctl::Options,
 }
 
 /// psched's state over Slurm: see the module documentation.
@@ -293,6 +296,11 @@ impl SlurmBackend {
         Ok(vec![self.answer(tag, st, None, None)?])
     }
 
+    /// Refuse `tag` as `st`, telling the requester `why`.
+    fn refuse_saying(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
+        Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
+    }
+
     fn find_id(&self, ask: &AllocAsk) -> Option<String> {
         if let Some(id) = &ask.alloc_id {
             return self.allocs.contains_key(id).then(|| id.clone());
@@ -316,7 +324,7 @@ impl SlurmBackend {
     fn submit(&mut self, w: &Waiting) {
         self.worker.send(Task::Submit {
             key: w.key.clone(),
-            ask: w.ask.clone(),
+            ask: Box::new(w.ask.clone()),
             name: w.name.clone(),
         });
     }

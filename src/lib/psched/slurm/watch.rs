@@ -11,7 +11,7 @@ use crate::proto::status::Status;
 use super::super::out::{EndWhy, Granted, Out};
 use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
-use super::reason::{EndCause, JobState, Pending};
+use super::reason::{EndCause, JobState, Pending, Reason};
 use super::worker::{Done, SallocEvent, SubKey, Task};
 use super::{SlurmBackend, MAX_BACKOFF_MS, POLL_MS};
 
@@ -208,9 +208,30 @@ impl SlurmBackend {
             }
             SallocEvent::Exit(Err(Failure::Refused(w))) => {
                 eprintln!("psched: Slurm refused {id}: {w}");
-                self.give_up(&id, Status::ERR_BAD_PARAM)
+                self.give_up_saying(&id, Status::ERR_BAD_PARAM, Some(&format!("Slurm: {w}")))
             }
         }
+    }
+
+    /// `id` still waits in Slurm's queue for `reason`: when the reason is
+    /// new, say it in the log and to a NEW's requester.
+    fn still_waits(&mut self, id: &str, reason: &Reason) -> Option<Out> {
+        let a = self.allocs.get_mut(id)?;
+        let owed = a.owed;
+        let w = a.waiting.as_mut()?;
+        if w.reason.as_ref() == Some(reason) {
+            return None;
+        }
+        eprintln!("psched: {id} waits in Slurm's queue ({})", reason.word());
+        w.reason = Some(reason.clone());
+        if *reason == Reason::None {
+            return None;
+        }
+        Some(Out::Queued {
+            tag: owed?,
+            reason: reason.word().to_string(),
+            text: format!("Slurm says {}", reason.word()),
+        })
     }
 
     fn job_known(&self, id: &str) -> bool {
@@ -251,6 +272,11 @@ impl SlurmBackend {
     /// The waiting request of `id` will not be granted: refuse it with `st`
     /// (an EXTEND's only; a NEW's with its allocation).
     fn give_up(&mut self, id: &str, st: Status) -> Result<Vec<Out>> {
+        self.give_up_saying(id, st, None)
+    }
+
+    /// [`Self::give_up`], telling the requester `why` (Slurm's words).
+    fn give_up_saying(&mut self, id: &str, st: Status, why: Option<&str>) -> Result<Vec<Out>> {
         let Some(a) = self.allocs.get_mut(id) else {
             return Ok(Vec::new());
         };
@@ -265,9 +291,10 @@ impl SlurmBackend {
             }
         };
         self.withdraw_waiting(&w);
-        match tag {
-            Some(t) => self.refuse(t, st),
-            None => Ok(Vec::new()),
+        match (tag, why) {
+            (Some(t), Some(w)) => self.refuse_saying(t, st, w),
+            (Some(t), None) => self.refuse(t, st),
+            (None, _) => Ok(Vec::new()),
         }
     }
 
@@ -380,16 +407,10 @@ impl SlurmBackend {
                         "psched: Slurm will not run {id} as asked ({}): refused",
                         j.reason.word()
                     );
-                    return self.give_up(id, st);
+                    let why = format!("Slurm will not run it as asked: {}", j.reason.word());
+                    return self.give_up_saying(id, st, Some(&why));
                 }
-                let w = self.allocs.get_mut(id).and_then(|a| a.waiting.as_mut());
-                if let Some(w) = w {
-                    if w.reason.as_ref() != Some(&j.reason) {
-                        eprintln!("psched: {id} waits in Slurm's queue ({})", j.reason.word());
-                        w.reason = Some(j.reason.clone());
-                    }
-                }
-                Ok(Vec::new())
+                Ok(self.still_waits(id, &j.reason).into_iter().collect())
             }
             JobState::Ended(c) => {
                 eprintln!(

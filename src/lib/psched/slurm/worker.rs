@@ -53,7 +53,7 @@ pub enum Task {
         /// Who it is for.
         key: SubKey,
         /// What it asks.
-        ask: Ask,
+        ask: Box<Ask>,
         /// The job name.
         name: String,
     },
@@ -204,7 +204,7 @@ impl Worker {
                 self.sallocs += 1;
                 let done = self.done_tx.clone();
                 let waker = self.waker.clone();
-                std::thread::spawn(move || salloc(key, ask, name, done, waker));
+                std::thread::spawn(move || salloc(key, *ask, name, done, waker));
             }
             Task::Show(_) => {
                 self.busy += 1;
