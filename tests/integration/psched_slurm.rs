@@ -50,6 +50,7 @@ on_both_versions!(
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
     a_queued_palloc_says_slurms_pending_reason,
+    pwatch_status_shows_slurms_partitions_and_the_pending_reason,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -1025,6 +1026,70 @@ fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
         }
     }
     assert!(psched_pending(&s), "{:?}", s.jobs());
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// `pwatch --status` pointed at psched on Slurm (`--status-uri`): Slurm's
+/// partitions as queues (name, state, nodes) and a request waiting in
+/// Slurm's queue as a queued reservation with Slurm's pending reason
+/// (`queued (Resources)` in the table).
+fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    let tmp = crate::support::unique_tmpdir("psched-uri");
+    let uri = tmp.path().join("psched.uri").display().to_string();
+    c.kill_psched();
+    let mut env = s.env();
+    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    c.start_psched_with(&["--backend", "slurm", "--status-uri", &uri], &env);
+    let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the queued palloc");
+    let status = |json: bool| {
+        let mut p = tool(&c, &s, "pwatch");
+        p.args(["--status", "--uri", &format!("file:{uri}")]);
+        if json {
+            p.arg("--json");
+        }
+        let o = run(&mut p);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        text(&o.stdout)
+    };
+    let queued = |doc: &serde_json::Value| {
+        doc["reservations"].as_array().and_then(|rs| {
+            rs.iter()
+                .find(|r| r["state"] == "queued")
+                .map(|r| r["reason"].clone())
+        })
+    };
+    wait_for(
+        "pwatch shows the queued request with Slurm's reason, no node idle",
+        || {
+            let doc: serde_json::Value = serde_json::from_str(status(true).trim()).expect("JSON");
+            queued(&doc) == Some(serde_json::json!("Resources")) && doc["scheduler"][0]["free"] == 0
+        },
+    );
+    let doc: serde_json::Value = serde_json::from_str(status(true).trim()).expect("JSON");
+    let mut pool = c.pool.clone();
+    pool.sort();
+    let queues = doc["scheduler"].as_array().expect("queues");
+    let names: Vec<&str> = queues.iter().filter_map(|q| q["queue"].as_str()).collect();
+    assert_eq!(names, ["batch", "short"], "{doc}");
+    assert_eq!(queues[0]["state"], "up", "{doc}");
+    assert_eq!(queues[0]["nodes"], 3, "{doc}");
+    assert_eq!(queues[0]["node_names"], serde_json::json!(pool), "{doc}");
+    assert_eq!(queues[0]["free"], 0, "every node held: {doc}");
+    assert_eq!(queues[0]["pending"], 1, "{doc}");
+    let table = status(false);
+    assert!(table.contains("queued (Resources)"), "{table}");
     for h in [&mut a, &mut b] {
         let _ = h.kill();
         let _ = h.wait();

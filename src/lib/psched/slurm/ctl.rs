@@ -356,6 +356,53 @@ pub fn follow_salloc(err: BufReader<std::process::ChildStderr>, mut on: impl FnM
     }
 }
 
+/// Slurm's partitions, their state, nodes and idle nodes (one `sinfo`:
+/// one RPC, whatever the queue).
+pub fn partitions() -> Result<Vec<crate::psched::SourcePartition>, Unreachable> {
+    let mut c = Command::new("sinfo");
+    c.args(["-h", "-o", "%R|%a|%t|%N"]);
+    let r = run(c)?;
+    if !r.ok {
+        return Err(Unreachable(last_words(&r.stderr)));
+    }
+    Ok(parse_partitions(&r.stdout))
+}
+
+/// `sinfo -h -o '%R|%a|%t|%N'` lines (one per partition and node state)
+/// as partitions, in Slurm's order.
+pub fn parse_partitions(out: &str) -> Vec<crate::psched::SourcePartition> {
+    let mut v: Vec<crate::psched::SourcePartition> = Vec::new();
+    for line in out.lines() {
+        let f: Vec<&str> = line.trim().split('|').collect();
+        let [name, avail, state, list] = f[..] else {
+            continue;
+        };
+        let nodes = super::hostlist::expand(list).unwrap_or_default();
+        let i = match v.iter().position(|p| p.name == name) {
+            Some(i) => i,
+            None => {
+                v.push(crate::psched::SourcePartition {
+                    name: name.to_string(),
+                    state: avail.to_string(),
+                    ..Default::default()
+                });
+                v.len() - 1
+            }
+        };
+        let p = &mut v[i];
+        if state == "idle" {
+            p.idle.extend(nodes.iter().cloned());
+        }
+        p.nodes.extend(nodes);
+    }
+    for p in &mut v {
+        p.nodes.sort();
+        p.nodes.dedup();
+        p.idle.sort();
+    }
+    v
+}
+
 /// End job `id` (`scancel`).
 pub fn cancel(id: u64) -> Result<(), Failure> {
     let mut c = Command::new("scancel");
@@ -419,6 +466,18 @@ mod tests {
         };
         let o = Options::from(&w);
         assert_eq!((o.mem_mb, o.cpus), (Some(101), None));
+    }
+
+    #[test]
+    fn sinfo_lines_make_partitions() {
+        let out = "batch|up|alloc|node02\nbatch|up|idle|node[03-04]\nshort|down|idle|node[03-04]\n";
+        let p = parse_partitions(out);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].name, "batch");
+        assert_eq!(p[0].state, "up");
+        assert_eq!(p[0].nodes, ["node02", "node03", "node04"]);
+        assert_eq!(p[0].idle, ["node03", "node04"]);
+        assert_eq!(p[1].state, "down");
     }
 
     #[test]

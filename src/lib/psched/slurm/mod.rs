@@ -45,6 +45,9 @@ use worker::{SubKey, Task, Worker};
 
 /// How often psched asks Slurm about its jobs (ms).
 const POLL_MS: u64 = 2000;
+/// How often psched asks Slurm for its partitions while it holds or waits
+/// for something, for `pwatch --status` (ms).
+const PARTITIONS_MS: u64 = 30_000;
 /// Longest pause between attempts while Slurm is unreachable (ms).
 const MAX_BACKOFF_MS: u64 = 30_000;
 /// The prefix of an allocation id.
@@ -127,6 +130,12 @@ pub struct SlurmBackend {
     next_show: u64,
     /// A query is under way.
     showing: bool,
+    /// Slurm's partitions as `sinfo` said last (for `pwatch --status`).
+    partitions: Vec<crate::psched::SourcePartition>,
+    /// When to ask for them next (ms); 0: not asked yet.
+    next_partitions: u64,
+    /// An `sinfo` is under way.
+    listing: bool,
     /// Since when Slurm is unreachable (ms), with the pause until the next try.
     unreachable: Option<(u64, u64)>,
     /// Numbers salloc submissions.
@@ -234,6 +243,9 @@ impl SlurmBackend {
             withdrawn: Vec::new(),
             cancel_sent: HashSet::new(),
             next_show: 0,
+            partitions: Vec::new(),
+            next_partitions: 0,
+            listing: false,
             showing: false,
             unreachable: None,
             seq: 0,
@@ -318,6 +330,7 @@ impl SlurmBackend {
             self.to_cancel.push(job);
         }
         self.next_show = 0;
+        self.partitions_changed();
     }
 
     /// Start (or start again) the salloc of `w`.
@@ -414,6 +427,7 @@ impl super::backend::Backend for SlurmBackend {
         l.slurm_withdraw.sort();
         l.slurm_withdraw.dedup();
         l.pending = self.pending_view();
+        l.source_partitions = self.partitions.clone();
         l
     }
 
@@ -436,6 +450,9 @@ impl super::backend::Backend for SlurmBackend {
         }
         if let Some(t) = self.next_resubmit() {
             at(t);
+        }
+        if let Some(t) = self.next_partitions_at() {
+            at(t.max(now));
         }
         next
     }

@@ -343,6 +343,11 @@ impl SlurmBackend {
                     nodes: w.ask.count.unwrap_or(w.ask.list.len() as u32),
                     time_secs: Some(w.ask.time_secs),
                     extend: w.key.ext_tag.is_some(),
+                    reason: w
+                        .reason
+                        .as_ref()
+                        .filter(|r| **r != super::reason::Reason::None)
+                        .map(|r| r.word().to_string()),
                 })
             })
             .collect();
