@@ -51,6 +51,7 @@ on_both_versions!(
     slurms_refusal_reason_reaches_palloc,
     a_queued_palloc_says_slurms_pending_reason,
     pwatch_status_shows_slurms_partitions_and_the_pending_reason,
+    a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -775,7 +776,11 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
         "the holder still runs\n{}",
         c.psched_log()
     );
-    assert!(matches!(b.try_wait(), Ok(None)), "the request still waits");
+    assert!(
+        matches!(b.try_wait(), Ok(None)),
+        "the request still waits\n{}",
+        c.psched_log()
+    );
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(
         ledger.contains(&id_a),
@@ -1015,15 +1020,9 @@ fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
         .spawn()
         .expect("start the queued palloc");
     let err = LineReader::new(b.stderr.take().expect("stderr"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut said = String::new();
-    while !said.contains("palloc: queued: Slurm says Resources") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "{said}\n{}", c.psched_log());
-        if let Some(l) = err.next_line(left.min(Duration::from_secs(1))) {
-            said.push_str(&l);
-            said.push('\n');
-        }
+    let want = "palloc: queued: Slurm says Resources";
+    if let Err(said) = err.until(want, Duration::from_secs(60)) {
+        panic!("{want:?} in {said:?}\n{}", c.psched_log());
     }
     assert!(psched_pending(&s), "{:?}", s.jobs());
     for h in [&mut a, &mut b] {
@@ -1094,4 +1093,38 @@ fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
         let _ = h.kill();
         let _ = h.wait();
     }
+}
+
+/// A request blocked by an administrator's maintenance reservation over
+/// every node: palloc says Slurm's reason with its words ("queued: Slurm
+/// says ReqNodeNotAvail, Reserved for maintenance"), not just "queued".
+fn a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    s.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=maint",
+            "Nodes=ALL",
+            "StartTime=now",
+            "Duration=60",
+            "Users=root",
+            "Flags=MAINT",
+        ],
+    );
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the queued palloc");
+    let err = LineReader::new(b.stderr.take().expect("stderr"));
+    let want = "palloc: queued: Slurm says ReqNodeNotAvail, Reserved for maintenance";
+    if let Err(said) = err.until(want, Duration::from_secs(60)) {
+        panic!("{want:?} in {said:?}\n{}", c.psched_log());
+    }
+    let _ = b.kill();
+    let _ = b.wait();
 }

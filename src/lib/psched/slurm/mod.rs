@@ -72,6 +72,8 @@ struct Waiting {
     again_at: Option<u64>,
     /// Slurm's reason while it waits.
     reason: Option<Reason>,
+    /// That reason in Slurm's words (with its detail).
+    said: Option<String>,
 }
 
 /// One allocation: its Slurm jobs and what the DVM needs of it.

@@ -72,6 +72,7 @@ impl SlurmBackend {
             name,
             again_at: None,
             reason: None,
+            said: None,
         };
         self.submit(&w);
         w
@@ -344,10 +345,9 @@ impl SlurmBackend {
                     time_secs: Some(w.ask.time_secs),
                     extend: w.key.ext_tag.is_some(),
                     reason: w
-                        .reason
-                        .as_ref()
-                        .filter(|r| **r != super::reason::Reason::None)
-                        .map(|r| r.word().to_string()),
+                        .said
+                        .clone()
+                        .filter(|_| w.reason != Some(super::reason::Reason::None)),
                 })
             })
             .collect();

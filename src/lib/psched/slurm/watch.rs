@@ -247,24 +247,29 @@ impl SlurmBackend {
         }
     }
 
-    /// `id` still waits in Slurm's queue for `reason`: when the reason is
-    /// new, say it in the log and to a NEW's requester.
-    fn still_waits(&mut self, id: &str, reason: &Reason) -> Option<Out> {
+    /// `id` still waits in Slurm's queue (job `j`): when Slurm's reason
+    /// or its words change, say it in the log and to a NEW's requester.
+    fn still_waits(&mut self, id: &str, j: &Job) -> Option<Out> {
         let a = self.allocs.get_mut(id)?;
         let owed = a.owed;
         let w = a.waiting.as_mut()?;
-        if w.reason.as_ref() == Some(reason) {
+        let said = match &j.reason_detail {
+            Some(d) => format!("{}, {d}", j.reason.word()),
+            None => j.reason.word().to_string(),
+        };
+        if w.reason.as_ref() == Some(&j.reason) && w.said.as_deref() == Some(said.as_str()) {
             return None;
         }
-        eprintln!("psched: {id} waits in Slurm's queue ({})", reason.word());
-        w.reason = Some(reason.clone());
-        if *reason == Reason::None {
+        eprintln!("psched: {id} waits in Slurm's queue ({said})");
+        w.reason = Some(j.reason.clone());
+        w.said = Some(said.clone());
+        if j.reason == Reason::None {
             return None;
         }
         Some(Out::Queued {
             tag: owed?,
-            reason: reason.word().to_string(),
-            text: format!("Slurm says {}", reason.word()),
+            reason: j.reason.word().to_string(),
+            text: format!("Slurm says {said}"),
         })
     }
 
@@ -444,7 +449,7 @@ impl SlurmBackend {
                     let why = format!("Slurm will not run it as asked: {}", j.reason.word());
                     return self.give_up_saying(id, st, Some(&why));
                 }
-                Ok(self.still_waits(id, &j.reason).into_iter().collect())
+                Ok(self.still_waits(id, j).into_iter().collect())
             }
             JobState::Ended(c) => {
                 eprintln!(
