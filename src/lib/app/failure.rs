@@ -78,7 +78,7 @@ impl Failure {
             message.push_str(&format!(" ({})", e.context));
         }
         if let Some(said) = &e.said {
-            message.push_str(&format!("; the scheduler says: {said}"));
+            message.push_str(&format!("; the DVM says: {said}"));
         }
         Failure {
             exit: Exit::for_status(e.status),
