@@ -5,6 +5,10 @@ complete -c palloc -s c -l cpus -d 'Number of CPUs (PMIX_ALLOC_NUM_CPUS)' -r -f
 complete -c palloc -l mem -d 'Memory, e.g. 512M, 4G; plain numbers are megabytes (PMIX_ALLOC_MEM_SIZE)' -r -f
 complete -c palloc -s t -l time -d 'Time limit (PMIX_ALLOC_TIME): a plain number is minutes; or 45s, 30m, 2h, 1d, MM:SS, [D-]HH:MM:SS; UNLIMITED asks for none' -r -f
 complete -c palloc -s p -l partition -l queue -d 'Scheduler queue, Slurm\'s partition (PMIX_ALLOC_QUEUE)' -r -f
+complete -c palloc -s A -l account -d 'Account to charge (psched on Slurm: `salloc --account`). pdvm and psched\'s pool have no accounts and ignore it' -r -f
+complete -c palloc -l qos -d 'Quality of service (psched on Slurm: `salloc --qos`). pdvm and psched\'s pool ignore it' -r -f
+complete -c palloc -l reservation -d 'Run in this reservation of the resource manager (psched on Slurm: `salloc --reservation`). pdvm and psched\'s pool have no such reservations and ignore it' -r -f
+complete -c palloc -s C -l constraint -d 'Node features to require, e.g. `gpu&ib` (psched on Slurm: `salloc --constraint`). pdvm and psched\'s pool have no node features and ignore it' -r -f
 complete -c palloc -s J -l request-id -l job-name -d 'Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)' -r -f
 complete -c palloc -l target -d 'Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only)' -r -f -a "(pwatch --complete namespaces 2>/dev/null)"
 complete -c palloc -l inherit -d 'What happens when the owner ends: none, child, default, child-default (PMIX_ALLOC_INHERITANCE). Not given, palloc outside a job sends `child` (the nodes go back to the scheduler once palloc and the jobs it started have ended, so none is left behind, however palloc ends), and gives the allocation back itself when it ends; inside a job it sends nothing (the DVM\'s default, `default`). With `default` or `child-default` the nodes stay in the DVM unreserved (`pwatch --status` shows ORIGIN `scheduler`); `prelease $(palloc -w NODES --parsable)` gives them back' -r -f -a "none\t''

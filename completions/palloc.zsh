@@ -28,6 +28,12 @@ _palloc() {
 '-p+[Scheduler queue, Slurm'\''s partition (PMIX_ALLOC_QUEUE)]:QUEUE:' \
 '--partition=[Scheduler queue, Slurm'\''s partition (PMIX_ALLOC_QUEUE)]:QUEUE:' \
 '--queue=[Scheduler queue, Slurm'\''s partition (PMIX_ALLOC_QUEUE)]:QUEUE:' \
+'-A+[Account to charge (psched on Slurm\: \`salloc --account\`). pdvm and psched'\''s pool have no accounts and ignore it]:ACCOUNT:' \
+'--account=[Account to charge (psched on Slurm\: \`salloc --account\`). pdvm and psched'\''s pool have no accounts and ignore it]:ACCOUNT:' \
+'--qos=[Quality of service (psched on Slurm\: \`salloc --qos\`). pdvm and psched'\''s pool ignore it]:QOS:' \
+'--reservation=[Run in this reservation of the resource manager (psched on Slurm\: \`salloc --reservation\`). pdvm and psched'\''s pool have no such reservations and ignore it]:NAME:' \
+'-C+[Node features to require, e.g. \`gpu&ib\` (psched on Slurm\: \`salloc --constraint\`). pdvm and psched'\''s pool have no node features and ignore it]:FEATURES:' \
+'--constraint=[Node features to require, e.g. \`gpu&ib\` (psched on Slurm\: \`salloc --constraint\`). pdvm and psched'\''s pool have no node features and ignore it]:FEATURES:' \
 '(--extend-request)-J+[Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)]:REQ_ID:' \
 '(--extend-request)--request-id=[Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)]:REQ_ID:' \
 '(--extend-request)--job-name=[Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID)]:REQ_ID:' \

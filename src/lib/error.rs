@@ -62,6 +62,9 @@ pub struct Error {
     /// The system error underneath, when there is one.
     #[source]
     pub source: Option<Arc<std::io::Error>>,
+    /// What the peer said of a refusal in its own words
+    /// (`PMIX_EVENT_TEXT_MESSAGE` in its answer): shown, never decided on.
+    pub said: Option<String>,
 }
 
 /// Errors compare by kind, status and context (the cause is detail).
@@ -82,6 +85,7 @@ impl Error {
             status,
             context: context.into(),
             source: None,
+            said: None,
         }
     }
 

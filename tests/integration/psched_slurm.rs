@@ -47,6 +47,11 @@ on_both_versions!(
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
+    reservation_cpus_and_memory_reach_salloc,
+    slurms_refusal_reason_reaches_palloc,
+    a_queued_palloc_says_slurms_pending_reason,
+    pwatch_status_shows_slurms_partitions_and_the_pending_reason,
+    a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words,
 );
 
 /// `name` as in the pool-backend tests (inside the cluster's namespace,
@@ -774,7 +779,11 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
         "the holder still runs\n{}",
         c.psched_log()
     );
-    assert!(matches!(b.try_wait(), Ok(None)), "the request still waits");
+    assert!(
+        matches!(b.try_wait(), Ok(None)),
+        "the request still waits\n{}",
+        c.psched_log()
+    );
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(
         ledger.contains(&id_a),
@@ -917,4 +926,208 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
         let _ = h.kill();
         let _ = h.wait();
     }
+}
+
+/// `palloc --reservation R -N 1 -c 2 --mem 256`: the node of Slurm
+/// reservation R (created by the test as an administrator would), and
+/// Slurm's job shows the reservation, the CPUs per node (`--mincpus`) and
+/// the memory.
+fn reservation_cpus_and_memory_reach_salloc(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let node = c.pool.last().expect("a pool node").clone();
+    s.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=maint_r",
+            &format!("Nodes={node}"),
+            "StartTime=now",
+            "Duration=60",
+            "Users=root",
+        ],
+    );
+    let args = [
+        "--reservation",
+        "maint_r",
+        "-N",
+        "1",
+        "-c",
+        "2",
+        "--mem",
+        "256",
+        "-A",
+        "phys",
+        "--qos",
+        "normal",
+    ];
+    let (mut h, _l, id) = hold(&c, &s, &args);
+    let job = job_of(&s, &id);
+    let shown = s.show_job(job);
+    for want in [
+        "Reservation=maint_r",
+        "MinCPUsNode=2",
+        "MinMemoryNode=256M",
+        "Account=phys",
+    ] {
+        assert!(shown.contains(want), "{want} in {shown}");
+    }
+    assert_eq!(
+        s.job(job).expect("the job").nodes,
+        std::slice::from_ref(&node)
+    );
+    assert_eq!(reservation_nodes(&c, &s, &id), [node]);
+    let _ = h.kill();
+    let _ = h.wait();
+}
+
+/// What Slurm refuses reaches palloc in Slurm's words: a reservation
+/// that does not exist, a feature no node has, more CPUs than a node has.
+/// Nothing stays in Slurm's queue.
+fn slurms_refusal_reason_reaches_palloc(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    for (args, words) in [
+        (&["--reservation", "nosuch"][..], "reservation"),
+        (&["-C", "nofeature"][..], "feature"),
+        (&["-c", "3"][..], "node configuration is not available"),
+    ] {
+        let o = run(tool(&c, &s, "palloc")
+            .args(["-N", "1", "-t", "5m"])
+            .args(args));
+        let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
+        assert_eq!(o.status.code(), Some(4), "{ctx}");
+        let err = text(&o.stderr);
+        assert!(err.contains("the DVM says: Slurm: "), "{ctx}");
+        assert!(err.to_lowercase().contains(words), "{ctx}");
+    }
+    assert!(
+        s.jobs()
+            .iter()
+            .all(|j| !is_psched(j) || j.state != "PENDING"),
+        "{:?}",
+        s.jobs()
+    );
+}
+
+/// While its request waits in Slurm's queue, palloc says Slurm's reason
+/// once Slurm gives one: every node held, a further `palloc -N 1` says
+/// "queued: Slurm says Resources" on stderr (it said only "queued").
+fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the queued palloc");
+    let err = LineReader::new(b.stderr.take().expect("stderr"));
+    let want = "palloc: queued: Slurm says Resources";
+    if let Err(said) = err.until(want, Duration::from_secs(60)) {
+        panic!("{want:?} in {said:?}\n{}", c.psched_log());
+    }
+    assert!(psched_pending(&s), "{:?}", s.jobs());
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// `pwatch --status` pointed at psched on Slurm (`--status-uri`): Slurm's
+/// partitions as queues (name, state, nodes) and a request waiting in
+/// Slurm's queue as a queued reservation with Slurm's pending reason
+/// (`queued (Resources)` in the table).
+fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    let tmp = crate::support::unique_tmpdir("psched-uri");
+    let uri = tmp.path().join("psched.uri").display().to_string();
+    c.kill_psched();
+    let mut env = s.env();
+    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    c.start_psched_with(&["--backend", "slurm", "--status-uri", &uri], &env);
+    let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the queued palloc");
+    let status = |json: bool| {
+        let mut p = tool(&c, &s, "pwatch");
+        p.args(["--status", "--uri", &format!("file:{uri}")]);
+        if json {
+            p.arg("--json");
+        }
+        let o = run(&mut p);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        text(&o.stdout)
+    };
+    let queued = |doc: &serde_json::Value| {
+        doc["reservations"].as_array().and_then(|rs| {
+            rs.iter()
+                .find(|r| r["state"] == "queued")
+                .map(|r| r["reason"].clone())
+        })
+    };
+    wait_for(
+        "pwatch shows the queued request with Slurm's reason, no node idle",
+        || {
+            let doc: serde_json::Value = serde_json::from_str(status(true).trim()).expect("JSON");
+            queued(&doc) == Some(serde_json::json!("Resources")) && doc["scheduler"][0]["free"] == 0
+        },
+    );
+    let doc: serde_json::Value = serde_json::from_str(status(true).trim()).expect("JSON");
+    let mut pool = c.pool.clone();
+    pool.sort();
+    let queues = doc["scheduler"].as_array().expect("queues");
+    let names: Vec<&str> = queues.iter().filter_map(|q| q["queue"].as_str()).collect();
+    assert_eq!(names, ["batch", "short"], "{doc}");
+    assert_eq!(queues[0]["state"], "up", "{doc}");
+    assert_eq!(queues[0]["nodes"], 3, "{doc}");
+    assert_eq!(queues[0]["node_names"], serde_json::json!(pool), "{doc}");
+    assert_eq!(queues[0]["free"], 0, "every node held: {doc}");
+    assert_eq!(queues[0]["pending"], 1, "{doc}");
+    let table = status(false);
+    assert!(table.contains("queued (Resources)"), "{table}");
+    for h in [&mut a, &mut b] {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+}
+
+/// A request blocked by an administrator's maintenance reservation over
+/// every node: palloc says Slurm's reason with its words ("queued: Slurm
+/// says ReqNodeNotAvail, Reserved for maintenance"), not just "queued".
+fn a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    s.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=maint",
+            "Nodes=ALL",
+            "StartTime=now",
+            "Duration=60",
+            "Users=root",
+            "Flags=MAINT",
+        ],
+    );
+    let mut b = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--hold"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the queued palloc");
+    let err = LineReader::new(b.stderr.take().expect("stderr"));
+    let want = "palloc: queued: Slurm says ReqNodeNotAvail, Reserved for maintenance";
+    if let Err(said) = err.until(want, Duration::from_secs(60)) {
+        panic!("{want:?} in {said:?}\n{}", c.psched_log());
+    }
+    let _ = b.kill();
+    let _ = b.wait();
 }

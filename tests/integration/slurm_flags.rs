@@ -285,3 +285,18 @@ fn extend_reports_the_new_time_limit() {
         .unwrap_or_else(|| panic!("a time limit: {ext}"));
     assert!(limit > 600 && limit <= 900, "{ext}");
 }
+
+/// Issue 27: palloc's Slurm-only flags (`-A`, `--qos`, `--reservation`,
+/// `-C`) on pdvm, which has no accounts, QOS, named reservations or node
+/// features: the request is granted as without them (their help says so).
+#[test]
+fn slurm_only_palloc_flags_are_ignored_by_pdvm() {
+    let dvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let mut c = dvm.tool("palloc");
+    c.args(["-N", "1", "-A", "phys", "--qos", "low"])
+        .args(["--reservation", "maint", "-C", "gpu&ib", "--parsable"])
+        .stdin(Stdio::null());
+    let o = support::run_with_timeout(&mut c, 60);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!text(&o.stdout).trim().is_empty(), "{}", show(&o));
+}

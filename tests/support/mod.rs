@@ -872,6 +872,28 @@ impl LineReader {
         }
     }
 
+    /// The lines read until one contains `want` (that one included), each
+    /// followed by a newline; `Err` with what was read when none did within
+    /// `timeout` or the pipe closed first.
+    pub fn until(&self, want: &str, timeout: Duration) -> Result<String, String> {
+        let deadline = Instant::now() + timeout;
+        let mut out = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) => {
+                    let done = l.contains(want);
+                    out.push_str(&l);
+                    out.push('\n');
+                    if done {
+                        return Ok(out);
+                    }
+                }
+                Err(_) => return Err(out),
+            }
+        }
+    }
+
     /// Every remaining line until the pipe closes, each followed by a
     /// newline; panics when it is still open after `timeout`.
     #[track_caller]

@@ -164,7 +164,8 @@ MinJobAge=300\nMaxJobCount=50000\nPlugStackConfig={d}/plugstack.conf\n",
     );
     for n in nodes {
         s.push_str(&format!(
-            "NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={} CPUs=2 State=UNKNOWN\n",
+            "NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={} CPUs=2 RealMemory=512 \
+State=UNKNOWN\n",
             free_port()
         ));
     }
@@ -404,6 +405,12 @@ impl Slurm {
                 }
             })
             .collect()
+    }
+
+    /// `scontrol show job ID` (one line per field group, as an
+    /// administrator reads it).
+    pub fn show_job(&self, id: u64) -> String {
+        self.run("scontrol", &["show", "job", &id.to_string()])
     }
 
     /// Job `id` as `squeue --json` lists it.

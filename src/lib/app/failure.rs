@@ -77,6 +77,9 @@ impl Failure {
         if e.kind != ErrorKind::Refused && !e.context.is_empty() {
             message.push_str(&format!(" ({})", e.context));
         }
+        if let Some(said) = &e.said {
+            message.push_str(&format!("; the DVM says: {said}"));
+        }
         Failure {
             exit: Exit::for_status(e.status),
             status: Some(e.status),

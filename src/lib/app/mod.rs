@@ -23,6 +23,7 @@ mod palloc_batch;
 pub(crate) mod palloc_detach;
 mod palloc_empty;
 mod palloc_flow;
+mod palloc_queued;
 mod palloc_ready;
 pub mod prelease;
 pub mod pspawn;

@@ -86,6 +86,9 @@ pub fn request_infos(
     if let Some(q) = &req.queue {
         v.push(Info::new(keys::ALLOC_QUEUE, q.as_str()));
     }
+    for (k, val) in req.rm.given() {
+        v.push(Info::new(k, val));
+    }
     if let Some(a) = &req.alloc_id {
         v.push(Info::new(keys::ALLOC_ID, a.as_str()));
     }
@@ -397,6 +400,7 @@ pub(super) fn await_answer(
             pb.finish_and_clear();
         }
     };
+    let mut reason = super::palloc_queued::QueuedReason::default();
     loop {
         if alive_by.is_some_and(|d| Instant::now() >= d) {
             clear();
@@ -445,6 +449,7 @@ pub(super) fn await_answer(
                     return Err(cancel_queued(s, req, sig, tag, ui));
                 }
             }
+            Step::Notify(bytes) => reason.on_event(s, &bytes, ui),
             Step::Lost(e) => {
                 // The reply may have come just before the end.
                 if let Some(Ok(bytes)) = s.conn().take_reply(tag) {
@@ -882,6 +887,11 @@ mod tests {
             mem_mb: Some(512.0),
             time_secs: Some(3600),
             queue: Some("q".into()),
+            rm: crate::cli::request::RmOptions {
+                account: Some("phys".into()),
+                constraint: Some("gpu&ib".into()),
+                ..Default::default()
+            },
             request_id: Some("r1".into()),
             alloc_id: None,
             target: Some("job@1".into()),
@@ -898,6 +908,9 @@ mod tests {
         assert_eq!(get(keys::ALLOC_MEM_SIZE), Some(Value::Float(512.0)));
         assert_eq!(get(keys::ALLOC_TIME), Some(Value::from("0:01:00:00")));
         assert_eq!(get(keys::ALLOC_QUEUE), Some(Value::from("q")));
+        assert_eq!(get(keys::ALLOC_ACCOUNT), Some(Value::from("phys")));
+        assert_eq!(get(keys::ALLOC_CONSTRAINT), Some(Value::from("gpu&ib")));
+        assert_eq!(get(keys::ALLOC_QOS), None);
         assert_eq!(get(keys::ALLOC_REQ_ID), Some(Value::from("r1")));
         assert_eq!(get(keys::ALLOC_TARGET), Some(Value::from("job@1")));
         assert_eq!(get(keys::ALLOC_SHARE), Some(Value::Bool(true)));

@@ -12,12 +12,14 @@ use crate::proto::Directive;
 
 /// The sentence that names the bad value of `req` and why; `None` when
 /// nothing in the request explains the refusal.
-pub(crate) fn explain(s: &Session, req: &AllocRequest) -> Option<String> {
+/// When the DVM `said` why, nothing is guessed: only a bad value the
+/// request or the DVM's node list shows is named.
+pub(crate) fn explain(s: &Session, req: &AllocRequest, said: bool) -> Option<String> {
     if let Some(why) = explain_request(req) {
         return Some(why);
     }
     if req.nodelist.is_empty() {
-        return Some(sent_values(req));
+        return (!said).then(|| sent_values(req));
     }
     let known = known_nodes(s)?;
     let unknown: Vec<&String> = req
@@ -26,7 +28,7 @@ pub(crate) fn explain(s: &Session, req: &AllocRequest) -> Option<String> {
         .filter(|n| !known.contains(*n))
         .collect();
     if unknown.is_empty() {
-        return Some(sent_values(req));
+        return (!said).then(|| sent_values(req));
     }
     let names: Vec<&str> = unknown.iter().map(|n| n.as_str()).collect();
     let all: Vec<&str> = known.iter().map(String::as_str).collect();

@@ -276,15 +276,22 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         ))
     }
 
-    /// Warnings for this allocation go to the requester: listen before
-    /// asking.
+    /// Warnings for this allocation, and the scheduler's reason while it
+    /// is queued, go to the requester: listen before asking.
     fn listen_for_warnings(&self, s: &Session) {
-        if !matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
+        let mut codes = Vec::new();
+        if self.plan.mode != PallocMode::NoWait {
+            codes.push(crate::proto::status::PENDING_REASON);
+        }
+        if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
+            codes.extend([Status::ALLOC_TIMEOUT_WARNING, Status::EVENT_SESSION_END]);
+        }
+        if codes.is_empty() {
             return;
         }
         if let Err(e) = register(
             s,
-            &[Status::ALLOC_TIMEOUT_WARNING, Status::EVENT_SESSION_END],
+            &codes,
             &[Info::new(keys::EVENT_HDLR_NAME, "palloc-timeout-warning")],
         ) {
             self.plan
@@ -393,7 +400,8 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     fn refused(&self, s: &Session, e: &crate::error::Error) -> Failure {
         let mut f = Failure::refused(self.op, &self.attrs, e);
         if e.status == Status::ERR_BAD_PARAM && e.kind == crate::error::ErrorKind::Refused {
-            if let Some(why) = super::palloc_bad_param::explain(s, &self.plan.req) {
+            let said = e.said.is_some();
+            if let Some(why) = super::palloc_bad_param::explain(s, &self.plan.req, said) {
                 f.message.push_str(": ");
                 f.message.push_str(&why);
             }

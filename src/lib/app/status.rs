@@ -174,6 +174,8 @@ pub(crate) fn queue(q: status_query::QueueRecord) -> QueueRecord {
         nodes: q.nodes,
         free_nodes: q.free,
         pending: q.pending,
+        state: q.state,
+        node_names: q.node_names,
     }
 }
 

@@ -5,7 +5,7 @@ use super::parse::{
     parse_count, parse_id, parse_mem_mb, parse_nodelist_arg, parse_time_limit_or_unlimited,
     parse_warn_secs, NodeList, TimeLimit,
 };
-use super::request::AllocRequest;
+use super::request::{AllocRequest, RmOptions};
 use crate::proto::Directive;
 use crate::proto::{parse_inheritance, Inheritance};
 use clap::Parser;
@@ -162,6 +162,26 @@ pub struct PallocArgs {
     #[arg(short = 'p', long = "partition", visible_alias = "queue", value_name = "QUEUE", value_parser = parse_id)]
     pub queue: Option<String>,
 
+    /// Account to charge (psched on Slurm: `salloc --account`). pdvm and psched's
+    /// pool have no accounts and ignore it.
+    #[arg(short = 'A', long, value_name = "ACCOUNT", value_parser = parse_id)]
+    pub account: Option<String>,
+
+    /// Quality of service (psched on Slurm: `salloc --qos`). pdvm and psched's
+    /// pool ignore it.
+    #[arg(long, value_name = "QOS", value_parser = parse_id)]
+    pub qos: Option<String>,
+
+    /// Run in this reservation of the resource manager (psched on Slurm: `salloc
+    /// --reservation`). pdvm and psched's pool have no such reservations and ignore it.
+    #[arg(long, value_name = "NAME", value_parser = parse_id)]
+    pub reservation: Option<String>,
+
+    /// Node features to require, e.g. `gpu&ib` (psched on Slurm: `salloc --constraint`).
+    /// pdvm and psched's pool have no node features and ignore it.
+    #[arg(short = 'C', long, value_name = "FEATURES", value_parser = parse_id)]
+    pub constraint: Option<String>,
+
     /// Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID).
     #[arg(short = 'J', long, visible_alias = "job-name", value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "extend_request")]
     pub request_id: Option<String>,
@@ -303,6 +323,12 @@ impl PallocArgs {
             mem_mb: self.mem,
             time_secs: self.time.and_then(|t| t.0),
             queue: self.queue.clone(),
+            rm: RmOptions {
+                account: self.account.clone(),
+                qos: self.qos.clone(),
+                reservation: self.reservation.clone(),
+                constraint: self.constraint.clone(),
+            },
             request_id: self
                 .extend_request
                 .clone()

@@ -25,6 +25,9 @@ pub struct AllocRequest {
     pub time_secs: Option<u64>,
     /// `PMIX_ALLOC_QUEUE`.
     pub queue: Option<String>,
+    /// What only a resource manager such as Slurm reads (account, QOS,
+    /// reservation, features).
+    pub rm: RmOptions,
     /// `PMIX_ALLOC_REQ_ID`: the requester's id for this request, or on an
     /// EXTEND by request id, the request id naming the target.
     pub request_id: Option<String>,
@@ -38,6 +41,37 @@ pub struct AllocRequest {
     pub inherit: Option<Inheritance>,
     /// `PMIX_ALLOC_WARN_TIMEOUT`, seconds.
     pub warn_timeout: Option<u32>,
+}
+
+/// The resource manager's own options of an allocation request, each
+/// under a key of ours (PMIx defines none): psched on Slurm passes them
+/// to `salloc`, pdvm ignores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RmOptions {
+    /// [`crate::proto::keys::ALLOC_ACCOUNT`].
+    pub account: Option<String>,
+    /// [`crate::proto::keys::ALLOC_QOS`].
+    pub qos: Option<String>,
+    /// [`crate::proto::keys::ALLOC_RESERVATION`].
+    pub reservation: Option<String>,
+    /// [`crate::proto::keys::ALLOC_CONSTRAINT`].
+    pub constraint: Option<String>,
+}
+
+impl RmOptions {
+    /// Each option given, with its key.
+    pub fn given(&self) -> Vec<(&'static str, &str)> {
+        use crate::proto::keys;
+        [
+            (keys::ALLOC_ACCOUNT, &self.account),
+            (keys::ALLOC_QOS, &self.qos),
+            (keys::ALLOC_RESERVATION, &self.reservation),
+            (keys::ALLOC_CONSTRAINT, &self.constraint),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
 }
 
 /// One application context of a (possibly MPMD) spawn.

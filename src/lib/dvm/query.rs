@@ -87,6 +87,7 @@ impl Dvm {
             ResStage::Active => ReservationState::Active,
         };
         ReservationRecord {
+            reason: None,
             alloc_id: r.id.clone(),
             request_id: r.req_id.clone(),
             session_id: Some(u32::try_from(r.seq).unwrap_or(u32::MAX)),

@@ -75,7 +75,15 @@ pub fn decode_alloc_reply(s: &Session, directive: Directive, reply: &[u8]) -> Re
         });
     }
     if !st.is_success() {
-        return Err(Error::refused(st, directive.pmix_name()));
+        // A scheduler may say why (psched on Slurm gives Slurm's reason).
+        let info = read_infos(&mut d).unwrap_or_default();
+        let said = find(&info, keys::EVENT_TEXT_MESSAGE)
+            .and_then(Value::as_str)
+            .map(String::from);
+        return Err(Error {
+            said,
+            ..Error::refused(st, directive.pmix_name())
+        });
     }
     let info = read_infos(&mut d)?;
     Ok(AllocReply {

@@ -284,6 +284,8 @@ mod tests {
             nodes: 4,
             free: vec!["s002".into(), "s004".into()],
             pending: 1,
+            state: Some("up".into()),
+            node_names: vec!["s001".into(), "s002".into(), "s004".into()],
         };
         let Value::DataArray(a) = q.to_value() else {
             panic!()
@@ -294,6 +296,7 @@ mod tests {
     #[test]
     fn reservation_round_trips_on_both_wires() {
         let r = ReservationRecord {
+            reason: Some("Resources".into()),
             alloc_id: "alloc.1".into(),
             request_id: Some("r1".into()),
             session_id: Some(3),

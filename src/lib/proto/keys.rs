@@ -123,6 +123,27 @@ pub const CHANGE: &str = "pdvm.ev.change";
 /// time limit, a node failure, preemption): a word of
 /// [`super::SessionEndCause`]. PMIx defines no such attribute.
 pub const END_CAUSE: &str = "psched.end.cause";
+/// Info key (string) of an allocation request: the account to charge
+/// (palloc `-A`; psched on Slurm passes it as `salloc --account`). PMIx
+/// defines no such attribute.
+pub const ALLOC_ACCOUNT: &str = "psched.alloc.account";
+/// Info key (string) of an allocation request: the quality of service
+/// (palloc `--qos`; salloc `--qos`). PMIx defines no such attribute.
+pub const ALLOC_QOS: &str = "psched.alloc.qos";
+/// Info key (string) of an allocation request: a reservation of the
+/// resource manager to run in (palloc `--reservation`; salloc
+/// `--reservation`). PMIx defines no such attribute.
+pub const ALLOC_RESERVATION: &str = "psched.alloc.reservation";
+/// Info key (string) of an allocation request: the node features asked
+/// for (palloc `-C`; salloc `--constraint`). PMIx defines no such
+/// attribute.
+pub const ALLOC_CONSTRAINT: &str = "psched.alloc.constraint";
+/// Info key (string) of the `PMIX_ALLOC_PENDING` event psched sends a
+/// queued request's requester (range custom): the resource manager's
+/// reason the request waits, in its words (Slurm's `Resources`,
+/// `ReqNodeNotAvail, Reserved for maintenance`). PMIx defines no such
+/// attribute.
+pub const PENDING_REASON: &str = "psched.pending.reason";
 /// Job-control directive (`bool`) pdvm understands: true stops reading the
 /// target jobs' output (their processes then block on write), false
 /// resumes it. A relay whose reader lags uses it so one job's reader slows

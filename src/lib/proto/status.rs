@@ -112,6 +112,16 @@ pub const NODE_CHANGE: Status = Status(-3001);
 /// Name shown for [`NODE_CHANGE`] (PMIx has none).
 pub const NODE_CHANGE_NAME: &str = "PDVM_EVENT_NODE_CHANGE";
 
+/// psched's own event code, sent to a queued request's requester alone
+/// (range custom) when the resource manager's reason for the wait changes:
+/// [`super::keys::PENDING_REASON`] holds the reason,
+/// `PMIX_EVENT_TEXT_MESSAGE` the sentence palloc shows. PMIx has no code
+/// for it; -3002 is in the range its headers leave to hosts.
+pub const PENDING_REASON: Status = Status(-3002);
+
+/// Name shown for [`PENDING_REASON`] (PMIx has none).
+pub const PENDING_REASON_NAME: &str = "PSCHED_EVENT_PENDING_REASON";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,7 +103,7 @@ fn serve_one(
     sends: &mut Vec<Send>,
 ) -> Vec<Out> {
     match wire::decode(wire, payload) {
-        Ok(Inbound::Alloc(ask)) => match d.on_request(tag, ask, &|_| None, sends) {
+        Ok(Inbound::Alloc(ask)) => match d.on_request(tag, *ask, &|_| None, sends) {
             Ok(Verdict::Pass(ask)) => st.on_alloc(tag, *ask, now).unwrap_or_default(),
             _ => Vec::new(),
         },

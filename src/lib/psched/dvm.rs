@@ -454,6 +454,7 @@ impl Dvm {
                     self.park(nodes);
                 }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
+                Out::Queued { tag, reason, text } => self.queued(tag, &reason, &text, out)?,
             }
         }
         Ok(())
@@ -502,6 +503,27 @@ impl Dvm {
             .wrapping_add(1)
             .max(super::serve::OWN_TAG_BASE);
         t
+    }
+
+    /// Why the NEW on `tag` still waits, to its requester alone (nothing
+    /// when the DVM did not say who asked).
+    fn queued(&mut self, tag: u32, reason: &str, text: &str, out: &mut Vec<Send>) -> Result<()> {
+        let Some((_, who)) = self.askers.get(&tag).cloned() else {
+            return Ok(());
+        };
+        let infos = [
+            Info::new(keys::PENDING_REASON, reason),
+            Info::new(keys::EVENT_TEXT_MESSAGE, text),
+        ];
+        let t = self.plain_tag();
+        let body = wire::notify_one(
+            self.wire,
+            crate::proto::status::PENDING_REASON,
+            &who,
+            &infos,
+        )?;
+        out.push(Send::Own(t, body));
+        Ok(())
     }
 
     /// The warning before `alloc_id` expires, to its requester alone.

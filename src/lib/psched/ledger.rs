@@ -76,6 +76,10 @@ pub struct Ledger {
     /// (ms since the epoch).
     #[serde(default)]
     pub reconciled_at_ms: Option<u64>,
+    /// For status only: the node source's partitions (`--backend slurm`:
+    /// Slurm's, as `sinfo` said last).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_partitions: Vec<super::SourcePartition>,
     /// For status only: the requests waiting in the queue.
     #[serde(default)]
     pub pending: Vec<crate::sched::SchedPendingView>,

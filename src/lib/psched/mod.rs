@@ -42,6 +42,20 @@ pub struct Partition {
     pub max_secs: Option<u32>,
 }
 
+/// A partition of the node source (psched on Slurm: what `sinfo` says),
+/// for `pwatch --status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SourcePartition {
+    /// Its name.
+    pub name: String,
+    /// Its state (Slurm's availability: `up`, `down`, `drain`, `inact`).
+    pub state: String,
+    /// Its nodes.
+    pub nodes: Vec<String>,
+    /// Those of them idle now.
+    pub idle: Vec<String>,
+}
+
 /// Everything psched runs with.
 #[derive(Debug, Clone)]
 pub struct Config {

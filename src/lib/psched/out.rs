@@ -109,6 +109,16 @@ pub enum Out {
         /// The nodes.
         nodes: Vec<String>,
     },
+    /// The NEW on `tag` still waits, for a reason its requester hears
+    /// (only when the reason changes).
+    Queued {
+        /// The DVM's request.
+        tag: u32,
+        /// The node source's reason, its identifier (Slurm's `Resources`).
+        reason: String,
+        /// The sentence the requester's palloc shows.
+        text: String,
+    },
     /// The warning before `alloc_id` expires, `secs` seconds left.
     Warn {
         /// The allocation.

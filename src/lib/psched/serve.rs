@@ -299,7 +299,7 @@ impl Loop<'_> {
                         .find(|g| g.req_id.as_deref() == Some(rid))
                         .map(|g| g.alloc_id.clone())
                 };
-                if let Verdict::Pass(ask) = self.d.on_request(tag, ask, &find, out)? {
+                if let Verdict::Pass(ask) = self.d.on_request(tag, *ask, &find, out)? {
                     let outs = self.st.on_alloc(tag, *ask, now)?;
                     self.d.push(outs, out)?;
                 }

@@ -17,6 +17,9 @@ use super::ledger::Ledger;
 /// partitions share its nodes); the waiting requests are counted in the
 /// first (they do not record theirs).
 fn queues(l: &Ledger) -> Vec<QueueRecord> {
+    if !l.source_partitions.is_empty() {
+        return source_queues(l);
+    }
     let free = free_nodes(l);
     let nodes = u32::try_from(l.pool.len()).unwrap_or(u32::MAX);
     let mut parts: Vec<String> = l.partitions.iter().map(|p| p.name.clone()).collect();
@@ -35,6 +38,25 @@ fn queues(l: &Ledger) -> Vec<QueueRecord> {
             } else {
                 0
             },
+            ..QueueRecord::default()
+        })
+        .collect()
+}
+
+/// The node source's partitions (Slurm's) as queues: their state, nodes
+/// and idle nodes; psched's waiting requests counted in the first.
+fn source_queues(l: &Ledger) -> Vec<QueueRecord> {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    l.source_partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| QueueRecord {
+            queue: p.name.clone(),
+            nodes: count(p.nodes.len()),
+            free: p.idle.clone(),
+            pending: if i == 0 { count(l.pending.len()) } else { 0 },
+            state: Some(p.state.clone()),
+            node_names: p.nodes.clone(),
         })
         .collect()
 }
@@ -70,6 +92,7 @@ fn reservations(l: &Ledger, now_ms: u64) -> Vec<ReservationRecord> {
     out.extend(l.pending.iter().map(|p| ReservationRecord {
         alloc_id: p.alloc_id.clone(),
         state: "queued".into(),
+        reason: p.reason.clone(),
         ..ReservationRecord::default()
     }));
     out

@@ -33,7 +33,7 @@ pub const MAX_INFOS: u64 = 256;
 #[derive(Debug, Clone)]
 pub enum Inbound {
     /// An allocation request forwarded by the DVM.
-    Alloc(AllocAsk),
+    Alloc(Box<AllocAsk>),
     /// Session control from the DVM (e.g. `PMIX_SESSION_COMPLETE`).
     Session {
         /// The DVM's session number.
@@ -76,6 +76,54 @@ pub struct AllocAsk {
     pub target: Option<String>,
     /// `PMIX_ALLOC_SHARE` given true: no reservation, nodes for general use.
     pub share: bool,
+    /// CPUs, memory and the resource manager's own options.
+    pub opts: AskOptions,
+}
+
+/// What an allocation request asks of each node and of the resource
+/// manager beyond nodes and time (kept for Slurm; the pool ignores them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AskOptions {
+    /// `PMIX_ALLOC_NUM_CPUS`.
+    pub cpus: Option<u64>,
+    /// `PMIX_ALLOC_MEM_SIZE`, megabytes.
+    pub mem_mb: Option<f32>,
+    /// `psched.alloc.account` ([`keys::ALLOC_ACCOUNT`]).
+    pub account: Option<String>,
+    /// `psched.alloc.qos` ([`keys::ALLOC_QOS`]).
+    pub qos: Option<String>,
+    /// `psched.alloc.reservation` ([`keys::ALLOC_RESERVATION`]).
+    pub reservation: Option<String>,
+    /// `psched.alloc.constraint` ([`keys::ALLOC_CONSTRAINT`]).
+    pub constraint: Option<String>,
+}
+
+impl AskOptions {
+    /// Read `i` into these options; false when it is none of theirs.
+    fn read(&mut self, i: &Info) -> bool {
+        let v = &i.value;
+        let text = || v.as_str().map(String::from);
+        match i.key.as_str() {
+            keys::ALLOC_NUM_CPUS => {
+                self.cpus = v
+                    .as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+            }
+            keys::ALLOC_MEM_SIZE => {
+                self.mem_mb = match v {
+                    Value::Float(f) => Some(*f),
+                    Value::Double(d) => Some(*d as f32),
+                    other => other.as_u64().map(|m| m as f32),
+                }
+            }
+            keys::ALLOC_ACCOUNT => self.account = text(),
+            keys::ALLOC_QOS => self.qos = text(),
+            keys::ALLOC_RESERVATION => self.reservation = text(),
+            keys::ALLOC_CONSTRAINT => self.constraint = text(),
+            _ => return false,
+        }
+        true
+    }
 }
 
 impl AllocAsk {
@@ -96,10 +144,10 @@ pub fn decode(wire: WireVersion, payload: &[u8]) -> Result<Inbound> {
         cmd::ALLOC => {
             let AllocDirective(directive) = d.unpack_one()?;
             let infos = read_infos(&mut d)?;
-            Ok(Inbound::Alloc(ask_from(
+            Ok(Inbound::Alloc(Box::new(ask_from(
                 crate::proto::Directive::received(directive),
                 &infos,
-            )))
+            ))))
         }
         SESSION_CTRL => {
             let session: u32 = d.unpack_one()?;
@@ -155,6 +203,9 @@ pub fn ask_from(
         ..AllocAsk::default()
     };
     for i in infos {
+        if a.opts.read(i) {
+            continue;
+        }
         let v = &i.value;
         match i.key.as_str() {
             keys::ALLOC_NUM_NODES => {
@@ -211,6 +262,17 @@ pub fn answer(
         }
         infos.extend(echo.iter().cloned());
     }
+    let mut e = Encoder::new(wire);
+    e.pack_one(&status)?;
+    write_infos(&mut e, &infos)?;
+    Ok(e.into_bytes())
+}
+
+/// A refusal with `status` saying why in the scheduler's words
+/// (`PMIX_EVENT_TEXT_MESSAGE`): PRRTE hands the answer's infos to the
+/// requester, so palloc can show Slurm's reason.
+pub fn refusal(wire: WireVersion, status: Status, why: &str) -> Result<Vec<u8>> {
+    let infos = [Info::new(keys::EVENT_TEXT_MESSAGE, why)];
     let mut e = Encoder::new(wire);
     e.pack_one(&status)?;
     write_infos(&mut e, &infos)?;
@@ -447,4 +509,46 @@ pub fn notify_all(wire: WireVersion, code: Status, infos: &[Info]) -> Result<Vec
     e.pack_one(&Range(RANGE_GLOBAL))?;
     write_infos(&mut e, infos)?;
     Ok(e.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_memory_and_slurm_options_are_kept_typed() {
+        let infos = [
+            Info::new(keys::ALLOC_NUM_NODES, 1u64),
+            Info::new(keys::ALLOC_NUM_CPUS, 2u64),
+            Info::new(keys::ALLOC_MEM_SIZE, Value::Float(256.0)),
+            Info::new(keys::ALLOC_ACCOUNT, "phys"),
+            Info::new(keys::ALLOC_QOS, "low"),
+            Info::new(keys::ALLOC_RESERVATION, "maint"),
+            Info::new(keys::ALLOC_CONSTRAINT, "gpu"),
+        ];
+        let a = ask_from(crate::proto::Directive::received(0), &infos);
+        assert_eq!(a.num_nodes, Some(1));
+        assert_eq!(
+            a.opts,
+            AskOptions {
+                cpus: Some(2),
+                mem_mb: Some(256.0),
+                account: Some("phys".into()),
+                qos: Some("low".into()),
+                reservation: Some("maint".into()),
+                constraint: Some("gpu".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_refusal_says_why() {
+        let b = refusal(WireVersion::V41, Status::ERR_BAD_PARAM, "Slurm: no").unwrap();
+        let mut d = Decoder::new(&b, WireVersion::V41);
+        let st: Status = d.unpack_one().unwrap();
+        assert_eq!(st, Status::ERR_BAD_PARAM);
+        let infos = read_infos(&mut d).unwrap();
+        assert_eq!(infos[0].key, keys::EVENT_TEXT_MESSAGE);
+        assert_eq!(infos[0].value.as_str(), Some("Slurm: no"));
+    }
 }

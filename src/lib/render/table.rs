@@ -102,7 +102,10 @@ pub(crate) fn reservations(rows: &[ReservationRecord], now: u64, style: Style) -
             compact_nodes(&r.nodes),
             r.expires_at
                 .map_or_else(|| "-".into(), |e| duration(e.saturating_sub(now))),
-            r.state.clone(),
+            match &r.reason {
+                Some(why) => format!("{} ({why})", r.state),
+                None => r.state.clone(),
+            },
         ]
     })
 }
@@ -161,10 +164,11 @@ pub(crate) fn nodes(rows: &[NodeRecord], style: Style) -> Table {
 
 /// Scheduler queues: capacity and free nodes (what `sinfo` shows).
 pub(crate) fn queues(rows: &[QueueRecord], style: Style) -> Table {
-    let headers = ["QUEUE", "NODES", "FREE", "PENDING", "FREE_NODES"];
+    let headers = ["QUEUE", "STATE", "NODES", "FREE", "PENDING", "FREE_NODES"];
     table(&headers, rows, style, |r| {
         vec![
             r.queue.clone(),
+            opt(&r.state),
             r.nodes.to_string(),
             r.free.to_string(),
             r.pending.to_string(),
@@ -277,10 +281,13 @@ mod tests {
                 free: 2,
                 free_nodes: vec!["s003".into(), "s004".into()],
                 pending: 0,
+                state: Some("drain".into()),
+                node_names: Vec::new(),
             }],
             Style::Plain,
         )
         .to_string();
         assert!(q.contains("s[003-004]") && q.contains("default"), "{q}");
+        assert!(q.contains("STATE") && q.contains("drain"), "{q}");
     }
 }

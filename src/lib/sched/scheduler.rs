@@ -681,6 +681,7 @@ impl Scheduler {
                 },
                 time_secs: p.time_secs,
                 extend: p.extend,
+                reason: None,
             })
             .collect()
     }

@@ -128,4 +128,8 @@ pub struct SchedPendingView {
     pub time_secs: Option<u32>,
     /// True for an EXTEND of a granted allocation.
     pub extend: bool,
+    /// Why it waits, in the node source's words (psched on Slurm: Slurm's
+    /// pending reason), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }

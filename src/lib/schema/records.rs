@@ -304,6 +304,8 @@ record! {
         pub warn_to: Option<String> => "who receives that warning (nspace:rank), or null",
         /// A [`ReservationState`] word; another DVM may report others.
         pub state: String => "queued (waiting for the scheduler), active, or draining (owner ended, kept for its running descendants)",
+        /// Why a queued one waits, in its node source's words.
+        pub reason: Option<String> => "why a queued reservation waits, in the words of the scheduler's node source (psched on Slurm: Slurm's pending reason, e.g. Resources), or null",
     }
 }
 
@@ -399,6 +401,10 @@ record! {
         pub free_nodes: Vec<String> => "array of the free nodes' names",
         /// Requests waiting in the queue.
         pub pending: u32 => "requests waiting in the queue",
+        /// Its state, when the scheduler says.
+        pub state: Option<String> => "the queue's state as its scheduler says (psched on Slurm: the partition's up, down, drain or inact), or null",
+        /// All its nodes, when the scheduler lists them.
+        pub node_names: Vec<String> => "array of all the queue's node names, when the scheduler lists them (psched on Slurm: the partition's nodes), else empty",
     }
 }
 

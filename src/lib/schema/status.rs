@@ -33,6 +33,11 @@ pub const SCHED_NODES: &str = "pdvm.sched.nodes";
 pub const SCHED_FREE: &str = "pdvm.sched.free";
 /// Queue field: requests waiting in the queue.
 pub const SCHED_PENDING: &str = "pdvm.sched.pending";
+/// Info key (string) of a queue entry: the queue's state as its scheduler
+/// says (psched on Slurm: the partition's `up`, `down`, `drain`, `inact`).
+pub const SCHED_STATE: &str = "pdvm.sched.state";
+/// Info key (string, comma-separated) of a queue entry: all its nodes.
+pub const SCHED_NODE_NAMES: &str = "pdvm.sched.nodelist";
 /// Reservation field: the owner set, comma-separated.
 pub const OWNERS: &str = "pdvm.alloc.owners";
 /// Reservation field: state word (`queued`, `active`, `draining`).
@@ -106,6 +111,11 @@ pub struct QueueRecord {
     pub free: Vec<String>,
     /// Requests waiting.
     pub pending: u32,
+    /// The queue's state as its scheduler says (Slurm's partition
+    /// availability: `up`, `down`, `drain`, `inact`), when it says.
+    pub state: Option<String>,
+    /// Every node of the queue, when the scheduler lists them.
+    pub node_names: Vec<String>,
 }
 
 impl QueueRecord {
@@ -116,6 +126,8 @@ impl QueueRecord {
             Info::new(SCHED_NODES, Value::Uint32(self.nodes)),
             s(SCHED_FREE, self.free.join(",")),
             Info::new(SCHED_PENDING, Value::Uint32(self.pending)),
+            s(SCHED_STATE, self.state.as_deref().unwrap_or_default()),
+            s(SCHED_NODE_NAMES, self.node_names.join(",")),
         ]))
     }
 
@@ -128,6 +140,8 @@ impl QueueRecord {
                 SCHED_NODES => q.nodes = i.value.as_u64().unwrap_or(0) as u32,
                 SCHED_FREE => q.free = list(&i.value),
                 SCHED_PENDING => q.pending = i.value.as_u64().unwrap_or(0) as u32,
+                SCHED_STATE => q.state = Some(text(&i.value)).filter(|t| !t.is_empty()),
+                SCHED_NODE_NAMES => q.node_names = list(&i.value),
                 _ => {}
             }
         }
@@ -167,6 +181,9 @@ pub fn reservation_infos(r: &ReservationRecord, wire: WireVersion) -> Vec<Info> 
         v.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
     }
     v.push(s(STATE, &r.state));
+    if let Some(why) = &r.reason {
+        v.push(s(keys::PENDING_REASON, why));
+    }
     v
 }
 
@@ -207,6 +224,7 @@ pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
             }
             keys::ALLOC_WARN_TIMEOUT => r.warn_secs = i.value.as_u64().map(|n| n as u32),
             STATE => r.state = text(&i.value),
+            keys::PENDING_REASON => r.reason = Some(text(&i.value)),
             _ => {}
         }
     }

@@ -150,6 +150,7 @@ impl Server {
             nodes: u32::try_from(own.len()).unwrap_or(u32::MAX),
             free: own.into_iter().filter(|n| sched.is_free(n)).collect(),
             pending: u32::try_from(sched.queue_len()).unwrap_or(u32::MAX),
+            ..QueueRecord::default()
         }]
     }
 

@@ -68,6 +68,79 @@ pub struct Ask {
     pub time_secs: u32,
     /// The partition.
     pub partition: Option<String>,
+    /// CPUs, memory, account, QOS, reservation, features.
+    pub opts: Options,
+}
+
+/// What salloc is told beyond nodes, time and partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// CPUs each node must have: `--mincpus` (psched runs no task, so
+    /// `--cpus-per-task` would only describe an imagined one; with
+    /// `--exclusive` the whole node is granted either way).
+    pub cpus: Option<u64>,
+    /// Memory per node in megabytes (`--mem`, rounded up).
+    pub mem_mb: Option<u64>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--qos`.
+    pub qos: Option<String>,
+    /// `--reservation`.
+    pub reservation: Option<String>,
+    /// `--constraint`.
+    pub constraint: Option<String>,
+}
+
+impl From<&crate::psched::wire::AskOptions> for Options {
+    fn from(o: &crate::psched::wire::AskOptions) -> Self {
+        Options {
+            cpus: o.cpus.filter(|c| *c > 0),
+            mem_mb: o
+                .mem_mb
+                .filter(|m| m.is_finite() && *m > 0.0)
+                .map(|m| m.ceil() as u64),
+            account: o.account.clone(),
+            qos: o.qos.clone(),
+            reservation: o.reservation.clone(),
+            constraint: o.constraint.clone(),
+        }
+    }
+}
+
+impl Options {
+    /// The salloc arguments, each as one `--flag=value` word (a value can
+    /// never be read as another flag).
+    pub fn args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(c) = self.cpus {
+            v.push(format!("--mincpus={c}"));
+        }
+        if let Some(m) = self.mem_mb {
+            v.push(format!("--mem={m}"));
+        }
+        for (flag, val) in [
+            ("account", &self.account),
+            ("qos", &self.qos),
+            ("reservation", &self.reservation),
+            ("constraint", &self.constraint),
+        ] {
+            if let Some(x) = val {
+                v.push(format!("--{flag}={x}"));
+            }
+        }
+        v
+    }
+
+    /// The names a command line may carry, each with what it is.
+    pub fn names(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("--account", &self.account),
+            ("--qos", &self.qos),
+            ("--reservation", &self.reservation),
+        ]
+        .into_iter()
+        .filter_map(|(f, v)| v.as_deref().map(|v| (f, v)))
+    }
 }
 
 /// Read all of `r` on a thread of its own (so neither of a command's pipes
@@ -263,6 +336,7 @@ pub fn submit(
     if let Some(p) = &ask.partition {
         c.args(["--partition", p]);
     }
+    c.args(ask.opts.args());
     let mut child = c
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -280,6 +354,53 @@ pub fn follow_salloc(err: BufReader<std::process::ChildStderr>, mut on: impl FnM
             Err(_) => return,
         }
     }
+}
+
+/// Slurm's partitions, their state, nodes and idle nodes (one `sinfo`:
+/// one RPC, whatever the queue).
+pub fn partitions() -> Result<Vec<crate::psched::SourcePartition>, Unreachable> {
+    let mut c = Command::new("sinfo");
+    c.args(["-h", "-o", "%R|%a|%t|%N"]);
+    let r = run(c)?;
+    if !r.ok {
+        return Err(Unreachable(last_words(&r.stderr)));
+    }
+    Ok(parse_partitions(&r.stdout))
+}
+
+/// `sinfo -h -o '%R|%a|%t|%N'` lines (one per partition and node state)
+/// as partitions, in Slurm's order.
+pub fn parse_partitions(out: &str) -> Vec<crate::psched::SourcePartition> {
+    let mut v: Vec<crate::psched::SourcePartition> = Vec::new();
+    for line in out.lines() {
+        let f: Vec<&str> = line.trim().split('|').collect();
+        let [name, avail, state, list] = f[..] else {
+            continue;
+        };
+        let nodes = super::hostlist::expand(list).unwrap_or_default();
+        let i = match v.iter().position(|p| p.name == name) {
+            Some(i) => i,
+            None => {
+                v.push(crate::psched::SourcePartition {
+                    name: name.to_string(),
+                    state: avail.to_string(),
+                    ..Default::default()
+                });
+                v.len() - 1
+            }
+        };
+        let p = &mut v[i];
+        if state == "idle" {
+            p.idle.extend(nodes.iter().cloned());
+        }
+        p.nodes.extend(nodes);
+    }
+    for p in &mut v {
+        p.nodes.sort();
+        p.nodes.dedup();
+        p.idle.sort();
+    }
+    v
 }
 
 /// End job `id` (`scancel`).
@@ -315,6 +436,48 @@ mod tests {
         assert_eq!(minutes(60), 1);
         assert_eq!(minutes(61), 2);
         assert_eq!(minutes(0), 1);
+    }
+
+    #[test]
+    fn options_reach_salloc_as_one_word_each() {
+        let o = Options {
+            cpus: Some(2),
+            mem_mb: Some(256),
+            account: Some("phys".into()),
+            qos: Some("low".into()),
+            reservation: Some("maint".into()),
+            constraint: Some("gpu&ib".into()),
+        };
+        assert_eq!(
+            o.args(),
+            [
+                "--mincpus=2",
+                "--mem=256",
+                "--account=phys",
+                "--qos=low",
+                "--reservation=maint",
+                "--constraint=gpu&ib"
+            ]
+        );
+        let w = crate::psched::wire::AskOptions {
+            mem_mb: Some(100.2),
+            cpus: Some(0),
+            ..Default::default()
+        };
+        let o = Options::from(&w);
+        assert_eq!((o.mem_mb, o.cpus), (Some(101), None));
+    }
+
+    #[test]
+    fn sinfo_lines_make_partitions() {
+        let out = "batch|up|alloc|node02\nbatch|up|idle|node[03-04]\nshort|down|idle|node[03-04]\n";
+        let p = parse_partitions(out);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].name, "batch");
+        assert_eq!(p[0].state, "up");
+        assert_eq!(p[0].nodes, ["node02", "node03", "node04"]);
+        assert_eq!(p[0].idle, ["node03", "node04"]);
+        assert_eq!(p[1].state, "down");
     }
 
     #[test]

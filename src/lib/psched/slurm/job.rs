@@ -35,6 +35,20 @@ pub struct Job {
     pub end_time: Option<u64>,
     /// Why it is in its state.
     pub reason: Reason,
+    /// Slurm's words beyond the reason's identifier, when it gives some
+    /// (`Reserved for maintenance` of `ReqNodeNotAvail`).
+    pub reason_detail: Option<String>,
+}
+
+/// The detail of a reason: Slurm's description when it says more than
+/// the identifier (JSON `state_description`; 22.05's one-line `Reason=`
+/// after its first comma, `_` for spaces).
+fn detail_of(id: &str, described: &str) -> Option<String> {
+    let d = described.trim();
+    let d = d.strip_prefix(id).unwrap_or(d);
+    let d = d.trim_start_matches([',', ' ', '_']).replace('_', " ");
+    let d = d.trim();
+    (!d.is_empty()).then(|| d.to_string())
 }
 
 /// What Slurm said about one job.
@@ -103,6 +117,8 @@ struct JsonJob {
     end_time: Option<Num>,
     #[serde(default)]
     state_reason: Option<String>,
+    #[serde(default)]
+    state_description: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,6 +181,10 @@ pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
         nodes: nodes_of(j.nodes.as_deref().unwrap_or_default())?,
         end_time: j.end_time.and_then(Num::value).filter(|t| *t > 0),
         reason: Reason::from_slurm(j.state_reason.as_deref().unwrap_or_default()),
+        reason_detail: detail_of(
+            j.state_reason.as_deref().unwrap_or_default(),
+            j.state_description.as_deref().unwrap_or_default(),
+        ),
     }))
 }
 
@@ -194,6 +214,10 @@ pub fn from_oneliner(text: &str, id: u64) -> Result<Seen, Unreachable> {
         nodes,
         end_time: field("EndTime").and_then(utc_secs),
         reason: Reason::from_slurm(field("Reason").unwrap_or_default()),
+        reason_detail: field("Reason").and_then(|r| {
+            let (id, rest) = r.split_once(',')?;
+            detail_of(id, rest)
+        }),
     }))
 }
 
@@ -242,6 +266,23 @@ mod tests {
          "state_reason":"Resources"},
         {"job_id":9,"user_id":0,"job_state":"TIMEOUT","nodes":"node04","end_time":5,
          "state_reason":"None"}]}"#;
+
+    #[test]
+    fn a_reason_keeps_slurms_detail() {
+        assert_eq!(
+            detail_of(
+                "ReqNodeNotAvail",
+                "ReqNodeNotAvail, Reserved for maintenance"
+            ),
+            Some("Reserved for maintenance".into())
+        );
+        assert_eq!(
+            detail_of("ReqNodeNotAvail", "_Reserved_for_maintenance"),
+            Some("Reserved for maintenance".into())
+        );
+        assert_eq!(detail_of("Resources", ""), None);
+        assert_eq!(detail_of("Resources", "Resources"), None);
+    }
 
     fn job(s: Result<Seen, Unreachable>) -> Job {
         match s {

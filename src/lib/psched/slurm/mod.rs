@@ -45,6 +45,9 @@ use worker::{SubKey, Task, Worker};
 
 /// How often psched asks Slurm about its jobs (ms).
 const POLL_MS: u64 = 2000;
+/// How often psched asks Slurm for its partitions while it holds or waits
+/// for something, for `pwatch --status` (ms).
+const PARTITIONS_MS: u64 = 30_000;
 /// Longest pause between attempts while Slurm is unreachable (ms).
 const MAX_BACKOFF_MS: u64 = 30_000;
 /// The prefix of an allocation id.
@@ -69,6 +72,8 @@ struct Waiting {
     again_at: Option<u64>,
     /// Slurm's reason while it waits.
     reason: Option<Reason>,
+    /// That reason in Slurm's words (with its detail).
+    said: Option<String>,
 }
 
 /// One allocation: its Slurm jobs and what the DVM needs of it.
@@ -100,6 +105,9 @@ struct Alloc {
     /// The DVM ended the reservation but keeps its nodes (DEFAULT or
     /// CHILD_DEFAULT): the Slurm job stays until that DVM is gone.
     retained: bool,
+    /// The NEW's CPUs, memory and Slurm options (an EXTEND's job gets
+    /// the same).
+    opts: ctl::Options,
 }
 
 /// psched's state over Slurm: see the module documentation.
@@ -124,6 +132,12 @@ pub struct SlurmBackend {
     next_show: u64,
     /// A query is under way.
     showing: bool,
+    /// Slurm's partitions as `sinfo` said last (for `pwatch --status`).
+    partitions: Vec<crate::psched::SourcePartition>,
+    /// When to ask for them next (ms); 0: not asked yet.
+    next_partitions: u64,
+    /// An `sinfo` is under way.
+    listing: bool,
     /// Since when Slurm is unreachable (ms), with the pause until the next try.
     unreachable: Option<(u64, u64)>,
     /// Numbers salloc submissions.
@@ -231,6 +245,9 @@ impl SlurmBackend {
             withdrawn: Vec::new(),
             cancel_sent: HashSet::new(),
             next_show: 0,
+            partitions: Vec::new(),
+            next_partitions: 0,
+            listing: false,
             showing: false,
             unreachable: None,
             seq: 0,
@@ -293,6 +310,11 @@ impl SlurmBackend {
         Ok(vec![self.answer(tag, st, None, None)?])
     }
 
+    /// Refuse `tag` as `st`, telling the requester `why`.
+    fn refuse_saying(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
+        Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
+    }
+
     fn find_id(&self, ask: &AllocAsk) -> Option<String> {
         if let Some(id) = &ask.alloc_id {
             return self.allocs.contains_key(id).then(|| id.clone());
@@ -310,13 +332,14 @@ impl SlurmBackend {
             self.to_cancel.push(job);
         }
         self.next_show = 0;
+        self.partitions_changed();
     }
 
     /// Start (or start again) the salloc of `w`.
     fn submit(&mut self, w: &Waiting) {
         self.worker.send(Task::Submit {
             key: w.key.clone(),
-            ask: w.ask.clone(),
+            ask: Box::new(w.ask.clone()),
             name: w.name.clone(),
         });
     }
@@ -406,6 +429,7 @@ impl super::backend::Backend for SlurmBackend {
         l.slurm_withdraw.sort();
         l.slurm_withdraw.dedup();
         l.pending = self.pending_view();
+        l.source_partitions = self.partitions.clone();
         l
     }
 
@@ -428,6 +452,9 @@ impl super::backend::Backend for SlurmBackend {
         }
         if let Some(t) = self.next_resubmit() {
             at(t);
+        }
+        if let Some(t) = self.next_partitions_at() {
+            at(t.max(now));
         }
         next
     }

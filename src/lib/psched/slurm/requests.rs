@@ -13,13 +13,36 @@ use super::hostlist::bad_node_name;
 use super::worker::Task;
 use super::{ctl, Alloc, SlurmBackend, Waiting};
 
-/// Why `ask` may not reach a Slurm command line: a node or partition name
-/// Slurm would misread.
+/// Why `ask` may not reach a Slurm command line: a node, partition,
+/// account, QOS or reservation name, or a feature expression, Slurm would
+/// misread.
 fn bad_names(ask: &AllocAsk) -> Option<String> {
     let names = ask.node_list.iter().chain(&ask.exclude).chain(&ask.queue);
-    names
+    let bad = names
         .filter_map(|n| bad_node_name(n).map(|why| format!("{n:?}: {why}")))
-        .next()
+        .next();
+    let opts = ctl::Options::from(&ask.opts);
+    let named = opts.names().find_map(|(flag, n)| {
+        let why = bad_node_name(n)?.replace("a node name", "a name");
+        Some(format!("{flag} {n:?}: {why}"))
+    });
+    let features = opts
+        .constraint
+        .as_deref()
+        .and_then(|c| bad_constraint(c).map(|why| format!("--constraint {c:?}: {why}")));
+    bad.or(named).or(features)
+}
+
+/// Why a feature expression may not reach salloc: it would be read as a
+/// flag or a file, or split.
+fn bad_constraint(c: &str) -> Option<&'static str> {
+    if c.is_empty() || c.starts_with('-') {
+        return Some("empty, or starting with '-'");
+    }
+    if c.contains('/') || c.chars().any(|x| x.is_whitespace() || x.is_control()) {
+        return Some("it may not contain '/', whitespace or control characters");
+    }
+    None
 }
 
 impl SlurmBackend {
@@ -49,15 +72,17 @@ impl SlurmBackend {
             name,
             again_at: None,
             reason: None,
+            said: None,
         };
         self.submit(&w);
         w
     }
 
-    /// Refuse `tag` as `st`, saying why in psched's log.
+    /// Refuse `tag` as `st`, saying why in psched's log and to the
+    /// requester.
     fn refuse_why(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
         eprintln!("psched: request refused ({}): {why}", st.name());
-        self.refuse(tag, st)
+        self.refuse_saying(tag, st, &format!("psched: {why}"))
     }
 
     pub(super) fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
@@ -81,12 +106,14 @@ impl SlurmBackend {
             exclude: ask.exclude.clone(),
             time_secs,
             partition: ask.queue.clone(),
+            opts: ctl::Options::from(&ask.opts),
         };
         if want.count.is_none() && want.list.is_empty() {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, "no node count or list");
         }
         let id = self.next_id();
         let name = self.job_name(&id);
+        let want_opts = want.opts.clone();
         let w = self.start_salloc(&id, None, want, name.clone());
         let a = Alloc {
             owed: Some(tag),
@@ -97,6 +124,7 @@ impl SlurmBackend {
             warn_secs: ask.warn_secs,
             granted_at: now,
             inherit: ask.inherit,
+            opts: want_opts,
             ..Alloc::default()
         };
         eprintln!("psched: asked Slurm for {id} (job {name})");
@@ -169,6 +197,7 @@ impl SlurmBackend {
             exclude,
             time_secs: left,
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
+            opts: a.opts.clone(),
         };
         let name = format!("{}.{}", self.job_name(id), a.jobs.len() + 1);
         let w = self.start_salloc(id, Some(tag), want, name.clone());
@@ -315,10 +344,54 @@ impl SlurmBackend {
                     nodes: w.ask.count.unwrap_or(w.ask.list.len() as u32),
                     time_secs: Some(w.ask.time_secs),
                     extend: w.key.ext_tag.is_some(),
+                    reason: w
+                        .said
+                        .clone()
+                        .filter(|_| w.reason != Some(super::reason::Reason::None)),
                 })
             })
             .collect();
         v.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psched::wire::AskOptions;
+
+    fn with(opts: AskOptions) -> AllocAsk {
+        AllocAsk {
+            opts,
+            ..AllocAsk::default()
+        }
+    }
+
+    #[test]
+    fn slurm_names_are_checked_before_any_command() {
+        let acct = with(AskOptions {
+            account: Some("/etc/passwd".into()),
+            ..AskOptions::default()
+        });
+        let why = bad_names(&acct).expect("refused");
+        assert!(why.starts_with("--account \"/etc/passwd\""), "{why}");
+        let resv = with(AskOptions {
+            reservation: Some("-x".into()),
+            ..AskOptions::default()
+        });
+        assert!(bad_names(&resv).is_some_and(|w| w.starts_with("--reservation")));
+        let feat = with(AskOptions {
+            constraint: Some("gpu ib".into()),
+            ..AskOptions::default()
+        });
+        assert!(bad_names(&feat).is_some_and(|w| w.starts_with("--constraint")));
+        let fine = with(AskOptions {
+            account: Some("phys".into()),
+            qos: Some("low".into()),
+            constraint: Some("[gpu*2&ib]|big".into()),
+            ..AskOptions::default()
+        });
+        assert_eq!(bad_names(&fine), None);
     }
 }

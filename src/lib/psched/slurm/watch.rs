@@ -11,9 +11,9 @@ use crate::proto::status::Status;
 use super::super::out::{EndWhy, Granted, Out};
 use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
-use super::reason::{EndCause, JobState, Pending};
+use super::reason::{EndCause, JobState, Pending, Reason};
 use super::worker::{Done, SallocEvent, SubKey, Task};
-use super::{SlurmBackend, MAX_BACKOFF_MS, POLL_MS};
+use super::{SlurmBackend, MAX_BACKOFF_MS, PARTITIONS_MS, POLL_MS};
 
 impl SlurmBackend {
     /// Whether there is anything to ask Slurm about.
@@ -66,6 +66,11 @@ impl SlurmBackend {
         }
         out.extend(self.resubmit(now));
         out.extend(self.warnings(now)?);
+        if self.partitions_due(now) {
+            self.listing = true;
+            self.worker.send(Task::Partitions);
+            self.next_partitions = now + PARTITIONS_MS;
+        }
         if !self.showing && now >= self.next_show {
             let jobs = self.jobs_to_show();
             if !jobs.is_empty() {
@@ -75,6 +80,26 @@ impl SlurmBackend {
             self.next_show = now + self.unreachable.map_or(POLL_MS, |(_, pause)| pause);
         }
         Ok(out)
+    }
+
+    /// Whether to ask Slurm for its partitions now: once at start, then
+    /// every [`PARTITIONS_MS`] while psched holds or waits for something.
+    fn partitions_due(&self, now: u64) -> bool {
+        let first = self.next_partitions == 0;
+        !self.listing && (first || (now >= self.next_partitions && !self.jobs_to_show().is_empty()))
+    }
+
+    /// psched's own jobs took or gave back nodes: ask for the partitions
+    /// again at the next turn (their idle nodes changed).
+    pub(super) fn partitions_changed(&mut self) {
+        self.next_partitions = self.next_partitions.min(1);
+    }
+
+    /// When the partitions are next due (ms), if psched will ask.
+    pub(super) fn next_partitions_at(&self) -> Option<u64> {
+        let first = self.next_partitions == 0;
+        (!self.listing && (first || !self.jobs_to_show().is_empty()))
+            .then_some(self.next_partitions)
     }
 
     /// Slurm could not be reached (`why`): say so once, back off.
@@ -125,6 +150,15 @@ impl SlurmBackend {
                 Ok(Vec::new())
             }
             Done::Salloc(key, ev) => self.on_salloc(key, ev, now),
+            Done::Partitions(r) => {
+                self.listing = false;
+                // Unreachable: the last answer stays (the jobs' own
+                // queries say when Slurm is back).
+                if let Ok(p) = r {
+                    self.partitions = p;
+                }
+                Ok(Vec::new())
+            }
         }
     }
 
@@ -208,9 +242,35 @@ impl SlurmBackend {
             }
             SallocEvent::Exit(Err(Failure::Refused(w))) => {
                 eprintln!("psched: Slurm refused {id}: {w}");
-                self.give_up(&id, Status::ERR_BAD_PARAM)
+                self.give_up_saying(&id, Status::ERR_BAD_PARAM, Some(&format!("Slurm: {w}")))
             }
         }
+    }
+
+    /// `id` still waits in Slurm's queue (job `j`): when Slurm's reason
+    /// or its words change, say it in the log and to a NEW's requester.
+    fn still_waits(&mut self, id: &str, j: &Job) -> Option<Out> {
+        let a = self.allocs.get_mut(id)?;
+        let owed = a.owed;
+        let w = a.waiting.as_mut()?;
+        let said = match &j.reason_detail {
+            Some(d) => format!("{}, {d}", j.reason.word()),
+            None => j.reason.word().to_string(),
+        };
+        if w.reason.as_ref() == Some(&j.reason) && w.said.as_deref() == Some(said.as_str()) {
+            return None;
+        }
+        eprintln!("psched: {id} waits in Slurm's queue ({said})");
+        w.reason = Some(j.reason.clone());
+        w.said = Some(said.clone());
+        if j.reason == Reason::None {
+            return None;
+        }
+        Some(Out::Queued {
+            tag: owed?,
+            reason: j.reason.word().to_string(),
+            text: format!("Slurm says {said}"),
+        })
     }
 
     fn job_known(&self, id: &str) -> bool {
@@ -251,6 +311,11 @@ impl SlurmBackend {
     /// The waiting request of `id` will not be granted: refuse it with `st`
     /// (an EXTEND's only; a NEW's with its allocation).
     fn give_up(&mut self, id: &str, st: Status) -> Result<Vec<Out>> {
+        self.give_up_saying(id, st, None)
+    }
+
+    /// [`Self::give_up`], telling the requester `why` (Slurm's words).
+    fn give_up_saying(&mut self, id: &str, st: Status, why: Option<&str>) -> Result<Vec<Out>> {
         let Some(a) = self.allocs.get_mut(id) else {
             return Ok(Vec::new());
         };
@@ -265,9 +330,10 @@ impl SlurmBackend {
             }
         };
         self.withdraw_waiting(&w);
-        match tag {
-            Some(t) => self.refuse(t, st),
-            None => Ok(Vec::new()),
+        match (tag, why) {
+            (Some(t), Some(w)) => self.refuse_saying(t, st, w),
+            (Some(t), None) => self.refuse(t, st),
+            (None, _) => Ok(Vec::new()),
         }
     }
 
@@ -380,16 +446,10 @@ impl SlurmBackend {
                         "psched: Slurm will not run {id} as asked ({}): refused",
                         j.reason.word()
                     );
-                    return self.give_up(id, st);
+                    let why = format!("Slurm will not run it as asked: {}", j.reason.word());
+                    return self.give_up_saying(id, st, Some(&why));
                 }
-                let w = self.allocs.get_mut(id).and_then(|a| a.waiting.as_mut());
-                if let Some(w) = w {
-                    if w.reason.as_ref() != Some(&j.reason) {
-                        eprintln!("psched: {id} waits in Slurm's queue ({})", j.reason.word());
-                        w.reason = Some(j.reason.clone());
-                    }
-                }
-                Ok(Vec::new())
+                Ok(self.still_waits(id, j).into_iter().collect())
             }
             JobState::Ended(c) => {
                 eprintln!(
@@ -404,6 +464,7 @@ impl SlurmBackend {
 
     /// The waiting request of `id` was granted job `j`: answer the DVM.
     fn granted(&mut self, id: &str, j: &Job) -> Result<Vec<Out>> {
+        self.partitions_changed();
         let mut sessions = self.ledger.sessions;
         let now = super::super::now_ms();
         let Some(a) = self.allocs.get_mut(id) else {
@@ -614,9 +675,16 @@ mod tests {
             next.is_none_or(|t| t >= now + POLL_MS),
             "no quick deadline while scontrol runs: {next:?} (now {now})"
         );
-        assert!(woken_within(&b, 60), "scontrol's answer wakes the loop");
-        b.tick(crate::psched::now_ms()).unwrap();
-        assert!(!b.showing, "the tick took the answer");
+        // The first tick also asks for the partitions (sinfo): each
+        // answer wakes the loop.
+        for _ in 0..2 {
+            if !b.showing && !b.listing {
+                break;
+            }
+            assert!(woken_within(&b, 60), "Slurm's answer wakes the loop");
+            b.tick(crate::psched::now_ms()).unwrap();
+        }
+        assert!(!b.showing && !b.listing, "the ticks took the answers");
         std::thread::sleep(Duration::from_millis(1));
         let mut fds = [PollFd::new(b.wake_fd(), PollFlags::POLLIN)];
         assert_eq!(poll(&mut fds, PollTimeout::ZERO).unwrap(), 0, "quiet again");

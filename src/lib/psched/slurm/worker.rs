@@ -48,12 +48,14 @@ pub enum Task {
         /// The nodes it keeps.
         keep: Vec<String>,
     },
+    /// What Slurm's partitions are (`sinfo`).
+    Partitions,
     /// Start a `salloc` for `ask`, job named `name`.
     Submit {
         /// Who it is for.
         key: SubKey,
         /// What it asks.
-        ask: Ask,
+        ask: Box<Ask>,
         /// The job name.
         name: String,
     },
@@ -93,6 +95,8 @@ pub enum Done {
     Shrunk(u64, Result<(), Failure>),
     /// A `salloc`'s news.
     Salloc(SubKey, SallocEvent),
+    /// Answer to a [`Task::Partitions`].
+    Partitions(Result<Vec<crate::psched::SourcePartition>, Unreachable>),
 }
 
 /// The threads and their channels.
@@ -141,6 +145,7 @@ fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
             result: jobs.iter().try_for_each(|j| ctl::add_time(*j, secs)),
         },
         Task::Shrink { job, keep } => Done::Shrunk(job, ctl::shrink(job, &keep)),
+        Task::Partitions => Done::Partitions(ctl::partitions()),
         Task::Submit { .. } => unreachable!("salloc runs on its own thread"),
     }
 }
@@ -204,9 +209,9 @@ impl Worker {
                 self.sallocs += 1;
                 let done = self.done_tx.clone();
                 let waker = self.waker.clone();
-                std::thread::spawn(move || salloc(key, ask, name, done, waker));
+                std::thread::spawn(move || salloc(key, *ask, name, done, waker));
             }
-            Task::Show(_) => {
+            Task::Show(_) | Task::Partitions => {
                 self.busy += 1;
                 let _ = self.ask.send(t);
             }

@@ -1,0 +1,39 @@
+//! What palloc says while its request waits in the scheduler's queue: the
+//! reason psched on Slurm sends its requester
+//! ([`crate::proto::status::PENDING_REASON`]), once per new reason
+//! ("queued: Slurm says Resources").
+
+use super::ui::Ui;
+use crate::codec::Value;
+use crate::ops::events::decode_notification;
+use crate::ops::session::Session;
+use crate::proto::{keys, status::PENDING_REASON};
+
+/// The last reason said, so that each is said once.
+#[derive(Debug, Default)]
+pub(super) struct QueuedReason {
+    last: Option<String>,
+}
+
+impl QueuedReason {
+    /// Say the reason an event `bytes` carries, when it is a new one.
+    pub(super) fn on_event(&mut self, s: &Session, bytes: &[u8], ui: &Ui) {
+        let Some(text) = reason_text(s, bytes) else {
+            return;
+        };
+        if self.last.as_deref() != Some(text.as_str()) {
+            ui.note(&format!("queued: {text}"));
+            self.last = Some(text);
+        }
+    }
+}
+
+/// The sentence of a pending-reason event (`None` for any other event).
+fn reason_text(s: &Session, bytes: &[u8]) -> Option<String> {
+    let ev = decode_notification(&mut s.decoder(bytes)).ok()?;
+    if ev.status != PENDING_REASON {
+        return None;
+    }
+    let said = |k: &str| ev.get(k).and_then(Value::as_str).map(String::from);
+    said(keys::EVENT_TEXT_MESSAGE).or_else(|| said(keys::PENDING_REASON))
+}
