@@ -177,18 +177,8 @@ fn prune() {
 
 /// The record file of request `rid` on DVM `server`.
 fn record_path(server: &str, rid: &str) -> Option<PathBuf> {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    Some(records_dir()?.join(format!("{}+{}.json", clean(server), clean(rid))))
+    use crate::conn::registry::file_word;
+    Some(records_dir()?.join(format!("{}+{}.json", file_word(server), file_word(rid))))
 }
 
 /// This user's batch records for DVM `server`, oldest first; ended ones

@@ -125,23 +125,26 @@ pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<Pa
     if id.is_empty() || id.len() + server.len() > 200 {
         return None;
     }
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "@._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
     let sep = match held {
         HeldBy::Alloc => '+',
         HeldBy::Request => '=',
     };
-    let name = format!("{}{sep}{}.sock", clean(server), clean(id));
+    let name = format!("{}{sep}{}.sock", file_word(server), file_word(id));
     Some(registry_dir()?.join(name))
+}
+
+/// `s` as part of a file name in the registry: characters other than
+/// letters, digits and `@._-` become `_`.
+pub(crate) fn file_word(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "@._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A name of the registry held by this process: the lock on `X.lock` for
