@@ -542,12 +542,13 @@ impl Server {
                 terminal: self.leader.as_deref() == Some(nspace)
                     && super::leader_tty::stdin_is_terminal(),
             };
-            let started = launch(&spec, &self.launch, out, err);
+            let program = resolve(app, &self.launch);
+            let started = launch(&spec, &self.launch, program.as_deref(), out, err);
             let mut rec = ProcRec {
                 rank: s.rank,
                 pid: None,
                 node: s.node.clone(),
-                exe: resolve(app, &self.launch)
+                exe: program
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,

@@ -1,12 +1,12 @@
 //! Jobs as real local processes: launching them with the PMIx environment,
 //! capturing their output, reaping them, and signalling them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use nix::sys::signal::{killpg, Signal};
@@ -86,7 +86,7 @@ pub(crate) struct StdinSink {
 
 impl StdinSink {
     /// Start feeding `stdin`.
-    pub(crate) fn start(stdin: std::process::ChildStdin) -> StdinSink {
+    pub(crate) fn start(stdin: std::fs::File) -> StdinSink {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
         std::thread::spawn(move || {
             use std::io::Write;
@@ -270,7 +270,7 @@ impl OutPipe {
 }
 
 /// What a launched process needs from the server.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct LaunchEnv {
     /// Server URI (`NSPACE.0;tcp4://…`).
     pub uri: String,
@@ -278,6 +278,8 @@ pub(crate) struct LaunchEnv {
     pub tmpdir: PathBuf,
     /// Directory prepended to PATH (where the tools live).
     pub bin_dir: Option<PathBuf>,
+    /// Programs found on PATH lately.
+    pub programs: super::programs::ProgramCache,
 }
 
 /// How to wire a process's stdout and stderr.
@@ -308,13 +310,15 @@ pub(crate) fn resolve(app: &App, env: &LaunchEnv) -> Option<PathBuf> {
             Some(dir) => Path::new(dir).join(cmd),
             None => PathBuf::from(cmd),
         };
-        return is_exec(&p).then_some(p);
+        return super::programs::is_exec(&p).then_some(p);
     }
-    let mut dirs: Vec<PathBuf> = env.bin_dir.iter().cloned().collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.into_iter().map(|d| d.join(cmd)).find(|p| is_exec(p))
+    env.programs.find(cmd, app_dir(app), || {
+        let mut dirs: Vec<PathBuf> = env.bin_dir.iter().cloned().collect();
+        if let Some(path) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&path));
+        }
+        dirs
+    })
 }
 
 /// The directory an app runs in: its `cwd` (the caller's working
@@ -327,13 +331,6 @@ pub(crate) fn app_dir(app: &App) -> Option<&str> {
             .and_then(|i| i.value.as_str())
             .filter(|c| !c.is_empty())
     })
-}
-
-fn is_exec(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
 }
 
 /// One process to start.
@@ -368,87 +365,110 @@ pub(crate) struct Started {
     pub stdin: Option<StdinSink>,
 }
 
-/// Start one process of a job in its own process group.
+/// Start one process of a job in its own process group: `program` is its
+/// resolved path ([`resolve`]), `None` when it was not found (then the
+/// child's `PATH` is searched, and its error is the exec's).
 pub(crate) fn launch(
     spec: &ProcSpec,
     env: &LaunchEnv,
+    program: Option<&Path>,
     out: Output,
     err: Output,
 ) -> std::io::Result<Started> {
+    use super::spawn::{c_pair, c_string, Plan, Stdin};
     let app = spec.app;
-    let program = resolve(app, env).unwrap_or_else(|| PathBuf::from(&app.cmd));
-    let mut c = Command::new(&program);
-    // PMIx argv carries argv[0] first, as exec does.
-    let args: &[String] = match app.argv.split_first() {
-        Some((a0, rest)) => {
-            use std::os::unix::process::CommandExt;
-            c.arg0(a0);
-            rest
-        }
-        None => &[],
+    let vars = job_env(spec, env);
+    let programs = match program {
+        Some(p) => vec![c_string(p.as_os_str())?],
+        None => candidates(&app.cmd, &vars)?,
     };
-    c.args(args);
-    set_job_env(&mut c, spec, env);
-    if let Some(cwd) = app_dir(app) {
-        c.current_dir(cwd);
-    }
-    c.stdin(if spec.terminal {
-        Stdio::inherit()
-    } else if spec.stdin {
-        Stdio::piped()
+    // PMIx argv carries argv[0] first, as exec does.
+    let argv = if app.argv.is_empty() {
+        vec![c_string(program.map_or(app.cmd.as_ref(), Path::as_os_str))?]
     } else {
-        Stdio::null()
-    });
-    c.stdout(if out == Output::Capture {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
-    c.stderr(if err == Output::Capture {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
-    die_with_pdvm(&mut c, spec.terminal);
-    let mut child = c.spawn()?;
-    let pid = child.id() as i32;
+        app.argv
+            .iter()
+            .map(|a| c_string(a.as_ref()))
+            .collect::<std::io::Result<_>>()?
+    };
+    let plan = Plan {
+        programs,
+        argv,
+        envp: vars
+            .iter()
+            .map(|(k, v)| c_pair(k, v))
+            .collect::<std::io::Result<_>>()?,
+        cwd: app_dir(app).map(|d| c_string(d.as_ref())).transpose()?,
+        stdin: if spec.terminal {
+            Stdin::Inherit
+        } else if spec.stdin {
+            Stdin::Pipe
+        } else {
+            Stdin::Null
+        },
+        capture_out: out == Output::Capture,
+        capture_err: err == Output::Capture,
+        terminal: spec.terminal,
+    };
+    let child = super::spawn::spawn(&plan)?;
     let mut pipes = Vec::new();
-    if let Some(o) = child.stdout.take() {
+    if let Some(o) = child.stdout {
         set_nonblocking(&o);
-        pipes.push((CH_STDOUT, OwnedFd::from(o)));
+        pipes.push((CH_STDOUT, o));
     }
-    if let Some(e) = child.stderr.take() {
+    if let Some(e) = child.stderr {
         set_nonblocking(&e);
-        pipes.push((CH_STDERR, OwnedFd::from(e)));
+        pipes.push((CH_STDERR, e));
     }
-    let stdin = child.stdin.take().map(StdinSink::start);
-    // The child is reaped by the server's waitpid loop, not through `child`.
-    drop(child);
-    Ok(Started { pid, pipes, stdin })
+    let stdin = child
+        .stdin
+        .map(|fd| StdinSink::start(std::fs::File::from(fd)));
+    Ok(Started {
+        pid: child.pid,
+        pipes,
+        stdin,
+    })
+}
+
+/// Where to look for `cmd` that [`resolve`] did not find: as given when it
+/// names a path, else each directory of the job's own `PATH`.
+fn candidates(
+    cmd: &str,
+    vars: &BTreeMap<OsString, OsString>,
+) -> std::io::Result<Vec<std::ffi::CString>> {
+    use super::spawn::c_string;
+    let path = vars.get(std::ffi::OsStr::new("PATH"));
+    if cmd.contains('/') || path.is_none() {
+        return Ok(vec![c_string(cmd.as_ref())?]);
+    }
+    std::env::split_paths(path.unwrap_or(&OsString::new()))
+        .map(|d| c_string(d.join(cmd).as_os_str()))
+        .collect()
 }
 
 /// The job's environment: ours without PMIx/PRRTE/Open MPI variables, the
 /// app's settings, pdvm's tools on `PATH`, and what a PMIx client reads.
-fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
+fn job_env(spec: &ProcSpec, env: &LaunchEnv) -> BTreeMap<OsString, OsString> {
     let env_only = spec
         .app
         .info
         .iter()
         .any(|i| i.key == crate::proto::keys::ENV_NONE && crate::codec::helpers::info_true(i));
-    if env_only {
-        // `--export=NONE`: nothing of pdvm's own environment.
-        c.env_clear();
+    let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
+    if !env_only {
+        // `--export=NONE` takes nothing of pdvm's own environment.
+        vars.extend(std::env::vars_os().filter(|(k, _)| {
+            let ks = k.to_string_lossy();
+            !(ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_"))
+        }));
     }
-    for (k, _) in std::env::vars_os() {
-        let ks = k.to_string_lossy();
-        if ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_") {
-            c.env_remove(&k);
-        }
-    }
+    let mut set = |k: &str, v: OsString| {
+        vars.insert(OsString::from(k), v);
+    };
     for kv in &spec.app.env {
         if let Some((k, v)) = kv.split_once('=') {
             if !k.is_empty() {
-                c.env(k, v);
+                set(k, v.into());
             }
         }
     }
@@ -459,59 +479,28 @@ fn set_job_env(c: &mut Command, spec: &ProcSpec, env: &LaunchEnv) {
             all.extend(std::env::split_paths(&path));
             path = std::env::join_paths(all).unwrap_or(path);
         }
-        c.env("PATH", path);
+        set("PATH", path);
     }
-    c.env("PMIX_NAMESPACE", spec.nspace)
-        .env("PMIX_RANK", spec.rank.to_string())
-        .env("PMIX_SERVER_TMPDIR", &env.tmpdir)
-        .env("PMIX_VERSION", super::listener::ANNOUNCED_VERSION)
-        .env("PMIX_HOSTNAME", spec.node)
-        .env("PMIX_SECURITY_MODE", "native")
-        .env("PMIX_BFROP_BUFFER_TYPE", "PMIX_BFROP_BUFFER_NON_DESC")
-        .env("PMIX_GDS_MODULE", "hash")
-        .env("PMIX_PTL_MODULE", "tcp")
-        .env("PMIX_JOB_SIZE", spec.job_size.to_string());
+    set("PMIX_NAMESPACE", spec.nspace.into());
+    set("PMIX_RANK", spec.rank.to_string().into());
+    set("PMIX_SERVER_TMPDIR", env.tmpdir.clone().into());
+    set("PMIX_VERSION", super::listener::ANNOUNCED_VERSION.into());
+    set("PMIX_HOSTNAME", spec.node.into());
+    set("PMIX_SECURITY_MODE", "native".into());
+    set(
+        "PMIX_BFROP_BUFFER_TYPE",
+        "PMIX_BFROP_BUFFER_NON_DESC".into(),
+    );
+    set("PMIX_GDS_MODULE", "hash".into());
+    set("PMIX_PTL_MODULE", "tcp".into());
+    set("PMIX_JOB_SIZE", spec.job_size.to_string().into());
     for k in crate::proto::keys::SERVER_URI_VARS {
-        c.env(k, &env.uri);
+        set(k, env.uri.clone().into());
     }
     if let Some(a) = spec.alloc_id {
-        c.env("PMIX_ALLOC_ID", a);
+        set("PMIX_ALLOC_ID", a.into());
     }
-}
-
-/// The process gets its own group, starts with no signal blocked, and dies
-/// with pdvm, even a pdvm killed with SIGKILL; a `terminal` job (pdvm's
-/// session leader at a terminal) takes the terminal's foreground first.
-fn die_with_pdvm(c: &mut Command, terminal: bool) {
-    {
-        use std::os::unix::process::CommandExt;
-        c.process_group(0);
-        // pdvm blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP for its signalfd; the
-        // child must start with nothing blocked.
-        // The job dies with pdvm, even a pdvm killed with SIGKILL
-        // (PR_SET_PDEATHSIG; pdvm is single-threaded, so its forking thread
-        // is the process).
-        let parent = std::process::id() as i32;
-        // SAFETY: only pthread_sigmask, tcsetpgrp, getpid, prctl and getppid run between fork
-        // and exec, all async-signal-safe.
-        unsafe {
-            c.pre_exec(move || {
-                if terminal {
-                    super::leader_tty::take_foreground()?;
-                }
-                nix::sys::signal::SigSet::empty()
-                    .thread_set_mask()
-                    .map_err(std::io::Error::from)?;
-                if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if nix::libc::getppid() != parent {
-                    return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
-    }
+    vars
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).

@@ -40,9 +40,11 @@ pub(crate) mod leader_tty;
 pub mod listener;
 pub(crate) mod model;
 pub(crate) mod peer;
+pub(crate) mod programs;
 pub(crate) mod query;
 pub(crate) mod reactor;
 pub mod request;
+pub(crate) mod spawn;
 pub(crate) mod state;
 
 use std::path::PathBuf;
@@ -148,6 +150,7 @@ pub fn run(
         uri: ident.uri(),
         tmpdir: rdv.dir().to_path_buf(),
         bin_dir: cfg.bin_dir.clone(),
+        programs: Default::default(),
     };
     let mut srv = Server {
         model: model::ModelDriver::new(dvm, sched, state::Clock::new(cfg.time_scale)),

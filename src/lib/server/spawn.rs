@@ -1,0 +1,341 @@
+//! Starting a job's process without copying pdvm.
+//!
+//! `fork` copies pdvm's page tables, and the exec that follows tears the
+//! copy down again: for arrays of short tasks that was most of pdvm's CPU.
+//! Here the child is a `vfork`-style clone (`CLONE_VM | CLONE_VFORK`, as
+//! `posix_spawn` does): it shares pdvm's memory, pdvm waits until it has
+//! exec'd or failed, and nothing is copied. Unlike `posix_spawn` it can
+//! still ask to die with pdvm (`PR_SET_PDEATHSIG`) and take a terminal.
+//!
+//! Everything the child needs is prepared beforehand ([`Plan`]); between
+//! clone and exec it makes only async-signal-safe system calls on memory
+//! prepared by the parent, and reports a failure through a word the parent
+//! reads once it resumes.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::libc;
+
+/// What the child's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stdin {
+    /// `/dev/null`.
+    Null,
+    /// pdvm's own stdin (the session leader at a terminal).
+    Inherit,
+    /// A pipe pdvm writes.
+    Pipe,
+}
+
+/// Everything needed to start one process.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Paths to try in turn, as `execvp` does (one when already resolved).
+    pub programs: Vec<CString>,
+    /// The argument vector, `argv[0]` first.
+    pub argv: Vec<CString>,
+    /// The whole environment, `KEY=VALUE`.
+    pub envp: Vec<CString>,
+    /// Directory to run in; `None` keeps pdvm's.
+    pub cwd: Option<CString>,
+    /// Its stdin.
+    pub stdin: Stdin,
+    /// Capture stdout through a pipe (else pdvm's own).
+    pub capture_out: bool,
+    /// Capture stderr through a pipe (else pdvm's own).
+    pub capture_err: bool,
+    /// Make its process group the terminal's foreground group.
+    pub terminal: bool,
+}
+
+/// A started process: its pid and pdvm's ends of its pipes.
+#[derive(Debug)]
+pub(crate) struct Child {
+    /// Its pid (reaped by the server's waitpid loop).
+    pub pid: i32,
+    /// Write end of its stdin, for [`Stdin::Pipe`].
+    pub stdin: Option<OwnedFd>,
+    /// Read end of its stdout, when captured.
+    pub stdout: Option<OwnedFd>,
+    /// Read end of its stderr, when captured.
+    pub stderr: Option<OwnedFd>,
+}
+
+/// Turn `s` into a C string; an interior NUL is `InvalidInput`.
+pub(crate) fn c_string(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a NUL byte in an argument or the environment",
+        )
+    })
+}
+
+/// `KEY=VALUE` as a C string.
+pub(crate) fn c_pair(k: &OsStr, v: &OsStr) -> io::Result<CString> {
+    let mut kv = OsString::with_capacity(k.len() + v.len() + 1);
+    kv.push(k);
+    kv.push("=");
+    kv.push(v);
+    c_string(&kv)
+}
+
+/// A pipe whose two ends close on exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
+}
+
+/// `/dev/null` for reading, closed on exec.
+fn dev_null() -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::open(
+        "/dev/null",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    // SAFETY: `open` just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The descriptors the child puts on 0, 1 and 2 (`None` keeps pdvm's).
+struct Wiring {
+    fds: [Option<RawFd>; 3],
+}
+
+/// Start `plan`'s process in a process group of its own, with no signal
+/// blocked, SIGPIPE at its default, and dying with pdvm (even a pdvm
+/// killed with SIGKILL). Errors are the child's: a missing program, a
+/// directory it cannot enter, and so on.
+pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
+    let null = (plan.stdin == Stdin::Null).then(dev_null).transpose()?;
+    let input = (plan.stdin == Stdin::Pipe).then(pipe).transpose()?;
+    let out = plan.capture_out.then(pipe).transpose()?;
+    let err = plan.capture_err.then(pipe).transpose()?;
+    let wiring = Wiring {
+        fds: [
+            null.as_ref()
+                .or(input.as_ref().map(|(r, _)| r))
+                .map(AsRawFd::as_raw_fd),
+            out.as_ref().map(|(_, w)| w.as_raw_fd()),
+            err.as_ref().map(|(_, w)| w.as_raw_fd()),
+        ],
+    };
+    let pid = clone_exec(plan, &wiring)?;
+    Ok(Child {
+        pid,
+        stdin: input.map(|(_, w)| w),
+        stdout: out.map(|(r, _)| r),
+        stderr: err.map(|(r, _)| r),
+    })
+}
+
+/// Null-terminated pointer array over `v` (borrowed: `v` must outlive it).
+fn pointers(v: &[CString]) -> Vec<*const libc::c_char> {
+    v.iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// Size of the child's stack until it execs.
+const CHILD_STACK: usize = 64 * 1024;
+
+/// Clone, wire and exec; the child's error, if it failed before exec.
+fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
+    let argv = pointers(&plan.argv);
+    let envp = pointers(&plan.envp);
+    let programs = pointers(&plan.programs);
+    let parent = std::process::id() as libc::pid_t;
+    let failed = AtomicI32::new(0);
+    let mut stack = vec![0u8; CHILD_STACK];
+    let child = || -> isize {
+        // SAFETY: runs in the clone between clone and exec; see `in_child`.
+        let e = unsafe { in_child(plan, wiring, &argv, &envp, &programs, parent) };
+        failed.store(e, Ordering::SeqCst);
+        127
+    };
+    use nix::sched::CloneFlags;
+    // SAFETY: the child shares our memory but runs only `in_child` (no
+    // allocation, no lock, async-signal-safe calls) on its own stack, and
+    // CLONE_VFORK keeps this thread stopped until it has exec'd or exited;
+    // pdvm's serving thread is the only one that ever calls this.
+    let pid = unsafe {
+        nix::sched::clone(
+            Box::new(child),
+            &mut stack,
+            CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
+            Some(libc::SIGCHLD),
+        )
+    }?;
+    match failed.load(Ordering::SeqCst) {
+        0 => Ok(pid.as_raw()),
+        e => {
+            // It has exited already: reap it here, not as a job's process.
+            let _ = nix::sys::wait::waitpid(pid, None);
+            Err(io::Error::from_raw_os_error(e))
+        }
+    }
+}
+
+/// The child's side: wire stdio, enter the directory, take its own group
+/// (and the terminal), clear the signal mask, reset SIGPIPE, die with
+/// pdvm, exec. Returns the errno that stopped it.
+///
+/// # Safety
+/// Only in the clone made by [`clone_exec`], with pointer arrays that
+/// borrow `plan`'s strings.
+unsafe fn in_child(
+    plan: &Plan,
+    wiring: &Wiring,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    programs: &[*const libc::c_char],
+    parent: libc::pid_t,
+) -> i32 {
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    for (target, fd) in wiring.fds.iter().enumerate() {
+        let Some(fd) = *fd else { continue };
+        let wired = if fd == target as RawFd {
+            // Already in place: only let it survive the exec.
+            libc::fcntl(fd, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(fd, target as RawFd)
+        };
+        if wired < 0 {
+            return errno();
+        }
+    }
+    if let Some(dir) = &plan.cwd {
+        if libc::chdir(dir.as_ptr()) != 0 {
+            return errno();
+        }
+    }
+    if libc::setpgid(0, 0) != 0 {
+        return errno();
+    }
+    if plan.terminal {
+        if let Err(e) = super::leader_tty::take_foreground() {
+            return e.raw_os_error().unwrap_or(libc::EIO);
+        }
+    }
+    let mut empty: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut empty);
+    if libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+        return libc::EINVAL;
+    }
+    // The clone has its own signal dispositions (no CLONE_SIGHAND).
+    if libc::signal(libc::SIGPIPE, libc::SIG_DFL) == libc::SIG_ERR {
+        return errno();
+    }
+    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+        return errno();
+    }
+    if libc::getppid() != parent {
+        return libc::ESRCH;
+    }
+    exec_first(argv, envp, programs)
+}
+
+/// `execve` each program in turn until one runs; as `execvp`, a program
+/// found but not executable (EACCES) wins over one not found.
+///
+/// # Safety
+/// Null-terminated arrays of valid C strings.
+unsafe fn exec_first(
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    programs: &[*const libc::c_char],
+) -> i32 {
+    let mut seen_access = false;
+    let mut last = libc::ENOENT;
+    for p in programs.iter().take_while(|p| !p.is_null()) {
+        libc::execve(*p, argv.as_ptr(), envp.as_ptr());
+        last = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        seen_access |= last == libc::EACCES;
+        if !matches!(last, libc::ENOENT | libc::ENOTDIR | libc::EACCES) {
+            return last;
+        }
+    }
+    if seen_access {
+        libc::EACCES
+    } else {
+        last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn plan(argv: &[&str], cwd: Option<&str>) -> Plan {
+        Plan {
+            programs: vec![c_string(argv[0].as_ref()).unwrap()],
+            argv: argv.iter().map(|a| c_string(a.as_ref()).unwrap()).collect(),
+            envp: vec![c_pair("WHO".as_ref(), "spawned".as_ref()).unwrap()],
+            cwd: cwd.map(|d| c_string(d.as_ref()).unwrap()),
+            stdin: Stdin::Null,
+            capture_out: true,
+            capture_err: false,
+            terminal: false,
+        }
+    }
+
+    fn finish(c: Child) -> (String, i32) {
+        let mut out = String::new();
+        std::fs::File::from(c.stdout.unwrap())
+            .read_to_string(&mut out)
+            .unwrap();
+        let st = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(c.pid), None).unwrap();
+        let code = match st {
+            nix::sys::wait::WaitStatus::Exited(_, code) => code,
+            other => panic!("{other:?}"),
+        };
+        (out, code)
+    }
+
+    #[test]
+    fn the_child_gets_its_argv_environment_directory_group_and_no_stdin() {
+        let script =
+            "echo $WHO $(pwd) $(ps -o pgid= $$ | tr -d ' ') $$; read x; echo read=$?; exit 3";
+        let c = spawn(&plan(&["/bin/sh", "-c", script], Some("/tmp"))).unwrap();
+        let pid = c.pid;
+        let (out, code) = finish(c);
+        assert_eq!(out, format!("spawned /tmp {pid} {pid}\nread=1\n"));
+        assert_eq!(code, 3);
+    }
+
+    #[test]
+    fn a_missing_program_or_directory_is_the_exec_error_and_leaves_no_child() {
+        let e = spawn(&plan(&["/nonexistent/prog"], None)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        let e = spawn(&plan(&["/bin/true"], Some("/nonexistent-dir"))).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        let mut p = plan(&["true"], None);
+        p.programs = ["/etc/passwd", "/nonexistent/true"]
+            .iter()
+            .map(|a| c_string(a.as_ref()).unwrap())
+            .collect();
+        let e = spawn(&p).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "as execvp");
+    }
+
+    #[test]
+    fn later_candidates_are_tried_until_one_runs() {
+        let mut p = plan(&["sh", "-c", "echo ran"], None);
+        p.programs = ["/nonexistent/sh", "/bin/sh"]
+            .iter()
+            .map(|a| c_string(a.as_ref()).unwrap())
+            .collect();
+        assert_eq!(finish(spawn(&p).unwrap()), ("ran\n".into(), 0));
+    }
+}
