@@ -353,3 +353,59 @@ fn a_batch_array_is_palloc_no_wait_running_pspawn_array() {
         assert!(!alloc_of(i).is_empty(), "task {i} ran in the allocation");
     }
 }
+
+/// Tasks that outlive the checks for lost ends (asked after 1 s and 3 s
+/// of no task ending) are still running for the DVM: none is taken for
+/// ended, and each ends with its own status and output.
+fn long_tasks_are_never_taken_for_lost(mut pspawn: Command) {
+    let o = run(pspawn.args([
+        "-v",
+        "--array",
+        "1-3",
+        "sh",
+        "-c",
+        "sleep 4.5; echo t$PMIX_ARRAY_TASK_ID; exit $((PMIX_ARRAY_TASK_ID - 1))",
+    ]));
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(!err.contains("never announced"), "{err}");
+    assert!(err.contains("2 of 3 tasks failed: ids 2,3"), "{err}");
+    assert_eq!(sorted_lines(&o), ["t1", "t2", "t3"], "{}", show(&o));
+}
+
+#[test]
+fn long_tasks_are_never_taken_for_lost_on_pdvm() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    long_tasks_are_never_taken_for_lost(pdvm.tool("pspawn"));
+}
+
+#[test]
+fn long_tasks_are_never_taken_for_lost_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    long_tasks_are_never_taken_for_lost(cmd);
+}
+
+#[test]
+fn long_tasks_are_never_taken_for_lost_on_prrte_3_0_14() {
+    let dvm = Prte::start();
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    long_tasks_are_never_taken_for_lost(cmd);
+}
+
+#[test]
+fn an_array_with_a_limit_runs_every_index_on_prrte_3_0_14() {
+    let dvm = Prte::start();
+    let dir = support::unique_tmpdir("array-prte");
+    let d = dir.path().to_string_lossy().into_owned();
+    let body = stamping_task("0.3");
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    let o = run(cmd.args(["--array", "1-6%2", "sh", "-c", &body, "task", &d]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
+    let spans = intervals(dir.path());
+    assert_eq!(spans.len(), 6, "every task ran: {spans:?}");
+    assert!(most_at_once(&spans) <= 2, "%2 respected: {spans:?}");
+}

@@ -277,6 +277,36 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
 }
 
 #[test]
+fn an_array_task_whose_end_is_lost_is_learned_from_the_namespace_list() {
+    // Missing from the DVM's list at two checks in a row: ended, unannounced.
+    let (uri, seen) = fake_dvm(Scenario::GoneAfter(0));
+    let mut cmd = Command::new(cargo_bin("pspawn"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["--uri", &uri, "--json", "--array", "7", "/bin/true"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "stderr: {err}");
+    assert!(
+        err.contains("array task 7: the DVM never announced the end of job fake@2"),
+        "{err}"
+    );
+    let stdout = text(&out.stdout);
+    let task: serde_json::Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "array_task")
+        .expect(&stdout);
+    assert_eq!(task["index"], 7, "{stdout}");
+    assert_eq!(task["exit_code"], 9, "{stdout}");
+    let seen = seen.lock().unwrap();
+    assert!(seen.namespace_queries >= 2, "commands: {:?}", seen.commands);
+    assert_eq!(
+        seen.commands.iter().filter(|c| **c == cmd::SPAWN).count(),
+        1
+    );
+}
+
+#[test]
 fn a_lost_job_end_with_an_aborted_process_reports_failure() {
     let (uri, seen) = fake_dvm(Scenario::Aborted);
     let out = pspawn_against(&uri, &["--json"]);

@@ -17,7 +17,7 @@ use crate::codec::{App, Info};
 use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::events::decode_notification;
 use crate::ops::iof::decode_iof;
-use crate::ops::job::job_end_of;
+use crate::ops::job::{job_end_of, JobEnd, END_CHECK_FIRST, END_CHECK_MAX};
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::proto::status::Status;
@@ -41,6 +41,50 @@ enum Stop {
 struct Task {
     run: Running,
     ended: Option<i32>,
+    /// Its place in launch order: a barrier sent after it may judge it.
+    seq: u64,
+    /// The last barrier's answer did not list it (nor had its end come).
+    unlisted: bool,
+}
+
+/// A barrier query in flight: its tag, the tasks it closes, and how many
+/// tasks had been launched when it was sent.
+struct Barrier {
+    tag: u32,
+    closes: Vec<String>,
+    launched: u64,
+}
+
+/// When to ask the DVM about tasks whose end has not come: after
+/// [`END_CHECK_FIRST`] without any task ending, the gap doubling up to
+/// [`END_CHECK_MAX`] (as one pspawn follows one job).
+struct Sweep {
+    next: Instant,
+    gap: Duration,
+}
+
+impl Sweep {
+    fn new() -> Sweep {
+        Sweep {
+            next: Instant::now() + END_CHECK_FIRST,
+            gap: END_CHECK_FIRST,
+        }
+    }
+
+    /// A task ended: the DVM is announcing ends; start over.
+    fn reset(&mut self) {
+        *self = Sweep::new();
+    }
+
+    /// Due now: the next one waits twice as long.
+    fn take_due(&mut self) -> bool {
+        if Instant::now() < self.next {
+            return false;
+        }
+        self.gap = (self.gap * 2).min(END_CHECK_MAX);
+        self.next = Instant::now() + self.gap;
+        true
+    }
 }
 
 /// The array while it runs.
@@ -58,8 +102,12 @@ struct Array<'a> {
     /// The DVM's slots are busy: launch again only after a task ends.
     busy: bool,
     tasks: HashMap<String, Task>,
-    /// The output barrier in flight: its tag and the tasks it closes.
-    barrier: Option<(u32, Vec<String>)>,
+    /// The output barrier in flight.
+    barrier: Option<Barrier>,
+    /// Tasks launched so far.
+    launched: u64,
+    /// The check for ends the DVM did not announce.
+    sweep: Sweep,
     /// Tasks ended since that barrier was sent: the next one closes them.
     waiting: Vec<String>,
     results: Results,
@@ -131,6 +179,8 @@ fn run_tasks(
         busy: false,
         tasks: HashMap::new(),
         barrier: None,
+        launched: 0,
+        sweep: Sweep::new(),
         waiting: Vec::new(),
         results: Results::default(),
         stop: None,
@@ -174,6 +224,14 @@ impl Array<'_> {
             }
             let Some(wake) = self.grace(deadline) else {
                 return Ok(());
+            };
+            if self.alive > 0 && self.barrier.is_none() && self.sweep.take_due() {
+                self.send_barrier(true);
+            }
+            let wake = match wake {
+                Some(w) if self.alive == 0 || w < self.sweep.next => Some(w),
+                _ if self.alive > 0 => Some(self.sweep.next),
+                w => w,
             };
             let input = match &self.source {
                 Source::Stdin(t) if self.stop.is_none() => t.fd(),
@@ -269,7 +327,15 @@ impl Array<'_> {
                     return Err(Failure::other(format!("array task {index}: {why}")));
                 }
                 let run = Running { index, id, sink };
-                self.tasks.insert(ns, Task { run, ended: None });
+                self.launched += 1;
+                let seq = self.launched;
+                let task = Task {
+                    run,
+                    ended: None,
+                    seq,
+                    unlisted: false,
+                };
+                self.tasks.insert(ns, task);
                 self.alive += 1;
                 self.source.advance();
             }
@@ -340,19 +406,60 @@ failed at once, or could not start); counted as failed"
             }
             return Ok(());
         }
-        let Some((_, done)) = self.barrier.take_if(|(b, _)| *b == tag) else {
+        let Some(b) = self.barrier.take_if(|b| b.tag == tag) else {
             return Ok(());
         };
-        let _ = self.s.conn().take_reply(tag);
+        let reply = self.s.conn().take_reply(tag);
         // What arrived before the answer may still be queued behind it.
         while let Some(m) = self.s.conn().next_unsolicited(Duration::ZERO) {
             self.on_message(m)?;
         }
-        for ns in done {
+        for ns in b.closes {
             self.finish_task(&ns);
         }
-        self.send_barrier();
+        if let Some(Ok(bytes)) = reply {
+            if let Ok(listed) = crate::ops::query::barrier_namespaces(self.s, &bytes) {
+                self.judge_unlisted(&listed, b.launched);
+            }
+        }
+        self.send_barrier(false);
         Ok(())
+    }
+
+    /// The DVM's live namespaces, as a barrier's answer lists them: a task
+    /// launched before that barrier, whose end never came, and missing from
+    /// two answers in a row has ended unannounced (PRRTE 3.0.14 loses an
+    /// end event now and then). It counts as failed, outcome unknown.
+    fn judge_unlisted(&mut self, listed: &[String], launched: u64) {
+        let mut lost = Vec::new();
+        for (ns, t) in self.tasks.iter_mut() {
+            if t.ended.is_some() || t.seq > launched {
+                continue;
+            }
+            let gone = !listed.contains(ns);
+            if gone && t.unlisted {
+                lost.push(ns.clone());
+            }
+            t.unlisted = gone;
+        }
+        for ns in lost {
+            let end = JobEnd {
+                nspace: ns.clone(),
+                exit_status: 0,
+                message: None,
+                announced: false,
+            };
+            let code = launch::job_exit(&end).code();
+            match self.tasks.get(&ns) {
+                Some(t) if self.ui.level > -2 => eprintln!(
+                    "pspawn: array task {}: the DVM never announced the end of job {ns}; it is no \
+longer running; its exit status is unknown: counted as outcome unknown (exit {code})",
+                    t.run.index
+                ),
+                _ => {}
+            }
+            self.task_ended(&ns, code);
+        }
     }
 
     /// An unsolicited message: a task's output or end.
@@ -397,24 +504,41 @@ failed at once, or could not start); counted as failed"
         if t.ended.is_some() {
             return;
         }
-        t.ended = Some(launch::job_exit(&end).code());
+        self.sweep.reset();
+        self.task_ended(&ns, launch::job_exit(&end).code());
+    }
+
+    /// Task `ns` ended with `code`: it no longer counts as in flight.
+    fn task_ended(&mut self, ns: &str, code: i32) {
+        let Some(t) = self.tasks.get_mut(ns) else {
+            return;
+        };
+        t.ended = Some(code);
         self.alive -= 1;
         self.busy = false;
-        self.waiting.push(ns);
-        self.send_barrier();
+        self.waiting.push(ns.to_string());
+        self.send_barrier(false);
     }
 
     /// Unless one is in flight, send the barrier that closes the tasks
     /// ended so far: one query answers for every task ended before it
     /// (the DVM answers after what it sent before), so a busy array sends
     /// far fewer than one per task.
-    fn send_barrier(&mut self) {
-        if self.barrier.is_some() || self.waiting.is_empty() {
+    /// A `sweep` is sent even with no task to close: its answer is how
+    /// ends the DVM did not announce are found.
+    fn send_barrier(&mut self, sweep: bool) {
+        if self.barrier.is_some() || (self.waiting.is_empty() && !sweep) {
             return;
         }
         let ended = std::mem::take(&mut self.waiting);
         match crate::ops::query::begin_barrier(self.s) {
-            Ok(tag) => self.barrier = Some((tag, ended)),
+            Ok(tag) => {
+                self.barrier = Some(Barrier {
+                    tag,
+                    closes: ended,
+                    launched: self.launched,
+                })
+            }
             Err(_) => {
                 for ns in ended {
                     self.finish_task(&ns);

@@ -54,12 +54,24 @@ pub fn namespaces_within(s: &Session, timeout: Duration) -> Result<Vec<String>> 
         qualifiers: vec![],
     };
     let infos = query_within(s, &[q], timeout)?;
-    Ok(infos
+    Ok(namespaces_in(&infos))
+}
+
+/// The namespaces a barrier's reply ([`begin_barrier`]) lists.
+pub fn barrier_namespaces(s: &Session, reply: &[u8]) -> Result<Vec<String>> {
+    let mut d = s.decoder(reply);
+    read_status(&mut d)?;
+    Ok(namespaces_in(&read_infos(&mut d)?))
+}
+
+/// The namespaces listed in a `PMIX_QUERY_NAMESPACES` answer.
+fn namespaces_in(infos: &[Info]) -> Vec<String> {
+    infos
         .iter()
         .filter(|i| i.key == keys::QUERY_NAMESPACES)
         .filter_map(|i| i.value.as_str())
         .flat_map(crate::codec::helpers::split_list)
-        .collect())
+        .collect()
 }
 
 /// The process table of job `nspace` (`PMIX_QUERY_PROC_TABLE` qualified by
