@@ -43,7 +43,22 @@ fn bad_array_forms_are_refused_before_connecting_naming_the_valid_ones() {
 #[test]
 fn every_index_form_runs_its_tasks_with_their_ids_on_pdvm() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "8"]);
-    let o = run(pdvm.tool("pspawn").args([
+    every_index_form_runs_with(|| pdvm.tool("pspawn"));
+}
+
+#[test]
+fn every_index_form_runs_its_tasks_with_their_ids_on_prrte_master() {
+    let dvm = Prte::start_master();
+    every_index_form_runs_with(|| {
+        let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+        cmd.env("PATH", support::user_path());
+        cmd
+    });
+}
+
+/// `--array 10,1-7:3,4`: tasks 1, 4, 7 and 10, each with its ids.
+fn every_index_form_runs_with(pspawn: impl Fn() -> Command) {
+    let o = run(pspawn().args([
         "--array",
         "10,1-7:3,4",
         "sh",
@@ -58,9 +73,7 @@ $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX",
         "{}",
         show(&o)
     );
-    let labelled = run(pdvm
-        .tool("pspawn")
-        .args(["--array", "2,5", "-l", "echo", "hi"]));
+    let labelled = run(pspawn().args(["--array", "2,5", "-l", "echo", "hi"]));
     assert_eq!(
         sorted_lines(&labelled),
         ["[2] hi", "[5] hi"],
@@ -89,8 +102,20 @@ fn no_more_than_n_tasks_are_ever_in_flight_on_pdvm() {
 #[test]
 fn each_task_writes_its_own_percent_a_files() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    each_task_writes_its_own_percent_a_files_with(pdvm.tool("pspawn"));
+}
+
+#[test]
+fn each_task_writes_its_own_percent_a_files_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    each_task_writes_its_own_percent_a_files_with(cmd);
+}
+
+fn each_task_writes_its_own_percent_a_files_with(mut pspawn: Command) {
     let dir = support::unique_tmpdir("array-files");
-    let o = run(pdvm.tool("pspawn").current_dir(dir.path()).args([
+    let o = run(pspawn.current_dir(dir.path()).args([
         "--array",
         "1-3%2",
         "-o",
@@ -143,23 +168,44 @@ fn failed_tasks_are_counted_in_the_exit_the_summary_and_the_json() {
 #[test]
 fn sigterm_stops_every_task_in_flight_and_launches_no_more() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "8"]);
+    sigterm_stops_every_task_with(pdvm.tool("pspawn"), 4);
+}
+
+#[test]
+fn sigterm_stops_every_task_in_flight_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    // The master DVM of the tests has two slots.
+    sigterm_stops_every_task_with(cmd, 2);
+}
+
+/// `--array 1-50%n` stopped by SIGTERM once its first `n` tasks run.
+fn sigterm_stops_every_task_with(mut pspawn: Command, n: usize) {
     let dir = support::unique_tmpdir("array-cancel");
     let d = dir.path().to_string_lossy().into_owned();
     let body = stamping_task("300");
-    let mut child = pdvm
-        .tool("pspawn")
-        .args(["--array", "1-50%4", "sh", "-c", &body, "task", &d])
+    let mut child = pspawn
+        .args([
+            "--array",
+            &format!("1-50%{n}"),
+            "sh",
+            "-c",
+            &body,
+            "task",
+            &d,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
         .spawn()
         .expect("start pspawn");
     let until = Instant::now() + Duration::from_secs(60);
-    while started(dir.path()).len() < 4 && Instant::now() < until {
+    while started(dir.path()).len() < n && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(started(dir.path()).len(), 4, "four tasks started");
-    let pids: Vec<String> = (1..=4)
+    assert_eq!(started(dir.path()).len(), n, "{n} tasks started");
+    let pids: Vec<String> = (1..=n)
         .map(|i| std::fs::read_to_string(dir.path().join(format!("{i}.pid"))).expect("pid"))
         .collect();
     nix::sys::signal::kill(
@@ -171,12 +217,15 @@ fn sigterm_stops_every_task_in_flight_and_launches_no_more() {
     assert_eq!(status.code(), Some(143), "interrupted by SIGTERM (128+15)");
     let err = std::fs::read_to_string(dir.path().join("stderr")).expect("stderr");
     assert!(
-        err.contains("4 tasks in flight were terminated, 46 never launched"),
+        err.contains(&format!(
+            "{n} tasks in flight were terminated, {} never launched",
+            50 - n
+        )),
         "{err}"
     );
     assert_eq!(
         started(dir.path()),
-        [1, 2, 3, 4],
+        (1..=n as u32).collect::<Vec<_>>(),
         "no task launched after the signal"
     );
     for pid in pids {
