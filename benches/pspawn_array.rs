@@ -7,8 +7,9 @@
 //!    lines (`sh -c 'echo t$ID'`), one JSON result per task;
 //! 3. 2000 separate `pspawn -n 1 true`, 8 at a time (8 threads of 250).
 //!
-//! Prints tasks/s of each and the ratios (target: the array at least 3x).
-//! `ARRAY_TASKS` changes the count; `ARRAY_MASTER=1` also runs both on a
+//! Each runs `ARRAY_ROUNDS` times (default 5), the three in turn; prints
+//! every round's tasks/s, the medians and the ratios of the medians
+//! (target: the array at least 3x). `ARRAY_TASKS` changes the count; `ARRAY_MASTER=1` also runs both on a
 //! PRRTE master DVM (a tenth of the tasks: PRRTE launches slower).
 //! Every run is bounded: a tool run past [`RUN_DEADLINE`] fails the bench,
 //! and the watchdog stops the whole bench past its limit.
@@ -102,16 +103,38 @@ fn separate(mut pspawn: impl FnMut() -> Command, n: usize) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Both, side by side, printed as tasks/s and the ratio.
-fn compare(label: &str, mut pspawn: impl FnMut() -> Command, n: usize) {
-    let a = array(&mut pspawn, n);
-    let b = bulk(&mut pspawn, n);
-    let s = separate(&mut pspawn, n);
-    let (ra, rb, rs) = (n as f64 / a, n as f64 / b, n as f64 / s);
+/// Median of `v`.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The three, side by side, `rounds` times in turn (so load and warm-up
+/// fall on each alike); printed as median tasks/s and the ratios of the
+/// medians.
+fn compare(label: &str, mut pspawn: impl FnMut() -> Command, n: usize, rounds: usize) {
+    let (mut a, mut b, mut s) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        a.push(n as f64 / array(&mut pspawn, n));
+        b.push(n as f64 / bulk(&mut pspawn, n));
+        s.push(n as f64 / separate(&mut pspawn, n));
+    }
+    let show = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     println!(
-        "{label}: {n} tasks: --array %32 {ra:.0} tasks/s ({a:.2} s); --stdin-tasks 32 \
-{rb:.0} tasks/s ({b:.2} s); separate pspawns x8 {rs:.0} tasks/s ({s:.2} s); ratios {:.1}x and \
-{:.1}x (target >= 3x)",
+        "{label}: {n} tasks, {rounds} rounds (tasks/s each: array [{}], bulk [{}], separate [{}])",
+        show(&a),
+        show(&b),
+        show(&s)
+    );
+    let (ra, rb, rs) = (median(a), median(b), median(s));
+    println!(
+        "{label}: medians: --array %32 {ra:.0} tasks/s; --stdin-tasks 32 {rb:.0} tasks/s; \
+separate pspawns x8 {rs:.0} tasks/s; ratios {:.1}x and {:.1}x (target >= 3x)",
         ra / rs,
         rb / rs
     );
@@ -125,8 +148,13 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
+    let rounds: usize = std::env::var("ARRAY_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "64"]);
-    compare("pdvm", || pdvm.tool("pspawn"), n);
+    compare("pdvm", || pdvm.tool("pspawn"), n, rounds);
     if std::env::var("ARRAY_MASTER").is_ok_and(|v| v == "1") {
         let dvm = Prte::start_master();
         let tool = || {
@@ -135,6 +163,6 @@ fn main() {
             c.args(["--map-by", ":OVERSUBSCRIBE"]);
             c
         };
-        compare("PRRTE master", tool, (n / 10).max(1));
+        compare("PRRTE master", tool, (n / 10).max(1), rounds);
     }
 }

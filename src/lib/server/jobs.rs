@@ -1,8 +1,7 @@
 //! Jobs as real local processes: launching them with the PMIx environment,
 //! capturing their output, reaping them, and signalling them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -280,6 +279,8 @@ pub(crate) struct LaunchEnv {
     pub bin_dir: Option<PathBuf>,
     /// Programs found on PATH lately.
     pub programs: super::programs::ProgramCache,
+    /// pdvm's environment as its jobs inherit it.
+    pub base: super::job_env::BaseEnv,
 }
 
 /// How to wire a process's stdout and stderr.
@@ -375,12 +376,12 @@ pub(crate) fn launch(
     out: Output,
     err: Output,
 ) -> std::io::Result<Started> {
-    use super::spawn::{c_pair, c_string, Plan, Stdin};
+    use super::spawn::{c_string, Plan, Stdin};
     let app = spec.app;
-    let vars = job_env(spec, env);
+    let vars = super::job_env::job_env(spec, env)?;
     let programs = match program {
         Some(p) => vec![c_string(p.as_os_str())?],
-        None => candidates(&app.cmd, &vars)?,
+        None => candidates(&app.cmd, vars.path.as_deref())?,
     };
     // PMIx argv carries argv[0] first, as exec does.
     let argv = if app.argv.is_empty() {
@@ -394,10 +395,7 @@ pub(crate) fn launch(
     let plan = Plan {
         programs,
         argv,
-        envp: vars
-            .iter()
-            .map(|(k, v)| c_pair(k, v))
-            .collect::<std::io::Result<_>>()?,
+        envp: vars.envp,
         cwd: app_dir(app).map(|d| c_string(d.as_ref())).transpose()?,
         stdin: if spec.terminal {
             Stdin::Inherit
@@ -434,73 +432,15 @@ pub(crate) fn launch(
 /// names a path, else each directory of the job's own `PATH`.
 fn candidates(
     cmd: &str,
-    vars: &BTreeMap<OsString, OsString>,
+    path: Option<&std::ffi::OsStr>,
 ) -> std::io::Result<Vec<std::ffi::CString>> {
     use super::spawn::c_string;
-    let path = vars.get(std::ffi::OsStr::new("PATH"));
-    if cmd.contains('/') || path.is_none() {
-        return Ok(vec![c_string(cmd.as_ref())?]);
+    match path {
+        Some(path) if !cmd.contains('/') => std::env::split_paths(path)
+            .map(|d| c_string(d.join(cmd).as_os_str()))
+            .collect(),
+        _ => Ok(vec![c_string(cmd.as_ref())?]),
     }
-    std::env::split_paths(path.unwrap_or(&OsString::new()))
-        .map(|d| c_string(d.join(cmd).as_os_str()))
-        .collect()
-}
-
-/// The job's environment: ours without PMIx/PRRTE/Open MPI variables, the
-/// app's settings, pdvm's tools on `PATH`, and what a PMIx client reads.
-fn job_env(spec: &ProcSpec, env: &LaunchEnv) -> BTreeMap<OsString, OsString> {
-    let env_only = spec
-        .app
-        .info
-        .iter()
-        .any(|i| i.key == crate::proto::keys::ENV_NONE && crate::codec::helpers::info_true(i));
-    let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
-    if !env_only {
-        // `--export=NONE` takes nothing of pdvm's own environment.
-        vars.extend(std::env::vars_os().filter(|(k, _)| {
-            let ks = k.to_string_lossy();
-            !(ks.starts_with("PMIX_") || ks.starts_with("PRTE_") || ks.starts_with("OMPI_"))
-        }));
-    }
-    let mut set = |k: &str, v: OsString| {
-        vars.insert(OsString::from(k), v);
-    };
-    for kv in &spec.app.env {
-        if let Some((k, v)) = kv.split_once('=') {
-            if !k.is_empty() {
-                set(k, v.into());
-            }
-        }
-    }
-    if !env_only {
-        let mut path = std::env::var_os("PATH").unwrap_or_default();
-        if let Some(d) = &env.bin_dir {
-            let mut all = vec![d.clone()];
-            all.extend(std::env::split_paths(&path));
-            path = std::env::join_paths(all).unwrap_or(path);
-        }
-        set("PATH", path);
-    }
-    set("PMIX_NAMESPACE", spec.nspace.into());
-    set("PMIX_RANK", spec.rank.to_string().into());
-    set("PMIX_SERVER_TMPDIR", env.tmpdir.clone().into());
-    set("PMIX_VERSION", super::listener::ANNOUNCED_VERSION.into());
-    set("PMIX_HOSTNAME", spec.node.into());
-    set("PMIX_SECURITY_MODE", "native".into());
-    set(
-        "PMIX_BFROP_BUFFER_TYPE",
-        "PMIX_BFROP_BUFFER_NON_DESC".into(),
-    );
-    set("PMIX_GDS_MODULE", "hash".into());
-    set("PMIX_PTL_MODULE", "tcp".into());
-    set("PMIX_JOB_SIZE", spec.job_size.to_string().into());
-    for k in crate::proto::keys::SERVER_URI_VARS {
-        set(k, env.uri.clone().into());
-    }
-    if let Some(a) = spec.alloc_id {
-        set("PMIX_ALLOC_ID", a.into());
-    }
-    vars
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).

@@ -35,6 +35,7 @@ pub(crate) mod events;
 pub(crate) mod frames;
 pub(crate) mod handshake;
 pub(crate) mod ident;
+pub(crate) mod job_env;
 pub(crate) mod jobs;
 pub(crate) mod leader_tty;
 pub mod listener;
@@ -151,6 +152,7 @@ pub fn run(
         tmpdir: rdv.dir().to_path_buf(),
         bin_dir: cfg.bin_dir.clone(),
         programs: Default::default(),
+        base: Default::default(),
     };
     let mut srv = Server {
         model: model::ModelDriver::new(dvm, sched, state::Clock::new(cfg.time_scale)),

@@ -12,7 +12,8 @@
 //! prepared by the parent, and reports a failure through a word the parent
 //! reads once it resumes.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -33,13 +34,13 @@ pub(crate) enum Stdin {
 
 /// Everything needed to start one process.
 #[derive(Debug)]
-pub(crate) struct Plan {
+pub(crate) struct Plan<'a> {
     /// Paths to try in turn, as `execvp` does (one when already resolved).
     pub programs: Vec<CString>,
     /// The argument vector, `argv[0]` first.
     pub argv: Vec<CString>,
     /// The whole environment, `KEY=VALUE`.
-    pub envp: Vec<CString>,
+    pub envp: Vec<Cow<'a, CStr>>,
     /// Directory to run in; `None` keeps pdvm's.
     pub cwd: Option<CString>,
     /// Its stdin.
@@ -89,15 +90,20 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
 }
 
-/// `/dev/null` for reading, closed on exec.
-fn dev_null() -> io::Result<OwnedFd> {
+/// `/dev/null` for reading, closed on exec; opened once for every child.
+fn dev_null() -> io::Result<RawFd> {
+    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_raw_fd());
+    }
     let fd = nix::fcntl::open(
         "/dev/null",
         nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )?;
     // SAFETY: `open` just returned this descriptor; nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(NULL.get_or_init(|| fd).as_raw_fd())
 }
 
 /// The descriptors the child puts on 0, 1 and 2 (`None` keeps pdvm's).
@@ -116,9 +122,7 @@ pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
     let err = plan.capture_err.then(pipe).transpose()?;
     let wiring = Wiring {
         fds: [
-            null.as_ref()
-                .or(input.as_ref().map(|(r, _)| r))
-                .map(AsRawFd::as_raw_fd),
+            null.or(input.as_ref().map(|(r, _)| r.as_raw_fd())),
             out.as_ref().map(|(_, w)| w.as_raw_fd()),
             err.as_ref().map(|(_, w)| w.as_raw_fd()),
         ],
@@ -133,9 +137,9 @@ pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
 }
 
 /// Null-terminated pointer array over `v` (borrowed: `v` must outlive it).
-fn pointers(v: &[CString]) -> Vec<*const libc::c_char> {
+fn pointers<S: AsRef<CStr>>(v: &[S]) -> Vec<*const libc::c_char> {
     v.iter()
-        .map(|c| c.as_ptr())
+        .map(|c| c.as_ref().as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect()
 }
@@ -277,11 +281,13 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    fn plan(argv: &[&str], cwd: Option<&str>) -> Plan {
+    fn plan(argv: &[&str], cwd: Option<&str>) -> Plan<'static> {
         Plan {
             programs: vec![c_string(argv[0].as_ref()).unwrap()],
             argv: argv.iter().map(|a| c_string(a.as_ref()).unwrap()).collect(),
-            envp: vec![c_pair("WHO".as_ref(), "spawned".as_ref()).unwrap()],
+            envp: vec![Cow::Owned(
+                c_pair("WHO".as_ref(), "spawned".as_ref()).unwrap(),
+            )],
             cwd: cwd.map(|d| c_string(d.as_ref()).unwrap()),
             stdin: Stdin::Null,
             capture_out: true,
