@@ -46,6 +46,7 @@ on_both_versions!(
     names_slurm_would_misread_and_unbounded_times_never_reach_it,
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
+    a_node_marked_down_leaves_a_two_node_allocation_which_goes_on,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
@@ -926,6 +927,85 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
         let _ = h.kill();
         let _ = h.wait();
     }
+}
+
+/// `palloc -N 2` holding, an administrator marks one of its nodes DOWN:
+/// Slurm keeps the job (psched asks `salloc --no-kill`) on the other node,
+/// psched stops the rank running on the node that left and holds that node
+/// idle, the holder goes on, and a new `pspawn` in the allocation runs on
+/// the node left; `squeue` still lists the job, on that node alone.
+fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
+    let job = job_of(&s, &id);
+    let nodes = s.job(job).expect("the job").nodes;
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    let pids = c.dir().join("ranks");
+    let body = format!(
+        "echo \"$(hostname) $$\" >> {}; exec sleep 300",
+        pids.display()
+    );
+    let mut ranks = tool(&c, &s, "pspawn")
+        .args([
+            "--target", &id, "-n", "2", "--map-by", "node", "sh", "-c", &body,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pspawn");
+    let rank_on = |node: &str| -> Option<i32> {
+        let all = std::fs::read_to_string(&pids).unwrap_or_default();
+        all.lines().find_map(|l| {
+            let (h, p) = l.split_once(' ')?;
+            (h == node).then(|| p.trim().parse().ok()).flatten()
+        })
+    };
+    wait_for("a rank runs on each node", || {
+        nodes.iter().all(|n| rank_on(n).is_some())
+    });
+    let (down, kept) = (nodes[0].clone(), nodes[1].clone());
+    let pid = rank_on(&down).expect("the rank on the node going down");
+    let alive = |pid: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={down}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    wait_for("psched saw the node leave the allocation", || {
+        c.psched_log()
+            .contains(&format!("Slurm took {down} from {id}"))
+    });
+    wait_for("the rank on the node that left ended", || !alive(pid));
+    let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
+    let j = s
+        .job(job)
+        .unwrap_or_else(|| panic!("squeue still lists job {job}\n{}", ctx()));
+    assert_eq!(j.state, "RUNNING", "{}", ctx());
+    assert_eq!(j.nodes, vec![kept.clone()], "{}", ctx());
+    assert!(
+        holder.try_wait().expect("holder").is_none(),
+        "the holder goes on\n{}",
+        ctx()
+    );
+    // The rank left on the other node holds its slot: stop that job.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ranks.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM pspawn");
+    let _ = crate::support::wait_until(&mut ranks, Instant::now() + Duration::from_secs(60));
+    let o = run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "hostname"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
+    assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
+    assert!(!c.psched_log().contains("NODE_FAIL"), "{}", ctx());
+    eprintln!("{}", ctx());
+    let _ = holder.kill();
+    let _ = holder.wait();
 }
 
 /// `palloc --reservation R -N 1 -c 2 --mem 256`: the node of Slurm

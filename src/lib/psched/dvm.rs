@@ -123,6 +123,9 @@ enum Await {
     Flight,
     /// The namespace information for the owner check of this request.
     Check(u32),
+    /// The namespace information telling which processes run on these
+    /// nodes, the node source took them away: those are killed.
+    Stop(Vec<String>),
 }
 
 /// A request waiting for its owner check.
@@ -371,6 +374,10 @@ impl Dvm {
                 Ok(Vec::new())
             }
             Some(Await::Check(req)) => self.checked(req, payload, nodes_of, out),
+            Some(Await::Stop(nodes)) => {
+                self.kill_on(&nodes, payload, out)?;
+                Ok(Vec::new())
+            }
             None => Ok(Vec::new()),
         }
     }
@@ -453,6 +460,16 @@ impl Dvm {
                     self.forget(&alloc_id);
                     self.park(nodes);
                 }
+                Out::Lost { alloc_id, nodes } => {
+                    self.log.push(format!(
+                        "{alloc_id}: {} taken away by the node source: the work there is stopped",
+                        nodes.join(",")
+                    ));
+                    let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
+                    let t = self.own_tag(Await::Stop(nodes.clone()));
+                    out.push(Send::Own(t, q));
+                    self.park(nodes);
+                }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
                 Out::Queued { tag, reason, text } => self.queued(tag, &reason, &text, out)?,
             }
@@ -492,6 +509,30 @@ impl Dvm {
             t,
             wire::notify_all(self.wire, Status::EVENT_SESSION_END, &infos)?,
         ));
+        Ok(())
+    }
+
+    /// Kill the processes the namespace information (`payload`) shows on
+    /// `nodes` ([`super::stop`]).
+    fn kill_on(&mut self, nodes: &[String], payload: &[u8], out: &mut Vec<Send>) -> Result<()> {
+        let infos = wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default();
+        let procs = super::stop::procs_on(&infos, nodes, &self.daemons);
+        if procs.is_empty() {
+            return Ok(());
+        }
+        let who: Vec<String> = procs
+            .iter()
+            .map(|p| format!("{}.{}", p.nspace, p.rank))
+            .collect();
+        self.log.push(format!(
+            "killed {} on {} (PMIX_JOB_CTRL_KILL)",
+            who.join(","),
+            nodes.join(",")
+        ));
+        let t = self.plain_tag();
+        out.push(Send::Own(t, super::stop::kill(self.wire, &procs)?));
         Ok(())
     }
 

@@ -558,17 +558,29 @@ impl SlurmBackend {
             return self.ended(id, cause);
         }
         let a = self.allocs.get_mut(id).expect("present");
+        let mut lost: Vec<String> = Vec::new();
         for (j, cause) in &ended {
             eprintln!(
                 "psched: Slurm ended job {j} of {id} ({}): its nodes leave",
                 cause.word()
             );
             a.jobs.retain(|x| x != j);
-            a.job_nodes.remove(j);
+            lost.extend(a.job_nodes.remove(j).unwrap_or_default());
             self.to_cancel.retain(|x| x != j);
         }
+        // A job's nodes only shrink once granted: a node Slurm no longer
+        // lists left it on its own (DOWN, under `--no-kill`); an answer
+        // older than psched's own shrink never brings a node back.
         for (j, nodes) in updates {
-            a.job_nodes.insert(j, nodes);
+            match a.job_nodes.get_mut(&j) {
+                Some(had) => {
+                    lost.extend(had.iter().filter(|n| !nodes.contains(n)).cloned());
+                    had.retain(|n| nodes.contains(n));
+                }
+                None => {
+                    a.job_nodes.insert(j, nodes);
+                }
+            }
         }
         if !live.is_empty() {
             a.nodes = a
@@ -582,7 +594,22 @@ impl SlurmBackend {
                 a.end_ms = end;
             }
         }
-        Ok(Vec::new())
+        if lost.is_empty() {
+            return Ok(Vec::new());
+        }
+        eprintln!(
+            "psched: Slurm took {} from {id} (a node failed): the work there stops, {} stays",
+            lost.join(","),
+            if a.nodes.is_empty() {
+                "nothing".to_string()
+            } else {
+                a.nodes.join(",")
+            }
+        );
+        Ok(vec![Out::Lost {
+            alloc_id: id.to_string(),
+            nodes: lost,
+        }])
     }
 
     /// Send the warnings that fell due.
@@ -624,10 +651,19 @@ impl SlurmBackend {
         }
         let first = a.jobs.first().copied().unwrap_or(0);
         if a.retained {
+            // The DVM keeps the nodes, but Slurm has them back: what still
+            // runs there stops.
             eprintln!(
-                "psched: Slurm ended job {first} ({id}, {}), retained by the DVM",
-                cause.word()
+                "psched: Slurm ended job {first} ({id}, {}), retained by the DVM: the work on {} stops",
+                cause.word(),
+                a.nodes.join(",")
             );
+            if !a.nodes.is_empty() {
+                out.push(Out::Lost {
+                    alloc_id: id.to_string(),
+                    nodes: a.nodes.clone(),
+                });
+            }
             return Ok(out);
         }
         eprintln!(
