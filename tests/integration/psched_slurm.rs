@@ -47,6 +47,7 @@ on_both_versions!(
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
     a_node_marked_down_leaves_a_two_node_allocation_which_goes_on,
+    a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
@@ -179,6 +180,43 @@ fn a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word(v: Version
     assert_eq!(code, Some(10), "{ctx}");
     assert!(said.contains("CANCELLED"), "{ctx}");
     assert!(said.contains(&id), "{ctx}");
+}
+
+/// `palloc -N 1 -- pspawn …` and an administrator's `scancel` of the job:
+/// the pspawn inside exits 10 (cancelled), as the holding palloc does, and
+/// says Slurm's word on its stderr.
+fn a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let script = format!(
+        "pspawn -n 1 sh -c 'echo $$ > {}; exec sleep 300'; echo PSPAWN_EXIT=$?",
+        pidfile.display()
+    );
+    let palloc = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start palloc");
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let job = running(&s)
+        .first()
+        .map(|(j, _)| *j)
+        .unwrap_or_else(|| panic!("psched's job runs\n{}", c.psched_log()));
+    s.run("scancel", &[&job.to_string()]);
+    let o = crate::support::wait_output(palloc, Duration::from_secs(90));
+    let ctx = format!("{}\n--- psched:\n{}", show(&o), c.psched_log());
+    let out = text(&o.stdout);
+    assert!(out.contains("PSPAWN_EXIT=10"), "{ctx}");
+    let err = text(&o.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("pspawn:") && l.contains("CANCELLED")),
+        "{ctx}"
+    );
 }
 
 /// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
