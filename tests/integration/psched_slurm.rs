@@ -48,6 +48,7 @@ on_both_versions!(
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
     a_node_marked_down_leaves_a_two_node_allocation_which_goes_on,
     a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word,
+    a_retained_nodes_work_stops_when_slurm_ends_its_job,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
@@ -703,6 +704,58 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
         "{}",
         c.psched_log()
     );
+}
+
+/// Under DEFAULT the DVM keeps the node after the owner's end, with a
+/// rank still running there (`pspawn --detach`); psched keeps the Slurm
+/// job. When Slurm ends that job (`scancel`), the node is Slurm's again:
+/// psched stops the rank (PMIx has no message for it: a job-control kill
+/// of the processes on the node).
+fn a_retained_nodes_work_stops_when_slurm_ends_its_job(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let o = run(tool(&c, &s, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "default",
+        "--",
+        "pspawn",
+        "--detach",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        &body,
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("psched saw the reservation end and kept the job", || {
+        c.psched_log()
+            .contains("kept while the DVM holds its nodes")
+    });
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    assert!(alive(), "the rank outlives the reservation (DEFAULT)");
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 1, "{}", c.psched_log());
+    s.run("scancel", &[&jobs[0].0.to_string()]);
+    wait_for("the rank on the node Slurm took back ended", || !alive());
+    assert!(
+        c.psched_log().contains("retained by the DVM: the work on"),
+        "{}",
+        c.psched_log()
+    );
+    wait_for("the node is idle in Slurm", || s.idle_nodes() == c.pool);
 }
 
 /// Wait until the (re)started psched has read the DVM's allocations twice.
