@@ -1022,9 +1022,10 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
 
 /// `palloc -N 2` holding, an administrator marks one of its nodes DOWN:
 /// Slurm keeps the job (psched asks `salloc --no-kill`) on the other node,
-/// psched stops the rank running on the node that left and holds that node
-/// idle, the holder goes on, and a new `pspawn` in the allocation runs on
-/// the node left; `squeue` still lists the job, on that node alone.
+/// psched stops the rank running on the node that left (the rank on the
+/// other runs on) and holds that node idle, so no new job maps there; the
+/// holder goes on, and a new `pspawn` in the allocation runs on the node
+/// left; `squeue` still lists the job, on that node alone.
 fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
@@ -1078,6 +1079,15 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
         .unwrap_or_else(|| panic!("squeue still lists job {job}\n{}", ctx()));
     assert_eq!(j.state, "RUNNING", "{}", ctx());
     assert_eq!(j.nodes, vec![kept.clone()], "{}", ctx());
+    // Only the work on the lost node ended: the rank on the other runs on.
+    let other = rank_on(&kept).expect("the rank on the node kept");
+    assert!(alive(other), "the rank on {kept} runs on\n{}", ctx());
+    // No new job maps onto the lost node, although its slot is free and
+    // PRRTE still lists it in the allocation (held in psched's idle
+    // reservation): with the other node's slot busy, nothing fits.
+    let o =
+        run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "--immediate", "hostname"]));
+    assert_ne!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert!(
         holder.try_wait().expect("holder").is_none(),
         "the holder goes on\n{}",
@@ -1094,7 +1104,6 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
     assert!(!c.psched_log().contains("NODE_FAIL"), "{}", ctx());
-    eprintln!("{}", ctx());
     let _ = holder.kill();
     let _ = holder.wait();
 }
