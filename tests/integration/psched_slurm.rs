@@ -49,6 +49,7 @@ on_both_versions!(
     a_node_marked_down_leaves_a_two_node_allocation_which_goes_on,
     a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word,
     a_retained_nodes_work_stops_when_slurm_ends_its_job,
+    a_retained_nodes_work_stops_when_slurm_ended_its_job_while_psched_was_down,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
@@ -756,6 +757,52 @@ fn a_retained_nodes_work_stops_when_slurm_ends_its_job(v: Version) {
         c.psched_log()
     );
     wait_for("the node is idle in Slurm", || s.idle_nodes() == c.pool);
+}
+
+/// [`a_retained_nodes_work_stops_when_slurm_ends_its_job`] with psched
+/// killed (-9) before the `scancel` and restarted after it: the node is in
+/// psched's ledger with its job, so the restarted psched stops the rank.
+fn a_retained_nodes_work_stops_when_slurm_ended_its_job_while_psched_was_down(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let o = run(tool(&c, &s, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "default",
+        "--",
+        "pspawn",
+        "--detach",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        &body,
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("psched kept the job in its ledger", || {
+        std::fs::read_to_string(c.ledger_path()).is_ok_and(|l| l.contains("retained_jobs"))
+    });
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 1, "{}", c.psched_log());
+    c.kill_psched();
+    s.run("scancel", &[&jobs[0].0.to_string()]);
+    wait_for("Slurm ended the job", || running(&s).is_empty());
+    assert!(alive(), "nothing stopped the rank while psched was down");
+    start_psched_on(&mut c, &s);
+    wait_for("the restarted psched stopped the rank", || !alive());
 }
 
 /// Wait until the (re)started psched has read the DVM's allocations twice.
