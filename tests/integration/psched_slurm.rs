@@ -1071,11 +1071,12 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
 /// Slurm keeps the job (psched asks `salloc --no-kill`) on the other node,
 /// psched stops the rank running on the node that left (the rank on the
 /// other runs on) and holds that node idle, so no new job maps there; the
-/// holder goes on, and a new `pspawn` in the allocation runs on the node
-/// left; `squeue` still lists the job, on that node alone.
+/// holder goes on and says which node left, and a new `pspawn` in the
+/// allocation runs on the node left; `squeue` still lists the job, on that
+/// node alone.
 fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     let (c, s) = cluster_on_slurm(v);
-    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
+    let (mut holder, lines, id) = hold_telling(&c, &s, &["-N", "2", "-t", "5m"]);
     let job = job_of(&s, &id);
     let nodes = s.job(job).expect("the job").nodes;
     assert_eq!(nodes.len(), 2, "{nodes:?}");
@@ -1151,8 +1152,15 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
     assert!(!c.psched_log().contains("NODE_FAIL"), "{}", ctx());
+    // The holder was told which node left.
     let _ = holder.kill();
-    let _ = holder.wait();
+    let (_, said) = holder_end(holder, &lines, 30);
+    assert!(
+        said.lines()
+            .any(|l| l.contains("PSCHED_EVENT_NODES_LOST") && l.contains(&id) && l.contains(&down)),
+        "{said}\n{}",
+        ctx()
+    );
 }
 
 /// `palloc --reservation R -N 1 -c 2 --mem 256`: the node of Slurm

@@ -468,6 +468,7 @@ impl Dvm {
                     let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
                     let t = self.own_tag(Await::Stop(nodes.clone()));
                     out.push(Send::Own(t, q));
+                    self.tell_lost(&alloc_id, &nodes, out)?;
                     self.park(nodes);
                 }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
@@ -563,6 +564,33 @@ impl Dvm {
             &who,
             &infos,
         )?;
+        out.push(Send::Own(t, body));
+        Ok(())
+    }
+
+    /// Tell `alloc_id`'s requester alone that `nodes` left it
+    /// ([`crate::proto::status::NODES_LOST`]); nobody when psched does not
+    /// know the requester (a retained allocation's has gone).
+    fn tell_lost(&mut self, alloc_id: &str, nodes: &[String], out: &mut Vec<Send>) -> Result<()> {
+        let Some(o) = self.owner_of(alloc_id) else {
+            return Ok(());
+        };
+        let to = Proc {
+            nspace: o.requester.clone(),
+            rank: o.rank,
+        };
+        let list = nodes.join(",");
+        let text = format!(
+            "{list} taken away by the scheduler's node source (the work there was stopped); \
+             it goes on with the rest"
+        );
+        let infos = [
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(keys::NODE_LIST, list.as_str()),
+            Info::new(keys::EVENT_TEXT_MESSAGE, text.as_str()),
+        ];
+        let t = self.plain_tag();
+        let body = wire::notify_one(self.wire, crate::proto::status::NODES_LOST, &to, &infos)?;
         out.push(Send::Own(t, body));
         Ok(())
     }
