@@ -46,6 +46,10 @@ on_both_versions!(
     names_slurm_would_misread_and_unbounded_times_never_reach_it,
     psched_as_root_for_several_users_refuses_and_says_why,
     a_node_slurm_marks_down_ends_only_the_allocation_on_it,
+    a_node_marked_down_leaves_a_two_node_allocation_which_goes_on,
+    a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word,
+    a_retained_nodes_work_stops_when_slurm_ends_its_job,
+    a_retained_nodes_work_stops_when_slurm_ended_its_job_while_psched_was_down,
     a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word,
     reservation_cpus_and_memory_reach_salloc,
     slurms_refusal_reason_reaches_palloc,
@@ -178,6 +182,43 @@ fn a_holding_palloc_whose_job_slurm_cancels_exits_10_with_slurms_word(v: Version
     assert_eq!(code, Some(10), "{ctx}");
     assert!(said.contains("CANCELLED"), "{ctx}");
     assert!(said.contains(&id), "{ctx}");
+}
+
+/// `palloc -N 1 -- pspawn …` and an administrator's `scancel` of the job:
+/// the pspawn inside exits 10 (cancelled), as the holding palloc does, and
+/// says Slurm's word on its stderr.
+fn a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let script = format!(
+        "pspawn -n 1 sh -c 'echo $$ > {}; exec sleep 300'; echo PSPAWN_EXIT=$?",
+        pidfile.display()
+    );
+    let palloc = tool(&c, &s, "palloc")
+        .args(["-N", "1", "-t", "5m", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start palloc");
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let job = running(&s)
+        .first()
+        .map(|(j, _)| *j)
+        .unwrap_or_else(|| panic!("psched's job runs\n{}", c.psched_log()));
+    s.run("scancel", &[&job.to_string()]);
+    let o = crate::support::wait_output(palloc, Duration::from_secs(90));
+    let ctx = format!("{}\n--- psched:\n{}", show(&o), c.psched_log());
+    let out = text(&o.stdout);
+    assert!(out.contains("PSPAWN_EXIT=10"), "{ctx}");
+    let err = text(&o.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("pspawn:") && l.contains("CANCELLED")),
+        "{ctx}"
+    );
 }
 
 /// The private Slurm alone: three idle nodes, `salloc -N 2 --no-shell`
@@ -666,6 +707,104 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
     );
 }
 
+/// Under DEFAULT the DVM keeps the node after the owner's end, with a
+/// rank still running there (`pspawn --detach`); psched keeps the Slurm
+/// job. When Slurm ends that job (`scancel`), the node is Slurm's again:
+/// psched stops the rank (PMIx has no message for it: a job-control kill
+/// of the processes on the node).
+fn a_retained_nodes_work_stops_when_slurm_ends_its_job(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let o = run(tool(&c, &s, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "default",
+        "--",
+        "pspawn",
+        "--detach",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        &body,
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("psched saw the reservation end and kept the job", || {
+        c.psched_log()
+            .contains("kept while the DVM holds its nodes")
+    });
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    assert!(alive(), "the rank outlives the reservation (DEFAULT)");
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 1, "{}", c.psched_log());
+    s.run("scancel", &[&jobs[0].0.to_string()]);
+    wait_for("the rank on the node Slurm took back ended", || !alive());
+    assert!(
+        c.psched_log().contains("retained by the DVM: the work on"),
+        "{}",
+        c.psched_log()
+    );
+    wait_for("the node is idle in Slurm", || s.idle_nodes() == c.pool);
+}
+
+/// [`a_retained_nodes_work_stops_when_slurm_ends_its_job`] with psched
+/// killed (-9) before the `scancel` and restarted after it: the node is in
+/// psched's ledger with its job, so the restarted psched stops the rank.
+fn a_retained_nodes_work_stops_when_slurm_ended_its_job_while_psched_was_down(v: Version) {
+    let (mut c, s) = cluster_on_slurm(v);
+    let pidfile = c.dir().join("rank.pid");
+    let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let o = run(tool(&c, &s, "palloc").args([
+        "-N",
+        "1",
+        "-t",
+        "5m",
+        "--inherit",
+        "default",
+        "--",
+        "pspawn",
+        "--detach",
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        &body,
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    wait_for("psched kept the job in its ledger", || {
+        std::fs::read_to_string(c.ledger_path()).is_ok_and(|l| l.contains("retained_jobs"))
+    });
+    wait_for("the rank runs", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
+    });
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    let jobs = running(&s);
+    assert_eq!(jobs.len(), 1, "{}", c.psched_log());
+    c.kill_psched();
+    s.run("scancel", &[&jobs[0].0.to_string()]);
+    wait_for("Slurm ended the job", || running(&s).is_empty());
+    assert!(alive(), "nothing stopped the rank while psched was down");
+    start_psched_on(&mut c, &s);
+    wait_for("the restarted psched stopped the rank", || !alive());
+}
+
 /// Wait until the (re)started psched has read the DVM's allocations twice.
 fn wait_reconciled_twice(c: &Cluster) {
     let restarted = std::time::SystemTime::now()
@@ -926,6 +1065,102 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
         let _ = h.kill();
         let _ = h.wait();
     }
+}
+
+/// `palloc -N 2` holding, an administrator marks one of its nodes DOWN:
+/// Slurm keeps the job (psched asks `salloc --no-kill`) on the other node,
+/// psched stops the rank running on the node that left (the rank on the
+/// other runs on) and holds that node idle, so no new job maps there; the
+/// holder goes on and says which node left, and a new `pspawn` in the
+/// allocation runs on the node left; `squeue` still lists the job, on that
+/// node alone.
+fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
+    let (c, s) = cluster_on_slurm(v);
+    let (mut holder, lines, id) = hold_telling(&c, &s, &["-N", "2", "-t", "5m"]);
+    let job = job_of(&s, &id);
+    let nodes = s.job(job).expect("the job").nodes;
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    let pids = c.dir().join("ranks");
+    let body = format!(
+        "echo \"$(hostname) $$\" >> {}; exec sleep 300",
+        pids.display()
+    );
+    let mut ranks = tool(&c, &s, "pspawn")
+        .args([
+            "--target", &id, "-n", "2", "--map-by", "node", "sh", "-c", &body,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pspawn");
+    let rank_on = |node: &str| -> Option<i32> {
+        let all = std::fs::read_to_string(&pids).unwrap_or_default();
+        all.lines().find_map(|l| {
+            let (h, p) = l.split_once(' ')?;
+            (h == node).then(|| p.trim().parse().ok()).flatten()
+        })
+    };
+    wait_for("a rank runs on each node", || {
+        nodes.iter().all(|n| rank_on(n).is_some())
+    });
+    let (down, kept) = (nodes[0].clone(), nodes[1].clone());
+    let pid = rank_on(&down).expect("the rank on the node going down");
+    let alive = |pid: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={down}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    wait_for("psched saw the node leave the allocation", || {
+        c.psched_log()
+            .contains(&format!("Slurm took {down} from {id}"))
+    });
+    wait_for("the rank on the node that left ended", || !alive(pid));
+    let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
+    let j = s
+        .job(job)
+        .unwrap_or_else(|| panic!("squeue still lists job {job}\n{}", ctx()));
+    assert_eq!(j.state, "RUNNING", "{}", ctx());
+    assert_eq!(j.nodes, vec![kept.clone()], "{}", ctx());
+    // Only the work on the lost node ended: the rank on the other runs on.
+    let other = rank_on(&kept).expect("the rank on the node kept");
+    assert!(alive(other), "the rank on {kept} runs on\n{}", ctx());
+    // No new job maps onto the lost node, although its slot is free and
+    // PRRTE still lists it in the allocation (held in psched's idle
+    // reservation): with the other node's slot busy, nothing fits.
+    let o =
+        run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "--immediate", "hostname"]));
+    assert_ne!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
+    assert!(
+        holder.try_wait().expect("holder").is_none(),
+        "the holder goes on\n{}",
+        ctx()
+    );
+    // The rank left on the other node holds its slot: stop that job.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ranks.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM pspawn");
+    let _ = crate::support::wait_until(&mut ranks, Instant::now() + Duration::from_secs(60));
+    let o = run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "hostname"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
+    assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
+    assert!(!c.psched_log().contains("NODE_FAIL"), "{}", ctx());
+    // The holder was told which node left.
+    let _ = holder.kill();
+    let (_, said) = holder_end(holder, &lines, 30);
+    assert!(
+        said.lines()
+            .any(|l| l.contains("PSCHED_EVENT_NODES_LOST") && l.contains(&id) && l.contains(&down)),
+        "{said}\n{}",
+        ctx()
+    );
 }
 
 /// `palloc --reservation R -N 1 -c 2 --mem 256`: the node of Slurm

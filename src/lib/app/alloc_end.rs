@@ -84,6 +84,20 @@ impl AllocEnd {
     }
 }
 
+/// The sentence of a [`crate::proto::status::NODES_LOST`] event for
+/// `alloc_id` (psched: Slurm took some of its nodes; it goes on), if `ev`
+/// is one.
+pub fn nodes_lost(ev: &Event, alloc_id: &str) -> Option<String> {
+    if ev.status != crate::proto::status::NODES_LOST
+        || ev.get(keys::ALLOC_ID).and_then(|v| v.as_str()) != Some(alloc_id)
+    {
+        return None;
+    }
+    let said = |k: &str| ev.get(k).and_then(|v| v.as_str()).map(String::from);
+    said(keys::EVENT_TEXT_MESSAGE)
+        .or_else(|| said(keys::NODE_LIST).map(|n| format!("{n} taken away by the scheduler")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +108,27 @@ mod tests {
             cause,
             why: "w".into(),
         }
+    }
+
+    #[test]
+    fn a_lost_node_is_said_for_its_allocation_only() {
+        let ev = Event {
+            status: crate::proto::status::NODES_LOST,
+            source: crate::codec::Proc {
+                nspace: "dvm@0".into(),
+                rank: 0,
+            },
+            info: vec![
+                crate::codec::Info::new(keys::ALLOC_ID, "slurm.1"),
+                crate::codec::Info::new(keys::NODE_LIST, "n2"),
+            ],
+        };
+        assert_eq!(
+            nodes_lost(&ev, "slurm.1").as_deref(),
+            Some("n2 taken away by the scheduler")
+        );
+        assert_eq!(nodes_lost(&ev, "slurm.2"), None);
+        assert_eq!(AllocEnd::of_event(&ev, "slurm.1", 0.0), None);
     }
 
     #[test]

@@ -130,6 +130,9 @@ impl EventFields {
         let status = match ev.get(keys::JOB_TERM_STATUS) {
             Some(Value::Status(s)) if s.0 <= 0 => Some(s.name().to_string()),
             _ if ev.status == NODE_CHANGE => Some(NODE_CHANGE_NAME.to_string()),
+            _ if ev.status == crate::proto::status::NODES_LOST => {
+                Some(crate::proto::status::NODES_LOST_NAME.to_string())
+            }
             _ => Some(ev.status.name().to_string()),
         };
         let change = ev.get(CHANGE).and_then(text).or_else(|| {

@@ -438,9 +438,17 @@ impl StdinPump {
 /// small reply a server without `TCP_NODELAY` may hold back for our delayed
 /// ACK (tens of milliseconds with PRRTE 3.0).
 pub(crate) fn register_job_end(s: &Session) -> Result<u32> {
+    register_job_end_and(s, &[])
+}
+
+/// [`register_job_end`], with the events of `more` codes in the same
+/// registration (pspawn in an allocation: its end, `PMIX_EVENT_SESSION_END`).
+pub(crate) fn register_job_end_and(s: &Session, more: &[Status]) -> Result<u32> {
+    let mut codes = vec![Status::EVENT_JOB_END];
+    codes.extend_from_slice(more);
     let mut e = s.request(crate::proto::cmd::REGEVENTS)?;
-    e.pack_one(&crate::codec::Size(1))?;
-    e.pack(&[Status::EVENT_JOB_END])?;
+    e.pack_one(&crate::codec::Size(codes.len() as u64))?;
+    e.pack(&codes)?;
     crate::codec::attrs::write_infos(
         &mut e,
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],

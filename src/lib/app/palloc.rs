@@ -578,6 +578,14 @@ fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd
         show_warning(&ev, alloc_id, ui);
         return None;
     }
+    if let Some(text) = super::alloc_end::nodes_lost(&ev, alloc_id) {
+        if ui.json {
+            ui.record(&EventFields::from_event(&ev, now_secs()).record());
+        } else {
+            eprintln!("palloc: allocation {alloc_id}: {text}");
+        }
+        return None;
+    }
     AllocEnd::of_event(&ev, alloc_id, now_secs())
 }
 

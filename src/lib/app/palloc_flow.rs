@@ -284,7 +284,11 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             codes.push(crate::proto::status::PENDING_REASON);
         }
         if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
-            codes.extend([Status::ALLOC_TIMEOUT_WARNING, Status::EVENT_SESSION_END]);
+            codes.extend([
+                Status::ALLOC_TIMEOUT_WARNING,
+                Status::EVENT_SESSION_END,
+                crate::proto::status::NODES_LOST,
+            ]);
         }
         if codes.is_empty() {
             return;

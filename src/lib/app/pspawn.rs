@@ -12,6 +12,7 @@ use crate::ops::Session;
 use crate::proto::status::Status;
 use crate::render::{ExitRecord, JobRecord};
 
+use super::alloc_end::AllocEnd;
 use super::launch::{self, Followed, OutputSink};
 use super::{connect_for, finish, signals, Failure, Ui};
 
@@ -431,6 +432,25 @@ pub(crate) fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
     })
 }
 
+/// The failure of a job whose allocation the node source ended before the
+/// job's end was seen (`end`: the allocation and how it ended, from
+/// `PMIX_EVENT_SESSION_END`): the exit code and the words palloc gives
+/// for that cause (8 TIMEOUT, 10 scancel or preemption, 1 NODE_FAIL).
+/// Whatever status the job ends with: PRRTE master announces status 0 for
+/// the processes its session's end killed.
+fn ended_by_source(followed: &Followed, end: Option<&(String, AllocEnd)>) -> Option<Failure> {
+    let Followed::Ended(job) = followed else {
+        return None;
+    };
+    let (id, end) = end?;
+    let mut f = end.failure(id)?;
+    f.message = format!(
+        "job {} was stopped (status {}): {}",
+        job.nspace, job.exit_status, f.message
+    );
+    Some(f)
+}
+
 /// pspawn's exit code once job `ns` was followed: the job's own status
 /// (said why when the DVM stopped it at its allocation's end, or never
 /// announced its end), or the failure of a time-out or interruption.
@@ -506,7 +526,14 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         return detach(s, req, &apps, target, &attrs, &mut job, ui);
     }
     create_output_files(req)?;
-    let registration = launch::register_job_end(s)
+    // In an allocation, its end too: the node source's cause (Slurm's
+    // scancel, TIMEOUT, NODE_FAIL) is pspawn's when it stops the job.
+    let more: &[Status] = if req.targets.is_empty() {
+        &[]
+    } else {
+        &[Status::EVENT_SESSION_END]
+    };
+    let registration = launch::register_job_end_and(s, more)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(job_extras(req));
@@ -572,6 +599,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         return Err(output_lost(&ns, &why));
     }
     let timeout = req.timeout_secs.map(Duration::from_secs);
+    let mut alloc_end: Option<(String, AllocEnd)> = None;
     let followed = launch::follow(
         s,
         &ns,
@@ -581,8 +609,19 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         &mut |o| {
             // Our reader is gone: the job's output cannot be delivered, so
             // the job is stopped (as a shell pipeline's SIGPIPE would).
-            if matches!(o, JobOutput::Output(c) if sink.chunk(c)) {
-                launch::stop_job(s, &ns);
+            match o {
+                JobOutput::Output(c) if sink.chunk(c) => launch::stop_job(s, &ns),
+                JobOutput::Event(ev) => {
+                    let now = super::now_secs();
+                    let end = req
+                        .targets
+                        .iter()
+                        .find_map(|t| Some((t.clone(), AllocEnd::of_event(ev, t, now)?)));
+                    if end.is_some() {
+                        alloc_end = end;
+                    }
+                }
+                JobOutput::Output(_) => {}
             }
         },
     )
@@ -593,6 +632,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
         ui.detail(&format!("stdin not forwarded to the job: {why}"));
+    }
+    if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
+        return Err(f);
     }
     let code = followed_code(s, req, &ns, followed, ui)?;
     job.state = "ended".into();

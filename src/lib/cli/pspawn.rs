@@ -67,7 +67,10 @@ Errors before anything runs are said plainly: a program that does not exist \
 (exit 5, PMIX_ERR_NOT_FOUND) and a --wdir that is not a directory (exit 2, \
 checked here when the DVM runs on this machine, else reported by the DVM) \
 are named. A job stopped by --timeout says so and exits 8; a job the DVM \
-stops because its allocation ended (time limit reached) says so and exits 8.
+stops because its allocation ended (time limit reached) says so and exits 8; \
+one whose allocation the scheduler's node source ended (psched on Slurm) \
+exits as palloc does for that cause, with Slurm's word: 8 TIMEOUT, 10 \
+scancel or preemption, 1 NODE_FAIL.
 
 Output: the job's output is forwarded as is; --tag-output prefixes each line \
 with [rank]; --json makes the output a stream of JSON lines (one object per \
@@ -86,6 +89,7 @@ EXIT STATUS:
   the job's status (first non-zero; 128+N for signal N), or before launch:
   2 usage error   3 cannot connect   4 refused   5 not found   6 no permission
   7 not supported   8 timed out (--timeout, or the allocation's time limit)
+  10 its allocation cancelled by the scheduler's node source (Slurm's scancel)
   130 interrupted (SIGINT)   143 ended by SIGTERM   1 other error
 
 EXAMPLES:

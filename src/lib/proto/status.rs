@@ -122,6 +122,17 @@ pub const PENDING_REASON: Status = Status(-3002);
 /// Name shown for [`PENDING_REASON`] (PMIx has none).
 pub const PENDING_REASON_NAME: &str = "PSCHED_EVENT_PENDING_REASON";
 
+/// psched's own event code, sent to an allocation's requester alone (range
+/// custom) when the resource manager took some of its nodes away on its
+/// own (a node Slurm marked DOWN) and the allocation goes on with the
+/// rest: `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` (the nodes gone) and
+/// `PMIX_EVENT_TEXT_MESSAGE` (the sentence palloc shows). PMIx has no code
+/// for it; -3003 is in the range its headers leave to hosts.
+pub const NODES_LOST: Status = Status(-3003);
+
+/// Name shown for [`NODES_LOST`] (PMIx has none).
+pub const NODES_LOST_NAME: &str = "PSCHED_EVENT_NODES_LOST";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,9 @@ enum Await {
     Flight,
     /// The namespace information for the owner check of this request.
     Check(u32),
+    /// The namespace information telling which processes run on these
+    /// nodes, the node source took them away: those are killed.
+    Stop(Vec<String>),
 }
 
 /// A request waiting for its owner check.
@@ -371,6 +374,10 @@ impl Dvm {
                 Ok(Vec::new())
             }
             Some(Await::Check(req)) => self.checked(req, payload, nodes_of, out),
+            Some(Await::Stop(nodes)) => {
+                self.kill_on(&nodes, payload, out)?;
+                Ok(Vec::new())
+            }
             None => Ok(Vec::new()),
         }
     }
@@ -453,6 +460,17 @@ impl Dvm {
                     self.forget(&alloc_id);
                     self.park(nodes);
                 }
+                Out::Lost { alloc_id, nodes } => {
+                    self.log.push(format!(
+                        "{alloc_id}: {} taken away by the node source: the work there is stopped",
+                        nodes.join(",")
+                    ));
+                    let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
+                    let t = self.own_tag(Await::Stop(nodes.clone()));
+                    out.push(Send::Own(t, q));
+                    self.tell_lost(&alloc_id, &nodes, out)?;
+                    self.park(nodes);
+                }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
                 Out::Queued { tag, reason, text } => self.queued(tag, &reason, &text, out)?,
             }
@@ -495,6 +513,30 @@ impl Dvm {
         Ok(())
     }
 
+    /// Kill the processes the namespace information (`payload`) shows on
+    /// `nodes` ([`super::stop`]).
+    fn kill_on(&mut self, nodes: &[String], payload: &[u8], out: &mut Vec<Send>) -> Result<()> {
+        let infos = wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default();
+        let procs = super::stop::procs_on(&infos, nodes, &self.daemons);
+        if procs.is_empty() {
+            return Ok(());
+        }
+        let who: Vec<String> = procs
+            .iter()
+            .map(|p| format!("{}.{}", p.nspace, p.rank))
+            .collect();
+        self.log.push(format!(
+            "killed {} on {} (PMIX_JOB_CTRL_KILL)",
+            who.join(","),
+            nodes.join(",")
+        ));
+        let t = self.plain_tag();
+        out.push(Send::Own(t, super::stop::kill(self.wire, &procs)?));
+        Ok(())
+    }
+
     /// A tag for a message whose answer nobody waits for.
     pub fn plain_tag(&mut self) -> u32 {
         let t = self.next_tag;
@@ -522,6 +564,33 @@ impl Dvm {
             &who,
             &infos,
         )?;
+        out.push(Send::Own(t, body));
+        Ok(())
+    }
+
+    /// Tell `alloc_id`'s requester alone that `nodes` left it
+    /// ([`crate::proto::status::NODES_LOST`]); nobody when psched does not
+    /// know the requester (a retained allocation's has gone).
+    fn tell_lost(&mut self, alloc_id: &str, nodes: &[String], out: &mut Vec<Send>) -> Result<()> {
+        let Some(o) = self.owner_of(alloc_id) else {
+            return Ok(());
+        };
+        let to = Proc {
+            nspace: o.requester.clone(),
+            rank: o.rank,
+        };
+        let list = nodes.join(",");
+        let text = format!(
+            "{list} taken away by the scheduler's node source (the work there was stopped); \
+             it goes on with the rest"
+        );
+        let infos = [
+            Info::new(keys::ALLOC_ID, alloc_id),
+            Info::new(keys::NODE_LIST, list.as_str()),
+            Info::new(keys::EVENT_TEXT_MESSAGE, text.as_str()),
+        ];
+        let t = self.plain_tag();
+        let body = wire::notify_one(self.wire, crate::proto::status::NODES_LOST, &to, &infos)?;
         out.push(Send::Own(t, body));
         Ok(())
     }

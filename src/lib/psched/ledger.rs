@@ -61,6 +61,11 @@ pub struct Ledger {
     /// until that DVM is gone, also across a restart).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retained_jobs: Vec<u64>,
+    /// `--backend slurm`: the nodes of each retained job, so that a
+    /// restarted psched stops the work there when Slurm ended the job
+    /// meanwhile.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub retained_job_nodes: std::collections::BTreeMap<u64, Vec<String>>,
     /// `--backend slurm`: Slurm jobs psched submitted that no grant holds
     /// (still waiting for Slurm, or to be cancelled while Slurm could not
     /// be reached): a restarted psched withdraws them.

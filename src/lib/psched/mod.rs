@@ -21,6 +21,7 @@ pub mod slurm;
 pub mod state;
 pub mod status;
 pub mod status_server;
+pub mod stop;
 pub mod wire;
 
 use std::path::PathBuf;

@@ -101,6 +101,16 @@ pub enum Out {
         /// Why.
         why: EndWhy,
     },
+    /// The node source took `nodes` away from `alloc_id` on its own (a
+    /// node Slurm marked DOWN left a job on several nodes; Slurm ended the
+    /// job of nodes the DVM retained): the work on those nodes is stopped
+    /// and they are held idle; the allocation, if it runs, keeps the rest.
+    Lost {
+        /// The allocation.
+        alloc_id: String,
+        /// The nodes taken away.
+        nodes: Vec<String>,
+    },
     /// The DVM ended `alloc_id` by itself (its owner's NONE or CHILD
     /// disposition) and these nodes came back to the backend.
     Returned {

@@ -314,15 +314,17 @@ pub fn salloc_line(line: &str) -> SallocSays {
     SallocSays::Other
 }
 
-/// Start `salloc --no-shell --exclusive` for `ask`, its job named `name`
-/// (for the administrator's eyes only: psched knows its jobs by the id
-/// salloc says); its standard error piped for [`salloc_line`].
+/// Start `salloc --no-shell --exclusive --no-kill` for `ask`, its job named
+/// `name` (for the administrator's eyes only: psched knows its jobs by the
+/// id salloc says); its standard error piped for [`salloc_line`].
+/// `--no-kill`: a node that fails leaves the job (Slurm shrinks it) instead
+/// of ending it (NODE_FAIL), so only the work on that node ends.
 pub fn submit(
     ask: &Ask,
     name: &str,
 ) -> std::io::Result<(Child, BufReader<std::process::ChildStderr>)> {
     let mut c = Command::new("salloc");
-    c.args(["--no-shell", "--exclusive", "--job-name", name]);
+    c.args(["--no-shell", "--exclusive", "--no-kill", "--job-name", name]);
     if !ask.list.is_empty() {
         c.args(["--nodelist", &ask.list.join(",")]);
         c.args(["--nodes", &ask.list.len().to_string()]);

@@ -193,8 +193,21 @@ impl SlurmBackend {
             )
         })?;
         let retained = ledger.retained_jobs.iter().map(|&job| {
+            let nodes = ledger
+                .retained_job_nodes
+                .get(&job)
+                .cloned()
+                .unwrap_or_default();
+            // An older ledger names no nodes: Slurm's next answer does.
+            let job_nodes = if nodes.is_empty() {
+                HashMap::new()
+            } else {
+                HashMap::from([(job, nodes.clone())])
+            };
             let a = Alloc {
                 jobs: vec![job],
+                job_nodes,
+                nodes,
                 retained: true,
                 ..Alloc::default()
             };
@@ -420,6 +433,12 @@ impl super::backend::Backend for SlurmBackend {
             .flat_map(|a| a.jobs.iter().copied())
             .collect();
         l.retained_jobs.sort();
+        l.retained_job_nodes = self
+            .allocs
+            .values()
+            .filter(|a| a.retained)
+            .flat_map(|a| a.job_nodes.iter().map(|(j, n)| (*j, n.clone())))
+            .collect();
         l.slurm_withdraw = self
             .allocs
             .values()

@@ -243,7 +243,7 @@ impl SlurmBackend {
 
     /// Give `gone` back: each job holding some of them shrinks to the rest,
     /// or is cancelled when none of its nodes stay.
-    fn shrink(&mut self, id: &str, gone: &[String]) {
+    pub(super) fn shrink(&mut self, id: &str, gone: &[String]) {
         let Some(a) = self.allocs.get_mut(id) else {
             return;
         };

@@ -558,17 +558,29 @@ impl SlurmBackend {
             return self.ended(id, cause);
         }
         let a = self.allocs.get_mut(id).expect("present");
+        let mut lost: Vec<String> = Vec::new();
         for (j, cause) in &ended {
             eprintln!(
                 "psched: Slurm ended job {j} of {id} ({}): its nodes leave",
                 cause.word()
             );
             a.jobs.retain(|x| x != j);
-            a.job_nodes.remove(j);
+            lost.extend(a.job_nodes.remove(j).unwrap_or_default());
             self.to_cancel.retain(|x| x != j);
         }
+        // A job's nodes only shrink once granted: a node Slurm no longer
+        // lists left it on its own (DOWN, under `--no-kill`); an answer
+        // older than psched's own shrink never brings a node back.
         for (j, nodes) in updates {
-            a.job_nodes.insert(j, nodes);
+            match a.job_nodes.get_mut(&j) {
+                Some(had) => {
+                    lost.extend(had.iter().filter(|n| !nodes.contains(n)).cloned());
+                    had.retain(|n| nodes.contains(n));
+                }
+                None => {
+                    a.job_nodes.insert(j, nodes);
+                }
+            }
         }
         if !live.is_empty() {
             a.nodes = a
@@ -582,7 +594,22 @@ impl SlurmBackend {
                 a.end_ms = end;
             }
         }
-        Ok(Vec::new())
+        if lost.is_empty() {
+            return Ok(Vec::new());
+        }
+        eprintln!(
+            "psched: Slurm took {} from {id}: the work there stops, {} stays",
+            lost.join(","),
+            if a.nodes.is_empty() {
+                "nothing".to_string()
+            } else {
+                a.nodes.join(",")
+            }
+        );
+        Ok(vec![Out::Lost {
+            alloc_id: id.to_string(),
+            nodes: lost,
+        }])
     }
 
     /// Send the warnings that fell due.
@@ -624,10 +651,19 @@ impl SlurmBackend {
         }
         let first = a.jobs.first().copied().unwrap_or(0);
         if a.retained {
+            // The DVM keeps the nodes, but Slurm has them back: what still
+            // runs there stops.
             eprintln!(
-                "psched: Slurm ended job {first} ({id}, {}), retained by the DVM",
-                cause.word()
+                "psched: Slurm ended job {first} ({id}, {}), retained by the DVM: the work on {} stops",
+                cause.word(),
+                a.nodes.join(",")
             );
+            if !a.nodes.is_empty() {
+                out.push(Out::Lost {
+                    alloc_id: id.to_string(),
+                    nodes: a.nodes.clone(),
+                });
+            }
             return Ok(out);
         }
         eprintln!(
@@ -657,6 +693,56 @@ mod tests {
     fn woken_within(b: &SlurmBackend, secs: u16) -> bool {
         let mut fds = [PollFd::new(b.wake_fd(), PollFlags::POLLIN)];
         poll(&mut fds, PollTimeout::from(secs * 1000)).unwrap_or(0) == 1
+    }
+
+    fn running(id: u64, nodes: &[&str]) -> Seen {
+        Seen::Job(Job {
+            id,
+            user_id: None,
+            state: JobState::Running,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            end_time: None,
+            reason: Reason::None,
+            reason_detail: None,
+        })
+    }
+
+    #[test]
+    fn a_node_that_leaves_a_running_job_is_lost_and_an_old_answer_brings_none_back() {
+        let mut b = SlurmBackend::new(Ledger::default(), "losttest".into()).unwrap();
+        let nodes: Vec<String> = vec!["n1".into(), "n2".into()];
+        b.allocs.insert(
+            "slurm.1".into(),
+            super::super::Alloc {
+                jobs: vec![7],
+                job_nodes: HashMap::from([(7, nodes.clone())]),
+                nodes,
+                ..Default::default()
+            },
+        );
+        // psched gave n1 back itself: an answer from before the shrink
+        // still lists it, and is no loss.
+        b.shrink("slurm.1", &["n1".to_string()]);
+        let seen = HashMap::from([(7, running(7, &["n1", "n2"]))]);
+        assert!(b.follow("slurm.1", &seen, 0).unwrap().is_empty());
+        assert_eq!(b.allocs["slurm.1"].nodes, vec!["n2".to_string()]);
+        // Slurm took n2's neighbour away on its own: lost, the job stays.
+        b.allocs
+            .get_mut("slurm.1")
+            .unwrap()
+            .job_nodes
+            .insert(7, vec!["n2".into(), "n3".into()]);
+        let seen = HashMap::from([(7, running(7, &["n2"]))]);
+        let out = b.follow("slurm.1", &seen, 0).unwrap();
+        assert_eq!(
+            out,
+            vec![Out::Lost {
+                alloc_id: "slurm.1".into(),
+                nodes: vec!["n3".into()]
+            }]
+        );
+        assert_eq!(b.allocs["slurm.1"].nodes, vec!["n2".to_string()]);
+        assert_eq!(b.allocs["slurm.1"].jobs, vec![7]);
     }
 
     #[test]
