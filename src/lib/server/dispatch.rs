@@ -204,6 +204,9 @@ impl Server {
                 self.reply_status_infos(conn, tag, e.status(), &out);
             }
             Ok(outcome) => {
+                if req.attrs.warn_timeout.is_some() {
+                    self.warn_conns.insert(outcome.alloc_id.clone(), conn);
+                }
                 match &outcome.status {
                     AllocStatus::Queued => {
                         // A queued NEW's request id and owner, for its
