@@ -3,8 +3,14 @@
 # scripts/install-peers.sh): our tools vs PRRTE's and OpenPMIx's own.
 #
 #   pspawn -n 1 /bin/true     vs  prun -n 1 /bin/true
-#   palloc -N 1               vs  OpenPMIx master palloc -N 1
+#   palloc -N 1 -- true       vs  OpenPMIx master palloc -N 1
 #   pwatch --status           vs  OpenPMIx master pps
+#
+# The palloc pair needs a scheduler (PRRTE master alone refuses every
+# allocation): it runs on scripts/prrte-cluster.sh's multi-node DVM with
+# psched attached, owning RUNS+2 nodes. Ours reserves a node, runs `true`
+# there and gives it back; OpenPMIx's palloc has no release (the node stays
+# reserved until the DVM ends), so each of its runs takes a fresh node.
 #
 # Usage: scripts/bench-master.sh [RUNS]   (default 10; release build)
 # Each pair runs A, B, A, B, … RUNS times each (after one warm-up of each),
@@ -52,11 +58,19 @@ echo "|---|---|---|---|---|---|"
 pair "pspawn -n 1 /bin/true" "prun -n 1 /bin/true" \
     ::: "$bin/pspawn" -n 1 /bin/true \
     ::: "$master/prrte/bin/prun" "${root_flag[@]}" --dvm-uri "file:$dir/uri" -n 1 /bin/true
-pair "palloc -N 1" "OpenPMIx palloc -N 1" \
-    ::: "$bin/palloc" -N 1 \
-    ::: "$master/pmix/bin/palloc" -N 1
 pair "pwatch --status" "OpenPMIx pps" \
     ::: "$bin/pwatch" --status \
     ::: "$master/pmix/bin/pps"
 kill -0 "$dvm" 2>/dev/null || { echo "bench-master: PRRTE master died during the benchmark" >&2; exit 1; }
+
+# The palloc pair, on PRRTE master with psched (see the top).
+cluster="$repo/scripts/prrte-cluster.sh"
+export PRRTE_CLUSTER_STATE="$dir/cluster" PSCHED="$bin/psched" PRRTE_PREFIX="$master/prrte"
+"$cluster" start --psched $((runs + 2)) >"$dir/cluster.log" 2>&1 || { echo "bench-master: the PRRTE master cluster with psched did not start" >&2; cat "$dir/cluster.log" >&2; exit 1; }
+cleanup_cluster() { "$cluster" stop >/dev/null 2>&1 || true; cleanup; }
+trap cleanup_cluster EXIT
+read -r -a inside <<<"$("$cluster" prefix)"
+pair "palloc -N 1 -- true (psched)" "OpenPMIx palloc -N 1 (psched)" \
+    ::: env "${inside[@]}" "$bin/palloc" -N 1 -- true \
+    ::: env "${inside[@]}" "$master/pmix/bin/palloc" --uri "file:$PRRTE_CLUSTER_STATE/uri.txt" -N 1
 echo "PRRTE master alive after the benchmark"

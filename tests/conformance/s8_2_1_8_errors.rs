@@ -109,6 +109,21 @@ fn s8_2_1_8_extend_no_id() {
         assert!(o.stderr.contains("PMIX_ERR_BAD_PARAM"), "{o}");
     }
     assert_eq!(before, comparable(&dvm.status()), "partial effect");
+    // palloc refuses before connecting: the DVM itself must refuse the
+    // same request sent as is, from the owner's job and from a tool, and
+    // grant nothing (not a NEW in disguise).
+    let probe = crate::support::example("client_probe");
+    let probe = probe.to_string_lossy();
+    for o in [
+        dvm.app(&format!("{probe} --extend-no-id")),
+        dvm.tool(&probe, &["--extend-no-id"]),
+    ] {
+        o.expect_code(0);
+        let line: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+        assert_eq!(line["alloc"]["ok"], false, "{o}");
+        assert_eq!(line["alloc"]["status"], "PMIX_ERR_BAD_PARAM", "{o}");
+    }
+    assert_eq!(before, comparable(&dvm.status()), "partial effect");
 }
 
 /// PMIX_SPAWN_TARGET naming an allocation that resolves to no session →

@@ -100,6 +100,50 @@ fn s8_2_1_9_5_warning_only_to_requester() {
     assert_eq!(warnings(&h).len(), 1, "{h}");
 }
 
+/// Two connections of one process name (two tools inside the session
+/// leader's job both connect as its rank 0): the warning goes to the
+/// connection that asked for it (a `palloc --hold` there), never to the
+/// other (a `pwatch` there), which still receives the job's end.
+#[test]
+fn s8_2_1_9_5_warning_only_to_the_requesting_connection() {
+    let mut dvm = Dvm::with_leader(&[
+        "--nodes",
+        "1",
+        "--slots",
+        "4",
+        "--scheduler-nodes",
+        "1",
+        "--time-scale",
+        "60",
+    ]);
+    let watch_log = dvm.path("same-name-watch.out");
+    let hold_log = dvm.path("same-name-hold.out");
+    dvm.app(&format!(
+        "(pwatch --json --timeout 6s; echo rc=$?) >{watch_log} 2>&1 &"
+    ))
+    .expect_code(0);
+    dvm.app(&format!(
+        "(palloc -N 1 -t 2m --warn-timeout 60s --hold --json; echo rc=$?) >{hold_log} 2>&1 &"
+    ))
+    .expect_code(0);
+    eventually("the requesting connection gets the warning", || {
+        std::fs::read_to_string(&hold_log).is_ok_and(|s| s.contains("timeout-warning"))
+    });
+    dvm.app("pspawn -n 1 true").expect_code(0);
+    eventually("the other connection's pwatch ends", || {
+        std::fs::read_to_string(&watch_log).is_ok_and(|s| s.contains("rc="))
+    });
+    let seen = std::fs::read_to_string(&watch_log).unwrap_or_default();
+    assert!(
+        seen.contains("job-end"),
+        "the other connection got no events at all: {seen}"
+    );
+    assert!(
+        !seen.contains("timeout-warning"),
+        "the other connection of the requester's process saw the warning: {seen}"
+    );
+}
+
 /// The requester is refreshed on EXTEND: palloc (the NEW's requester) has
 /// exited (it refuses --warn-timeout when it returns at once: nobody would
 /// hear it); a pwatch of the owning job arms the warning by an EXTEND

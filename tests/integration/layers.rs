@@ -1,8 +1,11 @@
 //! The library's layering, checked on the source against ARCHITECTURE.md:
 //! the test reads the "Layers" table there (module, may import) and fails
-//! when a module of `src/lib` names anything its row does not allow. A new
-//! dependency between layers is a design change: it is made by editing that
-//! table. Inside the connection layer no two files import each other.
+//! when a module of `src/lib` names anything its row does not allow, or
+//! when a row allows what its code never names. The source is read as Rust
+//! (`syn`), not as lines: use trees with nested groups, paths anywhere,
+//! macro arguments, `super::` chains; `#[cfg(test)]` code is left out. A
+//! new dependency between layers is a design change: it is made by editing
+//! that table. Inside the connection layer no two files import each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -59,45 +62,181 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn ident(s: &str) -> String {
-    s.chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect()
+/// A path inside the crate, from its root: `["conn", "frame", "Frame"]`.
+type CratePath = Vec<String>;
+
+/// What the source of module `module` (its path from the crate root) names
+/// inside the crate, read as Rust: every `use` tree (groups, nested groups,
+/// `self`, across lines), every path in code and types, and the paths in
+/// macro arguments; `crate::`, `super::` (any number) and `self::` are
+/// resolved against the module, inline `mod`s included. Items under
+/// `#[cfg(test)]` are left out: tests may reach anywhere.
+fn named_in(src: &str, module: &[String]) -> BTreeSet<CratePath> {
+    let file = syn::parse_file(src).expect("the source parses");
+    let mut r = Reader {
+        module: module.to_vec(),
+        out: BTreeSet::new(),
+    };
+    syn::visit::Visit::visit_file(&mut r, &file);
+    r.out
 }
 
-/// `a` or `a::b` at the start of `s` (a path after `crate::`).
-fn path_at(s: &str) -> (String, Option<String>) {
-    let a = ident(s);
-    let b = s[a.len()..]
-        .strip_prefix("::")
-        .map(ident)
-        .filter(|b| !b.is_empty());
-    (a, b)
+struct Reader {
+    module: Vec<String>,
+    out: BTreeSet<CratePath>,
 }
 
-/// Every `crate::a` / `crate::a::b` named in code (comments stripped),
-/// including each member of a `crate::{a::x, b}` group.
-fn named(src: &str) -> BTreeSet<(String, Option<String>)> {
-    let mut out = BTreeSet::new();
-    for line in src.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or("");
-                for member in inner.split(',') {
-                    let m = member.trim();
-                    if !m.is_empty() {
-                        out.insert(path_at(m));
-                    }
-                }
-            } else {
-                out.insert(path_at(rest));
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && {
+            let t = a.meta.require_list().map(|l| l.tokens.to_string());
+            t.is_ok_and(|t| t.split(|c: char| !c.is_alphanumeric()).any(|w| w == "test"))
+        }
+    })
+}
+
+impl Reader {
+    /// `segs` as a path from the crate root, when it starts in the crate.
+    fn resolve(&self, segs: &[String]) -> Option<CratePath> {
+        let (base, rest): (Vec<String>, &[String]) = match segs.first()?.as_str() {
+            "crate" => (Vec::new(), &segs[1..]),
+            "self" => (self.module.clone(), &segs[1..]),
+            "super" => {
+                let ups = segs.iter().take_while(|s| *s == "super").count();
+                let keep = self.module.len().checked_sub(ups)?;
+                (self.module[..keep].to_vec(), &segs[ups..])
+            }
+            _ => return None,
+        };
+        let mut full = base;
+        full.extend(rest.iter().filter(|s| *s != "self").cloned());
+        Some(full)
+    }
+
+    fn add(&mut self, segs: &[String]) {
+        if let Some(p) = self.resolve(segs) {
+            if !p.is_empty() {
+                self.out.insert(p);
             }
         }
     }
-    out
+
+    /// Every path a `use` tree under `prefix` names.
+    fn use_tree(&mut self, prefix: &mut Vec<String>, t: &syn::UseTree) {
+        match t {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                self.add(&[prefix.clone(), vec![n.ident.to_string()]].concat())
+            }
+            syn::UseTree::Rename(n) => {
+                self.add(&[prefix.clone(), vec![n.ident.to_string()]].concat())
+            }
+            syn::UseTree::Glob(_) => self.add(prefix),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t);
+                }
+            }
+        }
+    }
+
+    /// Paths in a macro's arguments: `crate`/`super`/`self` followed by
+    /// `::`-joined identifiers.
+    fn tokens(&mut self, ts: proc_macro2::TokenStream) {
+        let mut path: Vec<String> = Vec::new();
+        let mut colons = 0;
+        for tt in ts {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => {
+                    let w = i.to_string();
+                    if colons == 2 && !path.is_empty() {
+                        path.push(w);
+                    } else {
+                        self.add(&path);
+                        path = if ["crate", "super", "self"].contains(&w.as_str()) {
+                            vec![w]
+                        } else {
+                            Vec::new()
+                        };
+                    }
+                    colons = 0;
+                }
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == ':' => colons += 1,
+                proc_macro2::TokenTree::Group(g) => {
+                    self.add(&std::mem::take(&mut path));
+                    colons = 0;
+                    self.tokens(g.stream());
+                }
+                _ => {
+                    self.add(&std::mem::take(&mut path));
+                    colons = 0;
+                }
+            }
+        }
+        self.add(&path);
+    }
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Reader {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs: &[syn::Attribute] = match i {
+            syn::Item::Mod(m) => &m.attrs,
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Use(u) => &u.attrs,
+            syn::Item::Impl(m) => &m.attrs,
+            syn::Item::Struct(m) => &m.attrs,
+            syn::Item::Enum(m) => &m.attrs,
+            syn::Item::Const(m) => &m.attrs,
+            syn::Item::Static(m) => &m.attrs,
+            syn::Item::Trait(m) => &m.attrs,
+            syn::Item::Type(m) => &m.attrs,
+            syn::Item::Macro(m) => &m.attrs,
+            _ => &[],
+        };
+        if !is_cfg_test(attrs) {
+            syn::visit::visit_item(self, i);
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        syn::visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &u.tree);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.add(&segs);
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// The module a source file is: `src/lib/conn/client.rs` is
+/// `conn::client`, `src/lib/conn/mod.rs` is `conn`.
+fn module_of(lib: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(lib).expect("a file of the library");
+    let mut m: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    if m.last().is_some_and(|l| l == "mod" || l == "lib") {
+        m.pop();
+    }
+    m
 }
 
 fn module_files(lib: &Path, module: &str) -> Vec<PathBuf> {
@@ -113,33 +252,50 @@ fn module_files(lib: &Path, module: &str) -> Vec<PathBuf> {
     files
 }
 
+/// What `allowed` (a row's last cell) says of naming `p`: allowed by the
+/// entry that allows it, or `None`.
+fn allowance<'a>(allowed: &'a [String], p: &[String]) -> Option<&'a String> {
+    allowed.iter().find(|a| {
+        let parts: Vec<&str> = a.split("::").collect();
+        parts.len() <= p.len() && parts.iter().zip(p).all(|(x, y)| x == y)
+    })
+}
+
 #[test]
 fn layers_import_only_what_architecture_allows() {
     let rules = rules_from_architecture();
     assert!(rules.len() >= 10, "layer table not found: {rules:?}");
     let lib = root().join("src/lib");
     let mut bad = Vec::new();
+    let mut unused = Vec::new();
     for (module, allowed) in &rules {
         let files = module_files(&lib, module);
         assert!(!files.is_empty(), "module {module} has no source");
+        let mut used = BTreeSet::new();
         for f in files {
             let src = std::fs::read_to_string(&f).expect("read source");
-            for (a, b) in named(&src) {
-                if a == *module {
+            for p in named_in(&src, &module_of(&lib, &f)) {
+                if p[0] == *module {
                     continue;
                 }
-                let whole = allowed.contains(&a);
-                let part = b
-                    .as_ref()
-                    .is_some_and(|b| allowed.contains(&format!("{a}::{b}")));
-                if !whole && !part {
-                    let what = b.map_or(a.clone(), |b| format!("{a}::{b}"));
-                    bad.push(format!("{} names crate::{what}", f.display()));
+                match allowance(allowed, &p) {
+                    Some(a) => {
+                        used.insert(a.clone());
+                    }
+                    None => bad.push(format!("{} names crate::{}", f.display(), p.join("::"))),
                 }
             }
         }
+        for a in allowed.iter().filter(|a| !used.contains(*a)) {
+            unused.push(format!("{module} may import `{a}` but its code does not"));
+        }
     }
     assert!(bad.is_empty(), "layering broken:\n{}", bad.join("\n"));
+    assert!(
+        unused.is_empty(),
+        "ARCHITECTURE.md allows more than the code uses (tighten the row):\n{}",
+        unused.join("\n")
+    );
 }
 
 #[test]
@@ -170,41 +326,54 @@ fn every_library_module_has_a_row() {
 }
 
 #[test]
-fn the_import_reader_sees_groups_and_skips_comments() {
-    let n = named("use crate::{proto::keys, codec}; // crate::x");
-    assert!(n.contains(&("proto".to_string(), Some("keys".to_string()))));
-    assert!(n.contains(&("codec".to_string(), None)));
-    assert!(!n.iter().any(|(a, _)| a == "x"));
+fn the_import_reader_reads_rust_not_lines() {
+    let src = r#"
+        use crate::{
+            proto::keys,
+            codec::{self, buffer::Decoder},
+        };
+        use super::super::ops::spawn;
+        // crate::commented::out
+        fn f() -> crate::error::Result<()> {
+            let _ = format!("{}", crate::render::table(1));
+            let _ = super::sibling::x();
+            Ok(())
+        }
+        mod inner {
+            use super::super::conn as c;
+        }
+        #[cfg(test)]
+        mod tests {
+            use crate::server::only_in_tests;
+        }
+    "#;
+    let module: Vec<String> = ["app", "launch"].iter().map(|s| s.to_string()).collect();
+    let n = named_in(src, &module);
+    let has = |p: &str| n.contains(&p.split("::").map(String::from).collect::<Vec<_>>());
+    for want in [
+        "proto::keys",
+        "codec",
+        "codec::buffer::Decoder",
+        "ops::spawn",
+        "error::Result",
+        "render::table",
+        "app::sibling::x",
+        "app::conn",
+    ] {
+        assert!(has(want), "{want} not seen in {n:?}");
+    }
+    assert!(!n.iter().any(|p| p[0] == "commented"), "{n:?}");
+    assert!(
+        !n.iter().any(|p| p[0] == "server"),
+        "tests are left out: {n:?}"
+    );
     assert_eq!(
         ticked("`proto`, `conn::frame` (why)"),
         ["proto", "conn::frame"]
     );
-}
-
-/// The files of `conn` that one file of it names (`super::x`, `crate::conn::x`).
-fn conn_siblings(src: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for line in src.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        for pat in ["super::", "crate::conn::"] {
-            let mut rest = code;
-            while let Some(i) = rest.find(pat) {
-                rest = &rest[i + pat.len()..];
-                let groups: Vec<String> = match rest.strip_prefix('{') {
-                    Some(g) => g
-                        .split('}')
-                        .next()
-                        .unwrap_or("")
-                        .split(',')
-                        .map(|m| ident(m.trim()))
-                        .collect(),
-                    None => vec![ident(rest)],
-                };
-                out.extend(groups.into_iter().filter(|g| files.contains(g)));
-            }
-        }
-    }
-    out
+    let allowed = vec!["conn::frame".to_string(), "proto".to_string()];
+    assert!(allowance(&allowed, &["conn".into(), "frame".into(), "Frame".into()]).is_some());
+    assert!(allowance(&allowed, &["conn".into(), "client".into()]).is_none());
 }
 
 #[test]
@@ -215,11 +384,16 @@ fn no_two_files_of_the_connection_layer_import_each_other() {
     let stem = |p: &PathBuf| p.file_stem().unwrap().to_string_lossy().into_owned();
     let files: BTreeSet<String> = paths.iter().map(stem).filter(|s| s != "mod").collect();
     let mut uses = BTreeMap::new();
+    let lib = root().join("src/lib");
     for p in &paths {
         let src = std::fs::read_to_string(p).expect("read source");
-        // Tests may reach anywhere; the circle that matters is in the code.
-        let code = src.split("#[cfg(test)]").next().unwrap_or("");
-        let mut named = conn_siblings(code, &files);
+        // Tests may reach anywhere (left out): the circle that matters is
+        // in the code.
+        let mut named: BTreeSet<String> = named_in(&src, &module_of(&lib, p))
+            .into_iter()
+            .filter(|n| n.len() >= 2 && n[0] == "conn" && files.contains(&n[1]))
+            .map(|n| n[1].clone())
+            .collect();
         named.remove(&stem(p));
         uses.insert(stem(p), named);
     }

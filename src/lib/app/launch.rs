@@ -580,7 +580,7 @@ pub(crate) fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec
 }
 
 /// `PMIX_BINDTO`: the binding policy of a job.
-pub(crate) const BINDTO: &str = "pmix.bindto";
+pub(crate) use crate::proto::keys::BINDTO;
 
 /// Whether `ev` is a job-end or timeout-warning of interest while a job runs.
 pub(crate) fn is_warning(ev: &Event) -> bool {

@@ -106,7 +106,7 @@ fn place_jobs(
         };
         let live = procs
             .iter()
-            .filter(|p| p.state < crate::ops::job::PROC_STATE_TERMINATED);
+            .filter(|p| p.state < crate::proto::proc_state::TERMINATED);
         for host in live.filter_map(|p| p.hostname.clone()) {
             *per_node.entry(host.clone()).or_default() += 1;
             if !j.nodes.contains(&host) {

@@ -91,22 +91,6 @@ fn known_options(cmd: &clap::Command) -> Vec<String> {
     names
 }
 
-/// Edit distance between `a` and `b` (insertions, deletions, substitutions).
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// Whether every character of `short` appears in `long`, in order (a
 /// tie-break: `--tme` is nearer `--timeout` than `--target`).
 fn is_subsequence(short: &str, long: &str) -> bool {
@@ -133,7 +117,7 @@ pub fn nearest_option_of(cmd: &clap::Command, flag: &str) -> Option<String> {
     known
         .into_iter()
         .filter(|k| k.starts_with("--"))
-        .map(|k| (distance(name, &k), !is_subsequence(name, &k), k))
+        .map(|k| (strsim::levenshtein(name, &k), !is_subsequence(name, &k), k))
         .filter(|(d, _, k)| *d <= ((k.len() - 2) * 2 / 3).max(2))
         .min()
         .map(|(_, _, k)| k)

@@ -159,8 +159,8 @@ pub fn connect_ack_body(h: &Hello) -> Vec<u8> {
 /// command line unconditionally, so it must always be present.
 pub fn tool_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<u8>> {
     let info = [
-        Info::new("pmix.cmd.line", cmdline),
-        Info::new("pmix.ppid", Value::Pid(pid)),
+        Info::new(crate::proto::keys::CMD_LINE, cmdline),
+        Info::new(crate::proto::keys::PROC_PID, Value::Pid(pid)),
     ];
     let mut e = Encoder::new(wire);
     e.pack_one(&Size(info.len() as u64))?;
@@ -172,9 +172,9 @@ pub fn tool_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<
 /// scheduler sends, so the DVM records it as its scheduler.
 pub fn scheduler_info_blob(wire: WireVersion, cmdline: &str, pid: u32) -> Result<Vec<u8>> {
     let info = [
-        Info::new("pmix.cmd.line", cmdline),
-        Info::new("pmix.ppid", Value::Pid(pid)),
-        Info::new("pmix.srv.sched", Value::Bool(true)),
+        Info::new(crate::proto::keys::CMD_LINE, cmdline),
+        Info::new(crate::proto::keys::PROC_PID, Value::Pid(pid)),
+        Info::new(crate::proto::keys::SERVER_SCHEDULER, Value::Bool(true)),
     ];
     let mut e = Encoder::new(wire);
     e.pack_one(&Size(info.len() as u64))?;

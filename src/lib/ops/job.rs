@@ -340,11 +340,7 @@ pub const END_CHECK_MAX: Duration = Duration::from_secs(16);
 /// later.
 pub const END_CHECK_WAIT: Duration = Duration::from_secs(2);
 
-/// `pmix_proc_state_t` values that mean "no longer running".
-pub(crate) const PROC_STATE_TERMINATED: u8 = 20;
-/// `pmix_proc_state_t` values from here on are abnormal ends (error,
-/// killed, aborted, failed to start, non-zero exit…).
-const PROC_STATE_ERROR: u8 = 50;
+use crate::proto::proc_state::{ERROR as PROC_STATE_ERROR, TERMINATED as PROC_STATE_TERMINATED};
 
 /// The fallback for a job-end event that never comes (PRRTE 3.0.14 loses
 /// one now and then, leaving a follower waiting for ever): when the job has

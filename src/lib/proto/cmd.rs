@@ -18,6 +18,8 @@ pub const QUERY: u8 = 15;
 pub const ALLOC: u8 = 17;
 /// Job control.
 pub const JOB_CONTROL: u8 = 18;
+/// `PMIX_SESSION_CTRL_CMD`: session control (either direction).
+pub const SESSION_CTRL: u8 = 35;
 /// Ask for forwarded output.
 pub const IOF_PULL: u8 = 22;
 /// Withdraw an earlier request for forwarded output.

@@ -166,6 +166,27 @@ pub const JOB_NAME: &str = "pdvm.job.name";
 /// PMIx defines no such attribute, so the key is pdvm's; PRRTE ignores it.
 pub const ENV_NONE: &str = "pdvm.env.none";
 
+/// `PMIX_SERVER_SCHEDULER` (`bool`): the connecting tool is the system
+/// scheduler (psched's handshake).
+pub const SERVER_SCHEDULER: &str = "pmix.srv.sched";
+/// `PMIX_NODE_SLOTS` (`uint32_t`): a node's slots.
+pub const NODE_SLOTS: &str = "pmix.node.slots";
+/// `PMIX_EVENT_CUSTOM_RANGE` (`pmix_data_array_t` of procs): the processes
+/// an event with range `PMIX_RANGE_CUSTOM` goes to.
+pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
+/// `PMIX_SESSION_TERMINATE` (`bool`): session control, end the session.
+pub const SESSION_TERMINATE: &str = "pmix.ssn.terminate";
+/// `PMIX_SESSION_COMPLETE` (`bool`): the session has ended.
+pub const SESSION_COMPLETE: &str = "pmix.ssn.complete";
+/// `PMIX_UNIV_SIZE` (`uint32_t`): processes the universe can hold.
+pub const UNIV_SIZE: &str = "pmix.univ.size";
+/// `PMIX_JOBID` (string): a job's identifier.
+pub const JOBID: &str = "pmix.jobid";
+/// `PMIX_QUERY_LOCAL_PROC_TABLE`: the process table of one node.
+pub const QUERY_LOCAL_PROC_TABLE: &str = "pmix.qry.lptable";
+/// `PMIX_BINDTO` (string): how processes are bound.
+pub const BINDTO: &str = "pmix.bindto";
+
 /// Environment variables a launching server sets for its clients, newest first.
 pub const SERVER_URI_VARS: [&str; 5] = [
     "PMIX_SERVER_URI41",

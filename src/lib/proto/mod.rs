@@ -15,6 +15,8 @@ pub mod end_cause;
 pub(crate) mod enums;
 pub(crate) mod inherit;
 pub mod keys;
+pub mod proc_state;
+pub mod range;
 pub mod status;
 pub(crate) mod version;
 

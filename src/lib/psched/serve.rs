@@ -305,7 +305,9 @@ impl Loop<'_> {
                 }
             }
             Ok(Inbound::Session { infos, .. }) => {
-                let done = infos.iter().any(|i| i.key == "pmix.ssn.complete");
+                let done = infos
+                    .iter()
+                    .any(|i| i.key == crate::proto::keys::SESSION_COMPLETE);
                 let id = infos
                     .iter()
                     .find(|i| i.key == keys::ALLOC_ID)

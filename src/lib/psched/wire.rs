@@ -11,21 +11,13 @@ use crate::error::{Error, Result};
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys};
 
-/// `PMIX_SESSION_CTRL_CMD`: session control (either direction).
-pub const SESSION_CTRL: u8 = 35;
-/// `PMIX_RANGE_RM`: an event meant for the resource manager (the DVM).
-pub const RANGE_RM: u8 = 1;
-/// `PMIX_RANGE_CUSTOM`: an event for the processes its
-/// `PMIX_EVENT_CUSTOM_RANGE` names.
-pub const RANGE_CUSTOM: u8 = 6;
-/// `PMIX_RANGE_GLOBAL`: an event for every process of the DVM.
-pub const RANGE_GLOBAL: u8 = 5;
+pub use crate::proto::cmd::SESSION_CTRL;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
-pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
-/// `PMIX_PROC_STATE_RUNNING`: a daemon that is up.
-pub const PROC_STATE_RUNNING: u8 = 5;
-/// `PMIX_PROC_STATE_UNTERMINATED`: every state below it is a live process.
-pub const PROC_STATE_UNTERMINATED: u8 = 15;
+pub use crate::proto::keys::EVENT_CUSTOM_RANGE;
+pub use crate::proto::proc_state::{
+    RUNNING as PROC_STATE_RUNNING, UNTERMINATED as PROC_STATE_UNTERMINATED,
+};
+pub use crate::proto::range::{CUSTOM as RANGE_CUSTOM, GLOBAL as RANGE_GLOBAL, RM as RANGE_RM};
 /// Most infos psched reads from one request.
 pub const MAX_INFOS: u64 = 256;
 
@@ -309,7 +301,7 @@ pub fn warning(wire: WireVersion, alloc_id: &str, remaining_secs: u32) -> Result
 /// `alloc_id` too, so the DVM can tell which reservation is meant).
 pub fn terminate(wire: WireVersion, session: u32, alloc_id: &str) -> Result<Vec<u8>> {
     let infos = [
-        Info::new("pmix.ssn.terminate", Value::Bool(true)),
+        Info::new(crate::proto::keys::SESSION_TERMINATE, Value::Bool(true)),
         Info::new(keys::ALLOC_ID, alloc_id),
     ];
     let mut e = Encoder::new(wire);

@@ -49,7 +49,7 @@ pub const NODE_SLOTS_USED: &str = "pdvm.node.used";
 /// Node field: where the node came from (`startup`, `scheduler`).
 pub const NODE_ORIGIN: &str = "pdvm.node.origin";
 /// Node field: total slots.
-pub const NODE_SLOTS: &str = "pmix.node.slots";
+pub use crate::proto::keys::NODE_SLOTS;
 /// Job field: state word.
 pub const JOB_STATE: &str = "pdvm.job.state";
 /// What a field holds when the DVM does not report it.

@@ -24,16 +24,12 @@ use super::state::{alloc_reply_infos, Pending, Server};
 /// Most processes one spawn may start.
 pub(crate) const MAX_PROCS: u32 = 4096;
 
-/// `PMIX_RANGE_RM`: the event is for the resource manager (pdvm) only.
-const RANGE_RM: u8 = 1;
-/// `PMIX_RANGE_NAMESPACE`: the source's namespace.
-const RANGE_NAMESPACE: u8 = 3;
-/// `PMIX_RANGE_CUSTOM`: the processes named by `PMIX_EVENT_CUSTOM_RANGE`.
-const RANGE_CUSTOM: u8 = 6;
-/// `PMIX_RANGE_PROC_LOCAL`: the source process only (never sent to a server).
-const RANGE_PROC_LOCAL: u8 = 7;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
-const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
+use crate::proto::keys::EVENT_CUSTOM_RANGE;
+use crate::proto::range::{
+    CUSTOM as RANGE_CUSTOM, NAMESPACE as RANGE_NAMESPACE, PROC_LOCAL as RANGE_PROC_LOCAL,
+    RM as RANGE_RM,
+};
 
 /// Most distinct query keys answered in one `PMIX_QUERY` (after repeats are
 /// folded): the answer's size stays bounded whatever the request repeats.
@@ -146,9 +142,12 @@ impl Server {
             .unwrap_or(1);
         for kv in [
             Kval(keys::JOB_SIZE.into(), crate::codec::Value::Uint32(size)),
-            Kval("pmix.univ.size".into(), crate::codec::Value::Uint32(size)),
             Kval(
-                "pmix.jobid".into(),
+                crate::proto::keys::UNIV_SIZE.into(),
+                crate::codec::Value::Uint32(size),
+            ),
+            Kval(
+                crate::proto::keys::JOBID.into(),
                 crate::codec::Value::from(peer.nspace()),
             ),
         ] {
@@ -205,6 +204,9 @@ impl Server {
                 self.reply_status_infos(conn, tag, e.status(), &out);
             }
             Ok(outcome) => {
+                if req.attrs.warn_timeout.is_some() {
+                    self.warn_conns.insert(outcome.alloc_id.clone(), conn);
+                }
                 match &outcome.status {
                     AllocStatus::Queued => {
                         // A queued NEW's request id and owner, for its

@@ -164,6 +164,7 @@ pub fn run(
         jobs: jobs::JobTable::default(),
         launch,
         leader: None,
+        warn_conns: Default::default(),
         leader_status: None,
         accept_paused_until: None,
         io,

@@ -32,19 +32,9 @@ use super::state::Server;
 
 /// `PMIX_QUERY_LOCAL_PROC_TABLE`: the processes of a namespace on the local
 /// node (with pdvm, every node is local).
-pub(crate) const QUERY_LOCAL_PROC_TABLE: &str = "pmix.qry.lptable";
+pub(crate) use crate::proto::keys::QUERY_LOCAL_PROC_TABLE;
 
-/// `pmix_proc_state_t` values pdvm reports (OpenPMIx `pmix_common.h`).
-pub(crate) mod proc_state {
-    /// `PMIX_PROC_STATE_RUNNING`: forked and running.
-    pub(crate) const RUNNING: u8 = 5;
-    /// `PMIX_PROC_STATE_TERMINATED`: exited with status 0.
-    pub(crate) const TERMINATED: u8 = 20;
-    /// `PMIX_PROC_STATE_FAILED_TO_START`: could not be started.
-    pub(crate) const FAILED_TO_START: u8 = 53;
-    /// `PMIX_PROC_STATE_TERM_NON_ZERO`: exited with a non-zero status.
-    pub(crate) const TERM_NON_ZERO: u8 = 62;
-}
+use crate::proto::proc_state;
 
 /// The process state of one job process.
 fn state_of(p: &ProcRec) -> u8 {

@@ -103,6 +103,10 @@ pub struct Server {
     pub(super) launch: LaunchEnv,
     /// pdvm's own command's namespace, when one was given.
     pub(super) leader: Option<String>,
+    /// The connection that asked for each allocation's timeout warning
+    /// (`PMIX_ALLOC_WARN_TIMEOUT`): the warning goes to it alone, not to
+    /// every connection of the requester's process.
+    pub(super) warn_conns: std::collections::HashMap<String, u64>,
     /// Its exit status once it ended.
     pub(super) leader_status: Option<i32>,
     /// Set when the server must stop.
@@ -190,6 +194,21 @@ impl Server {
     /// process of a namespace for the wildcard rank).
     pub fn conns_of(&self, to: &ProcName) -> Vec<u64> {
         self.conns.of(to)
+    }
+
+    /// Where allocation `alloc_id`'s timeout warning goes: the connection
+    /// that asked for it, while it is open and still the requester's;
+    /// else every connection of the requester `to` (it asked, then
+    /// reconnected). Forgets the connections of allocations that ended.
+    fn warn_targets(&mut self, alloc_id: &str, to: &ProcName) -> Vec<u64> {
+        let all = self.conns_of(to);
+        let model = &self.model;
+        self.warn_conns
+            .retain(|a, _| model.reservation(a).is_some());
+        match self.warn_conns.get(alloc_id) {
+            Some(c) if all.contains(c) => vec![*c],
+            _ => all,
+        }
     }
 
     /// Build and send an event notification from the server itself.
@@ -345,7 +364,7 @@ impl Server {
                         keys::TIME_REMAINING,
                         Value::Uint32(remaining_secs),
                     ));
-                    for c in self.conns_of(&ProcName::from(&to)) {
+                    for c in self.warn_targets(&alloc_id, &ProcName::from(&to)) {
                         self.notify(c, Status::ALLOC_TIMEOUT_WARNING, &info);
                     }
                 }
