@@ -5,12 +5,12 @@
 //!
 //! - **One change at a time.** A grant is answered only when PRRTE has
 //!   carried out the one before: the grant's allocation is listed, the
-//!   daemons of its new nodes are up, and the grow the change started is
-//!   over (two grows at once killed PRRTE). A grow that started no daemon
-//!   runs within PRRTE's own event loop: the DVM's answer to one more
-//!   question, asked after PRRTE took the change, closes it (no fixed
-//!   pause); a grow that started daemons is given [`SETTLE_MS`] after they
-//!   are up. Grants wait in FIFO order, behind the nodes being taken back.
+//!   daemons of its new nodes are up, and the grow it started had
+//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE), or, for a
+//!   grant that started no daemon, until its holder released it whole
+//!   (PRRTE holds a launch until its grow is over, so a holder done with
+//!   its allocation has seen that grow end). Grants wait in FIFO order,
+//!   behind the nodes being taken back.
 //! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
 //!   or an explicit release, by ordering the nodes' daemons away without
 //!   resetting the nodes: a node granted again then never gets a daemon.
@@ -48,8 +48,7 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
-/// How long a grow that started daemons is given to finish in PRRTE, once
-/// they are up, before the next change.
+/// How long a change is given to finish in PRRTE before the next one.
 pub const SETTLE_MS: u64 = 150;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
@@ -114,16 +113,15 @@ enum Flight {
         nodes: Vec<String>,
         park: bool,
     },
-    /// PRRTE has taken the change and its daemons are up; the grow it
-    /// started (every node list starts one, even of nodes it has) is given
-    /// until `until` to finish: two grows at once, or a grow beside a
-    /// launch, are where PRRTE master loses jobs or dies.
-    Settling { until: u64 },
-    /// PRRTE has taken a change that started no daemon: its grow runs in
-    /// PRRTE's event loop alone (no daemon to hear from), and the DVM's
-    /// answer to one more question (its allocation ids, `asked`; `None`
-    /// until sent), queued behind the grow's steps, says it is over.
-    Draining { asked: Option<u32> },
+    /// PRRTE has taken the change; the grow it started (every node list
+    /// starts one, even of nodes it has) is given until `until` to finish,
+    /// or, for a grant that started no daemon, until its allocation
+    /// `ends_with` is released whole: two grows at once, or a grow beside
+    /// a launch, are where PRRTE master loses jobs or dies.
+    Settling {
+        until: u64,
+        ends_with: Option<String>,
+    },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -274,6 +272,7 @@ impl Dvm {
     }
 
     fn forget(&mut self, alloc_id: &str) -> Option<Owner> {
+        self.settled_by_end(alloc_id);
         let i = self
             .book
             .owners
@@ -505,6 +504,15 @@ impl Dvm {
         Ok(())
     }
 
+    /// A grant's settle ends when its allocation ends: its holder's
+    /// launches, which PRRTE held until the grow was over, are done.
+    fn settled_by_end(&mut self, alloc_id: &str) {
+        if matches!(&self.flight, Some(Flight::Settling { ends_with: Some(id), .. }) if id == alloc_id)
+        {
+            self.flight = None;
+        }
+    }
+
     /// A tag for a message whose answer nobody waits for.
     pub fn plain_tag(&mut self) -> u32 {
         let t = self.next_tag;
@@ -581,28 +589,27 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Settling { until }) => Some(*until),
-            Some(Flight::Draining { asked: None }) => Some(0),
+            Some(Flight::Settling { until, .. }) => Some(*until),
             _ => None,
         }
     }
 
-    /// Give PRRTE's grow that started daemons [`SETTLE_MS`] to finish once
-    /// they are up. Nothing PRRTE reports says when it is over (`prte`
-    /// prints `DVM ready`); a probe job sent to learn it made new daemons
-    /// fail to unpack their first launch.
-    fn settling(&mut self, now: u64) -> Option<Flight> {
+    /// Give PRRTE's grow [`SETTLE_MS`] to finish. Nothing PRRTE reports
+    /// says when it is over (`prte` prints `DVM ready`); a probe job sent
+    /// to learn it made new daemons fail to unpack their first launch.
+    fn settling(&mut self, now: u64, ends_with: Option<String>) -> Option<Flight> {
         Some(Flight::Settling {
             until: now + SETTLE_MS,
+            ends_with,
         })
     }
 
     /// The flight after PRRTE took a change: wait for the daemons of
-    /// `fresh`, or, when it started none, for the DVM's answer that closes
-    /// its grow ([`Flight::Draining`]).
-    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Option<Flight> {
+    /// `fresh`, or only let the change settle (a grant's settle, `grant`
+    /// the allocation, ends early with it: [`Dvm::settled_by_end`]).
+    fn starting(&mut self, fresh: Vec<String>, now: u64, grant: Option<String>) -> Option<Flight> {
         if fresh.is_empty() {
-            return Some(Flight::Draining { asked: None });
+            return self.settling(now, grant);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -619,7 +626,7 @@ impl Dvm {
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
-        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
+        if matches!(self.flight, Some(Flight::Settling { until, .. }) if until <= now) {
             self.flight = None;
         }
         if let Some(Flight::Starting {
@@ -629,12 +636,6 @@ impl Dvm {
             if *next <= now {
                 self.look_at_daemons(out)?;
             }
-        }
-        if let Some(Flight::Draining { asked: None }) = self.flight {
-            let q = wire::query(self.wire, keys::QUERY_ALLOC_IDS, Vec::new())?;
-            let t = self.own_tag(Await::Flight);
-            out.push(Send::Own(t, q));
-            self.flight = Some(Flight::Draining { asked: Some(t) });
         }
         while self.flight.is_none() {
             let Some(c) = self.queue.pop_front() else {
@@ -816,7 +817,7 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                self.flight = self.starting(fresh, now);
+                self.flight = self.starting(fresh, now, Some(alloc_id));
             }
             Flight::Starting {
                 fresh,
@@ -848,7 +849,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.settling(now);
+                    self.flight = self.settling(now, None);
                     return;
                 }
                 self.flight = Some(Flight::Starting {
@@ -860,8 +861,6 @@ impl Dvm {
                     until,
                 });
             }
-            // The grow is over: the next change may start.
-            Flight::Draining { asked: Some(a) } if a == tag => {}
             Flight::Parking { asked, nodes, park } if asked == tag => {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
@@ -871,7 +870,7 @@ impl Dvm {
                         .into_iter()
                         .filter(|n| !self.book.in_dvm.contains(n))
                         .collect();
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, None);
                 } else if ok {
                     if self.idle_id.is_none() {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
@@ -883,7 +882,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, None);
                 } else if park {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
@@ -977,7 +976,7 @@ mod tests {
     }
 
     #[test]
-    fn a_second_grant_waits_until_the_dvm_answers_after_the_first_grow() {
+    fn a_second_grant_waits_until_the_first_is_confirmed_and_settled() {
         let mut d = dvm(&["n1", "n2"]);
         let mut out = Vec::new();
         d.push(
@@ -993,65 +992,45 @@ mod tests {
         d.on_own_answer(q, &ids_answer(&["alloc.1"]), 5, &nodes, &mut out)
             .unwrap();
         d.tick(5, &mut out).unwrap();
-        assert!(answers(&out).is_empty(), "the grow is not over: {out:?}");
-        let drain = own_tags(&out);
-        assert_eq!(drain.len(), 1, "one more question closes the grow");
-        out.clear();
-        d.tick(6, &mut out).unwrap();
-        assert!(out.is_empty(), "asked once: {out:?}");
-        d.on_own_answer(drain[0], &ids_answer(&["alloc.1"]), 7, &nodes, &mut out)
-            .unwrap();
-        d.tick(7, &mut out).unwrap();
-        assert_eq!(
-            answers(&out),
-            [11],
-            "no fixed pause after a grow without daemons"
-        );
+        assert!(answers(&out).is_empty(), "settling: {out:?}");
+        d.tick(5 + SETTLE_MS, &mut out).unwrap();
+        assert_eq!(answers(&out), [11]);
         let (book, sessions) = d.book();
         assert_eq!(sessions, 1, "the first NEW made PRRTE session 1");
         assert!(book.owners.is_empty(), "no requester was named");
     }
 
     #[test]
-    fn a_grow_that_started_daemons_settles_after_they_are_up() {
-        let mut d = dvm(&["n1"]);
+    fn a_whole_release_ends_its_grants_settle() {
+        let mut d = dvm(&["n1", "n2"]);
+        owned_by_tool(&mut d, 1);
         let mut out = Vec::new();
-        d.push(
-            vec![grant(10, "alloc.1", &["n9"]), grant(11, "alloc.2", &["n1"])],
-            &mut out,
-        )
-        .unwrap();
+        d.push(vec![grant(10, "alloc.1", &["n1"])], &mut out)
+            .unwrap();
         d.tick(0, &mut out).unwrap();
         let q = own_tags(&out)[0];
         out.clear();
         let nodes = |_: &str| Vec::new();
         d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
             .unwrap();
-        d.tick(1, &mut out).unwrap();
-        let look = own_tags(&out)[0];
-        out.clear();
-        let daemon = Value::ProcInfo(crate::codec::ProcInfo {
-            proc: Proc {
-                nspace: "dvm@0".into(),
-                rank: 1,
-            },
-            hostname: Some("n9".into()),
-            executable_name: None,
-            pid: 1,
-            state: wire::PROC_STATE_RUNNING,
-        });
-        let table = answer(&[Info::new(
-            keys::QUERY_PROC_TABLE,
-            Value::DataArray(DataArray::Scalars(
-                crate::codec::dt::PROC_INFO,
-                vec![daemon],
-            )),
-        )]);
-        d.on_own_answer(look, &table, 2, &nodes, &mut out).unwrap();
+        d.push(vec![grant(11, "alloc.2", &["n2"])], &mut out)
+            .unwrap();
         d.tick(2, &mut out).unwrap();
         assert!(answers(&out).is_empty(), "settling: {out:?}");
-        d.tick(2 + SETTLE_MS, &mut out).unwrap();
-        assert_eq!(answers(&out), [11]);
+        let release = |whole| Out::Release {
+            tag: 7,
+            alloc_id: "alloc.1".into(),
+            nodes: vec!["n1".into()],
+            whole,
+        };
+        d.push(vec![release(false)], &mut out).unwrap();
+        out.clear();
+        d.tick(3, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "a part released: {out:?}");
+        d.push(vec![release(true)], &mut out).unwrap();
+        out.clear();
+        d.tick(4, &mut out).unwrap();
+        assert_eq!(answers(&out), [11], "before SETTLE_MS");
     }
 
     #[test]
