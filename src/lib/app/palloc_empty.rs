@@ -27,18 +27,46 @@ pub(crate) fn holds_no_node(s: &Session, alloc_id: &str) -> Option<bool> {
     Some(r.nodes.is_empty())
 }
 
-/// For a NEW request with `-N`, a grant with no node: release it and
-/// return the failure naming the missing scheduler.
+/// What the DVM says of a granted reservation's nodes ([`holds_no_node`]),
+/// asked at most once: the empty-grant check and the readiness probe both
+/// read it, and the query is several round trips.
+pub(crate) struct GrantView<'a> {
+    s: &'a Session,
+    alloc_id: &'a str,
+    empty: std::cell::OnceCell<Option<bool>>,
+}
+
+impl<'a> GrantView<'a> {
+    /// The view of reservation `alloc_id` through `s`; nothing asked yet.
+    pub(crate) fn new(s: &'a Session, alloc_id: &'a str) -> GrantView<'a> {
+        GrantView {
+            s,
+            alloc_id,
+            empty: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// [`holds_no_node`] of the reservation, asked the first time.
+    pub(crate) fn holds_no_node(&self) -> Option<bool> {
+        *self
+            .empty
+            .get_or_init(|| holds_no_node(self.s, self.alloc_id))
+    }
+}
+
+/// For a NEW request with `-N`, a grant with no node (as `view` has it):
+/// release it and return the failure naming the missing scheduler.
 pub(crate) fn refuse_empty_grant(
     s: &Session,
     req: &AllocRequest,
     rec: &AllocationRecord,
+    view: &GrantView<'_>,
 ) -> Option<Failure> {
     let asked = req.nodes.filter(|n| *n > 0)?;
     if req.directive != Directive::New || !rec.nodes.is_empty() {
         return None;
     }
-    if holds_no_node(s, &rec.alloc_id) != Some(true) {
+    if view.holds_no_node() != Some(true) {
         return None;
     }
     let given_back = give_back(s, &rec.alloc_id);

@@ -423,14 +423,18 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // A job's own request (a script inside the DVM, such as spec 001's
         // probes) keeps an empty grant unless it runs a command in it.
         let uses_nodes = !self.from_application || matches!(plan.mode, PallocMode::Run(_));
-        if let Some(f) = uses_nodes
-            .then(|| super::palloc_empty::refuse_empty_grant(&s, &plan.req, &rec))
-            .flatten()
-        {
-            finish(s);
-            return Err(f);
-        }
-        if let Err(f) = super::palloc_ready::wait_usable(&s, &plan.req, &rec) {
+        let checked = {
+            // One look at the DVM's view of the grant serves both checks.
+            let view = super::palloc_empty::GrantView::new(&s, &rec.alloc_id);
+            let empty = uses_nodes
+                .then(|| super::palloc_empty::refuse_empty_grant(&s, &plan.req, &rec, &view))
+                .flatten();
+            match empty {
+                Some(f) => Err(f),
+                None => super::palloc_ready::wait_usable(&s, &plan.req, &rec, &view),
+            }
+        };
+        if let Err(f) = checked {
             finish(s);
             return Err(f);
         }

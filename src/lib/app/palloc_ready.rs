@@ -17,7 +17,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, PmixVersion};
 use crate::render::AllocationRecord;
 
-use super::palloc_empty::holds_no_node;
+use super::palloc_empty::GrantView;
 use super::Failure;
 use crate::cli::exit::Exit;
 
@@ -51,13 +51,15 @@ fn recent(s: &Session) -> bool {
 /// daemon) gives the allocation back and fails the grant, naming the
 /// nodes; any other answer ends the wait and the grant is reported as it
 /// is; so does a signal (left caught for the caller). palloc and `pspawn
-/// -N` both wait here.
+/// -N` both wait here; `view` is the DVM's view of the reservation, shared
+/// with the empty-grant check.
 pub(crate) fn wait_usable(
     s: &Session,
     req: &AllocRequest,
     rec: &AllocationRecord,
+    view: &GrantView<'_>,
 ) -> Result<(), Failure> {
-    if !needs_probe(req, rec) || !recent(s) || holds_no_node(s, &rec.alloc_id) != Some(false) {
+    if !needs_probe(req, rec) || !recent(s) || view.holds_no_node() != Some(false) {
         return Ok(());
     }
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {

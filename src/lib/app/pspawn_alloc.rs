@@ -45,7 +45,8 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
     }
     let reply = reply.map_err(|e| refused(nodes, &e))?;
     let rec = granted_record(&req, &reply, s, false);
-    if let Some(mut f) = super::palloc_empty::refuse_empty_grant(s, &req, &rec) {
+    let view = super::palloc_empty::GrantView::new(s, &rec.alloc_id);
+    if let Some(mut f) = super::palloc_empty::refuse_empty_grant(s, &req, &rec, &view) {
         f.message = format!("pspawn -N {nodes} outside an allocation: {}", f.message);
         return Err(f);
     }
@@ -59,7 +60,7 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
     };
     // As palloc does: PRRTE master answers before the granted nodes can
     // take a job (P1); wait until they can.
-    super::palloc_ready::wait_usable(s, &req, &rec)?;
+    super::palloc_ready::wait_usable(s, &req, &rec, &view)?;
     if let Some(sig) = super::signals::caught() {
         own.give_back(s, ui);
         return Err(Failure::interrupted(&format!(

@@ -4,9 +4,13 @@
 //! one DVM protocol.
 //!
 //! - **One change at a time.** A grant is answered only when PRRTE has
-//!   carried out the one before: the grant's allocation is listed and the
-//!   daemons of its new nodes are up (two grows at once killed PRRTE).
-//!   Grants wait in FIFO order, behind the nodes being taken back.
+//!   carried out the one before: the grant's allocation is listed, the
+//!   daemons of its new nodes are up, and the grow it started had
+//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE), or, for a
+//!   grant that started no daemon, until its holder released it whole
+//!   (PRRTE holds a launch until its grow is over, so a holder done with
+//!   its allocation has seen that grow end). Grants wait in FIFO order,
+//!   behind the nodes being taken back.
 //! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
 //!   or an explicit release, by ordering the nodes' daemons away without
 //!   resetting the nodes: a node granted again then never gets a daemon.
@@ -110,10 +114,14 @@ enum Flight {
         park: bool,
     },
     /// PRRTE has taken the change; the grow it started (every node list
-    /// starts one, even of nodes it has) is given until `until` to finish:
-    /// two grows at once, or a grow beside a launch, are where PRRTE
-    /// master loses jobs or dies.
-    Settling { until: u64 },
+    /// starts one, even of nodes it has) is given until `until` to finish,
+    /// or, for a grant that started no daemon, until its allocation
+    /// `ends_with` is released whole: two grows at once, or a grow beside
+    /// a launch, are where PRRTE master loses jobs or dies.
+    Settling {
+        until: u64,
+        ends_with: Option<String>,
+    },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -267,6 +275,7 @@ impl Dvm {
     }
 
     fn forget(&mut self, alloc_id: &str) -> Option<Owner> {
+        self.settled_by_end(alloc_id);
         let i = self
             .book
             .owners
@@ -537,6 +546,15 @@ impl Dvm {
         Ok(())
     }
 
+    /// A grant's settle ends when its allocation ends: its holder's
+    /// launches, which PRRTE held until the grow was over, are done.
+    fn settled_by_end(&mut self, alloc_id: &str) {
+        if matches!(&self.flight, Some(Flight::Settling { ends_with: Some(id), .. }) if id == alloc_id)
+        {
+            self.flight = None;
+        }
+    }
+
     /// A tag for a message whose answer nobody waits for.
     pub fn plain_tag(&mut self) -> u32 {
         let t = self.next_tag;
@@ -640,7 +658,7 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Settling { until }) => Some(*until),
+            Some(Flight::Settling { until, .. }) => Some(*until),
             _ => None,
         }
     }
@@ -648,17 +666,19 @@ impl Dvm {
     /// Give PRRTE's grow [`SETTLE_MS`] to finish. Nothing PRRTE reports
     /// says when it is over (`prte` prints `DVM ready`); a probe job sent
     /// to learn it made new daemons fail to unpack their first launch.
-    fn settling(&mut self, now: u64) -> Option<Flight> {
+    fn settling(&mut self, now: u64, ends_with: Option<String>) -> Option<Flight> {
         Some(Flight::Settling {
             until: now + SETTLE_MS,
+            ends_with,
         })
     }
 
     /// The flight after PRRTE took a change: wait for the daemons of
-    /// `fresh`, or only let the change settle.
-    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Option<Flight> {
+    /// `fresh`, or only let the change settle (a grant's settle, `grant`
+    /// the allocation, ends early with it: [`Dvm::settled_by_end`]).
+    fn starting(&mut self, fresh: Vec<String>, now: u64, grant: Option<String>) -> Option<Flight> {
         if fresh.is_empty() {
-            return self.settling(now);
+            return self.settling(now, grant);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -675,7 +695,7 @@ impl Dvm {
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
-        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
+        if matches!(self.flight, Some(Flight::Settling { until, .. }) if until <= now) {
             self.flight = None;
         }
         if let Some(Flight::Starting {
@@ -866,7 +886,7 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                self.flight = self.starting(fresh, now);
+                self.flight = self.starting(fresh, now, Some(alloc_id));
             }
             Flight::Starting {
                 fresh,
@@ -898,7 +918,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.settling(now);
+                    self.flight = self.settling(now, None);
                     return;
                 }
                 self.flight = Some(Flight::Starting {
@@ -919,7 +939,7 @@ impl Dvm {
                         .into_iter()
                         .filter(|n| !self.book.in_dvm.contains(n))
                         .collect();
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, None);
                 } else if ok {
                     if self.idle_id.is_none() {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
@@ -931,7 +951,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, None);
                 } else if park {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
@@ -1047,6 +1067,39 @@ mod tests {
         let (book, sessions) = d.book();
         assert_eq!(sessions, 1, "the first NEW made PRRTE session 1");
         assert!(book.owners.is_empty(), "no requester was named");
+    }
+
+    #[test]
+    fn a_whole_release_ends_its_grants_settle() {
+        let mut d = dvm(&["n1", "n2"]);
+        owned_by_tool(&mut d, 1);
+        let mut out = Vec::new();
+        d.push(vec![grant(10, "alloc.1", &["n1"])], &mut out)
+            .unwrap();
+        d.tick(0, &mut out).unwrap();
+        let q = own_tags(&out)[0];
+        out.clear();
+        let nodes = |_: &str| Vec::new();
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
+            .unwrap();
+        d.push(vec![grant(11, "alloc.2", &["n2"])], &mut out)
+            .unwrap();
+        d.tick(2, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "settling: {out:?}");
+        let release = |whole| Out::Release {
+            tag: 7,
+            alloc_id: "alloc.1".into(),
+            nodes: vec!["n1".into()],
+            whole,
+        };
+        d.push(vec![release(false)], &mut out).unwrap();
+        out.clear();
+        d.tick(3, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "a part released: {out:?}");
+        d.push(vec![release(true)], &mut out).unwrap();
+        out.clear();
+        d.tick(4, &mut out).unwrap();
+        assert_eq!(answers(&out), [11], "before SETTLE_MS");
     }
 
     #[test]

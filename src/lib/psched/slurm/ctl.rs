@@ -144,11 +144,16 @@ impl Options {
 }
 
 /// Read all of `r` on a thread of its own (so neither of a command's pipes
-/// can fill and stall it while psched waits for the other).
-fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+/// can fill and stall it while psched waits for the other); `closed` hears
+/// when `r` is at its end.
+fn drain(
+    mut r: impl Read + Send + 'static,
+    closed: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut s = String::new();
         let _ = r.read_to_string(&mut s);
+        let _ = closed.send(());
         s
     })
 }
@@ -160,7 +165,10 @@ struct Ran {
     stderr: String,
 }
 
-/// Run `cmd` to its end within [`COMMAND_TIMEOUT`].
+/// Run `cmd` to its end within [`COMMAND_TIMEOUT`]. Its end is heard, not
+/// polled for: both its pipes close when it exits, and only then is it
+/// reaped (looked at every millisecond until then: a command ending, or
+/// one whose pipes stay open past its end).
 fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
     let what = format!("{cmd:?}");
     let mut child = cmd
@@ -169,9 +177,16 @@ fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Unreachable(format!("cannot run {what}: {e}")))?;
-    let out = drain(child.stdout.take().expect("piped stdout"));
-    let err = drain(child.stderr.take().expect("piped stderr"));
+    let (closed, pipes) = std::sync::mpsc::channel();
+    let out = drain(child.stdout.take().expect("piped stdout"), closed.clone());
+    let err = drain(child.stderr.take().expect("piped stderr"), closed);
     let deadline = Instant::now() + COMMAND_TIMEOUT;
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if pipes.recv_timeout(left).is_err() {
+            break;
+        }
+    }
     let status = loop {
         if let Some(st) = child.try_wait().ok().flatten() {
             break st;
@@ -181,7 +196,7 @@ fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
             let _ = child.wait();
             return Err(Unreachable(format!("{what} took too long")));
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(1));
     };
     Ok(Ran {
         ok: status.success(),
