@@ -56,7 +56,13 @@ fn s8_2_1_11_2_no_reservation_without_request() {
     // made and dropped again in between is an allocation event (or a
     // node joining) this pwatch sees; the job ends show it was listening.
     let mut w = dvm.tool_cmd("pwatch");
-    w.args(["--json", "--event", "alloc,node,job-end", "--timeout", "60s"]);
+    w.args([
+        "--json",
+        "--event",
+        "alloc,node,job-end",
+        "--timeout",
+        "60s",
+    ]);
     let watch = Bg::start(w);
     dvm.app(&format!("pspawn -n 3 {PRINT_HOST}")).expect_code(0);
     dvm.app("pspawn -n 1 sh -c 'pspawn -n 1 true'")
@@ -70,7 +76,10 @@ fn s8_2_1_11_2_no_reservation_without_request() {
         "the watcher heard nothing: {seen}"
     );
     let changes: Vec<_> = events.iter().filter(|e| e["event"] != "job-end").collect();
-    assert!(changes.is_empty(), "allocation or node changes: {changes:?}");
+    assert!(
+        changes.is_empty(),
+        "allocation or node changes: {changes:?}"
+    );
     assert!(dvm.reservations().is_empty());
     for n in dvm.nodes() {
         assert!(n["alloc_id"].is_null(), "{n}");
