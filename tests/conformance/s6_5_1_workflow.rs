@@ -71,7 +71,12 @@ fn s6_5_1_4_orchestrator_workflow() {
     let a = printed_alloc(&o);
     let nodes = dvm.reservation(&a).expect("outlives the orchestrator")["nodes"].clone();
     let pids: Vec<i32> = kids.iter().chain(&grands).map(GateJob::pid).collect();
-    for (job, pid) in kids.iter().chain(&grands).zip(&pids) {
+    for (i, (job, pid)) in kids.iter().chain(&grands).zip(&pids).enumerate() {
+        // Every descendant not yet let go still runs: the drain waits for
+        // them all and ends none early.
+        for (j, later) in pids.iter().enumerate().skip(i) {
+            assert!(alive(*later), "descendant {j} ended before it was let go");
+        }
         assert!(nodes
             .as_array()
             .unwrap()

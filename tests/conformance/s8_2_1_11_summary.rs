@@ -2,7 +2,7 @@
 //! (items 1, 3, 5 and 6 map onto the §8.2.1.6, §8.2.1.8, §8.2.1.9.2 and
 //! §8.2.1.9.5 tests; see docs/conformance.md).
 
-use crate::support::blackbox::{hosts, strings, Dvm, PRINT_HOST};
+use crate::support::blackbox::{hosts, strings, Bg, Dvm, PRINT_HOST};
 
 /// Item 1: candidate nodes are exactly the union of the permitted sessions —
 /// with three reservations (two of them the job's) and the default pool,
@@ -52,11 +52,34 @@ fn s8_2_1_11_1_candidates_exactly_permitted_union() {
 #[test]
 fn s8_2_1_11_2_no_reservation_without_request() {
     let mut dvm = Dvm::with_leader(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "2"]);
+    // Watched during the whole run, not only at its end: a reservation
+    // made and dropped again in between is an allocation event (or a
+    // node joining) this pwatch sees; the job ends show it was listening.
+    let mut w = dvm.tool_cmd("pwatch");
+    w.args([
+        "--json",
+        "--event",
+        "alloc,node,job-end",
+        "--timeout",
+        "60s",
+    ]);
+    let watch = Bg::start(w);
     dvm.app(&format!("pspawn -n 3 {PRINT_HOST}")).expect_code(0);
     dvm.app("pspawn -n 1 sh -c 'pspawn -n 1 true'")
         .expect_code(0);
     dvm.tool("pspawn", &["-n", "2", "true"]).expect_code(0);
     dvm.tool("pwatch", &["--status"]).expect_code(0);
+    let seen = watch.stop(nix::sys::signal::Signal::SIGTERM);
+    let events = seen.of_type("event");
+    assert!(
+        events.iter().any(|e| e["event"] == "job-end"),
+        "the watcher heard nothing: {seen}"
+    );
+    let changes: Vec<_> = events.iter().filter(|e| e["event"] != "job-end").collect();
+    assert!(
+        changes.is_empty(),
+        "allocation or node changes: {changes:?}"
+    );
     assert!(dvm.reservations().is_empty());
     for n in dvm.nodes() {
         assert!(n["alloc_id"].is_null(), "{n}");

@@ -486,13 +486,24 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant(v: Version) {
 
 /// examples/reservation-workflow.sh, unchanged, on PRRTE master with psched
 /// on Slurm: two of Slurm's nodes granted (squeue agrees while it runs),
-/// the targeted jobs run there, the warning comes from Slurm's end time
-/// (5 real minutes into the 10-minute limit: Slurm's clock cannot be sped
-/// up), the script's pwatch extends, and the release gives Slurm its
-/// nodes back.
+/// the targeted jobs run there, the warning comes from Slurm's end time,
+/// the script's pwatch extends, and the release gives Slurm its nodes back.
+/// Slurm's clock cannot be sped up, so once the job runs an administrator
+/// shortens its 10-minute limit to 6 (`scontrol update TimeLimit=6`): the
+/// warning, 5 minutes before the end, comes within a minute, not after 5.
 fn reservation_workflow_example_on_psched_on_slurm(v: Version) {
     let (c, s) = crate::support::slurm::cluster_on_slurm(v, &crate::psched_examples::OVERSUBSCRIBE);
-    let o = crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600);
+    let o = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            wait_for("psched's job runs", || !running(&s).is_empty());
+            let (job, _) = running(&s)[0].clone();
+            s.run(
+                "scontrol",
+                &["update", &format!("JobId={job}"), "TimeLimit=6"],
+            );
+        });
+        crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600)
+    });
     let ctx = format!("{}\n{}\n{}", show(&o), c.logs(), c.psched_log());
     assert_eq!(o.status.code(), Some(0), "{ctx}");
     let out = text(&o.stdout);
