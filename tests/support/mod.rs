@@ -409,13 +409,29 @@ pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Outp
     }
 }
 
-/// Poll `child` until it exits or `deadline` passes; `(status, timed_out)`.
+/// Wait for `child` to exit or `deadline` to pass; `(status, timed_out)`.
+/// The exit is an event (the child's pidfd turns readable), not a state
+/// polled at intervals: a short run is not made longer by the wait.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, bool) {
+    let pidfd = rustix::process::Pid::from_raw(child_pid(child).as_raw())
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return (Some(status), false),
             Ok(None) if Instant::now() >= deadline => return (None, true),
-            Ok(None) => thread::sleep(Duration::from_millis(10)),
+            Ok(None) => match &pidfd {
+                Some(fd) => {
+                    use std::os::fd::AsFd;
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
+                    let mut fds = [nix::poll::PollFd::new(
+                        fd.as_fd(),
+                        nix::poll::PollFlags::POLLIN,
+                    )];
+                    let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
+                }
+                None => thread::sleep(Duration::from_millis(10)),
+            },
             Err(e) => panic!("waiting for child {}: {e}", child.id()),
         }
     }
@@ -428,15 +444,17 @@ fn child_pid(child: &Child) -> Pid {
 /// A pipe being read to its end by a background thread.
 struct Drain {
     buf: Arc<Mutex<Vec<u8>>>,
-    done: Arc<Mutex<bool>>,
+    /// Says once the pipe closed (the sender dropped).
+    done: std::sync::mpsc::Receiver<()>,
 }
 
 impl Drain {
-    /// What was read, once the pipe closed or at `deadline`, whichever first.
+    /// What was read, once the pipe closed or at `deadline`, whichever
+    /// first (the close is awaited, not polled).
     fn finish(self, deadline: Instant) -> Vec<u8> {
-        while !*self.done.lock().expect("drain flag") && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(5));
-        }
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         let buf = self.buf.lock().expect("drain buffer");
         buf.clone()
     }
@@ -444,8 +462,8 @@ impl Drain {
 
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
     let buf = Arc::new(Mutex::new(Vec::new()));
-    let done = Arc::new(Mutex::new(false));
-    let (b, d) = (Arc::clone(&buf), Arc::clone(&done));
+    let (tx, done) = std::sync::mpsc::channel::<()>();
+    let b = Arc::clone(&buf);
     thread::spawn(move || {
         if let Some(mut pipe) = pipe {
             let mut chunk = [0u8; 8192];
@@ -461,7 +479,7 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
                 }
             }
         }
-        *d.lock().expect("drain flag") = true;
+        drop(tx);
     });
     Drain { buf, done }
 }
