@@ -11,6 +11,13 @@ use crate::support::array::{gated_task, intervals, most_at_once, stamping_task, 
 use crate::support::pdvm::Pdvm;
 use crate::support::{json_records, show, text, Prte};
 
+/// `pspawn` as a user runs it next to a PRRTE DVM, our tools on `PATH`.
+fn pspawn_of(dvm: &Prte) -> Command {
+    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
+    cmd.env("PATH", support::user_path());
+    cmd
+}
+
 fn run(cmd: &mut Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 120)
 }
@@ -49,11 +56,7 @@ fn every_index_form_runs_its_tasks_with_their_ids_on_pdvm() {
 #[test]
 fn every_index_form_runs_its_tasks_with_their_ids_on_prrte_master() {
     let dvm = Prte::start_master();
-    every_index_form_runs_with(|| {
-        let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-        cmd.env("PATH", support::user_path());
-        cmd
-    });
+    every_index_form_runs_with(|| pspawn_of(&dvm));
 }
 
 /// `--array 10,1-7:3,4`: tasks 1, 4, 7 and 10, each with its ids.
@@ -108,9 +111,7 @@ fn each_task_writes_its_own_percent_a_files() {
 #[test]
 fn each_task_writes_its_own_percent_a_files_on_prrte_master() {
     let dvm = Prte::start_master();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
-    each_task_writes_its_own_percent_a_files_with(cmd);
+    each_task_writes_its_own_percent_a_files_with(pspawn_of(&dvm));
 }
 
 fn each_task_writes_its_own_percent_a_files_with(mut pspawn: Command) {
@@ -174,10 +175,8 @@ fn sigterm_stops_every_task_in_flight_and_launches_no_more() {
 #[test]
 fn sigterm_stops_every_task_in_flight_on_prrte_master() {
     let dvm = Prte::start_master();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
     // The master DVM of the tests has two slots.
-    sigterm_stops_every_task_with(cmd, 2);
+    sigterm_stops_every_task_with(pspawn_of(&dvm), 2);
 }
 
 /// `--array 1-50%n` stopped by SIGTERM once its first `n` tasks run.
@@ -307,12 +306,16 @@ pspawn --array 1-50%2 sh -c \"$2\" task \"$1\"; echo pspawn=$?";
 
 #[test]
 fn an_array_with_a_limit_runs_every_index_on_prrte_master() {
-    let dvm = Prte::start_master();
-    let dir = support::unique_tmpdir("array-master");
+    a_limited_array_runs_every_index_on(&Prte::start_master());
+}
+
+/// `--array 1-6%2` of 0.3 s tasks on `dvm`: all six run, never more than
+/// two at once.
+fn a_limited_array_runs_every_index_on(dvm: &Prte) {
+    let dir = support::unique_tmpdir("array-prte");
     let d = dir.path().to_string_lossy().into_owned();
     let body = stamping_task("0.3");
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
+    let mut cmd = pspawn_of(dvm);
     let o = run(cmd.args(["--array", "1-6%2", "sh", "-c", &body, "task", &d]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
     let spans = intervals(dir.path());
@@ -323,8 +326,7 @@ fn an_array_with_a_limit_runs_every_index_on_prrte_master() {
 #[test]
 fn failed_tasks_are_counted_on_prrte_master() {
     let dvm = Prte::start_master();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
+    let mut cmd = pspawn_of(&dvm);
     let o = run(cmd.args([
         "--array",
         "1-4%2",
@@ -431,30 +433,16 @@ fn long_tasks_are_never_taken_for_lost_on_pdvm() {
 #[test]
 fn long_tasks_are_never_taken_for_lost_on_prrte_master() {
     let dvm = Prte::start_master();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
-    long_tasks_are_never_taken_for_lost(cmd);
+    long_tasks_are_never_taken_for_lost(pspawn_of(&dvm));
 }
 
 #[test]
 fn long_tasks_are_never_taken_for_lost_on_prrte_3_0_14() {
     let dvm = Prte::start();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
-    long_tasks_are_never_taken_for_lost(cmd);
+    long_tasks_are_never_taken_for_lost(pspawn_of(&dvm));
 }
 
 #[test]
 fn an_array_with_a_limit_runs_every_index_on_prrte_3_0_14() {
-    let dvm = Prte::start();
-    let dir = support::unique_tmpdir("array-prte");
-    let d = dir.path().to_string_lossy().into_owned();
-    let body = stamping_task("0.3");
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
-    let o = run(cmd.args(["--array", "1-6%2", "sh", "-c", &body, "task", &d]));
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
-    let spans = intervals(dir.path());
-    assert_eq!(spans.len(), 6, "every task ran: {spans:?}");
-    assert!(most_at_once(&spans) <= 2, "%2 respected: {spans:?}");
+    a_limited_array_runs_every_index_on(&Prte::start());
 }

@@ -372,20 +372,14 @@ impl StdinPump {
         if self.done || self.pending.is_some() || self.sent_end {
             return None;
         }
-        // SAFETY: descriptor 0 stays open for the life of the process.
-        Some(unsafe { std::os::fd::BorrowedFd::borrow_raw(0) })
+        Some(stdin_fd())
     }
 
     /// Stdin is readable: read once and push what came.
     fn on_readable(&mut self, s: &Session) {
         let mut buf = vec![0u8; STDIN_CHUNK];
-        let n = loop {
-            match nix::unistd::read(0, &mut buf) {
-                Ok(n) => break n,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(nix::errno::Errno::EAGAIN) => return,
-                Err(_) => break 0,
-            }
+        let Some(n) = read_stdin(&mut buf) else {
+            return;
         };
         let payload = crate::ops::iof::push_payload(s.wire(), &self.targets, &buf[..n]);
         match payload.and_then(|p| s.conn().begin(&p)) {
@@ -577,6 +571,25 @@ pub(crate) fn placement_info(target: Option<Value>, map_by: Option<&str>) -> Vec
         }
     }
     info
+}
+
+/// Our stdin (descriptor 0), to wait on.
+pub(crate) fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: descriptor 0 stays open for the life of the process.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(0) }
+}
+
+/// One read of stdin, retried on EINTR: the bytes read (0 at its end or on
+/// an error), or `None` when nothing is there yet (EAGAIN).
+pub(crate) fn read_stdin(buf: &mut [u8]) -> Option<usize> {
+    loop {
+        match nix::unistd::read(0, buf) {
+            Ok(n) => return Some(n),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(nix::errno::Errno::EAGAIN) => return None,
+            Err(_) => return Some(0),
+        }
+    }
 }
 
 /// `PMIX_BINDTO`: the binding policy of a job.

@@ -17,7 +17,7 @@ use crate::codec::{App, Info};
 use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::events::decode_notification;
 use crate::ops::iof::decode_iof;
-use crate::ops::job::{job_end_of, JobEnd, END_CHECK_FIRST, END_CHECK_MAX};
+use crate::ops::job::{job_end_of, END_CHECK_FIRST, END_CHECK_MAX};
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::proto::status::Status;
@@ -442,14 +442,9 @@ failed at once, or could not start); counted as failed"
             }
             t.unlisted = gone;
         }
+        // As one pspawn reports an end never announced: outcome unknown.
+        let code = crate::cli::exit::Exit::OutcomeUnknown.code();
         for ns in lost {
-            let end = JobEnd {
-                nspace: ns.clone(),
-                exit_status: 0,
-                message: None,
-                announced: false,
-            };
-            let code = launch::job_exit(&end).code();
             match self.tasks.get(&ns) {
                 Some(t) if self.ui.level > -2 => eprintln!(
                     "pspawn: array task {}: the DVM never announced the end of job {ns}; it is no \

@@ -83,20 +83,14 @@ impl StdinTasks {
         if self.eof || self.queue.len() >= READ_AHEAD {
             return None;
         }
-        // SAFETY: descriptor 0 stays open for the life of the process.
-        Some(unsafe { BorrowedFd::borrow_raw(0) })
+        Some(super::launch::stdin_fd())
     }
 
     /// Stdin is readable: read once, queue the whole lines.
     pub(crate) fn on_readable(&mut self) {
         let mut buf = vec![0u8; 64 * 1024];
-        let n = loop {
-            match nix::unistd::read(0, &mut buf) {
-                Ok(n) => break n,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(nix::errno::Errno::EAGAIN) => return,
-                Err(_) => break 0,
-            }
+        let Some(n) = super::launch::read_stdin(&mut buf) else {
+            return;
         };
         if n == 0 {
             self.eof = true;
