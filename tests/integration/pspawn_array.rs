@@ -323,6 +323,31 @@ fn a_limited_array_runs_every_index_on(dvm: &Prte) {
     assert!(most_at_once(&spans) <= 2, "%2 respected: {spans:?}");
 }
 
+/// Tasks that fail at once, many at a time: PRRTE master answers the spawn
+/// of a job that failed before its answer with a bare `PMIX_ERROR`. Each
+/// task still reports its own exit status and every line it wrote.
+#[test]
+fn tasks_failing_at_once_keep_their_status_and_output_on_prrte_master() {
+    let dvm = Prte::start_master();
+    let mut cmd = pspawn_of(&dvm);
+    let o = run(cmd.args([
+        "--array",
+        "1-12%4",
+        "sh",
+        "-c",
+        "echo task-$PMIX_ARRAY_TASK_ID; exit 3",
+    ]));
+    assert_eq!(o.status.code(), Some(3), "{}\n{}", show(&o), dvm.logs());
+    let mut want: Vec<String> = (1..=12).map(|i| format!("task-{i}")).collect();
+    want.sort();
+    assert_eq!(sorted_lines(&o), want, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("12 of 12 tasks failed"),
+        "{}",
+        show(&o)
+    );
+}
+
 #[test]
 fn failed_tasks_are_counted_on_prrte_master() {
     let dvm = Prte::start_master();

@@ -16,7 +16,7 @@ use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_t
 use pmix_tools::codec::{
     DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Query, Size, Value, WireVersion,
 };
-use pmix_tools::conn::frame::{Header, HEADER_LEN};
+use pmix_tools::conn::frame::{Header, HEADER_LEN, TAG_IOF, TAG_NOTIFY};
 use pmix_tools::proto::status::Status;
 use pmix_tools::proto::{cmd, keys};
 
@@ -74,6 +74,18 @@ enum Scenario {
     /// of a process that has exited — what PRRTE 3.0.14 shows when it
     /// missed its child's exit.
     Stuck(u32),
+    /// Always listed (even once stopped), its process shown running on
+    /// this host with no pid — what PRRTE master shows of a job whose
+    /// launch it lost.
+    Unstarted,
+    /// The job writes a line and fails with status 3 before the spawn is
+    /// answered, which is then answered `PMIX_ERROR` naming no namespace —
+    /// what PRRTE master does with a job that fails at once.
+    FailedBeforeReply,
+    /// The first spawn's job is ended at once with the bare `PMIX_ERROR`
+    /// and no exit code — what PRRTE master does to a job it launches as
+    /// another fails; the second runs, writes a line and succeeds.
+    KilledUnrun,
 }
 
 const JOB: &str = "fake@2";
@@ -88,6 +100,88 @@ struct Seen {
     namespace_queries: usize,
     /// A job-control request (terminate) arrived: the job is gone after it.
     stopped: bool,
+    spawns: usize,
+}
+
+/// A frame the server sends unasked (`tag`: output or event).
+fn push(s: &mut TcpStream, tag: u32, bytes: Vec<u8>) {
+    let h = Header {
+        pindex: 0,
+        tag,
+        nbytes: bytes.len() as u32,
+    };
+    let _ = s.write_all(&h.encode());
+    let _ = s.write_all(&bytes);
+}
+
+/// `line` on [`JOB`]'s rank 0's stdout.
+fn job_output(line: &str) -> Vec<u8> {
+    let mut e = Encoder::new(WireVersion::V41);
+    e.pack_one(&Proc {
+        nspace: JOB.into(),
+        rank: 0,
+    })
+    .unwrap();
+    e.pack_one(&pmix_tools::codec::IofChannel(2)).unwrap();
+    e.pack_one(&Size(0)).unwrap();
+    pmix_tools::codec::attrs::write_infos(&mut e, &[]).unwrap();
+    e.pack_one(&pmix_tools::codec::ByteObject(line.as_bytes().to_vec()))
+        .unwrap();
+    e.into_bytes()
+}
+
+/// [`JOB`]'s end event: its termination status, and the exit code when
+/// one is reported.
+fn job_end(term: Status, exit: Option<i32>) -> Vec<u8> {
+    let mut e = Encoder::new(WireVersion::V41);
+    e.pack_one(&pmix_tools::codec::Cmd(cmd::NOTIFY)).unwrap();
+    e.pack_one(&Status::EVENT_JOB_END).unwrap();
+    e.pack_one(&Proc {
+        nspace: "fake@0".into(),
+        rank: 0,
+    })
+    .unwrap();
+    let mut info = vec![
+        Info::new(
+            keys::EVENT_AFFECTED_PROC,
+            Value::Proc(Proc {
+                nspace: JOB.into(),
+                rank: pmix_tools::codec::RANK_WILDCARD,
+            }),
+        ),
+        Info::new(keys::JOB_TERM_STATUS, Value::Status(term)),
+    ];
+    if let Some(code) = exit {
+        info.push(Info::new(keys::EXIT_CODE, code));
+    }
+    pmix_tools::codec::attrs::write_infos(&mut e, &info).unwrap();
+    e.into_bytes()
+}
+
+/// Answer a spawn as `scenario` has it (the `n`th, from 1).
+fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
+    let launched = || {
+        let mut e = status_only(Status::SUCCESS);
+        e.pack_one(&JOB.to_string()).unwrap();
+        e
+    };
+    match scenario {
+        Scenario::FailedBeforeReply => {
+            push(s, TAG_IOF, job_output("hello\n"));
+            push(s, TAG_NOTIFY, job_end(Status::ERROR, Some(3)));
+            reply(s, tag, &status_only(Status::ERROR));
+        }
+        Scenario::KilledUnrun if n == 1 => {
+            reply(s, tag, &launched());
+            push(s, TAG_NOTIFY, job_end(Status::ERROR, None));
+        }
+        Scenario::KilledUnrun => {
+            reply(s, tag, &launched());
+            push(s, TAG_IOF, job_output("ran\n"));
+            push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
+        }
+        _ => reply(s, tag, &launched()),
+    }
 }
 
 fn read_frame(s: &mut TcpStream) -> Option<(u32, Vec<u8>)> {
@@ -142,9 +236,12 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
             match c.0 {
                 cmd::REGEVENTS => reply(&mut s, tag, &status_only(Status::SUCCESS)),
                 cmd::SPAWN => {
-                    let mut e = status_only(Status::SUCCESS);
-                    e.pack_one(&JOB.to_string()).unwrap();
-                    reply(&mut s, tag, &e);
+                    let n = {
+                        let mut seen = log.lock().unwrap();
+                        seen.spawns += 1;
+                        seen.spawns
+                    };
+                    spawned(&mut s, tag, scenario, n);
                 }
                 cmd::QUERY => {
                     let Ok(Size(n)) = d.unpack_one::<Size>() else {
@@ -210,11 +307,12 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 seen.namespace_queries
             };
             let stopped = log.lock().unwrap().stopped;
-            let listed = !stopped
-                && match scenario {
-                    Scenario::GoneAfter(k) => n <= k,
-                    Scenario::Aborted | Scenario::Stuck(_) => true,
-                };
+            let listed = match scenario {
+                Scenario::GoneAfter(k) => !stopped && n <= k,
+                Scenario::Aborted | Scenario::Stuck(_) => !stopped,
+                Scenario::Unstarted => true,
+                Scenario::FailedBeforeReply | Scenario::KilledUnrun => false,
+            };
             let list = if listed {
                 format!("fake@1,{JOB}")
             } else {
@@ -230,6 +328,7 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
             proc_table(ABORTED, "elsewhere".into(), std::process::id())
         }
         (keys::QUERY_PROC_TABLE, Scenario::Stuck(pid)) => proc_table(RUNNING, hostname(), pid),
+        (keys::QUERY_PROC_TABLE, Scenario::Unstarted) => proc_table(RUNNING, hostname(), 0),
         _ => status_only(Status::ERR_NOT_FOUND),
     }
 }
@@ -371,4 +470,79 @@ fn a_timed_out_job_whose_end_is_lost_still_ends() {
     let seen = seen.lock().unwrap();
     assert!(seen.stopped, "the job was never terminated");
     assert!(seen.namespace_queries >= 1);
+}
+
+/// PRRTE master, as jobs fail around it, now and then loses a job's launch
+/// and shows its process running with no pid for ever. One pspawn reports
+/// the end it never announced; an array task is launched again (at most 3
+/// times), and the job's launch stopped each time so it cannot run twice.
+#[test]
+fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
+    let (uri, seen) = fake_dvm(Scenario::Unstarted);
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "stderr: {err}");
+    assert!(
+        err.contains("never announced the end of job fake@2"),
+        "{err}"
+    );
+
+    let (uri, seen_array) = fake_dvm(Scenario::Unstarted);
+    let mut cmd = Command::new(cargo_bin("pspawn"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["-v", "--uri", &uri, "--array", "7", "/bin/true"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches(
+            "array task 7 (job fake@2): the DVM shows its process running but never started it"
+        )
+        .count(),
+        3,
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(9), "stderr: {err}");
+    let seen_array = seen_array.lock().unwrap();
+    assert_eq!(seen_array.spawns, 4, "commands: {:?}", seen_array.commands);
+    let stops = seen_array
+        .commands
+        .iter()
+        .filter(|c| **c == cmd::JOB_CONTROL)
+        .count();
+    assert!(stops >= 3, "commands: {:?}", seen_array.commands);
+    drop(seen);
+}
+
+/// A job that fails before its spawn is answered: PRRTE master answers
+/// `PMIX_ERROR` naming no namespace, but the end and the output still come.
+/// The array task reports that job's status and line.
+#[test]
+fn an_array_task_failing_before_its_spawn_is_answered_keeps_its_status_and_output() {
+    let (uri, seen) = fake_dvm(Scenario::FailedBeforeReply);
+    let mut cmd = Command::new(cargo_bin("pspawn"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["--uri", &uri, "--array", "7", "/bin/true"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stderr: {err}");
+    assert_eq!(text(&out.stdout), "hello\n", "stderr: {err}");
+    assert!(err.contains("1 of 1 tasks failed: ids 7"), "{err}");
+    assert_eq!(seen.lock().unwrap().spawns, 1);
+}
+
+/// PRRTE master ends a job it launches just as another fails, with the bare
+/// `PMIX_ERROR` and no exit code, before it runs: the array task is
+/// launched again and its second run counts.
+#[test]
+fn an_array_task_the_dvm_ended_unrun_is_launched_again() {
+    let (uri, seen) = fake_dvm(Scenario::KilledUnrun);
+    let mut cmd = Command::new(cargo_bin("pspawn"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["-v", "--uri", &uri, "--array", "7", "/bin/true"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert_eq!(text(&out.stdout), "ran\n", "stderr: {err}");
+    assert!(err.contains("array task 7 (job fake@2): the DVM ended its job with PMIX_ERROR and no exit status before it ran"), "{err}");
+    assert_eq!(seen.lock().unwrap().spawns, 2);
 }

@@ -19,10 +19,13 @@ pub(crate) enum Source<'a> {
 
 /// The next task to launch: its index (the line number for stdin) and
 /// apps, or why its line is no task; the caller's id for it.
+#[derive(Clone)]
 pub(crate) struct Next {
     pub(crate) index: u32,
     pub(crate) apps: Result<Vec<App>, String>,
     pub(crate) id: Option<serde_json::Value>,
+    /// How often it was launched before (see `pspawn_array`'s relaunch).
+    pub(crate) tries: u32,
 }
 
 impl Source<'_> {
@@ -38,6 +41,7 @@ impl Source<'_> {
                 index,
                 apps: Ok(task_apps(base, spec, index)),
                 id: None,
+                tries: 0,
             }),
             Source::Stdin(t) => t.peek().map(|(line, task)| Next {
                 index: *line,
@@ -48,6 +52,7 @@ impl Source<'_> {
                         .collect()
                 }),
                 id: task.as_ref().ok().and_then(|t| t.id.clone()),
+                tries: 0,
             }),
         }
     }

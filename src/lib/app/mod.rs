@@ -12,6 +12,7 @@
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
 pub mod alloc_end;
+mod array_orphans;
 mod array_tasks;
 pub mod events;
 pub(crate) mod failure;

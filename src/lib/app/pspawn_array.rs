@@ -23,6 +23,7 @@ use crate::ops::Session;
 use crate::proto::status::Status;
 use crate::render::ExitRecord;
 
+use super::array_orphans::Orphans;
 use super::array_tasks::{Next, Results, Running, Source};
 use super::launch::{self, OutputSink, STOP_GRACE};
 use super::{signals, Failure, Ui};
@@ -45,7 +46,18 @@ struct Task {
     seq: u64,
     /// The last barrier's answer did not list it (nor had its end come).
     unlisted: bool,
+    /// At the last sweep the DVM still listed it, but its processes had
+    /// all finished.
+    finished: bool,
+    /// The pull of its output the DVM cached, to withdraw once it is over
+    /// (a task matched with its job after a `PMIX_ERROR` answer).
+    pull: Option<u64>,
+    /// What launched it, to launch it again (see [`Array::relaunch`]).
+    next: Option<Next>,
 }
+
+/// How often a task PRRTE ended unrun is launched again.
+const MAX_RELAUNCH: u32 = 3;
 
 /// A barrier query in flight: its tag, the tasks it closes, and how many
 /// tasks had been launched when it was sent.
@@ -53,6 +65,9 @@ struct Barrier {
     tag: u32,
     closes: Vec<String>,
     launched: u64,
+    /// Sent because no task ended for a while: its answer also has the
+    /// processes of the tasks it lists looked at.
+    sweep: bool,
 }
 
 /// When to ask the DVM about tasks whose end has not come: after
@@ -116,6 +131,10 @@ struct Array<'a> {
     stopped: usize,
     killed: bool,
     registration: Option<u32>,
+    /// Tasks answered `PMIX_ERROR`, waiting for their job's end.
+    orphans: Orphans,
+    /// Tasks to launch again before the next new one.
+    again: std::collections::VecDeque<Next>,
 }
 
 /// Run the array `spec` of the job `req` describes; pspawn's exit code.
@@ -187,6 +206,8 @@ fn run_tasks(
         stopped: 0,
         killed: false,
         registration: Some(registration),
+        orphans: Orphans::default(),
+        again: Default::default(),
     };
     a.run()?;
     a.finish()
@@ -218,8 +239,9 @@ impl Array<'_> {
             if self.stop.is_none() {
                 self.fill()?;
             }
-            let launched_all = self.source.done() || self.stop.is_some();
-            if launched_all && self.tasks.is_empty() {
+            self.expire_orphans(false);
+            let launched_all = (self.source.done() && self.again.is_empty()) || self.stop.is_some();
+            if launched_all && self.tasks.is_empty() && self.orphans.is_empty() {
                 return Ok(());
             }
             let Some(wake) = self.grace(deadline) else {
@@ -232,6 +254,10 @@ impl Array<'_> {
                 Some(w) if self.alive == 0 || w < self.sweep.next => Some(w),
                 _ if self.alive > 0 => Some(self.sweep.next),
                 w => w,
+            };
+            let wake = match (wake, self.orphans.next_expiry()) {
+                (Some(w), Some(o)) => Some(w.min(o)),
+                (w, o) => w.or(o),
             };
             let input = match &self.source {
                 Source::Stdin(t) if self.stop.is_none() => t.fd(),
@@ -247,7 +273,7 @@ impl Array<'_> {
                 }
                 Wake::Reply(tag) => self.on_reply(tag)?,
                 Wake::Message(m) => self.on_message(m)?,
-                Wake::Deadline => {}
+                Wake::Deadline => self.expire_orphans(true),
             }
         }
     }
@@ -297,25 +323,33 @@ impl Array<'_> {
     /// Launch tasks while fewer than the limit are in flight.
     fn fill(&mut self) -> Result<(), Failure> {
         while !self.busy && self.stop.is_none() && self.alive < self.limit {
+            if let Some(next) = self.again.pop_front() {
+                self.launch(next, false)?;
+                continue;
+            }
             let Some(next) = self.source.next(&self.base, &self.req.apps) else {
                 break;
             };
-            self.launch(next)?;
+            self.launch(next, true)?;
         }
         Ok(())
     }
 
-    /// Spawn task `index`. Busy slots with tasks in flight wait for one
-    /// to end; any other refusal stops the array.
-    fn launch(&mut self, next: Next) -> Result<(), Failure> {
-        let Next { index, apps, id } = next;
+    /// Spawn task `index`: `fresh` from the source (which then moves on),
+    /// or launched again. Busy slots with tasks in flight wait for one to
+    /// end; any other refusal stops the array.
+    fn launch(&mut self, next: Next, fresh: bool) -> Result<(), Failure> {
+        let again = next.clone();
+        let Next {
+            index, apps, id, ..
+        } = next;
         let apps = match apps {
             Ok(a) => a,
             Err(why) => {
                 eprintln!("pspawn: input line {index}: {why}");
                 let rec = self.results.ended_as(index, id, "", 2);
                 self.ui.record(rec);
-                self.source.advance();
+                self.taken(fresh);
                 return Ok(());
             }
         };
@@ -334,24 +368,30 @@ impl Array<'_> {
                     ended: None,
                     seq,
                     unlisted: false,
+                    finished: false,
+                    pull: None,
+                    next: Some(again),
                 };
+                self.orphans.launched(&ns);
                 self.tasks.insert(ns, task);
                 self.alive += 1;
-                self.source.advance();
+                self.taken(fresh);
             }
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
                 self.busy = true;
+                if !fresh {
+                    self.again.push_front(again);
+                }
             }
             Err(e) if e.status == Status::ERROR => {
                 // PRRTE answers the generic PMIX_ERROR for a job that failed
-                // before the reply: a failed task, not a refused array.
-                self.ui.detail(&format!(
-                    "array task {index}: the DVM answered its spawn with PMIX_ERROR (the job \
-failed at once, or could not start); counted as failed"
-                ));
-                let rec = self.results.ended_as(index, id, "", 1);
-                self.ui.record(rec);
-                self.source.advance();
+                // before the reply: a failed task, not a refused array. Its
+                // end and output are still to come (see `array_orphans`).
+                let (me, _) = self.s.me();
+                let after = crate::ops::job::numbered(&me).map_or(0, |(_, n)| n);
+                self.orphans
+                    .add(index, id, after.max(self.s.last_launched()));
+                self.taken(fresh);
             }
             Err(e) => {
                 let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
@@ -366,7 +406,7 @@ failed at once, or could not start); counted as failed"
                     );
                     let rec = self.results.ended_as(index, id, "", f.exit.code());
                     self.ui.record(rec);
-                    self.source.advance();
+                    self.taken(fresh);
                     return Ok(());
                 }
                 let f = Failure {
@@ -377,6 +417,14 @@ failed at once, or could not start); counted as failed"
             }
         }
         Ok(())
+    }
+
+    /// A task was taken (launched, or ended without running): a `fresh`
+    /// one's source moves on; a relaunched one is not the source's.
+    fn taken(&mut self, fresh: bool) {
+        if fresh {
+            self.source.advance();
+        }
     }
 
     /// The output sink of task `index`.
@@ -420,6 +468,9 @@ failed at once, or could not start); counted as failed"
         if let Some(Ok(bytes)) = reply {
             if let Ok(listed) = crate::ops::query::barrier_namespaces(self.s, &bytes) {
                 self.judge_unlisted(&listed, b.launched);
+                if b.sweep {
+                    self.judge_listed(&listed, b.launched);
+                }
             }
         }
         self.send_barrier(false);
@@ -457,6 +508,110 @@ longer running; its exit status is unknown: counted as outcome unknown (exit {co
         }
     }
 
+    /// Tasks answered `PMIX_ERROR` whose job's end did not come in time
+    /// (counted once nothing else came, `idle`, or long past it): failed,
+    /// status 1.
+    fn expire_orphans(&mut self, idle: bool) {
+        for o in self.orphans.expired(idle) {
+            self.ui.detail(&format!(
+                "array task {}: the DVM answered its spawn with PMIX_ERROR (the job failed at \
+once, or could not start) and no end of its job came; counted as failed",
+                o.index
+            ));
+            let rec = self.results.ended_as(o.index, o.id, "", 1);
+            self.ui.record(rec);
+        }
+    }
+
+    /// Job `ns`, which no task is known for, ended with `code`: when it is
+    /// the job of a task answered `PMIX_ERROR`, that task ran and ended so;
+    /// its output is what was kept of `ns`, and what the DVM cached of it.
+    fn adopt(&mut self, ns: &str, code: i32) {
+        let (me, _) = self.s.me();
+        let Some((base, _)) = crate::ops::job::numbered(&me) else {
+            return;
+        };
+        let Some((orphan, output)) = self.orphans.adopt(ns, base, code) else {
+            return;
+        };
+        let mut sink = self.sink(orphan.index).for_job(ns, self.nprocs);
+        for c in &output {
+            sink.chunk(c);
+        }
+        let pull = crate::ops::job::pull_cached_output(self.s, ns);
+        let run = Running {
+            index: orphan.index,
+            id: orphan.id,
+            sink,
+        };
+        let task = Task {
+            run,
+            ended: None,
+            seq: self.launched,
+            unlisted: false,
+            finished: false,
+            pull,
+            next: None,
+        };
+        self.tasks.insert(ns.to_string(), task);
+        self.alive += 1;
+        self.task_ended(ns, code);
+    }
+
+    /// At a sweep, the tasks the DVM still lists, launched before it, whose
+    /// end never came: one whose processes have all finished at two sweeps
+    /// in a row (PRRTE misses a process's exit now and then, and keeps its
+    /// job, and its slots, for ever) has ended unannounced, and the DVM is
+    /// asked to drop its job. It counts as failed (1) when a process was
+    /// seen failing, else as outcome unknown.
+    fn judge_listed(&mut self, listed: &[String], launched: u64) {
+        let mut lost = Vec::new();
+        for (ns, t) in self.tasks.iter_mut() {
+            if t.ended.is_some() || t.seq > launched || !listed.contains(ns) {
+                continue;
+            }
+            let seen = crate::ops::job::processes_of(self.s, ns).unwrap_or_default();
+            if seen.finished && t.finished {
+                lost.push((ns.clone(), seen));
+            }
+            t.finished = seen.finished;
+        }
+        for (ns, seen) in lost {
+            if seen.unstarted {
+                // Should PRRTE start it after all, it must not run twice.
+                launch::kill_job(self.s, &ns);
+                let why = "the DVM shows its process running but never started it (its launch \
+was lost)";
+                if self.relaunch(&ns, why) {
+                    continue;
+                }
+            }
+            if seen.release {
+                crate::ops::job::drop_finished_job(self.s, &ns);
+            }
+            let code = if seen.failed {
+                1
+            } else {
+                crate::cli::exit::Exit::OutcomeUnknown.code()
+            };
+            if let Some(t) = self.tasks.get(&ns) {
+                if self.ui.level > -2 {
+                    eprintln!(
+                        "pspawn: array task {}: the DVM still shows job {ns} running, but its \
+processes have all ended and its end was never announced: counted as {} (exit {code})",
+                        t.run.index,
+                        if seen.failed {
+                            "failed"
+                        } else {
+                            "outcome unknown"
+                        }
+                    );
+                }
+            }
+            self.task_ended(&ns, code);
+        }
+    }
+
     /// An unsolicited message: a task's output or end.
     fn on_message(&mut self, m: Unsolicited) -> Result<(), Failure> {
         match m {
@@ -464,11 +619,13 @@ longer running; its exit status is unknown: counted as outcome unknown (exit {co
                 let Ok(c) = decode_iof(&mut self.s.decoder(&bytes)) else {
                     return Ok(());
                 };
-                if let Some(t) = self.tasks.get_mut(&c.source.nspace) {
-                    if t.run.sink.chunk(&c) {
-                        let e = t.run.sink.lost().unwrap_or_default();
-                        return Err(Failure::other(format!("array task {}: {e}", t.run.index)));
-                    }
+                let Some(t) = self.tasks.get_mut(&c.source.nspace) else {
+                    self.orphans.keep_output(&c);
+                    return Ok(());
+                };
+                if t.run.sink.chunk(&c) {
+                    let e = t.run.sink.lost().unwrap_or_default();
+                    return Err(Failure::other(format!("array task {}: {e}", t.run.index)));
                 }
             }
             Unsolicited::Notify(bytes) => {
@@ -493,14 +650,58 @@ longer running; its exit status is unknown: counted as outcome unknown (exit {co
         let Some(end) = job_end_of(ev, &ns) else {
             return;
         };
+        let reported = crate::ops::job::reported_exit_code(ev);
         let Some(t) = self.tasks.get_mut(&ns) else {
+            if reported.is_some() {
+                self.adopt(&ns, launch::job_exit(&end).code());
+            }
             return;
         };
         if t.ended.is_some() {
             return;
         }
         self.sweep.reset();
+        let unrun = "the DVM ended its job with PMIX_ERROR and no exit status before it ran \
+(PRRTE ends so a job launched as another fails)";
+        if end.exit_status == Status::ERROR.0 && reported.is_none() && self.relaunch(&ns, unrun) {
+            return;
+        }
         self.task_ended(&ns, launch::job_exit(&end).code());
+    }
+
+    /// Task `ns`'s command never ran, for the reason `why`: PRRTE master
+    /// ends with the bare `PMIX_ERROR` and no process exit code a job it
+    /// launched just as another job failed (blaming that other job's
+    /// process), or loses a job's launch (its process shown running with no
+    /// pid). Such a task is launched again (at most [`MAX_RELAUNCH`] times,
+    /// and not once the array is stopping); false when it is not.
+    fn relaunch(&mut self, ns: &str, why: &str) -> bool {
+        if self.stop.is_some() {
+            return false;
+        }
+        let Some(next) = self.tasks.get(ns).and_then(|t| t.next.clone()) else {
+            return false;
+        };
+        if next.tries >= MAX_RELAUNCH {
+            return false;
+        }
+        let Some(mut t) = self.tasks.remove(ns) else {
+            return false;
+        };
+        t.run.sink.flush();
+        self.alive -= 1;
+        self.busy = false;
+        self.ui.warn(&format!(
+            "array task {} (job {ns}): {why}; launching it again",
+            next.index
+        ));
+        self.again.push_back(Next {
+            tries: next.tries + 1,
+            ..next
+        });
+        // A new launch: its end is looked for from the start.
+        self.sweep.reset();
+        true
     }
 
     /// Task `ns` ended with `code`: it no longer counts as in flight.
@@ -532,6 +733,7 @@ longer running; its exit status is unknown: counted as outcome unknown (exit {co
                     tag,
                     closes: ended,
                     launched: self.launched,
+                    sweep,
                 })
             }
             Err(_) => {
@@ -548,6 +750,9 @@ longer running; its exit status is unknown: counted as outcome unknown (exit {co
             return;
         };
         t.run.sink.flush();
+        if let Some(id) = t.pull {
+            crate::ops::job::withdraw_pull(self.s, id);
+        }
         let code = t.ended.unwrap_or(1);
         if code != 0 {
             self.ui.detail(&format!(

@@ -204,10 +204,6 @@ pub fn ended_before_reply(
     wait: Duration,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Option<JobEnd> {
-    let numbered = |ns: &str| {
-        ns.rsplit_once('@')
-            .and_then(|(base, n)| Some((base.to_string(), n.parse::<u64>().ok()?)))
-    };
     let (base, mine) = numbered(me)?;
     // Ends replayed to a new registration are of older jobs: this session's
     // earlier ones included.
@@ -247,6 +243,13 @@ pub fn ended_before_reply(
     None
 }
 
+/// A PRRTE namespace `BASE@N` as its base and number (PRRTE numbers the
+/// jobs of one DVM in launch order).
+pub fn numbered(nspace: &str) -> Option<(&str, u64)> {
+    let (base, n) = nspace.rsplit_once('@')?;
+    Some((base, n.parse().ok()?))
+}
+
 /// Take the rest of job `nspace`'s output after its end ([`drain_output`]),
 /// first asking for what the DVM may still hold of it. A DVM forwards a
 /// job's output to its launcher once the spawn succeeded; a job that ended
@@ -272,9 +275,10 @@ pub fn drain_job_output(
     }
 }
 
-/// Send the pull of [`drain_job_output`]; the server's id for it when it
-/// was granted.
-fn pull_cached_output(s: &Session, nspace: &str) -> Option<u64> {
+/// Send the pull of [`drain_job_output`]: the output the server cached of
+/// `nspace` comes right behind its answer. The server's id for the pull
+/// when it was granted, for [`withdraw_pull`] once that output is taken.
+pub fn pull_cached_output(s: &Session, nspace: &str) -> Option<u64> {
     let all = crate::codec::Proc {
         nspace: nspace.to_string(),
         rank: crate::codec::RANK_WILDCARD,
@@ -286,6 +290,16 @@ fn pull_cached_output(s: &Session, nspace: &str) -> Option<u64> {
     let st: Status = d.unpack_one().ok()?;
     let crate::codec::Size(id) = d.unpack_one().ok()?;
     st.is_success().then_some(id)
+}
+
+/// Withdraw the pull `id` of [`pull_cached_output`], not waiting for the
+/// answer.
+pub fn withdraw_pull(s: &Session, id: u64) {
+    if let Ok(payload) = super::iof::dereg_payload(s.wire(), id) {
+        if let Ok(tag) = s.conn().begin(&payload) {
+            s.conn().forget(tag);
+        }
+    }
 }
 
 /// Send `payload` and wait at most [`TRAILING_MAX`] for its answer.
@@ -324,6 +338,14 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
             .map(String::from),
         announced: true,
     })
+}
+
+/// The exit code a job-end event reports for the job's first failed (or
+/// last) process, when it reports one. PRRTE master leaves it out of the
+/// end of a job it never let run: one it could not map, or one it ended
+/// because another job failed as it started.
+pub fn reported_exit_code(ev: &Event) -> Option<i64> {
+    ev.get(keys::EXIT_CODE).and_then(Value::as_i64)
 }
 
 /// How long a followed job may stay silent (no end event, no output)
@@ -444,18 +466,9 @@ the job's end is unknown",
         // began forwarding its output to us: what it cached is pulled.
         drain_job_output(s, &self.nspace, TRAILING_QUIET_V41, on_output);
         if self.release {
-            // The DVM still holds the job's slots: have it drop the job
-            // (PRRTE 3.0 refuses TERMINATE, keeps the job after a signal,
-            // and drops it on KILL). Only when every missed pid is gone, so
-            // no other process can be hit.
-            if super::control::terminate_job(s, &self.nspace).is_err() {
-                let all = crate::codec::Proc {
-                    nspace: self.nspace.clone(),
-                    rank: crate::codec::RANK_WILDCARD,
-                };
-                let _ =
-                    super::control::job_control(s, &[all], &[Info::new(keys::JOB_CTRL_KILL, true)]);
-            }
+            // The DVM still holds the job's slots. Only when every missed
+            // pid is gone, so no other process can be hit.
+            drop_finished_job(s, &self.nspace);
         }
         let code = i32::from(self.failed_seen);
         Ok(Some(JobEnd {
@@ -496,24 +509,69 @@ status is unknown: {}",
             // Cannot tell; ask again later.
             Err(_) => return false,
         }
-        let finished = match super::query::proc_table_within(s, &self.nspace, END_CHECK_WAIT) {
-            Ok(procs) if !procs.is_empty() => {
-                if procs.iter().any(|p| p.state >= PROC_STATE_ERROR) {
-                    self.failed_seen = true;
-                }
-                let missed: Vec<Local> = procs
-                    .iter()
-                    .filter(|p| p.state < PROC_STATE_TERMINATED)
-                    .map(|p| local_state(p, &self.nspace))
-                    .collect();
-                self.release = !missed.is_empty() && missed.iter().all(|l| *l == Local::Exited);
-                missed.iter().all(|l| *l != Local::Alive)
+        let finished = match processes_of(s, &self.nspace) {
+            Some(seen) => {
+                self.failed_seen |= seen.failed;
+                self.release = seen.release;
+                seen.finished
             }
-            _ => false,
+            None => false,
         };
         let ended = finished && self.finished_before;
         self.finished_before = finished;
         ended
+    }
+}
+
+/// What the DVM's process table, and this host, say of a job's processes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcessesSeen {
+    /// Every process has finished: the DVM says so, or, for one it still
+    /// shows running on this host, its pid is gone or reused.
+    pub finished: bool,
+    /// A process was seen in an abnormal state.
+    pub failed: bool,
+    /// Only pids gone (none reused) are missed: the DVM may be asked to
+    /// drop the job and free its slots without hitting another process.
+    pub release: bool,
+    /// Every process the DVM shows running on this host has no pid: its
+    /// launch was lost, and it never started (PRRTE master, now and then,
+    /// as jobs fail around it).
+    pub unstarted: bool,
+}
+
+/// Ask the DVM for job `nspace`'s process table (at most [`END_CHECK_WAIT`])
+/// and look at this host's processes it still shows running; `None` when it
+/// did not answer, or listed none. PRRTE (3.0.14, and master under load)
+/// now and then misses a child's exit and shows its job running for ever.
+pub fn processes_of(s: &Session, nspace: &str) -> Option<ProcessesSeen> {
+    let procs = super::query::proc_table_within(s, nspace, END_CHECK_WAIT).ok()?;
+    if procs.is_empty() {
+        return None;
+    }
+    let missed: Vec<Local> = procs
+        .iter()
+        .filter(|p| p.state < PROC_STATE_TERMINATED)
+        .map(|p| local_state(p, nspace))
+        .collect();
+    Some(ProcessesSeen {
+        finished: missed.iter().all(|l| *l != Local::Alive),
+        failed: procs.iter().any(|p| p.state >= PROC_STATE_ERROR),
+        release: !missed.is_empty() && missed.iter().all(|l| *l == Local::Exited),
+        unstarted: !missed.is_empty() && missed.iter().all(|l| *l == Local::Unstarted),
+    })
+}
+
+/// Have the DVM drop job `nspace`, whose processes are all gone, so it
+/// frees their slots (PRRTE 3.0 refuses TERMINATE, keeps the job after a
+/// signal, and drops it on KILL).
+pub fn drop_finished_job(s: &Session, nspace: &str) {
+    if super::control::terminate_job(s, nspace).is_err() {
+        let all = crate::codec::Proc {
+            nspace: nspace.to_string(),
+            rank: crate::codec::RANK_WILDCARD,
+        };
+        let _ = super::control::job_control(s, &[all], &[Info::new(keys::JOB_CTRL_KILL, true)]);
     }
 }
 
@@ -527,6 +585,9 @@ enum Local {
     /// Its pid now belongs to another program (its environment lacks
     /// `PMIX_NAMESPACE=nspace`): it has exited.
     Reused,
+    /// Shown running on this host with no pid: a DVM reports a process's
+    /// pid as it reports it running, so its launch was lost.
+    Unstarted,
 }
 
 /// Whether process `p` of job `nspace`, which the DVM says still runs, has
@@ -534,8 +595,15 @@ enum Local {
 /// and shows it running for ever (seen on this project's machines with
 /// `/bin/true`, about 2 runs in 1000).
 fn local_state(p: &ProcInfo, nspace: &str) -> Local {
-    if p.pid == 0 || !on_this_host(p.hostname.as_deref()) {
+    if !on_this_host(p.hostname.as_deref()) {
         return Local::Alive;
+    }
+    if p.pid == 0 {
+        return if p.state == crate::proto::proc_state::RUNNING {
+            Local::Unstarted
+        } else {
+            Local::Alive
+        };
     }
     let dir = std::path::PathBuf::from(format!("/proc/{}", p.pid));
     let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
