@@ -185,7 +185,6 @@ fn a_burst_of_requests_is_served_whole() {
         looked += usize::from(no_node_twice(&c));
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(looked > 0, "the reservations were seen while the burst ran");
     let mut failed = Vec::new();
     for k in kids {
         let o = k.wait_with_output().expect("palloc");
@@ -193,6 +192,14 @@ fn a_burst_of_requests_is_served_whole() {
             failed.push(show(&o));
         }
     }
+    assert!(
+        looked > 0,
+        "the reservations were seen while the burst ran; {} of 48 failed:\n{}\n--- psched:\n{}\n{}",
+        failed.len(),
+        failed.first().map(String::as_str).unwrap_or_default(),
+        c.psched_log(),
+        c.logs()
+    );
     assert!(
         failed.is_empty(),
         "{} of 48 failed:\n{}\n--- psched:\n{}\n{}",

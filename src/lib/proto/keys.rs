@@ -83,6 +83,9 @@ pub const NSPACE: &str = "pmix.nspace";
 pub const RANK: &str = "pmix.rank";
 /// Host name.
 pub const HOSTNAME: &str = "pmix.hname";
+/// `PMIX_SERVER_URI`: the URI of a PMIx server (of a node's daemon, asked
+/// with a `PMIX_HOSTNAME` qualifier).
+pub const SERVER_URI: &str = "pmix.srvr.uri";
 /// Mapping policy.
 pub const MAPBY: &str = "pmix.mapby";
 /// Hosts to run on.

@@ -698,11 +698,22 @@ impl Dvm {
         Ok(())
     }
 
+    /// Ask whether the daemon of the first node still starting has
+    /// reported in: PRRTE answers the node's `PMIX_SERVER_URI` only once
+    /// its daemon called back (the daemons' process table shows a daemon
+    /// running as soon as its launch is recorded, and a job launched before
+    /// it called back makes `prte` exit: no `PMIX_PROC_URI` for it).
     fn look_at_daemons(&mut self, out: &mut Vec<Send>) -> Result<()> {
+        let Some(Flight::Starting { fresh, .. }) = &self.flight else {
+            return Ok(());
+        };
+        let Some(node) = fresh.first() else {
+            return Ok(());
+        };
         let q = wire::query(
             self.wire,
-            keys::QUERY_PROC_TABLE,
-            vec![Info::new(keys::NSPACE, self.daemons.as_str())],
+            keys::SERVER_URI,
+            vec![Info::new(keys::HOSTNAME, node.as_str())],
         )?;
         let t = self.own_tag(Await::Flight);
         if let Some(Flight::Starting { asked, .. }) = &mut self.flight {
@@ -879,13 +890,13 @@ impl Dvm {
                 until,
                 ..
             } if a == tag => {
-                let infos = wire::query_answer(self.wire, payload)
-                    .map(|(_, i)| i)
-                    .unwrap_or_default();
-                let up = wire::daemons_up(&infos);
-                let (ready, missing): (Vec<String>, Vec<String>) =
-                    fresh.into_iter().partition(|n| up.contains(n));
-                self.book.in_dvm.extend(ready);
+                let reported = wire::query_answer(self.wire, payload)
+                    .is_some_and(|(st, infos)| st.is_success() && wire::names_server_uri(&infos));
+                let mut missing = fresh;
+                if reported && !missing.is_empty() {
+                    let node = missing.remove(0);
+                    self.book.in_dvm.push(node);
+                }
                 if missing.is_empty() || now >= until {
                     let up: Vec<String> = all
                         .iter()
@@ -904,12 +915,18 @@ impl Dvm {
                     self.flight = self.settling(now);
                     return;
                 }
+                // The next node is asked at once; the same one again later.
+                let (next, pause) = if reported {
+                    (now, POLL_FIRST_MS)
+                } else {
+                    (now + pause, (pause * 2).min(POLL_MAX_MS))
+                };
                 self.flight = Some(Flight::Starting {
                     fresh: missing,
                     all,
                     asked: None,
-                    next: now + pause,
-                    pause: (pause * 2).min(POLL_MAX_MS),
+                    next,
+                    pause,
                     until,
                 });
             }

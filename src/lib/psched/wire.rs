@@ -426,25 +426,12 @@ pub fn query_answer(wire: WireVersion, payload: &[u8]) -> Option<(Status, Vec<In
     Some((st, infos))
 }
 
-/// The hosts on which the answer to a `PMIX_QUERY_PROC_TABLE` of the
-/// DVM's own namespace shows a daemon up.
-pub fn daemons_up(infos: &[Info]) -> Vec<String> {
-    let Some(Value::DataArray(a)) = infos
+/// Whether the answer to a node's `PMIX_SERVER_URI` query names one: its
+/// daemon has reported in.
+pub fn names_server_uri(infos: &[Info]) -> bool {
+    infos
         .iter()
-        .find(|i| i.key == keys::QUERY_PROC_TABLE)
-        .map(|i| &i.value)
-    else {
-        return Vec::new();
-    };
-    let DataArray::Scalars(_, vals) = a else {
-        return Vec::new();
-    };
-    vals.iter()
-        .filter_map(|v| match v {
-            Value::ProcInfo(p) if p.state == PROC_STATE_RUNNING => p.hostname.clone(),
-            _ => None,
-        })
-        .collect()
+        .any(|i| i.key == keys::SERVER_URI && i.value.as_str().is_some_and(|u| !u.is_empty()))
 }
 
 /// Where namespace `nspace`'s processes run, from the answer to a
