@@ -231,7 +231,7 @@ fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFiel
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    let mut table: Option<Vec<crate::ops::status_query::JobRecord>> = None;
+    let mut table: Option<Vec<crate::ops::status_query::JobEntry>> = None;
     for ns in &w.nspaces {
         let replayed = r.events.iter().find(|ev| {
             ev.status == Status::EVENT_JOB_END && ev.affected_nspace() == Some(ns.as_str())

@@ -63,7 +63,7 @@ pub(crate) fn snapshot_failure(
 
 /// The printed form of a node the DVM reported: `idle` or `busy`, with the
 /// slots in use as a number (the table shows `busy 1/2`).
-pub(crate) fn node(n: status_query::NodeRecord) -> NodeRecord {
+pub(crate) fn node(n: status_query::NodeEntry) -> NodeRecord {
     NodeRecord {
         state: if n.used > 0 { "busy" } else { "idle" }.into(),
         slots_used: Some(n.used),
@@ -87,8 +87,8 @@ const MAX_PLACED_JOBS: usize = 64;
 /// DVM's own namespace (its daemons) is no job.
 fn place_jobs(
     s: &Session,
-    jobs: &mut [status_query::JobRecord],
-    nodes: &[status_query::NodeRecord],
+    jobs: &mut [status_query::JobEntry],
+    nodes: &[status_query::NodeEntry],
 ) -> HashMap<String, u32> {
     let server = s.conn().server().0.to_string();
     let mut per_node: HashMap<String, u32> = HashMap::new();
@@ -121,7 +121,7 @@ fn place_jobs(
 /// use raised to the processes counted there when the DVM reports fewer.
 fn fill_node_jobs(
     nodes: &mut [NodeRecord],
-    jobs: &[status_query::JobRecord],
+    jobs: &[status_query::JobEntry],
     counted: &HashMap<String, u32>,
     server: &str,
 ) {
@@ -141,7 +141,7 @@ fn fill_node_jobs(
 
 /// The printed form of a job the DVM reported; `allocations` are the
 /// reservations whose owner set holds it.
-pub(crate) fn namespace(j: status_query::JobRecord, res: &[ReservationRecord]) -> NamespaceRecord {
+pub(crate) fn namespace(j: status_query::JobEntry, res: &[ReservationRecord]) -> NamespaceRecord {
     NamespaceRecord {
         allocations: res
             .iter()
@@ -167,7 +167,7 @@ fn user_name(uid: u32) -> String {
 }
 
 /// The printed form of a scheduler queue.
-pub(crate) fn queue(q: status_query::QueueRecord) -> QueueRecord {
+pub(crate) fn queue(q: status_query::QueueEntry) -> QueueRecord {
     QueueRecord {
         free: u32::try_from(q.free.len()).unwrap_or(u32::MAX),
         queue: q.queue,
@@ -263,9 +263,9 @@ fn why(e: Error) -> String {
 /// would only wait as long again).
 fn job_table(
     s: &Session,
-    answer: Option<Result<Vec<status_query::JobRecord>, Error>>,
+    answer: Option<Result<Vec<status_query::JobEntry>, Error>>,
     w: &StatusWatch,
-) -> Option<Result<Vec<status_query::JobRecord>, String>> {
+) -> Option<Result<Vec<status_query::JobEntry>, String>> {
     let me = s.me().0;
     let as_tool = matches!(
         s.conn().identity(),
@@ -296,7 +296,7 @@ fn job_table(
     v.sort_by_key(|n| nspace_order(n));
     Some(Ok(v
         .into_iter()
-        .map(|n| status_query::JobRecord {
+        .map(|n| status_query::JobEntry {
             nspace: n,
             state: "known".into(),
             ..Default::default()
@@ -311,7 +311,7 @@ fn job_table(
 fn my_namespaces(
     mine: &Mine,
     my_res: &[&ReservationRecord],
-    jobs: &Option<Result<Vec<status_query::JobRecord>, String>>,
+    jobs: &Option<Result<Vec<status_query::JobEntry>, String>>,
 ) -> HashSet<String> {
     let mut set = mine.nspaces.clone();
     for r in my_res {
@@ -344,7 +344,7 @@ fn my_namespaces(
 fn my_nodes(
     my_ns: &HashSet<String>,
     my_res: &[&ReservationRecord],
-    jobs: &Option<Result<Vec<status_query::JobRecord>, String>>,
+    jobs: &Option<Result<Vec<status_query::JobEntry>, String>>,
 ) -> HashSet<String> {
     let mut nodes: HashSet<String> = my_res.iter().flat_map(|r| r.nodes.clone()).collect();
     if let Some(Ok(v)) = jobs {
@@ -376,7 +376,7 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
         (Some(Ok(v)), Some(Ok(n))) => place_jobs(s, v, n),
         _ => HashMap::new(),
     };
-    let placed: Vec<status_query::JobRecord> = match &jobs {
+    let placed: Vec<status_query::JobEntry> = match &jobs {
         Some(Ok(v)) => v.clone(),
         _ => Vec::new(),
     };
@@ -585,7 +585,7 @@ mod tests {
 
     #[test]
     fn conversions() {
-        let n = node(status_query::NodeRecord {
+        let n = node(status_query::NodeEntry {
             name: "n1".into(),
             session: String::new(),
             slots: 4,
@@ -611,14 +611,14 @@ mod tests {
     #[test]
     fn nodes_list_the_live_jobs_on_them_and_counted_use() {
         let rec = |name: &str| {
-            node(status_query::NodeRecord {
+            node(status_query::NodeEntry {
                 name: name.into(),
                 slots: 2,
                 ..Default::default()
             })
         };
         let mut nodes = vec![rec("a"), rec("b"), rec("c")];
-        let job = |ns: &str, state: &str, on: &[&str]| status_query::JobRecord {
+        let job = |ns: &str, state: &str, on: &[&str]| status_query::JobEntry {
             nspace: ns.into(),
             state: state.into(),
             nodes: on.iter().map(|s| s.to_string()).collect(),

@@ -96,30 +96,30 @@ pub fn allocation_ids(sess: &Session) -> Result<Vec<String>> {
 }
 
 /// Ask for the nodes (all of the DVM's).
-pub fn nodes(sess: &Session) -> Result<Vec<NodeRecord>> {
+pub fn nodes(sess: &Session) -> Result<Vec<NodeEntry>> {
     nodes_of(sess, None)
 }
 
 /// The nodes of the DVM, or of one allocation.
-fn nodes_of(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<NodeRecord>> {
+fn nodes_of(sess: &Session, alloc_id: Option<&str>) -> Result<Vec<NodeEntry>> {
     let qualifiers = alloc_id
         .map(|id| vec![s(keys::ALLOC_ID, id)])
         .unwrap_or_default();
     let infos = ask(sess, keys::QUERY_ALLOCATION, qualifiers)?;
     Ok(entries(&infos, keys::QUERY_ALLOCATION)?
         .into_iter()
-        .map(NodeRecord::from_infos)
+        .map(NodeEntry::from_infos)
         .collect())
 }
 
 /// Ask for the jobs: pdvm's job table, else the standard namespace
 /// information (`PMIX_QUERY_NAMESPACE_INFO`: namespace, size and where
 /// each process runs).
-pub fn jobs(sess: &Session) -> Result<Vec<JobRecord>> {
+pub fn jobs(sess: &Session) -> Result<Vec<JobEntry>> {
     match ask(sess, QUERY_JOBS, vec![]) {
         Ok(infos) if infos.iter().any(|i| i.key == QUERY_JOBS) => {
             let found = entries(&infos, QUERY_JOBS)?;
-            return Ok(found.into_iter().map(JobRecord::from_infos).collect());
+            return Ok(found.into_iter().map(JobEntry::from_infos).collect());
         }
         Err(e) if is_hard_failure(&e) => return Err(e),
         _ => {}
@@ -143,11 +143,11 @@ pub fn is_hard_failure(e: &Error) -> bool {
 }
 
 /// The standard namespace information (PRRTE).
-fn namespace_info(sess: &Session) -> Result<Vec<JobRecord>> {
+fn namespace_info(sess: &Session) -> Result<Vec<JobEntry>> {
     let infos = ask(sess, keys::QUERY_NAMESPACE_INFO, vec![])?;
     Ok(entries(&infos, keys::QUERY_NAMESPACE_INFO)?
         .into_iter()
-        .map(JobRecord::from_namespace_info)
+        .map(JobEntry::from_namespace_info)
         .collect())
 }
 
@@ -172,11 +172,11 @@ pub struct Answers {
     /// Reservations, or why not.
     pub reservations: Option<Result<Vec<ReservationRecord>>>,
     /// Jobs, or why not.
-    pub jobs: Option<Result<Vec<JobRecord>>>,
+    pub jobs: Option<Result<Vec<JobEntry>>>,
     /// Nodes, or why not.
-    pub nodes: Option<Result<Vec<NodeRecord>>>,
+    pub nodes: Option<Result<Vec<NodeEntry>>>,
     /// Scheduler queues, or why not.
-    pub sched: Option<Result<Vec<QueueRecord>>>,
+    pub sched: Option<Result<Vec<QueueEntry>>>,
 }
 
 /// Ask for every table `want` names in one request (one round trip to
@@ -245,7 +245,7 @@ pub fn status(sess: &Session, want: Want) -> Answers {
     }
     if want.jobs {
         a.jobs = Some(if has(QUERY_JOBS) {
-            decode(QUERY_JOBS).map(|v| v.into_iter().map(JobRecord::from_infos).collect())
+            decode(QUERY_JOBS).map(|v| v.into_iter().map(JobEntry::from_infos).collect())
         } else {
             namespace_info(sess)
         });
@@ -253,14 +253,14 @@ pub fn status(sess: &Session, want: Want) -> Answers {
     if want.nodes {
         a.nodes = Some(if has(keys::QUERY_ALLOCATION) {
             decode(keys::QUERY_ALLOCATION)
-                .map(|v| v.into_iter().map(NodeRecord::from_infos).collect())
+                .map(|v| v.into_iter().map(NodeEntry::from_infos).collect())
         } else {
             nodes(sess)
         });
     }
     if want.sched {
         a.sched = Some(if has(QUERY_SCHED) {
-            decode(QUERY_SCHED).map(|v| v.into_iter().map(QueueRecord::from_infos).collect())
+            decode(QUERY_SCHED).map(|v| v.into_iter().map(QueueEntry::from_infos).collect())
         } else {
             Err(Error::new(
                 Status::ERR_NOT_SUPPORTED,
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn queue_round_trips() {
-        let q = QueueRecord {
+        let q = QueueEntry {
             queue: "default".into(),
             nodes: 4,
             free: vec!["s002".into(), "s004".into()],
@@ -290,7 +290,7 @@ mod tests {
         let Value::DataArray(a) = q.to_value() else {
             panic!()
         };
-        assert_eq!(QueueRecord::from_infos(a.as_infos().unwrap()), q);
+        assert_eq!(QueueEntry::from_infos(a.as_infos().unwrap()), q);
     }
 
     #[test]
@@ -327,7 +327,7 @@ mod tests {
 
     #[test]
     fn node_and_job_round_trip() {
-        let n = NodeRecord {
+        let n = NodeEntry {
             name: "n001".into(),
             session: "alloc.1".into(),
             slots: 4,
@@ -337,8 +337,8 @@ mod tests {
         let Value::DataArray(a) = n.to_value() else {
             panic!()
         };
-        assert_eq!(NodeRecord::from_infos(a.as_infos().unwrap()), n);
-        let j = JobRecord {
+        assert_eq!(NodeEntry::from_infos(a.as_infos().unwrap()), n);
+        let j = JobEntry {
             nspace: "j@1".into(),
             parent: Some("t@1".into()),
             state: "ended".into(),
@@ -352,6 +352,6 @@ mod tests {
         let Value::DataArray(a) = j.to_value() else {
             panic!()
         };
-        assert_eq!(JobRecord::from_infos(a.as_infos().unwrap()), j);
+        assert_eq!(JobEntry::from_infos(a.as_infos().unwrap()), j);
     }
 }

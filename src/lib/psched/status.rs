@@ -8,7 +8,7 @@ use crate::codec::{DataArray, Info, Query, Value, WireVersion};
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::schema::status::{
-    answer, reservation_infos, NodeRecord, QueueRecord, ReservationRecord, QUERY_SCHED,
+    answer, reservation_infos, NodeEntry, QueueEntry, ReservationRecord, QUERY_SCHED,
 };
 
 use super::ledger::Ledger;
@@ -16,7 +16,7 @@ use super::ledger::Ledger;
 /// The queues: one per partition, each with the whole pool (psched's
 /// partitions share its nodes); the waiting requests are counted in the
 /// first (they do not record theirs).
-fn queues(l: &Ledger) -> Vec<QueueRecord> {
+fn queues(l: &Ledger) -> Vec<QueueEntry> {
     if !l.source_partitions.is_empty() {
         return source_queues(l);
     }
@@ -29,7 +29,7 @@ fn queues(l: &Ledger) -> Vec<QueueRecord> {
     parts
         .into_iter()
         .enumerate()
-        .map(|(i, queue)| QueueRecord {
+        .map(|(i, queue)| QueueEntry {
             queue,
             nodes,
             free: free.clone(),
@@ -38,19 +38,19 @@ fn queues(l: &Ledger) -> Vec<QueueRecord> {
             } else {
                 0
             },
-            ..QueueRecord::default()
+            ..QueueEntry::default()
         })
         .collect()
 }
 
 /// The node source's partitions (Slurm's) as queues: their state, nodes
 /// and idle nodes; psched's waiting requests counted in the first.
-fn source_queues(l: &Ledger) -> Vec<QueueRecord> {
+fn source_queues(l: &Ledger) -> Vec<QueueEntry> {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     l.source_partitions
         .iter()
         .enumerate()
-        .map(|(i, p)| QueueRecord {
+        .map(|(i, p)| QueueEntry {
             queue: p.name.clone(),
             nodes: count(p.nodes.len()),
             free: p.idle.clone(),
@@ -100,10 +100,10 @@ fn reservations(l: &Ledger, now_ms: u64) -> Vec<ReservationRecord> {
 
 /// The pool as nodes: the grant holding each (none: free), one slot each
 /// (what PRRTE master gives a scheduler's node), origin `scheduler`.
-fn nodes(l: &Ledger) -> Vec<NodeRecord> {
+fn nodes(l: &Ledger) -> Vec<NodeEntry> {
     l.pool
         .iter()
-        .map(|n| NodeRecord {
+        .map(|n| NodeEntry {
             name: n.clone(),
             session: l
                 .grants
@@ -132,7 +132,7 @@ pub fn answer_queries(
         match k.as_str() {
             QUERY_SCHED => out.push(answer(
                 QUERY_SCHED,
-                queues(l).iter().map(QueueRecord::to_value).collect(),
+                queues(l).iter().map(QueueEntry::to_value).collect(),
             )),
             keys::QUERY_ALLOC_STATUS => out.push(answer(
                 keys::QUERY_ALLOC_STATUS,
@@ -143,7 +143,7 @@ pub fn answer_queries(
             )),
             keys::QUERY_ALLOCATION => out.push(answer(
                 keys::QUERY_ALLOCATION,
-                nodes(l).iter().map(NodeRecord::to_value).collect(),
+                nodes(l).iter().map(NodeEntry::to_value).collect(),
             )),
             _ => {}
         }
@@ -193,7 +193,7 @@ mod tests {
         let l = ledger();
         let (st, infos) = answer_queries(&l, &ask(QUERY_SCHED), WireVersion::V61, 1_000);
         assert!(st.is_success());
-        let q = QueueRecord::from_infos(entries(&infos, QUERY_SCHED).unwrap()[0]);
+        let q = QueueEntry::from_infos(entries(&infos, QUERY_SCHED).unwrap()[0]);
         assert_eq!((q.nodes, q.free.clone()), (3, vec!["n2".to_string()]));
         let key = keys::QUERY_ALLOC_STATUS;
         let (_, infos) = answer_queries(&l, &ask(key), WireVersion::V61, 1_000);
@@ -201,7 +201,7 @@ mod tests {
         assert_eq!((r.alloc_id.as_str(), r.expires_in), ("alloc.1", Some(60)));
         let key = keys::QUERY_ALLOCATION;
         let (_, infos) = answer_queries(&l, &ask(key), WireVersion::V61, 1_000);
-        let n = NodeRecord::from_infos(entries(&infos, key).unwrap()[0]);
+        let n = NodeEntry::from_infos(entries(&infos, key).unwrap()[0]);
         assert_eq!((n.name.as_str(), n.session.as_str()), ("n1", "alloc.1"));
     }
 

@@ -59,9 +59,10 @@ pub const JOB_PARENT: &str = "pdvm.job.parent";
 
 pub use super::records::ReservationRecord;
 
-/// One node.
+/// One node as a DVM's status answer carries it (pwatch renders it as
+/// [`crate::render::NodeRecord`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NodeRecord {
+pub struct NodeEntry {
     /// Node name.
     pub name: String,
     /// Reservation it belongs to; empty for the default session.
@@ -74,9 +75,10 @@ pub struct NodeRecord {
     pub origin: String,
 }
 
-/// One job.
+/// One job as a DVM's status answer carries it (pwatch renders it as
+/// [`crate::render::NamespaceRecord`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobRecord {
+pub struct JobEntry {
     /// The job's namespace.
     pub nspace: String,
     /// Namespace that spawned it.
@@ -100,9 +102,10 @@ pub struct JobRecord {
     pub name: Option<String>,
 }
 
-/// One scheduler queue: its capacity and what is free now.
+/// One scheduler queue, its capacity and what is free now, as a status
+/// answer carries it (pwatch renders it as [`crate::render::QueueRecord`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueRecord {
+pub struct QueueEntry {
     /// Queue name (`PMIX_ALLOC_QUEUE`).
     pub queue: String,
     /// Nodes the scheduler manages in this queue.
@@ -118,7 +121,7 @@ pub struct QueueRecord {
     pub node_names: Vec<String>,
 }
 
-impl QueueRecord {
+impl QueueEntry {
     /// Encode one entry.
     pub fn to_value(&self) -> Value {
         Value::DataArray(DataArray::infos(vec![
@@ -132,8 +135,8 @@ impl QueueRecord {
     }
 
     /// Decode one entry.
-    pub fn from_infos(infos: &[Info]) -> QueueRecord {
-        let mut q = QueueRecord::default();
+    pub fn from_infos(infos: &[Info]) -> QueueEntry {
+        let mut q = QueueEntry::default();
         for i in infos {
             match i.key.as_str() {
                 keys::ALLOC_QUEUE => q.queue = text(&i.value),
@@ -240,7 +243,7 @@ pub(crate) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-impl NodeRecord {
+impl NodeEntry {
     /// Encode as a `PMIX_NODE_INFO` block (hostname first).
     pub fn to_value(&self) -> Value {
         Value::DataArray(DataArray::infos(vec![
@@ -253,8 +256,8 @@ impl NodeRecord {
     }
 
     /// Decode one entry.
-    pub fn from_infos(infos: &[Info]) -> NodeRecord {
-        let mut n = NodeRecord::default();
+    pub fn from_infos(infos: &[Info]) -> NodeEntry {
+        let mut n = NodeEntry::default();
         for i in infos {
             match i.key.as_str() {
                 keys::HOSTNAME => n.name = text(&i.value),
@@ -269,7 +272,7 @@ impl NodeRecord {
     }
 }
 
-impl JobRecord {
+impl JobEntry {
     /// Encode one entry.
     pub fn to_value(&self) -> Value {
         let mut v = vec![
@@ -301,8 +304,8 @@ impl JobRecord {
     /// Decode one `PMIX_JOB_INFO_ARRAY` block of a
     /// `PMIX_QUERY_NAMESPACE_INFO` answer (PRRTE): namespace, size, and a
     /// `PMIX_PROC_INFO_ARRAY` per process naming its host.
-    pub fn from_namespace_info(infos: &[Info]) -> JobRecord {
-        let mut j = JobRecord {
+    pub fn from_namespace_info(infos: &[Info]) -> JobEntry {
+        let mut j = JobEntry {
             state: "running".into(),
             ..Default::default()
         };
@@ -332,8 +335,8 @@ impl JobRecord {
     }
 
     /// Decode one entry.
-    pub fn from_infos(infos: &[Info]) -> JobRecord {
-        let mut j = JobRecord::default();
+    pub fn from_infos(infos: &[Info]) -> JobEntry {
+        let mut j = JobEntry::default();
         for i in infos {
             match i.key.as_str() {
                 keys::NSPACE => j.nspace = text(&i.value),
@@ -413,15 +416,15 @@ pub fn decode_answer(infos: &[Info]) -> Result<usize> {
         n += 1;
     }
     for i in entries(infos, keys::QUERY_ALLOCATION)? {
-        black_box(NodeRecord::from_infos(i));
+        black_box(NodeEntry::from_infos(i));
         n += 1;
     }
     for i in entries(infos, QUERY_JOBS)? {
-        black_box(JobRecord::from_infos(i));
+        black_box(JobEntry::from_infos(i));
         n += 1;
     }
     for i in entries(infos, keys::QUERY_NAMESPACE_INFO)? {
-        black_box(JobRecord::from_namespace_info(i));
+        black_box(JobEntry::from_namespace_info(i));
         n += 1;
     }
     Ok(n)

@@ -23,7 +23,7 @@ use crate::codec::{dt, DataArray, Info, Proc, ProcInfo, Query, Value, WireVersio
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::schema::status::{
-    answer, reservation_infos, JobRecord, NodeRecord, QueueRecord, ReservationRecord, QUERY_JOBS,
+    answer, reservation_infos, JobEntry, NodeEntry, QueueEntry, ReservationRecord, QUERY_JOBS,
     QUERY_LIVE, QUERY_SCHED,
 };
 
@@ -88,12 +88,12 @@ impl Server {
     }
 
     /// The nodes.
-    pub fn node_records(&self) -> Vec<NodeRecord> {
+    pub fn node_records(&self) -> Vec<NodeEntry> {
         self.model
             .dvm()
             .nodes()
             .into_iter()
-            .map(|n| NodeRecord {
+            .map(|n| NodeEntry {
                 name: n.name.clone(),
                 session: n.session.clone().unwrap_or_default(),
                 slots: n.slots,
@@ -104,7 +104,7 @@ impl Server {
     }
 
     /// The jobs (only those not terminated when `live_only`).
-    pub fn job_records(&self, live_only: bool) -> Vec<JobRecord> {
+    pub fn job_records(&self, live_only: bool) -> Vec<JobEntry> {
         self.model
             .dvm()
             .jobs()
@@ -115,7 +115,7 @@ impl Server {
                 let job = self.jobs.get(&j.nspace);
                 let started = job.map(|r| r.procs.len() as u64);
                 let n = started.unwrap_or(placed).max(placed);
-                JobRecord {
+                JobEntry {
                     // An ended job's processes are no longer recorded.
                     nprocs: u32::try_from(n).ok().filter(|&n| n > 0),
                     nspace: j.nspace,
@@ -132,15 +132,15 @@ impl Server {
     }
 
     /// The scheduler's queue: its nodes, the free ones, the requests waiting.
-    pub fn queue_records(&self) -> Vec<QueueRecord> {
+    pub fn queue_records(&self) -> Vec<QueueEntry> {
         let sched = self.model.sched();
         let own = sched.own_node_names();
-        vec![QueueRecord {
+        vec![QueueEntry {
             queue: "default".into(),
             nodes: u32::try_from(own.len()).unwrap_or(u32::MAX),
             free: own.into_iter().filter(|n| sched.is_free(n)).collect(),
             pending: u32::try_from(sched.queue_len()).unwrap_or(u32::MAX),
-            ..QueueRecord::default()
+            ..QueueEntry::default()
         }]
     }
 
@@ -235,7 +235,7 @@ impl Server {
                         keys::QUERY_ALLOCATION,
                         self.node_records()
                             .iter()
-                            .map(NodeRecord::to_value)
+                            .map(NodeEntry::to_value)
                             .collect(),
                     )),
                     keys::QUERY_ALLOC_STATUS => out.push(answer(
@@ -270,7 +270,7 @@ impl Server {
                             QUERY_JOBS,
                             self.job_records(live)
                                 .iter()
-                                .map(JobRecord::to_value)
+                                .map(JobEntry::to_value)
                                 .collect(),
                         ))
                     }
@@ -278,7 +278,7 @@ impl Server {
                         QUERY_SCHED,
                         self.queue_records()
                             .iter()
-                            .map(QueueRecord::to_value)
+                            .map(QueueEntry::to_value)
                             .collect(),
                     )),
                     _ => {}
