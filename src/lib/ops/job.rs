@@ -372,7 +372,8 @@ use crate::proto::proc_state::{ERROR as PROC_STATE_ERROR, TERMINATED as PROC_STA
 ///
 /// The job counts as ended when `PMIX_QUERY_NAMESPACES` no longer lists it
 /// (PRRTE lists only live jobs and tools), or when, at two checks in a row,
-/// `PMIX_QUERY_PROC_TABLE` shows every process terminated or — for a
+/// `PMIX_QUERY_PROC_TABLE` shows every process terminated, or running with
+/// no pid (PRRTE master loses a launch now and then), or — for a
 /// process on this host — its pid gone (PRRTE 3.0.14 sometimes misses a
 /// child's exit and shows it running for ever; a process on another host
 /// is then only ended by `--timeout` or a signal; when every such process
@@ -534,9 +535,9 @@ pub struct ProcessesSeen {
     /// Only pids gone (none reused) are missed: the DVM may be asked to
     /// drop the job and free its slots without hitting another process.
     pub release: bool,
-    /// Every process the DVM shows running on this host has no pid: its
-    /// launch was lost, and it never started (PRRTE master, now and then,
-    /// as jobs fail around it).
+    /// Every process of the job is shown running with no pid: its launch
+    /// was lost, and none started (PRRTE master, now and then, as jobs
+    /// fail around it).
     pub unstarted: bool,
 }
 
@@ -558,7 +559,9 @@ pub fn processes_of(s: &Session, nspace: &str) -> Option<ProcessesSeen> {
         finished: missed.iter().all(|l| *l != Local::Alive),
         failed: procs.iter().any(|p| p.state >= PROC_STATE_ERROR),
         release: !missed.is_empty() && missed.iter().all(|l| *l == Local::Exited),
-        unstarted: !missed.is_empty() && missed.iter().all(|l| *l == Local::Unstarted),
+        unstarted: procs
+            .iter()
+            .all(|p| local_state(p, nspace) == Local::Unstarted),
     })
 }
 
@@ -585,7 +588,7 @@ enum Local {
     /// Its pid now belongs to another program (its environment lacks
     /// `PMIX_NAMESPACE=nspace`): it has exited.
     Reused,
-    /// Shown running on this host with no pid: a DVM reports a process's
+    /// Shown running with no pid (on any host): a DVM reports a process's
     /// pid as it reports it running, so its launch was lost.
     Unstarted,
 }
@@ -595,15 +598,12 @@ enum Local {
 /// and shows it running for ever (seen on this project's machines with
 /// `/bin/true`, about 2 runs in 1000).
 fn local_state(p: &ProcInfo, nspace: &str) -> Local {
-    if !on_this_host(p.hostname.as_deref()) {
-        return Local::Alive;
+    // Whatever its host: a DVM reports a process running with its pid.
+    if p.pid == 0 && p.state == crate::proto::proc_state::RUNNING {
+        return Local::Unstarted;
     }
-    if p.pid == 0 {
-        return if p.state == crate::proto::proc_state::RUNNING {
-            Local::Unstarted
-        } else {
-            Local::Alive
-        };
+    if p.pid == 0 || !on_this_host(p.hostname.as_deref()) {
+        return Local::Alive;
     }
     let dir = std::path::PathBuf::from(format!("/proc/{}", p.pid));
     let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
