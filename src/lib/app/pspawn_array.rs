@@ -650,9 +650,9 @@ processes have all ended and its end was never announced: counted as {} (exit {c
         let Some(end) = job_end_of(ev, &ns) else {
             return;
         };
-        let reported = crate::ops::job::reported_exit_code(ev);
+        let unrun = crate::ops::job::ended_unrun(ev);
         let Some(t) = self.tasks.get_mut(&ns) else {
-            if reported.is_some() {
+            if !unrun {
                 self.adopt(&ns, launch::job_exit(&end).code());
             }
             return;
@@ -661,9 +661,9 @@ processes have all ended and its end was never announced: counted as {} (exit {c
             return;
         }
         self.sweep.reset();
-        let unrun = "the DVM ended its job with PMIX_ERROR and no exit status before it ran \
+        let why = "the DVM ended its job with PMIX_ERROR and no exit status before it ran \
 (PRRTE ends so a job launched as another fails)";
-        if end.exit_status == Status::ERROR.0 && reported.is_none() && self.relaunch(&ns, unrun) {
+        if unrun && self.relaunch(&ns, why) {
             return;
         }
         self.task_ended(&ns, launch::job_exit(&end).code());

@@ -225,7 +225,10 @@ pub fn ended_before_reply(
                     continue;
                 };
                 let later = numbered(&ns).is_some_and(|(b, n)| b == base && n > mine);
-                if let (true, Some(end)) = (later, job_end_of(&ev, &ns)) {
+                // Not the end PRRTE master gives a job it never ran (one it
+                // could not map: an earlier try of this spawn, say).
+                let ran = !ended_unrun(&ev);
+                if let (true, true, Some(end)) = (later, ran, job_end_of(&ev, &ns)) {
                     for c in output.iter().filter(|c| c.source.nspace == ns) {
                         on_output(JobOutput::Output(c));
                     }
@@ -340,12 +343,18 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
     })
 }
 
-/// The exit code a job-end event reports for the job's first failed (or
-/// last) process, when it reports one. PRRTE master leaves it out of the
-/// end of a job it never let run: one it could not map, or one it ended
-/// because another job failed as it started.
-pub fn reported_exit_code(ev: &Event) -> Option<i64> {
-    ev.get(keys::EXIT_CODE).and_then(Value::as_i64)
+/// Whether a job-end event is the end PRRTE master gives a job it never
+/// ran: the bare `PMIX_ERROR` as its status and no process exit code (a job
+/// it could not map, or one it ended because another job failed as it
+/// started). PRRTE master reports a process exit code in the end of every
+/// job that ran; PRRTE 3.0.14 never does, and its status then is the
+/// job's own.
+pub fn ended_unrun(ev: &Event) -> bool {
+    let status = match ev.get(keys::JOB_TERM_STATUS) {
+        Some(Value::Status(st)) => *st,
+        _ => return false,
+    };
+    status == Status::ERROR && ev.get(keys::EXIT_CODE).is_none()
 }
 
 /// How long a followed job may stay silent (no end event, no output)
