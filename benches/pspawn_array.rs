@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::pdvm::Pdvm;
-use support::{cargo_bin, text, Prte};
+use support::{cargo_bin, text, Prte, ToolHost};
 
 /// Longest one tool run may take.
 const RUN_DEADLINE: u64 = 600;

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use pmix_tools::conn::{ConnectOptions, Unsolicited};
 use pmix_tools::ops::job::{job_end_of, simple_app, watch_job_ends};
 use pmix_tools::ops::{events, spawn, Session};
-use support::{cargo_bin, Prte};
+use support::{cargo_bin, Prte, ToolHost};
 
 const N: usize = 30;
 

@@ -13,13 +13,14 @@ use crate::support::fake::tool_welcome;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text};
+use crate::support::tool::{Tmpdir, Uri};
+use crate::support::{show, text, tool};
 use pmix_tools::codec::{Encoder, WireVersion};
 use pmix_tools::conn::frame::{encode_frame, FrameDecoder, TAG_NOTIFY};
 use pmix_tools::proto::status::Status;
@@ -85,13 +86,6 @@ fn status_reply(st: Status) -> Vec<u8> {
     let mut e = Encoder::new(WireVersion::V41);
     e.pack_one(&st).expect("pack a status");
     e.into_bytes()
-}
-
-fn tool(name: &str, uri: &str) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.arg("--uri").arg(uri).env("PATH", support::user_path());
-    cmd
 }
 
 /// Wait for `child` (stdout and stderr piped) until `timeout`, killing it
@@ -171,7 +165,7 @@ fn a_flooding_server_cannot_grow_pwatch_and_its_query_fails_cleanly() {
     let sent = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let uri = flooding_server(Arc::clone(&sent), Arc::clone(&stop));
-    let mut child = tool("pwatch", &uri)
+    let mut child = tool(&Uri(&uri), "pwatch")
         .args(["--status", "--json"])
         .env("PMIX_TOOLS_TIMEOUT", "20")
         .stdin(Stdio::null())
@@ -207,7 +201,7 @@ fn a_flooding_server_cannot_grow_a_waiting_palloc() {
     let sent = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let uri = flooding_server(Arc::clone(&sent), Arc::clone(&stop));
-    let mut child = tool("palloc", &uri)
+    let mut child = tool(&Uri(&uri), "palloc")
         .args(["-N", "1", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -260,7 +254,7 @@ fn a_dripping_handshake_times_out_with_exit_8() {
         }
     });
     let out = support::run_with_timeout(
-        tool("pwatch", &uri)
+        tool(&Uri(&uri), "pwatch")
             .args(["--status"])
             .env("PMIX_TOOLS_TIMEOUT", "2"),
         30,
@@ -337,7 +331,8 @@ fn a_status_query_answered_with_an_error_is_a_failure() {
             }
         }
     });
-    let out = support::run_with_timeout(tool("pwatch", &uri).args(["--status", "--json"]), 60);
+    let out =
+        support::run_with_timeout(tool(&Uri(&uri), "pwatch").args(["--status", "--json"]), 60);
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
         text(&out.stderr).contains("PMIX_ERROR"),
@@ -350,7 +345,7 @@ fn a_status_query_answered_with_an_error_is_a_failure() {
 fn a_status_query_never_answered_times_out_naming_the_query() {
     let uri = silent_server();
     let out = support::run_with_timeout(
-        tool("pwatch", &uri)
+        tool(&Uri(&uri), "pwatch")
             .args(["--status"])
             .env("PMIX_TOOLS_TIMEOUT", "2"),
         60,
@@ -404,8 +399,10 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
     let file = open.path().join(format!("pmix.{host}.tool"));
     write_rendezvous(&file, &uri);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-    let out =
-        support::run_with_timeout(tool_in("pwatch", open.path()).args(["--status", "-v"]), 30);
+    let out = support::run_with_timeout(
+        tool(&Tmpdir(open.path()), "pwatch").args(["--status", "-v"]),
+        30,
+    );
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
     let err = text(&out.stderr);
     assert!(err.contains("untrusted"), "{err}");
@@ -419,7 +416,10 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
     let file = sub.join(format!("pmix.{host}.tool"));
     write_rendezvous(&file, &uri);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let out = support::run_with_timeout(tool_in("pwatch", shared.path()).args(["--status"]), 30);
+    let out = support::run_with_timeout(
+        tool(&Tmpdir(shared.path()), "pwatch").args(["--status"]),
+        30,
+    );
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
     assert!(
         text(&out.stderr).contains("its directory"),
@@ -440,7 +440,7 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
         )
         .expect("chown to 65534");
         let out = support::run_with_timeout(
-            tool_in("pwatch", planted.path()).args(["--status", "-v"]),
+            tool(&Tmpdir(planted.path()), "pwatch").args(["--status", "-v"]),
             30,
         );
         assert_eq!(out.status.code(), Some(3), "{}", show(&out));
@@ -464,7 +464,7 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
     write_rendezvous(&file, &uri);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let _ = support::run_with_timeout(
-        tool_in("pwatch", mine.path())
+        tool(&Tmpdir(mine.path()), "pwatch")
             .args(["--status"])
             .env("PMIX_TOOLS_TIMEOUT", "2"),
         30,
@@ -474,14 +474,6 @@ fn rendezvous_files_of_other_users_or_writable_by_others_are_skipped() {
         1,
         "a private rendezvous file of ours is trusted"
     );
-}
-
-/// A tool that searches `dir` for rendezvous files (no `--uri`).
-fn tool_in(name: &str, dir: &std::path::Path) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.env("TMPDIR", dir).env("PATH", support::user_path());
-    cmd
 }
 
 #[test]
@@ -516,7 +508,7 @@ fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
         }
     });
     let out = support::run_with_timeout(
-        tool("palloc", &uri).args(["--no-wait", "-N", "1", "--request-id", "late-refusal"]),
+        tool(&Uri(&uri), "palloc").args(["--no-wait", "-N", "1", "--request-id", "late-refusal"]),
         60,
     );
     assert_eq!(
@@ -537,7 +529,7 @@ fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
 fn palloc_facing_a_silent_dvm_times_out_naming_the_allocation_request() {
     let uri = silent_server();
     let out = support::run_with_timeout(
-        tool("palloc", &uri)
+        tool(&Uri(&uri), "palloc")
             .args(["-N", "1"])
             .env("PMIX_TOOLS_TIMEOUT", "2"),
         60,
@@ -568,7 +560,9 @@ fn a_silent_dvm_ends_a_tool_within_its_deadline() {
         let uri = silent_server();
         let t = Instant::now();
         let out = support::run_with_timeout(
-            tool(name, &uri).args(args).env("PMIX_TOOLS_TIMEOUT", "2"),
+            tool(&Uri(&uri), name)
+                .args(args)
+                .env("PMIX_TOOLS_TIMEOUT", "2"),
             60,
         );
         let took = t.elapsed();
@@ -590,7 +584,7 @@ fn a_silent_dvm_ends_a_tool_within_its_deadline() {
 fn an_unanswered_release_is_outcome_unknown() {
     let uri = silent_server();
     let out = support::run_with_timeout(
-        tool("prelease", &uri)
+        tool(&Uri(&uri), "prelease")
             .args(["fake-alloc-1"])
             .env("PMIX_TOOLS_TIMEOUT", "2"),
         60,

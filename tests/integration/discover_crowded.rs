@@ -8,11 +8,11 @@ use crate::support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text};
+use crate::support::{show, text, tool, ToolCommand};
 
 /// A uid that is not ours (the tests run as root or as a user; neither is
 /// `nobody`).
@@ -31,16 +31,6 @@ fn crowd(dir: &Path, n: usize) {
     }
 }
 
-fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    let mut c = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut c);
-    c.env("TMPDIR", pdvm.tmpdir.path())
-        .env("NO_COLOR", "1")
-        .env("PATH", support::user_path())
-        .stdin(Stdio::null());
-    c
-}
-
 /// 30,000 foreign entries beside pdvm's folder (discovery used to read only
 /// the first 10,000): `pwatch --status` finds it (its time is a figure),
 /// the stale-directory sweep finds a dead pdvm's folder, and
@@ -50,8 +40,8 @@ fn crowded_search_directory_does_not_hide_pdvm() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
     crowd(pdvm.tmpdir.path(), 30_000);
     let t = Instant::now();
-    let mut st = tool(&pdvm, "pwatch");
-    st.args(["--status", "--json"]);
+    let mut st = tool(&pdvm, "pwatch").no_color();
+    st.stdin(Stdio::null()).args(["--status", "--json"]);
     let o = support::run_with_timeout(&mut st, 60);
     let took = t.elapsed();
     assert!(o.status.success(), "pwatch --status: {}", show(&o));
@@ -65,8 +55,9 @@ fn crowded_search_directory_does_not_hide_pdvm() {
     std::fs::create_dir(&stale).expect("mkdir");
     let removed = pmix_tools::server::listener::sweep_stale(pdvm.tmpdir.path());
     assert_eq!(removed, vec![stale.clone()], "sweep among the crowd");
-    let mut term = tool(&pdvm, "pdvm");
-    term.arg("--terminate")
+    let mut term = tool(&pdvm, "pdvm").no_color();
+    term.stdin(Stdio::null())
+        .arg("--terminate")
         .arg("--tmpdir")
         .arg(pdvm.tmpdir.path());
     let o = support::run_with_timeout(&mut term, 60);
@@ -137,8 +128,9 @@ fn precreated_holder_registry_is_passed_over() {
     if nix::unistd::geteuid().is_root() {
         std::os::unix::fs::chown(&taken, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
     }
-    let mut c = tool(&pdvm, "palloc");
-    c.env("XDG_RUNTIME_DIR", run.path())
+    let mut c = tool(&pdvm, "palloc").no_color();
+    c.stdin(Stdio::null())
+        .env("XDG_RUNTIME_DIR", run.path())
         .args(["-N", "1", "--no-wait", "--request-id", "squat1"]);
     let o = support::run_with_timeout(&mut c, 60);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -159,8 +151,9 @@ fn precreated_holder_registry_is_passed_over() {
         assert!(Instant::now() < end, "no log at {}", log.display());
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut rel = tool(&pdvm, "prelease");
-    rel.env("XDG_RUNTIME_DIR", run.path())
+    let mut rel = tool(&pdvm, "prelease").no_color();
+    rel.stdin(Stdio::null())
+        .env("XDG_RUNTIME_DIR", run.path())
         .args(["--cancel", "squat1"]);
     let _ = support::run_with_timeout(&mut rel, 30);
 }

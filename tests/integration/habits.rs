@@ -14,12 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, Prte};
-
-/// A tool command next to `pdvm` (see [`Pdvm::tool`]).
-fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    pdvm.tool(name)
-}
+use crate::support::{show, text, tool, Prte};
 
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 60)
@@ -120,8 +115,8 @@ fn stdin_goes_to_rank_0_and_its_end_closes_it() {
 #[test]
 fn stdin_goes_to_rank_0_against_prrte_master() {
     let dvm = Prte::start_master();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path()).arg("cat");
+    let mut cmd = tool(&dvm, "pspawn");
+    cmd.arg("cat");
     let out = run_with_input(&mut cmd, b"hello master\n", 60);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(text(&out.stdout), "hello master\n", "{}", show(&out));
@@ -380,8 +375,8 @@ fn palloc_alone_at_a_terminal_opens_a_shell_in_the_allocation() {
 #[test]
 fn stdin_goes_to_rank_0_against_prrte_3_0_14() {
     let dvm = Prte::start();
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path()).arg("cat");
+    let mut cmd = tool(&dvm, "pspawn");
+    cmd.arg("cat");
     let out = run_with_input(&mut cmd, b"hello wheel\n", 60);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(text(&out.stdout), "hello wheel\n", "{}", show(&out));

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, wait_until};
+use crate::support::{show, text, wait_until, ToolHost};
 
 /// Wait (at most 10 s) for `path` to exist.
 fn await_file(path: &std::path::Path) -> bool {

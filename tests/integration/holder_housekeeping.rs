@@ -8,21 +8,17 @@ use crate::support;
 use std::process::{Command, Output, Stdio};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, TempDir};
+use crate::support::{show, text, tool, TempDir};
 
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 60)
 }
 
-/// A tool of `pdvm` using the private registry under `xdg`.
-fn tool(pdvm: &Pdvm, xdg: &TempDir, name: &str) -> Command {
-    let mut c = pdvm.tool(name);
-    c.env("XDG_RUNTIME_DIR", xdg.path());
-    c
-}
-
 fn sh(pdvm: &Pdvm, xdg: &TempDir, script: &str) -> Command {
-    let mut c = support::command_like(&tool(pdvm, xdg, "pwatch"), "sh");
+    let mut c = support::command_like(
+        tool(pdvm, "pwatch").env("XDG_RUNTIME_DIR", xdg.path()),
+        "sh",
+    );
     c.args(["-c", script]);
     c
 }
@@ -76,8 +72,9 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
     assert_eq!(allocs(&xdg).len(), 5, "{:?}", registry(&xdg));
     age_sweep_marker(&xdg);
     // The next holder sweeps them all.
-    let mut next = tool(&pdvm, &xdg, "palloc");
-    next.args(["-q", "-N", "1", "--parsable"]);
+    let mut next = tool(&pdvm, "palloc");
+    next.env("XDG_RUNTIME_DIR", xdg.path())
+        .args(["-q", "-N", "1", "--parsable"]);
     let n = run(next);
     let id = text(&n.stdout).trim().to_string();
     let left = allocs(&xdg);
@@ -87,8 +84,8 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
         "only the live holder's socket stays: {left:?}"
     );
     // Its log goes once it has ended (released), at the next sweep.
-    let mut rel = tool(&pdvm, &xdg, "prelease");
-    rel.arg(&id);
+    let mut rel = tool(&pdvm, "prelease");
+    rel.env("XDG_RUNTIME_DIR", xdg.path()).arg(&id);
     assert_eq!(run(rel).status.code(), Some(0));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while registry(&xdg).iter().any(|n| n.ends_with(".sock"))
@@ -99,16 +96,19 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
     // (and its process has ended)
     std::thread::sleep(std::time::Duration::from_millis(300));
     age_sweep_marker(&xdg);
-    let mut again = tool(&pdvm, &xdg, "palloc");
-    again.args(["-q", "-N", "1", "--parsable"]);
+    let mut again = tool(&pdvm, "palloc");
+    again
+        .env("XDG_RUNTIME_DIR", xdg.path())
+        .args(["-q", "-N", "1", "--parsable"]);
     let g = run(again);
     let logs: Vec<String> = registry(&xdg)
         .into_iter()
         .filter(|n| n.ends_with(".log"))
         .collect();
     assert_eq!(logs.len(), 1, "only the live holder's log stays: {logs:?}");
-    let mut rel = tool(&pdvm, &xdg, "prelease");
-    rel.arg(text(&g.stdout).trim());
+    let mut rel = tool(&pdvm, "prelease");
+    rel.env("XDG_RUNTIME_DIR", xdg.path())
+        .arg(text(&g.stdout).trim());
     assert_eq!(run(rel).status.code(), Some(0));
 }
 
@@ -147,8 +147,8 @@ fn a_detached_palloc_keeps_none_of_the_callers_descriptors() {
         !fds.iter().any(|t| t.ends_with("/seven")),
         "the caller's descriptor 7 leaked into the detached palloc: {fds:?}"
     );
-    let mut rel = tool(&pdvm, &xdg, "prelease");
-    rel.arg(&id);
+    let mut rel = tool(&pdvm, "prelease");
+    rel.env("XDG_RUNTIME_DIR", xdg.path()).arg(&id);
     assert_eq!(run(rel).status.code(), Some(0));
 }
 
@@ -225,8 +225,9 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
     let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
     let xdg = support::unique_tmpdir("xdg-partial");
     let dir = support::unique_tmpdir("partial");
-    let mut hold = tool(&pdvm, &xdg, "palloc");
-    hold.args(["-q", "-N", "1", "--hold", "--parsable"])
+    let mut hold = tool(&pdvm, "palloc");
+    hold.env("XDG_RUNTIME_DIR", xdg.path())
+        .args(["-q", "-N", "1", "--hold", "--parsable"])
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -273,8 +274,10 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
     }
     let grown = rss_kib(pid).saturating_sub(before);
     // A real client is served meanwhile.
-    let mut spawn = tool(&pdvm, &xdg, "pspawn");
-    spawn.args(["--target", &id, "echo", "served"]);
+    let mut spawn = tool(&pdvm, "pspawn");
+    spawn
+        .env("XDG_RUNTIME_DIR", xdg.path())
+        .args(["--target", &id, "echo", "served"]);
     let o = run(spawn);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(text(&o.stdout).trim(), "served");

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{cargo_bin, short_hostname, show, text, user_path, Prte};
+use crate::support::{short_hostname, show, text, tool, Prte};
 use serde_json::Value;
 
 /// How many times each way is tried.
@@ -129,11 +129,7 @@ fn holds_ended_by_sigterm_or_kill_9_give_their_nodes_back_pdvm() {
 }
 
 fn master_tool(dvm: &Prte) -> impl Fn(&str) -> Command + '_ {
-    move |name: &str| {
-        let mut c = dvm.tool_command(cargo_bin(name));
-        c.env("PATH", user_path());
-        c
-    }
+    move |name: &str| tool(dvm, name)
 }
 
 /// No reservation is left and the host is in the default pool again.

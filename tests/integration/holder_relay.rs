@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{cargo_bin, short_hostname, show, text, user_path, Prte};
+use crate::support::{short_hostname, show, text, tool, Prte};
 
 /// How many `pspawn`s run at once through one holder.
 const CONCURRENT: usize = 50;
@@ -76,8 +76,7 @@ fn fifty_concurrent_pspawns_through_one_holder_each_get_only_their_own_output_ma
     let dvm = Prte::start_master();
     let host = short_hostname();
     let dir = support::unique_tmpdir("relay50m");
-    let mut cmd = dvm.tool_command(cargo_bin("palloc"));
-    cmd.env("PATH", user_path());
+    let mut cmd = tool(&dvm, "palloc");
     cmd.args([
         "-q",
         "-w",

@@ -10,12 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::support::pdvm::Pdvm;
-use crate::support::text;
-
-/// A tool command next to `pdvm` (see [`Pdvm::tool`]).
-fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    pdvm.tool(name)
-}
+use crate::support::{text, tool};
 
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 30)

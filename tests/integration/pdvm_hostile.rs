@@ -11,18 +11,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::show;
+use crate::support::{show, tool, ToolCommand};
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::Session;
-
-fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.env("TMPDIR", pdvm.tmpdir.path())
-        .env("NO_COLOR", "1")
-        .env("PATH", support::user_path());
-    cmd
-}
 
 fn run(mut cmd: Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
@@ -91,7 +82,7 @@ fn forged_client_identity_is_refused() {
          prelease \"$(sed -n 's/.*\"alloc_id\":\"\\([^\"]*\\)\".*/\\1/p' {d}/a.json | head -n 1)\"\n\
          echo $? >{d}/rc.tmp; mv {d}/rc.tmp {d}/rc\n"
     );
-    let mut spawn = tool(&pdvm, "pspawn");
+    let mut spawn = tool(&pdvm, "pspawn").no_color();
     spawn.args(["--detach", "-n", "1", "sh", "-c", &body]);
     let o = run(spawn);
     assert!(o.status.success(), "{}", show(&o));
@@ -103,7 +94,7 @@ fn forged_client_identity_is_refused() {
         .expect("allocation record");
     let id = alloc["alloc_id"].as_str().unwrap().to_string();
     let env = support::wait_file(&dir.join("env"), Duration::from_secs(20));
-    let mut forged = tool(&pdvm, "prelease");
+    let mut forged = tool(&pdvm, "prelease").no_color();
     forged.arg(&id);
     for line in env.lines() {
         if let Some((k, v)) = line.split_once('=') {
@@ -134,7 +125,7 @@ fn forged_client_identity_is_refused() {
 
 fn pwatch_status_timed(pdvm: &Pdvm) -> (Output, Duration) {
     let t = Instant::now();
-    let mut c = tool(pdvm, "pwatch");
+    let mut c = tool(pdvm, "pwatch").no_color();
     c.args(["--status", "--json"]);
     let o = run(c);
     (o, t.elapsed())
@@ -192,7 +183,7 @@ fn giant_repeated_query_is_bounded() {
     use pmix_tools::codec::{Cmd, Query, Size};
     let pdvm = Pdvm::start(&["--nodes", "2", "--scheduler-nodes", "4"]);
     // Something to report in every answer.
-    let mut p = tool(&pdvm, "palloc");
+    let mut p = tool(&pdvm, "palloc").no_color();
     p.args(["-N", "2", "--hold"]);
     let mut holder = p
         .stdin(Stdio::null())
@@ -452,7 +443,7 @@ fn handshake_cost_figure() {
 fn jobs_die_with_a_killed_pdvm() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
     let pidfile = pdvm.tmpdir.path().join("job.pid");
-    let mut c = tool(&pdvm, "pspawn");
+    let mut c = tool(&pdvm, "pspawn").no_color();
     c.args([
         "--detach",
         "-n",

@@ -22,7 +22,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use crate::support::py::libpmix_tool_args;
-use crate::support::{debian_pmix_python, debian_pmix_tool, run_with_timeout, Prte};
+use crate::support::{debian_pmix_python, debian_pmix_tool, run_with_timeout, Prte, ToolHost};
 
 fn text(out: &Output) -> String {
     format!(

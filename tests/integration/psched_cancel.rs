@@ -8,14 +8,14 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::psched_cluster::tool;
 use crate::support::cluster::Cluster;
-use crate::support::{run_with_timeout, show, text, LineReader};
+use crate::support::{run_with_timeout, show, text, tool, LineReader, ToolCommand};
 
 #[test]
 fn a_queued_request_cancelled_from_another_shell_says_by_whom() {
     let c = Cluster::start_with_psched(1, 2, &[]);
     let mut holder = tool(&c, "palloc")
+        .no_color()
         .args(["--hold", "--json", "-N", "2", "-t", "5m"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -30,6 +30,7 @@ fn a_queued_request_cancelled_from_another_shell_says_by_whom() {
         c.psched_log()
     );
     let queued = tool(&c, "palloc")
+        .no_color()
         .args(["-N", "1", "-t", "5m", "--request-id", "big", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -42,6 +43,7 @@ fn a_queued_request_cancelled_from_another_shell_says_by_whom() {
     let o = loop {
         let o = run_with_timeout(
             tool(&c, "prelease")
+                .no_color()
                 .args(["--cancel", "big"])
                 .stdin(Stdio::null()),
             60,

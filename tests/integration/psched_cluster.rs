@@ -6,14 +6,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, run_with_timeout, show, text, user_path, LineReader};
-
-/// `name` run inside the cluster's namespace, with our binaries on PATH.
-pub(crate) fn tool(c: &Cluster, name: &str) -> Command {
-    let mut cmd = c.command(cargo_bin(name));
-    cmd.env("PATH", user_path()).env("NO_COLOR", "1");
-    cmd
-}
+use crate::support::{cargo_bin, run_with_timeout, show, text, tool, LineReader, ToolCommand};
 
 pub(crate) fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 90)
@@ -30,7 +23,7 @@ pub(crate) fn run(cmd: &mut Command) -> Output {
 #[test]
 fn palloc_n2_runs_on_two_pool_nodes() {
     let c = Cluster::start_with_psched(2, 4, &[]);
-    let o = run(tool(&c, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().args([
         "-N",
         "2",
         "-t",
@@ -110,7 +103,7 @@ pub(crate) fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// A `palloc --hold --json` with `args`, inside the cluster; its stdout
 /// lines and the allocation id of its grant.
 pub(crate) fn hold(c: &Cluster, args: &[&str]) -> (std::process::Child, LineReader, String) {
-    hold_with(tool(c, "palloc"), args)
+    hold_with(tool(c, "palloc").no_color(), args)
 }
 
 /// [`hold`] with the `palloc` command given (its environment set).
@@ -168,7 +161,7 @@ fn psched_killed_and_restarted_keeps_grants() {
 #[test]
 fn none_disposition_returns_node_to_psched_by_query() {
     let c = Cluster::start_with_psched(1, 2, &[]);
-    let o = run(tool(&c, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().args([
         "-N",
         "1",
         "-t",
@@ -208,14 +201,17 @@ fn extend_adds_a_node_from_psched() {
     let readies = || readies(&c);
     let (mut child, _lines, id) = hold(&c, &["-N", "1", "-t", "5m"]);
     wait_for("the first grow is done", || readies() >= 2);
-    let o = run(tool(&c, "palloc").args(["--extend", &id, "-N", "1"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .args(["--extend", &id, "-N", "1"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let nodes: Vec<String> =
         serde_json::from_value(grant(&c, &id).expect("granted")["nodes"].clone()).expect("nodes");
     assert_eq!(nodes.len(), 2, "{nodes:?}");
     wait_for("the second grow is done", || readies() >= 3);
-    let o =
-        run(tool(&c, "pspawn").args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
     let mut hosts: Vec<String> = text(&o.stdout)
         .lines()
         .filter(|l| l.starts_with("node"))
@@ -247,6 +243,7 @@ fn status_shows_queues_pending_and_grants() {
     );
     let (mut a, _la, id_a) = hold(&c, &["-N", "1", "-t", "5m"]);
     let mut b = tool(&c, "palloc")
+        .no_color()
         .args(["--hold", "--json", "-N", "1"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -272,6 +269,7 @@ fn status_shows_queues_pending_and_grants() {
     let left = g["left_secs"].as_u64().expect("seconds left");
     assert!((1..=300).contains(&left), "{g}");
     let o = run(tool(&c, "pwatch")
+        .no_color()
         .args(["--status", "--json", "--uri"])
         .arg(format!("file:{uri_arg}")));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -290,7 +288,7 @@ fn status_shows_queues_pending_and_grants() {
     assert_eq!(r["nodes"], serde_json::json!(c.pool), "{p}");
     assert!(r["expires_at"].as_u64().is_some(), "with its expiry: {p}");
     assert_eq!(p["nodes"][0]["alloc_id"], id_a.as_str(), "{p}");
-    let o = run(tool(&c, "prelease").arg(&id_a));
+    let o = run(tool(&c, "prelease").no_color().arg(&id_a));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let granted = b_lines
         .next_line(std::time::Duration::from_secs(60))
@@ -314,7 +312,9 @@ fn status_shows_queues_pending_and_grants() {
 #[test]
 fn pspawn_n2_outside_an_allocation_reserves_and_gives_back() {
     let c = Cluster::start_with_psched(2, 4, &[]);
-    let o = run(tool(&c, "pspawn").args(["-N", "2", "-v", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["-N", "2", "-v", "hostname"]));
     let ctx = format!(
         "{}\n{}\n--- psched:\n{}",
         show(&o),
@@ -329,7 +329,10 @@ fn pspawn_n2_outside_an_allocation_reserves_and_gives_back() {
     for h in &hosts {
         assert!(c.pool.contains(h), "{h} is one of psched's nodes: {ctx}");
     }
-    let o = run(tool(&c, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    let o =
+        run(tool(&c, "pwatch")
+            .no_color()
+            .args(["--status", "--what", "reservations", "--json"]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
     let left: Vec<&serde_json::Value> = v["reservations"]

@@ -8,9 +8,8 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::psched_cluster::tool;
 use crate::support::cluster::Cluster;
-use crate::support::{run_with_timeout, show, text};
+use crate::support::{run_with_timeout, show, text, tool, ToolCommand};
 
 /// `prte` arguments: slots may be oversubscribed (P7).
 pub(crate) const OVERSUBSCRIBE: [&str; 3] = [
@@ -31,6 +30,7 @@ pub(crate) fn run_example_within(c: &Cluster, name: &str, secs: u64) -> std::pro
         .join(name);
     run_with_timeout(
         tool(c, "pspawn")
+            .no_color()
             .args(["-n", "1", "sh"])
             .arg(path)
             .stdin(Stdio::null()),
@@ -95,7 +95,9 @@ fn child_drain_example_on_prrte_master_with_psched_deviation() {
     let s = crate::psched_cluster::psched_status(&c);
     assert_eq!(s["grants"].as_array().map(Vec::len), Some(1), "{s}");
     let o = run_with_timeout(
-        tool(&c, "pwatch").args(["--status", "--what", "namespaces", "--json"]),
+        tool(&c, "pwatch")
+            .no_color()
+            .args(["--status", "--what", "namespaces", "--json"]),
         60,
     );
     assert!(

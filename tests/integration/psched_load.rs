@@ -5,14 +5,15 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::psched_cluster::{grant, hold, psched_status, run, tool, wait_for};
+use crate::psched_cluster::{grant, hold, psched_status, run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::{show, text};
+use crate::support::{show, text, tool, ToolCommand};
 
 /// `palloc -q -N 1 -t 5m ARGS -- pspawn -n 1 sh -c 'echo $PMIX_HOSTNAME'`:
 /// exit code and the host the job ran on.
 fn round(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
     let o = run(tool(c, "palloc")
+        .no_color()
         .args(["-q", "-N", "1", "-t", "5m"])
         .args(args)
         .args(["--", "pspawn", "-n", "1", "sh", "-c", "echo $PMIX_HOSTNAME"]));
@@ -27,7 +28,10 @@ fn round(c: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
 /// psched's own reservation of idle nodes left out (PRRTE keeps listing a
 /// node there after it moved to a user's reservation, P10).
 fn reservations(c: &Cluster) -> Option<Vec<(String, Vec<String>)>> {
-    let o = run(tool(c, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    let o =
+        run(tool(c, "pwatch")
+            .no_color()
+            .args(["--status", "--what", "reservations", "--json"]));
     if o.status.code() != Some(0) {
         eprintln!("pwatch --status did not answer this time: {}", show(&o));
         return None;
@@ -113,17 +117,21 @@ fn every_node_runs_jobs_again_whatever_ended_its_allocation() {
 
 /// `palloc -w NODE --parsable` then `prelease`: the node is psched's again.
 fn take_back(c: &Cluster, node: &str) {
-    let o = run(tool(c, "palloc").args(["-q", "-w", node, "-t", "5m", "--parsable"]));
+    let o = run(tool(c, "palloc")
+        .no_color()
+        .args(["-q", "-w", node, "-t", "5m", "--parsable"]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let id = text(&o.stdout).trim().to_string();
-    let o = run(tool(c, "prelease").arg(&id));
+    let o = run(tool(c, "prelease").no_color().arg(&id));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
 }
 
 /// A held allocation reaches its time limit: the holder ends with 8, as on
 /// pdvm; then a job runs on the node it held.
 fn expire(c: &Cluster) -> (Option<i32>, String, String) {
-    let o = run(tool(c, "palloc").args(["-N", "1", "-t", "2s", "--hold"]));
+    let o = run(tool(c, "palloc")
+        .no_color()
+        .args(["-N", "1", "-t", "2s", "--hold"]));
     assert_eq!(
         o.status.code(),
         Some(8),
@@ -168,6 +176,7 @@ fn a_burst_of_requests_is_served_whole() {
     let mut kids: Vec<std::process::Child> = (0..48)
         .map(|_| {
             tool(&c, "palloc")
+                .no_color()
                 .args([
                     "-q", "-N", "1", "-t", "5m", "--", "pspawn", "-n", "1", "true",
                 ])
@@ -227,7 +236,9 @@ fn a_request_from_outside_the_owners_changes_nothing() {
     let free_before = psched_status(&c)["free"].clone();
     let script =
         format!("palloc -q --extend {id} -N 1; echo extend=$?; prelease {id}; echo release=$?");
-    let o = run(tool(&c, "pspawn").args(["-n", "1", "sh", "-c", &script]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["-n", "1", "sh", "-c", &script]));
     let out = text(&o.stdout);
     let ctx = format!("{}\n--- psched:\n{}", show(&o), c.psched_log());
     assert!(
@@ -249,7 +260,7 @@ fn a_request_from_outside_the_owners_changes_nothing() {
     );
     assert_eq!(psched_status(&c)["free"], free_before, "{ctx}");
     assert!(no_node_twice(&c), "pwatch --status answers");
-    let o = run(tool(&c, "prelease").arg(&id));
+    let o = run(tool(&c, "prelease").no_color().arg(&id));
     assert_eq!(o.status.code(), Some(0), "the owner releases: {}", show(&o));
     wait_for("psched freed the node", || grant(&c, &id).is_none());
     let _ = h.kill();

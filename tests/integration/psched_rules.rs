@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::psched_cluster::{grant, hold, psched_status, readies, run, tool, wait_for};
+use crate::psched_cluster::{grant, hold, psched_status, readies, run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, json_records, show, text, LineReader};
+use crate::support::{cargo_bin, json_records, show, text, tool, LineReader, ToolCommand};
 
 /// The names of psched's nodes in `key` (`free`, `retained`) of its status.
 fn status_nodes(c: &Cluster, key: &str) -> Vec<String> {
@@ -36,7 +36,13 @@ fn wait_two_reconciles(c: &Cluster) {
 
 /// The hosts a default-pool `pspawn -n N --map-by node hostname` ran on.
 fn default_pool_hosts(c: &Cluster, n: usize) -> Vec<String> {
-    let o = run(tool(c, "pspawn").args(["-n", &n.to_string(), "--map-by", "node", "hostname"]));
+    let o = run(tool(c, "pspawn").no_color().args([
+        "-n",
+        &n.to_string(),
+        "--map-by",
+        "node",
+        "hostname",
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
     let mut h: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     h.sort();
@@ -46,7 +52,9 @@ fn default_pool_hosts(c: &Cluster, n: usize) -> Vec<String> {
 /// The node names in PRRTE's own node table (`pwatch --status --what
 /// nodes --json`).
 fn dvm_nodes(c: &Cluster) -> Vec<String> {
-    let o = run(tool(c, "pwatch").args(["--status", "--what", "nodes", "--json"]));
+    let o = run(tool(c, "pwatch")
+        .no_color()
+        .args(["--status", "--what", "nodes", "--json"]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
     v["nodes"]
@@ -143,6 +151,7 @@ fn rest(mut child: Child, lines: &LineReader) -> String {
 fn warning_only_to_requester_advisory_then_extend() {
     let c = Cluster::start_with_psched(1, 2, &[]);
     let mut watcher = tool(&c, "pwatch")
+        .no_color()
         .args(["--as-tool", "--json", "-v"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -169,11 +178,15 @@ fn warning_only_to_requester_advisory_then_extend() {
     assert!((1..=10).contains(&left), "seconds left: {warned}");
     // Advisory: the reservation lives on and a job runs in it.
     assert!(grant(&c, &a).is_some(), "still granted after the warning");
-    let o = run(tool(&c, "pspawn").args(["--target", &a, "-n", "1", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["--target", &a, "-n", "1", "hostname"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
     let nodes: Vec<String> = serde_json::from_value(g["nodes"].clone()).expect("nodes");
     assert_eq!(text(&o.stdout).trim(), nodes[0], "ran on the granted node");
-    let o = run(tool(&c, "palloc").args(["--extend", &a, "-t", "30s"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .args(["--extend", &a, "-t", "30s"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let after = grant(&c, &a).expect("still granted")["expires_at_ms"]
         .as_u64()
@@ -209,6 +222,7 @@ fn expiry_terminates_the_job_on_the_departing_node() {
     wait_for("the grow is done", || readies(&c) >= 2);
     let (pidfile, go) = (c.dir().join("job.pid"), c.dir().join("job.go"));
     let mut job = tool(&c, "pspawn")
+        .no_color()
         .args(["--target", &id, "-n", "1", "sh", "-c"])
         .arg(waiting_job(&pidfile, &go))
         .stdin(Stdio::null())
@@ -241,6 +255,7 @@ fn scheduler_releases_any_reservation() {
     wait_for("the grow is done", || readies(&c) >= 2);
     let (pidfile, go) = (c.dir().join("job.pid"), c.dir().join("job.go"));
     let mut job = tool(&c, "pspawn")
+        .no_color()
         .args(["--target", &id, "-n", "1", "sh", "-c"])
         .arg(waiting_job(&pidfile, &go))
         .stdin(Stdio::null())
@@ -284,6 +299,7 @@ fn child_holds_then_returns_node_to_psched() {
         waiting_job(&pidfile, &go)
     );
     let o = run(tool(&c, "palloc")
+        .no_color()
         .env("PRRTE_OUT", c.dir().join("prte.out"))
         .args(["-N", "1", "-t", "5m", "--inherit", "child", "--json", "--"])
         .args(["sh", "-c", &spawn]));
@@ -313,6 +329,7 @@ fn child_holds_then_returns_node_to_psched() {
 fn default_and_child_default_keep_nodes_in_the_dvm() {
     let c = Cluster::start_with_psched(1, 2, &[]);
     let o = run(tool(&c, "palloc")
+        .no_color()
         .env("PRRTE_OUT", c.dir().join("prte.out"))
         .args([
             "-N",
@@ -333,6 +350,7 @@ fn default_and_child_default_keep_nodes_in_the_dvm() {
         waiting_job(&pidfile, &go)
     );
     let o = run(tool(&c, "palloc")
+        .no_color()
         .env("PRRTE_OUT", c.dir().join("prte.out"))
         .args([
             "-N",

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
 use crate::support::slurm::{start_psched_on, start_psched_with_env, SJob, Slurm, Version};
-use crate::support::{show, text, user_path, LineReader};
+use crate::support::{show, text, tool, LineReader, ToolCommand};
 
 /// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`.
 macro_rules! on_both_versions {
@@ -58,16 +58,6 @@ on_both_versions!(
     a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words,
 );
 
-/// `name` as in the pool-backend tests (inside the cluster's namespace,
-/// our binaries on PATH), with the private Slurm's `SLURM_CONF` set and
-/// its programs first on PATH (so a script can ask `squeue`).
-fn tool(c: &Cluster, s: &Slurm, name: &str) -> Command {
-    let mut cmd = crate::psched_cluster::tool(c, name);
-    cmd.env("SLURM_CONF", &s.conf)
-        .env("PATH", s.version.path_before(&user_path()));
-    cmd
-}
-
 fn cluster_on_slurm(v: Version) -> (Cluster, Slurm) {
     crate::support::slurm::cluster_on_slurm(v, &[])
 }
@@ -91,7 +81,12 @@ fn job_of(s: &Slurm, alloc: &str) -> u64 {
 
 /// The nodes `pwatch --status --json` shows for reservation `id`, sorted.
 fn reservation_nodes(c: &Cluster, s: &Slurm, id: &str) -> Vec<String> {
-    let o = run(tool(c, s, "pwatch").args(["--status", "--what", "reservations", "--json"]));
+    let o = run(tool(c, "pwatch").no_color().on_slurm(s).args([
+        "--status",
+        "--what",
+        "reservations",
+        "--json",
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
     let r = v["reservations"]
@@ -121,7 +116,7 @@ fn psched_pending(s: &Slurm) -> bool {
 
 /// A `palloc --hold --json` with `args`; its stdout lines and alloc id.
 fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineReader, String) {
-    crate::psched_cluster::hold_with(tool(c, s, "palloc"), args)
+    crate::psched_cluster::hold_with(tool(c, "palloc").no_color().on_slurm(s), args)
 }
 
 /// [`hold`] with palloc's stderr kept: the holder, its stdout lines, the
@@ -131,7 +126,7 @@ fn hold_telling(
     s: &Slurm,
     args: &[&str],
 ) -> (std::process::Child, LineReader, String) {
-    let mut palloc = tool(c, s, "palloc");
+    let mut palloc = tool(c, "palloc").no_color().on_slurm(s);
     palloc.stderr(Stdio::piped());
     let mut child = palloc
         .args(["--hold", "--json"])
@@ -194,7 +189,9 @@ fn a_pspawn_whose_allocation_slurm_cancels_exits_10_with_slurms_word(v: Version)
         "pspawn -n 1 sh -c 'echo $$ > {}; exec sleep 300'; echo PSPAWN_EXIT=$?",
         pidfile.display()
     );
-    let palloc = tool(&c, &s, "palloc")
+    let palloc = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -257,7 +254,9 @@ fn palloc_on_slurm_runs_where_squeue_says_and_gives_the_nodes_back(v: Version) {
          squeue --json > {}",
         squeue.display()
     );
-    let o = run(tool(&c, &s, "palloc")
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .env("PRRTE_OUT", c.dir().join("prte.out"))
         .args([
             "-N",
@@ -326,7 +325,9 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request(v: Version) {
         "pwatch --status and squeue agree"
     );
     // A request for all three nodes cannot be met while two are held.
-    let queued = tool(&c, &s, "palloc")
+    let queued = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args([
             "-N",
             "3",
@@ -343,7 +344,10 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request(v: Version) {
         .spawn()
         .expect("start the queued palloc");
     wait_for("Slurm shows the request pending", || psched_pending(&s));
-    let o = run(tool(&c, &s, "prelease").args(["--cancel", "big"]));
+    let o = run(tool(&c, "prelease")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--cancel", "big"]));
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -367,7 +371,10 @@ fn partial_release_shrinks_and_cancel_withdraws_a_pending_request(v: Version) {
     // The job's first node: a batch job's could not be given back (its
     // batch host); psched's jobs have none.
     let gone = nodes[0].clone();
-    let o = run(tool(&c, &s, "prelease").args([&id, "-w", &gone]));
+    let o = run(tool(&c, "prelease")
+        .no_color()
+        .on_slurm(&s)
+        .args([&id, "-w", &gone]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     wait_for("the node given back is idle in sinfo", || {
         s.idle_nodes().contains(&gone)
@@ -402,7 +409,9 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes(v: Version) {
     });
     let pidfile = c.dir().join("job.pid");
     let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let mut job = tool(&c, &s, "pspawn")
+    let mut job = tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
         .args(["--target", &id, "-n", "1", "sh", "-c", &body])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -448,7 +457,10 @@ fn the_warning_follows_slurms_end_time_and_an_extend_moves_it(v: Version) {
     let job = job_of(&s, &id);
     let end = |s: &Slurm| s.job(job).map_or(0, |j| j.end_time);
     let before = end(&s);
-    let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-t", "1m"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--extend", &id, "-t", "1m"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     assert_eq!(end(&s), before + 60, "Slurm's end time moved a minute");
     let _ = holder.kill();
@@ -546,7 +558,10 @@ fn child_drain_example_on_psched_on_slurm_deviation(v: Version) {
 fn extend_adds_a_node_as_a_second_slurm_job(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     let (mut holder, _lines, id) = hold(&c, &s, &["-N", "1", "-t", "5m"]);
-    let o = run(tool(&c, &s, "palloc").args(["--extend", &id, "-N", "1"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--extend", &id, "-N", "1"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let jobs = running(&s);
     assert_eq!(
@@ -558,16 +573,17 @@ fn extend_adds_a_node_as_a_second_slurm_job(v: Version) {
     assert_ne!(jobs[0].1, jobs[1].1, "on different nodes: {jobs:?}");
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(ledger.contains("slurm_jobs"), "{ledger}");
-    let o =
-        run(tool(&c, &s, "pspawn")
-            .args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--target", &id, "-n", "2", "--map-by", "node", "hostname"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
     let mut hosts: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     hosts.sort();
     let mut want: Vec<String> = jobs.iter().flat_map(|(_, n)| n.clone()).collect();
     want.sort();
     assert_eq!(hosts, want, "the job ran on both jobs' nodes");
-    let o = run(tool(&c, &s, "prelease").arg(&id));
+    let o = run(tool(&c, "prelease").no_color().on_slurm(&s).arg(&id));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     wait_for("both Slurm jobs gone, every node idle", || {
         running(&s).is_empty() && s.idle_nodes() == c.pool
@@ -625,7 +641,11 @@ fn requests_slurm_cannot_meet_are_refused(v: Version) {
         &["-N", "4", "-t", "5m"][..],
         &["-N", "1", "-t", "5m", "-p", "short"][..],
     ] {
-        let o = run(tool(&c, &s, "palloc").args(args).args(["--json"]));
+        let o = run(tool(&c, "palloc")
+            .no_color()
+            .on_slurm(&s)
+            .args(args)
+            .args(["--json"]));
         let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
         assert_ne!(o.status.code(), Some(0), "{ctx}");
         assert!(text(&o.stdout).contains("PMIX_ERR_BAD_PARAM"), "{ctx}");
@@ -653,7 +673,9 @@ fn requests_slurm_cannot_meet_are_refused(v: Version) {
 fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart(v: Version) {
     let (mut c, s) = cluster_on_slurm(v);
     let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
-    let mut queued = tool(&c, &s, "palloc")
+    let mut queued = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -683,7 +705,7 @@ fn a_pending_job_of_a_killed_psched_is_withdrawn_at_restart(v: Version) {
 /// Slurm must not hand the nodes out while PRRTE still uses them.
 fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
     let (mut c, s) = cluster_on_slurm(v);
-    let o = run(tool(&c, &s, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().on_slurm(&s).args([
         "-N",
         "1",
         "-t",
@@ -727,7 +749,7 @@ fn a_retained_nodes_work_stops_when_slurm_ends_its_job(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     let pidfile = c.dir().join("rank.pid");
     let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let o = run(tool(&c, &s, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().on_slurm(&s).args([
         "-N",
         "1",
         "-t",
@@ -777,7 +799,7 @@ fn a_retained_nodes_work_stops_when_slurm_ended_its_job_while_psched_was_down(v:
     let (mut c, s) = cluster_on_slurm(v);
     let pidfile = c.dir().join("rank.pid");
     let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let o = run(tool(&c, &s, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().on_slurm(&s).args([
         "-N",
         "1",
         "-t",
@@ -874,7 +896,10 @@ fn another_users_job_named_like_pscheds_is_never_touched(v: Version) {
         .unwrap_or_else(|| panic!("nobody's job {next}: {:?}", s.jobs()));
     assert_eq!(theirs.state, "RUNNING", "{theirs:?}");
     // psched's next allocation has that very name; it runs and ends.
-    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "5m", "--", "true"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
+        .args(["-N", "1", "-t", "5m", "--", "true"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let _ = a.kill();
     let _ = a.wait();
@@ -911,7 +936,9 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
     let job_a = job_of(&s, &id_a);
     s.stop_controller();
     let stopped = Instant::now();
-    let mut b = tool(&c, &s, "palloc")
+    let mut b = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--hold", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1002,7 +1029,10 @@ fn names_slurm_would_misread_and_unbounded_times_never_reach_it(v: Version) {
         assert!(Instant::now() < deadline, "psched refused the name: {ctx}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "2000m", "--json"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
+        .args(["-N", "1", "-t", "2000m", "--json"]));
     let ctx = format!("{}\n{}", show(&o), c.psched_log());
     assert!(text(&o.stdout).contains("PMIX_ERR_BAD_PARAM"), "{ctx}");
     assert!(c.psched_log().contains("over psched's maximum"), "{ctx}");
@@ -1027,7 +1057,10 @@ fn psched_as_root_for_several_users_refuses_and_says_why(v: Version) {
     assert!(nix::unistd::geteuid().is_root(), "the tests run as root");
     c.kill_psched();
     start_psched_with_env(&mut c, &s, &[]);
-    let o = run(tool(&c, &s, "palloc").args(["-N", "1", "-t", "1m", "--json"]));
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
+        .args(["-N", "1", "-t", "1m", "--json"]));
     let ctx = format!("{}\n{}", show(&o), c.psched_log());
     assert_ne!(o.status.code(), Some(0), "{ctx}");
     assert!(text(&o.stdout).contains("PMIX_ERR_NO_PERMISSIONS"), "{ctx}");
@@ -1096,7 +1129,9 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
         "echo \"$(hostname) $$\" >> {}; exec sleep 300",
         pids.display()
     );
-    let mut ranks = tool(&c, &s, "pspawn")
+    let mut ranks = tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
         .args([
             "--target", &id, "-n", "2", "--map-by", "node", "sh", "-c", &body,
         ])
@@ -1144,8 +1179,14 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     // No new job maps onto the lost node, although its slot is free and
     // PRRTE still lists it in the allocation (held in psched's idle
     // reservation): with the other node's slot busy, nothing fits.
-    let o =
-        run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "--immediate", "hostname"]));
+    let o = run(tool(&c, "pspawn").no_color().on_slurm(&s).args([
+        "--target",
+        &id,
+        "-n",
+        "1",
+        "--immediate",
+        "hostname",
+    ]));
     assert_ne!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert!(
         holder.try_wait().expect("holder").is_none(),
@@ -1159,7 +1200,10 @@ fn a_node_marked_down_leaves_a_two_node_allocation_which_goes_on(v: Version) {
     )
     .expect("SIGTERM pspawn");
     let _ = crate::support::wait_until(&mut ranks, Instant::now() + Duration::from_secs(60));
-    let o = run(tool(&c, &s, "pspawn").args(["--target", &id, "-n", "1", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--target", &id, "-n", "1", "hostname"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
     assert!(!c.psched_log().contains("NODE_FAIL"), "{}", ctx());
@@ -1237,7 +1281,9 @@ fn slurms_refusal_reason_reaches_palloc(v: Version) {
         (&["-C", "nofeature"][..], "feature"),
         (&["-c", "3"][..], "node configuration is not available"),
     ] {
-        let o = run(tool(&c, &s, "palloc")
+        let o = run(tool(&c, "palloc")
+            .no_color()
+            .on_slurm(&s)
             .args(["-N", "1", "-t", "5m"])
             .args(args));
         let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
@@ -1261,7 +1307,9 @@ fn slurms_refusal_reason_reaches_palloc(v: Version) {
 fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
-    let mut b = tool(&c, &s, "palloc")
+    let mut b = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -1294,7 +1342,9 @@ fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     c.start_psched_with(&["--backend", "slurm", "--status-uri", &uri], &env);
     let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
-    let mut b = tool(&c, &s, "palloc")
+    let mut b = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -1302,7 +1352,7 @@ fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
         .spawn()
         .expect("start the queued palloc");
     let status = |json: bool| {
-        let mut p = tool(&c, &s, "pwatch");
+        let mut p = tool(&c, "pwatch").no_color().on_slurm(&s);
         p.args(["--status", "--uri", &format!("file:{uri}")]);
         if json {
             p.arg("--json");
@@ -1362,7 +1412,9 @@ fn a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words(v: Version)
             "Flags=MAINT",
         ],
     );
-    let mut b = tool(&c, &s, "palloc")
+    let mut b = tool(&c, "palloc")
+        .no_color()
+        .on_slurm(&s)
         .args(["-N", "1", "-t", "5m", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

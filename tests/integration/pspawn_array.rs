@@ -9,13 +9,11 @@ use std::time::{Duration, Instant};
 use crate::support;
 use crate::support::array::{gated_task, intervals, most_at_once, stamping_task, started};
 use crate::support::pdvm::Pdvm;
-use crate::support::{json_records, show, text, Prte};
+use crate::support::{json_records, show, text, tool, Prte};
 
 /// `pspawn` as a user runs it next to a PRRTE DVM, our tools on `PATH`.
 fn pspawn_of(dvm: &Prte) -> Command {
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path());
-    cmd
+    tool(dvm, "pspawn")
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -371,8 +369,7 @@ fn failed_tasks_are_counted_on_prrte_master() {
 fn an_array_inside_an_allocation_on_prrte_master_runs_there_waiting_for_busy_slots() {
     let dvm = Prte::start_master();
     let host = support::short_hostname();
-    let mut cmd = dvm.tool_command(support::cargo_bin("palloc"));
-    cmd.env("PATH", support::user_path());
+    let mut cmd = tool(&dvm, "palloc");
     // More tasks at once than the node has slots: the next waits for one.
     let o = run(cmd.args([
         "-w",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, LineReader, Prte};
+use crate::support::{show, text, tool, LineReader, Prte};
 
 /// What pspawn says once when it starts waiting.
 const WAITING: &str = "are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for them";
@@ -29,9 +29,8 @@ pspawn --immediate echo immediate; echo immediate=$?
 pspawn echo second; echo second=$?
 wait"
     );
-    let mut cmd = dvm.tool_command(support::cargo_bin("palloc"));
-    cmd.env("PATH", support::user_path())
-        .args(["-w", &support::short_hostname(), "--", "sh", "-c", &script])
+    let mut cmd = tool(&dvm, "palloc");
+    cmd.args(["-w", &support::short_hostname(), "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -12,7 +12,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_tmpdir, Prte};
+use crate::support::{
+    cargo_bin, run_with_timeout, scrub_pmix_env, text, unique_tmpdir, Prte, ToolHost,
+};
 use pmix_tools::codec::{
     DataArray, Decoder, Encoder, Info, Proc, ProcInfo, Query, Size, Value, WireVersion,
 };

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, Prte};
+use crate::support::{show, text, tool, Prte};
 
 fn run(cmd: &mut Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 90)
@@ -155,10 +155,8 @@ fn shared_output_files_keep_every_line_on_prrte_master() {
     let dvm = Prte::start_master();
     let dir = support::unique_tmpdir("ofiles");
     let pspawn = |args: &[&str]| {
-        let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-        cmd.env("PATH", support::user_path())
-            .current_dir(dir.path())
-            .args(args);
+        let mut cmd = tool(&dvm, "pspawn");
+        cmd.current_dir(dir.path()).args(args);
         run(&mut cmd)
     };
     let out = pspawn(&[

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, Prte};
+use crate::support::{show, text, tool, Prte};
 
 fn run(cmd: &mut Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 60)
@@ -92,10 +92,8 @@ fn pspawn_runs_dot_slash_prog_from_the_callers_directory_on_prrte_master() {
     let dvm = Prte::start_master();
     let here = support::unique_tmpdir("caller");
     prog_in(here.path(), "mine");
-    let mut cmd = dvm.tool_command(support::cargo_bin("pspawn"));
-    cmd.env("PATH", support::user_path())
-        .current_dir(here.path())
-        .arg("./prog");
+    let mut cmd = tool(&dvm, "pspawn");
+    cmd.current_dir(here.path()).arg("./prog");
     let out = run(&mut cmd);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(

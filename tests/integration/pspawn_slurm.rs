@@ -5,7 +5,7 @@
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text};
+use crate::support::{show, text, tool};
 
 use serde_json::Value;
 use std::process::{Output, Stdio};
@@ -269,12 +269,12 @@ fn nodes_inside_an_allocation_is_the_node_count() {
 #[test]
 fn prrte_master_refuses_nodes_without_a_scheduler() {
     let dvm = support::Prte::start_master();
-    let tool = |name: &str| {
-        let mut c = dvm.tool_command(support::cargo_bin(name));
-        c.env("PATH", support::user_path()).stdin(Stdio::null());
-        c
-    };
-    let o = support::run_with_timeout(tool("pspawn").args(["-N", "2", "hostname"]), 60);
+    let o = support::run_with_timeout(
+        tool(&dvm, "pspawn")
+            .stdin(Stdio::null())
+            .args(["-N", "2", "hostname"]),
+        60,
+    );
     assert_eq!(o.status.code(), Some(7), "{}\n{}", show(&o), dvm.logs());
     assert!(
         text(&o.stderr).contains("no scheduler is attached"),
@@ -283,20 +283,28 @@ fn prrte_master_refuses_nodes_without_a_scheduler() {
     );
     assert!(o.stdout.is_empty(), "{}", show(&o));
     let o = support::run_with_timeout(
-        tool("pwatch").args(["--status", "--what", "reservations", "--json"]),
+        tool(&dvm, "pwatch").stdin(Stdio::null()).args([
+            "--status",
+            "--what",
+            "reservations",
+            "--json",
+        ]),
         60,
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let left = support::json_records(&text(&o.stdout));
     assert!(left.is_empty(), "reservations left behind: {left:?}");
     let o = support::run_with_timeout(
-        tool("pspawn").args(["-J", "named", "-c", "1", "sh", "-c", "echo ok"]),
+        tool(&dvm, "pspawn")
+            .stdin(Stdio::null())
+            .args(["-J", "named", "-c", "1", "sh", "-c", "echo ok"]),
         60,
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
     assert_eq!(text(&o.stdout).trim(), "ok", "{}", show(&o));
-    let mut c = tool("pspawn");
-    c.args(["-n", "2", "--stdin", "all", "--tag-output", "sh", "-c"])
+    let mut c = tool(&dvm, "pspawn");
+    c.stdin(Stdio::null())
+        .args(["-n", "2", "--stdin", "all", "--tag-output", "sh", "-c"])
         .arg("read line; echo got-$line");
     let o = crate::habits::run_with_input(&mut c, b"hello\n", 60);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), dvm.logs());
@@ -325,10 +333,8 @@ fn nodes_beyond_what_the_dvm_grants_are_refused() {
 #[test]
 fn prrte_3_refuses_nodes_before_reserving() {
     let dvm = support::Prte::start();
-    let mut c = dvm.tool_command(support::cargo_bin("pspawn"));
-    c.env("PATH", support::user_path())
-        .stdin(Stdio::null())
-        .args(["-N", "1", "hostname"]);
+    let mut c = tool(&dvm, "pspawn");
+    c.stdin(Stdio::null()).args(["-N", "1", "hostname"]);
     let o = support::run_with_timeout(&mut c, 60);
     assert_eq!(o.status.code(), Some(7), "{}\n{}", show(&o), dvm.logs());
     let err = text(&o.stderr);

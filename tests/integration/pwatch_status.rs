@@ -11,19 +11,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
-use crate::support::text;
+use crate::support::{text, tool};
 use serde_json::Value;
-
-/// A tool command that finds `pdvm` by its tmpdir, with our binaries first
-/// on PATH.
-fn tool(pdvm: &Pdvm, name: &str) -> Command {
-    let mut cmd = Command::new(support::cargo_bin(name));
-    support::scrub_pmix_env(&mut cmd);
-    cmd.env("TMPDIR", pdvm.tmpdir.path())
-        .env("PATH", support::user_path())
-        .env_remove("NO_COLOR");
-    cmd
-}
 
 fn run(cmd: &mut Command) -> Output {
     support::run_with_timeout(cmd.stdin(Stdio::null()), 30)
@@ -31,7 +20,10 @@ fn run(cmd: &mut Command) -> Output {
 
 /// `pwatch --status --json ARGS`: exactly one line, one document.
 fn status(pdvm: &Pdvm, args: &[&str]) -> Value {
-    let o = run(tool(pdvm, "pwatch").args(["--status", "--json"]).args(args));
+    let o = run(tool(pdvm, "pwatch")
+        .env_remove("NO_COLOR")
+        .args(["--status", "--json"])
+        .args(args));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let out = text(&o.stdout);
     assert_eq!(out.lines().count(), 1, "one document on one line: {out}");
@@ -62,6 +54,7 @@ fn within(secs: u64, mut f: impl FnMut() -> bool) -> bool {
 /// shells (it says so on stderr): (child, allocation id).
 fn hold(pdvm: &Pdvm) -> (Child, String) {
     let mut child = tool(pdvm, "palloc")
+        .env_remove("NO_COLOR")
         .args(["-N", "1", "--hold"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -98,7 +91,9 @@ fn one_document_no_self_and_the_scheduler_view() {
     let pdvm = Pdvm::start(&["--nodes", "2", "--slots", "2", "--scheduler-nodes", "4"]);
     let v = status(&pdvm, &[]);
     // python3's json.tool accepts it as it is.
-    let o = run(tool(&pdvm, "pwatch").args(["--status", "--json"]));
+    let o = run(tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
+        .args(["--status", "--json"]));
     let mut py = Command::new("python3")
         .args(["-m", "json.tool"])
         .stdin(Stdio::piped())
@@ -132,7 +127,9 @@ fn one_document_no_self_and_the_scheduler_view() {
 
     // A busy node is "busy" with its slots in use as a number; the table
     // still says "busy 1/2".
-    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
+    let o = run(tool(&pdvm, "pspawn")
+        .env_remove("NO_COLOR")
+        .args(["--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let v = status(&pdvm, &["--what", "nodes"]);
     assert!(
@@ -145,14 +142,19 @@ fn one_document_no_self_and_the_scheduler_view() {
         .collect();
     assert_eq!(busy.len(), 1, "{v}");
     assert_eq!(busy[0]["slots_used"], 1, "{v}");
-    let human = run(tool(&pdvm, "pwatch").args(["--status", "--what", "nodes"]));
+    let human = run(tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
+        .args(["--status", "--what", "nodes"]));
     let h = text(&human.stdout);
     assert!(h.contains("busy 1/2"), "{h}");
     assert!(
         !h.contains('─') && !h.contains('\u{1b}'),
         "plain off a terminal: {h}"
     );
-    let sched = run(tool(&pdvm, "pwatch").args(["--status", "--what", "scheduler"]));
+    let sched =
+        run(tool(&pdvm, "pwatch")
+            .env_remove("NO_COLOR")
+            .args(["--status", "--what", "scheduler"]));
     let h = text(&sched.stdout);
     assert!(
         h.contains("QUEUE") && h.contains("FREE") && h.contains("s[001-004]"),
@@ -164,10 +166,14 @@ fn one_document_no_self_and_the_scheduler_view() {
 fn ended_jobs_drop_off_and_live_ones_carry_their_size() {
     let pdvm = Pdvm::start(&["--nodes", "2", "--slots", "2"]);
     for _ in 0..3 {
-        let o = run(tool(&pdvm, "pspawn").args(["-n", "1", "true"]));
+        let o = run(tool(&pdvm, "pspawn")
+            .env_remove("NO_COLOR")
+            .args(["-n", "1", "true"]));
         assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     }
-    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "3", "sleep", "30"]));
+    let o = run(tool(&pdvm, "pspawn")
+        .env_remove("NO_COLOR")
+        .args(["--detach", "-n", "3", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let live = text(&o.stdout).trim().to_string();
     let v = status(&pdvm, &["--what", "namespaces"]);
@@ -195,12 +201,15 @@ fn allocations_mine_and_state_filters() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "2", "--scheduler-nodes", "2"]);
     let (holder, id) = hold(&pdvm);
     // From another shell, through the holder: a job in the allocation.
-    let o =
-        run(tool(&pdvm, "pspawn").args(["--target", &id, "--detach", "-n", "1", "sleep", "30"]));
+    let o = run(tool(&pdvm, "pspawn")
+        .env_remove("NO_COLOR")
+        .args(["--target", &id, "--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let job = text(&o.stdout).trim().to_string();
     // And one in the default pool, started detached from another shell.
-    let o = run(tool(&pdvm, "pspawn").args(["--detach", "-n", "1", "sleep", "30"]));
+    let o = run(tool(&pdvm, "pspawn")
+        .env_remove("NO_COLOR")
+        .args(["--detach", "-n", "1", "sleep", "30"]));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let other = text(&o.stdout).trim().to_string();
 
@@ -251,14 +260,23 @@ fn allocations_mine_and_state_filters() {
     assert!(v["namespaces"].is_null() && v["nodes"].is_null(), "{v}");
     let v = status(&pdvm, &["--state", "queued"]);
     assert!(rows(&v, "reservations").is_empty(), "{v}");
-    let bad =
-        run(tool(&pdvm, "pwatch").args(["--status", "--state", "idle", "--what", "reservations"]));
+    let bad = run(tool(&pdvm, "pwatch").env_remove("NO_COLOR").args([
+        "--status",
+        "--state",
+        "idle",
+        "--what",
+        "reservations",
+    ]));
     assert_eq!(bad.status.code(), Some(2), "{}", support::show(&bad));
 
     // What the completions ask for.
-    let o = run(tool(&pdvm, "pwatch").args(["--complete", "allocs"]));
+    let o = run(tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
+        .args(["--complete", "allocs"]));
     assert_eq!(text(&o.stdout).trim(), id, "{}", support::show(&o));
-    let o = run(tool(&pdvm, "pwatch").args(["--complete", "namespaces"]));
+    let o = run(tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
+        .args(["--complete", "namespaces"]));
     let listed = text(&o.stdout);
     assert!(
         listed.lines().any(|l| l == job) && listed.lines().any(|l| l == other),
@@ -271,6 +289,7 @@ fn allocations_mine_and_state_filters() {
 fn interval_prints_one_document_per_line() {
     let pdvm = Pdvm::start(&["--nodes", "1"]);
     let mut child = tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
         .args(["--status", "--json", "--interval", "1s"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -307,6 +326,7 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
     let (holder, id) = hold(&pdvm);
     let mut waiting = tool(&pdvm, "palloc")
+        .env_remove("NO_COLOR")
         .args(["-N", "1", "--request-id", "second", "--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -327,7 +347,7 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
     std::thread::sleep(Duration::from_secs(1));
     // Given back (through the holder) to the scheduler, which grants the
     // queued request.
-    let o = run(tool(&pdvm, "prelease").arg(&id));
+    let o = run(tool(&pdvm, "prelease").env_remove("NO_COLOR").arg(&id));
     assert_eq!(o.status.code(), Some(0), "{}", support::show(&o));
     let (st, timed_out) =
         support::wait_until(&mut waiting, Instant::now() + Duration::from_secs(20));
@@ -358,6 +378,7 @@ fn interval_stamps_each_snapshot_and_redraws_a_terminal() {
     let args = ["--status", "--what", "nodes", "--interval", "1s"];
     // Not a terminal.
     let mut child = tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -380,6 +401,7 @@ fn interval_stamps_each_snapshot_and_redraws_a_terminal() {
     // A terminal.
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let mut child = tool(&pdvm, "pwatch")
+        .env_remove("NO_COLOR")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(std::fs::File::from(pty.slave)))

@@ -6,7 +6,7 @@
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text};
+use crate::support::{show, text, tool};
 
 use std::process::{Output, Stdio};
 
@@ -144,10 +144,8 @@ fn unknown_host_is_named_on_pdvm() {
 #[test]
 fn unknown_host_is_named_on_prrte_master() {
     let dvm = support::Prte::start_master();
-    let mut c = dvm.tool_command(support::cargo_bin("pspawn"));
-    c.env("PATH", support::user_path())
-        .args(["-H", "nosuch", "true"])
-        .stdin(Stdio::null());
+    let mut c = tool(&dvm, "pspawn");
+    c.args(["-H", "nosuch", "true"]).stdin(Stdio::null());
     let o = support::run_with_timeout(&mut c, 60);
     let err = text(&o.stderr);
     assert!(
@@ -181,13 +179,8 @@ fn reacquire_on_pdvm_says_something_true() {
 #[test]
 fn empty_grant_without_a_scheduler_is_an_error_on_prrte_master() {
     let dvm = support::Prte::start_master();
-    let tool = |name: &str| {
-        let mut c = dvm.tool_command(support::cargo_bin(name));
-        c.env("PATH", support::user_path()).stdin(Stdio::null());
-        c
-    };
     for args in [&["-N", "1", "--", "true"][..], &["-N", "1", "--parsable"]] {
-        let o = support::run_with_timeout(tool("palloc").args(args), 60);
+        let o = support::run_with_timeout(tool(&dvm, "palloc").stdin(Stdio::null()).args(args), 60);
         assert_eq!(
             o.status.code(),
             Some(7),
@@ -203,7 +196,12 @@ fn empty_grant_without_a_scheduler_is_an_error_on_prrte_master() {
         assert!(o.stdout.is_empty(), "{}", show(&o));
     }
     let o = support::run_with_timeout(
-        tool("pwatch").args(["--status", "--what", "reservations", "--json"]),
+        tool(&dvm, "pwatch").stdin(Stdio::null()).args([
+            "--status",
+            "--what",
+            "reservations",
+            "--json",
+        ]),
         60,
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));

@@ -7,15 +7,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::support::cluster::{processes_in, Cluster};
-use crate::support::{cargo_bin, run_with_timeout, show, text, user_path};
-
-/// `name` run inside the cluster's namespace, finding its DVM through
-/// TMPDIR, with our binaries on PATH as after installing them.
-fn tool(c: &Cluster, name: &str) -> Command {
-    let mut cmd = c.command(cargo_bin(name));
-    cmd.env("PATH", user_path()).env("NO_COLOR", "1");
-    cmd
-}
+use crate::support::{run_with_timeout, show, text, tool, user_path, ToolCommand};
 
 fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 60)
@@ -57,7 +49,9 @@ fn shm_files_of(pid: u32) -> Vec<String> {
 #[test]
 fn four_nodes_map_by_node_then_nothing_left_behind() {
     let c = Cluster::start(4, 2);
-    let o = run(tool(&c, "pspawn").args(["-n", "4", "--map-by", "node", "hostname"]));
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["-n", "4", "--map-by", "node", "hostname"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
     let mut hosts: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
     hosts.sort();
@@ -145,7 +139,7 @@ impl Drop for StopOnDrop<'_> {
 #[test]
 fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
     let c = Cluster::start(4, 2);
-    let mut hold = tool(&c, "palloc");
+    let mut hold = tool(&c, "palloc").no_color();
     hold.args(["-w", "node02", "--hold", "--json"]);
     let hold = crate::support::blackbox::Bg::start(hold);
     let id = crate::support::blackbox::str_field(&hold.wait_for("allocation"), "alloc_id");
@@ -153,6 +147,7 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
     let wait = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
     let spawn = |args: &[&str]| {
         let o = run(tool(&c, "pspawn")
+            .no_color()
             .args(["--detach", "--json"])
             .args(args)
             .args(["sh", "-c", &wait]));
@@ -165,7 +160,9 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
     let inside = spawn(&["--target", &id, "-n", "2"]);
     let outside = spawn(&["-n", "3", "--map-by", "node"]);
     let nodes = poll_value("both jobs placed", || {
-        let o = run(tool(&c, "pwatch").args(["--status", "--what", "nodes", "--json"]));
+        let o = run(tool(&c, "pwatch")
+            .no_color()
+            .args(["--status", "--what", "nodes", "--json"]));
         let recs = crate::support::json_records(&text(&o.stdout));
         let placed = recs
             .iter()
@@ -196,7 +193,9 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
         assert_eq!(n["slots_used"], 1, "{n}");
     }
     assert!(jobs(&node("node01")).contains(&outside), "{nodes:?}");
-    let table = run(tool(&c, "pwatch").args(["--status", "--what", "nodes"]));
+    let table = run(tool(&c, "pwatch")
+        .no_color()
+        .args(["--status", "--what", "nodes"]));
     let t = text(&table.stdout);
     assert!(t.lines().next().is_some_and(|h| h.contains("JOBS")), "{t}");
     let row = t
@@ -218,7 +217,7 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
 #[test]
 fn pspawn_mpmd_across_nodes_output_tags_stdin_and_remote_failure() {
     let c = Cluster::start(4, 2);
-    let o = run(tool(&c, "pspawn").args([
+    let o = run(tool(&c, "pspawn").no_color().args([
         "--tag-output",
         "-n",
         "1",
@@ -259,7 +258,7 @@ fn pspawn_mpmd_across_nodes_output_tags_stdin_and_remote_failure() {
         show(&o)
     );
     // stdin to rank 0, which runs on node03; rank 1 (node04) gets none.
-    let mut cmd = tool(&c, "pspawn");
+    let mut cmd = tool(&c, "pspawn").no_color();
     cmd.args([
         "-n",
         "1",
@@ -293,7 +292,7 @@ fn pspawn_mpmd_across_nodes_output_tags_stdin_and_remote_failure() {
     assert_eq!(lines, ["end on node04", "hello on node03"], "{}", show(&o));
     // A failing rank, on a remote node: its status is pspawn's. (Alone: an
     // MPMD job with a failing rank once wedged PRRTE master, D5.)
-    let o = run(tool(&c, "pspawn").args([
+    let o = run(tool(&c, "pspawn").no_color().args([
         "-n",
         "1",
         "-H",
@@ -311,7 +310,7 @@ fn pspawn_mpmd_across_nodes_output_tags_stdin_and_remote_failure() {
 #[test]
 fn palloc_nodelist_range_reserves_both_nodes() {
     let c = Cluster::start(4, 2);
-    let o = run(tool(&c, "palloc").args([
+    let o = run(tool(&c, "palloc").no_color().args([
         "-w",
         "node[02-03]",
         "--json",

@@ -11,18 +11,8 @@ use crate::support;
 
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{
-    cargo_bin, json_records, run_with_timeout, short_hostname, show, text, user_path, Prte,
-};
+use crate::support::{json_records, run_with_timeout, short_hostname, show, text, tool, Prte};
 use serde_json::Value;
-
-/// `name` as a user runs it next to this DVM (found through TMPDIR), with
-/// our binaries on PATH as after installing them.
-fn tool(dvm: &Prte, name: &str) -> Command {
-    let mut c = dvm.tool_command(cargo_bin(name));
-    c.env("PATH", user_path());
-    c
-}
 
 fn run(c: &mut Command) -> Output {
     run_with_timeout(c.stdin(Stdio::null()), 60)

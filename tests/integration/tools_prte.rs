@@ -6,34 +6,23 @@
 //! with `PMIX_ERROR` or drops one process's forwarded output (seen with its
 //! own job-end events arriving before that output ever does); the MPMD test
 //! therefore allows a few attempts and says why each failed.
+//!
+//! Every tool is also given `--tmpdir` with the DVM's directory
+//! ([`ToolCommand::tmpdir_arg`]), so a server some other program left
+//! running under /tmp cannot make the choice ambiguous on a shared host; a
+//! tool meant to find no DVM gets an empty directory as `TMPDIR` and as
+//! `--tmpdir`.
 
 use crate::support;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::py::Py422;
+use crate::support::tool::Tmpdir;
 use crate::support::{cargo_bin, json_records, run_with_timeout, show, text, unique_tmpdir, Prte};
-use crate::support::{wait_exit, wait_output, LineReader};
+use crate::support::{tool, wait_exit, wait_output, LineReader, ToolCommand};
 use serde_json::Value;
-
-/// `name` as a user runs it next to this DVM. `--tmpdir` names where the
-/// DVM's rendezvous files are, so a server some other program left running
-/// under /tmp cannot make the choice ambiguous on a shared host.
-fn tool(dvm: &Prte, name: &str) -> Command {
-    let mut c = dvm.tool_command(cargo_bin(name));
-    c.arg("--tmpdir").arg(&dvm.tmpdir);
-    c
-}
-
-/// A command for `name` that finds no DVM: an empty TMPDIR (also given as
-/// `--tmpdir`) and no PMIx variables.
-fn tool_without_dvm(name: &str, dir: &std::path::Path) -> Command {
-    let mut c = Command::new(cargo_bin(name));
-    support::scrub_pmix_env(&mut c);
-    c.env("TMPDIR", dir).arg("--tmpdir").arg(dir);
-    c
-}
 
 fn json_lines(o: &Output) -> Vec<Value> {
     let out = text(&o.stdout);
@@ -48,7 +37,11 @@ fn json_lines(o: &Output) -> Vec<Value> {
 fn pspawn_forwards_output_and_returns_the_exit_status() {
     let dvm = Prte::start();
     let ok = run_with_timeout(
-        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "echo to-out; echo to-err >&2"]),
+        tool(&dvm, "pspawn").tmpdir_arg(&dvm.tmpdir).args([
+            "/bin/sh",
+            "-c",
+            "echo to-out; echo to-err >&2",
+        ]),
         60,
     );
     assert_eq!(ok.status.code(), Some(0), "{}", show(&ok));
@@ -63,7 +56,12 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     // says so, and exits 9, outcome unknown, never 0).
     for _ in 0..10 {
         let bad = run_with_timeout(
-            tool(&dvm, "pspawn").args(["-v", "/bin/sh", "-c", "echo before; exit 7"]),
+            tool(&dvm, "pspawn").tmpdir_arg(&dvm.tmpdir).args([
+                "-v",
+                "/bin/sh",
+                "-c",
+                "echo before; exit 7",
+            ]),
             60,
         );
         assert_eq!(text(&bad.stdout), "before\n", "{}", show(&bad));
@@ -83,7 +81,9 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     // capture shows lines 1-539 sent last). Order is checked exactly on pdvm
     // (server_pressure) and PRRTE master (tools_master).
     let many = run_with_timeout(
-        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "seq 1 20000"]),
+        tool(&dvm, "pspawn")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["/bin/sh", "-c", "seq 1 20000"]),
         60,
     );
     assert_eq!(many.status.code(), Some(0), "{}", show(&many));
@@ -95,7 +95,9 @@ fn pspawn_forwards_output_and_returns_the_exit_status() {
     );
 
     let killed = run_with_timeout(
-        tool(&dvm, "pspawn").args(["/bin/sh", "-c", "kill -9 $$"]),
+        tool(&dvm, "pspawn")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["/bin/sh", "-c", "kill -9 $$"]),
         60,
     );
     assert_eq!(killed.status.code(), Some(137), "{}", show(&killed));
@@ -107,7 +109,7 @@ fn pspawn_runs_an_mpmd_job() {
     let mut failures = Vec::new();
     for _attempt in 0..4 {
         let o = run_with_timeout(
-            tool(&dvm, "pspawn").args([
+            tool(&dvm, "pspawn").tmpdir_arg(&dvm.tmpdir).args([
                 "--map-by",
                 ":OVERSUBSCRIBE",
                 "--tag-output",
@@ -161,7 +163,9 @@ fn pspawn_inside_a_job_connects_as_a_client_of_that_job() {
         pspawn.display()
     );
     let o = run_with_timeout(
-        tool(&dvm, "pspawn").args(["--json", "/bin/sh", "-c", &inner]),
+        tool(&dvm, "pspawn")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--json", "/bin/sh", "-c", &inner]),
         90,
     );
     let recs = json_lines(&o);
@@ -194,7 +198,7 @@ fn pspawn_inside_a_job_connects_as_a_client_of_that_job() {
 fn pspawn_json_output_parses() {
     let dvm = Prte::start();
     let o = run_with_timeout(
-        tool(&dvm, "pspawn").args([
+        tool(&dvm, "pspawn").tmpdir_arg(&dvm.tmpdir).args([
             "--json",
             "/bin/sh",
             "-c",
@@ -234,7 +238,9 @@ fn pspawn_timeout_terminates_the_job_and_exits_8() {
     let dvm = Prte::start();
     let t = Instant::now();
     let o = run_with_timeout(
-        tool(&dvm, "pspawn").args(["--timeout", "2s", "/bin/sleep", "60"]),
+        tool(&dvm, "pspawn")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--timeout", "2s", "/bin/sleep", "60"]),
         60,
     );
     assert_eq!(o.status.code(), Some(8), "{}", show(&o));
@@ -249,7 +255,9 @@ fn pspawn_timeout_terminates_the_job_and_exits_8() {
 fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
     let dvm = Prte::start();
     let o = run_with_timeout(
-        tool(&dvm, "pspawn").args(["--detach", "/bin/sleep", "5"]),
+        tool(&dvm, "pspawn")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--detach", "/bin/sleep", "5"]),
         60,
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -257,7 +265,12 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
     assert!(ns.contains('@'), "{}", show(&o));
 
     let st = run_with_timeout(
-        tool(&dvm, "pwatch").args(["--status", "--json", "--what", "namespaces"]),
+        tool(&dvm, "pwatch").tmpdir_arg(&dvm.tmpdir).args([
+            "--status",
+            "--json",
+            "--what",
+            "namespaces",
+        ]),
         60,
     );
     assert_eq!(st.status.code(), Some(0), "{}", show(&st));
@@ -269,7 +282,10 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
     assert!(names.contains(&ns), "{ns} not in {names:?}");
 
     // Human status: PRRTE 3.0 reports no reservations, and says so.
-    let human = run_with_timeout(tool(&dvm, "pwatch").arg("--status"), 60);
+    let human = run_with_timeout(
+        tool(&dvm, "pwatch").tmpdir_arg(&dvm.tmpdir).arg("--status"),
+        60,
+    );
     assert_eq!(human.status.code(), Some(0), "{}", show(&human));
     let h = text(&human.stdout);
     assert!(
@@ -282,14 +298,16 @@ fn pspawn_detach_prints_the_namespace_and_pwatch_status_lists_it() {
 #[test]
 fn pwatch_shows_a_job_end() {
     let dvm = Prte::start();
-    support::pwatch_sees_a_job_end(&|name| tool(&dvm, name));
+    support::pwatch_sees_a_job_end(&|name| tool(&dvm, name).tmpdir_arg(&dvm.tmpdir));
 }
 
 #[test]
 fn pwatch_timeout_without_events_exits_8() {
     let dvm = Prte::start();
     let o = run_with_timeout(
-        tool(&dvm, "pwatch").args(["--event", "node", "--timeout", "1s"]),
+        tool(&dvm, "pwatch")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--event", "node", "--timeout", "1s"]),
         30,
     );
     assert_eq!(o.status.code(), Some(8), "{}", show(&o));
@@ -298,7 +316,12 @@ fn pwatch_timeout_without_events_exits_8() {
 #[test]
 fn palloc_renders_not_supported_with_exit_7() {
     let dvm = Prte::start();
-    let o = run_with_timeout(tool(&dvm, "palloc").args(["-N", "1", "-t", "10m"]), 60);
+    let o = run_with_timeout(
+        tool(&dvm, "palloc")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["-N", "1", "-t", "10m"]),
+        60,
+    );
     assert_eq!(o.status.code(), Some(7), "{}", show(&o));
     let e = text(&o.stderr);
     assert!(
@@ -308,7 +331,12 @@ fn palloc_renders_not_supported_with_exit_7() {
     assert!(e.contains("does not implement node reservations"), "{e}");
     assert!(o.stdout.is_empty(), "{}", show(&o));
 
-    let j = run_with_timeout(tool(&dvm, "palloc").args(["--json", "-N", "1"]), 60);
+    let j = run_with_timeout(
+        tool(&dvm, "palloc")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--json", "-N", "1"]),
+        60,
+    );
     assert_eq!(j.status.code(), Some(7), "{}", show(&j));
     let recs = json_lines(&j);
     assert_eq!(recs.len(), 1, "{}", show(&j));
@@ -318,7 +346,13 @@ fn palloc_renders_not_supported_with_exit_7() {
 
     // --no-wait prints the request id at once, then reports the refusal.
     let nw = run_with_timeout(
-        tool(&dvm, "palloc").args(["--no-wait", "-N", "1", "--request-id", "nightly"]),
+        tool(&dvm, "palloc").tmpdir_arg(&dvm.tmpdir).args([
+            "--no-wait",
+            "-N",
+            "1",
+            "--request-id",
+            "nightly",
+        ]),
         60,
     );
     assert_eq!(text(&nw.stdout), "nightly\n", "{}", show(&nw));
@@ -329,7 +363,9 @@ fn palloc_renders_not_supported_with_exit_7() {
 fn palloc_inherit_is_refused_before_sending_to_a_v41_dvm() {
     let dvm = Prte::start();
     let o = run_with_timeout(
-        tool(&dvm, "palloc").args(["-N", "1", "--inherit", "child"]),
+        tool(&dvm, "palloc")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["-N", "1", "--inherit", "child"]),
         60,
     );
     assert_eq!(o.status.code(), Some(7), "{}", show(&o));
@@ -342,7 +378,9 @@ fn palloc_inherit_is_refused_before_sending_to_a_v41_dvm() {
     // `default` is what the DVM does anyway: it is not sent, and the request
     // reaches the DVM (which refuses allocations altogether).
     let d = run_with_timeout(
-        tool(&dvm, "palloc").args(["-N", "1", "--inherit", "default"]),
+        tool(&dvm, "palloc")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["-N", "1", "--inherit", "default"]),
         60,
     );
     assert_eq!(d.status.code(), Some(7), "{}", show(&d));
@@ -356,7 +394,12 @@ fn palloc_inherit_is_refused_before_sending_to_a_v41_dvm() {
 #[test]
 fn prelease_renders_not_supported_with_exit_7() {
     let dvm = Prte::start();
-    let o = run_with_timeout(tool(&dvm, "prelease").args(["alloc.1", "alloc.2"]), 60);
+    let o = run_with_timeout(
+        tool(&dvm, "prelease")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["alloc.1", "alloc.2"]),
+        60,
+    );
     assert_eq!(o.status.code(), Some(7), "{}", show(&o));
     let e = text(&o.stderr);
     assert!(
@@ -366,7 +409,9 @@ fn prelease_renders_not_supported_with_exit_7() {
     assert!(e.contains("alloc.2: release refused"), "{e}");
 
     let c = run_with_timeout(
-        tool(&dvm, "prelease").args(["--json", "--cancel", "r1"]),
+        tool(&dvm, "prelease")
+            .tmpdir_arg(&dvm.tmpdir)
+            .args(["--json", "--cancel", "r1"]),
         60,
     );
     assert_eq!(c.status.code(), Some(7), "{}", show(&c));
@@ -401,7 +446,10 @@ fn bad_flags_exit_2_before_connecting() {
     ];
     for (name, args) in cases {
         let t = Instant::now();
-        let o = run_with_timeout(tool_without_dvm(name, &empty).args(*args), 30);
+        let o = run_with_timeout(
+            tool(&Tmpdir(&empty), name).tmpdir_arg(&empty).args(*args),
+            30,
+        );
         assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {}", show(&o));
         let e = text(&o.stderr);
         assert!(
@@ -423,7 +471,10 @@ fn no_dvm_exits_3_with_a_reason() {
         ("pwatch", &["--json", "--count", "1"]),
     ];
     for (name, args) in cases {
-        let o = run_with_timeout(tool_without_dvm(name, &empty).args(*args), 30);
+        let o = run_with_timeout(
+            tool(&Tmpdir(&empty), name).tmpdir_arg(&empty).args(*args),
+            30,
+        );
         assert_eq!(o.status.code(), Some(3), "{name} {args:?}: {}", show(&o));
         let e = text(&o.stderr);
         assert!(e.contains("cannot connect to the DVM"), "{e}");
@@ -435,6 +486,7 @@ fn no_dvm_exits_3_with_a_reason() {
 fn pspawn_interrupted_terminates_the_job_and_exits_130() {
     let dvm = Prte::start();
     let mut child = tool(&dvm, "pspawn")
+        .tmpdir_arg(&dvm.tmpdir)
         .args(["--json", "/bin/sleep", "60"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -679,6 +731,7 @@ fn one_late_block_is_told_from_loss_and_shuffling() {
 fn stdin_all_reaches_every_rank_on_prrte_3() {
     let dvm = Prte::start();
     let mut child = tool(&dvm, "pspawn")
+        .tmpdir_arg(&dvm.tmpdir)
         .args(["-n", "2", "--stdin", "all", "sh", "-c"])
         .arg("read x; echo \"rank $PMIX_RANK got $x\"")
         .stdin(Stdio::piped())

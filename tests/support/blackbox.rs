@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{cargo_bin, run_with_timeout, scrub_pmix_env, unique_tmpdir, user_path};
+use crate::support::{run_with_timeout, tool, unique_tmpdir, ToolCommand};
 
 /// Longest any single tool invocation may take before the test fails.
 pub const TOOL_SECS: u64 = 20;
@@ -251,14 +251,10 @@ impl Dvm {
     }
 
     /// A command for one of the tools, run from outside any job (a tool
-    /// requester), finding this pdvm through `TMPDIR`.
+    /// requester), finding this pdvm through `TMPDIR` ([`tool`]), with
+    /// `NO_COLOR=1`.
     pub fn tool_cmd(&self, name: &str) -> Command {
-        let mut cmd = Command::new(cargo_bin(name));
-        scrub_pmix_env(&mut cmd);
-        cmd.env("TMPDIR", self.tmpdir.path())
-            .env("NO_COLOR", "1")
-            .env("PATH", user_path());
-        cmd
+        tool(&self.pdvm, name).no_color()
     }
 
     /// Run a tool from outside (tool requester) and wait for it.

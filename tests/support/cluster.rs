@@ -358,7 +358,8 @@ impl Cluster {
     /// A command running `program` inside the cluster's network namespace
     /// (`nsenter --net=/proc/<holder>/ns/net -- program`), with inherited
     /// PMIx/PRRTE variables removed and `TMPDIR` set to the head node's, so
-    /// a tool finds this DVM and no other.
+    /// a tool finds this DVM and no other (the cluster's
+    /// [`crate::support::ToolHost`]; [`crate::support::tool()`] for our tools).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new("nsenter");
         cmd.arg(self.netns_arg()).arg("--").arg(program);

@@ -11,7 +11,9 @@
 //! * [`blackbox`]: the conformance harness on top of it: tools run from
 //!   outside or inside pdvm's session-leader job, their `--json` parsed;
 //! * [`py`]: the Python peers (Debian's OpenPMIx 4.2.2 binding) as server,
-//!   tool and client.
+//!   tool and client;
+//! * [`tool`](mod@tool): the one command for one of our tools next to a DVM
+//!   ([`tool()`], for any [`ToolHost`]).
 //!
 //! # Peers
 //!
@@ -61,6 +63,9 @@ pub mod nodes;
 pub mod pdvm;
 pub mod py;
 pub mod slurm;
+pub mod tool;
+
+pub use tool::{tool, ToolCommand, ToolHost};
 
 use std::ffi::OsStr;
 use std::fs;
@@ -660,15 +665,6 @@ impl Prte {
             "TMPDIR".to_string(),
             self.tmpdir.to_string_lossy().into_owned(),
         )]
-    }
-
-    /// A command for `program` with inherited PMIx/PRRTE variables removed and
-    /// [`Prte::env`] set: a tool run from it sees this DVM and no other.
-    pub fn tool_command(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut cmd = Command::new(program);
-        scrub_pmix_env(&mut cmd);
-        cmd.envs(self.env()).env(PSEC.0, PSEC.1);
-        cmd
     }
 
     /// The DVM's stdout and stderr so far (for failure messages).

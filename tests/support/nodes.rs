@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::support::blackbox::{eventually, str_field, Bg, GateJob, Out, POLL, TOOL_SECS};
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, try_run_with_timeout};
+use crate::support::{cargo_bin, try_run_with_timeout, ToolCommand, ToolHost};
 
 /// Nodes per cluster.
 pub const NODES: u32 = 4;
@@ -54,11 +54,10 @@ impl Nodes {
         Nodes { c }
     }
 
-    /// One of our tools, run from outside any job (inside the namespace).
+    /// One of our tools, run from outside any job (inside the namespace),
+    /// `NO_COLOR=1` and `PATH` as inherited ([`ToolHost::tool_command`]).
     pub fn tool_cmd(&self, name: &str) -> Command {
-        let mut cmd = self.c.command(cargo_bin(name));
-        cmd.env("NO_COLOR", "1");
-        cmd
+        self.c.tool_command(cargo_bin(name)).no_color()
     }
 
     /// Run a tool from outside and wait for it (at most [`TOOL_SECS`]; past

@@ -185,13 +185,10 @@ impl Pdvm {
     }
 
     /// A command for one of our tools as a user runs it next to this pdvm:
-    /// found through its tmpdir, our binaries first on PATH.
+    /// found through its tmpdir, our binaries first on PATH
+    /// ([`crate::support::tool()`]).
     pub fn tool(&self, name: &str) -> Command {
-        let mut cmd = Command::new(cargo_bin(name));
-        scrub_pmix_env(&mut cmd);
-        cmd.env("TMPDIR", self.tmpdir.path())
-            .env("PATH", crate::support::user_path());
-        cmd
+        crate::support::tool(self, name)
     }
 
     /// The reservation records pdvm lists (`pwatch --status --json`).

@@ -13,7 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::support::{cargo_bin, debian_pmix_python, scrub_pmix_env, unique_tmpdir, TempDir};
+use crate::support::{
+    cargo_bin, debian_pmix_python, scrub_pmix_env, unique_tmpdir, TempDir, ToolHost,
+};
 
 /// How long the 4.2.2 server may take to register its job and start.
 pub const PY422_START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -40,7 +42,7 @@ pub fn libpmix_tool(uri: &str, reqid: Option<&str>) -> Command {
 }
 
 /// The arguments of Debian's python3 running `tests/peers/libpmix_tool.py`
-/// (for a command prepared otherwise, e.g. [`crate::support::Prte::tool_command`]).
+/// (for a command prepared otherwise, e.g. [`crate::support::ToolHost::tool_command`]).
 pub fn libpmix_tool_args(uri: &str, reqid: Option<&str>) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         "-W".into(),
@@ -138,12 +140,10 @@ impl Py422 {
         }
     }
 
-    /// `name` (one of our tools) run as the job's process.
+    /// `name` (one of our tools) run as the job's process
+    /// ([`ToolHost::tool_command`]; `PATH` as inherited).
     pub fn tool(&self, name: &str) -> Command {
-        let mut c = Command::new(cargo_bin(name));
-        scrub_pmix_env(&mut c);
-        c.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        c
+        self.tool_command(cargo_bin(name))
     }
 
     /// The next upcall line (with its newline), within [`PY422_LINE_TIMEOUT`].
