@@ -681,6 +681,14 @@ impl Prte {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Whether the DVM process has ended within `timeout` (a process killed
+    /// with SIGKILL closes its sockets before it can be reaped).
+    pub fn ended_within(&mut self, timeout: Duration) -> bool {
+        wait_until(&mut self.child, Instant::now() + timeout)
+            .0
+            .is_some()
+    }
 }
 
 impl Drop for Prte {
