@@ -106,7 +106,11 @@ fn every_node_runs_jobs_again_whatever_ended_its_allocation() {
             6 if i < 60 => admin_release(&c),
             _ => round(&c, &[]),
         };
-        let ctx = format!("round {i}: {ctx}\n--- psched:\n{}", c.psched_log());
+        let ctx = format!(
+            "round {i}: {ctx}\n--- psched:\n{}\n{}",
+            c.psched_log(),
+            c.logs()
+        );
         assert_eq!(code, Some(0), "{ctx}");
         assert!(c.pool.contains(&host), "ran on {host:?}: {ctx}");
         *ran.entry(host).or_default() += 1;
