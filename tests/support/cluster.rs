@@ -414,6 +414,20 @@ impl Cluster {
         matches!(state, None | Some("Z") | Some("X"))
     }
 
+    /// Whether `prte` has exited, or does so within `timeout`: a dying
+    /// `prte` closes its connections before it is a zombie, so a tool can
+    /// report the DVM lost while `prte` still shows running for a moment.
+    pub fn prte_exited_within(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.prte_exited() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
     /// The pids of the processes running in the namespace now (the holder
     /// excluded).
     pub fn processes(&self) -> Vec<i32> {

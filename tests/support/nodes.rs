@@ -235,7 +235,7 @@ pub fn on_cluster(test: impl Fn(&Nodes)) {
     let n = Nodes::start();
     let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&n)));
     if let Err(e) = first {
-        if !n.c.prte_exited() {
+        if !n.c.prte_exited_within(std::time::Duration::from_secs(5)) {
             std::panic::resume_unwind(e);
         }
         eprintln!(
