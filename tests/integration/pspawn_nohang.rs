@@ -342,12 +342,22 @@ fn hostname() -> String {
         .to_string()
 }
 
-fn pspawn_against(uri: &str, extra: &[&str]) -> std::process::Output {
+/// `pspawn ARGS` against the fake DVM at `uri` (bounded by [`RUN_DEADLINE`]).
+fn pspawn_at(uri: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(cargo_bin("pspawn"));
     scrub_pmix_env(&mut cmd);
-    cmd.args(["-v", "--uri", uri]).args(extra);
-    cmd.args(["-n", "1", "/bin/true"]);
+    cmd.args(["--uri", uri]).args(args);
     run_with_timeout(&mut cmd, RUN_DEADLINE)
+}
+
+/// `pspawn -v EXTRA -n 1 /bin/true` against the fake DVM at `uri`.
+fn pspawn_against(uri: &str, extra: &[&str]) -> std::process::Output {
+    let args: Vec<&str> = ["-v"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .chain(["-n", "1", "/bin/true"])
+        .collect();
+    pspawn_at(uri, &args)
 }
 
 #[test]
@@ -381,10 +391,7 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
 fn an_array_task_whose_end_is_lost_is_learned_from_the_namespace_list() {
     // Missing from the DVM's list at two checks in a row: ended, unannounced.
     let (uri, seen) = fake_dvm(Scenario::GoneAfter(0));
-    let mut cmd = Command::new(cargo_bin("pspawn"));
-    scrub_pmix_env(&mut cmd);
-    cmd.args(["--uri", &uri, "--json", "--array", "7", "/bin/true"]);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let out = pspawn_at(&uri, &["--json", "--array", "7", "/bin/true"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(9), "stderr: {err}");
     assert!(
@@ -480,7 +487,7 @@ fn a_timed_out_job_whose_end_is_lost_still_ends() {
 /// times), and the job's launch stopped each time so it cannot run twice.
 #[test]
 fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
-    let (uri, seen) = fake_dvm(Scenario::Unstarted);
+    let (uri, _) = fake_dvm(Scenario::Unstarted);
     let out = pspawn_against(&uri, &[]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(9), "stderr: {err}");
@@ -490,10 +497,7 @@ fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
     );
 
     let (uri, seen_array) = fake_dvm(Scenario::Unstarted);
-    let mut cmd = Command::new(cargo_bin("pspawn"));
-    scrub_pmix_env(&mut cmd);
-    cmd.args(["-v", "--uri", &uri, "--array", "7", "/bin/true"]);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let out = pspawn_at(&uri, &["-v", "--array", "7", "/bin/true"]);
     let err = text(&out.stderr);
     assert_eq!(
         err.matches(
@@ -512,7 +516,6 @@ fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
         .filter(|c| **c == cmd::JOB_CONTROL)
         .count();
     assert!(stops >= 3, "commands: {:?}", seen_array.commands);
-    drop(seen);
 }
 
 /// A job that fails before its spawn is answered: PRRTE master answers
@@ -521,10 +524,7 @@ fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
 #[test]
 fn an_array_task_failing_before_its_spawn_is_answered_keeps_its_status_and_output() {
     let (uri, seen) = fake_dvm(Scenario::FailedBeforeReply);
-    let mut cmd = Command::new(cargo_bin("pspawn"));
-    scrub_pmix_env(&mut cmd);
-    cmd.args(["--uri", &uri, "--array", "7", "/bin/true"]);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let out = pspawn_at(&uri, &["--array", "7", "/bin/true"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {err}");
     assert_eq!(text(&out.stdout), "hello\n", "stderr: {err}");
@@ -538,10 +538,7 @@ fn an_array_task_failing_before_its_spawn_is_answered_keeps_its_status_and_outpu
 #[test]
 fn an_array_task_the_dvm_ended_unrun_is_launched_again() {
     let (uri, seen) = fake_dvm(Scenario::KilledUnrun);
-    let mut cmd = Command::new(cargo_bin("pspawn"));
-    scrub_pmix_env(&mut cmd);
-    cmd.args(["-v", "--uri", &uri, "--array", "7", "/bin/true"]);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let out = pspawn_at(&uri, &["-v", "--array", "7", "/bin/true"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "stderr: {err}");
     assert_eq!(text(&out.stdout), "ran\n", "stderr: {err}");

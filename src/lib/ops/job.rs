@@ -559,6 +559,8 @@ pub fn processes_of(s: &Session, nspace: &str) -> Option<ProcessesSeen> {
     if procs.is_empty() {
         return None;
     }
+    // What this host knows of each process the DVM shows running; a
+    // process shown running with no pid is `Unstarted` whatever the host.
     let missed: Vec<Local> = procs
         .iter()
         .filter(|p| p.state < PROC_STATE_TERMINATED)
@@ -568,9 +570,8 @@ pub fn processes_of(s: &Session, nspace: &str) -> Option<ProcessesSeen> {
         finished: missed.iter().all(|l| *l != Local::Alive),
         failed: procs.iter().any(|p| p.state >= PROC_STATE_ERROR),
         release: !missed.is_empty() && missed.iter().all(|l| *l == Local::Exited),
-        unstarted: procs
-            .iter()
-            .all(|p| local_state(p, nspace) == Local::Unstarted),
+        // None terminated, and every one shown running with no pid.
+        unstarted: missed.len() == procs.len() && missed.iter().all(|l| *l == Local::Unstarted),
     })
 }
 

@@ -58,6 +58,11 @@ once, or could not start) and no end of its job came; counted as failed",
     /// the job of a task answered `PMIX_ERROR`, that task ran and ended so;
     /// its output is what was kept of `ns`, and what the DVM cached of it.
     pub(super) fn adopt(&mut self, ns: &str, code: i32) {
+        // Most such ends are old jobs' (replayed at registration), or other
+        // tools': nothing to match while no task waits.
+        if self.orphans.is_empty() {
+            return;
+        }
         let (me, _) = self.s.me();
         let Some((base, _)) = crate::ops::job::numbered(&me) else {
             return;

@@ -341,9 +341,11 @@ impl Array<'_> {
     /// or launched again. Busy slots with tasks in flight wait for one to
     /// end; any other refusal stops the array.
     fn launch(&mut self, next: Next, fresh: bool) -> Result<(), Failure> {
-        let again = next.clone();
         let Next {
-            index, apps, id, ..
+            index,
+            apps,
+            id,
+            tries,
         } = next;
         let apps = match apps {
             Ok(a) => a,
@@ -362,6 +364,12 @@ impl Array<'_> {
                     launch::stop_job(self.s, &ns);
                     return Err(Failure::other(format!("array task {index}: {why}")));
                 }
+                let again = Next {
+                    index,
+                    apps: Ok(apps),
+                    id: id.clone(),
+                    tries,
+                };
                 let run = Running { index, id, sink };
                 self.launched += 1;
                 let seq = self.launched;
@@ -382,7 +390,12 @@ impl Array<'_> {
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
                 self.busy = true;
                 if !fresh {
-                    self.again.push_front(again);
+                    self.again.push_front(Next {
+                        index,
+                        apps: Ok(apps),
+                        id,
+                        tries,
+                    });
                 }
             }
             Err(e) if e.status == Status::ERROR => {
