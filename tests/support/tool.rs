@@ -25,6 +25,13 @@ pub trait ToolHost {
     fn tool_command(&self, program: impl AsRef<OsStr>) -> Command;
 }
 
+/// A borrowed host is the host.
+impl<T: ToolHost> ToolHost for &T {
+    fn tool_command(&self, program: impl AsRef<OsStr>) -> Command {
+        (**self).tool_command(program)
+    }
+}
+
 /// One of our tools (`palloc`, `pspawn`, …) as a user runs it next to
 /// `dvm`: [`ToolHost::tool_command`] for its built binary, with `PATH` =
 /// [`user_path`] (our binaries first).
