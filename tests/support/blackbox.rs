@@ -497,16 +497,10 @@ pub fn alive(pid: i32) -> bool {
     pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
-/// Poll until `cond` holds (10 ms steps, bounded by [`POLL`]).
+/// Poll until `cond` holds (bounded by [`POLL`]).
 #[track_caller]
-pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + POLL;
-    while !cond() {
-        if Instant::now() >= deadline {
-            panic!("timed out waiting until {what}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+pub fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    crate::support::wait::eventually_within(what, POLL, cond)
 }
 
 /// Read a pid written by a job into `path` (waits for it).

@@ -13,7 +13,9 @@
 //! * [`py`]: the Python peers (Debian's OpenPMIx 4.2.2 binding) as server,
 //!   tool and client;
 //! * [`tool`](mod@tool): the one command for one of our tools next to a DVM
-//!   ([`tool()`], for any [`ToolHost`]).
+//!   ([`tool()`], for any [`ToolHost`]);
+//! * [`wait`]: the one way a test waits for something to happen
+//!   ([`wait::eventually`], [`wait::within`], [`wait::holds_for`]).
 //!
 //! # Peers
 //!
@@ -64,6 +66,7 @@ pub mod pdvm;
 pub mod py;
 pub mod slurm;
 pub mod tool;
+pub mod wait;
 
 pub use tool::{tool, ToolCommand, ToolHost};
 
