@@ -154,11 +154,11 @@ fn palloc_typical() {
         ok("palloc -N 2 -t 90 -p batch --inherit child --warn-timeout 5 -- srun -l hostname");
     let r = a.request();
     assert_eq!(r.directive, Directive::New);
-    assert_eq!(r.nodes, Some(2));
-    assert_eq!(r.time_secs, Some(5_400));
-    assert_eq!(r.queue.as_deref(), Some("batch"));
-    assert_eq!(r.inherit, Some(Inheritance::Child));
-    assert_eq!(r.warn_timeout, Some(300));
+    assert_eq!(r.attrs.num_nodes, Some(2));
+    assert_eq!(r.attrs.time_secs, Some(5_400));
+    assert_eq!(r.attrs.queue.as_deref(), Some("batch"));
+    assert_eq!(r.attrs.inheritance(), Some(Inheritance::Child));
+    assert_eq!(r.attrs.warn_timeout, Some(300));
     assert_eq!(
         a.mode(),
         PallocMode::Run(vec!["srun".into(), "-l".into(), "hostname".into()])
@@ -167,32 +167,32 @@ fn palloc_typical() {
     let a: PallocArgs =
         ok("palloc -w node[01-03] --exclude node[04] --share --target job@1 --mem 4G -c 8 --quiet --hold");
     let r = a.request();
-    assert_eq!(r.nodelist, ["node01", "node02", "node03"]);
-    assert_eq!(r.exclude, ["node04"]);
-    assert!(r.share);
-    assert_eq!(r.target.as_deref(), Some("job@1"));
-    assert_eq!(r.mem_mb, Some(4096.0));
-    assert_eq!(r.cpus, Some(8));
+    assert_eq!(r.attrs.nodes_named(), ["node01", "node02", "node03"]);
+    assert_eq!(r.attrs.nodes_excluded(), ["node04"]);
+    assert!(r.attrs.shared());
+    assert_eq!(r.attrs.target.as_deref(), Some("job@1"));
+    assert_eq!(r.attrs.mem_mb, Some(4096));
+    assert_eq!(r.attrs.num_cpus, Some(8));
     assert_eq!(a.output().quiet, 1);
     assert_eq!(a.mode(), PallocMode::Hold);
 
     let a: PallocArgs = ok("palloc --extend alloc.7 -N 1 -t 1h");
     let r = a.request();
     assert_eq!(
-        (r.directive, r.alloc_id.as_deref()),
+        (r.directive, r.attrs.alloc_id.as_deref()),
         (Directive::Extend, Some("alloc.7"))
     );
 
     let a: PallocArgs = ok("palloc --extend-request nightly -t 30m");
     let r = a.request();
     assert_eq!(
-        (r.directive, r.request_id.as_deref(), r.alloc_id),
+        (r.directive, r.attrs.req_id.as_deref(), r.attrs.alloc_id),
         (Directive::Extend, Some("nightly"), None)
     );
 
     let a: PallocArgs = ok("palloc -N 4 --no-wait --request-id r1");
     assert_eq!(a.mode(), PallocMode::NoWait);
-    assert_eq!(a.request().request_id.as_deref(), Some("r1"));
+    assert_eq!(a.request().attrs.req_id.as_deref(), Some("r1"));
 
     let a: PallocArgs =
         ok("palloc --uri file:/tmp/uri --as-tool --wait-to-connect 5 --num-connect-retries 3 -N 1");
@@ -546,14 +546,14 @@ fn short_flags_mean_one_thing() {
     // -q is --quiet everywhere, palloc included; the queue is -p/--partition/--queue.
     let a: PallocArgs = ok("palloc -qq -N 1");
     assert_eq!(a.output().quiet, 2);
-    assert_eq!(a.request().queue, None);
+    assert_eq!(a.request().attrs.queue, None);
     for line in [
         "palloc -p debug -N 1",
         "palloc --partition debug -N 1",
         "palloc --queue debug -N 1",
     ] {
         let a: PallocArgs = ok(line);
-        assert_eq!(a.request().queue.as_deref(), Some("debug"), "{line}");
+        assert_eq!(a.request().attrs.queue.as_deref(), Some("debug"), "{line}");
     }
     let a: PspawnArgs = ok("pspawn -q true");
     assert_eq!(a.output.quiet, 1);
@@ -565,20 +565,23 @@ fn short_flags_mean_one_thing() {
     assert_eq!(a.request().unwrap().apps[0].env.last().unwrap().name, "A");
     // -J names the request, as Slurm's job name.
     let a: PallocArgs = ok("palloc -J nightly -N 1");
-    assert_eq!(a.request().request_id.as_deref(), Some("nightly"));
+    assert_eq!(a.request().attrs.req_id.as_deref(), Some("nightly"));
     let a: PallocArgs = ok("palloc --job-name nightly -N 1");
-    assert_eq!(a.request().request_id.as_deref(), Some("nightly"));
+    assert_eq!(a.request().attrs.req_id.as_deref(), Some("nightly"));
 }
 
 #[test]
 fn one_unit_rule_for_every_duration_flag() {
     let a: PallocArgs = ok("palloc -N 1 -t 30 --warn-timeout 2");
     let r = a.request();
-    assert_eq!((r.time_secs, r.warn_timeout), (Some(1_800), Some(120)));
+    assert_eq!(
+        (r.attrs.time_secs, r.attrs.warn_timeout),
+        (Some(1_800), Some(120))
+    );
     let a: PallocArgs = ok("palloc -N 1 -t UNLIMITED");
-    assert_eq!(a.request().time_secs, None);
+    assert_eq!(a.request().attrs.time_secs, None);
     let a: PallocArgs = ok("palloc -N 1 -t 1-00:00:00");
-    assert_eq!(a.request().time_secs, Some(86_400));
+    assert_eq!(a.request().attrs.time_secs, Some(86_400));
     let a: PspawnArgs = ok("pspawn --timeout 2 true");
     assert_eq!(a.request().unwrap().timeout_secs, Some(120));
     let a: PspawnArgs = ok("pspawn --timeout 00:30 true");
@@ -643,7 +646,7 @@ fn parsable_and_stdin() {
 fn palloc_alone_opens_a_shell_at_a_terminal() {
     let a: PallocArgs = ok("palloc");
     // A NEW naming no nodes asks for one, as salloc does.
-    assert_eq!(a.request().nodes, Some(1));
+    assert_eq!(a.request().attrs.num_nodes, Some(1));
     assert_eq!(
         a.mode_at(true, Some("/bin/bash")),
         PallocMode::Run(vec!["/bin/bash".into()])
@@ -665,12 +668,12 @@ fn palloc_alone_opens_a_shell_at_a_terminal() {
         assert!(!a.opens_shell(true), "{line}");
     }
     let a: PallocArgs = ok("palloc -N 3");
-    assert_eq!(a.request().nodes, Some(3));
+    assert_eq!(a.request().attrs.num_nodes, Some(3));
     assert!(a.opens_shell(true));
     let a: PallocArgs = ok("palloc -w n1");
-    assert_eq!(a.request().nodes, None);
+    assert_eq!(a.request().attrs.num_nodes, None);
     let a: PallocArgs = ok("palloc --extend a1 -t 10");
-    assert_eq!(a.request().nodes, None);
+    assert_eq!(a.request().attrs.num_nodes, None);
 }
 
 /// Issue 17: srun's -N, -c and -J on pspawn. -N without -n runs one

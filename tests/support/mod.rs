@@ -64,6 +64,7 @@ pub mod fake;
 pub mod nodes;
 pub mod pdvm;
 pub mod py;
+pub mod rerun;
 pub mod slurm;
 pub mod tool;
 pub mod wait;

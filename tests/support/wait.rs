@@ -64,26 +64,3 @@ pub fn holds_for(period: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + period;
     !within(period, || !cond()) && Instant::now() >= end && cond()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_condition_that_comes_is_seen_and_one_that_never_comes_is_not() {
-        let t0 = Instant::now();
-        assert!(within(Duration::from_secs(5), || t0.elapsed()
-            > Duration::from_millis(30)));
-        assert!(!within(Duration::from_millis(30), || false));
-        assert_eq!(value_within(Duration::from_millis(30), || Some(3)), Some(3));
-    }
-
-    #[test]
-    fn holds_for_fails_at_the_first_step_that_breaks_it() {
-        assert!(holds_for(Duration::from_millis(30), || true));
-        let t0 = Instant::now();
-        assert!(!holds_for(Duration::from_secs(5), || t0.elapsed()
-            < Duration::from_millis(30)));
-        assert!(t0.elapsed() < Duration::from_secs(1));
-    }
-}

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::cli::exit::{Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::cli::PallocArgs;
-use crate::codec::attrs::{alloc_time_value, parse_alloc_time};
-use crate::codec::{AllocInheritance, Info, Value};
+use crate::codec::attrs::parse_alloc_time;
+use crate::codec::{Info, Value};
 use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
 use crate::conn::holder::{HeldBy, Holder, HOLDER_ENV};
@@ -57,60 +57,16 @@ pub fn generated_request_id() -> String {
 /// The attributes of `req` for a server speaking `server_version`; the
 /// inheritance is left out when `send_inheritance` is false.
 pub fn request_infos(
-    req: &AllocRequest,
+    req: &AllocAsk,
     server_version: Option<&str>,
     send_inheritance: bool,
 ) -> Vec<Info> {
-    let mut v = Vec::new();
-    if let Some(n) = req.nodes {
-        v.push(Info::new(keys::ALLOC_NUM_NODES, n));
+    if send_inheritance || req.attrs.inherit.is_none() {
+        return req.attrs.to_infos(server_version);
     }
-    if !req.nodelist.is_empty() {
-        v.push(Info::new(keys::ALLOC_NODE_LIST, req.nodelist.join(",")));
-    }
-    if !req.exclude.is_empty() {
-        v.push(Info::new(keys::ALLOC_EXCLUDE, req.exclude.join(",")));
-    }
-    if let Some(c) = req.cpus {
-        v.push(Info::new(keys::ALLOC_NUM_CPUS, c));
-    }
-    if let Some(m) = req.mem_mb {
-        v.push(Info::new(keys::ALLOC_MEM_SIZE, Value::Float(m)));
-    }
-    if let Some(t) = req.time_secs {
-        v.push(Info::new(
-            keys::ALLOC_TIME,
-            alloc_time_value(server_version, t),
-        ));
-    }
-    if let Some(q) = &req.queue {
-        v.push(Info::new(keys::ALLOC_QUEUE, q.as_str()));
-    }
-    for (k, val) in req.rm.given() {
-        v.push(Info::new(k, val));
-    }
-    if let Some(a) = &req.alloc_id {
-        v.push(Info::new(keys::ALLOC_ID, a.as_str()));
-    }
-    if let Some(r) = &req.request_id {
-        v.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
-    }
-    if let Some(t) = &req.target {
-        v.push(Info::new(keys::ALLOC_TARGET, t.as_str()));
-    }
-    if req.share {
-        v.push(Info::new(keys::ALLOC_SHARE, true));
-    }
-    if let (Some(code), true) = (req.inherit, send_inheritance) {
-        v.push(Info::new(
-            keys::ALLOC_INHERITANCE,
-            Value::AllocInherit(AllocInheritance(code.code())),
-        ));
-    }
-    if let Some(w) = req.warn_timeout {
-        v.push(Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(w)));
-    }
-    v
+    let mut attrs = req.attrs.clone();
+    attrs.inherit = None;
+    attrs.to_infos(server_version)
 }
 
 /// Whether palloc will surely act as a tool, known before connecting: a
@@ -142,7 +98,7 @@ fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
 }
 
 /// Ctrl-C while the request is queued: withdraw it, then exit 130.
-fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -> Failure {
+fn cancel_queued(s: &Session, req: &AllocAsk, sig: i32, tag: u32, ui: &Ui) -> Failure {
     withdraw(
         s,
         req,
@@ -153,9 +109,9 @@ fn cancel_queued(s: &Session, req: &AllocRequest, sig: i32, tag: u32, ui: &Ui) -
 }
 
 /// Withdraw queued request `tag` because of `name` (what ended the wait).
-fn withdraw(s: &Session, req: &AllocRequest, tag: u32, name: &str, ui: &Ui) -> Failure {
+fn withdraw(s: &Session, req: &AllocAsk, tag: u32, name: &str, ui: &Ui) -> Failure {
     s.conn().forget(tag);
-    let Some(id) = &req.request_id else {
+    let Some(id) = &req.attrs.req_id else {
         return Failure::interrupted(&format!("{name} while the request was queued"));
     };
     let cancel = [Info::new(keys::ALLOC_REQ_ID, id.as_str())];
@@ -210,7 +166,7 @@ pub(super) fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
 
 /// What palloc prints for a grant.
 pub fn granted_record(
-    req: &AllocRequest,
+    req: &AllocAsk,
     reply: &AllocReply,
     s: &Session,
     from_application: bool,
@@ -219,15 +175,15 @@ pub fn granted_record(
     let alloc_id = reply
         .alloc_id
         .clone()
-        .or_else(|| req.alloc_id.clone())
+        .or_else(|| req.attrs.alloc_id.clone())
         .unwrap_or_else(|| "(unnamed)".into());
     let nodes = find(keys::ALLOC_NODE_LIST)
         .or_else(|| find(keys::NODE_LIST))
         .map(node_list)
-        .unwrap_or_else(|| req.nodelist.clone());
+        .unwrap_or_else(|| req.attrs.nodes_named().to_vec());
     let time = find(keys::ALLOC_TIME)
         .and_then(parse_alloc_time)
-        .or(req.time_secs);
+        .or(req.attrs.time_secs.map(u64::from));
     // The expiry the DVM reports wins over one computed from what was asked.
     let remaining = find(keys::TIME_REMAINING).and_then(Value::as_u64);
     let extend = req.directive == Directive::Extend;
@@ -236,18 +192,18 @@ pub fn granted_record(
     let owner = find(keys::ALLOC_TARGET)
         .and_then(|v| v.as_str())
         .map(String::from)
-        .or_else(|| req.target.clone())
+        .or_else(|| req.attrs.target.clone())
         .or_else(|| (!extend).then(|| s.me().0));
     let share = find(keys::ALLOC_SHARE)
         .map(|v| v.is_true())
-        .unwrap_or(req.share);
+        .unwrap_or(req.attrs.shared());
     let inherit = match find(keys::ALLOC_INHERITANCE) {
         Some(crate::codec::Value::AllocInherit(i)) => Inheritance::from_code(i.0),
         Some(v) => v
             .as_str()
             .and_then(crate::codec::AllocInheritance::from_word)
             .and_then(|i| Inheritance::from_code(i.0)),
-        None => req.inherit,
+        None => req.attrs.inheritance(),
     };
     // Through a holder, the namespace is the holder's: it outlives us.
     let via_holder = s.conn().target().holder_of.is_some();
@@ -255,7 +211,10 @@ pub fn granted_record(
         !from_application && !via_holder && owner.as_deref() == Some(s.me().0.as_str());
     AllocationRecord {
         alloc_id: alloc_id.clone(),
-        request_id: reply.request_id.clone().or_else(|| req.request_id.clone()),
+        request_id: reply
+            .request_id
+            .clone()
+            .or_else(|| req.attrs.req_id.clone()),
         directive: if extend { "extend" } else { "new" }.into(),
         state: "granted".into(),
         nodes,
@@ -384,7 +343,7 @@ pub(super) struct Awaiting<'a> {
 /// interrupted), the inner result the DVM's answer.
 pub(super) fn await_answer(
     s: &Session,
-    req: &AllocRequest,
+    req: &AllocAsk,
     tag: u32,
     w: &mut Awaiting<'_>,
     ui: &Ui,
@@ -886,26 +845,28 @@ mod tests {
 
     #[test]
     fn infos_carry_every_flag_in_wire_form() {
-        let req = AllocRequest {
+        let req = AllocAsk {
             directive: Directive::New,
-            nodes: Some(2),
-            nodelist: vec!["n1".into(), "n2".into()],
-            exclude: vec!["n3".into()],
-            cpus: Some(8),
-            mem_mb: Some(512.0),
-            time_secs: Some(3600),
-            queue: Some("q".into()),
-            rm: crate::cli::request::RmOptions {
-                account: Some("phys".into()),
-                constraint: Some("gpu&ib".into()),
-                ..Default::default()
+            attrs: crate::proto::AllocAttrs {
+                num_nodes: Some(2),
+                node_list: Some(vec!["n1".into(), "n2".into()]),
+                exclude: Some(vec!["n3".into()]),
+                num_cpus: Some(8),
+                mem_mb: Some(512),
+                time_secs: Some(3600),
+                queue: Some("q".into()),
+                rm: crate::cli::request::RmOptions {
+                    account: Some("phys".into()),
+                    constraint: Some("gpu&ib".into()),
+                    ..Default::default()
+                },
+                req_id: Some("r1".into()),
+                alloc_id: None,
+                target: Some("job@1".into()),
+                share: Some(true),
+                inherit: Some(Inheritance::Child.into()),
+                warn_timeout: Some(60),
             },
-            request_id: Some("r1".into()),
-            alloc_id: None,
-            target: Some("job@1".into()),
-            share: true,
-            inherit: Some(Inheritance::Child),
-            warn_timeout: Some(60),
         };
         let v = request_infos(&req, Some("5.0.11"), true);
         let get = |k: &str| v.iter().find(|i| i.key == k).map(|i| i.value.clone());
@@ -924,7 +885,7 @@ mod tests {
         assert_eq!(get(keys::ALLOC_SHARE), Some(Value::Bool(true)));
         assert_eq!(
             get(keys::ALLOC_INHERITANCE),
-            Some(Value::AllocInherit(AllocInheritance::CHILD))
+            Some(Value::AllocInherit(crate::codec::AllocInheritance::CHILD))
         );
         assert_eq!(get(keys::ALLOC_WARN_TIMEOUT), Some(Value::Uint32(60)));
         let old = request_infos(&req, Some("4.2.2"), false);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::ops::session::Session;
 use crate::ops::status_query::{self, Want};
 use crate::proto::Directive;
@@ -14,16 +14,17 @@ use crate::proto::Directive;
 /// nothing in the request explains the refusal.
 /// When the DVM `said` why, nothing is guessed: only a bad value the
 /// request or the DVM's node list shows is named.
-pub(crate) fn explain(s: &Session, req: &AllocRequest, said: bool) -> Option<String> {
+pub(crate) fn explain(s: &Session, req: &AllocAsk, said: bool) -> Option<String> {
     if let Some(why) = explain_request(req) {
         return Some(why);
     }
-    if req.nodelist.is_empty() {
+    if req.attrs.nodes_named().is_empty() {
         return (!said).then(|| sent_values(req));
     }
     let known = known_nodes(s)?;
     let unknown: Vec<&String> = req
-        .nodelist
+        .attrs
+        .nodes_named()
         .iter()
         .filter(|n| !known.contains(*n))
         .collect();
@@ -41,9 +42,9 @@ name nodes it has, or ask for a count with -N",
 }
 
 /// What the request alone shows to be wrong (no DVM knowledge needed).
-pub(crate) fn explain_request(req: &AllocRequest) -> Option<String> {
-    let counted = req.nodes.is_some_and(|n| n > 0);
-    if req.directive == Directive::New && !counted && req.nodelist.is_empty() {
+pub(crate) fn explain_request(req: &AllocAsk) -> Option<String> {
+    let counted = req.attrs.num_nodes.is_some_and(|n| n > 0);
+    if req.directive == Directive::New && !counted && req.attrs.nodes_named().is_empty() {
         let what = resources_named(req);
         let example = if what == "the request" {
             "palloc -N 1".to_string()
@@ -55,20 +56,25 @@ pub(crate) fn explain_request(req: &AllocRequest) -> Option<String> {
 and PMIX_ALLOC_NODE_LIST absent); add -N COUNT or -w NODES, as `{example}`"
         ));
     }
-    if let (Some(n), false) = (req.nodes, req.nodelist.is_empty()) {
-        if n as usize != req.nodelist.len() {
+    if let (Some(n), false) = (req.attrs.num_nodes, req.attrs.nodes_named().is_empty()) {
+        if n as usize != req.attrs.nodes_named().len() {
             return Some(format!(
                 "-N {n} and -w {} name different node counts ({}); give one of them",
-                req.nodelist.join(","),
-                req.nodelist.len()
+                req.attrs.nodes_named().join(","),
+                req.attrs.nodes_named().len()
             ));
         }
     }
     let mut seen = BTreeSet::new();
-    if let Some(dup) = req.nodelist.iter().find(|n| !seen.insert(n.as_str())) {
+    if let Some(dup) = req
+        .attrs
+        .nodes_named()
+        .iter()
+        .find(|n| !seen.insert(n.as_str()))
+    {
         return Some(format!("-w names {dup} twice; name each node once"));
     }
-    if req.time_secs == Some(0) {
+    if req.attrs.time_secs == Some(0) {
         return Some("-t 0: a time limit of zero reserves nothing; give a positive time".into());
     }
     None
@@ -76,15 +82,15 @@ and PMIX_ALLOC_NODE_LIST absent); add -N COUNT or -w NODES, as `{example}`"
 
 /// The resource flags the request carried, as typed (`-c 5 --mem 100`), or
 /// `the request` when none.
-fn resources_named(req: &AllocRequest) -> String {
+fn resources_named(req: &AllocAsk) -> String {
     let mut v = Vec::new();
-    if let Some(c) = req.cpus {
+    if let Some(c) = req.attrs.num_cpus {
         v.push(format!("-c {c}"));
     }
-    if let Some(m) = req.mem_mb {
+    if let Some(m) = req.attrs.mem_mb {
         v.push(format!("--mem {m}"));
     }
-    if let Some(t) = req.time_secs {
+    if let Some(t) = req.attrs.time_secs {
         v.push(format!("-t {t}s"));
     }
     if v.is_empty() {
@@ -95,22 +101,25 @@ fn resources_named(req: &AllocRequest) -> String {
 }
 
 /// The values sent, for a refusal nothing above explains.
-fn sent_values(req: &AllocRequest) -> String {
+fn sent_values(req: &AllocAsk) -> String {
     let mut v = Vec::new();
-    if let Some(n) = req.nodes {
+    if let Some(n) = req.attrs.num_nodes {
         v.push(format!("-N {n}"));
     }
-    if !req.nodelist.is_empty() {
-        v.push(format!("-w {}", req.nodelist.join(",")));
+    if !req.attrs.nodes_named().is_empty() {
+        v.push(format!("-w {}", req.attrs.nodes_named().join(",")));
     }
-    if !req.exclude.is_empty() {
-        v.push(format!("--exclude {}", req.exclude.join(",")));
+    if !req.attrs.nodes_excluded().is_empty() {
+        v.push(format!(
+            "--exclude {}",
+            req.attrs.nodes_excluded().join(",")
+        ));
     }
     let r = resources_named(req);
     if r != "the request" {
         v.push(r);
     }
-    if let Some(q) = &req.queue {
+    if let Some(q) = &req.attrs.queue {
         v.push(format!("-p {q}"));
     }
     format!(
@@ -153,23 +162,29 @@ mod tests {
 
     #[test]
     fn the_request_alone_names_its_bad_value() {
-        let cpus = AllocRequest {
+        let cpus = AllocAsk {
             directive: Directive::New,
-            cpus: Some(5),
-            ..Default::default()
+            attrs: crate::proto::AllocAttrs {
+                num_cpus: Some(5),
+                ..Default::default()
+            },
         };
         let m = explain_request(&cpus).unwrap();
         assert!(m.contains("-c 5") && m.contains("-N"), "{m}");
-        let twice = AllocRequest {
+        let twice = AllocAsk {
             directive: Directive::New,
-            nodelist: vec!["a".into(), "a".into()],
-            ..Default::default()
+            attrs: crate::proto::AllocAttrs {
+                node_list: Some(vec!["a".into(), "a".into()]),
+                ..Default::default()
+            },
         };
         assert!(explain_request(&twice).unwrap().contains("a twice"));
-        let fine = AllocRequest {
+        let fine = AllocAsk {
             directive: Directive::New,
-            nodes: Some(1),
-            ..Default::default()
+            attrs: crate::proto::AllocAttrs {
+                num_nodes: Some(1),
+                ..Default::default()
+            },
         };
         assert_eq!(explain_request(&fine), None);
     }

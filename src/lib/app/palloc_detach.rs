@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use crate::cli::exit::Exit;
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::cli::PallocArgs;
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, RequestRecord};
@@ -37,11 +37,15 @@ pub(crate) enum Detach {
 /// Start the detached palloc for `req` and wait as `how` says.
 pub(crate) fn submit_detached(
     args: &PallocArgs,
-    req: &AllocRequest,
+    req: &AllocAsk,
     ui: &Ui,
     how: Detach,
 ) -> std::result::Result<i32, Failure> {
-    let rid = req.request_id.clone().unwrap_or_else(generated_request_id);
+    let rid = req
+        .attrs
+        .req_id
+        .clone()
+        .unwrap_or_else(generated_request_id);
     let (log_path, log) = open_log(args, &rid)?;
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;

@@ -5,7 +5,7 @@
 //! missing.
 
 use crate::cli::exit::Exit;
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::codec::Info;
 use crate::ops::alloc::allocate;
 use crate::ops::status_query::{status, Want};
@@ -58,11 +58,11 @@ impl<'a> GrantView<'a> {
 /// release it and return the failure naming the missing scheduler.
 pub(crate) fn refuse_empty_grant(
     s: &Session,
-    req: &AllocRequest,
+    req: &AllocAsk,
     rec: &AllocationRecord,
     view: &GrantView<'_>,
 ) -> Option<Failure> {
-    let asked = req.nodes.filter(|n| *n > 0)?;
+    let asked = req.attrs.num_nodes.filter(|n| *n > 0)?;
     if req.directive != Directive::New || !rec.nodes.is_empty() {
         return None;
     }

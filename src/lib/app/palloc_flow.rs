@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::{dt, Info};
 use crate::conn::holder::{HeldBy, Holder};
@@ -33,7 +33,7 @@ type Outcome = std::result::Result<i32, Failure>;
 struct Plan<'a> {
     args: &'a PallocArgs,
     ui: &'a Ui,
-    req: AllocRequest,
+    req: AllocAsk,
     mode: PallocMode,
     /// `palloc` with no command at a terminal: an interactive shell.
     opens_shell: bool,
@@ -101,7 +101,7 @@ impl<'a> Plan<'a> {
             PallocMode::NoWait => self.args.command.is_empty(),
             PallocMode::Hold | PallocMode::Run(_) => false,
         };
-        match self.req.warn_timeout {
+        match self.req.attrs.warn_timeout {
             Some(w) if returns => Err(Failure::with(
                 Exit::Usage,
                 None,
@@ -123,8 +123,8 @@ timeout-warning --exec CMD`"
         let shell = std::env::var("SHELL").ok();
         let mode = args.mode_at(interactive(), shell.as_deref());
         let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));
-        if req.directive == Directive::New && req.request_id.is_none() {
-            req.request_id = Some(generated_request_id());
+        if req.directive == Directive::New && req.attrs.req_id.is_none() {
+            req.attrs.req_id = Some(generated_request_id());
         }
         Plan {
             args,
@@ -146,7 +146,7 @@ timeout-warning --exec CMD`"
         }
         let detach = match self.mode {
             PallocMode::NoWait => Detach::Submit,
-            PallocMode::Print if self.req.target.is_none() => Detach::UntilGranted,
+            PallocMode::Print if self.req.attrs.target.is_none() => Detach::UntilGranted,
             _ => return None,
         };
         Some(submit_detached(self.args, &self.req, self.ui, detach))
@@ -155,9 +155,10 @@ timeout-warning --exec CMD`"
     /// An EXTEND names its allocation by id or by request id: either finds
     /// the palloc holding it.
     fn held(&self) -> Option<&str> {
-        self.req.alloc_id.as_deref().or(self
+        self.req.attrs.alloc_id.as_deref().or(self
             .req
-            .request_id
+            .attrs
+            .req_id
             .as_deref()
             .filter(|_| self.req.directive == Directive::Extend))
     }
@@ -168,11 +169,14 @@ impl<'a> Asked<'a> {
         let req = &plan.req;
         let from_application = matches!(s.conn().identity(), Identity::Client { .. });
         let attrs = AttrsPresent {
-            target: req.target.is_some(),
+            target: req.attrs.target.is_some(),
             from_application,
-            alloc_id: req.alloc_id.is_some(),
-            req_id: req.request_id.is_some(),
-            non_default_inheritance: req.inherit.is_some_and(|c| c != Inheritance::Default),
+            alloc_id: req.attrs.alloc_id.is_some(),
+            req_id: req.attrs.req_id.is_some(),
+            non_default_inheritance: req
+                .attrs
+                .inheritance()
+                .is_some_and(|c| c != Inheritance::Default),
             spawn_target: false,
         };
         let op = if req.directive == Directive::Extend {
@@ -180,7 +184,7 @@ impl<'a> Asked<'a> {
         } else {
             Operation::AllocNew
         };
-        let user_rule = req.inherit;
+        let user_rule = req.attrs.inheritance();
         Asked {
             plan,
             from_application,
@@ -200,7 +204,7 @@ impl<'a> Asked<'a> {
         }
         match self.plan.mode {
             PallocMode::NoWait => Some(Detach::Submit),
-            PallocMode::Print if req.target.is_none() => Some(Detach::UntilGranted),
+            PallocMode::Print if req.attrs.target.is_none() => Some(Detach::UntilGranted),
             _ => None,
         }
     }
@@ -218,10 +222,10 @@ impl<'a> Asked<'a> {
         self.default_rule = self.user_rule.is_none()
             && !self.from_application
             && req.directive == Directive::New
-            && req.target.is_none()
+            && req.attrs.target.is_none()
             && s.wire().supports(dt::ALLOC_INHERIT);
         if self.default_rule {
-            req.inherit = Some(Inheritance::Child);
+            req.attrs.inherit = Some(Inheritance::Child.into());
         }
         let send = self.inheritance_fits(s)?;
         self.check_target(s)?;
@@ -232,7 +236,7 @@ impl<'a> Asked<'a> {
     /// DEFAULT is then not sent (it is the behaviour anyway), any other
     /// rule is refused before anything is sent.
     fn inheritance_fits(&self, s: &Session) -> std::result::Result<bool, Failure> {
-        let rule = self.plan.req.inherit;
+        let rule = self.plan.req.attrs.inheritance();
         if rule.is_none() || s.wire().supports(dt::ALLOC_INHERIT) {
             return Ok(rule.is_some());
         }
@@ -257,7 +261,7 @@ with reservation support (nothing was sent)",
     /// be stranded: refused before anything is reserved.
     fn check_target(&self, s: &Session) -> std::result::Result<(), Failure> {
         let req = &self.plan.req;
-        let Some(t) = &req.target else {
+        let Some(t) = &req.attrs.target else {
             return Ok(());
         };
         if self.from_application
@@ -312,10 +316,10 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let ui = self.plan.ui;
         let req = &self.plan.req;
         ui.record(&RequestRecord {
-            request_id: req.request_id.clone(),
+            request_id: req.attrs.req_id.clone(),
             state: "accepted".into(),
         });
-        if let Some(r) = &req.request_id {
+        if let Some(r) = &req.attrs.req_id {
             ui.result(r);
         }
         let barrier = crate::ops::query::begin_barrier(s).map_err(|e| Failure::lost(&e))?;
@@ -367,11 +371,11 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // not), other shells of the user reach it by the request id
         // (`prelease --cancel ID`, `prelease ID`), as scancel reaches a
         // pending salloc: the cancel must come from the requester.
-        let mut queued_holder = match (self.from_application, &self.plan.req.request_id) {
+        let mut queued_holder = match (self.from_application, &self.plan.req.attrs.req_id) {
             (false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
             _ => None,
         };
-        let spinner = ui.queued(self.plan.req.request_id.as_deref());
+        let spinner = ui.queued(self.plan.req.attrs.req_id.as_deref());
         let mut reply = {
             let mut wait = Awaiting {
                 holder: queued_holder.as_mut(),
@@ -381,7 +385,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             await_answer(s, &self.plan.req, tag, &mut wait, ui)?
         };
         if self.default_rule && matches!(&reply, Err(e) if e.status == Status::ERR_NOT_SUPPORTED) {
-            self.plan.req.inherit = None;
+            self.plan.req.attrs.inherit = None;
             let infos = request_infos(&self.plan.req, s.server_version(), false);
             let tag = begin_allocate(s, self.plan.req.directive, &infos)
                 .map_err(|e| Failure::refused(self.op, &self.attrs, &e))?;

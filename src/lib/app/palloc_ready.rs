@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cli::request::AllocRequest;
+use crate::cli::request::AllocAsk;
 use crate::codec::Info;
 use crate::ops::job::{run_job, simple_app};
 use crate::ops::spawn::spawn_target;
@@ -30,8 +30,8 @@ const PROBE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether a grant needs the probe: NEW or EXTEND by a node count, and a
 /// reply that named no node (PRRTE master with a scheduler; pdvm names them).
-fn needs_probe(req: &AllocRequest, rec: &AllocationRecord) -> bool {
-    req.nodes.is_some_and(|n| n > 0)
+fn needs_probe(req: &AllocAsk, rec: &AllocationRecord) -> bool {
+    req.attrs.num_nodes.is_some_and(|n| n > 0)
         && matches!(req.directive, Directive::New | Directive::Extend)
         && rec.nodes.is_empty()
         && !rec.alloc_id.is_empty()
@@ -55,7 +55,7 @@ fn recent(s: &Session) -> bool {
 /// with the empty-grant check.
 pub(crate) fn wait_usable(
     s: &Session,
-    req: &AllocRequest,
+    req: &AllocAsk,
     rec: &AllocationRecord,
     view: &GrantView<'_>,
 ) -> Result<(), Failure> {
@@ -68,7 +68,7 @@ pub(crate) fn wait_usable(
     // A NEW waits for all its nodes (psched adds a grant's nodes one a
     // grow): one process on each.
     let n = match req.directive {
-        Directive::New => req.nodes.unwrap_or(1).clamp(1, 4096) as i32,
+        Directive::New => req.attrs.num_nodes.unwrap_or(1).clamp(1, 4096) as i32,
         _ => 1,
     };
     let info = [

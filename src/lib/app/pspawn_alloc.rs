@@ -9,11 +9,11 @@
 //! the job runs on the first COUNT nodes of it.
 
 use crate::cli::exit::Exit;
-use crate::cli::request::{AllocRequest, SpawnRequest};
+use crate::cli::request::{AllocAsk, SpawnRequest};
 use crate::codec::Info;
 use crate::ops::alloc::{allocate, begin_allocate};
 use crate::ops::Session;
-use crate::proto::{keys, Directive, Inheritance, Status};
+use crate::proto::{keys, AllocAttrs, Directive, Inheritance, Status};
 
 use super::palloc::{await_answer, generated_request_id, granted_record, request_infos, Awaiting};
 use super::{Failure, Ui};
@@ -28,19 +28,21 @@ pub(crate) struct JobAllocation {
 /// (a signal withdraws it), and refuses an empty grant (a DVM without a
 /// scheduler) with exit 7 after giving it back.
 pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation, Failure> {
-    let mut req = AllocRequest {
+    let mut req = AllocAsk {
         directive: Directive::New,
-        nodes: Some(nodes),
-        request_id: Some(generated_request_id()),
-        inherit: Some(Inheritance::Child),
-        ..Default::default()
+        attrs: AllocAttrs {
+            num_nodes: Some(u32::try_from(nodes).unwrap_or(u32::MAX)),
+            req_id: Some(generated_request_id()),
+            inherit: Some(Inheritance::Child.into()),
+            ..Default::default()
+        },
     };
     let mut reply = ask(s, &req, ui)?;
     if matches!(&reply, Err(e) if e.status == Status::ERR_NOT_SUPPORTED) {
         // A DVM that takes no inheritance rule: its default releases the
         // nodes when pspawn's namespace ends, which is as good here.
         ui.detail("the DVM refused inheritance CHILD; asking again without a rule");
-        req.inherit = None;
+        req.attrs.inherit = None;
         reply = ask(s, &req, ui)?;
     }
     let reply = reply.map_err(|e| refused(nodes, &e))?;
@@ -74,10 +76,10 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
 /// Send the NEW request and wait for its answer.
 fn ask(
     s: &Session,
-    req: &AllocRequest,
+    req: &AllocAsk,
     ui: &Ui,
 ) -> Result<crate::error::Result<crate::ops::alloc::AllocReply>, Failure> {
-    let infos = request_infos(req, s.server_version(), req.inherit.is_some());
+    let infos = request_infos(req, s.server_version(), req.attrs.inheritance().is_some());
     let tag = begin_allocate(s, Directive::New, &infos).map_err(|e| refused(0, &e))?;
     let mut none = None;
     let mut wait = Awaiting {

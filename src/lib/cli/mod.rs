@@ -36,7 +36,7 @@ pub use psched::PschedArgs;
 pub use pspawn::PspawnArgs;
 pub use pwatch::{CompleteWhat, PwatchArgs};
 pub use request::{
-    AllocRequest, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusState,
+    AllocAsk, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusState,
     StatusWatch, StatusWhat, StdinTarget, WatchRequest,
 };
 pub use validate::{parse_validated, try_parse_validated, Validate};

@@ -5,7 +5,8 @@ use super::parse::{
     parse_count, parse_id, parse_mem_mb, parse_nodelist_arg, parse_time_limit_or_unlimited,
     parse_warn_secs, NodeList, TimeLimit,
 };
-use super::request::{AllocRequest, RmOptions};
+use super::request::{AllocAsk, RmOptions};
+use crate::proto::AllocAttrs;
 use crate::proto::Directive;
 use crate::proto::{parse_inheritance, Inheritance};
 use clap::Parser;
@@ -303,41 +304,46 @@ impl PallocArgs {
     }
 
     /// The request to send.
-    pub fn request(&self) -> AllocRequest {
+    pub fn request(&self) -> AllocAsk {
         let extending = self.is_extend();
         let names_nodes = self.nodes.is_some() || self.nodelist.is_some() || self.cpus.is_some();
-        AllocRequest {
+        AllocAsk {
             directive: if extending {
                 Directive::Extend
             } else {
                 Directive::New
             },
-            nodes: if extending || names_nodes {
-                self.nodes
-            } else {
-                Some(1)
+            attrs: AllocAttrs {
+                num_nodes: if extending || names_nodes {
+                    self.nodes.map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+                } else {
+                    Some(1)
+                },
+                node_list: self.nodelist.clone().map(|l| l.0),
+                exclude: self.exclude.clone().map(|l| l.0),
+                num_cpus: self.cpus,
+                mem_mb: self.mem.map(|m| m.max(0.0).ceil() as u64),
+                time_secs: self
+                    .time
+                    .and_then(|t| t.0)
+                    .map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+                queue: self.queue.clone(),
+                rm: RmOptions {
+                    account: self.account.clone(),
+                    qos: self.qos.clone(),
+                    reservation: self.reservation.clone(),
+                    constraint: self.constraint.clone(),
+                },
+                req_id: self
+                    .extend_request
+                    .clone()
+                    .or_else(|| self.request_id.clone()),
+                alloc_id: self.extend.clone().flatten(),
+                target: self.target.clone(),
+                share: self.share.then_some(true),
+                inherit: self.inherit.map(Into::into),
+                warn_timeout: self.warn_timeout,
             },
-            nodelist: self.nodelist.clone().unwrap_or_default().0,
-            exclude: self.exclude.clone().unwrap_or_default().0,
-            cpus: self.cpus,
-            mem_mb: self.mem,
-            time_secs: self.time.and_then(|t| t.0),
-            queue: self.queue.clone(),
-            rm: RmOptions {
-                account: self.account.clone(),
-                qos: self.qos.clone(),
-                reservation: self.reservation.clone(),
-                constraint: self.constraint.clone(),
-            },
-            request_id: self
-                .extend_request
-                .clone()
-                .or_else(|| self.request_id.clone()),
-            alloc_id: self.extend.clone().flatten(),
-            target: self.target.clone(),
-            share: self.share,
-            inherit: self.inherit,
-            warn_timeout: self.warn_timeout,
         }
     }
 

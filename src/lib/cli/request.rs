@@ -4,74 +4,17 @@
 //! PMIx attributes (`PMIX_ALLOC_*`, `PMIX_SPAWN_TARGET`, …) for the wire.
 
 use super::parse::EnvSpec;
-use crate::proto::{Directive, Inheritance};
+pub use crate::proto::RmOptions;
+use crate::proto::{AllocAttrs, Directive};
 
-/// An allocation request (palloc): NEW, or EXTEND of an existing reservation.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AllocRequest {
+/// An allocation request (palloc): NEW, or EXTEND of an existing
+/// reservation, with what it asks in the one typed form every end shares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllocAsk {
     /// [`Directive::New`] or [`Directive::Extend`].
     pub directive: Directive,
-    /// `PMIX_ALLOC_NUM_NODES`.
-    pub nodes: Option<u64>,
-    /// `PMIX_ALLOC_NODE_LIST`, expanded names.
-    pub nodelist: Vec<String>,
-    /// `PMIX_ALLOC_EXCLUDE`, expanded names.
-    pub exclude: Vec<String>,
-    /// `PMIX_ALLOC_NUM_CPUS`.
-    pub cpus: Option<u64>,
-    /// `PMIX_ALLOC_MEM_SIZE`, megabytes.
-    pub mem_mb: Option<f32>,
-    /// `PMIX_ALLOC_TIME`, seconds (the binary converts to the server's form).
-    pub time_secs: Option<u64>,
-    /// `PMIX_ALLOC_QUEUE`.
-    pub queue: Option<String>,
-    /// What only a resource manager such as Slurm reads (account, QOS,
-    /// reservation, features).
-    pub rm: RmOptions,
-    /// `PMIX_ALLOC_REQ_ID`: the requester's id for this request, or on an
-    /// EXTEND by request id, the request id naming the target.
-    pub request_id: Option<String>,
-    /// `PMIX_ALLOC_ID`: on EXTEND, the allocation to extend.
-    pub alloc_id: Option<String>,
-    /// `PMIX_ALLOC_TARGET`: the namespace to reserve for.
-    pub target: Option<String>,
-    /// `PMIX_ALLOC_SHARE=true` when set.
-    pub share: bool,
-    /// `PMIX_ALLOC_INHERITANCE`, absent means the DVM default.
-    pub inherit: Option<Inheritance>,
-    /// `PMIX_ALLOC_WARN_TIMEOUT`, seconds.
-    pub warn_timeout: Option<u32>,
-}
-
-/// The resource manager's own options of an allocation request, each
-/// under a key of ours (PMIx defines none): psched on Slurm passes them
-/// to `salloc`, pdvm ignores them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RmOptions {
-    /// [`crate::proto::keys::ALLOC_ACCOUNT`].
-    pub account: Option<String>,
-    /// [`crate::proto::keys::ALLOC_QOS`].
-    pub qos: Option<String>,
-    /// [`crate::proto::keys::ALLOC_RESERVATION`].
-    pub reservation: Option<String>,
-    /// [`crate::proto::keys::ALLOC_CONSTRAINT`].
-    pub constraint: Option<String>,
-}
-
-impl RmOptions {
-    /// Each option given, with its key.
-    pub fn given(&self) -> Vec<(&'static str, &str)> {
-        use crate::proto::keys;
-        [
-            (keys::ALLOC_ACCOUNT, &self.account),
-            (keys::ALLOC_QOS, &self.qos),
-            (keys::ALLOC_RESERVATION, &self.reservation),
-            (keys::ALLOC_CONSTRAINT, &self.constraint),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
-        .collect()
-    }
+    /// The `PMIX_ALLOC_*` attributes to send.
+    pub attrs: AllocAttrs,
 }
 
 /// One application context of a (possibly MPMD) spawn.

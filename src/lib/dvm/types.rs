@@ -53,38 +53,10 @@ impl Requester {
     }
 }
 
-use crate::proto::{Inheritance, Received};
+use crate::proto::Inheritance;
 
-/// The attributes of an allocation request, already decoded from the wire.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AllocAttrs {
-    /// `PMIX_ALLOC_TARGET`.
-    pub target: Option<String>,
-    /// `PMIX_ALLOC_SHARE`.
-    pub share: Option<bool>,
-    /// `PMIX_ALLOC_INHERITANCE` as sent (an unknown code is refused).
-    pub inherit: Option<Received<Inheritance>>,
-    /// `PMIX_ALLOC_WARN_TIMEOUT` in seconds.
-    pub warn_timeout: Option<u32>,
-    /// `PMIX_ALLOC_ID`.
-    pub alloc_id: Option<String>,
-    /// `PMIX_ALLOC_REQ_ID`.
-    pub req_id: Option<String>,
-    /// `PMIX_ALLOC_NUM_NODES`.
-    pub num_nodes: Option<u32>,
-    /// `PMIX_ALLOC_NODE_LIST` (already split into names).
-    pub node_list: Option<Vec<String>>,
-    /// `PMIX_ALLOC_EXCLUDE` (already split into names).
-    pub exclude: Option<Vec<String>>,
-    /// `PMIX_ALLOC_NUM_CPUS` (recorded, not enforced).
-    pub num_cpus: Option<u64>,
-    /// `PMIX_ALLOC_MEM_SIZE` in MB (recorded, not enforced).
-    pub mem_mb: Option<u64>,
-    /// `PMIX_ALLOC_TIME` in seconds.
-    pub time_secs: Option<u32>,
-    /// `PMIX_ALLOC_QUEUE` (recorded, not enforced).
-    pub queue: Option<String>,
-}
+/// The attributes of an allocation request (one type for every end).
+pub use crate::proto::AllocAttrs;
 
 /// How an allocation request was answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,6 +9,7 @@
 //! ([`crate::render`]). A new PMIx attribute is added here first (see
 //! `ARCHITECTURE.md`).
 
+pub mod alloc;
 pub mod cmd;
 pub mod directive;
 pub mod end_cause;
@@ -20,6 +21,7 @@ pub mod range;
 pub mod status;
 pub(crate) mod version;
 
+pub use alloc::{AllocAttrs, RmOptions};
 pub use directive::Directive;
 pub use end_cause::SessionEndCause;
 pub use enums::Received;

@@ -8,7 +8,7 @@ use crate::error::Result;
 use super::ledger::Ledger;
 use super::slurm::SlurmBackend;
 use super::state::{Out, State};
-use super::wire::AllocAsk;
+use super::wire::Forwarded;
 
 /// What the serving loop asks of a backend; times are ms since the epoch.
 pub trait Backend {
@@ -28,7 +28,7 @@ pub trait Backend {
     /// Fire what fell due by `now`.
     fn tick(&mut self, now: u64) -> Result<Vec<Out>>;
     /// Serve one allocation request the DVM sent on `tag`.
-    fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>>;
+    fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>>;
     /// The DVM says reservation `alloc_id` ended by itself.
     fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>>;
     /// The DVM lists `live` as its allocations: give back what it dropped.
@@ -74,7 +74,7 @@ impl Backend for State {
     fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
         State::tick(self, now)
     }
-    fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         State::on_alloc(self, tag, ask, now)
     }
     fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>> {

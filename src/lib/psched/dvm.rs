@@ -36,7 +36,7 @@ use crate::proto::{keys, Directive, Received};
 
 use super::ledger::{DvmBook, Owner};
 use super::out::{EndWhy, Granted, Out};
-use super::wire::{self, AllocAsk};
+use super::wire::{self, Forwarded};
 
 /// The request id psched gives its reservation of idle nodes.
 pub const IDLE_REQ_ID: &str = "psched.idle";
@@ -66,7 +66,7 @@ pub enum Send {
 #[derive(Debug)]
 pub enum Verdict {
     /// Hand it to the backend.
-    Pass(Box<AllocAsk>),
+    Pass(Box<Forwarded>),
     /// Answered or waiting here (an owner check, psched's own request).
     Held,
 }
@@ -134,7 +134,7 @@ enum Await {
 /// A request waiting for its owner check.
 #[derive(Debug)]
 struct Check {
-    ask: AllocAsk,
+    ask: Forwarded,
     alloc_id: String,
     nspace: String,
 }
@@ -286,7 +286,7 @@ impl Dvm {
     pub fn on_request(
         &mut self,
         tag: u32,
-        ask: AllocAsk,
+        ask: Forwarded,
         find: &dyn Fn(&str) -> Option<String>,
         out: &mut Vec<Send>,
     ) -> Result<Verdict> {
@@ -297,7 +297,11 @@ impl Dvm {
             out.push(Send::Answer(tag, self.answer_own(&ask)?));
             return Ok(Verdict::Held);
         }
-        let owner = ask.target.clone().unwrap_or_else(|| who.nspace.clone());
+        let owner = ask
+            .attrs
+            .target
+            .clone()
+            .unwrap_or_else(|| who.nspace.clone());
         match ask.directive {
             Received::Known(Directive::New) => {
                 self.askers.insert(tag, (owner, who));
@@ -305,9 +309,10 @@ impl Dvm {
             }
             Received::Known(Directive::Extend | Directive::Release | Directive::ReqCancel) => {
                 let id = ask
+                    .attrs
                     .alloc_id
                     .clone()
-                    .or_else(|| ask.req_id.as_deref().and_then(find));
+                    .or_else(|| ask.attrs.req_id.as_deref().and_then(find));
                 let Some(id) = id else {
                     return Ok(Verdict::Pass(Box::new(ask)));
                 };
@@ -342,13 +347,19 @@ impl Dvm {
 
     /// The answer to psched's own request for its idle reservation, which
     /// PRRTE forwards back to its scheduler.
-    fn answer_own(&mut self, ask: &AllocAsk) -> Result<Vec<u8>> {
+    fn answer_own(&mut self, ask: &Forwarded) -> Result<Vec<u8>> {
         let idle = format!("{IDLE_REQ_ID}.{}", self.me);
-        let id = ask.alloc_id.clone().unwrap_or_else(|| idle.clone());
+        let id = ask.attrs.alloc_id.clone().unwrap_or_else(|| idle.clone());
         if id != idle {
             // A node added to a user's allocation: no rule, no request id
             // (PRRTE would take them as the allocation's new ones).
-            return wire::answer(self.wire, Status(0), Some(&id), &ask.node_list, &[]);
+            return wire::answer(
+                self.wire,
+                Status(0),
+                Some(&id),
+                ask.attrs.nodes_named(),
+                &[],
+            );
         }
         let echo = [
             Info::new(keys::ALLOC_REQ_ID, IDLE_REQ_ID),
@@ -357,7 +368,13 @@ impl Dvm {
                 Value::AllocInherit(crate::proto::Inheritance::Default.into()),
             ),
         ];
-        wire::answer(self.wire, Status(0), Some(&id), &ask.node_list, &echo)
+        wire::answer(
+            self.wire,
+            Status(0),
+            Some(&id),
+            ask.attrs.nodes_named(),
+            &echo,
+        )
     }
 
     /// The answer to psched's own message `tag` arrived (`payload`); `nodes_of`
@@ -370,7 +387,7 @@ impl Dvm {
         now: u64,
         nodes_of: &dyn Fn(&str) -> Vec<String>,
         out: &mut Vec<Send>,
-    ) -> Result<Vec<(u32, AllocAsk)>> {
+    ) -> Result<Vec<(u32, Forwarded)>> {
         match self.awaiting.remove(&tag) {
             Some(Await::Flight) => {
                 self.flight_answer(tag, payload, now);
@@ -396,7 +413,7 @@ impl Dvm {
         payload: &[u8],
         nodes_of: &dyn Fn(&str) -> Vec<String>,
         out: &mut Vec<Send>,
-    ) -> Result<Vec<(u32, AllocAsk)>> {
+    ) -> Result<Vec<(u32, Forwarded)>> {
         let Some(c) = self.checks.remove(&req) else {
             return Ok(Vec::new());
         };
@@ -1159,9 +1176,12 @@ mod tests {
     fn a_job_outside_the_allocation_is_refused_before_the_backend_hears() {
         let mut d = dvm(&["n1"]);
         owned_by_tool(&mut d, 1);
-        let ask = AllocAsk {
+        let ask = Forwarded {
             directive: Directive::Release.into(),
-            alloc_id: Some("alloc.1".into()),
+            attrs: crate::proto::AllocAttrs {
+                alloc_id: Some("alloc.1".into()),
+                ..Default::default()
+            },
             requestor: Some(Box::new(Info::new(
                 keys::REQUESTOR,
                 Value::Proc(Proc {
@@ -1169,7 +1189,7 @@ mod tests {
                     rank: 0,
                 }),
             ))),
-            ..AllocAsk::default()
+            ..Forwarded::default()
         };
         let mut out = Vec::new();
         let v = d.on_request(20, ask, &|_| None, &mut out).unwrap();

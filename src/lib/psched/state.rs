@@ -13,7 +13,7 @@ use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Sub
 
 use super::ledger::{Grant, Ledger};
 pub use super::out::{EndWhy, Granted, Out};
-use super::wire::{self, AllocAsk};
+use super::wire::{self, Forwarded};
 use super::Partition;
 
 /// Most requests waiting in the queue: a NEW beyond it is refused
@@ -178,7 +178,7 @@ impl State {
     }
 
     /// Serve one allocation request the DVM sent on `tag`.
-    pub fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    pub fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         use crate::proto::{Directive, Received};
         match ask.directive {
             Received::Known(Directive::New) => self.on_new(tag, ask, now),
@@ -216,31 +216,31 @@ impl State {
         secs.map(|s| ((f64::from(s) / self.scale).ceil() as u32).max(1))
     }
 
-    fn request(&self, ask: &AllocAsk, time_secs: Option<u32>) -> SchedRequest {
-        let want = if !ask.node_list.is_empty() {
-            NodeAsk::List(ask.node_list.clone())
+    fn request(&self, ask: &Forwarded, time_secs: Option<u32>) -> SchedRequest {
+        let want = if !ask.attrs.nodes_named().is_empty() {
+            NodeAsk::List(ask.attrs.nodes_named().to_vec())
         } else {
-            match ask.num_nodes {
+            match ask.attrs.num_nodes {
                 Some(n) if n > 0 => NodeAsk::Count(n),
                 _ => NodeAsk::Nothing,
             }
         };
         SchedRequest {
             ask: want,
-            exclude: ask.exclude.clone(),
+            exclude: ask.attrs.nodes_excluded().to_vec(),
             time_secs: self.to_real(time_secs),
-            warn_secs: self.to_real(ask.warn_secs),
+            warn_secs: self.to_real(ask.attrs.warn_timeout),
         }
     }
 
-    fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_new(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         if self.sched.queue_len() >= MAX_QUEUED {
             return self.refuse(tag, Status::ERR_OUT_OF_RESOURCE);
         }
-        let Some(part) = self.partition(ask.queue.as_deref()).cloned() else {
+        let Some(part) = self.partition(ask.attrs.queue.as_deref()).cloned() else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let time = ask.time_secs.or(part.default_secs);
+        let time = ask.attrs.time_secs.or(part.default_secs);
         if let (Some(t), Some(max)) = (time, part.max_secs) {
             if t > max {
                 return self.refuse(tag, Status::ERR_BAD_PARAM);
@@ -254,13 +254,13 @@ impl State {
         self.meta.insert(
             id.clone(),
             Meta {
-                req_id: ask.req_id.clone(),
+                req_id: ask.attrs.req_id.clone(),
                 echo: ask.echo.clone(),
                 queue: part.name.clone(),
                 told: false,
                 owed: Some(tag),
                 granted_at: now,
-                inherit: ask.inherit,
+                inherit: ask.attrs.inheritance(),
             },
         );
         match sub {
@@ -289,29 +289,29 @@ impl State {
         })])
     }
 
-    fn find_id(&self, ask: &AllocAsk) -> Option<String> {
-        if let Some(id) = &ask.alloc_id {
+    fn find_id(&self, ask: &Forwarded) -> Option<String> {
+        if let Some(id) = &ask.attrs.alloc_id {
             return Some(id.clone());
         }
-        let rid = ask.req_id.as_ref()?;
+        let rid = ask.attrs.req_id.as_ref()?;
         self.meta
             .iter()
             .find(|(_, m)| m.req_id.as_ref() == Some(rid))
             .map(|(id, _)| id.clone())
     }
 
-    fn on_extend(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_extend(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(&ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let req = self.request(&ask, ask.time_secs);
+        let req = self.request(&ask, ask.attrs.time_secs);
         match self.sched.submit_extend(&id, &req, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
             Ok(sub) => {
                 if let Some(m) = self.meta.get_mut(&id) {
                     m.owed = Some(tag);
                     m.echo = ask.echo.clone();
-                    m.inherit = ask.inherit.or(m.inherit);
+                    m.inherit = ask.attrs.inheritance().or(m.inherit);
                 }
                 match sub {
                     Submit::Granted(nodes) => self.granted(&id, &nodes, now),
@@ -321,11 +321,11 @@ impl State {
         }
     }
 
-    fn on_release(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_release(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
-        let part = (!ask.node_list.is_empty()).then_some(&ask.node_list[..]);
+        let part = Some(ask.attrs.nodes_named()).filter(|l| !l.is_empty());
         match self.sched.release(&id, part, now) {
             Err(e) => self.refuse(tag, sched_status(e)),
             Ok((nodes, ev)) => {
@@ -347,7 +347,7 @@ impl State {
         }
     }
 
-    fn on_cancel(&mut self, tag: u32, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_cancel(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
@@ -508,12 +508,15 @@ mod tests {
         }]
     }
 
-    fn ask(directive: Directive, n: Option<u32>, id: Option<&str>) -> AllocAsk {
-        AllocAsk {
+    fn ask(directive: Directive, n: Option<u32>, id: Option<&str>) -> Forwarded {
+        Forwarded {
             directive: directive.into(),
-            num_nodes: n,
-            alloc_id: id.map(String::from),
-            ..AllocAsk::default()
+            attrs: crate::proto::AllocAttrs {
+                num_nodes: n,
+                alloc_id: id.map(String::from),
+                ..Default::default()
+            },
+            ..Forwarded::default()
         }
     }
 
@@ -551,7 +554,7 @@ mod tests {
     fn over_the_partition_maximum_is_refused() {
         let mut st = State::new(&pool(1), batch(), Ledger::default());
         let mut a = ask(Directive::New, Some(1), None);
-        a.time_secs = Some(601);
+        a.attrs.time_secs = Some(601);
         let out = st.on_alloc(1, a, 0).unwrap();
         assert_eq!(answered(&out), [1]);
         assert!(st.ledger().grants.is_empty());
@@ -594,7 +597,7 @@ mod tests {
         let mut st = State::new(&pool(2), batch(), Ledger::default());
         for rule in [None, Some(Inheritance::ChildDefault)] {
             let mut a = ask(Directive::New, Some(1), None);
-            a.inherit = rule;
+            a.attrs.inherit = rule.map(Into::into);
             st.on_alloc(1, a, 0).unwrap();
         }
         st.reconcile(&[], u64::MAX, 0).unwrap();
@@ -610,8 +613,8 @@ mod tests {
         let mut st = State::new(&pool(1), batch(), Ledger::default());
         st.set_time_scale(60.0);
         let mut a = ask(Directive::New, Some(1), None);
-        a.time_secs = Some(600);
-        a.warn_secs = Some(300);
+        a.attrs.time_secs = Some(600);
+        a.attrs.warn_timeout = Some(300);
         st.on_alloc(1, a, 0).unwrap();
         let g = &st.ledger().grants[0];
         assert_eq!(g.expires_at_ms, Some(10_000), "10 minutes in 10 s");
@@ -648,7 +651,7 @@ mod tests {
     fn reconcile_frees_what_the_dvm_no_longer_lists() {
         let mut st = State::new(&pool(2), batch(), Ledger::default());
         let mut a = ask(Directive::New, Some(1), None);
-        a.inherit = Some(Inheritance::None);
+        a.attrs.inherit = Some(Inheritance::None.into());
         st.on_alloc(1, a, 0).unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
         st.reconcile(std::slice::from_ref(&id), u64::MAX, 0)

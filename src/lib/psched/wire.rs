@@ -2,14 +2,13 @@
 //! (`PMIX_ALLOC_CMD`, `PMIX_SESSION_CTRL_CMD`) and what psched sends back
 //! or on its own (answers, timeout warnings, session terminations).
 
-use crate::codec::attrs::{parse_alloc_time, write_infos};
-use crate::codec::helpers::value_list;
+use crate::codec::attrs::write_infos;
 use crate::codec::{
     AllocDirective, Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Size, Value, WireVersion,
 };
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
-use crate::proto::{cmd, keys};
+use crate::proto::{cmd, keys, AllocAttrs};
 
 pub use crate::proto::cmd::SESSION_CTRL;
 /// `PMIX_EVENT_CUSTOM_RANGE`: the targets of a `PMIX_RANGE_CUSTOM` event.
@@ -25,7 +24,7 @@ pub const MAX_INFOS: u64 = 256;
 #[derive(Debug, Clone)]
 pub enum Inbound {
     /// An allocation request forwarded by the DVM.
-    Alloc(Box<AllocAsk>),
+    Alloc(Box<Forwarded>),
     /// Session control from the DVM (e.g. `PMIX_SESSION_COMPLETE`).
     Session {
         /// The DVM's session number.
@@ -39,86 +38,18 @@ pub enum Inbound {
 
 /// An allocation request as the DVM forwarded it, in typed form.
 #[derive(Debug, Clone, Default)]
-pub struct AllocAsk {
+pub struct Forwarded {
     /// The directive as sent (a code outside the vocabulary is refused).
     pub directive: crate::proto::Received<crate::proto::Directive>,
-    /// `PMIX_ALLOC_NUM_NODES`.
-    pub num_nodes: Option<u32>,
-    /// `PMIX_ALLOC_NODE_LIST`.
-    pub node_list: Vec<String>,
-    /// `PMIX_ALLOC_EXCLUDE`.
-    pub exclude: Vec<String>,
-    /// `PMIX_ALLOC_TIME`, in seconds.
-    pub time_secs: Option<u32>,
-    /// `PMIX_ALLOC_WARN_TIMEOUT`, in seconds.
-    pub warn_secs: Option<u32>,
-    /// `PMIX_ALLOC_ID`.
-    pub alloc_id: Option<String>,
-    /// `PMIX_ALLOC_REQ_ID`.
-    pub req_id: Option<String>,
-    /// `PMIX_ALLOC_QUEUE`: the partition asked for.
-    pub queue: Option<String>,
-    /// `PMIX_ALLOC_INHERITANCE`, when given as a known rule.
-    pub inherit: Option<crate::proto::Inheritance>,
+    /// What it asks.
+    pub attrs: AllocAttrs,
     /// The infos psched echoes back (request id, target, share, inheritance).
     pub echo: Vec<Info>,
     /// `PMIX_REQUESTOR`, which PRRTE adds to what it forwards: who asked.
     pub requestor: Option<Box<Info>>,
-    /// `PMIX_ALLOC_TARGET`: the namespace a tool asked for.
-    pub target: Option<String>,
-    /// `PMIX_ALLOC_SHARE` given true: no reservation, nodes for general use.
-    pub share: bool,
-    /// CPUs, memory and the resource manager's own options.
-    pub opts: AskOptions,
 }
 
-/// What an allocation request asks of each node and of the resource
-/// manager beyond nodes and time (kept for Slurm; the pool ignores them).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AskOptions {
-    /// `PMIX_ALLOC_NUM_CPUS`.
-    pub cpus: Option<u64>,
-    /// `PMIX_ALLOC_MEM_SIZE`, megabytes.
-    pub mem_mb: Option<f32>,
-    /// `psched.alloc.account` ([`keys::ALLOC_ACCOUNT`]).
-    pub account: Option<String>,
-    /// `psched.alloc.qos` ([`keys::ALLOC_QOS`]).
-    pub qos: Option<String>,
-    /// `psched.alloc.reservation` ([`keys::ALLOC_RESERVATION`]).
-    pub reservation: Option<String>,
-    /// `psched.alloc.constraint` ([`keys::ALLOC_CONSTRAINT`]).
-    pub constraint: Option<String>,
-}
-
-impl AskOptions {
-    /// Read `i` into these options; false when it is none of theirs.
-    fn read(&mut self, i: &Info) -> bool {
-        let v = &i.value;
-        let text = || v.as_str().map(String::from);
-        match i.key.as_str() {
-            keys::ALLOC_NUM_CPUS => {
-                self.cpus = v
-                    .as_u64()
-                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            }
-            keys::ALLOC_MEM_SIZE => {
-                self.mem_mb = match v {
-                    Value::Float(f) => Some(*f),
-                    Value::Double(d) => Some(*d as f32),
-                    other => other.as_u64().map(|m| m as f32),
-                }
-            }
-            keys::ALLOC_ACCOUNT => self.account = text(),
-            keys::ALLOC_QOS => self.qos = text(),
-            keys::ALLOC_RESERVATION => self.reservation = text(),
-            keys::ALLOC_CONSTRAINT => self.constraint = text(),
-            _ => return false,
-        }
-        true
-    }
-}
-
-impl AllocAsk {
+impl Forwarded {
     /// The process that asked, when PRRTE said (`PMIX_REQUESTOR`).
     pub fn requester(&self) -> Option<Proc> {
         match &self.requestor.as_ref()?.value {
@@ -167,72 +98,30 @@ fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
     d.unpack::<Info>(n as usize)
 }
 
-fn secs(v: &Value) -> Option<u32> {
-    parse_alloc_time(v).map(|x| x.min(u64::from(u32::MAX)) as u32)
-}
-
-/// The rule a `PMIX_ALLOC_INHERITANCE` value names (its wire type, an
-/// integer or a word).
-fn inheritance(v: &Value) -> Option<crate::proto::Inheritance> {
-    use crate::proto::Inheritance;
-    match v {
-        Value::AllocInherit(a) => Inheritance::from_code(a.0),
-        Value::String(s) => Inheritance::from_word(s),
-        other => other
-            .as_u64()
-            .and_then(|c| u8::try_from(c).ok())
-            .and_then(Inheritance::from_code),
-    }
-}
-
-/// Map the request's infos onto an [`AllocAsk`].
+/// Map the request's infos onto a [`Forwarded`].
 pub fn ask_from(
     directive: crate::proto::Received<crate::proto::Directive>,
     infos: &[Info],
-) -> AllocAsk {
-    let mut a = AllocAsk {
+) -> Forwarded {
+    const ECHOED: [&str; 4] = [
+        keys::ALLOC_REQ_ID,
+        keys::ALLOC_INHERITANCE,
+        keys::ALLOC_TARGET,
+        keys::ALLOC_SHARE,
+    ];
+    Forwarded {
         directive,
-        ..AllocAsk::default()
-    };
-    for i in infos {
-        if a.opts.read(i) {
-            continue;
-        }
-        let v = &i.value;
-        match i.key.as_str() {
-            keys::ALLOC_NUM_NODES => {
-                a.num_nodes = v
-                    .as_u64()
-                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-                    .map(|x| x.min(u64::from(u32::MAX)) as u32)
-            }
-            keys::ALLOC_NODE_LIST => a.node_list = value_list(v),
-            keys::ALLOC_EXCLUDE => a.exclude = value_list(v),
-            keys::ALLOC_TIME => a.time_secs = secs(v),
-            keys::ALLOC_WARN_TIMEOUT => a.warn_secs = secs(v),
-            keys::ALLOC_ID => a.alloc_id = v.as_str().map(String::from),
-            keys::ALLOC_QUEUE => a.queue = v.as_str().map(String::from),
-            keys::ALLOC_REQ_ID => {
-                a.req_id = v.as_str().map(String::from);
-                a.echo.push(i.clone());
-            }
-            keys::ALLOC_INHERITANCE => {
-                a.inherit = inheritance(v);
-                a.echo.push(i.clone())
-            }
-            keys::REQUESTOR => a.requestor = Some(Box::new(i.clone())),
-            keys::ALLOC_TARGET => {
-                a.target = v.as_str().map(String::from);
-                a.echo.push(i.clone())
-            }
-            keys::ALLOC_SHARE => {
-                a.share = crate::codec::helpers::info_true(i);
-                a.echo.push(i.clone())
-            }
-            _ => {}
-        }
+        attrs: AllocAttrs::from_infos(infos),
+        echo: infos
+            .iter()
+            .filter(|i| ECHOED.contains(&i.key.as_str()))
+            .cloned()
+            .collect(),
+        requestor: infos
+            .iter()
+            .find(|i| i.key == keys::REQUESTOR)
+            .map(|i| Box::new(i.clone())),
     }
-    a
 }
 
 /// The answer to a request: status, then the infos PRRTE reads (node list,
@@ -373,10 +262,7 @@ pub fn echo_for_dvm(echo: &[Info]) -> Vec<Info> {
         .filter(|i| i.key != keys::ALLOC_INHERITANCE)
         .cloned()
         .collect();
-    let asked = echo
-        .iter()
-        .find(|i| i.key == keys::ALLOC_INHERITANCE)
-        .and_then(|i| inheritance(&i.value));
+    let asked = AllocAttrs::from_infos(echo).inheritance();
     let kept = match asked {
         Some(Inheritance::Child | Inheritance::ChildDefault) => Inheritance::ChildDefault,
         _ => Inheritance::Default,
@@ -506,12 +392,11 @@ mod tests {
             Info::new(keys::ALLOC_CONSTRAINT, "gpu"),
         ];
         let a = ask_from(crate::proto::Directive::received(0), &infos);
-        assert_eq!(a.num_nodes, Some(1));
+        assert_eq!(a.attrs.num_nodes, Some(1));
+        assert_eq!((a.attrs.num_cpus, a.attrs.mem_mb), (Some(2), Some(256)));
         assert_eq!(
-            a.opts,
-            AskOptions {
-                cpus: Some(2),
-                mem_mb: Some(256.0),
+            a.attrs.rm,
+            crate::proto::RmOptions {
                 account: Some("phys".into()),
                 qos: Some("low".into()),
                 reservation: Some("maint".into()),

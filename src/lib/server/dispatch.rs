@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::proto::status::Status;
 use crate::proto::{keys, Directive, Received};
 
-use super::attrs::{alloc_attrs, flag, spawn_targets};
+use super::attrs::{flag, spawn_targets};
 use super::ident::ProcName;
 use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
 use super::peer::{PeerClass, PeerInfo};
@@ -181,7 +181,7 @@ impl Server {
         let req = AllocRequest {
             requester: requester(peer),
             directive,
-            attrs: alloc_attrs(&info),
+            attrs: crate::dvm::AllocAttrs::from_infos(&info),
         };
         if let Some(why) = self.dead_target(&req) {
             self.log(format!("{}: allocation refused: {why}", peer.name));

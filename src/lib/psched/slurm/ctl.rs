@@ -91,14 +91,12 @@ pub struct Options {
     pub constraint: Option<String>,
 }
 
-impl From<&crate::psched::wire::AskOptions> for Options {
-    fn from(o: &crate::psched::wire::AskOptions) -> Self {
+impl From<&crate::proto::AllocAttrs> for Options {
+    fn from(a: &crate::proto::AllocAttrs) -> Self {
+        let o = &a.rm;
         Options {
-            cpus: o.cpus.filter(|c| *c > 0),
-            mem_mb: o
-                .mem_mb
-                .filter(|m| m.is_finite() && *m > 0.0)
-                .map(|m| m.ceil() as u64),
+            cpus: a.num_cpus.filter(|c| *c > 0),
+            mem_mb: a.mem_mb.filter(|m| *m > 0),
             account: o.account.clone(),
             qos: o.qos.clone(),
             reservation: o.reservation.clone(),
@@ -476,9 +474,9 @@ mod tests {
                 "--constraint=gpu&ib"
             ]
         );
-        let w = crate::psched::wire::AskOptions {
-            mem_mb: Some(100.2),
-            cpus: Some(0),
+        let w = crate::proto::AllocAttrs {
+            mem_mb: Some(101),
+            num_cpus: Some(0),
             ..Default::default()
         };
         let o = Options::from(&w);

@@ -39,7 +39,7 @@ use crate::proto::{Directive, Inheritance, Received};
 
 use super::ledger::{Grant, Ledger};
 use super::out::{EndWhy, Granted, Out};
-use super::wire::{self, AllocAsk};
+use super::wire::{self, Forwarded};
 use reason::Reason;
 use worker::{SubKey, Task, Worker};
 
@@ -328,11 +328,11 @@ impl SlurmBackend {
         Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
     }
 
-    fn find_id(&self, ask: &AllocAsk) -> Option<String> {
-        if let Some(id) = &ask.alloc_id {
+    fn find_id(&self, ask: &Forwarded) -> Option<String> {
+        if let Some(id) = &ask.attrs.alloc_id {
             return self.allocs.contains_key(id).then(|| id.clone());
         }
-        let rid = ask.req_id.as_ref()?;
+        let rid = ask.attrs.req_id.as_ref()?;
         self.allocs
             .iter()
             .find(|(_, a)| a.req_id.as_ref() == Some(rid))
@@ -482,7 +482,7 @@ impl super::backend::Backend for SlurmBackend {
         self.step(now)
     }
 
-    fn on_alloc(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         match ask.directive {
             Received::Known(Directive::New) => self.on_new(tag, ask, now),
             Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),

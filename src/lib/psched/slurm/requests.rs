@@ -8,7 +8,7 @@ use crate::proto::status::Status;
 use crate::sched::SchedPendingView;
 
 use super::super::out::Out;
-use super::super::wire::{self, AllocAsk};
+use super::super::wire::{self, Forwarded};
 use super::hostlist::bad_node_name;
 use super::worker::Task;
 use super::{ctl, Alloc, SlurmBackend, Waiting};
@@ -16,12 +16,17 @@ use super::{ctl, Alloc, SlurmBackend, Waiting};
 /// Why `ask` may not reach a Slurm command line: a node, partition,
 /// account, QOS or reservation name, or a feature expression, Slurm would
 /// misread.
-fn bad_names(ask: &AllocAsk) -> Option<String> {
-    let names = ask.node_list.iter().chain(&ask.exclude).chain(&ask.queue);
+fn bad_names(ask: &Forwarded) -> Option<String> {
+    let names = ask
+        .attrs
+        .nodes_named()
+        .iter()
+        .chain(ask.attrs.nodes_excluded())
+        .chain(&ask.attrs.queue);
     let bad = names
         .filter_map(|n| bad_node_name(n).map(|why| format!("{n:?}: {why}")))
         .next();
-    let opts = ctl::Options::from(&ask.opts);
+    let opts = ctl::Options::from(&ask.attrs);
     let named = opts.names().find_map(|(flag, n)| {
         let why = bad_node_name(n)?.replace("a node name", "a name");
         Some(format!("{flag} {n:?}: {why}"))
@@ -85,7 +90,7 @@ impl SlurmBackend {
         self.refuse_saying(tag, st, &format!("psched: {why}"))
     }
 
-    pub(super) fn on_new(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    pub(super) fn on_new(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         if self.refuse_root {
             let why = "psched runs as root for several users (see its first log line)";
             return self.refuse_why(tag, Status::ERR_NO_PERMISSIONS, why);
@@ -93,7 +98,7 @@ impl SlurmBackend {
         if let Some(why) = bad_names(&ask) {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
         }
-        let Some(time_secs) = self.time_for(ask.time_secs) else {
+        let Some(time_secs) = self.time_for(ask.attrs.time_secs) else {
             let why = format!(
                 "a time limit over psched's maximum ({} min)",
                 self.max_secs / 60
@@ -101,12 +106,12 @@ impl SlurmBackend {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
         };
         let want = ctl::Ask {
-            count: ask.num_nodes.filter(|n| *n > 0),
-            list: ask.node_list.clone(),
-            exclude: ask.exclude.clone(),
+            count: ask.attrs.num_nodes.filter(|n| *n > 0),
+            list: ask.attrs.nodes_named().to_vec(),
+            exclude: ask.attrs.nodes_excluded().to_vec(),
             time_secs,
-            partition: ask.queue.clone(),
-            opts: ctl::Options::from(&ask.opts),
+            partition: ask.attrs.queue.clone(),
+            opts: ctl::Options::from(&ask.attrs),
         };
         if want.count.is_none() && want.list.is_empty() {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, "no node count or list");
@@ -115,15 +120,16 @@ impl SlurmBackend {
         let name = self.job_name(&id);
         let want_opts = want.opts.clone();
         let w = self.start_salloc(&id, None, want, name.clone());
+        let inherit = ask.attrs.inheritance();
         let a = Alloc {
             owed: Some(tag),
             waiting: Some(w),
             echo: ask.echo,
-            req_id: ask.req_id,
-            queue: ask.queue.unwrap_or_default(),
-            warn_secs: ask.warn_secs,
+            req_id: ask.attrs.req_id,
+            queue: ask.attrs.queue.unwrap_or_default(),
+            warn_secs: ask.attrs.warn_timeout,
             granted_at: now,
-            inherit: ask.inherit,
+            inherit,
             opts: want_opts,
             ..Alloc::default()
         };
@@ -132,7 +138,7 @@ impl SlurmBackend {
         Ok(Vec::new())
     }
 
-    pub(super) fn on_extend(&mut self, tag: u32, ask: AllocAsk, now: u64) -> Result<Vec<Out>> {
+    pub(super) fn on_extend(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(&ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
@@ -144,8 +150,9 @@ impl SlurmBackend {
             // Not granted yet, or an extension already waits.
             return self.refuse(tag, Status::ERR_NOT_AVAILABLE);
         }
-        let more_nodes = ask.num_nodes.is_some_and(|n| n > 0) || !ask.node_list.is_empty();
-        let secs = ask.time_secs.filter(|t| *t > 0);
+        let more_nodes =
+            ask.attrs.num_nodes.is_some_and(|n| n > 0) || !ask.attrs.nodes_named().is_empty();
+        let secs = ask.attrs.time_secs.filter(|t| *t > 0);
         if let Some(t) = secs {
             let held = a
                 .end_ms
@@ -166,8 +173,8 @@ impl SlurmBackend {
         }
         if let Some(x) = self.allocs.get_mut(&id) {
             x.echo = ask.echo.clone();
-            if ask.warn_secs.is_some() {
-                x.warn_secs = ask.warn_secs;
+            if ask.attrs.warn_timeout.is_some() {
+                x.warn_secs = ask.attrs.warn_timeout;
             }
             if secs.is_some() && !more_nodes {
                 x.ext_time = Some(tag);
@@ -184,16 +191,16 @@ impl SlurmBackend {
 
     /// More nodes for `id`: a further job on other nodes, for the time the
     /// allocation has left; answered when Slurm grants it.
-    fn extend_nodes(&mut self, tag: u32, id: &str, ask: &AllocAsk, now: u64) -> Result<Vec<Out>> {
+    fn extend_nodes(&mut self, tag: u32, id: &str, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
         let a = &self.allocs[id];
         let left = a.end_ms.map_or(self.default_secs, |e| {
             (e.saturating_sub(now) / 1000).max(1) as u32
         });
         let mut exclude = a.nodes.clone();
-        exclude.extend(ask.exclude.iter().cloned());
+        exclude.extend(ask.attrs.nodes_excluded().iter().cloned());
         let want = ctl::Ask {
-            count: ask.num_nodes.filter(|n| *n > 0),
-            list: ask.node_list.clone(),
+            count: ask.attrs.num_nodes.filter(|n| *n > 0),
+            list: ask.attrs.nodes_named().to_vec(),
             exclude,
             time_secs: left,
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
@@ -208,7 +215,7 @@ impl SlurmBackend {
         Ok(Vec::new())
     }
 
-    pub(super) fn on_release(&mut self, tag: u32, ask: &AllocAsk) -> Result<Vec<Out>> {
+    pub(super) fn on_release(&mut self, tag: u32, ask: &Forwarded) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
@@ -219,19 +226,19 @@ impl SlurmBackend {
         let keep = a
             .nodes
             .iter()
-            .filter(|n| !ask.node_list.contains(n))
+            .filter(|n| !ask.attrs.nodes_named().contains(n))
             .count();
-        let whole = ask.node_list.is_empty() || keep == 0;
+        let whole = ask.attrs.nodes_named().is_empty() || keep == 0;
         let nodes = if whole {
             a.nodes.clone()
         } else {
-            ask.node_list.clone()
+            ask.attrs.nodes_named().to_vec()
         };
         if whole {
             eprintln!("psched: {id} released: its Slurm jobs cancelled");
             self.drop_alloc(&id);
         } else {
-            self.shrink(&id, &ask.node_list);
+            self.shrink(&id, ask.attrs.nodes_named());
         }
         Ok(vec![Out::Release {
             tag,
@@ -279,7 +286,7 @@ impl SlurmBackend {
         }
     }
 
-    pub(super) fn on_cancel(&mut self, tag: u32, ask: &AllocAsk) -> Result<Vec<Out>> {
+    pub(super) fn on_cancel(&mut self, tag: u32, ask: &Forwarded) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
             return self.refuse(tag, Status::ERR_NOT_FOUND);
         };
@@ -359,38 +366,41 @@ impl SlurmBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::psched::wire::AskOptions;
+    use crate::proto::{AllocAttrs, RmOptions};
 
-    fn with(opts: AskOptions) -> AllocAsk {
-        AllocAsk {
-            opts,
-            ..AllocAsk::default()
+    fn with(rm: RmOptions) -> Forwarded {
+        Forwarded {
+            attrs: AllocAttrs {
+                rm,
+                ..AllocAttrs::default()
+            },
+            ..Forwarded::default()
         }
     }
 
     #[test]
     fn slurm_names_are_checked_before_any_command() {
-        let acct = with(AskOptions {
+        let acct = with(RmOptions {
             account: Some("/etc/passwd".into()),
-            ..AskOptions::default()
+            ..RmOptions::default()
         });
         let why = bad_names(&acct).expect("refused");
         assert!(why.starts_with("--account \"/etc/passwd\""), "{why}");
-        let resv = with(AskOptions {
+        let resv = with(RmOptions {
             reservation: Some("-x".into()),
-            ..AskOptions::default()
+            ..RmOptions::default()
         });
         assert!(bad_names(&resv).is_some_and(|w| w.starts_with("--reservation")));
-        let feat = with(AskOptions {
+        let feat = with(RmOptions {
             constraint: Some("gpu ib".into()),
-            ..AskOptions::default()
+            ..RmOptions::default()
         });
         assert!(bad_names(&feat).is_some_and(|w| w.starts_with("--constraint")));
-        let fine = with(AskOptions {
+        let fine = with(RmOptions {
             account: Some("phys".into()),
             qos: Some("low".into()),
             constraint: Some("[gpu*2&ib]|big".into()),
-            ..AskOptions::default()
+            ..RmOptions::default()
         });
         assert_eq!(bad_names(&fine), None);
     }

@@ -1,0 +1,67 @@
+//! The one retry the tests allow, counted: a test on PRRTE master that
+//! failed because `prte` itself died (docs/conformance.md D9: `prte` aborts
+//! now and then, most often as a job across nodes ends) runs once more on
+//! a fresh DVM. Every rerun is printed on the test's stderr and, when
+//! `PMIX_TOOLS_RERUN_LOG` names a file (the test command sets it), written
+//! there as one line; the test command prints that file at its end and
+//! fails past its budget (`RUN_BUDGET` in scripts/test.sh). Within one test binary a rerun past
+//! [`BUDGET`] is refused: the test fails with the first failure.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Reruns one test binary may make.
+pub const BUDGET: usize = 2;
+
+static RERUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// Run `test` on a peer from `start`; when it fails and `died` says the
+/// peer itself died, count and print that (with `logs`) and run `test`
+/// once more on a fresh peer, if the budget allows. A second failure, a
+/// failure with the peer alive, or a rerun past the budget fails the test.
+pub fn once_more_if_died<P>(
+    start: impl Fn() -> P,
+    died: impl Fn(&P) -> bool,
+    logs: impl Fn(&P) -> String,
+    test: impl Fn(&P),
+) {
+    let peer = start();
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&peer)));
+    let Err(failure) = first else { return };
+    if !died(&peer) {
+        std::panic::resume_unwind(failure);
+    }
+    let n = RERUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    eprintln!(
+        "RERUN {n}/{BUDGET}: {name}: PRRTE master died during the test \
+         (docs/conformance.md D9):\n{}",
+        logs(&peer)
+    );
+    record(&name);
+    if n > BUDGET {
+        eprintln!("past the rerun budget ({BUDGET}): the test fails");
+        std::panic::resume_unwind(failure);
+    }
+    drop(peer);
+    test(&start());
+}
+
+/// One line for the test command's count of reruns.
+fn record(name: &str) {
+    let Some(path) = std::env::var_os("PMIX_TOOLS_RERUN_LOG") else {
+        return;
+    };
+    let line = format!("{name}: PRRTE master died (D9), run once more\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        panic!("recording a rerun in {}: {e}", path.to_string_lossy());
+    }
+}
