@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
 use crate::support::tool::{Tmpdir, Uri};
+use crate::support::wait;
 use crate::support::{show, text, tool};
 use pmix_tools::codec::{Encoder, WireVersion};
 use pmix_tools::conn::frame::{encode_frame, FrameDecoder, TAG_NOTIFY};
@@ -122,20 +123,19 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// Sample the resident memory of `child` until `window` has passed or it
-/// exits; the largest sample.
+/// Sample the resident memory of `child` (at every step of the wait)
+/// until `window` has passed or it exits; the largest sample.
 fn peak_rss_while(child: &mut Child, window: Duration) -> u64 {
-    let end = Instant::now() + window;
     let mut peak = 0;
-    while Instant::now() < end {
+    wait::within(window, || {
         if let Ok(Some(_)) = child.try_wait() {
-            break;
+            return true;
         }
         if let Some(kib) = rss_kib(child.id()) {
             peak = peak.max(kib);
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        false
+    });
     peak
 }
 
@@ -244,8 +244,9 @@ fn a_dripping_handshake_times_out_with_exit_8() {
         if !support::read_connect_ack(&mut s) {
             return;
         }
-        // One byte of the welcome every 200 ms: each read succeeds, the
-        // whole would take almost two minutes.
+        // One byte of the welcome every 200 ms (the slow writer is the
+        // subject): each read succeeds, the whole would take almost two
+        // minutes.
         for b in tool_welcome() {
             if s.write_all(&[b]).is_err() {
                 return;
@@ -305,11 +306,9 @@ fn pspawn_ends_with_exit_8_when_the_dvm_stops_answering_mid_job() {
         .spawn()
         .expect("start pspawn");
     // Stop the DVM once the job runs.
-    let end = Instant::now() + Duration::from_secs(20);
-    while !mark.exists() {
-        assert!(Instant::now() < end, "the job never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::eventually_within("the job has started", Duration::from_secs(20), || {
+        mark.exists()
+    });
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP pdvm");
     let out = support::wait_output(child, Duration::from_secs(60));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).expect("SIGCONT pdvm");
@@ -491,6 +490,7 @@ fn palloc_no_wait_reports_a_refusal_that_takes_a_second() {
                 }
                 let cmd = Decoder::new(&payload, WireVersion::V41).unpack_one::<Cmd>();
                 let st = if matches!(cmd, Ok(Cmd(17))) {
+                    // The late answer is the subject.
                     std::thread::sleep(Duration::from_secs(1));
                     Status::ERR_NOT_SUPPORTED
                 } else {

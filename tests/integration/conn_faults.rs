@@ -31,6 +31,12 @@ fn fake(script: impl FnOnce(TcpStream) + Send + 'static) -> Target {
     }
 }
 
+/// Keep `s` open answering nothing until the client closes it (a stalled
+/// server that outlasts any client deadline).
+fn silent_until_closed(mut s: TcpStream) {
+    let _ = std::io::copy(&mut s, &mut std::io::sink());
+}
+
 fn welcomed(then: impl FnOnce(TcpStream) + Send + 'static) -> Target {
     fake(move |mut s| {
         assert!(crate::support::read_connect_ack(&mut s), "no connect-ack");
@@ -41,16 +47,13 @@ fn welcomed(then: impl FnOnce(TcpStream) + Send + 'static) -> Target {
 
 #[test]
 fn a_server_that_stops_answering_times_out_at_the_request_deadline() {
-    let t = welcomed(|s| {
-        std::thread::sleep(Duration::from_secs(5));
-        drop(s)
-    });
+    let t = welcomed(silent_until_closed);
     let mut sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
     sess.set_timeout(Duration::from_millis(300));
     let start = Instant::now();
     let e = ops::query::namespaces(&sess).unwrap_err();
-    // Our 300 ms deadline, not the server (which closes after 5 s, which
-    // would be a lost connection), ended the request.
+    // Our 300 ms deadline, not the server (which stays silent until we
+    // close; a close would be a lost connection), ended the request.
     assert_eq!(e.status, Status::ERR_TIMEOUT);
     eprintln!(
         "FIGURE request deadline 300 ms: failed after {:?}",
@@ -78,15 +81,12 @@ fn a_server_that_closes_mid_request_fails_it_at_once() {
 
 #[test]
 fn a_silent_server_cannot_hang_the_handshake() {
-    let t = fake(|s| {
-        std::thread::sleep(Duration::from_secs(5));
-        drop(s)
-    });
+    let t = fake(silent_until_closed);
     let start = Instant::now();
     let e = Connection::open(t, Duration::from_millis(300))
         .err()
         .expect("must fail");
-    // Our deadline, not the server's close after 5 s, ended it.
+    // Our deadline ended it (the server stays silent until we close).
     assert_eq!(e.status, Status::ERR_TIMEOUT, "{e}");
     eprintln!(
         "FIGURE handshake deadline 300 ms: failed after {:?}",
@@ -126,7 +126,9 @@ fn an_oversized_announcement_is_refused() {
         }
         .encode();
         let _ = s.write_all(&h);
-        std::thread::sleep(Duration::from_secs(2));
+        // Open until the client gives up on it: its end is no lost
+        // connection.
+        silent_until_closed(s);
     });
     let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
     let e = ops::query::namespaces(&sess).unwrap_err();
@@ -159,7 +161,9 @@ proptest! {
             let tag = Header::decode(&h).tag;
             let _ = s.write_all(&Header { pindex: 0, tag, nbytes: p2.len() as u32 }.encode());
             let _ = s.write_all(&p2);
-            std::thread::sleep(Duration::from_millis(50));
+            // Closed once the client has taken the reply: its next
+            // request (the goodbye) or its close.
+            let _ = s.read_exact(&mut h);
         });
         let sess = Session::from_connection(Connection::open(t, Duration::from_secs(2)).unwrap());
         // Either a (garbage-tolerant) answer or a typed error; reaching here is the point.

@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text, tool, ToolCommand};
 
 /// A uid that is not ours (the tests run as root or as a user; neither is
@@ -146,11 +147,11 @@ fn precreated_holder_registry_is_passed_over() {
         .collect();
     assert!(named.ends_with(".log"), "{named}");
     let log = std::path::PathBuf::from(named);
-    let end = Instant::now() + Duration::from_secs(20);
-    while !std::fs::metadata(&log).is_ok_and(|m| m.is_file()) {
-        assert!(Instant::now() < end, "no log at {}", log.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::eventually_within(
+        &format!("the log is at {}", log.display()),
+        Duration::from_secs(20),
+        || std::fs::metadata(&log).is_ok_and(|m| m.is_file()),
+    );
     let mut rel = tool(&pdvm, "prelease").no_color();
     rel.stdin(Stdio::null())
         .env("XDG_RUNTIME_DIR", run.path())

@@ -321,12 +321,16 @@ fn usage_errors_exit_2_and_signals_130_143() {
         (nix::sys::signal::Signal::SIGTERM, 143),
     ] {
         let mut c = tool(&pdvm, "pspawn");
-        c.args(["sleep", "60"])
+        // -v: it says when the job is launched.
+        c.args(["-v", "sleep", "60"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(700));
+        let err = support::LineReader::new(child.stderr.take().expect("stderr"));
+        if let Err(said) = err.until("launched job", Duration::from_secs(30)) {
+            panic!("pspawn never launched its job: {said}");
+        }
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
         let st = support::pdvm::wait_for(&mut child, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("pspawn did not end on {sig}"));

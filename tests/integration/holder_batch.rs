@@ -7,10 +7,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{run_with_timeout, show, text};
 use serde_json::Value;
 
@@ -33,14 +34,12 @@ fn submit(pdvm: &Pdvm, dir: &Path, flags: &[&str], script: &str) -> Output {
 
 /// The log's text once it holds `want` (at most 60 s).
 fn log_with(log: &Path, want: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let got = std::fs::read_to_string(log).unwrap_or_default();
-        if got.contains(want) || Instant::now() >= deadline {
-            return got;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut got = String::new();
+    wait::within(Duration::from_secs(60), || {
+        got = std::fs::read_to_string(log).unwrap_or_default();
+        got.contains(want)
+    });
+    got
 }
 
 /// The batch record of request `rid` in `pwatch --status --all --json`.
@@ -74,12 +73,11 @@ fn a_batch_scripts_exit_status_is_in_its_log_named_after_the_request_and_in_pwat
         log.contains("palloc: ./job.sh exited with status 3"),
         "{log}"
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut rec = batch_record(&pdvm, "nightly");
-    while rec["state"] == "running" && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
+    let mut rec = Value::Null;
+    wait::within(Duration::from_secs(30), || {
         rec = batch_record(&pdvm, "nightly");
-    }
+        rec["state"] != "running"
+    });
     assert_eq!(rec["state"], "exited", "{rec}");
     assert_eq!(rec["exit_code"], 3, "{rec}");
     assert!(
@@ -144,21 +142,14 @@ fn releasing_a_running_batch_job_stops_its_script_and_every_process_it_started()
 
 /// Whether process `pid` ends (or is a zombie) within 30 s.
 fn wait_gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait::within(Duration::from_secs(30), || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat
             .rsplit(')')
             .next()
             .and_then(|r| r.split_whitespace().next());
-        if matches!(state, None | Some("Z")) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        matches!(state, None | Some("Z"))
+    })
 }
 
 #[test]
@@ -218,7 +209,19 @@ fn assert_refused_untouched(pdvm: &Pdvm, dir: &Path, victim: &Path, theirs: &Pat
         "{}",
         show(&o)
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // Nothing is written for a while after the refusal either.
+    let untouched = || {
+        std::fs::read_to_string(victim).is_ok_and(|v| v == "precious\n")
+            && !std::fs::read_to_string(theirs)
+                .unwrap_or_default()
+                .contains("job-output")
+    };
+    assert!(
+        wait::holds_for(Duration::from_millis(500), untouched),
+        "{} or {} was written after the refusal",
+        victim.display(),
+        theirs.display()
+    );
     assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
     let theirs_text = std::fs::read_to_string(theirs).unwrap_or_default();
     assert!(!theirs_text.contains("job-output"), "{theirs_text}");

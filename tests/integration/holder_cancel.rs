@@ -5,10 +5,11 @@
 //! node, taken first so that the request waits.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{run_with_timeout, show, text};
 
 /// A pdvm whose only scheduler node is held by a detached palloc.
@@ -29,11 +30,11 @@ fn queued_palloc(pdvm: &Pdvm, name: &str) -> Child {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = c.spawn().expect("palloc starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !queued(pdvm, name) {
-        assert!(Instant::now() < deadline, "request {name} never queued");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait::eventually_within(
+        &format!("request {name} is queued"),
+        Duration::from_secs(30),
+        || queued(pdvm, name),
+    );
     child
 }
 

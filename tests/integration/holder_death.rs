@@ -7,9 +7,10 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{run_with_timeout, show, text};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -36,19 +37,8 @@ fn start(pdvm: &Pdvm, tool: &str, args: &[&str]) -> Group {
     Group(c.spawn().expect("the tool starts"))
 }
 
-/// Poll `cond` every 100 ms for at most 60 s; whether it held.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+/// How long a state is waited for.
+const MINUTE: Duration = Duration::from_secs(60);
 
 /// The job running `command`, from `pwatch --status --all`.
 fn job(pdvm: &Pdvm, command: &str) -> Option<Value> {
@@ -83,13 +73,17 @@ fn a_killed_holder_lifts_the_output_pause_it_asked_for_so_its_job_ends() {
             "pspawn seq 1 3000000 | sleep 1000",
         ],
     );
-    let paused = eventually(|| pdvm.logs().contains("paused at the request of connection"));
+    let paused = wait::within(MINUTE, || {
+        pdvm.logs().contains("paused at the request of connection")
+    });
     assert!(paused, "the holder never paused the job\n{}", pdvm.logs());
     let running = job(&pdvm, "seq 1 3000000").expect("the job is listed");
     assert_eq!(running["state"], "running", "{running}");
     // kill -9 palloc alone (its shell and pspawn stay).
     nix::sys::signal::kill(Pid::from_raw(palloc.0.id() as i32), Signal::SIGKILL).unwrap();
-    let ended = eventually(|| job(&pdvm, "seq 1 3000000").is_none_or(|j| j["state"] != "running"));
+    let ended = wait::within(MINUTE, || {
+        job(&pdvm, "seq 1 3000000").is_none_or(|j| j["state"] != "running")
+    });
     assert!(
         ended,
         "the job stays blocked after its holder died\n{}",
@@ -114,12 +108,12 @@ fn a_killed_palloc_waiting_for_a_grant_withdraws_its_queued_request() {
     // the grant its detached palloc will hold.
     let mut waiting = start(&pdvm, "palloc", &["-N", "1", "-J", "orphan", "--parsable"]);
     assert!(
-        eventually(|| has(Some("queued"))),
+        wait::within(MINUTE, || has(Some("queued"))),
         "request orphan never queued"
     );
     waiting.0.kill().unwrap();
     let _ = waiting.0.wait();
-    let withdrawn = eventually(|| !has(None));
+    let withdrawn = wait::within(MINUTE, || !has(None));
     assert!(
         withdrawn,
         "request orphan stays after its palloc died\n{}",

@@ -10,16 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text, wait_until, ToolHost};
-
-/// Wait (at most 10 s) for `path` to exist.
-fn await_file(path: &std::path::Path) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !path.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    path.exists()
-}
 
 fn kill_dvm(pdvm: &Pdvm) {
     let _ = nix::sys::signal::kill(
@@ -45,7 +37,10 @@ fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_pdvm() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut palloc = cmd.spawn().expect("palloc starts");
-    assert!(await_file(&started), "the job never started");
+    assert!(
+        wait::within(Duration::from_secs(10), || started.exists()),
+        "the job never started"
+    );
     kill_dvm(&pdvm);
     let killed = Instant::now();
     let (st, _) = wait_until(&mut palloc, Instant::now() + Duration::from_secs(20));
@@ -93,7 +88,7 @@ fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_master() {
     .stderr(Stdio::piped());
     let mut palloc = cmd.spawn().expect("palloc starts");
     assert!(
-        await_file(&started),
+        wait::within(Duration::from_secs(10), || started.exists()),
         "the job never started:\n{}",
         dvm.logs()
     );
@@ -125,23 +120,34 @@ fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_master() {
 fn pwatch_in_events_mode_exits_non_zero_when_the_dvm_dies_pdvm() {
     let pdvm = Pdvm::start(&[]);
     let mut cmd = pdvm.tool("pwatch");
-    cmd.args(["--event", "job-end"])
+    // -v: it says when it is registered and watching.
+    cmd.args(["-v", "--event", "job-end"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut pwatch = cmd.spawn().expect("pwatch starts");
-    // pwatch is registered once a job's end reaches it.
+    let events = support::LineReader::new(pwatch.stdout.take().expect("stdout"));
+    let said = support::LineReader::new(pwatch.stderr.take().expect("stderr"));
+    let mut err = said
+        .until("watching for events", Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("pwatch never started watching: {e}"));
+    // A job's end reaches it.
     let mut job = pdvm.tool("pspawn");
     job.arg("true");
     let o = support::run_with_timeout(job.stdin(Stdio::null()), 30);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    std::thread::sleep(Duration::from_millis(200));
+    let mut out = events
+        .next_line(Duration::from_secs(20))
+        .expect("pwatch shows the job's end");
+    out.push('\n');
     kill_dvm(&pdvm);
     let (st, _) = wait_until(&mut pwatch, Instant::now() + Duration::from_secs(20));
-    let out = pwatch.wait_with_output().expect("pwatch's output");
     let st = st.expect("pwatch ended after the DVM died");
-    assert_ne!(st.code(), Some(0), "{}", show(&out));
-    assert!(text(&out.stderr).contains("lost the DVM"), "{}", show(&out));
+    out.push_str(&events.rest(Duration::from_secs(10)));
+    err.push_str(&said.rest(Duration::from_secs(10)));
+    let shown = format!("{st}\n--- stdout:\n{out}--- stderr:\n{err}");
+    assert_ne!(st.code(), Some(0), "{shown}");
+    assert!(err.contains("lost the DVM"), "{shown}");
 }
 
 #[test]

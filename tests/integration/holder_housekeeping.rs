@@ -8,6 +8,7 @@ use crate::support;
 use std::process::{Command, Output, Stdio};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text, tool, TempDir};
 
 fn run(mut cmd: Command) -> Output {
@@ -31,6 +32,22 @@ fn registry(xdg: &TempDir) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The pid in a detached palloc's log name (`palloc.NAME.PID.log`).
+fn log_pid(name: &str) -> Option<i32> {
+    let stem = name.strip_prefix("palloc.")?.strip_suffix(".log")?;
+    stem.rsplit_once('.')?.1.parse().ok().filter(|p| *p > 1)
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+fn ended(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next());
+    matches!(state, None | Some("Z") | Some("X"))
 }
 
 /// Make the registry's last sweep look a minute old, so the next holder
@@ -87,14 +104,14 @@ fn sockets_and_logs_of_dead_holders_are_swept() {
     let mut rel = tool(&pdvm, "prelease");
     rel.env("XDG_RUNTIME_DIR", xdg.path()).arg(&id);
     assert_eq!(run(rel).status.code(), Some(0));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while registry(&xdg).iter().any(|n| n.ends_with(".sock"))
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // (and its process has ended)
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let ten_s = std::time::Duration::from_secs(10);
+    wait::within(ten_s, || {
+        !registry(&xdg).iter().any(|n| n.ends_with(".sock"))
+    });
+    // (and its process has ended: every palloc a log is named after)
+    wait::eventually_within("the released holder's process has ended", ten_s, || {
+        registry(&xdg).iter().filter_map(|n| log_pid(n)).all(ended)
+    });
     age_sweep_marker(&xdg);
     let mut again = tool(&pdvm, "palloc");
     again
@@ -286,9 +303,8 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
         "the holder grew by {grown} KiB for 100 unfinished requests"
     );
     // Each stalled client is dropped (its socket reads end of file).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let mut open = squatters.len();
-    while open > 0 && std::time::Instant::now() < deadline {
+    wait::within(std::time::Duration::from_secs(60), || {
         open = 0;
         for s in &mut squatters {
             let mut buf = [0u8; 65536];
@@ -304,8 +320,8 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
                 }
             }
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        open == 0
+    });
     assert_eq!(open, 0, "stalled clients still connected");
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),

@@ -8,9 +8,10 @@
 use crate::support;
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{short_hostname, show, text, tool, Prte};
 use serde_json::Value;
 
@@ -38,14 +39,12 @@ fn free(st: &Value) -> u64 {
 /// Wait (at most 20 s) until `cond` holds for the DVM's status; the last
 /// status either way.
 fn settle(tool: &dyn Fn(&str) -> Command, cond: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let st = status(tool);
-        if cond(&st) || Instant::now() >= deadline {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut st = Value::Null;
+    wait::within(Duration::from_secs(20), || {
+        st = status(tool);
+        cond(&st)
+    });
+    st
 }
 
 /// A script doing [`ROUNDS`] times `ID=$(palloc … --parsable); pspawn
@@ -217,12 +216,11 @@ fn no_wait_with_a_script_submits_as_sbatch_does() {
     let r = run(rel, 30);
     assert_eq!(r.status.code(), Some(0), "{}", show(&r));
     let log = dir.path().join(format!("{queued}.out"));
-    let deadline = Instant::now() + Duration::from_secs(30);
     let mut got = String::new();
-    while Instant::now() < deadline && !got.contains("from-the-job") {
-        std::thread::sleep(Duration::from_millis(100));
+    wait::within(Duration::from_secs(30), || {
         got = std::fs::read_to_string(&log).unwrap_or_default();
-    }
+        got.contains("from-the-job")
+    });
     assert!(got.contains("job ran in alloc."), "{got}");
     assert!(got.contains("from-the-job"), "{got}");
     let cancelled =
@@ -341,16 +339,19 @@ fn prelease_signal_sends_a_signal_to_a_detached_job() {
     let o = run(spawn, 30);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let ns = text(&o.stdout).trim().to_string();
-    // The trap is set once the shell runs: signal until it is seen.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !got.exists() && Instant::now() < deadline {
+    // The trap is set once the shell runs: signal until it is seen, each
+    // signal given 200 ms to show.
+    wait::within(Duration::from_secs(20), || {
+        if got.exists() {
+            return true;
+        }
         let mut sig = tool("prelease");
         sig.args(["--signal", "USR1", &ns]);
         let r = run(sig, 30);
         assert_eq!(r.status.code(), Some(0), "{}", show(&r));
         assert!(text(&r.stderr).contains("sent SIGUSR1"), "{}", show(&r));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        wait::within(Duration::from_millis(200), || got.exists())
+    });
     assert!(got.exists(), "the job never got SIGUSR1");
     let live = status(&tool)["namespaces"]
         .as_array()
@@ -390,12 +391,11 @@ fn detached_output_goes_to_the_files_named() {
     let ns = text(&o.stdout).trim().to_string();
     for rank in 0..2 {
         let f = dir.path().join(format!("out-{ns}.{rank}.txt"));
-        let deadline = Instant::now() + Duration::from_secs(20);
         let mut got = String::new();
-        while Instant::now() < deadline && got.lines().count() < 2 {
-            std::thread::sleep(Duration::from_millis(100));
+        wait::within(Duration::from_secs(20), || {
             got = std::fs::read_to_string(&f).unwrap_or_default();
-        }
+            got.lines().count() >= 2
+        });
         assert_eq!(got, format!("rank {rank}\nerr {rank}\n"), "{}", f.display());
     }
     let out = dir.path().join("o.txt");
@@ -664,9 +664,8 @@ fn prelease_of_a_job_namespace_cancels_the_job() {
     // Said on stderr (stdout is for what scripts consume).
     assert!(text(&c.stderr).contains("cancelled job"), "{}", show(&c));
     assert_eq!(text(&c.stdout), "", "{}", show(&c));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while live(&tool) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!live(&tool), "the job still runs");
+    assert!(
+        wait::within(Duration::from_secs(20), || !live(&tool)),
+        "the job still runs"
+    );
 }

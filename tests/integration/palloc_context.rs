@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{text, tool};
 
 fn run(mut cmd: Command) -> Output {
@@ -337,11 +338,8 @@ fn no_wait_requests_outlive_palloc() {
             .find(|r| r["type"] == "reservation" && r["request_id"] == rid)
     };
     let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
-        let end = std::time::Instant::now() + Duration::from_secs(20);
-        while !cond() {
-            assert!(std::time::Instant::now() < end, "{what}: {:?}", status());
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let held = wait::within(Duration::from_secs(20), cond);
+        assert!(held, "{what}: {:?}", status());
     };
     let first = submit("first");
     wait_for("first granted", &|| {
@@ -418,15 +416,8 @@ fn a_queued_palloc_cancelled_elsewhere_says_cancelled_by() {
             .any(|r| r["request_id"] == rid || (rid.is_empty() && r["state"] == state))
     };
     let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
-        let end = std::time::Instant::now() + Duration::from_secs(20);
-        while !cond() {
-            assert!(
-                std::time::Instant::now() < end,
-                "{what}: {:?}",
-                reservations()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let held = wait::within(Duration::from_secs(20), cond);
+        assert!(held, "{what}: {:?}", reservations());
     };
     wait_for("the first grant", &|| listed("", "active"));
     let mut queued = tool(&pdvm, "palloc");

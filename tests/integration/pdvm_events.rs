@@ -10,6 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{text, tool};
 
 fn run(mut cmd: Command) -> Output {
@@ -43,18 +44,16 @@ impl Watch {
             .stderr(std::fs::File::create(&err).expect("err file"));
         let child = cmd.spawn().expect("start pwatch");
         let w = Watch { child, out, err };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !std::fs::read_to_string(&w.err)
-            .unwrap_or_default()
-            .contains("watching for events")
-        {
-            assert!(
-                Instant::now() < deadline,
-                "pwatch never started watching: {}",
-                std::fs::read_to_string(&w.err).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let watching = wait::within(Duration::from_secs(20), || {
+            std::fs::read_to_string(&w.err)
+                .unwrap_or_default()
+                .contains("watching for events")
+        });
+        assert!(
+            watching,
+            "pwatch never started watching: {}",
+            std::fs::read_to_string(&w.err).unwrap_or_default()
+        );
         w
     }
 
@@ -246,21 +245,17 @@ fn waiting_on_a_job_that_already_ended_returns_at_once() {
         "pspawn --detach prints the namespace: {ns:?}"
     );
     // wait until the DVM no longer lists it as running
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let mut st = String::new();
+    let ended = wait::within(Duration::from_secs(20), || {
         let mut cmd = tool(&pdvm, "pwatch");
         cmd.args(["--status", "--what", "namespaces", "--json"]);
-        let st = text(&run(cmd).stdout);
-        let running = json_lines(&st).iter().any(|j| {
+        st = text(&run(cmd).stdout);
+        !json_lines(&st).iter().any(|j| {
             j["nspace"] == ns.as_str()
                 && !["terminated", "ended"].contains(&j["state"].as_str().unwrap_or(""))
-        });
-        if !running {
-            break;
-        }
-        assert!(Instant::now() < deadline, "job never ended: {st}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        })
+    });
+    assert!(ended, "job never ended: {st}");
     let t0 = Instant::now();
     let mut cmd = tool(&pdvm, "pwatch");
     cmd.args([

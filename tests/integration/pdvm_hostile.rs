@@ -8,9 +8,12 @@ use crate::support;
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, tool, ToolCommand};
 use pmix_tools::conn::ConnectOptions;
 use pmix_tools::ops::Session;
@@ -33,20 +36,21 @@ fn with_id(pdvm: &Pdvm, nspace: &str) -> ConnectOptions {
 /// disposed of by someone else's disconnect.
 #[test]
 fn given_tool_identity_in_use_or_used_before_is_refused() {
-    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    // -v: pdvm says when the first tool's connection is gone.
+    let pdvm = Pdvm::builder(&["-v", "--nodes", "1", "--scheduler-nodes", "1"])
+        .lenient_ready()
+        .start();
     let first = Session::connect(&with_id(&pdvm, "mine@1")).expect("first use of mine@1");
     let second = Session::connect(&with_id(&pdvm, "mine@1"));
     assert!(second.is_err(), "a second connection took mine@1");
     first.finalize().expect("finalize");
-    pdvm_harness_wait();
+    wait::eventually("pdvm has seen mine@1 leave", || {
+        pdvm.logs().contains("pdvm: tool mine@1 disconnected")
+    });
     let again = Session::connect(&with_id(&pdvm, "mine@1"));
     assert!(again.is_err(), "mine@1 was reused after it ended");
     // Fresh identities still work.
     Session::connect(&with_id(&pdvm, "other@7")).expect("a fresh given identity");
-}
-
-fn pdvm_harness_wait() {
-    std::thread::sleep(Duration::from_millis(100));
 }
 
 /// A tool may not claim pdvm's own namespace, nor one pdvm assigns.
@@ -147,12 +151,22 @@ fn burst_of_empty_frames_does_not_stall_pdvm() {
         burst.extend_from_slice(&0u32.to_be_bytes());
         burst.extend_from_slice(&0u32.to_be_bytes());
     }
+    let (started, under_way) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
         let t = Instant::now();
-        let _ = s.write_all(&burst);
+        // The first eighth, then word that the burst is under way, then
+        // the rest.
+        let (head, rest) = burst.split_at(burst.len() / 8);
+        let head_sent = s.write_all(head).is_ok();
+        let _ = started.send(());
+        if head_sent {
+            let _ = s.write_all(rest);
+        }
         (s, t.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(50));
+    under_way
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the burst never got under way");
     let (o, took) = pwatch_status_timed(&pdvm);
     assert!(
         o.status.success(),
@@ -192,11 +206,9 @@ fn giant_repeated_query_is_bounded() {
         .spawn()
         .expect("palloc --hold");
     let s = pdvm.session();
-    let end = Instant::now() + Duration::from_secs(20);
-    while pdvm.reservation_ids().is_empty() {
-        assert!(Instant::now() < end, "palloc --hold never granted");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::eventually_within("palloc --hold is granted", Duration::from_secs(20), || {
+        !pdvm.reservation_ids().is_empty()
+    });
     let n = 200_000usize;
     let mut e = s.encoder();
     e.pack_one(&Cmd(pmix_tools::proto::cmd::QUERY)).unwrap();
@@ -345,19 +357,28 @@ fn unread_replies_do_not_lock_others_out() {
     let q = e.into_bytes();
     let n = 200_000u32;
     let mut w = s.try_clone().unwrap();
+    let sent = Arc::new(AtomicU32::new(0));
+    let count = Arc::clone(&sent);
     let writer = std::thread::spawn(move || {
-        let mut sent = 0u32;
         for i in 0..n {
             let mut m = frame(1000 + i, q.len() as u32);
             m.extend_from_slice(&q);
             if w.write_all(&m).is_err() {
                 break;
             }
-            sent += 1;
+            count.fetch_add(1, Ordering::SeqCst);
         }
-        sent
+        count.load(Ordering::SeqCst)
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Beside the flood once it is under way and has stalled (pdvm no longer
+    // reads it, or the writer is done), or has run for 15 s.
+    wait::within(wait::DEADLINE, || {
+        let now = sent.load(Ordering::SeqCst);
+        now > 0
+            && wait::holds_for(Duration::from_millis(200), || {
+                sent.load(Ordering::SeqCst) == now
+            })
+    });
     let rss_mid = pdvm.rss_kib();
     let (o, took) = pwatch_status_timed(&pdvm);
     assert!(
@@ -468,24 +489,17 @@ fn jobs_die_with_a_killed_pdvm() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill -9 pdvm");
-    let end = Instant::now() + Duration::from_secs(10);
-    while alive(job) && Instant::now() < end {
-        // A zombie still answers kill(0): look at its state.
-        let st = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
-        if st
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let st = std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
-    let gone = st.is_empty()
-        || st
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-    assert!(gone, "job {job} outlived pdvm: {st}");
+    // A zombie still answers kill(0): look at its state.
+    let stat = || std::fs::read_to_string(format!("/proc/{job}/stat")).unwrap_or_default();
+    let gone = |st: &str| {
+        st.is_empty()
+            || st
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    };
+    wait::within(Duration::from_secs(10), || !alive(job) || gone(&stat()));
+    let st = stat();
+    assert!(gone(&st), "job {job} outlived pdvm: {st}");
 }
 
 // ---- files and signals --------------------------------------------------------

@@ -11,6 +11,7 @@ use pmix_tools::proto::keys;
 use pmix_tools::proto::status::Status;
 
 use crate::support::pdvm::{app, follow_job, Pdvm};
+use crate::support::wait;
 use pmix_tools::ops::spawn;
 
 fn alive(pid: u32) -> bool {
@@ -67,11 +68,10 @@ fn daemonize_then_terminate() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let end = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!alive(pid), "daemon {pid} survived --terminate");
+    assert!(
+        wait::within(Duration::from_secs(5), || !alive(pid)),
+        "daemon {pid} survived --terminate"
+    );
     assert!(!report.exists(), "report-uri file left behind");
 
     // Nothing left to terminate: exit 3.
@@ -115,15 +115,12 @@ fn sigterm_tears_down_running_jobs() {
     spawn::spawn(&s, &[], &[app(&["/bin/sh", "-c", &script], 1)]).unwrap();
     // The file exists before the shell has written the pid into it: wait
     // for the pid itself.
-    let end = Instant::now() + Duration::from_secs(20);
-    let child: u32 = loop {
-        let pid = std::fs::read_to_string(&marker).unwrap_or_default();
-        if let Ok(pid) = pid.trim().parse() {
-            break pid;
-        }
-        assert!(Instant::now() < end, "the job never wrote its pid: {pid:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut written = String::new();
+    let child: u32 = wait::value_within(Duration::from_secs(20), || {
+        written = std::fs::read_to_string(&marker).unwrap_or_default();
+        written.trim().parse().ok()
+    })
+    .unwrap_or_else(|| panic!("the job never wrote its pid: {written:?}"));
     assert!(alive(child));
     let st = dvm.stop();
     assert!(st.success(), "{st}");

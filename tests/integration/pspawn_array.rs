@@ -4,11 +4,12 @@
 //! and the summary; a signal stops every task in flight.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 use crate::support::array::{gated_task, intervals, most_at_once, stamping_task, started};
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{json_records, show, text, tool, Prte};
 
 /// `pspawn` as a user runs it next to a PRRTE DVM, our tools on `PATH`.
@@ -197,10 +198,7 @@ fn sigterm_stops_every_task_with(mut pspawn: Command, n: usize) {
         .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
         .spawn()
         .expect("start pspawn");
-    let until = Instant::now() + Duration::from_secs(60);
-    while started(dir.path()).len() < n && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::within(Duration::from_secs(60), || started(dir.path()).len() >= n);
     assert_eq!(started(dir.path()).len(), n, "{n} tasks started");
     let pids: Vec<String> = (1..=n)
         .map(|i| std::fs::read_to_string(dir.path().join(format!("{i}.pid"))).expect("pid"))
@@ -274,10 +272,7 @@ pspawn --array 1-50%2 sh -c \"$2\" task \"$1\"; echo pspawn=$?";
         .stderr(std::fs::File::create(dir.path().join("palloc.err")).expect("stderr file"))
         .spawn()
         .expect("start palloc");
-    let until = Instant::now() + Duration::from_secs(60);
-    while started(dir.path()).len() < 2 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::within(Duration::from_secs(60), || started(dir.path()).len() >= 2);
     assert_eq!(started(dir.path()), [1, 2], "two tasks run");
     let alloc = std::fs::read_to_string(dir.path().join("alloc")).expect("alloc id");
     let rel = run(pdvm.tool("prelease").arg(alloc.trim()));
@@ -411,7 +406,6 @@ fn a_batch_array_is_palloc_no_wait_running_pspawn_array() {
         "submitted and returned: {}",
         show(&o)
     );
-    let until = Instant::now() + Duration::from_secs(60);
     let alloc_of = |i: u32| {
         let f = dir.path().join(format!("{i}.done"));
         std::fs::read_to_string(f)
@@ -419,9 +413,9 @@ fn a_batch_array_is_palloc_no_wait_running_pspawn_array() {
             .trim()
             .to_string()
     };
-    while !(1..=4).all(|i| !alloc_of(i).is_empty()) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::within(Duration::from_secs(60), || {
+        (1..=4).all(|i| !alloc_of(i).is_empty())
+    });
     for i in 1..=4 {
         assert!(!alloc_of(i).is_empty(), "task {i} ran in the allocation");
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text, tool, LineReader, Prte};
 
 /// What pspawn says once when it starts waiting.
@@ -43,8 +44,12 @@ wait"
             None => panic!("palloc ended before pspawn waited:\n{said}\n{}", dvm.logs()),
         }
     }
-    // Longer than the old ten-second limit: still waiting, nothing more said.
-    std::thread::sleep(Duration::from_secs(11));
+    // Longer than the old ten-second limit: still waiting (palloc runs on),
+    // nothing more said.
+    let waits = wait::holds_for(Duration::from_secs(11), || {
+        matches!(child.try_wait(), Ok(None))
+    });
+    assert!(waits, "palloc ended while the slots were busy:\n{said}");
     std::fs::write(dir.path().join("gate"), "").expect("open the gate");
     let out = support::wait_output(child, Duration::from_secs(60));
     said.push_str(&err.rest(Duration::from_secs(10)));

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{text, tool};
 use serde_json::Value;
 
@@ -36,18 +37,6 @@ fn rows<'a>(v: &'a Value, table: &str) -> &'a Vec<Value> {
     v[table]
         .as_array()
         .unwrap_or_else(|| panic!("no {table} array in {v}"))
-}
-
-/// Poll `f` every 50 ms for up to `secs` seconds.
-fn within(secs: u64, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// `palloc -N 1 --hold` in the background, once its holder serves other
@@ -296,7 +285,16 @@ fn interval_prints_one_document_per_line() {
         .stderr(Stdio::null())
         .spawn()
         .expect("pwatch");
-    std::thread::sleep(Duration::from_millis(2500));
+    // Two snapshots, then Ctrl-C.
+    let lines = support::LineReader::new(child.stdout.take().expect("stdout"));
+    let mut out = String::new();
+    for _ in 0..2 {
+        let l = lines
+            .next_line(Duration::from_secs(20))
+            .expect("a snapshot line");
+        out.push_str(&l);
+        out.push('\n');
+    }
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -304,7 +302,7 @@ fn interval_prints_one_document_per_line() {
     let (st, timed_out) = support::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
     assert!(!timed_out, "pwatch --interval did not stop on SIGINT");
     assert_eq!(st.and_then(|s| s.code()), Some(130));
-    let out = text(&support::wait_output(child, Duration::from_secs(10)).stdout);
+    out.push_str(&lines.rest(Duration::from_secs(10)));
     let mut docs: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -333,9 +331,10 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("palloc");
+    let said = support::LineReader::new(waiting.stderr.take().expect("stderr"));
     let v = {
         let mut seen = Value::Null;
-        let queued = within(10, || {
+        let queued = wait::within(Duration::from_secs(10), || {
             seen = status(&pdvm, &["--what", "scheduler"]);
             seen["scheduler"][0]["pending"] == 1
         });
@@ -343,8 +342,10 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
         seen
     };
     assert_eq!(v["scheduler"][0]["free"], 0, "{v}");
-    // Waiting longer than palloc's 250 ms grace, it has said so by now.
-    std::thread::sleep(Duration::from_secs(1));
+    // Waiting longer than palloc's 250 ms grace, it says so.
+    let mut err = said
+        .until("queued", Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("palloc never said it is queued: {e}"));
     // Given back (through the holder) to the scheduler, which grants the
     // queued request.
     let o = run(tool(&pdvm, "prelease").env_remove("NO_COLOR").arg(&id));
@@ -354,7 +355,7 @@ fn a_queued_request_says_so_on_one_line_off_a_terminal() {
     assert!(!timed_out, "the queued palloc was never granted");
     stop(holder);
     assert_eq!(st.and_then(|s| s.code()), Some(0));
-    let err = text(&support::wait_output(waiting, Duration::from_secs(10)).stderr);
+    err.push_str(&said.rest(Duration::from_secs(10)));
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("queued")).collect();
     assert_eq!(
         lines,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text};
 use pmix_tools::codec::{App, Cmd, Encoder, Size, WireVersion};
 use pmix_tools::conn::frame::{Header, HEADER_LEN, TAG_IOF, TAG_NOTIFY};
@@ -38,8 +39,9 @@ impl RssProbe {
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicU64::new(0));
         let (s, p) = (stop.clone(), peak.clone());
+        // A sample at every step until told to stop (no test runs an hour).
         let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
+            wait::within(Duration::from_secs(3600), || {
                 let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
                 let kib = st
                     .lines()
@@ -47,8 +49,8 @@ impl RssProbe {
                     .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
                     .unwrap_or(0);
                 p.fetch_max(kib, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(10));
-            }
+                s.load(Ordering::Relaxed)
+            });
         });
         RssProbe {
             stop,
@@ -114,6 +116,7 @@ fn unread_job_output_is_held_back_not_dropped() {
     e.pack(std::slice::from_ref(&app)).expect("app");
     send(&mut s, 200, e);
     let probe = RssProbe::start(pdvm.pid);
+    // The reader lagging (reading nothing) for 3 s is the subject.
     std::thread::sleep(Duration::from_secs(3));
     let lagging_peak = probe.peak.load(Ordering::Relaxed);
     let mut got = 0u64;

@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text};
 use pmix_tools::codec::{Info, Value};
 use pmix_tools::conn::{ConnectOptions, Unsolicited};
@@ -124,20 +125,24 @@ fn client_rank_is_bound_to_the_live_job_process_tree() {
     spawn.args(["-n", "1", "sh", "-c", &body]);
     let job = std::thread::spawn(move || run(spawn));
     // Events from our own allocations prove the job's watcher is connected
-    // (and registered) as the job's rank 0.
-    let end = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(dir.join("ev")).map_or(true, |s| s.is_empty()) {
-        assert!(
-            Instant::now() < end,
-            "the job's watcher never saw an event: {}",
-            std::fs::read_to_string(dir.join("ev.err")).unwrap_or_default()
-        );
+    // (and registered) as the job's rank 0: one allocation after another,
+    // each given 50 ms to show, until one does.
+    let seen = || std::fs::read_to_string(dir.join("ev")).is_ok_and(|s| !s.is_empty());
+    let saw = wait::within(Duration::from_secs(20), || {
+        if seen() {
+            return true;
+        }
         let mut p = pdvm.tool("palloc");
         p.args(["-N", "1", "--inherit", "none"]);
         let o = run(p);
         assert!(o.status.success(), "palloc: {}", show(&o));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        wait::within(Duration::from_millis(50), seen)
+    });
+    assert!(
+        saw,
+        "the job's watcher never saw an event: {}",
+        std::fs::read_to_string(dir.join("ev.err")).unwrap_or_default()
+    );
     let env = crate::support::wait_file(&dir.join("env"), Duration::from_secs(20));
     let forged = || {
         let mut c = pdvm.tool("pwatch");

@@ -82,6 +82,7 @@ fn stalled_partial_message_is_closed() {
             if feed.write_all(&[0u8; 64]).is_err() {
                 return false;
             }
+            // A slow but steady sender is the subject.
             std::thread::sleep(Duration::from_millis(500));
         }
         true

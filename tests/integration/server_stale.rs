@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::pdvm::Pdvm;
+use crate::support::wait;
 use crate::support::{show, text};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -26,11 +27,11 @@ fn killed_pdvms_rendezvous_directory_is_removed_by_the_next() {
     let stale = first.rendezvous_dir();
     assert!(stale.is_dir(), "{} exists while it runs", stale.display());
     kill(Pid::from_raw(first.pid as i32), Signal::SIGKILL).expect("kill -9");
-    let end = Instant::now() + Duration::from_secs(10);
-    while !gone(first.pid) {
-        assert!(Instant::now() < end, "pdvm {} survived SIGKILL", first.pid);
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait::eventually_within(
+        &format!("pdvm {} has ended after SIGKILL", first.pid),
+        Duration::from_secs(10),
+        || gone(first.pid),
+    );
     assert!(stale.is_dir(), "SIGKILL leaves the directory behind");
     // A planted directory of ours named after a live process that is not a
     // pdvm (this test) is stale too; a symlink is never followed or removed.
@@ -78,14 +79,10 @@ fn killed_pdvms_rendezvous_directory_is_removed_by_the_next() {
     st.args(["--status", "--json"]);
     let o = support::run_with_timeout(st.stdin(Stdio::null()), 30);
     let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-    let end = Instant::now() + Duration::from_secs(10);
-    while child.try_wait().ok().flatten().is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let (_, timed_out) = support::wait_until(&mut child, Instant::now() + Duration::from_secs(10));
+    if timed_out {
+        let _ = child.kill();
+        let _ = child.wait();
     }
     assert!(ready, "second pdvm's first line: {first_line:?}");
     assert_eq!(

@@ -9,8 +9,10 @@ Usage: orchestrator.py env URI | orchestrator.py pid DIR:PID
 """
 
 import concurrent.futures
+import ctypes
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -42,6 +44,34 @@ def one_job(i, alloc, flags, env):
         env,
     )
     return i, rc, out == want, err
+
+
+def sockets_once_gone(registry, limit):
+    """The holder sockets left in `registry` once there are none, or after
+    `limit` seconds: each removal from the directory wakes the wait
+    (inotify), no polling."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    in_nonblock, in_cloexec = os.O_NONBLOCK, os.O_CLOEXEC
+    # IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+    mask = 0x40 | 0x200 | 0x400 | 0x800
+    fd = libc.inotify_init1(in_nonblock | in_cloexec)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "inotify_init1")
+    try:
+        watched = libc.inotify_add_watch(fd, os.fsencode(registry), mask) >= 0
+        end = time.monotonic() + limit
+        while True:
+            left = [n for n in os.listdir(registry) if n.endswith(".sock")] if os.path.isdir(registry) else []
+            rest = end - time.monotonic()
+            if not left or not watched or rest <= 0:
+                return left
+            if select.select([fd], [], [], rest)[0]:
+                try:
+                    os.read(fd, 65536)
+                except BlockingIOError:
+                    pass
+    finally:
+        os.close(fd)
 
 
 def main():
@@ -103,14 +133,7 @@ def main():
 
     # Every holder gone: the private registry empties.
     registry = os.path.join(env.get("XDG_RUNTIME_DIR", "/nonexistent"), "pmix-tools-holders")
-    end = time.time() + 30
-    left = None
-    while time.time() < end:
-        left = [n for n in os.listdir(registry) if n.endswith(".sock")] if os.path.isdir(registry) else []
-        if not left:
-            break
-        time.sleep(0.1)
-    summary["holders_left"] = left
+    summary["holders_left"] = sockets_once_gone(registry, 30)
     print(json.dumps(summary))
 
 
