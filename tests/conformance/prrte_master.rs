@@ -26,6 +26,7 @@
 
 use std::fs;
 use std::path::Path;
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use serde_json::Value;
@@ -37,6 +38,7 @@ use crate::support::nodes::{
     assert_foreign, assert_node02_daemon_killed, bin, each_times, failed_to_map, json_hosts,
     on_cluster, refused, sorted, Nodes, ALL, OTHERS,
 };
+use crate::support::wait;
 
 /// The node the tests reserve (jobs run from outside a reservation are
 /// pinned to `node01`).
@@ -703,7 +705,12 @@ fn child_flavoured(rule: &str) {
         assert_eq!(o.first("allocation")["inherit"], rule, "{o}");
         g.pid();
         // palloc (the owner) has exited; the child keeps the reservation.
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            wait::holds_for(Duration::from_millis(300), || dvm
+                .reservation(&id)
+                .is_some()),
+            "{rule}: reservation ended before its last child"
+        );
         let r = dvm
             .reservation(&id)
             .unwrap_or_else(|| panic!("{rule}: reservation ended before its last child"));

@@ -20,6 +20,7 @@
 
 use std::fs;
 use std::path::Path;
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
@@ -27,6 +28,7 @@ use crate::support::blackbox::{alive, eventually, hosts, GateJob, Out};
 use crate::support::nodes::{
     assert_node02_daemon_killed, bin, failed_to_map, on_cluster, sorted, Nodes,
 };
+use crate::support::wait;
 
 /// Shell: `palloc FLAGS --json` into `$VAR` (also printed and written to
 /// the file `VAR.id`), exit 3 when refused.
@@ -454,8 +456,12 @@ fn prrte_nodes_s8_2_1_9_2_default_job_on_reserved_node() {
 fn prrte_nodes_s8_2_1_9_2_child_default_job_on_reserved_node() {
     on_cluster(|n| {
         let (g, id) = owner_ends_with_job_on_reserved_node(n, "child-default");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert!(
+            wait::holds_for(Duration::from_millis(500), || n
+                .reservation_ids()
+                .contains(&id)),
+            "held for its job"
+        );
         assert_eq!(n.node_owner("node02").as_deref(), Some(id.as_str()));
         g.open();
         eventually("unreserved after its last job", || {
@@ -491,8 +497,12 @@ fn prrte_nodes_s8_2_1_9_2_none_job_on_reserved_node_deviation() {
 fn prrte_nodes_s8_2_1_9_2_child_job_on_reserved_node_deviation() {
     on_cluster(|n| {
         let (g, id) = owner_ends_with_job_on_reserved_node(n, "child");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        assert!(n.reservation_ids().contains(&id), "held for its job");
+        assert!(
+            wait::holds_for(Duration::from_millis(500), || n
+                .reservation_ids()
+                .contains(&id)),
+            "held for its job"
+        );
         assert!(alive(g.pid()));
         g.open();
         eventually("CHILD releases after its last job", || {

@@ -59,44 +59,41 @@ fn detached_sleepers(dvm: &Pdvm, n: u32) -> String {
 /// carries `PMIX_NAMESPACE` and `PMIX_RANK` in its environment).
 fn real_pids(nspace: &str, n: usize) -> BTreeMap<u32, u32> {
     let want_ns = format!("PMIX_NAMESPACE={nspace}");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let mut found = BTreeMap::new();
-        for e in std::fs::read_dir("/proc").expect("read /proc").flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(env) = std::fs::read(e.path().join("environ")) else {
-                continue;
-            };
-            let vars: Vec<String> = env
-                .split(|b| *b == 0)
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-                .collect();
-            if !vars.contains(&want_ns) {
-                continue;
+    let mut found = BTreeMap::new();
+    // A look reads every process's environment: one every 100 ms.
+    let every =
+        support::wait::within_every(Duration::from_secs(15), Duration::from_millis(100), || {
+            found.clear();
+            for e in std::fs::read_dir("/proc").expect("read /proc").flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                    continue;
+                };
+                let vars: Vec<String> = env
+                    .split(|b| *b == 0)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+                if !vars.contains(&want_ns) {
+                    continue;
+                }
+                let exe = std::fs::read_link(e.path().join("exe")).unwrap_or_default();
+                if !exe.to_string_lossy().ends_with("/sleep") {
+                    continue;
+                }
+                if let Some(rank) = vars
+                    .iter()
+                    .find_map(|v| v.strip_prefix("PMIX_RANK="))
+                    .and_then(|r| r.parse::<u32>().ok())
+                {
+                    found.insert(rank, pid);
+                }
             }
-            let exe = std::fs::read_link(e.path().join("exe")).unwrap_or_default();
-            if !exe.to_string_lossy().ends_with("/sleep") {
-                continue;
-            }
-            if let Some(rank) = vars
-                .iter()
-                .find_map(|v| v.strip_prefix("PMIX_RANK="))
-                .and_then(|r| r.parse::<u32>().ok())
-            {
-                found.insert(rank, pid);
-            }
-        }
-        if found.len() == n {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "found {found:?} of {n} processes of {nspace}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            found.len() == n
+        });
+    assert!(every, "found {found:?} of {n} processes of {nspace}");
+    found
 }
 
 /// One process row of `pps`: rank, pid, node, state, executable.
@@ -242,27 +239,29 @@ fn master_pps_shows_a_finished_process_of_a_running_job() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let job = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let out = run_with_timeout(&mut master_tool(&dvm, "pps"), 30);
-        let all = text(&out);
-        assert!(out.status.success(), "{all}");
-        let table = parse_pps(&String::from_utf8_lossy(&out.stdout));
-        let rows = &table.get(&job).unwrap_or_else(|| panic!("{all}")).1;
-        assert_eq!(rows.len(), 2, "{all}");
-        assert!(rows[0].exe.ends_with("/sh"), "{all}");
-        assert!(rows[1].exe.ends_with("/sleep"), "{all}");
-        assert_eq!(rows[1].state, "PROC EXECUTING", "{all}");
-        if rows[0].state != "PROC EXECUTING" {
-            assert_eq!(
-                rows[0].state, "PROC TERMINATED WITH NON-ZERO STATUS",
-                "{all}"
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "rank 0 never shown ended: {all}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Each look runs pps: one every 200 ms.
+    let mut all = String::new();
+    let ended =
+        support::wait::within_every(Duration::from_secs(20), Duration::from_millis(200), || {
+            let out = run_with_timeout(&mut master_tool(&dvm, "pps"), 30);
+            all = text(&out);
+            assert!(out.status.success(), "{all}");
+            let table = parse_pps(&String::from_utf8_lossy(&out.stdout));
+            let rows = &table.get(&job).unwrap_or_else(|| panic!("{all}")).1;
+            assert_eq!(rows.len(), 2, "{all}");
+            assert!(rows[0].exe.ends_with("/sh"), "{all}");
+            assert!(rows[1].exe.ends_with("/sleep"), "{all}");
+            assert_eq!(rows[1].state, "PROC EXECUTING", "{all}");
+            if rows[0].state != "PROC EXECUTING" {
+                assert_eq!(
+                    rows[0].state, "PROC TERMINATED WITH NON-ZERO STATUS",
+                    "{all}"
+                );
+                return true;
+            }
+            false
+        });
+    assert!(ended, "rank 0 never shown ended: {all}");
 }
 
 fn status_nodes(dvm: &Pdvm) -> Vec<String> {

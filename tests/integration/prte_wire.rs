@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::Prte;
+use crate::support::{children_of, wait, Prte};
 use pmix_tools::codec::{AllocInheritance, Info, Value};
 use pmix_tools::conn::{ConnectOptions, Identity};
 use pmix_tools::ops::job::{run_job, simple_app, JobOutput};
@@ -236,11 +236,22 @@ fn a_dvm_that_dies_mid_request_gives_an_error_within_a_second() {
         uri: Some(dvm.full_uri()),
         ..Default::default()
     });
-    let pid = nix::unistd::Pid::from_raw(dvm.pid as i32);
-    let t = Instant::now();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let prte = dvm.pid;
+    // The DVM dies once the job runs (its process is prte's child), while
+    // the request waits for the job's end; at the latest after 30 s. The
+    // orphaned job is killed after it (it would run its minute).
+    let killer = std::thread::spawn(move || {
+        let kill = |pid: u32| {
+            let pid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        };
+        let job = wait::value_within(Duration::from_secs(30), || {
+            Some(children_of(prte)).filter(|c| !c.is_empty())
+        });
+        kill(prte);
+        let killed = Instant::now();
+        job.into_iter().flatten().for_each(kill);
+        killed
     });
     // a job that would run for a minute: the request must fail when the DVM dies
     let r = run_job(
@@ -250,11 +261,13 @@ fn a_dvm_that_dies_mid_request_gives_an_error_within_a_second() {
         Some(Duration::from_secs(60)),
         |_| {},
     );
+    let noticed = Instant::now();
     // The lost connection, not the job's 60 s or its time-out, ended it.
     let e = r.unwrap_err();
+    let killed = killer.join().expect("the killer thread");
     eprintln!(
         "FIGURE DVM killed under a running job: noticed after {:?}",
-        t.elapsed()
+        noticed.saturating_duration_since(killed)
     );
     assert!(
         matches!(e.status, Status::ERR_LOST_CONNECTION | Status::ERR_UNREACH),

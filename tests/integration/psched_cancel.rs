@@ -8,6 +8,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::psched_cluster::{psched_status, wait_for};
 use crate::support::cluster::Cluster;
 use crate::support::{run_with_timeout, show, text, tool, LineReader, ToolCommand};
 
@@ -37,22 +38,20 @@ fn a_queued_request_cancelled_from_another_shell_says_by_whom() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the queued palloc");
-    // Until the request has reached psched, a cancel finds nothing
-    // (exit 5, no effect): try again, bounded.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let o = loop {
-        let o = run_with_timeout(
-            tool(&c, "prelease")
-                .no_color()
-                .args(["--cancel", "big"])
-                .stdin(Stdio::null()),
-            60,
-        );
-        if o.status.code() != Some(5) || std::time::Instant::now() >= deadline {
-            break o;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    // Until the request has reached psched, a cancel finds nothing (exit
+    // 5, no effect): cancel once psched's ledger lists it waiting.
+    wait_for("psched queued the request", || {
+        psched_status(&c)["pending"]
+            .as_array()
+            .is_some_and(|p| p.len() == 1)
+    });
+    let o = run_with_timeout(
+        tool(&c, "prelease")
+            .no_color()
+            .args(["--cancel", "big"])
+            .stdin(Stdio::null()),
+        60,
+    );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     let q = crate::support::wait_output(queued, Duration::from_secs(30));
     assert_eq!(q.status.code(), Some(10), "{}", show(&q));

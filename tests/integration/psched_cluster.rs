@@ -4,8 +4,10 @@
 //! grants it (PRRTE then starts a daemon there through the ssh stand-in).
 
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use crate::support::cluster::Cluster;
+use crate::support::wait;
 use crate::support::{cargo_bin, run_with_timeout, show, text, tool, LineReader, ToolCommand};
 
 pub(crate) fn run(cmd: &mut Command) -> Output {
@@ -87,17 +89,13 @@ pub(crate) fn grant(c: &Cluster, id: &str) -> Option<serde_json::Value> {
         .cloned()
 }
 
-/// Poll (every 100 ms, at most 60 s) until `f` holds.
+/// Poll (every 100 ms: `f` mostly runs a tool or asks Slurm; at most
+/// 60 s) until `f` holds.
 #[track_caller]
-pub(crate) fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !f() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+pub(crate) fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    let limit = Duration::from_secs(60);
+    let held = wait::within_every(limit, Duration::from_millis(100), f);
+    assert!(held, "timed out after {limit:?} waiting until {what}");
 }
 
 /// A `palloc --hold --json` with `args`, inside the cluster; its stdout

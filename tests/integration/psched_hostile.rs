@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support;
 use crate::support::fake::scheduler_welcome;
@@ -79,18 +79,20 @@ fn rss_kib(pid: u32) -> u64 {
 /// Wait (bounded, 60 s) until the fake DVM accepted `n` connections,
 /// asserting psched stays alive meanwhile; psched's peak memory.
 fn wait_attempts(p: &mut Child, accepted: &AtomicU64, n: u64) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(60);
     let mut peak = 0;
-    while accepted.load(Ordering::SeqCst) < n {
+    let attached = support::wait::within(Duration::from_secs(60), || {
+        if accepted.load(Ordering::SeqCst) >= n {
+            return true;
+        }
         assert!(
             matches!(p.try_wait(), Ok(None)),
             "psched exited: {:?}",
             p.try_wait()
         );
-        assert!(Instant::now() < deadline, "psched did not attach again");
         peak = peak.max(rss_kib(p.id()));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        false
+    });
+    assert!(attached, "psched did not attach again");
     peak
 }
 
@@ -323,20 +325,14 @@ fn random_request_streams_never_grant_a_node_twice() {
 
 /// The port of psched's status socket, once its URI file is written.
 fn status_port(uri: &std::path::Path) -> u16 {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    support::wait::value_within(Duration::from_secs(30), || {
         let line = std::fs::read_to_string(uri).unwrap_or_default();
-        if let Some(p) = line
-            .lines()
+        line.lines()
             .next()
             .and_then(|l| l.rsplit(':').next())
             .and_then(|p| p.parse().ok())
-        {
-            return p;
-        }
-        assert!(Instant::now() < deadline, "no status URI written");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    })
+    .expect("no status URI written")
 }
 
 /// Whether the peer closed `s` (read returns end of file or an error

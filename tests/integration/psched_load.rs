@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::psched_cluster::{grant, hold, psched_status, run, wait_for};
 use crate::support::cluster::Cluster;
-use crate::support::{show, text, tool, ToolCommand};
+use crate::support::{show, text, tool, wait, wait_until, ToolCommand};
 
 /// `palloc -q -N 1 -t 5m ARGS -- pspawn -n 1 sh -c 'echo $PMIX_HOSTNAME'`:
 /// exit code and the host the job ran on.
@@ -158,14 +158,9 @@ fn admin_release(c: &Cluster) -> (Option<i32>, String, String) {
         .args(["--release", &id, "--ledger"])
         .arg(c.ledger_path()));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let st = loop {
-        if let Ok(Some(st)) = h.try_wait() {
-            break st;
-        }
-        assert!(Instant::now() < deadline, "the holder of {id} did not end");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let st = wait_until(&mut h, Instant::now() + Duration::from_secs(30))
+        .0
+        .unwrap_or_else(|| panic!("the holder of {id} did not end"));
     assert!(st.success(), "a released holder ends 0, as on pdvm: {st}");
     round(c, &[])
 }
@@ -191,13 +186,17 @@ fn a_burst_of_requests_is_served_whole() {
                 .expect("start palloc")
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(240);
+    // Until every palloc ended, look at the reservations (psched --status)
+    // every 200 ms.
     let mut looked = 0;
-    while kids.iter_mut().any(|k| matches!(k.try_wait(), Ok(None))) {
-        assert!(Instant::now() < deadline, "the burst did not end");
-        looked += usize::from(no_node_twice(&c));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let ended = wait::within_every(Duration::from_secs(240), Duration::from_millis(200), || {
+        let all = kids.iter_mut().all(|k| !matches!(k.try_wait(), Ok(None)));
+        if !all {
+            looked += usize::from(no_node_twice(&c));
+        }
+        all
+    });
+    assert!(ended, "the burst did not end");
     let mut failed = Vec::new();
     for k in kids {
         let o = k.wait_with_output().expect("palloc");

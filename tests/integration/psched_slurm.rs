@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
 use crate::support::slurm::{start_psched_on, start_psched_with_env, SJob, Slurm, Version};
-use crate::support::{show, text, tool, LineReader, ToolCommand};
+use crate::support::{show, text, tool, wait, LineReader, ToolCommand};
 
 /// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`.
 macro_rules! on_both_versions {
@@ -599,15 +599,13 @@ fn slurms_time_limit_ends_the_allocation(v: Version) {
     let (c, s) = cluster_on_slurm(v);
     let (holder, lines, id) = hold_telling(&c, &s, &["-N", "1", "-t", "1m"]);
     let job = job_of(&s, &id);
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !c.psched_log().contains(&format!("Slurm ended job {job}")) {
-        assert!(
-            Instant::now() < deadline,
-            "Slurm did not end the job\n{}",
-            c.psched_log()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    assert!(
+        wait::within(Duration::from_secs(180), || c
+            .psched_log()
+            .contains(&format!("Slurm ended job {job}"))),
+        "Slurm did not end the job\n{}",
+        c.psched_log()
+    );
     // The private Slurm keeps ended jobs listed (MinJobAge=300).
     let ended = s
         .job(job)
@@ -949,8 +947,12 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
     wait_for("psched says Slurm is unreachable", || {
         c.psched_log().contains("Slurm unreachable")
     });
-    // The outage lasts 60 s (the scenario, not a threshold).
-    std::thread::sleep(Duration::from_secs(60).saturating_sub(stopped.elapsed()));
+    // The outage lasts 60 s (the scenario, not a threshold), the holder
+    // and the request alive all along.
+    let lived = wait::holds_for(
+        Duration::from_secs(60).saturating_sub(stopped.elapsed()),
+        || matches!(a.try_wait(), Ok(None)) && matches!(b.try_wait(), Ok(None)),
+    );
     assert!(
         matches!(a.try_wait(), Ok(None)),
         "the holder still runs\n{}",
@@ -961,6 +963,7 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
         "the request still waits\n{}",
         c.psched_log()
     );
+    assert!(lived, "both ran through the outage\n{}", c.psched_log());
     let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
     assert!(
         ledger.contains(&id_a),
@@ -975,16 +978,15 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
     s.start_controller();
     // A restarted controller takes its nodes back as their slurmds
     // register again (Slurm's own pace: ReqNodeNotAvail, then Resources).
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while running(&s).len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the waiting request is granted: {:?}\n{}",
-            s.jobs(),
-            c.psched_log()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let granted = wait::within_every(Duration::from_secs(300), Duration::from_millis(200), || {
+        running(&s).len() >= 2
+    });
+    assert!(
+        granted,
+        "the waiting request is granted: {:?}\n{}",
+        s.jobs(),
+        c.psched_log()
+    );
     let first = lines_b
         .next_line(Duration::from_secs(120))
         .unwrap_or_else(|| panic!("the waiting request is granted\n{}", c.psched_log()));
@@ -1021,14 +1023,12 @@ fn names_slurm_would_misread_and_unbounded_times_never_reach_it(v: Version) {
         .arg(raw)
         .args(["--pid", &pid, "-N", "1", "-w", "/etc/passwd"]));
     let ctx = format!("{}\n{}", show(&o), c.psched_log());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !c
-        .psched_log()
-        .contains("\"/etc/passwd\": a node name may not contain '/'")
-    {
-        assert!(Instant::now() < deadline, "psched refused the name: {ctx}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert!(
+        wait::within(Duration::from_secs(60), || c
+            .psched_log()
+            .contains("\"/etc/passwd\": a node name may not contain '/'")),
+        "psched refused the name: {ctx}"
+    );
     let o = run(tool(&c, "palloc")
         .no_color()
         .on_slurm(&s)

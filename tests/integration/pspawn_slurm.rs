@@ -5,10 +5,11 @@
 
 use crate::support;
 use crate::support::pdvm::Pdvm;
-use crate::support::{show, text, tool};
+use crate::support::{show, text, tool, wait};
 
 use serde_json::Value;
 use std::process::{Output, Stdio};
+use std::time::Duration;
 
 fn pspawn(dvm: &Pdvm, args: &[&str]) -> Output {
     support::run_with_timeout(dvm.tool("pspawn").args(args).stdin(Stdio::null()), 60)
@@ -131,6 +132,11 @@ fn reservations(dvm: &Pdvm) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// Whether `cond` (it runs a tool) holds within 30 s, polled every 50 ms.
+fn within_30s(cond: impl FnMut() -> bool) -> bool {
+    wait::within_every(Duration::from_secs(30), Duration::from_millis(50), cond)
+}
+
 /// Sorted output lines.
 fn sorted_lines(o: &Output) -> Vec<String> {
     let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
@@ -188,16 +194,12 @@ fn nodes_outside_an_allocation_leave_nothing_on_failure() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start pspawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let running = || {
         status(&dvm, &["--what", "namespaces"])["namespaces"]
             .as_array()
             .is_some_and(|a| a.iter().any(|r| r["command"] == "sleep 60"))
     };
-    while !running() {
-        assert!(std::time::Instant::now() < deadline, "the job never ran");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    assert!(within_30s(running), "the job never ran");
     assert_eq!(reservations(&dvm).len(), 1, "reserved while it runs");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -223,11 +225,10 @@ fn nodes_outside_an_allocation_end_when_the_dvm_goes() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start pspawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while reservations(&dvm).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "nothing was reserved");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    assert!(
+        within_30s(|| !reservations(&dvm).is_empty()),
+        "nothing was reserved"
+    );
     dvm.terminate();
     let o = support::wait_output(child, std::time::Duration::from_secs(60));
     assert_ne!(o.status.code(), Some(0), "{}", show(&o));

@@ -5,28 +5,13 @@
 //! inside that namespace.
 
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use crate::support::cluster::{processes_in, Cluster};
-use crate::support::{run_with_timeout, show, text, tool, user_path, ToolCommand};
+use crate::support::{run_with_timeout, show, text, tool, user_path, wait, ToolCommand};
 
 fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 60)
-}
-
-/// Poll `f` (every 50 ms, at most 30 s) until it gives a value.
-#[track_caller]
-fn poll_value<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }
 
 /// Files in /dev/shm that name `pid` (what a DVM and its daemons could
@@ -159,7 +144,9 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
     };
     let inside = spawn(&["--target", &id, "-n", "2"]);
     let outside = spawn(&["-n", "3", "--map-by", "node"]);
-    let nodes = poll_value("both jobs placed", || {
+    // Each look runs pwatch: one every 50 ms, for at most 30 s.
+    let (limit, step) = (Duration::from_secs(30), Duration::from_millis(50));
+    let nodes = wait::value_within_every(limit, step, || {
         let o = run(tool(&c, "pwatch")
             .no_color()
             .args(["--status", "--what", "nodes", "--json"]));
@@ -168,7 +155,8 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
             .iter()
             .filter(|n| !n["jobs"].as_array().is_none_or(Vec::is_empty));
         (placed.count() == 4).then_some(recs)
-    });
+    })
+    .expect("timed out waiting until both jobs placed");
     let node = |name: &str| {
         nodes
             .iter()

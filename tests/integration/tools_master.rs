@@ -480,12 +480,10 @@ fn prelease_of_a_job_namespace_ends_the_job_on_prrte_master() {
     let c = run(tool(&dvm, "prelease").arg(&ns));
     assert_eq!(c.status.code(), Some(0), "{}\n{}", show(&c), dvm.logs());
     assert!(text(&c.stderr).contains("cancelled job"), "{}", show(&c));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while live() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    // Each look runs pwatch: one every 200 ms.
+    let step = std::time::Duration::from_millis(200);
     assert!(
-        !live(),
+        support::wait::within_every(std::time::Duration::from_secs(30), step, || !live()),
         "job {ns} still runs after prelease\n{}",
         dvm.logs()
     );

@@ -144,7 +144,11 @@ fn pspawn_runs_an_mpmd_job() {
             );
         }
         failures.push(show(&o));
-        std::thread::sleep(Duration::from_secs(1));
+        // The next attempt once this one's processes are gone from the DVM
+        // (bounded: a stray one does not stop the next attempt).
+        support::wait::within(Duration::from_secs(10), || {
+            support::children_of(dvm.pid).is_empty()
+        });
     }
     panic!(
         "MPMD job never ran cleanly:\n{}",
@@ -623,9 +627,12 @@ fn palloc_hold_keeps_the_grant_until_sigterm() {
     let rec: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
     assert_eq!(rec["type"], "allocation");
     assert_eq!(rec["alloc_id"], "py422-alloc-1");
-    // Still holding a moment later.
-    std::thread::sleep(Duration::from_millis(300));
-    if let Some(st) = child.try_wait().unwrap() {
+    // Still holding all along a moment later.
+    let held = support::wait::holds_for(Duration::from_millis(300), || {
+        matches!(child.try_wait(), Ok(None))
+    });
+    if !held {
+        let st = child.try_wait().unwrap().expect("exited");
         let mut err = String::new();
         let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
         panic!("palloc --hold exited early ({st}): {err}");

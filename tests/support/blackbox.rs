@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::pdvm::Pdvm;
-use crate::support::{run_with_timeout, tool, unique_tmpdir, ToolCommand};
+use crate::support::{run_with_timeout, tool, unique_tmpdir, wait, wait_until, ToolCommand};
 
 /// Longest any single tool invocation may take before the test fails.
 pub const TOOL_SECS: u64 = 20;
@@ -210,21 +210,23 @@ impl Dvm {
         };
         if leader {
             let fifo = ctl_dir.join("ctl");
-            let deadline = Instant::now() + POLL;
-            let file = loop {
-                match fs::OpenOptions::new()
+            // A FIFO opens for writing (non-blocking) once its reader has it.
+            let mut last = None;
+            let file = wait::value_within(POLL, || {
+                fs::OpenOptions::new()
                     .write(true)
                     .custom_flags(nix::libc::O_NONBLOCK)
                     .open(&fifo)
-                {
-                    Ok(f) => break f,
-                    Err(e) if Instant::now() < deadline => {
-                        let _ = e;
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    Err(e) => panic!("leader never opened its FIFO: {e}\n{}", dvm.logs()),
-                }
-            };
+                    .map_err(|e| last = Some(e))
+                    .ok()
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "leader never opened its FIFO: {}\n{}",
+                    last.map(|e| e.to_string()).unwrap_or_default(),
+                    dvm.logs()
+                )
+            });
             dvm.ctl = Some(file);
             let ns_file = ctl_dir.join("leader.ns");
             dvm.poll("leader publishes its namespace", |_| ns_file.exists());
@@ -241,12 +243,8 @@ impl Dvm {
     /// Poll `cond` every 10 ms until true; panic after [`POLL`].
     #[track_caller]
     pub fn poll(&self, what: &str, mut cond: impl FnMut(&Dvm) -> bool) {
-        let deadline = Instant::now() + POLL;
-        while !cond(self) {
-            if Instant::now() >= deadline {
-                panic!("timed out waiting until {what}\n{}", self.logs());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if !wait::within(POLL, || cond(self)) {
+            panic!("timed out waiting until {what}\n{}", self.logs());
         }
     }
 
@@ -292,12 +290,8 @@ impl Dvm {
         ctl.write_all(format!("{n}\n").as_bytes())
             .expect("send command to the leader");
         let rc = dir.join(format!("rc.{n}"));
-        let deadline = Instant::now() + Duration::from_secs(TOOL_SECS);
-        while !rc.exists() {
-            if Instant::now() >= deadline {
-                panic!("leader command {line:?} did not finish\n{}", self.logs());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if !wait::within(Duration::from_secs(TOOL_SECS), || rc.exists()) {
+            panic!("leader command {line:?} did not finish\n{}", self.logs());
         }
         let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
         Out {
@@ -424,19 +418,14 @@ impl Bg {
     /// Wait until its stdout holds a JSON object of type `ty`; that object.
     #[track_caller]
     pub fn wait_for(&self, ty: &str) -> Value {
-        let deadline = Instant::now() + POLL;
-        loop {
-            if let Some(v) = self.snapshot().of_type(ty).into_iter().next() {
-                return v;
-            }
-            if Instant::now() >= deadline {
+        wait::value_within(POLL, || self.snapshot().of_type(ty).into_iter().next()).unwrap_or_else(
+            || {
                 panic!(
                     "no {ty:?} object from background tool:\n{}",
                     self.snapshot()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+                )
+            },
+        )
     }
 
     /// Send `sig` and wait for the exit; everything it printed.
@@ -453,27 +442,19 @@ impl Bg {
     }
 
     fn finish(&self, child: &mut Child) -> Out {
-        let deadline = Instant::now() + POLL;
-        let st = loop {
-            if let Ok(Some(st)) = child.try_wait() {
-                break st;
-            }
-            if Instant::now() >= deadline {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(child.id() as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                let _ = child.wait();
-                panic!("background tool did not exit:\n{}", self.snapshot());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let Some(st) = wait_until(child, Instant::now() + POLL).0 else {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+            panic!("background tool did not exit:\n{}", self.snapshot());
         };
         // Let the reader threads drain the pipes: they end when the last
         // process holding them exits (bounded: a stray grandchild may not).
-        let grace = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < grace && !self.readers.iter().all(|r| r.is_finished()) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait::within(Duration::from_secs(2), || {
+            self.readers.iter().all(|r| r.is_finished())
+        });
         let mut o = self.snapshot();
         o.code = st.code().unwrap_or(-1);
         o

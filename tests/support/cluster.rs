@@ -37,8 +37,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::support::{
-    master_dir, parse_report_uri, scrub_pmix_env, try_run_with_timeout, unique_tmpdir, wait_until,
-    LineReader, PRTE_STOP_TIMEOUT, PSEC,
+    master_dir, parse_report_uri, scrub_pmix_env, try_run_with_timeout, unique_tmpdir, wait,
+    wait_until, LineReader, PRTE_STOP_TIMEOUT, PSEC,
 };
 
 /// The private address of the cluster's veth end (inside its namespace).
@@ -223,20 +223,24 @@ impl Cluster {
         let child = cmd.spawn().expect("start psched");
         self.psched = Some(child);
         let deadline = Instant::now() + CLUSTER_START_TIMEOUT;
-        while self.psched_log().matches("attached to").count() <= before {
-            let exited = self
+        let mut exited = false;
+        let attached = wait::within(CLUSTER_START_TIMEOUT, || {
+            if self.psched_log().matches("attached to").count() > before {
+                return true;
+            }
+            exited = self
                 .psched
                 .as_mut()
                 .is_some_and(|p| matches!(p.try_wait(), Ok(Some(_))));
-            assert!(!exited, "psched exited early\n{}", self.psched_log());
-            assert!(
-                Instant::now() < deadline,
-                "psched did not attach\n{}\n{}",
-                self.psched_log(),
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            exited
+        });
+        assert!(!exited, "psched exited early\n{}", self.psched_log());
+        assert!(
+            attached,
+            "psched did not attach\n{}\n{}",
+            self.psched_log(),
+            self.logs()
+        );
         // psched starts its idle nodes' daemons as it attaches (one grow
         // of the DVM a node, as a site's psched does before users come):
         // wait for every pool node, as a site would before letting users
@@ -246,15 +250,14 @@ impl Cluster {
         } else {
             self.pool.len()
         };
-        while self.psched_log().matches("daemons up on").count() < pool {
-            assert!(
-                Instant::now() < deadline,
-                "psched's idle daemons did not come up\n{}\n{}",
-                self.psched_log(),
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        assert!(
+            wait::within(deadline.saturating_duration_since(Instant::now()), || {
+                self.psched_log().matches("daemons up on").count() >= pool
+            }),
+            "psched's idle daemons did not come up\n{}\n{}",
+            self.psched_log(),
+            self.logs()
+        );
     }
 
     /// psched's pid (while it runs).
@@ -327,31 +330,34 @@ impl Cluster {
     }
 
     fn await_ready(&mut self, uri_file: &Path) {
-        let deadline = Instant::now() + CLUSTER_START_TIMEOUT;
-        loop {
+        // The uri file once prte is ready, or prte's early exit.
+        let outcome = wait::value_within(CLUSTER_START_TIMEOUT, || {
             let out = fs::read_to_string(self.dir.join("prte.out")).unwrap_or_default();
             let uri = fs::read_to_string(uri_file).unwrap_or_default();
             if out.contains("DVM ready") && uri.lines().count() >= 2 {
+                return Some(Ok(uri));
+            }
+            let prte = self.prte.as_mut().expect("prte started");
+            match prte.try_wait() {
+                Ok(Some(st)) => Some(Err(st)),
+                _ => None,
+            }
+        });
+        match outcome {
+            Some(Ok(uri)) => {
                 let (ns, _rank, uri, _version) = parse_report_uri(&uri)
                     .unwrap_or_else(|e| panic!("bad uri file: {e}\n{}", self.logs()));
                 self.server_nspace = ns;
                 self.uri = uri;
-                return;
             }
-            let prte = self.prte.as_mut().expect("prte started");
-            if let Ok(Some(st)) = prte.try_wait() {
-                panic!(
-                    "PRRTE master cluster: prte exited early ({st})\n{}",
-                    self.logs()
-                );
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "PRRTE master cluster not ready after {CLUSTER_START_TIMEOUT:?}\n{}",
-                    self.logs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            Some(Err(st)) => panic!(
+                "PRRTE master cluster: prte exited early ({st})\n{}",
+                self.logs()
+            ),
+            None => panic!(
+                "PRRTE master cluster not ready after {CLUSTER_START_TIMEOUT:?}\n{}",
+                self.logs()
+            ),
         }
     }
 
@@ -439,14 +445,7 @@ impl Cluster {
     /// `prte` closes its connections before it is a zombie, so a tool can
     /// report the DVM lost while `prte` still shows running for a moment.
     pub fn prte_exited_within(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        while !self.prte_exited() {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
+        wait::within(timeout, || self.prte_exited())
     }
 
     /// The pids of the processes running in the namespace now (the holder
@@ -496,29 +495,23 @@ impl Cluster {
     /// Wait (bounded) for the namespace to empty by itself, then SIGKILL,
     /// by pid, every process still in it; the pids it had to kill.
     fn drain_and_sweep(&mut self) -> Vec<i32> {
-        let deadline = Instant::now() + PRTE_STOP_TIMEOUT;
-        while !self.processes().is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait::within(PRTE_STOP_TIMEOUT, || self.processes().is_empty());
         self.sweep()
     }
 
     /// SIGKILL, by pid, every process still in the namespace; their pids.
     fn sweep(&mut self) -> Vec<i32> {
         let mut swept = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
+        // Kill what is left at each step until nothing is (bounded).
+        wait::within(Duration::from_secs(5), || {
             let left = self.processes();
-            if left.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-            for pid in left {
+            for &pid in &left {
                 if kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() && !swept.contains(&pid) {
                     swept.push(pid);
                 }
             }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            left.is_empty()
+        });
         swept
     }
 }

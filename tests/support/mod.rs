@@ -439,7 +439,11 @@ pub fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, 
                     )];
                     let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
                 }
-                None => thread::sleep(Duration::from_millis(10)),
+                // No pidfd (an old kernel): poll the exit instead.
+                None => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    wait::within(left, || !matches!(child.try_wait(), Ok(None)));
+                }
             },
             Err(e) => panic!("waiting for child {}: {e}", child.id()),
         }
@@ -576,38 +580,36 @@ impl Prte {
             }
         };
 
-        let deadline = Instant::now() + PRTE_START_TIMEOUT;
-        let failure = loop {
+        // Ready (its parsed uri file), or why it never will be.
+        let outcome = wait::value_within(PRTE_START_TIMEOUT, || {
             let ready = fs::read_to_string(&out_log)
                 .map(|s| s.contains("DVM ready"))
                 .unwrap_or(false);
             let uri = fs::read_to_string(&uri_file).unwrap_or_default();
             if ready && uri.lines().count() >= 2 {
-                match parse_report_uri(&uri) {
-                    Ok((server_nspace, rank, uri, version)) => {
-                        return Prte {
-                            pid: child.id(),
-                            uri,
-                            server_nspace,
-                            rank,
-                            version,
-                            tmpdir,
-                            venv,
-                            child,
-                        }
-                    }
-                    Err(e) => break e,
-                }
+                return Some(parse_report_uri(&uri));
             }
             match child.try_wait() {
-                Ok(Some(status)) => break format!("prte exited early: {status}"),
-                Ok(None) => {}
-                Err(e) => break format!("waiting for prte: {e}"),
+                Ok(Some(status)) => Some(Err(format!("prte exited early: {status}"))),
+                Ok(None) => None,
+                Err(e) => Some(Err(format!("waiting for prte: {e}"))),
             }
-            if Instant::now() >= deadline {
-                break format!("not ready after {PRTE_START_TIMEOUT:?}");
+        });
+        let failure = match outcome {
+            Some(Ok((server_nspace, rank, uri, version))) => {
+                return Prte {
+                    pid: child.id(),
+                    uri,
+                    server_nspace,
+                    rank,
+                    version,
+                    tmpdir,
+                    venv,
+                    child,
+                }
             }
-            thread::sleep(Duration::from_millis(20));
+            Some(Err(e)) => e,
+            None => format!("not ready after {PRTE_START_TIMEOUT:?}"),
         };
         let _ = child.kill();
         let _ = child.wait();
@@ -855,12 +857,8 @@ pub fn wait_exit(child: &mut Child, timeout: Duration) -> ExitStatus {
 /// has not finished by then or panicked.
 #[track_caller]
 pub fn join_within<T>(handle: thread::JoinHandle<T>, timeout: Duration, what: &str) -> T {
-    let deadline = Instant::now() + timeout;
-    while !handle.is_finished() {
-        if Instant::now() >= deadline {
-            panic!("{what} did not finish within {timeout:?}");
-        }
-        thread::sleep(Duration::from_millis(5));
+    if !wait::within(timeout, || handle.is_finished()) {
+        panic!("{what} did not finish within {timeout:?}");
     }
     handle.join().unwrap_or_else(|_| panic!("{what} panicked"))
 }
@@ -959,16 +957,27 @@ pub fn example(name: &str) -> std::path::PathBuf {
 /// The contents of `path` once it is written (not empty), waiting at most
 /// `timeout`; fails the test naming the file if it never is.
 pub fn wait_file(path: &Path, timeout: Duration) -> String {
-    let end = Instant::now() + timeout;
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if !s.is_empty() {
-                return s;
-            }
-        }
-        assert!(Instant::now() < end, "{} never written", path.display());
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait::value_within(timeout, || {
+        std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
+    })
+    .unwrap_or_else(|| panic!("{} never written", path.display()))
+}
+
+/// The pids of process `pid`'s children now (forked by any of its
+/// threads), from `/proc`; none when it is gone.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// Read one connect-ack from a client (header with its little-endian

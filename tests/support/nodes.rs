@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::support::blackbox::{eventually, str_field, Bg, GateJob, Out, POLL, TOOL_SECS};
 use crate::support::cluster::Cluster;
-use crate::support::{cargo_bin, try_run_with_timeout, ToolCommand, ToolHost};
+use crate::support::{cargo_bin, try_run_with_timeout, wait, ToolCommand, ToolHost};
 
 /// Nodes per cluster.
 pub const NODES: u32 = 4;
@@ -325,20 +325,20 @@ pub fn assert_node02_daemon_killed(n: &Nodes, what: &str) {
          fail PMIX_ERR_JOB_FAILED_TO_LAUNCH); the spec returns it to the default session. If \
          this fails PRRTE may now conform — update docs/conformance.md"
     );
-    let deadline = std::time::Instant::now() + POLL;
-    let mut last;
-    loop {
-        last = n.hosts_of(&["-H", "node02", "-n", "1", "--json"]);
-        if last.error_status().as_deref() == Some("PMIX_ERR_JOB_FAILED_TO_LAUNCH") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{deviation}\n-H node02: {last}\n{}",
-            n.c.logs()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    // Each probe launches a job: one every 200 ms.
+    let mut last = None;
+    let failed = wait::value_within_every(POLL, Duration::from_millis(200), || {
+        let o = n.hosts_of(&["-H", "node02", "-n", "1", "--json"]);
+        let failed = o.error_status().as_deref() == Some("PMIX_ERR_JOB_FAILED_TO_LAUNCH");
+        last = Some(o);
+        failed.then_some(())
+    });
+    assert!(
+        failed.is_some(),
+        "{deviation}\n-H node02: {}\n{}",
+        last.expect("probed at least once"),
+        n.c.logs()
+    );
     let listed = n.node_owner("node02");
     let live = n.live_nodes();
     assert!(

@@ -22,7 +22,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::cluster::Cluster;
-use super::{short_hostname, unique_tmpdir, wait_until};
+use super::{short_hostname, unique_tmpdir, wait, wait_until};
 
 /// How long the daemons may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -326,21 +326,27 @@ impl Slurm {
         self.wait_for("every node idle in sinfo", |s| s.idle_nodes().len() == want);
     }
 
+    /// Poll `ok` (it runs Slurm's commands: every 100 ms) until it holds;
+    /// panics when a daemon died or after [`START_TIMEOUT`].
     fn wait_for(&mut self, what: &str, mut ok: impl FnMut(&Slurm) -> bool) {
-        let deadline = Instant::now() + START_TIMEOUT;
-        while !ok(self) {
-            let dead = self
+        let mut dead = false;
+        let held = wait::value_within_every(START_TIMEOUT, Duration::from_millis(100), || {
+            if ok(self) {
+                return Some(true);
+            }
+            dead = self
                 .daemons
                 .iter_mut()
                 .chain(self.ctld.as_mut())
                 .any(|c| matches!(c.try_wait(), Ok(Some(_))));
-            assert!(
-                !dead && Instant::now() < deadline,
-                "private Slurm: no {what}\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            dead.then_some(false)
+        });
+        assert!(
+            held == Some(true),
+            "private Slurm: no {what}{}\n{}",
+            if dead { " (a daemon died)" } else { "" },
+            self.logs()
+        );
     }
 
     /// A command for `program` pointed at this Slurm (`SLURM_CONF`).

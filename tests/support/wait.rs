@@ -6,6 +6,8 @@
 //! * [`eventually`]: until a condition holds, or panic naming it;
 //! * [`within`]: the same, answering whether it held;
 //! * [`value_within`]: until a probe gives a value;
+//! * [`within_every`], [`value_within_every`]: the same with a longer
+//!   step, for a probe that runs a tool or launches a job;
 //! * [`holds_for`]: that a condition stays true for a whole period (for
 //!   "nothing happens": a server that must not die, a job that must not
 //!   end), checked at every step rather than once at the end.
@@ -22,7 +24,18 @@ pub const DEADLINE: Duration = Duration::from_secs(15);
 /// Poll `probe` every [`STEP`] until it gives a value or `limit` has
 /// passed; the value, or `None` at the deadline. The probe runs at least
 /// once, and once more at the deadline.
-pub fn value_within<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn value_within<T>(limit: Duration, probe: impl FnMut() -> Option<T>) -> Option<T> {
+    value_within_every(limit, STEP, probe)
+}
+
+/// [`value_within`] pausing `step` between polls: for a probe that costs
+/// something (runs a tool, launches a job, asks a daemon), which polled
+/// every [`STEP`] would load the machine and the peer the test waits on.
+pub fn value_within_every<T>(
+    limit: Duration,
+    step: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = probe() {
@@ -32,7 +45,7 @@ pub fn value_within<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) ->
         if now >= deadline {
             return None;
         }
-        std::thread::sleep(STEP.min(deadline - now));
+        std::thread::sleep(step.min(deadline - now));
     }
 }
 
@@ -40,6 +53,12 @@ pub fn value_within<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) ->
 /// whether it held.
 pub fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     value_within(limit, || cond().then_some(())).is_some()
+}
+
+/// [`within`] pausing `step` between polls (a costly `cond`, as for
+/// [`value_within_every`]).
+pub fn within_every(limit: Duration, step: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    value_within_every(limit, step, || cond().then_some(())).is_some()
 }
 
 /// Poll `cond` until it holds; panics "timed out waiting until {what}"
