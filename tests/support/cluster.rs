@@ -422,23 +422,17 @@ impl Cluster {
 
     /// Run `test` on a cluster from `start`; when it fails because PRRTE
     /// master itself died (docs/conformance.md D9: `prte` aborts now and
-    /// then, most often as a job across nodes ends), say so with its output
-    /// and run it once more on a fresh cluster. A second failure, or any
-    /// failure with `prte` alive, fails the test.
+    /// then, most often as a job across nodes ends), run it once more on a
+    /// fresh cluster, counted against the rerun budget
+    /// ([`crate::support::rerun`]). A second failure, or any failure with
+    /// `prte` alive, fails the test.
     pub fn once_more_if_prte_died(start: impl Fn() -> Cluster, test: impl Fn(&Cluster)) {
-        let c = start();
-        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&c)));
-        if let Err(e) = first {
-            if !c.prte_exited_within(Duration::from_secs(5)) {
-                std::panic::resume_unwind(e);
-            }
-            eprintln!(
-                "PRRTE master died during the test (docs/conformance.md D9), once more:\n{}",
-                c.logs()
-            );
-            drop(c);
-            test(&start());
-        }
+        crate::support::rerun::once_more_if_died(
+            start,
+            |c| c.prte_exited_within(Duration::from_secs(5)),
+            Cluster::logs,
+            test,
+        )
     }
 
     /// Whether `prte` has exited, or does so within `timeout`: a dying

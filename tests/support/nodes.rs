@@ -228,23 +228,17 @@ impl Nodes {
 }
 
 /// Run `test` on a fresh cluster; if it fails because PRRTE master itself
-/// died (D9: a job that spawns jobs now and then makes `prte` abort), say
-/// so and run it once more on another fresh cluster. A second failure, or
-/// any failure with `prte` alive, fails the test.
+/// died (D9: a job that spawns jobs now and then makes `prte` abort), run
+/// it once more on another fresh cluster, counted against the rerun budget
+/// ([`crate::support::rerun`]). A second failure, or any failure with
+/// `prte` alive, fails the test.
 pub fn on_cluster(test: impl Fn(&Nodes)) {
-    let n = Nodes::start();
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&n)));
-    if let Err(e) = first {
-        if !n.c.prte_exited_within(std::time::Duration::from_secs(5)) {
-            std::panic::resume_unwind(e);
-        }
-        eprintln!(
-            "PRRTE master died during the test (docs/conformance.md D9), once more:\n{}",
-            n.c.logs()
-        );
-        drop(n);
-        test(&Nodes::start());
-    }
+    crate::support::rerun::once_more_if_died(
+        Nodes::start,
+        |n| n.c.prte_exited_within(std::time::Duration::from_secs(5)),
+        |n| n.c.logs(),
+        test,
+    )
 }
 
 /// Absolute path of one of our binaries (jobs' `PATH` lacks them).
