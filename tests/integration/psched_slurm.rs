@@ -501,8 +501,9 @@ fn psched_on_slurm_killed_and_restarted_keeps_its_grant(v: Version) {
 /// the targeted jobs run there, the warning comes from Slurm's end time,
 /// the script's pwatch extends, and the release gives Slurm its nodes back.
 /// Slurm's clock cannot be sped up, so once the job runs an administrator
-/// shortens its 10-minute limit to 6 (`scontrol update TimeLimit=6`): the
-/// warning, 5 minutes before the end, comes within a minute, not after 5.
+/// shortens its 10-minute limit to 5 (`scontrol update TimeLimit=5`): the
+/// warning the script arms for 5 minutes before the end is due as soon as
+/// it is armed, and comes in seconds, not after 5 minutes.
 fn reservation_workflow_example_on_psched_on_slurm(v: Version) {
     let (c, s) = crate::support::slurm::cluster_on_slurm(v, &crate::psched_examples::OVERSUBSCRIBE);
     let o = std::thread::scope(|scope| {
@@ -511,7 +512,7 @@ fn reservation_workflow_example_on_psched_on_slurm(v: Version) {
             let (job, _) = running(&s)[0].clone();
             s.run(
                 "scontrol",
-                &["update", &format!("JobId={job}"), "TimeLimit=6"],
+                &["update", &format!("JobId={job}"), "TimeLimit=5"],
             );
         });
         crate::psched_examples::run_example_within(&c, "reservation-workflow.sh", 600)
