@@ -17,10 +17,10 @@ section() {
 
 # The tests mostly wait (on DVMs, daemons, Slurm controllers, timers), not
 # on the CPU: a run at 2 threads on 2 cores took 12 min of wall time for
-# under 6 min of CPU. Four run at once unless the caller says otherwise
-# (eight took 3 min 57 s, but PRRTE master died under a cluster test in one
-# run of three).
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+# under 6 min of CPU. Eight run at once unless the caller says otherwise;
+# PRRTE master dies now and then under that load (docs/conformance.md D9),
+# and the test it kills runs once more, counted against RUN_BUDGET below.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
 
 # A test on PRRTE master that failed because prte itself died runs once
 # more (tests/support/rerun.rs); each rerun is a line in this file, printed
