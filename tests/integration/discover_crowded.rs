@@ -75,7 +75,7 @@ fn crowded_search_directory_does_not_hide_pdvm() {
 #[test]
 fn precreated_rendezvous_directory_is_passed_over() {
     use pmix_tools::conn::discover::{discover, ConnectOptions, ProcessEnv};
-    use pmix_tools::server::listener::{Rendezvous, ServerIdent};
+    use pmix_tools::server::listener::{RendezvousFiles, ServerIdent};
     let tmp = support::unique_tmpdir("squat");
     let pid = std::process::id();
     let taken = tmp.path().join(format!("pdvm.{pid}"));
@@ -91,7 +91,7 @@ fn precreated_rendezvous_directory_is_passed_over() {
         nspace: format!("pdvm-h-{pid}@0"),
         address: "tcp4://127.0.0.1:1".into(),
     };
-    let r = Rendezvous::write(&ident, tmp.path(), None).expect("another private name");
+    let r = RendezvousFiles::write(&ident, tmp.path(), None).expect("another private name");
     let dir = r.dir().to_path_buf();
     assert_eq!(dir, tmp.path().join(format!("pdvm.{pid}.1")));
     assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);

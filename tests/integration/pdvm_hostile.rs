@@ -540,7 +540,7 @@ fn terminate_signals_only_a_real_pdvm() {
 /// not followed, its target not chmodded.
 #[test]
 fn planted_rendezvous_symlink_is_refused() {
-    use pmix_tools::server::listener::{Rendezvous, ServerIdent};
+    use pmix_tools::server::listener::{RendezvousFiles, ServerIdent};
     use std::os::unix::fs::PermissionsExt;
     let tmp = support::unique_tmpdir("rdv");
     let target = tmp.path().join("elsewhere");
@@ -556,7 +556,7 @@ fn planted_rendezvous_symlink_is_refused() {
         address: "tcp4://127.0.0.1:1".into(),
     };
     // The symlink is passed over (said in a note), never followed.
-    let other = Rendezvous::write(&ident, tmp.path(), None).expect("another private name");
+    let other = RendezvousFiles::write(&ident, tmp.path(), None).expect("another private name");
     assert_eq!(other.dir(), tmp.path().join(format!("pdvm.{pid}.1")));
     assert!(
         other.notes().iter().any(|n| n.contains("symlink")),
@@ -578,7 +578,7 @@ fn planted_rendezvous_symlink_is_refused() {
     std::fs::create_dir(&stale).unwrap();
     std::fs::write(stale.join("pmix.h.tool"), "old").unwrap();
     let ident2 = ServerIdent { pid: pid2, ..ident };
-    let r = Rendezvous::write(&ident2, tmp.path(), None).expect("stale dir replaced");
+    let r = RendezvousFiles::write(&ident2, tmp.path(), None).expect("stale dir replaced");
     let body = std::fs::read_to_string(stale.join("pmix.h.tool")).unwrap();
     assert!(body.contains(&pid2.to_string()), "{body}");
     drop(r);

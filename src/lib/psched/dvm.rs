@@ -35,7 +35,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, Received};
 
 use super::ledger::{DvmBook, Owner};
-use super::out::{EndWhy, Granted, Out};
+use super::out::{Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 
 /// The request id psched gives its reservation of idle nodes.
@@ -501,7 +501,7 @@ impl Dvm {
     /// End the DVM's reservation `alloc_id` (its jobs stop) and announce
     /// why (its holder, `pwatch` and other listeners hear it, as on pdvm):
     /// the backend's reason, or none when an owner released it.
-    fn end(&mut self, alloc_id: &str, why: Option<EndWhy>, out: &mut Vec<Send>) -> Result<()> {
+    fn end(&mut self, alloc_id: &str, why: Option<UnaskedEnd>, out: &mut Vec<Send>) -> Result<()> {
         let Some(o) = self.forget(alloc_id) else {
             return Ok(());
         };

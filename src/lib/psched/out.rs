@@ -8,7 +8,7 @@ use crate::proto::SessionEndCause;
 
 /// Why an allocation ended without its owner asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndWhy {
+pub enum UnaskedEnd {
     /// Its time limit was reached.
     Expired,
     /// The administrator released it (`psched --release`).
@@ -17,12 +17,12 @@ pub enum EndWhy {
     Source(SessionEndCause),
 }
 
-impl EndWhy {
+impl UnaskedEnd {
     /// The change word the tools read (`pdvm.ev.change`): pdvm's words.
     pub fn change(self) -> &'static str {
         match self {
-            EndWhy::Expired | EndWhy::Source(SessionEndCause::TimeLimit) => "expired",
-            EndWhy::Admin | EndWhy::Source(_) => "released",
+            UnaskedEnd::Expired | UnaskedEnd::Source(SessionEndCause::TimeLimit) => "expired",
+            UnaskedEnd::Admin | UnaskedEnd::Source(_) => "released",
         }
     }
 
@@ -30,17 +30,17 @@ impl EndWhy {
     /// end the node source decided.
     pub fn cause(self) -> Option<SessionEndCause> {
         match self {
-            EndWhy::Source(c) => Some(c),
-            EndWhy::Expired | EndWhy::Admin => None,
+            UnaskedEnd::Source(c) => Some(c),
+            UnaskedEnd::Expired | UnaskedEnd::Admin => None,
         }
     }
 
     /// The sentence the requester's tools show.
     pub fn text(self) -> &'static str {
         match self {
-            EndWhy::Expired => "the time limit was reached: the scheduler reclaimed it",
-            EndWhy::Admin => "the scheduler's administrator released it",
-            EndWhy::Source(c) => match c {
+            UnaskedEnd::Expired => "the time limit was reached: the scheduler reclaimed it",
+            UnaskedEnd::Admin => "the scheduler's administrator released it",
+            UnaskedEnd::Source(c) => match c {
                 SessionEndCause::TimeLimit => {
                     "Slurm ended its job: TIMEOUT, its time limit was reached"
                 }
@@ -99,7 +99,7 @@ pub enum Out {
         /// Its nodes.
         nodes: Vec<String>,
         /// Why.
-        why: EndWhy,
+        why: UnaskedEnd,
     },
     /// The node source took `nodes` away from `alloc_id` on its own (a
     /// node Slurm marked DOWN left a job on several nodes; Slurm ended the

@@ -12,7 +12,7 @@ use crate::proto::Inheritance;
 use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
 
 use super::ledger::{Grant, Ledger};
-pub use super::out::{EndWhy, Granted, Out};
+pub use super::out::{Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 use super::Partition;
 
@@ -451,7 +451,7 @@ impl State {
         let mut out = vec![Out::End {
             alloc_id: alloc_id.to_string(),
             nodes,
-            why: EndWhy::Admin,
+            why: UnaskedEnd::Admin,
         }];
         out.extend(self.events(ev, now)?);
         Ok(Some(out))
@@ -479,7 +479,7 @@ impl State {
                     out.push(Out::End {
                         alloc_id,
                         nodes,
-                        why: EndWhy::Expired,
+                        why: UnaskedEnd::Expired,
                     });
                 }
                 SchedEvent::QueuedGranted {
@@ -585,7 +585,7 @@ mod tests {
             .unwrap();
         let out = st.tick(60_000).unwrap();
         assert!(
-            matches!(out.as_slice(), [Out::End { why: EndWhy::Expired, nodes, .. }] if nodes == &["n1"]),
+            matches!(out.as_slice(), [Out::End { why: UnaskedEnd::Expired, nodes, .. }] if nodes == &["n1"]),
             "{out:?}"
         );
         assert_eq!(st.free_nodes(), ["n1"]);
@@ -637,7 +637,7 @@ mod tests {
             matches!(
                 out.as_slice(),
                 [Out::End {
-                    why: EndWhy::Admin,
+                    why: UnaskedEnd::Admin,
                     ..
                 }]
             ),

@@ -5,7 +5,7 @@
 //! `pmix.<host>.tool.<server nspace>` — each holding
 //! `NSPACE.0;tcp4://127.0.0.1:PORT`, the PMIx version, the pid, `uid:gid`
 //! and the start time, one per line. They are removed when the
-//! [`Rendezvous`] value is dropped.
+//! [`RendezvousFiles`] value is dropped.
 
 use std::fs;
 use std::io::Write;
@@ -103,20 +103,20 @@ pub fn bind() -> Result<(TcpListener, ServerIdent)> {
 
 /// The rendezvous directory and files; removed on drop.
 #[derive(Debug)]
-pub struct Rendezvous {
+pub struct RendezvousFiles {
     dir: PathBuf,
     files: Vec<PathBuf>,
     report: Option<PathBuf>,
     notes: Vec<String>,
 }
 
-impl Rendezvous {
+impl RendezvousFiles {
     /// Write the three rendezvous files under `tmpdir/pdvm.<pid>/`, and the
     /// `--report-uri` file when asked.
     pub fn write(ident: &ServerIdent, tmpdir: &Path, report_uri: Option<&Path>) -> Result<Self> {
         sweep_stale(tmpdir);
         let (dir, notes) = private_dir(tmpdir, ident.pid)?;
-        let mut me = Rendezvous {
+        let mut me = RendezvousFiles {
             dir: dir.clone(),
             files: Vec::new(),
             report: None,
@@ -335,7 +335,7 @@ fn is_our_pdvm(pid: u32, dir: &Path) -> bool {
     })
 }
 
-impl Drop for Rendezvous {
+impl Drop for RendezvousFiles {
     fn drop(&mut self) {
         for f in &self.files {
             let _ = fs::remove_file(f);

@@ -133,7 +133,7 @@ pub fn run(
     let (listener, ident) = listener::bind()?;
     let io = reactor::Reactor::new(std::os::fd::AsFd::as_fd(&listener), sigfd)
         .map_err(|e| err("epoll", e))?;
-    let rdv = listener::Rendezvous::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
+    let rdv = listener::RendezvousFiles::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
     // A name someone else took is never passed over silently.
     for note in rdv.notes() {
         eprintln!("pdvm: {note}; rendezvous files in {}", rdv.dir().display());

@@ -17,7 +17,7 @@ use crate::proto::{cmd, keys};
 use super::conns::ConnTable;
 use super::ident::ProcName;
 use super::jobs::{JobTable, LaunchEnv, OutPipe};
-use super::listener::{Rendezvous, ServerIdent};
+use super::listener::{RendezvousFiles, ServerIdent};
 use super::model::ModelDriver;
 use super::peer::PeerInfo;
 use super::reactor::Reactor;
@@ -91,7 +91,7 @@ pub struct Server {
     /// The listening socket.
     pub(super) listener: TcpListener,
     /// Rendezvous files (removed on drop).
-    pub(super) rendezvous: Option<Rendezvous>,
+    pub(super) rendezvous: Option<RendezvousFiles>,
     /// Live connections and their bookkeeping.
     pub(super) conns: ConnTable,
     /// The reservation model, the scheduler, the clock, and the replies

@@ -38,7 +38,7 @@ use crate::proto::status::Status;
 use crate::proto::{Directive, Inheritance, Received};
 
 use super::ledger::{Grant, Ledger};
-use super::out::{EndWhy, Granted, Out};
+use super::out::{Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 use reason::Reason;
 use worker::{SubKey, Task, Worker};
@@ -543,7 +543,7 @@ impl super::backend::Backend for SlurmBackend {
         Ok(Some(vec![Out::End {
             alloc_id: alloc_id.to_string(),
             nodes,
-            why: EndWhy::Admin,
+            why: UnaskedEnd::Admin,
         }]))
     }
 }

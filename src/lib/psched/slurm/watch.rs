@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::proto::status::Status;
 
-use super::super::out::{EndWhy, Granted, Out};
+use super::super::out::{Granted, Out, UnaskedEnd};
 use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
 use super::reason::{EndCause, JobState, Pending, Reason};
@@ -673,7 +673,7 @@ impl SlurmBackend {
         out.push(Out::End {
             alloc_id: id.to_string(),
             nodes: a.nodes.clone(),
-            why: EndWhy::Source(cause.session_cause()),
+            why: UnaskedEnd::Source(cause.session_cause()),
         });
         Ok(out)
     }
