@@ -314,8 +314,7 @@ fn a_job_that_fails_at_once_runs_once_and_reports_its_status() {
 /// after the other: run side by side (a pwatch waiting for events while a
 /// pspawn of a missing program fails), PRRTE master corrupted its heap
 /// once in a full test run and once in 10 runs of 20-30 rounds by hand
-/// (docs/conformance.md
-/// D9).
+/// (docs/conformance.md D9).
 #[test]
 fn early_exits_of_every_tool_20_times_leave_the_dvm_alive() {
     let mut dvm = Prte::start_master();
