@@ -31,6 +31,9 @@ fn run(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
     if args.terminate {
         return terminate(args);
     }
+    if let Some(id) = &args.release {
+        return release(args, id);
+    }
     let cfg = ServerConfig {
         nodes: args.nodes as usize,
         slots: args.slots.min(u32::MAX as u64) as u32,
@@ -116,6 +119,42 @@ fn daemonize(cfg: ServerConfig, quiet: bool) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(if r.is_ok() { 0 } else { 1 }))
         }
+    }
+}
+
+/// `pdvm --release ID`: the running pdvm's scheduler releases allocation
+/// `ID` (a `PMIX_ALLOC_RELEASE` carrying `pdvm.alloc.by_sched`).
+fn release(args: &PdvmArgs, id: &str) -> anyhow::Result<ExitCode> {
+    use pmix_tools::codec::Info;
+    use pmix_tools::proto::{keys, Directive, Status};
+    if server::listener::find_running(args.tmpdir.as_deref()).is_empty() {
+        eprintln!("pdvm: no running pdvm found");
+        return Ok(ExitCode::from(3));
+    }
+    let opts = pmix_tools::conn::ConnectOptions {
+        tmpdir: args.tmpdir.clone(),
+        force_tool: true,
+        ..Default::default()
+    };
+    let s = pmix_tools::ops::Session::connect(&opts).context("connecting to pdvm")?;
+    let asked = [
+        Info::new(keys::ALLOC_ID, id),
+        Info::new(keys::BY_SCHEDULER, true),
+    ];
+    let answer = pmix_tools::ops::alloc::allocate(&s, Directive::Release, &asked);
+    let _ = s.finalize();
+    match answer {
+        Ok(_) => {
+            if args.quiet == 0 {
+                println!("released {id} (pdvm's scheduler)");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.status == Status::ERR_NOT_FOUND => {
+            eprintln!("pdvm: no allocation {id}: {e}");
+            Ok(ExitCode::from(5))
+        }
+        Err(e) => bail!("releasing {id}: {e}"),
     }
 }
 

@@ -1,6 +1,6 @@
 //! §8.2.1.7 ownership: the owner set grows with each job spawned into a
 //! reservation; ownership is not transitive; the scheduler is an implicit
-//! owner.
+//! owner, which may release any reservation.
 
 use crate::support::blackbox::{eventually, strings, Dvm};
 
@@ -105,4 +105,28 @@ fn s8_2_1_7_scheduler_implicit_owner() {
     assert!(dvm.node(&node).is_none(), "scheduler node still in the DVM");
     // The leader lived throughout.
     assert_eq!(dvm.app("echo alive").stdout.trim(), "alive");
+}
+
+/// The scheduler may release any reservation (§8.2.1.7), not only at its
+/// time limit: a reservation the live session leader owns, which a foreign
+/// tool may not release, is released by pdvm's own scheduler (`pdvm
+/// --release`, a `PMIX_ALLOC_RELEASE` the scheduler makes); its node leaves
+/// the DVM and the owner lives on. An id the DVM never gave is NOT_FOUND.
+#[test]
+fn s8_2_1_7_scheduler_releases_any_reservation() {
+    let mut dvm = Dvm::with_leader(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let leader = dvm.leader();
+    let a = dvm.app("palloc -N 1 --json").alloc_id();
+    let r = dvm.reservation(&a).expect("granted");
+    assert_eq!(strings(&r["owners"]), vec![leader], "{r}");
+    let node = strings(&r["nodes"]).remove(0);
+    let foreign = dvm.tool("prelease", &[&a]);
+    foreign.expect_code(6);
+    assert!(dvm.reservation(&a).is_some(), "a foreign release changed it");
+    let by_scheduler = dvm.tool("pdvm", &["--release", &a]);
+    by_scheduler.expect_code(0);
+    assert!(dvm.reservation(&a).is_none(), "still held after the scheduler's release");
+    assert!(dvm.node(&node).is_none(), "its node {node} is still in the DVM");
+    assert_eq!(dvm.app("echo alive").stdout.trim(), "alive");
+    dvm.tool("pdvm", &["--release", "alloc.99"]).expect_code(5);
 }

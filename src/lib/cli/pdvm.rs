@@ -39,12 +39,14 @@ with PMIX_ERR_NOT_SUPPORTED.";
 const AFTER_HELP: &str = "\
 EXIT STATUS:
   with CMD: CMD's status (128+N for signal N); otherwise 0 after a clean stop
-  2 usage error   3 --terminate found no DVM
+  2 usage error   3 --terminate or --release found no DVM
+  5 --release: no such allocation
   1 other error (e.g. cannot bind, or the tmpdir is already served by a live pdvm)
 
 EXAMPLES:
   pdvm --nodes 4 --scheduler-nodes 8 -- ./workflow.sh
   pdvm --nodes 2 --daemonize --report-uri uri.txt && pspawn hostname
+  pdvm --release alloc.3                 the scheduler takes alloc.3 back
   pdvm --terminate";
 
 /// `pdvm` flags.
@@ -82,6 +84,14 @@ pub struct PdvmArgs {
     /// Stop the running pdvm found through the rendezvous files.
     #[arg(long, conflicts_with_all = ["daemonize", "command", "pmix_compat", "report_uri"])]
     pub terminate: bool,
+
+    /// Release allocation ALLOC_ID as the simulated scheduler, whoever owns it
+    /// (an administrator's `scancel`; the scheduler is an implicit owner of
+    /// every reservation, spec §8.2.1.7): its nodes go back to the
+    /// scheduler and its owner is told, as at an expiry.
+    #[arg(long, value_name = "ALLOC_ID", value_parser = super::parse::parse_id,
+          conflicts_with_all = ["daemonize", "command", "pmix_compat", "report_uri", "terminate"])]
+    pub release: Option<String>,
 
     /// Write the server URI (and PMIx version) into FILE, like `prte --report-uri`.
     #[arg(long, value_name = "FILE")]

@@ -168,6 +168,12 @@ pub const JOB_NAME: &str = "pdvm.job.name";
 /// and what the DVM must set (`pspawn --export=NONE`), not the DVM's own.
 /// PMIx defines no such attribute, so the key is pdvm's; PRRTE ignores it.
 pub const ENV_NONE: &str = "pdvm.env.none";
+/// Allocation info (`bool`) on a `PMIX_ALLOC_RELEASE`: pdvm's simulated
+/// scheduler releases the reservation itself (`pdvm --release ID`, as an
+/// administrator's `scancel`), whoever owns it: the scheduler is an
+/// implicit owner of every reservation (spec 001 §8.2.1.7). pdvm admits
+/// only its own user, who started it; other DVMs ignore the key.
+pub const BY_SCHEDULER: &str = "pdvm.alloc.by_sched";
 
 /// `PMIX_SERVER_SCHEDULER` (`bool`): the connecting tool is the system
 /// scheduler (psched's handshake).

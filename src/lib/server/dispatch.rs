@@ -178,8 +178,21 @@ impl Server {
         directive: Received<Directive>,
         info: Vec<Info>,
     ) -> Result<()> {
+        // `pdvm --release ID`: the simulated scheduler's own release.
+        let by_scheduler = directive == Received::Known(Directive::Release)
+            && flag(&info, keys::BY_SCHEDULER);
+        if by_scheduler {
+            self.log(format!(
+                "{}: a release by pdvm's scheduler (pdvm --release)",
+                peer.name
+            ));
+        }
         let req = AllocRequest {
-            requester: requester(peer),
+            requester: if by_scheduler {
+                Requester::scheduler(peer.nspace())
+            } else {
+                requester(peer)
+            },
             directive,
             attrs: crate::dvm::AllocAttrs::from_infos(&info),
         };
