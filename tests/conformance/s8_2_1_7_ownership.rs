@@ -122,11 +122,20 @@ fn s8_2_1_7_scheduler_releases_any_reservation() {
     let node = strings(&r["nodes"]).remove(0);
     let foreign = dvm.tool("prelease", &[&a]);
     foreign.expect_code(6);
-    assert!(dvm.reservation(&a).is_some(), "a foreign release changed it");
+    assert!(
+        dvm.reservation(&a).is_some(),
+        "a foreign release changed it"
+    );
     let by_scheduler = dvm.tool("pdvm", &["--release", &a]);
     by_scheduler.expect_code(0);
-    assert!(dvm.reservation(&a).is_none(), "still held after the scheduler's release");
-    assert!(dvm.node(&node).is_none(), "its node {node} is still in the DVM");
+    assert!(
+        dvm.reservation(&a).is_none(),
+        "still held after the scheduler's release"
+    );
+    assert!(
+        dvm.node(&node).is_none(),
+        "its node {node} is still in the DVM"
+    );
     assert_eq!(dvm.app("echo alive").stdout.trim(), "alive");
     dvm.tool("pdvm", &["--release", "alloc.99"]).expect_code(5);
 }

@@ -179,8 +179,8 @@ impl Server {
         info: Vec<Info>,
     ) -> Result<()> {
         // `pdvm --release ID`: the simulated scheduler's own release.
-        let by_scheduler = directive == Received::Known(Directive::Release)
-            && flag(&info, keys::BY_SCHEDULER);
+        let by_scheduler =
+            directive == Received::Known(Directive::Release) && flag(&info, keys::BY_SCHEDULER);
         if by_scheduler {
             self.log(format!(
                 "{}: a release by pdvm's scheduler (pdvm --release)",
