@@ -179,6 +179,12 @@ fn admin_release(c: &Cluster) -> (Option<i32>, String, String) {
 /// prte. The benchmark `cargo bench --bench psched_burst` times 200.
 #[test]
 fn a_burst_of_requests_is_served_whole() {
+    // PRRTE master itself dies now and then under load (D9: once in a full
+    // 8-thread run, at the first grant): that is rerun once, counted.
+    crate::support::rerun::once_more_if_a_peer_died(burst_of_48);
+}
+
+fn burst_of_48() {
     let c = Cluster::start_with_psched(2, 8, &[]);
     let mut kids: Vec<std::process::Child> = (0..48)
         .map(|_| {

@@ -523,6 +523,12 @@ pub struct Stopped {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // A failing test whose `prte` died on its own runs once more
+        // (support::rerun), with prte's words.
+        if std::thread::panicking() && self.prte_exited_within(Duration::from_secs(5)) {
+            eprintln!("PRRTE master had died:\n{}", self.logs());
+            crate::support::rerun::peer_died();
+        }
         self.stop_psched();
         self.stop_prte();
         self.drain_and_sweep();

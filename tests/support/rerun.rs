@@ -7,6 +7,7 @@
 //! fails past its budget (`RUN_BUDGET` in scripts/test.sh). Within one test binary a rerun past
 //! [`BUDGET`] is refused: the test fails with the first failure.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -14,6 +15,35 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const BUDGET: usize = 2;
 
 static RERUNS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Set when a peer this test's thread started died on its own while
+    /// the test was failing ([`peer_died`]).
+    static PEER_DIED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Say that a peer this thread started (a cluster's `prte`) had died on its
+/// own when the failing test let it go: [`once_more_if_a_peer_died`] then
+/// runs the test once more.
+pub fn peer_died() {
+    PEER_DIED.with(|d| d.set(true));
+}
+
+/// Run `test`, which starts its own peers; when it fails and one of them
+/// died on its own meanwhile (its drop called [`peer_died`]), run it once
+/// more, counted as [`once_more_if_died`] counts.
+pub fn once_more_if_a_peer_died(test: impl Fn()) {
+    PEER_DIED.with(|d| d.set(false));
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&test));
+    let Err(failure) = first else { return };
+    if !PEER_DIED.with(|d| d.replace(false)) {
+        std::panic::resume_unwind(failure);
+    }
+    if !count_rerun("its output is above") {
+        std::panic::resume_unwind(failure);
+    }
+    test();
+}
 
 /// Run `test` on a peer from `start`; when it fails and `died` says the
 /// peer itself died, count and print that (with `logs`) and run `test`
@@ -31,6 +61,16 @@ pub fn once_more_if_died<P>(
     if !died(&peer) {
         std::panic::resume_unwind(failure);
     }
+    if !count_rerun(&logs(&peer)) {
+        std::panic::resume_unwind(failure);
+    }
+    drop(peer);
+    test(&start());
+}
+
+/// Count one rerun of the current test, printing `logs`; false past the
+/// budget (the test then fails with its first failure).
+fn count_rerun(logs: &str) -> bool {
     let n = RERUNS.fetch_add(1, Ordering::SeqCst) + 1;
     let name = std::thread::current()
         .name()
@@ -38,16 +78,14 @@ pub fn once_more_if_died<P>(
         .to_string();
     eprintln!(
         "RERUN {n}/{BUDGET}: {name}: PRRTE master died during the test \
-         (docs/conformance.md D9):\n{}",
-        logs(&peer)
+         (docs/conformance.md D9):\n{logs}"
     );
     record(&name);
     if n > BUDGET {
         eprintln!("past the rerun budget ({BUDGET}): the test fails");
-        std::panic::resume_unwind(failure);
+        return false;
     }
-    drop(peer);
-    test(&start());
+    true
 }
 
 /// One line for the test command's count of reruns.
