@@ -2,7 +2,7 @@
 //! reservation; ownership is not transitive; the scheduler is an implicit
 //! owner, which may release any reservation.
 
-use crate::support::blackbox::{eventually, strings, Dvm};
+use crate::support::blackbox::{eventually, str_field, strings, Bg, Dvm};
 
 /// Each job spawned into the reservation joins its owner set, and may then
 /// spawn further jobs onto the same nodes (and release it).
@@ -111,7 +111,8 @@ fn s8_2_1_7_scheduler_implicit_owner() {
 /// time limit: a reservation the live session leader owns, which a foreign
 /// tool may not release, is released by pdvm's own scheduler (`pdvm
 /// --release`, a `PMIX_ALLOC_RELEASE` the scheduler makes); its node leaves
-/// the DVM and the owner lives on. An id the DVM never gave is NOT_FOUND.
+/// the DVM, the owner's tools are told who released it, and the owner lives
+/// on. An id the DVM never gave is NOT_FOUND.
 #[test]
 fn s8_2_1_7_scheduler_releases_any_reservation() {
     let mut dvm = Dvm::with_leader(&["--nodes", "1", "--scheduler-nodes", "1"]);
@@ -126,8 +127,32 @@ fn s8_2_1_7_scheduler_releases_any_reservation() {
         dvm.reservation(&a).is_some(),
         "a foreign release changed it"
     );
+    let watch = Bg::start({
+        let mut w = dvm.tool_cmd("pwatch");
+        w.args([
+            "-v",
+            "--event",
+            "alloc",
+            "--json",
+            "--count",
+            "1",
+            "--timeout",
+            "30s",
+        ]);
+        w
+    });
+    dvm.poll("pwatch is watching", |_| {
+        watch.snapshot().stderr.contains("watching for events")
+    });
     let by_scheduler = dvm.tool("pdvm", &["--release", &a]);
     by_scheduler.expect_code(0);
+    let ended = watch.wait();
+    let ev = ended.first("event");
+    assert_eq!(str_field(&ev, "change"), "released", "{ended}");
+    assert!(
+        ended.stdout.contains("the scheduler released it"),
+        "{ended}"
+    );
     assert!(
         dvm.reservation(&a).is_none(),
         "still held after the scheduler's release"

@@ -419,18 +419,27 @@ fn a_job_slurm_ends_ends_the_work_on_its_nodes(v: Version) {
     });
     let pidfile = c.dir().join("job.pid");
     let body = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let said = c.dir().join("pspawn.err");
     let mut job = tool(&c, "pspawn")
         .no_color()
         .on_slurm(&s)
-        .args(["--target", &id, "-n", "1", "sh", "-c", &body])
+        .args(["-v", "--target", &id, "-n", "1", "sh", "-c", &body])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&said).expect("pspawn's stderr"))
         .spawn()
         .expect("start pspawn");
-    wait_for("the job runs", || {
+    let runs = wait::within_every(Duration::from_secs(60), Duration::from_millis(100), || {
         std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<i32>().is_ok())
     });
+    assert!(
+        runs,
+        "the job never ran: pspawn {:?} said:\n{}\n--- psched:\n{}\n{}",
+        job.try_wait(),
+        std::fs::read_to_string(&said).unwrap_or_default(),
+        c.psched_log(),
+        c.logs()
+    );
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()

@@ -379,7 +379,12 @@ impl Dvm {
                 .iter()
                 .map(|&i| self.nodes[i].name.clone())
                 .collect();
-            fx = self.end_reservation(&id, EndHow::Released, EndWhy::OwnerRelease, sched, now);
+            let why = if req.requester.class == RequesterClass::Scheduler {
+                EndWhy::SchedulerRelease
+            } else {
+                EndWhy::OwnerRelease
+            };
+            fx = self.end_reservation(&id, EndHow::Released, why, sched, now);
         } else if let Some(v) = part {
             let names: Vec<String> = v.iter().map(|&i| self.nodes[i].name.clone()).collect();
             let (back, ev) = sched.release(&id, Some(&names), now).map_err(sched_err)?;

@@ -68,6 +68,7 @@ impl Dvm {
             EndWhy::Expired => "allocation time limit expired",
             EndWhy::Teardown => "DVM teardown",
             EndWhy::OwnerRelease => "released by its owner",
+            EndWhy::SchedulerRelease => "released by the scheduler",
             _ => "returned to the scheduler by its inheritance disposition",
         };
         for &i in &nodes {

@@ -123,6 +123,9 @@ pub enum EndHow {
 pub enum EndWhy {
     /// Trigger 1: an owner issued PMIX_ALLOC_RELEASE.
     OwnerRelease,
+    /// The scheduler released it (an implicit owner of every reservation,
+    /// §8.2.1.7: `pdvm --release`).
+    SchedulerRelease,
     /// Trigger 2: the DVM tears down.
     Teardown,
     /// Trigger 3: the scheduler's time limit expired.

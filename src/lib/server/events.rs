@@ -98,6 +98,7 @@ impl Server {
             ),
             (_, EndWhy::Teardown) => ("released", "the DVM is tearing down"),
             (_, EndWhy::OwnerRelease) => ("released", "released by an owner"),
+            (_, EndWhy::SchedulerRelease) => ("released", "the scheduler released it"),
             (EndHow::Unreserved, _) => (
                 "unreserved",
                 "its owning namespace ended: the nodes joined the default session",
