@@ -733,7 +733,7 @@ fn s8_2_1_7_scheduler_is_implicit_owner() {
         .unwrap();
     assert_eq!(
         ended(&out.effects),
-        vec![(id, EndHow::Released, EndWhy::OwnerRelease)]
+        vec![(id, EndHow::Released, EndWhy::SchedulerRelease)]
     );
 }
 
