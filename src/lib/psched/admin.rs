@@ -34,6 +34,15 @@ pub fn submit(ledger: &Path, alloc_id: &str) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Whether `name` is a finished request file: it starts with `prefix`, and
+/// is not the temporary file [`submit`] writes first and renames into place
+/// (`….tmp`). Read while being written, that file was acted on and removed
+/// under the writer, whose rename then failed: `psched --release` said it
+/// could not write its request although psched had released the grant.
+fn is_request(name: &str, prefix: &str) -> bool {
+    name.starts_with(prefix) && !name.ends_with(".tmp")
+}
+
 /// The release requests waiting for the psched of `ledger`: each file's
 /// path and the id it names (at most [`MAX_PER_ROUND`]). A file of another
 /// user than psched's and root is removed unread.
@@ -45,7 +54,7 @@ pub fn pending(ledger: &Path) -> Vec<(PathBuf, String)> {
     let me = nix::unistd::geteuid().as_raw();
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&want))
+        .filter(|e| is_request(&e.file_name().to_string_lossy(), &want))
         .take(MAX_PER_ROUND)
         .filter_map(|e| {
             let (body, owner) = read(&e.path(), MAX_ID).ok()?;
@@ -120,5 +129,25 @@ impl Watch {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_still_being_written_is_not_taken() {
+        let dir = std::env::temp_dir().join(format!("admin-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let ledger = dir.join("psched-ledger.json");
+        let unique = format!("{}1-2", prefix(&ledger));
+        std::fs::write(dir.join(format!("{unique}.3.tmp")), "alloc.1").unwrap();
+        assert!(pending(&ledger).is_empty(), "a temporary file was taken");
+        let done = submit(&ledger, "alloc.2").unwrap();
+        let got = pending(&ledger);
+        assert_eq!(got, vec![(done, "alloc.2".to_string())]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
