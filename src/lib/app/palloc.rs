@@ -847,26 +847,7 @@ mod tests {
     fn infos_carry_every_flag_in_wire_form() {
         let req = AllocAsk {
             directive: Directive::New,
-            attrs: crate::proto::AllocAttrs {
-                num_nodes: Some(2),
-                node_list: Some(vec!["n1".into(), "n2".into()]),
-                exclude: Some(vec!["n3".into()]),
-                num_cpus: Some(8),
-                mem_mb: Some(512),
-                time_secs: Some(3600),
-                queue: Some("q".into()),
-                rm: crate::cli::request::RmOptions {
-                    account: Some("phys".into()),
-                    constraint: Some("gpu&ib".into()),
-                    ..Default::default()
-                },
-                req_id: Some("r1".into()),
-                alloc_id: None,
-                target: Some("job@1".into()),
-                share: Some(true),
-                inherit: Some(Inheritance::Child.into()),
-                warn_timeout: Some(60),
-            },
+            attrs: crate::codec::alloc::every_attribute(),
         };
         let v = request_infos(&req, Some("5.0.11"), true);
         let get = |k: &str| v.iter().find(|i| i.key == k).map(|i| i.value.clone());

@@ -152,34 +152,36 @@ fn inheritance(v: &Value) -> Option<Received<Inheritance>> {
     Some(Inheritance::received(code))
 }
 
+/// An allocation request carrying every attribute (for the tests here and
+/// palloc's wire-form test).
+#[cfg(test)]
+pub(crate) fn every_attribute() -> AllocAttrs {
+    AllocAttrs {
+        target: Some("job@1".into()),
+        share: Some(true),
+        inherit: Some(Received::Known(Inheritance::Child)),
+        warn_timeout: Some(60),
+        alloc_id: Some("a1".into()),
+        req_id: Some("r1".into()),
+        num_nodes: Some(2),
+        node_list: Some(vec!["n1".into(), "n2".into()]),
+        exclude: Some(vec!["n3".into()]),
+        num_cpus: Some(8),
+        mem_mb: Some(512),
+        time_secs: Some(3600),
+        queue: Some("q".into()),
+        rm: crate::proto::RmOptions {
+            account: Some("phys".into()),
+            constraint: Some("gpu&ib".into()),
+            ..crate::proto::RmOptions::default()
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::codec::DataArray;
-    use crate::proto::RmOptions;
-
-    fn every_attribute() -> AllocAttrs {
-        AllocAttrs {
-            target: Some("job@1".into()),
-            share: Some(true),
-            inherit: Some(Received::Known(Inheritance::Child)),
-            warn_timeout: Some(30),
-            alloc_id: Some("a1".into()),
-            req_id: Some("r1".into()),
-            num_nodes: Some(2),
-            node_list: Some(vec!["n1".into(), "n2".into()]),
-            exclude: Some(vec!["n3".into()]),
-            num_cpus: Some(8),
-            mem_mb: Some(512),
-            time_secs: Some(3600),
-            queue: Some("q".into()),
-            rm: RmOptions {
-                account: Some("phys".into()),
-                constraint: Some("gpu&ib".into()),
-                ..RmOptions::default()
-            },
-        }
-    }
 
     #[test]
     fn what_is_sent_is_read_back_the_same_in_either_time_form() {

@@ -11,7 +11,7 @@
 //! assert_eq!(infos[0].value.as_u64(), Some(4));
 //! ```
 
-mod alloc;
+pub(crate) mod alloc;
 pub mod attrs;
 mod buffer;
 mod darray;
