@@ -89,10 +89,9 @@ fn no_node_twice(c: &Cluster) -> bool {
 fn every_node_runs_jobs_again_whatever_ended_its_allocation() {
     // PRRTE master itself dies now and then under load (docs/conformance.md
     // D9); that is rerun once, counted, on a fresh cluster.
-    Cluster::once_more_if_prte_died(
-        || Cluster::start_with_psched(1, 2, &[]),
-        fifty_allocations_ended_every_way,
-    );
+    crate::support::rerun::once_more_if_a_peer_died(|| {
+        fifty_allocations_ended_every_way(&Cluster::start_with_psched(1, 2, &[]))
+    });
 }
 
 fn fifty_allocations_ended_every_way(c: &Cluster) {

@@ -204,97 +204,95 @@ fn pwatch_status_shows_every_node_its_jobs_and_reservation() {
 /// sets the exit status.
 #[test]
 fn pspawn_mpmd_across_nodes_output_tags_stdin_and_remote_failure() {
-    Cluster::once_more_if_prte_died(
-        || Cluster::start(4, 2),
-        |c| {
-            let o = run(tool(&c, "pspawn").no_color().args([
-                "--tag-output",
-                "-n",
-                "1",
-                "-H",
-                "node02",
-                "sh",
-                "-c",
-                "echo A $(hostname)",
-                ":",
-                "-n",
-                "1",
-                "-H",
-                "node03",
-                "sh",
-                "-c",
-                "echo B $(hostname)",
-                ":",
-                "-n",
-                "2",
-                "-H",
-                "node04:2",
-                "sh",
-                "-c",
-                "echo C $(hostname)",
-            ]));
-            assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-            let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
-            lines.sort();
-            assert_eq!(
-                lines,
-                [
-                    "[0] A node02",
-                    "[1] B node03",
-                    "[2] C node04",
-                    "[3] C node04"
-                ],
-                "{}",
-                show(&o)
-            );
-            // stdin to rank 0, which runs on node03; rank 1 (node04) gets none.
-            let mut cmd = tool(&c, "pspawn").no_color();
-            cmd.args([
-                "-n",
-                "1",
-                "-H",
-                "node03",
-                "sh",
-                "-c",
-                "read x; echo \"$x on $(hostname)\"",
-                ":",
-                "-n",
-                "1",
-                "-H",
-                "node04",
-                "sh",
-                "-c",
-                "cat; echo end on $(hostname)",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-            let mut child = cmd.spawn().expect("start pspawn");
-            {
-                use std::io::Write;
-                let mut stdin = child.stdin.take().expect("stdin");
-                stdin.write_all(b"hello\n").expect("write stdin");
-            }
-            let o = crate::support::wait_output(child, std::time::Duration::from_secs(60));
-            assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-            let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
-            lines.sort();
-            assert_eq!(lines, ["end on node04", "hello on node03"], "{}", show(&o));
-            // A failing rank, on a remote node: its status is pspawn's. (Alone: an
-            // MPMD job with a failing rank once wedged PRRTE master, D5.)
-            let o = run(tool(&c, "pspawn").no_color().args([
-                "-n",
-                "1",
-                "-H",
-                "node04",
-                "sh",
-                "-c",
-                "echo failing on $(hostname); exit 7",
-            ]));
-            assert_eq!(o.status.code(), Some(7), "{}", show(&o));
-            assert_eq!(text(&o.stdout).trim(), "failing on node04", "{}", show(&o));
-        },
-    );
+    crate::support::rerun::once_more_if_a_peer_died(|| {
+        let c = &Cluster::start(4, 2);
+        let o = run(tool(&c, "pspawn").no_color().args([
+            "--tag-output",
+            "-n",
+            "1",
+            "-H",
+            "node02",
+            "sh",
+            "-c",
+            "echo A $(hostname)",
+            ":",
+            "-n",
+            "1",
+            "-H",
+            "node03",
+            "sh",
+            "-c",
+            "echo B $(hostname)",
+            ":",
+            "-n",
+            "2",
+            "-H",
+            "node04:2",
+            "sh",
+            "-c",
+            "echo C $(hostname)",
+        ]));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                "[0] A node02",
+                "[1] B node03",
+                "[2] C node04",
+                "[3] C node04"
+            ],
+            "{}",
+            show(&o)
+        );
+        // stdin to rank 0, which runs on node03; rank 1 (node04) gets none.
+        let mut cmd = tool(&c, "pspawn").no_color();
+        cmd.args([
+            "-n",
+            "1",
+            "-H",
+            "node03",
+            "sh",
+            "-c",
+            "read x; echo \"$x on $(hostname)\"",
+            ":",
+            "-n",
+            "1",
+            "-H",
+            "node04",
+            "sh",
+            "-c",
+            "cat; echo end on $(hostname)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start pspawn");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(b"hello\n").expect("write stdin");
+        }
+        let o = crate::support::wait_output(child, std::time::Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let mut lines: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        lines.sort();
+        assert_eq!(lines, ["end on node04", "hello on node03"], "{}", show(&o));
+        // A failing rank, on a remote node: its status is pspawn's. (Alone: an
+        // MPMD job with a failing rank once wedged PRRTE master, D5.)
+        let o = run(tool(&c, "pspawn").no_color().args([
+            "-n",
+            "1",
+            "-H",
+            "node04",
+            "sh",
+            "-c",
+            "echo failing on $(hostname); exit 7",
+        ]));
+        assert_eq!(o.status.code(), Some(7), "{}", show(&o));
+        assert_eq!(text(&o.stdout).trim(), "failing on node04", "{}", show(&o));
+    });
 }
 
 /// `palloc -w 'node[02-03]'` reserves exactly those two nodes, and a

@@ -420,21 +420,6 @@ impl Cluster {
         matches!(state, None | Some("Z") | Some("X"))
     }
 
-    /// Run `test` on a cluster from `start`; when it fails because PRRTE
-    /// master itself died (docs/conformance.md D9: `prte` aborts now and
-    /// then, most often as a job across nodes ends), run it once more on a
-    /// fresh cluster, counted against the rerun budget
-    /// ([`crate::support::rerun`]). A second failure, or any failure with
-    /// `prte` alive, fails the test.
-    pub fn once_more_if_prte_died(start: impl Fn() -> Cluster, test: impl Fn(&Cluster)) {
-        crate::support::rerun::once_more_if_died(
-            start,
-            |c| c.prte_exited_within(Duration::from_secs(5)),
-            Cluster::logs,
-            test,
-        )
-    }
-
     /// Whether `prte` has exited, or does so within `timeout`: a dying
     /// `prte` closes its connections before it is a zombie, so a tool can
     /// report the DVM lost while `prte` still shows running for a moment.

@@ -233,12 +233,7 @@ impl Nodes {
 /// ([`crate::support::rerun`]). A second failure, or any failure with
 /// `prte` alive, fails the test.
 pub fn on_cluster(test: impl Fn(&Nodes)) {
-    crate::support::rerun::once_more_if_died(
-        Nodes::start,
-        |n| n.c.prte_exited_within(std::time::Duration::from_secs(5)),
-        |n| n.c.logs(),
-        test,
-    )
+    crate::support::rerun::once_more_if_a_peer_died(|| test(&Nodes::start()))
 }
 
 /// Absolute path of one of our binaries (jobs' `PATH` lacks them).

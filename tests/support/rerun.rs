@@ -4,8 +4,10 @@
 //! a fresh DVM. Every rerun is printed on the test's stderr and, when
 //! `PMIX_TOOLS_RERUN_LOG` names a file (the test command sets it), written
 //! there as one line; the test command prints that file at its end and
-//! fails past its budget (`RUN_BUDGET` in scripts/test.sh). Within one test binary a rerun past
-//! [`BUDGET`] is refused: the test fails with the first failure.
+//! fails past its budget (`RUN_BUDGET` in scripts/test.sh). Within one test
+//! binary a rerun past [`BUDGET`] is refused: the test fails with the
+//! first failure. A peer says it died from its drop ([`peer_died`]: a
+//! `Cluster` dropped by a failing test whose `prte` had exited).
 
 use std::cell::Cell;
 use std::io::Write;
@@ -30,8 +32,10 @@ pub fn peer_died() {
 }
 
 /// Run `test`, which starts its own peers; when it fails and one of them
-/// died on its own meanwhile (its drop called [`peer_died`]), run it once
-/// more, counted as [`once_more_if_died`] counts.
+/// died on its own meanwhile (its drop called [`peer_died`], after printing
+/// its output), run it once more, if the budget allows. A second failure, a
+/// failure with every peer alive, or a rerun past the budget fails the
+/// test.
 pub fn once_more_if_a_peer_died(test: impl Fn()) {
     PEER_DIED.with(|d| d.set(false));
     let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&test));
@@ -39,38 +43,15 @@ pub fn once_more_if_a_peer_died(test: impl Fn()) {
     if !PEER_DIED.with(|d| d.replace(false)) {
         std::panic::resume_unwind(failure);
     }
-    if !count_rerun("its output is above") {
+    if !count_rerun() {
         std::panic::resume_unwind(failure);
     }
     test();
 }
 
-/// Run `test` on a peer from `start`; when it fails and `died` says the
-/// peer itself died, count and print that (with `logs`) and run `test`
-/// once more on a fresh peer, if the budget allows. A second failure, a
-/// failure with the peer alive, or a rerun past the budget fails the test.
-pub fn once_more_if_died<P>(
-    start: impl Fn() -> P,
-    died: impl Fn(&P) -> bool,
-    logs: impl Fn(&P) -> String,
-    test: impl Fn(&P),
-) {
-    let peer = start();
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&peer)));
-    let Err(failure) = first else { return };
-    if !died(&peer) {
-        std::panic::resume_unwind(failure);
-    }
-    if !count_rerun(&logs(&peer)) {
-        std::panic::resume_unwind(failure);
-    }
-    drop(peer);
-    test(&start());
-}
-
-/// Count one rerun of the current test, printing `logs`; false past the
-/// budget (the test then fails with its first failure).
-fn count_rerun(logs: &str) -> bool {
+/// Count one rerun of the current test; false past the budget (the test
+/// then fails with its first failure).
+fn count_rerun() -> bool {
     let n = RERUNS.fetch_add(1, Ordering::SeqCst) + 1;
     let name = std::thread::current()
         .name()
@@ -78,7 +59,7 @@ fn count_rerun(logs: &str) -> bool {
         .to_string();
     eprintln!(
         "RERUN {n}/{BUDGET}: {name}: PRRTE master died during the test \
-         (docs/conformance.md D9):\n{logs}"
+         (docs/conformance.md D9; its output is above)"
     );
     record(&name);
     if n > BUDGET {

@@ -9,7 +9,6 @@ use crate::cli::exit::{Exit, Operation};
 use crate::cli::palloc::disposition_on_exit;
 use crate::cli::request::AllocAsk;
 use crate::cli::PallocArgs;
-use crate::codec::attrs::parse_alloc_time;
 use crate::codec::{Info, Value};
 use crate::conn::client::{Event, Watched};
 use crate::conn::frame::{TAG_IOF, TAG_NOTIFY};
@@ -20,7 +19,7 @@ use crate::ops::events::decode_notification;
 use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
-use crate::proto::{Directive, Inheritance};
+use crate::proto::{AllocAttrs, Directive, Inheritance};
 use crate::render::{AllocationRecord, BatchStop};
 use nix::sys::signal::Signal;
 
@@ -172,37 +171,31 @@ pub fn granted_record(
     from_application: bool,
 ) -> AllocationRecord {
     let find = |k: &str| reply.info.iter().find(|i| i.key == k).map(|i| &i.value);
+    // What the DVM applied (read as every end reads an allocation's
+    // attributes) wins over what was asked (a DVM may ignore
+    // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
+    let got = AllocAttrs::from_infos(&reply.info);
     let alloc_id = reply
         .alloc_id
         .clone()
         .or_else(|| req.attrs.alloc_id.clone())
         .unwrap_or_else(|| "(unnamed)".into());
-    let nodes = find(keys::ALLOC_NODE_LIST)
-        .or_else(|| find(keys::NODE_LIST))
-        .map(node_list)
+    let nodes = got
+        .node_list
+        .or_else(|| find(keys::NODE_LIST).map(node_list))
         .unwrap_or_else(|| req.attrs.nodes_named().to_vec());
-    let time = find(keys::ALLOC_TIME)
-        .and_then(parse_alloc_time)
-        .or(req.attrs.time_secs.map(u64::from));
+    let time = got.time_secs.or(req.attrs.time_secs).map(u64::from);
     // The expiry the DVM reports wins over one computed from what was asked.
     let remaining = find(keys::TIME_REMAINING).and_then(Value::as_u64);
     let extend = req.directive == Directive::Extend;
-    // What the DVM applied wins over what was asked (a DVM may ignore
-    // PMIX_ALLOC_TARGET or PMIX_ALLOC_SHARE, spec §8.2.1.10).
-    let owner = find(keys::ALLOC_TARGET)
-        .and_then(|v| v.as_str())
-        .map(String::from)
+    let owner = got
+        .target
         .or_else(|| req.attrs.target.clone())
         .or_else(|| (!extend).then(|| s.me().0));
-    let share = find(keys::ALLOC_SHARE)
-        .map(|v| v.is_true())
-        .unwrap_or(req.attrs.shared());
-    let inherit = match find(keys::ALLOC_INHERITANCE) {
-        Some(crate::codec::Value::AllocInherit(i)) => Inheritance::from_code(i.0),
-        Some(v) => v
-            .as_str()
-            .and_then(crate::codec::AllocInheritance::from_word)
-            .and_then(|i| Inheritance::from_code(i.0)),
+    let share = got.share.unwrap_or(req.attrs.shared());
+    // An inheritance the DVM names outside the vocabulary is no rule known.
+    let inherit = match got.inherit {
+        Some(r) => r.known(),
         None => req.attrs.inheritance(),
     };
     // Through a holder, the namespace is the holder's: it outlives us.
