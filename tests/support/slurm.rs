@@ -141,9 +141,31 @@ fn num(v: &serde_json::Value) -> Option<u64> {
 
 /// A free TCP port on this host's loopback (inside a fresh network
 /// namespace every port is free).
+/// A loopback port for one of Slurm's daemons, bindable now. It comes
+/// from below the kernel's ephemeral range (32768 and up here), which
+/// `bind(0)` and outgoing connections use: a port taken from that range and
+/// let go was, with eight tests at once, taken by another socket before
+/// slurmd bound it ("Unable to bind listen port … Address already in
+/// use"). Each test process walks its own stretch of 20000–31999 (a start
+/// from its pid), one port after the other, so no two picks in it repeat.
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    l.local_addr().expect("local address").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(997) % SPAN,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{}", LOW + SPAN)
 }
 
 fn slurm_conf(dir: &Path, nodes: &[String]) -> String {
