@@ -186,15 +186,15 @@ fn terminate(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
 /// Wait until process `pid` has exited (a zombie counts), at most until
 /// `deadline`: a pidfd turns readable when it exits, so there is no polling.
 fn wait_gone(pid: u32, deadline: Instant) -> bool {
+    use nix::errno::Errno;
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use rustix::process::{pidfd_open, Pid, PidfdFlags};
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+    let Some(pid) = i32::try_from(pid).ok().filter(|&p| p != 0) else {
         return true;
     };
-    let fd = match pidfd_open(pid, PidfdFlags::empty()) {
+    let fd = match pmix_tools::conn::pidfd::open(nix::unistd::Pid::from_raw(pid)) {
         Ok(fd) => fd,
         // Already gone (and reaped).
-        Err(e) => return e == rustix::io::Errno::SRCH,
+        Err(e) => return e == Errno::ESRCH,
     };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -206,7 +206,7 @@ fn wait_gone(pid: u32, deadline: Instant) -> bool {
         match poll(&mut fds, timeout) {
             Ok(n) if n > 0 => return true,
             Ok(_) => return false,
-            Err(nix::errno::Errno::EINTR) => continue,
+            Err(Errno::EINTR) => continue,
             Err(_) => return false,
         }
     }

@@ -4,7 +4,6 @@
 //! [`pmix_tools::psched::run`].
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -13,10 +12,6 @@ use pmix_tools::psched::{self, admin, ledger::Ledger, serve::STOP};
 
 /// How long `psched --release` waits for the running psched to act.
 const RELEASE_WAIT: Duration = Duration::from_secs(15);
-
-extern "C" fn on_stop(_: nix::libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 fn main() -> ExitCode {
     let args = PschedArgs::parse();
@@ -33,13 +28,13 @@ fn main() -> ExitCode {
     if let Some(id) = &args.release {
         return release(&cfg, id);
     }
+    // SIGTERM and SIGINT set STOP (signal-hook's handler, async-signal-safe):
+    // psched leaves after the current step instead of dying at once.
     for sig in [
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGINT,
     ] {
-        let h = nix::sys::signal::SigHandler::Handler(on_stop);
-        // SAFETY: the handler only stores to an atomic.
-        let _ = unsafe { nix::sys::signal::signal(sig, h) };
+        let _ = signal_hook::flag::register(sig as i32, &STOP);
     }
     match psched::run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,

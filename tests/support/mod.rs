@@ -422,8 +422,7 @@ pub fn try_run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<Outp
 /// The exit is an event (the child's pidfd turns readable), not a state
 /// polled at intervals: a short run is not made longer by the wait.
 pub fn wait_until(child: &mut Child, deadline: Instant) -> (Option<ExitStatus>, bool) {
-    let pidfd = rustix::process::Pid::from_raw(child_pid(child).as_raw())
-        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
+    let pidfd = pmix_tools::conn::pidfd::open(child_pid(child)).ok();
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return (Some(status), false),

@@ -153,7 +153,7 @@ impl Failure {
     /// 128+N for another caught signal N (143 for SIGTERM).
     pub fn interrupted(msg: &str) -> Failure {
         let exit = match super::signals::caught() {
-            Some(sig) if sig != nix::libc::SIGINT => Exit::Signaled(sig),
+            Some(sig) if sig != nix::sys::signal::Signal::SIGINT as i32 => Exit::Signaled(sig),
             _ => Exit::Interrupted,
         };
         Failure {

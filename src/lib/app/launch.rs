@@ -298,7 +298,7 @@ pub(crate) enum Followed {
 /// `PMIX_ERR_NOT_SUPPORTED`), SIGTERM to every process.
 pub(crate) fn stop_job(s: &Session, nspace: &str) {
     if control::terminate_job(s, nspace).is_err() {
-        let _ = control::signal_job(s, nspace, nix::libc::SIGTERM);
+        let _ = control::signal_job(s, nspace, nix::sys::signal::Signal::SIGTERM as i32);
     }
 }
 

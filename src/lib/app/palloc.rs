@@ -291,7 +291,7 @@ and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
             if give_back && ended.is_none() {
                 release_after(s, rec, &format!("ended by {}", signals::name(sig)), ui);
             }
-            return Ok(if sig == nix::libc::SIGINT {
+            return Ok(if sig == Signal::SIGINT as i32 {
                 130
             } else {
                 128 + sig
@@ -544,8 +544,8 @@ fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd
 /// A descriptor that becomes readable when process `pid` (our child) ends
 /// (pidfd_open(2)); `None` on kernels without it.
 fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
-    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    let pid = i32::try_from(pid).ok().filter(|&p| p != 0)?;
+    crate::conn::pidfd::open(nix::unistd::Pid::from_raw(pid)).ok()
 }
 
 /// Wait until one of `fds` is readable or `deadline` passes (the DVM
@@ -685,7 +685,7 @@ pub(super) fn run_command(
         }
         if let Some(sig) = signals::take_new() {
             // A terminal's Ctrl-C already reached CMD (same process group).
-            if sig != nix::libc::SIGINT || forward_int {
+            if sig != Signal::SIGINT as i32 || forward_int {
                 if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
                     match batch.as_mut() {
                         Some(b)

@@ -251,6 +251,7 @@ const WAITED: &str = "waited";
 fn close_others(keep: RawFd) {
     let close = |lo: u32, hi: u32| {
         if lo <= hi {
+            // Raw: nix (0.29) has no close_range(2) wrapper.
             // SAFETY: closes descriptors only; no memory is touched.
             unsafe { nix::libc::syscall(nix::libc::SYS_close_range, lo, hi, 0) };
         }

@@ -335,13 +335,15 @@ fn stdin_readable() -> bool {
 /// Whether our stdin is `/dev/null` (or closed): there is no input to
 /// forward, and the job is better off with its own end of file.
 fn stdin_is_dev_null() -> bool {
+    use nix::sys::stat::SFlag;
     use std::os::unix::fs::MetadataExt;
     let ours = match nix::sys::stat::fstat(0) {
         Ok(st) => st,
         Err(_) => return true,
     };
     std::fs::metadata("/dev/null").is_ok_and(|null| {
-        ours.st_rdev == null.rdev() && (ours.st_mode & nix::libc::S_IFMT) == nix::libc::S_IFCHR
+        ours.st_rdev == null.rdev()
+            && (ours.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFCHR.bits()
     })
 }
 

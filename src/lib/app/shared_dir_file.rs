@@ -10,6 +10,9 @@ use std::fs::File;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+
 /// Why a file in a shared directory was not opened.
 #[derive(Debug)]
 pub(crate) enum Refusal {
@@ -57,12 +60,12 @@ pub(crate) fn open_emptied(path: &Path) -> Result<File, Refusal> {
 
 /// [`open_for_output`] creating with `mode` (less the umask).
 fn open_checked(path: &Path, mode: u32) -> Result<File, Refusal> {
-    let flags = nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC;
+    let flags = OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let created = std::fs::OpenOptions::new()
         .append(true)
         .create_new(true)
         .mode(mode)
-        .custom_flags(flags)
+        .custom_flags(flags.bits())
         .open(path);
     match created {
         Ok(f) => return Ok(f),
@@ -72,12 +75,12 @@ fn open_checked(path: &Path, mode: u32) -> Result<File, Refusal> {
     // O_NONBLOCK: a FIFO put there must not block the open.
     let existing = std::fs::OpenOptions::new()
         .append(true)
-        .custom_flags(flags | nix::libc::O_NONBLOCK)
+        .custom_flags((flags | OFlag::O_NONBLOCK).bits())
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => Refusal::Link,
+        .map_err(|e| match e.raw_os_error().map(Errno::from_raw) {
+            Some(Errno::ELOOP) => Refusal::Link,
             // A FIFO nobody reads (opened without blocking).
-            Some(nix::libc::ENXIO) => Refusal::NotRegular,
+            Some(Errno::ENXIO) => Refusal::NotRegular,
             _ => Refusal::Io(e),
         })?;
     let meta = existing.metadata().map_err(Refusal::Io)?;

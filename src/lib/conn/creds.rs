@@ -10,9 +10,14 @@
 
 use std::io::{Error as IoError, ErrorKind};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use nix::libc;
+use nix::errno::Errno;
+use nix::sys::socket::{
+    recv, sendto, setsockopt, socket, sockopt, AddressFamily, MsgFlags, NetlinkAddr, SockFlag,
+    SockProtocol, SockType,
+};
+use nix::sys::time::TimeVal;
 
 /// What the kernel says about the peer's end of a loopback TCP connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +112,6 @@ fn process_group(pid: i32) -> Option<i32> {
     rest.split_whitespace().nth(2)?.parse().ok()
 }
 
-const NETLINK_SOCK_DIAG: i32 = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
 const NLM_F_REQUEST: u16 = 1;
@@ -136,8 +140,8 @@ fn sockid(src: &SocketAddr, dst: &SocketAddr) -> [u8; 48] {
 /// knows no such socket.
 fn sock_diag_lookup(src: &SocketAddr, dst: &SocketAddr) -> Result<Option<PeerSocket>, IoError> {
     let family = match src {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
     } as u8;
     // One netlink socket per thread, kept between lookups (a socket and its
     // options cost more syscalls than the lookup itself); each request has
@@ -166,33 +170,13 @@ thread_local! {
 
 /// A `NETLINK_SOCK_DIAG` socket whose reads time out after a second.
 fn diag_socket() -> Result<OwnedFd, IoError> {
-    // SAFETY: plain socket(2); the fd is owned at once.
-    let raw = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            NETLINK_SOCK_DIAG,
-        )
-    };
-    if raw < 0 {
-        return Err(IoError::last_os_error());
-    }
-    // SAFETY: `raw` is a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let tv = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: valid pointer and length for SO_RCVTIMEO.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-    }
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkSockDiag,
+    )?;
+    let _ = setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(1, 0));
     Ok(fd)
 }
 
@@ -210,35 +194,21 @@ fn diag_request(
     req.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
     req.extend_from_slice(&seq.to_ne_bytes());
     req.extend_from_slice(&0u32.to_ne_bytes());
-    req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
+    req.extend_from_slice(&[family, SockProtocol::Tcp as u8, 0, 0]);
     req.extend_from_slice(&u32::MAX.to_ne_bytes());
     req.extend_from_slice(&sockid(src, dst));
-    // SAFETY: a zeroed sockaddr_nl addresses the kernel.
-    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    // SAFETY: valid buffer and address for sendto(2).
-    let n = unsafe {
-        libc::sendto(
-            fd.as_raw_fd(),
-            req.as_ptr().cast(),
-            req.len(),
-            0,
-            (&kernel as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if n < 0 {
-        return Err(IoError::last_os_error());
-    }
+    // Port 0, no multicast group: the kernel.
+    sendto(
+        fd.as_raw_fd(),
+        &req,
+        &NetlinkAddr::new(0, 0),
+        MsgFlags::empty(),
+    )?;
     let mut buf = [0u8; 1024];
     let mut tries = 0;
     let b = loop {
-        // SAFETY: valid buffer for recv(2).
-        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(IoError::last_os_error());
-        }
-        let b = &buf[..n as usize];
+        let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+        let b = &buf[..n];
         if b.len() < NLMSG_HDRLEN {
             return Err(IoError::new(ErrorKind::InvalidData, "short netlink reply"));
         }
@@ -261,7 +231,7 @@ fn diag_request(
             .map(|e| -i32::from_ne_bytes([e[0], e[1], e[2], e[3]]))
             .unwrap_or(0);
         // ENOENT: no such socket; anything else: sock_diag is not usable.
-        return if errno == libc::ENOENT {
+        return if errno == Errno::ENOENT as i32 {
             Ok(None)
         } else {
             Err(IoError::from_raw_os_error(errno))

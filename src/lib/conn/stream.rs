@@ -59,6 +59,8 @@ impl Stream {
         if let Stream::Tcp(s) = self {
             use std::os::fd::AsRawFd;
             let one: nix::libc::c_int = 1;
+            // Raw: nix (0.29) has no socket option for TCP_QUICKACK (and its
+            // `sockopt_impl!` is not exported).
             // SAFETY: a valid socket descriptor we own, a pointer to a live
             // c_int and its exact size; failure only leaves the default ACK
             // behaviour.

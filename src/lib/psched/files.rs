@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
 /// `O_NOFOLLOW`: never open through a symbolic link.
-const NOFOLLOW: i32 = nix::libc::O_NOFOLLOW;
+const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
 
 /// The directory `path` lives in.
 pub fn dir_of(path: &Path) -> PathBuf {

@@ -5,6 +5,7 @@
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
 use nix::sys::signal::Signal;
 
 use crate::codec::WireVersion;
@@ -198,11 +199,8 @@ impl Server {
                     // and the listener stays readable; pause instead of
                     // spinning on it.
                     if matches!(
-                        e.raw_os_error(),
-                        Some(nix::libc::EMFILE)
-                            | Some(nix::libc::ENFILE)
-                            | Some(nix::libc::ENOBUFS)
-                            | Some(nix::libc::ENOMEM)
+                        e.raw_os_error().map(Errno::from_raw),
+                        Some(Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM)
                     ) {
                         self.log(format!("accept: {e}; pausing {EMFILE_PAUSE:?}"));
                         self.accept_paused_until = Some(Instant::now() + EMFILE_PAUSE);

@@ -18,18 +18,19 @@ pub(crate) fn stdin_is_terminal() -> bool {
 /// In the forked child, before exec: make its own process group (already
 /// set with `setpgid`) the terminal's foreground group. SIGTTOU is blocked
 /// meanwhile, since a background group changing the foreground would get
-/// it; the caller then clears the signal mask. Async-signal-safe calls only.
+/// it; the caller then clears the signal mask. Async-signal-safe calls only:
+/// nix's `SigSet`, `pthread_sigmask`, `getpid` and `tcsetpgrp` are the bare
+/// system calls on this stack's memory (no allocation, no lock), and stdin
+/// is borrowed as descriptor 0, not through `std::io::stdin()`, which
+/// would allocate its buffer.
 pub(crate) fn take_foreground() -> std::io::Result<()> {
-    // SAFETY: sigemptyset, sigaddset, pthread_sigmask, getpid and tcsetpgrp
-    // are async-signal-safe and touch only this stack's set.
-    unsafe {
-        let mut set: nix::libc::sigset_t = std::mem::zeroed();
-        nix::libc::sigemptyset(&mut set);
-        nix::libc::sigaddset(&mut set, nix::libc::SIGTTOU);
-        nix::libc::pthread_sigmask(nix::libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        if nix::libc::tcsetpgrp(0, nix::libc::getpid()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTTOU);
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
+    // SAFETY: descriptor 0 is the child's stdin, pdvm's terminal (a leader
+    // is given the terminal only with it), open throughout this call.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    nix::unistd::tcsetpgrp(stdin, nix::unistd::getpid())?;
     Ok(())
 }

@@ -78,6 +78,8 @@ pub fn bind() -> Result<(TcpListener, ServerIdent)> {
         .map_err(|e| Error::new(Status::ERROR, format!("cannot configure listener: {e}")))?;
     // A backlog sized for a crowd (the kernel caps it at net.core.somaxconn):
     // listen(2) again on a listening socket only changes its backlog.
+    // Raw: nix's `listen` takes a `Backlog`, whose `Backlog::new` refuses
+    // SOMAXCONN (4096 in glibc) and above, so it cannot say this backlog.
     // SAFETY: listen(2) on a descriptor we own.
     unsafe {
         nix::libc::listen(std::os::fd::AsRawFd::as_raw_fd(&l), LISTEN_BACKLOG);

@@ -11,9 +11,15 @@
 //! clone and exec it makes only async-signal-safe system calls on memory
 //! prepared by the parent, and reports a failure through a word the parent
 //! reads once it resumes.
+//!
+//! The child's side (`in_child`, `exec_first`) calls `libc` directly, not
+//! nix, on purpose: between clone and exec only bare async-signal-safe
+//! system calls may run, with no allocation and no lock, and raw calls keep
+//! that visible. (`leader_tty::take_foreground`, which it calls, uses nix's
+//! signal-mask and terminal wrappers: thin calls that allocate nothing.)
 
 use std::borrow::Cow;
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{c_char, CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -137,7 +143,7 @@ pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
 }
 
 /// Null-terminated pointer array over `v` (borrowed: `v` must outlive it).
-fn pointers<S: AsRef<CStr>>(v: &[S]) -> Vec<*const libc::c_char> {
+fn pointers<S: AsRef<CStr>>(v: &[S]) -> Vec<*const c_char> {
     v.iter()
         .map(|c| c.as_ref().as_ptr())
         .chain(std::iter::once(std::ptr::null()))
@@ -152,7 +158,7 @@ fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
     let argv = pointers(&plan.argv);
     let envp = pointers(&plan.envp);
     let programs = pointers(&plan.programs);
-    let parent = std::process::id() as libc::pid_t;
+    let parent = nix::unistd::getpid().as_raw();
     let failed = AtomicI32::new(0);
     let mut stack = vec![0u8; CHILD_STACK];
     let child = || -> isize {
@@ -171,7 +177,7 @@ fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
             Box::new(child),
             &mut stack,
             CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK,
-            Some(libc::SIGCHLD),
+            Some(nix::sys::signal::Signal::SIGCHLD as i32),
         )
     }?;
     match failed.load(Ordering::SeqCst) {
@@ -279,6 +285,7 @@ unsafe fn exec_first(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::errno::Errno;
     use std::io::Read;
 
     fn plan(argv: &[&str], cwd: Option<&str>) -> Plan<'static> {
@@ -323,16 +330,16 @@ mod tests {
     #[test]
     fn a_missing_program_or_directory_is_the_exec_error_and_leaves_no_child() {
         let e = spawn(&plan(&["/nonexistent/prog"], None)).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(e.raw_os_error(), Some(Errno::ENOENT as i32));
         let e = spawn(&plan(&["/bin/true"], Some("/nonexistent-dir"))).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(e.raw_os_error(), Some(Errno::ENOENT as i32));
         let mut p = plan(&["true"], None);
         p.programs = ["/etc/passwd", "/nonexistent/true"]
             .iter()
             .map(|a| c_string(a.as_ref()).unwrap())
             .collect();
         let e = spawn(&p).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "as execvp");
+        assert_eq!(e.raw_os_error(), Some(Errno::EACCES as i32), "as execvp");
     }
 
     #[test]
