@@ -6,9 +6,10 @@ use std::path::Path;
 /// A task body (for `sh -c`) that writes `DIR/ID.start` and `DIR/ID.end`
 /// (nanoseconds of the one system clock), its pid in `DIR/ID.pid`, and
 /// sleeps `secs` in between. `DIR` is the first argument after the body.
+/// The pid file appears whole ([`PID_FILE`]).
 pub fn stamping_task(secs: &str) -> String {
     format!(
-        "d=$1; echo $$ > $d/$PMIX_ARRAY_TASK_ID.pid; date +%s%N > $d/$PMIX_ARRAY_TASK_ID.start; \
+        "d=$1; {PID_FILE}; date +%s%N > $d/$PMIX_ARRAY_TASK_ID.start; \
 sleep {secs}; date +%s%N > $d/$PMIX_ARRAY_TASK_ID.end"
     )
 }
@@ -68,6 +69,12 @@ pub fn started(dir: &Path) -> Vec<u32> {
 /// A task body (for `sh -c`) that writes its pid in `DIR/ID.pid` and
 /// runs until `DIR/gate` exists. `DIR` is the first argument after it.
 pub fn gated_task() -> String {
-    "d=$1; echo $$ > $d/$PMIX_ARRAY_TASK_ID.pid; while [ ! -e $d/gate ]; do sleep 0.1; done"
-        .to_string()
+    format!("d=$1; {PID_FILE}; while [ ! -e $d/gate ]; do sleep 0.1; done")
 }
+
+/// The shell that writes a task's pid in `$d/ID.pid`: written aside and
+/// renamed, so a test that sees the file (as [`started`] does) reads the
+/// whole pid, never the empty file a redirection creates before `echo`
+/// writes (a test once read `""` there and took `/proc/` for the task).
+pub const PID_FILE: &str =
+    "echo $$ > $d/$PMIX_ARRAY_TASK_ID.pid.part && mv $d/$PMIX_ARRAY_TASK_ID.pid.part $d/$PMIX_ARRAY_TASK_ID.pid";
