@@ -271,3 +271,27 @@ fn v61_peer_is_served_in_v61() {
         "{rows:?}"
     );
 }
+
+/// A session leader that cannot start is refused in the system's words: a
+/// script without a `#!` line (exec says "Exec format error") gets the
+/// hint, as a user of `salloc ./script` needs to see why.
+#[test]
+fn a_leader_script_without_a_shebang_is_refused_with_the_reason() {
+    let tmp = support::unique_tmpdir("pdvm-noexec");
+    let script = tmp.path().join("job.sh");
+    std::fs::write(&script, "echo never\n").expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut cmd = std::process::Command::new(support::cargo_bin("pdvm"));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.args(["--nodes", "1", "--tmpdir"])
+        .arg(tmp.path())
+        .arg("--")
+        .arg(&script);
+    let out = support::run_with_timeout(&mut cmd, 30);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Exec format error"), "{err}");
+    assert!(err.contains("needs a #! line"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
+}

@@ -516,7 +516,9 @@ impl Server {
             Output::Inherit
         };
         let size = plan.procs.len() as u32;
-        self.start_procs(
+        // A process that cannot start ends 127 and is logged; the job's
+        // end says so to its tool.
+        let _ = self.start_procs(
             &nspace,
             &apps,
             &plan.procs,
@@ -528,7 +530,8 @@ impl Server {
         Ok(())
     }
 
-    /// Start the processes of a committed job.
+    /// Start the processes of a committed job; the error of the first one
+    /// that could not start (it counts as ended with 127).
     #[allow(clippy::too_many_arguments)]
     pub fn start_procs(
         &mut self,
@@ -539,7 +542,8 @@ impl Server {
         size: u32,
         out: Output,
         err: Output,
-    ) {
+    ) -> Option<std::io::Error> {
+        let mut first_error = None;
         for s in slots {
             let Some(app) = apps.get(s.app) else { continue };
             let spec = ProcSpec {
@@ -591,6 +595,7 @@ impl Server {
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);
                     }
+                    first_error.get_or_insert(e);
                 }
             }
         }
@@ -599,6 +604,7 @@ impl Server {
                 j.all_exited_at = Some(Instant::now());
             }
         }
+        first_error
     }
 }
 

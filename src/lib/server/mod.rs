@@ -215,7 +215,7 @@ impl Server {
         job.uid = Some(nix::unistd::geteuid().as_raw());
         self.jobs.insert(job);
         self.leader = Some(ns.clone());
-        self.start_procs(
+        let failed = self.start_procs(
             &ns,
             &[app],
             &plan.procs,
@@ -231,11 +231,26 @@ impl Server {
         {
             return Err(Error::new(
                 Status::ERR_NOT_FOUND,
-                format!("cannot start {:?}", argv[0]),
+                cannot_start(&argv[0], failed.as_ref()),
             ));
         }
         Ok(())
     }
+}
+
+/// Why the session leader `cmd` did not start, in the system's words, with
+/// a hint for a script that has no `#!` line (exec refuses it, as PRRTE's
+/// launcher does).
+fn cannot_start(cmd: &str, e: Option<&std::io::Error>) -> String {
+    let Some(e) = e else {
+        return format!("cannot start {cmd:?}");
+    };
+    let hint = if e.raw_os_error() == Some(nix::errno::Errno::ENOEXEC as i32) {
+        " (a script needs a #! line, e.g. #!/bin/sh, or run it as `sh SCRIPT`)"
+    } else {
+        ""
+    };
+    format!("cannot start {cmd:?}: {e}{hint}")
 }
 
 /// Let pdvm hold as many connections as the hard limit allows (thousands of
