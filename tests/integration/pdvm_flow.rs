@@ -274,7 +274,8 @@ fn v61_peer_is_served_in_v61() {
 
 /// A session leader that cannot start is refused in the system's words: a
 /// script without a `#!` line (exec says "Exec format error") gets the
-/// hint, as a user of `salloc ./script` needs to see why.
+/// hint, and one without the execute bit is said to be so, as a user of
+/// `salloc ./script` needs to see why.
 #[test]
 fn a_leader_script_without_a_shebang_is_refused_with_the_reason() {
     let tmp = support::unique_tmpdir("pdvm-noexec");
@@ -294,4 +295,16 @@ fn a_leader_script_without_a_shebang_is_refused_with_the_reason() {
     assert!(err.contains("Exec format error"), "{err}");
     assert!(err.contains("needs a #! line"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
+
+    // Without the execute bit it is not "not found": a shell would say
+    // "Permission denied".
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .expect("chmod");
+    let out = support::run_with_timeout(&mut cmd, 30);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not executable (permission denied)"),
+        "{err}"
+    );
 }

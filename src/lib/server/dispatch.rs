@@ -446,7 +446,7 @@ impl Server {
             if resolve(a, &self.launch).is_none() {
                 return Err(Error::new(
                     Status::ERR_NOT_FOUND,
-                    format!("executable {:?} not found", a.cmd),
+                    super::jobs::not_runnable(a, "executable"),
                 ));
             }
         }

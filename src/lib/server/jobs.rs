@@ -322,6 +322,26 @@ pub(crate) fn resolve(app: &App, env: &LaunchEnv) -> Option<PathBuf> {
     })
 }
 
+/// Why `app`'s command cannot run, for a refusal that [`resolve`] led to:
+/// a path that names a directory or a file without the execute bit says
+/// so, as a shell would ("Permission denied"); anything else is not found.
+pub(crate) fn not_runnable(app: &App, what: &str) -> String {
+    let cmd = app.cmd.as_str();
+    if cmd.contains('/') {
+        let p = match app_dir(app) {
+            Some(dir) => Path::new(dir).join(cmd),
+            None => PathBuf::from(cmd),
+        };
+        if let Ok(m) = std::fs::metadata(&p) {
+            if m.is_dir() {
+                return format!("{what} {cmd:?} is a directory");
+            }
+            return format!("{what} {cmd:?} is not executable (permission denied)");
+        }
+    }
+    format!("{what} {cmd:?} not found")
+}
+
 /// The directory an app runs in: its `cwd` (the caller's working
 /// directory, or its --wdir), else its `PMIX_WDIR`; `None` is pdvm's own.
 pub(crate) fn app_dir(app: &App) -> Option<&str> {

@@ -197,7 +197,7 @@ impl Server {
         if jobs::resolve(&app, &self.launch).is_none() {
             return Err(Error::new(
                 Status::ERR_NOT_FOUND,
-                format!("command {:?} not found", app.cmd),
+                jobs::not_runnable(&app, "command"),
             ));
         }
         let me = Requester::tool(&self.ident.nspace);
