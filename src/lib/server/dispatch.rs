@@ -562,7 +562,10 @@ impl Server {
                     && super::leader_tty::stdin_is_terminal(),
             };
             let program = resolve(app, &self.launch);
-            let started = launch(&spec, &self.launch, program.as_deref(), out, err);
+            // The session leader starts here (its failure is pdvm's own
+            // error); every other process on the spawner thread.
+            let spawner = (self.leader.as_deref() != Some(nspace)).then_some(&self.spawner);
+            let started = launch(&spec, &self.launch, program.as_deref(), out, err, spawner);
             let mut rec = ProcRec {
                 rank: s.rank,
                 pid: None,
@@ -571,11 +574,15 @@ impl Server {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,
+                starting: false,
             };
             match started {
                 Ok(st) => {
-                    rec.pid = Some(st.pid);
-                    self.jobs.record_pid(st.pid, nspace, s.rank);
+                    rec.pid = st.pid;
+                    rec.starting = st.pid.is_none();
+                    if let Some(pid) = st.pid {
+                        self.jobs.record_pid(pid, nspace, s.rank);
+                    }
                     if let Some(j) = self.jobs.get_mut(nspace) {
                         j.procs.push(rec);
                     }

@@ -59,6 +59,7 @@ impl Server {
             match r.token {
                 Token::Listener => self.accept_all(),
                 Token::Signals => self.on_signals(),
+                Token::Spawned => self.on_spawned(),
                 Token::Pipe(id) => self.service_pipe(id),
                 Token::Conn(id) => {
                     if r.writable {

@@ -31,6 +31,9 @@ pub(crate) struct ProcRec {
     pub exe: String,
     /// Exit status once reaped.
     pub exit: Option<i32>,
+    /// Handed to the spawner thread, not yet started: counts as running
+    /// (its pid comes with the start).
+    pub starting: bool,
 }
 
 /// A job pdvm launched.
@@ -210,7 +213,7 @@ impl Job {
     pub(crate) fn live(&self) -> usize {
         self.procs
             .iter()
-            .filter(|p| p.pid.is_some() && p.exit.is_none())
+            .filter(|p| (p.pid.is_some() || p.starting) && p.exit.is_none())
             .count()
     }
 
@@ -378,8 +381,8 @@ pub(crate) struct ProcSpec<'a> {
 
 /// A started process and its captured pipes.
 pub(crate) struct Started {
-    /// Its pid.
-    pub pid: i32,
+    /// Its pid (`None` while the spawner thread starts it).
+    pub pid: Option<i32>,
     /// Captured stdout/stderr (read ends).
     pub pipes: Vec<(u16, OwnedFd)>,
     /// Its stdin, when [`ProcSpec::stdin`] asked for a pipe.
@@ -388,14 +391,58 @@ pub(crate) struct Started {
 
 /// Start one process of a job in its own process group: `program` is its
 /// resolved path ([`resolve`]), `None` when it was not found (then the
-/// child's `PATH` is searched, and its error is the exec's).
+/// child's `PATH` is searched, and its error is the exec's). With
+/// `spawner`, the process is started by the spawner thread under `key`
+/// and [`Started::pid`] is `None` until it reports ([`super::spawner`]);
+/// its pipes are pdvm's at once either way.
 pub(crate) fn launch(
     spec: &ProcSpec,
     env: &LaunchEnv,
     program: Option<&Path>,
     out: Output,
     err: Output,
+    spawner: Option<&super::spawner::Spawner>,
 ) -> std::io::Result<Started> {
+    let plan = plan_of(spec, env, program, out, err)?;
+    let (pid, ends) = match spawner {
+        None => {
+            let c = super::spawn::spawn(&plan)?;
+            let ends = super::spawn::Ends {
+                stdin: c.stdin,
+                stdout: c.stdout,
+                stderr: c.stderr,
+            };
+            (Some(c.pid), ends)
+        }
+        Some(sp) => {
+            let (d, ends) = super::spawn::detach(plan.into_owned())?;
+            sp.submit((spec.nspace.to_string(), spec.rank), d)?;
+            (None, ends)
+        }
+    };
+    let mut pipes = Vec::new();
+    if let Some(o) = ends.stdout {
+        set_nonblocking(&o);
+        pipes.push((CH_STDOUT, o));
+    }
+    if let Some(e) = ends.stderr {
+        set_nonblocking(&e);
+        pipes.push((CH_STDERR, e));
+    }
+    let stdin = ends
+        .stdin
+        .map(|fd| StdinSink::start(std::fs::File::from(fd)));
+    Ok(Started { pid, pipes, stdin })
+}
+
+/// How to start one process of a job ([`launch`]).
+fn plan_of<'a>(
+    spec: &ProcSpec,
+    env: &'a LaunchEnv,
+    program: Option<&Path>,
+    out: Output,
+    err: Output,
+) -> std::io::Result<super::spawn::Plan<'a>> {
     use super::spawn::{c_string, Plan, Stdin};
     let app = spec.app;
     let vars = super::job_env::job_env(spec, env)?;
@@ -412,7 +459,7 @@ pub(crate) fn launch(
             .map(|a| c_string(a.as_ref()))
             .collect::<std::io::Result<_>>()?
     };
-    let plan = Plan {
+    Ok(Plan {
         programs,
         argv,
         envp: vars.envp,
@@ -427,24 +474,6 @@ pub(crate) fn launch(
         capture_out: out == Output::Capture,
         capture_err: err == Output::Capture,
         terminal: spec.terminal,
-    };
-    let child = super::spawn::spawn(&plan)?;
-    let mut pipes = Vec::new();
-    if let Some(o) = child.stdout {
-        set_nonblocking(&o);
-        pipes.push((CH_STDOUT, o));
-    }
-    if let Some(e) = child.stderr {
-        set_nonblocking(&e);
-        pipes.push((CH_STDERR, e));
-    }
-    let stdin = child
-        .stdin
-        .map(|fd| StdinSink::start(std::fs::File::from(fd)));
-    Ok(Started {
-        pid: child.pid,
-        pipes,
-        stdin,
     })
 }
 

@@ -11,8 +11,10 @@
 //!   request decoded into a typed [`request::Request`] (the fuzz target's
 //!   entry point, [`request::decode_stream`]); [`peer`]: one connection's
 //!   socket and buffers.
-//! - [`reactor`]: epoll over the listener, the signalfd, connections and
-//!   output pipes, each registered once; [`event_loop`]: one thread, timers
+//! - [`reactor`]: epoll over the listener, the signalfd, the spawner's
+//!   eventfd, connections and output pipes, each registered once;
+//!   [`spawn`]: one process's clone and exec; [`spawner`]: the thread that
+//!   makes those clones for jobs; [`event_loop`]: one serving thread, timers
 //!   from exact deadlines, backpressure; [`dispatch`]: the request handlers;
 //!   [`query`]: query answers and pdvm's own table keys.
 //! - [`state`]: the server, composed of [`conns::ConnTable`] (connections,
@@ -46,6 +48,7 @@ pub(crate) mod query;
 pub(crate) mod reactor;
 pub mod request;
 pub(crate) mod spawn;
+pub(crate) mod spawner;
 pub(crate) mod state;
 
 use std::path::PathBuf;
@@ -131,8 +134,11 @@ pub fn run(
     let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| err("signalfd", e))?;
     let (listener, ident) = listener::bind()?;
-    let io = reactor::Reactor::new(std::os::fd::AsFd::as_fd(&listener), sigfd)
+    let mut io = reactor::Reactor::new(std::os::fd::AsFd::as_fd(&listener), sigfd)
         .map_err(|e| err("epoll", e))?;
+    // Started after the signals are blocked: the worker inherits the mask.
+    let spawner = spawner::Spawner::start().map_err(|e| err("spawner thread", e))?;
+    io.add_spawner(spawner.fd()).map_err(|e| err("epoll", e))?;
     let rdv = listener::RendezvousFiles::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
     // A name someone else took is never passed over silently.
     for note in rdv.notes() {
@@ -168,6 +174,8 @@ pub fn run(
         leader_status: None,
         accept_paused_until: None,
         io,
+        spawner,
+        early_exits: Default::default(),
         stop: false,
     };
     ready(&srv.ident);

@@ -24,6 +24,8 @@ pub(crate) enum Token {
     Conn(u64),
     /// Captured output pipe `id`.
     Pipe(u64),
+    /// The spawner thread's eventfd: processes it started.
+    Spawned,
 }
 
 const KIND_SHIFT: u32 = 62;
@@ -34,6 +36,7 @@ impl Token {
         match self {
             Token::Listener => 0,
             Token::Signals => 1,
+            Token::Spawned => 2,
             Token::Conn(id) => (1 << KIND_SHIFT) | (id & ID_MASK),
             Token::Pipe(id) => (2 << KIND_SHIFT) | (id & ID_MASK),
         }
@@ -42,6 +45,7 @@ impl Token {
     fn decode(v: u64) -> Token {
         match v >> KIND_SHIFT {
             0 if v == 0 => Token::Listener,
+            0 if v == 2 => Token::Spawned,
             0 => Token::Signals,
             1 => Token::Conn(v & ID_MASK),
             _ => Token::Pipe(v & ID_MASK),
@@ -201,6 +205,15 @@ impl Reactor {
         if self.conns.remove(&id).is_some() {
             let _ = self.ep.delete(fd);
         }
+    }
+
+    /// Register the spawner thread's eventfd, for reading.
+    pub(crate) fn add_spawner(&mut self, fd: impl AsFd) -> std::io::Result<()> {
+        self.ep.add(
+            fd,
+            EpollEvent::new(EpollFlags::EPOLLIN, Token::Spawned.encode()),
+        )?;
+        Ok(())
     }
 
     /// Register a captured pipe, armed for reading.

@@ -59,6 +59,26 @@ pub(crate) struct Plan<'a> {
     pub terminal: bool,
 }
 
+impl Plan<'_> {
+    /// The same plan owning its environment (to start on another thread).
+    pub(crate) fn into_owned(self) -> Plan<'static> {
+        Plan {
+            programs: self.programs,
+            argv: self.argv,
+            envp: self
+                .envp
+                .into_iter()
+                .map(|c| Cow::Owned(c.into_owned()))
+                .collect(),
+            cwd: self.cwd,
+            stdin: self.stdin,
+            capture_out: self.capture_out,
+            capture_err: self.capture_err,
+            terminal: self.terminal,
+        }
+    }
+}
+
 /// A started process: its pid and pdvm's ends of its pipes.
 #[derive(Debug)]
 pub(crate) struct Child {
@@ -122,6 +142,70 @@ struct Wiring {
 /// killed with SIGKILL). Errors are the child's: a missing program, a
 /// directory it cannot enter, and so on.
 pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
+    let (wiring, ends, child_side) = open_wiring(plan)?;
+    let pid = clone_exec(plan, &wiring)?;
+    drop(child_side);
+    Ok(ends.with_pid(pid))
+}
+
+/// pdvm's ends of a process's pipes, before it has a pid.
+#[derive(Debug)]
+pub(crate) struct Ends {
+    /// Write end of its stdin, for [`Stdin::Pipe`].
+    pub stdin: Option<OwnedFd>,
+    /// Read end of its stdout, when captured.
+    pub stdout: Option<OwnedFd>,
+    /// Read end of its stderr, when captured.
+    pub stderr: Option<OwnedFd>,
+}
+
+impl Ends {
+    fn with_pid(self, pid: i32) -> Child {
+        Child {
+            pid,
+            stdin: self.stdin,
+            stdout: self.stdout,
+            stderr: self.stderr,
+        }
+    }
+}
+
+/// A process ready to be started away from pdvm's serving thread
+/// ([`super::spawner`]): its plan, owned, and the child's ends of its
+/// pipes, which stay open until it has been cloned.
+pub(crate) struct Detached {
+    plan: Plan<'static>,
+    wiring: Wiring,
+    child_side: Vec<OwnedFd>,
+}
+
+impl Detached {
+    /// Clone, wire and exec (this thread waits until the child has exec'd);
+    /// its pid, or the child's error.
+    pub(crate) fn start(self) -> io::Result<i32> {
+        let r = clone_exec(&self.plan, &self.wiring);
+        drop(self.child_side);
+        r
+    }
+}
+
+/// Open `plan`'s pipes: the process, ready to start elsewhere, and pdvm's
+/// ends (registered at once, so no output is missed however soon it runs).
+pub(crate) fn detach(plan: Plan<'static>) -> io::Result<(Detached, Ends)> {
+    let (wiring, ends, child_side) = open_wiring(&plan)?;
+    Ok((
+        Detached {
+            plan,
+            wiring,
+            child_side,
+        },
+        ends,
+    ))
+}
+
+/// The pipes `plan` asks for: what the child puts on 0, 1 and 2, pdvm's
+/// ends, and the child's ends (to close once it is cloned).
+fn open_wiring(plan: &Plan) -> io::Result<(Wiring, Ends, Vec<OwnedFd>)> {
     let null = (plan.stdin == Stdin::Null).then(dev_null).transpose()?;
     let input = (plan.stdin == Stdin::Pipe).then(pipe).transpose()?;
     let out = plan.capture_out.then(pipe).transpose()?;
@@ -133,13 +217,25 @@ pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
             err.as_ref().map(|(_, w)| w.as_raw_fd()),
         ],
     };
-    let pid = clone_exec(plan, &wiring)?;
-    Ok(Child {
-        pid,
-        stdin: input.map(|(_, w)| w),
-        stdout: out.map(|(r, _)| r),
-        stderr: err.map(|(r, _)| r),
-    })
+    let mut child_side = Vec::new();
+    let mut ends = Ends {
+        stdin: None,
+        stdout: None,
+        stderr: None,
+    };
+    if let Some((r, w)) = input {
+        child_side.push(r);
+        ends.stdin = Some(w);
+    }
+    if let Some((r, w)) = out {
+        child_side.push(w);
+        ends.stdout = Some(r);
+    }
+    if let Some((r, w)) = err {
+        child_side.push(w);
+        ends.stderr = Some(r);
+    }
+    Ok((wiring, ends, child_side))
 }
 
 /// Null-terminated pointer array over `v` (borrowed: `v` must outlive it).
@@ -170,8 +266,10 @@ fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
     use nix::sched::CloneFlags;
     // SAFETY: the child shares our memory but runs only `in_child` (no
     // allocation, no lock, async-signal-safe calls) on its own stack, and
-    // CLONE_VFORK keeps this thread stopped until it has exec'd or exited;
-    // pdvm's serving thread is the only one that ever calls this.
+    // CLONE_VFORK keeps this thread stopped until it has exec'd or exited.
+    // It inherits this thread's TLS (errno), unused while it is stopped;
+    // pdvm's other thread has its own, and takes no signal (all blocked,
+    // read from a signalfd), so nothing else runs on the child's behalf.
     let pid = unsafe {
         nix::sched::clone(
             Box::new(child),

@@ -7,7 +7,8 @@ use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 
 use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
 use crate::dvm::Effect;
@@ -115,7 +116,15 @@ pub struct Server {
     pub(super) accept_paused_until: Option<Instant>,
     /// The epoll instance and the signalfd.
     pub(super) io: Reactor,
+    /// The thread that starts job processes ([`super::spawner`]).
+    pub(super) spawner: super::spawner::Spawner,
+    /// Exits reaped before their start was heard of (pid → status).
+    pub(super) early_exits: std::collections::HashMap<i32, i32>,
 }
+
+/// Most exits kept for starts not yet heard of (only the last moments'
+/// starts can be among them; the oldest go first past it).
+const MAX_EARLY_EXITS: usize = 65_536;
 
 /// Above this many unsent bytes for a spawner, pdvm stops reading the
 /// output pipes of the jobs it spawned (their processes block on write).
@@ -506,6 +515,11 @@ impl Server {
     pub fn reaped(&mut self, list: Vec<(i32, i32)>) {
         for (pid, status) in list {
             let Some((ns, rank)) = self.jobs.take_pid(pid) else {
+                // Its start may not be heard of yet (the spawner thread).
+                if self.early_exits.len() >= MAX_EARLY_EXITS {
+                    self.early_exits.clear();
+                }
+                self.early_exits.insert(pid, status);
                 continue;
             };
             if let Some(j) = self.jobs.get_mut(&ns) {
@@ -515,6 +529,54 @@ impl Server {
                 if j.live() == 0 && j.all_exited_at.is_none() {
                     j.all_exited_at = Some(Instant::now());
                 }
+            }
+        }
+    }
+
+    /// Starts the spawner thread carried out: each process gets its pid (and
+    /// its exit, when it was reaped first, and the signal its job was sent
+    /// meanwhile), or ends 127 when it could not start.
+    pub fn on_spawned(&mut self) {
+        for ((ns, rank), r) in self.spawner.take_done() {
+            match r {
+                Ok(pid) => self.started(&ns, rank, pid),
+                Err(e) => {
+                    self.log(format!("{ns} rank {rank}: cannot start: {e}"));
+                    self.start_failed(&ns, rank);
+                }
+            }
+        }
+    }
+
+    fn started(&mut self, ns: &str, rank: u32, pid: i32) {
+        let Some(j) = self.jobs.get_mut(ns) else {
+            // Its job is gone (torn down): the process must not outlive it.
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            return;
+        };
+        if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting) {
+            p.starting = false;
+            p.pid = Some(pid);
+        }
+        if j.killed {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        } else if j.kill_requested.is_some() {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        self.jobs.record_pid(pid, ns, rank);
+        if let Some(status) = self.early_exits.remove(&pid) {
+            self.reaped(vec![(pid, status)]);
+        }
+    }
+
+    fn start_failed(&mut self, ns: &str, rank: u32) {
+        if let Some(j) = self.jobs.get_mut(ns) {
+            if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting) {
+                p.starting = false;
+                p.exit = Some(127);
+            }
+            if j.live() == 0 && j.all_exited_at.is_none() {
+                j.all_exited_at = Some(Instant::now());
             }
         }
     }
