@@ -325,6 +325,7 @@ fn prelease_signal_sends_a_signal_to_a_detached_job() {
     let tool = pdvm_tool(&pdvm);
     let dir = support::unique_tmpdir("signal");
     let got = dir.path().join("usr1");
+    let ready = dir.path().join("ready");
     let mut spawn = tool("pspawn");
     spawn.args([
         "--detach",
@@ -332,15 +333,17 @@ fn prelease_signal_sends_a_signal_to_a_detached_job() {
         "sh",
         "-c",
         &format!(
-            "trap 'echo usr1 >> {}' USR1; while :; do sleep 0.1; done",
-            got.display()
+            "trap 'echo usr1 >> {}' USR1; echo set > {}; while :; do sleep 0.1; done",
+            got.display(),
+            ready.display()
         ),
     ]);
     let o = run(spawn, 30);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let ns = text(&o.stdout).trim().to_string();
-    // The trap is set once the shell runs: signal until it is seen, each
-    // signal given 200 ms to show.
+    // USR1 before the trap would end the shell (its default action): wait
+    // for the trap, then signal until it is seen, each signal given 200 ms.
+    support::wait_file(&ready, Duration::from_secs(20));
     wait::within(Duration::from_secs(20), || {
         if got.exists() {
             return true;

@@ -406,7 +406,7 @@ impl Server {
         };
         let mut hit = false;
         for t in &targets {
-            let Some(j) = self.jobs.get(&t.nspace) else {
+            let Some(j) = self.jobs.get_mut(&t.nspace) else {
                 continue;
             };
             hit = true;
@@ -416,13 +416,12 @@ impl Server {
                 } else {
                     j.signal(sig);
                 }
-            } else if let Some(pid) = j
+            } else if let Some(p) = j
                 .procs
-                .iter()
+                .iter_mut()
                 .find(|p| p.rank == t.rank && p.exit.is_none())
-                .and_then(|p| p.pid)
             {
-                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), sig);
+                p.signal(sig);
             }
         }
         let st = if hit {
@@ -575,6 +574,7 @@ impl Server {
                     .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,
                 starting: false,
+                pending_signal: None,
             };
             match started {
                 Ok(st) => {

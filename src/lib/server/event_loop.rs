@@ -523,7 +523,7 @@ impl Server {
             self.poll_once(left.min(self.next_wakeup()));
             self.tick();
         }
-        for j in self.jobs.values() {
+        for j in self.jobs.values_mut() {
             j.signal(Signal::SIGKILL);
         }
         let end = Instant::now() + Duration::from_millis(500);

@@ -34,6 +34,22 @@ pub(crate) struct ProcRec {
     /// Handed to the spawner thread, not yet started: counts as running
     /// (its pid comes with the start).
     pub starting: bool,
+    /// A signal sent while it was starting, delivered once it has its pid.
+    pub pending_signal: Option<Signal>,
+}
+
+impl ProcRec {
+    /// Send `sig` to its process group if it runs; keep it for the start
+    /// when it is still starting.
+    pub(crate) fn signal(&mut self, sig: Signal) {
+        match (self.pid, self.exit) {
+            (Some(pid), None) => {
+                let _ = killpg(Pid::from_raw(pid), sig);
+            }
+            (None, None) if self.starting => self.pending_signal = Some(sig),
+            _ => {}
+        }
+    }
 }
 
 /// A job pdvm launched.
@@ -226,12 +242,11 @@ impl Job {
             .unwrap_or(0)
     }
 
-    /// Send `sig` to every live process (their process groups).
-    pub(crate) fn signal(&self, sig: Signal) {
-        for p in &self.procs {
-            if let (Some(pid), None) = (p.pid, p.exit) {
-                let _ = killpg(Pid::from_raw(pid), sig);
-            }
+    /// Send `sig` to every live process (their process groups); one still
+    /// starting gets it once started.
+    pub(crate) fn signal(&mut self, sig: Signal) {
+        for p in &mut self.procs {
+            p.signal(sig);
         }
     }
 }
@@ -570,6 +585,11 @@ impl JobTable {
     /// Every job.
     pub(crate) fn values(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
+    }
+
+    /// Every job, to change.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Job> {
+        self.jobs.values_mut()
     }
 
     /// Record that `pid` is rank `rank` of job `nspace`.

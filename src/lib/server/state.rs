@@ -554,14 +554,19 @@ impl Server {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
             return;
         };
+        let mut pending = None;
         if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting) {
             p.starting = false;
             p.pid = Some(pid);
+            pending = p.pending_signal.take();
         }
         if j.killed {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-        } else if j.kill_requested.is_some() {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGTERM);
+            pending = Some(Signal::SIGKILL);
+        } else if j.kill_requested.is_some() && pending != Some(Signal::SIGKILL) {
+            pending = Some(Signal::SIGTERM);
+        }
+        if let Some(sig) = pending {
+            let _ = killpg(Pid::from_raw(pid), sig);
         }
         self.jobs.record_pid(pid, ns, rank);
         if let Some(status) = self.early_exits.remove(&pid) {
@@ -660,7 +665,6 @@ impl Server {
             let ns = &j.nspace;
             if let Some(t) = j.kill_requested {
                 if t.elapsed() >= KILL_GRACE && j.live() > 0 && !j.killed {
-                    j.signal(Signal::SIGKILL);
                     killed.push(ns.clone());
                 }
             }
@@ -687,6 +691,7 @@ impl Server {
         }
         for ns in killed {
             if let Some(j) = self.jobs.get_mut(&ns) {
+                j.signal(Signal::SIGKILL);
                 j.killed = true;
             }
         }
