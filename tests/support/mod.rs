@@ -698,6 +698,16 @@ impl Prte {
 
 impl Drop for Prte {
     fn drop(&mut self) {
+        // A failing test whose `prte` died on its own may run once more
+        // (support::rerun), with prte's words.
+        if std::thread::panicking()
+            && wait_until(&mut self.child, Instant::now() + Duration::from_secs(5))
+                .0
+                .is_some()
+        {
+            eprintln!("PRRTE had died:\n{}", self.logs());
+            crate::support::rerun::peer_died();
+        }
         if let Ok(None) = self.child.try_wait() {
             let _ = kill(child_pid(&self.child), Signal::SIGTERM);
             let (status, _) = wait_until(&mut self.child, Instant::now() + PRTE_STOP_TIMEOUT);
