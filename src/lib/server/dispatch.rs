@@ -573,13 +573,11 @@ impl Server {
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or_else(|| app.cmd.clone()),
                 exit: None,
-                starting: false,
                 pending_signal: None,
             };
             match started {
                 Ok(st) => {
                     rec.pid = st.pid;
-                    rec.starting = st.pid.is_none();
                     if let Some(pid) = st.pid {
                         self.jobs.record_pid(pid, nspace, s.rank);
                     }

@@ -23,22 +23,26 @@ pub(crate) const CH_STDERR: u16 = 0x0004;
 pub(crate) struct ProcRec {
     /// Its rank.
     pub rank: u32,
-    /// Its pid (`None` when it could not be started).
+    /// Its pid (`None` while the spawner thread starts it, or when it could
+    /// not be started).
     pub pid: Option<i32>,
     /// Simulated node it runs on.
     pub node: String,
     /// The executable it runs (the resolved path when found on PATH).
     pub exe: String,
-    /// Exit status once reaped.
+    /// Exit status once reaped (127 when it could not start).
     pub exit: Option<i32>,
-    /// Handed to the spawner thread, not yet started: counts as running
-    /// (its pid comes with the start).
-    pub starting: bool,
     /// A signal sent while it was starting, delivered once it has its pid.
     pub pending_signal: Option<Signal>,
 }
 
 impl ProcRec {
+    /// Handed to the spawner thread and not heard of since: no pid and no
+    /// exit yet. It counts as running.
+    pub(crate) fn starting(&self) -> bool {
+        self.pid.is_none() && self.exit.is_none()
+    }
+
     /// Send `sig` to its process group if it runs; keep it for the start
     /// when it is still starting.
     pub(crate) fn signal(&mut self, sig: Signal) {
@@ -46,7 +50,7 @@ impl ProcRec {
             (Some(pid), None) => {
                 let _ = killpg(Pid::from_raw(pid), sig);
             }
-            (None, None) if self.starting => self.pending_signal = Some(sig),
+            (None, None) => self.pending_signal = Some(sig),
             _ => {}
         }
     }
@@ -227,10 +231,7 @@ impl Job {
 
     /// Processes still running.
     pub(crate) fn live(&self) -> usize {
-        self.procs
-            .iter()
-            .filter(|p| (p.pid.is_some() || p.starting) && p.exit.is_none())
-            .count()
+        self.procs.iter().filter(|p| p.exit.is_none()).count()
     }
 
     /// Exit status of the first failing process (by rank), else 0.
@@ -421,13 +422,8 @@ pub(crate) fn launch(
     let plan = plan_of(spec, env, program, out, err)?;
     let (pid, ends) = match spawner {
         None => {
-            let c = super::spawn::spawn(&plan)?;
-            let ends = super::spawn::Ends {
-                stdin: c.stdin,
-                stdout: c.stdout,
-                stderr: c.stderr,
-            };
-            (Some(c.pid), ends)
+            let (pid, ends) = super::spawn::spawn(&plan)?;
+            (Some(pid), ends)
         }
         Some(sp) => {
             let (d, ends) = super::spawn::detach(plan.into_owned())?;

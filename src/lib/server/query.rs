@@ -39,8 +39,8 @@ use crate::proto::proc_state;
 /// The process state of one job process.
 fn state_of(p: &ProcRec) -> u8 {
     match (p.pid, p.exit) {
-        (None, None) if p.starting => proc_state::RUNNING,
-        (None, _) => proc_state::FAILED_TO_START,
+        (None, None) => proc_state::RUNNING,
+        (None, Some(_)) => proc_state::FAILED_TO_START,
         (Some(_), None) => proc_state::RUNNING,
         (Some(_), Some(0)) => proc_state::TERMINATED,
         (Some(_), Some(_)) => proc_state::TERM_NON_ZERO,

@@ -79,19 +79,6 @@ impl Plan<'_> {
     }
 }
 
-/// A started process: its pid and pdvm's ends of its pipes.
-#[derive(Debug)]
-pub(crate) struct Child {
-    /// Its pid (reaped by the server's waitpid loop).
-    pub pid: i32,
-    /// Write end of its stdin, for [`Stdin::Pipe`].
-    pub stdin: Option<OwnedFd>,
-    /// Read end of its stdout, when captured.
-    pub stdout: Option<OwnedFd>,
-    /// Read end of its stderr, when captured.
-    pub stderr: Option<OwnedFd>,
-}
-
 /// Turn `s` into a C string; an interior NUL is `InvalidInput`.
 pub(crate) fn c_string(s: &OsStr) -> io::Result<CString> {
     CString::new(s.as_bytes()).map_err(|_| {
@@ -140,15 +127,16 @@ struct Wiring {
 /// Start `plan`'s process in a process group of its own, with no signal
 /// blocked, SIGPIPE at its default, and dying with pdvm (even a pdvm
 /// killed with SIGKILL). Errors are the child's: a missing program, a
-/// directory it cannot enter, and so on.
-pub(crate) fn spawn(plan: &Plan) -> io::Result<Child> {
+/// directory it cannot enter, and so on. Its pid (reaped by the server's
+/// waitpid loop) and pdvm's ends of its pipes.
+pub(crate) fn spawn(plan: &Plan) -> io::Result<(i32, Ends)> {
     let (wiring, ends, child_side) = open_wiring(plan)?;
     let pid = clone_exec(plan, &wiring)?;
     drop(child_side);
-    Ok(ends.with_pid(pid))
+    Ok((pid, ends))
 }
 
-/// pdvm's ends of a process's pipes, before it has a pid.
+/// pdvm's ends of a process's pipes.
 #[derive(Debug)]
 pub(crate) struct Ends {
     /// Write end of its stdin, for [`Stdin::Pipe`].
@@ -157,17 +145,6 @@ pub(crate) struct Ends {
     pub stdout: Option<OwnedFd>,
     /// Read end of its stderr, when captured.
     pub stderr: Option<OwnedFd>,
-}
-
-impl Ends {
-    fn with_pid(self, pid: i32) -> Child {
-        Child {
-            pid,
-            stdin: self.stdin,
-            stdout: self.stdout,
-            stderr: self.stderr,
-        }
-    }
 }
 
 /// A process ready to be started away from pdvm's serving thread
@@ -401,12 +378,12 @@ mod tests {
         }
     }
 
-    fn finish(c: Child) -> (String, i32) {
+    fn finish((pid, ends): (i32, Ends)) -> (String, i32) {
         let mut out = String::new();
-        std::fs::File::from(c.stdout.unwrap())
+        std::fs::File::from(ends.stdout.unwrap())
             .read_to_string(&mut out)
             .unwrap();
-        let st = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(c.pid), None).unwrap();
+        let st = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).unwrap();
         let code = match st {
             nix::sys::wait::WaitStatus::Exited(_, code) => code,
             other => panic!("{other:?}"),
@@ -419,7 +396,7 @@ mod tests {
         let script =
             "echo $WHO $(pwd) $(ps -o pgid= $$ | tr -d ' ') $$; read x; echo read=$?; exit 3";
         let c = spawn(&plan(&["/bin/sh", "-c", script], Some("/tmp"))).unwrap();
-        let pid = c.pid;
+        let pid = c.0;
         let (out, code) = finish(c);
         assert_eq!(out, format!("spawned /tmp {pid} {pid}\nread=1\n"));
         assert_eq!(code, 3);

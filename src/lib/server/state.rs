@@ -522,13 +522,19 @@ impl Server {
                 self.early_exits.insert(pid, status);
                 continue;
             };
-            if let Some(j) = self.jobs.get_mut(&ns) {
-                if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank) {
-                    p.exit = Some(status);
-                }
-                if j.live() == 0 && j.all_exited_at.is_none() {
-                    j.all_exited_at = Some(Instant::now());
-                }
+            self.proc_ended(&ns, rank, status);
+        }
+    }
+
+    /// Rank `rank` of job `ns` ended with `status`: once none runs, the
+    /// job's end is timed from now.
+    fn proc_ended(&mut self, ns: &str, rank: u32, status: i32) {
+        if let Some(j) = self.jobs.get_mut(ns) {
+            if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank) {
+                p.exit = Some(status);
+            }
+            if j.live() == 0 && j.all_exited_at.is_none() {
+                j.all_exited_at = Some(Instant::now());
             }
         }
     }
@@ -542,7 +548,7 @@ impl Server {
                 Ok(pid) => self.started(&ns, rank, pid),
                 Err(e) => {
                     self.log(format!("{ns} rank {rank}: cannot start: {e}"));
-                    self.start_failed(&ns, rank);
+                    self.proc_ended(&ns, rank, 127);
                 }
             }
         }
@@ -554,35 +560,17 @@ impl Server {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
             return;
         };
-        let mut pending = None;
-        if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting) {
-            p.starting = false;
+        // A job signalled or terminated meanwhile left its signal here
+        // (Job::signal), the grace's SIGKILL over its SIGTERM.
+        if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting()) {
             p.pid = Some(pid);
-            pending = p.pending_signal.take();
-        }
-        if j.killed {
-            pending = Some(Signal::SIGKILL);
-        } else if j.kill_requested.is_some() && pending != Some(Signal::SIGKILL) {
-            pending = Some(Signal::SIGTERM);
-        }
-        if let Some(sig) = pending {
-            let _ = killpg(Pid::from_raw(pid), sig);
+            if let Some(sig) = p.pending_signal.take() {
+                let _ = killpg(Pid::from_raw(pid), sig);
+            }
         }
         self.jobs.record_pid(pid, ns, rank);
         if let Some(status) = self.early_exits.remove(&pid) {
             self.reaped(vec![(pid, status)]);
-        }
-    }
-
-    fn start_failed(&mut self, ns: &str, rank: u32) {
-        if let Some(j) = self.jobs.get_mut(ns) {
-            if let Some(p) = j.procs.iter_mut().find(|p| p.rank == rank && p.starting) {
-                p.starting = false;
-                p.exit = Some(127);
-            }
-            if j.live() == 0 && j.all_exited_at.is_none() {
-                j.all_exited_at = Some(Instant::now());
-            }
         }
     }
 
