@@ -32,7 +32,8 @@ dir="$(mktemp -d /tmp/bench-master.XXXXXX)"
 root_flag=()
 [ "$(id -u)" -eq 0 ] && root_flag=(--allow-run-as-root)
 env -i PATH=/usr/bin:/bin HOME="$HOME" TMPDIR="$dir" \
-    "$master/prrte/bin/prte" "${root_flag[@]}" --report-uri "$dir/uri" >"$dir/prte.log" 2>&1 &
+    "$master/prrte/bin/prte" "${root_flag[@]}" --prtemca prte_num_worker_threads 0 \
+    --report-uri "$dir/uri" >"$dir/prte.log" 2>&1 &
 dvm=$!
 cleanup() {
     kill "$dvm" 2>/dev/null || true

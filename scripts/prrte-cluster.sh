@@ -30,6 +30,10 @@
 # ledger is $state/psched-ledger.json, its log $state/psched.log;
 # $PSCHED_ARGS adds flags (e.g. PSCHED_ARGS='--time-scale 60').
 #
+# prte runs with `--prtemca prte_num_worker_threads 0` (fork/exec on its main
+# progress thread): with PRRTE master's worker threads a process that ends
+# before its launch is reported can make prte abort (docs/conformance.md, D9).
+#
 # PRRTE_CLUSTER_USERNS=1 uses a user namespace even as root.
 # Options: -n NODES (default 4), -s SLOTS per node (default 2),
 # -d DIR the cluster's state directory (default $PRRTE_CLUSTER_STATE or
@@ -150,6 +154,7 @@ start() {
         "$prrte/bin/prte" "${root_flag[@]}" --leave-session-attached \
         --report-uri "$state/uri.txt" --hostfile "$state/hosts" \
         --prtemca plm_ssh_agent "$agent" --prtemca plm_ssh_no_tree_spawn 1 \
+        --prtemca prte_num_worker_threads 0 \
         "${sched_args[@]}" </dev/null >"$state/prte.log" 2>&1 &
     echo $! >"$state/prte.pid"
     for _ in $(seq 600); do

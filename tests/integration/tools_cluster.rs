@@ -66,6 +66,29 @@ fn four_nodes_map_by_node_then_nothing_left_behind() {
     assert_eq!(shm_files_of(pid), Vec::<String>::new(), "left in /dev/shm");
 }
 
+/// 200 launches, one after the other, of 8 processes that end at once
+/// (`echo`, 2 on each of 4 nodes' daemons): every one prints its 8 lines and
+/// exits 0, and `prte` is still up. With PRRTE master's default worker
+/// threads `prte` aborted at launch 31 to 166 of such a loop
+/// (docs/conformance.md, D9); the cluster starts it without them
+/// (`support::MASTER_PRTE_ARGS`), as README tells users to.
+#[test]
+fn prte_survives_short_processes_launched_side_by_side() {
+    let c = Cluster::start(4, 2);
+    for i in 1..=200 {
+        let o = run(tool(&c, "pspawn")
+            .no_color()
+            .args(["-n", "8", "--map-by", "node", "echo", "x"]));
+        assert!(
+            o.status.code() == Some(0) && text(&o.stdout).lines().count() == 8,
+            "launch {i} of 200: {}\n{}",
+            show(&o),
+            c.logs()
+        );
+    }
+    assert!(!c.prte_exited(), "{}", c.logs());
+}
+
 /// `scripts/prrte-cluster.sh` as a user runs it: `start -n 3 -s 1` prints
 /// how to reach the cluster, `run pspawn` lands on the three nodes, `stop`
 /// leaves no process in the namespace and no state directory.

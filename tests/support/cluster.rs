@@ -310,6 +310,7 @@ impl Cluster {
             .args(["--prtemca", "plm_ssh_agent"])
             .arg(&agent)
             .args(["--prtemca", "plm_ssh_no_tree_spawn", "1"])
+            .args(crate::support::MASTER_PRTE_ARGS)
             .args(extra);
         if nix::unistd::geteuid().is_root() {
             cmd.arg("--allow-run-as-root");

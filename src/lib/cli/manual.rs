@@ -375,8 +375,8 @@ const PWATCH_EXAMPLES: &[(&str, &str)] = &[
 /// `psched`'s man-page examples: command and what it does.
 const PSCHED_EXAMPLES: &[(&str, &str)] = &[
     (
-        "prte --prtemca ras_pmix_system_scheduler 1 --report-uri uri.txt",
-        "start PRRTE master with its ras/pmix component: it asks a scheduler for every node beyond its own",
+        "prte --prtemca ras_pmix_system_scheduler 1 --prtemca prte_num_worker_threads 0 --report-uri uri.txt",
+        "start PRRTE master with its ras/pmix component: it asks a scheduler for every node beyond its own (no worker threads: with them, short processes now and then make prte abort)",
     ),
     (
         "psched --uri file:uri.txt --nodes 'node[02-05]' --partition batch:10m:1h",
