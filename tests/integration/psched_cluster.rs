@@ -61,6 +61,74 @@ fn palloc_n2_runs_on_two_pool_nodes() {
     assert!(ledger.contains("next_id"), "{ledger}");
 }
 
+/// A grant of a node whose daemon is up (psched starts its pool's daemons
+/// as it attaches) needs no readiness probe: while `palloc -v -N 1 --
+/// pspawn -v -n 1 true` runs, a `pwatch --event job-end` started before it
+/// sees only the namespaces palloc and pspawn name (the tools and the
+/// user's job) end before a marker job launched after it; a probe would be
+/// one more.
+#[test]
+fn a_grant_of_a_warm_node_launches_only_the_users_job() {
+    let c = Cluster::start_with_psched(2, 2, &[]);
+    let mut pwatch = tool(&c, "pwatch")
+        .no_color()
+        .args(["-v", "--event", "job-end"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pwatch starts");
+    let events = LineReader::new(pwatch.stdout.take().expect("stdout"));
+    let said = LineReader::new(pwatch.stderr.take().expect("stderr"));
+    said.until("watching for events", Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("pwatch never started watching: {e}"));
+    let o = run(tool(&c, "palloc").no_color().args([
+        "-v", "-N", "1", "-t", "1m", "--", "pspawn", "-v", "-n", "1", "true",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
+    let err = text(&o.stderr);
+    // "… as tool NS" (palloc, pspawn) and "launched job NS" (the user's).
+    let named = |after: &str| -> Vec<String> {
+        err.lines()
+            .filter_map(|l| l.split(after).nth(1))
+            .filter_map(|r| r.split_whitespace().next())
+            .map(String::from)
+            .collect()
+    };
+    let tools = named(" as tool ");
+    let jobs = named("launched job ");
+    assert!(tools.len() == 2 && jobs.len() == 1, "{}", show(&o));
+    let marker = run(tool(&c, "pspawn").args(["--json", "-n", "1", "true"]));
+    assert_eq!(marker.status.code(), Some(0), "{}", show(&marker));
+    let first: serde_json::Value =
+        serde_json::from_str(text(&marker.stdout).lines().next().expect("a JSON line"))
+            .expect("pspawn --json");
+    let nspace = first["nspace"].as_str().expect("the marker's namespace");
+    let seen = events.until(nspace, Duration::from_secs(30));
+    let _ = pwatch.kill();
+    let _ = pwatch.wait();
+    let seen = seen.unwrap_or_else(|e| panic!("no end of the marker {nspace}: {e}"));
+    let ended: Vec<&str> = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("job-end job "))
+        .filter_map(|r| r.split_whitespace().next())
+        .filter(|n| *n != nspace)
+        .collect();
+    let ctx = format!("ended:\n{seen}--- palloc:\n{}", show(&o));
+    assert!(
+        ended.contains(&jobs[0].as_str()),
+        "the user's job ended: {ctx}"
+    );
+    let other: Vec<&&str> = ended
+        .iter()
+        .filter(|n| !tools.iter().chain(&jobs).any(|k| k == **n))
+        .collect();
+    assert!(
+        other.is_empty(),
+        "no other job (a probe) ran: {other:?}\n{ctx}"
+    );
+}
+
 /// How many times `prte` said `DVM ready` (once at start, then once per
 /// finished grow).
 pub(crate) fn readies(c: &Cluster) -> usize {

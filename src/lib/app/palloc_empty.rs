@@ -15,25 +15,26 @@ use crate::render::AllocationRecord;
 
 use super::Failure;
 
-/// Whether the DVM's view of `alloc_id` holds no node; `None` when it
-/// does not say (no reservation query, or the id is not listed).
-pub(crate) fn holds_no_node(s: &Session, alloc_id: &str) -> Option<bool> {
+/// The nodes the DVM's view of `alloc_id` holds; `None` when it does not
+/// say (no reservation query, or the id is not listed).
+fn nodes_of(s: &Session, alloc_id: &str) -> Option<Vec<String>> {
     let want = Want {
         reservations: true,
         ..Default::default()
     };
     let list = status(s, want).reservations?.ok()?;
-    let r = list.iter().find(|r| r.alloc_id == alloc_id)?;
-    Some(r.nodes.is_empty())
+    list.into_iter()
+        .find(|r| r.alloc_id == alloc_id)
+        .map(|r| r.nodes)
 }
 
-/// What the DVM says of a granted reservation's nodes ([`holds_no_node`]),
-/// asked at most once: the empty-grant check and the readiness probe both
-/// read it, and the query is several round trips.
+/// What the DVM says of a granted reservation's nodes, asked at most once:
+/// the empty-grant check and the readiness probe both read it, and the
+/// query is several round trips.
 pub(crate) struct GrantView<'a> {
     s: &'a Session,
     alloc_id: &'a str,
-    empty: std::cell::OnceCell<Option<bool>>,
+    nodes: std::cell::OnceCell<Option<Vec<String>>>,
 }
 
 impl<'a> GrantView<'a> {
@@ -42,15 +43,22 @@ impl<'a> GrantView<'a> {
         GrantView {
             s,
             alloc_id,
-            empty: std::cell::OnceCell::new(),
+            nodes: std::cell::OnceCell::new(),
         }
     }
 
-    /// [`holds_no_node`] of the reservation, asked the first time.
+    /// The reservation's nodes as the DVM lists them (asked the first
+    /// time); `None` when it does not say.
+    pub(crate) fn nodes(&self) -> Option<&[String]> {
+        self.nodes
+            .get_or_init(|| nodes_of(self.s, self.alloc_id))
+            .as_deref()
+    }
+
+    /// Whether the reservation holds no node; `None` when the DVM does not
+    /// say.
     pub(crate) fn holds_no_node(&self) -> Option<bool> {
-        *self
-            .empty
-            .get_or_init(|| holds_no_node(self.s, self.alloc_id))
+        self.nodes().map(<[String]>::is_empty)
     }
 }
 

@@ -2,9 +2,12 @@
 //! daemons are up (docs/conformance.md, P1): a job sent into the
 //! reservation at once fails `PMIX_ERR_JOB_FAILED_TO_MAP`. So palloc
 //! returns a grant of counted nodes (`-N`) whose reply named no node only
-//! once a one-process probe job (`true`) runs in it, trying again (bounded)
-//! while the DVM says it cannot map: the id it prints is usable at once,
-//! as on pdvm or under Slurm's `salloc`.
+//! once the daemons of its nodes have reported in (each node's
+//! `PMIX_SERVER_URI` is answered) or, when one has not, a one-process probe
+//! job (`true`) runs in it, trying again (bounded) while the DVM says it
+//! cannot map: the id it prints is usable at once, as on pdvm or under
+//! Slurm's `salloc`. A grant of nodes whose daemons are up (a scheduler's
+//! warm nodes) costs a query per node, not a launch.
 
 use std::time::{Duration, Instant};
 
@@ -62,6 +65,9 @@ pub(crate) fn wait_usable(
     if !needs_probe(req, rec) || !recent(s) || view.holds_no_node() != Some(false) {
         return Ok(());
     }
+    if all_daemons_up(s, req, view) {
+        return Ok(());
+    }
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
         return Ok(());
     };
@@ -91,6 +97,22 @@ pub(crate) fn wait_usable(
             _ => return Ok(()),
         }
     }
+}
+
+/// Whether a NEW grant already lists every node it asked for and each of
+/// their daemons has reported in: no probe is needed. (psched adds a
+/// grant's nodes one grow at a time, so a shorter list is not all of it;
+/// an EXTEND's list mixes old and new nodes and is always probed.)
+fn all_daemons_up(s: &Session, req: &AllocAsk, view: &GrantView<'_>) -> bool {
+    let Some(nodes) = view.nodes() else {
+        return false;
+    };
+    req.directive == Directive::New
+        && req
+            .attrs
+            .num_nodes
+            .is_some_and(|n| nodes.len() >= n as usize)
+        && nodes.iter().all(|n| crate::ops::query::daemon_up(s, n))
 }
 
 /// The grant of `rec` cannot run a process: give it back and say which

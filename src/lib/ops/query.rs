@@ -26,6 +26,21 @@ pub fn query_within(s: &Session, queries: &[Query], timeout: Duration) -> Result
     read_infos(&mut d)
 }
 
+/// Whether the DVM's daemon on `node` has reported in: PRRTE answers a
+/// node's `PMIX_SERVER_URI` only once its daemon called back. Any error
+/// or an empty answer is "no".
+pub fn daemon_up(s: &Session, node: &str) -> bool {
+    let q = Query {
+        keys: vec![keys::SERVER_URI.into()],
+        qualifiers: vec![Info::new(keys::HOSTNAME, node)],
+    };
+    query(s, &[q]).is_ok_and(|infos| {
+        infos
+            .iter()
+            .any(|i| i.key == keys::SERVER_URI && i.value.as_str().is_some_and(|u| !u.is_empty()))
+    })
+}
+
 /// Send a cheap query (the namespaces) without waiting: a barrier. A PMIx
 /// server handles one connection's requests in order, so once the
 /// barrier's reply (its tag, returned) has come, every request sent before

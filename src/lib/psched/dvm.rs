@@ -6,10 +6,12 @@
 //! - **One change at a time.** A grant is answered only when PRRTE has
 //!   carried out the one before: the grant's allocation is listed, the
 //!   daemons of its new nodes are up, and the grow it started had
-//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE; ending a
-//!   grant's settle when its holder released it whole still let prte die
-//!   once in a loaded full test run, so every change gets the whole
-//!   settle). Grants wait in FIFO order, behind the nodes being taken back.
+//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE), unless it
+//!   started no daemon and nobody holds an allocation of psched's any more
+//!   (nothing can be launching into a grown reservation then: a user's
+//!   `palloc` loop, grant, job, release, grant, is not slowed to one
+//!   round per settle). Grants wait in FIFO order, behind the nodes being
+//!   taken back.
 //! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
 //!   or an explicit release, by ordering the nodes' daemons away without
 //!   resetting the nodes: a node granted again then never gets a daemon.
@@ -115,8 +117,11 @@ enum Flight {
     /// PRRTE has taken the change; the grow it started (every node list
     /// starts one, even of nodes it has) is given until `until` to finish:
     /// two grows at once, or a grow beside a launch, are where PRRTE
-    /// master loses jobs or dies.
-    Settling { until: u64 },
+    /// master loses jobs or dies. A settle that may `end_when_unheld`
+    /// (its change started no daemon, and was a park or a grant whose
+    /// holder is known) ends as soon as no allocation has an owner:
+    /// [`Dvm::tick`].
+    Settling { until: u64, end_when_unheld: bool },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -660,25 +665,29 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Settling { until }) => Some(*until),
+            Some(Flight::Settling { until, .. }) => Some(*until),
             _ => None,
         }
     }
 
-    /// Give PRRTE's grow [`SETTLE_MS`] to finish. Nothing PRRTE reports
-    /// says when it is over (`prte` prints `DVM ready`); a probe job sent
-    /// to learn it made new daemons fail to unpack their first launch.
-    fn settling(&mut self, now: u64) -> Option<Flight> {
+    /// Give PRRTE's grow [`SETTLE_MS`] to finish, or less when
+    /// `end_when_unheld` and nobody holds an allocation. Nothing PRRTE
+    /// reports says when a grow is over (`prte` prints `DVM ready`); a probe
+    /// job sent to learn it made new daemons fail to unpack their first
+    /// launch.
+    fn settling(&mut self, now: u64, end_when_unheld: bool) -> Option<Flight> {
         Some(Flight::Settling {
             until: now + SETTLE_MS,
+            end_when_unheld,
         })
     }
 
     /// The flight after PRRTE took a change: wait for the daemons of
-    /// `fresh`, or only let the change settle.
-    fn starting(&mut self, fresh: Vec<String>, now: u64) -> Option<Flight> {
+    /// `fresh`, or only let the change settle (early when nobody holds an
+    /// allocation, if `may_end_early`).
+    fn starting(&mut self, fresh: Vec<String>, now: u64, may_end_early: bool) -> Option<Flight> {
         if fresh.is_empty() {
-            return self.settling(now);
+            return self.settling(now, may_end_early);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -695,8 +704,16 @@ impl Dvm {
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
-        if matches!(self.flight, Some(Flight::Settling { until }) if until <= now) {
-            self.flight = None;
+        if let Some(Flight::Settling {
+            until,
+            end_when_unheld,
+        }) = self.flight
+        {
+            // Nobody holds an allocation: no job can be launching into a
+            // reservation this grow touched.
+            if until <= now || (end_when_unheld && self.book.owners.is_empty()) {
+                self.flight = None;
+            }
         }
         if let Some(Flight::Starting {
             asked: None, next, ..
@@ -897,7 +914,10 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                self.flight = self.starting(fresh, now);
+                // Only a grant whose holder is known can tell when it is
+                // no longer held.
+                let known = !share && self.owner_of(&alloc_id).is_some();
+                self.flight = self.starting(fresh, now, known);
             }
             Flight::Starting {
                 fresh,
@@ -929,7 +949,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.settling(now);
+                    self.flight = self.settling(now, false);
                     return;
                 }
                 // The next node is asked at once; the same one again later.
@@ -956,7 +976,7 @@ impl Dvm {
                         .into_iter()
                         .filter(|n| !self.book.in_dvm.contains(n))
                         .collect();
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, false);
                 } else if ok {
                     if self.idle_id.is_none() {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
@@ -968,7 +988,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = self.starting(fresh, now);
+                    self.flight = self.starting(fresh, now, true);
                 } else if park {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
@@ -1086,37 +1106,63 @@ mod tests {
         assert!(book.owners.is_empty(), "no requester was named");
     }
 
-    #[test]
-    fn a_whole_release_does_not_cut_its_grants_settle() {
-        let mut d = dvm(&["n1", "n2"]);
-        owned_by_tool(&mut d, 1);
-        let mut out = Vec::new();
-        d.push(vec![grant(10, "alloc.1", &["n1"])], &mut out)
-            .unwrap();
-        d.tick(0, &mut out).unwrap();
-        let q = own_tags(&out)[0];
+    /// Grant alloc.1 of n1 (owned by tool 1), answered; alloc.2 of n2
+    /// waits behind its settle.
+    fn settling_grant_with_one_waiting(d: &mut Dvm, out: &mut Vec<Send>) {
+        owned_by_tool(d, 1);
+        d.push(vec![grant(10, "alloc.1", &["n1"])], out).unwrap();
+        d.tick(0, out).unwrap();
+        let q = own_tags(out)[0];
         out.clear();
         let nodes = |_: &str| Vec::new();
-        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, out)
             .unwrap();
-        d.push(vec![grant(11, "alloc.2", &["n2"])], &mut out)
-            .unwrap();
-        d.tick(2, &mut out).unwrap();
-        assert!(answers(&out).is_empty(), "settling: {out:?}");
-        let release = |whole| Out::Release {
+        d.push(vec![grant(11, "alloc.2", &["n2"])], out).unwrap();
+        d.tick(2, out).unwrap();
+        assert!(answers(out).is_empty(), "settling: {out:?}");
+    }
+
+    fn release(alloc_id: &str, whole: bool) -> Out {
+        Out::Release {
             tag: 7,
-            alloc_id: "alloc.1".into(),
+            alloc_id: alloc_id.into(),
             nodes: vec!["n1".into()],
             whole,
-        };
-        d.push(vec![release(false)], &mut out).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_grants_settle_ends_when_nobody_holds_an_allocation() {
+        let mut d = dvm(&["n1", "n2"]);
+        let mut out = Vec::new();
+        settling_grant_with_one_waiting(&mut d, &mut out);
+        d.push(vec![release("alloc.1", false)], &mut out).unwrap();
         out.clear();
         d.tick(3, &mut out).unwrap();
         assert!(answers(&out).is_empty(), "a part released: {out:?}");
-        d.push(vec![release(true)], &mut out).unwrap();
+        d.push(vec![release("alloc.1", true)], &mut out).unwrap();
         out.clear();
         d.tick(4, &mut out).unwrap();
-        assert!(answers(&out).is_empty(), "released whole: {out:?}");
+        assert_eq!(answers(&out), [11], "released whole, nobody holds one");
+    }
+
+    #[test]
+    fn a_grants_settle_stays_while_another_allocation_is_held() {
+        let mut d = dvm(&["n1", "n2"]);
+        d.book.owners.push(Owner {
+            alloc_id: "alloc.0".into(),
+            nspace: "tool.2".into(),
+            requester: "tool.2".into(),
+            rank: 0,
+            session: Some(1),
+            req_id: None,
+        });
+        let mut out = Vec::new();
+        settling_grant_with_one_waiting(&mut d, &mut out);
+        d.push(vec![release("alloc.1", true)], &mut out).unwrap();
+        out.clear();
+        d.tick(4, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "alloc.0 is held: {out:?}");
         d.tick(1 + SETTLE_MS, &mut out).unwrap();
         assert_eq!(answers(&out), [11], "after SETTLE_MS");
     }
