@@ -48,6 +48,10 @@ const POLL_MS: u64 = 2000;
 /// How often psched asks Slurm for its partitions while it holds or waits
 /// for something, for `pwatch --status` (ms).
 const PARTITIONS_MS: u64 = 30_000;
+/// Shortest time between two `sinfo` after psched's jobs took or gave back
+/// nodes (ms): a loop of grants and releases lists them once a second, not
+/// twice a round beside the next grant's Slurm commands.
+const PARTITIONS_SOON_MS: u64 = 1_000;
 /// Longest pause between attempts while Slurm is unreachable (ms).
 const MAX_BACKOFF_MS: u64 = 30_000;
 /// The prefix of an allocation id.
@@ -136,6 +140,8 @@ pub struct SlurmBackend {
     partitions: Vec<crate::psched::SourcePartition>,
     /// When to ask for them next (ms); 0: not asked yet.
     next_partitions: u64,
+    /// When the last `sinfo` was asked (ms).
+    partitions_asked: u64,
     /// An `sinfo` is under way.
     listing: bool,
     /// Since when Slurm is unreachable (ms), with the pause until the next try.
@@ -260,6 +266,7 @@ impl SlurmBackend {
             next_show: 0,
             partitions: Vec::new(),
             next_partitions: 0,
+            partitions_asked: 0,
             listing: false,
             showing: false,
             unreachable: None,

@@ -13,7 +13,7 @@ use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
 use super::reason::{EndCause, JobState, Pending, Reason};
 use super::worker::{Done, SallocEvent, SubKey, Task};
-use super::{SlurmBackend, MAX_BACKOFF_MS, PARTITIONS_MS, POLL_MS};
+use super::{SlurmBackend, MAX_BACKOFF_MS, PARTITIONS_MS, PARTITIONS_SOON_MS, POLL_MS};
 
 impl SlurmBackend {
     /// Whether there is anything to ask Slurm about.
@@ -70,6 +70,7 @@ impl SlurmBackend {
             self.listing = true;
             self.worker.send(Task::Partitions);
             self.next_partitions = now + PARTITIONS_MS;
+            self.partitions_asked = now;
         }
         if !self.showing && now >= self.next_show {
             let jobs = self.jobs_to_show();
@@ -90,9 +91,11 @@ impl SlurmBackend {
     }
 
     /// psched's own jobs took or gave back nodes: ask for the partitions
-    /// again at the next turn (their idle nodes changed).
+    /// again (their idle nodes changed) at the next turn, or
+    /// [`PARTITIONS_SOON_MS`] after the last time.
     pub(super) fn partitions_changed(&mut self) {
-        self.next_partitions = self.next_partitions.min(1);
+        let soon = (self.partitions_asked + PARTITIONS_SOON_MS).max(1);
+        self.next_partitions = self.next_partitions.min(soon);
     }
 
     /// When the partitions are next due (ms), if psched will ask.
