@@ -1,6 +1,7 @@
 //! Slurm's commands off psched's serving loop: one thread asks about jobs,
-//! one changes them (cancel, extend, shrink), and each `salloc` waits for
-//! its grant on a thread of its own. The backend sends [`Task`]s and
+//! one lists the partitions (so an `sinfo` never delays the job query a
+//! grant waits for), one changes jobs (cancel, extend, shrink), and each
+//! `salloc` waits for its grant on a thread of its own. The backend sends [`Task`]s and
 //! collects [`Done`]s in its `tick`, so a slow or unreachable controller
 //! never stalls the conversation with the DVM. Each result handed over
 //! wakes the serving loop's wait through the [`Waker`].
@@ -102,6 +103,7 @@ pub enum Done {
 /// The threads and their channels.
 pub struct Worker {
     ask: Sender<Task>,
+    list: Sender<Task>,
     change: Sender<Task>,
     done_tx: Sender<Done>,
     done: Receiver<Done>,
@@ -193,6 +195,7 @@ impl Worker {
         let waker = Waker::new()?;
         Ok(Worker {
             ask: lane(done_tx.clone(), waker.clone()),
+            list: lane(done_tx.clone(), waker.clone()),
             change: lane(done_tx.clone(), waker.clone()),
             done_tx,
             done,
@@ -211,9 +214,13 @@ impl Worker {
                 let waker = self.waker.clone();
                 std::thread::spawn(move || salloc(key, *ask, name, done, waker));
             }
-            Task::Show(_) | Task::Partitions => {
+            Task::Show(_) => {
                 self.busy += 1;
                 let _ = self.ask.send(t);
+            }
+            Task::Partitions => {
+                self.busy += 1;
+                let _ = self.list.send(t);
             }
             _ => {
                 self.busy += 1;
