@@ -119,18 +119,11 @@ fn a_dead_dvm_under_palloc_ends_palloc_and_its_pspawn_non_zero_master() {
 #[test]
 fn pwatch_in_events_mode_exits_non_zero_when_the_dvm_dies_pdvm() {
     let pdvm = Pdvm::start(&[]);
-    let mut cmd = pdvm.tool("pwatch");
-    // -v: it says when it is registered and watching.
-    cmd.args(["-v", "--event", "job-end"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut pwatch = cmd.spawn().expect("pwatch starts");
-    let events = support::LineReader::new(pwatch.stdout.take().expect("stdout"));
-    let said = support::LineReader::new(pwatch.stderr.take().expect("stderr"));
-    let mut err = said
-        .until("watching for events", Duration::from_secs(20))
-        .unwrap_or_else(|e| panic!("pwatch never started watching: {e}"));
+    let support::tool::Watching {
+        child: mut pwatch,
+        events,
+        said,
+    } = support::tool::watching(pdvm.tool("pwatch").args(["--event", "job-end"]));
     // A job's end reaches it.
     let mut job = pdvm.tool("pspawn");
     job.arg("true");
@@ -144,7 +137,7 @@ fn pwatch_in_events_mode_exits_non_zero_when_the_dvm_dies_pdvm() {
     let (st, _) = wait_until(&mut pwatch, Instant::now() + Duration::from_secs(20));
     let st = st.expect("pwatch ended after the DVM died");
     out.push_str(&events.rest(Duration::from_secs(10)));
-    err.push_str(&said.rest(Duration::from_secs(10)));
+    let err = said.rest(Duration::from_secs(10));
     let shown = format!("{st}\n--- stdout:\n{out}--- stderr:\n{err}");
     assert_ne!(st.code(), Some(0), "{shown}");
     assert!(err.contains("lost the DVM"), "{shown}");

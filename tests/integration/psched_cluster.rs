@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::support::cluster::Cluster;
+use crate::support::tool::watching;
 use crate::support::wait;
 use crate::support::{cargo_bin, run_with_timeout, show, text, tool, LineReader, ToolCommand};
 
@@ -70,18 +71,7 @@ fn palloc_n2_runs_on_two_pool_nodes() {
 #[test]
 fn a_grant_of_a_warm_node_launches_only_the_users_job() {
     let c = Cluster::start_with_psched(2, 2, &[]);
-    let mut pwatch = tool(&c, "pwatch")
-        .no_color()
-        .args(["-v", "--event", "job-end"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("pwatch starts");
-    let events = LineReader::new(pwatch.stdout.take().expect("stdout"));
-    let said = LineReader::new(pwatch.stderr.take().expect("stderr"));
-    said.until("watching for events", Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("pwatch never started watching: {e}"));
+    let mut w = watching(tool(&c, "pwatch").no_color().args(["--event", "job-end"]));
     let o = run(tool(&c, "palloc").no_color().args([
         "-v", "-N", "1", "-t", "1m", "--", "pspawn", "-v", "-n", "1", "true",
     ]));
@@ -104,9 +94,9 @@ fn a_grant_of_a_warm_node_launches_only_the_users_job() {
         serde_json::from_str(text(&marker.stdout).lines().next().expect("a JSON line"))
             .expect("pspawn --json");
     let nspace = first["nspace"].as_str().expect("the marker's namespace");
-    let seen = events.until(nspace, Duration::from_secs(30));
-    let _ = pwatch.kill();
-    let _ = pwatch.wait();
+    let seen = w.events.until(nspace, Duration::from_secs(30));
+    let _ = w.child.kill();
+    let _ = w.child.wait();
     let seen = seen.unwrap_or_else(|e| panic!("no end of the marker {nspace}: {e}"));
     let ended: Vec<&str> = seen
         .lines()

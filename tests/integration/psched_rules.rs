@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::psched_cluster::{grant, hold, psched_status, readies, run, wait_for};
 use crate::support::cluster::Cluster;
+use crate::support::tool::{watching, Watching};
 use crate::support::{cargo_bin, json_records, show, text, tool, LineReader, ToolCommand};
 
 /// The names of psched's nodes in `key` (`free`, `retained`) of its status.
@@ -150,21 +151,11 @@ fn rest(mut child: Child, lines: &LineReader) -> String {
 #[test]
 fn warning_only_to_requester_advisory_then_extend() {
     let c = Cluster::start_with_psched(1, 2, &[]);
-    let mut watcher = tool(&c, "pwatch")
-        .no_color()
-        .args(["--as-tool", "--json", "-v"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pwatch");
-    let seen = LineReader::new(watcher.stdout.take().expect("stdout"));
-    let said = LineReader::new(watcher.stderr.take().expect("stderr"));
-    while !said
-        .next_line(Duration::from_secs(30))
-        .expect("pwatch runs")
-        .contains("watching for events")
-    {}
+    let Watching {
+        child: watcher,
+        events: seen,
+        ..
+    } = watching(tool(&c, "pwatch").no_color().args(["--as-tool", "--json"]));
     let (a_child, a_lines, a) = hold(&c, &["-N", "1", "-t", "20s", "--warn-timeout", "10s"]);
     wait_for("the first grow is done", || readies(&c) >= 2);
     let (b_child, b_lines, b) = hold(&c, &["-N", "1", "-t", "25s", "--warn-timeout", "12s"]);

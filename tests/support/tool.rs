@@ -135,3 +135,37 @@ impl ToolCommand for Command {
         self
     }
 }
+
+/// A `pwatch` in events mode, read line by line, that has said it is
+/// watching (so no event sent after [`watching`] returns is missed).
+pub struct Watching {
+    /// The running `pwatch`.
+    pub child: std::process::Child,
+    /// Its standard output: one line per event.
+    pub events: crate::support::LineReader,
+    /// Its standard error, after "watching for events".
+    pub said: crate::support::LineReader,
+}
+
+/// Start `cmd` (a `pwatch` command, given `-v` here) with its output read
+/// by line, and return once it says it is watching for events; panics with
+/// what it said when it does not within 30 s.
+pub fn watching(cmd: &mut Command) -> Watching {
+    use std::process::Stdio;
+    let mut child = cmd
+        .arg("-v")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pwatch");
+    let events = crate::support::LineReader::new(child.stdout.take().expect("stdout"));
+    let said = crate::support::LineReader::new(child.stderr.take().expect("stderr"));
+    said.until("watching for events", std::time::Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("pwatch never started watching: {e}"));
+    Watching {
+        child,
+        events,
+        said,
+    }
+}

@@ -145,6 +145,14 @@ fn prefix(s: &str, n: usize) -> &[u8] {
     &b[..b.len().min(n)]
 }
 
+/// Whether the answer to a node's `PMIX_SERVER_URI` query names one:
+/// PRRTE answers it only once the node's daemon has reported in.
+pub fn names_server_uri(infos: &[Info]) -> bool {
+    infos.iter().any(|i| {
+        i.key == crate::proto::keys::SERVER_URI && i.value.as_str().is_some_and(|u| !u.is_empty())
+    })
+}
+
 /// `PMIx_Argv_split` on `,`: the trimmed, non-empty items of a
 /// comma-separated list (how PMIx servers send node and namespace lists).
 pub fn split_list(s: &str) -> Vec<String> {

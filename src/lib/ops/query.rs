@@ -34,11 +34,7 @@ pub fn daemon_up(s: &Session, node: &str) -> bool {
         keys: vec![keys::SERVER_URI.into()],
         qualifiers: vec![Info::new(keys::HOSTNAME, node)],
     };
-    query(s, &[q]).is_ok_and(|infos| {
-        infos
-            .iter()
-            .any(|i| i.key == keys::SERVER_URI && i.value.as_str().is_some_and(|u| !u.is_empty()))
-    })
+    query(s, &[q]).is_ok_and(|infos| crate::codec::helpers::names_server_uri(&infos))
 }
 
 /// Send a cheap query (the namespaces) without waiting: a barrier. A PMIx

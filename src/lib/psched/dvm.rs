@@ -914,9 +914,9 @@ impl Dvm {
                         o.session = Some(s);
                     }
                 }
-                // Only a grant whose holder is known can tell when it is
-                // no longer held.
-                let known = !share && self.owner_of(&alloc_id).is_some();
+                // Only a grant whose holder is known (no share) can tell
+                // when it is no longer held.
+                let known = self.owner_of(&alloc_id).is_some();
                 self.flight = self.starting(fresh, now, known);
             }
             Flight::Starting {
@@ -927,8 +927,9 @@ impl Dvm {
                 until,
                 ..
             } if a == tag => {
-                let reported = wire::query_answer(self.wire, payload)
-                    .is_some_and(|(st, infos)| st.is_success() && wire::names_server_uri(&infos));
+                let reported = wire::query_answer(self.wire, payload).is_some_and(|(st, infos)| {
+                    st.is_success() && crate::codec::helpers::names_server_uri(&infos)
+                });
                 let mut missing = fresh;
                 if reported && !missing.is_empty() {
                     let node = missing.remove(0);

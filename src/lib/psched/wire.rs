@@ -312,14 +312,6 @@ pub fn query_answer(wire: WireVersion, payload: &[u8]) -> Option<(Status, Vec<In
     Some((st, infos))
 }
 
-/// Whether the answer to a node's `PMIX_SERVER_URI` query names one: its
-/// daemon has reported in.
-pub fn names_server_uri(infos: &[Info]) -> bool {
-    infos
-        .iter()
-        .any(|i| i.key == keys::SERVER_URI && i.value.as_str().is_some_and(|u| !u.is_empty()))
-}
-
 /// Where namespace `nspace`'s processes run, from the answer to a
 /// `PMIX_QUERY_NAMESPACE_INFO`: `None` when the DVM lists no such
 /// namespace, an empty list for one with no process (a tool).
