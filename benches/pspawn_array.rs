@@ -11,6 +11,9 @@
 //! every round's tasks/s, the medians and the ratios of the medians
 //! (target: the array at least 3x). `ARRAY_TASKS` changes the count; `ARRAY_MASTER=1` also runs both on a
 //! PRRTE master DVM (a tenth of the tasks: PRRTE launches slower).
+//! Everything runs as from a user's shell, without the variables cargo
+//! sets for a benchmark ([`drop_cargo_env`]); `ARRAY_CARGO_ENV=1` keeps
+//! them.
 //! Every run is bounded: a tool run past [`RUN_DEADLINE`] fails the bench,
 //! and the watchdog stops the whole bench past its limit.
 
@@ -145,7 +148,61 @@ separate pspawns x8 {rs:.0} tasks/s; ratios {:.1}x and {:.1}x (target >= 3x)",
     );
 }
 
+/// Whether a variable is one cargo (or rustup) sets for the programs it
+/// runs, not one a user's shell has.
+fn set_by_cargo(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
+        || name.starts_with("RUSTUP_TOOLCHAIN")
+        || matches!(
+            name,
+            "CARGO"
+                | "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "RUST_RECURSION_COUNT"
+        )
+}
+
+/// Run everything as from a user's shell: the variables cargo sets for a
+/// benchmark, and the build and toolchain directories it puts first on
+/// `LD_LIBRARY_PATH`, are dropped from this process before any thread or
+/// child starts, so pdvm, every tool and every task (the array's and the
+/// separate pspawns' alike) see what a user's would. Each task inherits
+/// pdvm's environment, and with cargo's `LD_LIBRARY_PATH` every task's
+/// loader first looks for its libraries in four directories that do not
+/// have them.
+fn drop_cargo_env() {
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| set_by_cargo(k))
+        .collect();
+    for k in names {
+        std::env::remove_var(k);
+    }
+    let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap_or_default();
+    let target = exe.ancestors().nth(3).map(std::path::Path::to_path_buf);
+    let rustup = std::env::var_os("RUSTUP_HOME").map(std::path::PathBuf::from);
+    let kept: Vec<_> = std::env::split_paths(&ld)
+        .filter(|d| !target.as_ref().is_some_and(|t| d.starts_with(t)))
+        .filter(|d| !rustup.as_ref().is_some_and(|r| d.starts_with(r)))
+        .collect();
+    if kept.is_empty() {
+        std::env::remove_var("LD_LIBRARY_PATH");
+    } else if let Ok(v) = std::env::join_paths(kept) {
+        std::env::set_var("LD_LIBRARY_PATH", v);
+    }
+}
+
 fn main() {
+    if std::env::var_os("ARRAY_CARGO_ENV").is_none() {
+        drop_cargo_env();
+    }
     if !watchdog::start("pspawn_array", Duration::from_secs(1800)) {
         return;
     }

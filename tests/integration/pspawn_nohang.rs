@@ -88,9 +88,16 @@ enum Scenario {
     /// and no exit code — what PRRTE master does to a job it launches as
     /// another fails; the second runs, writes a line and succeeds.
     KilledUnrun,
+    /// The job ends at once; its one line of output comes only after the
+    /// answer to the next namespace query (the barrier), as PRRTE 3.0.14
+    /// forwards some output after its barrier.
+    OutputAfterBarrier,
 }
 
 const JOB: &str = "fake@2";
+/// How long after the barrier's answer [`Scenario::OutputAfterBarrier`]'s
+/// line comes (well within the 20 ms a `v41` server's output must be quiet).
+const LATE_BY: std::time::Duration = std::time::Duration::from_millis(5);
 /// `pmix_proc_state_t`: running, aborted.
 const RUNNING: u8 = 5;
 const ABORTED: u8 = 52;
@@ -103,6 +110,8 @@ struct Seen {
     /// A job-control request (terminate) arrived: the job is gone after it.
     stopped: bool,
     spawns: usize,
+    /// [`Scenario::OutputAfterBarrier`]'s line was sent.
+    late_sent: bool,
 }
 
 /// A frame the server sends unasked (`tag`: output or event).
@@ -182,6 +191,10 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
             push(s, TAG_IOF, job_output("ran\n"));
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
         }
+        Scenario::OutputAfterBarrier => {
+            reply(s, tag, &launched());
+            push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
+        }
         _ => reply(s, tag, &launched()),
     }
 }
@@ -256,6 +269,14 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
                         .unwrap_or_default();
                     let e = answer(&key, scenario, &log);
                     reply(&mut s, tag, &e);
+                    let late = matches!(scenario, Scenario::OutputAfterBarrier)
+                        && key == keys::QUERY_NAMESPACES;
+                    if late && !std::mem::replace(&mut log.lock().unwrap().late_sent, true) {
+                        // The test's subject: the line comes a moment
+                        // after the answer, not with it.
+                        std::thread::sleep(LATE_BY);
+                        push(&mut s, TAG_IOF, job_output("late\n"));
+                    }
                 }
                 cmd::JOB_CONTROL => {
                     log.lock().unwrap().stopped = true;
@@ -313,7 +334,9 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 Scenario::GoneAfter(k) => !stopped && n <= k,
                 Scenario::Aborted | Scenario::Stuck(_) => !stopped,
                 Scenario::Unstarted => true,
-                Scenario::FailedBeforeReply | Scenario::KilledUnrun => false,
+                Scenario::FailedBeforeReply
+                | Scenario::KilledUnrun
+                | Scenario::OutputAfterBarrier => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -385,6 +408,32 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
         1
     );
     assert_eq!(seen.commands.last(), Some(&cmd::FINALIZE));
+}
+
+/// A PRRTE 3.0 server (wire `v41`) forwards some output after the answer
+/// to the barrier that follows a job's end: an array task, like a single
+/// job, still prints it.
+#[test]
+fn output_a_v41_server_sends_after_the_barrier_is_printed() {
+    for args in [
+        &["--array", "1", "/bin/true"][..],
+        &["-n", "1", "/bin/true"],
+    ] {
+        let (uri, _seen) = fake_dvm(Scenario::OutputAfterBarrier);
+        let out = pspawn_at(&uri, args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            text(&out.stdout),
+            "late\n",
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
 }
 
 #[test]

@@ -148,6 +148,9 @@ struct Rx {
     closed: Option<Error>,
     /// A thread is in poll(2) on the socket (the others wait on the condvar).
     polling: bool,
+    /// Threads waiting for the poller to wake them (none: no wake-up
+    /// call is made).
+    waiters: usize,
     /// A reply was given up on at its deadline: the server did not answer.
     gave_up: bool,
     /// The trace hook, called for each message received.
@@ -261,13 +264,15 @@ this tool can take them",
         self.closed = Some(e);
     }
 
-    /// Read what the socket has (never blocking), and route it.
+    /// Read what the socket has (never blocking), and route it. A read
+    /// that did not fill the buffer took all there was: the socket is not
+    /// read again to hear `EAGAIN` (what comes later wakes the next poll).
     fn read_available(&mut self) {
+        self.reader.quick_ack();
         for _ in 0..READS_PER_ROUND {
             if self.closed.is_some() || self.full() {
                 return;
             }
-            self.reader.quick_ack();
             let fd = self.reader.as_raw_fd();
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.resize(READ_CHUNK, 0);
@@ -282,9 +287,13 @@ this tool can take them",
                     return;
                 }
                 Ok(n) => {
+                    let drained = n < scratch.len();
                     self.decoder.feed(&scratch[..n]);
                     self.scratch = scratch;
                     self.dispatch();
+                    if drained {
+                        return;
+                    }
                 }
                 Err(nix::errno::Errno::EAGAIN) => {
                     self.scratch = scratch;
@@ -495,6 +504,7 @@ found by {}); it may be stopped or overloaded",
                     queued_bytes: 0,
                     closed: None,
                     polling: false,
+                    waiters: 0,
                     gave_up: false,
                     trace: None,
                 }),
@@ -899,11 +909,13 @@ impl Shared {
             if rx.polling {
                 // Another thread polls: it wakes us when it has read.
                 let left = deadline.map_or(LONGEST_NAP, |d| d.saturating_duration_since(now));
+                rx.waiters += 1;
                 rx = self
                     .turn
                     .wait_timeout(rx, left.min(LONGEST_NAP))
                     .map(|(g, _)| g)
                     .unwrap_or_else(|p| p.into_inner().0);
+                rx.waiters -= 1;
                 continue;
             }
             let read_socket = rx.closed.is_none() && !rx.full();
@@ -916,7 +928,9 @@ impl Shared {
             if ready.socket {
                 rx.read_available();
             }
-            self.turn.notify_all();
+            if rx.waiters > 0 {
+                self.turn.notify_all();
+            }
             if let Some(i) = ready.extra {
                 rx.dispatch();
                 if let Check::Done(t) = check(&mut rx) {

@@ -16,10 +16,11 @@ use crate::proto::{keys, Directive, Received};
 
 use super::attrs::{flag, spawn_targets};
 use super::ident::ProcName;
-use super::jobs::{launch, resolve, Job, Output, ProcRec, ProcSpec};
+use super::jobs::{launch, resolve_apps, Job, Output, ProcRec, ProcSpec};
 use super::peer::{PeerClass, PeerInfo};
 use super::request::{self, DecodeError, Request};
 use super::state::{alloc_reply_infos, Pending, Server};
+use std::path::PathBuf;
 
 /// Most processes one spawn may start.
 pub(crate) const MAX_PROCS: u32 = 4096;
@@ -441,14 +442,12 @@ impl Server {
         job_info: Vec<Info>,
         apps: Vec<App>,
     ) -> Result<()> {
-        for a in &apps {
-            if resolve(a, &self.launch).is_none() {
-                return Err(Error::new(
-                    Status::ERR_NOT_FOUND,
-                    super::jobs::not_runnable(a, "executable"),
-                ));
-            }
-        }
+        let programs = resolve_apps(&apps, &self.launch).map_err(|a| {
+            Error::new(
+                Status::ERR_NOT_FOUND,
+                super::jobs::not_runnable(a, "executable"),
+            )
+        })?;
         let nprocs: Vec<u32> = apps.iter().map(|a| a.maxprocs.max(1) as u32).collect();
         if nprocs.iter().map(|&x| u64::from(x)).sum::<u64>() > u64::from(MAX_PROCS) {
             return Err(Error::new(
@@ -519,7 +518,7 @@ impl Server {
         // end says so to its tool.
         let _ = self.start_procs(
             &nspace,
-            &apps,
+            &programs,
             &plan.procs,
             alloc_id.as_deref(),
             size,
@@ -535,7 +534,7 @@ impl Server {
     pub fn start_procs(
         &mut self,
         nspace: &str,
-        apps: &[App],
+        apps: &[(&App, PathBuf)],
         slots: &[crate::dvm::ProcSlot],
         alloc_id: Option<&str>,
         size: u32,
@@ -544,7 +543,9 @@ impl Server {
     ) -> Option<std::io::Error> {
         let mut first_error = None;
         for s in slots {
-            let Some(app) = apps.get(s.app) else { continue };
+            let Some((app, program)) = apps.get(s.app) else {
+                continue;
+            };
             let spec = ProcSpec {
                 app,
                 nspace,
@@ -560,18 +561,15 @@ impl Server {
                 terminal: self.leader.as_deref() == Some(nspace)
                     && super::leader_tty::stdin_is_terminal(),
             };
-            let program = resolve(app, &self.launch);
             // The session leader starts here (its failure is pdvm's own
-            // error); every other process on the spawner thread.
+            // error); every other process on a spawner thread.
             let spawner = (self.leader.as_deref() != Some(nspace)).then_some(&self.spawner);
-            let started = launch(&spec, &self.launch, program.as_deref(), out, err, spawner);
+            let started = launch(&spec, &self.launch, program, out, err, spawner);
             let mut rec = ProcRec {
                 rank: s.rank,
                 pid: None,
                 node: s.node.clone(),
-                exe: program
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| app.cmd.clone()),
+                exe: program.to_string_lossy().into_owned(),
                 exit: None,
                 pending_signal: None,
             };

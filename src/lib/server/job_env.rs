@@ -13,22 +13,48 @@ use std::path::PathBuf;
 use super::jobs::{LaunchEnv, ProcSpec};
 use super::spawn::c_pair;
 
-/// pdvm's environment as a job inherits it, built on first use.
+/// pdvm's environment as a job inherits it, and the PMIx variables that
+/// are the same for every process, each built on first use.
 #[derive(Debug, Default)]
 pub(crate) struct BaseEnv {
     vars: OnceCell<Inherited>,
+    pmix: OnceCell<Vec<(&'static str, CString)>>,
 }
 
-/// The inherited variables, `(name, "NAME=value")`, and `PATH`'s value.
+/// The inherited variables, `(name, "NAME=value")`.
 #[derive(Debug)]
 struct Inherited {
     vars: Vec<(OsString, CString)>,
-    path: OsString,
 }
 
 impl BaseEnv {
     fn get(&self, bin_dir: Option<&PathBuf>) -> &Inherited {
         self.vars.get_or_init(|| inherited(bin_dir))
+    }
+
+    /// What a PMIx client reads that is this server's, not the process's:
+    /// `(name, "NAME=value")`.
+    fn pmix(&self, env: &LaunchEnv) -> &[(&'static str, CString)] {
+        self.pmix.get_or_init(|| {
+            let tmpdir = env.tmpdir.as_os_str();
+            let mut v: Vec<(&'static str, &OsStr)> = vec![
+                ("PMIX_SERVER_TMPDIR", tmpdir),
+                ("PMIX_VERSION", super::listener::ANNOUNCED_VERSION.as_ref()),
+                ("PMIX_SECURITY_MODE", "native".as_ref()),
+                (
+                    "PMIX_BFROP_BUFFER_TYPE",
+                    "PMIX_BFROP_BUFFER_NON_DESC".as_ref(),
+                ),
+                ("PMIX_GDS_MODULE", "hash".as_ref()),
+                ("PMIX_PTL_MODULE", "tcp".as_ref()),
+            ];
+            for k in crate::proto::keys::SERVER_URI_VARS {
+                v.push((k, env.uri.as_ref()));
+            }
+            v.into_iter()
+                .filter_map(|(k, val)| c_pair(k.as_ref(), val).ok().map(|c| (k, c)))
+                .collect()
+        })
     }
 }
 
@@ -36,10 +62,7 @@ impl BaseEnv {
 /// variable that cannot be passed (a NUL byte) is left out.
 fn inherited(bin_dir: Option<&PathBuf>) -> Inherited {
     let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| {
-            let k = k.as_encoded_bytes();
-            !(k.starts_with(b"PMIX_") || k.starts_with(b"PRTE_") || k.starts_with(b"OMPI_"))
-        })
+        .filter(|(k, _)| !is_pmix_own(k))
         .filter(|(k, _)| k != "PATH")
         .collect();
     let mut path = std::env::var_os("PATH").unwrap_or_default();
@@ -48,87 +71,93 @@ fn inherited(bin_dir: Option<&PathBuf>) -> Inherited {
         all.extend(std::env::split_paths(&path));
         path = std::env::join_paths(all).unwrap_or(path);
     }
-    vars.push(("PATH".into(), path.clone()));
+    vars.push(("PATH".into(), path));
     let vars = vars
         .into_iter()
         .filter_map(|(k, v)| c_pair(&k, &v).ok().map(|c| (k, c)))
         .collect();
-    Inherited { vars, path }
+    Inherited { vars }
 }
 
-/// One process's environment: exec's `NAME=value` strings, and the `PATH`
-/// its program is looked up on when pdvm did not find it.
-pub(crate) struct JobEnv<'a> {
-    /// Every variable.
-    pub envp: Vec<Cow<'a, CStr>>,
-    /// Its `PATH`, if it has one.
-    pub path: Option<OsString>,
+/// A PMIx, PRRTE or Open MPI variable: never inherited from pdvm (a job
+/// gets its own).
+fn is_pmix_own(k: &OsStr) -> bool {
+    let k = k.as_encoded_bytes();
+    k.starts_with(b"PMIX_") || k.starts_with(b"PRTE_") || k.starts_with(b"OMPI_")
 }
 
 /// The environment of process `spec`: pdvm's (none under `--export=NONE`),
-/// then the app's settings, then what a PMIx client reads.
-pub(crate) fn job_env<'a>(spec: &ProcSpec, env: &'a LaunchEnv) -> std::io::Result<JobEnv<'a>> {
+/// then the app's settings, then what a PMIx client reads; a later
+/// setting of a name replaces an earlier one. Unless `--export=NONE`,
+/// pdvm's `PATH` (its tools first) wins over the app's. What is the same
+/// for every process is built once and borrowed.
+pub(crate) fn job_env<'a>(
+    spec: &ProcSpec,
+    env: &'a LaunchEnv,
+) -> std::io::Result<Vec<Cow<'a, CStr>>> {
     let env_only = spec
         .app
         .info
         .iter()
         .any(|i| i.key == crate::proto::keys::ENV_NONE && crate::codec::helpers::info_true(i));
-    let own = own_vars(spec, env, env_only);
+    let pmix = env.base.pmix(env);
+    let procs = proc_vars(spec);
+    let app = app_vars(spec, env_only, |k| {
+        pmix.iter().any(|(p, _)| *p == k) || procs.iter().any(|(p, _)| *p == k)
+    });
     let base = (!env_only).then(|| env.base.get(env.bin_dir.as_ref()));
-    let overridden = |k: &OsStr| own.iter().any(|(o, _)| o == k);
-    let path = match base {
-        Some(b) => Some(b.path.clone()),
-        None => own
+    let inherited = base.map_or(&[][..], |b| &b.vars[..]);
+    let mut envp: Vec<Cow<'a, CStr>> =
+        Vec::with_capacity(inherited.len() + app.len() + pmix.len() + procs.len());
+    // pdvm's own PMIx variables are never inherited, so only the app's
+    // settings can replace an inherited one.
+    envp.extend(
+        inherited
             .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone()),
-    };
-    let mut envp: Vec<Cow<'a, CStr>> = base
-        .map_or(&[][..], |b| &b.vars[..])
-        .iter()
-        .filter(|(k, _)| !overridden(k))
-        .map(|(_, c)| Cow::Borrowed(c.as_c_str()))
-        .collect();
-    for (k, v) in &own {
-        envp.push(Cow::Owned(c_pair(k, v)?));
+            .filter(|(k, _)| !app.iter().any(|(a, _)| OsStr::new(a) == k))
+            .map(|(_, c)| Cow::Borrowed(c.as_c_str())),
+    );
+    for (k, v) in &app {
+        envp.push(Cow::Owned(c_pair(k.as_ref(), v.as_ref())?));
     }
-    Ok(JobEnv { envp, path })
+    envp.extend(pmix.iter().map(|(_, c)| Cow::Borrowed(c.as_c_str())));
+    for (k, v) in &procs {
+        envp.push(Cow::Owned(c_pair(k.as_ref(), v.as_ref())?));
+    }
+    Ok(envp)
 }
 
-/// The app's settings, then the PMIx client's variables; a later setting
-/// of a name replaces an earlier one. Unless `env_only`, pdvm's `PATH`
-/// (its tools first) wins over the app's.
-fn own_vars(spec: &ProcSpec, env: &LaunchEnv, env_only: bool) -> Vec<(OsString, OsString)> {
-    let mut vars: Vec<(OsString, OsString)> = Vec::with_capacity(spec.app.env.len() + 16);
-    let mut set = |k: &str, v: OsString| {
-        vars.retain(|(o, _)| o != k);
-        vars.push((k.into(), v));
-    };
+/// The app's `NAME=value` settings, the last of each name, less those a
+/// PMIx variable replaces (`replaced`) and, unless `env_only`, `PATH`.
+fn app_vars<'s>(
+    spec: &ProcSpec<'s>,
+    env_only: bool,
+    replaced: impl Fn(&str) -> bool,
+) -> Vec<(&'s str, &'s str)> {
+    let mut vars: Vec<(&str, &str)> = Vec::with_capacity(spec.app.env.len());
     for kv in &spec.app.env {
-        if let Some((k, v)) = kv.split_once('=') {
-            if !k.is_empty() && (env_only || k != "PATH") {
-                set(k, v.into());
-            }
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        if k.is_empty() || (!env_only && k == "PATH") || replaced(k) {
+            continue;
         }
-    }
-    set("PMIX_NAMESPACE", spec.nspace.into());
-    set("PMIX_RANK", spec.rank.to_string().into());
-    set("PMIX_SERVER_TMPDIR", env.tmpdir.clone().into());
-    set("PMIX_VERSION", super::listener::ANNOUNCED_VERSION.into());
-    set("PMIX_HOSTNAME", spec.node.into());
-    set("PMIX_SECURITY_MODE", "native".into());
-    set(
-        "PMIX_BFROP_BUFFER_TYPE",
-        "PMIX_BFROP_BUFFER_NON_DESC".into(),
-    );
-    set("PMIX_GDS_MODULE", "hash".into());
-    set("PMIX_PTL_MODULE", "tcp".into());
-    set("PMIX_JOB_SIZE", spec.job_size.to_string().into());
-    for k in crate::proto::keys::SERVER_URI_VARS {
-        set(k, env.uri.clone().into());
-    }
-    if let Some(a) = spec.alloc_id {
-        set("PMIX_ALLOC_ID", a.into());
+        vars.retain(|(o, _)| *o != k);
+        vars.push((k, v));
     }
     vars
+}
+
+/// What a PMIx client reads that is this process's own.
+fn proc_vars(spec: &ProcSpec) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("PMIX_NAMESPACE", spec.nspace.to_string()),
+        ("PMIX_RANK", spec.rank.to_string()),
+        ("PMIX_HOSTNAME", spec.node.to_string()),
+        ("PMIX_JOB_SIZE", spec.job_size.to_string()),
+    ];
+    if let Some(a) = spec.alloc_id {
+        v.push(("PMIX_ALLOC_ID", a.to_string()));
+    }
+    v
 }

@@ -269,18 +269,16 @@ pub(crate) struct OutPipe {
 }
 
 impl OutPipe {
-    /// Read what is available: `Ok(Some(bytes))`, `Ok(None)` at end of stream.
-    pub(crate) fn read_some(&mut self) -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; 16 * 1024];
+    /// Read what is available into `buf` (the server's one scratch buffer,
+    /// so no read allocates): the bytes read (none when nothing was
+    /// ready), `None` at end of stream.
+    pub(crate) fn read_some<'b>(&mut self, buf: &'b mut [u8]) -> Option<&'b [u8]> {
         loop {
-            match self.file.read(&mut buf) {
+            match self.file.read(buf) {
                 Ok(0) => return None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    return Some(buf);
-                }
+                Ok(n) => return Some(&buf[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Some(Vec::new()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Some(&[]),
                 Err(_) => return None,
             }
         }
@@ -311,13 +309,22 @@ pub enum Output {
     Capture,
 }
 
+/// Make pdvm's read end of a pipe it just made non-blocking: its only
+/// status flag (one call, no `F_GETFL`: a fresh pipe end has none else).
 fn set_nonblocking(fd: &impl AsRawFd) {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let raw = fd.as_raw_fd();
-    if let Ok(flags) = fcntl(raw, FcntlArg::F_GETFL) {
-        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
-        let _ = fcntl(raw, FcntlArg::F_SETFL(flags));
-    }
+    let _ = fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
+}
+
+/// Each app with its program, found once for all its processes; the
+/// first app whose program cannot be found or run is the error.
+pub(crate) fn resolve_apps<'a>(
+    apps: &'a [App],
+    env: &LaunchEnv,
+) -> Result<Vec<(&'a App, PathBuf)>, &'a App> {
+    apps.iter()
+        .map(|a| resolve(a, env).map(|p| (a, p)).ok_or(a))
+        .collect()
 }
 
 /// Resolve a command name against PATH (with `bin_dir` first).
@@ -406,15 +413,14 @@ pub(crate) struct Started {
 }
 
 /// Start one process of a job in its own process group: `program` is its
-/// resolved path ([`resolve`]), `None` when it was not found (then the
-/// child's `PATH` is searched, and its error is the exec's). With
+/// resolved path ([`resolve_apps`]; a vanished one is the exec's error). With
 /// `spawner`, the process is started by the spawner thread under `key`
 /// and [`Started::pid`] is `None` until it reports ([`super::spawner`]);
 /// its pipes are pdvm's at once either way.
 pub(crate) fn launch(
     spec: &ProcSpec,
     env: &LaunchEnv,
-    program: Option<&Path>,
+    program: &Path,
     out: Output,
     err: Output,
     spawner: Option<&super::spawner::Spawner>,
@@ -450,20 +456,17 @@ pub(crate) fn launch(
 fn plan_of<'a>(
     spec: &ProcSpec,
     env: &'a LaunchEnv,
-    program: Option<&Path>,
+    program: &Path,
     out: Output,
     err: Output,
 ) -> std::io::Result<super::spawn::Plan<'a>> {
     use super::spawn::{c_string, Plan, Stdin};
     let app = spec.app;
-    let vars = super::job_env::job_env(spec, env)?;
-    let programs = match program {
-        Some(p) => vec![c_string(p.as_os_str())?],
-        None => candidates(&app.cmd, vars.path.as_deref())?,
-    };
+    let envp = super::job_env::job_env(spec, env)?;
+    let programs = vec![c_string(program.as_os_str())?];
     // PMIx argv carries argv[0] first, as exec does.
     let argv = if app.argv.is_empty() {
-        vec![c_string(program.map_or(app.cmd.as_ref(), Path::as_os_str))?]
+        vec![c_string(program.as_os_str())?]
     } else {
         app.argv
             .iter()
@@ -473,7 +476,7 @@ fn plan_of<'a>(
     Ok(Plan {
         programs,
         argv,
-        envp: vars.envp,
+        envp,
         cwd: app_dir(app).map(|d| c_string(d.as_ref())).transpose()?,
         stdin: if spec.terminal {
             Stdin::Inherit
@@ -486,21 +489,6 @@ fn plan_of<'a>(
         capture_err: err == Output::Capture,
         terminal: spec.terminal,
     })
-}
-
-/// Where to look for `cmd` that [`resolve`] did not find: as given when it
-/// names a path, else each directory of the job's own `PATH`.
-fn candidates(
-    cmd: &str,
-    path: Option<&std::ffi::OsStr>,
-) -> std::io::Result<Vec<std::ffi::CString>> {
-    use super::spawn::c_string;
-    match path {
-        Some(path) if !cmd.contains('/') => std::env::split_paths(path)
-            .map(|d| c_string(d.join(cmd).as_os_str()))
-            .collect(),
-        _ => Ok(vec![c_string(cmd.as_ref())?]),
-    }
 }
 
 /// Reap every exited child: `(pid, exit status)` (signals as 128 + number).

@@ -176,6 +176,7 @@ pub fn run(
         io,
         spawner,
         early_exits: Default::default(),
+        read_buf: Box::default(),
         stop: false,
     };
     ready(&srv.ident);
@@ -202,12 +203,8 @@ impl Server {
             maxprocs: 1,
             info: Vec::new(),
         };
-        if jobs::resolve(&app, &self.launch).is_none() {
-            return Err(Error::new(
-                Status::ERR_NOT_FOUND,
-                jobs::not_runnable(&app, "command"),
-            ));
-        }
+        let programs = jobs::resolve_apps(std::slice::from_ref(&app), &self.launch)
+            .map_err(|a| Error::new(Status::ERR_NOT_FOUND, jobs::not_runnable(a, "command")))?;
         let me = Requester::tool(&self.ident.nspace);
         let plan = self
             .model
@@ -225,7 +222,7 @@ impl Server {
         self.leader = Some(ns.clone());
         let failed = self.start_procs(
             &ns,
-            &[app],
+            &programs,
             &plan.procs,
             None,
             1,

@@ -226,14 +226,35 @@ fn pointers<S: AsRef<CStr>>(v: &[S]) -> Vec<*const c_char> {
 /// Size of the child's stack until it execs.
 const CHILD_STACK: usize = 64 * 1024;
 
+thread_local! {
+    /// The child stack of this thread's last clone, kept for the next: a
+    /// clone stops this thread until its child has exec'd, so one stack
+    /// a thread serves every child it starts, and none is allocated (and
+    /// zeroed) per process.
+    static STACK: std::cell::Cell<Option<Box<[u8]>>> = const { std::cell::Cell::new(None) };
+}
+
+/// A stack for the next child: the kept one, or a new one.
+fn child_stack() -> Box<[u8]> {
+    STACK
+        .take()
+        .unwrap_or_else(|| vec![0u8; CHILD_STACK].into_boxed_slice())
+}
+
+/// pdvm's pid (the parent every child checks it still has), asked once.
+fn pdvm_pid() -> libc::pid_t {
+    static PID: std::sync::OnceLock<libc::pid_t> = std::sync::OnceLock::new();
+    *PID.get_or_init(|| nix::unistd::getpid().as_raw())
+}
+
 /// Clone, wire and exec; the child's error, if it failed before exec.
 fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
     let argv = pointers(&plan.argv);
     let envp = pointers(&plan.envp);
     let programs = pointers(&plan.programs);
-    let parent = nix::unistd::getpid().as_raw();
+    let parent = pdvm_pid();
     let failed = AtomicI32::new(0);
-    let mut stack = vec![0u8; CHILD_STACK];
+    let mut stack = child_stack();
     let child = || -> isize {
         // SAFETY: runs in the clone between clone and exec; see `in_child`.
         let e = unsafe { in_child(plan, wiring, &argv, &envp, &programs, parent) };
@@ -255,6 +276,8 @@ fn clone_exec(plan: &Plan, wiring: &Wiring) -> io::Result<i32> {
             Some(nix::sys::signal::Signal::SIGCHLD as i32),
         )
     }?;
+    // The child has exec'd or exited: its stack is free for the next one.
+    STACK.set(Some(stack));
     match failed.load(Ordering::SeqCst) {
         0 => Ok(pid.as_raw()),
         e => {

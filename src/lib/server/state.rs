@@ -120,7 +120,13 @@ pub struct Server {
     pub(super) spawner: super::spawner::Spawner,
     /// Exits reaped before their start was heard of (pid → status).
     pub(super) early_exits: std::collections::HashMap<i32, i32>,
+    /// Where output pipes are read into ([`READ_CHUNK`] bytes, made on
+    /// first use and kept).
+    pub(super) read_buf: Box<[u8]>,
 }
+
+/// Most bytes read from one output pipe at a time.
+const READ_CHUNK: usize = 16 * 1024;
 
 /// Most exits kept for starts not yet heard of (only the last moments'
 /// starts can be among them; the oldest go first past it).
@@ -480,7 +486,13 @@ impl Server {
         let Some(p) = self.jobs.pipe_mut(id) else {
             return;
         };
-        let chunk = p.read_some();
+        // Taken for the call (forwarding needs the whole server), then put
+        // back: one buffer serves every read.
+        let mut buf = std::mem::take(&mut self.read_buf);
+        if buf.is_empty() {
+            buf = vec![0u8; READ_CHUNK].into_boxed_slice();
+        }
+        let chunk = p.read_some(&mut buf).map(|d| d.len());
         let (ns, rank, ch) = (p.nspace.clone(), p.rank, p.channel);
         let (spawner, fwd) = match self.jobs.get(&ns) {
             Some(j) => (
@@ -491,17 +503,25 @@ impl Server {
             None => (None, false),
         };
         match chunk {
-            Some(data) if data.is_empty() => {}
-            Some(data) => {
+            Some(0) => {}
+            Some(n) => {
                 if let (Some(conn), true) = (spawner, fwd) {
-                    self.forward_output(conn, Proc { nspace: ns, rank }, ch, &data, false);
-                    // Settle now: a lagging spawner pauses this pipe before
-                    // its next read.
-                    self.settle();
+                    self.forward_output(conn, Proc { nspace: ns, rank }, ch, &buf[..n], false);
+                    // A spawner that lags is settled now, so this pipe is
+                    // paused before its next read; otherwise the round's
+                    // end writes every chunk of the round in one go.
+                    if self
+                        .conns
+                        .get(conn)
+                        .is_some_and(|c| c.pending_out() > PIPE_HIGH_WATER)
+                    {
+                        self.settle();
+                    }
                 }
             }
             None => self.close_pipe(id),
         }
+        self.read_buf = buf;
     }
 
     /// Close a pipe and account for it in its job.
@@ -734,7 +754,10 @@ impl Server {
             return;
         };
         let status = j.status();
-        self.log(format!("job {nspace} ended with status {status}"));
+        if self.cfg.verbose {
+            // Formatted only when it is printed: this runs once per job.
+            self.log(format!("job {nspace} ended with status {status}"));
+        }
         match self.model.job_terminated(nspace, status) {
             Ok(fx) => self.apply_effects(fx),
             Err(e) => self.log(format!("job {nspace}: {}", e.rule())),

@@ -88,6 +88,7 @@ once, or could not start) and no end of its job came; counted as failed",
             finished: false,
             pull,
             next: None,
+            trailing: None,
         };
         self.tasks.insert(ns.to_string(), task);
         self.alive += 1;

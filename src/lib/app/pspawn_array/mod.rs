@@ -8,6 +8,7 @@
 //! `--timeout`) stops every task in flight and launches no more.
 
 mod ends;
+mod trailing;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use crate::codec::{App, Info};
 use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::events::decode_notification;
 use crate::ops::iof::decode_iof;
-use crate::ops::job::{job_end_of, END_CHECK_FIRST, END_CHECK_MAX};
+use crate::ops::job::{job_end_of, END_CHECK_FIRST, END_CHECK_MAX, TRAILING_QUIET_V41};
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::proto::status::Status;
@@ -56,6 +57,10 @@ struct Task {
     pull: Option<u64>,
     /// What launched it, to launch it again (see [`Array::relaunch`]).
     next: Option<Next>,
+    /// Its barrier was answered by a server that forwards output even
+    /// after that (PRRTE 3.0, wire `v41`): it is over once its output has
+    /// been quiet for a while ([`Trailing`]).
+    trailing: Option<trailing::Trailing>,
 }
 
 /// How often a task PRRTE ended unrun is launched again.
@@ -242,6 +247,7 @@ impl Array<'_> {
                 self.fill()?;
             }
             self.expire_orphans(false);
+            self.finish_quiet();
             let launched_all = (self.source.done() && self.again.is_empty()) || self.stop.is_some();
             if launched_all && self.tasks.is_empty() && self.orphans.is_empty() {
                 return Ok(());
@@ -257,10 +263,10 @@ impl Array<'_> {
                 _ if self.alive > 0 => Some(self.sweep.next),
                 w => w,
             };
-            let wake = match (wake, self.orphans.next_expiry()) {
-                (Some(w), Some(o)) => Some(w.min(o)),
-                (w, o) => w.or(o),
-            };
+            let wake = [wake, self.orphans.next_expiry(), self.next_quiet()]
+                .into_iter()
+                .flatten()
+                .min();
             let input = match &self.source {
                 Source::Stdin(t) if self.stop.is_none() => t.fd(),
                 _ => None,
@@ -381,6 +387,7 @@ impl Array<'_> {
                     finished: false,
                     pull: None,
                     next: Some(again),
+                    trailing: None,
                 };
                 self.orphans.launched(&ns);
                 self.tasks.insert(ns, task);
@@ -478,7 +485,7 @@ impl Array<'_> {
             self.on_message(m)?;
         }
         for ns in b.closes {
-            self.finish_task(&ns);
+            self.close_task(&ns);
         }
         if let Some(Ok(bytes)) = reply {
             if let Ok(listed) = crate::ops::query::barrier_namespaces(self.s, &bytes) {
@@ -506,6 +513,9 @@ impl Array<'_> {
                 if t.run.sink.chunk(&c) {
                     let e = t.run.sink.lost().unwrap_or_default();
                     return Err(Failure::other(format!("array task {}: {e}", t.run.index)));
+                }
+                if let Some(tr) = &mut t.trailing {
+                    tr.quiet_until = (Instant::now() + TRAILING_QUIET_V41).min(tr.stop);
                 }
             }
             Unsolicited::Notify(bytes) => {
