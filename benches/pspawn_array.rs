@@ -200,7 +200,7 @@ fn drop_cargo_env() {
 }
 
 fn main() {
-    if std::env::var_os("ARRAY_CARGO_ENV").is_none() {
+    if !std::env::var("ARRAY_CARGO_ENV").is_ok_and(|v| v == "1") {
         drop_cargo_env();
     }
     if !watchdog::start("pspawn_array", Duration::from_secs(1800)) {
