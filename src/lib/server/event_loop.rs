@@ -47,7 +47,9 @@ impl Server {
     }
 
     /// One round: wait up to `timeout` (zero when peers have requests left
-    /// over from their budget), then serve whatever is ready.
+    /// over from their budget), then serve whatever is ready. What it owes
+    /// its peers is written by the [`Server::tick`] that follows, so a
+    /// job's last output and the end that tick finds go out together.
     pub fn poll_once(&mut self, timeout: Duration) {
         let timeout = if !self.conns.has_backlog() {
             timeout
@@ -77,7 +79,6 @@ impl Server {
         for id in left {
             self.service_conn(id, false);
         }
-        self.settle();
     }
 
     /// Bring every connection touched this round up to date: write what it

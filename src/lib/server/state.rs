@@ -651,7 +651,8 @@ impl Server {
 
     /// Time-driven work: scheduler deadlines, SIGKILL escalation, pipe
     /// grace, the handshake deadline, resuming accepts, and ending jobs
-    /// whose processes and output are all done.
+    /// whose processes and output are all done; then everything the round
+    /// owes its peers is written ([`Server::settle`]).
     pub fn tick(&mut self) {
         let fx = self.model.advance_due();
         if !fx.is_empty() {
