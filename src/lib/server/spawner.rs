@@ -13,16 +13,17 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use super::spawn::Detached;
 
-/// How many worker threads start processes: twice the CPUs, 4 to 16. A
-/// worker is stopped from its clone until the child has exec'd, mostly
+/// How many worker threads start processes: four for each CPU, 8 to 32.
+/// A worker is stopped from its clone until the child has exec'd, mostly
 /// waiting for the child to be scheduled and load its program; with one
 /// worker every start waited for the one before, and an array of short
-/// tasks left the CPUs idle 14% of the time while that worker never was
-/// (`pspawn --array 1-4000%32`: 1505 tasks/s with one worker, 1811 with
-/// four, medians of 5). Several overlap those waits.
+/// tasks left the CPUs idle 14% of the time while that worker never was.
+/// `pspawn --array 1-4000%32` on 2 CPUs, medians of interleaved runs:
+/// one worker 1505 tasks/s, four 1655 to 1811, eight 1725 to 1815, twelve
+/// 1683.
 fn workers() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (2 * cpus).clamp(4, 16)
+    (4 * cpus).clamp(8, 32)
 }
 
 /// Which process a start is for: its job's namespace and its rank.
