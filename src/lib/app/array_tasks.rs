@@ -45,12 +45,10 @@ impl Source<'_> {
             }),
             Source::Stdin(t) => t.peek().map(|(line, task)| Next {
                 index: *line,
-                apps: task.clone().map(|t| {
-                    template
-                        .iter()
-                        .map(|a| super::launch::to_app(&t.app(a)))
-                        .collect()
-                }),
+                apps: task
+                    .as_ref()
+                    .map(|t| t.apps(template, base))
+                    .map_err(Clone::clone),
                 id: task.as_ref().ok().and_then(|t| t.id.clone()),
                 tries: 0,
             }),

@@ -77,12 +77,18 @@ pub(crate) fn to_app(spec: &AppSpec) -> App {
 /// app's --wdir (as srun --chdir and prun --wdir do), so it is made absolute
 /// there; a bare name or an absolute path is left as is.
 pub(crate) fn program_in_wdir(spec: &AppSpec, cwd: Option<&str>) -> String {
-    let p = std::path::Path::new(&spec.program);
+    program_in(&spec.program, spec.wdir.is_some(), cwd)
+}
+
+/// [`program_in_wdir`] for `program`, with `wdir_given` when the app names
+/// its directory (`cwd`, resolved).
+pub(crate) fn program_in(program: &str, wdir_given: bool, cwd: Option<&str>) -> String {
+    let p = std::path::Path::new(program);
     match cwd {
-        Some(c) if spec.wdir.is_some() && spec.program.contains('/') && p.is_relative() => {
+        Some(c) if wdir_given && program.contains('/') && p.is_relative() => {
             std::path::Path::new(c).join(p).display().to_string()
         }
-        _ => spec.program.clone(),
+        _ => program.to_string(),
     }
 }
 

@@ -9,6 +9,7 @@ use std::os::fd::BorrowedFd;
 
 use crate::cli::parse::EnvSpec;
 use crate::cli::request::AppSpec;
+use crate::codec::App;
 
 /// One input line's task.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -46,6 +47,41 @@ impl TaskLine {
             value: Some(v.clone()),
         }));
         a
+    }
+}
+
+impl TaskLine {
+    /// The apps of this task, one for each of `template` (pspawn's flags),
+    /// whose apps as sent are `base` (made once, [`super::launch::to_app`]).
+    /// A task that names no directory gets its template's app with its own
+    /// program, arguments, process count and environment added: the
+    /// template's environment (pspawn's caller's, whole) is not converted
+    /// again for every task. One that names a directory is built whole.
+    pub(crate) fn apps(&self, template: &[AppSpec], base: &[App]) -> Vec<App> {
+        template
+            .iter()
+            .zip(base)
+            .map(|(a, b)| {
+                if self.cwd.is_some() {
+                    return super::launch::to_app(&self.app(a));
+                }
+                let mut env = Vec::with_capacity(b.env.len() + self.env.len());
+                env.extend(b.env.iter().cloned());
+                env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+                App {
+                    cmd: super::launch::program_in(
+                        &self.argv[0],
+                        a.wdir.is_some(),
+                        b.cwd.as_deref(),
+                    ),
+                    argv: self.argv.clone(),
+                    env,
+                    cwd: b.cwd.clone(),
+                    maxprocs: i32::try_from(self.np.unwrap_or(a.np)).unwrap_or(i32::MAX),
+                    info: b.info.clone(),
+                }
+            })
+            .collect()
     }
 }
 
@@ -155,5 +191,38 @@ mod tests {
         assert!(parse_line("echo hi")
             .expect_err("not json")
             .contains("expected"));
+    }
+
+    #[test]
+    fn a_tasks_apps_from_its_templates_are_those_built_whole() {
+        let mut template = AppSpec {
+            program: "unused".into(),
+            np: 3,
+            ..AppSpec::default()
+        };
+        template.env = vec![
+            EnvSpec {
+                name: "FROM_CALLER".into(),
+                value: Some("1".into()),
+            },
+            EnvSpec {
+                name: "PATH".into(),
+                value: None,
+            },
+        ];
+        let mut with_wdir = template.clone();
+        with_wdir.wdir = Some("/tmp".into());
+        for t in [&template, &with_wdir] {
+            let base = vec![super::super::launch::to_app(t)];
+            for line in [
+                r#"{"argv": ["echo", "hi"], "env": {"K": "1", "A": "2"}}"#,
+                r#"{"argv": ["./run.sh"], "np": 2}"#,
+                r#"{"argv": ["./run.sh"], "cwd": "/"}"#,
+            ] {
+                let task = parse_line(line).expect("valid");
+                let whole = vec![super::super::launch::to_app(&task.app(t))];
+                assert_eq!(task.apps(std::slice::from_ref(t), &base), whole, "{line}");
+            }
+        }
     }
 }
