@@ -48,9 +48,7 @@ impl TaskLine {
         }));
         a
     }
-}
 
-impl TaskLine {
     /// The apps of this task, one for each of `template` (pspawn's flags),
     /// whose apps as sent are `base` (made once, [`super::launch::to_app`]).
     /// A task that names no directory gets its template's app with its own

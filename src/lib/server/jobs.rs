@@ -328,7 +328,7 @@ pub(crate) fn resolve_apps<'a>(
 }
 
 /// Resolve a command name against PATH (with `bin_dir` first).
-pub(crate) fn resolve(app: &App, env: &LaunchEnv) -> Option<PathBuf> {
+fn resolve(app: &App, env: &LaunchEnv) -> Option<PathBuf> {
     let cmd = app.cmd.as_str();
     if cmd.contains('/') {
         // A relative path is the caller's: from the app's working directory

@@ -20,7 +20,7 @@ use crate::codec::{App, Info};
 use crate::conn::{Event as Wake, Unsolicited};
 use crate::ops::events::decode_notification;
 use crate::ops::iof::decode_iof;
-use crate::ops::job::{job_end_of, END_CHECK_FIRST, END_CHECK_MAX, TRAILING_QUIET_V41};
+use crate::ops::job::{job_end_of, END_CHECK_FIRST, END_CHECK_MAX};
 use crate::ops::spawn::{spawn, spawn_target};
 use crate::ops::Session;
 use crate::proto::status::Status;
@@ -515,7 +515,7 @@ impl Array<'_> {
                     return Err(Failure::other(format!("array task {}: {e}", t.run.index)));
                 }
                 if let Some(tr) = &mut t.trailing {
-                    tr.quiet_until = (Instant::now() + TRAILING_QUIET_V41).min(tr.stop);
+                    tr.heard();
                 }
             }
             Unsolicited::Notify(bytes) => {

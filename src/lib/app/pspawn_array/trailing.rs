@@ -14,9 +14,16 @@ use super::Array;
 /// barrier), as one pspawn waits for one job's trailing output.
 pub(super) struct Trailing {
     /// Over at this time unless more output comes.
-    pub(super) quiet_until: Instant,
+    quiet_until: Instant,
     /// Over at this time whatever comes.
-    pub(super) stop: Instant,
+    stop: Instant,
+}
+
+impl Trailing {
+    /// More of its output came: quiet again from now.
+    pub(super) fn heard(&mut self) {
+        self.quiet_until = (Instant::now() + TRAILING_QUIET_V41).min(self.stop);
+    }
 }
 
 impl Array<'_> {
