@@ -92,6 +92,10 @@ enum Scenario {
     /// answer to the next namespace query (the barrier), as PRRTE 3.0.14
     /// forwards some output after its barrier.
     OutputAfterBarrier,
+    /// The job ends at once; its one line of output was cached by the DVM
+    /// and comes only behind the answer to a pull of it, as PRRTE 3.0.14
+    /// does with what a job wrote before its forwarding was set up.
+    CachedUntilPulled,
 }
 
 const JOB: &str = "fake@2";
@@ -191,7 +195,7 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
             push(s, TAG_IOF, job_output("ran\n"));
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
         }
-        Scenario::OutputAfterBarrier => {
+        Scenario::OutputAfterBarrier | Scenario::CachedUntilPulled => {
             reply(s, tag, &launched());
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
         }
@@ -278,6 +282,12 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
                         push(&mut s, TAG_IOF, job_output("late\n"));
                     }
                 }
+                cmd::IOF_PULL if matches!(scenario, Scenario::CachedUntilPulled) => {
+                    let mut e = status_only(Status::SUCCESS);
+                    e.pack_one(&Size(1)).unwrap();
+                    reply(&mut s, tag, &e);
+                    push(&mut s, TAG_IOF, job_output("cached\n"));
+                }
                 cmd::JOB_CONTROL => {
                     log.lock().unwrap().stopped = true;
                     reply(&mut s, tag, &status_only(Status::SUCCESS));
@@ -336,7 +346,8 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 Scenario::Unstarted => true,
                 Scenario::FailedBeforeReply
                 | Scenario::KilledUnrun
-                | Scenario::OutputAfterBarrier => false,
+                | Scenario::OutputAfterBarrier
+                | Scenario::CachedUntilPulled => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -430,6 +441,32 @@ fn output_a_v41_server_sends_after_the_barrier_is_printed() {
         assert_eq!(
             text(&out.stdout),
             "late\n",
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// A PRRTE 3.0 server (wire `v41`) keeps what a job wrote before its
+/// forwarding was set up until it is pulled: an array task, like a single
+/// job, pulls it at its end and prints it.
+#[test]
+fn output_a_v41_server_cached_is_pulled_and_printed() {
+    for args in [
+        &["--array", "1", "/bin/true"][..],
+        &["-n", "1", "/bin/true"],
+    ] {
+        let (uri, _seen) = fake_dvm(Scenario::CachedUntilPulled);
+        let out = pspawn_at(&uri, args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            text(&out.stdout),
+            "cached\n",
             "{args:?}: {}",
             text(&out.stderr)
         );

@@ -567,6 +567,7 @@ impl Array<'_> {
         t.ended = Some(code);
         self.alive -= 1;
         self.busy = false;
+        self.pull_cached(ns);
         self.waiting.push(ns.to_string());
         self.send_barrier(false);
     }

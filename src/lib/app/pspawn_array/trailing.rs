@@ -1,6 +1,9 @@
-//! The output a `v41` server (PRRTE 3.0) forwards after a task's barrier:
-//! such a task is over once its output has been quiet for a while, as one
-//! pspawn waits for one job's trailing output ([`crate::ops::job::drain_output`]).
+//! The output a `v41` server (PRRTE 3.0) holds back: what it cached of a
+//! task (written before its forwarding to us was set up) comes only when
+//! pulled, and some comes after the task's barrier. As one pspawn does for
+//! one job ([`crate::ops::job::drain_job_output`]), a task's cached output
+//! is pulled at its end, and the task is over once its output has been
+//! quiet for a while after its barrier.
 
 use std::time::Instant;
 
@@ -27,6 +30,23 @@ impl Trailing {
 }
 
 impl Array<'_> {
+    /// Task `ns` ended: on a `v41` server, pull the output it cached of
+    /// the task (it comes right behind the pull's answer, so before the
+    /// barrier sent next); the pull is withdrawn once the task is over.
+    /// (Without it PRRTE 3.0.14 kept the line of an early task now and
+    /// then: 5 arrays of 20 lost one, with exit 0.)
+    pub(super) fn pull_cached(&mut self, ns: &str) {
+        if self.s.wire() != crate::codec::WireVersion::V41 {
+            return;
+        }
+        if self.tasks.get(ns).is_some_and(|t| t.pull.is_none()) {
+            let pull = crate::ops::job::pull_cached_output(self.s, ns);
+            if let Some(t) = self.tasks.get_mut(ns) {
+                t.pull = pull;
+            }
+        }
+    }
+
     /// Task `ns`'s barrier was answered: it is over, or on a `v41` server
     /// (which forwards output even after that) over once its output has
     /// been quiet for a while.
