@@ -421,30 +421,27 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
     assert_eq!(seen.commands.last(), Some(&cmd::FINALIZE));
 }
 
+/// Against the fake DVM playing `scenario`, an array of one task and a
+/// single job both exit 0 having printed exactly `line`.
+fn array_and_job_print(scenario: Scenario, line: &str) {
+    for args in [
+        &["--array", "1", "/bin/true"][..],
+        &["-n", "1", "/bin/true"],
+    ] {
+        let (uri, _seen) = fake_dvm(scenario);
+        let out = pspawn_at(&uri, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(text(&out.stdout), line, "{args:?}: {err}");
+    }
+}
+
 /// A PRRTE 3.0 server (wire `v41`) forwards some output after the answer
 /// to the barrier that follows a job's end: an array task, like a single
 /// job, still prints it.
 #[test]
 fn output_a_v41_server_sends_after_the_barrier_is_printed() {
-    for args in [
-        &["--array", "1", "/bin/true"][..],
-        &["-n", "1", "/bin/true"],
-    ] {
-        let (uri, _seen) = fake_dvm(Scenario::OutputAfterBarrier);
-        let out = pspawn_at(&uri, args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        assert_eq!(
-            text(&out.stdout),
-            "late\n",
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-    }
+    array_and_job_print(Scenario::OutputAfterBarrier, "late\n");
 }
 
 /// A PRRTE 3.0 server (wire `v41`) keeps what a job wrote before its
@@ -452,25 +449,7 @@ fn output_a_v41_server_sends_after_the_barrier_is_printed() {
 /// job, pulls it at its end and prints it.
 #[test]
 fn output_a_v41_server_cached_is_pulled_and_printed() {
-    for args in [
-        &["--array", "1", "/bin/true"][..],
-        &["-n", "1", "/bin/true"],
-    ] {
-        let (uri, _seen) = fake_dvm(Scenario::CachedUntilPulled);
-        let out = pspawn_at(&uri, args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        assert_eq!(
-            text(&out.stdout),
-            "cached\n",
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-    }
+    array_and_job_print(Scenario::CachedUntilPulled, "cached\n");
 }
 
 #[test]
