@@ -660,12 +660,21 @@ pub(super) fn run_command(
         .ok_or_else(|| Failure::other("no command to run"))?;
     let (mut holder, _alias) = share(s, rec, "cannot share the allocation with the command")?;
     announce(rec);
-    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
-    let mut child = start_command(s, rec, cmd, holder.path(), give_back, ui)?;
     // `palloc --no-wait -- SCRIPT`: the script is stopped when its
-    // allocation ends, and how it ended is written to its log.
-    let mut batch =
-        batch_run.then(|| Batch::started(&s.conn().target().uri.nspace, rec, cmd, child.id()));
+    // allocation ends, and how it ended is written to its log; its record
+    // is written before it starts.
+    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
+    let starting = batch_run.then(|| Batch::starting(&s.conn().target().uri.nspace, rec, cmd));
+    let mut child = match start_command(s, rec, cmd, holder.path(), give_back, ui) {
+        Ok(c) => c,
+        Err(f) => {
+            if let Some(b) = starting {
+                b.failed();
+            }
+            return Err(f);
+        }
+    };
+    let mut batch = starting.map(|b| b.running_as(child.id()));
     ui.detail(&format!(
         "running {program} (pid {}) in allocation {}; its tools act through palloc",
         child.id(),

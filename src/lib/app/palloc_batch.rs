@@ -33,15 +33,37 @@ pub(crate) struct Batch {
     kill_at: Option<Instant>,
 }
 
+/// A batch script about to start: its record is already written, so
+/// `pwatch --status` lists the job from before the script's first line.
+pub(crate) struct Starting {
+    rec: BatchRecord,
+    file: Option<PathBuf>,
+}
+
+impl Starting {
+    /// The script started as process (and group) `pid`.
+    pub(crate) fn running_as(self, pid: u32) -> Batch {
+        Batch {
+            rec: self.rec,
+            file: self.file,
+            group: Pid::from_raw(pid as i32),
+            kill_at: None,
+        }
+    }
+
+    /// The script could not start: its record goes.
+    pub(crate) fn failed(self) {
+        if let Some(f) = &self.file {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
 impl Batch {
-    /// SCRIPT `cmd` started as process (and group) `pid` in allocation
-    /// `alloc` of the DVM `server`; its record is written at once.
-    pub(crate) fn started(
-        server: &str,
-        alloc: &AllocationRecord,
-        cmd: &[String],
-        pid: u32,
-    ) -> Batch {
+    /// SCRIPT `cmd` is about to start in allocation `alloc` of the DVM
+    /// `server`: its record is written now, before the script runs (a
+    /// script that has printed its first line is always listed).
+    pub(crate) fn starting(server: &str, alloc: &AllocationRecord, cmd: &[String]) -> Starting {
         let request_id = alloc.request_id.clone().unwrap_or_default();
         let rec = BatchRecord {
             request_id: request_id.clone(),
@@ -54,14 +76,9 @@ impl Batch {
             ..Default::default()
         };
         prune();
-        let b = Batch {
-            rec,
-            file: record_path(server, &request_id),
-            group: Pid::from_raw(pid as i32),
-            kill_at: None,
-        };
-        b.save();
-        b
+        let file = record_path(server, &request_id);
+        save(file.as_deref(), &rec);
+        Starting { rec, file }
     }
 
     /// The allocation has ended (`why`): say so in the log and send SIGTERM
@@ -131,17 +148,22 @@ after {} s)",
         self.save();
     }
 
-    /// Write the record (a new file renamed over the old: readers never see
-    /// half of it). Best effort: the log has the outcome either way.
+    /// Write the record ([`save`]).
     fn save(&self) {
-        let Some(path) = &self.file else { return };
-        let Ok(json) = serde_json::to_vec(&self.rec) else {
-            return;
-        };
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, path).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        save(self.file.as_deref(), &self.rec);
+    }
+}
+
+/// Write `rec` to `path` (a new file renamed over the old: readers never
+/// see half of it). Best effort: the log has the outcome either way.
+fn save(path: Option<&std::path::Path>, rec: &BatchRecord) {
+    let Some(path) = path else { return };
+    let Ok(json) = serde_json::to_vec(rec) else {
+        return;
+    };
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
 }
 
