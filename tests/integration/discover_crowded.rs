@@ -115,14 +115,17 @@ fn precreated_rendezvous_directory_is_passed_over() {
     drop(r);
 }
 
-/// A holder registry another user pre-created: palloc uses the next
-/// private name for its `--no-wait` log (it used to write it to /dev/null)
-/// and tools agree on it.
+/// A holder registry another user pre-created: palloc uses a private
+/// folder with an unguessable name beside it, named in
+/// `~/.pmix-tools/registry.<host>`, for its `--no-wait` log (it used to
+/// write it to /dev/null) and tools agree on it.
 #[test]
 fn precreated_holder_registry_is_passed_over() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
     let run = support::unique_tmpdir("xdg");
     std::fs::set_permissions(run.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let home = support::unique_tmpdir("xdg-home");
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let taken = run.path().join("pmix-tools-holders");
     std::fs::create_dir(&taken).unwrap();
     std::fs::set_permissions(&taken, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -132,13 +135,33 @@ fn precreated_holder_registry_is_passed_over() {
     let mut c = tool(&pdvm, "palloc").no_color();
     c.stdin(Stdio::null())
         .env("XDG_RUNTIME_DIR", run.path())
+        .env("HOME", home.path())
         .args(["-N", "1", "--no-wait", "--request-id", "squat1"]);
     let o = support::run_with_timeout(&mut c, 60);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let err = text(&o.stderr);
-    // The log is in the next private name, `palloc.squat1.PID.log` once the
+    let pointer = std::fs::read_dir(home.path().join(".pmix-tools"))
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("registry.") && !n.ends_with(".lock")
+        })
+        .expect("the registry's name is kept in HOME");
+    let dir = std::path::PathBuf::from(
+        std::fs::read_to_string(pointer.path())
+            .unwrap()
+            .trim_end()
+            .to_string(),
+    );
+    assert!(
+        dir.starts_with(run.path()) && dir != taken,
+        "{}",
+        dir.display()
+    );
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    // The log is in that folder, `palloc.squat1.PID.log` once the
     // detached palloc runs (so a dead one's log can be swept).
-    let dir = run.path().join("pmix-tools-holders.1");
     let prefix = format!("{}/palloc.squat1.", dir.display());
     let at = err.find(&prefix).unwrap_or_else(|| panic!("{}", show(&o)));
     let named: String = err[at..]
@@ -155,6 +178,8 @@ fn precreated_holder_registry_is_passed_over() {
     let mut rel = tool(&pdvm, "prelease").no_color();
     rel.stdin(Stdio::null())
         .env("XDG_RUNTIME_DIR", run.path())
+        .env("HOME", home.path())
         .args(["--cancel", "squat1"]);
-    let _ = support::run_with_timeout(&mut rel, 30);
+    let o = support::run_with_timeout(&mut rel, 30);
+    assert_eq!(o.status.code(), Some(0), "the tools agree: {}", show(&o));
 }

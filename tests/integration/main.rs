@@ -31,6 +31,7 @@ mod holder_orchestrator;
 mod holder_owners;
 mod holder_relay;
 mod layers;
+mod local_trust;
 mod palloc_context;
 mod parsers_proptest;
 mod pdvm_events;

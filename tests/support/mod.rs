@@ -62,6 +62,7 @@ pub mod blackbox;
 pub mod cluster;
 pub mod fake;
 pub mod nodes;
+pub mod other_user;
 pub mod pdvm;
 pub mod py;
 pub mod rerun;

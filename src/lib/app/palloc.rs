@@ -239,6 +239,35 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
     }
 }
 
+/// What `palloc --hold` says it offers, no more: who can act through it
+/// (other shells of the user, only the job's processes for a holder inside
+/// a job, or only with the socket named when the registry cannot be used).
+fn holding_note(holder: &Holder, id: &str) -> String {
+    let tools = format!("`pspawn --target {id}`, `palloc --extend {id}` and `prelease {id}`");
+    let who = match (holder.job(), crate::conn::holder::registry()) {
+        (Some(job), _) => format!(
+            "only processes of job {job} (and this palloc's own) can act through it ({tools}), \
+as its owner is that job"
+        ),
+        (None, Ok(_)) if holder.registered() => {
+            format!("from other shells {tools} act through this palloc")
+        }
+        (None, Err(why)) => format!(
+            "{why}: tools in other shells will not find it by its id; set {}={} in them to act \
+through it",
+            crate::conn::holder::HOLDER_ENV,
+            holder.path().display()
+        ),
+        (None, Ok(_)) => format!(
+            "it could not be registered by its id: tools in other shells act through it only with \
+{}={} set",
+            crate::conn::holder::HOLDER_ENV,
+            holder.path().display()
+        ),
+    };
+    format!("holding allocation {id}; {who}; Ctrl-C or SIGTERM ends it")
+}
+
 /// `--hold`: keep the allocation (and palloc's namespace) until a signal,
 /// relaying the requests of this user's tools that name it from other
 /// shells (`pspawn --target ID`, `prelease ID`, `palloc --extend ID`),
@@ -268,19 +297,8 @@ pub(super) fn hold(
             return Err(Failure::other(rec.on_owner_exit.clone()));
         }
     }
-    ui.note(&format!(
-        "holding allocation {id}; from other shells `pspawn --target {id}`, `palloc --extend {id}` \
-and `prelease {id}` act through this palloc; Ctrl-C or SIGTERM ends it",
-        id = rec.alloc_id
-    ));
+    ui.note(&holding_note(&holder, &rec.alloc_id));
     ui.detail(&format!("holder socket {}", holder.path().display()));
-    if let Err(why) = crate::conn::holder::registry() {
-        ui.warn(&format!(
-            "{why}; tools in other shells will not find this allocation by its id (set {} to {} in them)",
-            crate::conn::holder::HOLDER_ENV,
-            holder.path().display()
-        ));
-    }
     // Once the allocation has ended, the clients still connected (e.g. the
     // prelease that ended it, with more requests to make) are served until
     // they leave.

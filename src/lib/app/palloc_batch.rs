@@ -4,7 +4,7 @@
 //! SIGTERM to the group, SIGKILL [`GRACE`] later), and writes how it ended
 //! as the last line of its log (`palloc: job.sh exited with status 3`,
 //! `palloc: job.sh was killed by signal SIGKILL`). A record of it is kept
-//! in the user's private holder registry (`batch/SERVER+REQ_ID.json`), which
+//! in the user's private holder registry (`batch/SERVER/REQ_ID.json`), which
 //! `pwatch --status` lists (`batch_jobs`), as sacct lists ended jobs.
 
 use std::os::unix::process::ExitStatusExt;
@@ -75,7 +75,7 @@ impl Batch {
             started_at: Some(super::now_secs() as u64),
             ..Default::default()
         };
-        prune();
+        prune(server);
         let file = record_path(server, &request_id);
         save(file.as_deref(), &rec);
         Starting { rec, file }
@@ -167,21 +167,29 @@ fn save(path: Option<&std::path::Path>, rec: &BatchRecord) {
     }
 }
 
-/// The directory of batch records: `batch` in the user's private holder
-/// registry (see [`crate::conn::holder::registry`]).
-fn records_dir() -> Option<PathBuf> {
+/// The directory of batch records of DVM `server`: `batch/SERVER` in the
+/// user's private holder registry (see [`crate::conn::holder::registry`]).
+fn records_dir(server: &str) -> Option<PathBuf> {
+    use crate::conn::registry::file_name_part;
     use std::os::unix::fs::DirBuilderExt;
     let dir = crate::conn::holder::registry().ok()?.join("batch");
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let dir = dir.join(file_name_part(server, RECORD_NAME_ROOM));
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir);
     dir.is_dir().then_some(dir)
 }
+
+/// Longest name of a record's file or folder before its digest is used.
+const RECORD_NAME_ROOM: usize = 200;
 
 /// Records are kept this long (as sacct keeps a job for a while).
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Remove the records not written for [`KEEP`].
-fn prune() {
-    let Some(entries) = records_dir().and_then(|d| std::fs::read_dir(d).ok()) else {
+/// Remove the records of DVM `server` not written for [`KEEP`].
+fn prune(server: &str) {
+    let Some(entries) = records_dir(server).and_then(|d| std::fs::read_dir(d).ok()) else {
         return;
     };
     for e in entries.flatten() {
@@ -197,31 +205,26 @@ fn prune() {
     }
 }
 
-/// The record file of request `rid` on DVM `server`.
+/// The record file of request `rid` on DVM `server`: one name per
+/// request id (see [`crate::conn::registry::file_name_part`]).
 fn record_path(server: &str, rid: &str) -> Option<PathBuf> {
-    use crate::conn::registry::file_word;
-    Some(records_dir()?.join(format!("{}+{}.json", file_word(server), file_word(rid))))
+    use crate::conn::registry::file_name_part;
+    let name = file_name_part(rid, RECORD_NAME_ROOM);
+    Some(records_dir(server)?.join(format!("{name}.json")))
 }
 
 /// This user's batch records for DVM `server`, oldest first; ended ones
 /// only when `all`.
 pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
-    let Some(dir) = records_dir() else {
+    let Some(dir) = records_dir(server) else {
         return Vec::new();
     };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let prefix = record_path(server, "")
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .map(|n| n.trim_end_matches(".json").to_string())
-        .unwrap_or_default();
     let mut v: Vec<BatchRecord> = entries
         .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with(&prefix) && n.ends_with(".json")
-        })
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
         .map(|mut r| {

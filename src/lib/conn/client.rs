@@ -435,6 +435,7 @@ impl Connection {
                 ),
             )
         })?;
+        super::local_trust::check_local_server(&stream, &target.uri.address)?;
         let _ = stream.set_nodelay(true);
         let wire = wire_for_version(target.version.as_deref());
         let hello = Hello {

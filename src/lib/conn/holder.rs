@@ -239,6 +239,18 @@ impl Holder {
         Some(Alias { _claim: claim })
     }
 
+    /// Whether tools in other shells find this holder by its id (it is in
+    /// the registry).
+    pub(crate) fn registered(&self) -> bool {
+        self.claim.is_some()
+    }
+
+    /// The job this holder is a client of, when it runs inside one: only
+    /// that job's processes may act through it.
+    pub(crate) fn job(&self) -> Option<&str> {
+        self.job.as_deref()
+    }
+
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -873,8 +885,11 @@ fn is_finalize(payload: &[u8], wire: WireVersion) -> bool {
     )
 }
 
-/// Connect to the holder whose socket is `path`.
-pub(crate) fn connect(path: &Path) -> Result<Connection> {
+/// Connect to the holder whose socket is `path` (found through `source`:
+/// [`HOLDER_ENV`] or the registry), once it is known to be the user's own
+/// ([`super::local_trust`]): nothing is sent to another user's socket.
+pub(crate) fn connect(path: &Path, source: &str) -> Result<Connection> {
+    super::local_trust::check_holder_path(path, source)?;
     let fail = |e: std::io::Error| {
         Error::new(
             Status::ERR_UNREACH,
@@ -886,6 +901,7 @@ it has probably ended",
         )
     };
     let stream = UnixStream::connect(path).map_err(fail)?;
+    super::local_trust::check_holder_peer(&stream, path, source)?;
     let mut stream = Stream::Unix(stream);
     let patience = handshake_timeout();
     let deadline = Instant::now() + patience;

@@ -19,6 +19,7 @@ pub mod handshake;
 pub(crate) mod holder;
 pub(crate) mod holder_client;
 pub(crate) mod holder_route;
+pub(crate) mod local_trust;
 pub mod pidfd;
 pub(crate) mod registry;
 pub(crate) mod route;

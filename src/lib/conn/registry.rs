@@ -21,14 +21,12 @@
 //! others alive.
 
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use nix::fcntl::{Flock, FlockArg};
-
-/// Names tried for the registry after the first, when another user holds it.
-const REGISTRY_ALTERNATIVES: usize = 8;
 
 /// The in-memory file system most Linux systems mount for everyone.
 const SHM: &str = "/dev/shm";
@@ -53,57 +51,170 @@ const SWEEP_MAX: usize = 8192;
 /// has it (a sweep holds a dead name's lock for a moment).
 const CLAIM_TRIES: usize = 4;
 
+/// Longest path a Unix socket can be bound at (`sun_path` less its NUL).
+const SOCKET_PATH_MAX: usize = 107;
+
+/// Longest file name most file systems take (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// The folder in the user's home that names the registry when its usual
+/// place is taken (see [`registry`]); mode 0700.
+pub(crate) const HOME_FOLDER: &str = ".pmix-tools";
+
 /// The per-user directory where holders register their sockets by
-/// allocation id: `$XDG_RUNTIME_DIR/pmix-tools-holders`, else
-/// `/dev/shm/pmix-tools-holders.<uid>` (in memory: a crowd of holders
-/// creating and removing names there costs no disk inode searches, which
-/// on a busy /tmp cost each palloc milliseconds), else
-/// `/tmp/pmix-tools-holders.<uid>`; created with mode 0700 (see [`registry`]).
+/// allocation id, when it can be used (see [`registry`]).
 pub(crate) fn registry_dir() -> Option<PathBuf> {
     registry().ok()
 }
 
-/// The holder registry: the first of `BASE`, `BASE.1` … `BASE.7` that is
-/// (or can be made) a real private directory of ours, so a path another
-/// user pre-created does not take it away (every tool of ours picks the
-/// same one); or why none can be used, naming each path and its owner.
+/// The holder registry, found once per process: the usual place,
+/// `$XDG_RUNTIME_DIR/pmix-tools-holders` (when that runtime folder is ours
+/// and only we can write it), else `/dev/shm/pmix-tools-holders.<uid>` (in
+/// memory: a crowd of holders creating and removing names there costs no
+/// disk inode searches), else `/tmp/pmix-tools-holders.<uid>`, created
+/// with mode 0700 and used when it is a real directory of ours that nobody
+/// else can enter.
+///
+/// Another user can pre-create the usual place (its name is known). Then
+/// the registry is a folder with an unguessable name made beside it
+/// (`pmix-tools-holders.<uid>.XXXXXX`), named in
+/// `~/.pmix-tools/registry.<host>`, a file only the user can write: every
+/// tool of the user reads the same name there, and nobody else can change
+/// it, so a squatter cannot take the registry away nor predict its place.
+/// `Err` says why none can be used, naming each path and its owner.
 pub(crate) fn registry() -> std::result::Result<PathBuf, String> {
-    use std::os::unix::fs::DirBuilderExt;
+    static FOUND: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    FOUND.get_or_init(locate).clone()
+}
+
+/// See [`registry`]: looked up anew.
+fn locate() -> std::result::Result<PathBuf, String> {
     let uid = nix::unistd::geteuid().as_raw();
-    let base = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(d) if d.is_dir() => d.join("pmix-tools-holders"),
-        _ if in_memory(Path::new(SHM)) => PathBuf::from(format!("{SHM}/pmix-tools-holders.{uid}")),
-        _ => PathBuf::from(format!("/tmp/pmix-tools-holders.{uid}")),
+    let (parent, name) = usual_place(uid);
+    let dir = parent.join(name);
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let Some(taken) = not_private(&dir, uid) else {
+        return Ok(dir);
     };
-    let mut refused = Vec::new();
-    for n in 0..REGISTRY_ALTERNATIVES {
-        let dir = match n {
-            0 => base.clone(),
-            _ => PathBuf::from(format!("{}.{n}", base.display())),
-        };
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0 => return Ok(dir),
-            Ok(m) => refused.push(format!(
-                "{} is {} owned by uid {} (mode {:o})",
-                dir.display(),
-                if m.file_type().is_symlink() {
-                    "a symlink"
-                } else if m.is_dir() {
-                    "a directory"
-                } else {
-                    "a file"
-                },
-                m.uid(),
-                m.mode() & 0o7777
-            )),
-            Err(e) => refused.push(format!("{}: {e}", dir.display())),
-        }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    named_in_home(home.as_deref(), &parent, uid)
+        .map_err(|why| format!("the holder registry cannot be used: {taken}; {why}"))
+}
+
+/// The folder the registry is usually in, and its name there.
+fn usual_place(uid: u32) -> (PathBuf, String) {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    // Nobody else can create a name in a runtime folder of ours that only
+    // we can write.
+    let ours = |d: &Path| {
+        std::fs::symlink_metadata(d)
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
+    };
+    match runtime {
+        Some(d) if d.is_absolute() && ours(&d) => (d, "pmix-tools-holders".into()),
+        _ if in_memory(Path::new(SHM)) => (SHM.into(), format!("pmix-tools-holders.{uid}")),
+        _ => ("/tmp".into(), format!("pmix-tools-holders.{uid}")),
     }
-    Err(format!(
-        "the holder registry cannot be used: {}",
-        refused.join("; ")
+}
+
+/// Why `dir` is not a real directory of user `uid` that nobody else may
+/// enter, or `None` when it is.
+pub(crate) fn not_private(dir: &Path, uid: u32) -> Option<String> {
+    let m = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("{}: {e}", dir.display())),
+    };
+    if m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} is {} owned by uid {} (mode {:o})",
+        dir.display(),
+        kind_of(&m),
+        m.uid(),
+        m.mode() & 0o7777
     ))
+}
+
+/// "a directory", "a symlink", "a socket" or "a file", for messages.
+pub(crate) fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_symlink() {
+        "a symlink"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a file"
+    }
+}
+
+/// The registry named in `HOME/.pmix-tools/registry.<host>`, a folder with
+/// an unguessable name in `parent`, made (and named there) when the file
+/// names none that is still a private folder of ours. The look and the
+/// making happen under a lock, so tools starting at once agree on one.
+fn named_in_home(
+    home: Option<&Path>,
+    parent: &Path,
+    uid: u32,
+) -> std::result::Result<PathBuf, String> {
+    let home = home
+        .filter(|h| h.is_absolute())
+        .ok_or("HOME names no folder to keep its place in")?;
+    let hm = std::fs::metadata(home).map_err(|e| format!("{}: {e}", home.display()))?;
+    if !hm.is_dir() || hm.uid() != uid || hm.mode() & 0o022 != 0 {
+        return Err(format!(
+            "HOME ({}) is not a folder of yours that only you can write (owner uid {}, mode {:o}), \
+so it cannot keep the registry's place",
+            home.display(),
+            hm.uid(),
+            hm.mode() & 0o7777
+        ));
+    }
+    let conf = home.join(HOME_FOLDER);
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&conf);
+    if let Some(why) = not_private(&conf, uid) {
+        return Err(why);
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| file_word(h.trim()))
+        .unwrap_or_else(|_| "localhost".into());
+    let pointer = conf.join(format!("registry.{host}"));
+    let lock = open_private(&conf.join(format!("registry.{host}.lock")))
+        .map_err(|e| format!("{}: {e}", conf.display()))?;
+    let _held = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| e.to_string())?;
+    let named = std::fs::read_to_string(&pointer)
+        .ok()
+        .map(|t| PathBuf::from(t.trim_end_matches('\n')))
+        .filter(|p| p.is_absolute() && not_private(p, uid).is_none());
+    if let Some(dir) = named {
+        return Ok(dir);
+    }
+    let template = parent.join(format!("pmix-tools-holders.{uid}.XXXXXX"));
+    let made = nix::unistd::mkdtemp(&template)
+        .map_err(|e| format!("cannot make a private folder in {}: {e}", parent.display()))?;
+    let tmp = conf.join(format!("registry.{host}.{}", std::process::id()));
+    let wrote = std::fs::write(&tmp, format!("{}\n", made.display()))
+        .and_then(|()| std::fs::rename(&tmp, &pointer));
+    if let Err(e) = wrote {
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_dir(&made);
+        return Err(format!("cannot write {}: {e}", pointer.display()));
+    }
+    Ok(made)
+}
+
+/// Open (or create, mode 0600) the file `path`, never through a link.
+fn open_private(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc_flags())
+        .open(path)
 }
 
 /// What a holder is registered under.
@@ -115,27 +226,84 @@ pub(crate) enum HeldBy {
     Request,
 }
 
+impl HeldBy {
+    /// The character between the server's and the id's part of a name.
+    fn separator(self) -> char {
+        match self {
+            HeldBy::Alloc => '+',
+            HeldBy::Request => '=',
+        }
+    }
+}
+
 /// Where the holder of `id` (an allocation id, or a queued request's id:
 /// `held`) on the DVM whose namespace is `server` registers its socket (in
 /// [`registry_dir`]): ids are unique only within one DVM, and a request id
 /// may look like an allocation id, so the two never share a name
-/// (`SERVER+ID.sock`, `SERVER=ID.sock`). Characters other than letters,
-/// digits and `@._-` are replaced by `_`.
+/// (`SERVER+ID.sock`, `SERVER=ID.sock`, see [`entry_stem`]). Every id the
+/// tools accept has a name, and no two ids share one.
 pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
-    if id.is_empty() || id.len() + server.len() > 200 {
+    if id.is_empty() {
         return None;
     }
-    let sep = match held {
-        HeldBy::Alloc => '+',
-        HeldBy::Request => '=',
-    };
-    let name = format!("{}{sep}{}.sock", file_word(server), file_word(id));
-    Some(registry_dir()?.join(name))
+    let dir = registry_dir()?;
+    // The socket's whole path must fit `sun_path`.
+    let room = SOCKET_PATH_MAX.checked_sub(dir.as_os_str().len() + 1 + ".sock".len())?;
+    let stem = entry_stem(server, id, held.separator(), room)?;
+    Some(dir.join(format!("{stem}.sock")))
 }
 
-/// `s` as part of a file name in the registry: characters other than
-/// letters, digits and `@._-` become `_`.
-pub(crate) fn file_word(s: &str) -> String {
+/// The name (without extension) of the entry for `id` on `server`, of at
+/// most `room` bytes: `SERVER<sep>ID` with each part [`escape`]d, which no
+/// two pairs share; when that is longer than `room`, `~` and 40 hex digits
+/// of the SHA-256 of the same, which no escaped name looks like (`~` is
+/// always escaped). `None` when not even that fits.
+pub(crate) fn entry_stem(server: &str, id: &str, sep: char, room: usize) -> Option<String> {
+    let plain = format!("{}{sep}{}", escape(server), escape(id));
+    if plain.len() <= room.min(NAME_MAX - ".sock".len()) {
+        return Some(plain);
+    }
+    let hashed = format!("~{}", digest_hex(&plain, 40));
+    (hashed.len() <= room).then_some(hashed)
+}
+
+/// The first `n` hex digits of the SHA-256 of `s`.
+fn digest_hex(s: &str, n: usize) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(s.as_bytes());
+    let mut hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    hex.truncate(n);
+    hex
+}
+
+/// `s` as part of a file name, one to one: letters, digits and `@._-`
+/// stay, every other byte becomes `%XX` (so `e/f` and `e_f` differ).
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"@._-".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `s` as a file name of at most `room` bytes, one to one (see
+/// [`entry_stem`]): [`escape`]d, or `~` and a digest when that is longer.
+pub(crate) fn file_name_part(s: &str, room: usize) -> String {
+    let plain = escape(s);
+    if plain.len() <= room {
+        plain
+    } else {
+        format!("~{}", digest_hex(&plain, 40))
+    }
+}
+
+/// `s` as part of a file name where only readability matters (a host
+/// name): characters other than letters, digits and `@._-` become `_`.
+fn file_word(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "@._-".contains(c) {
@@ -193,14 +361,7 @@ fn claim_tries(entry: &Path, tries: usize) -> Option<Claim> {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc_flags())
-            .open(&lock_path)
-            .ok()?;
+        let file = open_private(&lock_path).ok()?;
         let Ok(lock) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
             continue;
         };
@@ -322,6 +483,55 @@ mod tests {
             registered_path("dvm@0", "x=alloc.4", HeldBy::Alloc),
             registered_path("dvm@0+x", "alloc.4", HeldBy::Request)
         );
+    }
+
+    #[test]
+    fn every_id_has_a_name_of_its_own_that_a_socket_can_be_bound_at() {
+        let room = SOCKET_PATH_MAX - "/run/user/1000/pmix-tools-holders/".len() - ".sock".len();
+        let name = |id: &str| entry_stem("pdvm-host-4242@0", id, '+', room).unwrap();
+        // Ids that used to map to one file name.
+        assert_ne!(name("e/f"), name("e_f"));
+        assert_ne!(name("e%2Ff"), name("e/f"));
+        assert_eq!(name("alloc.3"), "pdvm-host-4242@0+alloc.3");
+        // The longest ids the validator takes, differing in the last byte.
+        let a = format!("{}a", "x".repeat(254));
+        let b = format!("{}b", "x".repeat(254));
+        assert!(name(&a).len() <= room && name(&a).starts_with('~'));
+        assert_ne!(name(&a), name(&b));
+        // Of two kinds, never one name.
+        assert_ne!(
+            entry_stem("s", &a, '+', room),
+            entry_stem("s", &a, '=', room)
+        );
+        let d = scratch("bind");
+        let l = std::os::unix::net::UnixListener::bind(d.join(format!("{}.sock", name(&a))));
+        assert!(l.is_ok(), "{l:?}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_squatted_registry_is_replaced_by_one_named_in_home_that_stays() {
+        use std::os::unix::fs::PermissionsExt;
+        let uid = nix::unistd::geteuid().as_raw();
+        let d = scratch("home");
+        let home = d.join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let first = named_in_home(Some(&home), &d, uid).expect("a registry");
+        assert!(not_private(&first, uid).is_none());
+        assert!(first.starts_with(&d), "{}", first.display());
+        // Every later tool reads the same name.
+        assert_eq!(named_in_home(Some(&home), &d, uid).unwrap(), first);
+        // A folder named there that is no longer private is not used.
+        std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let second = named_in_home(Some(&home), &d, uid).unwrap();
+        assert_ne!(second, first);
+        // A home others can write cannot keep the place.
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = named_in_home(Some(&home), &d, uid).unwrap_err();
+        assert!(why.contains("only you can write"), "{why}");
+        assert!(named_in_home(None, &d, uid).is_err());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

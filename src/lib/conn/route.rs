@@ -55,7 +55,7 @@ impl Connection {
     /// Find the server per `opts`, connect and handshake, retrying as asked.
     pub fn connect(opts: &ConnectOptions) -> Result<Connection> {
         if let Some(path) = holder_in_charge(opts, &ProcessEnv) {
-            return super::holder::connect(&path);
+            return super::holder::connect(&path, super::holder::HOLDER_ENV);
         }
         let attempts = opts.retries.saturating_add(1);
         let delay = opts.wait_to_connect.unwrap_or(Duration::from_secs(1));
@@ -67,7 +67,9 @@ impl Connection {
             let found = discover(opts, &ProcessEnv).and_then(|t| {
                 // A holder that has gone leaves a stale socket: then
                 // connect as usual.
-                match registered_holder(opts, &t).map(|p| super::holder::connect(&p)) {
+                match registered_holder(opts, &t)
+                    .map(|p| super::holder::connect(&p, "the holder registry"))
+                {
                     Some(Ok(c)) => Ok(c),
                     _ => Connection::open(t, handshake_timeout()),
                 }
