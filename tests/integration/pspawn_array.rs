@@ -134,6 +134,26 @@ fn each_task_writes_its_own_percent_a_files_with(mut pspawn: Command) {
     }
 }
 
+/// Issue 40: an array with no `%N` whose tasks end as fast as they start
+/// launched on without taking their ends, until the connection's queue
+/// (8192 messages) was full: task 8195 "was not launched" (exit 4). All
+/// 10,000 run now, each with its record.
+#[test]
+fn ten_thousand_tasks_without_a_limit_all_run_on_pdvm() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "32"]);
+    let o = support::run_with_timeout(
+        pdvm.tool("pspawn")
+            .args(["--json", "--array", "0-9999", "true"])
+            .stdin(Stdio::null()),
+        300,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let recs = json_records(&text(&o.stdout));
+    let tasks: Vec<_> = recs.iter().filter(|r| r["type"] == "array_task").collect();
+    assert_eq!(tasks.len(), 10_000, "{}", text(&o.stderr));
+    assert!(tasks.iter().all(|t| t["exit_code"] == 0));
+}
+
 #[test]
 fn failed_tasks_are_counted_in_the_exit_the_summary_and_the_json() {
     let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);

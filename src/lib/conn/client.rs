@@ -550,6 +550,13 @@ found by {}); it may be stopped or overloaded",
         lock(&self.shared.rx).closed.is_some()
     }
 
+    /// Unsolicited messages received and not taken yet: a caller that
+    /// sends request after request checks it and takes them before the
+    /// queue fills ([`MAX_QUEUED`]), past which no reply can be read.
+    pub fn backlog(&self) -> usize {
+        lock(&self.shared.rx).queue.len()
+    }
+
     fn pindex(&self) -> i32 {
         self.welcome.pindex.map(|p| p as i32).unwrap_or(0)
     }

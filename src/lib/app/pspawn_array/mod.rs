@@ -66,6 +66,10 @@ struct Task {
 /// How often a task PRRTE ended unrun is launched again.
 const MAX_RELAUNCH: u32 = 3;
 
+/// Unsolicited messages waiting beyond which no task is launched until the
+/// wait has taken them (an eighth of the connection's queue).
+const FILL_BACKLOG: usize = crate::conn::client::MAX_QUEUED / 8;
+
 /// A barrier query in flight: its tag, the tasks it closes, and how many
 /// tasks had been launched when it was sent.
 struct Barrier {
@@ -328,9 +332,17 @@ impl Array<'_> {
         }))
     }
 
-    /// Launch tasks while fewer than the limit are in flight.
+    /// Launch tasks while fewer than the limit are in flight and the
+    /// messages already received (their ends, their output) are few: an
+    /// array without `%N` whose tasks end as fast as they start would
+    /// otherwise launch on and on, their ends filling the connection's
+    /// queue until no reply could be read; the wait takes them first.
     fn fill(&mut self) -> Result<(), Failure> {
-        while !self.busy && self.stop.is_none() && self.alive < self.limit {
+        while !self.busy
+            && self.stop.is_none()
+            && self.alive < self.limit
+            && self.s.conn().backlog() < FILL_BACKLOG
+        {
             if let Some(next) = self.again.pop_front() {
                 self.launch(next, false)?;
                 continue;
