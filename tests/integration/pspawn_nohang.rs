@@ -96,7 +96,18 @@ enum Scenario {
     /// and comes only behind the answer to a pull of it, as PRRTE 3.0.14
     /// does with what a job wrote before its forwarding was set up.
     CachedUntilPulled,
+    /// The first [`BUSY_TRIES`] spawns are answered
+    /// `PMIX_ERR_JOB_FAILED_TO_MAP`, each after [`FLOOD`] notifications of
+    /// another job's end (PRRTE master tells every tool of every launch
+    /// that failed); the next one runs, writes a line and succeeds.
+    BusyWhileFlooded,
 }
+
+/// Busy answers before the launch, in [`Scenario::BusyWhileFlooded`].
+const BUSY_TRIES: usize = 3;
+/// Notifications sent before each busy answer: three rounds are more than
+/// the client's queue holds (8192).
+const FLOOD: usize = 3000;
 
 const JOB: &str = "fake@2";
 /// How long after the barrier's answer [`Scenario::OutputAfterBarrier`]'s
@@ -148,6 +159,11 @@ fn job_output(line: &str) -> Vec<u8> {
 /// [`JOB`]'s end event: its termination status, and the exit code when
 /// one is reported.
 fn job_end(term: Status, exit: Option<i32>) -> Vec<u8> {
+    job_end_of(JOB, term, exit)
+}
+
+/// The end of job `ns` as the DVM announces it.
+fn job_end_of(ns: &str, term: Status, exit: Option<i32>) -> Vec<u8> {
     let mut e = Encoder::new(WireVersion::V41);
     e.pack_one(&pmix_tools::codec::Cmd(cmd::NOTIFY)).unwrap();
     e.pack_one(&Status::EVENT_JOB_END).unwrap();
@@ -160,7 +176,7 @@ fn job_end(term: Status, exit: Option<i32>) -> Vec<u8> {
         Info::new(
             keys::EVENT_AFFECTED_PROC,
             Value::Proc(Proc {
-                nspace: JOB.into(),
+                nspace: ns.into(),
                 rank: pmix_tools::codec::RANK_WILDCARD,
             }),
         ),
@@ -181,6 +197,13 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
         e
     };
     match scenario {
+        Scenario::BusyWhileFlooded if n <= BUSY_TRIES => {
+            let other = job_end_of("fake@9", Status::ERR_JOB_FAILED_TO_MAP, None);
+            for _ in 0..FLOOD {
+                push(s, TAG_NOTIFY, other.clone());
+            }
+            reply(s, tag, &status_only(Status::ERR_JOB_FAILED_TO_MAP));
+        }
         Scenario::FailedBeforeReply => {
             push(s, TAG_IOF, job_output("hello\n"));
             push(s, TAG_NOTIFY, job_end(Status::ERROR, Some(3)));
@@ -190,7 +213,7 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
             reply(s, tag, &launched());
             push(s, TAG_NOTIFY, job_end(Status::ERROR, None));
         }
-        Scenario::KilledUnrun => {
+        Scenario::KilledUnrun | Scenario::BusyWhileFlooded => {
             reply(s, tag, &launched());
             push(s, TAG_IOF, job_output("ran\n"));
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
@@ -347,7 +370,8 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 Scenario::FailedBeforeReply
                 | Scenario::KilledUnrun
                 | Scenario::OutputAfterBarrier
-                | Scenario::CachedUntilPulled => false,
+                | Scenario::CachedUntilPulled
+                | Scenario::BusyWhileFlooded => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -609,4 +633,20 @@ fn an_array_task_the_dvm_ended_unrun_is_launched_again() {
     assert_eq!(text(&out.stdout), "ran\n", "stderr: {err}");
     assert!(err.contains("array task 7 (job fake@2): the DVM ended its job with PMIX_ERROR and no exit status before it ran"), "{err}");
     assert_eq!(seen.lock().unwrap().spawns, 2);
+}
+
+/// Issue 40: a pspawn waiting for its allocation's busy slots took none of
+/// the messages the DVM sent meanwhile; after enough tries its queue
+/// (8192 messages) was full and it failed `PMIX_ERR_OUT_OF_RESOURCE`,
+/// "spawn refused by the DVM". The wait now takes them: 9000 over three
+/// busy answers, then the job runs and its output is printed.
+#[test]
+fn a_spawn_waiting_for_busy_slots_takes_what_comes_meanwhile() {
+    let (uri, seen) = fake_dvm(Scenario::BusyWhileFlooded);
+    let out = pspawn_at(&uri, &["--target", "a1", "-n", "1", "/bin/true"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("are busy"), "{err}");
+    assert_eq!(text(&out.stdout), "ran\n", "{err}");
+    assert_eq!(seen.lock().unwrap().spawns, BUSY_TRIES + 1);
 }

@@ -564,7 +564,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
             Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
                 match wait.on_busy(s, req, ui) {
                     super::pspawn_wait::Busy::Retry(p) => {
-                        if let Some(sig) = super::pspawn_wait::pause(p) {
+                        if let Some(sig) = super::pspawn_wait::pause(s, p) {
                             return Err(Failure::interrupted(&format!(
                                 "interrupted by {} while waiting for the allocation's slots; nothing was launched",
                                 signals::name(sig)

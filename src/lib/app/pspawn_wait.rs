@@ -71,9 +71,30 @@ them, as srun does (--immediate refuses instead)",
     }
 }
 
-/// Sleep `pause`; the signal that cut it short, if one did.
-pub(crate) fn pause(pause: Duration) -> Option<i32> {
-    super::signals::sleep_until(Instant::now() + pause)
+/// Wait `pause` before the next try, taking what the DVM sends meanwhile:
+/// nothing of it is this pspawn's (a busy answer launched nothing), and
+/// left queued it would fill the connection's queue over a long wait
+/// (PRRTE master tells every tool of every launch that failed), after
+/// which no answer could be read. The signal that cut it short, if one
+/// did.
+pub(crate) fn pause(s: &Session, pause: Duration) -> Option<i32> {
+    use crate::conn::{Event, Unsolicited};
+    let until = Instant::now() + pause;
+    let extras: Vec<_> = super::signals::fd().into_iter().collect();
+    loop {
+        if let Some(sig) = super::signals::caught() {
+            return Some(sig);
+        }
+        match s.conn().wait(&extras, Some(until)) {
+            Event::Deadline => return None,
+            Event::Ready(_) => super::signals::drain(),
+            // The next try says that the DVM has gone.
+            Event::Message(Unsolicited::Closed(_)) => {
+                return super::signals::sleep_until(until);
+            }
+            Event::Message(_) | Event::Reply(_) => {}
+        }
+    }
 }
 
 /// Whether the job could run in its allocations when no other job holds
