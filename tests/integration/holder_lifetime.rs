@@ -438,13 +438,15 @@ fn a_holder_inside_a_job_lends_nothing_to_processes_outside_it() {
     let id_file = dir.path().join("id");
     let rc_file = dir.path().join("rc");
     let gate = dir.path().join("gate");
+    let said_file = dir.path().join("said");
     let script = format!(
-        "palloc -N 1 --hold --parsable > {id} &\n\
+        "palloc -N 1 --hold --parsable > {id} 2> {said} &\n\
          while [ ! -s {id} ]; do sleep 0.1; done\n\
          pspawn --target \"$(cat {id})\" true; echo $? > {rc}\n\
          while [ ! -e {gate} ]; do sleep 0.1; done\n\
          kill %1; wait",
         id = id_file.display(),
+        said = said_file.display(),
         rc = rc_file.display(),
         gate = gate.display()
     );
@@ -461,6 +463,13 @@ fn a_holder_inside_a_job_lends_nothing_to_processes_outside_it() {
         "0",
         "the job itself spawns into its allocation"
     );
+    // It says who can act through it (issue 45): not "other shells".
+    let said = support::wait_file(&said_file, Duration::from_secs(20));
+    assert!(
+        said.contains(&format!("only processes of job {ns}")),
+        "{said}"
+    );
+    assert!(!said.contains("from other shells"), "{said}");
     let mut outsider = tool("pspawn");
     outsider.args(["--target", &id, "true"]);
     let r = run(outsider, 30);
