@@ -181,7 +181,7 @@ fn missing_program_bad_wdir_and_time_limits_are_said() {
     });
     assert_eq!(out.status.code(), Some(8), "{}", show(&out));
     assert!(
-        text(&out.stderr).contains("ended while it ran (its time limit was reached"),
+        text(&out.stderr).contains("ended while it ran (the time limit was reached"),
         "{}",
         show(&out)
     );

@@ -20,6 +20,7 @@ mod docs_current;
 mod dvm_model_genealogy;
 mod dvm_model_rules;
 mod dvm_model_sched;
+mod end_causes;
 mod habits;
 mod holder_batch;
 mod holder_cancel;

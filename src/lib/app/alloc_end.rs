@@ -84,6 +84,34 @@ impl AllocEnd {
     }
 }
 
+/// The failure of job `ns`, stopped because its allocation `alloc_id`
+/// ended while it ran (exit 8, as at a time limit), with why; the node
+/// source's cause and exit when it gave one (see [`AllocEnd::failure`]).
+/// The one sentence for every engine: pdvm stops the job with SIGTERM,
+/// PRRTE master announces status 0 for the processes its session's end
+/// killed, so the job's own status does not tell.
+pub fn stopped_job(end: Option<&AllocEnd>, ns: &str, alloc_id: &str, status: i32) -> Failure {
+    if let Some(mut f) = end.and_then(|e| e.failure(alloc_id)) {
+        f.message = format!("job {ns} was stopped (status {status}): {}", f.message);
+        return f;
+    }
+    let why = end.map_or("its time limit was reached, or it was released", |e| {
+        e.why.as_str()
+    });
+    let hint = if end.is_none_or(|e| e.expired) {
+        "; extend it with `palloc --extend ID -t DURATION` next time"
+    } else {
+        ""
+    };
+    Failure::with(
+        Exit::TimedOut,
+        None,
+        format!(
+            "job {ns} was stopped by the DVM: allocation {alloc_id} ended while it ran ({why}){hint}"
+        ),
+    )
+}
+
 /// The sentence of a [`crate::proto::status::NODES_LOST`] event for
 /// `alloc_id` (psched: Slurm took some of its nodes; it goes on), if `ev`
 /// is one.

@@ -107,12 +107,28 @@ fn other_meaning(s: &Session, id: &str) -> Option<String> {
         return Some(format!("released {a} (request {id})"));
     }
     let live = crate::ops::query::namespaces(s).ok()?;
-    if live.iter().any(|n| n == id) && crate::ops::control::terminate_job(s, id).is_ok() {
+    if live.iter().any(|n| n == id) && cancel_job(s, id).is_ok() {
         return Some(format!(
             "cancelled job {id} (its processes were terminated)"
         ));
     }
     None
+}
+
+/// Terminate job `id`, announced first ([`crate::proto::status::JOB_CANCELLED`])
+/// so that a pspawn following it says it was cancelled whatever status the
+/// DVM then gives (a DVM that relays no tool's event loses only that).
+fn cancel_job(s: &Session, id: &str) -> crate::error::Result<()> {
+    let (me, _) = s.me();
+    let notice = [
+        Info::new(keys::NSPACE, id),
+        Info::new(
+            keys::EVENT_TEXT_MESSAGE,
+            format!("cancelled by prelease (tool {me})").as_str(),
+        ),
+    ];
+    let _ = crate::ops::events::notify_all(s, crate::proto::status::JOB_CANCELLED, &notice);
+    crate::ops::control::terminate_job(s, id)
 }
 
 /// `--signal SIG JOB…`: the signal to every process of each job; the exit

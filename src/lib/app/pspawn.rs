@@ -15,6 +15,8 @@ use crate::render::{ExitRecord, JobRecord};
 use super::alloc_end::AllocEnd;
 use super::launch::{self, Followed, OutputSink};
 use super::{connect_for, finish, signals, Failure, Ui};
+use crate::proto::keys;
+use crate::proto::status::JOB_CANCELLED;
 
 /// Run pspawn; returns the exit code.
 pub fn run(args: &PspawnArgs) -> i32 {
@@ -352,22 +354,19 @@ fn stdin_is_dev_null() -> bool {
 /// it targeted are still there.
 fn allocation_end_failure(s: &Session, ns: &str, targets: &[String]) -> Option<Failure> {
     let live = crate::ops::status_query::reservations(s, None).ok()?;
-    let gone: Vec<&String> = targets
+    let gone: Vec<&str> = targets
         .iter()
         .filter(|t| !live.iter().any(|r| &r.alloc_id == *t))
+        .map(String::as_str)
         .collect();
     if gone.is_empty() {
         return None;
     }
-    let gone: Vec<&str> = gone.iter().map(|g| g.as_str()).collect();
-    Some(Failure::with(
-        Exit::TimedOut,
+    Some(super::alloc_end::stopped_job(
         None,
-        format!(
-            "job {ns} was stopped by the DVM: allocation {} ended while it ran (its time limit \
-was reached, or it was released); extend it with `palloc --extend ID -t DURATION` next time",
-            gone.join(", ")
-        ),
+        ns,
+        &gone.join(", "),
+        143,
     ))
 }
 
@@ -434,23 +433,54 @@ pub(crate) fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
     })
 }
 
-/// The failure of a job whose allocation the node source ended before the
-/// job's end was seen (`end`: the allocation and how it ended, from
-/// `PMIX_EVENT_SESSION_END`): the exit code and the words palloc gives
-/// for that cause (8 TIMEOUT, 10 scancel or preemption, 1 NODE_FAIL).
-/// Whatever status the job ends with: PRRTE master announces status 0 for
-/// the processes its session's end killed.
+/// The failure of a job whose allocation ended while it ran (`end`: the
+/// allocation and how it ended, from `PMIX_EVENT_SESSION_END`, announced
+/// before the job's end): 8 at a time limit or a release, or the node
+/// source's cause (10 scancel or preemption, 1 NODE_FAIL). Whatever
+/// status the job ends with: PRRTE master announces status 0 for the
+/// processes its session's end killed.
 fn ended_by_source(followed: &Followed, end: Option<&(String, AllocEnd)>) -> Option<Failure> {
     let Followed::Ended(job) = followed else {
         return None;
     };
     let (id, end) = end?;
-    let mut f = end.failure(id)?;
-    f.message = format!(
-        "job {} was stopped (status {}): {}",
-        job.nspace, job.exit_status, f.message
-    );
-    Some(f)
+    Some(super::alloc_end::stopped_job(
+        Some(end),
+        &job.nspace,
+        id,
+        job.exit_status,
+    ))
+}
+
+/// Who cancels job `ns`, when `ev` is a `prelease` announcing so
+/// ([`JOB_CANCELLED`]).
+fn cancel_notice(ev: &crate::ops::events::Event, ns: &str) -> Option<String> {
+    let said = |k: &str| ev.get(k).and_then(|v| v.as_str());
+    (ev.status == JOB_CANCELLED && said(keys::NSPACE) == Some(ns)).then(|| {
+        said(keys::EVENT_TEXT_MESSAGE)
+            .unwrap_or("cancelled")
+            .to_string()
+    })
+}
+
+/// The failure of a job `prelease` cancelled while it ran (`who`, from its
+/// notice): exit 143, as the SIGTERM that stops it gives on pdvm, also on
+/// PRRTE master, which announces status 0 for the processes it killed. A
+/// job that ended with a status of its own keeps it.
+fn cancelled_by(followed: &Followed, who: Option<&str>) -> Option<Failure> {
+    let (Followed::Ended(job), Some(who)) = (followed, who) else {
+        return None;
+    };
+    matches!(job.exit_status, 0 | 137 | 143).then(|| {
+        Failure::with(
+            Exit::Signaled(15),
+            None,
+            format!(
+                "job {} was {who}: its processes were terminated",
+                job.nspace
+            ),
+        )
+    })
 }
 
 /// pspawn's exit code once job `ns` was followed: the job's own status
@@ -530,10 +560,11 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     create_output_files(req)?;
     // In an allocation, its end too: the node source's cause (Slurm's
     // scancel, TIMEOUT, NODE_FAIL) is pspawn's when it stops the job.
+    // And a `prelease JOB` of it (see `cancelled_by`).
     let more: &[Status] = if req.targets.is_empty() {
-        &[]
+        &[JOB_CANCELLED]
     } else {
-        &[Status::EVENT_SESSION_END]
+        &[JOB_CANCELLED, Status::EVENT_SESSION_END]
     };
     let registration = launch::register_job_end_and(s, more)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
@@ -602,6 +633,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     let timeout = req.timeout_secs.map(Duration::from_secs);
     let mut alloc_end: Option<(String, AllocEnd)> = None;
+    let mut cancelled: Option<String> = None;
     let followed = launch::follow(
         s,
         &ns,
@@ -614,6 +646,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
             match o {
                 JobOutput::Output(c) if sink.chunk(c) => launch::stop_job(s, &ns),
                 JobOutput::Event(ev) => {
+                    if let Some(who) = cancel_notice(ev, &ns) {
+                        cancelled = Some(who);
+                    }
                     let now = super::now_secs();
                     let end = req
                         .targets
@@ -634,6 +669,9 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
         ui.detail(&format!("stdin not forwarded to the job: {why}"));
+    }
+    if let Some(f) = cancelled_by(&followed, cancelled.as_deref()) {
+        return Err(f);
     }
     if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
         return Err(f);

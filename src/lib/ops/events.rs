@@ -53,6 +53,18 @@ pub fn register(s: &Session, codes: &[Status], info: &[Info]) -> Result<()> {
     read_status(&mut s.decoder(&reply))
 }
 
+/// Notify every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) of
+/// event `code` with `info`; the DVM's answer.
+pub fn notify_all(s: &Session, code: Status, info: &[Info]) -> Result<()> {
+    s.check_infos(info)?;
+    let mut e = s.request(cmd::NOTIFY)?;
+    e.pack_one(&code)?;
+    e.pack_one(&crate::codec::Range(crate::proto::range::GLOBAL))?;
+    write_infos(&mut e, info)?;
+    let reply = s.call(e)?;
+    read_status(&mut s.decoder(&reply))
+}
+
 /// Decode a notification payload (command, code, source, size, infos).
 pub fn decode_notification(d: &mut Decoder) -> Result<Event> {
     let Cmd(c) = d.unpack_one()?;

@@ -133,6 +133,19 @@ pub const NODES_LOST: Status = Status(-3003);
 /// Name shown for [`NODES_LOST`] (PMIx has none).
 pub const NODES_LOST_NAME: &str = "PSCHED_EVENT_NODES_LOST";
 
+/// pmix-tools' own event code, sent to every tool of the DVM (range
+/// global) by `prelease JOB` just before it terminates job `JOB`:
+/// `PMIX_NSPACE` (the job) and `PMIX_EVENT_TEXT_MESSAGE` (who cancels it).
+/// A pspawn following that job reports its end as cancelled (exit 143, as
+/// the SIGTERM pdvm sends gives), whatever status the DVM then announces:
+/// PRRTE master announces status 0 for processes a job control killed.
+/// PMIx has no code for it; -3004 is in the range its headers leave to
+/// hosts.
+pub const JOB_CANCELLED: Status = Status(-3004);
+
+/// Name shown for [`JOB_CANCELLED`] (PMIx has none).
+pub const JOB_CANCELLED_NAME: &str = "PMIX_TOOLS_EVENT_JOB_CANCELLED";
+
 #[cfg(test)]
 mod tests {
     use super::*;
