@@ -101,6 +101,10 @@ enum Scenario {
     /// another job's end (PRRTE master tells every tool of every launch
     /// that failed); the next one runs, writes a line and succeeds.
     BusyWhileFlooded,
+    /// The job is gone from the namespace list at the first question, and
+    /// its end event (status 0) comes a moment after that answer: what
+    /// PRRTE master does, behind a palloc relaying for many steps.
+    EndAfterGone,
 }
 
 /// Busy answers before the launch, in [`Scenario::BusyWhileFlooded`].
@@ -113,6 +117,9 @@ const JOB: &str = "fake@2";
 /// How long after the barrier's answer [`Scenario::OutputAfterBarrier`]'s
 /// line comes (well within the 20 ms a `v41` server's output must be quiet).
 const LATE_BY: std::time::Duration = std::time::Duration::from_millis(5);
+/// How long after the namespace answer [`Scenario::EndAfterGone`]'s end
+/// event comes.
+const END_LATE_BY: std::time::Duration = std::time::Duration::from_millis(500);
 /// `pmix_proc_state_t`: running, aborted.
 const RUNNING: u8 = 5;
 const ABORTED: u8 = 52;
@@ -296,6 +303,13 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
                         .unwrap_or_default();
                     let e = answer(&key, scenario, &log);
                     reply(&mut s, tag, &e);
+                    if matches!(scenario, Scenario::EndAfterGone)
+                        && key == keys::QUERY_NAMESPACES
+                        && !std::mem::replace(&mut log.lock().unwrap().late_sent, true)
+                    {
+                        std::thread::sleep(END_LATE_BY);
+                        push(&mut s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
+                    }
                     let late = matches!(scenario, Scenario::OutputAfterBarrier)
                         && key == keys::QUERY_NAMESPACES;
                     if late && !std::mem::replace(&mut log.lock().unwrap().late_sent, true) {
@@ -371,7 +385,8 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 | Scenario::KilledUnrun
                 | Scenario::OutputAfterBarrier
                 | Scenario::CachedUntilPulled
-                | Scenario::BusyWhileFlooded => false,
+                | Scenario::BusyWhileFlooded
+                | Scenario::EndAfterGone => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -430,8 +445,10 @@ fn a_lost_job_end_is_learned_from_the_namespace_list() {
     );
     assert!(err.contains("outcome unknown (exit 9)"), "{err}");
     let seen = seen.lock().unwrap();
-    // Listed twice (running), gone at the third question.
-    assert_eq!(seen.namespace_queries, 3, "commands: {:?}", seen.commands);
+    // Listed twice (running), gone at the third question and still at the
+    // fourth, which confirms it (PRRTE master drops a job from the list
+    // before its end event arrives).
+    assert_eq!(seen.namespace_queries, 4, "commands: {:?}", seen.commands);
     // The output the DVM may have cached for the job is asked for.
     assert!(
         seen.commands.contains(&cmd::IOF_PULL),
@@ -649,4 +666,19 @@ fn a_spawn_waiting_for_busy_slots_takes_what_comes_meanwhile() {
     assert!(err.contains("are busy"), "{err}");
     assert_eq!(text(&out.stdout), "ran\n", "{err}");
     assert_eq!(seen.lock().unwrap().spawns, BUSY_TRIES + 1);
+}
+
+/// Issue 40: PRRTE master drops a job from its namespace list before the
+/// job's end event reaches the tool; pspawn took the job for ended
+/// unannounced at once ("never announced", exit 9) though the end came a
+/// moment later. Gone at two questions in a row is now what counts: the
+/// end event, 500 ms after the first, wins with the job's own status.
+#[test]
+fn a_job_end_that_comes_after_the_job_left_the_list_is_taken() {
+    let (uri, seen) = fake_dvm(Scenario::EndAfterGone);
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("never announced"), "{err}");
+    assert_eq!(seen.lock().unwrap().namespace_queries, 1, "{err}");
 }

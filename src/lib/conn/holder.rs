@@ -55,6 +55,7 @@ use super::holder_route::{
 };
 use super::registry::{claim, Claim};
 pub(crate) use super::registry::{registered_path, registry, sweep, HeldBy};
+use super::replays::Replays;
 use super::stream::Stream;
 use super::uri::ServerUri;
 
@@ -133,6 +134,8 @@ pub(crate) struct Holder {
     relayed: HashMap<u32, Relayed>,
     /// Jobs spawned through this holder → the client that spawned them.
     jobs: HashMap<String, u64>,
+    /// The events passed on, so the DVM's replays of them are not.
+    replays: Replays,
     /// Spawns relayed and not answered yet.
     spawning: usize,
     /// Output and events of jobs not known yet, while spawns are pending.
@@ -203,6 +206,7 @@ impl Holder {
             relayed: HashMap::new(),
             jobs: HashMap::new(),
             spawning: 0,
+            replays: Replays::default(),
             parked: VecDeque::new(),
             parked_bytes: 0,
             released: false,
@@ -504,6 +508,8 @@ impl Holder {
                 Some(v) if v.code == Status::ALLOC_TIMEOUT_WARNING.0 => {
                     return self.deliver_warning(v.alloc_id.as_deref(), &payload);
                 }
+                // The DVM's replay of an event passed on already.
+                Some(_) if !self.replays.first_time(&payload) => return false,
                 Some(v) => v.job,
                 None => return false,
             },

@@ -22,6 +22,7 @@ pub(crate) mod holder_route;
 pub(crate) mod local_trust;
 pub mod pidfd;
 pub(crate) mod registry;
+pub(crate) mod replays;
 pub(crate) mod route;
 pub(crate) mod stream;
 pub(crate) mod uri;

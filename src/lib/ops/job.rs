@@ -365,6 +365,13 @@ pub const END_CHECK_FIRST: Duration = Duration::from_secs(1);
 /// noticed at most this long (plus one query) after it ended.
 pub const END_CHECK_MAX: Duration = Duration::from_secs(16);
 
+/// How long after a check found the job gone from the DVM's list the next
+/// one asks again: PRRTE master drops a job from that list before its end
+/// event reaches the tool (behind a relaying palloc, seconds before when
+/// many steps wait), so the job counts as ended unannounced only when it
+/// is still gone, and still unannounced, at this second question.
+pub const END_CHECK_CONFIRM: Duration = Duration::from_secs(3);
+
 /// How long one check waits for its answer: a DVM busy launching may leave
 /// a query unanswered for a while (PRRTE master does), and the job's own
 /// end event must not wait behind it; an unanswered check is asked again
@@ -380,7 +387,9 @@ use crate::proto::proc_state::{ERROR as PROC_STATE_ERROR, TERMINATED as PROC_STA
 /// No question is asked while the job's end event or output keeps coming.
 ///
 /// The job counts as ended when `PMIX_QUERY_NAMESPACES` no longer lists it
-/// (PRRTE lists only live jobs and tools), or when, at two checks in a row,
+/// at two questions in a row, the second [`END_CHECK_CONFIRM`] after the
+/// first (PRRTE lists only live jobs and tools, and drops one before its
+/// end event arrives), or when, at two checks in a row,
 /// `PMIX_QUERY_PROC_TABLE` shows every process terminated, or running with
 /// no pid (PRRTE master loses a launch now and then), or — for a
 /// process on this host — its pid gone (PRRTE 3.0.14 sometimes misses a
@@ -402,6 +411,8 @@ pub struct EndCheck {
     gap: Duration,
     failed_seen: bool,
     finished_before: bool,
+    /// The last check found the job gone from the DVM's list.
+    gone_before: bool,
     release: bool,
     /// Since when every check went unanswered (none answered since).
     silent_since: Option<Instant>,
@@ -417,6 +428,7 @@ impl EndCheck {
             gap: END_CHECK_FIRST,
             failed_seen: false,
             finished_before: false,
+            gone_before: false,
             release: false,
             silent_since: None,
             unanswered: 0,
@@ -451,7 +463,12 @@ impl EndCheck {
         }
         let ended = self.ask(s);
         self.gap = (self.gap * 2).min(END_CHECK_MAX);
-        self.next = Instant::now() + self.gap;
+        let gap = if self.gone_before && !ended {
+            END_CHECK_CONFIRM
+        } else {
+            self.gap
+        };
+        self.next = Instant::now() + gap;
         if let Some(since) = self.silent_since {
             if since.elapsed() >= s.timeout() {
                 return Err(Error::new(
@@ -507,8 +524,10 @@ status is unknown: {}",
                 self.silent_since = None;
                 self.unanswered = 0;
                 if !list.contains(&self.nspace) {
-                    return true;
+                    // Gone at two questions in a row ([`END_CHECK_CONFIRM`]).
+                    return std::mem::replace(&mut self.gone_before, true);
                 }
+                self.gone_before = false;
             }
             // No answer: cannot tell; ask again later.
             Err(e) if e.kind == crate::error::ErrorKind::TimedOut => {
