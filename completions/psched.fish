@@ -1,6 +1,6 @@
 complete -c psched -l nodes -d 'The nodes psched owns, as a list with ranges: `node[03-08]`, `n1,n2` (the pool backend; with `--backend slurm` Slurm has the nodes)' -r -f
 complete -c psched -l backend -d 'Where the nodes come from: `pool` (psched\'s own, `--nodes`) or `slurm` (the Slurm that SLURM_CONF names: each allocation is an exclusive Slurm job; time limits, partitions and queueing are Slurm\'s)' -r -f
-complete -c psched -l slots -d 'Slots per node (recorded in the ledger; PRRTE master gives every node a scheduler grants one slot)' -r -f
+complete -c psched -l slots -d 'Slots per node (recorded in the ledger, and said to PRRTE master as it first hears of the node: `node02:2`; without it PRRTE gives a scheduler\'s node one slot)' -r -f
 complete -c psched -l partition -d 'A partition: `NAME[:DEFAULT[:MAX]]` with time limits such as `10m`, `1h`, `30s`; the first is used when a request names none. Default: `batch` without limits' -r -f
 complete -c psched -l ledger -d 'The ledger file (grants survive a restart)' -r -F
 complete -c psched -l retry -d 'Seconds between attempts to attach to the DVM' -r -f

@@ -25,7 +25,8 @@
 # With --psched M, prte runs its ras/pmix component (`--prtemca
 # ras_pmix_system_scheduler 1`: the hostfile is then ignored, the DVM starts
 # with node01 only) and psched attaches to it as its scheduler, owning M more
-# nodes; PRRTE starts a daemon on a node when psched grants it. psched is
+# nodes, each with SLOTS slots (psched --slots); PRRTE starts a daemon on a
+# node when psched grants it. psched is
 # $PSCHED, else `psched` on PATH, else target/{release,debug}/psched; its
 # ledger is $state/psched-ledger.json, its log $state/psched.log;
 # $PSCHED_ARGS adds flags (e.g. PSCHED_ARGS='--time-scale 60').
@@ -171,7 +172,7 @@ start() {
         setsid env TMPDIR="$state/hnp" "${enter[@]}" "$psched_bin" \
             --nodes "node[02-$(printf '%02d' $((psched_nodes + 1)))]" \
             --ledger "$state/psched-ledger.json" --uri "file:$state/uri.txt" \
-            ${PSCHED_ARGS:-} </dev/null >"$state/psched.log" 2>&1 &
+            --slots "$slots" ${PSCHED_ARGS:-} </dev/null >"$state/psched.log" 2>&1 &
         echo $! >"$state/psched.pid"
         for _ in $(seq 200); do grep -q "attached to" "$state/psched.log" 2>/dev/null && break; sleep 0.05; done
         grep -q "attached to" "$state/psched.log" || { cat "$state/psched.log" >&2; die "psched did not attach"; }

@@ -15,6 +15,43 @@ pub(crate) fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 90)
 }
 
+/// Issue 40: `psched --slots 2` gives each pool node two slots in PRRTE
+/// master (it gave one, whatever was asked): the DVM lists them with 2,
+/// and `palloc -N 1 -- pspawn -n 2 hostname` runs both ranks on its one
+/// node at once.
+#[test]
+fn pool_nodes_have_the_slots_psched_was_told() {
+    let c = Cluster::start_with_psched(2, 2, &["--slots", "2"]);
+    let o = run(tool(&c, "pwatch")
+        .no_color()
+        .args(["--status", "--what", "nodes", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
+    let pool: Vec<u64> = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["name"] != "node01")
+        .map(|n| n["slots"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(pool, [2, 2], "{v}");
+    let o = run(tool(&c, "palloc").no_color().args([
+        "-N",
+        "1",
+        "--",
+        "pspawn",
+        "-n",
+        "2",
+        "--immediate",
+        "hostname",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
+    let out = text(&o.stdout);
+    let hosts: Vec<&str> = out.lines().collect();
+    assert_eq!(hosts.len(), 2, "{}", show(&o));
+    assert!(hosts[0] != "node01" && hosts[0] == hosts[1], "{hosts:?}");
+}
+
 /// `palloc -N 2 -t 2m --warn-timeout 1m --inherit child -- sh -c 'pspawn -n
 /// 2 --map-by node hostname'` prints two nodes of psched's pool (not the
 /// head node) and exits 0; psched's ledger recorded the grant.

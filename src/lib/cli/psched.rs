@@ -27,8 +27,9 @@ pub struct PschedArgs {
     #[arg(long, value_name = "pool|slurm", value_parser = parse_backend)]
     pub backend: Option<BackendKind>,
 
-    /// Slots per node (recorded in the ledger; PRRTE master gives every
-    /// node a scheduler grants one slot).
+    /// Slots per node (recorded in the ledger, and said to PRRTE master as
+    /// it first hears of the node: `node02:2`; without it PRRTE gives a
+    /// scheduler's node one slot).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub slots: u32,
 

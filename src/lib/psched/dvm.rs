@@ -165,6 +165,8 @@ pub struct Dvm {
     /// Allocations PRRTE did not make (a NEW it refused after the grant).
     refused: Vec<String>,
     log: Vec<String>,
+    /// Slots of each node, said to PRRTE as it first hears of the node.
+    slots: u32,
 }
 
 impl Dvm {
@@ -195,6 +197,7 @@ impl Dvm {
             askers: HashMap::new(),
             refused: Vec::new(),
             log: Vec::new(),
+            slots: 1,
         };
         // The idle reservation of a psched before ended with its
         // connection: its nodes went to the default pool; hold them again
@@ -203,6 +206,23 @@ impl Dvm {
             d.queue.push_back(Change::Park(d.book.in_dvm.clone()));
         }
         d
+    }
+
+    /// Each node has `slots` slots (`--slots`): said to PRRTE in the node
+    /// list that first names the node (`node02:2`, the form of PRRTE's
+    /// `--host`), which PRRTE master reads with its `--host` parser; without
+    /// it PRRTE gives a node a scheduler grants one slot.
+    pub fn set_slots(&mut self, slots: u32) {
+        self.slots = slots.max(1);
+    }
+
+    /// `node` as the node list names it the first time: with its slots.
+    fn with_slots(&self, node: &str) -> String {
+        if self.slots > 1 {
+            format!("{node}:{}", self.slots)
+        } else {
+            node.to_string()
+        }
     }
 
     /// Start the daemons of `nodes` now, holding them idle in psched's
@@ -859,7 +879,8 @@ impl Dvm {
                     let rest = nodes.split_off(1);
                     self.queue.push_front(Change::Park(rest));
                 }
-                let list = Info::new(keys::ALLOC_NODE_LIST, nodes.join(",").as_str());
+                let named: Vec<String> = nodes.iter().map(|n| self.with_slots(n)).collect();
+                let list = Info::new(keys::ALLOC_NODE_LIST, named.join(",").as_str());
                 let body = match &self.idle_id {
                     None => wire::own_request(
                         self.wire,

@@ -64,7 +64,7 @@ pub struct Config {
     pub connect: ConnectOptions,
     /// The pool's node names.
     pub nodes: Vec<String>,
-    /// Slots per node (recorded; PRRTE gives each granted node one).
+    /// Slots per node (said to PRRTE as it first hears of each node).
     pub slots: u32,
     /// The partitions, default first.
     pub partitions: Vec<Partition>,

@@ -86,6 +86,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                     kept.sessions,
                     OWN_TAG_BASE,
                 );
+                d.set_slots(cfg.slots);
                 let granted: Vec<String> = st
                     .ledger()
                     .grants
