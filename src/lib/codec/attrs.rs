@@ -34,6 +34,19 @@ pub fn parse_alloc_time(v: &Value) -> Option<u64> {
     }
 }
 
+/// What every event the tools and psched send carries: for handlers that
+/// asked for its code alone (`PMIX_EVENT_NON_DEFAULT`), and not kept to be
+/// replayed to every later registration (`PMIX_EVENT_DO_NOT_CACHE`).
+/// Without them PRRTE master replays an allocation's end to each MPI
+/// process that starts later, whose default handler then aborts MPI_Init.
+pub fn quiet_event_flags() -> [Info; 2] {
+    use crate::proto::keys::{EVENT_DO_NOT_CACHE, EVENT_NON_DEFAULT};
+    [
+        Info::new(EVENT_NON_DEFAULT, true),
+        Info::new(EVENT_DO_NOT_CACHE, true),
+    ]
+}
+
 /// Write `size` followed by the infos.
 pub fn write_infos(enc: &mut Encoder, infos: &[Info]) -> Result<()> {
     write_sized(enc, infos)

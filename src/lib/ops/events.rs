@@ -53,14 +53,18 @@ pub fn register(s: &Session, codes: &[Status], info: &[Info]) -> Result<()> {
     read_status(&mut s.decoder(&reply))
 }
 
-/// Notify every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) of
-/// event `code` with `info`; the DVM's answer.
+/// Notify every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) that
+/// registered for event `code`, with `info` (never cached, never for a
+/// default handler: [`crate::codec::attrs::quiet_event_flags`]); the DVM's
+/// answer.
 pub fn notify_all(s: &Session, code: Status, info: &[Info]) -> Result<()> {
-    s.check_infos(info)?;
+    let mut info = info.to_vec();
+    info.extend(crate::codec::attrs::quiet_event_flags());
+    s.check_infos(&info)?;
     let mut e = s.request(cmd::NOTIFY)?;
     e.pack_one(&code)?;
     e.pack_one(&crate::codec::Range(crate::proto::range::GLOBAL))?;
-    write_infos(&mut e, info)?;
+    write_infos(&mut e, &info)?;
     let reply = s.call(e)?;
     read_status(&mut s.decoder(&reply))
 }

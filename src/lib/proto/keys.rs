@@ -183,6 +183,14 @@ pub const NODE_SLOTS: &str = "pmix.node.slots";
 /// `PMIX_EVENT_CUSTOM_RANGE` (`pmix_data_array_t` of procs): the processes
 /// an event with range `PMIX_RANGE_CUSTOM` goes to.
 pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
+/// `PMIX_EVENT_NON_DEFAULT` (`bool`): the event goes only to handlers
+/// registered for its code, never to a process's default handler (an MPI
+/// library's default handler aborts the job on any event it gets).
+pub const EVENT_NON_DEFAULT: &str = "pmix.evnondef";
+/// `PMIX_EVENT_DO_NOT_CACHE` (`bool`): the server does not keep the event
+/// to replay to later registrations.
+pub const EVENT_DO_NOT_CACHE: &str = "pmix.evnocache";
+
 /// `PMIX_SESSION_TERMINATE` (`bool`): session control, end the session.
 pub const SESSION_TERMINATE: &str = "pmix.ssn.terminate";
 /// `PMIX_SESSION_COMPLETE` (`bool`): the session has ended.

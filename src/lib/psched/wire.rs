@@ -348,6 +348,7 @@ pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) ->
         Value::DataArray(DataArray::procs(vec![to.clone()])),
     ));
     all.extend(infos.iter().cloned());
+    all.extend(crate::codec::attrs::quiet_event_flags());
     let mut e = Encoder::new(wire);
     e.pack_one(&Cmd(cmd::NOTIFY))?;
     e.pack_one(&code)?;
@@ -356,15 +357,18 @@ pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) ->
     Ok(e.into_bytes())
 }
 
-/// `code` for every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) with
-/// `infos`: how psched announces that an allocation ended, as pdvm does
+/// `code` for every process and tool of the DVM (`PMIX_RANGE_GLOBAL`) that
+/// registered for it, with `infos` (never cached, never for a default
+/// handler: [`crate::codec::attrs::quiet_event_flags`]): how psched announces that an allocation ended, as pdvm does
 /// (the holder, `pwatch` and any other listener hear it).
 pub fn notify_all(wire: WireVersion, code: Status, infos: &[Info]) -> Result<Vec<u8>> {
+    let mut all = infos.to_vec();
+    all.extend(crate::codec::attrs::quiet_event_flags());
     let mut e = Encoder::new(wire);
     e.pack_one(&Cmd(cmd::NOTIFY))?;
     e.pack_one(&code)?;
     e.pack_one(&Range(RANGE_GLOBAL))?;
-    write_infos(&mut e, infos)?;
+    write_infos(&mut e, &all)?;
     Ok(e.into_bytes())
 }
 
