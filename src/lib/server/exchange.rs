@@ -346,17 +346,20 @@ impl Server {
         message: Option<String>,
     ) -> Result<()> {
         let ns = peer.nspace().to_string();
-        eprintln!(
-            "pdvm: {} rank {} called abort with status {}{}",
-            ns,
+        let said = message
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        let sentence = format!(
+            "rank {} called abort with status {}{said}; the job's other processes were terminated",
             peer.name.wire_rank(),
-            status.0,
-            message
-                .map(|m| format!(": {}", m.trim_end()))
-                .unwrap_or_default()
+            status.0
         );
+        self.log(format!("{ns}: {sentence}"));
         if let Some(j) = self.jobs.get_mut(&ns) {
-            j.aborted.get_or_insert(status.0);
+            j.aborted.get_or_insert((status.0, sentence));
         }
         self.reply_status(conn, tag, Status::SUCCESS);
         self.terminate_job(&ns, Signal::SIGTERM);

@@ -100,8 +100,9 @@ pub(crate) struct Job {
     pub layout: super::job_data::JobLayout,
     /// Its job data as last packed: wire version, buffer kind, bytes.
     pub req_cache: Option<(crate::codec::WireVersion, bool, Vec<u8>)>,
-    /// The status a process asked the job to end with (`PMIx_Abort`).
-    pub aborted: Option<i32>,
+    /// The status a process asked the job to end with (`PMIx_Abort`), and
+    /// pdvm's sentence about it.
+    pub aborted: Option<(i32, String)>,
 }
 
 /// The write end of a process's stdin, fed by IOF pushes
@@ -246,8 +247,8 @@ impl Job {
     /// The status an abort asked for, else the exit status of the first
     /// failing process (by rank), else 0.
     pub(crate) fn status(&self) -> i32 {
-        if let Some(s) = self.aborted {
-            return s;
+        if let Some((s, _)) = &self.aborted {
+            return *s;
         }
         self.procs
             .iter()

@@ -779,6 +779,10 @@ impl Server {
             Info::new(keys::JOB_TERM_STATUS, Value::Status(Status(status))),
             Info::new(keys::EXIT_CODE, Value::Int(status)),
         ];
+        let mut info = info;
+        if let Some((_, sentence)) = &j.aborted {
+            info.push(Info::new(keys::EVENT_TEXT_MESSAGE, sentence.as_str()));
+        }
         let mut targets = self.conns.registered_for(Status::EVENT_JOB_END.0);
         if let (Some(s), true) = (j.spawner, j.notify_completion) {
             if !targets.contains(&s) {
