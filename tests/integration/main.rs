@@ -41,6 +41,7 @@ mod pdvm_hostile;
 mod pdvm_libpmix;
 mod pdvm_lifecycle;
 mod pdvm_master_tools;
+mod pdvm_mpi;
 mod pdvm_robust;
 mod pdvm_terminal;
 mod pdvm_timing;

@@ -6,6 +6,7 @@
 //! * this module: the real peers (PRRTE DVMs: [`Prte`]), running a program
 //!   with a deadline ([`run_with_timeout`], [`wait_output`], [`LineReader`]),
 //!   private temporary directories ([`unique_tmpdir`]);
+//! * [`mpi`]: MPI programs and PMIx clients built from `tests/mpi/`;
 //! * [`pdvm`]: the one pdvm launcher ([`pdvm::Pdvm`]) and library-level
 //!   helpers (following a job through a [`pmix_tools::ops::Session`]);
 //! * [`blackbox`]: the conformance harness on top of it: tools run from
@@ -61,6 +62,7 @@ pub mod array;
 pub mod blackbox;
 pub mod cluster;
 pub mod fake;
+pub mod mpi;
 pub mod nodes;
 pub mod other_user;
 pub mod pdvm;

@@ -522,11 +522,21 @@ fn followed_code(
         ui.note(m);
     }
     if exit != Exit::Success {
-        ui.detail(&format!(
+        let line = format!(
             "job {ns} ended with status {}{}",
             end.exit_status,
-            end.message.map(|m| format!(": {m}")).unwrap_or_default()
-        ));
+            end.message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+        // The DVM's own words on why (an abort) are shown; the bare status
+        // only with -v.
+        if end.announced && end.message.is_some() {
+            ui.note(&line);
+        } else {
+            ui.detail(&line);
+        }
     }
     Ok(exit.code())
 }

@@ -162,6 +162,16 @@ impl Encoder {
         }
     }
 
+    /// An empty encoder of the same version and buffer kind as `other`
+    /// (for a buffer packed inside another).
+    pub fn like(other: &Encoder) -> Self {
+        if other.described {
+            Encoder::described(other.ver)
+        } else {
+            Encoder::new(other.ver)
+        }
+    }
+
     /// Packs a count followed by `items` (`PMIx_Data_pack(.., n, T::DT)`).
     pub fn pack<T: Pack>(&mut self, items: &[T]) -> Result<()> {
         let n = i32::try_from(items.len())

@@ -20,6 +20,7 @@ pub mod flex;
 pub mod handshake;
 pub mod helpers;
 mod json;
+mod kval;
 mod scalars;
 mod structs;
 mod types;
@@ -29,6 +30,7 @@ pub use buffer::{
     Decoder, Encoder, Pack, Unpack, BUDGET_FLOOR, BUDGET_PER_BYTE, MAX_DEPTH, PREALLOC_MAX,
 };
 pub use darray::DataArray;
+pub use kval::{Bucket, Kval};
 pub use scalars::{
     AllocDirective, ByteObject, Cmd, DataTypeTag, Int, IofChannel, JobState, NullableString,
     Persist, Pid, ProcNspace, ProcState, Range, Rank, Scope, Size, Time, Uint,

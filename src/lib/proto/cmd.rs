@@ -2,6 +2,14 @@
 
 /// Ask for our job's data.
 pub const REQ: u8 = 0;
+/// `PMIX_ABORT_CMD`: a client asks for its job (or some processes) to end.
+pub const ABORT: u8 = 1;
+/// `PMIX_COMMIT_CMD`: a client hands over what it put.
+pub const COMMIT: u8 = 2;
+/// `PMIX_FENCENB_CMD`: a client enters a fence (barrier, data exchange).
+pub const FENCE: u8 = 3;
+/// `PMIX_GETNB_CMD`: a client asks for another process's data.
+pub const GET: u8 = 4;
 /// Finalize (orderly goodbye).
 pub const FINALIZE: u8 = 5;
 /// Spawn a job.
@@ -49,6 +57,10 @@ pub const IOF_PUSH: u8 = 23;
 pub fn name(code: u8) -> Option<&'static str> {
     Some(match code {
         REQ => "REQ",
+        ABORT => "ABORT",
+        COMMIT => "COMMIT",
+        FENCE => "FENCENB",
+        GET => "GETNB",
         FINALIZE => "FINALIZE",
         SPAWN => "SPAWN",
         NOTIFY => "NOTIFY",

@@ -212,3 +212,56 @@ pub const SERVER_URI_VARS: [&str; 5] = [
     "PMIX_SERVER_URI21",
     "PMIX_SERVER_URI2",
 ];
+
+/// Keys of the job data a job's PMIx clients get at init (`PMIX_REQ_CMD`)
+/// and of the data exchange among them (put, commit, fence, get).
+pub mod client {
+    /// `PMIX_LOCAL_SIZE` (`uint32_t`): the job's processes on this node.
+    pub const LOCAL_SIZE: &str = "pmix.local.size";
+    /// `PMIX_LOCAL_PEERS` (string): comma list of the job's ranks on this node.
+    pub const LOCAL_PEERS: &str = "pmix.lpeers";
+    /// `PMIX_LOCAL_RANK` (`uint16_t`): a process's rank among the job's on its node.
+    pub const LOCAL_RANK: &str = "pmix.lrank";
+    /// `PMIX_NODE_RANK` (`uint16_t`): a process's rank among all on its node.
+    pub const NODE_RANK: &str = "pmix.nrank";
+    /// `PMIX_APPNUM` (`uint32_t`): the app a process belongs to.
+    pub const APPNUM: &str = "pmix.appnum";
+    /// `PMIX_NODEID` (`uint32_t`): a node's number.
+    pub const NODEID: &str = "pmix.nodeid";
+    /// `PMIX_NODE_SIZE` (`uint32_t`): processes on a node.
+    pub const NODE_SIZE: &str = "pmix.node.size";
+    /// `PMIX_LOCALLDR` (rank): the job's lowest rank on a node.
+    pub const LOCALLDR: &str = "pmix.lldr";
+    /// `PMIX_APP_SIZE` (`uint32_t`): processes of an app.
+    pub const APP_SIZE: &str = "pmix.app.size";
+    /// `PMIX_APPLDR` (rank): an app's lowest rank.
+    pub const APPLDR: &str = "pmix.aldr";
+    /// `PMIX_APP_RANK` (rank): a process's rank within its app.
+    pub const APP_RANK: &str = "pmix.apprank";
+    /// `PMIX_GLOBAL_RANK` (rank): a process's rank in the universe.
+    pub const GLOBAL_RANK: &str = "pmix.grank";
+    /// `PMIX_APP_ARGV` (string): an app's command line.
+    pub const APP_ARGV: &str = "pmix.app.argv";
+    /// `PMIX_MAX_PROCS` (`uint32_t`): most processes the job may have.
+    pub const MAX_PROCS: &str = "pmix.max.size";
+    /// `PMIX_JOB_NUM_APPS` (`uint32_t`): apps in the job.
+    pub const JOB_NUM_APPS: &str = "pmix.job.napps";
+    /// `PMIX_NUM_NODES` (`uint32_t`): nodes hosting the job.
+    pub const NUM_NODES: &str = "pmix.num.nodes";
+    /// `PMIX_TMPDIR` (string): the session's top temporary directory.
+    pub const TMPDIR: &str = "pmix.tmpdir";
+    /// `PMIX_NODE_INFO_ARRAY` (data array of infos): one node's data.
+    pub const NODE_INFO_ARRAY: &str = "pmix.node.arr";
+    /// `PMIX_APP_INFO_ARRAY` (data array of infos): one app's data.
+    pub const APP_INFO_ARRAY: &str = "pmix.app.arr";
+    /// `PMIX_PROC_BLOB` (byte object): a rank, then that process's data.
+    pub const PROC_BLOB: &str = "pmix.pblob";
+    /// `PMIX_IMMEDIATE` (`bool`): a get answers at once, found or not.
+    pub const IMMEDIATE: &str = "pmix.immediate";
+    /// `PMIX_COLLECT_DATA` (`bool`): a fence collects the committed data.
+    pub const COLLECT_DATA: &str = "pmix.collect";
+    /// `PMIX_SPAWNED` (`bool`): the job was started by a process's spawn.
+    pub const SPAWNED: &str = "pmix.spawned";
+    /// Prefix of the keys PMIx reserves (`PMIX_CHECK_RESERVED_KEY`).
+    pub const RESERVED_PREFIX: &str = "pmix";
+}

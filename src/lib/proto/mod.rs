@@ -1,4 +1,4 @@
-//! The PMIx vocabulary, once: attribute keys, command codes, allocation
+//! The PMIx vocabulary, once: attribute keys, command codes, data scopes, allocation
 //! directives, inheritance rules, and status / event codes with their names.
 //! It depends on nothing else in the crate: the codec and everything above
 //! it build on it.
@@ -18,6 +18,7 @@ pub(crate) mod inherit;
 pub mod keys;
 pub mod proc_state;
 pub mod range;
+pub mod scope;
 pub mod status;
 pub(crate) mod version;
 

@@ -107,8 +107,9 @@ impl Server {
                 self.on_notify(conn, tag, &peer, code, range, info)
             }
             Request::DeregEvents => {
+                // libpmix sends this without waiting for an answer (a
+                // reply would reach the client as an unexpected message).
                 self.conns.deregister_events(conn);
-                self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
             Request::JobControl {
@@ -120,43 +121,18 @@ impl Server {
                 self.reply_status_infos(conn, tag, Status::SUCCESS, &[]);
                 Ok(())
             }
+            Request::Commit(buckets) => self.on_commit(conn, tag, &peer, buckets),
+            Request::Fence { procs, .. } => self.on_fence(conn, tag, &peer, procs),
+            Request::Get { target, info, key } => self.on_get(conn, tag, &peer, target, info, key),
+            Request::Abort {
+                status, message, ..
+            } => self.on_abort(conn, tag, &peer, status, message),
         });
         if let Err(e) = r {
             self.log(format!("{}: command {command}: {e}", peer.name));
             let info = vec![Info::new(keys::EVENT_TEXT_MESSAGE, e.context.as_str())];
             self.reply_status_infos(conn, tag, e.status, &info);
         }
-    }
-
-    /// `PMIX_REQ_CMD`: the peer's job data. A libpmix tool or client reads a
-    /// namespace string, then key/value pairs until the buffer ends.
-    fn on_req(&mut self, conn: u64, tag: u32, peer: &PeerInfo) -> Result<()> {
-        let Some(c) = self.conns.get(conn) else {
-            return Ok(());
-        };
-        let mut e = c.encoder();
-        e.pack_one(&peer.nspace().to_string())?;
-        let size = self
-            .jobs
-            .get(peer.nspace())
-            .map(|j| j.procs.len() as u32)
-            .unwrap_or(1);
-        for kv in [
-            Kval(keys::JOB_SIZE.into(), crate::codec::Value::Uint32(size)),
-            Kval(
-                crate::proto::keys::UNIV_SIZE.into(),
-                crate::codec::Value::Uint32(size),
-            ),
-            Kval(
-                crate::proto::keys::JOBID.into(),
-                crate::codec::Value::from(peer.nspace()),
-            ),
-        ] {
-            e.pack_one(&kv)?;
-        }
-        let bytes = e.into_bytes();
-        self.send(conn, tag, &bytes);
-        Ok(())
     }
 
     fn on_query(&mut self, conn: u64, tag: u32, queries: Vec<Query>) -> Result<()> {
@@ -541,6 +517,7 @@ impl Server {
         out: Output,
         err: Output,
     ) -> Option<std::io::Error> {
+        self.lay_out(nspace, apps, slots);
         let mut first_error = None;
         for s in slots {
             let Some((app, program)) = apps.get(s.app) else {
@@ -608,18 +585,6 @@ impl Server {
             }
         }
         first_error
-    }
-}
-
-/// A key/value pair as the datastore's job-data stream carries it
-/// (`PMIX_KVAL`: key string, then a typed value).
-struct Kval(String, crate::codec::Value);
-
-impl crate::codec::Pack for Kval {
-    const DT: crate::codec::DataType = crate::codec::dt::KVAL;
-    fn pack_body(&self, enc: &mut crate::codec::Encoder) -> Result<()> {
-        enc.put_string(Some(&self.0))?;
-        crate::codec::Pack::pack_body(&self.1, enc)
     }
 }
 

@@ -96,6 +96,13 @@ pub(crate) struct Job {
     pub uid: Option<u32>,
     /// Its name for people (`pdvm.job.name`, `pspawn -J`), if given.
     pub name: Option<String>,
+    /// Where its ranks sit (what its PMIx clients learn at init).
+    pub layout: super::job_data::JobLayout,
+    /// Its job data as last packed: wire version, buffer kind, bytes.
+    pub req_cache: Option<(crate::codec::WireVersion, bool, Vec<u8>)>,
+    /// The status a process asked the job to end with (`PMIx_Abort`), and
+    /// pdvm's sentence about it.
+    pub aborted: Option<(i32, String)>,
 }
 
 /// The write end of a process's stdin, fed by IOF pushes
@@ -226,6 +233,9 @@ impl Job {
             cmdline: String::new(),
             uid: None,
             name: None,
+            layout: Default::default(),
+            req_cache: None,
+            aborted: None,
         }
     }
 
@@ -234,8 +244,12 @@ impl Job {
         self.procs.iter().filter(|p| p.exit.is_none()).count()
     }
 
-    /// Exit status of the first failing process (by rank), else 0.
+    /// The status an abort asked for, else the exit status of the first
+    /// failing process (by rank), else 0.
     pub(crate) fn status(&self) -> i32 {
+        if let Some((s, _)) = &self.aborted {
+            return *s;
+        }
         self.procs
             .iter()
             .filter_map(|p| p.exit)

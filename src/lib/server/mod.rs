@@ -17,6 +17,10 @@
 //!   makes those clones for jobs; [`event_loop`]: one serving thread, timers
 //!   from exact deadlines, backpressure; [`dispatch`]: the request handlers;
 //!   [`query`]: query answers and pdvm's own table keys.
+//! - [`job_data`]: a job's layout on the simulated nodes and the job data
+//!   its PMIx clients read at init; [`modex`]: what they commit, their
+//!   fences and waiting gets (no I/O); [`exchange`]: the handlers of
+//!   commit, fence, get and abort.
 //! - [`state`]: the server, composed of [`conns::ConnTable`] (connections,
 //!   memory accounting, per-uid counts, event listeners),
 //!   [`jobs::JobTable`] (real local processes, their pipes and statuses) and
@@ -34,14 +38,17 @@ pub(crate) mod conns;
 pub(crate) mod dispatch;
 pub(crate) mod event_loop;
 pub(crate) mod events;
+pub(crate) mod exchange;
 pub(crate) mod frames;
 pub(crate) mod handshake;
 pub(crate) mod ident;
+pub(crate) mod job_data;
 pub(crate) mod job_env;
 pub(crate) mod jobs;
 pub(crate) mod leader_tty;
 pub mod listener;
 pub(crate) mod model;
+pub(crate) mod modex;
 pub(crate) mod peer;
 pub(crate) mod programs;
 pub(crate) mod query;
@@ -176,6 +183,7 @@ pub fn run(
         io,
         spawner,
         early_exits: Default::default(),
+        modex: Default::default(),
         read_buf: Box::default(),
         stop: false,
     };

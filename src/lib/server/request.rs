@@ -5,7 +5,8 @@
 //! fuzz target and the property test drive it).
 
 use crate::codec::{
-    AllocDirective, App, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Size, WireVersion,
+    AllocDirective, App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope,
+    Size, WireVersion,
 };
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
@@ -70,6 +71,33 @@ pub enum Request {
     },
     /// `PMIX_IOF_PULL_CMD`.
     IofPull,
+    /// `PMIX_ABORT_CMD`: a client asks for an end (`PMIx_Abort`).
+    Abort {
+        /// The status the job should end with.
+        status: Status,
+        /// What the client said.
+        message: Option<String>,
+        /// The processes to end (none = the caller's whole job).
+        procs: Vec<Proc>,
+    },
+    /// `PMIX_COMMIT_CMD`: what the client put, by scope.
+    Commit(Vec<(u8, Bucket)>),
+    /// `PMIX_FENCENB_CMD`: a fence over `procs`.
+    Fence {
+        /// The participants (a wildcard rank stands for a whole job).
+        procs: Vec<Proc>,
+        /// Its directives.
+        info: Vec<Info>,
+    },
+    /// `PMIX_GETNB_CMD`: another process's data.
+    Get {
+        /// Whose data.
+        target: Proc,
+        /// Directives (`PMIX_IMMEDIATE`, …).
+        info: Vec<Info>,
+        /// The key asked for, when one was named.
+        key: Option<String>,
+    },
 }
 
 impl Request {
@@ -87,6 +115,10 @@ impl Request {
             Request::JobControl { .. } => cmd::JOB_CONTROL,
             Request::IofPush { .. } => crate::proto::cmd::IOF_PUSH,
             Request::IofPull => cmd::IOF_PULL,
+            Request::Abort { .. } => cmd::ABORT,
+            Request::Commit(_) => cmd::COMMIT,
+            Request::Fence { .. } => cmd::FENCE,
+            Request::Get { .. } => cmd::GET,
         }
     }
 }
@@ -216,12 +248,69 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
             Request::IofPush { targets, data }
         }
         cmd::IOF_PULL => Request::IofPull,
+        cmd::ABORT => decode_abort(d)?,
+        cmd::COMMIT => Request::Commit(decode_commit(d)?),
+        cmd::FENCE => Request::Fence {
+            procs: counted(d)?,
+            info: read_infos(d)?,
+        },
+        cmd::GET => decode_get(d)?,
         other => {
             return Err(Error::new(
                 Status::ERR_NOT_SUPPORTED,
                 format!("command {other} is not supported by pdvm"),
             ))
         }
+    })
+}
+
+/// `PMIX_ABORT_CMD`: status, message, then the processes to end.
+fn decode_abort(d: &mut Decoder) -> Result<Request> {
+    let status: Status = d.unpack_one()?;
+    let crate::codec::NullableString(message) = d.unpack_one()?;
+    let procs = if d.is_empty() {
+        Vec::new()
+    } else {
+        counted(d)?
+    };
+    Ok(Request::Abort {
+        status,
+        message,
+        procs,
+    })
+}
+
+/// `PMIX_COMMIT_CMD`: (scope, buffer of key/value pairs) until the end.
+fn decode_commit(d: &mut Decoder) -> Result<Vec<(u8, Bucket)>> {
+    let mut out = Vec::new();
+    while !d.is_empty() {
+        if out.len() >= MAX_ITEMS {
+            return Err(Error::new(Status::ERR_BAD_PARAM, "too many commit buckets"));
+        }
+        let Scope(scope) = d.unpack_one()?;
+        out.push((scope, d.unpack_one()?));
+    }
+    Ok(out)
+}
+
+/// `PMIX_GETNB_CMD`: namespace, rank, directives, then the key if named.
+fn decode_get(d: &mut Decoder) -> Result<Request> {
+    let crate::codec::NullableString(nspace) = d.unpack_one()?;
+    let Rank(rank) = d.unpack_one()?;
+    let info = read_infos(d)?;
+    let key = if d.is_empty() {
+        None
+    } else {
+        let crate::codec::NullableString(k) = d.unpack_one()?;
+        k
+    };
+    Ok(Request::Get {
+        target: Proc {
+            nspace: nspace.unwrap_or_default(),
+            rank,
+        },
+        info,
+        key,
     })
 }
 

@@ -123,6 +123,8 @@ pub struct Server {
     /// Where output pipes are read into ([`READ_CHUNK`] bytes, made on
     /// first use and kept).
     pub(super) read_buf: Box<[u8]>,
+    /// What job clients committed, their fences and waiting gets.
+    pub(super) modex: super::modex::Modex,
 }
 
 /// Most bytes read from one output pipe at a time.
@@ -315,6 +317,7 @@ impl Server {
             return;
         };
         self.io.remove_conn(id, c.stream.as_fd());
+        self.modex.conn_closed(id);
         if c.pipes_paused {
             self.pause_pipes_of(id, false);
         }
@@ -557,6 +560,7 @@ impl Server {
                 j.all_exited_at = Some(Instant::now());
             }
         }
+        self.modex_proc_ended(&(ns.to_string(), rank));
     }
 
     /// Starts the spawner thread carried out: each process gets its pid (and
@@ -755,6 +759,7 @@ impl Server {
             return;
         };
         let status = j.status();
+        self.modex_job_ended(nspace);
         if self.cfg.verbose {
             // Formatted only when it is printed: this runs once per job.
             self.log(format!("job {nspace} ended with status {status}"));
@@ -774,6 +779,10 @@ impl Server {
             Info::new(keys::JOB_TERM_STATUS, Value::Status(Status(status))),
             Info::new(keys::EXIT_CODE, Value::Int(status)),
         ];
+        let mut info = info;
+        if let Some((_, sentence)) = &j.aborted {
+            info.push(Info::new(keys::EVENT_TEXT_MESSAGE, sentence.as_str()));
+        }
         let mut targets = self.conns.registered_for(Status::EVENT_JOB_END.0);
         if let (Some(s), true) = (j.spawner, j.notify_completion) {
             if !targets.contains(&s) {
