@@ -136,3 +136,61 @@ fn a_libpmix_client_gets_every_key_and_a_peers_value_after_a_fence() {
     let hosts: Vec<&String> = peers_of.keys().collect();
     assert_eq!(hosts, ["n001", "n002"], "{}", show(&out));
 }
+
+/// An MPI job keeps running while another allocation ends: pdvm announces
+/// that end to every listener, and Open MPI's default event handler
+/// aborted the job on it (status -232). pdvm's own events now go only to
+/// handlers of their code (`PMIX_EVENT_NON_DEFAULT`), as PRRTE's do.
+#[test]
+fn an_mpi_job_outlives_another_allocations_end() {
+    let dir = unique_tmpdir("mpi-other-end");
+    let program = mpicc("wait_allreduce.c", dir.path());
+    let (up, go) = (dir.path().join("up"), dir.path().join("go"));
+    let script = format!(
+        "palloc -N 1 -- pspawn -n 2 {prog} {up} {go} > mpi.out 2> mpi.err & P=$!\n\
+         for i in $(seq 600); do [ -e {up} ] && break; sleep 0.1; done\n\
+         palloc -N 1 -- true 2> other.err\n\
+         touch {go}\n\
+         wait $P; echo rc=$?",
+        prog = program.display(),
+        up = up.display(),
+        go = go.display()
+    );
+    let mut cmd = Command::new(cargo_bin("pdvm"));
+    scrub_pmix_env(&mut cmd);
+    mpi_env(&mut cmd);
+    cmd.current_dir(dir.path())
+        .args([
+            "--nodes",
+            "2",
+            "--slots",
+            "2",
+            "--scheduler-nodes",
+            "2",
+            "--tmpdir",
+        ])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", &script]);
+    let o = run_with_timeout(&mut cmd, 120);
+    let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap_or_default();
+    assert!(
+        up.exists(),
+        "MPI never started: {}\n{}",
+        show(&o),
+        read("mpi.err")
+    );
+    assert!(
+        text(&o.stdout).contains("rc=0"),
+        "{}\n{}",
+        show(&o),
+        read("mpi.err")
+    );
+    let mut sums: Vec<String> = read("mpi.out").lines().map(String::from).collect();
+    sums.sort();
+    assert_eq!(
+        sums,
+        ["rank 0 of 2 sum 1", "rank 1 of 2 sum 1"],
+        "{}",
+        read("mpi.err")
+    );
+}

@@ -15,6 +15,48 @@ pub(crate) fn run(cmd: &mut Command) -> Output {
     run_with_timeout(cmd.stdin(Stdio::null()), 90)
 }
 
+/// Issue 40: an MPI program runs on psched's nodes at every grant, not
+/// only the first. psched announced each allocation's end to every process
+/// (range global) and PRRTE master replayed it to each MPI process started
+/// later, whose default handler aborted MPI_Init ("An error occurred in
+/// PMIx Event Notification"): rounds 2 and 3 failed. Its events now go to
+/// handlers of their code alone and are not cached. Three rounds of
+/// `palloc -N 2 -- pspawn -n 2 --map-by node hello` on the same two nodes.
+#[test]
+fn an_mpi_program_runs_on_reused_pool_nodes() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let dir = crate::support::unique_tmpdir("psched-mpi");
+    let program = crate::support::mpi::mpicc("hello_allreduce.c", dir.path());
+    for round in 1..=3 {
+        let mut cmd = tool(&c, "palloc");
+        crate::support::mpi::mpi_env(&mut cmd);
+        let o = run(cmd
+            .no_color()
+            .args(["-N", "2", "--", "pspawn", "-n", "2", "--map-by", "node"])
+            .arg(&program));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "round {round}: {}\n{}",
+            show(&o),
+            c.logs()
+        );
+        let out = text(&o.stdout);
+        let mut sums: Vec<&str> = out.lines().filter(|l| l.contains(" sum ")).collect();
+        sums.sort();
+        assert_eq!(sums.len(), 2, "round {round}: {}", show(&o));
+        assert!(
+            sums.iter().all(|l| l.ends_with("sum 1")),
+            "round {round}: {sums:?}"
+        );
+        // One rank on each pool node.
+        assert!(
+            sums[0].contains("on node0") && sums[1].contains("on node0"),
+            "{sums:?}"
+        );
+    }
+}
+
 /// Issue 40: `psched --slots 2` gives each pool node two slots in PRRTE
 /// master (it gave one, whatever was asked): the DVM lists them with 2,
 /// and `palloc -N 1 -- pspawn -n 2 hostname` runs both ranks on its one

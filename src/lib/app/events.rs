@@ -40,6 +40,27 @@ pub const NODE_CODES: [Status; 3] = [
     NODE_CHANGE,
 ];
 
+/// The registrations `kinds` need, each a list of codes (empty: a default
+/// handler's, every event). Every event kind (`any`) is the codes the tools
+/// know by name, then a default registration for the rest: the tools' and
+/// psched's own events are sent for handlers of their code alone
+/// (`PMIX_EVENT_NON_DEFAULT`), which a default registration does not get
+/// on PRRTE master.
+pub fn registrations_for(kinds: &[EventKind]) -> Vec<Vec<Status>> {
+    let codes = codes_for(kinds);
+    if !codes.is_empty() {
+        return vec![codes];
+    }
+    let mut known = vec![Status::EVENT_JOB_END];
+    known.extend(ALLOC_CODES);
+    known.extend(NODE_CODES);
+    known.extend([
+        crate::proto::status::NODES_LOST,
+        crate::proto::status::JOB_CANCELLED,
+    ]);
+    vec![known, Vec::new()]
+}
+
 /// The codes to register for `kinds`; empty means every event.
 pub fn codes_for(kinds: &[EventKind]) -> Vec<Status> {
     if kinds.is_empty() || kinds.contains(&EventKind::Any) {
@@ -369,6 +390,13 @@ mod tests {
     #[test]
     fn codes() {
         assert!(codes_for(&[EventKind::Any]).is_empty());
+        let any = registrations_for(&[EventKind::Any]);
+        assert_eq!(any.len(), 2);
+        assert!(any[0].contains(&Status::EVENT_SESSION_END) && any[1].is_empty());
+        assert_eq!(
+            registrations_for(&[EventKind::JobEnd]),
+            [vec![Status::EVENT_JOB_END]]
+        );
         assert_eq!(
             codes_for(&[EventKind::JobEnd, EventKind::TimeoutWarning]),
             [Status::EVENT_JOB_END, Status::ALLOC_TIMEOUT_WARNING]

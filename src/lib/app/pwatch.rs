@@ -18,7 +18,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive};
 use crate::render::EventWriter;
 
-use super::events::{codes_for, EventFields};
+use super::events::{registrations_for, EventFields};
 use super::{connect, connect_for, finish, now_secs, signals, status, Failure, Ui};
 
 /// Run pwatch; returns the exit code.
@@ -349,12 +349,18 @@ fn next_event(
 }
 
 fn watch_events(s: &Session, w: &EventWatch, ui: &Ui) -> Result<i32, Failure> {
-    register(
-        s,
-        &codes_for(&w.events),
-        &[Info::new(keys::EVENT_HDLR_NAME, "pwatch")],
-    )
-    .map_err(|e| Failure::from_error("cannot register for events", &e))?;
+    let regs = registrations_for(&w.events);
+    let last = regs.len().saturating_sub(1);
+    for (i, codes) in regs.iter().enumerate() {
+        let r = register(s, codes, &[Info::new(keys::EVENT_HDLR_NAME, "pwatch")]);
+        match r {
+            Ok(()) => {}
+            // Every event: the codes named first are a help (a server that
+            // refuses them still sends its events to the default handler).
+            Err(e) if i < last => ui.detail(&format!("the DVM refused the known codes: {e}")),
+            Err(e) => return Err(Failure::from_error("cannot register for events", &e)),
+        }
+    }
     let replay = skip_replay(s);
     if replay.count > 0 {
         ui.detail(&format!(

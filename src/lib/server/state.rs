@@ -242,7 +242,7 @@ impl Server {
     }
 
     /// A notification encoded for connection `conn`'s wire version and
-    /// buffer kind.
+    /// buffer kind; one from pdvm itself is marked `PMIX_EVENT_NON_DEFAULT`.
     pub fn notification_bytes(
         &self,
         conn: u64,
@@ -251,12 +251,23 @@ impl Server {
         info: &[Info],
     ) -> Option<Vec<u8>> {
         let c = self.conns.get(conn)?;
+        // pdvm's own events go to handlers of their code alone, as PRRTE's
+        // do: an MPI library's default handler aborts the job on any event.
+        let own = (*source == self.me() && !info.iter().any(|i| i.key == keys::EVENT_NON_DEFAULT))
+            .then(|| Info::new(keys::EVENT_NON_DEFAULT, true));
         let mut e = c.encoder();
         let built = e
             .pack_one(&Cmd(cmd::NOTIFY))
             .and_then(|_| e.pack_one(&code))
             .and_then(|_| e.pack_one(source))
-            .and_then(|_| crate::codec::attrs::write_infos(&mut e, info));
+            .and_then(|_| match own {
+                Some(flag) => {
+                    let mut all = info.to_vec();
+                    all.push(flag);
+                    crate::codec::attrs::write_infos(&mut e, &all)
+                }
+                None => crate::codec::attrs::write_infos(&mut e, info),
+            });
         match built {
             Ok(()) => Some(e.into_bytes()),
             Err(err) => {
