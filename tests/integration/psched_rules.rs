@@ -379,3 +379,48 @@ fn default_and_child_default_keep_nodes_in_the_dvm() {
     want.extend(c.pool.iter().cloned());
     assert_eq!(default_pool_hosts(&c, 3), want, "{}", c.logs());
 }
+
+/// Whether a process whose command line is exactly `argv` runs on this
+/// machine.
+fn runs(argv: &[&str]) -> bool {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
+    })
+}
+
+/// Issue 40: under rule NONE, the owner's end stops its jobs before any
+/// node of the reservation is granted again (spec 001 §8.2.1.9.2, nodes
+/// leaving the DVM). PRRTE master, told DEFAULT by psched (so that it
+/// keeps the daemons, P10), left the job running and psched granted its
+/// node to the next request; psched now stops the work on the nodes first.
+#[test]
+fn rule_none_stops_the_owners_jobs_before_the_node_is_granted_again() {
+    let c = Cluster::start_with_psched(1, 1, &[]);
+    let job = ["sleep", "6143"];
+    let o = run(tool(&c, "palloc").no_color().args([
+        "-N",
+        "1",
+        "--inherit",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "pspawn --detach sleep 6143 && sleep 2",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
+    // The next request gets the only pool node; by then the job is gone.
+    let o = run(tool(&c, "palloc")
+        .no_color()
+        .args(["-N", "1", "--", "pspawn", "hostname"]));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.logs());
+    assert_eq!(text(&o.stdout).trim(), "node02", "{}", show(&o));
+    wait_for("the job stopped", || !runs(&job));
+    assert!(
+        c.psched_log()
+            .contains("the jobs still on node02 are stopped"),
+        "{}",
+        c.psched_log()
+    );
+}

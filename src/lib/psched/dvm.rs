@@ -501,8 +501,19 @@ impl Dvm {
                     self.end(&alloc_id, Some(why), out)?;
                     self.park(nodes);
                 }
-                Out::Returned { alloc_id, nodes } => {
+                Out::Returned {
+                    alloc_id,
+                    nodes,
+                    stop,
+                } => {
                     self.forget(&alloc_id);
+                    if stop {
+                        self.log.push(format!(
+                            "{alloc_id} ended under rule none or child: the jobs still on {} are stopped",
+                            nodes.join(",")
+                        ));
+                        self.stop_work_on(&nodes, out)?;
+                    }
                     self.park(nodes);
                 }
                 Out::Lost { alloc_id, nodes } => {
@@ -510,9 +521,7 @@ impl Dvm {
                         "{alloc_id}: {} taken away by the node source: the work there is stopped",
                         nodes.join(",")
                     ));
-                    let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
-                    let t = self.own_tag(Await::Stop(nodes.clone()));
-                    out.push(Send::Own(t, q));
+                    self.stop_work_on(&nodes, out)?;
                     self.tell_lost(&alloc_id, &nodes, out)?;
                     self.park(nodes);
                 }
@@ -555,6 +564,16 @@ impl Dvm {
             t,
             wire::notify_all(self.wire, Status::EVENT_SESSION_END, &infos)?,
         ));
+        Ok(())
+    }
+
+    /// Stop every process on `nodes`: ask the DVM what runs where, then
+    /// kill what runs there ([`Dvm::kill_on`], on the answer). Asked before
+    /// the nodes are parked, so it is answered before any grant of them.
+    fn stop_work_on(&mut self, nodes: &[String], out: &mut Vec<Send>) -> Result<()> {
+        let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
+        let t = self.own_tag(Await::Stop(nodes.to_vec()));
+        out.push(Send::Own(t, q));
         Ok(())
     }
 

@@ -118,6 +118,12 @@ pub enum Out {
         alloc_id: String,
         /// The nodes.
         nodes: Vec<String>,
+        /// Its rule was NONE or CHILD: the jobs still running on these
+        /// nodes are stopped before they are granted again (spec 001
+        /// §8.2.1.9.2: nodes leaving the DVM; PRRTE master, told DEFAULT or
+        /// CHILD_DEFAULT so that it keeps their daemons, leaves them
+        /// running).
+        stop: bool,
     },
     /// The NEW on `tag` still waits, for a reason its requester hears
     /// (only when the reason changes).

@@ -383,12 +383,18 @@ impl State {
     /// The DVM says a reservation ended by itself (`PMIX_SESSION_COMPLETE`
     /// with its `PMIX_ALLOC_ID`): its nodes come back to the pool.
     pub fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>> {
+        let stop = self
+            .meta
+            .get(alloc_id)
+            .and_then(|m| m.inherit)
+            .is_some_and(Inheritance::returns_to_scheduler);
         match self.sched.release(alloc_id, None, now) {
             Ok((nodes, ev)) => {
                 self.meta.remove(alloc_id);
                 let mut out = vec![Out::Returned {
                     alloc_id: alloc_id.to_string(),
                     nodes,
+                    stop,
                 }];
                 out.extend(self.events(ev, now)?);
                 Ok(out)

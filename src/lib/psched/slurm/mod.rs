@@ -500,7 +500,11 @@ impl super::backend::Backend for SlurmBackend {
     }
 
     fn on_session_done(&mut self, alloc_id: &str, _now: u64) -> Result<Vec<Out>> {
-        let Some(nodes) = self.allocs.get(alloc_id).map(|a| a.nodes.clone()) else {
+        let Some((nodes, inherit)) = self
+            .allocs
+            .get(alloc_id)
+            .map(|a| (a.nodes.clone(), a.inherit))
+        else {
             return Ok(Vec::new());
         };
         eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
@@ -508,6 +512,7 @@ impl super::backend::Backend for SlurmBackend {
         Ok(vec![Out::Returned {
             alloc_id: alloc_id.to_string(),
             nodes,
+            stop: inherit.is_some_and(Inheritance::returns_to_scheduler),
         }])
     }
 
