@@ -176,3 +176,48 @@ fn a_task_whose_program_is_missing_fails_alone() {
         show(&o)
     );
 }
+
+/// Issue 45: a task whose request is over the 16 MiB a DVM takes (an argv
+/// of 17 MiB) made pdvm close the connection: pspawn blamed the DVM
+/// ("refused … PMIX_ERR_LOST_CONNECTION"), launched no later line, and the
+/// tasks already running lost their output and records. Now that task
+/// alone fails, before anything is sent, saying why; the others run.
+#[test]
+fn a_task_over_the_request_limit_fails_alone_and_the_stream_goes_on() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    let big = "x".repeat(17 * 1024 * 1024);
+    let input = [
+        line("one", &["echo", "first"]),
+        line("big", &["echo", &big]),
+        line("three", &["echo", "third"]),
+    ]
+    .join("\n")
+        + "\n";
+    let mut c = pdvm.tool("pspawn");
+    c.args(["--json", "--stdin-tasks", "4"]);
+    let o = run_with_input(&c, &input);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("input line 2 was not launched: the request is"),
+        "{err}"
+    );
+    assert!(err.contains("it was not sent"), "{err}");
+    assert!(!err.contains("LOST_CONNECTION"), "{err}");
+    let recs = json_records(&text(&o.stdout));
+    let task = |id: &str| {
+        recs.iter()
+            .find(|r| r["type"] == "array_task" && r["id"] == id)
+            .unwrap_or_else(|| panic!("no record of {id}: {err}"))
+            .clone()
+    };
+    assert_eq!(task("one")["exit_code"], 0);
+    assert_eq!(task("three")["exit_code"], 0);
+    assert_eq!(task("big")["exit_code"], 2);
+    let lines: Vec<&serde_json::Value> = recs.iter().filter(|r| r["type"] == "output").collect();
+    let said: Vec<&str> = lines.iter().filter_map(|r| r["line"].as_str()).collect();
+    assert!(
+        said.contains(&"first") && said.contains(&"third"),
+        "{said:?}"
+    );
+}

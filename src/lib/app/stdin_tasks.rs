@@ -97,10 +97,17 @@ pub(crate) fn parse_line(line: &str) -> Result<TaskLine, String> {
     Ok(t)
 }
 
+/// Longest task line read (64 MiB): a longer one is that task's error, and
+/// the stream goes on at the next line (its bytes are not kept).
+pub(crate) const MAX_LINE: usize = 64 * 1024 * 1024;
+
 /// The tasks read so far and not yet launched, with stdin's state.
 #[derive(Default)]
 pub(crate) struct StdinTasks {
+    /// The line being read (the bytes after the last newline).
     partial: Vec<u8>,
+    /// The line being read is over [`MAX_LINE`]: skipped to its newline.
+    skipping: bool,
     /// Line number (from 1) and the parsed task, or why it is not one.
     queue: VecDeque<(u32, Result<TaskLine, String>)>,
     lines: u32,
@@ -129,13 +136,40 @@ impl StdinTasks {
         if n == 0 {
             self.eof = true;
             let rest = std::mem::take(&mut self.partial);
-            self.take_line(&rest);
+            if !std::mem::take(&mut self.skipping) {
+                self.take_line(&rest);
+            }
             return;
         }
-        self.partial.extend_from_slice(&buf[..n]);
-        while let Some(p) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=p).collect();
-            self.take_line(&line[..p]);
+        self.take_bytes(&buf[..n]);
+    }
+
+    /// Bytes read: whole lines are queued. Each byte is looked at once
+    /// (only the new ones are searched for a newline), so reading a line
+    /// costs time linear in its length.
+    fn take_bytes(&mut self, mut chunk: &[u8]) {
+        while let Some(p) = chunk.iter().position(|b| *b == b'\n') {
+            if !std::mem::take(&mut self.skipping) {
+                self.partial.extend_from_slice(&chunk[..p]);
+                let line = std::mem::take(&mut self.partial);
+                self.take_line(&line);
+            }
+            chunk = &chunk[p + 1..];
+        }
+        if self.skipping {
+            return;
+        }
+        self.partial.extend_from_slice(chunk);
+        if self.partial.len() > MAX_LINE {
+            self.partial = Vec::new();
+            self.skipping = true;
+            self.lines += 1;
+            self.queue.push_back((
+                self.lines,
+                Err(format!(
+                    "the line is longer than {MAX_LINE} bytes, the limit of a task line; skipped"
+                )),
+            ));
         }
     }
 
@@ -177,6 +211,35 @@ impl StdinTasks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_split_across_reads_and_an_overlong_one_fails_alone() {
+        let mut t = StdinTasks::default();
+        let task = |p: &str| format!("{{\"argv\": [\"{p}\"]}}");
+        let all = format!("{}\n{}\n", task("a"), task("b"));
+        // Byte by byte: every line still comes whole.
+        for b in all.as_bytes() {
+            t.take_bytes(std::slice::from_ref(b));
+        }
+        // A line over the limit, sent in pieces, then a good one.
+        let piece = vec![b'x'; MAX_LINE / 4 + 1];
+        for _ in 0..5 {
+            t.take_bytes(&piece);
+        }
+        assert!(t.partial.is_empty() && t.skipping, "its bytes are not kept");
+        t.take_bytes(format!("yyy\n{}\n", task("c")).as_bytes());
+        let got: Vec<Result<String, String>> = t
+            .queue
+            .iter()
+            .map(|(_, r)| r.as_ref().map(|l| l.argv[0].clone()).map_err(Clone::clone))
+            .collect();
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], Ok("a".into()));
+        assert_eq!(got[1], Ok("b".into()));
+        assert!(got[2].as_ref().is_err_and(|e| e.contains("longer than")));
+        assert_eq!(got[3], Ok("c".into()));
+        assert_eq!(t.count(), 4);
+    }
 
     #[test]
     fn task_lines_parse_or_say_why_not() {

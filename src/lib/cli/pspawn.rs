@@ -217,6 +217,9 @@ pub struct PspawnArgs {
     /// (default 32) at once over one connection, and print JSON lines: each task's
     /// output, then an array_task result (id, nspace, exit_code) as it ends.
     /// The other flags (-n, -x, --export, -D, --target, …) apply to every task.
+    /// A line may hold up to 64 MiB, and a task's spawn request up to 16 MiB
+    /// (what a DVM takes): a task beyond either, or not a task, fails alone
+    /// (exit_code 2, the reason on stderr) and the stream goes on.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "32", value_parser = parse_count_u32,
         conflicts_with_all = ["array", "detach", "stdin", "app", "output_file", "tag_output"])]
     pub stdin_tasks: Option<u32>,

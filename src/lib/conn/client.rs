@@ -397,6 +397,21 @@ pub(crate) fn summarise_command_line(args: &[String]) -> String {
     format!("{}{note}", &line[..cut])
 }
 
+/// The error of a request over [`super::frame::MAX_REQUEST_LEN`]: nothing
+/// was sent, the connection goes on.
+fn too_large(payload: &[u8]) -> Error {
+    Error::of_kind(
+        crate::error::ErrorKind::Local,
+        Status::ERR_BAD_PARAM,
+        format!(
+            "the request is {} bytes, over the {} bytes a request may have (a DVM closes the \
+connection on a longer one); it was not sent: shorten its arguments or environment",
+            payload.len(),
+            super::frame::MAX_REQUEST_LEN
+        ),
+    )
+}
+
 /// The PMIx version we announce for a wire version.
 fn version_for_wire(wire: WireVersion) -> &'static str {
     if wire == WireVersion::V61 {
@@ -569,6 +584,9 @@ found by {}); it may be stopped or overloaded",
     }
 
     fn start(&self, payload: &[u8], notify: bool) -> Result<u32> {
+        if payload.len() > super::frame::MAX_REQUEST_LEN as usize {
+            return Err(too_large(payload));
+        }
         let tag = self.alloc_tag();
         {
             let mut rx = lock(&self.shared.rx);

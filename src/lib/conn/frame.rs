@@ -14,6 +14,11 @@ use crate::proto::status::Status;
 
 /// Size of a message header on the wire.
 pub const HEADER_LEN: usize = 16;
+
+/// Largest request a tool sends and pdvm accepts (16 MiB): a longer one
+/// would make pdvm close the connection, taking every other request on it
+/// along; the tools refuse it before sending, as that request's own error.
+pub const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
 /// Tag of unsolicited event notifications.
 pub const TAG_NOTIFY: u32 = 0;
 /// Tag of heartbeats.

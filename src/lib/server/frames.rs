@@ -9,8 +9,9 @@ use crate::conn::frame::{FrameDecoder, Header, HEADER_LEN};
 
 use super::handshake::MAX_CONNECT_LEN;
 
-/// Largest steady-state message we accept from a peer (bytes).
-pub(crate) const MAX_REQUEST_LEN: u32 = 16 * 1024 * 1024;
+/// Largest steady-state message we accept from a peer (bytes): the
+/// tools' own limit ([`crate::conn::frame::MAX_REQUEST_LEN`]).
+pub(crate) use crate::conn::frame::MAX_REQUEST_LEN;
 
 /// One framed message received.
 #[derive(Debug)]

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::cli::array_spec::ArraySpec;
-use crate::cli::exit::AttrsPresent;
+use crate::cli::exit::{AttrsPresent, Exit};
 use crate::cli::request::SpawnRequest;
 use crate::codec::{App, Info};
 use crate::conn::{Event as Wake, Unsolicited};
@@ -425,6 +425,18 @@ impl Array<'_> {
                 let after = crate::ops::job::numbered(&me).map_or(0, |(_, n)| n);
                 self.orphans
                     .add(index, id, after.max(self.s.last_launched()));
+                self.taken(fresh);
+            }
+            // Refused here, before sending (a request over the size a DVM
+            // takes): that task's own failure, whatever the source.
+            Err(e) if e.kind == crate::error::ErrorKind::Local => {
+                let what = match self.source {
+                    Source::Stdin(_) => "input line",
+                    _ => "array task",
+                };
+                eprintln!("pspawn: {what} {index} was not launched: {}", e.context);
+                let rec = self.results.ended_as(index, id, "", Exit::Usage.code());
+                self.ui.record(rec);
                 self.taken(fresh);
             }
             Err(e) => {
