@@ -221,3 +221,59 @@ fn a_task_over_the_request_limit_fails_alone_and_the_stream_goes_on() {
         "{said:?}"
     );
 }
+
+/// Issue 45: the DVM goes away while tasks run. pspawn returned at once
+/// ("lost the DVM"), and the tasks in flight had no record. Now each gets
+/// its record (3, the connection's class) and the message says the DVM
+/// is gone and their end unknown.
+#[test]
+fn when_the_dvm_goes_every_task_in_flight_gets_its_record() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    let mut child = pdvm
+        .tool("pspawn")
+        .args(["--json", "--stdin-tasks"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    let mut input = child.stdin.take().expect("stdin");
+    let out = LineReader::new(child.stdout.take().expect("stdout"));
+    let err = LineReader::new(child.stderr.take().expect("stderr"));
+    for id in ["a", "b"] {
+        writeln!(
+            input,
+            "{}",
+            line(id, &["sh", "-c", "echo up; exec sleep 30"])
+        )
+        .expect("write");
+    }
+    input.flush().expect("flush");
+    let mut ups = 0;
+    while ups < 2 {
+        let l = out
+            .next_line(Duration::from_secs(60))
+            .expect("both tasks say they are up");
+        ups += usize::from(l.contains("\"line\":\"up\""));
+    }
+    // The DVM dies (it does not end its jobs first, as a SIGTERM would).
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pdvm.pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill pdvm");
+    let status = support::wait_exit(&mut child, Duration::from_secs(60));
+    let said = err.rest(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(3), "{said}");
+    assert!(said.contains("lost the DVM"), "{said}");
+    let rest = out.rest(Duration::from_secs(5));
+    let recs = json_records(&rest);
+    for id in ["a", "b"] {
+        let r = recs
+            .iter()
+            .find(|r| r["type"] == "array_task" && r["id"] == id)
+            .unwrap_or_else(|| panic!("no record of {id}: {rest}\n{said}"));
+        assert_eq!(r["exit_code"], 3, "{r}");
+    }
+    drop(input);
+}

@@ -548,9 +548,7 @@ impl Array<'_> {
                 }
             }
             Unsolicited::Other(..) => {}
-            Unsolicited::Closed(e) => {
-                return Err(Failure::from_error("lost the DVM while the array ran", &e))
-            }
+            Unsolicited::Closed(e) => return Err(self.lost(&e)),
         }
         Ok(())
     }
@@ -642,6 +640,52 @@ impl Array<'_> {
         }
         let rec = self.results.ended_as(t.run.index, t.run.id, ns, code);
         self.ui.record(rec);
+    }
+
+    /// The connection closed while the array ran: every task in flight
+    /// gets its record (its own status when its end had come, else 3, the
+    /// connection's class), and those still running are stopped over a
+    /// fresh connection when the DVM still answers, so that none is left
+    /// running unseen; "lost the DVM" only when it does not answer.
+    fn lost(&mut self, e: &crate::error::Error) -> Failure {
+        let running: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.ended.is_none())
+            .map(|(ns, _)| ns.clone())
+            .collect();
+        let target = self.s.conn().target().clone();
+        let fresh = crate::conn::Connection::open(target, crate::conn::client::handshake_timeout())
+            .map(Session::from_connection);
+        let stopped = fresh.as_ref().map_or(0, |f| {
+            running
+                .iter()
+                .filter(|ns| crate::ops::control::terminate_job(f, ns).is_ok())
+                .count()
+        });
+        let all: Vec<String> = self.tasks.keys().cloned().collect();
+        for ns in all {
+            if let Some(t) = self.tasks.get_mut(&ns) {
+                t.ended.get_or_insert(Exit::CannotConnect.code());
+            }
+            self.finish_task(&ns);
+        }
+        let unlaunched = self.source.unlaunched();
+        let message = match fresh {
+            Ok(_) => format!(
+                "the connection to the DVM closed ({}) although the DVM still answers: {stopped} \
+of the {} tasks still running were stopped (their records say 3), {unlaunched} never launched",
+                e.context,
+                running.len()
+            ),
+            Err(_) => format!(
+                "lost the DVM ({}): the {} tasks still running could not be stopped and their \
+end is unknown (their records say 3); {unlaunched} never launched",
+                e.context,
+                running.len()
+            ),
+        };
+        Failure::with(Exit::CannotConnect, Some(e.status), message)
     }
 
     /// The exit code, with the summary of failed tasks on stderr.
