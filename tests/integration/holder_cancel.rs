@@ -13,7 +13,7 @@ use crate::support::wait;
 use crate::support::{run_with_timeout, show, text};
 
 /// A pdvm whose only scheduler node is held by a detached palloc.
-fn busy_pdvm() -> Pdvm {
+pub(crate) fn busy_pdvm() -> Pdvm {
     let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
     let mut take = pdvm.tool("palloc");
     take.args(["-q", "-N", "1", "--parsable"]);
@@ -23,7 +23,7 @@ fn busy_pdvm() -> Pdvm {
 }
 
 /// `palloc -N 1 -J name -- true`, left waiting in the background.
-fn queued_palloc(pdvm: &Pdvm, name: &str) -> Child {
+pub(crate) fn queued_palloc(pdvm: &Pdvm, name: &str) -> Child {
     let mut c = pdvm.tool("palloc");
     c.args(["-N", "1", "-J", name, "--", "true"])
         .stdin(Stdio::null())

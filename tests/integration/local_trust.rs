@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use crate::holder_cancel::{busy_pdvm, queued_palloc};
 use crate::support;
 use crate::support::other_user;
 use crate::support::pdvm::Pdvm;
@@ -265,36 +266,6 @@ ls -ln /dev/shm > shm.after
         all()
     );
     assert!(read("shm.after").contains(named.trim_start_matches("/dev/shm/")));
-}
-
-/// A pdvm whose only scheduler node is held, so requests wait.
-fn busy_pdvm() -> Pdvm {
-    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
-    let mut take = pdvm.tool("palloc");
-    take.args(["-q", "-N", "1", "--parsable"]);
-    let o = run_with_timeout(take.stdin(Stdio::null()), 60);
-    assert!(text(&o.stdout).starts_with("alloc."), "{}", show(&o));
-    pdvm
-}
-
-/// `palloc -N 1 -J name -- true`, left waiting in the background.
-fn queued_palloc(pdvm: &Pdvm, name: &str) -> Child {
-    let mut c = pdvm.tool("palloc");
-    c.args(["-N", "1", "-J", name, "--", "true"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = c.spawn().expect("palloc starts");
-    wait::eventually_within(
-        &format!("request {name} is queued"),
-        Duration::from_secs(30),
-        || {
-            pdvm.reservations()
-                .iter()
-                .any(|r| r["request_id"] == name && r["state"] == "queued")
-        },
-    );
-    child
 }
 
 /// `prelease --cancel NAME` from another shell, then the waiting palloc's

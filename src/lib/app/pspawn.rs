@@ -435,15 +435,18 @@ pub(crate) fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
 
 /// The failure of a job whose allocation ended while it ran (`end`: the
 /// allocation and how it ended, from `PMIX_EVENT_SESSION_END`, announced
-/// before the job's end): 8 at a time limit or a release, or the node
-/// source's cause (10 scancel or preemption, 1 NODE_FAIL). Whatever
-/// status the job ends with: PRRTE master announces status 0 for the
-/// processes its session's end killed.
+/// before the job's end) and whose end says it was stopped
+/// ([`JobEnd::looks_stopped`]; a job that ended by itself keeps its
+/// status): 8 at a time limit or a release, or the node source's cause
+/// (10 scancel or preemption, 1 NODE_FAIL).
 fn ended_by_source(followed: &Followed, end: Option<&(String, AllocEnd)>) -> Option<Failure> {
     let Followed::Ended(job) = followed else {
         return None;
     };
     let (id, end) = end?;
+    if !job.looks_stopped() {
+        return None;
+    }
     Some(super::alloc_end::stopped_job(
         Some(end),
         &job.nspace,
@@ -466,12 +469,13 @@ fn cancel_notice(ev: &crate::ops::events::Event, ns: &str) -> Option<String> {
 /// The failure of a job `prelease` cancelled while it ran (`who`, from its
 /// notice): exit 143, as the SIGTERM that stops it gives on pdvm, also on
 /// PRRTE master, which announces status 0 for the processes it killed. A
-/// job that ended with a status of its own keeps it.
+/// job whose end says it ended by itself keeps its status
+/// ([`JobEnd::looks_stopped`]).
 fn cancelled_by(followed: &Followed, who: Option<&str>) -> Option<Failure> {
     let (Followed::Ended(job), Some(who)) = (followed, who) else {
         return None;
     };
-    matches!(job.exit_status, 0 | 137 | 143).then(|| {
+    job.looks_stopped().then(|| {
         Failure::with(
             Exit::Signaled(15),
             None,

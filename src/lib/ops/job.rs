@@ -35,6 +35,21 @@ pub struct JobEnd {
     /// when it never did and [`EndCheck`] found the job gone: then
     /// `exit_status` is only the best known (see [`EndCheck`]).
     pub announced: bool,
+    /// The announcement carried a process exit code (`PMIX_EXIT_CODE`):
+    /// pdvm's always does; PRRTE master's does for a job whose processes
+    /// ended by themselves, not for one it killed (a session's end, a job
+    /// control), which it announces with status 0.
+    pub exit_reported: bool,
+}
+
+impl JobEnd {
+    /// Whether the job was stopped rather than ending by itself, as far as
+    /// its end tells: killed by SIGTERM or SIGKILL (143, 137: pdvm), or
+    /// status 0 with no process exit code (PRRTE master's end of a job it
+    /// killed). Used only once the DVM said why it might have stopped it.
+    pub fn looks_stopped(&self) -> bool {
+        matches!(self.exit_status, 137 | 143) || (self.exit_status == 0 && !self.exit_reported)
+    }
 }
 
 /// Register for job-end events (call before spawning so no end is missed).
@@ -340,6 +355,7 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
             .and_then(Value::as_str)
             .map(String::from),
         announced: true,
+        exit_reported: ev.get(keys::EXIT_CODE).is_some(),
     })
 }
 
@@ -512,6 +528,7 @@ status is unknown: {}",
                 }
             )),
             announced: false,
+            exit_reported: false,
         }))
     }
 
