@@ -23,7 +23,7 @@ _pdvm() {
 
     case "${cmd}" in
         pdvm)
-            opts="-q -v -h -V --nodes --slots --scheduler-nodes --tmpdir --time-scale --pmix-compat --daemonize --terminate --release --report-uri --quiet --verbose --help --version"
+            opts="-q -v -h -V --nodes --slots --scheduler-nodes --tmpdir --time-scale --pmix-compat --job-history --daemonize --terminate --release --report-uri --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -58,6 +58,13 @@ _pdvm() {
                     return 0
                     ;;
                 --time-scale)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --job-history)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -20,6 +20,7 @@ _pdvm() {
 '--scheduler-nodes=[Further nodes the simulated scheduler can grant (0 allowed)]:M:' \
 '--tmpdir=[Directory for rendezvous files (default \$TMPDIR)]:DIR:_files -/' \
 '--time-scale=[Run simulated time this many times faster (a positive number)]:F:' \
+'--job-history=[Keep the last N ended jobs for \`pwatch --status --all\` and a late \`pwatch --job\` (0 allowed); older ones are forgotten, so pdvm'\''s memory does not grow with the jobs it has run]:N:' \
 '(--daemonize --pmix-compat --report-uri --terminate)--release=[Release allocation ALLOC_ID as the simulated scheduler, whoever owns it (an administrator'\''s \`scancel\`; the scheduler is an implicit owner of every reservation, spec §8.2.1.7)\: its nodes go back to the scheduler and its owner is told, as at an expiry]:ALLOC_ID:' \
 '--report-uri=[Write the server URI (and PMIx version) into FILE, like \`prte --report-uri\`]:FILE:_files' \
 '--pmix-compat[Behave as a DVM whose PMIx lacks the reservation attributes (§8.2.1.10)]' \

@@ -46,6 +46,7 @@ fn run(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
             .ok()
             .and_then(|p| p.parent().map(|d| d.to_path_buf())),
         verbose: args.verbose > 0,
+        job_history: usize::try_from(args.job_history).unwrap_or(usize::MAX),
     };
     // One pdvm per tmpdir: a second one would make every tool there fail
     // with "several PMIx servers".

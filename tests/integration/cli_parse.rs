@@ -493,10 +493,18 @@ fn pdvm_forms() {
     assert_eq!(a.command, ["./wf.sh", "arg"]);
     let a: PdvmArgs = ok("pdvm --terminate");
     assert!(a.terminate);
+    assert_eq!(
+        a.job_history,
+        pmix_tools::dvm::JOB_HISTORY as u64,
+        "--job-history's default is the model's"
+    );
+    let a: PdvmArgs = ok("pdvm --job-history 0");
+    assert_eq!(a.job_history, 0);
 
     refused::<PdvmArgs>("pdvm --nodes 0");
     refused::<PdvmArgs>("pdvm --time-scale 0");
     refused::<PdvmArgs>("pdvm --time-scale nan");
+    refused::<PdvmArgs>("pdvm --job-history -1");
     refused::<PdvmArgs>("pdvm --daemonize -- sh");
     refused::<PdvmArgs>("pdvm --terminate --daemonize");
     refused::<PdvmArgs>("pdvm --nodes 999999 --scheduler-nodes 999999");

@@ -268,3 +268,112 @@ fn child_rules_hold_across_a_deep_genealogy_with_tool_churn() {
     );
     assert!(!d.has_live_descendants("root"));
 }
+
+/// Issue 45: ended jobs are kept as a bounded history, not for ever. After
+/// 20,000 jobs with a history of 100 the model holds what it held before
+/// plus those 100, lists exactly the last 100 in launch order, and the owner
+/// set of the reservation every job joined holds no more than they; names
+/// stay unique: a name a tool chose is refused for ever, a job's name while
+/// the model holds it.
+#[test]
+fn ended_jobs_are_kept_as_a_bounded_history() {
+    const KEPT: usize = 100;
+    let mut s = Scheduler::new(4, 1);
+    let mut d = Dvm::new(
+        DvmConfig {
+            nodes: 1,
+            slots: 8,
+            compat: false,
+        },
+        &mut s,
+    );
+    d.set_job_history(KEPT);
+    d.tool_connected("tool").unwrap();
+    let tool = Requester::tool("tool");
+    let alloc = d
+        .allocate(
+            &AllocRequest {
+                requester: tool.clone(),
+                directive: Directive::New.into(),
+                attrs: AllocAttrs {
+                    num_nodes: Some(1),
+                    ..AllocAttrs::default()
+                },
+            },
+            &mut s,
+            0,
+        )
+        .unwrap()
+        .alloc_id;
+    let held = d.namespaces_held();
+    let jobs = 20_000;
+    for k in 1..=jobs {
+        let ns = format!("pdvm-h-1@{k}");
+        d.spawn(&tool, &ns, Some(std::slice::from_ref(&alloc)), &[1])
+            .unwrap();
+        d.job_terminated(&ns, 0, &mut s, 0).unwrap();
+        if k % 100 == 0 {
+            let given = format!("given-{k}");
+            d.tool_connected(&given).unwrap();
+            d.tool_disconnected(&given, &mut s, 0).unwrap();
+        }
+        assert!(d.namespaces_held() <= held + KEPT, "after {k} jobs");
+    }
+    let listed: Vec<String> = d.jobs().into_iter().map(|j| j.nspace).collect();
+    let last: Vec<String> = (jobs - KEPT + 1..=jobs)
+        .map(|k| format!("pdvm-h-1@{k}"))
+        .collect();
+    assert_eq!(listed, last, "the last {KEPT} ended jobs, in launch order");
+    let owners = &d.reservation(&alloc, &s, 0).unwrap().owners;
+    assert!(owners.len() <= KEPT + 1, "{} owners", owners.len());
+    for k in (100..=jobs).step_by(100) {
+        let given = format!("given-{k}");
+        assert!(d.namespace_known(&given), "{given} may be taken again");
+        assert!(d.tool_connected(&given).is_err());
+    }
+    let kept = format!("pdvm-h-1@{jobs}");
+    assert!(
+        d.spawn(&tool, &kept, None, &[1]).is_err(),
+        "a held job name"
+    );
+}
+
+/// An ended job past the history is still kept while a job it started is
+/// (its parent's name is shown), and forgotten with it.
+#[test]
+fn a_job_past_the_history_waits_for_the_jobs_it_started() {
+    let mut s = Scheduler::new(4, 1);
+    let mut d = Dvm::new(
+        DvmConfig {
+            nodes: 1,
+            slots: 8,
+            compat: false,
+        },
+        &mut s,
+    );
+    d.set_job_history(2);
+    d.tool_connected("tool").unwrap();
+    let tool = Requester::tool("tool");
+    let held = d.namespaces_held();
+    d.spawn(&tool, "parent", None, &[1]).unwrap();
+    d.spawn(&Requester::app("parent", 0), "child", None, &[1])
+        .unwrap();
+    d.job_terminated("parent", 0, &mut s, 0).unwrap();
+    let churn = |d: &mut Dvm, s: &mut Scheduler, from: usize| {
+        for k in from..from + 5 {
+            let ns = format!("j{k}");
+            d.spawn(&tool, &ns, None, &[1]).unwrap();
+            d.job_terminated(&ns, 0, s, 0).unwrap();
+        }
+    };
+    churn(&mut d, &mut s, 0);
+    let jobs = d.jobs();
+    let child = jobs.iter().find(|j| j.nspace == "child").unwrap();
+    assert_eq!(child.parent.as_deref(), Some("parent"));
+    assert!(jobs.iter().any(|j| j.nspace == "parent"));
+    d.job_terminated("child", 0, &mut s, 0).unwrap();
+    churn(&mut d, &mut s, 5);
+    let names: Vec<String> = d.jobs().into_iter().map(|j| j.nspace).collect();
+    assert_eq!(names, ["j8", "j9"]);
+    assert_eq!(d.namespaces_held(), held + 2);
+}

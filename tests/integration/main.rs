@@ -37,6 +37,7 @@ mod palloc_context;
 mod parsers_proptest;
 mod pdvm_events;
 mod pdvm_flow;
+mod pdvm_history;
 mod pdvm_hostile;
 mod pdvm_libpmix;
 mod pdvm_lifecycle;

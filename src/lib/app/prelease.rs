@@ -131,6 +131,28 @@ fn cancel_job(s: &Session, id: &str) -> crate::error::Result<()> {
     crate::ops::control::terminate_job(s, id)
 }
 
+/// What the DVM says of an id that is no allocation, request or running
+/// job, as a job.
+enum JobNote {
+    /// A job it still lists as ended: the sentence saying so.
+    Ended(String),
+    /// No job it lists (never one, or ended and no longer kept).
+    Unknown,
+}
+
+/// [`JobNote`] for `id`, from the DVM's job table (pdvm keeps the last
+/// jobs that ended, `pdvm --job-history`).
+fn no_job_note(s: &Session, id: &str) -> JobNote {
+    let jobs = crate::ops::status_query::jobs(s).unwrap_or_default();
+    match jobs.iter().find(|j| j.nspace == id) {
+        Some(j) => JobNote::Ended(match j.exit_status {
+            Some(c) => format!("job {id} has already ended (exit status {c}): nothing to release"),
+            None => format!("job {id} is no longer running: nothing to release"),
+        }),
+        None => JobNote::Unknown,
+    }
+}
+
 /// `--signal SIG JOB…`: the signal to every process of each job; the exit
 /// code of the first failure.
 fn signal_jobs(args: &PreleaseArgs, sig: nix::sys::signal::Signal, ui: &Ui) -> i32 {
@@ -195,6 +217,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     // `prelease ID` where ID is no allocation, as scancel takes any id: a
     // request still queued (a submitted `palloc --no-wait`) is withdrawn, a
     // granted one named by its request id released, a job cancelled.
+    let mut no_job = None;
     if let (Err(e), Some(id), Directive::Release) = (&answer, &req.alloc_id, req.directive) {
         let whole = req.nodelist.is_empty() && req.nodes.is_none();
         if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
@@ -203,6 +226,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
                 rec.directive = "cancel".into();
                 return (0, rec);
             }
+            no_job = Some(no_job_note(s, id));
         }
     }
     match answer {
@@ -228,7 +252,15 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
                 ..Default::default()
             };
             let mut f = Failure::refused(op, &attrs, &e);
-            f.message = format!("{what}: {}", f.message);
+            f.message = match no_job {
+                Some(JobNote::Ended(note)) => format!("{what}: {note}"),
+                Some(JobNote::Unknown) => format!(
+                    "{what}: {}. No job of that name runs either (an ended job is listed \
+                     by `pwatch --status --all` while the DVM keeps it)",
+                    f.message
+                ),
+                None => format!("{what}: {}", f.message),
+            };
             rec.status = f.status.map(|s| s.name().to_string()).unwrap_or_default();
             rec.exit_code = f.exit.code();
             rec.rule = f.rule.clone();

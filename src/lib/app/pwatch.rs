@@ -220,8 +220,9 @@ struct Replay {
 /// a job that ended before pwatch started never ends again, so waiting for
 /// its end would wait forever. The DVM's replayed end event is used when it
 /// sent one (PRRTE caches them); else, for a namespace the DVM no longer
-/// lists, its job table (pdvm keeps ended jobs with their status). A job
-/// the DVM knows nothing about is refused (`PMIX_ERR_NOT_FOUND`).
+/// lists, its job table (pdvm keeps the last ended jobs with their status,
+/// `pdvm --job-history`). A job the DVM knows nothing about (never one, or
+/// past that history) is refused (`PMIX_ERR_NOT_FOUND`).
 fn ended_before(s: &Session, w: &EventWatch, r: &Replay) -> Result<Vec<EventFields>, Failure> {
     let wants_end = w.events.is_empty()
         || w.events

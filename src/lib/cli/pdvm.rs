@@ -4,6 +4,10 @@ use super::parse::{parse_count, parse_nonneg_count};
 use clap::Parser;
 use std::path::PathBuf;
 
+/// `--job-history`'s default: the model's `dvm::JOB_HISTORY` (a test
+/// holds them equal; `cli` does not import the model).
+pub const JOB_HISTORY: &str = "1000";
+
 const ABOUT: &str = "Run a throw-away local DVM implementing node reservations (spec 001)";
 
 const LONG_ABOUT: &str = "\
@@ -20,7 +24,12 @@ read, pdvm stops reading the job's pipes (the job waits). Each user's \
 connections have a 256 MiB budget of bytes actually held (large requests or \
 replies beyond it are refused PMIX_ERR_OUT_OF_RESOURCE); a connection that \
 does not finish its handshake within 10 s, or holds part of a message and \
-sends nothing more for 10 s, is closed.
+sends nothing more for 10 s, is closed. It keeps the last 1000 ended jobs \
+(--job-history N) for `pwatch --status --all` and a late `pwatch --job`; an \
+older job is forgotten (pwatch says the DVM has no record of it, `prelease` \
+that no job of that name runs), so memory does not grow with the jobs run. \
+A namespace is never reused: pdvm numbers its own, and a name a tool chose \
+stays refused once it is gone.
 
 With `-- CMD ARGS…` it runs CMD as a job of its own namespace — the session \
 leader of the spec's workflows: every tool invoked from CMD acts for that \
@@ -76,6 +85,12 @@ pub struct PdvmArgs {
     /// Behave as a DVM whose PMIx lacks the reservation attributes (§8.2.1.10).
     #[arg(long)]
     pub pmix_compat: bool,
+
+    /// Keep the last N ended jobs for `pwatch --status --all` and a late
+    /// `pwatch --job` (0 allowed); older ones are forgotten, so pdvm's
+    /// memory does not grow with the jobs it has run.
+    #[arg(long, value_name = "N", value_parser = parse_nonneg_count, default_value = JOB_HISTORY)]
+    pub job_history: u64,
 
     /// Detach and run in the background once ready.
     #[arg(long, conflicts_with = "command")]

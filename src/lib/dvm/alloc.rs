@@ -155,7 +155,7 @@ impl Dvm {
         let (id, submit) = sched.submit_new(&sreq, now).map_err(sched_err)?;
         self.ensure_requester(&req.requester);
         let owner = self.gen.ensure(&owner_ns);
-        let owners = vec![owner_ns.clone()];
+        let owners = VecDeque::from([owner_ns.clone()]);
         let r = Reservation {
             id: id.clone(),
             seq: self.next_seq,

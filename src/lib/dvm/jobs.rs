@@ -52,6 +52,12 @@ pub(crate) struct NsEntry {
     /// The name was chosen by its peer (not minted by the DVM): once the
     /// entry is forgotten, the name is remembered so it is never reused.
     pub given: bool,
+    /// When it was started (launch order: slots are reused, so the table's
+    /// order is not it).
+    pub born: u64,
+    /// An ended job past the history of ended jobs: forgotten as soon as
+    /// nothing needs it.
+    pub aged: bool,
 }
 
 impl NsEntry {
@@ -70,6 +76,8 @@ impl NsEntry {
             exit_status: None,
             children: 0,
             given: true,
+            born: 0,
+            aged: false,
         }
     }
 }
@@ -81,6 +89,8 @@ pub(crate) struct Genealogy {
     pub by_name: HashMap<String, u32>,
     /// Slots of forgotten entries, reused by new ones.
     pub free: Vec<u32>,
+    /// Starts so far (the next entry's [`NsEntry::born`]).
+    pub started: u64,
 }
 
 impl Genealogy {
@@ -103,13 +113,18 @@ impl Genealogy {
         i
     }
 
-    /// True when nothing needs entry `i` any more: an ended tool that owns
-    /// no reservation and is no entry's parent (so no CHILD rule, no job
+    /// True when nothing needs entry `i` any more: an ended tool, or an
+    /// ended job past the history ([`NsEntry::aged`]), that owns no
+    /// reservation and is no entry's parent (so no CHILD rule, no job
     /// listing and no descendant count can reach it).
     pub(crate) fn forgettable(&self, i: u32) -> bool {
         let e = self.at(i);
-        e.kind == NsKind::Tool
-            && e.ended
+        let done = match e.kind {
+            NsKind::Tool => true,
+            NsKind::Job => e.aged,
+            NsKind::Placeholder => false,
+        };
+        done && e.ended
             && !e.live
             && e.owned.is_empty()
             && e.children == 0
@@ -118,8 +133,8 @@ impl Genealogy {
     }
 
     /// Forget entry `i` (see [`Genealogy::forgettable`]): its slot is
-    /// reused. Returns its name and whether the name was given by its peer.
-    pub(crate) fn forget(&mut self, i: u32) -> (String, bool) {
+    /// reused. Returns the entry (its parent no longer counts it).
+    pub(crate) fn forget(&mut self, i: u32) -> NsEntry {
         let e = std::mem::replace(&mut self.ents[i as usize], NsEntry::blank(""));
         self.by_name.remove(&e.name);
         if let Some(p) = e.parent {
@@ -127,7 +142,7 @@ impl Genealogy {
             pe.children = pe.children.saturating_sub(1);
         }
         self.free.push(i);
-        (e.name, e.given)
+        e
     }
 
     /// Namespaces known (forgotten ones excluded).
@@ -173,10 +188,13 @@ impl Genealogy {
         if let Some(p) = parent {
             self.at_mut(p).children += 1;
         }
+        self.started += 1;
+        let born = self.started;
         {
             let e = self.at_mut(i);
             e.kind = kind;
             e.parent = parent;
+            e.born = born;
             e.live = true;
             e.ended = false;
             e.state = JobState::Running;

@@ -4,7 +4,7 @@
 use crate::sched::{NodeOrigin, SchedEvent, Scheduler};
 
 use super::error::{DvmError, Rule};
-use super::jobs::JobState;
+use super::jobs::{JobState, NsKind};
 use super::model::{Dvm, ResStage};
 use super::types::{Effect, EndHow, EndWhy};
 
@@ -270,7 +270,11 @@ impl Dvm {
         for c in candidates {
             fx.extend(self.settle_owner(c, sched, now));
         }
-        self.forget_if_unneeded(i);
+        if self.gen.at(i).kind == NsKind::Job {
+            self.remember_ended_job(i);
+        } else {
+            self.forget_if_unneeded(i);
+        }
         Ok(fx)
     }
 

@@ -50,13 +50,14 @@ mod error;
 mod jobs;
 mod lifecycle;
 mod model;
+mod names;
 mod query;
 mod spawn;
 mod types;
 
 pub use alloc::AllocRequest;
 pub use error::{DvmError, Rule};
-pub use model::{Dvm, DvmConfig};
+pub use model::{Dvm, DvmConfig, JOB_HISTORY};
 pub use query::{JobView, NodeView, Snapshot};
 pub use spawn::{AppAsk, MapBy, MapPolicy, Placement, ProcSlot, MAX_PROCS};
 pub use types::{

@@ -6,8 +6,15 @@ use crate::sched::{NodeOrigin, Scheduler};
 
 use super::error::DvmError;
 use super::jobs::{Genealogy, NsKind};
+use super::names::UsedNames;
 use super::types::{Effect, Requester, RequesterClass};
 use crate::proto::Inheritance;
+
+/// How many ended jobs the model keeps by default (for `pwatch --status
+/// --all`, a late `pwatch --job NS`): the last ones to end. An older job
+/// is kept only while something needs it (a reservation it owns, or a
+/// kept job it started).
+pub const JOB_HISTORY: usize = 1000;
 
 /// Start-up configuration of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +76,9 @@ pub(crate) struct Reservation {
     pub req_id: Option<String>,
     /// The owning namespace (index in the genealogy).
     pub owner: u32,
-    /// Owner set, in insertion order, plus a lookup set.
-    pub owners: Vec<String>,
+    /// Owner set, in insertion order, plus a lookup set. A job past the
+    /// history of ended jobs leaves it when it is forgotten.
+    pub owners: VecDeque<String>,
     pub owner_lookup: HashSet<String>,
     pub inherit: Inheritance,
     pub inherit_given: bool,
@@ -128,7 +136,18 @@ impl Reservation {
     /// Adds a namespace to the owner set (no-op when present).
     pub(crate) fn add_owner(&mut self, ns: &str) {
         if self.owner_lookup.insert(ns.to_string()) {
-            self.owners.push(ns.to_string());
+            self.owners.push_back(ns.to_string());
+        }
+    }
+
+    /// Takes a forgotten namespace out of the owner set. Namespaces are
+    /// forgotten about in the order they were added, so it is found near
+    /// the front.
+    pub(crate) fn drop_owner(&mut self, ns: &str) {
+        if self.owner_lookup.remove(ns) {
+            if let Some(k) = self.owners.iter().position(|o| o == ns) {
+                self.owners.remove(k);
+            }
         }
     }
 }
@@ -142,10 +161,13 @@ pub struct Dvm {
     pub(crate) res: HashMap<String, Reservation>,
     pub(crate) by_req: HashMap<String, Vec<String>>,
     pub(crate) gen: Genealogy,
-    /// Fingerprints (keyed hashes) of the peer-given names of forgotten
-    /// tool namespaces: such a name is never reused.
-    pub(crate) forgotten: HashSet<u64>,
-    pub(crate) fingerprint: std::collections::hash_map::RandomState,
+    /// The peer-given names of forgotten tool namespaces, in constant
+    /// space: such a name is never reused (see [`UsedNames`]).
+    pub(crate) used: UsedNames,
+    /// The last ended jobs kept (genealogy indexes, oldest first), at most
+    /// `history_len` of them.
+    pub(crate) history: VecDeque<u32>,
+    pub(crate) history_len: usize,
     pub(crate) next_seq: u64,
     pub(crate) torn_down: bool,
 }
@@ -180,8 +202,9 @@ impl Dvm {
             res: HashMap::new(),
             by_req: HashMap::new(),
             gen: Genealogy::default(),
-            forgotten: HashSet::new(),
-            fingerprint: std::collections::hash_map::RandomState::new(),
+            used: UsedNames::default(),
+            history: VecDeque::new(),
+            history_len: JOB_HISTORY,
             next_seq: 1,
             torn_down: false,
         }
@@ -192,11 +215,23 @@ impl Dvm {
         self.cfg
     }
 
-    /// True when `nspace` is (or was) a tool's or a job's namespace here.
+    /// Keeps the last `n` ended jobs (default [`JOB_HISTORY`]); older ones
+    /// are forgotten at once when there are more.
+    pub fn set_job_history(&mut self, n: usize) {
+        self.history_len = n;
+        self.age_history();
+    }
+
+    /// How many ended jobs are kept ([`Dvm::set_job_history`]).
+    pub fn job_history(&self) -> usize {
+        self.history_len
+    }
+
+    /// True when `nspace` is a namespace here, or a name a tool chose here
+    /// before. Job names are the caller's to mint and never recur (pdvm
+    /// numbers them), so a job past the history is not remembered.
     pub fn namespace_known(&self, nspace: &str) -> bool {
-        use std::hash::BuildHasher;
-        self.gen.is_registered(nspace)
-            || self.forgotten.contains(&self.fingerprint.hash_one(nspace))
+        self.gen.is_registered(nspace) || self.used.contains(nspace)
     }
 
     /// Registers a connected tool's namespace (a live genealogy root),
@@ -221,22 +256,48 @@ impl Dvm {
     }
 
     /// Namespaces the model holds (tools and jobs, live or ended; ended
-    /// tools that nothing needs are forgotten).
+    /// tools that nothing needs, and ended jobs past the history that
+    /// nothing needs, are forgotten).
     pub fn namespaces_held(&self) -> usize {
         self.gen.len()
     }
 
-    /// Forget namespace `i` if nothing needs it any more (see
-    /// [`Genealogy::forgettable`]); a peer-given name is remembered by its
-    /// fingerprint so it is never reused.
-    pub(crate) fn forget_if_unneeded(&mut self, i: u32) {
-        use std::hash::BuildHasher;
-        if !self.gen.forgettable(i) {
-            return;
+    /// Job `i` ended: it joins the history, whose oldest job leaves it
+    /// when it is full.
+    pub(crate) fn remember_ended_job(&mut self, i: u32) {
+        self.history.push_back(i);
+        self.age_history();
+    }
+
+    /// Ends the history's oldest jobs while it holds more than its length:
+    /// each is forgotten now, or once nothing needs it any more.
+    fn age_history(&mut self) {
+        while self.history.len() > self.history_len {
+            let Some(i) = self.history.pop_front() else {
+                return;
+            };
+            self.gen.at_mut(i).aged = true;
+            self.forget_if_unneeded(i);
         }
-        let (name, given) = self.gen.forget(i);
-        if given {
-            self.forgotten.insert(self.fingerprint.hash_one(&name));
+    }
+
+    /// Forget namespace `i` if nothing needs it any more (see
+    /// [`Genealogy::forgettable`]), then its parent if that was all it
+    /// waited for. A peer-given name is remembered ([`UsedNames`]) so it is
+    /// never reused; a forgotten job leaves the owner sets it joined.
+    pub(crate) fn forget_if_unneeded(&mut self, i: u32) {
+        let mut next = Some(i);
+        while let Some(i) = next.filter(|&i| self.gen.forgettable(i)) {
+            let e = self.gen.forget(i);
+            if e.given {
+                self.used.insert(&e.name);
+            }
+            if e.kind == NsKind::Job {
+                for r in self.res.values_mut() {
+                    r.drop_owner(&e.name);
+                }
+            }
+            next = e.parent;
         }
     }
 

@@ -92,7 +92,7 @@ impl Dvm {
             request_id: r.req_id.clone(),
             session_id: Some(u32::try_from(r.seq).unwrap_or(u32::MAX)),
             owner_nspace: o.name.clone(),
-            owners: r.owners.clone(),
+            owners: r.owners.iter().cloned().collect(),
             inherit: Some(r.inherit),
             share: r.share,
             nodes: r
@@ -129,12 +129,18 @@ impl Dvm {
             .collect()
     }
 
-    /// All jobs ever launched, in launch order.
+    /// The jobs running and the ended ones kept (the last
+    /// [`Dvm::job_history`] to end, and older ones something still needs),
+    /// in launch order.
     pub fn jobs(&self) -> Vec<JobView> {
-        self.gen
+        let mut kept: Vec<_> = self
+            .gen
             .ents
             .iter()
             .filter(|e| e.kind == NsKind::Job)
+            .collect();
+        kept.sort_unstable_by_key(|e| e.born);
+        kept.into_iter()
             .map(|e| {
                 let (state, why) = match &e.state {
                     JobState::Running => ("running", None),

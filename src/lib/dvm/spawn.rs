@@ -381,6 +381,10 @@ impl Dvm {
     /// job namespace, or `None` for a root job such as pdvm's own command),
     /// its processes on their nodes, and its membership in the owner set of
     /// every targeted reservation (never transitively).
+    ///
+    /// `nspace` is minted by the caller and must never recur (pdvm numbers
+    /// its jobs): a name still held is refused, but once the job has left
+    /// the history of ended jobs nothing of its name is kept.
     pub fn commit_spawn(
         &mut self,
         plan: &Placement,
@@ -411,6 +415,7 @@ impl Dvm {
         let parent_idx = parent.map(|p| self.gen.ensure(p));
         let me = self.gen.ensure(nspace);
         self.gen.start(me, NsKind::Job, parent_idx);
+        self.gen.at_mut(me).given = false;
         let per = plan.slots_per_proc.max(1);
         for &(i, c) in &per_node {
             let node = &mut self.nodes[i];

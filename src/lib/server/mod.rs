@@ -93,6 +93,9 @@ pub struct ServerConfig {
     pub bin_dir: Option<PathBuf>,
     /// Log activity on stderr.
     pub verbose: bool,
+    /// How many ended jobs stay listed ([`crate::dvm::JOB_HISTORY`] by
+    /// default).
+    pub job_history: usize,
 }
 
 impl ServerConfig {
@@ -108,6 +111,7 @@ impl ServerConfig {
             report_uri: None,
             bin_dir: None,
             verbose: false,
+            job_history: crate::dvm::JOB_HISTORY,
         }
     }
 }
@@ -152,7 +156,7 @@ pub fn run(
         eprintln!("pdvm: {note}; rendezvous files in {}", rdv.dir().display());
     }
     let mut sched = Scheduler::new(cfg.sched_nodes, 1);
-    let dvm = Dvm::new(
+    let mut dvm = Dvm::new(
         DvmConfig {
             nodes: cfg.nodes,
             slots: cfg.slots,
@@ -160,6 +164,7 @@ pub fn run(
         },
         &mut sched,
     );
+    dvm.set_job_history(cfg.job_history);
     let launch = jobs::LaunchEnv {
         uri: ident.uri(),
         tmpdir: rdv.dir().to_path_buf(),

@@ -433,6 +433,8 @@ impl Server {
                 }
                 Effect::ReservationEnded { alloc_id, how, why } => {
                     self.log(format!("{alloc_id} ended: {how:?} ({why:?})"));
+                    // Nothing of an ended allocation is kept.
+                    self.warn_conns.remove(&alloc_id);
                     self.emit_ended(&alloc_id, how, why);
                 }
                 Effect::NodesJoined { alloc_id, nodes } => {
