@@ -108,6 +108,11 @@ pub(crate) struct StdinTasks {
     partial: Vec<u8>,
     /// The line being read is over [`MAX_LINE`]: skipped to its newline.
     skipping: bool,
+    /// Bytes of the lines queued (see [`READ_AHEAD_BYTES`]).
+    queued_bytes: usize,
+    /// The byte size of each line queued, in queue order (an over-long
+    /// line's error counts 0).
+    sizes: VecDeque<usize>,
     /// Line number (from 1) and the parsed task, or why it is not one.
     queue: VecDeque<(u32, Result<TaskLine, String>)>,
     lines: u32,
@@ -118,10 +123,15 @@ pub(crate) struct StdinTasks {
 /// until some are (the writer feels the pipe fill).
 const READ_AHEAD: usize = 4096;
 
+/// Most bytes of lines read ahead of those launched (64 MiB): with
+/// [`READ_AHEAD`] lines of up to [`MAX_LINE`] each, the lines alone could
+/// otherwise hold 256 GiB.
+const READ_AHEAD_BYTES: usize = 64 * 1024 * 1024;
+
 impl StdinTasks {
     /// Stdin, while more is wanted.
     pub(crate) fn fd(&self) -> Option<BorrowedFd<'static>> {
-        if self.eof || self.queue.len() >= READ_AHEAD {
+        if self.eof || self.queue.len() >= READ_AHEAD || self.queued_bytes >= READ_AHEAD_BYTES {
             return None;
         }
         Some(super::launch::stdin_fd())
@@ -164,6 +174,7 @@ impl StdinTasks {
             self.partial = Vec::new();
             self.skipping = true;
             self.lines += 1;
+            self.sizes.push_back(0);
             self.queue.push_back((
                 self.lines,
                 Err(format!(
@@ -179,7 +190,9 @@ impl StdinTasks {
             return;
         }
         self.lines += 1;
+        self.queued_bytes += bytes.len();
         self.queue.push_back((self.lines, parse_line(text.trim())));
+        self.sizes.push_back(bytes.len());
     }
 
     /// The next task read, not yet launched.
@@ -189,7 +202,10 @@ impl StdinTasks {
 
     /// The task [`Self::peek`] gave is launched (or refused).
     pub(crate) fn advance(&mut self) {
-        self.queue.pop_front();
+        if self.queue.pop_front().is_some() {
+            let n = self.sizes.pop_front().unwrap_or(0);
+            self.queued_bytes = self.queued_bytes.saturating_sub(n);
+        }
     }
 
     /// Whether every task was read and taken.
@@ -239,6 +255,24 @@ mod tests {
         assert!(got[2].as_ref().is_err_and(|e| e.contains("longer than")));
         assert_eq!(got[3], Ok("c".into()));
         assert_eq!(t.count(), 4);
+        // Lines held count against the read-ahead; taking them frees it.
+        assert!(t.queued_bytes > 0 && t.sizes.len() == 4);
+        for _ in 0..4 {
+            t.advance();
+        }
+        assert_eq!((t.queued_bytes, t.sizes.len()), (0, 0));
+    }
+
+    #[test]
+    fn reading_pauses_once_the_lines_held_are_too_many_bytes() {
+        let mut t = StdinTasks::default();
+        let line = format!("{{\"argv\": [\"{}\"]}}\n", "y".repeat(1 << 20));
+        while t.queued_bytes < READ_AHEAD_BYTES {
+            t.take_bytes(line.as_bytes());
+        }
+        assert!(t.fd().is_none(), "stdin is not read further");
+        t.advance();
+        assert!(t.fd().is_some(), "one taken: reading goes on");
     }
 
     #[test]
