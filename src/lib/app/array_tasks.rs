@@ -44,7 +44,7 @@ impl Source<'_> {
                 tries: 0,
             }),
             Source::Stdin(t) => t.peek().map(|(line, task)| Next {
-                index: *line,
+                index: line,
                 apps: task
                     .as_ref()
                     .map(|t| t.apps(template, base))

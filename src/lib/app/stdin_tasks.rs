@@ -110,11 +110,10 @@ pub(crate) struct StdinTasks {
     skipping: bool,
     /// Bytes of the lines queued (see [`READ_AHEAD_BYTES`]).
     queued_bytes: usize,
-    /// The byte size of each line queued, in queue order (an over-long
-    /// line's error counts 0).
-    sizes: VecDeque<usize>,
-    /// Line number (from 1) and the parsed task, or why it is not one.
-    queue: VecDeque<(u32, Result<TaskLine, String>)>,
+    /// Line number (from 1), the parsed task or why it is not one, and the
+    /// line's size in bytes (0 for an over-long one, whose bytes were not
+    /// kept).
+    queue: VecDeque<(u32, Result<TaskLine, String>, usize)>,
     lines: u32,
     eof: bool,
 }
@@ -174,12 +173,12 @@ impl StdinTasks {
             self.partial = Vec::new();
             self.skipping = true;
             self.lines += 1;
-            self.sizes.push_back(0);
             self.queue.push_back((
                 self.lines,
                 Err(format!(
                     "the line is longer than {MAX_LINE} bytes, the limit of a task line; skipped"
                 )),
+                0,
             ));
         }
     }
@@ -191,20 +190,20 @@ impl StdinTasks {
         }
         self.lines += 1;
         self.queued_bytes += bytes.len();
-        self.queue.push_back((self.lines, parse_line(text.trim())));
-        self.sizes.push_back(bytes.len());
+        self.queue
+            .push_back((self.lines, parse_line(text.trim()), bytes.len()));
     }
 
-    /// The next task read, not yet launched.
-    pub(crate) fn peek(&self) -> Option<&(u32, Result<TaskLine, String>)> {
-        self.queue.front()
+    /// The next task read, not yet launched: its line number, and the task
+    /// or why the line is not one.
+    pub(crate) fn peek(&self) -> Option<(u32, &Result<TaskLine, String>)> {
+        self.queue.front().map(|(line, task, _)| (*line, task))
     }
 
     /// The task [`Self::peek`] gave is launched (or refused).
     pub(crate) fn advance(&mut self) {
-        if self.queue.pop_front().is_some() {
-            let n = self.sizes.pop_front().unwrap_or(0);
-            self.queued_bytes = self.queued_bytes.saturating_sub(n);
+        if let Some((_, _, bytes)) = self.queue.pop_front() {
+            self.queued_bytes -= bytes;
         }
     }
 
@@ -247,7 +246,7 @@ mod tests {
         let got: Vec<Result<String, String>> = t
             .queue
             .iter()
-            .map(|(_, r)| r.as_ref().map(|l| l.argv[0].clone()).map_err(Clone::clone))
+            .map(|(_, r, _)| r.as_ref().map(|l| l.argv[0].clone()).map_err(Clone::clone))
             .collect();
         assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got[0], Ok("a".into()));
@@ -256,11 +255,11 @@ mod tests {
         assert_eq!(got[3], Ok("c".into()));
         assert_eq!(t.count(), 4);
         // Lines held count against the read-ahead; taking them frees it.
-        assert!(t.queued_bytes > 0 && t.sizes.len() == 4);
+        assert!(t.queued_bytes > 0 && t.queue.len() == 4);
         for _ in 0..4 {
             t.advance();
         }
-        assert_eq!((t.queued_bytes, t.sizes.len()), (0, 0));
+        assert_eq!((t.queued_bytes, t.queue.len()), (0, 0));
     }
 
     #[test]
