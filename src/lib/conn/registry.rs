@@ -260,11 +260,18 @@ pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<Pa
 /// always escaped). `None` when not even that fits.
 pub(crate) fn entry_stem(server: &str, id: &str, sep: char, room: usize) -> Option<String> {
     let plain = format!("{}{sep}{}", escape(server), escape(id));
-    if plain.len() <= room.min(NAME_MAX - ".sock".len()) {
-        return Some(plain);
+    let stem = fitted(plain, room.min(NAME_MAX - ".sock".len()));
+    (stem.len() <= room).then_some(stem)
+}
+
+/// `plain` (escaped) when it has at most `room` bytes, else `~` and 40 hex
+/// digits of its SHA-256.
+fn fitted(plain: String, room: usize) -> String {
+    if plain.len() <= room {
+        plain
+    } else {
+        format!("~{}", digest_hex(&plain, 40))
     }
-    let hashed = format!("~{}", digest_hex(&plain, 40));
-    (hashed.len() <= room).then_some(hashed)
 }
 
 /// The first `n` hex digits of the SHA-256 of `s`.
@@ -293,12 +300,7 @@ pub(crate) fn escape(s: &str) -> String {
 /// `s` as a file name of at most `room` bytes, one to one (see
 /// [`entry_stem`]): [`escape`]d, or `~` and a digest when that is longer.
 pub(crate) fn file_name_part(s: &str, room: usize) -> String {
-    let plain = escape(s);
-    if plain.len() <= room {
-        plain
-    } else {
-        format!("~{}", digest_hex(&plain, 40))
-    }
+    fitted(escape(s), room)
 }
 
 /// `s` as part of a file name where only readability matters (a host
