@@ -17,6 +17,8 @@ const WAITING: &str = "are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for them";
 /// Inside `palloc -w HOST`: a gate job fills every slot of the node, then
 /// `pspawn --immediate` is refused and a plain pspawn waits until the test
 /// opens the gate, longer than the ten seconds pspawn used to give up after.
+/// Only with `-v` (or a terminal) does it say that it waits: a waiting
+/// pspawn run by a script leaves its stderr to the job's bytes (issue 40).
 #[test]
 fn pspawn_waits_for_busy_slots_as_long_as_they_stay_busy_on_prrte_master() {
     let dvm = Prte::start_master();
@@ -27,8 +29,10 @@ fn pspawn_waits_for_busy_slots_as_long_as_they_stay_busy_on_prrte_master() {
 pspawn -n $n sh -c 'touch {d}/started.$PMIX_RANK; while [ ! -e {d}/gate ]; do sleep 0.2; done' &
 while [ $(ls {d} | grep -c started) -lt $n ]; do sleep 0.2; done
 pspawn --immediate echo immediate; echo immediate=$?
-pspawn echo second; echo second=$?
-wait"
+(pspawn echo quiet 2>{d}/quiet.err; echo quiet=$?) &
+pspawn -v echo second; echo second=$?
+wait
+echo quiet_stderr=$(wc -c < {d}/quiet.err)"
     );
     let mut cmd = tool(&dvm, "palloc");
     cmd.args(["-w", &support::short_hostname(), "--", "sh", "-c", &script])
@@ -61,6 +65,9 @@ wait"
     );
     assert!(!stdout.contains("immediate\n"), "{stdout}");
     assert!(stdout.contains("second\nsecond=0"), "{stdout}\n{said}");
+    assert!(stdout.contains("quiet\n"), "{stdout}\n{said}");
+    assert!(stdout.contains("quiet=0"), "{stdout}\n{said}");
+    assert!(stdout.contains("quiet_stderr=0"), "{stdout}\n{said}");
     assert_eq!(said.matches(WAITING).count(), 1, "said once: {said}");
 }
 

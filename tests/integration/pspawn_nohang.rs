@@ -660,7 +660,7 @@ fn an_array_task_the_dvm_ended_unrun_is_launched_again() {
 #[test]
 fn a_spawn_waiting_for_busy_slots_takes_what_comes_meanwhile() {
     let (uri, seen) = fake_dvm(Scenario::BusyWhileFlooded);
-    let out = pspawn_at(&uri, &["--target", "a1", "-n", "1", "/bin/true"]);
+    let out = pspawn_at(&uri, &["-v", "--target", "a1", "-n", "1", "/bin/true"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("are busy"), "{err}");

@@ -36,6 +36,7 @@ pub mod pwatch;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;
 pub(crate) mod status;
+mod status_sched;
 mod stdin_tasks;
 pub(crate) mod ui;
 

@@ -427,9 +427,10 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // A job's own request (a script inside the DVM, such as spec 001's
         // probes) keeps an empty grant unless it runs a command in it.
         let uses_nodes = !self.from_application || matches!(plan.mode, PallocMode::Run(_));
+        // One look at the DVM's view of the grant serves both checks.
+        let alloc_id = rec.alloc_id.clone();
+        let view = super::palloc_empty::GrantView::new(&s, &alloc_id);
         let checked = {
-            // One look at the DVM's view of the grant serves both checks.
-            let view = super::palloc_empty::GrantView::new(&s, &rec.alloc_id);
             let empty = uses_nodes
                 .then(|| super::palloc_empty::refuse_empty_grant(&s, &plan.req, &rec, &view))
                 .flatten();
@@ -441,6 +442,13 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         if let Err(f) = checked {
             finish(s);
             return Err(f);
+        }
+        // PRRTE master passes a scheduler's grant on without its nodes:
+        // the DVM's list of the reservation names them once all are up
+        // (a fresh look: the wait above may have seen fewer).
+        if rec.nodes.is_empty() && uses_nodes {
+            let now = super::palloc_empty::GrantView::new(&s, &alloc_id);
+            rec.nodes = now.nodes().map(<[String]>::to_vec).unwrap_or_default();
         }
         if plan.req.directive == Directive::Extend {
             as_the_dvm_has_it(&s, &mut rec);

@@ -3,7 +3,8 @@
 //! disabled, retrying"): the DVM answers `PMIX_ERR_JOB_FAILED_TO_MAP`
 //! (PRRTE master, whose jobs do not share slots; pdvm's jobs of one
 //! session share them, so there a job that fits never waits). pspawn says
-//! so once on stderr and tries again, backing off to one try every two
+//! so once on stderr when it is a terminal or with `-v` (a script's
+//! captured stderr holds the job's bytes alone, as on pdvm) and tries again, backing off to one try every two
 //! seconds, until the job starts, the allocation ends (the spawn is then
 //! answered `PMIX_ERR_NOT_FOUND`) or a signal arrives. A job the
 //! allocation could not hold even when idle is refused at once, and so is
@@ -46,7 +47,7 @@ impl SlotWait {
         }
     }
 
-    /// The DVM found no free slots for `req`: wait (said once on stderr),
+    /// The DVM found no free slots for `req`: wait (said once, see [`Ui::aside`]),
     /// or refuse (`--immediate`, the default pool, a placement pspawn
     /// cannot judge, or a job larger than the allocation).
     pub(crate) fn on_busy(&mut self, s: &Session, req: &SpawnRequest, ui: &Ui) -> Busy {
@@ -59,7 +60,7 @@ impl SlotWait {
             return Busy::Refuse;
         }
         if first {
-            ui.note(&format!(
+            ui.aside(&format!(
                 "the slots of allocation {} are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for \
 them, as srun does (--immediate refuses instead)",
                 req.targets.join(",")

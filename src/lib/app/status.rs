@@ -359,7 +359,11 @@ fn my_nodes(
 /// says.
 pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let asked = |t: StatusWhat| w.what.contains(&t);
-    let a = status_query::status(s, want_for(w));
+    let want = want_for(w);
+    let mut a = status_query::status(s, want);
+    if let Some(sched) = super::status_sched::ask_scheduler(s, &want) {
+        super::status_sched::amend(&mut a, sched);
+    }
     // Only the tables asked for by the user count (reservations are also
     // asked for the namespaces' column; their failure then costs only that).
     let res_result = err_of(&a.reservations);

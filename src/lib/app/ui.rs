@@ -82,6 +82,16 @@ impl Ui {
         }
     }
 
+    /// A note on the tool's own progress, on the stream that also carries
+    /// a job's stderr: shown when stderr is a terminal (someone watches) or
+    /// with `-v`, never mixed into a job's captured stderr by default, so
+    /// a script reads the job's bytes alone.
+    pub fn aside(&self, line: &str) {
+        if self.level >= 0 && (self.stderr_tty || self.level > 0) {
+            eprintln!("{}: {line}", self.tool);
+        }
+    }
+
     /// Detail shown with `-v` only.
     pub fn detail(&self, line: &str) {
         if self.level > 0 {

@@ -24,6 +24,7 @@ pub mod pidfd;
 pub(crate) mod registry;
 pub(crate) mod replays;
 pub(crate) mod route;
+pub mod sched_contact;
 pub(crate) mod stream;
 pub(crate) mod uri;
 

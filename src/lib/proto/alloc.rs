@@ -5,6 +5,12 @@
 
 use super::{Inheritance, Received};
 
+/// The request id psched gives the reservation in which it parks idle
+/// nodes whose daemons it keeps; the DVM names that reservation
+/// `psched.idle.<psched's namespace>`. It is psched's, not a user's: the
+/// tools leave it out of what they show when psched says what it holds.
+pub const PSCHED_IDLE_REQ_ID: &str = "psched.idle";
+
 /// The attributes of an allocation request. Each field is one `PMIX_ALLOC_*`
 /// key (or one of ours, in [`RmOptions`]); `None` is "not sent".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

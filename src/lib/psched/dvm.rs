@@ -41,7 +41,7 @@ use super::out::{Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 
 /// The request id psched gives its reservation of idle nodes.
-pub const IDLE_REQ_ID: &str = "psched.idle";
+pub const IDLE_REQ_ID: &str = crate::proto::alloc::PSCHED_IDLE_REQ_ID;
 /// How long the daemons of newly granted nodes may take to come up.
 pub const START_LIMIT_MS: u64 = 60_000;
 /// The first pause between two looks at the daemons (doubled up to

@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod backend;
+pub mod contact;
 pub mod drive;
 pub mod dvm;
 pub mod files;

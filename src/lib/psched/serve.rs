@@ -61,8 +61,11 @@ pub fn run(cfg: &Config) -> Result<()> {
     let mut disk = full_ledger(st.as_ref(), &kept);
     disk.store(&cfg.ledger)?;
     let snap: Snapshot = Arc::new(Mutex::new(disk.clone()));
+    let contact = super::status_server::start(Arc::clone(&snap), cfg.status_public)?;
     if let Some(p) = &cfg.status_uri {
-        super::status_server::start(p, Arc::clone(&snap), cfg.status_public)?;
+        super::files::replace(p, contact.as_bytes(), 0o644).map_err(|e| {
+            crate::error::Error::new(Status::ERR_NOT_AVAILABLE, format!("status socket: {e}"))
+        })?;
     }
     let watch = Watch::new(&cfg.ledger);
     while !STOP.load(Ordering::Relaxed) {
@@ -77,6 +80,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                         sessions: 0,
                     };
                 }
+                let told = super::contact::Published::new(&dvm, &contact);
                 st.attach(&dvm, conn.wire());
                 let mut d = Dvm::new(
                     conn.wire(),
@@ -106,6 +110,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                     kept: &mut kept,
                 };
                 l.serve()?;
+                drop(told);
                 conn.shutdown();
                 if cfg.once {
                     return Ok(());

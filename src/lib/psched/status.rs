@@ -77,6 +77,7 @@ fn reservations(l: &Ledger, now_ms: u64) -> Vec<ReservationRecord> {
         .iter()
         .map(|g| ReservationRecord {
             alloc_id: g.alloc_id.clone(),
+            owner_nspace: owner_of(l, &g.alloc_id),
             request_id: g.req_id.clone(),
             session_id: g.session,
             inherit: g.inherit,
@@ -96,6 +97,17 @@ fn reservations(l: &Ledger, now_ms: u64) -> Vec<ReservationRecord> {
         ..ReservationRecord::default()
     }));
     out
+}
+
+/// The namespace owning grant `alloc_id` as the DVM named it at the grant
+/// (empty when psched was not told: a shared grant).
+fn owner_of(l: &Ledger, alloc_id: &str) -> String {
+    l.dvm_side
+        .owners
+        .iter()
+        .find(|o| o.alloc_id == alloc_id)
+        .map(|o| o.nspace.clone())
+        .unwrap_or_default()
 }
 
 /// The pool as nodes: the grant holding each (none: free), one slot each

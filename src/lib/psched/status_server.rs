@@ -1,4 +1,5 @@
-//! psched's status socket (`--status-uri FILE`): a minimal PMIx server on
+//! psched's status socket (always served; its URI also in `--status-uri
+//! FILE` and the contact file of [`crate::conn::sched_contact`]): a minimal PMIx server on
 //! loopback that tools connect to like to any DVM, answering only status
 //! queries ([`super::status`]); every other request gets `PMIX_SUCCESS`
 //! with nothing (a tool's finalize) so tools end cleanly. Bounded: at most
@@ -7,7 +8,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,18 +33,19 @@ const NSPACE_FIELD: usize = 256;
 /// What the serving loop shares with the status socket.
 pub type Snapshot = Arc<Mutex<Ledger>>;
 
-/// Listen on loopback, write the URI (and PMIx version) to `uri_file`, and
-/// serve status queries from `snap` on a thread of their own; unless
-/// `public`, only psched's user and root.
-pub fn start(uri_file: &Path, snap: Snapshot, public: bool) -> Result<()> {
+/// Listen on loopback and serve status queries from `snap` on a thread of
+/// their own; unless `public`, only psched's user and root. Returns the
+/// socket's contact text (URI and PMIx version, a rendezvous file's lines),
+/// for the `--status-uri` file and the contact file tools find
+/// ([`crate::conn::sched_contact`]).
+pub fn start(snap: Snapshot, public: bool) -> Result<String> {
     let io =
         |e: std::io::Error| Error::new(Status::ERR_NOT_AVAILABLE, format!("status socket: {e}"));
     let l = TcpListener::bind("127.0.0.1:0").map_err(io)?;
     let port = l.local_addr().map_err(io)?.port();
     let body = format!("psched@0.0;tcp4://127.0.0.1:{port}\n{VERSION}\n");
-    super::files::replace(uri_file, body.as_bytes(), 0o644).map_err(io)?;
     std::thread::spawn(move || accept_loop(&l, &snap, public));
-    Ok(())
+    Ok(body)
 }
 
 /// Slots for tools being served; a tool beyond them waits in the listen
