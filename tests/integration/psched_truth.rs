@@ -88,3 +88,36 @@ fn the_grant_line_names_its_nodes() {
     assert!(err.contains(": 2 nodes node"), "{err}");
     assert!(!err.contains("nodes not reported"), "{err}");
 }
+
+/// A tool outside a reservation's owner set spawning into it (`pspawn
+/// --as-tool --target A`, which bypasses the palloc holding A) is refused
+/// with exit 6 before anything runs, as pdvm refuses it
+/// (`palloc_context::another_shell_spawns_extends_and_releases_through_the_holder`);
+/// PRRTE master alone would launch it. Through the holder it runs.
+#[test]
+fn a_foreign_tool_cannot_spawn_into_a_reservation() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let (mut holder, _lines, id) = hold_with(tool(&c, "palloc").no_color(), &["-N", "1"]);
+    let o = run(tool(&c, "pspawn").no_color().args([
+        "--as-tool",
+        "--target",
+        id.as_str(),
+        "echo",
+        "ran",
+    ]));
+    let err = crate::support::text(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{}", show(&o));
+    assert!(err.contains("PMIX_ERR_NO_PERMISSIONS"), "{err}");
+    assert!(
+        !crate::support::text(&o.stdout).contains("ran"),
+        "{}",
+        show(&o)
+    );
+    let o = run(tool(&c, "pspawn")
+        .no_color()
+        .args(["--target", id.as_str(), "echo", "ran"]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(crate::support::text(&o.stdout), "ran\n", "{}", show(&o));
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

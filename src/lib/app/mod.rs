@@ -31,6 +31,7 @@ pub mod pspawn;
 mod pspawn_alloc;
 mod pspawn_array;
 mod pspawn_hosts;
+mod pspawn_owner;
 mod pspawn_wait;
 pub mod pwatch;
 pub(crate) mod shared_dir_file;

@@ -175,10 +175,11 @@ fn allocation_is_live(s: &Session, id: &str) -> bool {
 
 /// Refuse `--target` before anything runs when the DVM cannot honour
 /// `PMIX_SPAWN_TARGET` (it would silently launch into its default pool):
-/// exit 7, `PMIX_ERR_NOT_SUPPORTED`.
-pub(crate) fn refuse_unsupported_target(s: &Session, ui: &Ui) -> Result<(), Failure> {
+/// exit 7, `PMIX_ERR_NOT_SUPPORTED`; or when psched holds a target for an
+/// owner this tool is not (exit 6, [`super::pspawn_owner`]).
+pub(crate) fn check_target(s: &Session, targets: &[String], ui: &Ui) -> Result<(), Failure> {
     match target_support(s.server_version()) {
-        TargetSupport::Yes => Ok(()),
+        TargetSupport::Yes => super::pspawn_owner::refuse_foreign(s, targets),
         TargetSupport::Unknown => {
             ui.detail(
                 "the DVM's PMIx version is unknown (bare --uri): cannot tell whether it honours \
@@ -559,7 +560,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         ..Default::default()
     };
     if target.is_some() {
-        refuse_unsupported_target(s, ui)?;
+        check_target(s, &req.targets, ui)?;
     }
     let mut job = JobRecord {
         nspace: String::new(),

@@ -187,7 +187,7 @@ fn run_tasks(
         ..Default::default()
     };
     if target.is_some() {
-        super::pspawn::refuse_unsupported_target(s, ui)?;
+        super::pspawn::check_target(s, &req.targets, ui)?;
     }
     super::pspawn::create_output_files(&without_index(req))?;
     let registration = launch::register_job_end(s)
