@@ -75,3 +75,4 @@ mod test_layout;
 mod tools_cluster;
 mod tools_master;
 mod tools_prte;
+mod workflow_load;

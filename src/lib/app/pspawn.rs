@@ -528,16 +528,19 @@ fn followed_code(
     }
     if exit != Exit::Success {
         let line = format!(
-            "job {ns} ended with status {}{}",
+            "job {ns} ended with status {}{}{}",
             end.exit_status,
+            end.term
+                .map(|t| format!(" ({})", t.name()))
+                .unwrap_or_default(),
             end.message
                 .as_deref()
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default()
         );
-        // The DVM's own words on why (an abort) are shown; the bare status
-        // only with -v.
-        if end.announced && end.message.is_some() {
+        // The DVM's own words on why (an abort) are shown; the bare status,
+        // and the DVM's text on a plain non-zero exit, only with -v.
+        if end.announced && end.message.is_some() && !end.is_plain_exit() {
             ui.note(&line);
         } else {
             ui.detail(&line);

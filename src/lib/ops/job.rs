@@ -40,6 +40,9 @@ pub struct JobEnd {
     /// ended by themselves, not for one it killed (a session's end, a job
     /// control), which it announces with status 0.
     pub exit_reported: bool,
+    /// The termination status the DVM gave (`PMIX_JOB_TERM_STATUS`), when
+    /// it was one of PMIx's statuses.
+    pub term: Option<Status>,
 }
 
 impl JobEnd {
@@ -49,6 +52,21 @@ impl JobEnd {
     /// killed). Used only once the DVM said why it might have stopped it.
     pub fn looks_stopped(&self) -> bool {
         matches!(self.exit_status, 137 | 143) || (self.exit_status == 0 && !self.exit_reported)
+    }
+
+    /// Whether the job ended only because a process exited non-zero by
+    /// itself: the process exit code reported with an unspecific or
+    /// non-zero-exit termination status (PRRTE master sends `PMIX_ERROR`,
+    /// and `PMIX_ERR_JOB_ABORTED` or `…_BY_SIG` for an abort or a signal).
+    /// Its exit status says all, so the DVM's text on it (PRRTE's
+    /// "exited with non-zero status" box) is no news to the user, as on
+    /// pdvm, which sends none.
+    pub fn is_plain_exit(&self) -> bool {
+        self.exit_reported
+            && matches!(
+                self.term,
+                Some(Status::ERROR | Status::ERR_JOB_NON_ZERO_TERM | Status::ERR_EXIT_NONZERO_TERM)
+            )
     }
 }
 
@@ -356,6 +374,10 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
             .map(String::from),
         announced: true,
         exit_reported: ev.get(keys::EXIT_CODE).is_some(),
+        term: match ev.get(keys::JOB_TERM_STATUS) {
+            Some(Value::Status(st)) => Some(*st),
+            _ => None,
+        },
     })
 }
 
@@ -529,6 +551,7 @@ status is unknown: {}",
             )),
             announced: false,
             exit_reported: false,
+            term: None,
         }))
     }
 
