@@ -64,9 +64,11 @@ fn an_mpi_program_runs_on_reused_pool_nodes() {
 #[test]
 fn pool_nodes_have_the_slots_psched_was_told() {
     let c = Cluster::start_with_psched(2, 2, &["--slots", "2"]);
-    let o = run(tool(&c, "pwatch")
-        .no_color()
-        .args(["--status", "--what", "nodes", "--json"]));
+    // Granted, they are the DVM's nodes to the user (parked, the
+    // scheduler's free nodes).
+    let o = run(tool(&c, "palloc").no_color().args([
+        "-N", "2", "--", "pwatch", "--status", "--what", "nodes", "--json",
+    ]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
     let pool: Vec<u64> = v["nodes"]

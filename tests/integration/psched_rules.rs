@@ -50,8 +50,8 @@ fn default_pool_hosts(c: &Cluster, n: usize) -> Vec<String> {
     h
 }
 
-/// The node names in PRRTE's own node table (`pwatch --status --what
-/// nodes --json`).
+/// The node names `pwatch --status --what nodes --json` lists (PRRTE's
+/// node table as psched amends it).
 fn dvm_nodes(c: &Cluster) -> Vec<String> {
     let o = run(tool(c, "pwatch")
         .no_color()
@@ -66,13 +66,15 @@ fn dvm_nodes(c: &Cluster) -> Vec<String> {
         .collect()
 }
 
-/// P4: after psched's session termination, PRRTE master still lists
-/// `node` in its node table, yet no default-pool job runs there.
-fn assert_listed_but_unused(c: &Cluster, node: &str) {
+/// P4: after psched's session termination PRRTE master keeps `node` in
+/// the DVM and psched parks it; `pwatch --status` asks psched and shows it
+/// as the scheduler's free node, not as a node of the DVM (as on pdvm), and
+/// no default-pool job runs there.
+fn assert_parked_and_unused(c: &Cluster, node: &str) {
     let listed = dvm_nodes(c);
     assert!(
-        listed.iter().any(|n| n == node),
-        "{node} listed: {listed:?}"
+        !listed.iter().any(|n| n == node),
+        "{node} not a DVM node to the user: {listed:?}"
     );
     let hosts = default_pool_hosts(c, 2);
     assert_eq!(hosts, ["node01", "node01"], "{}", c.logs());
@@ -227,7 +229,7 @@ fn expiry_terminates_the_job_on_the_departing_node() {
     assert!(!go.exists(), "ended before it was let go");
     let free = status_nodes(&c, "free");
     assert!(free.contains(&nodes[0]), "{:?} free again: {free:?}", nodes);
-    assert_listed_but_unused(&c, &nodes[0]);
+    assert_parked_and_unused(&c, &nodes[0]);
     let _ = crate::support::wait_exit(&mut job, Duration::from_secs(30));
     stop(&mut holder);
 }
@@ -272,7 +274,7 @@ fn scheduler_releases_any_reservation() {
     assert_eq!(again.status.code(), Some(1), "{}", show(&again));
     wait_for("the job on the released node ended", || !alive(pid));
     assert!(!go.exists(), "ended before it was let go");
-    assert_listed_but_unused(&c, &nodes[0]);
+    assert_parked_and_unused(&c, &nodes[0]);
     let _ = crate::support::wait_exit(&mut job, Duration::from_secs(30));
     stop(&mut holder);
 }

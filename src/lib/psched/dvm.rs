@@ -282,10 +282,7 @@ impl Dvm {
 
     fn own_tag(&mut self, what: Await) -> u32 {
         let t = self.next_tag;
-        self.next_tag = self
-            .next_tag
-            .wrapping_add(1)
-            .max(super::serve::OWN_TAG_BASE);
+        self.next_tag = self.next_tag.wrapping_add(1).max(super::core::OWN_TAG_BASE);
         self.awaiting.insert(t, what);
         t
     }
@@ -604,10 +601,7 @@ impl Dvm {
     /// A tag for a message whose answer nobody waits for.
     pub fn plain_tag(&mut self) -> u32 {
         let t = self.next_tag;
-        self.next_tag = self
-            .next_tag
-            .wrapping_add(1)
-            .max(super::serve::OWN_TAG_BASE);
+        self.next_tag = self.next_tag.wrapping_add(1).max(super::core::OWN_TAG_BASE);
         t
     }
 
@@ -1052,7 +1046,7 @@ mod tests {
     use super::*;
     use crate::codec::{DataArray, Encoder};
 
-    const BASE: u32 = super::super::serve::OWN_TAG_BASE;
+    const BASE: u32 = super::super::core::OWN_TAG_BASE;
 
     fn dvm(in_dvm: &[&str]) -> Dvm {
         let book = DvmBook {

@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod backend;
 pub mod contact;
+pub mod core;
 pub mod drive;
 pub mod dvm;
 pub mod files;

@@ -12,30 +12,22 @@ use std::time::{Duration, Instant};
 
 use crate::conn::{discover, Connection, Event, Identity, Unsolicited};
 use crate::error::Result;
-use crate::proto::{keys, status::Status};
+use crate::proto::status::Status;
 
 use super::admin::Watch;
 use super::backend::Backend;
-use super::dvm::{Dvm, Send, Verdict};
+use super::core::{Core, OWN_TAG_BASE};
+use super::dvm::{Dvm, Send};
 use super::ledger::Ledger;
 use super::state::Out;
 use super::status_server::Snapshot;
-use super::wire::{self, Inbound};
+
 use super::{now_ms, Config};
 
-/// Tags of psched's own messages: far above any tag the DVM's library uses,
-/// so their answers are never mistaken for requests.
-pub(crate) const OWN_TAG_BASE: u32 = 0xF000_0000;
 /// How long the handshake with the DVM may take.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Longest wait of the serving loop without a deadline of its own.
 const MAX_WAIT: Duration = Duration::from_secs(5);
-/// How often psched asks the DVM which allocations it still holds (the
-/// DVM does not say when an owner's disposition ends one).
-const RECONCILE_EVERY_MS: u64 = 1000;
-/// A grant younger than this is not reconciled away (the DVM may not have
-/// made the reservation yet).
-const SETTLE_MS: u64 = 3000;
 
 /// Set by a SIGTERM/SIGINT handler: leave after the current step.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -102,8 +94,7 @@ pub fn run(cfg: &Config) -> Result<()> {
                 let mut l = Loop {
                     cfg,
                     conn: &conn,
-                    st: st.as_mut(),
-                    d: &mut d,
+                    core: Core::new(st.as_mut(), &mut d, conn.wire(), now_ms()),
                     snap: &snap,
                     disk: &mut disk,
                     watch: &watch,
@@ -178,12 +169,12 @@ fn publish(snap: &Snapshot, l: &Ledger) {
     }
 }
 
-/// One attachment's serving loop and what it works on.
+/// One attachment's serving loop and what it works on: the I/O around the
+/// one core ([`Core`]).
 struct Loop<'a> {
     cfg: &'a Config,
     conn: &'a Connection,
-    st: &'a mut dyn Backend,
-    d: &'a mut Dvm,
+    core: Core<'a>,
     snap: &'a Snapshot,
     disk: &'a mut Ledger,
     watch: &'a Watch,
@@ -192,8 +183,6 @@ struct Loop<'a> {
 
 impl Loop<'_> {
     fn serve(&mut self) -> Result<()> {
-        let mut next_reconcile = now_ms() + RECONCILE_EVERY_MS;
-        let mut asked: Option<u32> = None;
         let mut out: Vec<Send> = Vec::new();
         let mut admin_due = true;
         let mut answered: Vec<std::path::PathBuf> = Vec::new();
@@ -202,73 +191,38 @@ impl Loop<'_> {
                 return Ok(());
             }
             let now = now_ms();
-            if now >= next_reconcile && asked.is_none() {
-                next_reconcile = now + RECONCILE_EVERY_MS;
-                let t = self.d.plain_tag();
-                out.push(Send::Own(t, wire::query_alloc_ids(self.conn.wire())?));
-                asked = Some(t);
-            }
-            let mut outs = self.st.tick(now)?;
+            let mut extra = Vec::new();
             if std::mem::take(&mut admin_due) {
-                let (o, paths) = admin(self.cfg, self.st)?;
-                outs.extend(o);
+                let (o, paths) = admin(self.cfg, self.core.backend_mut())?;
+                extra = o;
                 answered = paths;
             }
-            self.d.push(outs, &mut out)?;
-            self.settle(now, &mut out)?;
+            self.core.turn(now, extra, &mut out)?;
             self.flush(&mut out)?;
             // The ledger is on disk: the requesters may see their files go.
             for p in answered.drain(..) {
                 let _ = std::fs::remove_file(p);
             }
-            let deadline = [
-                self.st.next_deadline(),
-                self.d.next_deadline(),
-                Some(next_reconcile),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
-            .min(MAX_WAIT);
+            let deadline = self
+                .core
+                .next_deadline()
+                .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
+                .min(MAX_WAIT);
             // The backend's waker first: its index is 0 when it has one.
             let fd = self.watch.fd();
-            let extras: Vec<_> = (self.st.wake_fd().into_iter())
+            let extras: Vec<_> = (self.core.wake_fd().into_iter())
                 .chain(fd.iter().map(|f| f.as_fd()))
                 .collect();
-            let woken = self.st.wake_fd().is_some();
-            match self.conn.wait(&extras, Some(Instant::now() + deadline)) {
+            let woken = self.core.wake_fd().is_some();
+            let event = self.conn.wait(&extras, Some(Instant::now() + deadline));
+            drop(extras);
+            match event {
                 Event::Message(Unsolicited::Closed(e)) => {
                     eprintln!("psched: the DVM went away ({})", e.context);
                     return Ok(());
                 }
-                Event::Message(Unsolicited::Other(tag, payload)) if tag < OWN_TAG_BASE => {
-                    self.on_message(tag, &payload, &mut out)?;
-                }
-                Event::Message(Unsolicited::Other(tag, payload)) if Some(tag) == asked => {
-                    asked = None;
-                    if let Some(live) = wire::alloc_ids_answer(self.conn.wire(), &payload) {
-                        let outs = self.st.reconcile(&live, now_ms(), SETTLE_MS)?;
-                        self.d.push(outs, &mut out)?;
-                    }
-                }
                 Event::Message(Unsolicited::Other(tag, payload)) => {
-                    let passed = {
-                        let l = self.st.ledger();
-                        let nodes_of = |id: &str| {
-                            l.grants
-                                .iter()
-                                .find(|g| g.alloc_id == id)
-                                .map(|g| g.nodes.clone())
-                                .unwrap_or_default()
-                        };
-                        self.d
-                            .on_own_answer(tag, &payload, now_ms(), &nodes_of, &mut out)?
-                    };
-                    for (t, ask) in passed {
-                        let outs = self.st.on_alloc(t, ask, now_ms())?;
-                        self.d.push(outs, &mut out)?;
-                    }
+                    self.core.on_frame(tag, &payload, now_ms(), &mut out)?;
                 }
                 // The backend's news are taken by its tick, at the top.
                 Event::Ready(0) if woken => {}
@@ -278,68 +232,16 @@ impl Loop<'_> {
         }
     }
 
-    /// What the DVM side learned: refused grants go back to the backend,
-    /// broken nodes are held back, its log is written, the next change
-    /// starts.
-    fn settle(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
-        for id in self.d.take_refused() {
-            let outs = self.st.on_session_done(&id, now)?;
-            self.d.push(outs, out)?;
-        }
-        self.st.hold_back(self.d.broken());
-        for line in self.d.take_log() {
+    /// Write the DVM side's log, store the ledger if it changed (a grant is
+    /// on disk before anyone hears of it), then send what is waiting.
+    fn flush(&mut self, out: &mut Vec<Send>) -> Result<()> {
+        for line in self.core.take_log() {
             eprintln!("psched: {line}");
         }
-        self.d.tick(now, out)
-    }
-
-    fn on_message(&mut self, tag: u32, payload: &[u8], out: &mut Vec<Send>) -> Result<()> {
-        let now = now_ms();
-        let wire = self.conn.wire();
-        match wire::decode(wire, payload) {
-            Ok(Inbound::Alloc(ask)) => {
-                let l = self.st.ledger();
-                let find = |rid: &str| {
-                    l.grants
-                        .iter()
-                        .find(|g| g.req_id.as_deref() == Some(rid))
-                        .map(|g| g.alloc_id.clone())
-                };
-                if let Verdict::Pass(ask) = self.d.on_request(tag, *ask, &find, out)? {
-                    let outs = self.st.on_alloc(tag, *ask, now)?;
-                    self.d.push(outs, out)?;
-                }
-            }
-            Ok(Inbound::Session { infos, .. }) => {
-                let done = infos
-                    .iter()
-                    .any(|i| i.key == crate::proto::keys::SESSION_COMPLETE);
-                let id = infos
-                    .iter()
-                    .find(|i| i.key == keys::ALLOC_ID)
-                    .and_then(|i| i.value.as_str());
-                let outs = match (done, id) {
-                    (true, Some(id)) => self.st.on_session_done(id, now)?,
-                    _ => Vec::<Out>::new(),
-                };
-                self.d.push(outs, out)?;
-                out.push(Send::Answer(tag, wire::status_only(wire, Status(0))?));
-            }
-            Ok(Inbound::Other(_)) | Err(_) => out.push(Send::Answer(
-                tag,
-                wire::status_only(wire, Status::ERR_NOT_SUPPORTED)?,
-            )),
-        }
-        self.settle(now, out)
-    }
-
-    /// Store the ledger if it changed (a grant is on disk before anyone
-    /// hears of it), then send what is waiting.
-    fn flush(&mut self, out: &mut Vec<Send>) -> Result<()> {
-        let (book, sessions) = self.d.book();
+        let (book, sessions) = self.core.dvm().book();
         self.kept.book = book;
         self.kept.sessions = sessions;
-        let now = full_ledger(self.st, self.kept);
+        let now = full_ledger(self.core.backend(), self.kept);
         if now != *self.disk {
             now.store(&self.cfg.ledger)?;
             publish(self.snap, &now);

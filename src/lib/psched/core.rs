@@ -1,0 +1,224 @@
+//! psched's one core, without I/O: what the serving loop
+//! ([`super::serve`]) runs over the DVM's socket and the fuzz/hostile
+//! driver ([`super::drive`]) runs over raw bytes, so the driver tests what
+//! runs. It routes each frame from the DVM (a forwarded request or session
+//! notice, the answer to its reconcile question, the answer to one of
+//! psched's own messages), keeps the reconcile timer, and after every step
+//! lets the DVM side settle: refused grants back to the backend, broken
+//! nodes held back, the next DVM change started. Time comes in as
+//! milliseconds; what to send goes out as [`Send`]s; log lines wait in
+//! [`Core::take_log`].
+
+use crate::codec::WireVersion;
+use crate::error::Result;
+use crate::proto::keys;
+use crate::proto::status::Status;
+
+use super::backend::Backend;
+use super::dvm::{Dvm, Send, Verdict};
+use super::state::Out;
+use super::wire::{self, Inbound};
+
+/// Tags of psched's own messages: far above any tag the DVM's library uses,
+/// so their answers are never mistaken for requests.
+pub const OWN_TAG_BASE: u32 = 0xF000_0000;
+/// How often psched asks the DVM which allocations it still holds (the
+/// DVM does not say when an owner's disposition ends one).
+pub const RECONCILE_EVERY_MS: u64 = 1000;
+/// A grant younger than this is not reconciled away (the DVM may not have
+/// made the reservation yet).
+pub const SETTLE_MS: u64 = 3000;
+
+/// One attachment's decisions: the backend, the DVM side, the reconcile
+/// question in flight.
+pub struct Core<'a> {
+    st: &'a mut dyn Backend,
+    d: &'a mut Dvm,
+    wire: WireVersion,
+    asked: Option<u32>,
+    next_reconcile: u64,
+}
+
+impl<'a> Core<'a> {
+    /// A core over backend `st` and DVM side `d` speaking `wire`, its first
+    /// reconcile due [`RECONCILE_EVERY_MS`] after `now`.
+    pub fn new(st: &'a mut dyn Backend, d: &'a mut Dvm, wire: WireVersion, now: u64) -> Core<'a> {
+        Core {
+            st,
+            d,
+            wire,
+            asked: None,
+            next_reconcile: now + RECONCILE_EVERY_MS,
+        }
+    }
+
+    /// The backend (its ledger, its free nodes).
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.st
+    }
+
+    /// The backend, to change (an administrator's release).
+    pub fn backend_mut(&mut self) -> &mut dyn Backend {
+        &mut *self.st
+    }
+
+    /// The DVM side (its book of owners and sessions).
+    pub fn dvm(&self) -> &Dvm {
+        self.d
+    }
+
+    /// The backend's waker, when it has one.
+    pub fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.st.wake_fd()
+    }
+
+    /// The earliest moment something is due: a backend deadline, a DVM
+    /// change's, the next reconcile.
+    pub fn next_deadline(&self) -> Option<u64> {
+        [
+            self.st.next_deadline(),
+            self.d.next_deadline(),
+            Some(self.next_reconcile),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// One turn at `now`: the reconcile question when due (and none is in
+    /// flight), the backend's deadlines, `extra` decisions (an
+    /// administrator's releases), then the DVM side settles.
+    pub fn turn(&mut self, now: u64, extra: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
+        if now >= self.next_reconcile && self.asked.is_none() {
+            self.next_reconcile = now + RECONCILE_EVERY_MS;
+            let t = self.d.plain_tag();
+            out.push(Send::Own(t, wire::query_alloc_ids(self.wire)?));
+            self.asked = Some(t);
+        }
+        let mut outs = self.st.tick(now)?;
+        outs.extend(extra);
+        self.d.push(outs, out)?;
+        self.settle(now, out)
+    }
+
+    /// A frame from the DVM on `tag`.
+    pub fn on_frame(
+        &mut self,
+        tag: u32,
+        payload: &[u8],
+        now: u64,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        if tag < OWN_TAG_BASE {
+            self.on_message(tag, payload, now, out)?;
+        } else if Some(tag) == self.asked {
+            self.asked = None;
+            if let Some(live) = wire::alloc_ids_answer(self.wire, payload) {
+                self.reconcile(&live, now, SETTLE_MS, out)?;
+            }
+        } else {
+            self.on_own_answer(tag, payload, now, out)?;
+        }
+        self.settle(now, out)
+    }
+
+    /// The DVM holds the allocations `live`: the backend ends the grants
+    /// older than `settle_ms` it no longer holds.
+    pub fn reconcile(
+        &mut self,
+        live: &[String],
+        now: u64,
+        settle_ms: u64,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        let outs = self.st.reconcile(live, now, settle_ms)?;
+        self.d.push(outs, out)
+    }
+
+    /// The DVM side's log lines since the last call.
+    pub fn take_log(&mut self) -> Vec<String> {
+        self.d.take_log()
+    }
+
+    /// A request or session notice the DVM forwarded; anything else is
+    /// answered "not supported".
+    fn on_message(
+        &mut self,
+        tag: u32,
+        payload: &[u8],
+        now: u64,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        match wire::decode(self.wire, payload) {
+            Ok(Inbound::Alloc(ask)) => {
+                let l = self.st.ledger();
+                let find = |rid: &str| {
+                    l.grants
+                        .iter()
+                        .find(|g| g.req_id.as_deref() == Some(rid))
+                        .map(|g| g.alloc_id.clone())
+                };
+                if let Verdict::Pass(ask) = self.d.on_request(tag, *ask, &find, out)? {
+                    let outs = self.st.on_alloc(tag, *ask, now)?;
+                    self.d.push(outs, out)?;
+                }
+            }
+            Ok(Inbound::Session { infos, .. }) => {
+                let done = infos.iter().any(|i| i.key == keys::SESSION_COMPLETE);
+                let id = infos
+                    .iter()
+                    .find(|i| i.key == keys::ALLOC_ID)
+                    .and_then(|i| i.value.as_str());
+                let outs = match (done, id) {
+                    (true, Some(id)) => self.st.on_session_done(id, now)?,
+                    _ => Vec::new(),
+                };
+                self.d.push(outs, out)?;
+                out.push(Send::Answer(tag, wire::status_only(self.wire, Status(0))?));
+            }
+            Ok(Inbound::Other(_)) | Err(_) => out.push(Send::Answer(
+                tag,
+                wire::status_only(self.wire, Status::ERR_NOT_SUPPORTED)?,
+            )),
+        }
+        Ok(())
+    }
+
+    /// The answer to one of psched's own messages: requests that passed
+    /// their owner check go to the backend.
+    fn on_own_answer(
+        &mut self,
+        tag: u32,
+        payload: &[u8],
+        now: u64,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        let passed = {
+            let l = self.st.ledger();
+            let nodes_of = |id: &str| {
+                l.grants
+                    .iter()
+                    .find(|g| g.alloc_id == id)
+                    .map(|g| g.nodes.clone())
+                    .unwrap_or_default()
+            };
+            self.d.on_own_answer(tag, payload, now, &nodes_of, out)?
+        };
+        for (t, ask) in passed {
+            let outs = self.st.on_alloc(t, ask, now)?;
+            self.d.push(outs, out)?;
+        }
+        Ok(())
+    }
+
+    /// What the DVM side learned: refused grants go back to the backend,
+    /// broken nodes are held back, the next change starts.
+    fn settle(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
+        for id in self.d.take_refused() {
+            let outs = self.st.on_session_done(&id, now)?;
+            self.d.push(outs, out)?;
+        }
+        self.st.hold_back(self.d.broken());
+        self.d.tick(now, out)
+    }
+}
