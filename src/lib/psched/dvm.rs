@@ -216,6 +216,16 @@ impl Dvm {
         self.slots = slots.max(1);
     }
 
+    /// `node` as a node list names it: with its slots when the DVM has not
+    /// heard of it yet, else bare.
+    fn first_name(&self, node: &str) -> String {
+        if self.book.in_dvm.iter().any(|n| n == node) {
+            node.to_string()
+        } else {
+            self.with_slots(node)
+        }
+    }
+
     /// `node` as the node list names it the first time: with its slots.
     fn with_slots(&self, node: &str) -> String {
         if self.slots > 1 {
@@ -816,11 +826,14 @@ impl Dvm {
                 let share = echo
                     .iter()
                     .any(|i| i.key == keys::ALLOC_SHARE && crate::codec::helpers::info_true(i));
+                // A node new to the DVM is named with its slots (the Slurm
+                // backend's nodes first reach the DVM here).
+                let named: Vec<String> = nodes.iter().map(|n| self.first_name(n)).collect();
                 let body = wire::answer(
                     self.wire,
                     Status(0),
                     Some(&alloc_id),
-                    &nodes,
+                    &named,
                     &wire::echo_for_dvm(&echo),
                 )?;
                 out.push(Send::Answer(tag, body));
@@ -867,7 +880,7 @@ impl Dvm {
                     self.wire,
                     Directive::Extend,
                     &[
-                        Info::new(keys::ALLOC_NODE_LIST, node.as_str()),
+                        Info::new(keys::ALLOC_NODE_LIST, self.first_name(&node).as_str()),
                         Info::new(keys::ALLOC_ID, alloc_id.as_str()),
                     ],
                 )?;
