@@ -32,7 +32,9 @@ readonly DEBIAN_PMIX_VERSION="4.2.2"
 # (ip) and util-linux (unshare, nsenter) by the multi-node PRRTE cluster
 # (tests/support/cluster.rs, scripts/prrte-cluster.sh).
 readonly DEBIAN_PACKAGES=(libpmix-dev libpmix-bin python3-pmix python3-venv iproute2 util-linux
-    slurm-wlm munge)
+    slurm-wlm munge environment-modules man-db)
+# cargo-deb, which `cargo deb` runs (the install test builds the .deb).
+readonly CARGO_DEB_VERSION="3.8.0"
 # Debian's interpreter: it is the one that has python3-pmix and python3-venv.
 readonly PYTHON="${PMIX_TOOLS_PYTHON:-/usr/bin/python3}"
 
@@ -247,7 +249,21 @@ install_slurm() {
     echo "slurm-current     $v  (built from slurm-$SLURM_VERSION.tar.xz, $PEERS/slurm-$SLURM_VERSION/{bin,sbin})"
 }
 
+# cargo-deb in cargo's bin folder, unless this version is there already.
+install_cargo_deb() {
+    local have
+    have="$(cargo deb --version 2>/dev/null | awk '{ print $2 }')" || true
+    if [ "$have" != "$CARGO_DEB_VERSION" ]; then
+        command -v cargo >/dev/null 2>&1 || die "cargo not found (needed to install cargo-deb)"
+        echo "install-peers: installing cargo-deb $CARGO_DEB_VERSION (cargo install)" >&2
+        cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION" >&2 ||
+            die "cargo install cargo-deb $CARGO_DEB_VERSION failed"
+    fi
+    echo "cargo-deb         $CARGO_DEB_VERSION  ($(command -v cargo-deb))"
+}
+
 install_debian_packages
 install_wheel
 install_master
 install_slurm
+install_cargo_deb

@@ -31,6 +31,7 @@ mod holder_lifetime;
 mod holder_orchestrator;
 mod holder_owners;
 mod holder_relay;
+mod install;
 mod layers;
 mod local_trust;
 mod palloc_context;
