@@ -254,6 +254,7 @@ impl OutputSink {
                 rank: *rank,
                 stream: if *err { "stderr" } else { "stdout" }.into(),
                 line: text.into_owned(),
+                index: self.task.filter(|_| *ns == self.nspace),
             };
             let mut o = std::io::stdout().lock();
             crate::render::json::write_line(&mut o, &rec)?;

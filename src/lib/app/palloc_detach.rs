@@ -22,6 +22,18 @@ use super::{signals, Failure, Ui};
 /// Environment variable naming the descriptor of that pipe in the detached
 /// palloc.
 const SUBMIT_FD_ENV: &str = "PMIX_TOOLS_SUBMIT_FD";
+/// Environment variable giving the detached palloc the request id it uses
+/// instead of its `-J NAME` (taken in its folder, see [`free_batch_id`]).
+const RENAMED_ENV: &str = "PMIX_TOOLS_SUBMIT_REQ_ID";
+
+/// The request id this detached palloc was given instead of its `-J NAME`
+/// (taken from [`RENAMED_ENV`] with the pipe, by [`adopt_inherited_pipe`]).
+static RENAMED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The request id a detached palloc was given instead of its `-J NAME`.
+pub(crate) fn renamed_request_id() -> Option<String> {
+    RENAMED.get().cloned()
+}
 
 /// What the palloc the user typed waits for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -41,11 +53,17 @@ pub(crate) fn submit_detached(
     ui: &Ui,
     how: Detach,
 ) -> std::result::Result<i32, Failure> {
-    let rid = req
+    let asked = req
         .attrs
         .req_id
         .clone()
         .unwrap_or_else(generated_request_id);
+    let rid = free_batch_id(args, &asked);
+    if rid != asked {
+        ui.note(&format!(
+            "-J {asked} is taken in this folder (palloc-{asked}.out): this job is {rid}"
+        ));
+    }
     let (log_path, log) = open_log(args, &rid)?;
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
@@ -110,6 +128,51 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
     Ok(0)
 }
 
+/// The request id of a batch script named `asked` (`-J NAME`): NAME, or
+/// when this folder has its log already as a file of ours (an earlier job
+/// of that name), NAME.2, NAME.3, … (sbatch's job names may repeat; each
+/// job has its own id and log). A log name someone else holds (their
+/// file, a link) is kept, so that [`open_log`] refuses it and says why.
+/// Other requests keep the id asked.
+fn free_batch_id(args: &PallocArgs, asked: &str) -> String {
+    use std::os::unix::fs::MetadataExt;
+    if args.command.is_empty() || args.request_id.is_none() {
+        return asked.to_string();
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    let ours = |id: &str| {
+        std::env::current_dir()
+            .map(|d| d.join(log_file_name(id)))
+            .ok()
+            .and_then(|p| std::fs::symlink_metadata(p).ok())
+            .map(|m| m.file_type().is_file() && m.uid() == me)
+    };
+    if ours(asked) != Some(true) {
+        return asked.to_string();
+    }
+    let taken = |id: &str| ours(id).is_some();
+    (1..10_000)
+        .map(|n| {
+            if n == 1 {
+                asked.to_string()
+            } else {
+                format!("{asked}.{n}")
+            }
+        })
+        .find(|id| !taken(id) && crate::cli::parse::parse_id(id).is_ok())
+        .unwrap_or_else(|| asked.to_string())
+}
+
+/// A batch script's log file name for request `rid`: `palloc-NAME.out`.
+fn log_file_name(rid: &str) -> String {
+    let name = rid.replace('/', "_");
+    if name.starts_with("palloc-") {
+        format!("{name}.out")
+    } else {
+        format!("palloc-{name}.out")
+    }
+}
+
 /// The detached palloc's log: for a submitted script, `palloc-NAME.out`
 /// in the current directory, named after the request (`-J NAME`; a
 /// generated id `palloc-PID-MS` gives `palloc-PID-MS.out`), as sbatch's
@@ -127,11 +190,7 @@ fn open_log(
     use std::os::unix::fs::OpenOptionsExt;
     let name = rid.replace('/', "_");
     if !args.command.is_empty() {
-        let file_name = if name.starts_with("palloc-") {
-            format!("{name}.out")
-        } else {
-            format!("palloc-{name}.out")
-        };
+        let file_name = log_file_name(rid);
         let path = std::env::current_dir()
             .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
             .join(file_name);
@@ -201,6 +260,7 @@ fn start(
         head.push("--request-id".into());
         head.push(rid.into());
     }
+    let renamed = args.request_id.as_deref().is_some_and(|asked| asked != rid);
     let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
     argv.splice(at..at, head);
     let out = |f: &std::fs::File| {
@@ -217,6 +277,9 @@ fn start(
         .stderr(out(log));
     if !args.command.is_empty() {
         cmd.env(super::palloc_batch::LOG_ENV, log_path);
+    }
+    if renamed {
+        cmd.env(RENAMED_ENV, rid);
     }
     // SAFETY: setsid and close_range are async-signal-safe and touch no
     // memory of ours.
@@ -406,6 +469,13 @@ pub fn adopt_inherited_pipe() {
         return;
     };
     std::env::remove_var(SUBMIT_FD_ENV);
+    if let Some(id) = std::env::var(RENAMED_ENV)
+        .ok()
+        .and_then(|id| crate::cli::parse::parse_id(&id).ok())
+    {
+        let _ = RENAMED.set(id);
+    }
+    std::env::remove_var(RENAMED_ENV);
     let is_pipe = nix::sys::stat::fstat(fd).is_ok_and(|st| {
         nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
             == nix::sys::stat::SFlag::S_IFIFO

@@ -55,6 +55,7 @@ struct Asked<'a> {
 pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
     let plan = Plan::new(args, ui);
     plan.warning_is_heard()?;
+    plan.command_runs()?;
     if let Some(handed) = plan.hand_off_before_connecting() {
         return handed;
     }
@@ -118,8 +119,36 @@ timeout-warning --exec CMD`"
         }
     }
 
+    /// The command palloc is to run (`-- CMD`, a batch script) can be run,
+    /// checked before anything is asked: sbatch refuses a script it cannot
+    /// open at submission, and a job that could never start would
+    /// otherwise be queued and granted for nothing. The status is a
+    /// shell's: 127 not found, 126 not executable.
+    fn command_runs(&self) -> std::result::Result<(), Failure> {
+        let Some(program) = self.args.command.first() else {
+            return Ok(());
+        };
+        if super::pspawn::program_exists(program) {
+            return Ok(());
+        }
+        let present = program.contains('/') && std::path::Path::new(program).is_file();
+        let (code, what) = match (present, program.contains('/')) {
+            (true, _) => (126, "not executable (chmod +x it)"),
+            (false, true) => (127, "not found"),
+            (false, false) => (127, "not a program on PATH"),
+        };
+        Err(Failure::with(
+            Exit::Command(code),
+            None,
+            format!("cannot run `{program}`: {what}; nothing was asked of the DVM"),
+        ))
+    }
+
     fn new(args: &'a PallocArgs, ui: &'a Ui) -> Plan<'a> {
         let mut req = args.request();
+        if let Some(id) = super::palloc_detach::renamed_request_id() {
+            req.attrs.req_id = Some(id);
+        }
         let shell = std::env::var("SHELL").ok();
         let mode = args.mode_at(interactive(), shell.as_deref());
         let opens_shell = args.command.is_empty() && matches!(mode, PallocMode::Run(_));

@@ -115,6 +115,15 @@ fn other_meaning(s: &Session, id: &str) -> Option<String> {
     None
 }
 
+/// Whether the DVM lists `id` among its allocations ("none found" is no;
+/// no answer is taken as yes, so a refusal stands as the DVM gave it).
+fn names_allocation(s: &Session, id: &str) -> bool {
+    match crate::ops::status_query::allocation_ids(s) {
+        Ok(ids) => ids.iter().any(|a| a == id),
+        Err(e) => e.status != crate::proto::status::Status::ERR_NOT_FOUND,
+    }
+}
+
 /// Terminate job `id`, announced first ([`crate::proto::status::JOB_CANCELLED`])
 /// so that a pspawn following it says it was cancelled whatever status the
 /// DVM then gives (a DVM that relays no tool's event loses only that).
@@ -220,7 +229,13 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
     let mut no_job = None;
     if let (Err(e), Some(id), Directive::Release) = (&answer, &req.alloc_id, req.directive) {
         let whole = req.nodelist.is_empty() && req.nodes.is_none();
-        if e.status == crate::proto::status::Status::ERR_NOT_FOUND && whole {
+        // Through a palloc holder, an id that is not its allocation is
+        // refused as not the holder's (no permission) before anyone asks
+        // whether it names a job the caller started.
+        use crate::proto::status::Status;
+        let not_an_allocation = e.status == Status::ERR_NOT_FOUND
+            || (e.status == Status::ERR_NO_PERMISSIONS && !names_allocation(s, id));
+        if not_an_allocation && whole {
             if let Some(done) = other_meaning(s, id) {
                 ui.note(&done);
                 rec.directive = "cancel".into();

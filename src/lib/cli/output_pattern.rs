@@ -1,6 +1,8 @@
 //! `pspawn -o/-e PATTERN`: a file name per process, as srun's `-o`:
 //! `%j` the job's namespace (Slurm's job id), `%r` or `%t` the rank
-//! (Slurm's task id), `%a` the index of a `--array` task, `%%` a `%`.
+//! (Slurm's task id), `%a` the index of a `--array` task, `%A` the array's
+//! id (Slurm's array master job id: here the namespace of the pspawn that
+//! runs the array; a single job's own namespace), `%%` a `%`.
 
 /// One piece of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +15,8 @@ enum Piece {
     Rank,
     /// `%a`: the array task's index (`pspawn --array`).
     Index,
+    /// `%A`: the array's id (a single job: its namespace).
+    Array,
 }
 
 /// A checked `--output`/`--error` pattern.
@@ -37,9 +41,10 @@ impl OutputPattern {
                     Some('j') => Some(Piece::Job),
                     Some('r' | 't') => Some(Piece::Rank),
                     Some('a') => Some(Piece::Index),
+                    Some('A') => Some(Piece::Array),
                     Some('%') => None,
                     _ => return Err(format!(
-                        "`{s}`: `%` starts %j (the job's namespace), %t or %r (the rank), %a (the --array index) or %% (a `%`)"
+                        "`{s}`: `%` starts %j (the job's namespace), %t or %r (the rank), %a (the --array index), %A (the array's id) or %% (a `%`)"
                     )),
                 },
             };
@@ -65,7 +70,7 @@ impl OutputPattern {
             .iter()
             .map(|p| match p {
                 Piece::Text(t) => t.clone(),
-                Piece::Job => nspace.to_string(),
+                Piece::Job | Piece::Array => nspace.to_string(),
                 Piece::Rank => rank.to_string(),
                 Piece::Index => "%a".to_string(),
             })
@@ -90,10 +95,23 @@ impl OutputPattern {
         OutputPattern { pieces }
     }
 
+    /// The pattern of the array whose id is `id`: `%A` replaced by it.
+    pub fn for_array(&self, id: &str) -> OutputPattern {
+        let pieces = self
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Array => Piece::Text(id.to_string()),
+                other => other.clone(),
+            })
+            .collect();
+        OutputPattern { pieces }
+    }
+
     /// Whether the name depends on the job's namespace (unknown before the
     /// spawn is answered).
     pub fn names_job(&self) -> bool {
-        self.pieces.contains(&Piece::Job)
+        self.pieces.contains(&Piece::Job) || self.pieces.contains(&Piece::Array)
     }
 
     /// A shell word for the name, `%j` and `%r` taken from the process's
@@ -103,7 +121,7 @@ impl OutputPattern {
             .iter()
             .map(|p| match p {
                 Piece::Text(t) => format!("'{}'", t.replace('\'', "'\\''")),
-                Piece::Job => "\"${PMIX_NAMESPACE}\"".to_string(),
+                Piece::Job | Piece::Array => "\"${PMIX_NAMESPACE}\"".to_string(),
                 Piece::Rank => "\"${PMIX_RANK}\"".to_string(),
                 Piece::Index => "\"${PMIX_ARRAY_TASK_ID}\"".to_string(),
             })
@@ -122,6 +140,14 @@ pub struct OutputFiles {
 }
 
 impl OutputFiles {
+    /// The files of the array whose id is `id` (`%A` replaced by it).
+    pub fn for_array(&self, id: &str) -> OutputFiles {
+        OutputFiles {
+            out: self.out.for_array(id),
+            err: self.err.as_ref().map(|e| e.for_array(id)),
+        }
+    }
+
     /// The files of array task `index` (`%a` replaced by it).
     pub fn for_task(&self, index: u32) -> OutputFiles {
         OutputFiles {
@@ -163,6 +189,21 @@ mod tests {
         assert_eq!(
             OutputPattern::parse("it's-%t").expect("valid").shell_word(),
             "'it'\\''s-'\"${PMIX_RANK}\""
+        );
+    }
+
+    #[test]
+    fn percent_a_capital_is_the_arrays_id() {
+        let p = OutputPattern::parse("o_%A_%a.txt").expect("valid");
+        assert_eq!(
+            p.for_array("ns@7").for_task(3).expand("ns@9", 0),
+            "o_ns@7_3.txt"
+        );
+        assert_eq!(
+            OutputPattern::parse("o_%A.txt")
+                .expect("valid")
+                .expand("ns@9", 0),
+            "o_ns@9.txt"
         );
     }
 }

@@ -172,7 +172,7 @@ pub struct PspawnArgs {
     pub parsable: bool,
 
     /// Write each process's stdout to this file instead of forwarding it
-    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank, `%a` the --array index,
+    /// (as srun -o): `%j` is the job's namespace, `%t` (or `%r`) the rank, `%a` the --array index, `%A` the array's id (the namespace of the pspawn running it),
     /// `%%` a `%`; a relative path is from the job's working directory.
     /// Each file is emptied once and shared by the ranks and streams that
     /// name it: pspawn writes whole lines into it (with --detach, each

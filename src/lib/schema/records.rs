@@ -242,6 +242,8 @@ record! {
         pub stream: String => "\"stdout\" or \"stderr\"",
         /// The line, without its newline (lossy UTF-8).
         pub line: String => "the line without its newline (invalid UTF-8 replaced)",
+        /// The `--array`/`--stdin-tasks` task that wrote it.
+        pub index: Option<u32> => "index of the --array or --stdin-tasks task whose process wrote it (its array_task record gives its id), or null",
     }
 }
 

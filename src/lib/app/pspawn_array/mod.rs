@@ -478,7 +478,7 @@ impl Array<'_> {
         let sink = OutputSink::new("", self.req.tag_output, self.ui.json).for_task(index);
         match &self.req.output_files {
             Some(f) => sink.with_files(super::output_files::FileSink::new(
-                &f.for_task(index),
+                &f.for_array(&self.s.me().0).for_task(index),
                 &self.req.apps,
             )),
             None => sink,

@@ -1,0 +1,131 @@
+//! Walls a newcomer hit (issue 43, point 4), each as a script would meet
+//! it, on pdvm: a batch script that cannot start is refused before
+//! anything is queued; two batch jobs of one name in one folder each get
+//! their own id and log; a job the caller started inside an allocation is
+//! cancelled by `prelease NSPACE`; `-o o_%A_%a.txt` names an array's files
+//! as sbatch does; `--stdin-tasks --json` output records carry the task.
+
+use std::process::{Command, Stdio};
+
+use crate::support;
+use crate::support::pdvm::Pdvm;
+use crate::support::{show, text, ToolHost};
+
+/// `script` run by sh in a fresh folder next to `pdvm`; its output and the folder.
+fn sh(pdvm: &Pdvm, script: &str) -> (std::process::Output, support::TempDir) {
+    let dir = support::unique_tmpdir("walls");
+    let mut c: Command = pdvm.tool_command("sh");
+    c.env("PATH", support::user_path())
+        .current_dir(dir.path())
+        .args(["-c", script])
+        .stdin(Stdio::null());
+    (support::run_with_timeout(&mut c, 120), dir)
+}
+
+fn pdvm() -> Pdvm {
+    Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "2"])
+}
+
+#[test]
+fn a_batch_script_that_cannot_start_is_refused_before_anything_is_queued() {
+    let pdvm = pdvm();
+    let (o, dir) = sh(
+        &pdvm,
+        "printf 'echo hi\\n' > noexec.sh
+palloc --no-wait -N 1 -- ./missing.sh; echo missing=$?
+palloc --no-wait -N 1 -- ./noexec.sh; echo noexec=$?
+ls",
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("missing=127"), "{}", show(&o));
+    assert!(out.contains("noexec=126"), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("cannot run `./missing.sh`"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        !out.contains("palloc-"),
+        "no log, nothing submitted: {}",
+        show(&o)
+    );
+    drop(dir);
+}
+
+#[test]
+fn two_batch_jobs_of_one_name_get_their_own_ids_and_logs() {
+    let pdvm = pdvm();
+    let (o, dir) = sh(
+        &pdvm,
+        "printf '#!/bin/sh\\necho run $1\\n' > job.sh; chmod +x job.sh
+a=$(palloc --no-wait -J nightly -N 1 -- ./job.sh one)
+b=$(palloc --no-wait -J nightly -N 1 -- ./job.sh two)
+echo ids=$a,$b
+for i in $(seq 200); do
+  grep -q 'exited with status' palloc-$a.out 2>/dev/null && grep -q 'exited with status' palloc-$b.out 2>/dev/null && break
+  sleep 0.1
+done
+grep '^run' palloc-$a.out; grep '^run' palloc-$b.out",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("ids=nightly,nightly.2"), "{}", show(&o));
+    assert!(
+        out.contains("run one\nrun two"),
+        "each log its own job's: {}",
+        show(&o)
+    );
+    assert!(
+        text(&o.stderr).contains("this job is nightly.2"),
+        "{}",
+        show(&o)
+    );
+    drop(dir);
+}
+
+#[test]
+fn prelease_of_a_job_started_inside_an_allocation_cancels_it() {
+    let pdvm = pdvm();
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"palloc -N 1 -- sh -c 'pspawn --detach sleep 60 > ns; ns=$(cat ns); prelease $ns; echo rc=$?
+for i in $(seq 100); do pwatch --status --what namespaces | grep -q "^ *$ns .*running" || break; sleep 0.1; done
+echo still_running=$(pwatch --status --what namespaces | grep -c "^ *$ns .*running")'"#,
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("rc=0"), "{}", show(&o));
+    assert!(out.contains("still_running=0"), "{}", show(&o));
+    assert!(text(&o.stderr).contains("cancelled job"), "{}", show(&o));
+}
+
+#[test]
+fn an_arrays_files_take_percent_a_capital_and_stdin_task_records_their_index() {
+    let pdvm = pdvm();
+    let (o, dir) = sh(
+        &pdvm,
+        "pspawn --array 1-3 -o 'o_%A_%a.txt' sh -c 'echo task $PMIX_ARRAY_TASK_ID'; echo rc=$?
+ls o_* | sed 's/_[^_]*_/_ID_/'
+printf '{\"id\":\"a\",\"argv\":[\"echo\",\"hi\"]}\\n' | pspawn --stdin-tasks 2 --json",
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("rc=0"), "{}", show(&o));
+    assert!(
+        out.contains("o_ID_1.txt\no_ID_2.txt\no_ID_3.txt"),
+        "{}",
+        show(&o)
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("o_"))
+        .collect();
+    let ids: std::collections::HashSet<&str> =
+        names.iter().filter_map(|n| n.split('_').nth(1)).collect();
+    assert_eq!(ids.len(), 1, "one array id in every name: {names:?}");
+    let rec = out
+        .lines()
+        .find(|l| l.contains("\"type\":\"output\""))
+        .unwrap_or_else(|| panic!("an output record: {}", show(&o)));
+    assert!(rec.contains("\"index\":1"), "{rec}");
+}
