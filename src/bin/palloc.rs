@@ -3,13 +3,22 @@
 
 use std::process::ExitCode;
 
-use pmix_tools::cli::{parse_validated, PallocArgs};
+use pmix_tools::cli::{parse_validated_from, PallocArgs};
 
 mod tool_main;
 
 fn main() -> ExitCode {
     // First, before any descriptor of ours is opened (see its doc).
     pmix_tools::app::palloc::adopt_inherited_pipe();
-    let args: PallocArgs = parse_validated();
+    // A batch script's `#PALLOC`/`#SBATCH` lines, where the command line
+    // sets no value (see its doc).
+    let (argv, warnings) = pmix_tools::cli::script_directives::merged(
+        std::env::args_os().collect(),
+        &<PallocArgs as clap::CommandFactory>::command(),
+    );
+    let args: PallocArgs = parse_validated_from(argv);
+    for w in warnings {
+        eprintln!("palloc: warning: {w}");
+    }
     tool_main::run("palloc", true, || pmix_tools::app::palloc::run(&args))
 }

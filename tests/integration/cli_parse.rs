@@ -724,6 +724,7 @@ fn palloc_names_the_equivalent_of_each_slurm_flag() {
         ("palloc --ntasks=4 -- true", "pspawn -n 4"),
         ("palloc --wait -- true", "already waits"),
         ("palloc -o out.txt -- true", "pspawn -o PATTERN"),
+        ("palloc -e err.txt -- true", "pspawn -o PATTERN"),
         ("palloc -D /tmp -- true", "cd DIR && palloc"),
         ("palloc --chdir=/tmp -- true", "cd DIR && palloc"),
         ("palloc --jobid=5 -- true", "pspawn --target ID"),

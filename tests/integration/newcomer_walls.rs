@@ -129,3 +129,56 @@ printf '{\"id\":\"a\",\"argv\":[\"echo\",\"hi\"]}\\n' | pspawn --stdin-tasks 2 -
         .unwrap_or_else(|| panic!("an output record: {}", show(&o)));
     assert!(rec.contains("\"index\":1"), "{rec}");
 }
+
+/// A batch script carries its own options: `#SBATCH` lines of a script
+/// brought from Slurm (the ones that mean the same here; the others are
+/// named in a warning) and `#PALLOC` lines, read before the first
+/// command; the command line wins, as with sbatch.
+#[test]
+fn a_batch_script_carries_its_options_and_the_command_line_wins() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "3"]);
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"cat > job.sh <<'EOS'
+#!/bin/sh
+#SBATCH -N 2 -t 30 --job-name=nightly
+#SBATCH --mail-user=me@example.org -o night.%j.log
+# a comment between directives
+#PALLOC --inherit none
+echo in $PMIX_ALLOC_ID
+#SBATCH -N 3
+EOS
+chmod +x job.sh
+palloc --no-wait -t 10 -- ./job.sh
+for i in $(seq 200); do grep -q 'exited with status' night.nightly.log 2>/dev/null && break; sleep 0.1; done
+cat night.nightly.log"#,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("nightly\n"),
+        "the -J of the script: {}",
+        show(&o)
+    );
+    assert!(
+        out.contains(": 2 nodes "),
+        "-N 2, not the -N 3 after the command: {}",
+        show(&o)
+    );
+    assert!(
+        out.contains("time limit 10m 00s"),
+        "the command line's -t: {}",
+        show(&o)
+    );
+    assert!(
+        out.contains("inherit none"),
+        "#PALLOC --inherit none: {}",
+        show(&o)
+    );
+    assert!(out.contains("in alloc."), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("#SBATCH --mail-user=me@example.org: not an option palloc takes"),
+        "{}",
+        show(&o)
+    );
+}

@@ -22,7 +22,7 @@ use crate::render::{AllocationRecord, BatchRecord, BatchState, BatchStop};
 pub(crate) const GRACE: Duration = Duration::from_secs(10);
 
 /// Environment variable carrying the log's path to the detached palloc.
-pub(crate) const LOG_ENV: &str = "PMIX_TOOLS_BATCH_LOG";
+pub(crate) const LOG_ENV: &str = crate::cli::palloc::BATCH_LOG_ENV;
 
 /// A running batch script and its record.
 pub(crate) struct Batch {

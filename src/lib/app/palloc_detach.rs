@@ -136,7 +136,7 @@ shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prele
 /// Other requests keep the id asked.
 fn free_batch_id(args: &PallocArgs, asked: &str) -> String {
     use std::os::unix::fs::MetadataExt;
-    if args.command.is_empty() || args.request_id.is_none() {
+    if args.command.is_empty() || args.request_id.is_none() || args.log.is_some() {
         return asked.to_string();
     }
     let me = nix::unistd::geteuid().as_raw();
@@ -161,6 +161,27 @@ fn free_batch_id(args: &PallocArgs, asked: &str) -> String {
         })
         .find(|id| !taken(id) && crate::cli::parse::parse_id(id).is_ok())
         .unwrap_or_else(|| asked.to_string())
+}
+
+/// `palloc -o PATTERN`'s log for request `rid`: `%j` and `%x` (sbatch's
+/// job id and name) are the request id, `%%` a `%`; another `%` stays.
+fn expand_log(pattern: &str, rid: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('%', Some('j' | 'x')) => {
+                chars.next();
+                out.push_str(&rid.replace('/', "_"));
+            }
+            ('%', Some('%')) => {
+                chars.next();
+                out.push('%');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// A batch script's log file name for request `rid`: `palloc-NAME.out`.
@@ -190,7 +211,10 @@ fn open_log(
     use std::os::unix::fs::OpenOptionsExt;
     let name = rid.replace('/', "_");
     if !args.command.is_empty() {
-        let file_name = log_file_name(rid);
+        let file_name = match &args.log {
+            Some(pattern) => expand_log(pattern, rid),
+            None => log_file_name(rid),
+        };
         let path = std::env::current_dir()
             .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
             .join(file_name);

@@ -26,6 +26,7 @@ pub mod pspawn_mapby;
 pub mod pspawn_usage;
 pub(crate) mod pwatch;
 pub mod request;
+pub mod script_directives;
 pub(crate) mod validate;
 
 pub use common::{ConnectArgs, ConnectOptions, OutputArgs, PidSpec, UriSpec};
@@ -39,4 +40,4 @@ pub use request::{
     AllocAsk, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusState,
     StatusWatch, StatusWhat, StdinTarget, WatchRequest,
 };
-pub use validate::{parse_validated, try_parse_validated, Validate};
+pub use validate::{parse_validated, parse_validated_from, try_parse_validated, Validate};

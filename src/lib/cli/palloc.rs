@@ -130,6 +130,10 @@ EXAMPLES:
   palloc --no-wait -N 2 -J nightly -- ./job.sh   submit job.sh (output in palloc-nightly.out)";
 
 /// `palloc` flags.
+/// Environment variable carrying a batch script's log path to the detached
+/// palloc that runs the script.
+pub(crate) const BATCH_LOG_ENV: &str = "PMIX_TOOLS_BATCH_LOG";
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "palloc", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PallocArgs {
@@ -186,6 +190,17 @@ pub struct PallocArgs {
     /// Your own name for this request, echoed in the reply (PMIX_ALLOC_REQ_ID).
     #[arg(short = 'J', long, visible_alias = "job-name", value_name = "REQ_ID", value_parser = parse_id, conflicts_with = "extend_request")]
     pub request_id: Option<String>,
+
+    /// A batch script's log (with `--no-wait -- SCRIPT` only, as sbatch -o):
+    /// `%j` and `%x` are the request id, `%%` a `%`; relative to the current
+    /// folder. Default: palloc-ID.out there.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        requires = "command"
+    )]
+    pub log: Option<String>,
 
     /// Reserve for this namespace instead of your own (PMIX_ALLOC_TARGET; tools only).
     #[arg(long, value_name = "NSPACE", value_parser = parse_id)]
@@ -282,6 +297,15 @@ impl PallocArgs {
             return Err(
                 "--share sets the initial state of a new allocation and cannot be used with \
 --extend/--extend-request (the extended reservation keeps its state)"
+                    .into(),
+            );
+        }
+        // The detached palloc running a batch script has no --no-wait; its
+        // log is already open (BATCH_LOG_ENV names it).
+        let running_batch = std::env::var_os(BATCH_LOG_ENV).is_some();
+        if self.log.is_some() && !self.no_wait && !running_batch {
+            return Err(
+                "palloc does not take -o/--output here: palloc -- CMD writes to your terminal or redirections (`palloc -- CMD > out.txt`); -o names a batch script's log (`palloc --no-wait -o FILE -- SCRIPT`, as sbatch -o); for a job's files per rank: `pspawn -o PATTERN`"
                     .into(),
             );
         }

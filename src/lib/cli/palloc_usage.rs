@@ -34,7 +34,7 @@ limit (salloc's --signal=SIG@TIME): `palloc -t 1h --warn-timeout 60s -- CMD` pri
 --no-wait submits and returns at once",
     ),
     (
-        &["-o", "--output", "-e", "--error"],
+        &["-e", "--error"],
         "palloc -- CMD writes to your terminal or redirections (`palloc -- CMD > out.txt`), \
 `palloc --no-wait -- SCRIPT` to its own log; for a job's files per rank: `pspawn -o PATTERN`",
     ),

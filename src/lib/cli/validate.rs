@@ -71,7 +71,17 @@ where
 /// [`try_parse_validated`] over the process arguments; prints the error and
 /// exits (2 for usage errors) on failure.
 pub fn parse_validated<T: Parser + Validate>() -> T {
-    match try_parse_validated::<T, _, _>(std::env::args_os()) {
+    parse_validated_from(std::env::args_os())
+}
+
+/// [`parse_validated`] over `args` (the first is the program name).
+pub fn parse_validated_from<T, I, A>(args: I) -> T
+where
+    T: Parser + Validate,
+    I: IntoIterator<Item = A>,
+    A: Into<OsString> + Clone,
+{
+    match try_parse_validated::<T, _, _>(args) {
         Ok(t) => t,
         Err(e) => e.exit(),
     }
