@@ -182,3 +182,30 @@ cat night.nightly.log"#,
         show(&o)
     );
 }
+
+/// A batch job waiting for its allocation is in `pwatch --status`'s batch
+/// table as queued (it was missing until it started), and gone once its
+/// request is cancelled.
+#[test]
+fn a_queued_batch_job_is_listed_until_it_is_cancelled() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"printf '#!/bin/sh\necho ran\n' > job.sh; chmod +x job.sh
+palloc --hold -N 1 > /dev/null 2>&1 & H=$!
+for i in $(seq 100); do pwatch --status --what reservations | grep -q active && break; sleep 0.1; done
+palloc --no-wait -N 1 -J later -- ./job.sh > /dev/null
+for i in $(seq 100); do pwatch --status | grep -q '^ *later .*queued' && break; sleep 0.1; done
+pwatch --status --json | grep -o '"batch_jobs":\[[^]]*\]'
+prelease --cancel later > /dev/null 2>&1
+echo after; pwatch --status --json | grep -o '"batch_jobs":\[[^]]*\]'
+kill $H"#,
+    );
+    let out = text(&o.stdout);
+    let (before, after) = out
+        .split_once("after")
+        .unwrap_or_else(|| panic!("{}", show(&o)));
+    assert!(before.contains("\"request_id\":\"later\""), "{}", show(&o));
+    assert!(before.contains("\"state\":\"queued\""), "{}", show(&o));
+    assert!(after.contains("\"batch_jobs\":[]"), "{}", show(&o));
+}

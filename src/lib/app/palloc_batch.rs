@@ -59,6 +59,39 @@ impl Starting {
     }
 }
 
+/// A batch script submitted and waiting for its allocation: listed by
+/// `pwatch --status` as queued until it starts (its record is then
+/// replaced) or its request ends unanswered ([`Queued::withdraw`]).
+pub(crate) struct Queued {
+    file: Option<PathBuf>,
+}
+
+impl Queued {
+    /// SCRIPT `cmd`, request `request_id` on DVM `server`, now waits; `None`
+    /// unless this palloc runs a batch script.
+    pub(crate) fn waiting(server: &str, request_id: &str, cmd: &[String]) -> Option<Queued> {
+        let log = std::env::var(LOG_ENV).ok()?;
+        let rec = BatchRecord {
+            request_id: request_id.to_string(),
+            command: cmd.join(" "),
+            log: Some(log),
+            state: BatchState::Queued,
+            palloc_pid: Some(std::process::id()),
+            ..Default::default()
+        };
+        let file = record_path(server, request_id);
+        save(file.as_deref(), &rec);
+        Some(Queued { file })
+    }
+
+    /// The request ended without a grant (cancelled, refused): no record.
+    pub(crate) fn withdraw(self) {
+        if let Some(f) = &self.file {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
 impl Batch {
     /// SCRIPT `cmd` is about to start in allocation `alloc` of the DVM
     /// `server`: its record is written now, before the script runs (a
@@ -228,12 +261,13 @@ pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
         .map(|mut r| {
-            if r.state == BatchState::Running && !r.palloc_pid.is_some_and(alive) {
+            let live = matches!(r.state, BatchState::Running | BatchState::Queued);
+            if live && !r.palloc_pid.is_some_and(alive) {
                 r.state = BatchState::Lost;
             }
             r
         })
-        .filter(|r| all || r.state == BatchState::Running)
+        .filter(|r| all || matches!(r.state, BatchState::Running | BatchState::Queued))
         .collect();
     v.sort_by_key(|r| r.started_at);
     v

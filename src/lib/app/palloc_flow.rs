@@ -405,11 +405,48 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             _ => None,
         };
         let spinner = ui.queued(self.plan.req.attrs.req_id.as_deref());
+        // A batch script waiting for its allocation is listed as queued.
+        let listed = match (&self.plan.req.attrs.req_id, &self.plan.mode) {
+            (Some(rid), PallocMode::Run(cmd)) => {
+                super::palloc_batch::Queued::waiting(&s.conn().target().uri.nspace, rid, cmd)
+            }
+            _ => None,
+        };
+        let answered =
+            self.await_grant(s, tag, submitter, queued_holder.as_mut(), spinner.as_ref());
+        drop(queued_holder);
+        if let Some(pb) = spinner {
+            pb.finish_and_clear();
+        }
+        let reply = match answered {
+            Ok(r) => r,
+            Err(f) => {
+                listed.map(super::palloc_batch::Queued::withdraw);
+                return Err(f);
+            }
+        };
+        if reply.is_err() {
+            listed.map(super::palloc_batch::Queued::withdraw);
+        }
+        reply.map_err(|e| self.refused(s, &e))
+    }
+
+    /// Await the answer to request `tag` (and, when the DVM cannot apply
+    /// the default rule, to the request sent again without it).
+    fn await_grant(
+        &mut self,
+        s: &Session,
+        tag: u32,
+        submitter: &mut Option<Submitter>,
+        mut queued_holder: Option<&mut Holder>,
+        spinner: Option<&super::ui::Waiting>,
+    ) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
+        let ui = self.plan.ui;
         let mut reply = {
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut(),
+                holder: queued_holder.as_deref_mut(),
                 submitter,
-                spinner: spinner.as_ref(),
+                spinner,
             };
             await_answer(s, &self.plan.req, tag, &mut wait, ui)?
         };
@@ -419,17 +456,13 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             let tag = begin_allocate(s, self.plan.req.directive, &infos)
                 .map_err(|e| Failure::refused(self.op, &self.attrs, &e))?;
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut(),
+                holder: queued_holder.as_deref_mut(),
                 submitter,
-                spinner: spinner.as_ref(),
+                spinner,
             };
             reply = await_answer(s, &self.plan.req, tag, &mut wait, ui)?;
         }
-        drop(queued_holder);
-        if let Some(pb) = spinner {
-            pb.finish_and_clear();
-        }
-        reply.map_err(|e| self.refused(s, &e))
+        Ok(reply)
     }
 
     /// The refusal of the request, with the bad value named when the DVM

@@ -100,6 +100,8 @@ record! {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BatchState {
+    /// Submitted, waiting for its allocation.
+    Queued,
     /// Running in its allocation.
     #[default]
     Running,
@@ -129,6 +131,7 @@ impl BatchState {
     /// The word in records and tables.
     pub fn word(self) -> &'static str {
         match self {
+            BatchState::Queued => "queued",
             BatchState::Running => "running",
             BatchState::Exited => "exited",
             BatchState::Killed => "killed",
@@ -163,7 +166,7 @@ record! {
         /// Its log.
         pub log: Option<String> => "path of its log (palloc-NAME.out), or null",
         /// The running state.
-        pub state: BatchState => "running, exited (see exit_code), killed (see signal), or lost (its palloc ended without saying how the script ended)",
+        pub state: BatchState => "queued (waiting for its allocation), running, exited (see exit_code), killed (see signal), or lost (its palloc ended without saying how the script ended)",
         /// Its exit status, once exited.
         pub exit_code: Option<i32> => "its exit status once it exited, or null",
         /// The signal that ended it, once killed.
