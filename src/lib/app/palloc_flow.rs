@@ -418,17 +418,11 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         if let Some(pb) = spinner {
             pb.finish_and_clear();
         }
-        let reply = match answered {
-            Ok(r) => r,
-            Err(f) => {
-                listed.map(super::palloc_batch::Queued::withdraw);
-                return Err(f);
-            }
-        };
-        if reply.is_err() {
-            listed.map(super::palloc_batch::Queued::withdraw);
+        let granted = matches!(answered, Ok(Ok(_)));
+        if let (false, Some(q)) = (granted, listed) {
+            q.withdraw();
         }
-        reply.map_err(|e| self.refused(s, &e))
+        answered?.map_err(|e| self.refused(s, &e))
     }
 
     /// Await the answer to request `tag` (and, when the DVM cannot apply
