@@ -438,7 +438,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let ui = self.plan.ui;
         let mut reply = {
             let mut wait = Awaiting {
-                holder: queued_holder.as_deref_mut(),
+                holder: queued_holder.as_mut().map(|h| &mut **h),
                 submitter,
                 spinner,
             };
@@ -450,7 +450,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             let tag = begin_allocate(s, self.plan.req.directive, &infos)
                 .map_err(|e| Failure::refused(self.op, &self.attrs, &e))?;
             let mut wait = Awaiting {
-                holder: queued_holder.as_deref_mut(),
+                holder: queued_holder.as_mut().map(|h| &mut **h),
                 submitter,
                 spinner,
             };
