@@ -432,13 +432,13 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         s: &Session,
         tag: u32,
         submitter: &mut Option<Submitter>,
-        mut queued_holder: Option<&mut Holder>,
+        queued_holder: &mut Option<Holder>,
         spinner: Option<&super::ui::Waiting>,
     ) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
         let ui = self.plan.ui;
         let mut reply = {
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut().map(|h| &mut **h),
+                holder: queued_holder.as_mut(),
                 submitter,
                 spinner,
             };
@@ -450,7 +450,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             let tag = begin_allocate(s, self.plan.req.directive, &infos)
                 .map_err(|e| Failure::refused(self.op, &self.attrs, &e))?;
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut().map(|h| &mut **h),
+                holder: queued_holder.as_mut(),
                 submitter,
                 spinner,
             };
