@@ -163,7 +163,7 @@ fn failed_tasks_are_counted_in_the_exit_the_summary_and_the_json() {
         .args(["--array", "1-7", "sh", "-c", fail_3_and_6]));
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     assert!(
-        text(&o.stderr).contains("2 of 7 tasks failed: ids 3,6"),
+        text(&o.stderr).contains("2 of 7 tasks failed: exit 4: ids 3,6"),
         "{}",
         show(&o)
     );
@@ -374,7 +374,7 @@ fn failed_tasks_are_counted_on_prrte_master() {
     ]));
     assert_eq!(o.status.code(), Some(3), "{}\n{}", show(&o), dvm.logs());
     assert!(
-        text(&o.stderr).contains("2 of 4 tasks failed: ids 2,4"),
+        text(&o.stderr).contains("2 of 4 tasks failed: exit 3: ids 2,4"),
         "{}",
         show(&o)
     );
@@ -456,7 +456,10 @@ fn long_tasks_are_never_taken_for_lost(mut pspawn: Command) {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     assert!(!err.contains("never announced"), "{err}");
-    assert!(err.contains("2 of 3 tasks failed: ids 2,3"), "{err}");
+    assert!(
+        err.contains("2 of 3 tasks failed: exit 1: id 2; exit 2: id 3"),
+        "{err}"
+    );
     assert_eq!(sorted_lines(&o), ["t1", "t2", "t3"], "{}", show(&o));
 }
 

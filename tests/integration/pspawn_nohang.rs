@@ -634,7 +634,7 @@ fn an_array_task_failing_before_its_spawn_is_answered_keeps_its_status_and_outpu
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {err}");
     assert_eq!(text(&out.stdout), "hello\n", "stderr: {err}");
-    assert!(err.contains("1 of 1 tasks failed: ids 7"), "{err}");
+    assert!(err.contains("1 of 1 tasks failed: exit 3: id 7"), "{err}");
     assert_eq!(seen.lock().unwrap().spawns, 1);
 }
 

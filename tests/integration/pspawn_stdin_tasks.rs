@@ -77,7 +77,7 @@ fn each_line_runs_once_and_its_result_names_its_id_and_status() {
         show(&o)
     );
     assert!(
-        text(&o.stderr).contains("2 of 3 tasks failed: ids 2,3"),
+        text(&o.stderr).contains("2 of 3 tasks failed: exit 2: id 2; exit 3: id 3"),
         "{}",
         show(&o)
     );

@@ -179,21 +179,39 @@ impl Results {
         }
     }
 
-    /// "N of M tasks failed: ids …" (at most [`SHOWN_IDS`] named), or
-    /// `None` when none did.
+    /// "N of M tasks failed: exit C: ids …; exit D: ids …" (each status
+    /// with its tasks, at most [`SHOWN_IDS`] ids named in all), or `None`
+    /// when none did.
     pub(crate) fn summary(&self, total: usize) -> Option<String> {
         let failed = self.failed();
         if failed.is_empty() {
             return None;
         }
-        let mut ids: Vec<String> = failed.iter().take(SHOWN_IDS).map(u32::to_string).collect();
-        if failed.len() > SHOWN_IDS {
-            ids.push(format!("… ({} more)", failed.len() - SHOWN_IDS));
+        let mut by_code: std::collections::BTreeMap<i32, Vec<u32>> = Default::default();
+        for t in self.tasks.iter().filter(|t| t.exit_code != 0) {
+            by_code.entry(t.exit_code).or_default().push(t.index);
         }
+        let mut room = SHOWN_IDS;
+        let groups: Vec<String> = by_code
+            .into_iter()
+            .map(|(code, mut ids)| {
+                ids.sort_unstable();
+                let shown: Vec<String> = ids.iter().take(room).map(u32::to_string).collect();
+                room -= shown.len();
+                let more = ids.len() - shown.len();
+                let rest = if more > 0 {
+                    format!("… ({more} more)")
+                } else {
+                    String::new()
+                };
+                let word = if ids.len() == 1 { "id" } else { "ids" };
+                format!("exit {code}: {word} {}{rest}", shown.join(","))
+            })
+            .collect();
         Some(format!(
-            "{} of {total} tasks failed: ids {}",
+            "{} of {total} tasks failed: {}",
             failed.len(),
-            ids.join(",")
+            groups.join("; ")
         ))
     }
 }
@@ -213,11 +231,15 @@ mod tests {
         r.ended_as(2, None, "a@2", 3);
         assert_eq!(
             r.summary(3).as_deref(),
-            Some("2 of 3 tasks failed: ids 2,5")
+            Some("2 of 3 tasks failed: exit 3: ids 2,5")
         );
         assert_eq!(r.exit(3), Exit::Command(3));
         r.ended_as(7, None, "", 1);
         assert_eq!(r.exit(4), Exit::Command(1));
+        assert_eq!(
+            r.summary(4).as_deref(),
+            Some("3 of 4 tasks failed: exit 1: id 7; exit 3: ids 2,5")
+        );
         let mut ok = Results::default();
         ok.ended_as(1, None, "a@1", 0);
         assert_eq!((ok.summary(1), ok.exit(1)), (None, Exit::Success));

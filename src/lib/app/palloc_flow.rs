@@ -412,8 +412,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             }
             _ => None,
         };
-        let answered =
-            self.await_grant(s, tag, submitter, &mut queued_holder, spinner.as_ref());
+        let answered = self.await_grant(s, tag, submitter, &mut queued_holder, spinner.as_ref());
         drop(queued_holder);
         if let Some(pb) = spinner {
             pb.finish_and_clear();
