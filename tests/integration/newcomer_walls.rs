@@ -209,3 +209,31 @@ kill $H"#,
     assert!(before.contains("\"state\":\"queued\""), "{}", show(&o));
     assert!(after.contains("\"batch_jobs\":[]"), "{}", show(&o));
 }
+
+/// `palloc --json` says in a record that its request waits (it printed
+/// nothing until the grant), then the grant.
+#[test]
+fn palloc_json_says_a_request_is_queued() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"palloc --hold -N 1 -J first > /dev/null 2>&1 & H=$!
+for i in $(seq 100); do pwatch --status --what reservations | grep -q active && break; sleep 0.1; done
+palloc --json -N 1 -J second -- true > second.json 2>/dev/null & S=$!
+for i in $(seq 100); do grep -q queued second.json && break; sleep 0.1; done
+kill $H; wait $S; cat second.json"#,
+    );
+    let out = text(&o.stdout);
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        r#"{"type":"request","request_id":"second","state":"queued"}"#,
+        "{}",
+        show(&o)
+    );
+    assert!(
+        out.contains(r#""type":"allocation""#),
+        "granted after: {}",
+        show(&o)
+    );
+}

@@ -139,7 +139,13 @@ impl Ui {
             Some(id) => format!("request {id}"),
             None => "the request".to_string(),
         };
-        let show = if self.progress {
+        let show = if self.json {
+            // A script reading the records learns the request waits.
+            Show::Record(crate::render::RequestRecord {
+                request_id: request_id.map(String::from),
+                state: "queued".into(),
+            })
+        } else if self.progress {
             Show::Spinner
         } else if self.level >= 0 && (!self.json || self.level > 0) {
             Show::Line
@@ -153,10 +159,12 @@ impl Ui {
 /// How long a request may wait before [`Ui::queued`] says so.
 pub(crate) const QUEUED_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 enum Show {
     Spinner,
     Line,
+    /// `--json`: a request record (state `queued`) on stdout.
+    Record(crate::render::RequestRecord),
 }
 
 /// The "queued" indication of [`Ui::queued`]; a thread draws it once the
@@ -173,9 +181,18 @@ impl Waiting {
             if rx.recv_timeout(QUEUED_AFTER) != Err(mpsc::RecvTimeoutError::Timeout) {
                 return;
             }
-            if show == Show::Line {
-                eprintln!("{tool}: queued: {what} waiting for the scheduler");
-                return;
+            match show {
+                Show::Line => {
+                    eprintln!("{tool}: queued: {what} waiting for the scheduler");
+                    return;
+                }
+                Show::Record(rec) => {
+                    let mut o = std::io::stdout().lock();
+                    let _ = write_line(&mut o, &rec);
+                    let _ = o.flush();
+                    return;
+                }
+                Show::Spinner => {}
             }
             let pb = indicatif::ProgressBar::new_spinner();
             pb.set_draw_target(indicatif::ProgressDrawTarget::stderr());

@@ -72,13 +72,14 @@ record! {
 }
 
 record! {
-    /// palloc --no-wait: an accepted, not yet granted request.
+    /// palloc: a request not granted yet, submitted (`--no-wait`) or
+    /// queued (palloc waits for the scheduler).
     #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
     pub struct RequestRecord: "request" {
         /// The request id to wait for, cancel (`prelease --cancel`) or extend by.
         pub request_id: Option<String> => "request id (PMIX_ALLOC_REQ_ID) for prelease --cancel or palloc --extend-request",
-        /// `"accepted"` or `"queued"`.
-        pub state: String => "\"accepted\" or \"queued\"",
+        /// `"submitted"` or `"queued"`.
+        pub state: String => "\"submitted\" (palloc --no-wait returned) or \"queued\" (palloc waits for the scheduler)",
     }
 }
 
