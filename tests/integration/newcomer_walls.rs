@@ -237,3 +237,36 @@ kill $H; wait $S; cat second.json"#,
         show(&o)
     );
 }
+
+/// A shell whose XDG_RUNTIME_DIR differs from the holding palloc's finds no
+/// holder and reaches the DVM as a tool that owns nothing: the refusal
+/// says so and what to do (it read as a plain permission refusal).
+#[test]
+fn a_shell_that_cannot_see_the_holder_is_told_why_it_was_refused() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"mkdir -m 700 a b
+XDG_RUNTIME_DIR=$PWD/a palloc --hold -N 1 -J held > /dev/null 2>&1 & H=$!
+for i in $(seq 100); do pwatch --status --what reservations | grep -q active && break; sleep 0.1; done
+id=$(pwatch --status --what reservations | awk '/held/{print $1}')
+XDG_RUNTIME_DIR=$PWD/b pspawn --target $id true; echo spawn=$?
+XDG_RUNTIME_DIR=$PWD/b prelease $id; echo release=$?
+XDG_RUNTIME_DIR=$PWD/a pspawn --target $id echo through-the-holder
+kill $H"#,
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(
+        out.contains("spawn=6") && out.contains("release=6"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        err.matches("No palloc holding alloc.").count(),
+        2,
+        "{}",
+        show(&o)
+    );
+    assert!(err.contains("set XDG_RUNTIME_DIR as there"), "{}", show(&o));
+    assert!(out.contains("through-the-holder"), "{}", show(&o));
+}

@@ -67,6 +67,30 @@ pub(crate) fn granted_for(s: &Session, id: &str) -> Option<String> {
     by_request.then(|| held.to_string())
 }
 
+/// Why a tool that acted on allocation `alloc` was refused as no owner,
+/// when it reached the DVM itself (no palloc holding `alloc` was found for
+/// it): the palloc may be registered elsewhere (another XDG_RUNTIME_DIR in
+/// its shell), and what to do. `None` through a holder or inside a job.
+pub(crate) fn no_holder_hint(s: &Session, alloc: &str) -> Option<String> {
+    let direct_tool = s.conn().target().holder_of.is_none()
+        && !matches!(s.conn().identity(), Identity::Client { .. });
+    if !direct_tool || alloc.is_empty() {
+        return None;
+    }
+    let place = match crate::conn::holder::registry() {
+        Ok(dir) => format!("in this shell's registry {}", dir.display()),
+        Err(why) => format!("(no registry: {why})"),
+    };
+    Some(format!(
+        ". No palloc holding {alloc} was found {place}, so this went to the DVM as a tool that \
+owns nothing there. If a palloc holds {alloc} in another shell, that shell may register its \
+holders elsewhere (XDG_RUNTIME_DIR={}): set XDG_RUNTIME_DIR as there, point \
+{} at that palloc's socket, or run this from inside it (palloc … -- CMD)",
+        std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "unset".into()),
+        crate::conn::holder::HOLDER_ENV
+    ))
+}
+
 /// Connect as `args` say; with `alloc`, through the palloc holding that
 /// allocation (found by its id or its request id) when there is one.
 pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<Session, Failure> {

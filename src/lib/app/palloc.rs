@@ -146,20 +146,32 @@ fn node_list(v: &Value) -> Vec<String> {
 }
 
 /// After an EXTEND, what the DVM now holds for the allocation: all its
-/// nodes, its expiry and the time it has left (the reply names only the
-/// nodes added, and the time asked for is an increment, not the limit).
+/// nodes, its expiry, the time it has left and its rule (the reply names
+/// only the nodes added, and the time asked for is an increment, not the
+/// limit); on PRRTE master as psched holds them.
 pub(super) fn as_the_dvm_has_it(s: &Session, rec: &mut AllocationRecord) {
     let want = crate::ops::status_query::Want {
         reservations: true,
         ..Default::default()
     };
-    let Some(Ok(list)) = crate::ops::status_query::status(s, want).reservations else {
+    let mut answers = crate::ops::status_query::status(s, want);
+    // PRRTE master keeps no expiry or rule: psched, when it serves the DVM.
+    if let Some(sched) = super::status_sched::ask_scheduler(s, &want) {
+        super::status_sched::amend(&mut answers, sched);
+    }
+    let Some(Ok(list)) = answers.reservations else {
         return;
     };
     if let Some(r) = list.iter().find(|r| r.alloc_id == rec.alloc_id) {
         rec.nodes = r.nodes.clone();
         rec.expires_at = r.expires_at;
         rec.time_limit_secs = r.expires_in;
+        if let Some(rule) = r.inherit {
+            // The rule the reservation has, not the one this EXTEND did
+            // not name.
+            rec.inherit = rule;
+            rec.on_owner_exit = disposition_on_exit(Some(rule), false, &rec.alloc_id);
+        }
     }
 }
 

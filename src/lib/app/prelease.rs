@@ -118,8 +118,8 @@ fn other_meaning(s: &Session, id: &str) -> Option<String> {
 /// Whether the DVM lists `id` among its allocations ("none found" is no;
 /// no answer is taken as yes, so a refusal stands as the DVM gave it).
 fn names_allocation(s: &Session, id: &str) -> bool {
-    match crate::ops::status_query::allocation_ids(s) {
-        Ok(ids) => ids.iter().any(|a| a == id),
+    match crate::ops::status_query::reservations(s, None) {
+        Ok(list) => list.iter().any(|r| r.alloc_id == id),
         Err(e) => e.status != crate::proto::status::Status::ERR_NOT_FOUND,
     }
 }
@@ -276,6 +276,12 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
                 ),
                 None => format!("{what}: {}", f.message),
             };
+            if e.status == crate::proto::status::Status::ERR_NO_PERMISSIONS {
+                let alloc = req.alloc_id.as_deref().or(req.request_id.as_deref());
+                if let Some(hint) = alloc.and_then(|a| super::no_holder_hint(s, a)) {
+                    f.message.push_str(&hint);
+                }
+            }
             rec.status = f.status.map(|s| s.name().to_string()).unwrap_or_default();
             rec.exit_code = f.exit.code();
             rec.rule = f.rule.clone();

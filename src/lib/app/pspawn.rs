@@ -148,6 +148,15 @@ launched. Check the name, or give its path",
         );
         return f;
     }
+    if e.status == Status::ERR_NO_PERMISSIONS {
+        if let Some(hint) = req
+            .targets
+            .first()
+            .and_then(|a| super::no_holder_hint(s, a))
+        {
+            f.message.push_str(&hint);
+        }
+    }
     if e.status == Status::ERR_JOB_FAILED_TO_LAUNCH {
         f.message.push_str(
             ". Hint: the DVM could not start the processes; the usual causes are a program that \
