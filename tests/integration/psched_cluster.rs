@@ -258,7 +258,7 @@ pub(crate) fn hold_with(
         .expect("start palloc --hold");
     let lines = LineReader::new(child.stdout.take().expect("stdout"));
     let first = lines
-        .next_line(std::time::Duration::from_secs(60))
+        .next_record("allocation", std::time::Duration::from_secs(60))
         .expect("palloc prints its grant");
     let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
     let id = v["alloc_id"].as_str().expect("alloc_id").to_string();
@@ -427,8 +427,10 @@ fn status_shows_queues_pending_and_grants() {
     assert_eq!(p["nodes"][0]["alloc_id"], id_a.as_str(), "{p}");
     let o = run(tool(&c, "prelease").no_color().arg(&id_a));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    // Its grant (after a request record saying it waits, when the DVM
+    // answers only once granted).
     let granted = b_lines
-        .next_line(std::time::Duration::from_secs(60))
+        .next_record("allocation", std::time::Duration::from_secs(60))
         .expect("the waiting palloc is granted");
     let v: serde_json::Value = serde_json::from_str(&granted).expect("grant JSON");
     let id_b = v["alloc_id"].as_str().expect("alloc_id");

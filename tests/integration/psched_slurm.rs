@@ -148,7 +148,7 @@ fn hold_telling(
         .expect("start palloc --hold");
     let lines = LineReader::new(child.stdout.take().expect("stdout"));
     let first = lines
-        .next_line(Duration::from_secs(60))
+        .next_record("allocation", Duration::from_secs(60))
         .expect("palloc prints its grant");
     let v: serde_json::Value = serde_json::from_str(&first).expect("grant JSON");
     let id = v["alloc_id"].as_str().expect("alloc_id").to_string();

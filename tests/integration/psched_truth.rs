@@ -121,3 +121,39 @@ fn a_foreign_tool_cannot_spawn_into_a_reservation() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// psched's pool backend says why it refuses, and PRRTE master passes the
+/// sentence on: palloc shows it as it shows pdvm's (they were bare
+/// statuses).
+#[test]
+fn psched_refusals_carry_their_reason_to_palloc() {
+    let c = Cluster::start_with_psched(1, 2, &["--partition", "batch:10m:1h"]);
+    for (args, code, words) in [
+        (
+            &["-N", "9"][..],
+            4,
+            "exceeds every node psched could ever grant (its pool has 2)",
+        ),
+        (
+            &["-N", "1", "-p", "nosuch"][..],
+            5,
+            "no partition `nosuch` (psched's: batch)",
+        ),
+        (
+            &["-N", "1", "-t", "2h"][..],
+            4,
+            "exceeds partition batch's maximum of 3600 s",
+        ),
+    ] {
+        let o = run(tool(&c, "palloc")
+            .no_color()
+            .args(args)
+            .args(["--", "true"]));
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", show(&o));
+        let err = crate::support::text(&o.stderr);
+        assert!(
+            err.contains(&format!("the DVM says: {words}")) || err.contains(words),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -623,7 +623,9 @@ fn palloc_hold_keeps_the_grant_until_sigterm() {
         .spawn()
         .unwrap();
     let out = LineReader::new(child.stdout.take().unwrap());
-    let first = out.next_line(Duration::from_secs(30)).unwrap_or_default();
+    let first = out
+        .next_record("allocation", Duration::from_secs(30))
+        .unwrap_or_default();
     let rec: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
     assert_eq!(rec["type"], "allocation");
     assert_eq!(rec["alloc_id"], "py422-alloc-1");

@@ -917,6 +917,20 @@ impl LineReader {
         }
     }
 
+    /// The next line that is a JSON record of type `kind` (`"type":"kind"`),
+    /// skipping the others (a palloc whose request waits says so in a
+    /// request record before its grant); `None` at the end of the pipe.
+    #[track_caller]
+    pub fn next_record(&self, kind: &str, timeout: Duration) -> Option<String> {
+        let want = format!("\"type\":\"{kind}\"");
+        loop {
+            let line = self.next_line(timeout)?;
+            if line.contains(&want) {
+                return Some(line);
+            }
+        }
+    }
+
     /// The lines read until one contains `want` (that one included), each
     /// followed by a newline; `Err` with what was read when none did within
     /// `timeout` or the pipe closed first.

@@ -47,6 +47,25 @@ pub struct State {
     scale: f64,
 }
 
+/// The sentence psched gives with a refusal of `e` (PRRTE hands it to the
+/// requester, which shows it as pdvm's); `pool` is how many nodes it has.
+fn sched_why(e: SchedError, pool: usize) -> String {
+    match e {
+        SchedError::UnknownNode => format!("a node named is none of psched's {pool} nodes"),
+        SchedError::DuplicateNode => "a node is named twice, or named and excluded".into(),
+        SchedError::TooMany => format!(
+            "PMIX_ALLOC_NUM_NODES exceeds every node psched could ever grant (its pool has {pool})"
+        ),
+        SchedError::NoSuchAllocation => "no allocation of that id is psched's".into(),
+        SchedError::ZeroTime => "a time limit of zero seconds".into(),
+        SchedError::StillQueued => "the allocation is still waiting in psched's queue".into(),
+        SchedError::NothingQueued => "no request of that id waits in psched's queue".into(),
+        SchedError::NotInAllocation => {
+            "the partial release names nodes the allocation does not hold".into()
+        }
+    }
+}
+
 fn sched_status(e: SchedError) -> Status {
     match e {
         SchedError::UnknownNode | SchedError::NoSuchAllocation | SchedError::NothingQueued => {
@@ -185,15 +204,31 @@ impl State {
             Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),
             Received::Known(Directive::Release) => self.on_release(tag, &ask, now),
             Received::Known(Directive::ReqCancel) => self.on_cancel(tag, &ask, now),
-            _ => self.refuse(tag, Status::ERR_NOT_SUPPORTED),
+            _ => self.refuse(
+                tag,
+                Status::ERR_NOT_SUPPORTED,
+                "psched serves NEW, EXTEND, RELEASE and REQ_CANCEL",
+            ),
         }
     }
 
-    fn refuse(&self, tag: u32, st: Status) -> Result<Vec<Out>> {
-        Ok(vec![Out::Answer(
+    /// Refuse `tag` as `st`, saying `why` (`PMIX_EVENT_TEXT_MESSAGE`).
+    fn refuse(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
+        Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
+    }
+
+    /// Refuse `tag` for the scheduler's error `e`.
+    fn refuse_for(&self, tag: u32, e: SchedError) -> Result<Vec<Out>> {
+        self.refuse(tag, sched_status(e), &sched_why(e, self.pool.len()))
+    }
+
+    /// Refuse `tag`: the request names no allocation or request of psched's.
+    fn refuse_unknown(&self, tag: u32) -> Result<Vec<Out>> {
+        self.refuse(
             tag,
-            wire::answer(self.wire, st, None, &[], &[])?,
-        )])
+            Status::ERR_NOT_FOUND,
+            "no allocation or request of that id is psched's",
+        )
     }
 
     fn partition(&self, name: Option<&str>) -> Option<&Partition> {
@@ -235,21 +270,35 @@ impl State {
 
     fn on_new(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         if self.sched.queue_len() >= MAX_QUEUED {
-            return self.refuse(tag, Status::ERR_OUT_OF_RESOURCE);
+            return self.refuse(
+                tag,
+                Status::ERR_OUT_OF_RESOURCE,
+                &format!("psched's queue is full ({MAX_QUEUED} requests wait)"),
+            );
         }
         let Some(part) = self.partition(ask.attrs.queue.as_deref()).cloned() else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+            let names: Vec<&str> = self.parts.iter().map(|p| p.name.as_str()).collect();
+            let why = format!(
+                "no partition `{}` (psched's: {})",
+                ask.attrs.queue.as_deref().unwrap_or(""),
+                names.join(", ")
+            );
+            return self.refuse(tag, Status::ERR_NOT_FOUND, &why);
         };
         let time = ask.attrs.time_secs.or(part.default_secs);
         if let (Some(t), Some(max)) = (time, part.max_secs) {
             if t > max {
-                return self.refuse(tag, Status::ERR_BAD_PARAM);
+                let why = format!(
+                    "time limit {t} s exceeds partition {}'s maximum of {max} s",
+                    part.name
+                );
+                return self.refuse(tag, Status::ERR_BAD_PARAM, &why);
             }
         }
         let req = self.request(&ask, time);
         let (id, sub) = match self.sched.submit_new(&req, now) {
             Ok(x) => x,
-            Err(e) => return self.refuse(tag, sched_status(e)),
+            Err(e) => return self.refuse_for(tag, e),
         };
         self.meta.insert(
             id.clone(),
@@ -302,11 +351,11 @@ impl State {
 
     fn on_extend(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(&ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+            return self.refuse_unknown(tag);
         };
         let req = self.request(&ask, ask.attrs.time_secs);
         match self.sched.submit_extend(&id, &req, now) {
-            Err(e) => self.refuse(tag, sched_status(e)),
+            Err(e) => self.refuse_for(tag, e),
             Ok(sub) => {
                 if let Some(m) = self.meta.get_mut(&id) {
                     m.owed = Some(tag);
@@ -323,11 +372,11 @@ impl State {
 
     fn on_release(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+            return self.refuse_unknown(tag);
         };
         let part = Some(ask.attrs.nodes_named()).filter(|l| !l.is_empty());
         match self.sched.release(&id, part, now) {
-            Err(e) => self.refuse(tag, sched_status(e)),
+            Err(e) => self.refuse_for(tag, e),
             Ok((nodes, ev)) => {
                 let whole = part.is_none();
                 if whole {
@@ -349,10 +398,10 @@ impl State {
 
     fn on_cancel(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
         let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+            return self.refuse_unknown(tag);
         };
         match self.sched.cancel(&id, now) {
-            Err(e) => self.refuse(tag, sched_status(e)),
+            Err(e) => self.refuse_for(tag, e),
             Ok((_n, was_new, ev)) => {
                 // The cancel's own answer first: the withdrawn request's
                 // requester may be what relays the canceller (a palloc
