@@ -33,6 +33,7 @@ mod holder_owners;
 mod holder_relay;
 mod layers;
 mod local_trust;
+mod mpi_side_by_side;
 mod palloc_context;
 mod parsers_proptest;
 mod pdvm_events;

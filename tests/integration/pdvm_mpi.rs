@@ -234,6 +234,12 @@ fn mpi_comm_spawn_children_talk_to_their_parents_and_pspawn_shows_their_lines() 
     mpi_env(&mut cmd).args(["-n", "2"]).arg(&spawn);
     let out = run_with_timeout(&mut cmd, 120);
     assert!(out.status.success(), "{}\n{}", show(&out), pdvm.logs());
-    assert_eq!(spawn_lines(&out), SPAWN_LINES, "{}\n{}", show(&out), pdvm.logs());
+    assert_eq!(
+        spawn_lines(&out),
+        SPAWN_LINES,
+        "{}\n{}",
+        show(&out),
+        pdvm.logs()
+    );
     assert!(!pdvm.logs().contains("child "), "{}", pdvm.logs());
 }

@@ -51,7 +51,11 @@ fn collective_id(procs: &[Proc], disconnect: bool, peer: &PeerInfo) -> Vec<ProcK
     }
     id.sort();
     id.dedup();
-    let marker = if disconnect { "\0disconnect" } else { "\0connect" };
+    let marker = if disconnect {
+        "\0disconnect"
+    } else {
+        "\0connect"
+    };
     id.insert(0, (marker.to_string(), 0));
     id
 }
@@ -75,11 +79,20 @@ impl Server {
             .into_iter()
             .filter(|i| !i.key.starts_with("pmix."))
             .collect();
-        if data.iter().any(|i| self.published.data.contains_key(&i.key)) {
-            return Err(Error::new(Status::ERR_DUPLICATE_KEY, "key already published"));
+        if data
+            .iter()
+            .any(|i| self.published.data.contains_key(&i.key))
+        {
+            return Err(Error::new(
+                Status::ERR_DUPLICATE_KEY,
+                "key already published",
+            ));
         }
         if self.published.data.len() + data.len() > MAX_PUBLISHED {
-            return Err(Error::new(Status::ERR_OUT_OF_RESOURCE, "too many published keys"));
+            return Err(Error::new(
+                Status::ERR_OUT_OF_RESOURCE,
+                "too many published keys",
+            ));
         }
         for i in data {
             self.published.data.insert(

@@ -661,7 +661,10 @@ impl JobTable {
         let jobs = &self.jobs;
         self.pipes
             .iter_mut()
-            .filter(|(_, p)| jobs.get(&p.nspace).is_some_and(|j| j.output_conn() == Some(conn)))
+            .filter(|(_, p)| {
+                jobs.get(&p.nspace)
+                    .is_some_and(|j| j.output_conn() == Some(conn))
+            })
             .map(|(id, p)| (*id, p))
             .collect()
     }
