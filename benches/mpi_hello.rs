@@ -22,6 +22,9 @@ use support::{run_with_timeout, show, unique_tmpdir, venv_dir, Prte, ToolCommand
 
 const N: usize = 10;
 
+/// A named way to build one command to time.
+type Contender<'a> = (&'static str, Box<dyn Fn() -> Command + 'a>);
+
 /// Time one run of `cmd`, which must succeed and print 4 rank lines.
 fn timed(cmd: &mut Command) -> Duration {
     cmd.stdin(Stdio::null());
@@ -59,7 +62,7 @@ fn main() {
     }
     let pdvm1 = b1.start();
     let master = Prte::start_master();
-    let mut cmds: Vec<(&str, Box<dyn Fn() -> Command>)> = vec![
+    let cmds: Vec<Contender> = vec![
         (
             "pspawn -n 4 on pdvm, 2 nodes",
             Box::new(|| {
@@ -85,7 +88,8 @@ fn main() {
                 if nix::unistd::geteuid().is_root() {
                     c.arg("--allow-run-as-root");
                 }
-                c.args(["-n", "4", "--map-by", ":OVERSUBSCRIBE"]).arg(&hello);
+                c.args(["-n", "4", "--map-by", ":OVERSUBSCRIBE"])
+                    .arg(&hello);
                 c
             }),
         ),
@@ -108,7 +112,7 @@ fn main() {
     }
     let mut walls: Vec<Vec<Duration>> = vec![Vec::new(); cmds.len()];
     for _ in 0..N {
-        for (i, (_, make)) in cmds.iter_mut().enumerate() {
+        for (i, (_, make)) in cmds.iter().enumerate() {
             walls[i].push(timed(&mut make()));
         }
     }
