@@ -223,3 +223,30 @@ impl Server {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Value;
+
+    fn pdata(key: &str) -> PData {
+        PData {
+            proc: Proc {
+                nspace: "ns".into(),
+                rank: 0,
+            },
+            key: key.into(),
+            value: Value::String("v".into()),
+        }
+    }
+
+    #[test]
+    fn a_lookup_is_answered_only_when_every_key_is_published() {
+        let mut p = Publications::default();
+        p.data.insert("a".into(), pdata("a"));
+        assert!(p.all(&["a".into(), "b".into()]).is_none());
+        p.data.insert("b".into(), pdata("b"));
+        let got = p.all(&["b".into(), "a".into()]).expect("both published");
+        assert_eq!(got.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+    }
+}
