@@ -9,7 +9,8 @@
 #      --inherit child, launches a worker and a grandchild into the
 #      reservation and exits early; the reservation drains and returns to the
 #      scheduler when the last descendant ends;
-#   3. an MPI program with MPI_Allreduce, 4 ranks on 2 simulated nodes.
+#   3. an MPI program with MPI_Allreduce, 4 ranks on 2 simulated nodes, and
+#      one with MPI_Comm_spawn (its children's lines shown by pspawn).
 #
 # pdvm runs each script as its session leader (every tool in it acts for the
 # script's job), with simulated time 60x faster, in a private TMPDIR, and
@@ -51,6 +52,10 @@ if [ -n "$mpicc" ]; then
     echo
     echo "== pdvm --nodes 2 --slots 2 -- pspawn -n 4 hello (MPI_Allreduce)"
     TMPDIR="$hello" pdvm --nodes 2 --slots 2 -- pspawn -n 4 "$hello/hello"
+    "$mpicc" -o "$hello/spawn" tests/mpi/spawn.c
+    echo
+    echo "== pdvm --nodes 2 --slots 2 -- pspawn -n 2 spawn (MPI_Comm_spawn, 2 children)"
+    TMPDIR="$hello" pdvm --nodes 2 --slots 2 -- pspawn -n 2 "$hello/spawn"
     rm -rf "$hello"
 else
     echo

@@ -34,6 +34,7 @@ mod holder_relay;
 mod install;
 mod layers;
 mod local_trust;
+mod mpi_side_by_side;
 mod newcomer_walls;
 mod palloc_context;
 mod parsers_proptest;

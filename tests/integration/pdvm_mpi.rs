@@ -194,3 +194,52 @@ fn an_mpi_job_outlives_another_allocations_end() {
         read("mpi.err")
     );
 }
+
+/// The sorted lines `spawn.c` prints when 2 parents spawn 2 children that
+/// each get 40 from parent 0 and send back 40 + their rank.
+pub(crate) const SPAWN_LINES: [&str; 3] = [
+    "child 0 of 2 parent_size 2 got 40",
+    "child 1 of 2 parent_size 2 got 40",
+    "parent got 81 from children",
+];
+
+/// `spawn.c`'s lines in `o`'s stdout, sorted.
+pub(crate) fn spawn_lines(o: &Output) -> Vec<String> {
+    let mut l: Vec<String> = text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("child ") || l.starts_with("parent "))
+        .map(String::from)
+        .collect();
+    l.sort();
+    l
+}
+
+/// MPI_Comm_spawn on pdvm: the parents' spawn lands in the DVM, the two
+/// sides find each other (publish/lookup), connect across namespaces,
+/// exchange messages over the intercommunicator and disconnect; the
+/// children's lines reach the pspawn that launched the parents (run here
+/// from outside pdvm, so nothing reaches it through a shared stdout), not
+/// pdvm's own stdout.
+#[test]
+fn mpi_comm_spawn_children_talk_to_their_parents_and_pspawn_shows_their_lines() {
+    let tmp = unique_tmpdir("pdvm-mpi-spawn");
+    let spawn = mpicc("spawn.c", tmp.path());
+    let venv = crate::support::venv_dir();
+    let mut b = crate::support::pdvm::Pdvm::builder(&["--nodes", "2", "--slots", "2"]);
+    for var in ["OPAL_PREFIX", "PRTE_PREFIX", "PMIX_INSTALL_PREFIX"] {
+        b = b.env(var, &venv);
+    }
+    let pdvm = b.start();
+    let mut cmd = pdvm.tool("pspawn");
+    mpi_env(&mut cmd).args(["-n", "2"]).arg(&spawn);
+    let out = run_with_timeout(&mut cmd, 120);
+    assert!(out.status.success(), "{}\n{}", show(&out), pdvm.logs());
+    assert_eq!(
+        spawn_lines(&out),
+        SPAWN_LINES,
+        "{}\n{}",
+        show(&out),
+        pdvm.logs()
+    );
+    assert!(!pdvm.logs().contains("child "), "{}", pdvm.logs());
+}

@@ -12,8 +12,18 @@ pub const FENCE: u8 = 3;
 pub const GET: u8 = 4;
 /// Finalize (orderly goodbye).
 pub const FINALIZE: u8 = 5;
+/// `PMIX_PUBLISHNB_CMD`: publish keys for others to look up.
+pub const PUBLISH: u8 = 6;
+/// `PMIX_LOOKUPNB_CMD`: look published keys up (perhaps waiting for them).
+pub const LOOKUP: u8 = 7;
+/// `PMIX_UNPUBLISHNB_CMD`: withdraw published keys.
+pub const UNPUBLISH: u8 = 8;
 /// Spawn a job.
 pub const SPAWN: u8 = 9;
+/// `PMIX_CONNECTNB_CMD`: processes of several namespaces connect.
+pub const CONNECT: u8 = 10;
+/// `PMIX_DISCONNECTNB_CMD`: connected processes disconnect.
+pub const DISCONNECT: u8 = 11;
 /// An event notification (server to client).
 pub const NOTIFY: u8 = 12;
 /// Register for events.

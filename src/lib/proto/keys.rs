@@ -69,6 +69,8 @@ pub const EVENT_AFFECTED_PROC: &str = "pmix.evproc";
 pub const EVENT_AFFECTED_PROCS: &str = "pmix.evaffected";
 /// Handler name given at registration.
 pub const EVENT_HDLR_NAME: &str = "pmix.evname";
+/// `PMIX_WAIT`: a lookup waits until the keys are published.
+pub const WAIT: &str = "pmix.wait";
 /// Human-readable text carried by an event.
 pub const EVENT_TEXT_MESSAGE: &str = "pmix.evtext";
 /// Command line of the tool (sent at connection); of a job in a namespace

@@ -102,6 +102,12 @@ impl Server {
             Request::Query(queries) => self.on_query(conn, tag, queries),
             Request::Alloc { directive, info } => self.on_alloc(conn, tag, &peer, directive, info),
             Request::Spawn { job_info, apps } => self.on_spawn(conn, tag, &peer, job_info, apps),
+            Request::Publish(info) => self.on_publish(conn, tag, &peer, info),
+            Request::Lookup { keys, info } => self.on_lookup(conn, tag, keys, info),
+            Request::Unpublish(keys) => self.on_unpublish(conn, tag, &peer, keys),
+            Request::Connect { procs, disconnect } => {
+                self.on_pmix_connect(conn, tag, &peer, procs, disconnect)
+            }
             Request::RegEvents(codes) => self.on_regevents(conn, tag, codes),
             Request::Notify { code, range, info } => {
                 self.on_notify(conn, tag, &peer, code, range, info)
@@ -462,9 +468,17 @@ impl Server {
         self.model
             .commit_spawn(&plan, &nspace, Some(peer.nspace()))
             .map_err(|e| Error::new(e.status(), e.rule()))?;
-        let fwd_out = flag(&job_info, keys::FWD_STDOUT);
-        let fwd_err = flag(&job_info, keys::FWD_STDERR);
         let mut job = new_job(&nspace, conn, &job_info);
+        // A process's spawn (MPI_Comm_spawn) that asks for no forwarding:
+        // the children's output goes where its own job's output goes.
+        if peer.class == PeerClass::Client && !job.fwd_stdout && !job.fwd_stderr {
+            if let Some(parent) = self.jobs.get(peer.nspace()) {
+                job.output_to = parent.output_conn();
+                job.fwd_stdout = parent.fwd_stdout;
+                job.fwd_stderr = parent.fwd_stderr;
+            }
+        }
+        let (fwd_out, fwd_err) = (job.fwd_stdout, job.fwd_stderr);
         job.cmdline = command_line(&apps);
         job.uid = self.conns.get(conn).and_then(|c| c.uid);
         self.jobs.insert(job);

@@ -168,7 +168,7 @@ impl Server {
     }
 
     /// Every process a fence's participant list names.
-    fn fence_members(&self, id: &[ProcKey]) -> Result<Vec<ProcKey>> {
+    pub(crate) fn fence_members(&self, id: &[ProcKey]) -> Result<Vec<ProcKey>> {
         let mut need = Vec::new();
         for (ns, rank) in id {
             let Some(j) = self.jobs.get(ns) else {
@@ -187,7 +187,7 @@ impl Server {
     }
 
     /// Whether process `p` has ended (or is no process of a live job).
-    fn proc_has_ended(&self, p: &ProcKey) -> bool {
+    pub(crate) fn proc_has_ended(&self, p: &ProcKey) -> bool {
         self.jobs
             .get(&p.0)
             .and_then(|j| j.procs.iter().find(|r| r.rank == p.1))

@@ -65,6 +65,10 @@ pub(crate) struct Job {
     pub procs: Vec<ProcRec>,
     /// Connection id of the spawner, for forwarded output and completion.
     pub spawner: Option<u64>,
+    /// Where its output goes when not to the spawner: a job spawned by a
+    /// process (`MPI_Comm_spawn`) sends it to the tool that gets its
+    /// parent job's output, as prterun shows the children's lines.
+    pub output_to: Option<u64>,
     /// Forward stdout to the spawner.
     pub fwd_stdout: bool,
     /// Forward stderr to the spawner.
@@ -212,6 +216,11 @@ impl super::Server {
 }
 
 impl Job {
+    /// The connection its forwarded output goes to.
+    pub(crate) fn output_conn(&self) -> Option<u64> {
+        self.output_to.or(self.spawner)
+    }
+
     /// A job just committed: no process yet, nobody spawned it, nothing
     /// forwarded or announced.
     pub(crate) fn new(nspace: &str) -> Job {
@@ -219,6 +228,7 @@ impl Job {
             nspace: nspace.to_string(),
             procs: Vec::new(),
             spawner: None,
+            output_to: None,
             fwd_stdout: false,
             fwd_stderr: false,
             notify_completion: false,
@@ -651,7 +661,10 @@ impl JobTable {
         let jobs = &self.jobs;
         self.pipes
             .iter_mut()
-            .filter(|(_, p)| jobs.get(&p.nspace).is_some_and(|j| j.spawner == Some(conn)))
+            .filter(|(_, p)| {
+                jobs.get(&p.nspace)
+                    .is_some_and(|j| j.output_conn() == Some(conn))
+            })
             .map(|(id, p)| (*id, p))
             .collect()
     }

@@ -34,6 +34,7 @@
 //! Entry point: [`run`].
 
 pub(crate) mod attrs;
+pub(crate) mod connect;
 pub(crate) mod conns;
 pub(crate) mod dispatch;
 pub(crate) mod event_loop;
@@ -189,6 +190,7 @@ pub fn run(
         spawner,
         early_exits: Default::default(),
         modex: Default::default(),
+        published: Default::default(),
         read_buf: Box::default(),
         stop: false,
     };

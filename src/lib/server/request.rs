@@ -42,6 +42,25 @@ pub enum Request {
         /// The apps.
         apps: Vec<App>,
     },
+    /// `PMIX_PUBLISHNB_CMD`: the keys and values (and directives) to publish.
+    Publish(Vec<Info>),
+    /// `PMIX_LOOKUPNB_CMD`: keys to look up, directives (`PMIX_WAIT`).
+    Lookup {
+        /// The keys.
+        keys: Vec<String>,
+        /// Directives.
+        info: Vec<Info>,
+    },
+    /// `PMIX_UNPUBLISHNB_CMD`: keys to withdraw (none = all the caller's).
+    Unpublish(Vec<String>),
+    /// `PMIX_CONNECTNB_CMD` (`disconnect` false) or `PMIX_DISCONNECTNB_CMD`:
+    /// a collective over the processes named.
+    Connect {
+        /// The participants (a wildcard rank: all of a namespace).
+        procs: Vec<Proc>,
+        /// Whether this is the disconnect.
+        disconnect: bool,
+    },
     /// `PMIX_REGEVENTS_CMD`: codes (none = all).
     RegEvents(Vec<Status>),
     /// `PMIX_DEREGEVENTS_CMD`.
@@ -109,6 +128,15 @@ impl Request {
             Request::Query(_) => cmd::QUERY,
             Request::Alloc { .. } => cmd::ALLOC,
             Request::Spawn { .. } => cmd::SPAWN,
+            Request::Publish(_) => cmd::PUBLISH,
+            Request::Lookup { .. } => cmd::LOOKUP,
+            Request::Unpublish(_) => cmd::UNPUBLISH,
+            Request::Connect {
+                disconnect: false, ..
+            } => cmd::CONNECT,
+            Request::Connect {
+                disconnect: true, ..
+            } => cmd::DISCONNECT,
             Request::RegEvents(_) => cmd::REGEVENTS,
             Request::DeregEvents => cmd::DEREGEVENTS,
             Request::Notify { .. } => cmd::NOTIFY,
@@ -216,6 +244,30 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
                 apps: d.unpack(n)?,
             }
         }
+        cmd::PUBLISH => {
+            let _uid: u32 = d.unpack_one()?;
+            Request::Publish(read_infos(d)?)
+        }
+        cmd::LOOKUP => {
+            let _uid: u32 = d.unpack_one()?;
+            let keys = counted_strings(d)?;
+            let info = read_infos(d)?;
+            Request::Lookup { keys, info }
+        }
+        cmd::UNPUBLISH => {
+            let _uid: u32 = d.unpack_one()?;
+            let keys = counted_strings(d)?;
+            let _info = read_infos(d)?;
+            Request::Unpublish(keys)
+        }
+        cmd::CONNECT | cmd::DISCONNECT => {
+            let procs = counted(d)?;
+            let _info = read_infos(d)?;
+            Request::Connect {
+                procs,
+                disconnect: command == cmd::DISCONNECT,
+            }
+        }
         cmd::REGEVENTS => {
             let codes = counted(d)?;
             // Qualifiers are read leniently and not used.
@@ -262,6 +314,18 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
             ))
         }
     })
+}
+
+/// A count, then that many strings (`PMIX_LOOKUPNB_CMD`'s keys).
+fn counted_strings(d: &mut Decoder) -> Result<Vec<String>> {
+    let Size(n) = d.unpack_one()?;
+    let n = bounded(n)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let crate::codec::NullableString(k) = d.unpack_one()?;
+        out.push(k.unwrap_or_default());
+    }
+    Ok(out)
 }
 
 /// `PMIX_ABORT_CMD`: status, message, then the processes to end.

@@ -125,6 +125,8 @@ pub struct Server {
     pub(super) read_buf: Box<[u8]>,
     /// What job clients committed, their fences and waiting gets.
     pub(super) modex: super::modex::Modex,
+    /// Published keys and lookups waiting for them.
+    pub(super) published: super::connect::Publications,
 }
 
 /// Most bytes read from one output pipe at a time.
@@ -329,6 +331,7 @@ impl Server {
         };
         self.io.remove_conn(id, c.stream.as_fd());
         self.modex.conn_closed(id);
+        self.published.drop_conn(id);
         if c.pipes_paused {
             self.pause_pipes_of(id, false);
         }
@@ -484,7 +487,7 @@ impl Server {
         let paused = self
             .jobs
             .get(nspace)
-            .and_then(|j| j.spawner)
+            .and_then(|j| j.output_conn())
             .filter(|c| self.conns.get(*c).is_some_and(|c| c.pipes_paused));
         if paused.is_some() {
             if let Some(p) = self.jobs.pipe(id) {
@@ -512,7 +515,7 @@ impl Server {
         let (ns, rank, ch) = (p.nspace.clone(), p.rank, p.channel);
         let (spawner, fwd) = match self.jobs.get(&ns) {
             Some(j) => (
-                j.spawner,
+                j.output_conn(),
                 (ch == super::jobs::CH_STDOUT && j.fwd_stdout)
                     || (ch == super::jobs::CH_STDERR && j.fwd_stderr),
             ),
@@ -649,7 +652,7 @@ impl Server {
             hit = true;
             j.iof_paused_by = pause.then_some(conn);
             let lagging = j
-                .spawner
+                .output_conn()
                 .and_then(|c| self.conns.get(c))
                 .is_some_and(|c| c.pipes_paused);
             let ids: Vec<u64> = self.jobs.pipes_of(&t.nspace).map(|(id, _)| id).collect();
