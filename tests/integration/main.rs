@@ -68,6 +68,7 @@ mod pspawn_paths;
 mod pspawn_slurm;
 mod pspawn_stdin_tasks;
 mod pwatch_status;
+mod readme_walkthrough;
 mod server_backpressure;
 mod server_decode_proptest;
 mod server_identity;

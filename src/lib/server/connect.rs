@@ -247,6 +247,9 @@ mod tests {
         assert!(p.all(&["a".into(), "b".into()]).is_none());
         p.data.insert("b".into(), pdata("b"));
         let got = p.all(&["b".into(), "a".into()]).expect("both published");
-        assert_eq!(got.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+        assert_eq!(
+            got.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
     }
 }
