@@ -270,3 +270,31 @@ kill $H"#,
     assert!(err.contains("set XDG_RUNTIME_DIR as there"), "{}", show(&o));
     assert!(out.contains("through-the-holder"), "{}", show(&o));
 }
+
+/// A batch job whose log's filesystem fills up: the job's record says how
+/// many bytes of its output were lost (its log held 64 KB of 1 MB and
+/// nothing said so), and the detached palloc lives on to record how the
+/// script ended. Run in a private mount namespace over a 64 KiB tmpfs.
+#[test]
+fn a_batch_log_on_a_full_filesystem_says_what_was_lost() {
+    let pdvm = Pdvm::start(&["--nodes", "1", "--scheduler-nodes", "1"]);
+    let (o, _dir) = sh(
+        &pdvm,
+        r#"printf '#!/bin/sh\nhead -c 1000000 /dev/zero | tr "\\000" x\necho done\n' > big.sh; chmod +x big.sh
+mkdir small
+unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs small && cd small &&
+  palloc --no-wait -J big -N 1 -- ../big.sh > /dev/null &&
+  for i in $(seq 100); do pwatch --status --all --json | grep -q "\"state\":\"exited\"" && break; sleep 0.1; done'
+pwatch --status --all --json"#,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(text(&o.stdout).lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    let job = &v["batch_jobs"][0];
+    assert_eq!(job["request_id"], "big", "{v}");
+    assert_eq!(job["state"], "exited", "the detached palloc lived on: {v}");
+    assert_eq!(job["exit_code"], 0, "{v}");
+    let lost = job["output_lost_bytes"].as_u64().unwrap_or(0);
+    assert!(lost > 900_000 && lost <= 1_000_005, "{v}");
+}

@@ -11,9 +11,20 @@
 //! with its output forwarded), [`events`] (an event's fields, filters, hooks
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
+/// A line on stderr that never panics: a detached palloc's stderr is its
+/// log, and a full filesystem must not end it (`eprintln!` panics when the
+/// write fails).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod alloc_end;
 mod array_orphans;
 mod array_tasks;
+mod batch_log_copy;
 pub mod events;
 pub(crate) mod failure;
 pub(crate) mod launch;
@@ -110,7 +121,7 @@ pub fn connect_for(args: &ConnectArgs, ui: &Ui, alloc: Option<&str>) -> Result<S
     let s = s.map_err(|e| Failure::connect(&e))?;
     if ui.level > 1 {
         let tool = ui.tool;
-        crate::ops::trace::install(&s, move |l| eprintln!("{tool}: pmix: {l}"));
+        crate::ops::trace::install(&s, move |l| say!("{tool}: pmix: {l}"));
     }
     if ui.level > 0 {
         let (ns, rank) = s.me();

@@ -244,7 +244,7 @@ fn show_warning(ev: &crate::ops::events::Event, alloc_id: &str, ui: &Ui) {
             .time_remaining
             .map(|t| crate::render::human::duration(u64::from(t)))
             .unwrap_or_else(|| "little time".into());
-        eprintln!(
+        say!(
             "palloc: warning: allocation {alloc_id} expires in {left} \
 (extend it: palloc --extend {alloc_id} -t DURATION)"
         );
@@ -564,7 +564,7 @@ fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd
         if ui.json {
             ui.record(&EventFields::from_event(&ev, now_secs()).record());
         } else {
-            eprintln!("palloc: allocation {alloc_id}: {text}");
+            say!("palloc: allocation {alloc_id}: {text}");
         }
         return None;
     }
@@ -628,13 +628,19 @@ fn start_command(
     s: &Session,
     rec: &mut AllocationRecord,
     cmd: &[String],
-    holder: &std::path::Path,
+    (holder, output): (
+        &std::path::Path,
+        Option<(std::process::Stdio, std::process::Stdio)>,
+    ),
     give_back: bool,
     ui: &Ui,
 ) -> std::result::Result<std::process::Child, Failure> {
     use std::os::unix::process::CommandExt;
     let program = &cmd[0];
     let mut command = std::process::Command::new(program);
+    if let Some((out, err)) = output {
+        command.stdout(out).stderr(err);
+    }
     command
         .args(&cmd[1..])
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
@@ -694,8 +700,9 @@ pub(super) fn run_command(
     // allocation ends, and how it ended is written to its log; its record
     // is written before it starts.
     let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
-    let starting = batch_run.then(|| Batch::starting(&s.conn().target().uri.nspace, rec, cmd));
-    let mut child = match start_command(s, rec, cmd, holder.path(), give_back, ui) {
+    let mut starting = batch_run.then(|| Batch::starting(&s.conn().target().uri.nspace, rec, cmd));
+    let output = starting.as_mut().and_then(|b| b.output());
+    let mut child = match start_command(s, rec, cmd, (holder.path(), output), give_back, ui) {
         Ok(c) => c,
         Err(f) => {
             if let Some(b) = starting {

@@ -16,6 +16,8 @@ use nix::unistd::Pid;
 
 use crate::render::{AllocationRecord, BatchRecord, BatchState, BatchStop};
 
+use super::batch_log_copy::LogCopy;
+
 /// How long a stopped script has between SIGTERM and SIGKILL (as Slurm's
 /// KillWait default of 30 s, shorter: a DVM's allocations are short).
 /// (Documented in palloc's man page.)
@@ -31,6 +33,8 @@ pub(crate) struct Batch {
     group: Pid,
     /// When SIGKILL follows the SIGTERM already sent.
     kill_at: Option<Instant>,
+    /// The copy of its output into the log.
+    copy: Option<LogCopy>,
 }
 
 /// A batch script about to start: its record is already written, so
@@ -38,9 +42,20 @@ pub(crate) struct Batch {
 pub(crate) struct Starting {
     rec: BatchRecord,
     file: Option<PathBuf>,
+    copy: Option<LogCopy>,
 }
 
 impl Starting {
+    /// The script's stdout and stderr: a pipe whose bytes a thread copies
+    /// into the log, counting what the log cannot take (see
+    /// [`LogCopy`]); `None` (the script then writes into the log itself)
+    /// when no pipe can be made.
+    pub(crate) fn output(&mut self) -> Option<(std::process::Stdio, std::process::Stdio)> {
+        let (copy, out, err) = LogCopy::start().ok()?;
+        self.copy = Some(copy);
+        Some((out, err))
+    }
+
     /// The script started as process (and group) `pid`.
     pub(crate) fn running_as(self, pid: u32) -> Batch {
         Batch {
@@ -48,6 +63,7 @@ impl Starting {
             file: self.file,
             group: Pid::from_raw(pid as i32),
             kill_at: None,
+            copy: self.copy,
         }
     }
 
@@ -111,7 +127,11 @@ impl Batch {
         prune(server);
         let file = record_path(server, &request_id);
         save(file.as_deref(), &rec);
-        Starting { rec, file }
+        Starting {
+            rec,
+            file,
+            copy: None,
+        }
     }
 
     /// The allocation has ended (`why`): say so in the log and send SIGTERM
@@ -126,7 +146,7 @@ impl Batch {
             BatchStop::Ended => "has ended",
             BatchStop::Signalled => "is given up (palloc was told to end)",
         };
-        eprintln!(
+        say!(
             "palloc: allocation {} {what}: stopping {} (SIGTERM to its process group, SIGKILL \
 after {} s)",
             self.rec.alloc_id.as_deref().unwrap_or("?"),
@@ -159,6 +179,11 @@ after {} s)",
     pub(crate) fn ended(mut self, st: std::process::ExitStatus) {
         let name = self.rec.command.split(' ').next().unwrap_or("").to_string();
         self.rec.ended_at = Some(super::now_secs() as u64);
+        let lost = self.copy.as_ref().map_or(0, LogCopy::finish);
+        if lost > 0 {
+            self.rec.output_lost_bytes = Some(lost);
+            say!("palloc: {lost} bytes of {name}'s output could not be written to this log");
+        }
         match (
             st.code(),
             st.signal().and_then(|n| Signal::try_from(n).ok()),
@@ -166,16 +191,16 @@ after {} s)",
             (Some(code), _) => {
                 self.rec.state = BatchState::Exited;
                 self.rec.exit_code = Some(code);
-                eprintln!("palloc: {name} exited with status {code}");
+                say!("palloc: {name} exited with status {code}");
             }
             (None, Some(sig)) => {
                 self.rec.state = BatchState::Killed;
                 self.rec.signal = Some(sig.as_str().to_string());
-                eprintln!("palloc: {name} was killed by signal {}", sig.as_str());
+                say!("palloc: {name} was killed by signal {}", sig.as_str());
             }
             (None, None) => {
                 self.rec.state = BatchState::Killed;
-                eprintln!("palloc: {name} ended ({st})");
+                say!("palloc: {name} ended ({st})");
             }
         }
         self.save();

@@ -286,7 +286,7 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
             rec.exit_code = f.exit.code();
             rec.rule = f.rule.clone();
             if ui.level > -2 {
-                eprintln!("prelease: {}", f.message);
+                say!("prelease: {}", f.message);
             }
             (f.exit.code(), rec)
         }

@@ -78,7 +78,7 @@ impl Ui {
     /// A note on stderr: shown at the default level unless `--json`, hidden by `-q`.
     pub fn note(&self, line: &str) {
         if self.level >= 0 && (!self.json || self.level > 0) {
-            eprintln!("{}: {line}", self.tool);
+            say!("{}: {line}", self.tool);
         }
     }
 
@@ -88,28 +88,28 @@ impl Ui {
     /// a script reads the job's bytes alone.
     pub fn aside(&self, line: &str) {
         if self.level >= 0 && (self.stderr_tty || self.level > 0) {
-            eprintln!("{}: {line}", self.tool);
+            say!("{}: {line}", self.tool);
         }
     }
 
     /// Detail shown with `-v` only.
     pub fn detail(&self, line: &str) {
         if self.level > 0 {
-            eprintln!("{}: {line}", self.tool);
+            say!("{}: {line}", self.tool);
         }
     }
 
     /// A warning: on stderr when it is a terminal or with `-v`.
     pub fn warn(&self, line: &str) {
         if self.level >= 0 && (self.stderr_tty || self.level > 0) {
-            eprintln!("{}: warning: {line}", self.tool);
+            say!("{}: warning: {line}", self.tool);
         }
     }
 
     /// Report a failure (stderr sentence, JSON error object) and return its exit code.
     pub fn fail(&self, f: &Failure) -> i32 {
         if self.level > -2 {
-            eprintln!("{}: {}", self.tool, f.message);
+            say!("{}: {}", self.tool, f.message);
         }
         self.record(&f.record());
         f.exit.code()
@@ -183,7 +183,7 @@ impl Waiting {
             }
             match show {
                 Show::Line => {
-                    eprintln!("{tool}: queued: {what} waiting for the scheduler");
+                    say!("{tool}: queued: {what} waiting for the scheduler");
                     return;
                 }
                 Show::Record(rec) => {

@@ -203,7 +203,11 @@ pub(crate) fn batch_jobs(rows: &[BatchRecord], style: Style) -> Table {
             exit,
             stopped,
             r.command.clone(),
-            r.log.clone().unwrap_or_else(|| "-".into()),
+            match (&r.log, r.output_lost_bytes) {
+                (Some(l), Some(n)) => format!("{l} ({n} bytes lost: log full)"),
+                (Some(l), None) => l.clone(),
+                (None, _) => "-".into(),
+            },
         ]
     })
 }

@@ -180,6 +180,8 @@ record! {
         pub started_at: Option<u64> => "when it started, Unix seconds, or null",
         /// When it ended, Unix seconds.
         pub ended_at: Option<u64> => "when it ended, Unix seconds, or null while it runs",
+        /// Bytes of its output its log could not take (a full filesystem).
+        pub output_lost_bytes: Option<u64> => "bytes of its output its log could not take (a full filesystem, a quota), or null when none was lost",
     }
 }
 

@@ -28,7 +28,7 @@ impl Array<'_> {
         let code = crate::cli::exit::Exit::OutcomeUnknown.code();
         for ns in lost {
             match self.tasks.get(&ns) {
-                Some(t) if self.ui.level > -2 => eprintln!(
+                Some(t) if self.ui.level > -2 => say!(
                     "pspawn: array task {}: the DVM never announced the end of job {ns}; it is no \
 longer running; its exit status is unknown: counted as outcome unknown (exit {code})",
                     t.run.index
@@ -133,7 +133,7 @@ was lost)";
             };
             if let Some(t) = self.tasks.get(&ns) {
                 if self.ui.level > -2 {
-                    eprintln!(
+                    say!(
                         "pspawn: array task {}: the DVM still shows job {ns} running, but its \
 processes have all ended and its end was never announced: counted as {} (exit {code})",
                         t.run.index,

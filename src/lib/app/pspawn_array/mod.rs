@@ -368,7 +368,7 @@ impl Array<'_> {
         let apps = match apps {
             Ok(a) => a,
             Err(why) => {
-                eprintln!("pspawn: input line {index}: {why}");
+                say!("pspawn: input line {index}: {why}");
                 let rec = self.results.ended_as(index, id, "", 2);
                 self.ui.record(rec);
                 self.taken(fresh);
@@ -434,7 +434,7 @@ impl Array<'_> {
                     Source::Stdin(_) => "input line",
                     _ => "array task",
                 };
-                eprintln!("pspawn: {what} {index} was not launched: {}", e.context);
+                say!("pspawn: {what} {index} was not launched: {}", e.context);
                 let rec = self.results.ended_as(index, id, "", Exit::Usage.code());
                 self.ui.record(rec);
                 self.taken(fresh);
@@ -445,7 +445,7 @@ impl Array<'_> {
                     // Each line names its own program: one refused is that
                     // task's failure, and the others still run.
                     let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
-                    eprintln!(
+                    say!(
                         "pspawn: input line {index} was not launched: the DVM refused `{}` ({})",
                         names.join(" : "),
                         e.status.name()
@@ -709,7 +709,7 @@ terminated ({left} of them), {unlaunched} never launched"
         };
         if let Some(line) = summary {
             if self.ui.level > -2 {
-                eprintln!("pspawn: {line}");
+                say!("pspawn: {line}");
             }
         }
         let exit = outcome?;
