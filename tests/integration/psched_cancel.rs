@@ -24,7 +24,7 @@ fn a_queued_request_cancelled_from_another_shell_says_by_whom() {
         .spawn()
         .expect("palloc --hold");
     let lines = LineReader::new(holder.stdout.take().expect("stdout"));
-    let grant = lines.next_line(Duration::from_secs(60));
+    let grant = lines.next_record("allocation", Duration::from_secs(60));
     assert!(
         grant.is_some(),
         "the first palloc is granted\n{}",

@@ -1009,7 +1009,7 @@ fn a_controller_stopped_for_60_s_loses_nothing(v: Version) {
         c.psched_log()
     );
     let first = lines_b
-        .next_line(Duration::from_secs(120))
+        .next_record("allocation", Duration::from_secs(120))
         .unwrap_or_else(|| panic!("the waiting request is granted\n{}", c.psched_log()));
     let id_b = serde_json::from_str::<serde_json::Value>(&first).expect("grant JSON")["alloc_id"]
         .as_str()

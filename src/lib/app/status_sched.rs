@@ -15,7 +15,6 @@ use crate::conn::discover::ProcessEnv;
 use crate::conn::{sched_contact, ConnectOptions};
 use crate::ops::status_query::{self, Answers, Want};
 use crate::ops::Session;
-use crate::proto::alloc::PSCHED_IDLE_REQ_ID;
 use crate::render::ReservationRecord;
 
 /// Longest wait for the scheduler's answer; without one the DVM's stands.
@@ -77,23 +76,14 @@ pub(crate) fn amend(dvm: &mut Answers, sched: Answers) {
     }
 }
 
-/// Whether `r` is the reservation psched parks idle nodes in.
-fn is_parking(r: &ReservationRecord) -> bool {
-    r.alloc_id
-        .strip_prefix(PSCHED_IDLE_REQ_ID)
-        .is_some_and(|rest| rest.starts_with('.'))
-        || r.request_id.as_deref() == Some(PSCHED_IDLE_REQ_ID)
-}
-
-/// The nodes the DVM lists only in psched's parking reservation (or in a
-/// grant psched no longer holds nodes of): no grant of psched's holds them.
+/// The nodes the DVM lists in its reservations that no grant of psched's
+/// holds: parked, or left by a grant psched ended (a partial release).
 fn parked_nodes(dvm: &Answers, grants: &[ReservationRecord]) -> HashSet<String> {
     let held: HashSet<&String> = grants.iter().flat_map(|g| &g.nodes).collect();
     let Some(Ok(res)) = &dvm.reservations else {
         return HashSet::new();
     };
     res.iter()
-        .filter(|r| is_parking(r) || grants.iter().any(|g| g.alloc_id == r.alloc_id))
         .flat_map(|r| r.nodes.iter())
         .filter(|n| !held.contains(n))
         .cloned()
@@ -101,10 +91,10 @@ fn parked_nodes(dvm: &Answers, grants: &[ReservationRecord]) -> HashSet<String> 
 }
 
 /// psched's grants, each with what only the DVM knows (its session number
-/// and owner set), then the DVM's reservations psched does not hold, less
-/// psched's parking.
+/// and owner set); the DVM's other reservations are psched's parking or
+/// grants it ended that PRRTE still lists.
 fn merge(dvm: Vec<ReservationRecord>, grants: Vec<ReservationRecord>) -> Vec<ReservationRecord> {
-    let mut out: Vec<ReservationRecord> = grants
+    let out: Vec<ReservationRecord> = grants
         .into_iter()
         .map(|mut g| {
             if let Some(d) = dvm.iter().find(|d| d.alloc_id == g.alloc_id) {
@@ -124,11 +114,10 @@ fn merge(dvm: Vec<ReservationRecord>, grants: Vec<ReservationRecord>) -> Vec<Res
             g
         })
         .collect();
-    let rest: Vec<ReservationRecord> = dvm
-        .into_iter()
-        .filter(|d| !is_parking(d) && !out.iter().any(|g| g.alloc_id == d.alloc_id))
-        .collect();
-    out.extend(rest);
+    // Every allocation request reaches the DVM's scheduler: a reservation
+    // the DVM still lists and psched does not hold is one psched ended
+    // that PRRTE has not torn down yet (or its parking), not the user's.
+    drop(dvm);
     out
 }
 
@@ -163,7 +152,7 @@ mod tests {
             reservations: Some(Ok(vec![
                 res("psched.idle.psched-1-2-0", &["node02", "node03", "node04"]),
                 res("alloc.1", &["node02", "node03"]),
-                res("alloc.9", &["node01"]),
+                res("alloc.9", &["node05"]),
             ])),
             nodes: Some(Ok(vec![
                 node("node01"),
@@ -185,7 +174,11 @@ mod tests {
         amend(&mut dvm, sched);
         let r = dvm.reservations.unwrap().unwrap();
         let ids: Vec<&str> = r.iter().map(|r| r.alloc_id.as_str()).collect();
-        assert_eq!(ids, ["alloc.1", "alloc.9"]);
+        assert_eq!(
+            ids,
+            ["alloc.1"],
+            "alloc.9: ended by psched, still listed by PRRTE"
+        );
         assert_eq!(r[0].nodes, ["node03"]);
         assert_eq!(r[0].owners, ["prte@5"]);
         assert_eq!(r[0].session_id, Some(4));
