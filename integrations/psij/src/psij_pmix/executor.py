@@ -64,40 +64,46 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         """
         if config is None:
             config = PmixExecutorConfig()
-        if not isinstance(config, PmixExecutorConfig):
+        elif not isinstance(config, BatchSchedulerExecutorConfig):
             base = config
             config = PmixExecutorConfig()
             config.work_directory = base.work_directory
             config.launcher_log_file = base.launcher_log_file
-        if url and not config.uri:
-            config.uri = _uri_from_url(url)
+        # PSI/J loads this module under its own name, so a PmixExecutorConfig made by the
+        # caller may be another class object: read its settings by name.
+        self._uri: Optional[str] = getattr(config, 'uri', None)
+        self._tmpdir: Optional[str] = getattr(config, 'tmpdir', None)
+        self._bin_dir: Optional[str] = getattr(config, 'bin_dir', None)
+        if url and not self._uri:
+            self._uri = _uri_from_url(url)
         self._canceled: Set[str] = set()
-        super().__init__(url=url, config=config)
-        self._pconfig = config
+        super().__init__(url=url, config=config)  # type: ignore
         self.generator = TemplatedScriptGenerator(config, Path(__file__).parent / 'pmix.mustache')
 
     # -- tools ---------------------------------------------------------------------------
     def _tool(self, name: str) -> str:
-        if self._pconfig.bin_dir:
-            return str(Path(self._pconfig.bin_dir) / name)
+        if self._bin_dir:
+            return str(Path(self._bin_dir) / name)
         return shutil.which(name) or name
 
     def _conn(self) -> List[str]:
-        return connection_args(self._pconfig.uri, self._pconfig.tmpdir)
+        return connection_args(self._uri, self._tmpdir)
 
     def _run_command(self, cmd: List[str]) -> str:
         # palloc writes a batch job's log (palloc-NAME.out) in its working directory
         self._ensure_work_dir()
         env = dict(os.environ)
-        if self._pconfig.bin_dir:
-            env['PATH'] = self._pconfig.bin_dir + os.pathsep + env.get('PATH', '')
+        if self._bin_dir:
+            env['PATH'] = self._bin_dir + os.pathsep + env.get('PATH', '')
         try:
             res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True, cwd=str(self.work_directory), env=env)
         except FileNotFoundError as ex:
             raise subprocess.CalledProcessError(127, cmd, output='pmix: %s' % ex) from None
         if res.returncode != 0:
-            msg = '\n'.join(s for s in (res.stdout.strip(), res.stderr.strip()) if s)
+            # the tool's own message is on stderr (palloc --no-wait prints the request id on
+            # stdout even when it is refused)
+            msg = res.stderr.strip() or res.stdout.strip()
             raise subprocess.CalledProcessError(res.returncode, cmd,
                                                 output=msg or 'pmix: %s failed' % cmd[0])
         return res.stdout
