@@ -56,6 +56,7 @@ mod psched_hostile;
 mod psched_load;
 mod psched_rules;
 mod psched_slurm;
+mod psij_suite;
 mod pspawn_array;
 mod pspawn_busy_slots;
 mod pspawn_nohang;
