@@ -141,6 +141,7 @@ fn run_suite(host: &impl ToolHost, what: &str) {
     let o = run(pytest(host, &home)
         .current_dir(psij_tree())
         .args(SUITE)
+        .args(std::env::var("C42_K").ok().map(|k| vec!["-k".to_string(), k]).unwrap_or_default())
         .args(["--executors", "pmix:single,pmix:multiple,pmix:pspawn"]));
     // 22 tests × 3 launchers + the batch-script generation test, less skips
     assert_green(&o, what, 62, &PSIJ_SKIPS);

@@ -66,7 +66,7 @@ def test_flag_lines_group_values() -> None:
 def test_pspawn_launcher_args() -> None:
     assert pspawn_args(None) == ['1', '']
     assert pspawn_args(ResourceSpecV1(node_count=2, processes_per_node=2)) == ['4', '2']
-    assert pspawn_args(ResourceSpecV1(process_count=4)) == ['4', '']
+    assert pspawn_args(ResourceSpecV1(process_count=4)) == ['4', '4']
 
 
 def test_nodefile_lines() -> None:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import IO, Collection, Dict, List, Optional, Set, cast
@@ -134,6 +135,7 @@ class PmixJobExecutor(BatchSchedulerExecutor):
             ppn = res.processes_per_node or 0
         nid = self._native_for(job)
         ctx.update({'native_id': nid, 'python': sys.executable,
+                    'nodefile_py': str(Path(__file__).parent / 'nodefile.py'),
                     'process_count': pc, 'processes_per_node': ppn,
                     'palloc_flags': flag_lines(palloc_args(job, nid))})
         return ctx
@@ -173,7 +175,26 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         try:
             self._run_command(self.get_cancel_command(job.native_id))
         except subprocess.CalledProcessError as ex:
+            if self._ended(job.native_id):
+                # the release took effect although prelease did not hear the answer (on PRRTE
+                # master the holding palloc may end with its allocation before relaying it)
+                return
             self.process_cancel_command_output(ex.returncode, ex.output)
+
+    def _ended(self, native_id: str) -> bool:
+        """Whether one status query shows the job ended."""
+        for _ in range(20):
+            try:
+                out = self._run_command(self.get_status_command([native_id]))
+            except subprocess.CalledProcessError:
+                return False
+            st = parse_status(out, [native_id], self._canceled).get(native_id)
+            if st is not None and st.state.final:
+                return True
+            if st is None or st.state != JobState.ACTIVE:
+                return False
+            time.sleep(0.1)
+        return False
 
     # -- status --------------------------------------------------------------------------
     def get_status_command(self, native_ids: Collection[str]) -> List[str]:
@@ -207,6 +228,11 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         ids = [b['request_id'] for b in doc.get('batch_jobs') or []]
         ids += [r['request_id'] for r in doc.get('reservations') or []
                 if r.get('request_id') and r['request_id'] not in ids]
+        # A request the scheduler still queues is held by this user's detached palloc; the DVM
+        # lists it only where it queues requests itself (pdvm), not where psched does (PRRTE
+        # master): add this executor's own jobs not yet ended.
+        with self._queue_poll_thread._jobs_lock:
+            ids += [nid for nid in self._queue_poll_thread._jobs if nid not in ids]
         return ids
 
     def _clean_submit_script(self, job: Job) -> None:

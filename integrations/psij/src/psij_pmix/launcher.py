@@ -9,12 +9,13 @@ from psij.resource_spec import ResourceSpecV1
 
 
 def pspawn_args(res: Optional[ResourceSpecV1]) -> List[str]:
-    """The launcher script's extra arguments: process count and processes per node ('' if
-    not given)."""
+    """The launcher script's extra arguments: process count and processes per node ('' when
+    the job names no resources). The computed processes per node is always given, as PSI/J's
+    Slurm template gives --ntasks-per-node: PRRTE's default mapping binds ranks to the host's
+    cores and refuses more ranks than cores on a node even when its slots allow them."""
     if res is None:
         return ['1', '']
-    ppn = res.processes_per_node
-    return [str(res.computed_process_count), '' if ppn is None else str(ppn)]
+    return [str(res.computed_process_count), str(res.computed_processes_per_node)]
 
 
 class PspawnLauncher(MultipleLauncher):
