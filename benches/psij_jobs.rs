@@ -60,10 +60,20 @@ fn main() {
     let mut rows = Vec::new();
     {
         let empty = support::unique_tmpdir("psij-bench-local");
-        rows.push(("local", measure(on(&support::tool::Tmpdir(empty.path())), "local", n)));
+        rows.push((
+            "local",
+            measure(on(&support::tool::Tmpdir(empty.path())), "local", n),
+        ));
     }
     {
-        let dvm = support::pdvm::Pdvm::start(&["--nodes", "1", "--slots", "4", "--scheduler-nodes", "100"]);
+        let dvm = support::pdvm::Pdvm::start(&[
+            "--nodes",
+            "1",
+            "--slots",
+            "4",
+            "--scheduler-nodes",
+            "100",
+        ]);
         rows.push(("pmix on pdvm", measure(on(&dvm), "pmix", n)));
     }
     {
@@ -79,7 +89,10 @@ fn main() {
         rows.push(("slurm (Slurm 22.05, 4 nodes)", measure(c, "slurm", n)));
     }
     println!("\n{n} PSI/J jobs of /bin/true, submitted at once and waited on:");
-    println!("{:<32} {:>8} {:>8} {:>8}", "executor", "jobs/s", "p50 s", "p99 s");
+    println!(
+        "{:<32} {:>8} {:>8} {:>8}",
+        "executor", "jobs/s", "p50 s", "p99 s"
+    );
     for (name, v) in &rows {
         println!(
             "{:<32} {:>8} {:>8} {:>8}",

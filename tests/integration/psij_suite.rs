@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support::cluster::Cluster;
 use crate::support::pdvm::Pdvm;
-use crate::support::tool::{ToolHost, Tmpdir};
+use crate::support::tool::{Tmpdir, ToolHost};
 use crate::support::{peers_dir, run_with_timeout, show, text, unique_tmpdir, user_path, TempDir};
 
 /// PSI/J's suite files the issue names.
@@ -127,9 +127,10 @@ fn assert_green(o: &Output, what: &str, passed: u32, skips: &[(&str, &str, u32)]
     }
     for l in out.lines().filter(|l| l.starts_with("SKIPPED")) {
         assert!(
-            skips.iter().any(|(file, reason, n)| l
-                .starts_with(&format!("SKIPPED [{n}] {file}:"))
-                && l.ends_with(reason)),
+            skips.iter().any(
+                |(file, reason, n)| l.starts_with(&format!("SKIPPED [{n}] {file}:"))
+                    && l.ends_with(reason)
+            ),
             "{what}: a skip PSI/J does not make itself: {l}"
         );
     }
@@ -141,7 +142,6 @@ fn run_suite(host: &impl ToolHost, what: &str) {
     let o = run(pytest(host, &home)
         .current_dir(psij_tree())
         .args(SUITE)
-        .args(std::env::var("C42_K").ok().map(|k| vec!["-k".to_string(), k]).unwrap_or_default())
         .args(["--executors", "pmix:single,pmix:multiple,pmix:pspawn"]));
     // 22 tests × 3 launchers + the batch-script generation test, less skips
     assert_green(&o, what, 62, &PSIJ_SKIPS);
