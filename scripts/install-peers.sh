@@ -18,7 +18,12 @@
 #     release tarball <repo>/../shared/peers/slurm-26.05.3.tar.xz into
 #     "$SLURM_CACHE/slurm-26.05.3" (default ~/.cache/pmix-peers), with JSON
 #     and munge support; "$PEERS/slurm-26.05.3" links to it. The
-#     psched-on-Slurm tests run on it and on Debian's 22.05.
+#     psched-on-Slurm tests run on it and on Debian's 22.05;
+#   * PSI/J 0.9.11 (ExaWorks' job API), from the pinned snapshot
+#     <repo>/../shared/peers/psij-python-0.9.11.tar.xz: unpacked (with its own
+#     test suite) at "$PEERS/psij-python-0.9.11" and installed with its test
+#     requirements into the venv "$PEERS/psij-venv"; the `pmix` executor's
+#     tests (tests/integration/psij_suite.rs) run that suite.
 #
 # PEERS is $PMIX_TOOLS_PEERS, or <repo>/.peers when unset (gitignored).
 # Idempotent: when everything is present at the right version it only prints
@@ -262,8 +267,39 @@ install_cargo_deb() {
     echo "cargo-deb         $CARGO_DEB_VERSION  ($(command -v cargo-deb))"
 }
 
+# PSI/J's test requirements (pins as in ../shared/peers/README.md, section PSI/J).
+readonly PSIJ_VERSION="0.9.11"
+readonly PSIJ_PIP_PACKAGES=('psutil<=7.0.0' pystache typeguard 'packaging<=25.0' pytest requests
+    pytest-timeout 'filelock<3.19')
+
+# PSI/J $PSIJ_VERSION and its suite, once: unpacked tree + venv, both at $PEERS.
+install_psij() {
+    local tar="$SNAPSHOTS/psij-python-$PSIJ_VERSION.tar.xz" src="$PEERS/psij-python-$PSIJ_VERSION"
+    local venv="$PEERS/psij-venv" v=""
+    [ -f "$tar" ] || die "no psij-python-$PSIJ_VERSION.tar.xz in $SNAPSHOTS (see its README.md)"
+    if [ -x "$venv/bin/python" ]; then
+        v="$("$venv/bin/python" -c 'import psij; print(psij.__version__)' 2>/dev/null)" || v=""
+    fi
+    if [ "$v" != "$PSIJ_VERSION" ] || [ ! -f "$src/tests/test_executor.py" ] || [ ! -x "$venv/bin/pytest" ]; then
+        echo "install-peers: installing PSI/J $PSIJ_VERSION and its suite into $venv" >&2
+        mkdir -p "$PEERS"
+        rm -rf "$src" "$venv"
+        tar xJf "$tar" -C "$PEERS" || die "cannot unpack $tar"
+        [ -f "$src/tests/test_executor.py" ] || die "$tar did not unpack to $src"
+        "$PYTHON" -m venv "$venv" >&2 || die "'$PYTHON -m venv $venv' failed"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "${PSIJ_PIP_PACKAGES[@]}" >&2 ||
+            die "pip install ${PSIJ_PIP_PACKAGES[*]} failed (network access to PyPI needed)"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$src" >&2 ||
+            die "pip install $src failed"
+        v="$("$venv/bin/python" -c 'import psij; print(psij.__version__)')" || die "psij does not import in $venv"
+        [ "$v" = "$PSIJ_VERSION" ] || die "$venv has psij $v, expected $PSIJ_VERSION"
+    fi
+    echo "psij              $v  (suite in $src, venv $venv/bin/pytest)"
+}
+
 install_debian_packages
 install_wheel
 install_master
 install_slurm
 install_cargo_deb
+install_psij
