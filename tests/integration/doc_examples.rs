@@ -1,4 +1,5 @@
-//! The README's walk-through runs as written (issue 43: the docs cannot
+//! The docs cannot drift (issue 43): the README's walk-through and the pdvm
+//! guide's examples run as written. The walk-through (issue 43: the docs cannot
 //! drift): every `$ ` command of its console blocks, after the line that
 //! starts pdvm, runs in one shell inside `pdvm --nodes 1 --scheduler-nodes
 //! 4 --slots 2`, in a folder holding the files the walk-through shows; each
@@ -120,5 +121,62 @@ fn the_readme_walkthrough_runs_as_written() {
                     .ends_with(&format!("_{i}.txt"))
             });
         assert!(f, "task {i}'s output file: {}", show(&o));
+    }
+}
+
+/// The console blocks of the pdvm guide (docs/pdvm.md: MPI programs built
+/// with the wheel's `mpicc`, on two simulated nodes) run as written, from
+/// the repository's root, and print every line shown but `DVM ready`.
+#[test]
+fn the_pdvm_guides_examples_run_as_written() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/pdvm.md"))
+        .expect("docs/pdvm.md");
+    let mut blocks: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    let mut in_block = false;
+    for line in guide.lines().map(str::trim) {
+        if line.starts_with("```") {
+            in_block = line.starts_with("```console");
+            if in_block {
+                blocks.push((Vec::new(), Vec::new()));
+            }
+            continue;
+        }
+        if let (true, Some((cmds, shown))) = (in_block, blocks.last_mut()) {
+            match line.strip_prefix("$ ") {
+                Some(c) => cmds.push(c.to_string()),
+                None => shown.push(line.to_string()),
+            }
+        }
+    }
+    assert!(blocks.len() >= 2, "console blocks found: {blocks:?}");
+    let dir = support::unique_tmpdir("pdvm-guide");
+    let venv_bin = support::peers_dir().join("venv/bin");
+    for (cmds, shown) in &blocks {
+        let script = cmds
+            .iter()
+            .map(|c| c.replace(" -o ", &format!(" -o {}/", dir.path().display())))
+            .map(|c| c.replace("./", &format!("{}/", dir.path().display())))
+            .collect::<Vec<_>>()
+            .join(" && ");
+        let mut c = Command::new("sh");
+        crate::support::mpi::mpi_env(&mut c);
+        c.env(
+            "PATH",
+            format!("{}:{}", venv_bin.display(), support::user_path()),
+        )
+        .env("TMPDIR", dir.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["-c", &script])
+        .stdin(Stdio::null());
+        let o = support::run_with_timeout(&mut c, 180);
+        assert_eq!(o.status.code(), Some(0), "`{script}`: {}", show(&o));
+        let out = text(&o.stdout);
+        for line in shown.iter().filter(|l| literal(l)) {
+            assert!(
+                out.contains(line.as_str()),
+                "docs/pdvm.md shows {line:?}: {}",
+                show(&o)
+            );
+        }
     }
 }
