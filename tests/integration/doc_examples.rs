@@ -1,6 +1,6 @@
 //! The docs cannot drift (issue 43): the README's walk-through and the pdvm
-//! guide's examples run as written. The walk-through (issue 43: the docs cannot
-//! drift): every `$ ` command of its console blocks, after the line that
+//! guide's examples run as written. The walk-through: every `$ ` command of
+//! its console blocks, after the line that
 //! starts pdvm, runs in one shell inside `pdvm --nodes 1 --scheduler-nodes
 //! 4 --slots 2`, in a folder holding the files the walk-through shows; each
 //! exits 0, and each output line shown without a `…` placeholder, a time
