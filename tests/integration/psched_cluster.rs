@@ -25,34 +25,48 @@ pub(crate) fn run(cmd: &mut Command) -> Output {
 #[test]
 fn an_mpi_program_runs_on_reused_pool_nodes() {
     let c = Cluster::start_with_psched(1, 2, &[]);
+    mpi_rounds(&c, 3, 2);
+}
+
+/// `rounds` rounds of `palloc -N 2 -- pspawn -n NP --map-by node hello`
+/// (hello_allreduce.c, the wheel's `mpicc`) on `c`'s psched: each exits 0
+/// and prints NP ranks with the right sum, on two of psched's nodes.
+pub(crate) fn mpi_rounds(c: &Cluster, rounds: u32, np: u32) {
     let dir = crate::support::unique_tmpdir("psched-mpi");
     let program = crate::support::mpi::mpicc("hello_allreduce.c", dir.path());
-    for round in 1..=3 {
-        let mut cmd = tool(&c, "palloc");
+    let sum = format!("sum {}", np * (np - 1) / 2);
+    for round in 1..=rounds {
+        let mut cmd = tool(c, "palloc");
         crate::support::mpi::mpi_env(&mut cmd);
         let o = run(cmd
             .no_color()
-            .args(["-N", "2", "--", "pspawn", "-n", "2", "--map-by", "node"])
+            .args(["-N", "2", "--", "pspawn", "-n", &np.to_string()])
+            .args(["--map-by", "node"])
             .arg(&program));
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "round {round}: {}\n{}",
-            show(&o),
-            c.logs()
-        );
+        let ctx = || {
+            format!(
+                "round {round}: {}\n{}\n{}",
+                show(&o),
+                c.logs(),
+                c.psched_log()
+            )
+        };
+        assert_eq!(o.status.code(), Some(0), "{}", ctx());
         let out = text(&o.stdout);
-        let mut sums: Vec<&str> = out.lines().filter(|l| l.contains(" sum ")).collect();
-        sums.sort();
-        assert_eq!(sums.len(), 2, "round {round}: {}", show(&o));
+        let sums: Vec<&str> = out.lines().filter(|l| l.contains(" sum ")).collect();
+        assert_eq!(sums.len(), np as usize, "{}", ctx());
+        assert!(sums.iter().all(|l| l.ends_with(&sum)), "{}", ctx());
+        let mut hosts: Vec<&str> = sums
+            .iter()
+            .filter_map(|l| l.split(" on ").nth(1)?.split_whitespace().next())
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        assert_eq!(hosts.len(), 2, "two nodes: {}", ctx());
         assert!(
-            sums.iter().all(|l| l.ends_with("sum 1")),
-            "round {round}: {sums:?}"
-        );
-        // One rank on each pool node.
-        assert!(
-            sums[0].contains("on node0") && sums[1].contains("on node0"),
-            "{sums:?}"
+            hosts.iter().all(|h| c.pool.iter().any(|p| p == h)),
+            "{}",
+            ctx()
         );
     }
 }

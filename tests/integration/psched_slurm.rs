@@ -1469,40 +1469,5 @@ fn an_mpi_program_runs_on_slurms_nodes_at_every_grant_with_their_slots(v: Versio
     env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     c.start_psched_with(&["--backend", "slurm", "--slots", "2"], &env);
-    let dir = crate::support::unique_tmpdir("slurm-mpi");
-    let program = crate::support::mpi::mpicc("hello_allreduce.c", dir.path());
-    for round in 1..=3 {
-        let mut cmd = tool(&c, "palloc");
-        crate::support::mpi::mpi_env(&mut cmd);
-        let o = run(cmd
-            .no_color()
-            .args(["-N", "2", "--", "pspawn", "-n", "4", "--map-by", "node"])
-            .arg(&program));
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "round {round}: {}\n{}\n--- psched:\n{}",
-            show(&o),
-            c.logs(),
-            c.psched_log()
-        );
-        let out = text(&o.stdout);
-        let sums: Vec<&str> = out.lines().filter(|l| l.contains(" sum ")).collect();
-        assert_eq!(sums.len(), 4, "round {round}: {}", show(&o));
-        assert!(
-            sums.iter().all(|l| l.ends_with("sum 6")),
-            "round {round}: {sums:?}"
-        );
-        let mut hosts: Vec<&str> = sums
-            .iter()
-            .filter_map(|l| {
-                l.split(" on ")
-                    .nth(1)
-                    .and_then(|h| h.split_whitespace().next())
-            })
-            .collect();
-        hosts.sort();
-        hosts.dedup();
-        assert_eq!(hosts.len(), 2, "round {round}: two nodes: {sums:?}");
-    }
+    crate::psched_cluster::mpi_rounds(&c, 3, 4);
 }
