@@ -49,7 +49,7 @@ pub fn run(args: &PreleaseArgs) -> i32 {
                         req.request_id = None;
                     }
                 }
-                let r = one(&s, &req, &ui);
+                let r = one(&s, &req, &ui, &args.connect);
                 finish(s);
                 r
             }
@@ -113,6 +113,42 @@ fn other_meaning(s: &Session, id: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// A whole RELEASE sent through the palloc holding the allocation, whose
+/// connection closed before the answer came: that palloc ends with its
+/// allocation and may go before passing the answer on. Whether the DVM,
+/// asked directly, no longer lists the allocation (then it was released).
+fn released_meanwhile(
+    s: &Session,
+    e: &crate::error::Error,
+    req: &ReleaseRequest,
+    id: &str,
+    connect: &crate::cli::ConnectArgs,
+    ui: &Ui,
+) -> bool {
+    let through_holder = s.conn().target().holder_of.is_some();
+    let whole = req.nodelist.is_empty() && req.nodes.is_none();
+    if e.kind != crate::error::ErrorKind::Connection
+        || !through_holder
+        || !whole
+        || req.directive != Directive::Release
+    {
+        return false;
+    }
+    let Ok(direct) = crate::ops::Session::connect(&connect.to_options()) else {
+        return false;
+    };
+    let gone = crate::ops::status_query::reservations(&direct, None)
+        .is_ok_and(|list| !list.iter().any(|r| r.alloc_id == id));
+    let _ = direct.finalize();
+    if gone {
+        ui.detail(&format!(
+            "the palloc holding {id} ended before passing the DVM's answer on; the DVM no \
+longer lists {id}: released"
+        ));
+    }
+    gone
 }
 
 /// Whether the DVM lists `id` among its allocations ("none found" is no;
@@ -203,7 +239,12 @@ fn failed_record(req: &ReleaseRequest, f: &Failure) -> ReleaseRecord {
     }
 }
 
-fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
+fn one(
+    s: &Session,
+    req: &ReleaseRequest,
+    ui: &Ui,
+    connect: &crate::cli::ConnectArgs,
+) -> (i32, ReleaseRecord) {
     let (op, word, done) = match req.directive {
         Directive::ReqCancel => (Operation::Cancel, "cancel", "cancelled request"),
         Directive::Reaquire => (Operation::Reacquire, "reacquire", "reacquired"),
@@ -222,7 +263,17 @@ fn one(s: &Session, req: &ReleaseRequest, ui: &Ui) -> (i32, ReleaseRecord) {
         exit_code: 0,
         rule: None,
     };
-    let answer = allocate(s, req.directive, &release_infos(req));
+    let mut answer = allocate(s, req.directive, &release_infos(req));
+    if let (Err(e), Some(id)) = (&answer, &req.alloc_id) {
+        if released_meanwhile(s, e, req, id, connect, ui) {
+            answer = Ok(crate::ops::alloc::AllocReply {
+                directive: "release",
+                alloc_id: Some(id.clone()),
+                request_id: None,
+                info: Vec::new(),
+            });
+        }
+    }
     // `prelease ID` where ID is no allocation, as scancel takes any id: a
     // request still queued (a submitted `palloc --no-wait`) is withdrawn, a
     // granted one named by its request id released, a job cancelled.
