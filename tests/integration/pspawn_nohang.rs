@@ -105,7 +105,17 @@ enum Scenario {
     /// its end event (status 0) comes a moment after that answer: what
     /// PRRTE master does, behind a palloc relaying for many steps.
     EndAfterGone,
+    /// The first spawn is never answered, and its job [`LOST`] is listed
+    /// with its process placed but never started (no pid, launch under
+    /// way) — what PRRTE master does with a launch that crossed a grow of
+    /// the DVM (issue 40); the next spawn runs, writes a line and succeeds.
+    LaunchLostUnanswered,
 }
+
+/// The job whose launch [`Scenario::LaunchLostUnanswered`] loses.
+const LOST: &str = "fake@5";
+/// `pmix_proc_state_t`: launch under way.
+const LAUNCH_UNDERWAY: u8 = 2;
 
 /// Busy answers before the launch, in [`Scenario::BusyWhileFlooded`].
 const BUSY_TRIES: usize = 3;
@@ -220,7 +230,8 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
             reply(s, tag, &launched());
             push(s, TAG_NOTIFY, job_end(Status::ERROR, None));
         }
-        Scenario::KilledUnrun | Scenario::BusyWhileFlooded => {
+        Scenario::LaunchLostUnanswered if n == 1 => {}
+        Scenario::KilledUnrun | Scenario::BusyWhileFlooded | Scenario::LaunchLostUnanswered => {
             reply(s, tag, &launched());
             push(s, TAG_IOF, job_output("ran\n"));
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
@@ -386,7 +397,8 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 | Scenario::OutputAfterBarrier
                 | Scenario::CachedUntilPulled
                 | Scenario::BusyWhileFlooded
-                | Scenario::EndAfterGone => false,
+                | Scenario::EndAfterGone
+                | Scenario::LaunchLostUnanswered => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -404,6 +416,32 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
         }
         (keys::QUERY_PROC_TABLE, Scenario::Stuck(pid)) => proc_table(RUNNING, hostname(), pid),
         (keys::QUERY_PROC_TABLE, Scenario::Unstarted) => proc_table(RUNNING, hostname(), 0),
+        (keys::QUERY_PROC_TABLE, Scenario::LaunchLostUnanswered) => {
+            proc_table(LAUNCH_UNDERWAY, "node9".into(), 0)
+        }
+        (keys::QUERY_NAMESPACE_INFO, Scenario::LaunchLostUnanswered) => {
+            let proc = Info::new(
+                keys::PROC_INFO_ARRAY,
+                Value::DataArray(DataArray::infos(vec![
+                    Info::new(keys::RANK, Value::Rank(0)),
+                    Info::new(keys::HOSTNAME, "node9"),
+                ])),
+            );
+            let lost = Info::new(
+                "pmix.job.info.arr",
+                Value::DataArray(DataArray::infos(vec![
+                    Info::new(keys::NSPACE, LOST),
+                    Info::new(keys::CMD_LINE, "/bin/true"),
+                    Info::new(keys::JOB_SIZE, Value::Uint32(1)),
+                    proc,
+                ])),
+            );
+            // PRRTE master keeps listing it after it was stopped.
+            infos(vec![Info::new(
+                keys::QUERY_NAMESPACE_INFO,
+                Value::DataArray(DataArray::infos(vec![lost])),
+            )])
+        }
         _ => status_only(Status::ERR_NOT_FOUND),
     }
 }
@@ -622,6 +660,39 @@ fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
         .filter(|c| **c == cmd::JOB_CONTROL)
         .count();
     assert!(stops >= 3, "commands: {:?}", seen_array.commands);
+}
+
+/// Issue 40: PRRTE master, as a launch crosses a grow of the DVM, now and
+/// then never answers the spawn and lists the job with its process placed
+/// but never started. pspawn waited out its 30 s request time-out and
+/// ended with "outcome unknown" (exit 9). It now finds that job while it
+/// waits, stops it and spawns again: the second job runs.
+#[test]
+fn a_spawn_whose_launch_the_dvm_lost_unanswered_is_sent_again() {
+    let (uri, seen) = fake_dvm(Scenario::LaunchLostUnanswered);
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert_eq!(text(&out.stdout), "ran\n", "stderr: {err}");
+    assert!(
+        err.contains(&format!("the DVM lost the launch of job {LOST}")),
+        "{err}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.spawns, 2, "commands: {:?}", seen.commands);
+    let stop = seen.commands.iter().position(|c| *c == cmd::JOB_CONTROL);
+    let second = seen
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == cmd::SPAWN)
+        .nth(1)
+        .map(|(i, _)| i);
+    assert!(
+        stop < second,
+        "stopped before sent again: {:?}",
+        seen.commands
+    );
 }
 
 /// A job that fails before its spawn is answered: PRRTE master answers
