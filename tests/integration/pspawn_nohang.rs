@@ -110,6 +110,11 @@ enum Scenario {
     /// way) — what PRRTE master does with a launch that crossed a grow of
     /// the DVM (issue 40); the next spawn runs, writes a line and succeeds.
     LaunchLostUnanswered,
+    /// The first allocation request (a RELEASE) is never answered, the
+    /// next one is: what PRRTE master does with a release that arrives
+    /// while its DVM grows (it parks it and, outside its elastic mode,
+    /// never takes it up again; issue 40).
+    ReleaseParked,
 }
 
 /// The job whose launch [`Scenario::LaunchLostUnanswered`] loses.
@@ -142,6 +147,8 @@ struct Seen {
     /// A job-control request (terminate) arrived: the job is gone after it.
     stopped: bool,
     spawns: usize,
+    /// Allocation requests.
+    allocs: usize,
     /// [`Scenario::OutputAfterBarrier`]'s line was sent.
     late_sent: bool,
 }
@@ -336,6 +343,16 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
                     reply(&mut s, tag, &e);
                     push(&mut s, TAG_IOF, job_output("cached\n"));
                 }
+                cmd::ALLOC if matches!(scenario, Scenario::ReleaseParked) => {
+                    let n = {
+                        let mut seen = log.lock().unwrap();
+                        seen.allocs += 1;
+                        seen.allocs
+                    };
+                    if n > 1 {
+                        reply(&mut s, tag, &status_only(Status::OPERATION_SUCCEEDED));
+                    }
+                }
                 cmd::JOB_CONTROL => {
                     log.lock().unwrap().stopped = true;
                     reply(&mut s, tag, &status_only(Status::SUCCESS));
@@ -398,7 +415,8 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 | Scenario::CachedUntilPulled
                 | Scenario::BusyWhileFlooded
                 | Scenario::EndAfterGone
-                | Scenario::LaunchLostUnanswered => false,
+                | Scenario::LaunchLostUnanswered
+                | Scenario::ReleaseParked => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -693,6 +711,23 @@ fn a_spawn_whose_launch_the_dvm_lost_unanswered_is_sent_again() {
         "stopped before sent again: {:?}",
         seen.commands
     );
+}
+
+/// Issue 40: PRRTE master parks a RELEASE that arrives while its DVM
+/// grows and never takes it up again; `prelease` (and palloc at its
+/// command's end) waited 30 s and failed. The release is sent again when
+/// unanswered, and the second is answered.
+#[test]
+fn a_release_the_dvm_parked_is_sent_again() {
+    let (uri, seen) = fake_dvm(Scenario::ReleaseParked);
+    let mut cmd = Command::new(cargo_bin("prelease"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["--uri", &uri, "alloc.7"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.allocs, 2, "commands: {:?}", seen.commands);
 }
 
 /// A job that fails before its spawn is answered: PRRTE master answers
