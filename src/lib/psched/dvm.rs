@@ -11,7 +11,8 @@
 //!   (nothing can be launching into a grown reservation then: a user's
 //!   `palloc` loop, grant, job, release, grant, is not slowed to one
 //!   round per settle). Grants wait in FIFO order, behind the nodes being
-//!   taken back.
+//!   taken back; a node a waiting grant names is not parked on its way
+//!   (one grow and settle per allocation of a burst, not two).
 //! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
 //!   or an explicit release, by ordering the nodes' daemons away without
 //!   resetting the nodes: a node granted again then never gets a daemon.
