@@ -35,8 +35,9 @@ pub struct AllocReply {
 /// most [`RELEASE_RESENDS`] times): PRRTE master parks a release that
 /// arrives while its DVM grows (a scheduler's grant) and, outside its
 /// elastic mode, never takes it up again (issue 40). Sending it again is
-/// safe: one that was carried out meanwhile is answered
-/// `PMIX_ERR_NOT_FOUND` (the allocation is gone).
+/// safe: when the one before was carried out after all, the allocation is
+/// gone and the next is answered `PMIX_ERR_NOT_FOUND`, which then counts
+/// as released.
 pub fn allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<AllocReply> {
     let e = alloc_request(s, directive, info)?;
     if directive != Directive::Release {
@@ -49,9 +50,18 @@ pub fn allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<Allo
             resends += 1;
             resends <= RELEASE_RESENDS
         };
-        if let Some(reply) = s.call_watching(&e, RELEASE_RESEND_AFTER, &mut quiet)? {
-            return decode_alloc_reply(s, directive, &reply);
-        }
+        let Some(reply) = s.call_watching(&e, RELEASE_RESEND_AFTER, &mut quiet)? else {
+            continue;
+        };
+        return match decode_alloc_reply(s, directive, &reply) {
+            Err(e) if e.status == Status::ERR_NOT_FOUND && resends > 0 => Ok(AllocReply {
+                directive: directive.pmix_name(),
+                alloc_id: None,
+                request_id: None,
+                info: Vec::new(),
+            }),
+            other => other,
+        };
     }
 }
 
