@@ -105,7 +105,22 @@ enum Scenario {
     /// its end event (status 0) comes a moment after that answer: what
     /// PRRTE master does, behind a palloc relaying for many steps.
     EndAfterGone,
+    /// The first spawn is never answered, and its job [`LOST`] is listed
+    /// with its process placed but never started (no pid, launch under
+    /// way) — what PRRTE master does with a launch that crossed a grow of
+    /// the DVM (issue 40); the next spawn runs, writes a line and succeeds.
+    LaunchLostUnanswered,
+    /// The first allocation request (a RELEASE) is never answered, the
+    /// next one is: what PRRTE master does with a release that arrives
+    /// while its DVM grows (it parks it and, outside its elastic mode,
+    /// never takes it up again; issue 40).
+    ReleaseParked,
 }
+
+/// The job whose launch [`Scenario::LaunchLostUnanswered`] loses.
+const LOST: &str = "fake@5";
+/// `pmix_proc_state_t`: launch under way.
+const LAUNCH_UNDERWAY: u8 = 2;
 
 /// Busy answers before the launch, in [`Scenario::BusyWhileFlooded`].
 const BUSY_TRIES: usize = 3;
@@ -132,6 +147,8 @@ struct Seen {
     /// A job-control request (terminate) arrived: the job is gone after it.
     stopped: bool,
     spawns: usize,
+    /// Allocation requests.
+    allocs: usize,
     /// [`Scenario::OutputAfterBarrier`]'s line was sent.
     late_sent: bool,
 }
@@ -220,7 +237,8 @@ fn spawned(s: &mut TcpStream, tag: u32, scenario: Scenario, n: usize) {
             reply(s, tag, &launched());
             push(s, TAG_NOTIFY, job_end(Status::ERROR, None));
         }
-        Scenario::KilledUnrun | Scenario::BusyWhileFlooded => {
+        Scenario::LaunchLostUnanswered if n == 1 => {}
+        Scenario::KilledUnrun | Scenario::BusyWhileFlooded | Scenario::LaunchLostUnanswered => {
             reply(s, tag, &launched());
             push(s, TAG_IOF, job_output("ran\n"));
             push(s, TAG_NOTIFY, job_end(Status::SUCCESS, Some(0)));
@@ -325,6 +343,16 @@ fn fake_dvm(scenario: Scenario) -> (String, Arc<Mutex<Seen>>) {
                     reply(&mut s, tag, &e);
                     push(&mut s, TAG_IOF, job_output("cached\n"));
                 }
+                cmd::ALLOC if matches!(scenario, Scenario::ReleaseParked) => {
+                    let n = {
+                        let mut seen = log.lock().unwrap();
+                        seen.allocs += 1;
+                        seen.allocs
+                    };
+                    if n > 1 {
+                        reply(&mut s, tag, &status_only(Status::OPERATION_SUCCEEDED));
+                    }
+                }
                 cmd::JOB_CONTROL => {
                     log.lock().unwrap().stopped = true;
                     reply(&mut s, tag, &status_only(Status::SUCCESS));
@@ -386,7 +414,9 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
                 | Scenario::OutputAfterBarrier
                 | Scenario::CachedUntilPulled
                 | Scenario::BusyWhileFlooded
-                | Scenario::EndAfterGone => false,
+                | Scenario::EndAfterGone
+                | Scenario::LaunchLostUnanswered
+                | Scenario::ReleaseParked => false,
             };
             let list = if listed {
                 format!("fake@1,{JOB}")
@@ -404,6 +434,32 @@ fn answer(key: &str, scenario: Scenario, log: &Mutex<Seen>) -> Encoder {
         }
         (keys::QUERY_PROC_TABLE, Scenario::Stuck(pid)) => proc_table(RUNNING, hostname(), pid),
         (keys::QUERY_PROC_TABLE, Scenario::Unstarted) => proc_table(RUNNING, hostname(), 0),
+        (keys::QUERY_PROC_TABLE, Scenario::LaunchLostUnanswered) => {
+            proc_table(LAUNCH_UNDERWAY, "node9".into(), 0)
+        }
+        (keys::QUERY_NAMESPACE_INFO, Scenario::LaunchLostUnanswered) => {
+            let proc = Info::new(
+                keys::PROC_INFO_ARRAY,
+                Value::DataArray(DataArray::infos(vec![
+                    Info::new(keys::RANK, Value::Rank(0)),
+                    Info::new(keys::HOSTNAME, "node9"),
+                ])),
+            );
+            let lost = Info::new(
+                "pmix.job.info.arr",
+                Value::DataArray(DataArray::infos(vec![
+                    Info::new(keys::NSPACE, LOST),
+                    Info::new(keys::CMD_LINE, "/bin/true"),
+                    Info::new(keys::JOB_SIZE, Value::Uint32(1)),
+                    proc,
+                ])),
+            );
+            // PRRTE master keeps listing it after it was stopped.
+            infos(vec![Info::new(
+                keys::QUERY_NAMESPACE_INFO,
+                Value::DataArray(DataArray::infos(vec![lost])),
+            )])
+        }
         _ => status_only(Status::ERR_NOT_FOUND),
     }
 }
@@ -622,6 +678,56 @@ fn a_job_whose_launch_the_dvm_lost_ends_and_an_array_task_is_launched_again() {
         .filter(|c| **c == cmd::JOB_CONTROL)
         .count();
     assert!(stops >= 3, "commands: {:?}", seen_array.commands);
+}
+
+/// Issue 40: PRRTE master, as a launch crosses a grow of the DVM, now and
+/// then never answers the spawn and lists the job with its process placed
+/// but never started. pspawn waited out its 30 s request time-out and
+/// ended with "outcome unknown" (exit 9). It now finds that job while it
+/// waits, stops it and spawns again: the second job runs.
+#[test]
+fn a_spawn_whose_launch_the_dvm_lost_unanswered_is_sent_again() {
+    let (uri, seen) = fake_dvm(Scenario::LaunchLostUnanswered);
+    let out = pspawn_against(&uri, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert_eq!(text(&out.stdout), "ran\n", "stderr: {err}");
+    assert!(
+        err.contains(&format!("the DVM lost the launch of job {LOST}")),
+        "{err}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.spawns, 2, "commands: {:?}", seen.commands);
+    let stop = seen.commands.iter().position(|c| *c == cmd::JOB_CONTROL);
+    let second = seen
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == cmd::SPAWN)
+        .nth(1)
+        .map(|(i, _)| i);
+    assert!(
+        stop < second,
+        "stopped before sent again: {:?}",
+        seen.commands
+    );
+}
+
+/// Issue 40: PRRTE master parks a RELEASE that arrives while its DVM
+/// grows and never takes it up again; `prelease` (and palloc at its
+/// command's end) waited 30 s and failed. The release is sent again when
+/// unanswered, and the second is answered.
+#[test]
+fn a_release_the_dvm_parked_is_sent_again() {
+    let (uri, seen) = fake_dvm(Scenario::ReleaseParked);
+    let mut cmd = Command::new(cargo_bin("prelease"));
+    scrub_pmix_env(&mut cmd);
+    cmd.args(["--uri", &uri, "alloc.7"]);
+    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.allocs, 2, "commands: {:?}", seen.commands);
 }
 
 /// A job that fails before its spawn is answered: PRRTE master answers

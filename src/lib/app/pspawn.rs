@@ -647,6 +647,12 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     };
     job.nspace = ns.clone();
     ui.record(&job);
+    for lost in s.take_relaunched() {
+        ui.detail(&format!(
+            "the DVM lost the launch of job {lost} (the spawn was never answered, no process \
+             started): stopped it and spawned again"
+        ));
+    }
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
     let mut stdin = stdin_rank.map(|rank| match rank {
         crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(&ns, nprocs),

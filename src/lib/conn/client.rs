@@ -685,6 +685,43 @@ found by {}); it may be stopped or overloaded",
         }
     }
 
+    /// [`Connection::request_for`], asking `quiet` after each `every`
+    /// without an answer whether to give the request up: `Ok(None)` when
+    /// it said so (the reply, should it still come, is dropped).
+    pub fn request_watching(
+        &self,
+        payload: &[u8],
+        timeout: Duration,
+        what: &str,
+        every: Duration,
+        quiet: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let tag = self.start(payload, false)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let until = (Instant::now() + every).min(deadline);
+            let last = until >= deadline;
+            match self.shared.await_reply_or_not(tag, &[], Some(until), last) {
+                Ok(Some(r)) => return Ok(Some(r)),
+                Ok(None) if Instant::now() >= deadline => {
+                    return Err(Error::new(
+                        Status::ERR_TIMEOUT,
+                        format!(
+                            "no answer from the DVM to {what} after {}",
+                            seconds(timeout)
+                        ),
+                    ))
+                }
+                Ok(None) if quiet() => {
+                    self.forget(tag);
+                    return Ok(None);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Wait until `deadline` for the reply to `tag` (from
     /// [`Connection::begin`]); `Ok(None)` at the deadline (the request
     /// stays pending) or when one of `extras` became readable. Unsolicited
@@ -860,6 +897,18 @@ impl Shared {
         extras: &[Watched<'_>],
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<u8>>> {
+        self.await_reply_or_not(tag, extras, deadline, true)
+    }
+
+    /// [`Shared::await_reply`]; at the deadline the request is given up
+    /// only if `give_up` (else it stays pending, to be waited for again).
+    fn await_reply_or_not(
+        &self,
+        tag: u32,
+        extras: &[Watched<'_>],
+        deadline: Option<Instant>,
+        give_up: bool,
+    ) -> Result<Option<Vec<u8>>> {
         let r = self.wait_for(extras, deadline, true, |rx| {
             match rx.pending.get(&tag) {
                 Some(Slot::Arrived(_)) => {
@@ -892,7 +941,7 @@ impl Shared {
             WaitOut::Done(Ok(b)) => Ok(Some(b)),
             WaitOut::Done(Err(e)) => Err(e),
             WaitOut::Ready(_) | WaitOut::Deadline => {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                if give_up && deadline.is_some_and(|d| Instant::now() >= d) {
                     let mut rx = lock(&self.rx);
                     rx.abandon(tag);
                     rx.gave_up = true;

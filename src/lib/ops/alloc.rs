@@ -1,6 +1,8 @@
 //! Allocation requests (`PMIx_Allocation_request`): NEW, EXTEND, RELEASE,
 //! REAQUIRE and REQ_CANCEL, and the reply's well-known fields.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::codec::{AllocDirective, Info, Value};
@@ -28,10 +30,45 @@ pub struct AllocReply {
 ///
 /// A refusal comes back as an [`Error`] whose status is the server's (for
 /// example `PMIX_ERR_NOT_SUPPORTED` from a DVM without reservation support).
+///
+/// A RELEASE unanswered for [`RELEASE_RESEND_AFTER`] is sent again (at
+/// most [`RELEASE_RESENDS`] times): PRRTE master parks a release that
+/// arrives while its DVM grows (a scheduler's grant) and, outside its
+/// elastic mode, never takes it up again (issue 40). Sending it again is
+/// safe: when the one before was carried out after all, the allocation is
+/// gone and the next is answered `PMIX_ERR_NOT_FOUND`, which then counts
+/// as released.
 pub fn allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<AllocReply> {
-    let reply = s.call(alloc_request(s, directive, info)?)?;
-    decode_alloc_reply(s, directive, &reply)
+    let e = alloc_request(s, directive, info)?;
+    if directive != Directive::Release {
+        let reply = s.call(e)?;
+        return decode_alloc_reply(s, directive, &reply);
+    }
+    let mut resends = 0;
+    loop {
+        let mut quiet = || {
+            resends += 1;
+            resends <= RELEASE_RESENDS
+        };
+        let Some(reply) = s.call_watching(&e, RELEASE_RESEND_AFTER, &mut quiet)? else {
+            continue;
+        };
+        return match decode_alloc_reply(s, directive, &reply) {
+            Err(e) if e.status == Status::ERR_NOT_FOUND && resends > 0 => Ok(AllocReply {
+                directive: directive.pmix_name(),
+                alloc_id: None,
+                request_id: None,
+                info: Vec::new(),
+            }),
+            other => other,
+        };
+    }
 }
+
+/// How long a RELEASE waits for its answer before it is sent again.
+pub const RELEASE_RESEND_AFTER: Duration = Duration::from_secs(2);
+/// How many times one RELEASE is sent again.
+pub const RELEASE_RESENDS: u32 = 3;
 
 /// Send an allocation request without waiting: returns the pending reply's
 /// tag (see [`crate::conn::Connection::begin`]); decode the reply with

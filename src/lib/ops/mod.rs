@@ -8,6 +8,7 @@ pub mod events;
 pub mod inbound;
 pub mod iof;
 pub mod job;
+pub mod lost_launch;
 pub mod query;
 pub mod session;
 pub mod spawn;

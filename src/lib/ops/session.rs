@@ -28,6 +28,8 @@ pub const FINALIZE_WAIT_AFTER_TIMEOUT: Duration = Duration::from_millis(300);
 pub struct Session {
     /// The highest `@N` of a namespace this session launched (0: none).
     last_job: std::sync::atomic::AtomicU64,
+    /// Launches the DVM lost and this session sent again, not yet told.
+    lost: std::sync::Mutex<Vec<String>>,
     conn: Arc<Connection>,
     wire: WireVersion,
     timeout: Duration,
@@ -46,6 +48,7 @@ impl Session {
         let wire = conn.wire();
         Session {
             last_job: std::sync::atomic::AtomicU64::new(0),
+            lost: std::sync::Mutex::new(Vec::new()),
             conn: Arc::new(conn),
             wire,
             timeout: crate::conn::client::env_timeout().unwrap_or(DEFAULT_TIMEOUT),
@@ -80,6 +83,23 @@ impl Session {
             self.last_job
                 .fetch_max(n, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// Job `nspace`'s launch was lost by the DVM and its spawn sent again
+    /// ([`super::lost_launch`]).
+    pub fn relaunched(&self, nspace: &str) {
+        if let Ok(mut l) = self.lost.lock() {
+            l.push(nspace.to_string());
+        }
+    }
+
+    /// The jobs whose launch the DVM lost (and that were spawned again)
+    /// since the last call.
+    pub fn take_relaunched(&self) -> Vec<String> {
+        self.lost
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default()
     }
 
     /// The highest `@N` of a namespace this session launched (0: none).
@@ -133,6 +153,22 @@ impl Session {
             .unpack_one::<Cmd>()
             .map_or("our request", |Cmd(c)| cmd::describe(c));
         self.conn.request_for(enc.bytes(), timeout, what)
+    }
+
+    /// [`Self::call`], asking `quiet` after each `every` without an answer
+    /// whether to give it up (`Ok(None)`: given up, a late reply dropped).
+    pub fn call_watching(
+        &self,
+        enc: &Encoder,
+        every: Duration,
+        quiet: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let what = self
+            .decoder(enc.bytes())
+            .unpack_one::<Cmd>()
+            .map_or("our request", |Cmd(c)| cmd::describe(c));
+        self.conn
+            .request_watching(enc.bytes(), self.timeout, what, every, quiet)
     }
 
     /// Check that every value can travel on this connection's wire version

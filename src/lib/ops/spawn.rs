@@ -6,6 +6,7 @@ use crate::codec::{App, DataArray, Info, Size, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
+use super::lost_launch::{LostLaunch, LOOK_EVERY, RESENDS};
 use super::session::Session;
 use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys};
@@ -110,12 +111,35 @@ pub fn transient_retries(s: &Session) -> u32 {
     }
 }
 
+/// One spawn request, sent again (at most [`RESENDS`] times) when the DVM
+/// lost its launch and will never answer it ([`super::lost_launch`]): the
+/// lost job, never started, is stopped first.
 fn spawn_once(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     let mut e = s.request(cmd::SPAWN)?;
     write_infos(&mut e, job_info)?;
     e.pack_one(&Size(apps.len() as u64))?;
     e.pack(apps)?;
-    let reply = s.call(e)?;
+    let mut lost = LostLaunch::new(s, job_info, apps);
+    let mut resends = 0;
+    let reply = loop {
+        let mut gone: Option<String> = None;
+        let mut quiet = || {
+            if resends >= RESENDS {
+                return false;
+            }
+            gone = lost.as_mut().and_then(|l| l.look(s));
+            gone.is_some()
+        };
+        if let Some(reply) = s.call_watching(&e, LOOK_EVERY, &mut quiet)? {
+            break reply;
+        }
+        if let Some(ns) = gone {
+            // PRRTE master keeps listing it; it never ran and never will.
+            let _ = super::control::terminate_job(s, &ns);
+            s.relaunched(&ns);
+        }
+        resends += 1;
+    };
     let mut d = s.decoder(&reply);
     let st: Status = d.unpack_one()?;
     if !st.is_success() {

@@ -11,7 +11,8 @@
 //!   (nothing can be launching into a grown reservation then: a user's
 //!   `palloc` loop, grant, job, release, grant, is not slowed to one
 //!   round per settle). Grants wait in FIFO order, behind the nodes being
-//!   taken back.
+//!   taken back; a node a waiting grant names is not parked on its way
+//!   (one grow and settle per allocation of a burst, not two).
 //! - **Every node reusable.** PRRTE master ends a NONE or CHILD reservation,
 //!   or an explicit release, by ordering the nodes' daemons away without
 //!   resetting the nodes: a node granted again then never gets a daemon.
@@ -702,6 +703,15 @@ impl Dvm {
         }
     }
 
+    /// Whether a grant waiting in the queue names `node`.
+    fn wanted(&self, node: &str) -> bool {
+        self.queue.iter().any(|c| match c {
+            Change::Grant(g) => g.nodes.iter().any(|n| n == node),
+            Change::Add { node: n, .. } => n == node,
+            Change::Park(_) => false,
+        })
+    }
+
     /// When [`Dvm::tick`] is next due (ms since the epoch).
     pub fn next_deadline(&self) -> Option<u64> {
         match &self.flight {
@@ -894,9 +904,14 @@ impl Dvm {
                 });
             }
             Change::Park(nodes) => {
+                // A node a waiting grant names goes straight to that grant:
+                // parking it first would be one more grow of the DVM (a
+                // settle each) for every allocation of a burst.
                 let mut nodes: Vec<String> = nodes
                     .into_iter()
-                    .filter(|n| !self.parked.contains(n) && !self.book.broken.contains(n))
+                    .filter(|n| {
+                        !self.parked.contains(n) && !self.book.broken.contains(n) && !self.wanted(n)
+                    })
                     .collect();
                 if nodes.is_empty() {
                     return Ok(());
@@ -1192,6 +1207,22 @@ mod tests {
         out.clear();
         d.tick(4, &mut out).unwrap();
         assert_eq!(answers(&out), [11], "released whole, nobody holds one");
+    }
+
+    #[test]
+    fn a_released_node_a_waiting_grant_names_is_not_parked_first() {
+        let mut d = dvm(&["n1"]);
+        owned_by_tool(&mut d, 1);
+        let mut out = Vec::new();
+        d.push(
+            vec![release("alloc.1", true), grant(11, "alloc.2", &["n1"])],
+            &mut out,
+        )
+        .unwrap();
+        out.clear();
+        d.tick(0, &mut out).unwrap();
+        assert_eq!(answers(&out), [11], "granted at once, no park before");
+        assert_eq!(own_tags(&out).len(), 1, "only the grant's confirmation");
     }
 
     #[test]
