@@ -117,7 +117,6 @@ fn merge(dvm: Vec<ReservationRecord>, grants: Vec<ReservationRecord>) -> Vec<Res
     // Every allocation request reaches the DVM's scheduler: a reservation
     // the DVM still lists and psched does not hold is one psched ended
     // that PRRTE has not torn down yet (or its parking), not the user's.
-    drop(dvm);
     out
 }
 

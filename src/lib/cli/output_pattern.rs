@@ -84,24 +84,21 @@ impl OutputPattern {
 
     /// The pattern of array task `index`: `%a` replaced by it.
     pub fn for_task(&self, index: u32) -> OutputPattern {
-        let pieces = self
-            .pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Index => Piece::Text(index.to_string()),
-                other => other.clone(),
-            })
-            .collect();
-        OutputPattern { pieces }
+        self.filled(&Piece::Index, &index.to_string())
     }
 
     /// The pattern of the array whose id is `id`: `%A` replaced by it.
     pub fn for_array(&self, id: &str) -> OutputPattern {
+        self.filled(&Piece::Array, id)
+    }
+
+    /// The pattern with every `which` replaced by the text `with`.
+    fn filled(&self, which: &Piece, with: &str) -> OutputPattern {
         let pieces = self
             .pieces
             .iter()
             .map(|p| match p {
-                Piece::Array => Piece::Text(id.to_string()),
+                p if p == which => Piece::Text(with.to_string()),
                 other => other.clone(),
             })
             .collect();
@@ -142,17 +139,19 @@ pub struct OutputFiles {
 impl OutputFiles {
     /// The files of the array whose id is `id` (`%A` replaced by it).
     pub fn for_array(&self, id: &str) -> OutputFiles {
-        OutputFiles {
-            out: self.out.for_array(id),
-            err: self.err.as_ref().map(|e| e.for_array(id)),
-        }
+        self.map(|p| p.for_array(id))
     }
 
     /// The files of array task `index` (`%a` replaced by it).
     pub fn for_task(&self, index: u32) -> OutputFiles {
+        self.map(|p| p.for_task(index))
+    }
+
+    /// Both patterns through `f`.
+    fn map(&self, f: impl Fn(&OutputPattern) -> OutputPattern) -> OutputFiles {
         OutputFiles {
-            out: self.out.for_task(index),
-            err: self.err.as_ref().map(|e| e.for_task(index)),
+            out: f(&self.out),
+            err: self.err.as_ref().map(f),
         }
     }
 
