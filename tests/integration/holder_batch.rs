@@ -334,3 +334,43 @@ fn a_batch_job_whose_palloc_was_killed_is_listed_as_lost_not_running() {
     assert!(lost, "palloc {palloc} did not die");
     assert_eq!(rec["state"], "lost", "{rec}");
 }
+
+/// Inside a job (pdvm's main command is a PMIx client of its DVM), `palloc
+/// --no-wait -- SCRIPT` is a batch job of its own, as sbatch's inside an
+/// salloc: the script runs, its log is written and the batch record lists
+/// its status. palloc used to reserve for the job and drop the script.
+#[test]
+fn a_batch_script_submitted_from_inside_a_job_runs() {
+    let tmp = support::unique_tmpdir("batch-in-job");
+    script(tmp.path(), "job.sh", "echo ran in $PMIX_ALLOC_ID\nexit 4");
+    let main = "palloc --no-wait -J inner -- ./job.sh || exit 10; \
+                i=0; while [ $i -lt 300 ] && ! grep -q 'exited with status' palloc-inner.out 2>/dev/null; \
+                do sleep 0.1; i=$((i+1)); done; \
+                pwatch --status --all --json";
+    let mut cmd = Command::new(support::cargo_bin("pdvm"));
+    support::scrub_pmix_env(&mut cmd);
+    cmd.env("PATH", support::user_path())
+        .current_dir(tmp.path())
+        .args(["--nodes", "1", "--scheduler-nodes", "2", "--tmpdir"])
+        .arg(tmp.path())
+        .args(["--", "sh", "-c", main]);
+    let out = run_with_timeout(cmd.stdin(Stdio::null()), 90);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let log = std::fs::read_to_string(tmp.path().join("palloc-inner.out")).unwrap_or_default();
+    assert!(log.contains("ran in alloc."), "{log}\n{}", show(&out));
+    assert!(
+        log.contains("palloc: ./job.sh exited with status 4"),
+        "{log}"
+    );
+    let status = text(&out.stdout);
+    let doc: Value = status
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|v: &Value| v["type"] == "status")
+        .unwrap_or_else(|| panic!("no status document: {status}"));
+    let rec = doc["batch_jobs"]
+        .as_array()
+        .and_then(|v| v.iter().find(|b| b["request_id"] == "inner").cloned())
+        .unwrap_or_else(|| panic!("no batch record: {doc}"));
+    assert_eq!(rec["exit_code"], 4, "{rec}");
+}

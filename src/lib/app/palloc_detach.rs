@@ -279,6 +279,10 @@ fn start(
     let mut head: Vec<std::ffi::OsString> = Vec::new();
     if args.command.is_empty() {
         head.push("--hold".into());
+    } else if !super::palloc::acts_as_tool(args) {
+        // Inside a job: the script is a job of its own (see
+        // `Plan::hand_off_before_connecting`), not one of the job's.
+        head.push("--as-tool".into());
     }
     if args.request_id.is_none() {
         head.push("--request-id".into());

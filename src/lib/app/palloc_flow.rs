@@ -170,7 +170,21 @@ timeout-warning --exec CMD`"
     /// connecting, to a detached palloc that waits for it and then holds
     /// the grant until it is released, expires or the DVM ends.
     fn hand_off_before_connecting(&self) -> Option<Outcome> {
-        if self.req.directive != Directive::New || !acts_as_tool(self.args) {
+        if self.req.directive != Directive::New {
+            return None;
+        }
+        if self.mode == PallocMode::NoWait && !self.args.command.is_empty() {
+            // A batch script, as sbatch's inside an salloc: a job of its
+            // own whatever palloc runs in, held by a detached palloc that
+            // acts as a tool.
+            return Some(submit_detached(
+                self.args,
+                &self.req,
+                self.ui,
+                Detach::Submit,
+            ));
+        }
+        if !acts_as_tool(self.args) {
             return None;
         }
         let detach = match self.mode {
