@@ -42,12 +42,10 @@ fn jobs_started_inside_land_on_the_allocation() {
         "2",
         "--json",
         "--",
-        "pspawn",
-        "-n",
-        "4",
         "sh",
         "-c",
-        "echo host=$PMIX_HOSTNAME",
+        "echo nodelist=$PMIX_ALLOC_NODELIST count=$PMIX_ALLOC_NUM_NODES; \
+         pspawn -n 4 sh -c 'echo host=$PMIX_HOSTNAME'",
     ]);
     let out = run(cmd);
     let stdout = text(&out.stdout);
@@ -59,6 +57,11 @@ fn jobs_started_inside_land_on_the_allocation() {
     );
     let nodes = granted_nodes(&pdvm, &stdout);
     assert_eq!(nodes.len(), 2, "{stdout}");
+    // CMD is told its nodes, as salloc's SLURM_JOB_NODELIST.
+    assert!(
+        stdout.contains(&format!("nodelist={} count=2", nodes.join(","))),
+        "{stdout}"
+    );
     let hosts: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.split("host=").nth(1))

@@ -645,6 +645,15 @@ fn start_command(
         .args(&cmd[1..])
         .env("PMIX_ALLOC_ID", &rec.alloc_id)
         .env(HOLDER_ENV, holder);
+    // The granted nodes, as SLURM_JOB_NODELIST / SLURM_JOB_NUM_NODES: a
+    // script writes its host file without asking the DVM again.
+    if rec.nodes.is_empty() {
+        command.env_remove(NODELIST_ENV).env_remove(NUM_NODES_ENV);
+    } else {
+        command
+            .env(NODELIST_ENV, rec.nodes.join(","))
+            .env(NUM_NODES_ENV, rec.nodes.len().to_string());
+    }
     // A batch script leads a process group of its own, so stopping it
     // stops everything it started.
     if std::env::var_os(super::palloc_batch::LOG_ENV).is_some() {
@@ -669,6 +678,11 @@ fn start_command(
         )
     })
 }
+
+/// CMD's environment: the granted nodes, comma-separated.
+pub const NODELIST_ENV: &str = "PMIX_ALLOC_NODELIST";
+/// CMD's environment: how many nodes were granted.
+pub const NUM_NODES_ENV: &str = "PMIX_ALLOC_NUM_NODES";
 
 /// A process's status as a shell gives it (128+N for signal N).
 fn shell_status(st: std::process::ExitStatus) -> i32 {

@@ -210,10 +210,20 @@ pub(crate) fn environment(tool: &str) -> Vec<(&'static str, &'static str)> {
             "PMIX_ALLOC_ID",
             "the allocation this shell runs in: counted as yours by --status --mine",
         )),
-        "palloc" => v.push((
-            "PMIX_ALLOC_ID",
-            "set for CMD by `palloc … -- CMD`: the allocation it runs in",
-        )),
+        "palloc" => v.extend([
+            (
+                "PMIX_ALLOC_ID",
+                "set for CMD by `palloc … -- CMD`: the allocation it runs in",
+            ),
+            (
+                "PMIX_ALLOC_NODELIST",
+                "set for CMD when the DVM named the granted nodes: their names, comma-separated (as SLURM_JOB_NODELIST, not compressed)",
+            ),
+            (
+                "PMIX_ALLOC_NUM_NODES",
+                "set for CMD with PMIX_ALLOC_NODELIST: how many nodes (as SLURM_JOB_NUM_NODES)",
+            ),
+        ]),
         _ => {}
     }
     v

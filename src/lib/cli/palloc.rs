@@ -40,7 +40,8 @@ refused as the spec says.
 
 Running a command (`palloc … -- CMD`). As with salloc, CMD runs on this \
 machine as an ordinary child of palloc: it gets your whole environment, \
-working directory, stdin and terminal, plus PMIX_ALLOC_ID (the allocation) and \
+working directory, stdin and terminal, plus PMIX_ALLOC_ID (the allocation), \
+PMIX_ALLOC_NODELIST and PMIX_ALLOC_NUM_NODES (its nodes, when the DVM names them) and \
 PMIX_TOOLS_HOLDER (a private socket of palloc's). It takes none of the \
 allocation's slots. palloc stays connected and relays the requests of the \
 pmix-tools programs CMD runs, so the DVM sees them come from the namespace that \
