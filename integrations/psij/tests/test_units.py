@@ -92,14 +92,16 @@ def _batch(rid: str, state: str, **kw: object) -> dict:
 
 
 def test_states_from_one_status_snapshot() -> None:
-    out = _snapshot([_batch('run', 'running'),
+    out = _snapshot([_batch('bq', 'queued'),
+                     _batch('run', 'running'),
                      _batch('ok', 'exited', exit_code=0),
                      _batch('bad', 'exited', exit_code=3),
                      _batch('rel', 'killed', signal='SIGTERM', stopped_by='released'),
                      _batch('tl', 'killed', signal='SIGTERM', stopped_by='time-limit'),
                      _batch('lost', 'lost')],
                     [{'request_id': 'q', 'state': 'queued'}])
-    s = parse_status(out, ['run', 'ok', 'bad', 'rel', 'tl', 'lost', 'q', 'gone', 'wd'], {'wd'})
+    s = parse_status(out, ['bq', 'run', 'ok', 'bad', 'rel', 'tl', 'lost', 'q', 'gone', 'wd'], {'wd'})
+    assert s['bq'].state == JobState.QUEUED
     assert s['run'].state == JobState.ACTIVE
     assert s['ok'].state == JobState.COMPLETED and s['ok'].exit_code == 0
     assert s['bad'].state == JobState.FAILED and s['bad'].exit_code == 3

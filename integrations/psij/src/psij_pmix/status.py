@@ -38,6 +38,8 @@ def parse_status(out: str, native_ids: Iterable[str],
 def batch_status(rec: Dict[str, object], canceled: bool) -> JobStatus:
     """One `batch_jobs` record → JobStatus (exit code set when it exited)."""
     state = rec.get('state')
+    if state == 'queued':
+        return JobStatus(JobState.QUEUED)
     if state == 'running':
         return JobStatus(JobState.ACTIVE)
     if state == 'exited':

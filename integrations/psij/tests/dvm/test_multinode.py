@@ -16,7 +16,9 @@ def test_two_nodes_two_ranks_each(tmp_path: Path) -> None:
     ex = JobExecutor.get_instance('pmix')
     ex.submit(job)
     status = job.wait()
-    assert status is not None and status.state == JobState.COMPLETED, status
+    assert status is not None and status.state == JobState.COMPLETED, \
+        (status, status and status.message, status and status.exit_code,
+         out.read_text() if out.exists() else '')
     lines = [ln.split() for ln in out.read_text().splitlines() if ln.strip()]
     print('ranks and nodes:', sorted(lines))
     assert sorted(int(r) for r, _ in lines) == [0, 1, 2, 3], lines
