@@ -748,3 +748,18 @@ fn pspawn_names_the_equivalent_of_ntasks_and_jobid() {
     assert!(msg.contains("--target ID"), "{msg}");
     assert!(!msg.contains("--job-name"), "{msg}");
 }
+
+/// A repeated option takes its last value, as Slurm's commands do (a
+/// script's `-N 1` overridden by a later `-N 2`), in every tool; options
+/// that collect values (`-x`) still collect them.
+#[test]
+fn a_repeated_option_takes_the_last_value() {
+    let a: PallocArgs = ok("palloc -N 1 -N 2 -t 1m -t 5m --hold --hold");
+    assert_eq!(a.nodes, Some(2));
+    assert_eq!(a.time.map(|t| t.0), Some(Some(300)));
+    let s: PspawnArgs = ok("pspawn -n 1 -n 3 -x A=1 -x B=2 true");
+    assert_eq!(s.np, Some(3));
+    assert_eq!(s.env.len(), 2, "{s:?}");
+    let _: PreleaseArgs = ok("prelease alloc.1 --uri file:/a --uri file:/b");
+    let _: PwatchArgs = ok("pwatch --status --status");
+}

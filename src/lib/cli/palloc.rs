@@ -136,7 +136,7 @@ EXAMPLES:
 pub(crate) const BATCH_LOG_ENV: &str = "PMIX_TOOLS_BATCH_LOG";
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "palloc", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "palloc", version, args_override_self = true, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PallocArgs {
     /// Number of nodes (PMIX_ALLOC_NUM_NODES; a NEW naming no nodes asks for 1).
     #[arg(short = 'N', long, value_name = "N", value_parser = parse_count, allow_hyphen_values = true)]

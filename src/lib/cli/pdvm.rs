@@ -60,7 +60,7 @@ EXAMPLES:
 
 /// `pdvm` flags.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "pdvm", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "pdvm", version, args_override_self = true, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PdvmArgs {
     /// Simulated nodes in the default session.
     #[arg(long, value_name = "N", value_parser = parse_count, default_value = "1")]

@@ -51,7 +51,7 @@ EXAMPLES:
 
 /// `prelease` flags.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "prelease", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "prelease", version, args_override_self = true, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PreleaseArgs {
     /// Allocation ids to release.
     #[arg(value_name = "ALLOC_ID", value_parser = parse_id)]

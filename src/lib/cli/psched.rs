@@ -14,7 +14,7 @@ use crate::psched::{BackendKind, Config, Partition};
 /// grants nodes of its pool to the allocation requests the DVM forwards:
 /// time limits, a warning before expiry, the end of an expired allocation.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "psched", version)]
+#[command(name = "psched", version, args_override_self = true)]
 pub struct PschedArgs {
     /// The nodes psched owns, as a list with ranges: `node[03-08]`,
     /// `n1,n2` (the pool backend; with `--backend slurm` Slurm has the nodes).

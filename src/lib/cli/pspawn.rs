@@ -104,7 +104,7 @@ EXAMPLES:
 /// `pspawn` flags; the trailing `APP` holds the first program, its arguments
 /// and any further `:`-separated apps.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "pspawn", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "pspawn", version, args_override_self = true, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PspawnArgs {
     /// Number of processes (default 1, or with -N one per node; applies to every app
     /// without its own -n).

@@ -95,7 +95,7 @@ pub enum CompleteWhat {
 
 /// `pwatch` flags.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "pwatch", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "pwatch", version, args_override_self = true, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct PwatchArgs {
     /// Show status instead of streaming events.
     #[arg(long)]
