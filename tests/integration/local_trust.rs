@@ -360,3 +360,37 @@ fn a_local_port_of_another_user_receives_nothing() {
     // The connection was made and closed at once: not one byte was sent.
     assert_eq!(seen, "[conn]", "{err}");
 }
+
+/// A DVM of another user (here root's, as a site's) that does not let the
+/// user's tool in: palloc exits 3 saying whose DVM it is and to ask for
+/// access or start one's own, not "Start one" as if none ran (issue 46).
+#[test]
+fn a_dvm_of_another_user_that_refuses_us_says_whose_it_is() {
+    other_user::ensure();
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--scheduler-nodes", "1"]);
+    let d = scratch("foreign-dvm");
+    let file = std::fs::read_dir(pdvm.rendezvous_dir())
+        .expect("rendezvous folder")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".tool"))
+        })
+        .expect("a rendezvous file");
+    let text_of = std::fs::read_to_string(&file).unwrap();
+    let uri = text_of.lines().next().expect("the URI line").to_string();
+    let mut c = Command::new("setpriv");
+    c.args(&other_user::as_user_prefix()[1..])
+        .arg(crate::support::cargo_bin("palloc"))
+        .args(["--uri", &uri, "-N", "1", "--", "true"])
+        .env("HOME", d.path())
+        .env("TMPDIR", d.path())
+        .env_remove("XDG_RUNTIME_DIR");
+    let o = run_with_timeout(c.stdin(Stdio::null()), 60);
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("runs as uid 0 (root), not as you"), "{err}");
+    assert!(err.contains("Ask them for access"), "{err}");
+    assert!(!err.contains("Start one"), "{err}");
+}

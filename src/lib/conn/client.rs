@@ -450,7 +450,7 @@ impl Connection {
                 ),
             )
         })?;
-        super::local_trust::check_local_server(&stream, &target.uri.address)?;
+        let listener = super::local_trust::check_local_server(&stream, &target.uri.address)?;
         let _ = stream.set_nodelay(true);
         let wire = wire_for_version(target.version.as_deref());
         let hello = Hello {
@@ -484,7 +484,11 @@ found by {}); it may be stopped or overloaded",
                     ),
                     )
                 } else {
-                    Error::new(e.status, format!("{} (server {})", e.context, target.uri))
+                    super::local_trust::refused_by_other_user(
+                        Error::new(e.status, format!("{} (server {})", e.context, target.uri)),
+                        listener,
+                        &target.uri.address,
+                    )
                 }
             })?;
         Connection::established(stream, target, welcome, wire)

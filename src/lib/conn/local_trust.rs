@@ -122,15 +122,15 @@ without a holder",
 }
 
 /// Refuse a DVM connection to this machine whose listening socket belongs
-/// to neither the user nor root, before anything is sent. A server on
-/// another machine (the kernel knows no such local socket) is not checked
-/// here.
-pub(crate) fn check_local_server(s: &TcpStream, address: &str) -> Result<()> {
+/// to neither the user nor root, before anything is sent; else the
+/// listener's uid when the kernel knows it. A server on another machine
+/// (the kernel knows no such local socket) is not checked here.
+pub(crate) fn check_local_server(s: &TcpStream, address: &str) -> Result<Option<u32>> {
     let Some(peer) = super::creds::peer_socket(s) else {
-        return Ok(());
+        return Ok(None);
     };
     if peer.uid == me() || peer.uid == 0 {
-        return Ok(());
+        return Ok(Some(peer.uid));
     }
     Err(refuse(format!(
         "refusing the server at {address}: the process listening there runs as {}, not as you \
@@ -139,4 +139,23 @@ file) behind: start yours again, or name it with --uri or --pid",
         who(peer.uid),
         who(me())
     )))
+}
+
+/// The handshake's failure `e` explained when the DVM runs as another user
+/// (`listener`: root, for a site's DVM) and refused us or closed the
+/// connection: a DVM lets in the tools of its own user only, so starting
+/// another DVM is not the advice; asking for access, or a DVM of one's
+/// own, is.
+pub(crate) fn refused_by_other_user(e: Error, listener: Option<u32>, address: &str) -> Error {
+    match listener {
+        Some(uid) if uid != me() => refuse(format!(
+            "the DVM at {address} runs as {}, not as you ({}), and did not let you in ({}): a DVM \
+accepts the tools of its own user only, unless its administrator allows others. Ask them for \
+access, or start a DVM of your own (`pdvm`, `prte`) and point at it with --uri or --pid",
+            who(uid),
+            who(me()),
+            e.context
+        )),
+        _ => e,
+    }
 }
