@@ -1310,7 +1310,7 @@ fn slurms_refusal_reason_reaches_palloc(v: Version) {
         let ctx = format!("{args:?}: {}\n{}", show(&o), c.psched_log());
         assert_eq!(o.status.code(), Some(4), "{ctx}");
         let err = text(&o.stderr);
-        assert!(err.contains("the DVM says: Slurm: "), "{ctx}");
+        assert!(err.contains("allocation request refused: Slurm: "), "{ctx}");
         assert!(err.to_lowercase().contains(words), "{ctx}");
     }
     assert!(

@@ -1,7 +1,9 @@
 //! A tool's failure: the exit code, the PMIx status name and spec rule when
 //! the DVM refused something, and the sentence a person reads.
 
-use crate::cli::exit::{refusal_message, spec_rule, AttrsPresent, Exit, Operation};
+use crate::cli::exit::{
+    explained_refusal, refusal_message, spec_rule, AttrsPresent, Exit, Operation,
+};
 use crate::error::{Error, ErrorKind};
 use crate::proto::Status;
 use crate::render::ErrorRecord;
@@ -73,12 +75,12 @@ impl Failure {
                 message: format!("{}: nothing was reserved", e.context),
             };
         }
-        let mut message = refusal_message(op, e.status, attrs);
+        let mut message = match &e.said {
+            Some(said) => explained_refusal(op, e.status, said),
+            None => refusal_message(op, e.status, attrs),
+        };
         if e.kind != ErrorKind::Refused && !e.context.is_empty() {
             message.push_str(&format!(" ({})", e.context));
-        }
-        if let Some(said) = &e.said {
-            message.push_str(&format!("; the DVM says: {said}"));
         }
         Failure {
             exit: Exit::for_status(e.status),

@@ -270,15 +270,7 @@ pdvm does not implement it); ask for the same nodes again with `palloc -w NODES`
 /// The one-line message for a refusal: what was refused, the status name,
 /// the spec rule when one applies, and a hint.
 pub(crate) fn refusal_message(op: Operation, status: Status, attrs: &AttrsPresent) -> String {
-    let what = match op {
-        Operation::AllocNew => "allocation request",
-        Operation::AllocExtend => "extend request",
-        Operation::Release => "release",
-        Operation::Reacquire => "reacquire request",
-        Operation::Cancel => "cancel request",
-        Operation::Spawn => "spawn",
-    };
-    let mut m = format!("{what} refused by the DVM: {}", status.name());
+    let mut m = format!("{} refused by the DVM: {}", op.noun(), status.name());
     if let Some(rule) = spec_rule(op, status, attrs) {
         m.push_str(" — ");
         m.push_str(rule);
@@ -288,6 +280,28 @@ pub(crate) fn refusal_message(op: Operation, status: Status, attrs: &AttrsPresen
         m.push_str(h);
     }
     m
+}
+
+/// The sentence for a refusal the DVM explained in its own words (`said`,
+/// e.g. Slurm's reason relayed by psched): those words first, the status
+/// after; the spec rule and our hint, guesses from the status alone, are
+/// left out.
+pub(crate) fn explained_refusal(op: Operation, status: Status, said: &str) -> String {
+    format!("{} refused: {said} ({})", op.noun(), status.name())
+}
+
+impl Operation {
+    /// What was asked, as a sentence names it.
+    fn noun(self) -> &'static str {
+        match self {
+            Operation::AllocNew => "allocation request",
+            Operation::AllocExtend => "extend request",
+            Operation::Release => "release",
+            Operation::Reacquire => "reacquire request",
+            Operation::Cancel => "cancel request",
+            Operation::Spawn => "spawn",
+        }
+    }
 }
 
 #[cfg(test)]
