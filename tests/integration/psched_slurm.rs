@@ -1338,7 +1338,7 @@ fn a_queued_palloc_says_slurms_pending_reason(v: Version) {
         .spawn()
         .expect("start the queued palloc");
     let err = LineReader::new(b.stderr.take().expect("stderr"));
-    let want = "palloc: queued: Slurm says Resources";
+    let want = "palloc: queued: Slurm says Resources (waiting for nodes to become free)";
     if let Err(said) = err.until(want, Duration::from_secs(60)) {
         panic!("{want:?} in {said:?}\n{}", c.psched_log());
     }

@@ -167,6 +167,28 @@ impl Reason {
         }
     }
 
+    /// Slurm's identifier followed by what it means in plain words, as
+    /// squeue's manual explains its reason codes: `Resources (waiting for
+    /// nodes to become free)`; the identifier alone when psched does not
+    /// know it.
+    pub fn said(&self) -> String {
+        self.said_with(None)
+    }
+
+    /// [`Reason::said`] with Slurm's detail after the identifier
+    /// (`ReqNodeNotAvail, Reserved for maintenance (…)`).
+    pub fn said_with(&self, detail: Option<&str>) -> String {
+        let mut s = self.word().to_string();
+        if let Some(d) = detail {
+            s.push_str(", ");
+            s.push_str(d);
+        }
+        if let Some(m) = meaning(self.word()) {
+            s.push_str(&format!(" ({m})"));
+        }
+        s
+    }
+
     /// What the reason means for the request waiting on it.
     pub fn pending(&self) -> Pending {
         match self {
@@ -177,6 +199,39 @@ impl Reason {
             Reason::NotAllowed(_) => Pending::Refuse(Status::ERR_NO_PERMISSIONS),
         }
     }
+}
+
+/// Slurm's reason identifier `id` in plain words (the facts of squeue's
+/// JOB REASON CODES, in our sentences).
+fn meaning(id: &str) -> Option<&'static str> {
+    Some(match id {
+        "Resources" => "waiting for nodes to become free",
+        "Priority" => "jobs of higher priority are ahead of it",
+        "ReqNodeNotAvail" => "a node it needs is down, drained or reserved",
+        "NodeDown" => "a node it needs is down",
+        "Reservation" => "waiting for its reservation to start",
+        "BeginTime" => "its earliest start time has not come yet",
+        "Dependency" => "waiting for a job it depends on",
+        "DependencyNeverSatisfied" => "a job it depends on can never satisfy it",
+        "JobHeldUser" => "held by its user (scontrol release)",
+        "JobHeldAdmin" => "held by an administrator",
+        "Licenses" => "waiting for a license",
+        "Prolog" => "its prolog is still running",
+        "Cleaning" => "its nodes are still being cleaned after an earlier run",
+        "PartitionConfig" => "the partition cannot run a job of this shape",
+        "PartitionTimeLimit" => "its time limit exceeds the partition's",
+        "PartitionNodeLimit" => "it asks more nodes than the partition allows",
+        "PartitionDown" => "the partition is down",
+        "PartitionInactive" => "the partition is inactive",
+        "BadConstraints" => "no node meets its constraints",
+        "InvalidAccount" => "the account is not valid",
+        "InvalidQOS" => "the QOS is not valid",
+        "AccountNotAllowed" => "the account may not use this partition",
+        "QOSNotAllowed" => "the QOS may not use this partition",
+        s if s.starts_with("QOS") => "a limit of its QOS is reached",
+        s if s.starts_with("Assoc") => "a limit of its account is reached",
+        _ => return None,
+    })
 }
 
 /// What a pending reason means for the request waiting on it.
@@ -232,6 +287,19 @@ mod tests {
             let s = JobState::from_words(w);
             assert!(matches!(s, JobState::Unknown(_)), "{w:?}: {s:?}");
         }
+    }
+
+    #[test]
+    fn reasons_are_said_in_plain_words() {
+        assert_eq!(
+            Reason::from_slurm("PartitionConfig").said(),
+            "PartitionConfig (the partition cannot run a job of this shape)"
+        );
+        assert_eq!(
+            Reason::from_slurm("QOSMaxJobsPerUserLimit").said(),
+            "QOSMaxJobsPerUserLimit (a limit of its QOS is reached)"
+        );
+        assert_eq!(Reason::from_slurm("SomethingNew").said(), "SomethingNew");
     }
 
     #[test]

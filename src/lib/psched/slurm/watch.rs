@@ -272,7 +272,10 @@ impl SlurmBackend {
         Some(Out::Queued {
             tag: owed?,
             reason: j.reason.word().to_string(),
-            text: format!("Slurm says {said}"),
+            text: format!(
+                "Slurm says {}",
+                j.reason.said_with(j.reason_detail.as_deref())
+            ),
         })
     }
 
@@ -449,7 +452,7 @@ impl SlurmBackend {
                         "psched: Slurm will not run {id} as asked ({}): refused",
                         j.reason.word()
                     );
-                    let why = format!("Slurm will not run it as asked: {}", j.reason.word());
+                    let why = format!("Slurm will not run it as asked: {}", j.reason.said());
                     return self.give_up_saying(id, st, Some(&why));
                 }
                 Ok(self.still_waits(id, j).into_iter().collect())
