@@ -23,7 +23,7 @@ _psched() {
 
     case "${cmd}" in
         psched)
-            opts="-h -V --nodes --backend --slots --partition --ledger --retry --once --time-scale --status --status-uri --status-public --release --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --help --version"
+            opts="-h -V --nodes --backend --slots --partition --ledger --retry --once --time-scale --status --status-uri --status-public --check --release --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

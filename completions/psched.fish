@@ -16,6 +16,7 @@ complete -c psched -l num-connect-retries -d 'Retry a failed connection N times,
 complete -c psched -l once -d 'Exit when the DVM goes away instead of waiting for a new one'
 complete -c psched -l status -d 'Print psched\'s state from its ledger as one JSON object and exit: queues (partitions with their limits), pool, free nodes, nodes the DVM kept (retained), pending requests, and each grant with its expiry (`expires_at_ms`) and seconds left (`left_secs`)'
 complete -c psched -l status-public -d 'Let every local user query the status socket. Without it only psched\'s own user and root are answered (the grants name every user\'s jobs); others are closed at once'
+complete -c psched -l check -d 'Check the setup and exit, printing one line per finding (`ok`, `warn`, `FAIL` and what to do): the DVM is found and takes a scheduler, no other psched serves it, the ledger\'s folder is writable, and with `--backend slurm` Slurm\'s commands are on PATH, its controller answers and it has partitions. Exit 0 when nothing failed, 1 otherwise'
 complete -c psched -l system-server-first -d 'Try the system server first, then fall back to others'
 complete -c psched -l system-server-only -d 'Connect only to the system server'
 complete -c psched -l as-tool -d 'Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job\'s namespace)'

@@ -34,6 +34,7 @@ _psched() {
 '--once[Exit when the DVM goes away instead of waiting for a new one]' \
 '--status[Print psched'\''s state from its ledger as one JSON object and exit\: queues (partitions with their limits), pool, free nodes, nodes the DVM kept (retained), pending requests, and each grant with its expiry (\`expires_at_ms\`) and seconds left (\`left_secs\`)]' \
 '--status-public[Let every local user query the status socket. Without it only psched'\''s own user and root are answered (the grants name every user'\''s jobs); others are closed at once]' \
+'(--status --release)--check[Check the setup and exit, printing one line per finding (\`ok\`, \`warn\`, \`FAIL\` and what to do)\: the DVM is found and takes a scheduler, no other psched serves it, the ledger'\''s folder is writable, and with \`--backend slurm\` Slurm'\''s commands are on PATH, its controller answers and it has partitions. Exit 0 when nothing failed, 1 otherwise]' \
 '--system-server-first[Try the system server first, then fall back to others]' \
 '(--system-server-first)--system-server-only[Connect only to the system server]' \
 '--as-tool[Connect as a tool with a fresh namespace even inside a job (by default a tool run inside a job acts for that job'\''s namespace)]' \

@@ -25,6 +25,9 @@ fn main() -> ExitCode {
     if args.status {
         return status(&cfg);
     }
+    if args.check {
+        return check(&cfg);
+    }
     if let Some(id) = &args.release {
         return release(&cfg, id);
     }
@@ -42,6 +45,22 @@ fn main() -> ExitCode {
             eprintln!("psched: {e}");
             ExitCode::from(3)
         }
+    }
+}
+
+/// `psched --check`: one line per finding; 1 when one failed.
+fn check(cfg: &psched::Config) -> ExitCode {
+    let found = psched::check::run(cfg);
+    for f in &found {
+        println!("{:<5} {:<8} {}", f.verdict.word(), f.what, f.said);
+    }
+    if found
+        .iter()
+        .any(|f| f.verdict == psched::check::Verdict::Fail)
+    {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

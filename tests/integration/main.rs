@@ -54,6 +54,7 @@ mod peers_smoke;
 mod pmix422_peer;
 mod prte_wire;
 mod psched_cancel;
+mod psched_check;
 mod psched_cluster;
 mod psched_examples;
 mod psched_hostile;

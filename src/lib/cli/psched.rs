@@ -18,7 +18,7 @@ use crate::psched::{BackendKind, Config, Partition};
 pub struct PschedArgs {
     /// The nodes psched owns, as a list with ranges: `node[03-08]`,
     /// `n1,n2` (the pool backend; with `--backend slurm` Slurm has the nodes).
-    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "release", "backend"])]
+    #[arg(long, value_name = "LIST", required_unless_present_any = ["status", "release", "backend", "check"])]
     pub nodes: Option<String>,
 
     /// Where the nodes come from: `pool` (psched's own, `--nodes`) or
@@ -77,6 +77,15 @@ pub struct PschedArgs {
     /// user's jobs); others are closed at once.
     #[arg(long, requires = "status_uri")]
     pub status_public: bool,
+
+    /// Check the setup and exit, printing one line per finding (`ok`,
+    /// `warn`, `FAIL` and what to do): the DVM is found and takes a
+    /// scheduler, no other psched serves it, the ledger's folder is
+    /// writable, and with `--backend slurm` Slurm's commands are on PATH,
+    /// its controller answers and it has partitions. Exit 0 when nothing
+    /// failed, 1 otherwise.
+    #[arg(long, conflicts_with_all = ["status", "release"])]
+    pub check: bool,
 
     /// Release the grant ID as the scheduler (which may release any
     /// reservation, spec 001 §8.2.1.7), through the psched serving
@@ -143,7 +152,7 @@ are Slurm's (choose them with its partitions)"
                         .into(),
                 )
             }
-            (BackendKind::Pool, true) if !self.status && self.release.is_none() => {
+            (BackendKind::Pool, true) if !self.status && !self.check && self.release.is_none() => {
                 return Err("--backend pool needs --nodes LIST (the pool's nodes)".into())
             }
             _ => {}
