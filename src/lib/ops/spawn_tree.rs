@@ -147,7 +147,7 @@ impl SpawnTree {
     }
 
     fn ours(&self, t: &TreeLeft) -> bool {
-        self.roots.iter().any(|r| *r == t.root)
+        self.roots.contains(&t.root)
     }
 
     /// A job of the tree other than the launched one ended (`ev`, which
