@@ -129,35 +129,75 @@ fn prterun(bin: &Path, program: &Path) -> Output {
     run_with_timeout(&mut cmd, 120)
 }
 
-/// MPI_Comm_spawn: pdvm's pspawn shows what prterun shows on both PRRTEs
-/// (the children's lines too). pspawn on a real PRRTE DVM shows only the
-/// parents' lines for now (the DVM does not forward a child job's output
-/// to the tool that launched its parents unless the tool pulls it).
-#[test]
-fn mpi_comm_spawn_children_answer_the_same_on_pdvm_and_under_prterun() {
-    let tmp = unique_tmpdir("mpi-spawn-side-by-side");
-    let spawn = mpicc("spawn.c", tmp.path());
+/// `pspawn -n 2 PROGRAM` on pdvm and on both PRRTE DVMs, then `prterun -n
+/// 2 PROGRAM` of both PRRTEs: (who ran it, the output).
+fn pspawn_and_prterun(dvms: &Dvms, program: &Path) -> Vec<(&'static str, Output)> {
+    let mut runs = dvms.run("2", program);
     let venv = venv_dir();
-    let mut b = Pdvm::builder(&["--nodes", "2", "--slots", "2"]);
-    for var in ["OPAL_PREFIX", "PRTE_PREFIX", "PMIX_INSTALL_PREFIX"] {
-        b = b.env(var, &venv);
-    }
-    let pdvm = b.start();
-    let mut cmd = pdvm.tool("pspawn");
-    mpi_env(&mut cmd).args(["-n", "2"]).arg(&spawn);
-    let runs = vec![
-        ("pdvm", run_with_timeout(&mut cmd, 120)),
-        ("PRRTE 3.0.14", prterun(&venv.join("bin/prterun"), &spawn)),
-        (
-            "PRRTE master",
-            prterun(&crate::support::master_prrte_bin("prterun"), &spawn),
-        ),
-    ];
-    let lines = same_everywhere(&runs, |o| {
+    runs.push((
+        "prterun 3.0.14",
+        prterun(&venv.join("bin/prterun"), program),
+    ));
+    runs.push((
+        "prterun master",
+        prterun(&crate::support::master_prrte_bin("prterun"), program),
+    ));
+    runs
+}
+
+/// Lines of `bytes` starting with "child " or "parent ", sorted.
+fn family_lines(bytes: &[u8]) -> Vec<String> {
+    let mut l: Vec<String> = text(bytes)
+        .lines()
+        .filter(|l| l.starts_with("child ") || l.starts_with("parent "))
+        .map(String::from)
+        .collect();
+    l.sort();
+    l
+}
+
+/// MPI_Comm_spawn: the children's lines reach the launcher. `pspawn` on
+/// pdvm, on PRRTE 3.0.14 (whose server forwards a spawned job's output to
+/// nobody: pspawn finds the job and pulls it) and on PRRTE master shows
+/// what `prterun` shows on both PRRTEs, unprefixed, children's stdout on
+/// stdout and stderr on stderr; and when the children outlive their
+/// parents, pspawn waits for them and exits with the first non-zero status
+/// among them, as prterun does.
+#[test]
+fn mpi_comm_spawn_children_answer_the_same_under_pspawn_and_prterun() {
+    let tmp = unique_tmpdir("mpi-spawn-side-by-side");
+    let dvms = Dvms::start();
+
+    let spawn = mpicc("spawn.c", tmp.path());
+    let lines = same_everywhere(&pspawn_and_prterun(&dvms, &spawn), |o| {
         assert!(o.status.success(), "{}", show(o));
         super::pdvm_mpi::spawn_lines(o)
     });
     assert_eq!(lines, super::pdvm_mpi::SPAWN_LINES);
+
+    let late = mpicc("spawn_late.c", tmp.path());
+    let runs = pspawn_and_prterun(&dvms, &late);
+    let got = same_everywhere(&runs, |o| {
+        (
+            o.status.code(),
+            family_lines(&o.stdout),
+            family_lines(&o.stderr),
+        )
+    });
+    let (code, out, err) = got;
+    assert_eq!(code, Some(5));
+    assert_eq!(
+        out,
+        [
+            "child 0 end",
+            "child 0 start",
+            "child 1 end",
+            "child 1 start",
+            "parent 0 spawned",
+            "parent 1 spawned"
+        ]
+    );
+    assert_eq!(err, ["child 0 err", "child 1 err"]);
 }
 
 #[test]

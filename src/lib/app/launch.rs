@@ -4,6 +4,7 @@
 //! events handed to the caller, and SIGINT/SIGTERM or `--timeout`
 //! terminating the job.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use crate::error::Result;
 use crate::ops::events::Event;
 use crate::ops::iof::IofChunk;
 use crate::ops::job::{follow_message, EndCheck, JobEnd, JobOutput};
+use crate::ops::spawn_tree::SpawnTree;
 use crate::ops::{control, Session};
 use crate::proto::keys;
 use crate::proto::status::Status;
@@ -489,10 +491,38 @@ pub(crate) fn follow(
         (None, Some(end)) => Followed::Ended(end),
         (None, None) => Followed::TimedOut,
     };
+    let mut tree = SpawnTree::new(s, nspace);
+    // The ends of other jobs are held back from `on_output` (which has no
+    // use for them) and handed to the tree: a drain of queued output may
+    // meet them anywhere.
+    let held: RefCell<Vec<Event>> = RefCell::new(Vec::new());
+    let mut pass = |o: JobOutput<'_>| match o {
+        JobOutput::Event(ev)
+            if ev.status == Status::EVENT_JOB_END && ev.affected_nspace() != Some(nspace) =>
+        {
+            held.borrow_mut().push(ev.clone())
+        }
+        other => on_output(other),
+    };
+    let on_output: &mut dyn FnMut(JobOutput<'_>) = &mut pass;
     let sig = signals::fd();
     loop {
+        for ev in held.take() {
+            if tree.is_member_end(&ev) {
+                tree.member_ended(&ev);
+            }
+        }
+        if tree.primary_done() && stopped.is_none() && tree.done(s, on_output) {
+            return Ok(outcome(None, tree.outcome(s)));
+        }
         let now = Instant::now();
-        let mut wake = check.due();
+        // Once the job ended, only the jobs it spawned are awaited.
+        let mut wake = match (tree.primary_done(), tree.due()) {
+            (false, Some(t)) => check.due().min(t),
+            (false, None) => check.due(),
+            (true, Some(t)) => t,
+            (true, None) => now + END_WAIT_TICK,
+        };
         match stopped {
             None => {
                 let why = match (signals::caught(), deadline) {
@@ -501,6 +531,12 @@ pub(crate) fn follow(
                     _ => None,
                 };
                 if let Some(why) = why {
+                    if tree.primary_done() {
+                        for ns in tree.found() {
+                            stop_job(s, &ns);
+                        }
+                        return Ok(outcome(Some(why), None));
+                    }
                     stop_job(s, nspace);
                     stopped = Some((now, why));
                     continue;
@@ -524,9 +560,15 @@ pub(crate) fn follow(
             }
         }
         // Due only after a silent deadline; otherwise returns at once.
-        if let Some(end) = check.poll(s, on_output)? {
-            return Ok(outcome(stopped.map(|(_, w)| w), Some(end)));
+        if !tree.primary_done() {
+            if let Some(end) = check.poll(s, on_output)? {
+                if let Some(done) = tree_end(s, &mut tree, &held, stopped.is_some(), end, on_output)
+                {
+                    return Ok(outcome(stopped.map(|(_, w)| w), Some(done)));
+                }
+            }
         }
+        tree.poll(s);
         let input = stdin.as_ref().and_then(|p| p.fd());
         let extras: Vec<_> = sig.into_iter().chain(input).collect();
         match s.conn().wait(&extras, Some(wake)) {
@@ -548,12 +590,49 @@ pub(crate) fn follow(
             }
             Wake::Reply(_) | Wake::Deadline => {}
             Wake::Message(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
-                Some(Ok(end)) => return Ok(outcome(stopped.map(|(_, w)| w), Some(end))),
+                Some(Ok(end)) => {
+                    if let Some(done) =
+                        tree_end(s, &mut tree, &held, stopped.is_some(), end, on_output)
+                    {
+                        return Ok(outcome(stopped.map(|(_, w)| w), Some(done)));
+                    }
+                }
                 Some(Err(e)) => return Err(e),
                 None => {}
             },
         }
     }
+}
+
+/// How long the wait for the jobs a job spawned sleeps at most between two
+/// looks at signals (their ends come as events).
+const END_WAIT_TICK: Duration = Duration::from_secs(1);
+
+/// The launched job of `tree` ended (`end`): how the whole tree ended when
+/// nothing of it is left (or the job was being stopped), `None` while jobs
+/// it spawned still run.
+fn tree_end(
+    s: &Session,
+    tree: &mut SpawnTree,
+    held: &RefCell<Vec<Event>>,
+    stopping: bool,
+    end: JobEnd,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Option<JobEnd> {
+    if stopping {
+        return Some(end);
+    }
+    tree.primary_ended(end);
+    // Ends met while its output was drained count first.
+    for ev in held.take() {
+        if tree.is_member_end(&ev) {
+            tree.member_ended(&ev);
+        }
+    }
+    if !tree.done(s, on_output) {
+        return None;
+    }
+    tree.outcome(s)
 }
 
 /// Job info for a spawn: the launcher's (forward output, notify

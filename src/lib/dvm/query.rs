@@ -163,6 +163,46 @@ impl Dvm {
             .collect()
     }
 
+    /// The spawn tree job `nspace` belongs to, as PRRTE master reports it
+    /// in a job's end (`PMIX_SPAWN_TREE_ROOT`, `PMIX_SPAWN_TREE_ACTIVE`):
+    /// the nearest tool it descends from by spawns (or, when no tool
+    /// launched it, its topmost job ancestor, itself included), and the
+    /// jobs of that tree still running, `nspace` not counted.
+    pub fn spawn_tree(&self, nspace: &str) -> Option<(String, u32)> {
+        let i = self.gen.get(nspace)?;
+        let root = self.tree_root(i);
+        let r = self.gen.at(root);
+        let active = if r.live_desc == 0 && !(r.kind == NsKind::Job && r.live) {
+            0
+        } else {
+            let in_tree = |k: usize, e: &super::jobs::NsEntry| {
+                e.kind == NsKind::Job && e.live && k as u32 != i && self.tree_root(k as u32) == root
+            };
+            let n = self
+                .gen
+                .ents
+                .iter()
+                .enumerate()
+                .filter(|(k, e)| in_tree(*k, e))
+                .count();
+            u32::try_from(n).unwrap_or(u32::MAX)
+        };
+        Some((r.name.clone(), active))
+    }
+
+    /// The root of entry `i`'s spawn tree (see [`Dvm::spawn_tree`]).
+    fn tree_root(&self, i: u32) -> u32 {
+        let mut cur = i;
+        while let Some(p) = self.gen.at(cur).parent {
+            match self.gen.at(p).kind {
+                NsKind::Tool => return p,
+                NsKind::Job => cur = p,
+                NsKind::Placeholder => break,
+            }
+        }
+        cur
+    }
+
     /// True when the namespace has at least one live derived child.
     pub fn has_live_descendants(&self, nspace: &str) -> bool {
         self.gen

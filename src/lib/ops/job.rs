@@ -43,6 +43,11 @@ pub struct JobEnd {
     /// The termination status the DVM gave (`PMIX_JOB_TERM_STATUS`), when
     /// it was one of PMIx's statuses.
     pub term: Option<Status>,
+    /// The spawn tree the DVM said the job belonged to, when it said
+    /// (`PMIX_SPAWN_TREE_ROOT`, `PMIX_SPAWN_TREE_ACTIVE`: PRRTE master and
+    /// pdvm): see [`super::spawn_tree`].
+    #[serde(skip)]
+    pub tree: Option<super::spawn_tree::TreeLeft>,
 }
 
 impl JobEnd {
@@ -378,6 +383,7 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
             Some(Value::Status(st)) => Some(*st),
             _ => None,
         },
+        tree: super::spawn_tree::TreeLeft::of(ev),
     })
 }
 
@@ -552,6 +558,7 @@ status is unknown: {}",
             announced: false,
             exit_reported: false,
             term: None,
+            tree: None,
         }))
     }
 

@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod control;
 pub mod events;
+pub mod get;
 pub mod inbound;
 pub mod iof;
 pub mod job;
@@ -12,6 +13,7 @@ pub mod lost_launch;
 pub mod query;
 pub mod session;
 pub mod spawn;
+pub mod spawn_tree;
 pub mod status_query;
 pub mod trace;
 

@@ -112,6 +112,14 @@ pub const PROC_PID: &str = "pmix.ppid";
 pub const JOB_SIZE: &str = "pmix.job.size";
 /// Parent process of a spawned job.
 pub const PARENT_ID: &str = "pmix.parent";
+/// `PMIX_SPAWN_TREE_ROOT` (string), in a job-end event: the namespace of
+/// the tool or process the ended job descends from by one or more spawns
+/// (the root of its spawn tree; a job nobody spawned names itself).
+pub const SPAWN_TREE_ROOT: &str = "pmix.spwn.root";
+/// `PMIX_SPAWN_TREE_ACTIVE` (`uint32_t`), in a job-end event: the jobs of
+/// that spawn tree yet to end, the ended one not counted (0: it was the
+/// last, and no job can join the tree any more).
+pub const SPAWN_TREE_ACTIVE: &str = "pmix.spwn.actv";
 /// Node list.
 pub const NODE_LIST: &str = "pmix.nlist";
 /// `PMIX_SESSION_ID` (`uint32_t`): a reservation's session number.

@@ -796,6 +796,10 @@ impl Server {
             Info::new(keys::EXIT_CODE, Value::Int(status)),
         ];
         let mut info = info;
+        if let Some((root, active)) = self.model.dvm().spawn_tree(nspace) {
+            info.push(Info::new(keys::SPAWN_TREE_ROOT, root.as_str()));
+            info.push(Info::new(keys::SPAWN_TREE_ACTIVE, Value::Uint32(active)));
+        }
         if let Some((_, sentence)) = &j.aborted {
             info.push(Info::new(keys::EVENT_TEXT_MESSAGE, sentence.as_str()));
         }
