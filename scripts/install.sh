@@ -13,6 +13,10 @@
 #   share/modulefiles/pmix-tools/VERSION   a module file (Environment Modules
 #                                          and Lmod) that puts bin/ on PATH and
 #                                          share/man on MANPATH
+#   share/pmix-tools/systemd/{user,system}/ psched's service units (pointing at
+#                                          this bin/psched) and psched.env, the
+#                                          settings example (docs/psched.md:
+#                                          "psched as a service")
 #   share/pmix-tools/install-manifest      what was installed, for --uninstall
 #
 # The binaries are built with `cargo build --release` unless --from DIR names
@@ -130,6 +134,14 @@ do_install() {
         put "$repo/completions/$b.zsh" "$prefix/share/zsh/site-functions/_$b" 644
         put "$repo/completions/$b.fish" "$prefix/share/fish/vendor_completions.d/$b.fish" 644
     done
+    local unit
+    for unit in "$repo"/dist/systemd/user/*.service "$repo"/dist/systemd/system/*.service; do
+        tmp="$(mktemp)"
+        sed "s|/usr/bin/psched|$prefix/bin/psched|" "$unit" >"$tmp"
+        put "$tmp" "$prefix/share/pmix-tools/systemd/$(basename "$(dirname "$unit")")/$(basename "$unit")" 644
+        rm -f -- "$tmp"
+    done
+    put "$repo/dist/systemd/psched.env" "$prefix/share/pmix-tools/systemd/psched.env" 644
     tmp="$(mktemp)"
     module_file "$v" >"$tmp"
     put "$tmp" "$prefix/share/modulefiles/pmix-tools/$v" 644

@@ -86,6 +86,23 @@ fn install_sh_puts_everything_where_man_shells_and_modules_look_and_uninstall_le
         assert_eq!(m.status.code(), Some(0), "man {b}: {}", show(&m));
         assert!(text(&m.stdout).contains("NAME"), "man {b}: {}", show(&m));
     }
+    // psched's service units, pointing at the prefix's psched.
+    for unit in [
+        "user/psched.service",
+        "user/pmix-dvm.service",
+        "system/psched@.service",
+        "system/pmix-dvm@.service",
+        "psched.env",
+    ] {
+        let f = prefix.join("share/pmix-tools/systemd").join(unit);
+        let t = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{unit}: {e}"));
+        if unit.starts_with("user/psched") || unit.starts_with("system/psched") {
+            assert!(
+                t.contains(&format!("ExecStart={p}/bin/psched ")),
+                "{unit}: {t}"
+            );
+        }
+    }
     let version = env!("CARGO_PKG_VERSION");
     assert!(prefix
         .join(format!("share/modulefiles/pmix-tools/{version}"))
@@ -183,6 +200,17 @@ fn cargo_deb_packages_the_binaries_pages_and_completions() {
                 "{f} in the package:\n{listing}"
             );
         }
+    }
+    for f in [
+        "./usr/lib/systemd/user/psched.service",
+        "./usr/lib/systemd/user/pmix-dvm.service",
+        "./lib/systemd/system/psched@.service",
+        "./lib/systemd/system/pmix-dvm@.service",
+    ] {
+        assert!(
+            listing.lines().any(|l| l.ends_with(f)),
+            "{f} in the package:\n{listing}"
+        );
     }
     let mut c = Command::new("dpkg-deb");
     c.arg("-f")

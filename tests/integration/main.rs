@@ -76,6 +76,7 @@ mod server_decode_proptest;
 mod server_identity;
 mod server_pressure;
 mod server_stale;
+mod service_units;
 mod slurm_flags;
 mod test_layout;
 mod tools_cluster;

@@ -120,6 +120,7 @@ fn the_slurm_backend_checks_slurms_controller_version_and_partitions() {
     cmd.envs(s.env());
     let o = check(cmd);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    print!("{}", text(&o.stdout));
     let ok = lines(&o, "ok", "Slurm");
     assert!(
         ok.iter()
