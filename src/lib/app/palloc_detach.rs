@@ -88,6 +88,10 @@ pub(crate) fn submit_detached(
                 ui.note(&format!("request {rid} is queued; waiting for the grant"));
             }
             Said::Line(line) => {
+                if let Some(json) = line.strip_prefix(REFUSED) {
+                    let _ = child.wait();
+                    return Err(refusal_of(json, &rid));
+                }
                 if let Some(json) = line.strip_prefix("granted ") {
                     if how == Detach::UntilGranted {
                         return Ok(print_grant(args, json, child.id(), log_path.as_deref(), ui));
@@ -402,15 +406,54 @@ fn refused(child: &mut std::process::Child, rid: &str, log: Option<&std::path::P
         .find_map(|l| l.strip_prefix("palloc: "))
         .unwrap_or("the detached palloc ended at once")
         .to_string();
-    let status = why
-        .split_whitespace()
-        .find(|w| w.starts_with("PMIX_"))
-        .and_then(|w| crate::proto::Status::from_name(w.trim_end_matches([',', '.', ':', ';'])));
+    // It ended without saying why on the pipe (killed, or failed before
+    // reading it): its log's last word, without a status.
     Failure::with(
         Exit::Command(code),
-        status,
+        None,
         format!("request {rid} was refused: {why}"),
     )
+}
+
+/// The line a detached palloc says on its pipe when its request fails
+/// before the grant: this, then a [`Refusal`] as JSON.
+pub(crate) const REFUSED: &str = "refused ";
+
+/// A detached palloc's failure, as it travels on the pipe: the status by
+/// its code, not read back from a sentence.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Refusal {
+    status: Option<i32>,
+    rule: Option<String>,
+    message: String,
+    exit_code: i32,
+}
+
+/// The pipe line that tells the palloc that started this one why the
+/// request failed.
+pub(crate) fn refusal_line(f: &Failure) -> String {
+    let r = Refusal {
+        status: f.status.map(|s| s.0),
+        rule: f.rule.clone(),
+        message: f.message.clone(),
+        exit_code: f.exit.code(),
+    };
+    format!("{REFUSED}{}", serde_json::to_string(&r).unwrap_or_default())
+}
+
+/// The failure a detached palloc said on its pipe for request `rid`.
+fn refusal_of(json: &str, rid: &str) -> Failure {
+    match serde_json::from_str::<Refusal>(json) {
+        Ok(r) => Failure {
+            exit: Exit::Command(r.exit_code),
+            status: r.status.map(crate::proto::Status),
+            rule: r.rule,
+            message: format!("request {rid} was refused: {}", r.message),
+        },
+        Err(e) => Failure::other(format!(
+            "request {rid} was refused, but the detached palloc's reason could not be read: {e}"
+        )),
+    }
 }
 
 /// What a detached palloc said on its pipe.

@@ -24,7 +24,7 @@ use super::palloc::{
     acts_as_tool, as_the_dvm_has_it, await_answer, generated_request_id, granted_record, hold,
     interactive, request_infos, run_command, step, Awaiting, Step,
 };
-use super::palloc_detach::{submit_detached, Detach, Submitter};
+use super::palloc_detach::{refusal_line, submit_detached, Detach, Submitter};
 use super::{connect_for, finish, signals, Failure, Ui};
 
 type Outcome = std::result::Result<i32, Failure>;
@@ -51,8 +51,20 @@ struct Asked<'a> {
     default_rule: bool,
 }
 
-/// Run palloc through its states; the exit code.
+/// Run palloc through its states; the exit code. A detached palloc that
+/// fails before its grant says why on its pipe (the palloc that started
+/// it reports it, with its status).
 pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
+    let out = run_flow(args, ui);
+    if let Err(f) = &out {
+        if let Some(sub) = Submitter::from_env() {
+            sub.say(&refusal_line(f));
+        }
+    }
+    out
+}
+
+fn run_flow(args: &PallocArgs, ui: &Ui) -> Outcome {
     let plan = Plan::new(args, ui);
     plan.warning_is_heard()?;
     plan.command_runs()?;
@@ -83,6 +95,9 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
     let reply = match asked.wait_for_answer(&s, tag, &mut submitter) {
         Ok(r) => r,
         Err(f) => {
+            if let Some(sub) = submitter.take() {
+                sub.say(&refusal_line(&f));
+            }
             finish(s);
             return Err(f);
         }
