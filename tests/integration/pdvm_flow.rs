@@ -308,3 +308,24 @@ fn a_leader_script_without_a_shebang_is_refused_with_the_reason() {
         "{err}"
     );
 }
+
+/// A job's script that runs pspawn itself: the outer pspawn follows the
+/// jobs the application spawns (MPI_Comm_spawn), not those its own tools
+/// launch. A detached job of the script's pspawn outlives the script
+/// without holding the outer pspawn, and a failure the script handled is
+/// not the outer pspawn's (both broke when pspawn began following spawn
+/// trees: the outer waited for the detached job and took its status).
+#[test]
+fn a_scripts_own_pspawns_are_not_the_outer_pspawns_business() {
+    let pdvm = crate::support::pdvm::Pdvm::start(&["--nodes", "1", "--slots", "4"]);
+    let mut c = pdvm.tool("pspawn");
+    c.args([
+        "sh",
+        "-c",
+        "pspawn --detach sleep 60 >/dev/null && pspawn sh -c 'exit 3' || echo handled $?",
+    ]);
+    // Killed at 50 s (not 0) if it waits for the detached job.
+    let o = crate::support::run_with_timeout(c.stdin(std::process::Stdio::null()), 50);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::show(&o));
+    assert_eq!(crate::support::text(&o.stdout), "handled 3\n");
+}

@@ -421,6 +421,7 @@ fn detach(
     info.extend(job_extras(req));
     create_output_files(req)?;
     let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
+    crate::ops::tool_launches::mark(&ns);
     job.nspace = ns.clone();
     ui.record(job);
     ui.result(&ns);
@@ -564,9 +565,23 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     if dvm_is_local(s) {
         check_apps_locally(&req.apps)?;
     }
-    let apps: Vec<_> = req.apps.iter().map(launch::to_app).collect();
+    let mut apps: Vec<_> = req.apps.iter().map(launch::to_app).collect();
     let nprocs: u32 = req.apps.iter().map(|a| a.np).sum();
     let target = spawn_target(&req.targets, req.default_pool);
+    // The pspawns the job runs mark what they launch (`tool_launches`):
+    // this one follows the jobs the application spawns, not theirs.
+    if let Some(dir) = (!req.detach)
+        .then(crate::ops::tool_launches::own_dir)
+        .flatten()
+    {
+        for a in &mut apps {
+            a.env.push(format!(
+                "{}={}",
+                crate::ops::tool_launches::ENV,
+                crate::ops::tool_launches::env_value(&dir)
+            ));
+        }
+    }
     let attrs = AttrsPresent {
         spawn_target: target.is_some(),
         ..Default::default()
@@ -637,7 +652,10 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     }
     .map_err(|e| spawn_failure(s, req, &attrs, &e))?;
     let ns = match launched {
-        Launched::Running(ns) => ns,
+        Launched::Running(ns) => {
+            crate::ops::tool_launches::mark(&ns);
+            ns
+        }
         Launched::Ended(end) => {
             if let Some(mut k) = early {
                 k.flush();

@@ -15,6 +15,7 @@ pub mod session;
 pub mod spawn;
 pub mod spawn_tree;
 pub mod status_query;
+pub mod tool_launches;
 pub mod trace;
 
 pub use session::Session;

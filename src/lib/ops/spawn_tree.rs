@@ -101,6 +101,10 @@ pub struct SpawnTree {
     /// unanswered.
     strangers: HashSet<String>,
     unanswered: HashMap<String, u32>,
+    /// Where the tools run inside the job mark the jobs they launched
+    /// (`super::tool_launches`), and those of them seen ending.
+    tool_marks: Option<std::path::PathBuf>,
+    tool_ended: HashSet<String>,
 }
 
 impl SpawnTree {
@@ -128,7 +132,29 @@ impl SpawnTree {
             pulls: Vec::new(),
             strangers: HashSet::new(),
             unanswered: HashMap::new(),
+            tool_marks: super::tool_launches::existing_own_dir(),
+            tool_ended: HashSet::new(),
         }
+    }
+
+    /// Whether job `ns` was launched by a tool inside the job (its mark).
+    fn tool_launched(&self, ns: &str) -> bool {
+        self.tool_marks
+            .as_ref()
+            .is_some_and(|d| d.join(ns).exists())
+    }
+
+    /// The jobs tools launched inside the job that have not ended: the
+    /// tree's count includes them, the launcher does not wait for them.
+    fn tool_jobs_running(&self) -> u32 {
+        let Some(d) = &self.tool_marks else {
+            return 0;
+        };
+        let running = super::tool_launches::marked(d)
+            .into_iter()
+            .filter(|ns| !self.tool_ended.contains(ns))
+            .count();
+        u32::try_from(running).unwrap_or(u32::MAX)
     }
 
     /// Whether `ev` is the end of a job of this tree other than the
@@ -164,6 +190,21 @@ impl SpawnTree {
         if let Some(f) = self.found.remove(&ns) {
             self.pulls.extend(f.pull);
         }
+        if self.tool_launched(&ns) {
+            self.tool_ended.insert(ns);
+            if let Some(t) = end.tree.as_ref().filter(|t| self.ours(t)) {
+                self.left = Some(t.active);
+            }
+            return;
+        }
+        if never_ran(&end) {
+            // Its spawner was told (a `pspawn` in a script gets the refusal
+            // and exits with it): it is not the tree's failure.
+            if let Some(t) = end.tree.as_ref().filter(|t| self.ours(t)) {
+                self.left = Some(t.active);
+            }
+            return;
+        }
         self.note(end);
     }
 
@@ -190,7 +231,8 @@ impl SpawnTree {
     /// Whether every job of the tree has ended. On PRRTE 3.0 a last look
     /// is taken first, for jobs spawned since the one before.
     pub fn done(&mut self, s: &Session, on_output: &mut dyn FnMut(JobOutput<'_>)) -> bool {
-        if self.primary_end.is_none() || self.left.is_some_and(|n| n > 0) {
+        let tools = self.tool_jobs_running();
+        if self.primary_end.is_none() || self.left.is_some_and(|n| n > tools) {
             return false;
         }
         if !self.look {
@@ -292,6 +334,11 @@ impl SpawnTree {
 
     /// Ask the DVM for `ns`'s parent; a member's child joins the tree.
     fn classify(&mut self, s: &Session, ns: &str) {
+        if self.tool_launched(ns) {
+            // A tool's launch inside the job: that tool forwards its output.
+            self.strangers.insert(ns.to_string());
+            return;
+        }
         let rank0 = Proc {
             nspace: ns.to_string(),
             rank: 0,
@@ -325,4 +372,23 @@ impl SpawnTree {
             }
         }
     }
+}
+
+impl Drop for SpawnTree {
+    fn drop(&mut self) {
+        if let Some(d) = &self.tool_marks {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// A job that ended without its processes' own status: it could not be
+/// mapped or launched (PRRTE master ends such a job with `PMIX_ERROR`, no
+/// exit code), so whoever spawned it was refused and knows.
+fn never_ran(end: &JobEnd) -> bool {
+    let launch_failed = matches!(
+        end.term,
+        Some(Status::ERR_JOB_FAILED_TO_MAP) | Some(Status::ERR_JOB_FAILED_TO_LAUNCH)
+    );
+    launch_failed || (!end.exit_reported && end.exit_status < 0)
 }
