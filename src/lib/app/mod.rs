@@ -37,6 +37,7 @@ mod palloc_empty;
 mod palloc_flow;
 mod palloc_queued;
 mod palloc_ready;
+mod palloc_run;
 pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;

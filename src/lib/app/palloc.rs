@@ -2,10 +2,10 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::cli::exit::{Exit, Operation};
+use crate::cli::exit::Operation;
 use crate::cli::palloc::disposition_on_exit;
 use crate::cli::request::AllocAsk;
 use crate::cli::PallocArgs;
@@ -20,13 +20,12 @@ use crate::ops::Session;
 use crate::proto::keys;
 use crate::proto::status::Status;
 use crate::proto::{AllocAttrs, Directive, Inheritance};
-use crate::render::{AllocationRecord, BatchStop};
+use crate::render::AllocationRecord;
 use nix::sys::signal::Signal;
 
 use super::alloc_end::AllocEnd;
 use super::events::EventFields;
 use super::launch;
-use super::palloc_batch::Batch;
 pub use super::palloc_detach::adopt_inherited_pipe;
 use super::palloc_detach::Submitter;
 use super::{now_secs, signals, Failure, Ui};
@@ -554,7 +553,7 @@ pub(super) fn step(
 
 /// A notification palloc looks at: a timeout warning for `alloc_id` is
 /// shown; the end of `alloc_id` is returned.
-fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd> {
+pub(super) fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd> {
     let ev = decode_notification(&mut s.decoder(bytes)).ok()?;
     if launch::is_warning(&ev) {
         show_warning(&ev, alloc_id, ui);
@@ -571,26 +570,10 @@ fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Option<AllocEnd
     AllocEnd::of_event(&ev, alloc_id, now_secs())
 }
 
-/// A descriptor that becomes readable when process `pid` (our child) ends
-/// (pidfd_open(2)); `None` on kernels without it.
-fn pidfd(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    let pid = i32::try_from(pid).ok().filter(|&p| p != 0)?;
-    crate::conn::pidfd::open(nix::unistd::Pid::from_raw(pid)).ok()
-}
-
-/// Wait until one of `fds` is readable or `deadline` passes (the DVM
-/// connection is gone, only the child and signals are left to watch).
-fn wait_fds(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) {
-    let _ = crate::conn::client::poll_readable(fds, deadline);
-}
-
-/// How often the end of a child is looked for on a kernel without pidfds.
-const NO_PIDFD_CHECK: Duration = Duration::from_millis(250);
-
 /// Start the holder that shares allocation `rec` with this user's other
 /// tools; its request id names it too (`pspawn --target REQ_ID`, `prelease
 /// REQ_ID` once granted) while the alias is kept.
-fn share(
+pub(super) fn share(
     s: &Session,
     rec: &AllocationRecord,
     what: &str,
@@ -621,255 +604,8 @@ fn share(
     Ok((holder, alias))
 }
 
-/// Start `cmd` with the allocation's id and its holder's socket in its
-/// environment; when it cannot start, the allocation is given back (if
-/// `give_back`) and the failure has a shell's status (127: not found).
-fn start_command(
-    s: &Session,
-    rec: &mut AllocationRecord,
-    cmd: &[String],
-    (holder, output): (
-        &std::path::Path,
-        Option<(std::process::Stdio, std::process::Stdio)>,
-    ),
-    give_back: bool,
-    ui: &Ui,
-) -> std::result::Result<std::process::Child, Failure> {
-    use std::os::unix::process::CommandExt;
-    let program = &cmd[0];
-    let mut command = std::process::Command::new(program);
-    if let Some((out, err)) = output {
-        command.stdout(out).stderr(err);
-    }
-    command
-        .args(&cmd[1..])
-        .env("PMIX_ALLOC_ID", &rec.alloc_id)
-        .env(HOLDER_ENV, holder);
-    // The granted nodes, as SLURM_JOB_NODELIST / SLURM_JOB_NUM_NODES: a
-    // script writes its host file without asking the DVM again.
-    if rec.nodes.is_empty() {
-        command.env_remove(NODELIST_ENV).env_remove(NUM_NODES_ENV);
-    } else {
-        command
-            .env(NODELIST_ENV, rec.nodes.join(","))
-            .env(NUM_NODES_ENV, rec.nodes.len().to_string());
-    }
-    // A batch script leads a process group of its own, so stopping it
-    // stops everything it started.
-    if std::env::var_os(super::palloc_batch::LOG_ENV).is_some() {
-        command
-            .env_remove(super::palloc_batch::LOG_ENV)
-            .process_group(0);
-    }
-    let spawned = command.spawn();
-    spawned.map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::NotFound {
-            127
-        } else {
-            126
-        };
-        if give_back {
-            release_after(s, rec, &format!("{program} ended"), ui);
-        }
-        Failure::with(
-            Exit::Command(code),
-            None,
-            format!("cannot run `{program}`: {e}"),
-        )
-    })
-}
-
-/// CMD's environment: the granted nodes, comma-separated.
-pub const NODELIST_ENV: &str = "PMIX_ALLOC_NODELIST";
-/// CMD's environment: how many nodes were granted.
-pub const NUM_NODES_ENV: &str = "PMIX_ALLOC_NUM_NODES";
-
-/// A process's status as a shell gives it (128+N for signal N).
-fn shell_status(st: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    st.code()
-        .or_else(|| st.signal().map(|n| 128 + n))
-        .unwrap_or(1)
-}
-
-/// `-- CMD`: run CMD as a local process (the caller's environment,
-/// directory, stdin and terminal, as `salloc` does) while palloc holds the
-/// allocation and relays the requests of the tools CMD runs (see
-/// [`crate::conn::holder`]); then give the allocation back unless a
-/// child-flavoured rule or `--keep` says otherwise. Returns CMD's status.
-pub(super) fn run_command(
-    s: &Session,
-    rec: &mut AllocationRecord,
-    cmd: &[String],
-    give_back: bool,
-    ui: &Ui,
-    announce: &dyn Fn(&AllocationRecord),
-) -> std::result::Result<i32, Failure> {
-    let program = cmd
-        .first()
-        .ok_or_else(|| Failure::other("no command to run"))?;
-    let (mut holder, _alias) = share(s, rec, "cannot share the allocation with the command")?;
-    announce(rec);
-    // `palloc --no-wait -- SCRIPT`: the script is stopped when its
-    // allocation ends, and how it ended is written to its log; its record
-    // is written before it starts.
-    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
-    let mut starting = batch_run.then(|| Batch::starting(&s.conn().target().uri.nspace, rec, cmd));
-    let output = starting.as_mut().and_then(|b| b.output());
-    let mut child = match start_command(s, rec, cmd, (holder.path(), output), give_back, ui) {
-        Ok(c) => c,
-        Err(f) => {
-            if let Some(b) = starting {
-                b.failed();
-            }
-            return Err(f);
-        }
-    };
-    let mut batch = starting.map(|b| b.running_as(child.id()));
-    ui.detail(&format!(
-        "running {program} (pid {}) in allocation {}; its tools act through palloc",
-        child.id(),
-        rec.alloc_id
-    ));
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let child_fd = pidfd(child.id());
-    let forward_int = !std::io::IsTerminal::is_terminal(&std::io::stdin());
-    // The DVM's loss: the error, and when CMD, told with SIGTERM, is killed.
-    let mut dvm_lost: Option<(crate::error::Error, Instant)> = None;
-    let mut ended: Option<AllocEnd> = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Ok(st),
-            Ok(None) => {}
-            Err(e) => break Err(e),
-        }
-        if let Some(sig) = signals::take_new() {
-            // A terminal's Ctrl-C already reached CMD (same process group).
-            if sig != Signal::SIGINT as i32 || forward_int {
-                if let Ok(sig) = nix::sys::signal::Signal::try_from(sig) {
-                    match batch.as_mut() {
-                        Some(b)
-                            if matches!(sig, Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) =>
-                        {
-                            b.stop(BatchStop::Signalled)
-                        }
-                        Some(b) => b.forward(sig),
-                        None => {
-                            let _ = nix::sys::signal::kill(pid, sig);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(b) = batch.as_mut() {
-            if holder.released() && ended.is_none() {
-                b.stop(BatchStop::Released);
-                rec.on_owner_exit = format!("allocation {} has ended (released)", rec.alloc_id);
-                ended = Some(AllocEnd::released());
-            }
-            b.kill_due();
-        }
-        let kill_at = batch.as_ref().and_then(Batch::kill_at);
-        let deadline = child_fd
-            .is_none()
-            .then(|| Instant::now() + NO_PIDFD_CHECK)
-            .into_iter()
-            .chain(kill_at)
-            .min();
-        let child_watch = child_fd.as_ref().map(|f| f.as_fd());
-        if let Some((_, kill_at)) = &dvm_lost {
-            if Instant::now() >= *kill_at {
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            }
-            let fds: Vec<BorrowedFd<'_>> = signals::fd().into_iter().chain(child_watch).collect();
-            let wake = deadline.map_or(*kill_at, |d| d.min(*kill_at));
-            wait_fds(&fds, Some(wake.max(Instant::now() + NO_PIDFD_CHECK / 10)));
-            signals::drain();
-            continue;
-        }
-        match step(s, Some(&mut holder), child_watch, deadline) {
-            Step::Notify(bytes) => {
-                if let Some(end) = notice(s, &bytes, &rec.alloc_id, ui) {
-                    if let Some(b) = batch.as_mut() {
-                        b.stop(if end.expired {
-                            BatchStop::TimeLimit
-                        } else if holder.released() {
-                            BatchStop::Released
-                        } else {
-                            BatchStop::Ended
-                        });
-                    }
-                    ui.warn(&format!(
-                        "allocation {} has ended ({}) while {program} runs",
-                        rec.alloc_id, end.why
-                    ));
-                    rec.on_owner_exit = format!(
-                        "{program} ended; allocation {} had already ended ({})",
-                        rec.alloc_id, end.why
-                    );
-                    ended = Some(end);
-                }
-            }
-            Step::Lost(e) => {
-                // The allocation is gone with the DVM: CMD is stopped, as
-                // salloc stops its command when the allocation is revoked.
-                match batch.as_mut() {
-                    Some(b) => b.stop(BatchStop::Ended),
-                    None => {
-                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-                    }
-                }
-                dvm_lost = Some((e, Instant::now() + LOST_GRACE));
-            }
-            _ => {}
-        }
-    };
-    drop(holder);
-    let (code, st) = match status {
-        Ok(st) => (shell_status(st), st),
-        Err(e) => return Err(Failure::other(format!("waiting for {program}: {e}"))),
-    };
-    if let Some((e, _)) = dvm_lost {
-        if let Some(b) = batch {
-            b.ended(st);
-        }
-        rec.on_owner_exit = format!(
-            "the DVM has gone: allocation {} is gone with it",
-            rec.alloc_id
-        );
-        let mut f = Failure::lost(&e);
-        f.message = format!(
-            "lost the DVM while {program} ran ({}); {program} was stopped (it exited with {code})",
-            e.context
-        );
-        return Err(f);
-    }
-    if give_back && ended.is_none() {
-        release_after(s, rec, &format!("{program} ended"), ui);
-    }
-    // A batch log ends with how the script ended (said here, after what
-    // became of the allocation, so it is the last line).
-    if let Some(b) = batch {
-        ui.note(&std::mem::take(&mut rec.on_owner_exit));
-        b.ended(st);
-    }
-    // CMD's own failure wins; a CMD that succeeded in an allocation its
-    // node source ended reports that end (salloc's revoked allocation).
-    match ended.and_then(|e| e.failure(&rec.alloc_id)) {
-        Some(mut f) if code == 0 => {
-            f.message = format!("{program} exited 0, but {}", f.message);
-            Err(f)
-        }
-        _ => Ok(code),
-    }
-}
-
-/// How long CMD has to end after SIGTERM once the DVM has gone, before
-/// SIGKILL.
-const LOST_GRACE: Duration = Duration::from_secs(1);
-
 /// CMD ended: give the allocation back to the scheduler, as salloc does.
-fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
+pub(super) fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
     let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
     match allocate(s, Directive::Release, &release) {
         Ok(_) => {

@@ -22,9 +22,10 @@ use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
 use super::palloc::{
     acts_as_tool, as_the_dvm_has_it, await_answer, generated_request_id, granted_record, hold,
-    interactive, request_infos, run_command, step, Awaiting, Step,
+    interactive, request_infos, step, Awaiting, Step,
 };
 use super::palloc_detach::{refusal_line, submit_detached, Detach, Submitter};
+use super::palloc_run::run_command;
 use super::{connect_for, finish, signals, Failure, Ui};
 
 type Outcome = std::result::Result<i32, Failure>;

@@ -614,43 +614,14 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     info.extend(job_extras(req));
     let (stdin_rank, stdin_info) = stdin_target(req.stdin);
     info.push(stdin_info);
-    let new_sink = |ns: &str| {
-        let sink = OutputSink::new(ns, req.tag_output, ui.json);
-        match &req.output_files {
-            Some(f) => sink.with_files(super::output_files::FileSink::new(f, &req.apps)),
-            None => sink,
-        }
-    };
     let mut early: Option<OutputSink> = None;
-    let mut on_output = |o: JobOutput| {
+    let launched = spawn_when_slots_free(s, req, (&info, &apps), &attrs, ui, &mut |o| {
         if let JobOutput::Output(c) = o {
             early
-                .get_or_insert_with(|| new_sink(&c.source.nspace))
+                .get_or_insert_with(|| new_sink(req, &c.source.nspace, ui))
                 .chunk(c);
         }
-    };
-    // Into a reservation, busy slots are waited for, as srun waits for
-    // its allocation's CPUs (see `pspawn_wait`).
-    let mut wait = super::pspawn_wait::SlotWait::new();
-    let launched = loop {
-        match spawn_or_ended(s, &info, &apps, &mut on_output) {
-            Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
-                match wait.on_busy(s, req, ui) {
-                    super::pspawn_wait::Busy::Retry(p) => {
-                        if let Some(sig) = super::pspawn_wait::pause(s, p) {
-                            return Err(Failure::interrupted(&format!(
-                                "interrupted by {} while waiting for the allocation's slots; nothing was launched",
-                                signals::name(sig)
-                            )));
-                        }
-                    }
-                    super::pspawn_wait::Busy::Refuse => break Err(e),
-                }
-            }
-            r => break r,
-        }
-    }
-    .map_err(|e| spawn_failure(s, req, &attrs, &e))?;
+    })?;
     let ns = match launched {
         Launched::Running(ns) => {
             crate::ops::tool_launches::mark(&ns);
@@ -672,62 +643,19 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         ));
     }
     ui.detail(&format!("launched job {ns} ({nprocs} processes)"));
-    let mut stdin = stdin_rank.map(|rank| match rank {
-        crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(&ns, nprocs),
-        r => launch::StdinPump::new(&ns, r),
-    });
     // Output that came before the spawn's answer stays in the same sink.
-    let mut sink = early.unwrap_or_else(|| new_sink(&ns)).for_job(&ns, nprocs);
-    if let Some(why) = sink.lost() {
-        launch::stop_job(s, &ns);
-        return Err(output_lost(&ns, &why));
-    }
-    let timeout = req.timeout_secs.map(Duration::from_secs);
-    let mut alloc_end: Option<(String, AllocEnd)> = None;
-    let mut cancelled: Option<String> = None;
-    let followed = launch::follow(
+    let sink = early
+        .unwrap_or_else(|| new_sink(req, &ns, ui))
+        .for_job(&ns, nprocs);
+    let running = Running {
         s,
-        &ns,
-        Some(registration),
-        stdin.as_mut(),
-        timeout,
-        &mut |o| {
-            // Our reader is gone: the job's output cannot be delivered, so
-            // the job is stopped (as a shell pipeline's SIGPIPE would).
-            match o {
-                JobOutput::Output(c) if sink.chunk(c) => launch::stop_job(s, &ns),
-                JobOutput::Event(ev) => {
-                    if let Some(who) = cancel_notice(ev, &ns) {
-                        cancelled = Some(who);
-                    }
-                    let now = super::now_secs();
-                    let end = req
-                        .targets
-                        .iter()
-                        .find_map(|t| Some((t.clone(), AllocEnd::of_event(ev, t, now)?)));
-                    if end.is_some() {
-                        alloc_end = end;
-                    }
-                }
-                JobOutput::Output(_) => {}
-            }
-        },
-    )
-    .map_err(|e| Failure::from_error(&format!("while job {ns} ran"), &e))?;
-    sink.flush();
-    if let Some(why) = sink.lost() {
-        return Err(output_lost(&ns, &why));
-    }
-    if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
-        ui.detail(&format!("stdin not forwarded to the job: {why}"));
-    }
-    if let Some(f) = cancelled_by(&followed, cancelled.as_deref()) {
-        return Err(f);
-    }
-    if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
-        return Err(f);
-    }
-    let code = followed_code(s, req, &ns, followed, ui)?;
+        req,
+        ns: &ns,
+        nprocs,
+        registration,
+        stdin_rank,
+    };
+    let code = running.follow_to_end(sink, ui)?;
     job.state = "ended".into();
     job.exit_code = Some(code);
     ui.record(&job);
@@ -737,6 +665,130 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// Where job `ns`'s output goes: stdout/stderr (tagged, or as JSON
+/// records), or the files `-o`/`-e` name.
+fn new_sink(req: &SpawnRequest, ns: &str, ui: &Ui) -> OutputSink {
+    let sink = OutputSink::new(ns, req.tag_output, ui.json);
+    match &req.output_files {
+        Some(f) => sink.with_files(super::output_files::FileSink::new(f, &req.apps)),
+        None => sink,
+    }
+}
+
+/// Spawn `job` (its infos and apps); into a reservation, busy slots are
+/// waited for, as srun waits for its allocation's CPUs (see
+/// `pspawn_wait`). Output that comes before the answer goes to
+/// `on_output`.
+fn spawn_when_slots_free(
+    s: &Session,
+    req: &SpawnRequest,
+    job: (&[crate::codec::Info], &[crate::codec::App]),
+    attrs: &AttrsPresent,
+    ui: &Ui,
+    on_output: &mut dyn FnMut(JobOutput<'_>),
+) -> Result<Launched, Failure> {
+    let mut wait = super::pspawn_wait::SlotWait::new();
+    loop {
+        match spawn_or_ended(s, job.0, job.1, on_output) {
+            Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
+                match wait.on_busy(s, req, ui) {
+                    super::pspawn_wait::Busy::Retry(p) => {
+                        if let Some(sig) = super::pspawn_wait::pause(s, p) {
+                            return Err(Failure::interrupted(&format!(
+                                "interrupted by {} while waiting for the allocation's slots; nothing was launched",
+                                signals::name(sig)
+                            )));
+                        }
+                    }
+                    super::pspawn_wait::Busy::Refuse => break Err(e),
+                }
+            }
+            r => break r,
+        }
+    }
+    .map_err(|e| spawn_failure(s, req, attrs, &e))
+}
+
+/// A launched job pspawn follows to its end.
+struct Running<'a> {
+    s: &'a Session,
+    req: &'a SpawnRequest,
+    ns: &'a str,
+    nprocs: u32,
+    /// The job-end event registration.
+    registration: u32,
+    /// The rank pspawn's stdin goes to, if any.
+    stdin_rank: Option<u32>,
+}
+
+impl Running<'_> {
+    /// Forward the job's output into `sink` and its stdin until it ends;
+    /// its exit code, or why pspawn fails (cancelled, its allocation
+    /// ended, output lost).
+    fn follow_to_end(self, mut sink: OutputSink, ui: &Ui) -> Result<i32, Failure> {
+        let (s, req, ns) = (self.s, self.req, self.ns);
+        if let Some(why) = sink.lost() {
+            launch::stop_job(s, ns);
+            return Err(output_lost(ns, &why));
+        }
+        let mut stdin = self.stdin_rank.map(|rank| match rank {
+            crate::codec::RANK_WILDCARD => launch::StdinPump::to_all(ns, self.nprocs),
+            r => launch::StdinPump::new(ns, r),
+        });
+        let timeout = req.timeout_secs.map(Duration::from_secs);
+        let mut alloc_end: Option<(String, AllocEnd)> = None;
+        let mut cancelled: Option<String> = None;
+        let followed = launch::follow(
+            s,
+            ns,
+            Some(self.registration),
+            stdin.as_mut(),
+            timeout,
+            &mut |o| match o {
+                // Our reader is gone: the job's output cannot be delivered, so
+                // the job is stopped (as a shell pipeline's SIGPIPE would).
+                JobOutput::Output(c) if sink.chunk(c) => launch::stop_job(s, ns),
+                JobOutput::Event(ev) => {
+                    if let Some(who) = cancel_notice(ev, ns) {
+                        cancelled = Some(who);
+                    }
+                    if let Some(end) = allocation_end(req, ev) {
+                        alloc_end = Some(end);
+                    }
+                }
+                JobOutput::Output(_) => {}
+            },
+        )
+        .map_err(|e| Failure::from_error(&format!("while job {ns} ran"), &e))?;
+        sink.flush();
+        if let Some(why) = sink.lost() {
+            return Err(output_lost(ns, &why));
+        }
+        if let Some(why) = stdin.as_ref().and_then(|p| p.stopped_because()) {
+            ui.detail(&format!("stdin not forwarded to the job: {why}"));
+        }
+        if let Some(f) = cancelled_by(&followed, cancelled.as_deref()) {
+            return Err(f);
+        }
+        if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
+            return Err(f);
+        }
+        followed_code(s, req, ns, followed, ui)
+    }
+}
+
+/// The end of one of the job's target allocations that event `ev`
+/// announces, with the allocation's id.
+fn allocation_end(
+    req: &SpawnRequest,
+    ev: &crate::ops::events::Event,
+) -> Option<(String, AllocEnd)> {
+    let now = super::now_secs();
+    req.targets
+        .iter()
+        .find_map(|t| Some((t.clone(), AllocEnd::of_event(ev, t, now)?)))
 }
 
 /// Where pspawn's stdin goes: the rank its pushes name (every rank is the
