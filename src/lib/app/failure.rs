@@ -76,7 +76,7 @@ impl Failure {
             };
         }
         let mut message = match &e.said {
-            Some(said) => explained_refusal(op, e.status, said),
+            Some(said) => explained_refusal(op, e.status, attrs, said),
             None => refusal_message(op, e.status, attrs),
         };
         if e.kind != ErrorKind::Refused && !e.context.is_empty() {

@@ -284,10 +284,20 @@ pub(crate) fn refusal_message(op: Operation, status: Status, attrs: &AttrsPresen
 
 /// The sentence for a refusal the DVM explained in its own words (`said`,
 /// e.g. Slurm's reason relayed by psched): those words first, the status
-/// after; the spec rule and our hint, guesses from the status alone, are
-/// left out.
-pub(crate) fn explained_refusal(op: Operation, status: Status, said: &str) -> String {
-    format!("{} refused: {said} ({})", op.noun(), status.name())
+/// after, then what to do; the spec rule (in the `--json` record) is left
+/// out of the sentence.
+pub(crate) fn explained_refusal(
+    op: Operation,
+    status: Status,
+    attrs: &AttrsPresent,
+    said: &str,
+) -> String {
+    let mut m = format!("{} refused: {said} ({})", op.noun(), status.name());
+    if let Some(h) = hint(op, status, attrs) {
+        m.push_str(". Hint: ");
+        m.push_str(h);
+    }
+    m
 }
 
 impl Operation {
