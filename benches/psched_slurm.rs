@@ -1,19 +1,32 @@
-//! The same grant, side by side in one run on this machine (issue 20):
-//! `palloc -N 1 -- true` through PRRTE master with `psched --backend slurm`
-//! on the private three-node Slurm, against Slurm's own `salloc -N 1 true`
-//! (grant, run `true`, give back: the same work) and `salloc -N 1
-//! --no-shell` (the grant alone; its `scancel` after is not timed).
-//! `cargo bench --bench psched_slurm`; `BENCH_RUNS` pairs (default 10),
-//! on Slurm 22.05 then 26.05.3 (`BENCH_SLURM=22.05` or `26.05.3` for one).
-//! Prints medians and the ratio psched/Slurm.
+//! The same work, side by side in one run on this machine (issues 20,
+//! 40.5): PRRTE master with `psched --backend slurm` on a private
+//! four-node Slurm, against Slurm's own commands doing the same:
+//!
+//! - (a) `palloc -N 1 -- true` vs `salloc -N 1 true` (grant, run `true`,
+//!   give back), and `salloc -N 1 --no-shell` (the grant alone; its
+//!   `scancel` after is not timed);
+//! - (b) `palloc -N 2 -- pspawn -n 2 hostname` vs
+//!   `salloc -N 2 srun -n 2 hostname`;
+//! - (c) a burst: `BENCH_BURST` (default 30) simultaneous
+//!   `palloc -N 1 -- pspawn hostname` vs as many `salloc -N 1 srun
+//!   hostname` over the four nodes: the whole burst's wall time, and p50
+//!   and p99 of each command's.
+//!
+//! `cargo bench --bench psched_slurm`; `BENCH_RUNS` runs of (a) and (b)
+//! each (default 10), `BENCH_BURSTS` bursts (default 3, medians shown), on
+//! Slurm 22.05 then 26.05.3 (`BENCH_SLURM=22.05` or `26.05.3` for one).
+//! Prints medians and the ratios psched/Slurm. `BENCH_CASES` (e.g. `ab`)
+//! runs only those cases.
 //!
 //! With `BENCH_QUEUE=N` (e.g. 10000) it then measures what psched costs
 //! Slurm and itself on a busy queue: N held jobs of another user (`nobody`)
-//! in the queue, psched holding one grant and one request pending, for
-//! `BENCH_QUEUE_SECS` (default 60): slurmctld's RPCs per minute (`sdiag`,
-//! reset at the start) and psched's CPU (its own, and its reaped children's:
-//! the Slurm commands it ran). `CARGO_BIN_EXE_psched=PATH` measures another
-//! psched build (an earlier commit's, for a before/after).
+//! in the queue, psched holding `BENCH_HELD` grants (default 1) and one
+//! request pending, for `BENCH_QUEUE_SECS` (default 60): slurmctld's RPCs
+//! per minute (`sdiag`, reset at the start) and psched's CPU (its own, and
+//! its reaped children's: the Slurm commands it ran). `BENCH_QUEUE=0` with
+//! `BENCH_HELD` set measures the held grants on an empty queue.
+//! `CARGO_BIN_EXE_psched=PATH` measures another psched build (an earlier
+//! commit's, for a before/after).
 
 #[path = "watchdog.rs"]
 mod watchdog;
@@ -21,7 +34,7 @@ mod watchdog;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Wall time of `cmd` run to its end (bounded); panics if it fails.
@@ -32,41 +45,193 @@ fn timed(mut cmd: Command) -> Duration {
     t.elapsed()
 }
 
-fn median(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e3
+fn median_ms(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn env_num(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
-    if !watchdog::start("psched_slurm", Duration::from_secs(2400)) {
+    if !watchdog::start("psched_slurm", Duration::from_secs(3600)) {
         return;
     }
-    let runs: usize = std::env::var("BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
     use support::slurm::Version;
     let only = std::env::var("BENCH_SLURM").ok();
     for v in [Version::Debian22, Version::Current26] {
         if only.as_deref().is_none_or(|o| o == v.name()) {
-            bench_on(v, runs);
+            bench_on(v);
         }
     }
 }
 
-fn bench_on(v: support::slurm::Version, runs: usize) {
+/// Whether case `c` (`a`, `b`, `c`) is to run.
+fn case(c: char) -> bool {
+    std::env::var("BENCH_CASES").map_or(true, |v| v.contains(c))
+}
+
+fn bench_on(v: support::slurm::Version) {
     println!("Slurm {}:", v.name());
-    let (c, s) = support::slurm::cluster_on_slurm(v, &[]);
-    if runs > 0 {
-        grant_times(&c, &s, runs);
+    let (c, s) = support::slurm::cluster_on_slurm_nodes(v, 4, &[]);
+    let runs = env_num("BENCH_RUNS", 10);
+    let mut rows: Vec<(String, f64, f64)> = Vec::new();
+    if runs > 0 && case('a') {
+        rows.extend(grant_times(&c, &s, runs));
     }
-    let queue: usize = std::env::var("BENCH_QUEUE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if queue > 0 {
+    if runs > 0 && case('b') {
+        rows.push(two_nodes(&c, &s, runs));
+    }
+    let bursts = env_num("BENCH_BURSTS", 3);
+    if bursts > 0 && case('c') {
+        rows.extend(bursts_of(&c, &s, env_num("BENCH_BURST", 30), bursts));
+    }
+    if !rows.is_empty() {
+        println!(
+            "| Slurm {} | palloc via psched | Slurm alone | ratio |",
+            v.name()
+        );
+        println!("| --- | --- | --- | --- |");
+        for (what, p, q) in &rows {
+            println!("| {what} | {p:.0} ms | {q:.0} ms | {:.2} |", p / q);
+        }
+    }
+    let queue = env_num("BENCH_QUEUE", 0);
+    if queue > 0 || std::env::var("BENCH_HELD").is_ok() {
         queue_load(&c, &s, queue);
     }
+    assert!(!c.prte_exited(), "prte died\n{}", c.logs());
+}
+
+/// A `palloc ARGS` command on `c`.
+fn palloc(c: &support::cluster::Cluster, args: &[&str]) -> Command {
+    let mut cmd = c.command(support::cargo_bin("palloc"));
+    cmd.env("PATH", support::user_path()).args(args);
+    cmd
+}
+
+/// (b): two nodes, a step of two tasks.
+fn two_nodes(
+    c: &support::cluster::Cluster,
+    s: &support::slurm::Slurm,
+    runs: usize,
+) -> (String, f64, f64) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let p = ["-N", "2", "-t", "5m", "--", "pspawn", "-n", "2", "hostname"];
+        a.push(ms(timed(palloc(c, &p))));
+        let mut cmd = s.command("salloc");
+        cmd.args(["-N", "2", "-t", "5", "srun", "-n", "2", "hostname"]);
+        b.push(ms(timed(cmd)));
+    }
+    (
+        format!("(b) -N 2, 2 tasks of hostname, median of {runs}"),
+        median_ms(a),
+        median_ms(b),
+    )
+}
+
+/// Run `n` commands made by `make` at once: each one's wall time (all
+/// must succeed) and the whole burst's.
+fn burst(n: usize, make: &dyn Fn() -> Command) -> (Vec<f64>, f64) {
+    let t0 = Instant::now();
+    let mut kids: Vec<(Child, Option<f64>)> = (0..n)
+        .map(|_| {
+            let c = make()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start a command of the burst");
+            (c, None)
+        })
+        .collect();
+    let deadline = t0 + Duration::from_secs(600);
+    let mut failed = 0;
+    while kids.iter().any(|(_, t)| t.is_none()) && Instant::now() < deadline {
+        for (k, took) in kids.iter_mut() {
+            if took.is_none() {
+                if let Ok(Some(st)) = k.try_wait() {
+                    *took = Some(ms(t0.elapsed()));
+                    failed += usize::from(!st.success());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let all = ms(t0.elapsed());
+    let mut times = Vec::new();
+    for (mut k, took) in kids {
+        let _ = k.kill();
+        let _ = k.wait();
+        times.push(took.expect("every command of the burst ended within 600 s"));
+    }
+    assert_eq!(failed, 0, "{failed} of {n} commands of the burst failed");
+    times.sort_by(f64::total_cmp);
+    (times, all)
+}
+
+fn pct(v: &[f64], p: f64) -> f64 {
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// (c): `bursts` bursts of `n` each way; medians of whole, p50, p99.
+fn bursts_of(
+    c: &support::cluster::Cluster,
+    s: &support::slurm::Slurm,
+    n: usize,
+    bursts: usize,
+) -> Vec<(String, f64, f64)> {
+    let mine = || {
+        palloc(
+            c,
+            &["-q", "-N", "1", "-t", "5m", "--", "pspawn", "hostname"],
+        )
+    };
+    let theirs = || {
+        let mut cmd = s.command("salloc");
+        cmd.args(["-Q", "-N", "1", "-t", "5", "srun", "hostname"]);
+        cmd
+    };
+    let mut m: [Vec<f64>; 3] = Default::default();
+    let mut t: [Vec<f64>; 3] = Default::default();
+    for i in 0..bursts {
+        for (make, into) in [
+            (&mine as &dyn Fn() -> Command, &mut m),
+            (&theirs as &dyn Fn() -> Command, &mut t),
+        ] {
+            let (times, all) = burst(n, make);
+            into[0].push(all);
+            into[1].push(pct(&times, 0.5));
+            into[2].push(pct(&times, 0.99));
+        }
+        println!(
+            "burst {}: psched whole {:.0} ms, Slurm whole {:.0} ms",
+            i + 1,
+            m[0][i],
+            t[0][i]
+        );
+    }
+    let names = ["whole burst", "p50 per command", "p99 per command"];
+    names
+        .iter()
+        .zip(m.into_iter().zip(t))
+        .map(|(what, (a, b))| {
+            (
+                format!("(c) {n} at once over 4 nodes, {what}, median of {bursts}"),
+                median_ms(a),
+                median_ms(b),
+            )
+        })
+        .collect()
 }
 
 /// psched's (utime + stime, cutime + cstime) in seconds, from /proc.
@@ -129,26 +294,38 @@ fn queue_load(c: &support::cluster::Cluster, s: &support::slurm::Slurm, n: usize
         t.elapsed().as_secs_f64()
     );
     let palloc = |args: &[&str]| {
-        let mut cmd = c.command(support::cargo_bin("palloc"));
-        cmd.env("PATH", support::user_path())
-            .args(["--hold", "--json"])
-            .args(args)
+        let mut cmd = palloc(c, &["--hold", "--json"]);
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         cmd.spawn().expect("palloc")
     };
-    let t = Instant::now();
-    let mut held = palloc(&["-N", "1", "-t", "30m"]);
-    let lines = support::LineReader::new(held.stdout.take().expect("stdout"));
-    lines
-        .next_line(Duration::from_secs(300))
-        .expect("the grant");
-    println!(
-        "grant with {n} jobs queued: {:.0} ms",
-        t.elapsed().as_secs_f64() * 1e3
-    );
-    let mut pending = palloc(&["-N", "3", "-t", "30m"]);
+    // The four nodes hold four grants (whole nodes): the allocations past
+    // those wait in Slurm's queue, asked about as often as the granted.
+    let held_n = env_num("BENCH_HELD", 1);
+    let granted = held_n.min(4);
+    let mut holders = Vec::new();
+    for i in 0..held_n {
+        let t = Instant::now();
+        let mut held = palloc(&["-N", "1", "-t", "30m"]);
+        let lines = support::LineReader::new(held.stdout.take().expect("stdout"));
+        if i < granted {
+            lines
+                .next_line(Duration::from_secs(300))
+                .expect("the grant");
+            println!(
+                "grant with {n} jobs queued: {:.0} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        holders.push((held, lines));
+    }
+    if held_n <= 4 {
+        let mut p = palloc(&["-N", "4", "-t", "30m"]);
+        let lines = support::LineReader::new(p.stdout.take().expect("stdout"));
+        holders.push((p, lines));
+    }
     std::thread::sleep(Duration::from_secs(5));
     let secs: u64 = std::env::var("BENCH_QUEUE_SECS")
         .ok()
@@ -161,7 +338,10 @@ fn queue_load(c: &support::cluster::Cluster, s: &support::slurm::Slurm, n: usize
     let (own1, kids1) = cpu_of(pid);
     let (total, by_type) = rpcs(s);
     let per_min = total as f64 * 60.0 / secs as f64;
-    println!("over {secs} s, 1 grant held + 1 request pending, {n} other jobs queued:");
+    println!(
+        "over {secs} s, {granted} grants held + {} requests pending, {n} other jobs queued:",
+        holders.len() - granted
+    );
     println!(
         "  slurmctld RPCs: {total} ({per_min:.0}/min): {}",
         by_type.join(", ")
@@ -172,19 +352,18 @@ fn queue_load(c: &support::cluster::Cluster, s: &support::slurm::Slurm, n: usize
         kids1 - kids0,
         (own1 - own0 + kids1 - kids0) * 100.0 / secs as f64
     );
-    for h in [&mut held, &mut pending] {
+    for (h, _) in holders.iter_mut() {
         let _ = h.kill();
         let _ = h.wait();
     }
 }
 
-fn grant_times(c: &support::cluster::Cluster, s: &support::slurm::Slurm, runs: usize) {
-    let palloc = || {
-        let mut cmd = c.command(support::cargo_bin("palloc"));
-        cmd.env("PATH", support::user_path())
-            .args(["-N", "1", "-t", "5m", "--", "true"]);
-        cmd
-    };
+/// (a): one node, `true`; and Slurm's grant alone.
+fn grant_times(
+    c: &support::cluster::Cluster,
+    s: &support::slurm::Slurm,
+    runs: usize,
+) -> Vec<(String, f64, f64)> {
     let salloc = || {
         let mut cmd = s.command("salloc");
         cmd.args(["-N", "1", "-t", "5", "true"]);
@@ -205,24 +384,11 @@ fn grant_times(c: &support::cluster::Cluster, s: &support::slurm::Slurm, runs: u
     };
     let (mut a, mut b, mut n) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        a.push(timed(palloc()));
-        b.push(timed(salloc()));
-        n.push(no_shell());
+        a.push(ms(timed(palloc(c, &["-N", "1", "-t", "5m", "--", "true"]))));
+        b.push(ms(timed(salloc())));
+        n.push(ms(no_shell()));
     }
-    let (ma, mb, mn) = (median(a), median(b), median(n));
-    println!("| command | median of {runs} | ratio to palloc via psched |");
-    println!("| --- | --- | --- |");
-    println!("| palloc -N 1 -- true (PRRTE master + psched on Slurm) | {ma:.1} ms | 1 |");
-    println!(
-        "| salloc -N 1 true (Slurm alone) | {mb:.1} ms | {:.2} |",
-        mb / ma
-    );
-    println!(
-        "| salloc -N 1 --no-shell (grant only) | {mn:.1} ms | {:.2} |",
-        mn / ma
-    );
-    println!(
-        "psched overhead over Slurm's own grant and release: {:.2}x",
-        ma / mb
-    );
+    let (ma, mb, mn) = (median_ms(a), median_ms(b), median_ms(n));
+    println!("(Slurm's grant alone, salloc -N 1 --no-shell: {mn:.0} ms)");
+    vec![(format!("(a) -N 1 true, median of {runs}"), ma, mb)]
 }

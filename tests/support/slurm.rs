@@ -496,7 +496,16 @@ impl Slurm {
 /// `version` over them in the cluster's network namespace, and psched on it
 /// attached.
 pub fn cluster_on_slurm(version: Version, prte_extra: &[&str]) -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
+    cluster_on_slurm_nodes(version, 3, prte_extra)
+}
+
+/// [`cluster_on_slurm`] with `pool` nodes that only Slurm knows.
+pub fn cluster_on_slurm_nodes(
+    version: Version,
+    pool: u32,
+    prte_extra: &[&str],
+) -> (Cluster, Slurm) {
+    let mut c = Cluster::start_for_scheduler(1, pool, prte_extra);
     let ns = c.netns_arg();
     let slurm = Slurm::start(version, &c.pool, move |p| {
         let mut cmd = Command::new("nsenter");
