@@ -505,7 +505,9 @@ pub fn cluster_on_slurm_nodes(
     pool: u32,
     prte_extra: &[&str],
 ) -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, pool, prte_extra);
+    // Four pool nodes or more: the head node gets two slots (P9).
+    let slots = if pool >= 4 { 2 } else { 1 };
+    let mut c = Cluster::start_for_scheduler(slots, pool, prte_extra);
     let ns = c.netns_arg();
     let slurm = Slurm::start(version, &c.pool, move |p| {
         let mut cmd = Command::new("nsenter");

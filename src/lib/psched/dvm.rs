@@ -6,7 +6,8 @@
 //! - **One change at a time.** A grant is answered only when PRRTE has
 //!   carried out the one before: the grant's allocation is listed, the
 //!   daemons of its new nodes are up, and the grow it started had
-//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE), unless it
+//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE;
+//!   [`SETTLE_QUIET_MS`] when it started no daemon), unless it
 //!   started no daemon and nobody holds an allocation of psched's any more
 //!   (nothing can be launching into a grown reservation then: a user's
 //!   `palloc` loop, grant, job, release, grant, is not slowed to one
@@ -50,8 +51,14 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
-/// How long a change is given to finish in PRRTE before the next one.
+/// How long a change that started daemons is given to finish in PRRTE
+/// (their wire-up, the new map sent to every daemon) before the next one.
 pub const SETTLE_MS: u64 = 150;
+/// How long a change that started no daemon is given: PRRTE's grow then
+/// launches nothing and only sends its node map again (issue 40.5: a
+/// two-node grant of nodes whose daemons are up paid [`SETTLE_MS`] between
+/// its two nodes, most of `palloc -N 2`'s time beyond Slurm's).
+pub const SETTLE_QUIET_MS: u64 = 20;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -723,14 +730,16 @@ impl Dvm {
         }
     }
 
-    /// Give PRRTE's grow [`SETTLE_MS`] to finish, or less when
+    /// Give PRRTE's grow [`SETTLE_MS`] to finish when it `started`
+    /// daemons, [`SETTLE_QUIET_MS`] when it started none, or less when
     /// `end_when_unheld` and nobody holds an allocation. Nothing PRRTE
     /// reports says when a grow is over (`prte` prints `DVM ready`); a probe
     /// job sent to learn it made new daemons fail to unpack their first
     /// launch.
-    fn settling(&mut self, now: u64, end_when_unheld: bool) -> Option<Flight> {
+    fn settling(&mut self, now: u64, end_when_unheld: bool, started: bool) -> Option<Flight> {
+        let pause = if started { SETTLE_MS } else { SETTLE_QUIET_MS };
         Some(Flight::Settling {
-            until: now + SETTLE_MS,
+            until: now + pause,
             end_when_unheld,
         })
     }
@@ -740,7 +749,7 @@ impl Dvm {
     /// allocation, if `may_end_early`).
     fn starting(&mut self, fresh: Vec<String>, now: u64, may_end_early: bool) -> Option<Flight> {
         if fresh.is_empty() {
-            return self.settling(now, may_end_early);
+            return self.settling(now, may_end_early, false);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -1012,7 +1021,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.settling(now, false);
+                    self.flight = self.settling(now, false, true);
                     return;
                 }
                 // The next node is asked at once; the same one again later.
@@ -1242,7 +1251,39 @@ mod tests {
         out.clear();
         d.tick(4, &mut out).unwrap();
         assert!(answers(&out).is_empty(), "alloc.0 is held: {out:?}");
-        d.tick(1 + SETTLE_MS, &mut out).unwrap();
+        d.tick(1 + SETTLE_QUIET_MS, &mut out).unwrap();
+        assert_eq!(
+            answers(&out),
+            [11],
+            "after SETTLE_QUIET_MS: no daemon started"
+        );
+    }
+
+    #[test]
+    fn a_change_that_started_daemons_settles_longer_than_one_that_started_none() {
+        // n2's daemon is not up: the grant starts it.
+        let mut d = dvm(&["n1"]);
+        let mut out = Vec::new();
+        d.push(
+            vec![grant(10, "alloc.1", &["n2"]), grant(11, "alloc.2", &["n1"])],
+            &mut out,
+        )
+        .unwrap();
+        d.tick(0, &mut out).unwrap();
+        let q = own_tags(&out)[0];
+        out.clear();
+        let nodes = |_: &str| Vec::new();
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
+            .unwrap();
+        // The daemon of n2 reports at 10 ms.
+        d.tick(1, &mut out).unwrap();
+        let probe = own_tags(&out)[0];
+        out.clear();
+        let up = answer(&[Info::new(keys::SERVER_URI, "prte.n2;tcp://1.2.3.4:5")]);
+        d.on_own_answer(probe, &up, 10, &nodes, &mut out).unwrap();
+        d.tick(10 + SETTLE_QUIET_MS, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "daemons started: {out:?}");
+        d.tick(10 + SETTLE_MS, &mut out).unwrap();
         assert_eq!(answers(&out), [11], "after SETTLE_MS");
     }
 

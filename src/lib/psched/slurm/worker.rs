@@ -27,7 +27,7 @@ pub struct SubKey {
 /// Something for Slurm.
 #[derive(Debug, Clone)]
 pub enum Task {
-    /// What Slurm says of these jobs (one `scontrol show job` each).
+    /// What Slurm says of these jobs (one `squeue` for all).
     Show(Vec<u64>),
     /// `scancel` this job.
     Cancel(u64),
@@ -72,6 +72,8 @@ pub enum SallocEvent {
         /// Granted (else queued).
         granted: bool,
     },
+    /// Its granted job's nodes are ready: these.
+    Ready(Vec<String>),
     /// It exited: successfully, or with why.
     Exit(Result<(), Failure>),
 }
@@ -133,7 +135,8 @@ fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
     match t {
         Task::Show(jobs) => {
             let d = *dialect.get_or_insert_with(ctl::dialect);
-            Done::Seen(jobs.into_iter().map(|j| (j, ctl::show_job(d, j))).collect())
+            let uid = nix::unistd::geteuid().as_raw();
+            Done::Seen(ctl::show_jobs(d, uid, &jobs))
         }
         Task::Cancel(j) => Done::Cancelled(j, ctl::cancel(j)),
         Task::Extend {
@@ -175,6 +178,7 @@ fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>, waker: Waker)
             had_job = true;
             tell(SallocEvent::Job { id, granted });
         }
+        SallocSays::Ready(nodes) => tell(SallocEvent::Ready(nodes)),
         SallocSays::Error(w) => words = Some(w),
         SallocSays::Other => {}
     });
