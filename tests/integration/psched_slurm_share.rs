@@ -5,7 +5,10 @@
 //! Every test once on Slurm 22.05 and once on 26.05.3.
 
 use crate::psched_cluster::{hold_with, wait_for};
-use crate::support::slurm::{cluster_on_slurm, Slurm, Version};
+use std::process::Command;
+
+use crate::support::cluster::Cluster;
+use crate::support::slurm::{start_psched_on, start_psched_with_env, Select, Slurm, Version};
 use crate::support::{tool, ToolCommand};
 
 macro_rules! on_both_versions {
@@ -50,11 +53,28 @@ fn rpc_count(s: &Slurm, name: &str) -> u64 {
 }
 
 /// Three allocations held and one queued behind them: psched asks Slurm
-/// about all four jobs in one RPC each time (`REQUEST_JOB_USER_INFO`,
-/// psched's own jobs), never job by job (`REQUEST_JOB_INFO_SINGLE`, one
-/// `scontrol show job` each: four RPCs a period before).
+/// about all four jobs in one RPC each period, never job by job
+/// (`REQUEST_JOB_INFO_SINGLE`, one `scontrol show job` each: four RPCs a
+/// period before). psched runs as root here, which squeue cannot filter on
+/// (it loads the whole queue, `REQUEST_JOB_INFO`, where for another user
+/// it asks for that user's jobs, `REQUEST_JOB_USER_INFO`); root's default
+/// is one query each, so this psched is told `PSCHED_SLURM_QUERY=one`.
 fn one_query_a_period_asks_slurm_about_every_held_job(v: Version) {
-    let (c, s) = cluster_on_slurm(v, &[]);
+    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
+    let ns = c.netns_arg();
+    let s = Slurm::start(v, &c.pool, move |p| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(&ns).arg("--").arg(p);
+        cmd
+    });
+    start_psched_with_env(
+        &mut c,
+        &s,
+        &[
+            ("PSCHED_SLURM_ROOT_ONLY", "1"),
+            ("PSCHED_SLURM_QUERY", "one"),
+        ],
+    );
     let palloc = || tool(&c, "palloc").no_color().on_slurm(&s);
     let mut held = Vec::new();
     for _ in 0..3 {
@@ -73,9 +93,17 @@ fn one_query_a_period_asks_slurm_about_every_held_job(v: Version) {
     });
     // From here on only psched speaks to slurmctld (sdiag aside).
     s.run("sdiag", &["--reset"]);
-    wait_for("psched asked Slurm about its jobs three times", || {
-        rpc_count(&s, "REQUEST_JOB_USER_INFO") >= 3
-    });
+    let asked = crate::support::wait::within_every(
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_millis(500),
+        || rpc_count(&s, "REQUEST_JOB_INFO") >= 3,
+    );
+    assert!(
+        asked,
+        "psched never asked Slurm about its jobs together three times: {}\n{}",
+        s.run("sdiag", &[]),
+        c.psched_log()
+    );
     let single = rpc_count(&s, "REQUEST_JOB_INFO_SINGLE");
     assert_eq!(
         single,
@@ -90,14 +118,22 @@ fn one_query_a_period_asks_slurm_about_every_held_job(v: Version) {
     }
 }
 
-/// `OverSubscribe=` of job `id` in `scontrol show job`: `NO` for a job
-/// that holds its nodes whole (`--exclusive`).
-fn oversubscribe(s: &Slurm, id: u64) -> String {
+/// Whether job `id` holds its nodes whole, as `scontrol show job` says:
+/// `Exclusive=` other than `NO` (Slurm 24.05 and later), else (22.05)
+/// `OverSubscribe=NO`.
+fn holds_whole_nodes(s: &Slurm, id: u64) -> bool {
     let out = s.show_job(id);
-    out.split_whitespace()
-        .find_map(|kv| kv.strip_prefix("OverSubscribe="))
-        .unwrap_or_else(|| panic!("no OverSubscribe= in {out}"))
-        .to_string()
+    let field = |k: &str| {
+        out.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    match field("Exclusive") {
+        Some(e) => e != "NO",
+        None => {
+            field("OverSubscribe").unwrap_or_else(|| panic!("no OverSubscribe= in {out}")) == "NO"
+        }
+    }
 }
 
 /// The Slurm job id behind allocation `alloc` (its name ends `.ALLOC`).
@@ -110,25 +146,28 @@ fn job_of(s: &Slurm, alloc: &str) -> u64 {
         .unwrap_or_else(|| panic!("no Slurm job for {alloc}: {:?}", s.jobs()))
 }
 
-/// A one-node request is a Slurm job other jobs may share the node with
-/// (`OverSubscribe` not `NO`: psched passed no `--exclusive`); with
-/// `palloc --exclusive` it is a job that holds its node whole.
+/// On a Slurm that hands out CPUs (`select/cons_tres`), a one-node request
+/// is a Slurm job other jobs may share the node with (psched passed no
+/// `--exclusive`; before, every job was exclusive); with `palloc
+/// --exclusive` it is a job that holds its node whole.
 fn a_request_shares_its_node_unless_it_asks_for_it_whole(v: Version) {
-    let (c, s) = cluster_on_slurm(v, &[]);
+    let mut c = Cluster::start_for_scheduler(1, 3, &[]);
+    let ns = c.netns_arg();
+    let s = Slurm::start_with(v, &c.pool, Select::Cpus, move |p| {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(&ns).arg("--").arg(p);
+        cmd
+    });
+    start_psched_on(&mut c, &s);
     let palloc = || tool(&c, "palloc").no_color().on_slurm(&s);
     let (mut shared, _l1, id1) = hold_with(palloc(), &["-N", "1", "-t", "10m"]);
     let (mut whole, _l2, id2) = hold_with(palloc(), &["-N", "1", "--exclusive", "-t", "10m"]);
     let (j1, j2) = (job_of(&s, &id1), job_of(&s, &id2));
     let log = || format!("{}\n{}", s.show_job(j1), c.psched_log());
-    assert_ne!(oversubscribe(&s, j1), "NO", "shared: {}", log());
-    assert_eq!(oversubscribe(&s, j2), "NO", "whole: {}", s.show_job(j2));
+    assert!(!holds_whole_nodes(&s, j1), "shared: {}", log());
+    assert!(holds_whole_nodes(&s, j2), "whole: {}", s.show_job(j2));
     for h in [&mut shared, &mut whole] {
         let _ = h.kill();
         let _ = h.wait();
     }
-    wait_for("both jobs end", || {
-        s.jobs()
-            .iter()
-            .all(|j| j.state != "RUNNING" && j.state != "PENDING")
-    });
 }

@@ -276,27 +276,86 @@ pub fn dialect() -> Dialect {
     }
 }
 
-/// What Slurm says of each of `jobs`, psched's own (`uid`'s), in one
-/// `squeue --user=UID --jobs=…`: one RPC whatever the number of jobs
-/// (`REQUEST_JOB_USER_INFO`: the controller sends only this user's jobs,
-/// whatever the queue; one job alone is asked for by its id). A job the
-/// answer does not list is not this user's, or no longer known: [`Seen::Gone`].
-pub fn show_jobs(d: Dialect, uid: u32, jobs: &[u64]) -> Vec<(u64, Result<Seen, Unreachable>)> {
-    let all = |r: Result<Seen, Unreachable>| jobs.iter().map(|j| (*j, r.clone())).collect();
-    if jobs.is_empty() {
-        return Vec::new();
+/// How psched asks Slurm about its jobs each period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryForm {
+    /// One `squeue --user=UID` for all of them (one job: `--jobs=J`). For a
+    /// user other than root the controller sends only that user's jobs
+    /// (`REQUEST_JOB_USER_INFO`): one RPC whatever the queue and however
+    /// many jobs psched holds. For root squeue cannot ask that (it takes
+    /// uid 0 for no user) and loads the whole queue (`REQUEST_JOB_INFO`).
+    One(u32),
+    /// One `squeue --jobs=J` each (`REQUEST_JOB_INFO_SINGLE`): the RPCs grow
+    /// with the jobs held, not with the queue (root's default).
+    Each,
+}
+
+/// Chooses the [`QueryForm`] (`one` or `each`); by default `one` for a
+/// psched that is not root, `each` for root.
+pub const QUERY_FORM: &str = "PSCHED_SLURM_QUERY";
+
+/// The [`QueryForm`] of a psched running as `uid`, `asked` by
+/// [`QUERY_FORM`] (an unknown word is said and left for the default).
+pub fn query_form(uid: u32, asked: Option<&str>) -> QueryForm {
+    match asked {
+        Some("one") => return QueryForm::One(uid),
+        Some("each") => return QueryForm::Each,
+        Some(other) => eprintln!("psched: {QUERY_FORM}={other:?} is not one or each: ignored"),
+        None => {}
     }
-    let list = jobs
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+    if uid == 0 {
+        QueryForm::Each
+    } else {
+        QueryForm::One(uid)
+    }
+}
+
+/// The `squeue` arguments (beyond the dialect's) of each query of `jobs`
+/// in `form`.
+pub fn query_args(form: QueryForm, jobs: &[u64]) -> Vec<Vec<String>> {
+    let all = "--states=all".to_string();
+    match (form, jobs) {
+        (_, []) => Vec::new(),
+        (QueryForm::One(uid), [one]) => {
+            vec![vec![format!("--user={uid}"), all, format!("--jobs={one}")]]
+        }
+        // Not `--jobs` with several ids: squeue then loads the whole queue
+        // even for one user.
+        (QueryForm::One(uid), _) => vec![vec![format!("--user={uid}"), all]],
+        (QueryForm::Each, _) => jobs
+            .iter()
+            .map(|j| vec![all.clone(), format!("--jobs={j}")])
+            .collect(),
+    }
+}
+
+/// What Slurm says of each of `jobs`, psched's own, asked in `form`. A
+/// job an answer does not list is not psched's user's, or no longer
+/// known: [`Seen::Gone`].
+pub fn show_jobs(
+    d: Dialect,
+    form: QueryForm,
+    jobs: &[u64],
+) -> Vec<(u64, Result<Seen, Unreachable>)> {
+    let mut out = Vec::new();
+    for args in query_args(form, jobs) {
+        let asked: Vec<u64> = match form {
+            QueryForm::One(_) => jobs.to_vec(),
+            QueryForm::Each => args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--jobs=")?.parse().ok())
+                .collect(),
+        };
+        out.extend(squeue(d, &args, &asked));
+    }
+    out
+}
+
+/// One `squeue ARGS` in dialect `d`, read for `jobs`.
+fn squeue(d: Dialect, args: &[String], jobs: &[u64]) -> Vec<(u64, Result<Seen, Unreachable>)> {
+    let all = |r: Result<Seen, Unreachable>| jobs.iter().map(|j| (*j, r.clone())).collect();
     let mut c = Command::new("squeue");
-    c.args([
-        &format!("--user={uid}"),
-        &format!("--jobs={list}"),
-        "--states=all",
-    ]);
+    c.args(args);
     match d {
         Dialect::Json => c.arg("--json"),
         Dialect::Lines => c
@@ -549,6 +608,24 @@ mod tests {
             ..o
         };
         assert_eq!(whole.with_slots(2).cpus, None);
+    }
+
+    #[test]
+    fn one_query_for_all_jobs_unless_root() {
+        assert_eq!(query_form(1000, None), QueryForm::One(1000));
+        assert_eq!(query_form(0, None), QueryForm::Each);
+        assert_eq!(query_form(0, Some("one")), QueryForm::One(0));
+        assert_eq!(query_form(1000, Some("each")), QueryForm::Each);
+        let one = query_args(QueryForm::One(1000), &[4, 5, 6]);
+        assert_eq!(one, [["--user=1000", "--states=all"]]);
+        let single = query_args(QueryForm::One(1000), &[4]);
+        assert_eq!(single, [["--user=1000", "--states=all", "--jobs=4"]]);
+        let each = query_args(QueryForm::Each, &[4, 5]);
+        assert_eq!(
+            each,
+            [["--states=all", "--jobs=4"], ["--states=all", "--jobs=5"]]
+        );
+        assert!(query_args(QueryForm::One(1), &[]).is_empty());
     }
 
     #[test]

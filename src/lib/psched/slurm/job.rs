@@ -1,12 +1,12 @@
 //! psched's jobs as Slurm describes them, from either answer of one
-//! `squeue --user=UID --jobs=A,B,… --states=all`: `--json` (Slurm 23.02
+//! `squeue --user=UID --states=all` (`--jobs=J` for one): `--json` (Slurm 23.02
 //! and later; the schema of 23.11+, v0.0.40: states as flag arrays,
 //! numbers as `{set, infinite, number}`, is read as well as the older plain
 //! form) or, on Slurm 22.05, whose `squeue --json` ignores the filters (it
 //! would list the whole queue), lines of [`super::ctl::LINE_FORMAT`]
 //! (times in UTC as psched runs it with `TZ=UTC`).
 //!
-//! The answer lists the user's jobs among those asked for: a job it does
+//! The answer lists the user's jobs, those asked about among them: a job it does
 //! not list is [`Seen::Gone`] (ended long enough ago that Slurm forgot it,
 //! or never this user's). An answer with errors is never read as "no
 //! jobs": Slurm's "invalid job id" (`ESLURM_INVALID_JOB_ID`, 2017, when one

@@ -16,8 +16,8 @@
 //! them; REQ_CANCEL cancels a pending job.
 //!
 //! psched asks Slurm only about its own jobs, all of them in one `squeue
-//! --user=UID --jobs=…` (one RPC whatever the queue and however many jobs
-//! psched holds), every [`POLL_MS`], on a worker thread
+//! --user=UID` (one RPC whatever the queue and however many jobs psched
+//! holds), every [`POLL_MS`], on a worker thread
 //! ([`worker`]): the warning before expiry follows Slurm's own end time (an
 //! extension made in Slurm moves it), and an allocation Slurm runs no job
 //! of any more (time limit, `scancel`, node failure, preemption) has its

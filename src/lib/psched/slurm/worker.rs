@@ -8,7 +8,7 @@
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 
-use super::ctl::{self, Ask, Dialect, Failure, SallocSays};
+use super::ctl::{self, Ask, Dialect, Failure, QueryForm, SallocSays};
 use super::job::{Seen, Unreachable};
 use super::waker::Waker;
 
@@ -27,7 +27,8 @@ pub struct SubKey {
 /// Something for Slurm.
 #[derive(Debug, Clone)]
 pub enum Task {
-    /// What Slurm says of these jobs (one `squeue` for all).
+    /// What Slurm says of these jobs (one `squeue` for all, or one each:
+    /// [`ctl::QueryForm`]).
     Show(Vec<u64>),
     /// `scancel` this job.
     Cancel(u64),
@@ -119,9 +120,9 @@ pub struct Worker {
 fn lane(done: Sender<Done>, waker: Waker) -> Sender<Task> {
     let (tx, rx) = channel::<Task>();
     std::thread::spawn(move || {
-        let mut dialect: Option<Dialect> = None;
+        let (mut dialect, mut form) = (None, None);
         for t in rx {
-            let d = perform(t, &mut dialect);
+            let d = perform(t, &mut dialect, &mut form);
             if done.send(d).is_err() {
                 return;
             }
@@ -131,12 +132,14 @@ fn lane(done: Sender<Done>, waker: Waker) -> Sender<Task> {
     tx
 }
 
-fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
+fn perform(t: Task, dialect: &mut Option<Dialect>, form: &mut Option<QueryForm>) -> Done {
     match t {
         Task::Show(jobs) => {
             let d = *dialect.get_or_insert_with(ctl::dialect);
             let uid = nix::unistd::geteuid().as_raw();
-            Done::Seen(ctl::show_jobs(d, uid, &jobs))
+            let asked = std::env::var(ctl::QUERY_FORM).ok();
+            let form = *form.get_or_insert_with(|| ctl::query_form(uid, asked.as_deref()));
+            Done::Seen(ctl::show_jobs(d, form, &jobs))
         }
         Task::Cancel(j) => Done::Cancelled(j, ctl::cancel(j)),
         Task::Extend {
