@@ -21,8 +21,9 @@
 //!
 //! With `BENCH_QUEUE=N` (e.g. 10000) it then measures what psched costs
 //! Slurm and itself on a busy queue: N held jobs of another user (`nobody`)
-//! in the queue, psched holding `BENCH_HELD` grants (default 1) and one
-//! request pending, for `BENCH_QUEUE_SECS` (default 60): slurmctld's RPCs
+//! in the queue, psched holding `BENCH_HELD` allocations (default 1; a
+//! list, `1,20`, measures each count in turn; past four they wait in
+//! Slurm's queue), for `BENCH_QUEUE_SECS` (default 60): slurmctld's RPCs
 //! per minute (`sdiag`, reset at the start) and psched's CPU (its own, and
 //! its reaped children's: the Slurm commands it ran). `BENCH_QUEUE=0` with
 //! `BENCH_HELD` set measures the held grants on an empty queue.
@@ -332,58 +333,69 @@ fn queue_load(c: &support::cluster::Cluster, s: &support::slurm::Slurm, n: usize
             .stderr(Stdio::null());
         cmd.spawn().expect("palloc")
     };
-    // The four nodes hold four grants (whole nodes): the allocations past
-    // those wait in Slurm's queue, asked about as often as the granted.
-    let held_n = env_num("BENCH_HELD", 1);
-    let granted = held_n.min(4);
+    // `BENCH_HELD=1,20`: measured with 1 allocation, then with 20. The
+    // four nodes hold four grants (whole nodes): the allocations past those
+    // wait in Slurm's queue, asked about as often as the granted. With
+    // fewer than five, one more request waits (`-N 4`).
+    let counts: Vec<usize> = std::env::var("BENCH_HELD")
+        .unwrap_or_else(|_| "1".into())
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    let secs = env_num("BENCH_QUEUE_SECS", 60) as u64;
     let mut holders = Vec::new();
-    for i in 0..held_n {
-        let t = Instant::now();
-        let mut held = palloc(&["-N", "1", "-t", "30m"]);
-        let lines = support::LineReader::new(held.stdout.take().expect("stdout"));
-        if i < granted {
-            lines
-                .next_line(Duration::from_secs(300))
-                .expect("the grant");
-            println!(
-                "grant with {n} jobs queued: {:.0} ms",
-                t.elapsed().as_secs_f64() * 1e3
-            );
+    let mut extra = None;
+    for want in counts {
+        if let Some(mut p) = extra.take() {
+            let (h, _): &mut (Child, support::LineReader) = &mut p;
+            let _ = h.kill();
+            let _ = h.wait();
         }
-        holders.push((held, lines));
+        while holders.len() < want {
+            let t = Instant::now();
+            let mut held = palloc(&["-N", "1", "-t", "30m"]);
+            let lines = support::LineReader::new(held.stdout.take().expect("stdout"));
+            if holders.len() < 4 {
+                lines
+                    .next_line(Duration::from_secs(300))
+                    .expect("the grant");
+                println!(
+                    "grant with {n} jobs queued: {:.0} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            holders.push((held, lines));
+        }
+        let granted = want.min(4);
+        if want <= 4 {
+            let mut p = palloc(&["-N", "4", "-t", "30m"]);
+            let lines = support::LineReader::new(p.stdout.take().expect("stdout"));
+            extra = Some((p, lines));
+        }
+        let pending = want - granted + usize::from(extra.is_some());
+        std::thread::sleep(Duration::from_secs(5));
+        let pid = c.psched_pid().expect("psched runs");
+        s.run("sdiag", &["--reset"]);
+        let (own0, kids0) = cpu_of(pid);
+        std::thread::sleep(Duration::from_secs(secs));
+        let (own1, kids1) = cpu_of(pid);
+        let (total, by_type) = rpcs(s);
+        let per_min = total as f64 * 60.0 / secs as f64;
+        println!(
+            "over {secs} s, {granted} grants held + {pending} requests pending, {n} other jobs queued:"
+        );
+        println!(
+            "  slurmctld RPCs: {total} ({per_min:.0}/min): {}",
+            by_type.join(", ")
+        );
+        println!(
+            "  psched CPU: {:.2} s own, {:.2} s its Slurm commands ({:.1}% of one core in all)",
+            own1 - own0,
+            kids1 - kids0,
+            (own1 - own0 + kids1 - kids0) * 100.0 / secs as f64
+        );
     }
-    if held_n <= 4 {
-        let mut p = palloc(&["-N", "4", "-t", "30m"]);
-        let lines = support::LineReader::new(p.stdout.take().expect("stdout"));
-        holders.push((p, lines));
-    }
-    std::thread::sleep(Duration::from_secs(5));
-    let secs: u64 = std::env::var("BENCH_QUEUE_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
-    let pid = c.psched_pid().expect("psched runs");
-    s.run("sdiag", &["--reset"]);
-    let (own0, kids0) = cpu_of(pid);
-    std::thread::sleep(Duration::from_secs(secs));
-    let (own1, kids1) = cpu_of(pid);
-    let (total, by_type) = rpcs(s);
-    let per_min = total as f64 * 60.0 / secs as f64;
-    println!(
-        "over {secs} s, {granted} grants held + {} requests pending, {n} other jobs queued:",
-        holders.len() - granted
-    );
-    println!(
-        "  slurmctld RPCs: {total} ({per_min:.0}/min): {}",
-        by_type.join(", ")
-    );
-    println!(
-        "  psched CPU: {:.2} s own, {:.2} s its Slurm commands ({:.1}% of one core in all)",
-        own1 - own0,
-        kids1 - kids0,
-        (own1 - own0 + kids1 - kids0) * 100.0 / secs as f64
-    );
-    for (h, _) in holders.iter_mut() {
+    for (h, _) in holders.iter_mut().chain(extra.as_mut()) {
         let _ = h.kill();
         let _ = h.wait();
     }
