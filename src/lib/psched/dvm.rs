@@ -61,7 +61,8 @@ pub const SETTLE_MS: u64 = 150;
 /// into a reservation not yet whole (issue 40.5: a two-node grant of nodes
 /// whose daemons are up paid [`SETTLE_MS`] between its two nodes, most of
 /// `palloc -N 2`'s time beyond Slurm's). Other changes (another grant, in
-/// a burst) wait [`SETTLE_MS`]: shorter, PRRTE lost launches there.
+/// a burst) wait [`SETTLE_MS`]: with 20 ms there, a 30-burst left more of
+/// its launches unanswered.
 pub const SETTLE_QUIET_MS: u64 = 20;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
