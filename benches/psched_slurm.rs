@@ -27,8 +27,10 @@
 //! per minute (`sdiag`, reset at the start) and psched's CPU (its own, and
 //! its reaped children's: the Slurm commands it ran). `BENCH_QUEUE=0` with
 //! `BENCH_HELD` set measures the held grants on an empty queue.
-//! `CARGO_BIN_EXE_psched=PATH` measures another psched build (an earlier
-//! commit's, for a before/after); `BENCH_PSCHED_LOG=1` prints psched's log
+//! `CARGO_BIN_EXE_psched=PATH` (and `_palloc`, `_pspawn`) measures another
+//! build (an earlier commit's, for a before/after) when the bench binary
+//! is run directly (`target/release/deps/psched_slurm-* --bench`): `cargo
+//! bench` sets these variables to its own builds; `BENCH_PSCHED_LOG=1` prints psched's log
 //! at the end.
 
 #[path = "watchdog.rs"]
