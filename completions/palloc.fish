@@ -25,6 +25,7 @@ complete -c palloc -l namespace -l nspace -d 'Connect to the server hosting this
 complete -c palloc -l tmpdir -d 'Look for rendezvous files under DIR instead of $TMPDIR' -r -f -a "(__fish_complete_directories)"
 complete -c palloc -l wait-to-connect -d 'Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)' -r -f
 complete -c palloc -l num-connect-retries -d 'Retry a failed connection N times, waiting --wait-to-connect between tries' -r -f
+complete -c palloc -l exclusive -d 'Whole nodes, shared with no other job of the resource manager (psched on Slurm: `salloc --exclusive`; without it Slurm is asked only for the CPUs wanted). pdvm and psched\'s pool always grant whole nodes'
 complete -c palloc -l share -d 'Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)'
 complete -c palloc -l no-wait -d 'Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (`prelease ID`) or expires, or, with `-- SCRIPT`, runs SCRIPT in it (output in palloc-NAME.out, NAME from -J); `prelease REQ_ID` withdraws it while queued, or stops it'
 complete -c palloc -l hold -d 'After the grant, print the id and keep the allocation until SIGINT/SIGTERM'

@@ -51,6 +51,7 @@ _palloc() {
 '--tmpdir=[Look for rendezvous files under DIR instead of \$TMPDIR]:DIR:_files -/' \
 '--wait-to-connect=[Delay between connection retries (see --num-connect-retries); a plain number is seconds here, as in the OpenPMIx tools (default 1s)]:SECS:' \
 '--num-connect-retries=[Retry a failed connection N times, waiting --wait-to-connect between tries]:N:' \
+'--exclusive[Whole nodes, shared with no other job of the resource manager (psched on Slurm\: \`salloc --exclusive\`; without it Slurm is asked only for the CPUs wanted). pdvm and psched'\''s pool always grant whole nodes]' \
 '--share[Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true)]' \
 '(--hold)--no-wait[Submit the request and return at once, printing its request id (like sbatch). Outside a job a detached palloc keeps the request, then holds the grant until it is released (\`prelease ID\`) or expires, or, with \`-- SCRIPT\`, runs SCRIPT in it (output in palloc-NAME.out, NAME from -J); \`prelease REQ_ID\` withdraws it while queued, or stops it]' \
 '--hold[After the grant, print the id and keep the allocation until SIGINT/SIGTERM]' \

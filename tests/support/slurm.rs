@@ -168,7 +168,18 @@ fn free_port() -> u16 {
     panic!("no free loopback port in {LOW}..{}", LOW + SPAN)
 }
 
-fn slurm_conf(dir: &Path, nodes: &[String]) -> String {
+/// How slurmctld hands out nodes: whole nodes to every job
+/// (`select/linear`, the tests' usual), or CPUs, several jobs on a node
+/// (`select/cons_tres`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Select {
+    /// `select/linear`.
+    WholeNodes,
+    /// `select/cons_tres` with `CR_CPU`.
+    Cpus,
+}
+
+fn slurm_conf(dir: &Path, nodes: &[String], select: Select) -> String {
     let d = dir.display();
     let host = short_hostname();
     let mut s = format!(
@@ -178,11 +189,15 @@ CredType=cred/munge\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n\
 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd-%n.pid\n\
 SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
 SlurmdParameters=config_overrides\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
-SelectType=select/linear\nSchedulerType=sched/backfill\nJobAcctGatherType=jobacct_gather/none\n\
+{select}SchedulerType=sched/backfill\nJobAcctGatherType=jobacct_gather/none\n\
 AccountingStorageType=accounting_storage/none\nMpiDefault=none\nReturnToService=2\n\
 MinJobAge=300\nMaxJobCount=50000\nPlugStackConfig={d}/plugstack.conf\n",
         std::process::id(),
         free_port(),
+        select = match select {
+            Select::WholeNodes => "SelectType=select/linear\n",
+            Select::Cpus => "SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n",
+        },
     );
     // Each node its own NodeHostname, as on a real cluster: a Slurm built
     // without --enable-multiple-slurmd (26.05.3 here) keeps only the first
@@ -222,6 +237,16 @@ impl Slurm {
         nodes: &[String],
         wrap: impl Fn(&std::ffi::OsStr) -> Command + Send + Sync + 'static,
     ) -> Slurm {
+        Slurm::start_with(version, nodes, Select::WholeNodes, wrap)
+    }
+
+    /// [`Slurm::start`] handing out nodes as `select` says.
+    pub fn start_with(
+        version: Version,
+        nodes: &[String],
+        select: Select,
+        wrap: impl Fn(&std::ffi::OsStr) -> Command + Send + Sync + 'static,
+    ) -> Slurm {
         let dir = unique_tmpdir("slurm").into_path();
         // Readable by other users (a second user's salloc in the tests);
         // the munge key stays the owner's.
@@ -239,7 +264,7 @@ impl Slurm {
         fs::set_permissions(dir.join("munge.key"), restrict).expect("munge key mode");
         fs::write(dir.join("plugstack.conf"), "").expect("plugstack.conf");
         let conf = dir.join("slurm.conf");
-        fs::write(&conf, slurm_conf(&dir, nodes)).expect("slurm.conf");
+        fs::write(&conf, slurm_conf(&dir, nodes, select)).expect("slurm.conf");
         let mut s = Slurm {
             dir,
             conf,
@@ -496,7 +521,18 @@ impl Slurm {
 /// `version` over them in the cluster's network namespace, and psched on it
 /// attached.
 pub fn cluster_on_slurm(version: Version, prte_extra: &[&str]) -> (Cluster, Slurm) {
-    let mut c = Cluster::start_for_scheduler(1, 3, prte_extra);
+    cluster_on_slurm_nodes(version, 3, prte_extra)
+}
+
+/// [`cluster_on_slurm`] with `pool` nodes that only Slurm knows.
+pub fn cluster_on_slurm_nodes(
+    version: Version,
+    pool: u32,
+    prte_extra: &[&str],
+) -> (Cluster, Slurm) {
+    // Four pool nodes or more: the head node gets two slots (P9).
+    let slots = if pool >= 4 { 2 } else { 1 };
+    let mut c = Cluster::start_for_scheduler(slots, pool, prte_extra);
     let ns = c.netns_arg();
     let slurm = Slurm::start(version, &c.pool, move |p| {
         let mut cmd = Command::new("nsenter");

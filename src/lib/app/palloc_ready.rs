@@ -28,6 +28,12 @@ use crate::cli::exit::Exit;
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(30);
 /// Pause between probes.
 const PAUSE: Duration = Duration::from_millis(200);
+/// Longest palloc asks the DVM for a grant's other nodes before it probes.
+const LISTED_WAIT: Duration = Duration::from_secs(5);
+/// First pause between two looks at a grant's nodes.
+const LOOK_FIRST: Duration = Duration::from_millis(5);
+/// Longest pause between two looks at a grant's nodes.
+const LOOK_MAX: Duration = Duration::from_millis(100);
 /// Longest one probe job may run.
 const PROBE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -65,7 +71,7 @@ pub(crate) fn wait_usable(
     if !needs_probe(req, rec) || !recent(s) || view.holds_no_node() != Some(false) {
         return Ok(());
     }
-    if all_daemons_up(s, req, view) {
+    if all_daemons_up(s, req, view) || all_listed_soon(s, req, rec) {
         return Ok(());
     }
     let Some(target) = spawn_target(std::slice::from_ref(&rec.alloc_id), false) else {
@@ -96,6 +102,44 @@ pub(crate) fn wait_usable(
             }
             _ => return Ok(()),
         }
+    }
+}
+
+/// Whether a NEW grant comes to list every node it asked for, each with
+/// its daemon up, within [`LISTED_WAIT`]: psched adds a grant's nodes one
+/// grow at a time, so the reservation is asked again (a query, no launch;
+/// pauses from [`LOOK_FIRST`] doubling up to [`LOOK_MAX`]) instead of
+/// probing and sleeping [`PAUSE`] after each "cannot map yet" (issue 40.5:
+/// most of `palloc -N 2 -- true`'s time). A signal ends the wait as
+/// done (left caught for the caller, as the probe's wait does).
+fn all_listed_soon(s: &Session, req: &AllocAsk, rec: &AllocationRecord) -> bool {
+    let Some(want) = req.attrs.num_nodes.filter(|n| *n > 1) else {
+        return false;
+    };
+    if req.directive != Directive::New {
+        return false;
+    }
+    let deadline = Instant::now() + LISTED_WAIT;
+    let mut pause = LOOK_FIRST;
+    loop {
+        let listed = crate::ops::status_query::reservations(s, Some(&rec.alloc_id))
+            .ok()
+            .and_then(|l| l.into_iter().find(|r| r.alloc_id == rec.alloc_id))
+            .map(|r| r.nodes)
+            .unwrap_or_default();
+        if listed.len() >= want as usize
+            && listed.iter().all(|n| crate::ops::query::daemon_up(s, n))
+        {
+            return true;
+        }
+        let next = Instant::now() + pause;
+        if next >= deadline {
+            return false;
+        }
+        if super::signals::sleep_until(next).is_some() {
+            return true;
+        }
+        pause = (pause * 2).min(LOOK_MAX);
     }
 }
 

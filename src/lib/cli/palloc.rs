@@ -207,6 +207,12 @@ pub struct PallocArgs {
     #[arg(long, value_name = "NSPACE", value_parser = parse_id)]
     pub target: Option<String>,
 
+    /// Whole nodes, shared with no other job of the resource manager (psched on
+    /// Slurm: `salloc --exclusive`; without it Slurm is asked only for the CPUs
+    /// wanted). pdvm and psched's pool always grant whole nodes.
+    #[arg(long)]
+    pub exclusive: bool,
+
     /// Put the nodes in the default session for everyone (PMIX_ALLOC_SHARE=true).
     #[arg(long)]
     pub share: bool,
@@ -358,6 +364,7 @@ impl PallocArgs {
                     qos: self.qos.clone(),
                     reservation: self.reservation.clone(),
                     constraint: self.constraint.clone(),
+                    exclusive: self.exclusive,
                 },
                 req_id: self
                     .extend_request

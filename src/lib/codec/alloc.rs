@@ -37,6 +37,7 @@ impl AllocAttrs {
             keys::ALLOC_MEM_SIZE => self.mem_mb = v.as_f64().map(|f| f.max(0.0).ceil() as u64),
             keys::ALLOC_TIME => self.time_secs = secs(v),
             keys::ALLOC_QUEUE => self.queue = text(),
+            keys::ALLOC_EXCLUSIVE => self.rm.exclusive = v.is_true(),
             other => {
                 self.rm.set(other, text());
             }
@@ -75,6 +76,9 @@ impl AllocAttrs {
         }
         for (k, val) in self.rm.given() {
             put(k, Value::from(val));
+        }
+        if self.rm.exclusive {
+            put(keys::ALLOC_EXCLUSIVE, Value::Bool(true));
         }
         let ids = [
             (keys::ALLOC_ID, &self.alloc_id),
@@ -173,6 +177,7 @@ pub(crate) fn every_attribute() -> AllocAttrs {
         rm: crate::proto::RmOptions {
             account: Some("phys".into()),
             constraint: Some("gpu&ib".into()),
+            exclusive: true,
             ..crate::proto::RmOptions::default()
         },
     }

@@ -82,6 +82,8 @@ pub struct RmOptions {
     pub reservation: Option<String>,
     /// [`super::keys::ALLOC_CONSTRAINT`].
     pub constraint: Option<String>,
+    /// [`super::keys::ALLOC_EXCLUSIVE`]: whole nodes.
+    pub exclusive: bool,
 }
 
 impl RmOptions {

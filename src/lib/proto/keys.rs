@@ -151,6 +151,12 @@ pub const ALLOC_RESERVATION: &str = "psched.alloc.reservation";
 /// for (palloc `-C`; salloc `--constraint`). PMIx defines no such
 /// attribute.
 pub const ALLOC_CONSTRAINT: &str = "psched.alloc.constraint";
+/// Info key (bool) of an allocation request: whole nodes, shared with no
+/// other job of the resource manager (palloc `--exclusive`; psched on Slurm
+/// passes `salloc --exclusive`, else asks Slurm only for the CPUs wanted).
+/// PMIx defines no such attribute (`PMIX_ALLOC_SHARE` is about the
+/// session, not the node).
+pub const ALLOC_EXCLUSIVE: &str = "psched.alloc.exclusive";
 /// Info key (string) of the `PMIX_ALLOC_PENDING` event psched sends a
 /// queued request's requester (range custom): the resource manager's
 /// reason the request waits, in its words (Slurm's `Resources`,

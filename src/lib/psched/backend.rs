@@ -102,10 +102,12 @@ pub fn make(kind: BackendKind, cfg: &super::Config, ledger: Ledger) -> Result<Bo
             st.set_time_scale(cfg.time_scale);
             Box::new(st)
         }
-        BackendKind::Slurm => Box::new(SlurmBackend::new(
-            ledger,
-            super::slurm::ledger_tag(&absolute(&cfg.ledger)),
-        )?),
+        BackendKind::Slurm => {
+            let mut b =
+                SlurmBackend::new(ledger, super::slurm::ledger_tag(&absolute(&cfg.ledger)))?;
+            b.set_slots(cfg.slots);
+            Box::new(b)
+        }
     })
 }
 

@@ -6,7 +6,9 @@
 //! - **One change at a time.** A grant is answered only when PRRTE has
 //!   carried out the one before: the grant's allocation is listed, the
 //!   daemons of its new nodes are up, and the grow it started had
-//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE), unless it
+//!   [`SETTLE_MS`] to finish (two grows at once killed PRRTE;
+//!   [`SETTLE_QUIET_MS`] before the grant's own next node when it started
+//!   no daemon), unless it
 //!   started no daemon and nobody holds an allocation of psched's any more
 //!   (nothing can be launching into a grown reservation then: a user's
 //!   `palloc` loop, grant, job, release, grant, is not slowed to one
@@ -50,8 +52,18 @@ pub const START_LIMIT_MS: u64 = 60_000;
 const POLL_FIRST_MS: u64 = 10;
 /// The longest pause between two looks at the daemons.
 const POLL_MAX_MS: u64 = 500;
-/// How long a change is given to finish in PRRTE before the next one.
+/// How long a change that started daemons is given to finish in PRRTE
+/// (their wire-up, the new map sent to every daemon) before the next one.
 pub const SETTLE_MS: u64 = 150;
+/// How long a change that started no daemon is given when the next change
+/// adds one more of the same grant's nodes: PRRTE's grow then launches
+/// nothing and only sends its node map again, and nobody can be launching
+/// into a reservation not yet whole (issue 40.5: a two-node grant of nodes
+/// whose daemons are up paid [`SETTLE_MS`] between its two nodes, most of
+/// `palloc -N 2`'s time beyond Slurm's). Other changes (another grant, in
+/// a burst) wait [`SETTLE_MS`]: with 20 ms there, a 30-burst left more of
+/// its launches unanswered.
+pub const SETTLE_QUIET_MS: u64 = 20;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -114,6 +126,8 @@ enum Flight {
         asked: u32,
         nodes: Vec<String>,
         park: bool,
+        /// The allocation a node is added to (none: a park).
+        alloc: Option<String>,
     },
     /// PRRTE has taken the change; the grow it started (every node list
     /// starts one, even of nodes it has) is given until `until` to finish:
@@ -121,8 +135,14 @@ enum Flight {
     /// master loses jobs or dies. A settle that may `end_when_unheld`
     /// (its change started no daemon, and was a park or a grant whose
     /// holder is known) ends as soon as no allocation has an owner:
-    /// [`Dvm::tick`].
-    Settling { until: u64, end_when_unheld: bool },
+    /// [`Dvm::tick`]. One that started no daemon for allocation A
+    /// (`quiet`: the time and A) ends at that time when the next change is
+    /// one more of A's own nodes.
+    Settling {
+        until: u64,
+        end_when_unheld: bool,
+        quiet: Option<(u64, String)>,
+    },
 }
 
 /// What the answer to one of psched's own messages is for.
@@ -718,29 +738,54 @@ impl Dvm {
             Some(Flight::Starting {
                 asked: None, next, ..
             }) => Some(*next),
-            Some(Flight::Settling { until, .. }) => Some(*until),
+            Some(Flight::Settling { until, quiet, .. }) => Some(
+                self.quiet_end(quiet.as_ref())
+                    .map_or(*until, |q| q.min(*until)),
+            ),
             _ => None,
         }
     }
 
-    /// Give PRRTE's grow [`SETTLE_MS`] to finish, or less when
-    /// `end_when_unheld` and nobody holds an allocation. Nothing PRRTE
+    /// Give PRRTE's grow [`SETTLE_MS`] to finish, [`SETTLE_QUIET_MS`] when
+    /// it started no daemon for the `quiet` allocation and its own next
+    /// node follows, or less when `end_when_unheld` and nobody holds an
+    /// allocation. Nothing PRRTE
     /// reports says when a grow is over (`prte` prints `DVM ready`); a probe
     /// job sent to learn it made new daemons fail to unpack their first
     /// launch.
-    fn settling(&mut self, now: u64, end_when_unheld: bool) -> Option<Flight> {
+    fn settling(
+        &mut self,
+        now: u64,
+        end_when_unheld: bool,
+        quiet: Option<String>,
+    ) -> Option<Flight> {
         Some(Flight::Settling {
             until: now + SETTLE_MS,
             end_when_unheld,
+            quiet: quiet.map(|a| (now + SETTLE_QUIET_MS, a)),
         })
+    }
+
+    /// When a settle that started no daemon for `alloc` may end: the next
+    /// change is one more of `alloc`'s own nodes.
+    fn quiet_end(&self, quiet: Option<&(u64, String)>) -> Option<u64> {
+        let (at, alloc) = quiet?;
+        matches!(self.queue.front(), Some(Change::Add { alloc_id, .. }) if alloc_id == alloc)
+            .then_some(*at)
     }
 
     /// The flight after PRRTE took a change: wait for the daemons of
     /// `fresh`, or only let the change settle (early when nobody holds an
     /// allocation, if `may_end_early`).
-    fn starting(&mut self, fresh: Vec<String>, now: u64, may_end_early: bool) -> Option<Flight> {
+    fn starting(
+        &mut self,
+        fresh: Vec<String>,
+        now: u64,
+        may_end_early: bool,
+        alloc: Option<String>,
+    ) -> Option<Flight> {
         if fresh.is_empty() {
-            return self.settling(now, may_end_early);
+            return self.settling(now, may_end_early, alloc);
         }
         self.log
             .push(format!("starting the daemons of {}", fresh.join(",")));
@@ -760,11 +805,13 @@ impl Dvm {
         if let Some(Flight::Settling {
             until,
             end_when_unheld,
-        }) = self.flight
+            quiet,
+        }) = &self.flight
         {
             // Nobody holds an allocation: no job can be launching into a
             // reservation this grow touched.
-            if until <= now || (end_when_unheld && self.book.owners.is_empty()) {
+            let quiet_over = self.quiet_end(quiet.as_ref()).is_some_and(|t| t <= now);
+            if *until <= now || quiet_over || (*end_when_unheld && self.book.owners.is_empty()) {
                 self.flight = None;
             }
         }
@@ -901,6 +948,7 @@ impl Dvm {
                     asked,
                     nodes: vec![node],
                     park: false,
+                    alloc: Some(alloc_id),
                 });
             }
             Change::Park(nodes) => {
@@ -940,6 +988,7 @@ impl Dvm {
                     asked,
                     nodes,
                     park: true,
+                    alloc: None,
                 });
             }
         }
@@ -979,7 +1028,7 @@ impl Dvm {
                 // Only a grant whose holder is known (no share) can tell
                 // when it is no longer held.
                 let known = self.owner_of(&alloc_id).is_some();
-                self.flight = self.starting(fresh, now, known);
+                self.flight = self.starting(fresh, now, known, Some(alloc_id));
             }
             Flight::Starting {
                 fresh,
@@ -1012,7 +1061,7 @@ impl Dvm {
                         ));
                         self.book.broken.extend(missing);
                     }
-                    self.flight = self.settling(now, false);
+                    self.flight = self.settling(now, false, None);
                     return;
                 }
                 // The next node is asked at once; the same one again later.
@@ -1030,7 +1079,12 @@ impl Dvm {
                     until,
                 });
             }
-            Flight::Parking { asked, nodes, park } if asked == tag => {
+            Flight::Parking {
+                asked,
+                nodes,
+                park,
+                alloc,
+            } if asked == tag => {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
                     .is_ok_and(|s| s.is_success());
@@ -1039,7 +1093,7 @@ impl Dvm {
                         .into_iter()
                         .filter(|n| !self.book.in_dvm.contains(n))
                         .collect();
-                    self.flight = self.starting(fresh, now, false);
+                    self.flight = self.starting(fresh, now, false, alloc);
                 } else if ok {
                     if self.idle_id.is_none() {
                         self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
@@ -1051,7 +1105,7 @@ impl Dvm {
                         .cloned()
                         .collect();
                     self.parked.extend(nodes);
-                    self.flight = self.starting(fresh, now, true);
+                    self.flight = self.starting(fresh, now, true, None);
                 } else if park {
                     self.log.push(format!(
                         "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
@@ -1242,7 +1296,51 @@ mod tests {
         out.clear();
         d.tick(4, &mut out).unwrap();
         assert!(answers(&out).is_empty(), "alloc.0 is held: {out:?}");
+        d.tick(1 + SETTLE_QUIET_MS, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "another grant: {out:?}");
         d.tick(1 + SETTLE_MS, &mut out).unwrap();
+        assert_eq!(answers(&out), [11], "after SETTLE_MS");
+        assert_eq!(
+            answers(&out),
+            [11],
+            "after SETTLE_QUIET_MS: no daemon started"
+        );
+    }
+
+    #[test]
+    fn a_grants_own_next_node_follows_a_quiet_settle_another_grant_the_whole() {
+        // n1, n2 and n3 have their daemons up: no change starts one.
+        let mut d = dvm(&["n1", "n2", "n3"]);
+        let mut out = Vec::new();
+        d.push(
+            vec![
+                grant(10, "alloc.1", &["n1", "n2"]),
+                grant(11, "alloc.2", &["n3"]),
+            ],
+            &mut out,
+        )
+        .unwrap();
+        d.tick(0, &mut out).unwrap();
+        assert_eq!(answers(&out), [10]);
+        let q = own_tags(&out)[0];
+        out.clear();
+        let nodes = |_: &str| Vec::new();
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
+            .unwrap();
+        assert_eq!(d.next_deadline(), Some(1 + SETTLE_QUIET_MS));
+        d.tick(1 + SETTLE_QUIET_MS, &mut out).unwrap();
+        let add = own_tags(&out);
+        assert_eq!(add.len(), 1, "n2 added to alloc.1 after the quiet settle");
+        out.clear();
+        let ok = {
+            let mut e = Encoder::new(WireVersion::V61);
+            e.pack_one(&Status(0)).unwrap();
+            e.into_bytes()
+        };
+        d.on_own_answer(add[0], &ok, 30, &nodes, &mut out).unwrap();
+        d.tick(30 + SETTLE_QUIET_MS, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "another grant waits: {out:?}");
+        d.tick(30 + SETTLE_MS, &mut out).unwrap();
         assert_eq!(answers(&out), [11], "after SETTLE_MS");
     }
 

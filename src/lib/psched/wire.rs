@@ -386,6 +386,7 @@ mod tests {
             Info::new(keys::ALLOC_QOS, "low"),
             Info::new(keys::ALLOC_RESERVATION, "maint"),
             Info::new(keys::ALLOC_CONSTRAINT, "gpu"),
+            Info::new(keys::ALLOC_EXCLUSIVE, true),
         ];
         let a = ask_from(crate::proto::Directive::received(0), &infos);
         assert_eq!(a.attrs.num_nodes, Some(1));
@@ -397,6 +398,7 @@ mod tests {
                 qos: Some("low".into()),
                 reservation: Some("maint".into()),
                 constraint: Some("gpu".into()),
+                exclusive: true,
             }
         );
     }

@@ -45,15 +45,21 @@ impl Failure {
     }
 }
 
-/// How psched asks Slurm about one job.
+/// How psched asks Slurm about its jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// `scontrol --json show job J` (Slurm 23.02 and later).
+    /// `squeue --json` (Slurm 23.02 and later: it applies `--user`,
+    /// `--jobs` and `--states` to its JSON as to its lines).
     Json,
-    /// `scontrol -o show job J` with `TZ=UTC` (Slurm 22.05: no `--json`
-    /// for scontrol, and its `squeue --json` lists the whole queue).
-    OneLine,
+    /// `squeue -o FORMAT` lines with `TZ=UTC` (Slurm 22.05: its
+    /// `squeue --json` lists the whole queue, whatever the filters).
+    Lines,
 }
+
+/// The fields of [`Dialect::Lines`], `|` between them, Slurm's reason (the
+/// only one with spaces) last: job id, uid, state, nodes, end time, reason
+/// (its description when it has one).
+pub const LINE_FORMAT: &str = "%A|%U|%T|%N|%e|%r";
 
 /// What to ask Slurm for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,8 +82,9 @@ pub struct Ask {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// CPUs each node must have: `--mincpus` (psched runs no task, so
-    /// `--cpus-per-task` would only describe an imagined one; with
-    /// `--exclusive` the whole node is granted either way).
+    /// `--cpus-per-task` would only describe an imagined one): on shared
+    /// nodes, what Slurm grants on each node; with `--exclusive` the whole
+    /// node is granted either way).
     pub cpus: Option<u64>,
     /// Memory per node in megabytes (`--mem`, rounded up).
     pub mem_mb: Option<u64>,
@@ -89,6 +96,8 @@ pub struct Options {
     pub reservation: Option<String>,
     /// `--constraint`.
     pub constraint: Option<String>,
+    /// `--exclusive`: whole nodes (else Slurm may run other jobs beside).
+    pub exclusive: bool,
 }
 
 impl From<&crate::proto::AllocAttrs> for Options {
@@ -101,15 +110,28 @@ impl From<&crate::proto::AllocAttrs> for Options {
             qos: o.qos.clone(),
             reservation: o.reservation.clone(),
             constraint: o.constraint.clone(),
+            exclusive: o.exclusive,
         }
     }
 }
 
 impl Options {
+    /// On shared nodes (no `--exclusive`), at least the `slots` each node
+    /// is said to have to PRRTE: Slurm grants what PRRTE will fill.
+    pub fn with_slots(mut self, slots: u32) -> Options {
+        if !self.exclusive && slots > 1 {
+            self.cpus = Some(self.cpus.unwrap_or(0).max(u64::from(slots)));
+        }
+        self
+    }
+
     /// The salloc arguments, each as one `--flag=value` word (a value can
     /// never be read as another flag).
     pub fn args(&self) -> Vec<String> {
         let mut v = Vec::new();
+        if self.exclusive {
+            v.push("--exclusive".to_string());
+        }
         if let Some(c) = self.cpus {
             v.push(format!("--mincpus={c}"));
         }
@@ -249,36 +271,118 @@ pub fn dialect() -> Dialect {
         .and_then(|v| v.split('.').next())
         .and_then(|m| m.parse::<u32>().ok());
     match major {
-        Some(m) if m < 23 => Dialect::OneLine,
+        Some(m) if m < 23 => Dialect::Lines,
         _ => Dialect::Json,
     }
 }
 
-/// What Slurm says of job `id` (one RPC for one job, whatever the queue).
-pub fn show_job(d: Dialect, id: u64) -> Result<Seen, Unreachable> {
-    let mut c = Command::new("scontrol");
-    match d {
-        Dialect::Json => c.args(["--json", "show", "job", &id.to_string()]),
-        Dialect::OneLine => c
-            .env("TZ", "UTC")
-            .args(["-o", "show", "job", &id.to_string()]),
-    };
-    let r = run(c)?;
-    let seen = match d {
-        // A failing command with no JSON: the controller's state decides.
-        Dialect::Json if !r.ok && r.stdout.trim().is_empty() => Seen::Missing,
-        Dialect::Json => job::from_json(&r.stdout, id)?,
-        Dialect::OneLine if !r.ok => Seen::Missing,
-        Dialect::OneLine => job::from_oneliner(&r.stdout, id)?,
-    };
-    match seen {
-        Seen::Missing => gone_or_unreachable(&r),
-        s => Ok(s),
+/// How psched asks Slurm about its jobs each period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryForm {
+    /// One `squeue --user=UID` for all of them (one job: `--jobs=J`). For a
+    /// user other than root the controller sends only that user's jobs
+    /// (`REQUEST_JOB_USER_INFO`): one RPC whatever the queue and however
+    /// many jobs psched holds. For root squeue cannot ask that (it takes
+    /// uid 0 for no user) and loads the whole queue (`REQUEST_JOB_INFO`).
+    One(u32),
+    /// One `squeue --jobs=J` each (`REQUEST_JOB_INFO_SINGLE`): the RPCs grow
+    /// with the jobs held, not with the queue (root's default).
+    Each,
+}
+
+/// Chooses the [`QueryForm`] (`one` or `each`); by default `one` for a
+/// psched that is not root, `each` for root.
+pub const QUERY_FORM: &str = "PSCHED_SLURM_QUERY";
+
+/// The [`QueryForm`] of a psched running as `uid`, `asked` by
+/// [`QUERY_FORM`] (an unknown word is said and left for the default).
+pub fn query_form(uid: u32, asked: Option<&str>) -> QueryForm {
+    match asked {
+        Some("one") => return QueryForm::One(uid),
+        Some("each") => return QueryForm::Each,
+        Some(other) => eprintln!("psched: {QUERY_FORM}={other:?} is not one or each: ignored"),
+        None => {}
+    }
+    if uid == 0 {
+        QueryForm::Each
+    } else {
+        QueryForm::One(uid)
     }
 }
 
-/// `scontrol show job` failed without a typed answer: Slurm says no such
-/// job when its controller answers (22.05 gives no error code).
+/// The `squeue` arguments (beyond the dialect's) of each query of `jobs`
+/// in `form`.
+pub fn query_args(form: QueryForm, jobs: &[u64]) -> Vec<Vec<String>> {
+    let all = "--states=all".to_string();
+    match (form, jobs) {
+        (_, []) => Vec::new(),
+        (QueryForm::One(uid), [one]) => {
+            vec![vec![format!("--user={uid}"), all, format!("--jobs={one}")]]
+        }
+        // Not `--jobs` with several ids: squeue then loads the whole queue
+        // even for one user.
+        (QueryForm::One(uid), _) => vec![vec![format!("--user={uid}"), all]],
+        (QueryForm::Each, _) => jobs
+            .iter()
+            .map(|j| vec![all.clone(), format!("--jobs={j}")])
+            .collect(),
+    }
+}
+
+/// What Slurm says of each of `jobs`, psched's own, asked in `form`. A
+/// job an answer does not list is not psched's user's, or no longer
+/// known: [`Seen::Gone`].
+pub fn show_jobs(
+    d: Dialect,
+    form: QueryForm,
+    jobs: &[u64],
+) -> Vec<(u64, Result<Seen, Unreachable>)> {
+    let mut out = Vec::new();
+    for args in query_args(form, jobs) {
+        let asked: Vec<u64> = match form {
+            QueryForm::One(_) => jobs.to_vec(),
+            QueryForm::Each => args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--jobs=")?.parse().ok())
+                .collect(),
+        };
+        out.extend(squeue(d, &args, &asked));
+    }
+    out
+}
+
+/// One `squeue ARGS` in dialect `d`, read for `jobs`.
+fn squeue(d: Dialect, args: &[String], jobs: &[u64]) -> Vec<(u64, Result<Seen, Unreachable>)> {
+    let all = |r: Result<Seen, Unreachable>| jobs.iter().map(|j| (*j, r.clone())).collect();
+    let mut c = Command::new("squeue");
+    c.args(args);
+    match d {
+        Dialect::Json => c.arg("--json"),
+        Dialect::Lines => c
+            .env("TZ", "UTC")
+            .args(["--noheader", &format!("--format={LINE_FORMAT}")]),
+    };
+    let r = match run(c) {
+        Ok(r) => r,
+        Err(e) => return all(Err(e)),
+    };
+    let read = match d {
+        // A failing command with no JSON: the controller's state decides.
+        Dialect::Json if !r.ok && r.stdout.trim().is_empty() => None,
+        Dialect::Json => Some(job::list_from_json(&r.stdout, jobs)),
+        Dialect::Lines if !r.ok => None,
+        Dialect::Lines => Some(job::list_from_lines(&r.stdout, jobs)),
+    };
+    match read {
+        Some(Ok(v)) => v.into_iter().map(|(j, s)| (j, Ok(s))).collect(),
+        Some(Err(e)) => all(Err(e)),
+        // One job asked for by its id and unknown (22.05 gives no code).
+        None => all(gone_or_unreachable(&r)),
+    }
+}
+
+/// `squeue` failed without a typed answer: Slurm says no such job when
+/// its controller answers.
 fn gone_or_unreachable(r: &Ran) -> Result<Seen, Unreachable> {
     match classify(last_words(&r.stderr)) {
         Failure::Refused(_) => Ok(Seen::Gone),
@@ -301,6 +405,9 @@ pub enum SallocSays {
         /// Granted (else queued).
         granted: bool,
     },
+    /// `Nodes LIST are ready for job`: the granted job's nodes (expanded),
+    /// ready for work (salloc asked the controller).
+    Ready(Vec<String>),
     /// `error: …` (kept: Slurm's words for a refusal).
     Error(String),
     /// Anything else.
@@ -316,6 +423,14 @@ pub fn salloc_line(line: &str) -> SallocSays {
     if let Some(e) = l.strip_prefix("error: ") {
         return SallocSays::Error(e.to_string());
     }
+    if let Some(list) = l
+        .strip_prefix("Nodes ")
+        .and_then(|r| r.strip_suffix(" are ready for job"))
+    {
+        if let Some(nodes) = super::hostlist::expand(list.trim()) {
+            return SallocSays::Ready(nodes);
+        }
+    }
     for (prefix, granted) in [
         ("Granted job allocation ", true),
         ("Pending job allocation ", false),
@@ -327,7 +442,8 @@ pub fn salloc_line(line: &str) -> SallocSays {
     SallocSays::Other
 }
 
-/// Start `salloc --no-shell --exclusive --no-kill` for `ask`, its job named
+/// Start `salloc --no-shell --no-kill` for `ask` (`--exclusive` only when
+/// asked: [`Options::exclusive`]), its job named
 /// `name` (for the administrator's eyes only: psched knows its jobs by the
 /// id salloc says); its standard error piped for [`salloc_line`].
 /// `--no-kill`: a node that fails leaves the job (Slurm shrinks it) instead
@@ -337,7 +453,7 @@ pub fn submit(
     name: &str,
 ) -> std::io::Result<(Child, BufReader<std::process::ChildStderr>)> {
     let mut c = Command::new("salloc");
-    c.args(["--no-shell", "--exclusive", "--no-kill", "--job-name", name]);
+    c.args(["--no-shell", "--no-kill", "--job-name", name]);
     if !ask.list.is_empty() {
         c.args(["--nodelist", &ask.list.join(",")]);
         c.args(["--nodes", &ask.list.len().to_string()]);
@@ -462,10 +578,12 @@ mod tests {
             qos: Some("low".into()),
             reservation: Some("maint".into()),
             constraint: Some("gpu&ib".into()),
+            exclusive: true,
         };
         assert_eq!(
             o.args(),
             [
+                "--exclusive",
                 "--mincpus=2",
                 "--mem=256",
                 "--account=phys",
@@ -481,6 +599,33 @@ mod tests {
         };
         let o = Options::from(&w);
         assert_eq!((o.mem_mb, o.cpus), (Some(101), None));
+        assert!(!o.args().contains(&"--exclusive".to_string()));
+        // Shared nodes: at least the slots PRRTE is told; whole nodes: as asked.
+        assert_eq!(o.clone().with_slots(2).cpus, Some(2));
+        assert_eq!(o.clone().with_slots(1).cpus, None);
+        let whole = Options {
+            exclusive: true,
+            ..o
+        };
+        assert_eq!(whole.with_slots(2).cpus, None);
+    }
+
+    #[test]
+    fn one_query_for_all_jobs_unless_root() {
+        assert_eq!(query_form(1000, None), QueryForm::One(1000));
+        assert_eq!(query_form(0, None), QueryForm::Each);
+        assert_eq!(query_form(0, Some("one")), QueryForm::One(0));
+        assert_eq!(query_form(1000, Some("each")), QueryForm::Each);
+        let one = query_args(QueryForm::One(1000), &[4, 5, 6]);
+        assert_eq!(one, [["--user=1000", "--states=all"]]);
+        let single = query_args(QueryForm::One(1000), &[4]);
+        assert_eq!(single, [["--user=1000", "--states=all", "--jobs=4"]]);
+        let each = query_args(QueryForm::Each, &[4, 5]);
+        assert_eq!(
+            each,
+            [["--states=all", "--jobs=4"], ["--states=all", "--jobs=5"]]
+        );
+        assert!(query_args(QueryForm::One(1), &[]).is_empty());
     }
 
     #[test]
@@ -520,6 +665,10 @@ mod tests {
             SallocSays::Error(
                 "Job submit/allocate failed: Requested node configuration is not available".into()
             )
+        );
+        assert_eq!(
+            salloc_line("salloc: Nodes node[02-03] are ready for job"),
+            SallocSays::Ready(vec!["node02".into(), "node03".into()])
         );
         // Another program's line naming a job is not salloc's.
         assert_eq!(salloc_line("Granted job allocation 14"), SallocSays::Other);

@@ -1,15 +1,17 @@
-//! One Slurm job as psched reads it, from either answer Slurm gives about a
-//! single job: `scontrol --json show job J` (Slurm 23.02 and later; the
-//! schema of 23.11+, v0.0.40: states as flag arrays, numbers as
-//! `{set, infinite, number}`, is read as well as the older plain form) or,
-//! on Slurm 22.05, whose `scontrol` has no `--json` and whose
-//! `squeue --json` ignores `--jobs` (it would list the whole queue),
-//! `scontrol -o show job J` (one line of `Key=Value`, times in UTC as psched
-//! runs it with `TZ=UTC`).
+//! psched's jobs as Slurm describes them, from either answer of one
+//! `squeue --user=UID --states=all` (`--jobs=J` for one): `--json` (Slurm 23.02
+//! and later; the schema of 23.11+, v0.0.40: states as flag arrays,
+//! numbers as `{set, infinite, number}`, is read as well as the older plain
+//! form) or, on Slurm 22.05, whose `squeue --json` ignores the filters (it
+//! would list the whole queue), lines of [`super::ctl::LINE_FORMAT`]
+//! (times in UTC as psched runs it with `TZ=UTC`).
 //!
-//! An answer with errors is never read as "no jobs": Slurm's
-//! "invalid job id" (`ESLURM_INVALID_JOB_ID`, 2017) is [`Seen::Gone`], any
-//! other error is [`Unreachable`].
+//! The answer lists the user's jobs, those asked about among them: a job it does
+//! not list is [`Seen::Gone`] (ended long enough ago that Slurm forgot it,
+//! or never this user's). An answer with errors is never read as "no
+//! jobs": Slurm's "invalid job id" (`ESLURM_INVALID_JOB_ID`, 2017, when one
+//! job alone was asked for) is [`Seen::Gone`], any other error is
+//! [`Unreachable`].
 
 use serde::Deserialize;
 
@@ -56,11 +58,8 @@ fn detail_of(id: &str, described: &str) -> Option<String> {
 pub enum Seen {
     /// Slurm describes it.
     Job(Job),
-    /// Slurm answered that it does not know this job id.
+    /// Slurm answered that it does not know this job id (as this user's).
     Gone,
-    /// The answer neither describes the job nor says it is unknown (only
-    /// the controller's state can tell an end from an outage).
-    Missing,
 }
 
 /// Slurm could not be asked, or answered with an error: nothing is known.
@@ -143,14 +142,13 @@ fn nodes_of(list: &str) -> Result<Vec<String>, Unreachable> {
     hostlist::expand(list).ok_or_else(|| Unreachable(format!("unreadable node list {list:?}")))
 }
 
-/// Job `id` in the JSON answer `text` of `scontrol --json show job ID` (or
-/// `squeue --json`).
-pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
+/// Each of `ids` in the JSON answer `text` of `squeue --json`.
+pub fn list_from_json(text: &str, ids: &[u64]) -> Result<Vec<(u64, Seen)>, Unreachable> {
     let a: JsonAnswer = serde_json::from_str(text)
         .map_err(|e| Unreachable(format!("Slurm's answer is not the JSON expected: {e}")))?;
     if let Some(e) = a.errors.first() {
         if a.errors.len() == 1 && e.error_number == Some(ESLURM_INVALID_JOB_ID) {
-            return Ok(Seen::Gone);
+            return Ok(ids.iter().map(|j| (*j, Seen::Gone)).collect());
         }
         let words = [e.error.as_deref(), e.description.as_deref()];
         let words: Vec<&str> = words
@@ -164,14 +162,28 @@ pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
             words.join(": ")
         )));
     }
-    let Some(j) = a.jobs.iter().find(|j| j.job_id.value() == Some(id)) else {
-        return Ok(Seen::Missing);
-    };
+    ids.iter()
+        .map(|&id| {
+            let Some(j) = a.jobs.iter().find(|j| j.job_id.value() == Some(id)) else {
+                return Ok((id, Seen::Gone));
+            };
+            Ok((id, Seen::Job(json_job(id, j)?)))
+        })
+        .collect()
+}
+
+/// Job `id` in the JSON answer `text` (one job's answer).
+pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
+    let mut v = list_from_json(text, &[id])?;
+    Ok(v.pop().map_or(Seen::Gone, |(_, s)| s))
+}
+
+fn json_job(id: u64, j: &JsonJob) -> Result<Job, Unreachable> {
     let state = match &j.job_state {
         StateField::One(w) => JobState::from_words(&[w]),
         StateField::Flags(v) => JobState::from_words(v),
     };
-    Ok(Seen::Job(Job {
+    Ok(Job {
         id,
         user_id: j
             .user_id
@@ -185,40 +197,49 @@ pub fn from_json(text: &str, id: u64) -> Result<Seen, Unreachable> {
             j.state_reason.as_deref().unwrap_or_default(),
             j.state_description.as_deref().unwrap_or_default(),
         ),
-    }))
+    })
 }
 
-/// Job `id` in `scontrol -o show job ID`'s line `text` (Slurm 22.05).
-pub fn from_oneliner(text: &str, id: u64) -> Result<Seen, Unreachable> {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(&format!("JobId={id}")))
-        .ok_or_else(|| Unreachable(format!("no line for job {id} in {text:?}")))?;
-    let field = |k: &str| {
-        line.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+/// Each of `ids` in `squeue`'s lines of [`super::ctl::LINE_FORMAT`]
+/// (Slurm 22.05); a line that cannot be read makes the whole answer
+/// unreadable (never a job taken for gone).
+pub fn list_from_lines(text: &str, ids: &[u64]) -> Result<Vec<(u64, Seen)>, Unreachable> {
+    let mut jobs = Vec::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        jobs.push(from_line(l)?);
+    }
+    Ok(ids
+        .iter()
+        .map(|&id| match jobs.iter().find(|j| j.id == id) {
+            Some(j) => (id, Seen::Job(j.clone())),
+            None => (id, Seen::Gone),
+        })
+        .collect())
+}
+
+/// One line `ID|UID|STATE|NODES|END|REASON`.
+fn from_line(line: &str) -> Result<Job, Unreachable> {
+    let bad = || Unreachable(format!("unreadable squeue line {line:?}"));
+    let mut f = line.trim().splitn(6, '|');
+    let mut next = || f.next().ok_or_else(bad);
+    let (id, uid, state, nodes, end, reason) =
+        (next()?, next()?, next()?, next()?, next()?, next()?);
+    let id: u64 = id.trim().parse().map_err(|_| bad())?;
+    let nodes = match nodes.trim() {
+        "" | "(null)" => Vec::new(),
+        l => nodes_of(l)?,
     };
-    // `UserId=name(uid)`.
-    let user_id = field("UserId")
-        .and_then(|u| u.rsplit_once('('))
-        .and_then(|(_, n)| n.trim_end_matches(')').parse().ok());
-    let state = JobState::from_words(&[field("JobState").unwrap_or_default()]);
-    let nodes = match field("NodeList") {
-        Some("(null)") | None => Vec::new(),
-        Some(l) => nodes_of(l)?,
-    };
-    Ok(Seen::Job(Job {
+    let reason = reason.trim();
+    let id_part = reason.split(',').next().unwrap_or_default();
+    Ok(Job {
         id,
-        user_id,
-        state,
+        user_id: uid.trim().parse().ok(),
+        state: JobState::from_words(&[state.trim()]),
         nodes,
-        end_time: field("EndTime").and_then(utc_secs),
-        reason: Reason::from_slurm(field("Reason").unwrap_or_default()),
-        reason_detail: field("Reason").and_then(|r| {
-            let (id, rest) = r.split_once(',')?;
-            detail_of(id, rest)
-        }),
-    }))
+        end_time: utc_secs(end.trim()),
+        reason: Reason::from_slurm(reason),
+        reason_detail: detail_of(id_part, reason),
+    })
 }
 
 /// `2026-11-26T01:37:44` (UTC) as seconds since the epoch; `None` for
@@ -346,22 +367,39 @@ mod tests {
     }
 
     #[test]
-    fn the_oneliner_of_22_05() {
-        let l = "JobId=2 JobName=x2 UserId=root(0) GroupId=root(0) JobState=PENDING \
-                 Reason=Resources EndTime=Unknown NodeList= NumNodes=3-3 Power=";
-        let j = job(from_oneliner(l, 2));
-        assert_eq!(j.state, JobState::Pending);
-        assert_eq!(j.user_id, Some(0));
-        assert!(j.nodes.is_empty());
-        assert_eq!(j.end_time, None);
-        let r = "JobId=1 JobName=x1 UserId=me(1000) JobState=RUNNING Reason=None \
-                 EndTime=2026-11-26T01:28:44 NodeList=node[02-03]";
-        let j = job(from_oneliner(r, 1));
-        assert_eq!(j.state, JobState::Running);
-        assert_eq!(j.user_id, Some(1000));
-        assert_eq!(j.nodes, vec!["node02", "node03"]);
+    fn the_lines_of_22_05() {
+        let out = "2|0|PENDING||N/A|Resources\n\
+                   1|1000|RUNNING|node[02-03]|2026-11-26T01:28:44|None\n\
+                   4|0|PENDING||N/A|ReqNodeNotAvail, Reserved for maintenance\n";
+        let v = list_from_lines(out, &[1, 2, 3, 4]).unwrap();
+        let j = |i: usize| match &v[i].1 {
+            Seen::Job(j) => j.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(j(1).state, JobState::Pending);
+        assert_eq!(j(1).user_id, Some(0));
+        assert!(j(1).nodes.is_empty());
+        assert_eq!(j(1).end_time, None);
+        assert_eq!(j(0).state, JobState::Running);
+        assert_eq!(j(0).user_id, Some(1000));
+        assert_eq!(j(0).nodes, vec!["node02", "node03"]);
         // date -u -d 2026-11-26T01:28:44 +%s
-        assert_eq!(j.end_time, Some(1_795_656_524));
-        assert!(from_oneliner(r, 5).is_err());
+        assert_eq!(j(0).end_time, Some(1_795_656_524));
+        assert_eq!(v[2].1, Seen::Gone, "not listed: gone");
+        assert_eq!(j(3).reason, Reason::Waiting("ReqNodeNotAvail".into()));
+        assert_eq!(
+            j(3).reason_detail.as_deref(),
+            Some("Reserved for maintenance")
+        );
+        assert!(list_from_lines("x|y\n", &[1]).is_err());
+    }
+
+    #[test]
+    fn one_json_answer_for_several_jobs() {
+        let v = list_from_json(V38, &[9, 8, 10]).unwrap();
+        assert!(matches!(&v[0], (9, Seen::Job(j)) if j.nodes == ["node04"]));
+        assert!(matches!(&v[1], (8, Seen::Job(j)) if j.state == JobState::Pending));
+        assert_eq!(v[2], (10, Seen::Gone));
     }
 }

@@ -1,8 +1,10 @@
 //! `psched --backend slurm`: the DVM's allocation requests carried out by
 //! the site's Slurm instead of psched's simulated pool.
 //!
-//! Each allocation (`slurm.N`) is a Slurm job holding its nodes
-//! exclusively (`salloc --no-shell`), submitted as psched's user. psched
+//! Each allocation (`slurm.N`) is a Slurm job (`salloc --no-shell`),
+//! submitted as psched's user: on shared nodes, at least psched's `--slots`
+//! CPUs on each (or the CPUs asked for), or whole nodes when the request
+//! says so (palloc `--exclusive`: `salloc --exclusive`). psched
 //! knows its jobs by the id salloc says (`Granted job allocation N`), checks
 //! that Slurm runs each as its own user, and never takes a job for its own
 //! by its name (the name, `psched.TAG.slurm.N`, is for the administrator's
@@ -13,8 +15,9 @@
 //! jobs holding the nodes (`scontrol update NodeList=`), a full one cancels
 //! them; REQ_CANCEL cancels a pending job.
 //!
-//! psched asks Slurm only about its own jobs, one `scontrol show job` each
-//! (one RPC whatever the queue), every [`POLL_MS`], on a worker thread
+//! psched asks Slurm only about its own jobs, all of them in one `squeue
+//! --user=UID` (one RPC whatever the queue and however many jobs psched
+//! holds), every [`POLL_MS`], on a worker thread
 //! ([`worker`]): the warning before expiry follows Slurm's own end time (an
 //! extension made in Slurm moves it), and an allocation Slurm runs no job
 //! of any more (time limit, `scancel`, node failure, preemption) has its
@@ -152,6 +155,9 @@ pub struct SlurmBackend {
     max_secs: u32,
     /// Running as root without [`ROOT_ONLY`]: every NEW is refused.
     refuse_root: bool,
+    /// Slots each node is said to have to PRRTE (`--slots`): what a
+    /// request on shared nodes asks Slurm for at least.
+    slots: u32,
 }
 
 /// Set (to `1`) when psched runs as root for root alone: otherwise a root
@@ -273,7 +279,13 @@ impl SlurmBackend {
             seq: 0,
             default_secs,
             max_secs: max_secs.max(default_secs),
+            slots: 1,
         })
+    }
+
+    /// Each node is said to have `slots` slots to PRRTE (`--slots`).
+    pub fn set_slots(&mut self, slots: u32) {
+        self.slots = slots.max(1);
     }
 
     /// The descriptor that turns readable when Slurm answered.

@@ -111,7 +111,7 @@ impl SlurmBackend {
             exclude: ask.attrs.nodes_excluded().to_vec(),
             time_secs,
             partition: ask.attrs.queue.clone(),
-            opts: ctl::Options::from(&ask.attrs),
+            opts: ctl::Options::from(&ask.attrs).with_slots(self.slots),
         };
         if want.count.is_none() && want.list.is_empty() {
             return self.refuse_why(tag, Status::ERR_BAD_PARAM, "no node count or list");

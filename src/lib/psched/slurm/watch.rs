@@ -196,6 +196,29 @@ impl SlurmBackend {
         self.refuse(tag, st)
     }
 
+    /// salloc of `id` said its job's `nodes` are ready: granted, without
+    /// a query (the end time is the time limit from now until the next
+    /// query says Slurm's own).
+    fn ready(&mut self, id: &str, nodes: Vec<String>, now: u64) -> Result<Vec<Out>> {
+        let Some(w) = self.allocs.get(id).and_then(|a| a.waiting.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let Some(job) = w.job else {
+            return Ok(Vec::new());
+        };
+        let limit = u64::from(super::ctl::minutes(w.ask.time_secs)) * 60;
+        let j = Job {
+            id: job,
+            user_id: None,
+            state: JobState::Running,
+            nodes,
+            end_time: Some(now / 1000 + limit),
+            reason: Reason::None,
+            reason_detail: None,
+        };
+        self.granted(id, &j)
+    }
+
     /// The allocation whose salloc `key` is, if it still waits for it.
     fn waiting_of(&self, key: &SubKey) -> Option<String> {
         let a = self.allocs.get(&key.alloc)?;
@@ -221,12 +244,22 @@ impl SlurmBackend {
                     let what = if granted { "granted" } else { "queued" };
                     eprintln!("psched: Slurm job {job} is {id} ({}, {what})", w.name);
                 }
-                self.next_show = 0;
+                // Queued: Slurm's reason at once. Granted: salloc says
+                // the nodes next, when they are ready.
+                if !granted {
+                    self.next_show = 0;
+                }
                 Ok(Vec::new())
             }
-            // Granted (the query that follows answers), or its job ended
+            SallocEvent::Ready(nodes) => self.ready(&id, nodes, now),
+            // Granted and said (else the query answers), or its job ended
             // while queued (the job's state says why).
-            SallocEvent::Exit(Ok(())) => Ok(Vec::new()),
+            SallocEvent::Exit(Ok(())) => {
+                if self.allocs.get(&id).is_some_and(|a| a.waiting.is_some()) {
+                    self.next_show = 0;
+                }
+                Ok(Vec::new())
+            }
             SallocEvent::Exit(Err(_)) if self.job_known(&id) => {
                 self.next_show = 0;
                 Ok(Vec::new())
@@ -437,7 +470,7 @@ impl SlurmBackend {
             return Ok(Vec::new());
         };
         let j = match seen.get(&job) {
-            None | Some(Seen::Missing) => return Ok(Vec::new()),
+            None => return Ok(Vec::new()),
             Some(Seen::Gone) => {
                 eprintln!("psched: Slurm no longer knows job {job} ({id}): refused");
                 return self.give_up(id, Status::ERR_JOB_CANCELED);
@@ -536,7 +569,6 @@ impl SlurmBackend {
         for j in &a.jobs {
             match seen.get(j) {
                 Some(Seen::Gone) => ended.push((*j, EndCause::Gone)),
-                Some(Seen::Missing) => {}
                 Some(Seen::Job(x)) => match &x.state {
                     JobState::Ended(c) => ended.push((*j, *c)),
                     // Put back in the queue after it ran: its nodes are gone.

@@ -8,7 +8,7 @@
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 
-use super::ctl::{self, Ask, Dialect, Failure, SallocSays};
+use super::ctl::{self, Ask, Dialect, Failure, QueryForm, SallocSays};
 use super::job::{Seen, Unreachable};
 use super::waker::Waker;
 
@@ -27,7 +27,8 @@ pub struct SubKey {
 /// Something for Slurm.
 #[derive(Debug, Clone)]
 pub enum Task {
-    /// What Slurm says of these jobs (one `scontrol show job` each).
+    /// What Slurm says of these jobs (one `squeue` for all, or one each:
+    /// [`ctl::QueryForm`]).
     Show(Vec<u64>),
     /// `scancel` this job.
     Cancel(u64),
@@ -72,6 +73,8 @@ pub enum SallocEvent {
         /// Granted (else queued).
         granted: bool,
     },
+    /// Its granted job's nodes are ready: these.
+    Ready(Vec<String>),
     /// It exited: successfully, or with why.
     Exit(Result<(), Failure>),
 }
@@ -117,9 +120,9 @@ pub struct Worker {
 fn lane(done: Sender<Done>, waker: Waker) -> Sender<Task> {
     let (tx, rx) = channel::<Task>();
     std::thread::spawn(move || {
-        let mut dialect: Option<Dialect> = None;
+        let (mut dialect, mut form) = (None, None);
         for t in rx {
-            let d = perform(t, &mut dialect);
+            let d = perform(t, &mut dialect, &mut form);
             if done.send(d).is_err() {
                 return;
             }
@@ -129,11 +132,14 @@ fn lane(done: Sender<Done>, waker: Waker) -> Sender<Task> {
     tx
 }
 
-fn perform(t: Task, dialect: &mut Option<Dialect>) -> Done {
+fn perform(t: Task, dialect: &mut Option<Dialect>, form: &mut Option<QueryForm>) -> Done {
     match t {
         Task::Show(jobs) => {
             let d = *dialect.get_or_insert_with(ctl::dialect);
-            Done::Seen(jobs.into_iter().map(|j| (j, ctl::show_job(d, j))).collect())
+            let uid = nix::unistd::geteuid().as_raw();
+            let asked = std::env::var(ctl::QUERY_FORM).ok();
+            let form = *form.get_or_insert_with(|| ctl::query_form(uid, asked.as_deref()));
+            Done::Seen(ctl::show_jobs(d, form, &jobs))
         }
         Task::Cancel(j) => Done::Cancelled(j, ctl::cancel(j)),
         Task::Extend {
@@ -175,6 +181,7 @@ fn salloc(key: SubKey, ask: Ask, name: String, done: Sender<Done>, waker: Waker)
             had_job = true;
             tell(SallocEvent::Job { id, granted });
         }
+        SallocSays::Ready(nodes) => tell(SallocEvent::Ready(nodes)),
         SallocSays::Error(w) => words = Some(w),
         SallocSays::Other => {}
     });
