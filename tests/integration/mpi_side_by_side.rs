@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::pdvm_mpi::family_lines;
 use crate::support::mpi::{cc_libpmix, mpi_env, mpicc};
 use crate::support::pdvm::Pdvm;
 use crate::support::ToolCommand;
@@ -143,17 +144,6 @@ fn pspawn_and_prterun(dvms: &Dvms, program: &Path) -> Vec<(&'static str, Output)
         prterun(&crate::support::master_prrte_bin("prterun"), program),
     ));
     runs
-}
-
-/// Lines of `bytes` starting with "child " or "parent ", sorted.
-fn family_lines(bytes: &[u8]) -> Vec<String> {
-    let mut l: Vec<String> = text(bytes)
-        .lines()
-        .filter(|l| l.starts_with("child ") || l.starts_with("parent "))
-        .map(String::from)
-        .collect();
-    l.sort();
-    l
 }
 
 /// MPI_Comm_spawn: the children's lines reach the launcher. `pspawn` on

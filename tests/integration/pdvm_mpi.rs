@@ -205,7 +205,13 @@ pub(crate) const SPAWN_LINES: [&str; 3] = [
 
 /// `spawn.c`'s lines in `o`'s stdout, sorted.
 pub(crate) fn spawn_lines(o: &Output) -> Vec<String> {
-    let mut l: Vec<String> = text(&o.stdout)
+    family_lines(&o.stdout)
+}
+
+/// Lines of `bytes` starting with "child " or "parent " (`spawn.c`'s and
+/// `spawn_late.c`'s), sorted.
+pub(crate) fn family_lines(bytes: &[u8]) -> Vec<String> {
+    let mut l: Vec<String> = text(bytes)
         .lines()
         .filter(|l| l.starts_with("child ") || l.starts_with("parent "))
         .map(String::from)
