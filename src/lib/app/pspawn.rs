@@ -570,15 +570,16 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let target = spawn_target(&req.targets, req.default_pool);
     // The pspawns the job runs mark what they launch (`tool_launches`):
     // this one follows the jobs the application spawns, not theirs.
-    if let Some(dir) = (!req.detach)
+    let marks = (!req.detach)
         .then(crate::ops::tool_launches::own_dir)
         .flatten()
-    {
+        .map(crate::ops::tool_launches::OwnDir);
+    if let Some(crate::ops::tool_launches::OwnDir(dir)) = &marks {
         for a in &mut apps {
             a.env.push(format!(
                 "{}={}",
                 crate::ops::tool_launches::ENV,
-                crate::ops::tool_launches::env_value(&dir)
+                crate::ops::tool_launches::env_value(dir)
             ));
         }
     }

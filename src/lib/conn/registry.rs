@@ -441,6 +441,10 @@ pub(crate) fn sweep_now(dir: &Path) {
             names.insert(stem.to_string());
         } else if log_pid(&name).is_some_and(|pid| !alive(pid)) {
             let _ = std::fs::remove_file(e.path());
+        } else if marks_pid(&name).is_some_and(|pid| !alive(pid)) {
+            // A launcher's folder of tool marks (`ops::tool_launches`)
+            // whose pspawn was killed before removing it.
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
     for stem in names {
@@ -462,6 +466,14 @@ fn alive(pid: i32) -> bool {
         .and_then(|s| s.rsplit(')').next())
         .and_then(|r| r.split_whitespace().next());
     !matches!(state, Some("Z") | Some("X"))
+}
+
+/// The pid in a launcher's folder of tool marks (`launches.PID`).
+fn marks_pid(name: &str) -> Option<i32> {
+    name.strip_prefix("launches.")?
+        .parse()
+        .ok()
+        .filter(|p| *p > 1)
 }
 
 /// The pid in a detached palloc's log name (`palloc.NAME.PID.log`).
@@ -542,6 +554,22 @@ mod tests {
         assert_eq!(log_pid("palloc.a.b.77.log"), Some(77));
         assert_eq!(log_pid("palloc.nightly.log"), None);
         assert_eq!(log_pid("other.1234.log"), None);
+    }
+
+    #[test]
+    fn a_dead_launchers_folder_of_marks_is_swept() {
+        assert_eq!(marks_pid("launches.4321"), Some(4321));
+        assert_eq!(marks_pid("launches.x"), None);
+        let d = scratch("marks");
+        // A pid that cannot run: above the kernel's pid_max.
+        let dead = d.join("launches.2147483646");
+        let live = d.join(format!("launches.{}", std::process::id()));
+        std::fs::create_dir_all(dead.join("sub")).unwrap();
+        std::fs::create_dir_all(&live).unwrap();
+        sweep_now(&d);
+        assert!(!dead.exists());
+        assert!(live.exists());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     fn scratch(tag: &str) -> PathBuf {

@@ -91,3 +91,13 @@ pub fn marked(dir: &std::path::Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// This process's folder of marks, removed when dropped (also when the
+/// launch fails before the job is followed).
+pub struct OwnDir(pub PathBuf);
+
+impl Drop for OwnDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
