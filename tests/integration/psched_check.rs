@@ -9,7 +9,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::support::cluster::Cluster;
-use crate::support::slurm::{Slurm, Version};
+use crate::support::slurm::{slurm_in, Select, Version};
 use crate::support::tool::ToolHost;
 use crate::support::{cargo_bin, run_with_timeout, show, text, unique_tmpdir, Prte};
 
@@ -110,12 +110,7 @@ fn prrte_3_no_dvm_and_an_unwritable_ledger_each_fail_saying_what_to_do() {
 #[test]
 fn the_slurm_backend_checks_slurms_controller_version_and_partitions() {
     let c = Cluster::start_for_scheduler(1, 2, &[]);
-    let ns = c.netns_arg();
-    let mut s = Slurm::start(Version::Debian22, &c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
+    let mut s = slurm_in(&c, Version::Debian22, Select::WholeNodes);
     let mut cmd = check_on(&c, &["--backend", "slurm"]);
     cmd.envs(s.env());
     let o = check(cmd);

@@ -1358,10 +1358,7 @@ fn pwatch_status_shows_slurms_partitions_and_the_pending_reason(v: Version) {
     let tmp = crate::support::unique_tmpdir("psched-uri");
     let uri = tmp.path().join("psched.uri").display().to_string();
     c.kill_psched();
-    let mut env = s.env();
-    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    c.start_psched_with(&["--backend", "slurm", "--status-uri", &uri], &env);
+    crate::support::slurm::start_psched_with_args(&mut c, &s, &["--status-uri", &uri]);
     let (mut a, _la, _id) = hold(&c, &s, &["-N", "3", "-t", "5m"]);
     let mut b = tool(&c, "palloc")
         .no_color()
@@ -1459,15 +1456,7 @@ fn a_maintenance_reservation_reaches_a_queued_palloc_in_slurms_words(v: Version)
 /// with one slot a node, four ranks on two nodes could not map).
 fn an_mpi_program_runs_on_slurms_nodes_at_every_grant_with_their_slots(v: Version) {
     let mut c = Cluster::start_for_scheduler(1, 3, &[]);
-    let ns = c.netns_arg();
-    let s = Slurm::start(v, &c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
-    let mut env = s.env();
-    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    c.start_psched_with(&["--backend", "slurm", "--slots", "2"], &env);
+    let s = crate::support::slurm::slurm_in(&c, v, crate::support::slurm::Select::WholeNodes);
+    crate::support::slurm::start_psched_with_args(&mut c, &s, &["--slots", "2"]);
     crate::psched_cluster::mpi_rounds(&c, 3, 4);
 }

@@ -5,10 +5,11 @@
 //! Every test once on Slurm 22.05 and once on 26.05.3.
 
 use crate::psched_cluster::{hold_with, wait_for};
-use std::process::Command;
 
 use crate::support::cluster::Cluster;
-use crate::support::slurm::{start_psched_on, start_psched_with_env, Select, Slurm, Version};
+use crate::support::slurm::{
+    slurm_in, start_psched_on, start_psched_with_env, Select, Slurm, Version,
+};
 use crate::support::{tool, ToolCommand};
 
 macro_rules! on_both_versions {
@@ -61,12 +62,7 @@ fn rpc_count(s: &Slurm, name: &str) -> u64 {
 /// is one query each, so this psched is told `PSCHED_SLURM_QUERY=one`.
 fn one_query_a_period_asks_slurm_about_every_held_job(v: Version) {
     let mut c = Cluster::start_for_scheduler(1, 3, &[]);
-    let ns = c.netns_arg();
-    let s = Slurm::start(v, &c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
+    let s = slurm_in(&c, v, Select::WholeNodes);
     start_psched_with_env(
         &mut c,
         &s,
@@ -152,12 +148,7 @@ fn job_of(s: &Slurm, alloc: &str) -> u64 {
 /// --exclusive` it is a job that holds its node whole.
 fn a_request_shares_its_node_unless_it_asks_for_it_whole(v: Version) {
     let mut c = Cluster::start_for_scheduler(1, 3, &[]);
-    let ns = c.netns_arg();
-    let s = Slurm::start_with(v, &c.pool, Select::Cpus, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
+    let s = slurm_in(&c, v, Select::Cpus);
     start_psched_on(&mut c, &s);
     let palloc = || tool(&c, "palloc").no_color().on_slurm(&s);
     let (mut shared, _l1, id1) = hold_with(palloc(), &["-N", "1", "-t", "10m"]);

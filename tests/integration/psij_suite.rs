@@ -214,18 +214,10 @@ fn two_nodes_two_ranks_each_on_prrte_master_with_psched() {
 /// every DVM the tools reach.
 #[test]
 fn two_nodes_two_ranks_each_on_psched_on_slurm() {
-    use crate::support::slurm::{Slurm, Version};
+    use crate::support::slurm::{slurm_in, start_psched_with_args, Select, Version};
     let mut c = Cluster::start_for_scheduler(1, 3, &[]);
-    let ns = c.netns_arg();
-    let s = Slurm::start(Version::Current26, &c.pool, move |p| {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(&ns).arg("--").arg(p);
-        cmd
-    });
-    let mut env = s.env();
-    env.push(("PSCHED_SLURM_ROOT_ONLY".into(), "1".into()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    c.start_psched_with(&["--backend", "slurm", "--slots", "2"], &env);
+    let s = slurm_in(&c, Version::Current26, Select::WholeNodes);
+    start_psched_with_args(&mut c, &s, &["--slots", "2"]);
     run_multi_node(
         &c,
         "multi-node check on PRRTE master + psched on Slurm 26.05.3",

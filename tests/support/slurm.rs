@@ -533,14 +533,20 @@ pub fn cluster_on_slurm_nodes(
     // Four pool nodes or more: the head node gets two slots (P9).
     let slots = if pool >= 4 { 2 } else { 1 };
     let mut c = Cluster::start_for_scheduler(slots, pool, prte_extra);
+    let slurm = slurm_in(&c, version, Select::WholeNodes);
+    start_psched_on(&mut c, &slurm);
+    (c, slurm)
+}
+
+/// A private Slurm whose nodes are `c`'s pool nodes, its daemons in `c`'s
+/// network namespace, handing out nodes as `select` says.
+pub fn slurm_in(c: &Cluster, version: Version, select: Select) -> Slurm {
     let ns = c.netns_arg();
-    let slurm = Slurm::start(version, &c.pool, move |p| {
+    Slurm::start_with(version, &c.pool, select, move |p| {
         let mut cmd = Command::new("nsenter");
         cmd.arg(&ns).arg("--").arg(p);
         cmd
-    });
-    start_psched_on(&mut c, &slurm);
-    (c, slurm)
+    })
 }
 
 /// Start (or restart) `c`'s psched with `--backend slurm` on `s`.
@@ -551,10 +557,22 @@ pub fn start_psched_on(c: &mut Cluster, s: &Slurm) {
 /// [`start_psched_on`] with `extra` variables instead of the tests' usual
 /// ones (root alone uses the test DVMs: `PSCHED_SLURM_ROOT_ONLY=1`).
 pub fn start_psched_with_env(c: &mut Cluster, s: &Slurm, extra: &[(&str, &str)]) {
+    start_psched_with_env_args(c, s, extra, &[]);
+}
+
+/// [`start_psched_on`] with `args` after `--backend slurm` (`--slots 2`,
+/// `--status-uri PATH`).
+pub fn start_psched_with_args(c: &mut Cluster, s: &Slurm, args: &[&str]) {
+    start_psched_with_env_args(c, s, &[("PSCHED_SLURM_ROOT_ONLY", "1")], args);
+}
+
+fn start_psched_with_env_args(c: &mut Cluster, s: &Slurm, extra: &[(&str, &str)], args: &[&str]) {
     let mut env = s.env();
     env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    c.start_psched_with(&["--backend", "slurm"], &env);
+    let mut all = vec!["--backend", "slurm"];
+    all.extend_from_slice(args);
+    c.start_psched_with(&all, &env);
 }
 
 /// SIGTERM `c` and reap it (bounded; SIGKILL after).
