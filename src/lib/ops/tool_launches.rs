@@ -24,9 +24,7 @@ pub const ENV: &str = "PMIXTOOLS_LAUNCH_MARKS";
 /// it follows (created on first use, mode 0700, in the user's holder
 /// registry); `None` when there is no private place for it.
 pub fn own_dir() -> Option<PathBuf> {
-    let dir = crate::conn::registry::registry()
-        .ok()?
-        .join(format!("launches.{}", std::process::id()));
+    let dir = own_path()?;
     match std::fs::create_dir(&dir) {
         Ok(()) => {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).ok()?;
@@ -46,10 +44,14 @@ fn trusted(dir: &std::path::Path) -> bool {
 
 /// The folder of this process's marks, if it made one.
 pub fn existing_own_dir() -> Option<PathBuf> {
-    let dir = crate::conn::registry::registry()
-        .ok()?
-        .join(format!("launches.{}", std::process::id()));
-    trusted(&dir).then_some(dir)
+    own_path().filter(|d| trusted(d))
+}
+
+/// Where this process's folder of marks is (`launches.PID` in the holder
+/// registry, which the registry's sweep knows).
+fn own_path() -> Option<PathBuf> {
+    let registry = crate::conn::registry::registry().ok()?;
+    Some(registry.join(format!("launches.{}", std::process::id())))
 }
 
 /// The value of [`ENV`] for a job this process follows with marks in

@@ -138,8 +138,7 @@ fn ledger(path: &Path) -> Finding {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let probe = dir.join(format!(".psched-check.{}", std::process::id()));
-    if let Err(e) = std::fs::write(&probe, b"") {
+    if let Err(e) = writable(&dir) {
         return finding(
             "ledger",
             Verdict::Fail,
@@ -150,7 +149,6 @@ create the folder for psched's user or name another with --ledger",
             ),
         );
     }
-    let _ = std::fs::remove_file(&probe);
     if !path.exists() {
         return finding(
             "ledger",
@@ -286,19 +284,15 @@ fn on_path(program: &str) -> Option<std::path::PathBuf> {
 /// The folder psched writes its contact file in, for `pwatch --status`.
 fn contact_dir() -> Finding {
     let dir = sched_contact::publish_dir(&ProcessEnv);
-    let probe = dir.join(format!(".psched-check.{}", std::process::id()));
-    match std::fs::write(&probe, b"") {
-        Ok(()) => {
-            let _ = std::fs::remove_file(&probe);
-            finding(
-                "contact",
-                Verdict::Ok,
-                format!(
-                    "the contact file for `pwatch --status` goes in {}",
-                    dir.display()
-                ),
-            )
-        }
+    match writable(&dir) {
+        Ok(()) => finding(
+            "contact",
+            Verdict::Ok,
+            format!(
+                "the contact file for `pwatch --status` goes in {}",
+                dir.display()
+            ),
+        ),
         Err(e) => finding(
             "contact",
             Verdict::Warn,
@@ -309,4 +303,11 @@ of psched's grants; set TMPDIR to a folder psched and its users share",
             ),
         ),
     }
+}
+
+/// Whether a file can be created in `dir` (tried, then removed).
+fn writable(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".psched-check.{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
 }
