@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use crate::support::{children_of, wait, Prte};
 use pmix_tools::codec::{AllocInheritance, Info, Value};
 use pmix_tools::conn::{ConnectOptions, Identity};
-use pmix_tools::ops::job::{run_job, simple_app, JobOutput};
+use pmix_tools::ops::job::{simple_app, JobOutput};
+use pmix_tools::ops::run::run_job;
 use pmix_tools::ops::{self, Session};
 use pmix_tools::proto::keys;
 use pmix_tools::proto::status::Status;
@@ -138,7 +139,7 @@ fn job_end_event_is_received_with_its_fields() {
     let mut info = ops::spawn::launcher_job_info();
     info.retain(|i| i.key == keys::NOTIFY_COMPLETION);
     // The job outlives the spawn's reply: a job that fails at once may be
-    // answered PMIX_ERROR instead (see ops::job::spawn_or_ended).
+    // answered PMIX_ERROR instead (see ops::run::spawn_or_ended).
     let app = simple_app(&["/bin/sh", "-c", "sleep 0.3; exit 5"], 1);
     let ns = ops::spawn::spawn(&s, &info, &[app]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::cli::request::AllocAsk;
 use crate::codec::Info;
-use crate::ops::job::{run_job, simple_app};
+use crate::ops::job::simple_app;
+use crate::ops::run::run_job;
 use crate::ops::spawn::spawn_target;
 use crate::ops::Session;
 use crate::proto::status::Status;

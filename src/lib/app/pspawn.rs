@@ -5,8 +5,9 @@ use std::time::Duration;
 use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::{AppSpec, SpawnRequest, StdinTarget};
 use crate::cli::PspawnArgs;
+use crate::ops::job::JobEnd;
 use crate::ops::job::JobOutput;
-use crate::ops::job::{spawn_or_ended, JobEnd, Launched};
+use crate::ops::run::{spawn_or_ended, Launched};
 use crate::ops::spawn::{spawn, spawn_target, target_support, TargetSupport};
 use crate::ops::Session;
 use crate::proto::status::Status;
@@ -382,7 +383,7 @@ fn allocation_end_failure(s: &Session, ns: &str, targets: &[String]) -> Option<F
 
 /// Spawn the job of `req` and, unless detached, follow it to its end.
 /// A spawn the DVM answered `PMIX_ERROR` for, although the job had already
-/// run and ended (see [`crate::ops::job::spawn_or_ended`]): report that job
+/// run and ended (see [`crate::ops::run::spawn_or_ended`]): report that job
 /// and its status.
 fn ended_before_reply(end: &JobEnd, job: &mut JobRecord, ui: &Ui) -> i32 {
     job.nspace = end.nspace.clone();

@@ -2,36 +2,12 @@
 //! count as `SIZE`, then the elements with no per-element tags).
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
+use super::data::{App, DataArray, Info, PData, Query, Value};
 use super::scalars::{pack_pids, unpack_pids};
-use super::structs::{App, Info, PData, Proc, Query};
+use super::structs::Proc;
 use super::types::{dt, type_name, DataType};
-use super::value::Value;
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
-
-/// A typed array. Decoding yields the specific variant for strings (when
-/// none is NULL), procs, infos, values, apps, queries and pdata, and
-/// `Scalars` for every other element type.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DataArray {
-    /// `PMIX_STRING` elements.
-    Strings(Vec<String>),
-    /// `PMIX_PROC` elements.
-    Procs(Vec<Proc>),
-    /// `PMIX_INFO` elements.
-    Infos(Vec<Info>),
-    /// `PMIX_VALUE` elements (each carries its own type tag).
-    Values(Vec<Value>),
-    /// `PMIX_APP` elements.
-    Apps(Vec<App>),
-    /// `PMIX_QUERY` elements.
-    Queries(Vec<Query>),
-    /// `PMIX_PDATA` elements.
-    PData(Vec<PData>),
-    /// Any other element type; every item's [`Value::data_type`] must equal
-    /// the element type.
-    Scalars(DataType, Vec<Value>),
-}
 
 impl DataArray {
     /// An array of strings.

@@ -1,11 +1,10 @@
 //! Human-readable `Display` for values, infos, procs and friends.
 
-use super::darray::DataArray;
-use super::structs::{AllocInheritance, Envar, Info, Proc, ProcInfo, Timeval};
+use super::data::{DataArray, Info, Value};
+use super::structs::{AllocInheritance, Envar, Proc, ProcInfo, Timeval};
 use super::types::{
     type_name, RANK_INVALID, RANK_LOCAL_NODE, RANK_LOCAL_PEERS, RANK_UNDEF, RANK_WILDCARD,
 };
-use super::value::Value;
 use std::fmt;
 
 /// Writes a rank, naming the sentinels.

@@ -1,10 +1,9 @@
 //! `serde::Serialize` for values, infos and procs: scalars as JSON scalars,
 //! arrays as arrays, a proc as `{"nspace","rank"}`, inheritance as its word.
 
-use super::darray::DataArray;
-use super::structs::{App, Envar, Info, PData, Proc, ProcInfo, Query, Timeval};
+use super::data::{App, DataArray, Info, PData, Query, Value};
+use super::structs::{Envar, Proc, ProcInfo, Timeval};
 use super::types::type_name;
-use super::value::Value;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 

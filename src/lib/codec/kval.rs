@@ -3,9 +3,9 @@
 //! inside a message (`PMIX_BUFFER`), as a commit carries each scope's values.
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
+use super::data::Value;
 use super::scalars::Size;
 use super::types::{dt, DataType};
-use super::value::Value;
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 

@@ -15,10 +15,12 @@ pub(crate) mod alloc;
 pub mod attrs;
 mod buffer;
 mod darray;
+mod data;
 mod display;
 pub mod flex;
 pub mod handshake;
 pub mod helpers;
+mod info;
 mod json;
 mod kval;
 mod scalars;
@@ -29,17 +31,14 @@ mod value;
 pub use buffer::{
     Decoder, Encoder, Pack, Unpack, BUDGET_FLOOR, BUDGET_PER_BYTE, MAX_DEPTH, PREALLOC_MAX,
 };
-pub use darray::DataArray;
+pub use data::{App, DataArray, Info, PData, Query, Value};
 pub use kval::{Bucket, Kval};
 pub use scalars::{
     AllocDirective, ByteObject, Cmd, DataTypeTag, Int, IofChannel, JobState, NullableString,
     Persist, Pid, ProcNspace, ProcState, Range, Rank, Scope, Size, Time, Uint,
 };
-pub use structs::{
-    AllocInheritance, App, Envar, Info, InfoFlags, PData, Proc, ProcInfo, Query, Timeval,
-};
+pub use structs::{AllocInheritance, Envar, InfoFlags, Proc, ProcInfo, Timeval};
 pub use types::{
     dt, type_name, DataType, WireVersion, RANK_INVALID, RANK_LOCAL_NODE, RANK_LOCAL_PEERS,
     RANK_UNDEF, RANK_VALID, RANK_WILDCARD,
 };
-pub use value::Value;

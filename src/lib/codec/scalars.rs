@@ -3,7 +3,6 @@
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::types::{dt, DataType};
-use super::value::Value;
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
@@ -190,8 +189,22 @@ pub(crate) fn pack_pids(enc: &mut Encoder, pids: &[u32]) -> Result<()> {
     Ok(())
 }
 
+/// One integer of wire type `t` (one of the integer types), widened.
+fn unpack_integer(dec: &mut Decoder, t: DataType) -> Result<i128> {
+    Ok(match t {
+        dt::INT8 => i128::from(dec.get_u8()? as i8),
+        dt::UINT16 => i128::from(dec.get_u16()?),
+        dt::INT16 => i128::from(dec.get_i16()?),
+        dt::UINT32 => i128::from(dec.get_u32()?),
+        dt::INT32 => i128::from(dec.get_i32()?),
+        dt::UINT64 => i128::from(dec.get_u64()?),
+        dt::INT64 => i128::from(dec.get_i64()?),
+        _ => i128::from(dec.get_u8()?),
+    })
+}
+
 /// Reads `n` `PMIX_PID`s: the sender's integer type tag, then values
-/// (each decoded as [`Value`] decodes that integer type).
+/// (each read as that integer type).
 pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
     let t = dec.get_type()?;
     let mut v: Vec<u32> = dec.alloc(n)?;
@@ -213,10 +226,9 @@ pub(crate) fn unpack_pids(dec: &mut Decoder, n: usize) -> Result<Vec<u32>> {
                 format!("pid packed as non-integer type {t}"),
             ));
         }
-        let x = Value::unpack_payload(dec, t)?;
-        let p = x.as_u32().ok_or_else(|| {
-            Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range"))
-        })?;
+        let x = unpack_integer(dec, t)?;
+        let p = u32::try_from(x)
+            .map_err(|_| Error::new(Status::ERR_UNPACK_FAILURE, format!("pid {x} out of range")))?;
         v.push(p);
     }
     Ok(v)

@@ -1,17 +1,17 @@
-//! The composite wire structures: proc, info, app, query, envar, timeval,
-//! proc info, pdata, and the allocation-inheritance enum.
+//! The composite wire structures that carry no value: proc, info flags,
+//! envar, timeval, proc info, and the allocation-inheritance enum (info,
+//! app, query and pdata, which carry values, are in [`super::info`]).
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
 use super::scalars::{pack_pids, unpack_pids, wire_as_inner, wire_fields};
 use super::types::{dt, DataType, RANK_UNDEF};
-use super::value::Value;
 use crate::error::{Error, Result};
 use crate::proto::{Inheritance, Status};
 
-use super::helpers::{MAX_KEYLEN, MAX_NSLEN};
+use super::helpers::MAX_NSLEN;
 
 /// Refuses a string a C peer would silently truncate.
-fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
+pub(super) fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
     if s.len() > max {
         return Err(Error::new(
             Status::ERR_BAD_PARAM,
@@ -105,166 +105,6 @@ impl std::ops::BitOr for InfoFlags {
 
 wire_as_inner!(InfoFlags(u32), dt::INFO_DIRECTIVES);
 
-/// A key / value attribute with directive flags (`pmix_info_t`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Info {
-    /// The attribute key (at most `PMIX_MAX_KEYLEN` bytes on a C peer).
-    pub key: String,
-    /// Directive flags.
-    pub flags: InfoFlags,
-    /// The value.
-    pub value: Value,
-}
-
-impl Info {
-    /// An info with no flags.
-    pub fn new(key: impl Into<String>, value: impl Into<Value>) -> Self {
-        Info {
-            key: key.into(),
-            flags: InfoFlags::NONE,
-            value: value.into(),
-        }
-    }
-
-    /// An info marked `PMIX_INFO_REQD`.
-    pub fn required(key: impl Into<String>, value: impl Into<Value>) -> Self {
-        Info {
-            flags: InfoFlags::REQD,
-            ..Info::new(key, value)
-        }
-    }
-
-    /// Whether `PMIX_INFO_REQD` is set.
-    pub fn is_required(&self) -> bool {
-        self.flags.contains(InfoFlags::REQD)
-    }
-}
-
-impl Pack for Info {
-    const DT: DataType = dt::INFO;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        check_len("info key", &self.key, MAX_KEYLEN)?;
-        enc.put_string(Some(&self.key))?;
-        enc.put_u32(self.flags.0);
-        self.value.pack_body(enc)
-    }
-}
-
-impl Unpack for Info {
-    const DT: DataType = dt::INFO;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        let key = dec.get_string()?.unwrap_or_default();
-        let flags = InfoFlags(dec.get_u32()?);
-        let value = Value::unpack_body(dec)?;
-        Ok(Info { key, flags, value })
-    }
-}
-
-/// An application to spawn (`pmix_app_t`).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct App {
-    /// Executable.
-    pub cmd: String,
-    /// Argument vector (argv\[0\] included).
-    pub argv: Vec<String>,
-    /// Environment entries `NAME=value`.
-    pub env: Vec<String>,
-    /// Working directory, if any.
-    pub cwd: Option<String>,
-    /// Number of processes.
-    pub maxprocs: i32,
-    /// Per-app attributes.
-    pub info: Vec<Info>,
-}
-
-/// Reads a string-array element (NULL reads as empty).
-fn get_str(dec: &mut Decoder) -> Result<String> {
-    Ok(dec.get_string()?.unwrap_or_default())
-}
-
-/// Writes a string array counted by a flex `INT32` (argv, env, query keys).
-fn put_strings(enc: &mut Encoder, v: &[String]) -> Result<()> {
-    enc.put_i32(i32::try_from(v.len()).unwrap_or(i32::MAX));
-    v.iter().try_for_each(|s| enc.put_string(Some(s)))
-}
-
-/// Reads a string array counted by a flex `INT32`; `what` names the count.
-fn get_strings(dec: &mut Decoder, what: &str) -> Result<Vec<String>> {
-    let n = dec.get_i32()?;
-    let n = dec.count(i64::from(n), what)?;
-    let mut v: Vec<String> = dec.alloc(n)?;
-    for _ in 0..n {
-        v.push(get_str(dec)?);
-    }
-    Ok(v)
-}
-
-/// Writes infos counted by a `PMIX_SIZE`.
-fn put_infos(enc: &mut Encoder, v: &[Info]) -> Result<()> {
-    enc.put_len(v.len());
-    Info::pack_slice(v, enc)
-}
-
-/// Reads infos counted by a `PMIX_SIZE`; `what` names the count.
-fn get_infos(dec: &mut Decoder, what: &str) -> Result<Vec<Info>> {
-    let n = dec.get_len(what)?;
-    Info::unpack_many(dec, n)
-}
-
-impl Pack for App {
-    const DT: DataType = dt::APP;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        enc.put_string(Some(&self.cmd))?;
-        // argc goes out as PMIX_INT, envc as PMIX_INT32: both flex int32
-        put_strings(enc, &self.argv)?;
-        put_strings(enc, &self.env)?;
-        enc.put_string(self.cwd.as_deref())?;
-        enc.put_i32(self.maxprocs);
-        put_infos(enc, &self.info)
-    }
-}
-
-impl Unpack for App {
-    const DT: DataType = dt::APP;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(App {
-            cmd: get_str(dec)?,
-            argv: get_strings(dec, "argv count")?,
-            env: get_strings(dec, "env count")?,
-            cwd: dec.get_string()?,
-            maxprocs: dec.get_i32()?,
-            info: get_infos(dec, "app info count")?,
-        })
-    }
-}
-
-/// A query (`pmix_query_t`): keys plus qualifiers.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct Query {
-    /// The keys asked for.
-    pub keys: Vec<String>,
-    /// Qualifiers narrowing the query.
-    pub qualifiers: Vec<Info>,
-}
-
-impl Pack for Query {
-    const DT: DataType = dt::QUERY;
-    fn pack_body(&self, enc: &mut Encoder) -> Result<()> {
-        put_strings(enc, &self.keys)?;
-        put_infos(enc, &self.qualifiers)
-    }
-}
-
-impl Unpack for Query {
-    const DT: DataType = dt::QUERY;
-    fn unpack_body(dec: &mut Decoder) -> Result<Self> {
-        Ok(Query {
-            keys: get_strings(dec, "query key count")?,
-            qualifiers: get_infos(dec, "query qualifier count")?,
-        })
-    }
-}
-
 /// An environment-variable directive (`pmix_envar_t`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Envar {
@@ -333,19 +173,6 @@ impl Unpack for ProcInfo {
         })
     }
 }
-
-/// Published data (`pmix_pdata_t`): owner, key, value.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PData {
-    /// Publishing process.
-    pub proc: Proc,
-    /// Key.
-    pub key: String,
-    /// Value.
-    pub value: Value,
-}
-
-wire_fields!(PData, dt::PDATA, proc, key, value);
 
 /// Allocation inheritance rule (`pmix_alloc_inheritance_t`, type 75, one
 /// byte on the wire; v61 only): the raw byte, so that values outside the

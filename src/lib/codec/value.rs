@@ -2,118 +2,12 @@
 //! (`pmix_value_t`), with its wire encoding (type tag, then payload).
 
 use super::buffer::{Decoder, Encoder, Pack, Unpack};
-use super::darray::DataArray;
+use super::data::{DataArray, Value};
 use super::scalars::{c_fixed6, pack_pids, parse_c_float, unpack_pids};
 use super::structs::{AllocInheritance, Envar, InfoFlags, Proc, ProcInfo, Timeval};
 use super::types::{dt, type_name, DataType};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
-
-/// A typed PMIx value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    /// `PMIX_UNDEF`: no value.
-    Undef,
-    /// `PMIX_BOOL`
-    Bool(bool),
-    /// `PMIX_BYTE`
-    Byte(u8),
-    /// `PMIX_STRING`
-    String(String),
-    /// `PMIX_STRING` holding the NULL string.
-    NullString,
-    /// `PMIX_SIZE`
-    Size(u64),
-    /// `PMIX_PID`
-    Pid(u32),
-    /// `PMIX_INT`
-    Int(i32),
-    /// `PMIX_INT8`
-    Int8(i8),
-    /// `PMIX_INT16`
-    Int16(i16),
-    /// `PMIX_INT32`
-    Int32(i32),
-    /// `PMIX_INT64`
-    Int64(i64),
-    /// `PMIX_UINT`
-    Uint(u32),
-    /// `PMIX_UINT8`
-    Uint8(u8),
-    /// `PMIX_UINT16`
-    Uint16(u16),
-    /// `PMIX_UINT32`
-    Uint32(u32),
-    /// `PMIX_UINT64`
-    Uint64(u64),
-    /// `PMIX_FLOAT` (sent as `"%f"` text: six decimals survive)
-    Float(f32),
-    /// `PMIX_DOUBLE` (sent as `"%f"` text: six decimals survive)
-    Double(f64),
-    /// `PMIX_TIMEVAL`
-    Timeval(Timeval),
-    /// `PMIX_TIME`
-    Time(u64),
-    /// `PMIX_STATUS`
-    Status(Status),
-    /// `PMIX_PROC`
-    Proc(Proc),
-    /// `PMIX_PROC_RANK`
-    Rank(u32),
-    /// `PMIX_PROC_NSPACE`
-    ProcNspace(String),
-    /// `PMIX_PROC_STATE`
-    ProcState(u8),
-    /// `PMIX_JOB_STATE`
-    JobState(u8),
-    /// `PMIX_LINK_STATE`
-    LinkState(u8),
-    /// `PMIX_PROC_INFO`
-    ProcInfo(ProcInfo),
-    /// `PMIX_BYTE_OBJECT`
-    ByteObject(Vec<u8>),
-    /// `PMIX_COMPRESSED_STRING` (bytes kept compressed)
-    CompressedString(Vec<u8>),
-    /// `PMIX_COMPRESSED_BYTE_OBJECT` (bytes kept compressed)
-    CompressedByteObject(Vec<u8>),
-    /// `PMIX_DATA_ARRAY`
-    DataArray(DataArray),
-    /// `PMIX_DATA_TYPE`
-    DataType(u16),
-    /// `PMIX_INFO_DIRECTIVES`
-    InfoDirectives(InfoFlags),
-    /// `PMIX_PERSIST`
-    Persist(u8),
-    /// `PMIX_SCOPE`
-    Scope(u8),
-    /// `PMIX_DATA_RANGE`
-    Range(u8),
-    /// `PMIX_COMMAND`
-    Command(u8),
-    /// `PMIX_ALLOC_DIRECTIVE`
-    AllocDirective(u8),
-    /// `PMIX_IOF_CHANNEL`
-    IofChannel(u16),
-    /// `PMIX_ENVAR`
-    Envar(Envar),
-    /// `PMIX_DEVTYPE` (bit mask)
-    DevType(u64),
-    /// `PMIX_LOCTYPE` (locality bit mask)
-    LocType(u16),
-    /// `PMIX_ALLOC_INHERIT` (v61 only)
-    AllocInherit(AllocInheritance),
-    /// A registered type this codec reads past but does not model
-    /// (`PMIX_PROC_CPUSET`, `PMIX_TOPO`, `PMIX_COORD`, `PMIX_GEOMETRY`,
-    /// `PMIX_DEVICE_DIST`, `PMIX_ENDPOINT`): its type and its payload bytes as
-    /// received, which pack back unchanged. A reply carrying one is read
-    /// whole instead of failing.
-    Unmodelled {
-        /// The type tag.
-        kind: DataType,
-        /// The payload as it was on the wire.
-        raw: Vec<u8>,
-    },
-}
 
 impl Value {
     /// The PMIx data type code of this value.

@@ -11,7 +11,6 @@ use crate::proto::status::Status;
 use super::events::{decode_notification, register, Event};
 use super::iof::{decode_iof, IofChunk};
 use super::session::Session;
-use super::spawn::{launcher_job_info, spawn};
 use crate::proto::keys;
 
 /// What a running job produced, as it happens.
@@ -45,9 +44,30 @@ pub struct JobEnd {
     pub term: Option<Status>,
     /// The spawn tree the DVM said the job belonged to, when it said
     /// (`PMIX_SPAWN_TREE_ROOT`, `PMIX_SPAWN_TREE_ACTIVE`: PRRTE master and
-    /// pdvm): see [`super::spawn_tree`].
+    /// pdvm): see `ops::spawn_tree`.
     #[serde(skip)]
-    pub tree: Option<super::spawn_tree::TreeLeft>,
+    pub tree: Option<TreeLeft>,
+}
+
+/// What a job-end event said of the spawn tree of the job that ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeLeft {
+    /// `PMIX_SPAWN_TREE_ROOT`: the tree's root namespace.
+    pub root: String,
+    /// `PMIX_SPAWN_TREE_ACTIVE`: its jobs yet to end.
+    pub active: u32,
+}
+
+impl TreeLeft {
+    /// The tree `ev` names, when it names one.
+    pub fn of(ev: &Event) -> Option<TreeLeft> {
+        let root = ev.get(keys::SPAWN_TREE_ROOT)?.as_str()?.to_string();
+        let active = ev.get(keys::SPAWN_TREE_ACTIVE)?.as_u64()?;
+        Some(TreeLeft {
+            root,
+            active: u32::try_from(active).unwrap_or(u32::MAX),
+        })
+    }
 }
 
 impl JobEnd {
@@ -82,25 +102,6 @@ pub fn watch_job_ends(s: &Session) -> Result<()> {
         &[Status::EVENT_JOB_END],
         &[Info::new(keys::EVENT_HDLR_NAME, "pmix-tools-job-end")],
     )
-}
-
-/// Spawn `apps` (with extra job info) and follow the job until it ends,
-/// handing output and other events to `on_output`. `timeout` bounds the whole
-/// run; on time-out the job is terminated and `PMIX_ERR_TIMEOUT` returned.
-pub fn run_job(
-    s: &Session,
-    extra_job_info: &[Info],
-    apps: &[App],
-    timeout: Option<Duration>,
-    mut on_output: impl FnMut(JobOutput<'_>),
-) -> Result<JobEnd> {
-    watch_job_ends(s)?;
-    let mut info = launcher_job_info();
-    info.extend_from_slice(extra_job_info);
-    match spawn_or_ended(s, &info, apps, &mut on_output)? {
-        Launched::Running(nspace) => follow_job(s, &nspace, timeout, &mut on_output),
-        Launched::Ended(end) => Ok(end),
-    }
 }
 
 /// Follow an already-spawned job until its end event arrives, or until
@@ -175,50 +176,6 @@ pub fn follow_message(
             e.status,
             format!("lost the DVM while job {nspace} ran: {}", e.context),
         ))),
-    }
-}
-
-/// What a spawn led to.
-#[derive(Debug)]
-pub enum Launched {
-    /// The job runs: its namespace.
-    Running(String),
-    /// The DVM answered `PMIX_ERROR`, but the job had already run and ended
-    /// (see [`ended_before_reply`]); its output went to `on_output`.
-    Ended(JobEnd),
-}
-
-/// Spawn, never launching a job twice: a generic `PMIX_ERROR` may come for
-/// a job that already ran and failed before the reply (PRRTE 3.0 and
-/// master), so its end is looked for first ([`ENDED_BEFORE_REPLY_WAIT`])
-/// and reported instead of a refusal; only when none shows up is the request
-/// retried, and only on a DVM that also refuses spawns transiently
-/// ([`super::spawn::transient_retries`]).
-pub fn spawn_or_ended(
-    s: &Session,
-    job_info: &[Info],
-    apps: &[App],
-    on_output: &mut dyn FnMut(JobOutput<'_>),
-) -> Result<Launched> {
-    let (me, _) = s.me();
-    let mut pause = super::spawn::TRANSIENT_BACKOFF;
-    let mut tries = 0;
-    loop {
-        match spawn(s, job_info, apps) {
-            Ok(ns) => return Ok(Launched::Running(ns)),
-            Err(e) if e.status == Status::ERROR => {
-                if let Some(end) = ended_before_reply(s, &me, ENDED_BEFORE_REPLY_WAIT, on_output) {
-                    return Ok(Launched::Ended(end));
-                }
-                if tries >= super::spawn::transient_retries(s) {
-                    return Err(e);
-                }
-                tries += 1;
-                std::thread::sleep(pause);
-                pause *= 2;
-            }
-            Err(e) => return Err(e),
-        }
     }
 }
 
@@ -383,7 +340,7 @@ pub fn job_end_of(ev: &Event, nspace: &str) -> Option<JobEnd> {
             Some(Value::Status(st)) => Some(*st),
             _ => None,
         },
-        tree: super::spawn_tree::TreeLeft::of(ev),
+        tree: TreeLeft::of(ev),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod iof;
 pub mod job;
 pub mod lost_launch;
 pub mod query;
+pub mod run;
 pub mod session;
 pub mod spawn;
 pub mod spawn_tree;

@@ -32,30 +32,9 @@ use crate::proto::{keys, Status};
 use super::events::Event;
 use super::job::{
     drain_output, job_end_of, numbered, pull_cached_output, withdraw_pull, JobEnd, JobOutput,
-    TRAILING_QUIET_V41,
+    TreeLeft, TRAILING_QUIET_V41,
 };
 use super::session::Session;
-
-/// What a job-end event said of the spawn tree of the job that ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TreeLeft {
-    /// `PMIX_SPAWN_TREE_ROOT`: the tree's root namespace.
-    pub root: String,
-    /// `PMIX_SPAWN_TREE_ACTIVE`: its jobs yet to end.
-    pub active: u32,
-}
-
-impl TreeLeft {
-    /// The tree `ev` names, when it names one.
-    pub fn of(ev: &Event) -> Option<TreeLeft> {
-        let root = ev.get(keys::SPAWN_TREE_ROOT)?.as_str()?.to_string();
-        let active = ev.get(keys::SPAWN_TREE_ACTIVE)?.as_u64()?;
-        Some(TreeLeft {
-            root,
-            active: u32::try_from(active).unwrap_or(u32::MAX),
-        })
-    }
-}
 
 /// How often PRRTE 3.0's namespaces are looked at for spawned jobs.
 pub const LOOK_EVERY: Duration = Duration::from_millis(250);

@@ -6,8 +6,6 @@
 //! data of every namespace it names, so a process learns its new peers'
 //! layout as it learned its own at init.
 
-use std::collections::BTreeMap;
-
 use crate::codec::{ByteObject, Encoder, Info, PData, Proc, Size, RANK_WILDCARD};
 use crate::error::{Error, Result};
 use crate::proto::keys;
@@ -19,27 +17,6 @@ use super::state::Server;
 
 /// Most keys published at once in the whole DVM.
 const MAX_PUBLISHED: usize = 65_536;
-
-/// Published keys and the lookups waiting for keys not yet published.
-#[derive(Debug, Default)]
-pub(crate) struct Publications {
-    /// Key to (owner, value).
-    data: BTreeMap<String, PData>,
-    /// Lookups with `PMIX_WAIT`: who asks, and every key it wants.
-    waiting: Vec<(Waiter, Vec<String>)>,
-}
-
-impl Publications {
-    /// The published data for `keys`, if every one is published.
-    fn all(&self, keys: &[String]) -> Option<Vec<PData>> {
-        keys.iter().map(|k| self.data.get(k).cloned()).collect()
-    }
-
-    /// Forget the lookups of connection `conn` (it is gone).
-    pub(crate) fn drop_conn(&mut self, conn: u64) {
-        self.waiting.retain(|(w, _)| w.conn != conn);
-    }
-}
 
 /// The fence table's name for a connect (or disconnect) over `procs`: the
 /// participants after a marker no namespace can be, so a fence over the
@@ -221,35 +198,5 @@ impl Server {
         let bytes = e.into_bytes();
         self.send(w.conn, w.tag, &bytes);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::codec::Value;
-
-    fn pdata(key: &str) -> PData {
-        PData {
-            proc: Proc {
-                nspace: "ns".into(),
-                rank: 0,
-            },
-            key: key.into(),
-            value: Value::String("v".into()),
-        }
-    }
-
-    #[test]
-    fn a_lookup_is_answered_only_when_every_key_is_published() {
-        let mut p = Publications::default();
-        p.data.insert("a".into(), pdata("a"));
-        assert!(p.all(&["a".into(), "b".into()]).is_none());
-        p.data.insert("b".into(), pdata("b"));
-        let got = p.all(&["b".into(), "a".into()]).expect("both published");
-        assert_eq!(
-            got.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
-            ["b", "a"]
-        );
     }
 }

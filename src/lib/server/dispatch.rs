@@ -16,10 +16,12 @@ use crate::proto::{keys, Directive, Received};
 
 use super::attrs::{flag, spawn_targets};
 use super::ident::ProcName;
-use super::jobs::{launch, resolve_apps, Job, Output, ProcRec, ProcSpec};
+use super::job_env::ProcSpec;
+use super::jobs::{launch, resolve_apps, Job, Output, ProcRec};
+use super::model::Pending;
 use super::peer::{PeerClass, PeerInfo};
 use super::request::{self, DecodeError, Request};
-use super::state::{alloc_reply_infos, Pending, Server};
+use super::state::{alloc_reply_infos, Server};
 use std::path::PathBuf;
 
 /// Most processes one spawn may start.

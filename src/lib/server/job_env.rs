@@ -11,8 +11,45 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::path::PathBuf;
 
-use super::jobs::{LaunchEnv, ProcSpec};
 use super::spawn::c_pair;
+use crate::codec::App;
+
+/// What a launched process needs from the server.
+#[derive(Debug)]
+pub(crate) struct LaunchEnv {
+    /// Server URI (`NSPACE.0;tcp4://…`).
+    pub uri: String,
+    /// Server tmpdir.
+    pub tmpdir: PathBuf,
+    /// Directory prepended to PATH (where the tools live).
+    pub bin_dir: Option<PathBuf>,
+    /// Programs found on PATH lately.
+    pub programs: super::programs::ProgramCache,
+    /// pdvm's environment as its jobs inherit it.
+    pub base: BaseEnv,
+}
+
+/// One process to start.
+#[derive(Debug)]
+pub(crate) struct ProcSpec<'a> {
+    /// The app it belongs to.
+    pub app: &'a App,
+    /// Job namespace.
+    pub nspace: &'a str,
+    /// Rank.
+    pub rank: u32,
+    /// Simulated node.
+    pub node: &'a str,
+    /// `PMIX_ALLOC_ID` when the job targets one reservation.
+    pub alloc_id: Option<&'a str>,
+    /// Job size.
+    pub job_size: u32,
+    /// Give it a stdin pipe (else /dev/null).
+    pub stdin: bool,
+    /// The session leader at a terminal: it gets pdvm's terminal as stdin
+    /// and becomes its foreground process group (job control works).
+    pub terminal: bool,
+}
 
 /// pdvm's environment as a job inherits it, and the PMIx variables that
 /// are the same for every process, each built on first use.

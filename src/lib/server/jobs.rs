@@ -13,6 +13,8 @@ use nix::unistd::Pid;
 
 use crate::codec::App;
 
+use super::job_env::{LaunchEnv, ProcSpec};
+
 /// Which stream a pipe carries (PMIx IOF channel bits).
 pub(crate) const CH_STDOUT: u16 = 0x0002;
 /// Stderr channel bit.
@@ -309,21 +311,6 @@ impl OutPipe {
     }
 }
 
-/// What a launched process needs from the server.
-#[derive(Debug)]
-pub(crate) struct LaunchEnv {
-    /// Server URI (`NSPACE.0;tcp4://…`).
-    pub uri: String,
-    /// Server tmpdir.
-    pub tmpdir: PathBuf,
-    /// Directory prepended to PATH (where the tools live).
-    pub bin_dir: Option<PathBuf>,
-    /// Programs found on PATH lately.
-    pub programs: super::programs::ProgramCache,
-    /// pdvm's environment as its jobs inherit it.
-    pub base: super::job_env::BaseEnv,
-}
-
 /// How to wire a process's stdout and stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -402,28 +389,6 @@ pub(crate) fn app_dir(app: &App) -> Option<&str> {
             .and_then(|i| i.value.as_str())
             .filter(|c| !c.is_empty())
     })
-}
-
-/// One process to start.
-#[derive(Debug)]
-pub(crate) struct ProcSpec<'a> {
-    /// The app it belongs to.
-    pub app: &'a App,
-    /// Job namespace.
-    pub nspace: &'a str,
-    /// Rank.
-    pub rank: u32,
-    /// Simulated node.
-    pub node: &'a str,
-    /// `PMIX_ALLOC_ID` when the job targets one reservation.
-    pub alloc_id: Option<&'a str>,
-    /// Job size.
-    pub job_size: u32,
-    /// Give it a stdin pipe (else /dev/null).
-    pub stdin: bool,
-    /// The session leader at a terminal: it gets pdvm's terminal as stdin
-    /// and becomes its foreground process group (job control works).
-    pub terminal: bool,
 }
 
 /// A started process and its captured pipes.

@@ -52,6 +52,7 @@ pub(crate) mod model;
 pub(crate) mod modex;
 pub(crate) mod peer;
 pub(crate) mod programs;
+pub(crate) mod publications;
 pub(crate) mod query;
 pub(crate) mod reactor;
 pub mod request;
@@ -166,7 +167,7 @@ pub fn run(
         &mut sched,
     );
     dvm.set_job_history(cfg.job_history);
-    let launch = jobs::LaunchEnv {
+    let launch = job_env::LaunchEnv {
         uri: ident.uri(),
         tmpdir: rdv.dir().to_path_buf(),
         bin_dir: cfg.bin_dir.clone(),
@@ -174,7 +175,7 @@ pub fn run(
         base: Default::default(),
     };
     let mut srv = Server {
-        model: model::ModelDriver::new(dvm, sched, state::Clock::new(cfg.time_scale)),
+        model: model::ModelDriver::new(dvm, sched, model::Clock::new(cfg.time_scale)),
         cfg,
         ident,
         listener,

@@ -6,14 +6,59 @@
 //! model time along, so the server never wires them by hand.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::dvm::{AllocOutcome, AllocRequest, Dvm, DvmError, Effect, Placement};
 use crate::sched::Scheduler;
 use crate::schema::records::ReservationRecord;
 
 use super::ident::ProcName;
-pub(crate) use super::state::{Clock, Pending};
+
+/// Model time: real time since start, scaled by `--time-scale`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    start: Instant,
+    scale: f64,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub(crate) fn new(scale: f64) -> Self {
+        let scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        Clock {
+            start: Instant::now(),
+            scale,
+        }
+    }
+
+    /// Model milliseconds now.
+    pub(crate) fn now_ms(&self) -> u64 {
+        (self.start.elapsed().as_secs_f64() * 1000.0 * self.scale) as u64
+    }
+
+    /// Real time until model instant `at_ms`.
+    pub(crate) fn until(&self, at_ms: u64) -> Duration {
+        let now = self.now_ms();
+        let ahead = at_ms.saturating_sub(now) as f64 / self.scale;
+        let longest = super::reactor::LONGEST_TIMER.as_secs_f64();
+        Duration::from_secs_f64((ahead / 1000.0).min(longest)) + Duration::from_millis(1)
+    }
+}
+
+/// A queued allocation request waiting for its reply.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    /// Connection id.
+    pub conn: u64,
+    /// Request tag.
+    pub tag: u32,
+    /// Requesting process, as the model names it.
+    pub to: ProcName,
+}
 
 /// The model, the scheduler, the clock and the replies waiting on them.
 pub(crate) struct ModelDriver {

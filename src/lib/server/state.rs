@@ -17,9 +17,10 @@ use crate::proto::{cmd, keys};
 
 use super::conns::ConnTable;
 use super::ident::ProcName;
-use super::jobs::{JobTable, LaunchEnv, OutPipe};
+use super::job_env::LaunchEnv;
+use super::jobs::{JobTable, OutPipe};
 use super::listener::{RendezvousFiles, ServerIdent};
-use super::model::ModelDriver;
+use super::model::{ModelDriver, Pending};
 use super::peer::PeerInfo;
 use super::reactor::Reactor;
 use super::ServerConfig;
@@ -32,52 +33,6 @@ pub(crate) const TAG_IOF: u32 = crate::conn::frame::TAG_IOF;
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long output pipes may outlive a job's last process.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
-
-/// Model time: real time since start, scaled by `--time-scale`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Clock {
-    start: Instant,
-    scale: f64,
-}
-
-impl Clock {
-    /// A clock starting now.
-    pub(crate) fn new(scale: f64) -> Self {
-        let scale = if scale.is_finite() && scale > 0.0 {
-            scale
-        } else {
-            1.0
-        };
-        Clock {
-            start: Instant::now(),
-            scale,
-        }
-    }
-
-    /// Model milliseconds now.
-    pub(crate) fn now_ms(&self) -> u64 {
-        (self.start.elapsed().as_secs_f64() * 1000.0 * self.scale) as u64
-    }
-
-    /// Real time until model instant `at_ms`.
-    pub(crate) fn until(&self, at_ms: u64) -> Duration {
-        let now = self.now_ms();
-        let ahead = at_ms.saturating_sub(now) as f64 / self.scale;
-        let longest = super::reactor::LONGEST_TIMER.as_secs_f64();
-        Duration::from_secs_f64((ahead / 1000.0).min(longest)) + Duration::from_millis(1)
-    }
-}
-
-/// A queued allocation request waiting for its reply.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    /// Connection id.
-    pub conn: u64,
-    /// Request tag.
-    pub tag: u32,
-    /// Requesting process, as the model names it.
-    pub to: ProcName,
-}
 
 /// Everything the server holds, composed of parts with private state:
 /// the connection table ([`ConnTable`]), the job table ([`JobTable`]), the
@@ -126,7 +81,7 @@ pub struct Server {
     /// What job clients committed, their fences and waiting gets.
     pub(super) modex: super::modex::Modex,
     /// Published keys and lookups waiting for them.
-    pub(super) published: super::connect::Publications,
+    pub(super) published: super::publications::Publications,
 }
 
 /// Most bytes read from one output pipe at a time.
