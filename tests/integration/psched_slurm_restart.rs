@@ -1,0 +1,134 @@
+//! psched on Slurm across its own crash (issue 46.2): the pallocs queued
+//! when psched was killed are served or ended by the psched that comes
+//! back (PRRTE master keeps their requests for ever, P17 in
+//! docs/conformance.md: the restarted psched tells each requester, which
+//! sends its request again), and an allocation that ends while psched is
+//! down has its Slurm job ended by psched's watchdog. Every test once on
+//! Slurm 22.05 and once on 26.05.3.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::psched_cluster::{hold_with, wait_for};
+use crate::support::cluster::Cluster;
+use crate::support::slurm::{start_psched_on, Slurm, Version};
+use crate::support::{show, text, tool, ToolCommand};
+
+macro_rules! on_both_versions {
+    ($($name:ident),* $(,)?) => {
+        mod v22_05 {
+            $(#[test] fn $name() {
+                crate::support::rerun::once_more_if_a_peer_died(|| {
+                    super::$name(super::Version::Debian22)
+                })
+            })*
+        }
+        mod v26_05 {
+            $(#[test] fn $name() {
+                crate::support::rerun::once_more_if_a_peer_died(|| {
+                    super::$name(super::Version::Current26)
+                })
+            })*
+        }
+    };
+}
+
+on_both_versions!(queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted,);
+
+/// psched's jobs Slurm keeps pending: their ids.
+fn pending(s: &Slurm) -> Vec<u64> {
+    s.jobs()
+        .into_iter()
+        .filter(|j| j.name.starts_with("psched.") && j.state == "PENDING")
+        .map(|j| j.id)
+        .collect()
+}
+
+/// A palloc of one node for 5 minutes with request id `rid` and `args`
+/// (`--hold`, `-- true`), its stdout and stderr kept.
+fn queued_palloc(c: &Cluster, s: &Slurm, rid: &str, args: &[&str]) -> Child {
+    tool(c, "palloc")
+        .no_color()
+        .on_slurm(s)
+        .args(["-N", "1", "-t", "5m", "--request-id", rid])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a queued palloc")
+}
+
+/// `kill -9` of psched while Slurm's three nodes are held and two pallocs
+/// wait behind them, then a restart over the same ledger: the restarted
+/// psched withdraws their old Slurm jobs and tells both requesters, which
+/// send their requests again (new pending jobs); `prelease --cancel` of
+/// one by its request id works (that palloc ends, non-zero, saying so),
+/// and the other is served once the holder gives the nodes back (its
+/// command runs, exit 0). Before, both waited for ever.
+fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v: Version) {
+    let (mut c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
+    let (mut holder, _lines, _id) = hold_with(
+        tool(&c, "palloc").no_color().on_slurm(&s),
+        &["-N", "3", "-t", "5m"],
+    );
+    let served = queued_palloc(&c, &s, "lost-served", &["--", "true"]);
+    let cancelled = queued_palloc(&c, &s, "lost-cancelled", &["--hold"]);
+    wait_for("Slurm shows both requests pending", || {
+        pending(&s).len() == 2
+    });
+    let before = pending(&s);
+    c.kill_psched();
+    start_psched_on(&mut c, &s);
+    wait_for("both requests are pending again, as new jobs", || {
+        let now = pending(&s);
+        now.len() == 2 && now.iter().all(|j| !before.contains(j))
+    });
+    let log = c.psched_log();
+    assert_eq!(
+        log.matches("was lost when psched stopped").count(),
+        2,
+        "the restarted psched told both requesters:\n{log}"
+    );
+    let o = crate::psched_cluster::run(
+        tool(&c, "prelease")
+            .no_color()
+            .on_slurm(&s)
+            .args(["--cancel", "lost-cancelled"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    let q = crate::support::wait_output(cancelled, Duration::from_secs(60));
+    let said = text(&q.stderr);
+    eprintln!("cancelled palloc: exit {:?}\n{said}", q.status.code());
+    assert!(
+        q.status.code().is_some_and(|x| x != 0),
+        "the cancelled palloc ends, non-zero: {}",
+        show(&q)
+    );
+    assert!(
+        said.contains("sent it again") && said.contains("cancelled"),
+        "it said its request was sent again, then cancelled: {said}"
+    );
+    // The holder gives the nodes back: the other request is granted.
+    let _ = kill(Pid::from_raw(holder.id() as i32), Signal::SIGTERM);
+    let _ = holder.wait();
+    let started = Instant::now();
+    let q = crate::support::wait_output(served, Duration::from_secs(120));
+    assert_eq!(
+        q.status.code(),
+        Some(0),
+        "the other palloc is served and runs its command ({:?} after the release): {}\n{}",
+        started.elapsed(),
+        show(&q),
+        c.psched_log()
+    );
+    eprintln!(
+        "served palloc: exit {:?}\n{}",
+        q.status.code(),
+        text(&q.stderr)
+    );
+    assert!(text(&q.stderr).contains("sent it again"), "{}", show(&q));
+}
