@@ -36,7 +36,10 @@ macro_rules! on_both_versions {
     };
 }
 
-on_both_versions!(queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted,);
+on_both_versions!(
+    queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted,
+    the_slurm_job_of_an_allocation_ending_while_psched_is_down_is_ended_by_its_watchdog,
+);
 
 /// psched's jobs Slurm keeps pending: their ids.
 fn pending(s: &Slurm) -> Vec<u64> {
@@ -131,4 +134,60 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
         text(&q.stderr)
     );
     assert!(text(&q.stderr).contains("sent it again"), "{}", show(&q));
+}
+
+/// `kill -9` of psched while a palloc holds a Slurm job, then the palloc
+/// is killed too (its allocation ends, CHILD): psched's watchdog, left
+/// running, sees the DVM no longer list the allocation and cancels the
+/// job; the delay from the palloc's end to the job's end in Slurm is
+/// reported, not asserted (the issue asks for 10 s). Before, the job ran
+/// on until psched came back or its time limit. The psched that comes back
+/// finds the job gone and forgets the grant.
+fn the_slurm_job_of_an_allocation_ending_while_psched_is_down_is_ended_by_its_watchdog(v: Version) {
+    let (mut c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
+    let (mut holder, _lines, id) = hold_with(
+        tool(&c, "palloc").no_color().on_slurm(&s),
+        &["-N", "1", "-t", "5m"],
+    );
+    let suffix = format!(".{id}");
+    let job = s
+        .jobs()
+        .into_iter()
+        .find(|j| j.name.ends_with(&suffix) && j.state == "RUNNING")
+        .map(|j| j.id)
+        .unwrap_or_else(|| panic!("a running Slurm job for {id}: {:?}", s.jobs()));
+    c.kill_psched();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let ended = Instant::now();
+    let gone = crate::support::wait::within_every(
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || !s.jobs().iter().any(|j| j.id == job && j.state == "RUNNING"),
+    );
+    assert!(
+        gone,
+        "Slurm still runs job {job} 60 s after its palloc was killed:\n{}",
+        c.psched_log()
+    );
+    eprintln!(
+        "Slurm job {job} of {id} ended {:.1} s after its palloc was killed (psched down)",
+        ended.elapsed().as_secs_f64()
+    );
+    let log = c.psched_log();
+    for l in log.lines().filter(|l| l.contains("watchdog")) {
+        eprintln!("{l}");
+    }
+    assert!(
+        log.contains(&format!(
+            "psched watchdog: cancelled Slurm job {job} of {id}"
+        )),
+        "the watchdog cancelled it:\n{log}"
+    );
+    start_psched_on(&mut c, &s);
+    wait_for("the restarted psched forgot the grant", || {
+        !std::fs::read_to_string(c.ledger_path())
+            .unwrap_or_default()
+            .contains(&format!("\"{id}\""))
+    });
 }
