@@ -68,8 +68,9 @@ fn queued_palloc(c: &Cluster, s: &Slurm, rid: &str, args: &[&str]) -> Child {
 /// `kill -9` of psched while Slurm's three nodes are held and two pallocs
 /// wait behind them, then a restart over the same ledger: the restarted
 /// psched withdraws their old Slurm jobs and tells both requesters, which
-/// send their requests again (new pending jobs); `prelease --cancel` of
-/// one by its request id works (that palloc ends, non-zero, saying so),
+/// send their requests again (new pending jobs). While psched is down,
+/// `prelease --cancel` says so (exit 3, nothing sent); once it is back,
+/// `prelease --cancel` of one by its request id works (that palloc ends, non-zero, saying so),
 /// and the other is served once the holder gives the nodes back (its
 /// command runs, exit 0). Before, both waited for ever.
 fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v: Version) {
@@ -85,6 +86,20 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
     });
     let before = pending(&s);
     c.kill_psched();
+    // psched down: a cancel says why it cannot be carried out, at once.
+    let o = crate::psched_cluster::run(
+        tool(&c, "prelease")
+            .no_color()
+            .on_slurm(&s)
+            .args(["--cancel", "lost-cancelled"]),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("(psched) is not running"),
+        "{}",
+        show(&o)
+    );
+    eprintln!("prelease while psched is down: {}", text(&o.stderr));
     start_psched_on(&mut c, &s);
     wait_for("both requests are pending again, as new jobs", || {
         let now = pending(&s);
@@ -136,58 +151,81 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
     assert!(text(&q.stderr).contains("sent it again"), "{}", show(&q));
 }
 
-/// `kill -9` of psched while a palloc holds a Slurm job, then the palloc
-/// is killed too (its allocation ends, CHILD): psched's watchdog, left
-/// running, sees the DVM no longer list the allocation and cancels the
-/// job; the delay from the palloc's end to the job's end in Slurm is
-/// reported, not asserted (the issue asks for 10 s). Before, the job ran
-/// on until psched came back or its time limit. The psched that comes back
-/// finds the job gone and forgets the grant.
+/// `kill -9` of psched while two pallocs hold a Slurm job each, then one
+/// palloc is killed (-9) and the other stopped (SIGTERM: it finds psched
+/// down and leaves without waiting for a release nobody answers): their
+/// allocations end (CHILD), and psched's watchdog, left running, cancels
+/// both jobs. The delay from each palloc's end to its job's end in Slurm is
+/// reported, not asserted (the issue asks for 10 s). Before, the jobs ran
+/// on until psched came back or their time limit. The psched that comes
+/// back finds the jobs gone and forgets the grants.
 fn the_slurm_job_of_an_allocation_ending_while_psched_is_down_is_ended_by_its_watchdog(v: Version) {
     let (mut c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
-    let (mut holder, _lines, id) = hold_with(
-        tool(&c, "palloc").no_color().on_slurm(&s),
-        &["-N", "1", "-t", "5m"],
-    );
-    let suffix = format!(".{id}");
-    let job = s
-        .jobs()
-        .into_iter()
-        .find(|j| j.name.ends_with(&suffix) && j.state == "RUNNING")
-        .map(|j| j.id)
-        .unwrap_or_else(|| panic!("a running Slurm job for {id}: {:?}", s.jobs()));
+    let hold = |c: &Cluster| {
+        hold_with(
+            tool(c, "palloc").no_color().on_slurm(&s),
+            &["-N", "1", "-t", "5m"],
+        )
+    };
+    let (mut killed, _lk, id_k) = hold(&c);
+    let (stopped, lines_s, id_s) = hold(&c);
+    let job_of = |id: &str| {
+        let suffix = format!(".{id}");
+        s.jobs()
+            .into_iter()
+            .find(|j| j.name.ends_with(&suffix) && j.state == "RUNNING")
+            .map(|j| j.id)
+            .unwrap_or_else(|| panic!("a running Slurm job for {id}: {:?}", s.jobs()))
+    };
+    let (job_k, job_s) = (job_of(&id_k), job_of(&id_s));
     c.kill_psched();
-    let _ = holder.kill();
-    let _ = holder.wait();
-    let ended = Instant::now();
-    let gone = crate::support::wait::within_every(
-        Duration::from_secs(60),
-        Duration::from_millis(100),
-        || !s.jobs().iter().any(|j| j.id == job && j.state == "RUNNING"),
-    );
-    assert!(
-        gone,
-        "Slurm still runs job {job} 60 s after its palloc was killed:\n{}",
-        c.psched_log()
-    );
+    let runs = |job: u64| s.jobs().iter().any(|j| j.id == job && j.state == "RUNNING");
+    let ended_by = |job: u64, since: Instant| {
+        let gone = crate::support::wait::within_every(
+            Duration::from_secs(60),
+            Duration::from_millis(100),
+            || !runs(job),
+        );
+        assert!(
+            gone,
+            "Slurm still runs job {job} 60 s after its palloc ended:\n{}",
+            c.psched_log()
+        );
+        since.elapsed().as_secs_f64()
+    };
+    let _ = killed.kill();
+    let _ = killed.wait();
+    let secs_k = ended_by(job_k, Instant::now());
+    let _ = kill(Pid::from_raw(stopped.id() as i32), Signal::SIGTERM);
+    let t = Instant::now();
+    let out = crate::support::wait_output(stopped, Duration::from_secs(120));
+    let palloc_secs = t.elapsed().as_secs_f64();
+    let secs_s = ended_by(job_s, Instant::now());
     eprintln!(
-        "Slurm job {job} of {id} ended {:.1} s after its palloc was killed (psched down)",
-        ended.elapsed().as_secs_f64()
+        "psched down: Slurm job {job_k} ended {secs_k:.1} s after its palloc was killed; \
+job {job_s} {secs_s:.1} s after its palloc, stopped by SIGTERM, left ({palloc_secs:.1} s after the signal)"
     );
+    assert_eq!(out.status.code(), Some(143), "{}", show(&out));
+    let said = lines_s
+        .next_record("exit", Duration::from_secs(5))
+        .unwrap_or_default();
+    assert!(said.contains("(psched) is not running"), "{said}");
+    eprintln!("the stopped palloc's exit record: {said}");
     let log = c.psched_log();
     for l in log.lines().filter(|l| l.contains("watchdog")) {
         eprintln!("{l}");
     }
-    assert!(
-        log.contains(&format!(
-            "psched watchdog: cancelled Slurm job {job} of {id}"
-        )),
-        "the watchdog cancelled it:\n{log}"
-    );
+    for (job, id) in [(job_k, &id_k), (job_s, &id_s)] {
+        assert!(
+            log.contains(&format!(
+                "psched watchdog: cancelled Slurm job {job} of {id}"
+            )),
+            "the watchdog cancelled {job}:\n{log}"
+        );
+    }
     start_psched_on(&mut c, &s);
-    wait_for("the restarted psched forgot the grant", || {
-        !std::fs::read_to_string(c.ledger_path())
-            .unwrap_or_default()
-            .contains(&format!("\"{id}\""))
+    wait_for("the restarted psched forgot both grants", || {
+        let l = std::fs::read_to_string(c.ledger_path()).unwrap_or_default();
+        !l.contains(&format!("\"{id_k}\"")) && !l.contains(&format!("\"{id_s}\""))
     });
 }

@@ -634,6 +634,17 @@ pub(super) fn share(
 
 /// CMD ended: give the allocation back to the scheduler, as salloc does.
 pub(super) fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
+    // A scheduler known to be down would leave the release unanswered
+    // until it returns (P17): palloc leaves without it, and its own rule
+    // (CHILD, palloc's choice whenever it gives back) ends the allocation.
+    if let Some(down) = super::sched_down::scheduler_down(s) {
+        rec.on_owner_exit = format!(
+            "{why}: allocation {} not released through the scheduler ({down}); it ends as this \
+palloc leaves (rule child), and psched frees its nodes (on Slurm its watchdog ends the Slurm job)",
+            rec.alloc_id
+        );
+        return;
+    }
     let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
     match allocate(s, Directive::Release, &release) {
         Ok(_) => {
