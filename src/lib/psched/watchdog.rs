@@ -196,7 +196,10 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
     };
     loop {
         // Asleep on the descriptor while psched lives; a look a second
-        // once it is gone.
+        // once it is gone, unless another psched serves the ledger now.
+        if !cfg.ledger.exists() || another_serves(&cfg.ledger, of) {
+            return Ok(());
+        }
         if ended(&psched, PERIOD) {
             if !w.said_down {
                 eprintln!("psched watchdog: psched {of} is gone; watching its Slurm jobs");
@@ -206,9 +209,6 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
                 return Ok(());
             }
             std::thread::sleep(PERIOD);
-        }
-        if !cfg.ledger.exists() || another_serves(&cfg.ledger, of) {
-            return Ok(());
         }
     }
 }
