@@ -22,6 +22,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Started by psched on Slurm beside itself (PSCHED_WATCHDOG_OF).
+    if let Some(of) = psched::watchdog::asked() {
+        return match psched::watchdog::run(&cfg, of) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("psched watchdog: {e}");
+                ExitCode::from(3)
+            }
+        };
+    }
     if args.status {
         return status(&cfg);
     }

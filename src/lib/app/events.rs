@@ -157,6 +157,9 @@ impl EventFields {
             _ if ev.status == crate::proto::status::JOB_CANCELLED => {
                 Some(crate::proto::status::JOB_CANCELLED_NAME.to_string())
             }
+            _ if ev.status == crate::proto::status::REQUEST_LOST => {
+                Some(crate::proto::status::REQUEST_LOST_NAME.to_string())
+            }
             _ => Some(ev.status.name().to_string()),
         };
         let change = ev.get(CHANGE).and_then(text).or_else(|| {

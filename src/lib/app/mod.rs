@@ -46,6 +46,7 @@ mod pspawn_hosts;
 mod pspawn_owner;
 mod pspawn_wait;
 pub mod pwatch;
+mod sched_down;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;
 pub(crate) mod status;

@@ -358,6 +358,10 @@ pub(super) struct Awaiting<'a> {
     pub(super) submitter: &'a mut Option<Submitter>,
     /// The spinner shown while queued.
     pub(super) spinner: Option<&'a super::ui::Waiting>,
+    /// What the request was sent with: sent again when a restarted
+    /// scheduler says it lost the request
+    /// ([`crate::proto::status::REQUEST_LOST`]).
+    pub(super) infos: &'a [Info],
 }
 
 /// Wait for the DVM's answer to allocation request `tag` (as long as it
@@ -366,7 +370,7 @@ pub(super) struct Awaiting<'a> {
 pub(super) fn await_answer(
     s: &Session,
     req: &AllocAsk,
-    tag: u32,
+    mut tag: u32,
     w: &mut Awaiting<'_>,
     ui: &Ui,
 ) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
@@ -430,7 +434,17 @@ pub(super) fn await_answer(
                     return Err(cancel_queued(s, req, sig, tag, ui));
                 }
             }
-            Step::Notify(bytes) => reason.on_event(s, &bytes, ui),
+            Step::Notify(bytes) => {
+                if super::palloc_queued::lost(s, &bytes, req.attrs.req_id.as_deref()).is_some() {
+                    // PRRTE master keeps the request a dead scheduler had
+                    // queued for ever: ask the scheduler that came back.
+                    s.conn().give_up(tag);
+                    tag = resend(s, req, w.infos)?;
+                    ui.note("the scheduler restarted and lost this queued request; sent it again");
+                } else {
+                    reason.on_event(s, &bytes, ui);
+                }
+            }
             Step::Lost(e) => {
                 // The reply may have come just before the end.
                 if let Some(Ok(bytes)) = s.conn().take_reply(tag) {
@@ -441,6 +455,20 @@ pub(super) fn await_answer(
             _ => {}
         }
     }
+}
+
+/// Send request `req` again with `infos` (its scheduler lost it): the new
+/// tag, or palloc's failure, saying why the request ended.
+fn resend(s: &Session, req: &AllocAsk, infos: &[Info]) -> std::result::Result<u32, Failure> {
+    begin_allocate(s, req.directive, infos).map_err(|e| {
+        Failure::with(
+            crate::cli::exit::Exit::OutcomeUnknown,
+            Some(e.status),
+            format!(
+                "the scheduler restarted and lost this queued request, and sending it again failed: {e}; nothing is reserved, ask again"
+            ),
+        )
+    })
 }
 
 /// What one turn of palloc's wait brought.
@@ -606,6 +634,17 @@ pub(super) fn share(
 
 /// CMD ended: give the allocation back to the scheduler, as salloc does.
 pub(super) fn release_after(s: &Session, rec: &mut AllocationRecord, why: &str, ui: &Ui) {
+    // A scheduler known to be down would leave the release unanswered
+    // until it returns (P17): palloc leaves without it, and its own rule
+    // (CHILD, palloc's choice whenever it gives back) ends the allocation.
+    if let Some(down) = super::sched_down::scheduler_down(s) {
+        rec.on_owner_exit = format!(
+            "{why}: allocation {} not released through the scheduler ({down}); it ends as this \
+palloc leaves (rule child), and psched frees its nodes (on Slurm its watchdog ends the Slurm job)",
+            rec.alloc_id
+        );
+        return;
+    }
     let release = [Info::new(keys::ALLOC_ID, rec.alloc_id.as_str())];
     match allocate(s, Directive::Release, &release) {
         Ok(_) => {

@@ -93,7 +93,7 @@ fn run_flow(args: &PallocArgs, ui: &Ui) -> Outcome {
         return asked.report_submission(&s, tag);
     }
     let mut submitter = Submitter::from_env();
-    let reply = match asked.wait_for_answer(&s, tag, &mut submitter) {
+    let reply = match asked.wait_for_answer(&s, tag, &infos, &mut submitter) {
         Ok(r) => r,
         Err(f) => {
             if let Some(sub) = submitter.take() {
@@ -344,7 +344,10 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     fn listen_for_warnings(&self, s: &Session) {
         let mut codes = Vec::new();
         if self.plan.mode != PallocMode::NoWait {
-            codes.push(crate::proto::status::PENDING_REASON);
+            codes.extend([
+                crate::proto::status::PENDING_REASON,
+                crate::proto::status::REQUEST_LOST,
+            ]);
         }
         if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
             codes.extend([
@@ -423,6 +426,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         &mut self,
         s: &Session,
         tag: u32,
+        infos: &[Info],
         submitter: &mut Option<Submitter>,
     ) -> std::result::Result<AllocReply, Failure> {
         let ui = self.plan.ui;
@@ -442,7 +446,14 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             }
             _ => None,
         };
-        let answered = self.await_grant(s, tag, submitter, &mut queued_holder, spinner.as_ref());
+        let answered = self.await_grant(
+            s,
+            tag,
+            infos,
+            submitter,
+            &mut queued_holder,
+            spinner.as_ref(),
+        );
         drop(queued_holder);
         if let Some(pb) = spinner {
             pb.finish_and_clear();
@@ -455,11 +466,14 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     }
 
     /// Await the answer to request `tag` (and, when the DVM cannot apply
-    /// the default rule, to the request sent again without it).
+    /// the default rule, to the request sent again without it). `infos`
+    /// are what the request was sent with (sent again should a restarted
+    /// scheduler say it lost the request).
     fn await_grant(
         &mut self,
         s: &Session,
         tag: u32,
+        infos: &[Info],
         submitter: &mut Option<Submitter>,
         queued_holder: &mut Option<Holder>,
         spinner: Option<&super::ui::Waiting>,
@@ -470,6 +484,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
                 holder: queued_holder.as_mut(),
                 submitter,
                 spinner,
+                infos,
             };
             await_answer(s, &self.plan.req, tag, &mut wait, ui)?
         };
@@ -482,6 +497,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
                 holder: queued_holder.as_mut(),
                 submitter,
                 spinner,
+                infos: &infos,
             };
             reply = await_answer(s, &self.plan.req, tag, &mut wait, ui)?;
         }

@@ -263,6 +263,26 @@ fn one(
         exit_code: 0,
         rule: None,
     };
+    // A scheduler known to be down (killed) would leave the request
+    // unanswered until it returns: say so now, nothing sent.
+    if matches!(req.directive, Directive::ReqCancel | Directive::Release) {
+        if let Some(why) = super::sched_down::scheduler_down(s) {
+            let after = if req.directive == Directive::ReqCancel {
+                "once psched is back the queued palloc sends its request again and `prelease --cancel` works; stopping that palloc (Ctrl-C) ends it now"
+            } else {
+                "try again once psched is back (its ledger keeps the allocation)"
+            };
+            let f = Failure::with(
+                crate::cli::exit::Exit::CannotConnect,
+                Some(crate::proto::status::Status::ERR_UNREACH),
+                format!("{what}: nothing sent: {why}; {after}"),
+            );
+            let code = ui.fail(&f);
+            rec.status = "PMIX_ERR_UNREACH".into();
+            rec.exit_code = code;
+            return (code, rec);
+        }
+    }
     let mut answer = allocate(s, req.directive, &release_infos(req));
     if let (Err(e), Some(id)) = (&answer, &req.alloc_id) {
         if released_meanwhile(s, e, req, id, connect, ui) {

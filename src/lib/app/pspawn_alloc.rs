@@ -37,6 +37,15 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
             ..Default::default()
         },
     };
+    // A restarted psched says it lost a request the psched before it had
+    // queued: hear it, to send the request again.
+    if let Err(e) = crate::ops::events::register(
+        s,
+        &[crate::proto::status::REQUEST_LOST],
+        &[Info::new(keys::EVENT_HDLR_NAME, "pspawn-request-lost")],
+    ) {
+        ui.detail(&format!("cannot register for the scheduler's notices: {e}"));
+    }
     let mut reply = ask(s, &req, ui)?;
     if matches!(&reply, Err(e) if e.status == Status::ERR_NOT_SUPPORTED) {
         // A DVM that takes no inheritance rule: its default releases the
@@ -86,6 +95,7 @@ fn ask(
         holder: None,
         submitter: &mut none,
         spinner: None,
+        infos: &infos,
     };
     await_answer(s, req, tag, &mut wait, ui)
 }

@@ -384,6 +384,27 @@ fn claim_tries(entry: &Path, tries: usize) -> Option<Claim> {
     None
 }
 
+/// Whether the palloc holding allocation `id` on the DVM whose namespace
+/// is `server` lives, looked at without disturbing it (psched's watchdog):
+/// `Some(true)` its name's lock is held, `Some(false)` its entry is there
+/// but nobody holds the lock (it died, however: the kernel let go of its
+/// lock), `None` no entry (no holder registered, or a sweep removed a dead
+/// one's files).
+pub(crate) fn holder_alive(server: &str, id: &str) -> Option<bool> {
+    let entry = registered_path(server, id, HeldBy::Alloc)?;
+    let lock_path = lock_path_of(&entry)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(&lock_path)
+        .ok()?;
+    // A shared lock taken and let go at once: no holder waits on it.
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Ok(_free) => Some(false),
+        Err(_) => Some(true),
+    }
+}
+
 /// Flags for opening a lock file: never through a link, not inherited.
 fn libc_flags() -> i32 {
     (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_CLOEXEC).bits()

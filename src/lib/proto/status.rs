@@ -146,6 +146,18 @@ pub const JOB_CANCELLED: Status = Status(-3004);
 /// Name shown for [`JOB_CANCELLED`] (PMIx has none).
 pub const JOB_CANCELLED_NAME: &str = "PMIX_TOOLS_EVENT_JOB_CANCELLED";
 
+/// psched's own event code, sent by a restarted psched to the requester
+/// alone (range custom) of each request that was queued when the psched
+/// before it stopped: PRRTE master keeps such a request for ever and never
+/// hands it to the new scheduler (docs/conformance.md P17), so the
+/// requester sends it again. `PMIX_ALLOC_REQ_ID` (when the request had
+/// one) and `PMIX_EVENT_TEXT_MESSAGE` (the sentence palloc shows). PMIx
+/// has no code for it; -3007 is in the range its headers leave to hosts.
+pub const REQUEST_LOST: Status = Status(-3007);
+
+/// Name shown for [`REQUEST_LOST`] (PMIx has none).
+pub const REQUEST_LOST_NAME: &str = "PSCHED_EVENT_REQUEST_LOST";
+
 #[cfg(test)]
 mod tests {
     use super::*;

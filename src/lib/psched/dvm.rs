@@ -181,8 +181,12 @@ pub struct Dvm {
     next_tag: u32,
     awaiting: HashMap<u32, Await>,
     checks: HashMap<u32, Check>,
-    /// Who asked, per DVM tag, until the grant names the allocation.
-    askers: HashMap<u32, (String, Proc)>,
+    /// Who asked, per DVM tag, until the grant names the allocation: the
+    /// owner, the requester and its request id.
+    askers: HashMap<u32, (String, Proc, Option<String>)>,
+    /// Requesters whose queued request a psched before this one lost:
+    /// told at the first tick ([`super::waiters`]).
+    lost: Vec<super::waiters::Waiter>,
     /// Allocations PRRTE did not make (a NEW it refused after the grant).
     refused: Vec<String>,
     log: Vec<String>,
@@ -216,10 +220,13 @@ impl Dvm {
             awaiting: HashMap::new(),
             checks: HashMap::new(),
             askers: HashMap::new(),
+            lost: Vec::new(),
             refused: Vec::new(),
             log: Vec::new(),
             slots: 1,
         };
+        // The requests a psched before queued died with its connection.
+        d.lost = std::mem::take(&mut d.book.waiting);
         // The idle reservation of a psched before ended with its
         // connection: its nodes went to the default pool; hold them again
         // (the caller takes out those in an allocation: [`Dvm::not_idle`]).
@@ -287,7 +294,18 @@ impl Dvm {
 
     /// The books to keep in the ledger, and PRRTE's session count.
     pub fn book(&self) -> (DvmBook, u32) {
-        (self.book.clone(), self.sessions)
+        let mut book = self.book.clone();
+        let waiting = self
+            .askers
+            .values()
+            .map(|(_, who, req_id)| super::waiters::Waiter {
+                requester: who.nspace.clone(),
+                rank: who.rank,
+                req_id: req_id.clone(),
+            });
+        // Those not told yet stay, should this psched stop before it can.
+        book.waiting = super::waiters::sorted(waiting.chain(self.lost.iter().cloned()).collect());
+        (book, self.sessions)
     }
 
     /// Lines for psched's log since the last call.
@@ -357,7 +375,8 @@ impl Dvm {
             .unwrap_or_else(|| who.nspace.clone());
         match ask.directive {
             Received::Known(Directive::New) => {
-                self.askers.insert(tag, (owner, who));
+                let req_id = ask.attrs.req_id.clone();
+                self.askers.insert(tag, (owner, who, req_id));
                 Ok(Verdict::Pass(Box::new(ask)))
             }
             Received::Known(Directive::Extend | Directive::Release | Directive::ReqCancel) => {
@@ -639,7 +658,7 @@ impl Dvm {
     /// Why the NEW on `tag` still waits, to its requester alone (nothing
     /// when the DVM did not say who asked).
     fn queued(&mut self, tag: u32, reason: &str, text: &str, out: &mut Vec<Send>) -> Result<()> {
-        let Some((_, who)) = self.askers.get(&tag).cloned() else {
+        let Some((_, who, _)) = self.askers.get(&tag).cloned() else {
             return Ok(());
         };
         let infos = [
@@ -802,6 +821,7 @@ impl Dvm {
     /// Start the next change if none is under way; look at the daemons
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
+        self.tell_lost_requests(out)?;
         if let Some(Flight::Settling {
             until,
             end_when_unheld,
@@ -828,6 +848,25 @@ impl Dvm {
                 break;
             };
             self.start(c, now, out)?;
+        }
+        Ok(())
+    }
+
+    /// Tell each requester whose queued request a psched before this one
+    /// lost ([`crate::proto::status::REQUEST_LOST`]): it sends it again.
+    fn tell_lost_requests(&mut self, out: &mut Vec<Send>) -> Result<()> {
+        for w in std::mem::take(&mut self.lost) {
+            self.log.push(format!(
+                "told {}.{} that its queued request{} was lost when psched stopped",
+                w.requester,
+                w.rank,
+                w.req_id
+                    .as_deref()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default()
+            ));
+            let t = self.plain_tag();
+            out.push(Send::Own(t, w.notice(self.wire)?));
         }
         Ok(())
     }
@@ -901,7 +940,7 @@ impl Dvm {
                 for n in &nodes {
                     self.parked.remove(n);
                 }
-                if let Some((nspace, who)) = self.askers.remove(&tag) {
+                if let Some((nspace, who, _)) = self.askers.remove(&tag) {
                     if new && !share {
                         let req_id = echo
                             .iter()
@@ -1393,6 +1432,46 @@ mod tests {
             1,
             "the node goes to the idle reservation"
         );
+    }
+
+    #[test]
+    fn a_queued_requester_is_kept_and_told_by_the_next_psched_once() {
+        let mut d = dvm(&["n1"]);
+        let ask = Forwarded {
+            directive: Directive::New.into(),
+            attrs: crate::proto::AllocAttrs {
+                req_id: Some("r1".into()),
+                ..Default::default()
+            },
+            requestor: Some(Box::new(Info::new(
+                keys::REQUESTOR,
+                Value::Proc(Proc {
+                    nspace: "palloc@0".into(),
+                    rank: 0,
+                }),
+            ))),
+            ..Forwarded::default()
+        };
+        let mut out = Vec::new();
+        let v = d.on_request(20, ask, &|_| None, &mut out).unwrap();
+        assert!(matches!(v, Verdict::Pass(_)));
+        let (book, _) = d.book();
+        assert_eq!(book.waiting.len(), 1, "{book:?}");
+        assert_eq!(book.waiting[0].req_id.as_deref(), Some("r1"));
+        // The next psched (same DVM) tells the requester at its first tick,
+        // once, and keeps it no more.
+        let mut next = Dvm::new(WireVersion::V61, "psched@1", "dvm@0", book, 0, BASE);
+        next.queue.clear();
+        next.tick(0, &mut out).unwrap();
+        assert_eq!(own_tags(&out).len(), 1, "one notice");
+        assert!(next.take_log()[0].contains("r1 was lost"));
+        out.clear();
+        next.tick(1, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(next.book().0.waiting.is_empty());
+        // An answer (a refusal, a grant) ends the wait.
+        d.push(vec![Out::Answer(20, Vec::new())], &mut out).unwrap();
+        assert!(d.book().0.waiting.is_empty());
     }
 
     #[test]

@@ -108,6 +108,10 @@ pub struct DvmBook {
     /// Who owns each allocation (spec 001 §8.2.1.7).
     #[serde(default)]
     pub owners: Vec<Owner>,
+    /// The requesters of the NEW requests queued now: a restarted psched
+    /// tells each that its request was lost (see `psched::waiters`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<super::waiters::Waiter>,
 }
 
 /// The owner of one allocation, as the DVM told psched at its request.

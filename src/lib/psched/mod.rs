@@ -25,6 +25,8 @@ pub mod state;
 pub mod status;
 pub mod status_server;
 pub mod stop;
+pub mod waiters;
+pub mod watchdog;
 pub mod wire;
 
 use std::path::PathBuf;

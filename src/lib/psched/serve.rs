@@ -52,6 +52,9 @@ pub fn run(cfg: &Config) -> Result<()> {
     let mut st = super::backend::make(cfg.backend, cfg, ledger)?;
     let mut disk = full_ledger(st.as_ref(), &kept);
     disk.store(&cfg.ledger)?;
+    if cfg.backend == super::BackendKind::Slurm {
+        super::watchdog::start(&cfg.ledger);
+    }
     let snap: Snapshot = Arc::new(Mutex::new(disk.clone()));
     let contact = super::status_server::start(Arc::clone(&snap), cfg.status_public)?;
     if let Some(p) = &cfg.status_uri {
