@@ -481,17 +481,15 @@ pub(crate) fn follow(
     timeout: Option<Duration>,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Followed> {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    let mut stopped: Option<(Instant, StopReason)> = None;
-    let mut killed = false;
-    let mut check = EndCheck::new(nspace);
-    let outcome = |why: Option<StopReason>, end: Option<JobEnd>| match (why, end) {
-        (Some(StopReason::Timeout), _) => Followed::TimedOut,
-        (Some(StopReason::Signal(sig)), _) => Followed::Interrupted(sig),
-        (None, Some(end)) => Followed::Ended(end),
-        (None, None) => Followed::TimedOut,
+    let mut f = Follow {
+        s,
+        nspace,
+        deadline: timeout.map(|t| Instant::now() + t),
+        stopped: None,
+        killed: false,
+        check: EndCheck::new(nspace),
+        tree: SpawnTree::new(s, nspace),
     };
-    let mut tree = SpawnTree::new(s, nspace);
     // The ends of other jobs are held back from `on_output` (which has no
     // use for them) and handed to the tree: a drain of queued output may
     // meet them anywhere.
@@ -507,68 +505,24 @@ pub(crate) fn follow(
     let on_output: &mut dyn FnMut(JobOutput<'_>) = &mut pass;
     let sig = signals::fd();
     loop {
-        for ev in held.take() {
-            if tree.is_member_end(&ev) {
-                tree.member_ended(&ev);
-            }
+        f.take_held(&held);
+        if f.tree.primary_done() && f.stopped.is_none() && f.tree.done(s, on_output) {
+            return Ok(outcome(None, f.tree.outcome(s)));
         }
-        if tree.primary_done() && stopped.is_none() && tree.done(s, on_output) {
-            return Ok(outcome(None, tree.outcome(s)));
-        }
-        let now = Instant::now();
-        // Once the job ended, only the jobs it spawned are awaited.
-        let mut wake = match (tree.primary_done(), tree.due()) {
-            (false, Some(t)) => check.due().min(t),
-            (false, None) => check.due(),
-            (true, Some(t)) => t,
-            (true, None) => now + END_WAIT_TICK,
+        let wake = match f.next_wake() {
+            Ok(wake) => wake,
+            Err(Some(done)) => return Ok(done),
+            Err(None) => continue,
         };
-        match stopped {
-            None => {
-                let why = match (signals::caught(), deadline) {
-                    (Some(sig), _) => Some(StopReason::Signal(sig)),
-                    (None, Some(d)) if now >= d => Some(StopReason::Timeout),
-                    _ => None,
-                };
-                if let Some(why) = why {
-                    if tree.primary_done() {
-                        for ns in tree.found() {
-                            stop_job(s, &ns);
-                        }
-                        return Ok(outcome(Some(why), None));
-                    }
-                    stop_job(s, nspace);
-                    stopped = Some((now, why));
-                    continue;
-                }
-                if let Some(d) = deadline {
-                    wake = wake.min(d);
-                }
-            }
-            Some((at, why)) => {
-                if !killed && now >= at + STOP_GRACE {
-                    kill_job(s, nspace);
-                    killed = true;
-                }
-                if now >= at + STOP_GRACE * 3 {
-                    return Ok(outcome(Some(why), None));
-                }
-                if !killed {
-                    wake = wake.min(at + STOP_GRACE);
-                }
-                wake = wake.min(at + STOP_GRACE * 3);
-            }
-        }
         // Due only after a silent deadline; otherwise returns at once.
-        if !tree.primary_done() {
-            if let Some(end) = check.poll(s, on_output)? {
-                if let Some(done) = tree_end(s, &mut tree, &held, stopped.is_some(), end, on_output)
-                {
-                    return Ok(outcome(stopped.map(|(_, w)| w), Some(done)));
+        if !f.tree.primary_done() {
+            if let Some(end) = f.check.poll(s, on_output)? {
+                if let Some(done) = f.job_ended(&held, end, on_output) {
+                    return Ok(done);
                 }
             }
         }
-        tree.poll(s);
+        f.tree.poll(s);
         let input = stdin.as_ref().and_then(|p| p.fd());
         let extras: Vec<_> = sig.into_iter().chain(input).collect();
         match s.conn().wait(&extras, Some(wake)) {
@@ -580,27 +534,122 @@ pub(crate) fn follow(
                 }
             }
             Wake::Reply(tag) if stdin.as_deref_mut().is_some_and(|p| p.on_reply(tag, s)) => {}
-            Wake::Reply(tag) if Some(tag) == registration => {
-                if let Some(reply) = s.conn().take_reply(tag) {
-                    let st: Status = s.decoder(&reply?).unpack_one()?;
-                    if !st.is_success() {
-                        return Err(Error::new(st, "the DVM refused to report the job's end"));
-                    }
-                }
-            }
+            Wake::Reply(tag) if Some(tag) == registration => registered(s, tag)?,
             Wake::Reply(_) | Wake::Deadline => {}
-            Wake::Message(msg) => match follow_message(s, nspace, msg, &mut check, on_output) {
+            Wake::Message(msg) => match follow_message(s, nspace, msg, &mut f.check, on_output) {
                 Some(Ok(end)) => {
-                    if let Some(done) =
-                        tree_end(s, &mut tree, &held, stopped.is_some(), end, on_output)
-                    {
-                        return Ok(outcome(stopped.map(|(_, w)| w), Some(done)));
+                    if let Some(done) = f.job_ended(&held, end, on_output) {
+                        return Ok(done);
                     }
                 }
                 Some(Err(e)) => return Err(e),
                 None => {}
             },
         }
+    }
+}
+
+/// What following a job ended with: why it was stopped, else its end.
+fn outcome(why: Option<StopReason>, end: Option<JobEnd>) -> Followed {
+    match (why, end) {
+        (Some(StopReason::Timeout), _) => Followed::TimedOut,
+        (Some(StopReason::Signal(sig)), _) => Followed::Interrupted(sig),
+        (None, Some(end)) => Followed::Ended(end),
+        (None, None) => Followed::TimedOut,
+    }
+}
+
+/// The reply to the job-end registration on `tag`: a refusal is an error.
+fn registered(s: &Session, tag: u32) -> Result<()> {
+    if let Some(reply) = s.conn().take_reply(tag) {
+        let st: Status = s.decoder(&reply?).unpack_one()?;
+        if !st.is_success() {
+            return Err(Error::new(st, "the DVM refused to report the job's end"));
+        }
+    }
+    Ok(())
+}
+
+/// A job being followed ([`follow`]): its deadline, its stop once asked
+/// (a signal or the time-out), the check for a lost end, and the jobs it
+/// spawned.
+struct Follow<'a> {
+    s: &'a Session,
+    nspace: &'a str,
+    deadline: Option<Instant>,
+    /// When and why the job was told to stop.
+    stopped: Option<(Instant, StopReason)>,
+    /// Whether it was killed after [`STOP_GRACE`].
+    killed: bool,
+    check: EndCheck,
+    tree: SpawnTree,
+}
+
+impl Follow<'_> {
+    /// The ends of the tree's jobs met among other output.
+    fn take_held(&mut self, held: &RefCell<Vec<Event>>) {
+        for ev in held.take() {
+            if self.tree.is_member_end(&ev) {
+                self.tree.member_ended(&ev);
+            }
+        }
+    }
+
+    /// When to wake next; or, with the job stopped by a signal or the
+    /// time-out, how following ends (`Err(Some(..))`), or that the stop
+    /// was just sent (`Err(None)`: look again).
+    fn next_wake(&mut self) -> std::result::Result<Instant, Option<Followed>> {
+        let now = Instant::now();
+        // Once the job ended, only the jobs it spawned are awaited.
+        let mut wake = match (self.tree.primary_done(), self.tree.due()) {
+            (false, Some(t)) => self.check.due().min(t),
+            (false, None) => self.check.due(),
+            (true, Some(t)) => t,
+            (true, None) => now + END_WAIT_TICK,
+        };
+        let Some((at, why)) = self.stopped else {
+            let why = match (signals::caught(), self.deadline) {
+                (Some(sig), _) => Some(StopReason::Signal(sig)),
+                (None, Some(d)) if now >= d => Some(StopReason::Timeout),
+                _ => None,
+            };
+            let Some(why) = why else {
+                return Ok(self.deadline.map_or(wake, |d| wake.min(d)));
+            };
+            if self.tree.primary_done() {
+                for ns in self.tree.found() {
+                    stop_job(self.s, &ns);
+                }
+                return Err(Some(outcome(Some(why), None)));
+            }
+            stop_job(self.s, self.nspace);
+            self.stopped = Some((now, why));
+            return Err(None);
+        };
+        if !self.killed && now >= at + STOP_GRACE {
+            kill_job(self.s, self.nspace);
+            self.killed = true;
+        }
+        if now >= at + STOP_GRACE * 3 {
+            return Err(Some(outcome(Some(why), None)));
+        }
+        if !self.killed {
+            wake = wake.min(at + STOP_GRACE);
+        }
+        Ok(wake.min(at + STOP_GRACE * 3))
+    }
+
+    /// The launched job ended (`end`): how following ends, or `None`
+    /// while jobs it spawned still run.
+    fn job_ended(
+        &mut self,
+        held: &RefCell<Vec<Event>>,
+        end: JobEnd,
+        on_output: &mut dyn FnMut(JobOutput<'_>),
+    ) -> Option<Followed> {
+        let stopping = self.stopped.is_some();
+        let done = tree_end(self.s, &mut self.tree, held, stopping, end, on_output)?;
+        Some(outcome(self.stopped.map(|(_, w)| w), Some(done)))
     }
 }
 

@@ -263,25 +263,10 @@ fn one(
         exit_code: 0,
         rule: None,
     };
-    // A scheduler known to be down (killed) would leave the request
-    // unanswered until it returns: say so now, nothing sent.
-    if matches!(req.directive, Directive::ReqCancel | Directive::Release) {
-        if let Some(why) = super::sched_down::scheduler_down(s) {
-            let after = if req.directive == Directive::ReqCancel {
-                "once psched is back the queued palloc sends its request again and `prelease --cancel` works; stopping that palloc (Ctrl-C) ends it now"
-            } else {
-                "try again once psched is back (its ledger keeps the allocation)"
-            };
-            let f = Failure::with(
-                crate::cli::exit::Exit::CannotConnect,
-                Some(crate::proto::status::Status::ERR_UNREACH),
-                format!("{what}: nothing sent: {why}; {after}"),
-            );
-            let code = ui.fail(&f);
-            rec.status = "PMIX_ERR_UNREACH".into();
-            rec.exit_code = code;
-            return (code, rec);
-        }
+    if let Some(code) = scheduler_down(s, req, &what, ui) {
+        rec.status = "PMIX_ERR_UNREACH".into();
+        rec.exit_code = code;
+        return (code, rec);
     }
     let mut answer = allocate(s, req.directive, &release_infos(req));
     if let (Err(e), Some(id)) = (&answer, &req.alloc_id) {
@@ -330,36 +315,71 @@ fn one(
             ui.note(&format!("{done} {what}{partial}"));
             (0, rec)
         }
-        Err(e) => {
-            let attrs = AttrsPresent {
-                from_application: matches!(s.conn().identity(), Identity::Client { .. }),
-                alloc_id: req.alloc_id.is_some(),
-                req_id: req.request_id.is_some(),
-                ..Default::default()
-            };
-            let mut f = Failure::refused(op, &attrs, &e);
-            f.message = match no_job {
-                Some(JobNote::Ended(note)) => format!("{what}: {note}"),
-                Some(JobNote::Unknown) => format!(
-                    "{what}: {}. No job of that name runs either (an ended job is listed \
-                     by `pwatch --status --all` while the DVM keeps it)",
-                    f.message
-                ),
-                None => format!("{what}: {}", f.message),
-            };
-            if e.status == crate::proto::status::Status::ERR_NO_PERMISSIONS {
-                let alloc = req.alloc_id.as_deref().or(req.request_id.as_deref());
-                if let Some(hint) = alloc.and_then(|a| super::no_holder_hint(s, a)) {
-                    f.message.push_str(&hint);
-                }
-            }
-            rec.status = f.status.map(|s| s.name().to_string()).unwrap_or_default();
-            rec.exit_code = f.exit.code();
-            rec.rule = f.rule.clone();
-            if ui.level > -2 {
-                say!("prelease: {}", f.message);
-            }
-            (f.exit.code(), rec)
+        Err(e) => refused(s, req, op, &what, no_job, &e, ui, rec),
+    }
+}
+
+/// A scheduler known to be down (killed) would leave a cancel or release
+/// unanswered until it returns: say so now, nothing sent (the exit code).
+fn scheduler_down(s: &Session, req: &ReleaseRequest, what: &str, ui: &Ui) -> Option<i32> {
+    if !matches!(req.directive, Directive::ReqCancel | Directive::Release) {
+        return None;
+    }
+    let why = super::sched_down::scheduler_down(s)?;
+    let after = if req.directive == Directive::ReqCancel {
+        "once psched is back the queued palloc sends its request again and `prelease --cancel` works; stopping that palloc (Ctrl-C) ends it now"
+    } else {
+        "try again once psched is back (its ledger keeps the allocation)"
+    };
+    let f = Failure::with(
+        crate::cli::exit::Exit::CannotConnect,
+        Some(crate::proto::status::Status::ERR_UNREACH),
+        format!("{what}: nothing sent: {why}; {after}"),
+    );
+    Some(ui.fail(&f))
+}
+
+/// The DVM refused `req` (`e`): the message (with what a job of that name
+/// did, `no_job`, and a holder's hint), said unless quiet; the exit code
+/// and the record.
+#[allow(clippy::too_many_arguments)]
+fn refused(
+    s: &Session,
+    req: &ReleaseRequest,
+    op: Operation,
+    what: &str,
+    no_job: Option<JobNote>,
+    e: &crate::error::Error,
+    ui: &Ui,
+    mut rec: ReleaseRecord,
+) -> (i32, ReleaseRecord) {
+    let attrs = AttrsPresent {
+        from_application: matches!(s.conn().identity(), Identity::Client { .. }),
+        alloc_id: req.alloc_id.is_some(),
+        req_id: req.request_id.is_some(),
+        ..Default::default()
+    };
+    let mut f = Failure::refused(op, &attrs, e);
+    f.message = match no_job {
+        Some(JobNote::Ended(note)) => format!("{what}: {note}"),
+        Some(JobNote::Unknown) => format!(
+            "{what}: {}. No job of that name runs either (an ended job is listed \
+             by `pwatch --status --all` while the DVM keeps it)",
+            f.message
+        ),
+        None => format!("{what}: {}", f.message),
+    };
+    if e.status == crate::proto::status::Status::ERR_NO_PERMISSIONS {
+        let alloc = req.alloc_id.as_deref().or(req.request_id.as_deref());
+        if let Some(hint) = alloc.and_then(|a| super::no_holder_hint(s, a)) {
+            f.message.push_str(&hint);
         }
     }
+    rec.status = f.status.map(|s| s.name().to_string()).unwrap_or_default();
+    rec.exit_code = f.exit.code();
+    rec.rule = f.rule.clone();
+    if ui.level > -2 {
+        say!("prelease: {}", f.message);
+    }
+    (f.exit.code(), rec)
 }

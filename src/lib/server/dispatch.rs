@@ -182,25 +182,11 @@ impl Server {
             attrs: crate::dvm::AllocAttrs::from_infos(&info),
         };
         if let Some(why) = self.dead_target(&req) {
-            self.log(format!("{}: allocation refused: {why}", peer.name));
-            let mut out = Vec::new();
-            if let Some(r) = &req.attrs.req_id {
-                out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
-            }
-            out.push(Info::new(keys::EVENT_TEXT_MESSAGE, why.as_str()));
-            self.reply_status_infos(conn, tag, Status::ERR_NOT_FOUND, &out);
+            self.refuse_alloc((conn, tag), peer, &req, Status::ERR_NOT_FOUND, &why);
             return Ok(());
         }
         match self.model.allocate(&req) {
-            Err(e) => {
-                self.log(format!("{}: allocation refused: {}", peer.name, e.rule()));
-                let mut out = Vec::new();
-                if let Some(r) = &req.attrs.req_id {
-                    out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
-                }
-                out.push(Info::new(keys::EVENT_TEXT_MESSAGE, e.rule()));
-                self.reply_status_infos(conn, tag, e.status(), &out);
-            }
+            Err(e) => self.refuse_alloc((conn, tag), peer, &req, e.status(), e.rule()),
             Ok(outcome) => {
                 if req.attrs.warn_timeout.is_some() {
                     self.warn_conns.insert(outcome.alloc_id.clone(), conn);
@@ -255,6 +241,25 @@ impl Server {
             }
         }
         Ok(())
+    }
+
+    /// Refuse allocation request `req` on (`conn`, `tag`) with `status`,
+    /// saying `why` (logged, and in the reply with the request id).
+    fn refuse_alloc(
+        &mut self,
+        (conn, tag): (u64, u32),
+        peer: &PeerInfo,
+        req: &AllocRequest,
+        status: Status,
+        why: &str,
+    ) {
+        self.log(format!("{}: allocation refused: {why}", peer.name));
+        let mut out = Vec::new();
+        if let Some(r) = &req.attrs.req_id {
+            out.push(Info::new(keys::ALLOC_REQ_ID, r.as_str()));
+        }
+        out.push(Info::new(keys::EVENT_TEXT_MESSAGE, why));
+        self.reply_status_infos(conn, tag, status, &out);
     }
 
     /// A tool's NEW request whose `PMIX_ALLOC_TARGET` names no live
@@ -442,17 +447,7 @@ impl Server {
         let targets = spawn_targets(&job_info);
         let req = requester(peer);
         let refused = |e: crate::dvm::DvmError| Error::new(e.status(), e.rule());
-        let mut map = match job_info
-            .iter()
-            .find(|i| i.key == keys::MAPBY)
-            .and_then(|i| i.value.as_str())
-        {
-            Some(m) => crate::dvm::MapBy::parse(m).map_err(refused)?,
-            None => crate::dvm::MapBy::default(),
-        };
-        if let Some(pe) = cpus_per_proc(&job_info)? {
-            map.pe = pe;
-        }
+        let map = spawn_map(&job_info)?;
         let asks: Vec<crate::dvm::AppAsk> = apps
             .iter()
             .zip(&nprocs)
@@ -641,6 +636,23 @@ fn cpus_per_proc(job_info: &[Info]) -> Result<Option<u32>> {
                 ),
             )
         })
+}
+
+/// The mapping a spawn asks for: `PMIX_MAPBY` (else the default), with
+/// its cpus per process.
+fn spawn_map(job_info: &[Info]) -> Result<crate::dvm::MapBy> {
+    let mut map = match job_info
+        .iter()
+        .find(|i| i.key == keys::MAPBY)
+        .and_then(|i| i.value.as_str())
+    {
+        Some(m) => crate::dvm::MapBy::parse(m).map_err(|e| Error::new(e.status(), e.rule()))?,
+        None => crate::dvm::MapBy::default(),
+    };
+    if let Some(pe) = cpus_per_proc(job_info)? {
+        map.pe = pe;
+    }
+    Ok(map)
 }
 
 /// A job just committed, spawned by connection `spawner` with `job_info`.

@@ -377,34 +377,13 @@ impl Array<'_> {
         };
         match spawn(self.s, &self.info, &apps) {
             Ok(ns) => {
-                let sink = self.sink(index).for_job(&ns, self.nprocs);
-                if let Some(why) = sink.lost() {
-                    launch::stop_job(self.s, &ns);
-                    return Err(Failure::other(format!("array task {index}: {why}")));
-                }
                 let again = Next {
                     index,
                     apps: Ok(apps),
-                    id: id.clone(),
+                    id,
                     tries,
                 };
-                let run = Running { index, id, sink };
-                self.launched += 1;
-                let seq = self.launched;
-                let task = Task {
-                    run,
-                    ended: None,
-                    seq,
-                    unlisted: false,
-                    finished: false,
-                    pull: None,
-                    next: Some(again),
-                    trailing: None,
-                };
-                self.orphans.launched(&ns);
-                self.tasks.insert(ns, task);
-                self.alive += 1;
-                self.taken(fresh);
+                return self.running(ns, again, fresh);
             }
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && self.alive > 0 => {
                 self.busy = true;
@@ -439,30 +418,72 @@ impl Array<'_> {
                 self.ui.record(rec);
                 self.taken(fresh);
             }
-            Err(e) => {
-                let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, &e);
-                if let Source::Stdin(_) = self.source {
-                    // Each line names its own program: one refused is that
-                    // task's failure, and the others still run.
-                    let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
-                    say!(
-                        "pspawn: input line {index} was not launched: the DVM refused `{}` ({})",
-                        names.join(" : "),
-                        e.status.name()
-                    );
-                    let rec = self.results.ended_as(index, id, "", f.exit.code());
-                    self.ui.record(rec);
-                    self.taken(fresh);
-                    return Ok(());
-                }
-                let f = Failure {
-                    message: format!("array task {index} was not launched: {}", f.message),
-                    ..f
-                };
-                self.stop = Some((Stop::Refused(f), Instant::now()));
-            }
+            Err(e) => self.refused(index, id, &apps, &e, fresh),
         }
         Ok(())
+    }
+
+    /// Task `again.index` runs as job `ns`: followed from now on (`again`
+    /// launches it anew should its launch be lost).
+    fn running(&mut self, ns: String, again: Next, fresh: bool) -> Result<(), Failure> {
+        let index = again.index;
+        let sink = self.sink(index).for_job(&ns, self.nprocs);
+        if let Some(why) = sink.lost() {
+            launch::stop_job(self.s, &ns);
+            return Err(Failure::other(format!("array task {index}: {why}")));
+        }
+        let run = Running {
+            index,
+            id: again.id.clone(),
+            sink,
+        };
+        self.launched += 1;
+        let task = Task {
+            run,
+            ended: None,
+            seq: self.launched,
+            unlisted: false,
+            finished: false,
+            pull: None,
+            next: Some(again),
+            trailing: None,
+        };
+        self.orphans.launched(&ns);
+        self.tasks.insert(ns, task);
+        self.alive += 1;
+        self.taken(fresh);
+        Ok(())
+    }
+
+    /// The DVM refused task `index` (`e`): with `--stdin-tasks` that
+    /// line's own failure (each line names its own program), else the
+    /// array stops.
+    fn refused(
+        &mut self,
+        index: u32,
+        id: Option<serde_json::Value>,
+        apps: &[App],
+        e: &crate::error::Error,
+        fresh: bool,
+    ) {
+        let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, e);
+        if let Source::Stdin(_) = self.source {
+            let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
+            say!(
+                "pspawn: input line {index} was not launched: the DVM refused `{}` ({})",
+                names.join(" : "),
+                e.status.name()
+            );
+            let rec = self.results.ended_as(index, id, "", f.exit.code());
+            self.ui.record(rec);
+            self.taken(fresh);
+            return;
+        }
+        let f = Failure {
+            message: format!("array task {index} was not launched: {}", f.message),
+            ..f
+        };
+        self.stop = Some((Stop::Refused(f), Instant::now()));
     }
 
     /// A task was taken (launched, or ended without running): a `fresh`
