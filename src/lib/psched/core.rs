@@ -15,13 +15,10 @@ use crate::proto::keys;
 use crate::proto::status::Status;
 
 use super::backend::Backend;
-use super::dvm::{Dvm, Send, Verdict};
+use super::dvm::{Dvm, Send, Verdict, OWN_TAG_BASE};
 use super::state::Out;
 use super::wire::{self, Inbound};
 
-/// Tags of psched's own messages: far above any tag the DVM's library uses,
-/// so their answers are never mistaken for requests.
-pub const OWN_TAG_BASE: u32 = 0xF000_0000;
 /// How often psched asks the DVM which allocations it still holds (the
 /// DVM does not say when an owner's disposition ends one).
 pub const RECONCILE_EVERY_MS: u64 = 1000;

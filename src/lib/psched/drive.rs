@@ -9,7 +9,8 @@ use crate::codec::WireVersion;
 use crate::conn::frame::FrameDecoder;
 
 use super::backend::Backend;
-use super::core::{Core, OWN_TAG_BASE};
+use super::core::Core;
+use super::dvm::OWN_TAG_BASE;
 use super::dvm::{Dvm, Send};
 use super::ledger::{DvmBook, Ledger};
 use super::state::State;

@@ -43,6 +43,9 @@ use super::ledger::{DvmBook, Owner};
 use super::out::{Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 
+/// Tags of psched's own messages: far above any tag the DVM's library uses,
+/// so their answers are never mistaken for requests.
+pub const OWN_TAG_BASE: u32 = 0xF000_0000;
 /// The request id psched gives its reservation of idle nodes.
 pub const IDLE_REQ_ID: &str = crate::proto::alloc::PSCHED_IDLE_REQ_ID;
 /// How long the daemons of newly granted nodes may take to come up.
@@ -331,7 +334,7 @@ impl Dvm {
 
     fn own_tag(&mut self, what: Await) -> u32 {
         let t = self.next_tag;
-        self.next_tag = self.next_tag.wrapping_add(1).max(super::core::OWN_TAG_BASE);
+        self.next_tag = self.next_tag.wrapping_add(1).max(OWN_TAG_BASE);
         self.awaiting.insert(t, what);
         t
     }
@@ -651,7 +654,7 @@ impl Dvm {
     /// A tag for a message whose answer nobody waits for.
     pub fn plain_tag(&mut self) -> u32 {
         let t = self.next_tag;
-        self.next_tag = self.next_tag.wrapping_add(1).max(super::core::OWN_TAG_BASE);
+        self.next_tag = self.next_tag.wrapping_add(1).max(OWN_TAG_BASE);
         t
     }
 
@@ -1167,7 +1170,7 @@ mod tests {
     use super::*;
     use crate::codec::{DataArray, Encoder};
 
-    const BASE: u32 = super::super::core::OWN_TAG_BASE;
+    const BASE: u32 = super::OWN_TAG_BASE;
 
     fn dvm(in_dvm: &[&str]) -> Dvm {
         let book = DvmBook {

@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod backend;
+pub mod backends;
 pub mod check;
 pub mod contact;
 pub mod core;

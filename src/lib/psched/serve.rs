@@ -16,7 +16,8 @@ use crate::proto::status::Status;
 
 use super::admin::Watch;
 use super::backend::Backend;
-use super::core::{Core, OWN_TAG_BASE};
+use super::core::Core;
+use super::dvm::OWN_TAG_BASE;
 use super::dvm::{Dvm, Send};
 use super::ledger::Ledger;
 use super::state::Out;
@@ -49,7 +50,7 @@ pub fn run(cfg: &Config) -> Result<()> {
         book: ledger.dvm_side.clone(),
         sessions: ledger.sessions,
     };
-    let mut st = super::backend::make(cfg.backend, cfg, ledger)?;
+    let mut st = super::backends::make(cfg.backend, cfg, ledger)?;
     let mut disk = full_ledger(st.as_ref(), &kept);
     disk.store(&cfg.ledger)?;
     if cfg.backend == super::BackendKind::Slurm {
