@@ -146,17 +146,13 @@ fn release(cfg: &psched::Config, id: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let deadline = Instant::now() + RELEASE_WAIT;
-    while path.exists() {
-        if Instant::now() >= deadline {
-            let _ = std::fs::remove_file(&path);
-            eprintln!(
-                "psched: no psched serving {ledger} acted within {} s; is it running?",
-                RELEASE_WAIT.as_secs()
-            );
-            return ExitCode::from(3);
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if !admin::wait_gone(&path, Instant::now() + RELEASE_WAIT) {
+        let _ = std::fs::remove_file(&path);
+        eprintln!(
+            "psched: no psched serving {ledger} acted within {} s; is it running?",
+            RELEASE_WAIT.as_secs()
+        );
+        return ExitCode::from(3);
     }
     match held(cfg, id) {
         Ok(false) => {

@@ -509,17 +509,15 @@ fn the_circle_finder_finds_a_circle_and_only_one() {
 
 /// Files that still import each other, each circle named by its files
 /// (issue 44: the tools' rooms wait for their own step).
-const CIRCLES_LEFT: &[&[&str]] = &[
-    &[
-        "app::palloc",
-        "app::palloc_detach",
-        "app::palloc_flow",
-        "app::palloc_run",
-        "app::pspawn",
-        "app::pspawn_alloc",
-        "app::pspawn_array",
-    ],
-];
+const CIRCLES_LEFT: &[&[&str]] = &[&[
+    "app::palloc",
+    "app::palloc_detach",
+    "app::palloc_flow",
+    "app::palloc_run",
+    "app::pspawn",
+    "app::pspawn_alloc",
+    "app::pspawn_array",
+]];
 
 #[test]
 fn no_two_files_of_the_library_import_each_other_round_a_circle() {

@@ -72,6 +72,42 @@ pub fn pending(ledger: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+/// Wait until psched has acted on request `path` (the file is gone) or
+/// `deadline` passes: whether it is gone. Woken by the directory's
+/// deletions (inotify), not by looking again and again; where inotify is
+/// missing, one look at the deadline.
+pub fn wait_gone(path: &Path, deadline: Instant) -> bool {
+    let watch = Inotify::init(InitFlags::IN_CLOEXEC).ok().filter(|i| {
+        i.add_watch(
+            &dir_of(path),
+            AddWatchFlags::IN_DELETE | AddWatchFlags::IN_MOVED_FROM,
+        )
+        .is_ok()
+    });
+    // Watched before the first look: a removal after it wakes the wait.
+    while path.exists() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let ms = i32::try_from(left.as_millis().saturating_add(1)).unwrap_or(i32::MAX);
+        let timeout = nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
+        match &watch {
+            Some(i) => {
+                let mut fds = [nix::poll::PollFd::new(
+                    i.as_fd(),
+                    nix::poll::PollFlags::POLLIN,
+                )];
+                if nix::poll::poll(&mut fds, timeout).unwrap_or(0) > 0 {
+                    let _ = i.read_events();
+                }
+            }
+            None => std::thread::sleep(left),
+        }
+    }
+    true
+}
+
 /// Wakes psched when a release request appears beside its ledger (not
 /// when psched writes its own ledger there).
 pub struct Watch {
