@@ -18,6 +18,7 @@
 //! with Slurm's words).
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -207,6 +208,10 @@ fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
             break;
         }
     }
+    // Its end wakes the wait (a pidfd), bounded by the deadline.
+    let ended = i32::try_from(child.id())
+        .ok()
+        .and_then(|p| crate::conn::pidfd::open(nix::unistd::Pid::from_raw(p)).ok());
     let status = loop {
         if let Some(st) = child.try_wait().ok().flatten() {
             break st;
@@ -216,7 +221,12 @@ fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
             let _ = child.wait();
             return Err(Unreachable(format!("{what} took too long")));
         }
-        std::thread::sleep(Duration::from_millis(1));
+        match &ended {
+            Some(fd) => {
+                let _ = crate::conn::client::poll_readable(&[fd.as_fd()], Some(deadline));
+            }
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
     };
     Ok(Ran {
         ok: status.success(),
