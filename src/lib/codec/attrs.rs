@@ -1,9 +1,14 @@
 //! Attribute values whose form the PMIx version decides, and info-list
 //! framing both sides of a connection share.
 
-use super::{Encoder, Info, Pack, Size, Value};
-use crate::error::Result;
-use crate::proto::PmixVersion;
+use super::{Decoder, Encoder, Info, Pack, Size, Value};
+use crate::error::{Error, Result};
+use crate::proto::{PmixVersion, Status};
+
+/// Most infos one request may carry (an allocation request, a spawn's job
+/// info, a session control): the one limit pdvm, psched and the holder's
+/// relay apply to what a peer sends.
+pub const MAX_REQUEST_INFOS: usize = 4096;
 
 /// The value of `PMIX_ALLOC_TIME` in the form the server expects: a `u32` of
 /// seconds for OpenPMIx 4.x servers, a `d:h:m:s` string for 5.x and later.
@@ -50,6 +55,28 @@ pub fn quiet_event_flags() -> [Info; 2] {
 /// Write `size` followed by the infos.
 pub fn write_infos(enc: &mut Encoder, infos: &[Info]) -> Result<()> {
     write_sized(enc, infos)
+}
+
+/// Read a request's `size` followed by that many infos (at most
+/// [`MAX_REQUEST_INFOS`]); nothing at all reads as no infos.
+pub fn read_request_infos(dec: &mut Decoder) -> Result<Vec<Info>> {
+    if dec.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Size(n) = dec.unpack_one()?;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_REQUEST_INFOS)
+        .ok_or_else(|| {
+            Error::new(
+                Status::ERR_BAD_PARAM,
+                format!("a request with {n} infos (at most {MAX_REQUEST_INFOS})"),
+            )
+        })?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    dec.unpack(n)
 }
 
 /// Write a count (`size`) followed by the items, nothing more when there

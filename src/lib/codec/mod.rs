@@ -12,6 +12,7 @@
 //! ```
 
 pub(crate) mod alloc;
+pub mod alloc_message;
 pub mod attrs;
 mod buffer;
 mod darray;

@@ -3,12 +3,11 @@
 //! reply names, the job a piece of forwarded output comes from, and what an
 //! event is about. Pure decoding; nothing here does I/O.
 
-use crate::codec::{AllocDirective, Cmd, Decoder, Info, Proc, Size, Value, WireVersion};
+use crate::codec::alloc_message::AllocMessage;
+use crate::codec::attrs::MAX_REQUEST_INFOS;
+use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value, WireVersion};
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys, Directive, Received};
-
-/// Most entries read from one info list (more is a malformed message).
-const MAX_INFOS: u64 = 4096;
 
 /// What a client's request is, as far as routing is concerned.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +57,7 @@ fn read_infos(d: &mut Decoder) -> Option<Vec<Info>> {
         return Some(Vec::new());
     }
     let Size(n) = d.unpack_one().ok()?;
-    if n > MAX_INFOS {
+    if n > MAX_REQUEST_INFOS as u64 {
         return None;
     }
     d.unpack::<Info>(n as usize).ok()
@@ -94,7 +93,7 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
         cmd::REGEVENTS => {
             let codes = match d.unpack_one::<Size>() {
                 Ok(Size(0)) | Err(_) => Vec::new(),
-                Ok(Size(n)) if n <= MAX_INFOS => d
+                Ok(Size(n)) if n <= MAX_REQUEST_INFOS as u64 => d
                     .unpack::<Status>(n as usize)
                     .map(|v| v.into_iter().map(|s| s.0).collect())
                     .unwrap_or_default(),
@@ -103,12 +102,12 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
             Kind::RegEvents(codes)
         }
         cmd::ALLOC => {
-            let Ok(AllocDirective(code)) = d.unpack_one::<AllocDirective>() else {
+            let Ok(m) = AllocMessage::decode_body(&mut d) else {
                 return Kind::Other;
             };
-            let infos = read_infos(&mut d).unwrap_or_default();
+            let infos = m.infos;
             Kind::Alloc {
-                directive: Directive::received(code),
+                directive: m.directive,
                 alloc_id: find(&infos, keys::ALLOC_ID)
                     .and_then(Value::as_str)
                     .map(String::from),
@@ -215,17 +214,13 @@ mod tests {
                 Kind::RegEvents(vec![Status::EVENT_JOB_END.0])
             );
             let mut e = Encoder::new(wire);
-            e.pack_one(&Cmd(cmd::ALLOC)).unwrap();
-            e.pack_one(&AllocDirective(Directive::Extend.code()))
+            let infos = [
+                Info::new(keys::ALLOC_ID, "a1"),
+                Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(5)),
+            ];
+            AllocMessage::new(Directive::Extend, &infos)
+                .encode(&mut e)
                 .unwrap();
-            write_infos(
-                &mut e,
-                &[
-                    Info::new(keys::ALLOC_ID, "a1"),
-                    Info::new(keys::ALLOC_WARN_TIMEOUT, Value::Uint32(5)),
-                ],
-            )
-            .unwrap();
             assert_eq!(
                 classify(&e.into_bytes(), wire),
                 Kind::Alloc {

@@ -1,16 +1,16 @@
 //! Allocation requests (`PMIx_Allocation_request`): NEW, EXTEND, RELEASE,
 //! REAQUIRE and REQ_CANCEL, and the reply's well-known fields.
 
+use crate::codec::alloc_message::AllocMessage;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::codec::{AllocDirective, Info, Value};
+use crate::codec::{Info, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
 use super::session::{find, read_infos, Session};
-use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys, Directive};
 
 /// A granted (or acknowledged) allocation request.
@@ -85,8 +85,7 @@ fn alloc_request(
 ) -> Result<crate::codec::Encoder> {
     s.check_infos(info)?;
     let mut e = s.request(cmd::ALLOC)?;
-    e.pack_one(&AllocDirective(directive.code()))?;
-    write_infos(&mut e, info)?;
+    AllocMessage::new(directive, info).encode_body(&mut e)?;
     Ok(e)
 }
 

@@ -2,11 +2,11 @@
 //! (`PMIX_ALLOC_CMD`, `PMIX_SESSION_CTRL_CMD`) and what psched sends back
 //! or on its own (answers, timeout warnings, session terminations).
 
+use crate::codec::alloc_message::AllocMessage;
+use crate::codec::attrs::read_request_infos;
 use crate::codec::attrs::write_infos;
-use crate::codec::{
-    AllocDirective, Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Size, Value, WireVersion,
-};
-use crate::error::{Error, Result};
+use crate::codec::{Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Value, WireVersion};
+use crate::error::Result;
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys, AllocAttrs};
 
@@ -17,8 +17,6 @@ pub use crate::proto::proc_state::{
     RUNNING as PROC_STATE_RUNNING, UNTERMINATED as PROC_STATE_UNTERMINATED,
 };
 pub use crate::proto::range::{CUSTOM as RANGE_CUSTOM, GLOBAL as RANGE_GLOBAL, RM as RANGE_RM};
-/// Most infos psched reads from one request.
-pub const MAX_INFOS: u64 = 256;
 
 /// A message the DVM sent to psched.
 #[derive(Debug, Clone)]
@@ -65,37 +63,16 @@ pub fn decode(wire: WireVersion, payload: &[u8]) -> Result<Inbound> {
     let Cmd(c) = d.unpack_one()?;
     match c {
         cmd::ALLOC => {
-            let AllocDirective(directive) = d.unpack_one()?;
-            let infos = read_infos(&mut d)?;
-            Ok(Inbound::Alloc(Box::new(ask_from(
-                crate::proto::Directive::received(directive),
-                &infos,
-            ))))
+            let m = AllocMessage::decode_body(&mut d)?;
+            Ok(Inbound::Alloc(Box::new(ask_from(m.directive, &m.infos))))
         }
         SESSION_CTRL => {
             let session: u32 = d.unpack_one()?;
-            let infos = read_infos(&mut d)?;
+            let infos = read_request_infos(&mut d)?;
             Ok(Inbound::Session { session, infos })
         }
         other => Ok(Inbound::Other(other)),
     }
-}
-
-fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
-    if d.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Size(n) = d.unpack_one()?;
-    if n > MAX_INFOS {
-        return Err(Error::new(
-            Status::ERR_BAD_PARAM,
-            format!("a request with {n} infos (at most {MAX_INFOS})"),
-        ));
-    }
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    d.unpack::<Info>(n as usize)
 }
 
 /// Map the request's infos onto a [`Forwarded`].
@@ -233,7 +210,7 @@ pub fn alloc_ids_answer(wire: WireVersion, payload: &[u8]) -> Option<Vec<String>
     if !st.is_success() {
         return None;
     }
-    let infos = read_infos(&mut d).ok()?;
+    let infos = read_request_infos(&mut d).ok()?;
     let v = &infos.iter().find(|i| i.key == keys::QUERY_ALLOC_IDS)?.value;
     let Value::DataArray(a) = v else {
         return None;
@@ -282,9 +259,7 @@ pub fn own_request(
     infos: &[Info],
 ) -> Result<Vec<u8>> {
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::ALLOC))?;
-    e.pack_one(&AllocDirective(directive.code()))?;
-    write_infos(&mut e, infos)?;
+    AllocMessage::new(directive, infos).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 
@@ -305,7 +280,7 @@ pub fn query_answer(wire: WireVersion, payload: &[u8]) -> Option<(Status, Vec<In
     let mut d = Decoder::new(payload, wire);
     let st: Status = d.unpack_one().ok()?;
     let infos = if st.is_success() {
-        read_infos(&mut d).ok()?
+        read_request_infos(&mut d).ok()?
     } else {
         Vec::new()
     };
@@ -409,7 +384,7 @@ mod tests {
         let mut d = Decoder::new(&b, WireVersion::V41);
         let st: Status = d.unpack_one().unwrap();
         assert_eq!(st, Status::ERR_BAD_PARAM);
-        let infos = read_infos(&mut d).unwrap();
+        let infos = read_request_infos(&mut d).unwrap();
         assert_eq!(infos[0].key, keys::EVENT_TEXT_MESSAGE);
         assert_eq!(infos[0].value.as_str(), Some("Slurm: no"));
     }

@@ -4,9 +4,9 @@
 //! [`decode_stream`] runs framing plus decoding over arbitrary bytes (the
 //! fuzz target and the property test drive it).
 
+use crate::codec::alloc_message::AllocMessage;
 use crate::codec::{
-    AllocDirective, App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope,
-    Size, WireVersion,
+    App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope, Size, WireVersion,
 };
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
@@ -167,18 +167,9 @@ fn bounded(n: u64) -> Result<usize> {
         .ok_or_else(|| Error::new(Status::ERR_BAD_PARAM, format!("request claims {n} items")))
 }
 
-/// `size` + infos; nothing at all reads as no infos.
-pub fn read_infos(d: &mut Decoder) -> Result<Vec<Info>> {
-    if d.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Size(n) = d.unpack_one()?;
-    let n = bounded(n)?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    d.unpack(n)
-}
+/// `size` + infos (at most [`crate::codec::attrs::MAX_REQUEST_INFOS`]);
+/// nothing at all reads as no infos.
+pub use crate::codec::attrs::read_request_infos as read_infos;
 
 fn counted<T: crate::codec::Unpack>(d: &mut Decoder) -> Result<Vec<T>> {
     let Size(n) = d.unpack_one()?;
@@ -223,10 +214,10 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
         cmd::FINALIZE => Request::Finalize,
         cmd::QUERY => Request::Query(counted(d)?),
         cmd::ALLOC => {
-            let AllocDirective(code) = d.unpack_one()?;
+            let m = AllocMessage::decode_body(d)?;
             Request::Alloc {
-                directive: Directive::received(code),
-                info: read_infos(d)?,
+                directive: m.directive,
+                info: m.infos.into_owned(),
             }
         }
         cmd::SPAWN => {
