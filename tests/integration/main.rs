@@ -61,6 +61,7 @@ mod psched_hostile;
 mod psched_load;
 mod psched_rules;
 mod psched_slurm;
+mod psched_slurm_lost;
 mod psched_slurm_share;
 mod psched_truth;
 mod psij_suite;

@@ -27,6 +27,7 @@ mod array_tasks;
 mod batch_log_copy;
 pub mod events;
 pub(crate) mod failure;
+mod job_lost;
 pub(crate) mod launch;
 mod output_files;
 pub mod palloc;

@@ -146,6 +146,20 @@ pub const JOB_CANCELLED: Status = Status(-3004);
 /// Name shown for [`JOB_CANCELLED`] (PMIx has none).
 pub const JOB_CANCELLED_NAME: &str = "PMIX_TOOLS_EVENT_JOB_CANCELLED";
 
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// just before it kills the processes of a job on nodes its node source
+/// took away (a node Slurm marked DOWN): `PMIX_NSPACE` (the job),
+/// `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` (the nodes gone), `psched.end.cause`
+/// (`node-failure`) and `PMIX_EVENT_TEXT_MESSAGE` (the sentence). A pspawn
+/// following that job reports its end as the node failure (exit 1), whatever
+/// status the DVM then announces: PRRTE master announces status 0 for
+/// processes a job control killed. PMIx has no code for it; -3005 is in
+/// the range its headers leave to hosts.
+pub const JOB_NODES_LOST: Status = Status(-3005);
+
+/// Name shown for [`JOB_NODES_LOST`] (PMIx has none).
+pub const JOB_NODES_LOST_NAME: &str = "PSCHED_EVENT_JOB_NODES_LOST";
+
 #[cfg(test)]
 mod tests {
     use super::*;
