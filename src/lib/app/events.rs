@@ -58,6 +58,8 @@ pub fn registrations_for(kinds: &[EventKind]) -> Vec<Vec<Status>> {
         crate::proto::status::NODES_LOST,
         crate::proto::status::JOB_CANCELLED,
         crate::proto::status::JOB_NODES_LOST,
+        crate::proto::status::SOURCE_UNREACHABLE,
+        crate::proto::status::SOURCE_BACK,
     ]);
     vec![known, Vec::new()]
 }
@@ -111,6 +113,8 @@ pub fn own_name(st: Status) -> Option<&'static str> {
         (own::NODES_LOST, own::NODES_LOST_NAME),
         (own::JOB_CANCELLED, own::JOB_CANCELLED_NAME),
         (own::JOB_NODES_LOST, own::JOB_NODES_LOST_NAME),
+        (own::SOURCE_UNREACHABLE, own::SOURCE_UNREACHABLE_NAME),
+        (own::SOURCE_BACK, own::SOURCE_BACK_NAME),
     ]
     .into_iter()
     .find(|(c, _)| *c == st)

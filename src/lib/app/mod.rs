@@ -39,6 +39,7 @@ mod palloc_flow;
 mod palloc_queued;
 mod palloc_ready;
 mod palloc_run;
+mod palloc_source;
 pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;

@@ -345,6 +345,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let mut codes = Vec::new();
         if self.plan.mode != PallocMode::NoWait {
             codes.push(crate::proto::status::PENDING_REASON);
+            codes.extend(super::palloc_source::CODES);
         }
         if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
             codes.extend([

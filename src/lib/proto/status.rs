@@ -160,6 +160,27 @@ pub const JOB_NODES_LOST: Status = Status(-3005);
 /// Name shown for [`JOB_NODES_LOST`] (PMIx has none).
 pub const JOB_NODES_LOST_NAME: &str = "PSCHED_EVENT_JOB_NODES_LOST";
 
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// when its node source (Slurm's controller) stops answering:
+/// `PMIX_EVENT_TEXT_MESSAGE` (the sentence palloc shows). Running work is
+/// untouched and requests wait; [`SOURCE_BACK`] follows when it answers
+/// again. PMIx has no code for it; -3006 is in the range its headers leave
+/// to hosts.
+pub const SOURCE_UNREACHABLE: Status = Status(-3006);
+
+/// Name shown for [`SOURCE_UNREACHABLE`] (PMIx has none).
+pub const SOURCE_UNREACHABLE_NAME: &str = "PSCHED_EVENT_SOURCE_UNREACHABLE";
+
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// when its node source answers again after [`SOURCE_UNREACHABLE`]:
+/// `PMIX_EVENT_TEXT_MESSAGE` (the sentence, with how long it was away).
+/// PMIx has no code for it; -3007 is in the range its headers leave to
+/// hosts.
+pub const SOURCE_BACK: Status = Status(-3007);
+
+/// Name shown for [`SOURCE_BACK`] (PMIx has none).
+pub const SOURCE_BACK_NAME: &str = "PSCHED_EVENT_SOURCE_BACK";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -556,6 +556,7 @@ impl Dvm {
                 }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
                 Out::Queued { tag, reason, text } => self.queued(tag, &reason, &text, out)?,
+                Out::Source { up, text, tag } => self.source(up, &text, tag, out)?,
             }
         }
         Ok(())
@@ -674,6 +675,36 @@ impl Dvm {
             &who,
             &infos,
         )?;
+        out.push(Send::Own(t, body));
+        Ok(())
+    }
+
+    /// Whether the node source answers (`up`), said in `text`: to every
+    /// tool, or to the requester of the request waiting on `tag` alone
+    /// (nobody when the DVM did not say who asked).
+    fn source(
+        &mut self,
+        up: bool,
+        text: &str,
+        tag: Option<u32>,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        let code = if up {
+            crate::proto::status::SOURCE_BACK
+        } else {
+            crate::proto::status::SOURCE_UNREACHABLE
+        };
+        let infos = [Info::new(keys::EVENT_TEXT_MESSAGE, text)];
+        let body = match tag {
+            None => wire::notify_all(self.wire, code, &infos)?,
+            Some(tag) => {
+                let Some((_, who)) = self.askers.get(&tag).cloned() else {
+                    return Ok(());
+                };
+                wire::notify_one(self.wire, code, &who, &infos)?
+            }
+        };
+        let t = self.plain_tag();
         out.push(Send::Own(t, body));
         Ok(())
     }
