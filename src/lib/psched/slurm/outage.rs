@@ -16,6 +16,12 @@ use super::SlurmBackend;
 /// within this (and one `scontrol ping`) of the controller's return.
 pub(super) const PING_MS: u64 = 1000;
 
+/// An outage that begins within this of the last one's end (ms) is not
+/// said to the tools again, nor its end (psched's log says each): a
+/// controller that answers `scontrol ping` but not the job query would
+/// otherwise flap every period.
+const QUIET_MS: u64 = 30_000;
+
 /// An outage of Slurm's controller, as psched follows it.
 #[derive(Debug, Default)]
 pub(super) struct Outage {
@@ -25,6 +31,10 @@ pub(super) struct Outage {
     pinging: bool,
     /// When to ping next (ms).
     next_ping: u64,
+    /// The tools were told this outage began.
+    announced: bool,
+    /// When the last outage ended (ms).
+    ended: Option<u64>,
     /// What the tools are to hear at the next turn.
     news: Vec<Out>,
 }
@@ -54,11 +64,14 @@ impl SlurmBackend {
         eprintln!("psched: Slurm unreachable ({why}): sessions kept, requests wait");
         self.outage.since = Some(now);
         self.outage.next_ping = now + PING_MS;
-        self.outage.news.push(Out::Source {
-            up: false,
-            text: down_text(0, why),
-            tag: None,
-        });
+        self.outage.announced = self.outage.ended.is_none_or(|t| now >= t + QUIET_MS);
+        if self.outage.announced {
+            self.outage.news.push(Out::Source {
+                up: false,
+                text: down_text(0, why),
+                tag: None,
+            });
+        }
     }
 
     /// Slurm answered: an outage ends (said to the log and every tool);
@@ -70,6 +83,17 @@ impl SlurmBackend {
         };
         let secs = now.saturating_sub(since) / 1000;
         eprintln!("psched: Slurm reachable again (after {secs} s)");
+        self.outage.ended = Some(now);
+        self.next_show = 0;
+        self.partitions_changed();
+        for w in self.allocs.values_mut().filter_map(|a| a.waiting.as_mut()) {
+            if w.again_at.is_some() {
+                w.again_at = Some(now);
+            }
+        }
+        if !self.outage.announced {
+            return;
+        }
         self.outage.news.push(Out::Source {
             up: true,
             text: format!(
@@ -78,18 +102,14 @@ impl SlurmBackend {
             ),
             tag: None,
         });
-        self.next_show = 0;
-        self.partitions_changed();
-        for w in self.allocs.values_mut().filter_map(|a| a.waiting.as_mut()) {
-            if w.again_at.is_some() {
-                w.again_at = Some(now);
-            }
-        }
     }
 
     /// The request waiting on `tag` cannot reach Slurm: its requester
     /// hears of the outage (it may have asked after it was announced).
     pub(super) fn tell_waiting(&mut self, tag: u32, why: &str, now: u64) {
+        if !self.outage.announced {
+            return;
+        }
         let since = self.outage.since.unwrap_or(now);
         self.outage.news.push(Out::Source {
             up: false,
@@ -161,5 +181,13 @@ mod tests {
             matches!(&news[..], [Out::Source { up: true, text, .. }] if text.contains("100 s")),
             "{news:?}"
         );
+        // Down again at once (the job query fails, the ping answers): the
+        // log says it, the tools are not told again.
+        b.unreachable("bad answer", 102_000);
+        b.outage.pinging = true;
+        b.pinged(true, 103_000);
+        assert!(b.outage_step(103_000).is_empty());
+        b.unreachable("connection refused", 200_000);
+        assert_eq!(b.outage_step(200_000).len(), 1, "a later outage is said");
     }
 }
