@@ -63,6 +63,7 @@ mod psched_rules;
 mod psched_slurm;
 mod psched_slurm_lost;
 mod psched_slurm_share;
+mod psched_slurm_slots;
 mod psched_truth;
 mod psij_suite;
 mod pspawn_array;

@@ -25,6 +25,7 @@
 //! says so in its log and to every tool, pings it every second, and at its
 //! first answer asks again; requests wait ([`outage`]).
 
+mod apart;
 pub mod ctl;
 pub mod hostlist;
 pub mod job;
@@ -367,11 +368,12 @@ impl SlurmBackend {
         self.partitions_changed();
     }
 
-    /// Start (or start again) the salloc of `w`.
+    /// Start (or start again) the salloc of `w`, apart from psched's other
+    /// grants ([`apart`]).
     fn submit(&mut self, w: &Waiting) {
         self.worker.send(Task::Submit {
             key: w.key.clone(),
-            ask: Box::new(w.ask.clone()),
+            ask: Box::new(self.apart(w)),
             name: w.name.clone(),
         });
     }

@@ -501,6 +501,9 @@ impl SlurmBackend {
 
     /// The waiting request of `id` was granted job `j`: answer the DVM.
     fn granted(&mut self, id: &str, j: &Job) -> Result<Vec<Out>> {
+        if self.landed_on_another(id, j) {
+            return Ok(Vec::new());
+        }
         self.partitions_changed();
         let mut sessions = self.ledger.sessions;
         let now = super::super::now_ms();
