@@ -101,6 +101,7 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
     let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
     let o = crate::support::wait_output(spawned, Duration::from_secs(120));
     let said = text(&o.stderr);
+    eprintln!("pspawn of the rank on {down} said: {said}");
     assert_eq!(o.status.code(), Some(1), "{said}\n{}", ctx());
     assert!(
         said.contains("NODE_FAIL") && said.contains(&down) && said.contains(&id),
@@ -115,6 +116,7 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
             .args(["--target", &id, ask[0], ask[1], "hostname"]));
         assert_eq!(o.status.code(), Some(4), "{ask:?}: {}\n{}", show(&o), ctx());
         let said = text(&o.stderr);
+        eprintln!("pspawn {ask:?} in what is left said: {said}");
         assert!(
             said.contains(&down) && said.contains("left it") && said.contains(&kept),
             "{ask:?} says what is left and which node left: {said}\n{}",
@@ -223,6 +225,7 @@ fn an_outage_is_said_to_holders_and_queued_pallocs_and_its_end_grants_at_once(v:
         c.psched_log()
     );
     // The figure for the report: psched's log says when it submitted again.
+    eprintln!("the palloc that asked during the outage recorded:\n{down_b}{up_b}{grant}");
     eprintln!(
         "outage figure ({}): back said {said_back:.1} s and the request granted {:.1} s after \
          the controller answered again\n{}",
