@@ -57,6 +57,9 @@ pub fn registrations_for(kinds: &[EventKind]) -> Vec<Vec<Status>> {
     known.extend([
         crate::proto::status::NODES_LOST,
         crate::proto::status::JOB_CANCELLED,
+        crate::proto::status::JOB_NODES_LOST,
+        crate::proto::status::SOURCE_UNREACHABLE,
+        crate::proto::status::SOURCE_BACK,
     ]);
     vec![known, Vec::new()]
 }
@@ -98,6 +101,25 @@ pub fn kind_of(st: Status) -> Option<EventKind> {
     } else {
         None
     }
+}
+
+/// The name of an event code pdvm, psched or the tools defined (PMIx
+/// has none for them).
+pub fn own_name(st: Status) -> Option<&'static str> {
+    use crate::proto::status as own;
+    [
+        (NODE_CHANGE, NODE_CHANGE_NAME),
+        (own::PENDING_REASON, own::PENDING_REASON_NAME),
+        (own::NODES_LOST, own::NODES_LOST_NAME),
+        (own::JOB_CANCELLED, own::JOB_CANCELLED_NAME),
+        (own::JOB_NODES_LOST, own::JOB_NODES_LOST_NAME),
+        (own::SOURCE_UNREACHABLE, own::SOURCE_UNREACHABLE_NAME),
+        (own::SOURCE_BACK, own::SOURCE_BACK_NAME),
+        (own::REQUEST_LOST, own::REQUEST_LOST_NAME),
+    ]
+    .into_iter()
+    .find(|(c, _)| *c == st)
+    .map(|(_, n)| n)
 }
 
 /// The fields of one event, owned.
@@ -150,17 +172,7 @@ impl EventFields {
         // A job's termination status is a PMIx status when <= 0, else an exit code.
         let status = match ev.get(keys::JOB_TERM_STATUS) {
             Some(Value::Status(s)) if s.0 <= 0 => Some(s.name().to_string()),
-            _ if ev.status == NODE_CHANGE => Some(NODE_CHANGE_NAME.to_string()),
-            _ if ev.status == crate::proto::status::NODES_LOST => {
-                Some(crate::proto::status::NODES_LOST_NAME.to_string())
-            }
-            _ if ev.status == crate::proto::status::JOB_CANCELLED => {
-                Some(crate::proto::status::JOB_CANCELLED_NAME.to_string())
-            }
-            _ if ev.status == crate::proto::status::REQUEST_LOST => {
-                Some(crate::proto::status::REQUEST_LOST_NAME.to_string())
-            }
-            _ => Some(ev.status.name().to_string()),
+            _ => Some(own_name(ev.status).unwrap_or(ev.status.name()).to_string()),
         };
         let change = ev.get(CHANGE).and_then(text).or_else(|| {
             (ev.status == Status::ALLOC_TIMEOUT_WARNING).then(|| "warning".to_string())
@@ -178,7 +190,7 @@ impl EventFields {
         EventFields {
             event: kind
                 .map(|k| k.name().to_string())
-                .unwrap_or_else(|| ev.status.name().to_string()),
+                .unwrap_or_else(|| own_name(ev.status).unwrap_or(ev.status.name()).to_string()),
             time,
             alloc_id: ev.get(keys::ALLOC_ID).and_then(text),
             request_id: ev.get(keys::ALLOC_REQ_ID).and_then(text),

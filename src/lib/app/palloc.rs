@@ -587,6 +587,9 @@ pub(super) fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Opti
         show_warning(&ev, alloc_id, ui);
         return None;
     }
+    if super::palloc_source::on_event(s, bytes, ui) {
+        return None;
+    }
     if let Some(text) = super::alloc_end::nodes_lost(&ev, alloc_id) {
         if ui.json {
             ui.record(&EventFields::from_event(&ev, now_secs()).record());

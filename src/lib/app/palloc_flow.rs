@@ -344,10 +344,9 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
     fn listen_for_warnings(&self, s: &Session) {
         let mut codes = Vec::new();
         if self.plan.mode != PallocMode::NoWait {
-            codes.extend([
-                crate::proto::status::PENDING_REASON,
-                crate::proto::status::REQUEST_LOST,
-            ]);
+            codes.push(crate::proto::status::PENDING_REASON);
+            codes.extend(super::palloc_source::CODES);
+            codes.push(crate::proto::status::REQUEST_LOST);
         }
         if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
             codes.extend([

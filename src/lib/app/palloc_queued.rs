@@ -17,8 +17,13 @@ pub(super) struct QueuedReason {
 }
 
 impl QueuedReason {
-    /// Say the reason an event `bytes` carries, when it is a new one.
+    /// Say the reason an event `bytes` carries, when it is a new one, or
+    /// that the scheduler's node source stopped or resumed answering
+    /// ([`super::palloc_source`]).
     pub(super) fn on_event(&mut self, s: &Session, bytes: &[u8], ui: &Ui) {
+        if super::palloc_source::on_event(s, bytes, ui) {
+            return;
+        }
         let Some(text) = reason_text(s, bytes) else {
             return;
         };

@@ -17,7 +17,7 @@ use super::alloc_end::AllocEnd;
 use super::launch::{self, Followed, OutputSink};
 use super::{connect_for, finish, signals, Failure, Ui};
 use crate::proto::keys;
-use crate::proto::status::JOB_CANCELLED;
+use crate::proto::status::{JOB_CANCELLED, JOB_NODES_LOST};
 
 /// Run pspawn; returns the exit code.
 pub fn run(args: &PspawnArgs) -> i32 {
@@ -605,10 +605,11 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     // In an allocation, its end too: the node source's cause (Slurm's
     // scancel, TIMEOUT, NODE_FAIL) is pspawn's when it stops the job.
     // And a `prelease JOB` of it (see `cancelled_by`).
+    // And a node of it that the node source took (psched's notice).
     let more: &[Status] = if req.targets.is_empty() {
         &[JOB_CANCELLED]
     } else {
-        &[JOB_CANCELLED, Status::EVENT_SESSION_END]
+        &[JOB_CANCELLED, Status::EVENT_SESSION_END, JOB_NODES_LOST]
     };
     let registration = launch::register_job_end_and(s, more)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
@@ -705,6 +706,9 @@ fn spawn_when_slots_free(
                         }
                     }
                     super::pspawn_wait::Busy::Refuse => break Err(e),
+                    super::pspawn_wait::Busy::Never(why) => {
+                        return Err(Failure::with(Exit::Refused, Some(e.status), why));
+                    }
                 }
             }
             r => break r,
@@ -742,6 +746,7 @@ impl Running<'_> {
         let timeout = req.timeout_secs.map(Duration::from_secs);
         let mut alloc_end: Option<(String, AllocEnd)> = None;
         let mut cancelled: Option<String> = None;
+        let mut lost: Option<String> = None;
         let followed = launch::follow(
             s,
             ns,
@@ -755,6 +760,10 @@ impl Running<'_> {
                 JobOutput::Event(ev) => {
                     if let Some(who) = cancel_notice(ev, ns) {
                         cancelled = Some(who);
+                    }
+                    if let Some(what) = super::job_lost::notice(ev, ns) {
+                        ui.detail(&what);
+                        lost = Some(what);
                     }
                     if let Some(end) = allocation_end(req, ev) {
                         alloc_end = Some(end);
@@ -775,6 +784,9 @@ impl Running<'_> {
             return Err(f);
         }
         if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
+            return Err(f);
+        }
+        if let Some(f) = super::job_lost::failure(&followed, lost.as_deref()) {
             return Err(f);
         }
         followed_code(s, req, ns, followed, ui)

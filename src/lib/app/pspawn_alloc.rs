@@ -159,14 +159,33 @@ pub(crate) fn restrict_to_nodes(
         // The DVM does not say which nodes: the allocation is the limit.
         return Ok(());
     }
+    // A scheduler that answers knows which of them are still granted
+    // (PRRTE master keeps listing a node its node source took away).
+    let mut left: Vec<String> = Vec::new();
+    if let Some(held) = super::status_sched::held_nodes(s, &req.targets) {
+        left = nodes
+            .iter()
+            .filter(|n| !held.contains(n))
+            .cloned()
+            .collect();
+        nodes.retain(|n| held.contains(n));
+    }
     let want = usize::try_from(count).unwrap_or(usize::MAX);
     if want > nodes.len() {
+        let gone = if left.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " since {} left it (taken away by the scheduler's node source, or given back)",
+                left.join(",")
+            )
+        };
         return Err(Failure::with(
             Exit::Refused,
             Some(Status::ERR_OUT_OF_RESOURCE),
             format!(
-                "-N {count}: allocation {} holds {} node(s) ({}); nothing was launched. Ask for \
-at most {}, or reserve more with `palloc --extend ID -N MORE`",
+                "-N {count}: allocation {} holds {} node(s) ({}){gone}; nothing was launched. \
+Ask for at most {}, or reserve more with `palloc --extend ID -N MORE`",
                 req.targets.join(","),
                 nodes.len(),
                 nodes.join(","),

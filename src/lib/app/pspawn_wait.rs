@@ -29,13 +29,16 @@ pub(crate) enum Busy {
     Retry(Duration),
     /// Give the refusal as it is.
     Refuse,
+    /// The allocation can never hold the job now, for this reason (what
+    /// is left of it after the node source took some of its nodes).
+    Never(String),
 }
 
 /// The waiting state of one spawn.
 pub(crate) struct SlotWait {
     pause: Duration,
     /// Whether the job can ever fit; judged at the first busy answer.
-    fits: Option<bool>,
+    fits: Option<Fit>,
 }
 
 impl SlotWait {
@@ -55,9 +58,10 @@ impl SlotWait {
             return Busy::Refuse;
         }
         let first = self.fits.is_none();
-        let fits = *self.fits.get_or_insert_with(|| could_fit(s, req));
-        if !fits {
-            return Busy::Refuse;
+        match self.fits.get_or_insert_with(|| could_fit(s, req)) {
+            Fit::Yes => {}
+            Fit::No => return Busy::Refuse,
+            Fit::NotNow(why) => return Busy::Never(why.clone()),
         }
         if first {
             ui.aside(&format!(
@@ -98,17 +102,30 @@ pub(crate) fn pause(s: &Session, pause: Duration) -> Option<i32> {
     }
 }
 
+/// Whether a job fits its allocations when no other job holds their slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fit {
+    /// It does (or pspawn cannot tell: unknown slots).
+    Yes,
+    /// It never does, or pspawn cannot judge its placement.
+    No,
+    /// It did, but the nodes the allocation still holds are too few: why.
+    NotNow(String),
+}
+
 /// Whether the job could run in its allocations when no other job holds
 /// their slots: its processes (times their CPUs each) are at most the
 /// slots of the nodes it may use, and its placement is one pspawn can
-/// judge (by slot or by node). Unknown slots count as fitting.
-fn could_fit(s: &Session, req: &SpawnRequest) -> bool {
+/// judge (by slot or by node). Unknown slots count as fitting. The nodes
+/// are those the scheduler still holds when it answers (PRRTE master keeps
+/// listing a node the node source took away).
+fn could_fit(s: &Session, req: &SpawnRequest) -> Fit {
     let judged = req.map_by.as_deref().is_none_or(|m| {
         let policy = m.split(':').next().unwrap_or("").to_ascii_lowercase();
         matches!(policy.as_str(), "" | "slot" | "core" | "hwthread" | "node")
     });
     if !judged {
-        return false;
+        return Fit::No;
     }
     let want = crate::ops::status_query::Want {
         reservations: true,
@@ -117,7 +134,7 @@ fn could_fit(s: &Session, req: &SpawnRequest) -> bool {
     };
     let answers = crate::ops::status_query::status(s, want);
     let (Some(Ok(res)), Some(Ok(nodes))) = (answers.reservations, answers.nodes) else {
-        return true;
+        return Fit::Yes;
     };
     let mut names: Vec<&String> = res
         .iter()
@@ -129,14 +146,44 @@ fn could_fit(s: &Session, req: &SpawnRequest) -> bool {
     }
     names.sort();
     names.dedup();
-    let mut capacity = 0u64;
-    for n in names {
-        match nodes.iter().find(|r| &r.name == n).map(|r| r.slots) {
-            Some(slots) if slots > 0 => capacity += u64::from(slots),
-            _ => return true,
+    let slots_of = |list: &[&String]| -> Option<u64> {
+        let mut capacity = 0u64;
+        for n in list {
+            match nodes.iter().find(|r| &r.name == *n).map(|r| r.slots) {
+                Some(slots) if slots > 0 => capacity += u64::from(slots),
+                _ => return None,
+            }
         }
-    }
+        Some(capacity)
+    };
     let pe = u64::from(req.cpus_per_proc.unwrap_or(1).max(1));
     let needed: u64 = req.apps.iter().map(|a| u64::from(a.np) * pe).sum();
-    needed <= capacity
+    match slots_of(&names) {
+        None => return Fit::Yes,
+        Some(c) if needed > c => return Fit::No,
+        Some(_) => {}
+    }
+    let Some(held) = super::status_sched::held_nodes(s, &req.targets) else {
+        return Fit::Yes;
+    };
+    let (kept, gone): (Vec<&String>, Vec<&String>) =
+        names.into_iter().partition(|n| held.contains(n));
+    match slots_of(&kept) {
+        Some(c) if needed > c && !gone.is_empty() => {
+            let list = |v: &[&String]| v.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",");
+            Fit::NotNow(format!(
+                "allocation {} has {c} slot(s) left ({}) since {} left it (taken away by the \
+scheduler's node source, or given back): the job needs {needed}; nothing was launched. Ask for \
+fewer processes, or reserve more with `palloc --extend ID -N MORE`",
+                req.targets.join(","),
+                if kept.is_empty() {
+                    "no node".to_string()
+                } else {
+                    list(&kept)
+                },
+                list(&gone)
+            ))
+        }
+        _ => Fit::Yes,
+    }
 }

@@ -49,6 +49,34 @@ pub(crate) fn ask_scheduler(s: &Session, want: &Want) -> Option<Answers> {
     matches!(a.reservations, Some(Ok(_))).then_some(a)
 }
 
+/// The nodes the scheduler holds now for `alloc_ids` (those of them it
+/// holds), when it answers: PRRTE master keeps listing a node that left a
+/// grant (one the node source took away, one a partial release gave
+/// back), so its own reservation table overstates what a job may use.
+pub(crate) fn held_nodes(s: &Session, alloc_ids: &[String]) -> Option<Vec<String>> {
+    let want = Want {
+        reservations: true,
+        ..Want::default()
+    };
+    let Some(Ok(grants)) = ask_scheduler(s, &want)?.reservations else {
+        return None;
+    };
+    let mine: Vec<&ReservationRecord> = grants
+        .iter()
+        .filter(|g| alloc_ids.contains(&g.alloc_id))
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut nodes: Vec<String> = Vec::new();
+    for n in mine.iter().flat_map(|g| g.nodes.iter()) {
+        if !nodes.contains(n) {
+            nodes.push(n.clone());
+        }
+    }
+    Some(nodes)
+}
+
 /// Amend the DVM's answers `dvm` with the scheduler's `sched`.
 pub(crate) fn amend(dvm: &mut Answers, sched: Answers) {
     let Some(Ok(grants)) = sched.reservations else {

@@ -146,14 +146,49 @@ pub const JOB_CANCELLED: Status = Status(-3004);
 /// Name shown for [`JOB_CANCELLED`] (PMIx has none).
 pub const JOB_CANCELLED_NAME: &str = "PMIX_TOOLS_EVENT_JOB_CANCELLED";
 
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// just before it kills the processes of a job on nodes its node source
+/// took away (a node Slurm marked DOWN): `PMIX_NSPACE` (the job),
+/// `PMIX_ALLOC_ID`, `PMIX_NODE_LIST` (the nodes gone), `psched.end.cause`
+/// (`node-failure`) and `PMIX_EVENT_TEXT_MESSAGE` (the sentence). A pspawn
+/// following that job reports its end as the node failure (exit 1), whatever
+/// status the DVM then announces: PRRTE master announces status 0 for
+/// processes a job control killed. PMIx has no code for it; -3005 is in
+/// the range its headers leave to hosts.
+pub const JOB_NODES_LOST: Status = Status(-3005);
+
+/// Name shown for [`JOB_NODES_LOST`] (PMIx has none).
+pub const JOB_NODES_LOST_NAME: &str = "PSCHED_EVENT_JOB_NODES_LOST";
+
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// when its node source (Slurm's controller) stops answering:
+/// `PMIX_EVENT_TEXT_MESSAGE` (the sentence palloc shows). Running work is
+/// untouched and requests wait; [`SOURCE_BACK`] follows when it answers
+/// again. PMIx has no code for it; -3006 is in the range its headers leave
+/// to hosts.
+pub const SOURCE_UNREACHABLE: Status = Status(-3006);
+
+/// Name shown for [`SOURCE_UNREACHABLE`] (PMIx has none).
+pub const SOURCE_UNREACHABLE_NAME: &str = "PSCHED_EVENT_SOURCE_UNREACHABLE";
+
+/// psched's own event code, sent to every tool of the DVM (range global)
+/// when its node source answers again after [`SOURCE_UNREACHABLE`]:
+/// `PMIX_EVENT_TEXT_MESSAGE` (the sentence, with how long it was away).
+/// PMIx has no code for it; -3007 is in the range its headers leave to
+/// hosts.
+pub const SOURCE_BACK: Status = Status(-3007);
+
+/// Name shown for [`SOURCE_BACK`] (PMIx has none).
+pub const SOURCE_BACK_NAME: &str = "PSCHED_EVENT_SOURCE_BACK";
+
 /// psched's own event code, sent by a restarted psched to the requester
 /// alone (range custom) of each request that was queued when the psched
 /// before it stopped: PRRTE master keeps such a request for ever and never
 /// hands it to the new scheduler (docs/conformance.md P17), so the
 /// requester sends it again. `PMIX_ALLOC_REQ_ID` (when the request had
 /// one) and `PMIX_EVENT_TEXT_MESSAGE` (the sentence palloc shows). PMIx
-/// has no code for it; -3007 is in the range its headers leave to hosts.
-pub const REQUEST_LOST: Status = Status(-3007);
+/// has no code for it; -3008 is in the range its headers leave to hosts.
+pub const REQUEST_LOST: Status = Status(-3008);
 
 /// Name shown for [`REQUEST_LOST`] (PMIx has none).
 pub const REQUEST_LOST_NAME: &str = "PSCHED_EVENT_REQUEST_LOST";

@@ -156,8 +156,9 @@ enum Await {
     /// The namespace information for the owner check of this request.
     Check(u32),
     /// The namespace information telling which processes run on these
-    /// nodes, the node source took them away: those are killed.
-    Stop(Vec<String>),
+    /// nodes, the node source took them away: those are killed (and, when
+    /// an allocation lost them, their jobs told: [`super::lost`]).
+    Stop(Vec<String>, Option<String>),
 }
 
 /// A request waiting for its owner check.
@@ -469,8 +470,8 @@ impl Dvm {
                 Ok(Vec::new())
             }
             Some(Await::Check(req)) => self.checked(req, payload, nodes_of, out),
-            Some(Await::Stop(nodes)) => {
-                self.kill_on(&nodes, payload, out)?;
+            Some(Await::Stop(nodes, lost_by)) => {
+                self.kill_on(&nodes, lost_by.as_deref(), payload, out)?;
                 Ok(Vec::new())
             }
             None => Ok(Vec::new()),
@@ -562,7 +563,7 @@ impl Dvm {
                             "{alloc_id} ended under rule none or child: the jobs still on {} are stopped",
                             nodes.join(",")
                         ));
-                        self.stop_work_on(&nodes, out)?;
+                        self.stop_work_on(&nodes, None, out)?;
                     }
                     self.park(nodes);
                 }
@@ -571,12 +572,13 @@ impl Dvm {
                         "{alloc_id}: {} taken away by the node source: the work there is stopped",
                         nodes.join(",")
                     ));
-                    self.stop_work_on(&nodes, out)?;
+                    self.stop_work_on(&nodes, Some(&alloc_id), out)?;
                     self.tell_lost(&alloc_id, &nodes, out)?;
                     self.park(nodes);
                 }
                 Out::Warn { alloc_id, secs } => self.warn(&alloc_id, secs, out)?,
                 Out::Queued { tag, reason, text } => self.queued(tag, &reason, &text, out)?,
+                Out::Source { up, text, tag } => self.source(up, &text, tag, out)?,
             }
         }
         Ok(())
@@ -620,16 +622,30 @@ impl Dvm {
     /// Stop every process on `nodes`: ask the DVM what runs where, then
     /// kill what runs there ([`Dvm::kill_on`], on the answer). Asked before
     /// the nodes are parked, so it is answered before any grant of them.
-    fn stop_work_on(&mut self, nodes: &[String], out: &mut Vec<Send>) -> Result<()> {
+    /// `lost_by`: the allocation the node source took them from.
+    fn stop_work_on(
+        &mut self,
+        nodes: &[String],
+        lost_by: Option<&str>,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
         let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
-        let t = self.own_tag(Await::Stop(nodes.to_vec()));
+        let t = self.own_tag(Await::Stop(nodes.to_vec(), lost_by.map(String::from)));
         out.push(Send::Own(t, q));
         Ok(())
     }
 
     /// Kill the processes the namespace information (`payload`) shows on
-    /// `nodes` ([`super::stop`]).
-    fn kill_on(&mut self, nodes: &[String], payload: &[u8], out: &mut Vec<Send>) -> Result<()> {
+    /// `nodes` ([`super::stop`]); when allocation `lost_by` lost them,
+    /// each job is told first ([`super::lost`]), so that its tools report
+    /// the node failure and not the status PRRTE gives killed processes.
+    fn kill_on(
+        &mut self,
+        nodes: &[String],
+        lost_by: Option<&str>,
+        payload: &[u8],
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
         let infos = wire::query_answer(self.wire, payload)
             .map(|(_, i)| i)
             .unwrap_or_default();
@@ -646,6 +662,12 @@ impl Dvm {
             who.join(","),
             nodes.join(",")
         ));
+        if let Some(alloc_id) = lost_by {
+            for notice in super::lost::notices(self.wire, alloc_id, nodes, &procs)? {
+                let t = self.plain_tag();
+                out.push(Send::Own(t, notice));
+            }
+        }
         let t = self.plain_tag();
         out.push(Send::Own(t, super::stop::kill(self.wire, &procs)?));
         Ok(())
@@ -675,6 +697,36 @@ impl Dvm {
             &who,
             &infos,
         )?;
+        out.push(Send::Own(t, body));
+        Ok(())
+    }
+
+    /// Whether the node source answers (`up`), said in `text`: to every
+    /// tool, or to the requester of the request waiting on `tag` alone
+    /// (nobody when the DVM did not say who asked).
+    fn source(
+        &mut self,
+        up: bool,
+        text: &str,
+        tag: Option<u32>,
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        let code = if up {
+            crate::proto::status::SOURCE_BACK
+        } else {
+            crate::proto::status::SOURCE_UNREACHABLE
+        };
+        let infos = [Info::new(keys::EVENT_TEXT_MESSAGE, text)];
+        let body = match tag {
+            None => wire::notify_all(self.wire, code, &infos)?,
+            Some(tag) => {
+                let Some((_, who, _)) = self.askers.get(&tag).cloned() else {
+                    return Ok(());
+                };
+                wire::notify_one(self.wire, code, &who, &infos)?
+            }
+        };
+        let t = self.plain_tag();
         out.push(Send::Own(t, body));
         Ok(())
     }

@@ -19,6 +19,7 @@ pub mod drive;
 pub mod dvm;
 pub mod files;
 pub mod ledger;
+pub mod lost;
 pub mod out;
 pub mod serve;
 pub mod slurm;

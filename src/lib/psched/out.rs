@@ -135,6 +135,18 @@ pub enum Out {
         /// The sentence the requester's palloc shows.
         text: String,
     },
+    /// The node source stopped answering (`up` false) or answers again
+    /// (`up` true): every tool hears it, or, with `tag`, the requester of
+    /// the request waiting on that tag alone; `text` is the sentence
+    /// palloc shows.
+    Source {
+        /// Whether it answers again.
+        up: bool,
+        /// The sentence.
+        text: String,
+        /// The waiting request whose requester alone hears it.
+        tag: Option<u32>,
+    },
     /// The warning before `alloc_id` expires, `secs` seconds left.
     Warn {
         /// The allocation.

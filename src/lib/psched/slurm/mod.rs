@@ -22,11 +22,14 @@
 //! extension made in Slurm moves it), and an allocation Slurm runs no job
 //! of any more (time limit, `scancel`, node failure, preemption) has its
 //! DVM session ended. An unreachable controller changes nothing: psched
-//! says so in its log, waits with backoff and asks again; requests wait.
+//! says so in its log and to every tool, pings it every second, and at its
+//! first answer asks again; requests wait ([`outage`]).
 
+mod apart;
 pub mod ctl;
 pub mod hostlist;
 pub mod job;
+mod outage;
 pub mod reason;
 mod requests;
 pub mod waker;
@@ -55,8 +58,6 @@ const PARTITIONS_MS: u64 = 30_000;
 /// nodes (ms): a loop of grants and releases lists them once a second, not
 /// twice a round beside the next grant's Slurm commands.
 const PARTITIONS_SOON_MS: u64 = 1_000;
-/// Longest pause between attempts while Slurm is unreachable (ms).
-const MAX_BACKOFF_MS: u64 = 30_000;
 /// The prefix of an allocation id.
 const ID_PREFIX: &str = "slurm.";
 /// A request's time limit when it names none (`PSCHED_SLURM_DEFAULT_TIME`,
@@ -147,8 +148,8 @@ pub struct SlurmBackend {
     partitions_asked: u64,
     /// An `sinfo` is under way.
     listing: bool,
-    /// Since when Slurm is unreachable (ms), with the pause until the next try.
-    unreachable: Option<(u64, u64)>,
+    /// Whether Slurm's controller answers, and what the tools hear of it.
+    outage: outage::Outage,
     /// Numbers salloc submissions.
     seq: u64,
     default_secs: u32,
@@ -275,7 +276,7 @@ impl SlurmBackend {
             partitions_asked: 0,
             listing: false,
             showing: false,
-            unreachable: None,
+            outage: outage::Outage::default(),
             seq: 0,
             default_secs,
             max_secs: max_secs.max(default_secs),
@@ -367,11 +368,12 @@ impl SlurmBackend {
         self.partitions_changed();
     }
 
-    /// Start (or start again) the salloc of `w`.
+    /// Start (or start again) the salloc of `w`, apart from psched's other
+    /// grants ([`apart`]).
     fn submit(&mut self, w: &Waiting) {
         self.worker.send(Task::Submit {
             key: w.key.clone(),
-            ask: Box::new(w.ask.clone()),
+            ask: Box::new(self.apart(w)),
             name: w.name.clone(),
         });
     }
@@ -492,6 +494,9 @@ impl super::backend::Backend for SlurmBackend {
             at(t);
         }
         if let Some(t) = self.next_partitions_at() {
+            at(t.max(now));
+        }
+        if let Some(t) = self.next_ping() {
             at(t.max(now));
         }
         next

@@ -13,12 +13,13 @@ use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
 use super::reason::{EndCause, JobState, Pending, Reason};
 use super::worker::{Done, SallocEvent, SubKey, Task};
-use super::{SlurmBackend, MAX_BACKOFF_MS, PARTITIONS_MS, PARTITIONS_SOON_MS, POLL_MS};
+use super::{SlurmBackend, PARTITIONS_MS, PARTITIONS_SOON_MS, POLL_MS};
 
 impl SlurmBackend {
-    /// Whether there is anything to ask Slurm about.
+    /// Whether there is anything to ask Slurm about (nothing while it
+    /// does not answer: [`super::outage`] pings it).
     pub(super) fn wants_show(&self) -> bool {
-        !self.showing && !self.jobs_to_show().is_empty()
+        !self.showing && !self.outage.down() && !self.jobs_to_show().is_empty()
     }
 
     /// The next time a warning falls due (ms).
@@ -35,6 +36,9 @@ impl SlurmBackend {
 
     /// When an salloc refused for an unreachable Slurm is tried again (ms).
     pub(super) fn next_resubmit(&self) -> Option<u64> {
+        if self.outage.down() {
+            return None;
+        }
         self.allocs
             .values()
             .filter_map(|a| a.waiting.as_ref()?.again_at)
@@ -64,8 +68,12 @@ impl SlurmBackend {
         for d in self.worker.results() {
             out.extend(self.on_done(d, now)?);
         }
-        out.extend(self.resubmit(now));
+        out.extend(self.outage_step(now));
         out.extend(self.warnings(now)?);
+        if self.outage.down() {
+            return Ok(out);
+        }
+        out.extend(self.resubmit(now));
         if self.partitions_due(now) {
             self.listing = true;
             self.worker.send(Task::Partitions);
@@ -78,7 +86,7 @@ impl SlurmBackend {
                 self.showing = true;
                 self.worker.send(Task::Show(jobs));
             }
-            self.next_show = now + self.unreachable.map_or(POLL_MS, |(_, pause)| pause);
+            self.next_show = now + POLL_MS;
         }
         Ok(out)
     }
@@ -101,29 +109,8 @@ impl SlurmBackend {
     /// When the partitions are next due (ms), if psched will ask.
     pub(super) fn next_partitions_at(&self) -> Option<u64> {
         let first = self.next_partitions == 0;
-        (!self.listing && (first || !self.jobs_to_show().is_empty()))
+        (!self.listing && !self.outage.down() && (first || !self.jobs_to_show().is_empty()))
             .then_some(self.next_partitions)
-    }
-
-    /// Slurm could not be reached (`why`): say so once, back off.
-    fn unreachable(&mut self, why: &str, now: u64) {
-        let pause = match self.unreachable {
-            None => {
-                eprintln!("psched: Slurm unreachable ({why}): sessions kept, requests wait");
-                POLL_MS
-            }
-            Some((_, p)) => (p * 2).min(MAX_BACKOFF_MS),
-        };
-        let since = self.unreachable.map_or(now, |(s, _)| s);
-        self.unreachable = Some((since, pause));
-        self.next_show = self.next_show.max(now + pause);
-    }
-
-    fn reachable(&mut self, now: u64) {
-        if let Some((since, _)) = self.unreachable.take() {
-            let secs = now.saturating_sub(since) / 1000;
-            eprintln!("psched: Slurm reachable again (after {secs} s)");
-        }
     }
 
     fn on_done(&mut self, d: Done, now: u64) -> Result<Vec<Out>> {
@@ -153,6 +140,10 @@ impl SlurmBackend {
                 Ok(Vec::new())
             }
             Done::Salloc(key, ev) => self.on_salloc(key, ev, now),
+            Done::Pinged(up) => {
+                self.pinged(up, now);
+                Ok(Vec::new())
+            }
             Done::Partitions(r) => {
                 self.listing = false;
                 // Unreachable: the last answer stays (the jobs' own
@@ -264,15 +255,22 @@ impl SlurmBackend {
                 self.next_show = 0;
                 Ok(Vec::new())
             }
-            SallocEvent::Exit(Err(Failure::Unreachable(w))) => {
-                self.unreachable(&w, now);
-                let pause = self.unreachable.map_or(POLL_MS, |(_, p)| p);
-                eprintln!(
-                    "psched: {id} waits for Slurm (asked again in {} s)",
-                    pause / 1000
-                );
-                if let Some(w) = self.allocs.get_mut(&id).and_then(|a| a.waiting.as_mut()) {
-                    w.again_at = Some(now + pause);
+            SallocEvent::Exit(Err(Failure::Unreachable(why))) => {
+                // Asked after the outage was announced: its requester
+                // hears of it alone.
+                let known = self.outage.down();
+                self.unreachable(&why, now);
+                eprintln!("psched: {id} waits for Slurm (asked again as soon as it answers)");
+                let mut tell = None;
+                if let Some(a) = self.allocs.get_mut(&id) {
+                    let owed = a.owed;
+                    if let Some(w) = a.waiting.as_mut() {
+                        tell = w.key.ext_tag.or(owed).filter(|_| known);
+                        w.again_at = Some(now + super::outage::PING_MS);
+                    }
+                }
+                if let Some(tag) = tell {
+                    self.tell_waiting(tag, &why, now);
                 }
                 Ok(Vec::new())
             }
@@ -503,6 +501,9 @@ impl SlurmBackend {
 
     /// The waiting request of `id` was granted job `j`: answer the DVM.
     fn granted(&mut self, id: &str, j: &Job) -> Result<Vec<Out>> {
+        if self.landed_on_another(id, j) {
+            return Ok(Vec::new());
+        }
         self.partitions_changed();
         let mut sessions = self.ledger.sessions;
         let now = super::super::now_ms();

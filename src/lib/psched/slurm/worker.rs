@@ -52,6 +52,8 @@ pub enum Task {
     },
     /// What Slurm's partitions are (`sinfo`).
     Partitions,
+    /// Whether the controller answers (`scontrol ping`).
+    Ping,
     /// Start a `salloc` for `ask`, job named `name`.
     Submit {
         /// Who it is for.
@@ -101,12 +103,16 @@ pub enum Done {
     Salloc(SubKey, SallocEvent),
     /// Answer to a [`Task::Partitions`].
     Partitions(Result<Vec<crate::psched::SourcePartition>, Unreachable>),
+    /// Answer to a [`Task::Ping`]: whether the controller answered.
+    Pinged(bool),
 }
 
 /// The threads and their channels.
 pub struct Worker {
     ask: Sender<Task>,
     list: Sender<Task>,
+    /// `scontrol ping` alone: never behind a command an outage stalls.
+    ping: Sender<Task>,
     change: Sender<Task>,
     done_tx: Sender<Done>,
     done: Receiver<Done>,
@@ -154,6 +160,7 @@ fn perform(t: Task, dialect: &mut Option<Dialect>, form: &mut Option<QueryForm>)
         },
         Task::Shrink { job, keep } => Done::Shrunk(job, ctl::shrink(job, &keep)),
         Task::Partitions => Done::Partitions(ctl::partitions()),
+        Task::Ping => Done::Pinged(ctl::controller_up()),
         Task::Submit { .. } => unreachable!("salloc runs on its own thread"),
     }
 }
@@ -203,6 +210,7 @@ impl Worker {
         Ok(Worker {
             ask: lane(done_tx.clone(), waker.clone()),
             list: lane(done_tx.clone(), waker.clone()),
+            ping: lane(done_tx.clone(), waker.clone()),
             change: lane(done_tx.clone(), waker.clone()),
             done_tx,
             done,
@@ -228,6 +236,10 @@ impl Worker {
             Task::Partitions => {
                 self.busy += 1;
                 let _ = self.list.send(t);
+            }
+            Task::Ping => {
+                self.busy += 1;
+                let _ = self.ping.send(t);
             }
             _ => {
                 self.busy += 1;
