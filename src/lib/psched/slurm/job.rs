@@ -182,7 +182,8 @@ fn json_job(id: u64, j: &JsonJob) -> Result<Job, Unreachable> {
     let state = match &j.job_state {
         StateField::One(w) => JobState::from_words(&[w]),
         StateField::Flags(v) => JobState::from_words(v),
-    };
+    }
+    .with_reason(j.state_reason.as_deref().unwrap_or_default());
     Ok(Job {
         id,
         user_id: j
@@ -234,7 +235,7 @@ fn from_line(line: &str) -> Result<Job, Unreachable> {
     Ok(Job {
         id,
         user_id: uid.trim().parse().ok(),
-        state: JobState::from_words(&[state.trim()]),
+        state: JobState::from_words(&[state.trim()]).with_reason(reason),
         nodes,
         end_time: utc_secs(end.trim()),
         reason: Reason::from_slurm(reason),

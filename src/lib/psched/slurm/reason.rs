@@ -90,6 +90,24 @@ fn base(word: &str) -> Option<JobState> {
 }
 
 impl JobState {
+    /// A job Slurm shows only as ending (`COMPLETING`: before 23.11 the flag
+    /// hides its base state) whose reason tells why it ends: that cause
+    /// (`TimeLimit`, `DeadLine`: its time limit; `NodeDown`: a node failed).
+    /// Seen under load, when `COMPLETING` lasts: psched said "ended" for a
+    /// job Slurm ended at its time limit.
+    pub fn with_reason(self, reason: &str) -> JobState {
+        let id = reason.split(',').next().unwrap_or_default().trim();
+        match (self, id) {
+            (JobState::Ended(EndCause::Other), "TimeLimit" | "DeadLine") => {
+                JobState::Ended(EndCause::TimeLimit)
+            }
+            (JobState::Ended(EndCause::Other), "NodeDown") => {
+                JobState::Ended(EndCause::NodeFailure)
+            }
+            (s, _) => s,
+        }
+    }
+
     /// The state Slurm names `words`: one word (Slurm 22.05) or a base
     /// state and its flags (23.11 and later).
     pub fn from_words<S: AsRef<str>>(words: &[S]) -> JobState {
@@ -315,6 +333,29 @@ mod tests {
         assert_eq!(
             Reason::from_slurm("InvalidQOS").pending(),
             Pending::Refuse(Status::ERR_NO_PERMISSIONS)
+        );
+    }
+
+    #[test]
+    fn an_ending_job_takes_its_cause_from_its_reason() {
+        let completing = JobState::from_words(&["COMPLETING"]);
+        assert_eq!(completing, JobState::Ended(EndCause::Other));
+        assert_eq!(
+            completing.clone().with_reason("TimeLimit"),
+            JobState::Ended(EndCause::TimeLimit)
+        );
+        assert_eq!(
+            completing.clone().with_reason("NodeDown"),
+            JobState::Ended(EndCause::NodeFailure)
+        );
+        assert_eq!(
+            completing.with_reason("None"),
+            JobState::Ended(EndCause::Other)
+        );
+        assert_eq!(
+            JobState::Pending.with_reason("NodeDown"),
+            JobState::Pending,
+            "a waiting job's reason is no end cause"
         );
     }
 }
