@@ -22,6 +22,7 @@ macro_rules! say {
 }
 
 pub mod alloc_end;
+mod alloc_wait;
 mod array_orphans;
 mod array_tasks;
 mod batch_log_copy;
@@ -44,10 +45,12 @@ pub mod prelease;
 pub mod pspawn;
 mod pspawn_alloc;
 mod pspawn_array;
+mod pspawn_checks;
 mod pspawn_hosts;
 mod pspawn_owner;
 mod pspawn_wait;
 pub mod pwatch;
+mod requester;
 mod sched_down;
 pub(crate) mod shared_dir_file;
 pub(crate) mod signals;

@@ -16,7 +16,7 @@ use crate::cli::PallocArgs;
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, RequestRecord};
 
-use super::palloc::generated_request_id;
+use super::requester::generated_request_id;
 use super::{signals, Failure, Ui};
 
 /// Environment variable naming the descriptor of that pipe in the detached
@@ -283,7 +283,7 @@ fn start(
     let mut head: Vec<std::ffi::OsString> = Vec::new();
     if args.command.is_empty() {
         head.push("--hold".into());
-    } else if !super::palloc::acts_as_tool(args) {
+    } else if !super::requester::acts_as_tool(args) {
         // Inside a job: the script is a job of its own (see
         // `Plan::hand_off_before_connecting`), not one of the job's.
         head.push("--as-tool".into());

@@ -20,12 +20,12 @@ use crate::proto::{Directive, Inheritance};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
-use super::palloc::{
-    acts_as_tool, as_the_dvm_has_it, await_answer, generated_request_id, granted_record, hold,
-    interactive, request_infos, step, Awaiting, Step,
+use super::alloc_wait::{
+    as_the_dvm_has_it, await_answer, granted_record, hold, request_infos, step, Awaiting, Step,
 };
 use super::palloc_detach::{refusal_line, submit_detached, Detach, Submitter};
 use super::palloc_run::run_command;
+use super::requester::{acts_as_tool, generated_request_id, interactive};
 use super::{connect_for, finish, signals, Failure, Ui};
 
 type Outcome = std::result::Result<i32, Failure>;
@@ -144,7 +144,7 @@ timeout-warning --exec CMD`"
         let Some(program) = self.args.command.first() else {
             return Ok(());
         };
-        if super::pspawn::program_exists(program) {
+        if super::pspawn_checks::program_exists(program) {
             return Ok(());
         }
         let present = program.contains('/') && std::path::Path::new(program).is_file();

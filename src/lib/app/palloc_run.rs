@@ -16,7 +16,7 @@ use crate::ops::Session;
 use crate::render::{AllocationRecord, BatchStop};
 
 use super::alloc_end::AllocEnd;
-use super::palloc::{notice, release_after, share, step, Step};
+use super::alloc_wait::{notice, release_after, share, step, Step};
 use super::palloc_batch::Batch;
 use super::{signals, Failure, Ui};
 

@@ -15,7 +15,8 @@ use crate::ops::alloc::{allocate, begin_allocate};
 use crate::ops::Session;
 use crate::proto::{keys, AllocAttrs, Directive, Inheritance, Status};
 
-use super::palloc::{await_answer, generated_request_id, granted_record, request_infos, Awaiting};
+use super::alloc_wait::{await_answer, granted_record, request_infos, Awaiting};
+use super::requester::generated_request_id;
 use super::{Failure, Ui};
 
 /// A reservation made for one job, given back by [`JobAllocation::give_back`].

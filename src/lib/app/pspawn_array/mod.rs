@@ -178,8 +178,8 @@ fn run_tasks(
     limit: usize,
     ui: &Ui,
 ) -> Result<i32, Failure> {
-    if super::pspawn::dvm_is_local(s) {
-        super::pspawn::check_apps_locally(&req.apps)?;
+    if super::pspawn_checks::dvm_is_local(s) {
+        super::pspawn_checks::check_apps_locally(&req.apps)?;
     }
     let target = spawn_target(&req.targets, req.default_pool);
     let attrs = AttrsPresent {
@@ -187,13 +187,13 @@ fn run_tasks(
         ..Default::default()
     };
     if target.is_some() {
-        super::pspawn::check_target(s, &req.targets, ui)?;
+        super::pspawn_checks::check_target(s, &req.targets, ui)?;
     }
-    super::pspawn::create_output_files(&without_index(req))?;
+    super::pspawn_checks::create_output_files(&without_index(req))?;
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
-    info.extend(super::pspawn::job_extras(req));
+    info.extend(super::pspawn_checks::job_extras(req));
     info.push(Info::new(crate::proto::keys::STDIN_TGT, "none"));
     let mut a = Array {
         s,
@@ -466,7 +466,7 @@ impl Array<'_> {
         e: &crate::error::Error,
         fresh: bool,
     ) {
-        let f = super::pspawn::spawn_failure(self.s, self.req, &self.attrs, e);
+        let f = super::pspawn_checks::spawn_failure(self.s, self.req, &self.attrs, e);
         if let Source::Stdin(_) = self.source {
             let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
             say!(
