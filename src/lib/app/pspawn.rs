@@ -344,19 +344,8 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
     let target = spawn_target(&req.targets, req.default_pool);
     // The pspawns the job runs mark what they launch (`tool_launches`):
     // this one follows the jobs the application spawns, not theirs.
-    let marks = (!req.detach)
-        .then(crate::ops::tool_launches::own_dir)
-        .flatten()
-        .map(crate::ops::tool_launches::OwnDir);
-    if let Some(crate::ops::tool_launches::OwnDir(dir)) = &marks {
-        for a in &mut apps {
-            a.env.push(format!(
-                "{}={}",
-                crate::ops::tool_launches::ENV,
-                crate::ops::tool_launches::env_value(dir)
-            ));
-        }
-    }
+    // A guard: the folder goes when this pspawn is done.
+    let _marks = mark_launches(req, &mut apps);
     let attrs = AttrsPresent {
         spawn_target: target.is_some(),
         ..Default::default()
@@ -375,17 +364,7 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         return detach(s, req, &apps, target, &attrs, &mut job, ui);
     }
     create_output_files(req)?;
-    // In an allocation, its end too: the node source's cause (Slurm's
-    // scancel, TIMEOUT, NODE_FAIL) is pspawn's when it stops the job.
-    // And a `prelease JOB` of it (see `cancelled_by`).
-    // And a node of it that the node source took (psched's notice).
-    let more: &[Status] = if req.targets.is_empty() {
-        &[JOB_CANCELLED]
-    } else {
-        &[JOB_CANCELLED, Status::EVENT_SESSION_END, JOB_NODES_LOST]
-    };
-    let registration = launch::register_job_end_and(s, more)
-        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
+    let registration = watch_ends(s, req)?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(job_extras(req));
     let (stdin_rank, stdin_info) = stdin_target(req.stdin);
@@ -441,6 +420,44 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
         on_owner_exit: None,
     });
     Ok(code)
+}
+
+/// The folder of tool marks this pspawn's job inherits (`tool_launches`):
+/// the pspawns the job runs mark what they launch, so this one follows the
+/// jobs the application spawns, not theirs. None for a detached job.
+fn mark_launches(
+    req: &SpawnRequest,
+    apps: &mut [crate::codec::App],
+) -> Option<crate::ops::tool_launches::OwnDir> {
+    let marks = (!req.detach)
+        .then(crate::ops::tool_launches::own_dir)
+        .flatten()
+        .map(crate::ops::tool_launches::OwnDir);
+    if let Some(crate::ops::tool_launches::OwnDir(dir)) = &marks {
+        for a in apps {
+            a.env.push(format!(
+                "{}={}",
+                crate::ops::tool_launches::ENV,
+                crate::ops::tool_launches::env_value(dir)
+            ));
+        }
+    }
+    marks
+}
+
+/// Register for the job's end and, in an allocation, its end too: the
+/// node source's cause (Slurm's scancel, TIMEOUT, NODE_FAIL) is pspawn's
+/// when it stops the job; a `prelease JOB` of it (see `cancelled_by`); a
+/// node of it that the node source took (psched's notice). The
+/// registration's tag.
+fn watch_ends(s: &Session, req: &SpawnRequest) -> Result<u32, Failure> {
+    let more: &[Status] = if req.targets.is_empty() {
+        &[JOB_CANCELLED]
+    } else {
+        &[JOB_CANCELLED, Status::EVENT_SESSION_END, JOB_NODES_LOST]
+    };
+    launch::register_job_end_and(s, more)
+        .map_err(|e| Failure::from_error("cannot watch for job ends", &e))
 }
 
 /// Where job `ns`'s output goes: stdout/stderr (tagged, or as JSON

@@ -951,70 +951,83 @@ impl Dvm {
         Ok(())
     }
 
+    /// Answer grant `g`: its first node now (the others follow as psched's
+    /// own EXTENDs, changes of their own), its owner booked. The allocation,
+    /// whether it is NEW and shared, and its nodes without a daemon yet.
+    fn answer_grant(
+        &mut self,
+        g: Granted,
+        out: &mut Vec<Send>,
+    ) -> Result<(String, bool, bool, Vec<String>)> {
+        let Granted {
+            tag,
+            alloc_id,
+            mut nodes,
+            echo,
+            new,
+        } = g;
+        // One node a grow: PRRTE master died at a grant of several
+        // nodes whose daemons were up (P9); the others follow as
+        // psched's own EXTENDs, each a change of its own.
+        let rest = if nodes.len() > 1 {
+            nodes.split_off(1)
+        } else {
+            Vec::new()
+        };
+        for node in rest.into_iter().rev() {
+            self.queue.push_front(Change::Add {
+                alloc_id: alloc_id.clone(),
+                node,
+            });
+        }
+        let share = echo
+            .iter()
+            .any(|i| i.key == keys::ALLOC_SHARE && crate::codec::helpers::info_true(i));
+        // A node new to the DVM is named with its slots (the Slurm
+        // backend's nodes first reach the DVM here).
+        let named: Vec<String> = nodes.iter().map(|n| self.first_name(n)).collect();
+        let body = wire::answer(
+            self.wire,
+            Status(0),
+            Some(&alloc_id),
+            &named,
+            &wire::echo_for_dvm(&echo),
+        )?;
+        out.push(Send::Answer(tag, body));
+        if !nodes.is_empty() {
+            self.log
+                .push(format!("granted {alloc_id}: {}", nodes.join(",")));
+        }
+        for n in &nodes {
+            self.parked.remove(n);
+        }
+        if let Some((nspace, who, _)) = self.askers.remove(&tag) {
+            if new && !share {
+                let req_id = echo
+                    .iter()
+                    .find(|i| i.key == keys::ALLOC_REQ_ID)
+                    .and_then(|i| i.value.as_str().map(String::from));
+                self.book.owners.push(Owner {
+                    alloc_id: alloc_id.clone(),
+                    nspace,
+                    requester: who.nspace,
+                    rank: who.rank,
+                    session: None,
+                    req_id,
+                });
+            }
+        }
+        let fresh: Vec<String> = nodes
+            .into_iter()
+            .filter(|n| !self.book.in_dvm.contains(n))
+            .collect();
+        Ok((alloc_id, new, share, fresh))
+    }
+
     fn start(&mut self, c: Change, now: u64, out: &mut Vec<Send>) -> Result<()> {
         match c {
-            Change::Grant(Granted {
-                tag,
-                alloc_id,
-                mut nodes,
-                echo,
-                new,
-            }) => {
-                // One node a grow: PRRTE master died at a grant of several
-                // nodes whose daemons were up (P9); the others follow as
-                // psched's own EXTENDs, each a change of its own.
-                let rest = if nodes.len() > 1 {
-                    nodes.split_off(1)
-                } else {
-                    Vec::new()
-                };
-                for node in rest.into_iter().rev() {
-                    self.queue.push_front(Change::Add {
-                        alloc_id: alloc_id.clone(),
-                        node,
-                    });
-                }
-                let share = echo
-                    .iter()
-                    .any(|i| i.key == keys::ALLOC_SHARE && crate::codec::helpers::info_true(i));
-                // A node new to the DVM is named with its slots (the Slurm
-                // backend's nodes first reach the DVM here).
-                let named: Vec<String> = nodes.iter().map(|n| self.first_name(n)).collect();
-                let body = wire::answer(
-                    self.wire,
-                    Status(0),
-                    Some(&alloc_id),
-                    &named,
-                    &wire::echo_for_dvm(&echo),
-                )?;
-                out.push(Send::Answer(tag, body));
-                if !nodes.is_empty() {
-                    self.log
-                        .push(format!("granted {alloc_id}: {}", nodes.join(",")));
-                }
-                for n in &nodes {
-                    self.parked.remove(n);
-                }
-                if let Some((nspace, who, _)) = self.askers.remove(&tag) {
-                    if new && !share {
-                        let req_id = echo
-                            .iter()
-                            .find(|i| i.key == keys::ALLOC_REQ_ID)
-                            .and_then(|i| i.value.as_str().map(String::from));
-                        self.book.owners.push(Owner {
-                            alloc_id: alloc_id.clone(),
-                            nspace,
-                            requester: who.nspace,
-                            rank: who.rank,
-                            session: None,
-                            req_id,
-                        });
-                    }
-                }
-                let fresh: Vec<String> = nodes
-                    .into_iter()
-                    .filter(|n| !self.book.in_dvm.contains(n))
-                    .collect();
+            Change::Grant(g) => {
+                let (alloc_id, new, share, fresh) = self.answer_grant(g, out)?;
                 let q = wire::query(self.wire, keys::QUERY_ALLOC_IDS, Vec::new())?;
                 let asked = self.own_tag(Await::Flight);
                 out.push(Send::Own(asked, q));
@@ -1090,6 +1103,71 @@ impl Dvm {
         Ok(())
     }
 
+    /// Whether the DVM made grant `alloc_id`'s reservation (listed in
+    /// `ids`) when it is one of its own (`reserved`: a NEW not shared): if
+    /// not, its nodes go back (`None`); if so, its session is counted, and
+    /// whether psched knows its holder (only then can its release end the
+    /// settle).
+    fn confirm(&mut self, alloc_id: &str, reserved: bool, ids: &[String]) -> Option<bool> {
+        if reserved && !ids.iter().any(|i| i == alloc_id) {
+            self.log.push(format!(
+                "the DVM did not make reservation {alloc_id} after its grant: taking its nodes back"
+            ));
+            self.forget(alloc_id);
+            self.refused.push(alloc_id.to_string());
+            return None;
+        }
+        if reserved {
+            self.sessions += 1;
+            let s = self.sessions;
+            if let Some(o) = self.book.owners.iter_mut().find(|o| o.alloc_id == alloc_id) {
+                o.session = Some(s);
+            }
+        }
+        Some(self.owner_of(alloc_id).is_some())
+    }
+
+    /// The DVM's answer (`ok`) to psched's own request for `nodes`: held
+    /// in its idle reservation (`park`) or added to allocation `alloc`.
+    fn parking_answer(
+        &mut self,
+        ok: bool,
+        nodes: Vec<String>,
+        park: bool,
+        alloc: Option<String>,
+        now: u64,
+    ) {
+        if ok && !park {
+            let fresh: Vec<String> = nodes
+                .into_iter()
+                .filter(|n| !self.book.in_dvm.contains(n))
+                .collect();
+            self.flight = self.starting(fresh, now, false, alloc);
+        } else if ok {
+            if self.idle_id.is_none() {
+                self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
+                self.sessions += 1;
+            }
+            let fresh: Vec<String> = nodes
+                .iter()
+                .filter(|n| !self.book.in_dvm.contains(n))
+                .cloned()
+                .collect();
+            self.parked.extend(nodes);
+            self.flight = self.starting(fresh, now, true, None);
+        } else if park {
+            self.log.push(format!(
+                "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
+                nodes.join(",")
+            ));
+        } else {
+            self.log.push(format!(
+                "the DVM refused to add {} to an allocation (it ended?)",
+                nodes.join(",")
+            ));
+        }
+    }
+
     /// The answer to the flight's question.
     fn flight_answer(&mut self, tag: u32, payload: &[u8], now: u64) {
         let Some(f) = self.flight.take() else {
@@ -1104,25 +1182,9 @@ impl Dvm {
                 fresh,
             } if asked == tag => {
                 let ids = wire::alloc_ids_answer(self.wire, payload).unwrap_or_default();
-                if new && !share && !ids.contains(&alloc_id) {
-                    self.log.push(format!(
-                        "the DVM did not make reservation {alloc_id} after its grant: taking its nodes back"
-                    ));
-                    self.forget(&alloc_id);
-                    self.refused.push(alloc_id);
-                    return;
+                if let Some(known) = self.confirm(&alloc_id, new && !share, &ids) {
+                    self.flight = self.starting(fresh, now, known, Some(alloc_id));
                 }
-                if new && !share {
-                    self.sessions += 1;
-                    let s = self.sessions;
-                    if let Some(o) = self.book.owners.iter_mut().find(|o| o.alloc_id == alloc_id) {
-                        o.session = Some(s);
-                    }
-                }
-                // Only a grant whose holder is known (no share) can tell
-                // when it is no longer held.
-                let known = self.owner_of(&alloc_id).is_some();
-                self.flight = self.starting(fresh, now, known, Some(alloc_id));
             }
             Flight::Starting {
                 fresh,
@@ -1182,35 +1244,7 @@ impl Dvm {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
                     .is_ok_and(|s| s.is_success());
-                if ok && !park {
-                    let fresh: Vec<String> = nodes
-                        .into_iter()
-                        .filter(|n| !self.book.in_dvm.contains(n))
-                        .collect();
-                    self.flight = self.starting(fresh, now, false, alloc);
-                } else if ok {
-                    if self.idle_id.is_none() {
-                        self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
-                        self.sessions += 1;
-                    }
-                    let fresh: Vec<String> = nodes
-                        .iter()
-                        .filter(|n| !self.book.in_dvm.contains(n))
-                        .cloned()
-                        .collect();
-                    self.parked.extend(nodes);
-                    self.flight = self.starting(fresh, now, true, None);
-                } else if park {
-                    self.log.push(format!(
-                        "the DVM refused to hold {} in psched's idle reservation: they stay in its default pool",
-                        nodes.join(",")
-                    ));
-                } else {
-                    self.log.push(format!(
-                        "the DVM refused to add {} to an allocation (it ended?)",
-                        nodes.join(",")
-                    ));
-                }
+                self.parking_answer(ok, nodes, park, alloc, now);
             }
             other => self.flight = Some(other),
         }
