@@ -12,30 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
+use crate::support::slurm::on_both_versions;
 use crate::support::slurm::{start_psched_on, start_psched_with_env, SJob, Slurm, Version};
 use crate::support::{show, text, tool, wait, LineReader, ToolCommand};
-
-/// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`,
-/// once more (counted) when PRRTE master itself died during it
-/// (`support::rerun`, docs/conformance.md D9).
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v22_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Debian22)
-                })
-            })*
-        }
-        mod v26_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Current26)
-                })
-            })*
-        }
-    };
-}
 
 on_both_versions!(
     the_private_slurm_grants_and_takes_back_nodes,

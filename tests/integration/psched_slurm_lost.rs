@@ -11,27 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::psched_cluster::{run, wait_for};
 use crate::support::cluster::Cluster;
+use crate::support::slurm::on_both_versions;
 use crate::support::slurm::{Slurm, Version};
 use crate::support::{show, text, tool, wait, LineReader, ToolCommand};
-
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v22_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Debian22)
-                })
-            })*
-        }
-        mod v26_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Current26)
-                })
-            })*
-        }
-    };
-}
 
 on_both_versions!(
     a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail,

@@ -14,27 +14,9 @@ use nix::unistd::Pid;
 
 use crate::psched_cluster::{hold_with, wait_for};
 use crate::support::cluster::Cluster;
+use crate::support::slurm::on_both_versions;
 use crate::support::slurm::{start_psched_on, Slurm, Version};
 use crate::support::{show, text, tool, ToolCommand};
-
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v22_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Debian22)
-                })
-            })*
-        }
-        mod v26_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Current26)
-                })
-            })*
-        }
-    };
-}
 
 on_both_versions!(
     queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted,

@@ -7,29 +7,11 @@
 use crate::psched_cluster::{hold_with, wait_for};
 
 use crate::support::cluster::Cluster;
+use crate::support::slurm::on_both_versions;
 use crate::support::slurm::{
     slurm_in, start_psched_on, start_psched_with_env, Select, Slurm, Version,
 };
 use crate::support::{tool, ToolCommand};
-
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v22_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Debian22)
-                })
-            })*
-        }
-        mod v26_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Current26)
-                })
-            })*
-        }
-    };
-}
 
 on_both_versions!(
     one_query_a_period_asks_slurm_about_every_held_job,

@@ -9,27 +9,9 @@ use std::time::Duration;
 
 use crate::psched_cluster::{hold_with, run, wait_for};
 use crate::support::cluster::Cluster;
+use crate::support::slurm::on_both_versions;
 use crate::support::slurm::{slurm_in, start_psched_on, Select, Version};
 use crate::support::{show, tool, ToolCommand};
-
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v22_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Debian22)
-                })
-            })*
-        }
-        mod v26_05 {
-            $(#[test] fn $name() {
-                crate::support::rerun::once_more_if_a_peer_died(|| {
-                    super::$name(super::Version::Current26)
-                })
-            })*
-        }
-    };
-}
 
 on_both_versions!(two_one_slot_grants_on_shared_nodes_each_run_their_job,);
 

@@ -607,3 +607,29 @@ impl Drop for Slurm {
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Each test body once per Slurm version: `v22_05::NAME` and `v26_05::NAME`,
+/// once more (counted) when PRRTE master itself died during it
+/// (`support::rerun`, docs/conformance.md D9).
+#[allow(unused_macros)]
+macro_rules! on_both_versions {
+    ($($name:ident),* $(,)?) => {
+        mod v22_05 {
+            $(#[test] fn $name() {
+                $crate::support::rerun::once_more_if_a_peer_died(|| {
+                    super::$name($crate::support::slurm::Version::Debian22)
+                })
+            })*
+        }
+        mod v26_05 {
+            $(#[test] fn $name() {
+                $crate::support::rerun::once_more_if_a_peer_died(|| {
+                    super::$name($crate::support::slurm::Version::Current26)
+                })
+            })*
+        }
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use on_both_versions;
