@@ -168,6 +168,11 @@ fn could_fit(s: &Session, req: &SpawnRequest) -> Fit {
     };
     let (kept, gone): (Vec<&String>, Vec<&String>) =
         names.into_iter().partition(|n| held.contains(n));
+    // psched names none of them: its view lags the grant (seen as PSI/J's
+    // jobs refused on a fresh grant), not a lost node; the job waits.
+    if kept.is_empty() {
+        return Fit::Yes;
+    }
     match slots_of(&kept) {
         Some(c) if needed > c && !gone.is_empty() => {
             let list = |v: &[&String]| v.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",");
@@ -176,11 +181,7 @@ fn could_fit(s: &Session, req: &SpawnRequest) -> Fit {
 scheduler's node source, or given back): the job needs {needed}; nothing was launched. Ask for \
 fewer processes, or reserve more with `palloc --extend ID -N MORE`",
                 req.targets.join(","),
-                if kept.is_empty() {
-                    "no node".to_string()
-                } else {
-                    list(&kept)
-                },
+                list(&kept),
                 list(&gone)
             ))
         }
