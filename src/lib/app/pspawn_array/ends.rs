@@ -80,16 +80,7 @@ once, or could not start) and no end of its job came; counted as failed",
             id: orphan.id,
             sink,
         };
-        let task = Task {
-            run,
-            ended: None,
-            seq: self.launched,
-            unlisted: false,
-            finished: false,
-            pull,
-            next: None,
-            trailing: None,
-        };
+        let task = Task::started(run, self.launched, pull, None);
         self.tasks.insert(ns.to_string(), task);
         self.alive += 1;
         self.task_ended(ns, code);

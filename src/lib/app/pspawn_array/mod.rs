@@ -63,6 +63,23 @@ struct Task {
     trailing: Option<trailing::Trailing>,
 }
 
+impl Task {
+    /// A task just seen running (launched `seq`-th): its output pull, if
+    /// one is under way, and how to launch it again.
+    fn started(run: Running, seq: u64, pull: Option<u64>, next: Option<Next>) -> Task {
+        Task {
+            run,
+            ended: None,
+            seq,
+            unlisted: false,
+            finished: false,
+            pull,
+            next,
+            trailing: None,
+        }
+    }
+}
+
 /// How often a task PRRTE ended unrun is launched again.
 const MAX_RELAUNCH: u32 = 3;
 
@@ -438,16 +455,7 @@ impl Array<'_> {
             sink,
         };
         self.launched += 1;
-        let task = Task {
-            run,
-            ended: None,
-            seq: self.launched,
-            unlisted: false,
-            finished: false,
-            pull: None,
-            next: Some(again),
-            trailing: None,
-        };
+        let task = Task::started(run, self.launched, None, Some(again));
         self.orphans.launched(&ns);
         self.tasks.insert(ns, task);
         self.alive += 1;
