@@ -376,12 +376,13 @@ fn palloc_alone_at_a_terminal_opens_a_shell_in_the_allocation() {
     assert!(text(&out.stdout).is_empty(), "{}", show(&out));
 }
 
-#[test]
-fn stdin_goes_to_rank_0_against_prrte_3_0_14() {
-    let dvm = Prte::start();
-    let mut cmd = tool(&dvm, "pspawn");
-    cmd.arg("cat");
-    let out = run_with_input(&mut cmd, b"hello wheel\n", 60);
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert_eq!(text(&out.stdout), "hello wheel\n", "{}", show(&out));
+crate::prrte_3_test! {
+    fn stdin_goes_to_rank_0_against_prrte_3_0_14() {
+        let dvm = Prte::start();
+        let mut cmd = tool(&dvm, "pspawn");
+        cmd.arg("cat");
+        let out = run_with_input(&mut cmd, b"hello wheel\n", 60);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(text(&out.stdout), "hello wheel\n", "{}", show(&out));
+    }
 }

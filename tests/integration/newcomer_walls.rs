@@ -197,7 +197,7 @@ for i in $(seq 100); do pwatch --status --what reservations | grep -q active && 
 palloc --no-wait -N 1 -J later -- ./job.sh > /dev/null
 for i in $(seq 100); do pwatch --status | grep -q '^ *later .*queued' && break; sleep 0.1; done
 pwatch --status --json | grep -o '"batch_jobs":\[[^]]*\]'
-prelease --cancel later > /dev/null 2>&1
+prelease --cancel later >&2 2>&1; echo "cancel=$?" >&2
 echo after; pwatch --status --json | grep -o '"batch_jobs":\[[^]]*\]'
 kill $H"#,
     );

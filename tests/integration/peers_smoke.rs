@@ -46,194 +46,199 @@ fn pps_namespaces(out: &Output) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn prte_reports_uri_and_writes_rendezvous_files() {
-    let dvm = Prte::start();
-    eprintln!(
-        "DVM pid {} nspace {} rank {} uri {} version {}",
-        dvm.pid, dvm.server_nspace, dvm.rank, dvm.uri, dvm.version
-    );
-
-    // uri file: "prte-<host>-<pid>@0.0;tcp4://127.0.0.1:PORT" then "v5.0.11…".
-    let host = support::short_hostname();
-    assert_eq!(dvm.server_nspace, format!("prte-{host}-{}@0", dvm.pid));
-    assert_eq!(dvm.rank, 0);
-    assert!(
-        dvm.uri.starts_with("tcp4://127.0.0.1:"),
-        "uri {:?}",
-        dvm.uri
-    );
-    assert_ne!(dvm.port(), 0);
-    assert!(
-        dvm.version.starts_with("v5.0.11"),
-        "version {:?}",
-        dvm.version
-    );
-    let uri_text = fs::read_to_string(dvm.uri_file()).expect("uri file");
-    assert_eq!(uri_text, format!("{}\n{}\n", dvm.full_uri(), dvm.version));
-
-    // The server really listens there.
-    TcpStream::connect_timeout(&([127, 0, 0, 1], dvm.port()).into(), Duration::from_secs(2))
-        .expect("DVM accepts TCP connections on its uri port");
-
-    // Rendezvous files: pmix.<host>.tool, .tool.<pid>, .tool.<nspace>.
-    let dir = dvm.rendezvous_dir();
-    let names: Vec<String> = dvm
-        .rendezvous_files()
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    let mut expected = vec![
-        format!("pmix.{host}.tool"),
-        format!("pmix.{host}.tool.{}", dvm.pid),
-        format!("pmix.{host}.tool.{}", dvm.server_nspace),
-    ];
-    expected.sort();
-    assert_eq!(names, expected, "in {}", dir.display());
-
-    let uid = nix::unistd::getuid().as_raw();
-    let gid = nix::unistd::getgid().as_raw();
-    for file in dvm.rendezvous_files() {
-        let body = fs::read_to_string(&file).expect("rendezvous file readable");
-        let lines: Vec<&str> = body.lines().collect();
-        assert!(lines.len() >= 5, "{}: {body:?}", file.display());
-        assert_eq!(lines[0], dvm.full_uri(), "{}", file.display());
-        assert_eq!(lines[1], dvm.version.trim_start_matches('v'));
-        assert_eq!(lines[2], dvm.pid.to_string());
-        assert_eq!(lines[3], format!("{uid}:{gid}"));
-        assert!(
-            !lines[4].is_empty(),
-            "start time line in {}",
-            file.display()
+crate::prrte_3_test! {
+    fn prte_reports_uri_and_writes_rendezvous_files() {
+        let dvm = Prte::start();
+        eprintln!(
+            "DVM pid {} nspace {} rank {} uri {} version {}",
+            dvm.pid, dvm.server_nspace, dvm.rank, dvm.uri, dvm.version
         );
-    }
-}
 
-#[test]
-fn prte_stops_and_cleans_up_on_drop() {
-    let dvm = Prte::start();
-    let (pid, tmpdir) = (dvm.pid, dvm.tmpdir.clone());
-    assert!(dvm.rendezvous_dir().is_dir());
-    drop(dvm);
-    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
-    assert!(!alive, "prte {pid} still running after drop");
-    assert!(!tmpdir.exists(), "{} left behind", tmpdir.display());
-}
+        // uri file: "prte-<host>-<pid>@0.0;tcp4://127.0.0.1:PORT" then "v5.0.11…".
+        let host = support::short_hostname();
+        assert_eq!(dvm.server_nspace, format!("prte-{host}-{}@0", dvm.pid));
+        assert_eq!(dvm.rank, 0);
+        assert!(
+            dvm.uri.starts_with("tcp4://127.0.0.1:"),
+            "uri {:?}",
+            dvm.uri
+        );
+        assert_ne!(dvm.port(), 0);
+        assert!(
+            dvm.version.starts_with("v5.0.11"),
+            "version {:?}",
+            dvm.version
+        );
+        let uri_text = fs::read_to_string(dvm.uri_file()).expect("uri file");
+        assert_eq!(uri_text, format!("{}\n{}\n", dvm.full_uri(), dvm.version));
 
-#[test]
-fn parallel_dvms_are_isolated() {
-    let a = Prte::start();
-    let b = Prte::start();
-    assert_ne!(a.tmpdir, b.tmpdir);
-    assert_ne!(a.port(), b.port());
-    let only_own = |dvm: &Prte| {
-        let entries: Vec<String> = fs::read_dir(&dvm.tmpdir)
-            .expect("tmpdir")
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("prte."))
-            .filter(|n| n != "prte.out" && n != "prte.err")
+        // The server really listens there.
+        TcpStream::connect_timeout(&([127, 0, 0, 1], dvm.port()).into(), Duration::from_secs(2))
+            .expect("DVM accepts TCP connections on its uri port");
+
+        // Rendezvous files: pmix.<host>.tool, .tool.<pid>, .tool.<nspace>.
+        let dir = dvm.rendezvous_dir();
+        let names: Vec<String> = dvm
+            .rendezvous_files()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(entries, vec![format!("prte.{}", dvm.pid)]);
-    };
-    only_own(&a);
-    only_own(&b);
-}
+        let mut expected = vec![
+            format!("pmix.{host}.tool"),
+            format!("pmix.{host}.tool.{}", dvm.pid),
+            format!("pmix.{host}.tool.{}", dvm.server_nspace),
+        ];
+        expected.sort();
+        assert_eq!(names, expected, "in {}", dir.display());
 
-/// Debian's OpenPMIx 4.2.2 `pps` connects to PRRTE 3.0.14 by each route a
-/// 4.2.2 tool offers and runs the namespace query.
-#[test]
-fn debian_pps_connects_and_queries_namespaces() {
-    let dvm = Prte::start();
-    let pps = debian_pmix_tool("pps");
-    let routes: [(&str, Vec<String>); 4] = [
-        ("--uri", vec!["--uri".into(), dvm.full_uri()]),
-        (
-            "--uri file:",
-            vec!["--uri".into(), format!("file:{}", dvm.uri_file().display())],
-        ),
-        ("--pid", vec!["--pid".into(), dvm.pid.to_string()]),
-        ("TMPDIR search", vec![]),
-    ];
-    let prefix = format!("{}@", dvm.server_nspace.trim_end_matches("@0"));
-    let mut seen_before: Vec<String> = Vec::new();
-    for (route, args) in routes {
-        let out = run_with_timeout(dvm.tool_command(&pps).args(&args), 30);
-        eprintln!("pps {route}: {}", text(&out).trim());
-        assert!(
-            out.status.success(),
-            "pps via {route} failed: {}\n{}\n{}",
-            out.status,
-            text(&out),
-            dvm.logs()
-        );
-        let nspaces = pps_namespaces(&out);
-        assert!(
-            !nspaces.is_empty(),
-            "pps via {route} listed no namespace: {}",
-            text(&out)
-        );
-        assert!(
-            nspaces.iter().all(|n| n.starts_with(&prefix)),
-            "pps via {route}: namespaces {nspaces:?} not from DVM {}",
-            dvm.server_nspace
-        );
-        // Each tool gets a fresh namespace that stays listed afterwards.
-        assert!(nspaces.len() > seen_before.len(), "{route}: {nspaces:?}");
-        assert!(
-            seen_before.iter().all(|n| nspaces.contains(n)),
-            "{route}: {nspaces:?}"
-        );
-        seen_before = nspaces;
-    }
-}
-
-/// See the module doc: Debian's pquery 4.2.2 crashes (SIGFPE) in its own
-/// start-up. The test proves the crash does not depend on the server; if a
-/// fixed pquery exits normally, it must have connected and listed the DVM's
-/// namespaces.
-#[test]
-fn pquery_crashes_before_connecting() {
-    let dvm = Prte::start();
-    let pquery = debian_pmix_tool("pquery");
-    let with_dvm = run_with_timeout(
-        dvm.tool_command(&pquery)
-            .args(["--uri", &dvm.full_uri(), "pmix.qry.ns"]),
-        30,
-    );
-    eprintln!(
-        "pquery --uri {} pmix.qry.ns: {} {:?}",
-        dvm.full_uri(),
-        with_dvm.status,
-        text(&with_dvm)
-    );
-    match with_dvm.status.signal() {
-        Some(sig) => {
-            assert_eq!(
-                sig,
-                libc_sigfpe(),
-                "pquery killed by signal {sig}, expected SIGFPE"
-            );
-            // Same crash with nothing to connect to: a client-side bug.
-            let empty = support::unique_tmpdir("noserver");
-            let mut cmd = std::process::Command::new(&pquery);
-            support::scrub_pmix_env(&mut cmd).env("TMPDIR", empty.path());
-            let alone = run_with_timeout(cmd.arg("pmix.qry.ns"), 30);
-            assert_eq!(
-                alone.status.signal(),
-                Some(libc_sigfpe()),
-                "pquery without a server: {} {}",
-                alone.status,
-                text(&alone)
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        for file in dvm.rendezvous_files() {
+            let body = fs::read_to_string(&file).expect("rendezvous file readable");
+            let lines: Vec<&str> = body.lines().collect();
+            assert!(lines.len() >= 5, "{}: {body:?}", file.display());
+            assert_eq!(lines[0], dvm.full_uri(), "{}", file.display());
+            assert_eq!(lines[1], dvm.version.trim_start_matches('v'));
+            assert_eq!(lines[2], dvm.pid.to_string());
+            assert_eq!(lines[3], format!("{uid}:{gid}"));
+            assert!(
+                !lines[4].is_empty(),
+                "start time line in {}",
+                file.display()
             );
         }
-        None => {
-            assert!(with_dvm.status.success(), "pquery: {}", text(&with_dvm));
+    }
+}
+
+crate::prrte_3_test! {
+    fn prte_stops_and_cleans_up_on_drop() {
+        let dvm = Prte::start();
+        let (pid, tmpdir) = (dvm.pid, dvm.tmpdir.clone());
+        assert!(dvm.rendezvous_dir().is_dir());
+        drop(dvm);
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
+        assert!(!alive, "prte {pid} still running after drop");
+        assert!(!tmpdir.exists(), "{} left behind", tmpdir.display());
+    }
+}
+
+crate::prrte_3_test! {
+    fn parallel_dvms_are_isolated() {
+        let a = Prte::start();
+        let b = Prte::start();
+        assert_ne!(a.tmpdir, b.tmpdir);
+        assert_ne!(a.port(), b.port());
+        let only_own = |dvm: &Prte| {
+            let entries: Vec<String> = fs::read_dir(&dvm.tmpdir)
+                .expect("tmpdir")
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("prte."))
+                .filter(|n| n != "prte.out" && n != "prte.err")
+                .collect();
+            assert_eq!(entries, vec![format!("prte.{}", dvm.pid)]);
+        };
+        only_own(&a);
+        only_own(&b);
+    }
+}
+
+crate::prrte_3_test! {
+    /// Debian's OpenPMIx 4.2.2 `pps` connects to PRRTE 3.0.14 by each route a
+    /// 4.2.2 tool offers and runs the namespace query.
+    fn debian_pps_connects_and_queries_namespaces() {
+        let dvm = Prte::start();
+        let pps = debian_pmix_tool("pps");
+        let routes: [(&str, Vec<String>); 4] = [
+            ("--uri", vec!["--uri".into(), dvm.full_uri()]),
+            (
+                "--uri file:",
+                vec!["--uri".into(), format!("file:{}", dvm.uri_file().display())],
+            ),
+            ("--pid", vec!["--pid".into(), dvm.pid.to_string()]),
+            ("TMPDIR search", vec![]),
+        ];
+        let prefix = format!("{}@", dvm.server_nspace.trim_end_matches("@0"));
+        let mut seen_before: Vec<String> = Vec::new();
+        for (route, args) in routes {
+            let out = run_with_timeout(dvm.tool_command(&pps).args(&args), 30);
+            eprintln!("pps {route}: {}", text(&out).trim());
             assert!(
-                text(&with_dvm).contains(&dvm.server_nspace.replace("@0", "@")),
-                "pquery output lacks the DVM's namespaces: {}",
-                text(&with_dvm)
+                out.status.success(),
+                "pps via {route} failed: {}\n{}\n{}",
+                out.status,
+                text(&out),
+                dvm.logs()
             );
+            let nspaces = pps_namespaces(&out);
+            assert!(
+                !nspaces.is_empty(),
+                "pps via {route} listed no namespace: {}",
+                text(&out)
+            );
+            assert!(
+                nspaces.iter().all(|n| n.starts_with(&prefix)),
+                "pps via {route}: namespaces {nspaces:?} not from DVM {}",
+                dvm.server_nspace
+            );
+            // Each tool gets a fresh namespace that stays listed afterwards.
+            assert!(nspaces.len() > seen_before.len(), "{route}: {nspaces:?}");
+            assert!(
+                seen_before.iter().all(|n| nspaces.contains(n)),
+                "{route}: {nspaces:?}"
+            );
+            seen_before = nspaces;
+        }
+    }
+}
+
+crate::prrte_3_test! {
+    /// See the module doc: Debian's pquery 4.2.2 crashes (SIGFPE) in its own
+    /// start-up. The test proves the crash does not depend on the server; if a
+    /// fixed pquery exits normally, it must have connected and listed the DVM's
+    /// namespaces.
+    fn pquery_crashes_before_connecting() {
+        let dvm = Prte::start();
+        let pquery = debian_pmix_tool("pquery");
+        let with_dvm = run_with_timeout(
+            dvm.tool_command(&pquery)
+                .args(["--uri", &dvm.full_uri(), "pmix.qry.ns"]),
+            30,
+        );
+        eprintln!(
+            "pquery --uri {} pmix.qry.ns: {} {:?}",
+            dvm.full_uri(),
+            with_dvm.status,
+            text(&with_dvm)
+        );
+        match with_dvm.status.signal() {
+            Some(sig) => {
+                assert_eq!(
+                    sig,
+                    libc_sigfpe(),
+                    "pquery killed by signal {sig}, expected SIGFPE"
+                );
+                // Same crash with nothing to connect to: a client-side bug.
+                let empty = support::unique_tmpdir("noserver");
+                let mut cmd = std::process::Command::new(&pquery);
+                support::scrub_pmix_env(&mut cmd).env("TMPDIR", empty.path());
+                let alone = run_with_timeout(cmd.arg("pmix.qry.ns"), 30);
+                assert_eq!(
+                    alone.status.signal(),
+                    Some(libc_sigfpe()),
+                    "pquery without a server: {} {}",
+                    alone.status,
+                    text(&alone)
+                );
+            }
+            None => {
+                assert!(with_dvm.status.success(), "pquery: {}", text(&with_dvm));
+                assert!(
+                    text(&with_dvm).contains(&dvm.server_nspace.replace("@0", "@")),
+                    "pquery output lacks the DVM's namespaces: {}",
+                    text(&with_dvm)
+                );
+            }
         }
     }
 }
@@ -260,47 +265,47 @@ fn debian_python_has_pmix_4_2_2() {
     assert!(version.starts_with("OpenPMIx 4.2.2"), "version {version:?}");
 }
 
-/// Debian's OpenPMIx 4.2.2 Python binding, as a tool, connects to PRRTE
-/// 3.0.14 by URI, queries namespaces, and gets `PMIX_ERR_NOT_SUPPORTED`
-/// (-47) for an allocation request: 3.0 has no reservation support.
-
-#[test]
-fn debian_python_tool_queries_and_is_refused_allocation() {
-    let dvm = Prte::start();
-    let out = run_with_timeout(
-        dvm.tool_command(debian_pmix_python())
-            .args(libpmix_tool_args(&dvm.full_uri(), None)),
-        30,
-    );
-    eprintln!("python3-pmix tool: {}", text(&out).trim());
-    assert!(out.status.success(), "{}\n{}", text(&out), dvm.logs());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    let v: serde_json::Value =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out)));
-    assert_eq!(v["init"], 0, "{v}");
-    let me = v["me"]["nspace"].as_str().unwrap_or_default();
-    let prefix = format!("{}@", dvm.server_nspace.trim_end_matches("@0"));
-    assert!(
-        me.starts_with(&prefix),
-        "tool nspace {me:?}, DVM {}",
-        dvm.server_nspace
-    );
-    assert_ne!(me, dvm.server_nspace);
-    assert_eq!(v["query"], 0, "{v}");
-    let listed = v["namespaces"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
-    assert!(listed.split(',').any(|n| n == me), "{me} not in {listed:?}");
-    assert_eq!(v["alloc"], -47, "{v}");
-    assert_eq!(v["alloc_name"], "NOT-SUPPORTED", "{v}");
-    assert_eq!(v["finalize"], 0, "{v}");
+crate::prrte_3_test! {
+    /// Debian's OpenPMIx 4.2.2 Python binding, as a tool, connects to PRRTE
+    /// 3.0.14 by URI, queries namespaces, and gets `PMIX_ERR_NOT_SUPPORTED`
+    /// (-47) for an allocation request: 3.0 has no reservation support.
+    fn debian_python_tool_queries_and_is_refused_allocation() {
+        let dvm = Prte::start();
+        let out = run_with_timeout(
+            dvm.tool_command(debian_pmix_python())
+                .args(libpmix_tool_args(&dvm.full_uri(), None)),
+            30,
+        );
+        eprintln!("python3-pmix tool: {}", text(&out).trim());
+        assert!(out.status.success(), "{}\n{}", text(&out), dvm.logs());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().last().unwrap_or_default();
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out)));
+        assert_eq!(v["init"], 0, "{v}");
+        let me = v["me"]["nspace"].as_str().unwrap_or_default();
+        let prefix = format!("{}@", dvm.server_nspace.trim_end_matches("@0"));
+        assert!(
+            me.starts_with(&prefix),
+            "tool nspace {me:?}, DVM {}",
+            dvm.server_nspace
+        );
+        assert_ne!(me, dvm.server_nspace);
+        assert_eq!(v["query"], 0, "{v}");
+        let listed = v["namespaces"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        assert!(listed.split(',').any(|n| n == me), "{me} not in {listed:?}");
+        assert_eq!(v["alloc"], -47, "{v}");
+        assert_eq!(v["alloc_name"], "NOT-SUPPORTED", "{v}");
+        assert_eq!(v["finalize"], 0, "{v}");
+    }
 }
 
 /// The harness's time-out kills the whole process group (a grandchild

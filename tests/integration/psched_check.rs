@@ -66,45 +66,46 @@ fn a_dvm_waiting_for_a_scheduler_checks_out_and_a_served_one_warns() {
     );
 }
 
-#[test]
-fn prrte_3_no_dvm_and_an_unwritable_ledger_each_fail_saying_what_to_do() {
-    let prte = Prte::start();
-    let d = unique_tmpdir("psched-check");
-    let mut c = prte.tool_command(cargo_bin("psched"));
-    c.args([
-        "--check",
-        "--nodes",
-        "n1",
-        "--pid",
-        &prte.pid.to_string(),
-        "--ledger",
-    ])
-    .arg(d.path().join("l.json"));
-    let o = check(c);
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    let fail = lines(&o, "FAIL", "DVM");
-    assert!(
-        fail.len() == 1 && fail[0].contains("takes no scheduler"),
-        "{}",
-        show(&o)
-    );
-    let mut c = Command::new(cargo_bin("psched"));
-    c.args(["--check", "--nodes", "n1", "--uri"])
-        .arg(format!("file:{}", d.path().join("no-such-uri").display()))
-        .arg("--ledger")
-        .arg(d.path().join("no-such-folder/l.json"));
-    let o = check(c);
-    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
-    assert!(
-        lines(&o, "FAIL", "DVM")[0].contains("ras_pmix_system_scheduler"),
-        "{}",
-        show(&o)
-    );
-    assert!(
-        lines(&o, "FAIL", "ledger")[0].contains("no-such-folder"),
-        "{}",
-        show(&o)
-    );
+crate::prrte_3_test! {
+    fn prrte_3_no_dvm_and_an_unwritable_ledger_each_fail_saying_what_to_do() {
+        let prte = Prte::start();
+        let d = unique_tmpdir("psched-check");
+        let mut c = prte.tool_command(cargo_bin("psched"));
+        c.args([
+            "--check",
+            "--nodes",
+            "n1",
+            "--pid",
+            &prte.pid.to_string(),
+            "--ledger",
+        ])
+        .arg(d.path().join("l.json"));
+        let o = check(c);
+        assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+        let fail = lines(&o, "FAIL", "DVM");
+        assert!(
+            fail.len() == 1 && fail[0].contains("takes no scheduler"),
+            "{}",
+            show(&o)
+        );
+        let mut c = Command::new(cargo_bin("psched"));
+        c.args(["--check", "--nodes", "n1", "--uri"])
+            .arg(format!("file:{}", d.path().join("no-such-uri").display()))
+            .arg("--ledger")
+            .arg(d.path().join("no-such-folder/l.json"));
+        let o = check(c);
+        assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+        assert!(
+            lines(&o, "FAIL", "DVM")[0].contains("ras_pmix_system_scheduler"),
+            "{}",
+            show(&o)
+        );
+        assert!(
+            lines(&o, "FAIL", "ledger")[0].contains("no-such-folder"),
+            "{}",
+            show(&o)
+        );
+    }
 }
 
 #[test]

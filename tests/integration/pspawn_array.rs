@@ -475,13 +475,15 @@ fn long_tasks_are_never_taken_for_lost_on_prrte_master() {
     long_tasks_are_never_taken_for_lost(pspawn_of(&dvm));
 }
 
-#[test]
-fn long_tasks_are_never_taken_for_lost_on_prrte_3_0_14() {
-    let dvm = Prte::start();
-    long_tasks_are_never_taken_for_lost(pspawn_of(&dvm));
+crate::prrte_3_test! {
+    fn long_tasks_are_never_taken_for_lost_on_prrte_3_0_14() {
+        let dvm = Prte::start();
+        long_tasks_are_never_taken_for_lost(pspawn_of(&dvm));
+    }
 }
 
-#[test]
-fn an_array_with_a_limit_runs_every_index_on_prrte_3_0_14() {
-    a_limited_array_runs_every_index_on(&Prte::start());
+crate::prrte_3_test! {
+    fn an_array_with_a_limit_runs_every_index_on_prrte_3_0_14() {
+        a_limited_array_runs_every_index_on(&Prte::start());
+    }
 }

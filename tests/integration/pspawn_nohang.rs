@@ -26,42 +26,43 @@ use pmix_tools::proto::{cmd, keys};
 /// few seconds); reaching it fails the test.
 const RUN_DEADLINE: u64 = 60;
 
-#[test]
-fn target_against_prrte_3_0_14_is_refused_and_nothing_runs() {
-    let prte = Prte::start();
-    let dir = unique_tmpdir("nohang-target");
-    let marker = dir.path().join("ran");
+crate::prrte_3_test! {
+    fn target_against_prrte_3_0_14_is_refused_and_nothing_runs() {
+        let prte = Prte::start();
+        let dir = unique_tmpdir("nohang-target");
+        let marker = dir.path().join("ran");
 
-    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
-    cmd.args(["--target", "some-allocation", "-n", "1", "touch"])
+        let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+        cmd.args(["--target", "some-allocation", "-n", "1", "touch"])
+            .arg(&marker);
+        let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(7), "stderr: {err}");
+        assert!(err.contains("PMIX_ERR_NOT_SUPPORTED"), "{err}");
+        assert!(err.contains("--target"), "{err}");
+        assert!(!marker.exists(), "the job ran although it was refused");
+
+        // The same in JSON: one error object naming the status.
+        let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+        cmd.args([
+            "--json", "--target", "a", "--target", "b", "-n", "1", "touch",
+        ])
         .arg(&marker);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(7), "stderr: {err}");
-    assert!(err.contains("PMIX_ERR_NOT_SUPPORTED"), "{err}");
-    assert!(err.contains("--target"), "{err}");
-    assert!(!marker.exists(), "the job ran although it was refused");
+        let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+        assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+        let line = text(&out.stdout);
+        let rec: serde_json::Value = serde_json::from_str(line.trim()).expect(&line);
+        assert_eq!(rec["status"], "PMIX_ERR_NOT_SUPPORTED", "{line}");
+        assert_eq!(rec["exit_code"], 7, "{line}");
+        assert!(!marker.exists(), "the job ran although it was refused");
 
-    // The same in JSON: one error object naming the status.
-    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
-    cmd.args([
-        "--json", "--target", "a", "--target", "b", "-n", "1", "touch",
-    ])
-    .arg(&marker);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
-    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
-    let line = text(&out.stdout);
-    let rec: serde_json::Value = serde_json::from_str(line.trim()).expect(&line);
-    assert_eq!(rec["status"], "PMIX_ERR_NOT_SUPPORTED", "{line}");
-    assert_eq!(rec["exit_code"], 7, "{line}");
-    assert!(!marker.exists(), "the job ran although it was refused");
-
-    // The detection works: without --target the same job runs.
-    let mut cmd = prte.tool_command(cargo_bin("pspawn"));
-    cmd.args(["-n", "1", "touch"]).arg(&marker);
-    let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(marker.exists(), "the untargeted job did not run");
+        // The detection works: without --target the same job runs.
+        let mut cmd = prte.tool_command(cargo_bin("pspawn"));
+        cmd.args(["-n", "1", "touch"]).arg(&marker);
+        let out = run_with_timeout(&mut cmd, RUN_DEADLINE);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(marker.exists(), "the untargeted job did not run");
+    }
 }
 
 /// How the fake DVM answers the follower's questions about job `fake@2`.

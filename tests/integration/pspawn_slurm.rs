@@ -329,21 +329,22 @@ fn nodes_beyond_what_the_dvm_grants_are_refused() {
     assert!(reservations(&dvm).is_empty(), "{:?}", reservations(&dvm));
 }
 
-/// PRRTE 3.0.14 cannot run a job in a reservation (no PMIX_SPAWN_TARGET):
-/// `pspawn -N 1` is refused (exit 7) before anything is reserved, saying so.
-#[test]
-fn prrte_3_refuses_nodes_before_reserving() {
-    let dvm = support::Prte::start();
-    let mut c = tool(&dvm, "pspawn");
-    c.stdin(Stdio::null()).args(["-N", "1", "hostname"]);
-    let o = support::run_with_timeout(&mut c, 60);
-    assert_eq!(o.status.code(), Some(7), "{}\n{}", show(&o), dvm.logs());
-    let err = text(&o.stderr);
-    assert!(
-        err.contains("nothing was reserved or launched"),
-        "{}",
-        show(&o)
-    );
-    assert!(err.contains("PMIX_SPAWN_TARGET"), "{}", show(&o));
-    assert!(o.stdout.is_empty(), "{}", show(&o));
+crate::prrte_3_test! {
+    /// PRRTE 3.0.14 cannot run a job in a reservation (no PMIX_SPAWN_TARGET):
+    /// `pspawn -N 1` is refused (exit 7) before anything is reserved, saying so.
+    fn prrte_3_refuses_nodes_before_reserving() {
+        let dvm = support::Prte::start();
+        let mut c = tool(&dvm, "pspawn");
+        c.stdin(Stdio::null()).args(["-N", "1", "hostname"]);
+        let o = support::run_with_timeout(&mut c, 60);
+        assert_eq!(o.status.code(), Some(7), "{}\n{}", show(&o), dvm.logs());
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("nothing was reserved or launched"),
+            "{}",
+            show(&o)
+        );
+        assert!(err.contains("PMIX_SPAWN_TARGET"), "{}", show(&o));
+        assert!(o.stdout.is_empty(), "{}", show(&o));
+    }
 }

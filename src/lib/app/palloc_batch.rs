@@ -108,6 +108,24 @@ impl Queued {
     }
 }
 
+/// Request `request_id` on DVM `server` was cancelled by this user's
+/// `prelease`: its queued record goes now, so a listing right after the
+/// cancel no longer shows it (the palloc that waited withdraws it too, but
+/// only once it has heard of the cancel). A record that is not queued
+/// (the script started) stays.
+pub(crate) fn cancelled(server: &str, request_id: &str) {
+    let Some(file) = record_path(server, request_id) else {
+        return;
+    };
+    let queued = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .is_some_and(|r| r.state == BatchState::Queued);
+    if queued {
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
 impl Batch {
     /// SCRIPT `cmd` is about to start in allocation `alloc` of the DVM
     /// `server`: its record is written now, before the script runs (a
