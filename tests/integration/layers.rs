@@ -212,6 +212,8 @@ impl<'ast> syn::visit::Visit<'ast> for Reader {
         self.use_tree(&mut Vec::new(), &u.tree);
     }
 
+    /// `pub(super)`, `pub(in path)`: who may see an item, not an import.
+    fn visit_vis_restricted(&mut self, _: &'ast syn::VisRestricted) {}
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
         self.add(&segs);
@@ -528,5 +530,60 @@ fn no_two_files_of_the_library_import_each_other_round_a_circle() {
     assert!(
         gone.is_empty(),
         "circles listed as left that are gone: {gone:#?}"
+    );
+}
+
+/// The tools' rooms in `app` (issue 44.3): each tool's steps are files in
+/// its own folder (`app/palloc/`, `app/pspawn/`, `app/pwatch/`) or its one
+/// file (`app/prelease.rs`).
+const ROOMS: [&str; 4] = ["palloc", "pspawn", "pwatch", "prelease"];
+
+/// The room of module `m` of the library, if it is in one.
+fn room_of(m: &[String]) -> Option<&str> {
+    match m {
+        [app, room, ..] if app == "app" && ROOMS.contains(&room.as_str()) => Some(room),
+        _ => None,
+    }
+}
+
+/// Which files of `app` import a file of a room not their own: `(file,
+/// imported)`.
+fn room_crossings(uses: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (me, named) in uses {
+        if me.first().map(String::as_str) != Some("app") {
+            continue;
+        }
+        for n in named {
+            if room_of(n).is_some_and(|r| room_of(me) != Some(r)) {
+                v.push((me.join("::"), n.join("::")));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn the_room_rule_finds_a_crossing() {
+    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let mut uses = BTreeMap::new();
+    uses.insert(m("app::palloc::flow"), BTreeSet::from([m("app::launch")]));
+    uses.insert(m("app::launch"), BTreeSet::new());
+    assert!(room_crossings(&uses).is_empty());
+    uses.insert(
+        m("app::pspawn::alloc"),
+        BTreeSet::from([m("app::palloc::flow")]),
+    );
+    uses.insert(m("app::alloc_wait"), BTreeSet::from([m("app::pspawn")]));
+    assert_eq!(room_crossings(&uses).len(), 2);
+}
+
+#[test]
+fn no_file_of_the_tools_imports_another_tools_room() {
+    let crossings = room_crossings(&file_imports(&root().join("src/lib")));
+    assert!(
+        crossings.is_empty(),
+        "files importing another tool's room (move what both need below the rooms, into app/): \
+{crossings:#?}"
     );
 }

@@ -27,7 +27,7 @@ use nix::sys::signal::Signal;
 use super::alloc_end::AllocEnd;
 use super::events::EventFields;
 use super::launch;
-use super::palloc_detach::Submitter;
+use super::submit_pipe::Submitter;
 use super::{now_secs, signals, Failure, Ui};
 
 /// How long the cancel of a queued request may take to be answered.
@@ -338,7 +338,7 @@ pub(super) fn await_answer(
             pb.finish_and_clear();
         }
     };
-    let mut reason = super::palloc_queued::QueuedReason::default();
+    let mut reason = super::queued_request::QueuedReason::default();
     loop {
         if alive_by.is_some_and(|d| Instant::now() >= d) {
             clear();
@@ -388,7 +388,7 @@ pub(super) fn await_answer(
                 }
             }
             Step::Notify(bytes) => {
-                if super::palloc_queued::lost(s, &bytes, req.attrs.req_id.as_deref()).is_some() {
+                if super::queued_request::lost(s, &bytes, req.attrs.req_id.as_deref()).is_some() {
                     // PRRTE master keeps the request a dead scheduler had
                     // queued for ever: ask the scheduler that came back.
                     s.conn().give_up(tag);
@@ -540,7 +540,7 @@ pub(super) fn notice(s: &Session, bytes: &[u8], alloc_id: &str, ui: &Ui) -> Opti
         show_warning(&ev, alloc_id, ui);
         return None;
     }
-    if super::palloc_source::on_event(s, bytes, ui) {
+    if super::source_outage::on_event(s, bytes, ui) {
         return None;
     }
     if let Some(text) = super::alloc_end::nodes_lost(&ev, alloc_id) {

@@ -735,6 +735,29 @@ pub(crate) fn is_warning(ev: &Event) -> bool {
     ev.status == Status::ALLOC_TIMEOUT_WARNING
 }
 
+/// Whether `program` names an executable here: a path, or a name found on
+/// PATH or next to this tool (where pdvm also looks).
+pub(crate) fn program_exists(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        return is_exec(std::path::Path::new(program));
+    }
+    let mut dirs: Vec<std::path::PathBuf> = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(std::path::Path::to_path_buf))
+        .into_iter()
+        .collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.iter().any(|d| is_exec(&d.join(program)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

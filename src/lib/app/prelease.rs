@@ -100,7 +100,7 @@ pub fn release_infos(req: &ReleaseRequest) -> Vec<Info> {
 fn other_meaning(s: &Session, id: &str) -> Option<String> {
     let by_req = [Info::new(keys::ALLOC_REQ_ID, id)];
     if allocate(s, Directive::ReqCancel, &by_req).is_ok() {
-        super::palloc_batch::cancelled(&s.conn().target().uri.nspace, id);
+        super::batch_records::cancelled(&s.conn().target().uri.nspace, id);
         return Some(format!("cancelled queued request {id}"));
     }
     if let Ok(r) = allocate(s, Directive::Release, &by_req) {
@@ -310,7 +310,7 @@ fn one(
             };
             let what = if req.directive == Directive::ReqCancel {
                 let id = req.request_id.clone().unwrap_or_default();
-                super::palloc_batch::cancelled(&s.conn().target().uri.nspace, &id);
+                super::batch_records::cancelled(&s.conn().target().uri.nspace, &id);
                 id
             } else {
                 what

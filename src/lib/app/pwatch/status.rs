@@ -14,7 +14,7 @@ use crate::render::{
     table, BatchRecord, NamespaceRecord, NodeRecord, QueueRecord, ReservationRecord, StatusRecord,
 };
 
-use super::{now_secs, Ui};
+use crate::app::{now_secs, Ui};
 
 /// One snapshot of what was asked for; `None` where not asked, `Err` with
 /// the status name the DVM answered where it did not report.
@@ -28,7 +28,7 @@ pub(crate) struct Snapshot {
     pub nodes: Option<Result<Vec<NodeRecord>, String>>,
     /// Scheduler queues, or why not.
     pub scheduler: Option<Result<Vec<QueueRecord>, String>>,
-    /// This user's batch scripts on this DVM (see [`super::palloc_batch`]).
+    /// This user's batch scripts on this DVM (see [`crate::app::batch_records`]).
     pub batch_jobs: Vec<BatchRecord>,
     /// Why the snapshot as a whole failed, if it did: a query that was not
     /// answered (time-out, lost connection, unreadable answer) or answered
@@ -361,8 +361,8 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
     let asked = |t: StatusWhat| w.what.contains(&t);
     let want = want_for(w);
     let mut a = status_query::status(s, want);
-    if let Some(sched) = super::status_sched::ask_scheduler(s, &want) {
-        super::status_sched::amend(&mut a, sched);
+    if let Some(sched) = crate::app::status_sched::ask_scheduler(s, &want) {
+        crate::app::status_sched::amend(&mut a, sched);
     }
     // Only the tables asked for by the user count (reservations are also
     // asked for the namespaces' column; their failure then costs only that).
@@ -397,7 +397,7 @@ pub(crate) fn snapshot(s: &Session, w: &StatusWatch) -> Snapshot {
                 .any(|s| s.word() == state || (**s == StatusState::Ended && ended(state)))
     };
     let mut snap = Snapshot {
-        batch_jobs: super::palloc_batch::records(&s.conn().target().uri.nspace, w.all),
+        batch_jobs: crate::app::batch_records::records(&s.conn().target().uri.nspace, w.all),
         ..Default::default()
     };
     if asked(StatusWhat::Reservations) {

@@ -10,7 +10,7 @@ use crate::ops::status_query::nodes;
 use crate::ops::Session;
 use crate::proto::status::Status;
 
-use super::Failure;
+use crate::app::Failure;
 
 /// The host names of every app's -H/-w, without a `:SLOTS` suffix.
 fn requested_hosts(req: &SpawnRequest) -> Vec<String> {

@@ -50,7 +50,7 @@ impl TaskLine {
     }
 
     /// The apps of this task, one for each of `template` (pspawn's flags),
-    /// whose apps as sent are `base` (made once, [`super::launch::to_app`]).
+    /// whose apps as sent are `base` (made once, [`crate::app::launch::to_app`]).
     /// A task that names no directory gets its template's app with its own
     /// program, arguments, process count and environment added: the
     /// template's environment (pspawn's caller's, whole) is not converted
@@ -61,13 +61,13 @@ impl TaskLine {
             .zip(base)
             .map(|(a, b)| {
                 if self.cwd.is_some() {
-                    return super::launch::to_app(&self.app(a));
+                    return crate::app::launch::to_app(&self.app(a));
                 }
                 let mut env = Vec::with_capacity(b.env.len() + self.env.len());
                 env.extend(b.env.iter().cloned());
                 env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
                 App {
-                    cmd: super::launch::program_in(
+                    cmd: crate::app::launch::program_in(
                         &self.argv[0],
                         a.wdir.is_some(),
                         b.cwd.as_deref(),
@@ -133,13 +133,13 @@ impl StdinTasks {
         if self.eof || self.queue.len() >= READ_AHEAD || self.queued_bytes >= READ_AHEAD_BYTES {
             return None;
         }
-        Some(super::launch::stdin_fd())
+        Some(crate::app::launch::stdin_fd())
     }
 
     /// Stdin is readable: read once, queue the whole lines.
     pub(crate) fn on_readable(&mut self) {
         let mut buf = vec![0u8; 64 * 1024];
-        let Some(n) = super::launch::read_stdin(&mut buf) else {
+        let Some(n) = crate::app::launch::read_stdin(&mut buf) else {
             return;
         };
         if n == 0 {
@@ -307,14 +307,14 @@ mod tests {
         let mut with_wdir = template.clone();
         with_wdir.wdir = Some("/tmp".into());
         for t in [&template, &with_wdir] {
-            let base = vec![super::super::launch::to_app(t)];
+            let base = vec![crate::app::launch::to_app(t)];
             for line in [
                 r#"{"argv": ["echo", "hi"], "env": {"K": "1", "A": "2"}}"#,
                 r#"{"argv": ["./run.sh"], "np": 2}"#,
                 r#"{"argv": ["./run.sh"], "cwd": "/"}"#,
             ] {
                 let task = parse_line(line).expect("valid");
-                let whole = vec![super::super::launch::to_app(&task.app(t))];
+                let whole = vec![crate::app::launch::to_app(&task.app(t))];
                 assert_eq!(task.apps(std::slice::from_ref(t), &base), whole, "{line}");
             }
         }

@@ -8,6 +8,9 @@
 //! `--timeout`) stops every task in flight and launches no more.
 
 mod ends;
+mod orphans;
+mod stdin_tasks;
+mod tasks;
 mod trailing;
 
 use std::collections::HashMap;
@@ -26,10 +29,10 @@ use crate::ops::Session;
 use crate::proto::status::Status;
 use crate::render::ExitRecord;
 
-use super::array_orphans::Orphans;
-use super::array_tasks::{Next, Results, Running, Source};
-use super::launch::{self, OutputSink, STOP_GRACE};
-use super::{signals, Failure, Ui};
+use self::orphans::Orphans;
+use self::tasks::{Next, Results, Running, Source};
+use crate::app::launch::{self, OutputSink, STOP_GRACE};
+use crate::app::{signals, Failure, Ui};
 
 /// Why the array stopped launching before its last task.
 enum Stop {
@@ -183,7 +186,7 @@ pub(crate) fn launch_stdin_tasks(
     limit: usize,
     ui: &Ui,
 ) -> Result<i32, Failure> {
-    let source = Source::Stdin(super::stdin_tasks::StdinTasks::default());
+    let source = Source::Stdin(self::stdin_tasks::StdinTasks::default());
     run_tasks(s, req, source, limit.max(1), ui)
 }
 
@@ -195,8 +198,8 @@ fn run_tasks(
     limit: usize,
     ui: &Ui,
 ) -> Result<i32, Failure> {
-    if super::pspawn_checks::dvm_is_local(s) {
-        super::pspawn_checks::check_apps_locally(&req.apps)?;
+    if crate::app::pspawn::checks::dvm_is_local(s) {
+        crate::app::pspawn::checks::check_apps_locally(&req.apps)?;
     }
     let target = spawn_target(&req.targets, req.default_pool);
     let attrs = AttrsPresent {
@@ -204,13 +207,13 @@ fn run_tasks(
         ..Default::default()
     };
     if target.is_some() {
-        super::pspawn_checks::check_target(s, &req.targets, ui)?;
+        crate::app::pspawn::checks::check_target(s, &req.targets, ui)?;
     }
-    super::pspawn_checks::create_output_files(&without_index(req))?;
+    crate::app::pspawn::checks::create_output_files(&without_index(req))?;
     let registration = launch::register_job_end(s)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
-    info.extend(super::pspawn_checks::job_extras(req));
+    info.extend(crate::app::pspawn::checks::job_extras(req));
     info.push(Info::new(crate::proto::keys::STDIN_TGT, "none"));
     let mut a = Array {
         s,
@@ -416,7 +419,7 @@ impl Array<'_> {
             Err(e) if e.status == Status::ERROR => {
                 // PRRTE answers the generic PMIX_ERROR for a job that failed
                 // before the reply: a failed task, not a refused array. Its
-                // end and output are still to come (see `array_orphans`).
+                // end and output are still to come (see `orphans`).
                 let (me, _) = self.s.me();
                 let after = crate::ops::job::numbered(&me).map_or(0, |(_, n)| n);
                 self.orphans
@@ -474,7 +477,7 @@ impl Array<'_> {
         e: &crate::error::Error,
         fresh: bool,
     ) {
-        let f = super::pspawn_checks::spawn_failure(self.s, self.req, &self.attrs, e);
+        let f = crate::app::pspawn::checks::spawn_failure(self.s, self.req, &self.attrs, e);
         if let Source::Stdin(_) = self.source {
             let names: Vec<&str> = apps.iter().map(|a| a.cmd.as_str()).collect();
             say!(
@@ -506,7 +509,7 @@ impl Array<'_> {
     fn sink(&self, index: u32) -> OutputSink {
         let sink = OutputSink::new("", self.req.tag_output, self.ui.json).for_task(index);
         match &self.req.output_files {
-            Some(f) => sink.with_files(super::output_files::FileSink::new(
+            Some(f) => sink.with_files(crate::app::output_files::FileSink::new(
                 &f.for_array(&self.s.me().0).for_task(index),
                 &self.req.apps,
             )),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::cli::request::SpawnRequest;
 use crate::ops::Session;
 
-use super::Ui;
+use crate::app::Ui;
 
 /// The first pause between tries, doubled up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
@@ -85,17 +85,17 @@ them, as srun does (--immediate refuses instead)",
 pub(crate) fn pause(s: &Session, pause: Duration) -> Option<i32> {
     use crate::conn::{Event, Unsolicited};
     let until = Instant::now() + pause;
-    let extras: Vec<_> = super::signals::fd().into_iter().collect();
+    let extras: Vec<_> = crate::app::signals::fd().into_iter().collect();
     loop {
-        if let Some(sig) = super::signals::caught() {
+        if let Some(sig) = crate::app::signals::caught() {
             return Some(sig);
         }
         match s.conn().wait(&extras, Some(until)) {
             Event::Deadline => return None,
-            Event::Ready(_) => super::signals::drain(),
+            Event::Ready(_) => crate::app::signals::drain(),
             // The next try says that the DVM has gone.
             Event::Message(Unsolicited::Closed(_)) => {
-                return super::signals::sleep_until(until);
+                return crate::app::signals::sleep_until(until);
             }
             Event::Message(_) | Event::Reply(_) => {}
         }
@@ -163,7 +163,7 @@ fn could_fit(s: &Session, req: &SpawnRequest) -> Fit {
         Some(c) if needed > c => return Fit::No,
         Some(_) => {}
     }
-    let Some(held) = super::status_sched::held_nodes(s, &req.targets) else {
+    let Some(held) = crate::app::status_sched::held_nodes(s, &req.targets) else {
         return Fit::Yes;
     };
     let (kept, gone): (Vec<&String>, Vec<&String>) =

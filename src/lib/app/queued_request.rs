@@ -19,9 +19,9 @@ pub(super) struct QueuedReason {
 impl QueuedReason {
     /// Say the reason an event `bytes` carries, when it is a new one, or
     /// that the scheduler's node source stopped or resumed answering
-    /// ([`super::palloc_source`]).
+    /// ([`super::source_outage`]).
     pub(super) fn on_event(&mut self, s: &Session, bytes: &[u8], ui: &Ui) {
-        if super::palloc_source::on_event(s, bytes, ui) {
+        if super::source_outage::on_event(s, bytes, ui) {
             return;
         }
         let Some(text) = reason_text(s, bytes) else {

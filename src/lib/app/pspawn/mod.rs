@@ -1,5 +1,13 @@
 //! `pspawn`: launch a (possibly MPMD) job, forward its output, return its status.
 
+mod alloc;
+mod array;
+mod checks;
+mod hosts;
+mod job_lost;
+mod owner;
+mod wait;
+
 use std::time::Duration;
 
 use crate::cli::exit::{AttrsPresent, Exit};
@@ -13,12 +21,12 @@ use crate::ops::Session;
 use crate::proto::status::Status;
 use crate::render::{ExitRecord, JobRecord};
 
-use super::alloc_end::AllocEnd;
-use super::launch::{self, Followed, OutputSink};
-use super::pspawn_checks::{
+use self::checks::{
     check_apps_locally, check_target, create_output_files, dvm_is_local, job_extras, spawn_failure,
     stdin_target,
 };
+use super::alloc_end::AllocEnd;
+use super::launch::{self, Followed, OutputSink};
 use super::{connect_for, finish, signals, Failure, Ui};
 use crate::proto::keys;
 use crate::proto::status::{JOB_CANCELLED, JOB_NODES_LOST};
@@ -59,8 +67,8 @@ pub fn run(args: &PspawnArgs) -> i32 {
         }
     }
     let launch = |s: &Session, req: &SpawnRequest, ui: &Ui| match (&args.array, args.stdin_tasks) {
-        (Some(spec), _) => super::pspawn_array::launch_array(s, req, spec, ui),
-        (None, Some(n)) => super::pspawn_array::launch_stdin_tasks(s, req, n as usize, ui),
+        (Some(spec), _) => self::array::launch_array(s, req, spec, ui),
+        (None, Some(n)) => self::array::launch_stdin_tasks(s, req, n as usize, ui),
         (None, None) => launch_and_wait(s, req, ui),
     };
     let r = with_nodes(&s, args.nodes, &mut req, &ui)
@@ -79,10 +87,10 @@ fn with_nodes(
     nodes: Option<u32>,
     req: &mut SpawnRequest,
     ui: &Ui,
-) -> Result<Option<super::pspawn_alloc::JobAllocation>, Failure> {
+) -> Result<Option<self::alloc::JobAllocation>, Failure> {
     let Some(n) = nodes else { return Ok(None) };
     if !req.targets.is_empty() {
-        super::pspawn_alloc::restrict_to_nodes(s, req, u64::from(n))?;
+        self::alloc::restrict_to_nodes(s, req, u64::from(n))?;
         return Ok(None);
     }
     // The job must be able to run in the reservation before one is made.
@@ -97,7 +105,7 @@ launched. Run without -N, or use a DVM with PMIx 7 or later (PRRTE master, pdvm)
             ),
         ));
     }
-    let own = super::pspawn_alloc::reserve(s, u64::from(n), ui)?;
+    let own = self::alloc::reserve(s, u64::from(n), ui)?;
     req.targets = vec![own.alloc_id.clone()];
     Ok(Some(own))
 }
@@ -107,7 +115,7 @@ launched. Run without -N, or use a DVM with PMIx 7 or later (PRRTE master, pdvm)
 fn launch_in(
     s: &Session,
     req: &SpawnRequest,
-    own: Option<super::pspawn_alloc::JobAllocation>,
+    own: Option<self::alloc::JobAllocation>,
     ui: &Ui,
     launch: &dyn Fn(&Session, &SpawnRequest, &Ui) -> Result<i32, Failure>,
 ) -> Result<i32, Failure> {
@@ -472,7 +480,7 @@ fn new_sink(req: &SpawnRequest, ns: &str, ui: &Ui) -> OutputSink {
 
 /// Spawn `job` (its infos and apps); into a reservation, busy slots are
 /// waited for, as srun waits for its allocation's CPUs (see
-/// `pspawn_wait`). Output that comes before the answer goes to
+/// `wait`). Output that comes before the answer goes to
 /// `on_output`.
 fn spawn_when_slots_free(
     s: &Session,
@@ -482,21 +490,21 @@ fn spawn_when_slots_free(
     ui: &Ui,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Launched, Failure> {
-    let mut wait = super::pspawn_wait::SlotWait::new();
+    let mut wait = self::wait::SlotWait::new();
     loop {
         match spawn_or_ended(s, job.0, job.1, on_output) {
             Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
                 match wait.on_busy(s, req, ui) {
-                    super::pspawn_wait::Busy::Retry(p) => {
-                        if let Some(sig) = super::pspawn_wait::pause(s, p) {
+                    self::wait::Busy::Retry(p) => {
+                        if let Some(sig) = self::wait::pause(s, p) {
                             return Err(Failure::interrupted(&format!(
                                 "interrupted by {} while waiting for the allocation's slots; nothing was launched",
                                 signals::name(sig)
                             )));
                         }
                     }
-                    super::pspawn_wait::Busy::Refuse => break Err(e),
-                    super::pspawn_wait::Busy::Never(why) => {
+                    self::wait::Busy::Refuse => break Err(e),
+                    self::wait::Busy::Never(why) => {
                         return Err(Failure::with(Exit::Refused, Some(e.status), why));
                     }
                 }
@@ -551,7 +559,7 @@ impl Running<'_> {
                     if let Some(who) = cancel_notice(ev, ns) {
                         cancelled = Some(who);
                     }
-                    if let Some(what) = super::job_lost::notice(ev, ns) {
+                    if let Some(what) = self::job_lost::notice(ev, ns) {
                         ui.detail(&what);
                         lost = Some(what);
                     }
@@ -576,7 +584,7 @@ impl Running<'_> {
         if let Some(f) = ended_by_source(&followed, alloc_end.as_ref()) {
             return Err(f);
         }
-        if let Some(f) = super::job_lost::failure(&followed, lost.as_deref()) {
+        if let Some(f) = self::job_lost::failure(&followed, lost.as_deref()) {
             return Err(f);
         }
         followed_code(s, req, ns, followed, ui)

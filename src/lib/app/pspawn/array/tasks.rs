@@ -6,8 +6,8 @@ use crate::cli::exit::Exit;
 use crate::codec::App;
 use crate::render::ArrayTaskRecord;
 
-use super::launch::OutputSink;
 use super::stdin_tasks::StdinTasks;
+use crate::app::launch::OutputSink;
 
 /// Where the tasks come from: `--array`'s indices, or stdin's lines.
 pub(crate) enum Source<'a> {
@@ -24,7 +24,7 @@ pub(crate) struct Next {
     pub(crate) index: u32,
     pub(crate) apps: Result<Vec<App>, String>,
     pub(crate) id: Option<serde_json::Value>,
-    /// How often it was launched before (see `pspawn_array`'s relaunch).
+    /// How often it was launched before (see `array`'s relaunch).
     pub(crate) tries: u32,
 }
 

@@ -20,13 +20,14 @@ use crate::proto::{Directive, Inheritance};
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 
-use super::alloc_wait::{
+use super::command::run_command;
+use super::detach::{refusal_line, submit_detached, Detach};
+use crate::app::alloc_wait::{
     as_the_dvm_has_it, await_answer, granted_record, hold, request_infos, step, Awaiting, Step,
 };
-use super::palloc_detach::{refusal_line, submit_detached, Detach, Submitter};
-use super::palloc_run::run_command;
-use super::requester::{acts_as_tool, generated_request_id, interactive};
-use super::{connect_for, finish, signals, Failure, Ui};
+use crate::app::requester::{acts_as_tool, generated_request_id, interactive};
+use crate::app::submit_pipe::Submitter;
+use crate::app::{connect_for, finish, signals, Failure, Ui};
 
 type Outcome = std::result::Result<i32, Failure>;
 
@@ -144,7 +145,7 @@ timeout-warning --exec CMD`"
         let Some(program) = self.args.command.first() else {
             return Ok(());
         };
-        if super::pspawn_checks::program_exists(program) {
+        if crate::app::launch::program_exists(program) {
             return Ok(());
         }
         let present = program.contains('/') && std::path::Path::new(program).is_file();
@@ -162,7 +163,7 @@ timeout-warning --exec CMD`"
 
     fn new(args: &'a PallocArgs, ui: &'a Ui) -> Plan<'a> {
         let mut req = args.request();
-        if let Some(id) = super::palloc_detach::renamed_request_id() {
+        if let Some(id) = crate::app::submit_pipe::renamed_request_id() {
             req.attrs.req_id = Some(id);
         }
         let shell = std::env::var("SHELL").ok();
@@ -345,7 +346,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let mut codes = Vec::new();
         if self.plan.mode != PallocMode::NoWait {
             codes.push(crate::proto::status::PENDING_REASON);
-            codes.extend(super::palloc_source::CODES);
+            codes.extend(crate::app::source_outage::CODES);
             codes.push(crate::proto::status::REQUEST_LOST);
         }
         if matches!(self.plan.mode, PallocMode::Hold | PallocMode::Run(_)) {
@@ -441,7 +442,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // A batch script waiting for its allocation is listed as queued.
         let listed = match (&self.plan.req.attrs.req_id, &self.plan.mode) {
             (Some(rid), PallocMode::Run(cmd)) => {
-                super::palloc_batch::Queued::waiting(&s.conn().target().uri.nspace, rid, cmd)
+                super::batch::Queued::waiting(&s.conn().target().uri.nspace, rid, cmd)
             }
             _ => None,
         };
@@ -475,7 +476,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         infos: &[Info],
         submitter: &mut Option<Submitter>,
         queued_holder: &mut Option<Holder>,
-        spinner: Option<&super::ui::Waiting>,
+        spinner: Option<&crate::app::ui::Waiting>,
     ) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
         let ui = self.plan.ui;
         let mut reply = {
@@ -509,7 +510,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let mut f = Failure::refused(self.op, &self.attrs, e);
         if e.status == Status::ERR_BAD_PARAM && e.kind == crate::error::ErrorKind::Refused {
             let said = e.said.is_some();
-            if let Some(why) = super::palloc_bad_param::explain(s, &self.plan.req, said) {
+            if let Some(why) = super::bad_param::explain(s, &self.plan.req, said) {
                 f.message.push_str(": ");
                 f.message.push_str(&why);
             }
@@ -529,14 +530,14 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         let uses_nodes = !self.from_application || matches!(plan.mode, PallocMode::Run(_));
         // One look at the DVM's view of the grant serves both checks.
         let alloc_id = rec.alloc_id.clone();
-        let view = super::palloc_empty::GrantView::new(&s, &alloc_id);
+        let view = crate::app::grant_empty::GrantView::new(&s, &alloc_id);
         let checked = {
             let empty = uses_nodes
-                .then(|| super::palloc_empty::refuse_empty_grant(&s, &plan.req, &rec, &view))
+                .then(|| crate::app::grant_empty::refuse_empty_grant(&s, &plan.req, &rec, &view))
                 .flatten();
             match empty {
                 Some(f) => Err(f),
-                None => super::palloc_ready::wait_usable(&s, &plan.req, &rec, &view),
+                None => crate::app::grant_ready::wait_usable(&s, &plan.req, &rec, &view),
             }
         };
         if let Err(f) = checked {
@@ -547,7 +548,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // the DVM's list of the reservation names them once all are up
         // (a fresh look: the wait above may have seen fewer).
         if rec.nodes.is_empty() && uses_nodes {
-            let now = super::palloc_empty::GrantView::new(&s, &alloc_id);
+            let now = crate::app::grant_empty::GrantView::new(&s, &alloc_id);
             rec.nodes = now.nodes().map(<[String]>::to_vec).unwrap_or_default();
         }
         if plan.req.directive == Directive::Extend {

@@ -15,10 +15,10 @@ use crate::conn::holder::{Holder, HOLDER_ENV};
 use crate::ops::Session;
 use crate::render::{AllocationRecord, BatchStop};
 
-use super::alloc_end::AllocEnd;
-use super::alloc_wait::{notice, release_after, share, step, Step};
-use super::palloc_batch::Batch;
-use super::{signals, Failure, Ui};
+use super::batch::Batch;
+use crate::app::alloc_end::AllocEnd;
+use crate::app::alloc_wait::{notice, release_after, share, step, Step};
+use crate::app::{signals, Failure, Ui};
 
 /// Run `cmd` in allocation `rec` and wait for it; then give the allocation
 /// back (when `give_back`) unless a child-flavoured rule or `--keep` says
@@ -40,7 +40,7 @@ pub(super) fn run_command(
     // `palloc --no-wait -- SCRIPT`: the script is stopped when its
     // allocation ends, and how it ended is written to its log; its record
     // is written before it starts.
-    let batch_run = std::env::var_os(super::palloc_batch::LOG_ENV).is_some();
+    let batch_run = std::env::var_os(super::batch::LOG_ENV).is_some();
     let mut starting = batch_run.then(|| Batch::starting(&s.conn().target().uri.nspace, rec, cmd));
     let output = starting.as_mut().and_then(|b| b.output());
     let mut child = match start_command(s, rec, cmd, (holder.path(), output), give_back, ui) {
@@ -311,10 +311,8 @@ fn start_command(
     }
     // A batch script leads a process group of its own, so stopping it
     // stops everything it started.
-    if std::env::var_os(super::palloc_batch::LOG_ENV).is_some() {
-        command
-            .env_remove(super::palloc_batch::LOG_ENV)
-            .process_group(0);
+    if std::env::var_os(super::batch::LOG_ENV).is_some() {
+        command.env_remove(super::batch::LOG_ENV).process_group(0);
     }
     let spawned = command.spawn();
     spawned.map_err(|e| {

@@ -7,7 +7,7 @@
 //! `granted JSON` (the allocation record); end of file without it means the
 //! detached palloc ended (refused).
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use crate::cli::exit::Exit;
@@ -16,24 +16,8 @@ use crate::cli::PallocArgs;
 use crate::render::human::allocation_line;
 use crate::render::{AllocationRecord, RequestRecord};
 
-use super::requester::generated_request_id;
-use super::{signals, Failure, Ui};
-
-/// Environment variable naming the descriptor of that pipe in the detached
-/// palloc.
-const SUBMIT_FD_ENV: &str = "PMIX_TOOLS_SUBMIT_FD";
-/// Environment variable giving the detached palloc the request id it uses
-/// instead of its `-J NAME` (taken in its folder, see [`free_batch_id`]).
-const RENAMED_ENV: &str = "PMIX_TOOLS_SUBMIT_REQ_ID";
-
-/// The request id this detached palloc was given instead of its `-J NAME`
-/// (taken from [`RENAMED_ENV`] with the pipe, by [`adopt_inherited_pipe`]).
-static RENAMED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// The request id a detached palloc was given instead of its `-J NAME`.
-pub(crate) fn renamed_request_id() -> Option<String> {
-    RENAMED.get().cloned()
-}
+use crate::app::requester::generated_request_id;
+use crate::app::{signals, submit_pipe, Failure, Ui};
 
 /// What the palloc the user typed waits for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,7 +51,7 @@ pub(crate) fn submit_detached(
     let (log_path, log) = open_log(args, &rid)?;
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
-    set_cloexec(said_r.as_raw_fd());
+    submit_pipe::set_cloexec(said_r.as_raw_fd());
     let mut child = start(args, &rid, (&log_path, &log), (&said_w, how))?;
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
@@ -202,7 +186,7 @@ fn log_file_name(rid: &str) -> String {
 /// in the current directory, named after the request (`-J NAME`; a
 /// generated id `palloc-PID-MS` gives `palloc-PID-MS.out`), as sbatch's
 /// `slurm-ID.out`, opened without following a link and never truncated
-/// (see [`super::shared_dir_file`]: a new file, or our own regular file
+/// (see [`crate::app::shared_dir_file`]: a new file, or our own regular file
 /// appended to); otherwise a new private file in the user's holder
 /// registry, never one someone else prepared: a registry another user took
 /// (see [`crate::conn::holder::registry`]) or a file that cannot be
@@ -222,7 +206,7 @@ fn open_log(
         let path = std::env::current_dir()
             .map_err(|e| Failure::other(format!("cannot find the current directory: {e}")))?
             .join(file_name);
-        let file = super::shared_dir_file::open_for_output(&path).map_err(|why| {
+        let file = crate::app::shared_dir_file::open_for_output(&path).map_err(|why| {
             Failure::other(format!(
                 "cannot write the log {}: {why}; nothing was submitted (remove it, or name the \
 request differently with -J NAME)",
@@ -283,7 +267,7 @@ fn start(
     let mut head: Vec<std::ffi::OsString> = Vec::new();
     if args.command.is_empty() {
         head.push("--hold".into());
-    } else if !super::requester::acts_as_tool(args) {
+    } else if !crate::app::requester::acts_as_tool(args) {
         // Inside a job: the script is a job of its own (see
         // `Plan::hand_off_before_connecting`), not one of the job's.
         head.push("--as-tool".into());
@@ -303,15 +287,18 @@ fn start(
     let said_fd = said.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
     cmd.args(&argv)
-        .env(SUBMIT_FD_ENV, submit_fd_value(said_fd, how))
+        .env(
+            submit_pipe::SUBMIT_FD_ENV,
+            submit_pipe::submit_fd_value(said_fd, how == Detach::UntilGranted),
+        )
         .stdin(std::process::Stdio::null())
         .stdout(out(log))
         .stderr(out(log));
     if !args.command.is_empty() {
-        cmd.env(super::palloc_batch::LOG_ENV, log_path);
+        cmd.env(super::batch::LOG_ENV, log_path);
     }
     if renamed {
-        cmd.env(RENAMED_ENV, rid);
+        cmd.env(submit_pipe::RENAMED_ENV, rid);
     }
     // SAFETY: setsid and close_range are async-signal-safe and touch no
     // memory of ours.
@@ -326,21 +313,6 @@ fn start(
         .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))
 }
 
-/// The value of [`SUBMIT_FD_ENV`]: the pipe's number, and `:waited` when
-/// the palloc that starts the detached one waits for the grant on it
-/// ([`Detach::UntilGranted`]): should that palloc go before the grant, the
-/// request is withdrawn (or the grant given back) instead of held by a
-/// palloc nobody knows of.
-fn submit_fd_value(fd: RawFd, how: Detach) -> String {
-    match how {
-        Detach::UntilGranted => format!("{fd}:{WAITED}"),
-        Detach::Submit => fd.to_string(),
-    }
-}
-
-/// The mark of a pipe whose reader waits for the grant.
-const WAITED: &str = "waited";
-
 /// Close every descriptor above stderr but `keep` (in the child, before
 /// exec): a detached palloc holds nothing the caller opened.
 fn close_others(keep: RawFd) {
@@ -354,13 +326,6 @@ fn close_others(keep: RawFd) {
     let keep = keep.max(2) as u32;
     close(3, keep.saturating_sub(1));
     close(keep + 1, u32::MAX);
-}
-
-fn set_cloexec(fd: RawFd) {
-    let _ = nix::fcntl::fcntl(
-        fd,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    );
 }
 
 /// Print the grant the detached palloc reported (`json`, its allocation
@@ -512,81 +477,4 @@ impl Lines {
 fn readable(r: BorrowedFd<'_>, deadline: Option<Instant>) -> bool {
     let fds: Vec<BorrowedFd<'_>> = std::iter::once(r).chain(signals::fd()).collect();
     crate::conn::client::poll_readable(&fds, deadline) == Some(0)
-}
-
-/// The write end of the pipe in a detached palloc, and whether the palloc
-/// at the other end waits for the grant (see [`submit_fd_value`]).
-pub(crate) struct Submitter(OwnedFd, bool);
-
-/// The pipe adopted at start-up by [`adopt_inherited_pipe`], until palloc
-/// takes it.
-static INHERITED: std::sync::Mutex<Option<Submitter>> = std::sync::Mutex::new(None);
-
-/// Adopt the pipe a starting palloc passed to its detached copy (its number
-/// in `PMIX_TOOLS_SUBMIT_FD`). palloc's `main` calls this first, before the
-/// process opens any descriptor of its own: a descriptor open at that
-/// number then can only have been inherited, so nothing in this process
-/// owns it yet. Only a pipe is adopted; the variable is removed so nothing
-/// this palloc starts inherits it.
-pub fn adopt_inherited_pipe() {
-    let Some(value) = std::env::var(SUBMIT_FD_ENV).ok() else {
-        return;
-    };
-    let (number, waited) = match value.split_once(':') {
-        Some((n, mark)) => (n, mark == WAITED),
-        None => (value.as_str(), false),
-    };
-    let Ok(fd) = number.parse::<RawFd>() else {
-        return;
-    };
-    std::env::remove_var(SUBMIT_FD_ENV);
-    if let Some(id) = std::env::var(RENAMED_ENV)
-        .ok()
-        .and_then(|id| crate::cli::parse::parse_id(&id).ok())
-    {
-        let _ = RENAMED.set(id);
-    }
-    std::env::remove_var(RENAMED_ENV);
-    let is_pipe = nix::sys::stat::fstat(fd).is_ok_and(|st| {
-        nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
-            == nix::sys::stat::SFlag::S_IFIFO
-    });
-    if fd < 3 || !is_pipe {
-        return;
-    }
-    set_cloexec(fd);
-    // SAFETY: called before this process opened any descriptor (see above),
-    // so the open descriptor `fd` was inherited and has no other owner here.
-    let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) }, waited);
-    *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
-}
-
-impl Submitter {
-    /// The pipe adopted at start-up, if any (taken once).
-    pub(crate) fn from_env() -> Option<Submitter> {
-        INHERITED.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
-    /// Say `line` and close the pipe; whether it could be said (false:
-    /// the palloc at the other end has gone).
-    pub(crate) fn say(self, line: &str) -> bool {
-        nix::unistd::write(&self.0, format!("{line}\n").as_bytes()).is_ok()
-    }
-
-    /// The pipe, to watch while the request is queued, when the palloc at
-    /// the other end waits for the grant: it becomes ready (an error) once
-    /// that palloc has gone.
-    pub(crate) fn waiter(&self) -> Option<BorrowedFd<'_>> {
-        self.1.then(|| self.0.as_fd())
-    }
-
-    /// Whether the palloc at the other end waits for the grant.
-    pub(crate) fn waited(&self) -> bool {
-        self.1
-    }
-
-    /// Say `line` and keep the pipe open for another.
-    pub(crate) fn tell(&self, line: &str) {
-        let _ = nix::unistd::write(&self.0, format!("{line}\n").as_bytes());
-    }
 }

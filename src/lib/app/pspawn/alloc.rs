@@ -15,9 +15,9 @@ use crate::ops::alloc::{allocate, begin_allocate};
 use crate::ops::Session;
 use crate::proto::{keys, AllocAttrs, Directive, Inheritance, Status};
 
-use super::alloc_wait::{await_answer, granted_record, request_infos, Awaiting};
-use super::requester::generated_request_id;
-use super::{Failure, Ui};
+use crate::app::alloc_wait::{await_answer, granted_record, request_infos, Awaiting};
+use crate::app::requester::generated_request_id;
+use crate::app::{Failure, Ui};
 
 /// A reservation made for one job, given back by [`JobAllocation::give_back`].
 pub(crate) struct JobAllocation {
@@ -57,8 +57,8 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
     }
     let reply = reply.map_err(|e| refused(nodes, &e))?;
     let rec = granted_record(&req, &reply, s, false);
-    let view = super::palloc_empty::GrantView::new(s, &rec.alloc_id);
-    if let Some(mut f) = super::palloc_empty::refuse_empty_grant(s, &req, &rec, &view) {
+    let view = crate::app::grant_empty::GrantView::new(s, &rec.alloc_id);
+    if let Some(mut f) = crate::app::grant_empty::refuse_empty_grant(s, &req, &rec, &view) {
         f.message = format!("pspawn -N {nodes} outside an allocation: {}", f.message);
         return Err(f);
     }
@@ -72,12 +72,12 @@ pub(crate) fn reserve(s: &Session, nodes: u64, ui: &Ui) -> Result<JobAllocation,
     };
     // As palloc does: PRRTE master answers before the granted nodes can
     // take a job (P1); wait until they can.
-    super::palloc_ready::wait_usable(s, &req, &rec, &view)?;
-    if let Some(sig) = super::signals::caught() {
+    crate::app::grant_ready::wait_usable(s, &req, &rec, &view)?;
+    if let Some(sig) = crate::app::signals::caught() {
         own.give_back(s, ui);
         return Err(Failure::interrupted(&format!(
             "interrupted by {} before the job started",
-            super::signals::name(sig)
+            crate::app::signals::name(sig)
         )));
     }
     Ok(own)
@@ -163,7 +163,7 @@ pub(crate) fn restrict_to_nodes(
     // A scheduler that answers knows which of them are still granted
     // (PRRTE master keeps listing a node its node source took away).
     let mut left: Vec<String> = Vec::new();
-    if let Some(held) = super::status_sched::held_nodes(s, &req.targets) {
+    if let Some(held) = crate::app::status_sched::held_nodes(s, &req.targets) {
         left = nodes
             .iter()
             .filter(|n| !held.contains(n))

@@ -12,7 +12,7 @@ use crate::ops::spawn::{target_support, TargetSupport};
 use crate::ops::Session;
 use crate::proto::status::Status;
 
-use super::{Failure, Ui};
+use crate::app::{Failure, Ui};
 
 /// A refused spawn; a mapping failure gets a hint about slots, a missing
 /// program is named.
@@ -22,7 +22,7 @@ pub(crate) fn spawn_failure(
     attrs: &AttrsPresent,
     e: &crate::error::Error,
 ) -> Failure {
-    if let Some(f) = super::pspawn_hosts::unknown_host_failure(s, req, e) {
+    if let Some(f) = super::hosts::unknown_host_failure(s, req, e) {
         return f;
     }
     let mut f = Failure::refused(Operation::Spawn, attrs, e);
@@ -52,7 +52,7 @@ launched. Check the name, or give its path",
         if let Some(hint) = req
             .targets
             .first()
-            .and_then(|a| super::no_holder_hint(s, a))
+            .and_then(|a| crate::app::no_holder_hint(s, a))
         {
             f.message.push_str(&hint);
         }
@@ -85,10 +85,10 @@ fn allocation_is_live(s: &Session, id: &str) -> bool {
 /// Refuse `--target` before anything runs when the DVM cannot honour
 /// `PMIX_SPAWN_TARGET` (it would silently launch into its default pool):
 /// exit 7, `PMIX_ERR_NOT_SUPPORTED`; or when psched holds a target for an
-/// owner this tool is not (exit 6, [`super::pspawn_owner`]).
+/// owner this tool is not (exit 6, [`super::owner`]).
 pub(crate) fn check_target(s: &Session, targets: &[String], ui: &Ui) -> Result<(), Failure> {
     match target_support(s.server_version()) {
-        TargetSupport::Yes => super::pspawn_owner::refuse_foreign(s, targets),
+        TargetSupport::Yes => super::owner::refuse_foreign(s, targets),
         TargetSupport::Unknown => {
             ui.detail(
                 "the DVM's PMIx version is unknown (bare --uri): cannot tell whether it honours \
@@ -120,29 +120,6 @@ pub(crate) fn dvm_is_local(s: &Session) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether `program` names an executable here: a path, or a name found on
-/// PATH or next to this tool (where pdvm also looks).
-pub(crate) fn program_exists(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &std::path::Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    if program.contains('/') {
-        return is_exec(std::path::Path::new(program));
-    }
-    let mut dirs: Vec<std::path::PathBuf> = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(std::path::Path::to_path_buf))
-        .into_iter()
-        .collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    dirs.iter().any(|d| is_exec(&d.join(program)))
-}
-
 /// The checks made here before a spawn to a DVM on this machine: each
 /// app's program exists (exit 5, `PMIX_ERR_NOT_FOUND`, as the DVM would
 /// answer) and its --wdir is a directory (exit 2, a bad value).
@@ -161,7 +138,10 @@ pub(crate) fn check_apps_locally(apps: &[AppSpec]) -> Result<(), Failure> {
                 .ok()
                 .map(|h| h.join(w).display().to_string())
         });
-        if !program_exists(&super::launch::program_in_wdir(a, cwd.as_deref())) {
+        if !crate::app::launch::program_exists(&crate::app::launch::program_in_wdir(
+            a,
+            cwd.as_deref(),
+        )) {
             return Err(Failure::with(
                 Exit::NotFound,
                 Some(Status::ERR_NOT_FOUND),
@@ -205,7 +185,7 @@ pub(crate) fn create_output_files(req: &SpawnRequest) -> Result<(), Failure> {
     let Some(files) = &req.output_files else {
         return Ok(());
     };
-    super::output_files::empty_known_files(files, &req.apps).map_err(|e| {
+    crate::app::output_files::empty_known_files(files, &req.apps).map_err(|e| {
         Failure::with(
             Exit::Usage,
             None,

@@ -1,7 +1,7 @@
 //! `pspawn --target A` from a tool outside A's owner set. pdvm refuses it
 //! (spec 001 §8.2.1.7: only the reservation's owners spawn into it, exit
 //! 6); PRRTE master launches it. psched knows each grant's owner
-//! ([`super::status_sched`]), so where it answers, pspawn refuses the same
+//! ([`crate::app::status_sched`]), so where it answers, pspawn refuses the same
 //! spawn itself, before anything runs. It can tell only for a tool that
 //! speaks to the DVM directly (a palloc holder speaks as the owner; a job's
 //! own process may belong to the owner set through its job, which psched
@@ -13,7 +13,7 @@ use crate::ops::status_query::Want;
 use crate::ops::Session;
 use crate::proto::status::Status;
 
-use super::Failure;
+use crate::app::Failure;
 
 /// Refuse a spawn into any of `targets` that psched holds for an owner
 /// other than this tool.
@@ -27,7 +27,7 @@ pub(crate) fn refuse_foreign(s: &Session, targets: &[String]) -> Result<(), Fail
         reservations: true,
         ..Want::default()
     };
-    let Some(a) = super::status_sched::ask_scheduler(s, &want) else {
+    let Some(a) = crate::app::status_sched::ask_scheduler(s, &want) else {
         return Ok(());
     };
     let Some(Ok(grants)) = a.reservations else {

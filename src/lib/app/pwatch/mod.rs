@@ -1,6 +1,8 @@
 //! `pwatch`: stream events (filters, `--count`, `--timeout`, `--exec`,
 //! `--extend-by`, warning re-arming) or show status tables.
 
+pub(crate) mod status;
+
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ use crate::proto::{keys, Directive};
 use crate::render::EventWriter;
 
 use super::events::{registrations_for, EventFields};
-use super::{connect, connect_for, finish, now_secs, signals, status, Failure, Ui};
+use super::{connect, connect_for, finish, now_secs, signals, Failure, Ui};
 
 /// Run pwatch; returns the exit code.
 pub fn run(args: &PwatchArgs) -> i32 {

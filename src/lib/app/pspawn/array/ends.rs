@@ -1,7 +1,7 @@
 //! The ends of `pspawn --array`'s tasks that the DVM did not announce, or
 //! announced for a job the array did not know: a task whose spawn was
 //! answered `PMIX_ERROR` is matched with its job's end (see
-//! [`super::super::array_orphans`]); a task missing from the DVM's list, or
+//! [`super::orphans`]); a task missing from the DVM's list, or
 //! whose processes are all gone, has ended; a task whose command never ran
 //! is launched again.
 

@@ -11,8 +11,8 @@ use crate::ops::events::Event;
 use crate::proto::keys;
 use crate::proto::status::JOB_NODES_LOST;
 
-use super::launch::Followed;
-use super::Failure;
+use crate::app::launch::Followed;
+use crate::app::Failure;
 
 /// What a [`JOB_NODES_LOST`] notice about job `ns` says, if `ev` is one.
 pub(crate) fn notice(ev: &Event, ns: &str) -> Option<String> {

@@ -2,9 +2,16 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
+mod bad_param;
+mod batch;
+mod batch_log_copy;
+mod command;
+mod detach;
+mod flow;
+
 use crate::cli::PallocArgs;
 
-pub use super::palloc_detach::adopt_inherited_pipe;
+pub use super::submit_pipe::adopt_inherited_pipe;
 use super::{Failure, Ui};
 
 /// Run palloc; returns the exit code.
@@ -17,5 +24,5 @@ pub fn run(args: &PallocArgs) -> i32 {
 }
 
 fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
-    super::palloc_flow::run(args, ui)
+    self::flow::run(args, ui)
 }

@@ -21,7 +21,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, PmixVersion};
 use crate::render::AllocationRecord;
 
-use super::palloc_empty::GrantView;
+use super::grant_empty::GrantView;
 use super::Failure;
 use crate::cli::exit::Exit;
 
@@ -169,7 +169,7 @@ fn unusable(s: &Session, rec: &AllocationRecord) -> Failure {
         .map(|r| r.nodes.join(","))
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "its nodes".to_string());
-    let back = super::palloc_empty::give_back(s, &rec.alloc_id);
+    let back = super::grant_empty::give_back(s, &rec.alloc_id);
     Failure::with(
         Exit::Refused,
         Some(Status::ERR_JOB_FAILED_TO_LAUNCH),

@@ -1,0 +1,125 @@
+//! The records of this user's batch scripts (`palloc --no-wait -- SCRIPT`)
+//! on one DVM: `batch/SERVER/REQ_ID.json` in the user's private holder
+//! registry, written by the detached palloc that runs the script
+//! (`palloc::batch`), listed by `pwatch --status` (`batch_jobs`) and
+//! dropped by `prelease --cancel` of a queued one. Below the tools' rooms,
+//! as all three read them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::render::{BatchRecord, BatchState};
+
+/// Request `request_id` on DVM `server` was cancelled by this user's
+/// `prelease`: its queued record goes now, so a listing right after the
+/// cancel no longer shows it (the palloc that waited withdraws it too, but
+/// only once it has heard of the cancel). A record that is not queued
+/// (the script started) stays.
+pub(crate) fn cancelled(server: &str, request_id: &str) {
+    let Some(file) = record_path(server, request_id) else {
+        return;
+    };
+    let queued = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .is_some_and(|r| r.state == BatchState::Queued);
+    if queued {
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
+/// Write `rec` to `path` (a new file renamed over the old: readers never
+/// see half of it). Best effort: the log has the outcome either way.
+pub(crate) fn save(path: Option<&std::path::Path>, rec: &BatchRecord) {
+    let Some(path) = path else { return };
+    let Ok(json) = serde_json::to_vec(rec) else {
+        return;
+    };
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The directory of batch records of DVM `server`: `batch/SERVER` in the
+/// user's private holder registry (see [`crate::conn::holder::registry`]).
+fn records_dir(server: &str) -> Option<PathBuf> {
+    use crate::conn::registry::file_name_part;
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = crate::conn::holder::registry().ok()?.join("batch");
+    let dir = dir.join(file_name_part(server, RECORD_NAME_ROOM));
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir);
+    dir.is_dir().then_some(dir)
+}
+
+/// Longest name of a record's file or folder before its digest is used.
+const RECORD_NAME_ROOM: usize = 200;
+
+/// Records are kept this long (as sacct keeps a job for a while).
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Remove the records of DVM `server` not written for [`KEEP`].
+pub(crate) fn prune(server: &str) {
+    let Some(entries) = records_dir(server).and_then(|d| std::fs::read_dir(d).ok()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > KEEP);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The record file of request `rid` on DVM `server`: one name per
+/// request id (see [`crate::conn::registry::file_name_part`]).
+pub(crate) fn record_path(server: &str, rid: &str) -> Option<PathBuf> {
+    use crate::conn::registry::file_name_part;
+    let name = file_name_part(rid, RECORD_NAME_ROOM);
+    Some(records_dir(server)?.join(format!("{name}.json")))
+}
+
+/// This user's batch records for DVM `server`, oldest first; ended ones
+/// only when `all`.
+pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
+    let Some(dir) = records_dir(server) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<BatchRecord> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .map(|mut r| {
+            let live = matches!(r.state, BatchState::Running | BatchState::Queued);
+            if live && !r.palloc_pid.is_some_and(alive) {
+                r.state = BatchState::Lost;
+            }
+            r
+        })
+        .filter(|r| all || matches!(r.state, BatchState::Running | BatchState::Queued))
+        .collect();
+    v.sort_by_key(|r| r.started_at);
+    v
+}
+
+/// Whether process `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
