@@ -17,6 +17,7 @@ use crate::support::{show, text, tool, wait, LineReader, ToolCommand};
 
 on_both_versions!(
     a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail,
+    array_tasks_on_a_node_slurm_takes_fail_with_node_fail,
     an_outage_is_said_to_holders_and_queued_pallocs_and_its_end_grants_at_once,
 );
 
@@ -112,6 +113,82 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
         .args(["--target", &id, "-n", "1", "hostname"]));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), ctx());
     assert_eq!(text(&o.stdout).trim(), kept, "{}", ctx());
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+/// `pspawn --array 0-1` into a two-node allocation (one slot a node: a
+/// task on each); Slurm marks one node DOWN. The task there is stopped
+/// and counted failed (status 1), its line naming the node and the node
+/// source's `NODE_FAIL`; the other ends well; the array exits 1 (the task
+/// took PRRTE master's status 0: the array exited 0, saying nothing).
+fn array_tasks_on_a_node_slurm_takes_fail_with_node_fail(v: Version) {
+    let (c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
+    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
+    let job = job_of(&s, &id);
+    let nodes = s.job(job).expect("the job").nodes;
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    let (down, kept) = (nodes[0].clone(), nodes[1].clone());
+    let ran = c.dir().join("tasks");
+    let body = format!(
+        "echo \"$(hostname) $PMIX_ARRAY_TASK_ID\" >> {}; [ \"$(hostname)\" = {kept} ] && exit 0; \
+exec sleep 300",
+        ran.display()
+    );
+    let mut spawned = tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
+        .args(["--target", &id, "--array", "0-1", "sh", "-c", &body])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn --array");
+    let both = crate::support::wait::within_every(
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || {
+            std::fs::read_to_string(&ran)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                == 2
+        },
+    );
+    if !both {
+        let _ = spawned.kill();
+        let o = spawned.wait_with_output().expect("pspawn's output");
+        panic!(
+            "both tasks did not run: {:?}\n{}\n--- psched:\n{}",
+            std::fs::read_to_string(&ran),
+            show(&o),
+            c.psched_log()
+        );
+    }
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={down}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
+    let o = crate::support::wait_output(spawned, Duration::from_secs(120));
+    let said = text(&o.stderr);
+    eprintln!("pspawn --array with its tasks on {down} said: {said}");
+    assert_eq!(o.status.code(), Some(1), "{said}\n{}", ctx());
+    let all = std::fs::read_to_string(&ran).unwrap_or_default();
+    let task = all
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{down} ")))
+        .unwrap_or_else(|| panic!("no task ran on {down}: {all}"));
+    let line = said
+        .lines()
+        .find(|l| l.contains(&format!("array task {task}:")) && l.contains("NODE_FAIL"))
+        .unwrap_or_else(|| panic!("task {task} names NODE_FAIL: {said}\n{}", ctx()));
+    assert!(line.contains(&down), "{line}");
     let _ = holder.kill();
     let _ = holder.wait();
 }

@@ -54,7 +54,8 @@ fn queued_palloc(c: &Cluster, s: &Slurm, rid: &str, args: &[&str]) -> Child {
 /// `prelease --cancel` says so (exit 3, nothing sent); once it is back,
 /// `prelease --cancel` of one by its request id works (that palloc ends, non-zero, saying so),
 /// and the other is served once the holder gives the nodes back (its
-/// command runs, exit 0). Before, both waited for ever.
+/// command runs, exit 0); so is a `pspawn -N 1` queued beside them (its
+/// job runs). Before, all waited for ever.
 fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v: Version) {
     let (mut c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
     let (mut holder, _lines, _id) = hold_with(
@@ -63,9 +64,32 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
     );
     let served = queued_palloc(&c, &s, "lost-served", &["--", "true"]);
     let cancelled = queued_palloc(&c, &s, "lost-cancelled", &["--hold"]);
-    wait_for("Slurm shows both requests pending", || {
-        pending(&s).len() == 2
-    });
+    // `pspawn -N` asks for its allocation as palloc does, and sends its
+    // request again as palloc does.
+    let mut spawned = tool(&c, "pspawn")
+        .no_color()
+        .on_slurm(&s)
+        .args(["-N", "1", "echo", "pspawn-served"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a queued pspawn -N");
+    let three = crate::support::wait::within_every(
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || pending(&s).len() == 3,
+    );
+    if !three {
+        let _ = spawned.kill();
+        let o = spawned.wait_with_output().expect("pspawn's output");
+        panic!(
+            "Slurm shows {} pending; the pspawn -N: {}\n--- psched:\n{}",
+            pending(&s).len(),
+            show(&o),
+            c.psched_log()
+        );
+    }
     let before = pending(&s);
     c.kill_psched();
     // psched down: a cancel says why it cannot be carried out, at once.
@@ -83,15 +107,15 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
     );
     eprintln!("prelease while psched is down: {}", text(&o.stderr));
     start_psched_on(&mut c, &s);
-    wait_for("both requests are pending again, as new jobs", || {
+    wait_for("the three requests are pending again, as new jobs", || {
         let now = pending(&s);
-        now.len() == 2 && now.iter().all(|j| !before.contains(j))
+        now.len() == 3 && now.iter().all(|j| !before.contains(j))
     });
     let log = c.psched_log();
     assert_eq!(
         log.matches("was lost when psched stopped").count(),
-        2,
-        "the restarted psched told both requesters:\n{log}"
+        3,
+        "the restarted psched told the three requesters:\n{log}"
     );
     let o = crate::psched_cluster::run(
         tool(&c, "prelease")
@@ -131,6 +155,15 @@ fn queued_pallocs_are_served_or_cancelled_after_psched_is_killed_and_restarted(v
         text(&q.stderr)
     );
     assert!(text(&q.stderr).contains("sent it again"), "{}", show(&q));
+    let p = crate::support::wait_output(spawned, Duration::from_secs(120));
+    eprintln!(
+        "served pspawn -N: exit {:?}\n{}",
+        p.status.code(),
+        text(&p.stderr)
+    );
+    assert_eq!(p.status.code(), Some(0), "{}\n{}", show(&p), c.psched_log());
+    assert_eq!(text(&p.stdout), "pspawn-served\n", "{}", show(&p));
+    assert!(text(&p.stderr).contains("sent it again"), "{}", show(&p));
 }
 
 /// `kill -9` of psched while two pallocs hold a Slurm job each, then one

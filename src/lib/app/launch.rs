@@ -439,13 +439,9 @@ impl StdinPump {
 /// reply comes. The DVM handles one connection's requests in order, so a
 /// spawn sent next cannot end unseen; not waiting saves a round trip whose
 /// small reply a server without `TCP_NODELAY` may hold back for our delayed
-/// ACK (tens of milliseconds with PRRTE 3.0).
-pub(crate) fn register_job_end(s: &Session) -> Result<u32> {
-    register_job_end_and(s, &[])
-}
-
-/// [`register_job_end`], with the events of `more` codes in the same
-/// registration (pspawn in an allocation: its end, `PMIX_EVENT_SESSION_END`).
+/// ACK (tens of milliseconds with PRRTE 3.0). The events of `more` codes
+/// come in the same registration (pspawn in an allocation: its end,
+/// `PMIX_EVENT_SESSION_END`, psched's notice of a node taken away).
 pub(crate) fn register_job_end_and(s: &Session, more: &[Status]) -> Result<u32> {
     let mut codes = vec![Status::EVENT_JOB_END];
     codes.extend_from_slice(more);
@@ -463,7 +459,7 @@ pub(crate) fn register_job_end_and(s: &Session, more: &[Status]) -> Result<u32> 
 /// arrives; in the last two cases the job is stopped ([`stop_job`], then
 /// [`kill_job`] after [`STOP_GRACE`]) and its end awaited (at most three
 /// grace periods). Output and other events go to `on_output`.
-/// `registration`: the tag of a [`register_job_end`] whose reply is still
+/// `registration`: the tag of a [`register_job_end_and`] whose reply is still
 /// to be checked; `stdin`: our input, forwarded to the job meanwhile.
 ///
 /// One wait covers the connection, the signal self-pipe and the next

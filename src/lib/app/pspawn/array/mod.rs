@@ -64,6 +64,9 @@ struct Task {
     /// after that (PRRTE 3.0, wire `v41`): it is over once its output has
     /// been quiet for a while ([`Trailing`]).
     trailing: Option<trailing::Trailing>,
+    /// The scheduler's notice that a node it ran on was taken away
+    /// (psched: `JOB_NODES_LOST`): it ends as failed, saying so.
+    lost: Option<String>,
 }
 
 impl Task {
@@ -79,6 +82,7 @@ impl Task {
             pull,
             next,
             trailing: None,
+            lost: None,
         }
     }
 }
@@ -210,7 +214,13 @@ fn run_tasks(
         crate::app::pspawn::checks::check_target(s, &req.targets, ui)?;
     }
     crate::app::pspawn::checks::create_output_files(&without_index(req))?;
-    let registration = launch::register_job_end(s)
+    // In an allocation, also psched's notice of a node taken away.
+    let more: &[Status] = if target.is_some() {
+        &[crate::proto::status::JOB_NODES_LOST]
+    } else {
+        &[]
+    };
+    let registration = launch::register_job_end_and(s, more)
         .map_err(|e| Failure::from_error("cannot watch for job ends", &e))?;
     let mut info = launch::job_info(target, req.map_by.as_deref());
     info.extend(crate::app::pspawn::checks::job_extras(req));
@@ -588,6 +598,9 @@ impl Array<'_> {
     /// A task's job ended: it no longer counts as in flight; its output
     /// is complete once the next barrier is answered.
     fn on_event(&mut self, ev: &crate::ops::events::Event) {
+        if ev.status == crate::proto::status::JOB_NODES_LOST {
+            return self.node_lost(ev);
+        }
         let Some(ns) = ev.affected_nspace().map(String::from) else {
             return;
         };
@@ -613,10 +626,41 @@ impl Array<'_> {
         self.task_ended(&ns, launch::job_exit(&end).code());
     }
 
-    /// Task `ns` ended with `code`: it no longer counts as in flight.
+    /// psched's notice that a node was taken away under a task's job: the
+    /// task ends as failed when its job ends (PRRTE master announces
+    /// status 0 for the processes psched then kills).
+    fn node_lost(&mut self, ev: &crate::ops::events::Event) {
+        let Some(ns) = ev.get(crate::proto::keys::NSPACE).and_then(|v| v.as_str()) else {
+            return;
+        };
+        let Some(t) = self.tasks.get_mut(ns) else {
+            return;
+        };
+        if let Some(what) = super::job_lost::notice(ev, ns) {
+            self.ui
+                .detail(&format!("array task {}: {what}", t.run.index));
+            t.lost = Some(what);
+        }
+    }
+
+    /// Task `ns` ended with `code`: it no longer counts as in flight. A
+    /// task that lost a node to the scheduler's node source failed
+    /// ([`Self::node_lost`]), whatever its code.
     fn task_ended(&mut self, ns: &str, code: i32) {
         let Some(t) = self.tasks.get_mut(ns) else {
             return;
+        };
+        let code = match &t.lost {
+            Some(what) => {
+                if self.ui.level > -2 {
+                    say!(
+                        "pspawn: array task {}: job {ns} was stopped (status {code}): {what}",
+                        t.run.index
+                    );
+                }
+                crate::cli::exit::Exit::Other.code()
+            }
+            None => code,
         };
         t.ended = Some(code);
         self.alive -= 1;
