@@ -32,6 +32,7 @@ mod job_lost;
 pub(crate) mod launch;
 mod output_files;
 pub mod palloc;
+mod palloc_agent;
 mod palloc_bad_param;
 mod palloc_batch;
 pub(crate) mod palloc_detach;

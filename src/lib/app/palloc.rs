@@ -17,5 +17,8 @@ pub fn run(args: &PallocArgs) -> i32 {
 }
 
 fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
+    if args.stdin_requests {
+        return Ok(super::palloc_agent::run(args));
+    }
     super::palloc_flow::run(args, ui)
 }
