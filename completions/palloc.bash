@@ -23,7 +23,7 @@ _palloc() {
 
     case "${cmd}" in
         palloc)
-            opts="-N -w -c -t -p -A -C -J -o -q -v -h -V --nodes --nodelist --exclude --cpus --mem --time --queue --partition --account --qos --reservation --constraint --job-name --request-id --output --target --exclusive --share --inherit --warn-timeout --extend --extend-request --no-wait --hold --parsable --keep --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
+            opts="-N -w -c -t -p -A -C -J -o -q -v -h -V --nodes --nodelist --exclude --cpus --mem --time --queue --partition --account --qos --reservation --constraint --job-name --request-id --output --target --exclusive --share --inherit --warn-timeout --extend --extend-request --no-wait --hold --stdin-requests --parsable --keep --uri --pid --nspace --namespace --system-server-first --system-server-only --tmpdir --wait-to-connect --num-connect-retries --as-tool --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,5 +1,6 @@
 """Unit tests of the `pmix` plugin without a DVM: spec → palloc command line, state parsing."""
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,3 +135,41 @@ def test_a_missing_dvm_is_a_submit_exception_with_the_tools_message(tmp_path: Pa
         ex.submit(_job())
     # palloc's own words (exit 3, cannot connect), not a Python error
     assert str(e.value).startswith('palloc'), str(e.value)
+
+
+def _fake_agent(tmp_path: Path, answers: list) -> 'object':
+    """A PallocAgent whose palloc answers `answers` (JSON records), one per line read."""
+    import sys
+    from psij_pmix.agent import PallocAgent
+    code = ('import sys, json\nanswers = %r\nfor a in answers:\n'
+            '    if not sys.stdin.readline():\n        break\n'
+            '    print(json.dumps(a), flush=True)\n' % (answers,))
+    return PallocAgent(lambda: [sys.executable, '-c', code], lambda: str(tmp_path),
+                       lambda: dict(os.environ))
+
+
+def test_the_agent_answers_a_request_id_or_pallocs_refusal(tmp_path: Path) -> None:
+    from psij import SubmitException
+    agent = _fake_agent(tmp_path, [
+        {'type': 'request', 'request_id': 'j1', 'state': 'submitted'},
+        {'type': 'error', 'status': 'PMIX_ERR_OUT_OF_RESOURCE', 'rule': None,
+         'message': 'request j2 was refused: too big', 'exit_code': 4}])
+    assert agent.submit(['-J', 'j1', '--', 'x']) == 'j1'  # type: ignore
+    with pytest.raises(SubmitException) as e:
+        agent.submit(['-J', 'j2', '--', 'x'])  # type: ignore
+    assert str(e.value) == 'palloc: request j2 was refused: too big'
+    agent.close()  # type: ignore
+
+
+def test_an_agent_that_cannot_start_or_ends_unheard_leaves_submit_to_palloc_no_wait(
+        tmp_path: Path) -> None:
+    from psij_pmix.agent import AgentGone, PallocAgent
+    missing = PallocAgent(lambda: ['/nonexistent/palloc'], lambda: str(tmp_path),
+                          lambda: dict(os.environ))
+    with pytest.raises(AgentGone):
+        missing.submit(['--', 'x'])
+    assert not missing.usable()
+    mute = _fake_agent(tmp_path, [])
+    with pytest.raises(AgentGone):
+        mute.submit(['--', 'x'])  # type: ignore
+    assert not mute.usable()  # type: ignore

@@ -255,6 +255,21 @@ pub struct PallocArgs {
     #[arg(long)]
     pub hold: bool,
 
+    /// Submit batch jobs read from stdin, one a line, each a JSON array of the arguments of
+    /// `palloc --no-wait` (e.g. `["-J","job1","-N","1","--","/bin/bash","job1.sh"]`), and answer
+    /// each with one JSON line on stdout: `{"type":"request","request_id":ID,"state":"submitted"}`,
+    /// or `{"type":"error",…,"message":…,"exit_code":N}` with the status palloc --no-wait would
+    /// exit with (a line that is not such an array: exit code 2). One palloc serves a whole
+    /// workflow (PSI/J's `pmix` executor) instead of one process per job; end of input ends it,
+    /// and the jobs it submitted go on, each held by its detached palloc as with --no-wait.
+    #[arg(long, conflicts_with_all = ["hold", "no_wait", "extend", "extend_request", "command"])]
+    pub stdin_requests: bool,
+
+    /// The arguments this request was given, when not palloc's own command line (a line of
+    /// --stdin-requests); the detached palloc that holds the job is started with them.
+    #[arg(skip)]
+    pub line_argv: Option<Vec<std::ffi::OsString>>,
+
     /// Print only the allocation id (with --no-wait, the request id), as sbatch --parsable.
     #[arg(long, conflicts_with = "json")]
     pub parsable: bool,
@@ -395,6 +410,7 @@ impl PallocArgs {
             && !self.hold
             && !self.parsable
             && !self.output.json
+            && !self.stdin_requests
     }
 
     /// What to do after sending the request; `interactive` as for

@@ -7,7 +7,7 @@
 //! `#PALLOC` option palloc does not know is refused as on the command line.
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use clap::parser::ValueSource;
 
@@ -74,12 +74,23 @@ fn read_head(path: &OsString) -> Option<String> {
     if !meta.is_file() {
         return None;
     }
+    // Line by line up to the first command (where the directives end), so
+    // that a program named after `--` (`-- /bin/bash SCRIPT`) costs one
+    // line's read, not a megabyte's.
+    let mut head = std::io::BufReader::new(std::fs::File::open(path).ok()?.take(MAX_HEAD));
     let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_HEAD)
-        .read_to_string(&mut text)
-        .ok()?;
+    loop {
+        let mut line = String::new();
+        if head.read_line(&mut line).ok()? == 0 {
+            break;
+        }
+        let t = line.trim();
+        let command = !t.is_empty() && !t.starts_with('#');
+        text.push_str(&line);
+        if command {
+            break;
+        }
+    }
     Some(text)
 }
 

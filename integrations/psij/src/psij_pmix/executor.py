@@ -20,6 +20,7 @@ from psij.executors.batch.batch_scheduler_executor import (
     BatchSchedulerExecutor, BatchSchedulerExecutorConfig, check_status_exit_code)
 from psij.executors.batch.script_generator import TemplatedScriptGenerator
 
+from psij_pmix.agent import AgentGone, PallocAgent
 from psij_pmix.spec_args import SpecError, connection_args, flag_lines, palloc_args
 from psij_pmix.status import parse_status
 
@@ -79,6 +80,9 @@ class PmixJobExecutor(BatchSchedulerExecutor):
             self._uri = _uri_from_url(url)
         self._canceled: Set[str] = set()
         super().__init__(url=url, config=config)  # type: ignore
+        self._agent = PallocAgent(
+            lambda: [self._tool('palloc'), '--stdin-requests'] + self._conn(),
+            lambda: str(self.work_directory), self._tool_env)
         self.generator = TemplatedScriptGenerator(config, Path(__file__).parent / 'pmix.mustache')
 
     # -- tools ---------------------------------------------------------------------------
@@ -90,15 +94,18 @@ class PmixJobExecutor(BatchSchedulerExecutor):
     def _conn(self) -> List[str]:
         return connection_args(self._uri, self._tmpdir)
 
-    def _run_command(self, cmd: List[str]) -> str:
-        # palloc writes a batch job's log (palloc-NAME.out) in its working directory
-        self._ensure_work_dir()
+    def _tool_env(self) -> Dict[str, str]:
         env = dict(os.environ)
         if self._bin_dir:
             env['PATH'] = self._bin_dir + os.pathsep + env.get('PATH', '')
+        return env
+
+    def _run_command(self, cmd: List[str]) -> str:
+        # palloc writes a batch job's log (palloc-NAME.out) in its working directory
+        self._ensure_work_dir()
         try:
             res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, cwd=str(self.work_directory), env=env)
+                                 text=True, cwd=str(self.work_directory), env=self._tool_env())
         except FileNotFoundError as ex:
             raise subprocess.CalledProcessError(127, cmd, output='pmix: %s' % ex) from None
         if res.returncode != 0:
@@ -111,12 +118,37 @@ class PmixJobExecutor(BatchSchedulerExecutor):
 
     # -- submit --------------------------------------------------------------------------
     def submit(self, job: Job) -> None:
-        """See :func:`~psij.JobExecutor.submit`; a bad spec is a SubmitException."""
+        """See :func:`~psij.JobExecutor.submit`; a bad spec is a SubmitException.
+
+        The job goes to one long-lived ``palloc --stdin-requests`` (see :mod:`psij_pmix.agent`):
+        one line and its answer per job instead of a palloc started for each; should that palloc
+        not run, ``palloc --no-wait`` submits it instead."""
         try:
             self._native_for(job)
-            super().submit(job)
+            if self._agent.usable():
+                self._submit_through_agent(job)
+            else:
+                super().submit(job)
         except SpecError as ex:
             raise SubmitException(str(ex)) from None
+
+    def _submit_through_agent(self, job: Job) -> None:
+        """BatchSchedulerExecutor.submit, the request sent to the agent."""
+        self._ensure_work_dir()
+        self._check_job(job)
+        context = self._create_script_context(job)
+        script = self.work_directory / (job.id + '.job')
+        with script.open('w') as f:
+            self.generate_submit_script(job, context, f)
+        args = palloc_args(job, self._native_for(job)) + ['--', '/bin/bash', str(script)]
+        try:
+            nid = self._agent.submit(args)
+        except AgentGone:
+            super().submit(job)
+            return
+        job._native_id = nid
+        self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={'native_id': nid}))
+        self._queue_poll_thread.register_job(job)
 
     def _native_for(self, job: Job) -> str:
         nid = getattr(job, '_pmix_native', None)
@@ -205,8 +237,9 @@ class PmixJobExecutor(BatchSchedulerExecutor):
     def parse_status_output(self, exit_code: int, out: str) -> Dict[str, JobStatus]:
         """See :mod:`psij_pmix.status`; jobs pwatch does not list stay as they are."""
         check_status_exit_code('pwatch', exit_code, out)
-        ids = self._queue_poll_thread._jobs.keys()
-        result = parse_status(out, list(ids), self._canceled)
+        with self._queue_poll_thread._jobs_lock:
+            ids = list(self._queue_poll_thread._jobs.keys())
+        result = parse_status(out, ids, self._canceled)
         for nid in ids:
             if nid not in result:
                 result[nid] = self._missing_status(nid)

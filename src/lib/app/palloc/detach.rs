@@ -37,6 +37,28 @@ pub(crate) fn submit_detached(
     ui: &Ui,
     how: Detach,
 ) -> std::result::Result<i32, Failure> {
+    detach(args, req, ui, how, true).map(|(_, code)| code)
+}
+
+/// A batch job of a `palloc --stdin-requests` line: submitted as with
+/// `--no-wait`, nothing printed; its request id.
+pub(crate) fn submit_line(
+    args: &PallocArgs,
+    req: &AllocAsk,
+    ui: &Ui,
+) -> std::result::Result<String, Failure> {
+    detach(args, req, ui, Detach::Submit, false).map(|(rid, _)| rid)
+}
+
+/// [`submit_detached`], saying what it did when `announce`; the request id
+/// and the exit code.
+fn detach(
+    args: &PallocArgs,
+    req: &AllocAsk,
+    ui: &Ui,
+    how: Detach,
+    announce: bool,
+) -> std::result::Result<(String, i32), Failure> {
     let asked = req
         .attrs
         .req_id
@@ -55,7 +77,7 @@ pub(crate) fn submit_detached(
     let mut child = start(args, &rid, (&log_path, &log), (&said_w, how))?;
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
-    if how == Detach::Submit {
+    if how == Detach::Submit && announce {
         ui.record(&RequestRecord {
             request_id: Some(rid.clone()),
             state: "submitted".into(),
@@ -78,7 +100,8 @@ pub(crate) fn submit_detached(
                 }
                 if let Some(json) = line.strip_prefix("granted ") {
                     if how == Detach::UntilGranted {
-                        return Ok(print_grant(args, json, child.id(), log_path.as_deref(), ui));
+                        let code = print_grant(args, json, child.id(), log_path.as_deref(), ui);
+                        return Ok((rid, code));
                     }
                 }
                 ui.detail(&format!("the detached palloc says: {line}"));
@@ -105,15 +128,18 @@ pub(crate) fn submit_detached(
             Said::Ended => return Err(refused(&mut child, &rid, log_path.as_deref())),
         }
     }
-    ui.note(&format!(
-        "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc --request-id {rid}` \
-shows its grant, `prelease --cancel {rid}` withdraws it, and once granted `prelease ID` gives it back",
-        child.id(),
-        log_path
-            .map(|p| format!(", log {}", p.display()))
-            .unwrap_or_default()
-    ));
-    Ok(0)
+    if announce {
+        ui.note(&format!(
+            "request {rid} is held by a detached palloc (pid {}{}): `pwatch --event alloc \
+--request-id {rid}` shows its grant, `prelease --cancel {rid}` withdraws it, and once granted \
+`prelease ID` gives it back",
+            child.id(),
+            log_path
+                .map(|p| format!(", log {}", p.display()))
+                .unwrap_or_default()
+        ));
+    }
+    Ok((rid, 0))
 }
 
 /// The request id of a batch script named `asked` (`-J NAME`): NAME, or
@@ -258,7 +284,11 @@ fn start(
         .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
     let mut argv: Vec<std::ffi::OsString> = Vec::new();
     let mut after_dashes = false;
-    for a in std::env::args_os().skip(1) {
+    let given: Vec<std::ffi::OsString> = match &args.line_argv {
+        Some(line) => line.clone(),
+        None => std::env::args_os().skip(1).collect(),
+    };
+    for a in given {
         after_dashes |= a == "--";
         if after_dashes || (a != "--no-wait" && a != "--parsable") {
             argv.push(a);

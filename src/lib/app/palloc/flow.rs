@@ -66,6 +66,23 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
     out
 }
 
+/// A batch job of a `palloc --stdin-requests` line: what `palloc --no-wait
+/// -- SCRIPT` does, the same checks first; its request id, nothing printed.
+pub(super) fn submit_batch(args: &PallocArgs, ui: &Ui) -> std::result::Result<String, Failure> {
+    let plan = Plan::new(args, ui);
+    if plan.req.directive != Directive::New || plan.mode != PallocMode::NoWait {
+        return Err(Failure::with(
+            Exit::Usage,
+            None,
+            "a --stdin-requests line submits a new batch job: no --extend, --hold or --stdin-requests"
+                .to_string(),
+        ));
+    }
+    plan.warning_is_heard()?;
+    plan.command_runs()?;
+    super::detach::submit_line(args, &plan.req, ui)
+}
+
 fn run_flow(args: &PallocArgs, ui: &Ui) -> Outcome {
     let plan = Plan::new(args, ui);
     plan.warning_is_heard()?;

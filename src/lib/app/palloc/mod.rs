@@ -2,6 +2,7 @@
 //! and what becomes of it when palloc ends; optionally hold it until a
 //! signal, or run a command inside it.
 
+mod agent;
 mod bad_param;
 mod batch;
 mod batch_log_copy;
@@ -24,5 +25,8 @@ pub fn run(args: &PallocArgs) -> i32 {
 }
 
 fn run_inner(args: &PallocArgs, ui: &Ui) -> std::result::Result<i32, Failure> {
+    if args.stdin_requests {
+        return Ok(self::agent::run(args));
+    }
     self::flow::run(args, ui)
 }
