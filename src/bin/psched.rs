@@ -10,6 +10,13 @@ use clap::Parser;
 use pmix_tools::cli::PschedArgs;
 use pmix_tools::psched::{self, admin, ledger::Ledger, serve::STOP};
 
+/// A line in psched's log, through its one place ([`psched::diag::line`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        pmix_tools::psched::diag::line(format_args!($($arg)*))
+    };
+}
+
 /// How long `psched --release` waits for the running psched to act.
 const RELEASE_WAIT: Duration = Duration::from_secs(15);
 
@@ -18,7 +25,7 @@ fn main() -> ExitCode {
     let cfg = match args.config() {
         Ok(c) => c,
         Err(m) => {
-            eprintln!("psched: {m}");
+            say!("psched: {m}");
             return ExitCode::from(2);
         }
     };
@@ -27,7 +34,7 @@ fn main() -> ExitCode {
         return match psched::watchdog::run(&cfg, of) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("psched watchdog: {e}");
+                say!("psched watchdog: {e}");
                 ExitCode::from(3)
             }
         };
@@ -52,7 +59,7 @@ fn main() -> ExitCode {
     match psched::run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("psched: {e}");
+            say!("psched: {e}");
             ExitCode::from(3)
         }
     }
@@ -78,7 +85,7 @@ fn status(cfg: &psched::Config) -> ExitCode {
     let l = match Ledger::load(&cfg.ledger) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("psched: {e}");
+            say!("psched: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -123,7 +130,7 @@ fn held(cfg: &psched::Config, id: &str) -> Result<bool, ExitCode> {
     match Ledger::load(&cfg.ledger) {
         Ok(l) => Ok(l.grants.iter().any(|g| g.alloc_id == id)),
         Err(e) => {
-            eprintln!("psched: {e}");
+            say!("psched: {e}");
             Err(ExitCode::FAILURE)
         }
     }
@@ -134,7 +141,7 @@ fn release(cfg: &psched::Config, id: &str) -> ExitCode {
     match held(cfg, id) {
         Ok(true) => {}
         Ok(false) => {
-            eprintln!("psched: {id} is not a grant in {ledger} (see psched --status)");
+            say!("psched: {id} is not a grant in {ledger} (see psched --status)");
             return ExitCode::FAILURE;
         }
         Err(c) => return c,
@@ -142,13 +149,13 @@ fn release(cfg: &psched::Config, id: &str) -> ExitCode {
     let path = match admin::submit(&cfg.ledger, id) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("psched: cannot write a release request beside {ledger}: {e}");
+            say!("psched: cannot write a release request beside {ledger}: {e}");
             return ExitCode::FAILURE;
         }
     };
     if !admin::wait_gone(&path, Instant::now() + RELEASE_WAIT) {
         let _ = std::fs::remove_file(&path);
-        eprintln!(
+        say!(
             "psched: no psched serving {ledger} acted within {} s; is it running?",
             RELEASE_WAIT.as_secs()
         );
@@ -160,7 +167,7 @@ fn release(cfg: &psched::Config, id: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(true) => {
-            eprintln!("psched: {id} is still granted (see psched's log)");
+            say!("psched: {id} is still granted (see psched's log)");
             ExitCode::FAILURE
         }
         Err(c) => c,

@@ -141,3 +141,42 @@ fn the_slurm_backend_checks_slurms_controller_version_and_partitions() {
         show(&o)
     );
 }
+
+/// psched's log lines go through one place (`psched::diag`): with
+/// `PSCHED_LOG_TIMES` each starts with the time; with a stderr that takes
+/// nothing (`/dev/full`) psched still ends as it would, exit 1 (with
+/// `eprintln!` it panicked: exit 101).
+#[test]
+fn psched_log_lines_carry_the_time_when_asked_and_a_full_stderr_is_no_panic() {
+    let dir = unique_tmpdir("psched-log");
+    let ledger = dir.path().join("ledger.json");
+    let o = run_with_timeout(
+        Command::new(cargo_bin("psched"))
+            .args(["--release", "nosuch", "--ledger"])
+            .arg(&ledger)
+            .env("PSCHED_LOG_TIMES", "1"),
+        30,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let said = text(&o.stderr);
+    let (time, rest) = said.split_once(' ').unwrap_or_default();
+    assert!(
+        time.parse::<f64>().is_ok_and(|t| t > 1.0e9)
+            && rest.starts_with("psched: nosuch is not a grant"),
+        "{said}"
+    );
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut child = Command::new(cargo_bin("psched"))
+        .args(["--release", "nosuch", "--ledger"])
+        .arg(&ledger)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(full)
+        .spawn()
+        .expect("start psched");
+    let status = crate::support::wait_exit(&mut child, std::time::Duration::from_secs(30));
+    assert_eq!(status.code(), Some(1), "{status:?}");
+}

@@ -59,7 +59,7 @@ pub fn pending(ledger: &Path) -> Vec<(PathBuf, String)> {
         .filter_map(|e| {
             let (body, owner) = read(&e.path(), MAX_ID).ok()?;
             if owner != me && owner != 0 {
-                eprintln!(
+                say!(
                     "psched: ignored {} (uid {owner} is neither psched's user nor root)",
                     e.path().display()
                 );

@@ -26,7 +26,7 @@ impl Published {
         match super::files::replace(&path, contact.as_bytes(), 0o644) {
             Ok(()) => Published { path: Some(path) },
             Err(e) => {
-                eprintln!(
+                say!(
                     "psched: cannot write the contact file {} ({e}): `pwatch --status` will show \
 only what the DVM keeps of psched's grants",
                     path.display()

@@ -9,12 +9,20 @@
 //!
 //! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
 
+/// A line in psched's log ([`diag::line`]): `say!("psched: …")`.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::psched::diag::line(format_args!($($arg)*))
+    };
+}
+
 pub mod admin;
 pub mod backend;
 pub mod backends;
 pub mod check;
 pub mod contact;
 pub mod core;
+pub mod diag;
 pub mod drive;
 pub mod dvm;
 pub mod files;

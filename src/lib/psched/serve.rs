@@ -68,7 +68,7 @@ pub fn run(cfg: &Config) -> Result<()> {
         match attach(cfg) {
             Ok(conn) => {
                 let dvm = conn.server().0.to_string();
-                eprintln!("psched: attached to {dvm} as {}", conn.me().0);
+                say!("psched: attached to {dvm} as {}", conn.me().0);
                 if kept.dvm.as_deref() != Some(dvm.as_str()) {
                     kept = Kept {
                         dvm: Some(dvm.clone()),
@@ -222,7 +222,7 @@ impl Loop<'_> {
             drop(extras);
             match event {
                 Event::Message(Unsolicited::Closed(e)) => {
-                    eprintln!("psched: the DVM went away ({})", e.context);
+                    say!("psched: the DVM went away ({})", e.context);
                     return Ok(());
                 }
                 Event::Message(Unsolicited::Other(tag, payload)) => {
@@ -240,7 +240,7 @@ impl Loop<'_> {
     /// on disk before anyone hears of it), then send what is waiting.
     fn flush(&mut self, out: &mut Vec<Send>) -> Result<()> {
         for line in self.core.take_log() {
-            eprintln!("psched: {line}");
+            say!("psched: {line}");
         }
         let (book, sessions) = self.core.dvm().book();
         self.kept.book = book;
@@ -268,10 +268,10 @@ fn admin(cfg: &Config, st: &mut dyn Backend) -> Result<(Vec<Out>, Vec<std::path:
     for (path, id) in super::admin::pending(&cfg.ledger) {
         match st.admin_release(&id, now_ms())? {
             Some(o) => {
-                eprintln!("psched: released {id} (administrator)");
+                say!("psched: released {id} (administrator)");
                 out.extend(o);
             }
-            None => eprintln!("psched: release of {id} refused: not a grant of this psched"),
+            None => say!("psched: release of {id} refused: not a grant of this psched"),
         }
         done.push(path);
     }

@@ -61,7 +61,7 @@ pub fn asked() -> Option<i32> {
 pub fn start(ledger: &Path) {
     let me = std::process::id();
     if let Err(e) = super::files::replace(&pid_file(ledger), format!("{me}\n").as_bytes(), 0o600) {
-        eprintln!(
+        say!(
             "psched: no watchdog: cannot write {}: {e}",
             pid_file(ledger).display()
         );
@@ -77,8 +77,8 @@ pub fn start(ledger: &Path) {
             .spawn()
     });
     match spawned {
-        Ok(c) => eprintln!("psched: watchdog {} started (ends Slurm jobs of allocations that end while psched is down)", c.id()),
-        Err(e) => eprintln!("psched: no watchdog: {e}"),
+        Ok(c) => say!("psched: watchdog {} started (ends Slurm jobs of allocations that end while psched is down)", c.id()),
+        Err(e) => say!("psched: no watchdog: {e}"),
     }
 }
 
@@ -202,7 +202,7 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
         }
         if ended(&psched, PERIOD) {
             if !w.said_down {
-                eprintln!("psched watchdog: psched {of} is gone; watching its Slurm jobs");
+                say!("psched watchdog: psched {of} is gone; watching its Slurm jobs");
                 w.said_down = true;
             }
             if !w.turn()? {
@@ -265,18 +265,18 @@ impl Watch<'_> {
         );
         for (alloc, job, why) in &d.end {
             match super::slurm::ctl::cancel(*job) {
-                Ok(()) => eprintln!(
+                Ok(()) => say!(
                     "psched watchdog: cancelled Slurm job {job} of {alloc} while psched {} is down: {}",
                     self.of,
                     why.words()
                 ),
                 // Slurm is not answering: the next look tries again.
                 Err(super::slurm::ctl::Failure::Unreachable(w)) => {
-                    eprintln!("psched watchdog: scancel {job} of {alloc}: Slurm unreachable ({w})");
+                    say!("psched watchdog: scancel {job} of {alloc}: Slurm unreachable ({w})");
                     continue;
                 }
                 Err(super::slurm::ctl::Failure::Refused(w)) => {
-                    eprintln!("psched watchdog: scancel {job} of {alloc} refused: {w}")
+                    say!("psched watchdog: scancel {job} of {alloc} refused: {w}")
                 }
             }
             self.done.insert(*job);
@@ -362,7 +362,7 @@ impl Watch<'_> {
     /// Say `what` in psched's log, once in a row.
     fn say(&mut self, what: &str) {
         if self.said.as_deref() != Some(what) {
-            eprintln!("psched watchdog: {what}");
+            say!("psched watchdog: {what}");
             self.said = Some(what.to_string());
         }
     }

@@ -85,7 +85,7 @@ impl SlurmBackend {
         if clash.is_empty() {
             return false;
         }
-        eprintln!(
+        say!(
             "psched: Slurm granted job {} for {id} on {}, which another grant holds (PRRTE \
              gives a node to one session): withdrawn, asked again without it",
             j.id,

@@ -310,7 +310,7 @@ pub fn query_form(uid: u32, asked: Option<&str>) -> QueryForm {
     match asked {
         Some("one") => return QueryForm::One(uid),
         Some("each") => return QueryForm::Each,
-        Some(other) => eprintln!("psched: {QUERY_FORM}={other:?} is not one or each: ignored"),
+        Some(other) => say!("psched: {QUERY_FORM}={other:?} is not one or each: ignored"),
         None => {}
     }
     if uid == 0 {

@@ -180,7 +180,7 @@ fn minutes_from_env(var: &str, default: u32) -> u32 {
     match std::env::var(var).ok().map(|v| v.trim().parse::<u32>()) {
         Some(Ok(m)) if m > 0 => m,
         Some(_) => {
-            eprintln!("psched: {var} is not a number of minutes: using {default}");
+            say!("psched: {var} is not a number of minutes: using {default}");
             default
         }
         None => default,
@@ -251,7 +251,7 @@ impl SlurmBackend {
         let uid = nix::unistd::geteuid().as_raw();
         let refuse_root = uid == 0 && std::env::var(ROOT_ONLY).ok().as_deref() != Some("1");
         if refuse_root {
-            eprintln!(
+            say!(
                 "psched: runs as root: every Slurm job would be root's, whoever asked (the DVM \
                  forwards no requester uid, and salloc cannot submit as another user); \
                  refusing every request. Run psched as the user whose jobs these are, or set \
@@ -524,7 +524,7 @@ impl super::backend::Backend for SlurmBackend {
         else {
             return Ok(Vec::new());
         };
-        eprintln!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
+        say!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
         self.drop_alloc(alloc_id);
         Ok(vec![Out::Returned {
             alloc_id: alloc_id.to_string(),
@@ -549,7 +549,7 @@ impl super::backend::Backend for SlurmBackend {
             if inherit.returns_to_scheduler() {
                 out.extend(self.on_session_done(&id, now)?);
             } else if let Some(a) = self.allocs.get_mut(&id) {
-                eprintln!(
+                say!(
                     "psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes",
                     a.jobs[0]
                 );
@@ -567,7 +567,7 @@ impl super::backend::Backend for SlurmBackend {
             return Ok(None);
         }
         let nodes = a.nodes.clone();
-        eprintln!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
+        say!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
         self.drop_alloc(alloc_id);
         Ok(Some(vec![Out::End {
             alloc_id: alloc_id.to_string(),

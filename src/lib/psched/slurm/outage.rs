@@ -61,7 +61,7 @@ impl SlurmBackend {
         if self.outage.down() {
             return;
         }
-        eprintln!("psched: Slurm unreachable ({why}): sessions kept, requests wait");
+        say!("psched: Slurm unreachable ({why}): sessions kept, requests wait");
         self.outage.since = Some(now);
         self.outage.next_ping = now + PING_MS;
         self.outage.announced = self.outage.ended.is_none_or(|t| now >= t + QUIET_MS);
@@ -82,7 +82,7 @@ impl SlurmBackend {
             return;
         };
         let secs = now.saturating_sub(since) / 1000;
-        eprintln!("psched: Slurm reachable again (after {secs} s)");
+        say!("psched: Slurm reachable again (after {secs} s)");
         self.outage.ended = Some(now);
         self.next_show = 0;
         self.partitions_changed();

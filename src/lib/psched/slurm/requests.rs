@@ -86,7 +86,7 @@ impl SlurmBackend {
     /// Refuse `tag` as `st`, saying why in psched's log and to the
     /// requester.
     fn refuse_why(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
-        eprintln!("psched: request refused ({}): {why}", st.name());
+        say!("psched: request refused ({}): {why}", st.name());
         self.refuse_saying(tag, st, &format!("psched: {why}"))
     }
 
@@ -133,7 +133,7 @@ impl SlurmBackend {
             opts: want_opts,
             ..Alloc::default()
         };
-        eprintln!("psched: asked Slurm for {id} (job {name})");
+        say!("psched: asked Slurm for {id} (job {name})");
         self.allocs.insert(id, a);
         Ok(Vec::new())
     }
@@ -208,7 +208,7 @@ impl SlurmBackend {
         };
         let name = format!("{}.{}", self.job_name(id), a.jobs.len() + 1);
         let w = self.start_salloc(id, Some(tag), want, name.clone());
-        eprintln!("psched: asked Slurm for more nodes for {id} (job {name})");
+        say!("psched: asked Slurm for more nodes for {id} (job {name})");
         if let Some(x) = self.allocs.get_mut(id) {
             x.waiting = Some(w);
         }
@@ -235,7 +235,7 @@ impl SlurmBackend {
             ask.attrs.nodes_named().to_vec()
         };
         if whole {
-            eprintln!("psched: {id} released: its Slurm jobs cancelled");
+            say!("psched: {id} released: its Slurm jobs cancelled");
             self.drop_alloc(&id);
         } else {
             self.shrink(&id, ask.attrs.nodes_named());
@@ -263,10 +263,10 @@ impl SlurmBackend {
                 continue;
             }
             if nodes.is_empty() {
-                eprintln!("psched: Slurm job {job} cancelled: its nodes of {id} released");
+                say!("psched: Slurm job {job} cancelled: its nodes of {id} released");
                 dropped.push(*job);
             } else {
-                eprintln!("psched: Slurm job {job} shrunk to {}", nodes.join(","));
+                say!("psched: Slurm job {job} shrunk to {}", nodes.join(","));
                 tasks.push(Task::Shrink {
                     job: *job,
                     keep: nodes.clone(),
@@ -312,7 +312,7 @@ impl SlurmBackend {
             }
             (None, None) => return self.refuse(tag, Status::ERR_NOT_FOUND),
         };
-        eprintln!("psched: the request for {id} withdrawn (REQ_CANCEL)");
+        say!("psched: the request for {id} withdrawn (REQ_CANCEL)");
         out.push(Out::Answer(owed, wire::cancelled(self.wire, &a.echo, by)?));
         Ok(out)
     }

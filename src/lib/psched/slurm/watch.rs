@@ -125,7 +125,7 @@ impl SlurmBackend {
                     Err(Failure::Unreachable(w)) => self.unreachable(&w, now),
                     // Already ended (Slurm refuses to cancel an ended job).
                     Err(Failure::Refused(w)) => {
-                        eprintln!("psched: Slurm did not cancel job {job}: {w}");
+                        say!("psched: Slurm did not cancel job {job}: {w}");
                         self.to_cancel.retain(|j| *j != job);
                     }
                 }
@@ -134,7 +134,7 @@ impl SlurmBackend {
             Done::Extended { alloc, tag, result } => self.extended(&alloc, tag, result, now),
             Done::Shrunk(job, r) => {
                 if let Err(e) = r {
-                    eprintln!("psched: Slurm did not shrink job {job}: {}", e.words());
+                    say!("psched: Slurm did not shrink job {job}: {}", e.words());
                 }
                 self.next_show = 0;
                 Ok(Vec::new())
@@ -174,7 +174,7 @@ impl SlurmBackend {
                 Status::ERR_NOT_AVAILABLE
             }
             Err(Failure::Refused(w)) => {
-                eprintln!("psched: Slurm refused the extension of {id}: {w}");
+                say!("psched: Slurm refused the extension of {id}: {w}");
                 Status::ERR_BAD_PARAM
             }
         };
@@ -233,7 +233,7 @@ impl SlurmBackend {
                 if let Some(w) = w {
                     w.job = Some(job);
                     let what = if granted { "granted" } else { "queued" };
-                    eprintln!("psched: Slurm job {job} is {id} ({}, {what})", w.name);
+                    say!("psched: Slurm job {job} is {id} ({}, {what})", w.name);
                 }
                 // Queued: Slurm's reason at once. Granted: salloc says
                 // the nodes next, when they are ready.
@@ -260,7 +260,7 @@ impl SlurmBackend {
                 // hears of it alone.
                 let known = self.outage.down();
                 self.unreachable(&why, now);
-                eprintln!("psched: {id} waits for Slurm (asked again as soon as it answers)");
+                say!("psched: {id} waits for Slurm (asked again as soon as it answers)");
                 let mut tell = None;
                 if let Some(a) = self.allocs.get_mut(&id) {
                     let owed = a.owed;
@@ -275,7 +275,7 @@ impl SlurmBackend {
                 Ok(Vec::new())
             }
             SallocEvent::Exit(Err(Failure::Refused(w))) => {
-                eprintln!("psched: Slurm refused {id}: {w}");
+                say!("psched: Slurm refused {id}: {w}");
                 self.give_up_saying(&id, Status::ERR_BAD_PARAM, Some(&format!("Slurm: {w}")))
             }
         }
@@ -294,7 +294,7 @@ impl SlurmBackend {
         if w.reason.as_ref() == Some(&j.reason) && w.said.as_deref() == Some(said.as_str()) {
             return None;
         }
-        eprintln!("psched: {id} waits in Slurm's queue ({said})");
+        say!("psched: {id} waits in Slurm's queue ({said})");
         w.reason = Some(j.reason.clone());
         w.said = Some(said.clone());
         if j.reason == Reason::None {
@@ -413,7 +413,7 @@ impl SlurmBackend {
 
     /// Job `job` runs as another user (`uid`): not psched's, never touched.
     fn foreign(&mut self, job: u64, uid: Option<u32>) -> Result<Vec<Out>> {
-        eprintln!(
+        say!(
             "psched: Slurm job {job} runs as uid {} (psched is {}): not psched's, left alone",
             uid.unwrap_or(0),
             self.uid
@@ -446,7 +446,7 @@ impl SlurmBackend {
                 Some(Seen::Job(j)) if matches!(j.state, JobState::Ended(_)) => {}
                 Some(Seen::Job(_)) if self.verified.contains(&job) => {
                     if !self.cancel_sent.contains(&job) {
-                        eprintln!("psched: Slurm job {job} is no grant of this psched: cancelled");
+                        say!("psched: Slurm job {job} is no grant of this psched: cancelled");
                         self.cancel_sent.insert(job);
                     }
                     self.worker.send(Task::Cancel(job));
@@ -470,7 +470,7 @@ impl SlurmBackend {
         let j = match seen.get(&job) {
             None => return Ok(Vec::new()),
             Some(Seen::Gone) => {
-                eprintln!("psched: Slurm no longer knows job {job} ({id}): refused");
+                say!("psched: Slurm no longer knows job {job} ({id}): refused");
                 return self.give_up(id, Status::ERR_JOB_CANCELED);
             }
             Some(Seen::Job(j)) => j,
@@ -479,7 +479,7 @@ impl SlurmBackend {
             JobState::Running | JobState::Suspended => self.granted(id, j),
             JobState::Pending => {
                 if let Pending::Refuse(st) = j.reason.pending() {
-                    eprintln!(
+                    say!(
                         "psched: Slurm will not run {id} as asked ({}): refused",
                         j.reason.word()
                     );
@@ -489,7 +489,7 @@ impl SlurmBackend {
                 Ok(self.still_waits(id, j).into_iter().collect())
             }
             JobState::Ended(c) => {
-                eprintln!(
+                say!(
                     "psched: Slurm ended job {job} ({id}, {}) before granting it",
                     c.word()
                 );
@@ -536,7 +536,7 @@ impl SlurmBackend {
                 t
             }
         };
-        eprintln!(
+        say!(
             "psched: Slurm granted job {} for {id} on {}",
             j.id,
             j.nodes.join(",")
@@ -599,7 +599,7 @@ impl SlurmBackend {
         let a = self.allocs.get_mut(id).expect("present");
         let mut lost: Vec<String> = Vec::new();
         for (j, cause) in &ended {
-            eprintln!(
+            say!(
                 "psched: Slurm ended job {j} of {id} ({}): its nodes leave",
                 cause.word()
             );
@@ -636,7 +636,7 @@ impl SlurmBackend {
         if lost.is_empty() {
             return Ok(Vec::new());
         }
-        eprintln!(
+        say!(
             "psched: Slurm took {} from {id}: the work there stops, {} stays",
             lost.join(","),
             if a.nodes.is_empty() {
@@ -692,7 +692,7 @@ impl SlurmBackend {
         if a.retained {
             // The DVM keeps the nodes, but Slurm has them back: what still
             // runs there stops.
-            eprintln!(
+            say!(
                 "psched: Slurm ended job {first} ({id}, {}), retained by the DVM: the work on {} stops",
                 cause.word(),
                 a.nodes.join(",")
@@ -705,7 +705,7 @@ impl SlurmBackend {
             }
             return Ok(out);
         }
-        eprintln!(
+        say!(
             "psched: Slurm ended job {first} ({id}, {}): ending its session",
             cause.word()
         );
