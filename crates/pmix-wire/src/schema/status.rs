@@ -152,7 +152,8 @@ impl QueueEntry {
     }
 }
 
-pub(crate) fn s(key: &str, v: impl Into<String>) -> Info {
+/// A string info: `key` = `v`.
+pub fn s(key: &str, v: impl Into<String>) -> Info {
     Info::new(key, Value::from(v.into()))
 }
 
@@ -237,7 +238,7 @@ pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
 }
 
 /// Seconds since the Unix epoch.
-pub(crate) fn unix_now() -> u64 {
+pub fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -355,7 +356,8 @@ impl JobEntry {
     }
 }
 
-pub(crate) fn text(v: &Value) -> String {
+/// A value as text: the string it holds, else its display form.
+pub fn text(v: &Value) -> String {
     v.as_str()
         .map(String::from)
         .unwrap_or_else(|| v.to_string())
@@ -375,7 +377,7 @@ pub fn answer(key: &str, entries: Vec<Value>) -> Info {
 /// infos, each entry an info whose value is an array of infos, e.g.
 /// `PMIX_NODE_INFO` blocks; infos of other shapes, such as PRRTE's
 /// `PMIX_HWLOC_XML_V2` strings, are not entries).
-pub(crate) fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
+pub fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
     let Some(v) = infos.iter().find(|i| i.key == key).map(|i| &i.value) else {
         return Ok(Vec::new());
     };

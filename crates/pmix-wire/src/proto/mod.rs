@@ -13,7 +13,8 @@ pub mod alloc;
 pub mod cmd;
 pub mod directive;
 pub mod end_cause;
-pub(crate) mod enums;
+#[doc(hidden)]
+pub mod enums;
 pub(crate) mod inherit;
 pub mod keys;
 pub mod proc_state;

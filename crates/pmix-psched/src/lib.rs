@@ -1,0 +1,12 @@
+//! pmix-psched: psched ([`psched`]), a PMIx scheduler attached to a PRRTE
+//! DVM, over its own pool (the pure scheduler of pmix-sched) or Slurm. It
+//! names pmix-wire, pmix-conn and pmix-sched.
+
+#![warn(unreachable_pub)]
+
+// The layers below, under the module names the code has always used.
+use pmix_conn::conn;
+use pmix_sched::sched;
+use pmix_wire::{codec, error, proto, schema};
+
+pub mod psched;
