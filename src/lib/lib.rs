@@ -3,8 +3,9 @@
 //! `pdvm` and `psched` binaries need.
 //!
 //! The layers are crates of one workspace (ARCHITECTURE.md), bottom up:
-//! - pmix-wire: [`proto`], [`error`], [`codec`] (pure bytes ⇄ values, no
-//!   I/O) and [`schema`] (the typed records).
+//! - pmix-wire: [`proto`], [`error`] and [`codec`] (pure bytes ⇄ values,
+//!   no I/O).
+//! - pmix-schema: [`schema`], the typed records.
 //! - pmix-conn: [`conn`]: rendezvous discovery, handshake and framing.
 //! - pmix-sched: [`sched`], the pure scheduler.
 //! - pmix-dvm: [`dvm`] and [`server`], pdvm's model and PMIx server side.
@@ -31,5 +32,7 @@ pub use pmix_dvm::{dvm, server};
 pub use pmix_psched::psched;
 /// The pure scheduler (crate pmix-sched).
 pub use pmix_sched::sched;
-/// The vocabulary, errors, codec and records (crate pmix-wire).
-pub use pmix_wire::{codec, error, proto, schema};
+/// The typed records (crate pmix-schema).
+pub use pmix_schema::schema;
+/// The vocabulary, errors and codec (crate pmix-wire).
+pub use pmix_wire::{codec, error, proto};

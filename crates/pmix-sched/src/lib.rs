@@ -3,6 +3,8 @@
 //! vocabulary.
 
 #![warn(unreachable_pub)]
+// A dependency in Cargo.toml that the code never names is an error too (clippy -D warnings).
+#![warn(unused_crate_dependencies)]
 
 // The layer below, under the module name the code has always used.
 use pmix_wire::proto;

@@ -110,7 +110,7 @@ macro_rules! pmix_enum {
     (@strings $name:ident { $($v:ident => []),* }) => {};
 }
 
-pub use crate::pmix_enum;
+pub use pmix_enum;
 
 /// A value of the vocabulary as a peer sent it: one of the type's members,
 /// or a code outside it. Decoding never fails on an unknown code; the layer
