@@ -1,6 +1,6 @@
 //! The status query's entries (reservations, nodes, jobs, scheduler queues)
 //! and how they travel: what pdvm answers with and `pwatch --status`
-//! decodes ([`crate::ops::status_query`] asks).
+//! decodes (`ops::status_query` asks).
 //!
 //! Keys: `PMIX_QUERY_ALLOC_STATUS` (`pmix.query.alloc`) answers with one entry
 //! per reservation (qualify with `PMIX_ALLOC_ID` or `PMIX_ALLOC_REQ_ID` for
@@ -9,7 +9,7 @@
 //! `pdvm.qry.jobs` with one entry per job (only the live ones when
 //! qualified with `pdvm.qry.live` = true); `pdvm.qry.sched` with one entry
 //! per scheduler queue (nodes, free nodes, pending requests: what `sinfo`
-//! answers). [`crate::ops::status_query::status`] asks for several of them in one request. Each answer is a data array of
+//! answers). `ops::status_query::status` asks for several of them in one request. Each answer is a data array of
 //! values, each value a data array of infos using standard keys where the
 //! PMIx headers define one.
 
@@ -60,7 +60,7 @@ pub const JOB_PARENT: &str = "pdvm.job.parent";
 pub use super::records::ReservationRecord;
 
 /// One node as a DVM's status answer carries it (pwatch renders it as
-/// [`crate::render::NodeRecord`]).
+/// `render::NodeRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeEntry {
     /// Node name.
@@ -76,7 +76,7 @@ pub struct NodeEntry {
 }
 
 /// One job as a DVM's status answer carries it (pwatch renders it as
-/// [`crate::render::NamespaceRecord`]).
+/// `render::NamespaceRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobEntry {
     /// The job's namespace.
@@ -103,7 +103,7 @@ pub struct JobEntry {
 }
 
 /// One scheduler queue, its capacity and what is free now, as a status
-/// answer carries it (pwatch renders it as [`crate::render::QueueRecord`]).
+/// answer carries it (pwatch renders it as `render::QueueRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueEntry {
     /// Queue name (`PMIX_ALLOC_QUEUE`).
