@@ -1,21 +1,89 @@
-//! The library's layering, checked on the source against ARCHITECTURE.md:
-//! the test reads the "Layers" table there (module, may import) and fails
-//! when a module of `src/lib` names anything its row does not allow, or
-//! when a row allows what its code never names. The source is read as Rust
-//! (`syn`), not as lines: use trees with nested groups, paths anywhere,
-//! macro arguments, `super::` chains; `#[cfg(test)]` code is left out. A
-//! new dependency between layers is a design change: it is made by editing
-//! that table. Inside the connection layer no two files import each other.
+//! The layering, checked against ARCHITECTURE.md. The layers are crates of
+//! one workspace (issue 44): a crate names only the crates its Cargo.toml
+//! lists, so an import upward or sideways between crates, or a circle of
+//! crates, does not compile, and a listed crate the code never names fails
+//! clippy (`unused_crate_dependencies`). What Cargo cannot say is held here,
+//! from the "Layers" table (crate, module, may import, held by): which
+//! modules of its own crate a module may name, and which part of a crate
+//! below it when its row allows only a part (`sched` names `proto` of
+//! pmix-wire, not its codec). The source is read as Rust (`syn`), not as
+//! lines: use trees with nested groups, paths anywhere, macro arguments,
+//! `super::` chains, paths through a workspace crate's name
+//! (`pmix_wire::codec::…`); `#[cfg(test)]` code is left out. A new
+//! dependency between layers is a design change: it is made by editing
+//! that table (and, between crates, a Cargo.toml). Inside a crate no files
+//! import each other round a circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// One row of the table: the module and what it may name (`a` for all of
-/// module `a`, `a::b` for one part of it).
-type Rules = BTreeMap<String, Vec<String>>;
+/// One row of the table.
+#[derive(Debug, Clone)]
+struct Row {
+    /// The package that holds the module (`pmix-wire`).
+    krate: String,
+    /// What the module may name (`a` for all of module `a`, `a::b` for one
+    /// part of it).
+    allowed: Vec<String>,
+    /// Who holds the row: `Cargo` (the crate's dependencies say all of it)
+    /// or `layers test` (this test holds what is finer than a crate).
+    held_by: String,
+}
+
+/// The table's rows by module.
+type Rules = BTreeMap<String, Row>;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The package whose source is at the workspace root.
+const ROOT_PACKAGE: &str = "pmix-tools";
+
+/// The library source of a workspace package.
+fn src_of(krate: &str) -> PathBuf {
+    if krate == ROOT_PACKAGE {
+        root().join("src/lib")
+    } else {
+        root().join("crates").join(krate).join("src")
+    }
+}
+
+/// Every package of the workspace: the root's and those under `crates/`.
+fn packages() -> Vec<String> {
+    let mut all = vec![ROOT_PACKAGE.to_string()];
+    for e in std::fs::read_dir(root().join("crates")).expect("crates/") {
+        let p = e.expect("dir entry").path();
+        if p.join("Cargo.toml").is_file() {
+            all.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    all
+}
+
+/// The workspace packages `krate`'s Cargo.toml lists under
+/// `[dependencies]` (`name.workspace = true` or `name = { path = … }`).
+fn cargo_deps(krate: &str) -> BTreeSet<String> {
+    let manifest = if krate == ROOT_PACKAGE {
+        root().join("Cargo.toml")
+    } else {
+        root().join("crates").join(krate).join("Cargo.toml")
+    };
+    let text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
+    let ours: BTreeSet<String> = packages().into_iter().collect();
+    let mut in_deps = false;
+    let mut deps = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        let name = line.split(['.', '=', ' ']).next().unwrap_or("");
+        if in_deps && ours.contains(name) {
+            deps.insert(name.to_string());
+        }
+    }
+    deps
 }
 
 /// The backticked words of a table cell.
@@ -27,26 +95,44 @@ fn ticked(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// The rows of ARCHITECTURE.md's layer table.
+/// The rows of ARCHITECTURE.md's layer table, its columns found by their
+/// headings.
 fn rules_from_architecture() -> Rules {
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let mut rules = Rules::new();
-    let mut in_table = false;
+    let mut columns: Option<Vec<String>> = None;
     for line in text.lines() {
-        if line.starts_with("| layer | module |") {
-            in_table = true;
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if line.starts_with("| layer |") {
+            columns = Some(cells.iter().map(|c| c.to_string()).collect());
             continue;
         }
-        if in_table && !line.starts_with('|') {
+        let Some(cols) = &columns else {
+            continue;
+        };
+        if !line.starts_with('|') {
             break;
         }
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        // "", layer, module, holds, may import, "".
-        if !in_table || cells.len() < 6 || cells[2].starts_with("---") {
+        if cells.len() < cols.len() || cells[1].starts_with("---") {
             continue;
         }
-        let module = ticked(cells[2]).into_iter().next().expect("module cell");
-        rules.insert(module, ticked(cells[4]));
+        let cell = |name: &str| {
+            let i = cols.iter().position(|c| c == name);
+            cells[i.unwrap_or_else(|| panic!("the layer table has no `{name}` column"))]
+        };
+        let module = ticked(cell("module"))
+            .into_iter()
+            .next()
+            .expect("module cell");
+        let row = Row {
+            krate: ticked(cell("crate"))
+                .into_iter()
+                .next()
+                .expect("crate cell"),
+            allowed: ticked(cell("may import")),
+            held_by: cell("held by").to_string(),
+        };
+        rules.insert(module, row);
     }
     rules
 }
@@ -66,15 +152,19 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 type CratePath = Vec<String>;
 
 /// What the source of module `module` (its path from the crate root) names
-/// inside the crate, read as Rust: every `use` tree (groups, nested groups,
-/// `self`, across lines), every path in code and types, and the paths in
-/// macro arguments; `crate::`, `super::` (any number) and `self::` are
-/// resolved against the module, inline `mod`s included. Items under
-/// `#[cfg(test)]` are left out: tests may reach anywhere.
+/// inside the workspace, read as Rust: every `use` tree (groups, nested
+/// groups, `self`, across lines), every path in code and types, and the
+/// paths in macro arguments; `crate::`, `super::` (any number) and `self::`
+/// are resolved against the module, inline `mod`s included, and a path
+/// through a workspace crate's name (`pmix_wire::codec::Info`) is the
+/// module path after it (`codec::Info`: module names are unique in the
+/// workspace, and each crate imports the modules below it by those names).
+/// Items under `#[cfg(test)]` are left out: tests may reach anywhere.
 fn named_in(src: &str, module: &[String]) -> BTreeSet<CratePath> {
     let file = syn::parse_file(src).expect("the source parses");
     let mut r = Reader {
         module: module.to_vec(),
+        crates: packages().iter().map(|p| p.replace('-', "_")).collect(),
         out: BTreeSet::new(),
     };
     syn::visit::Visit::visit_file(&mut r, &file);
@@ -83,6 +173,8 @@ fn named_in(src: &str, module: &[String]) -> BTreeSet<CratePath> {
 
 struct Reader {
     module: Vec<String>,
+    /// The workspace's crate names as Rust spells them (`pmix_wire`).
+    crates: BTreeSet<String>,
     out: BTreeSet<CratePath>,
 }
 
@@ -100,6 +192,7 @@ impl Reader {
     fn resolve(&self, segs: &[String]) -> Option<CratePath> {
         let (base, rest): (Vec<String>, &[String]) = match segs.first()?.as_str() {
             "crate" => (Vec::new(), &segs[1..]),
+            w if self.crates.contains(w) => (Vec::new(), &segs[1..]),
             "self" => (self.module.clone(), &segs[1..]),
             "super" => {
                 let ups = segs.iter().take_while(|s| *s == "super").count();
@@ -157,11 +250,9 @@ impl Reader {
                         path.push(w);
                     } else {
                         self.add(&path);
-                        path = if ["crate", "super", "self"].contains(&w.as_str()) {
-                            vec![w]
-                        } else {
-                            Vec::new()
-                        };
+                        let starts = ["crate", "super", "self"].contains(&w.as_str())
+                            || self.crates.contains(&w);
+                        path = if starts { vec![w] } else { Vec::new() };
                     }
                     colons = 0;
                 }
@@ -263,14 +354,98 @@ fn allowance<'a>(allowed: &'a [String], p: &[String]) -> Option<&'a String> {
     })
 }
 
+/// The modules the table puts in crate `krate`.
+fn modules_of<'a>(rules: &'a Rules, krate: &str) -> Vec<&'a String> {
+    rules
+        .iter()
+        .filter(|(_, r)| r.krate == krate)
+        .map(|(m, _)| m)
+        .collect()
+}
+
+/// Whether Cargo holds all of `module`'s row: every module it could name
+/// (the other modules of its crate, every module of the crates its
+/// Cargo.toml lists) it may name whole, so no name that compiles breaks
+/// the row. Otherwise this test holds the rest: the modules of its own
+/// crate it may not name, and the parts of a crate below it it may not.
+fn held_by_cargo(rules: &Rules, module: &str) -> bool {
+    let row = &rules[module];
+    let mut reachable: Vec<&String> = modules_of(rules, &row.krate);
+    for dep in cargo_deps(&row.krate) {
+        reachable.extend(modules_of(rules, &dep));
+    }
+    reachable
+        .into_iter()
+        .all(|m| m == module || row.allowed.contains(m))
+}
+
+#[test]
+fn the_table_agrees_with_cargo() {
+    let rules = rules_from_architecture();
+    let packages = packages();
+    let mut wrong = Vec::new();
+    for (module, row) in &rules {
+        if !packages.contains(&row.krate) {
+            wrong.push(format!("{module}: no package {}", row.krate));
+            continue;
+        }
+        let deps = cargo_deps(&row.krate);
+        for a in &row.allowed {
+            let target = a.split("::").next().unwrap_or("");
+            match rules.get(target) {
+                None => wrong.push(format!("{module} may import `{a}`, which has no row")),
+                Some(t) if t.krate != row.krate && !deps.contains(&t.krate) => wrong.push(format!(
+                    "{module} may import `{a}`, but {} does not depend on {}",
+                    row.krate, t.krate
+                )),
+                Some(_) => {}
+            }
+        }
+        let want = if held_by_cargo(&rules, module) {
+            "Cargo"
+        } else {
+            "layers test"
+        };
+        if row.held_by != want {
+            wrong.push(format!(
+                "{module}'s row is held by {want}, the table says {:?}",
+                row.held_by
+            ));
+        }
+    }
+    // A crate's dependency is there for a row that names it (the root
+    // package's are there for its binaries too: pdvm's server, the
+    // scheduler pdvm and psched share, which it re-exports).
+    for krate in packages.iter().filter(|k| *k != ROOT_PACKAGE) {
+        for dep in cargo_deps(krate) {
+            let named = modules_of(&rules, krate).into_iter().any(|m| {
+                rules[m].allowed.iter().any(|a| {
+                    let target = a.split("::").next().unwrap_or("");
+                    rules.get(target).is_some_and(|t| t.krate == dep)
+                })
+            });
+            if !named {
+                wrong.push(format!(
+                    "{krate} depends on {dep}, which no row of it names"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's table and the Cargo.tomls disagree:\n{}",
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn layers_import_only_what_architecture_allows() {
     let rules = rules_from_architecture();
     assert!(rules.len() >= 10, "layer table not found: {rules:?}");
-    let lib = root().join("src/lib");
     let mut bad = Vec::new();
     let mut unused = Vec::new();
-    for (module, allowed) in &rules {
+    for (module, row) in &rules {
+        let lib = src_of(&row.krate);
         let files = module_files(&lib, module);
         assert!(!files.is_empty(), "module {module} has no source");
         let mut used = BTreeSet::new();
@@ -280,7 +455,10 @@ fn layers_import_only_what_architecture_allows() {
                 if p[0] == *module {
                     continue;
                 }
-                match allowance(allowed, &p) {
+                // A name into a crate the row may not name does not compile
+                // (Cargo): what is left to refuse is inside the crate, or a
+                // part of a crate below that the row leaves out.
+                match allowance(&row.allowed, &p) {
                     Some(a) => {
                         used.insert(a.clone());
                     }
@@ -288,7 +466,7 @@ fn layers_import_only_what_architecture_allows() {
                 }
             }
         }
-        for a in allowed.iter().filter(|a| !used.contains(*a)) {
+        for a in row.allowed.iter().filter(|a| !used.contains(*a)) {
             unused.push(format!("{module} may import `{a}` but its code does not"));
         }
     }
@@ -303,22 +481,26 @@ fn layers_import_only_what_architecture_allows() {
 #[test]
 fn every_library_module_has_a_row() {
     let rules = rules_from_architecture();
-    let src = std::fs::read_to_string(root().join("src/lib/lib.rs")).expect("read lib.rs");
     let mut modules = 0;
-    for line in src.lines() {
-        let l = line.trim();
-        let Some(m) = l
-            .strip_prefix("pub mod ")
-            .or_else(|| l.strip_prefix("mod "))
-            .and_then(|m| m.strip_suffix(';'))
-        else {
-            continue;
-        };
-        modules += 1;
-        assert!(
-            rules.contains_key(m),
-            "module {m} is missing from ARCHITECTURE.md's layer table"
-        );
+    for krate in packages() {
+        let lib = src_of(&krate).join("lib.rs");
+        let src = std::fs::read_to_string(&lib).expect("read lib.rs");
+        for line in src.lines() {
+            let l = line.trim();
+            let Some(m) = l
+                .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+                .and_then(|m| m.strip_suffix(';'))
+            else {
+                continue;
+            };
+            modules += 1;
+            assert!(
+                rules.get(m).is_some_and(|r| r.krate == krate),
+                "module {m} of {krate} is missing from ARCHITECTURE.md's layer table \
+(or its row names another crate)"
+            );
+        }
     }
     assert_eq!(
         modules,
@@ -335,10 +517,12 @@ fn the_import_reader_reads_rust_not_lines() {
             codec::{self, buffer::Decoder},
         };
         use super::super::ops::spawn;
+        use pmix_wire::proto::cmd;
         // crate::commented::out
         fn f() -> crate::error::Result<()> {
             let _ = format!("{}", crate::render::table(1));
             let _ = super::sibling::x();
+            let _ = vec![pmix_conn::conn::frame::MAX_PAYLOAD];
             Ok(())
         }
         mod inner {
@@ -361,6 +545,8 @@ fn the_import_reader_reads_rust_not_lines() {
         "render::table",
         "app::sibling::x",
         "app::conn",
+        "proto::cmd",
+        "conn::frame::MAX_PAYLOAD",
     ] {
         assert!(has(want), "{want} not seen in {n:?}");
     }
@@ -380,13 +566,13 @@ fn the_import_reader_reads_rust_not_lines() {
 
 #[test]
 fn no_two_files_of_the_connection_layer_import_each_other() {
-    let dir = root().join("src/lib/conn");
+    let lib = src_of("pmix-conn");
+    let dir = lib.join("conn");
     let mut paths = Vec::new();
     rust_files(&dir, &mut paths);
     let stem = |p: &PathBuf| p.file_stem().unwrap().to_string_lossy().into_owned();
     let files: BTreeSet<String> = paths.iter().map(stem).filter(|s| s != "mod").collect();
     let mut uses = BTreeMap::new();
-    let lib = root().join("src/lib");
     for p in &paths {
         let src = std::fs::read_to_string(p).expect("read source");
         // Tests may reach anywhere (left out): the circle that matters is
@@ -415,8 +601,9 @@ fn no_two_files_of_the_connection_layer_import_each_other() {
     assert!(circles.is_empty(), "import circles: {circles:?}");
 }
 
-/// Every file of the library with the files it names (the file of the
-/// longest module prefix of each crate path it names; itself left out).
+/// Every file of one crate's library with the files of that crate it names
+/// (the file of the longest module prefix of each crate path it names;
+/// itself left out). Circles between crates Cargo refuses.
 fn file_imports(lib: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut paths = Vec::new();
     rust_files(lib, &mut paths);
@@ -515,8 +702,11 @@ fn the_circle_finder_finds_a_circle_and_only_one() {
 const CIRCLES_LEFT: &[&[&str]] = &[];
 
 #[test]
-fn no_two_files_of_the_library_import_each_other_round_a_circle() {
-    let found = circles(&file_imports(&root().join("src/lib")));
+fn no_two_files_of_a_crate_import_each_other_round_a_circle() {
+    let found: Vec<Vec<String>> = packages()
+        .iter()
+        .flat_map(|k| circles(&file_imports(&src_of(k))))
+        .collect();
     let left: Vec<Vec<String>> = CIRCLES_LEFT
         .iter()
         .map(|c| c.iter().map(|s| s.to_string()).collect())

@@ -3,7 +3,7 @@
 //! (non-described and fully described).
 //!
 //! ```
-//! use pmix_tools::codec::{Decoder, Encoder, Info, WireVersion};
+//! use pmix_wire::codec::{Decoder, Encoder, Info, WireVersion};
 //! let mut enc = Encoder::new(WireVersion::V41);
 //! enc.pack(&[Info::required("pmix.alloc.nnodes", 4u64)]).unwrap();
 //! let mut dec = Decoder::new(enc.bytes(), WireVersion::V41);
@@ -11,7 +11,7 @@
 //! assert_eq!(infos[0].value.as_u64(), Some(4));
 //! ```
 
-pub(crate) mod alloc;
+pub mod alloc;
 pub mod alloc_message;
 pub mod attrs;
 mod buffer;

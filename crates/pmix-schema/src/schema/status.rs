@@ -1,6 +1,6 @@
 //! The status query's entries (reservations, nodes, jobs, scheduler queues)
 //! and how they travel: what pdvm answers with and `pwatch --status`
-//! decodes ([`crate::ops::status_query`] asks).
+//! decodes (`ops::status_query` asks).
 //!
 //! Keys: `PMIX_QUERY_ALLOC_STATUS` (`pmix.query.alloc`) answers with one entry
 //! per reservation (qualify with `PMIX_ALLOC_ID` or `PMIX_ALLOC_REQ_ID` for
@@ -9,7 +9,7 @@
 //! `pdvm.qry.jobs` with one entry per job (only the live ones when
 //! qualified with `pdvm.qry.live` = true); `pdvm.qry.sched` with one entry
 //! per scheduler queue (nodes, free nodes, pending requests: what `sinfo`
-//! answers). [`crate::ops::status_query::status`] asks for several of them in one request. Each answer is a data array of
+//! answers). `ops::status_query::status` asks for several of them in one request. Each answer is a data array of
 //! values, each value a data array of infos using standard keys where the
 //! PMIx headers define one.
 
@@ -60,7 +60,7 @@ pub const JOB_PARENT: &str = "pdvm.job.parent";
 pub use super::records::ReservationRecord;
 
 /// One node as a DVM's status answer carries it (pwatch renders it as
-/// [`crate::render::NodeRecord`]).
+/// `render::NodeRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeEntry {
     /// Node name.
@@ -76,7 +76,7 @@ pub struct NodeEntry {
 }
 
 /// One job as a DVM's status answer carries it (pwatch renders it as
-/// [`crate::render::NamespaceRecord`]).
+/// `render::NamespaceRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobEntry {
     /// The job's namespace.
@@ -103,7 +103,7 @@ pub struct JobEntry {
 }
 
 /// One scheduler queue, its capacity and what is free now, as a status
-/// answer carries it (pwatch renders it as [`crate::render::QueueRecord`]).
+/// answer carries it (pwatch renders it as `render::QueueRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueEntry {
     /// Queue name (`PMIX_ALLOC_QUEUE`).
@@ -152,7 +152,8 @@ impl QueueEntry {
     }
 }
 
-pub(crate) fn s(key: &str, v: impl Into<String>) -> Info {
+/// A string info: `key` = `v`.
+pub fn s(key: &str, v: impl Into<String>) -> Info {
     Info::new(key, Value::from(v.into()))
 }
 
@@ -237,7 +238,7 @@ pub fn reservation_from_infos(infos: &[Info], now: u64) -> ReservationRecord {
 }
 
 /// Seconds since the Unix epoch.
-pub(crate) fn unix_now() -> u64 {
+pub fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -355,7 +356,8 @@ impl JobEntry {
     }
 }
 
-pub(crate) fn text(v: &Value) -> String {
+/// A value as text: the string it holds, else its display form.
+pub fn text(v: &Value) -> String {
     v.as_str()
         .map(String::from)
         .unwrap_or_else(|| v.to_string())
@@ -375,7 +377,7 @@ pub fn answer(key: &str, entries: Vec<Value>) -> Info {
 /// infos, each entry an info whose value is an array of infos, e.g.
 /// `PMIX_NODE_INFO` blocks; infos of other shapes, such as PRRTE's
 /// `PMIX_HWLOC_XML_V2` strings, are not entries).
-pub(crate) fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
+pub fn entries<'a>(infos: &'a [Info], key: &str) -> Result<Vec<&'a [Info]>> {
     let Some(v) = infos.iter().find(|i| i.key == key).map(|i| &i.value) else {
         return Ok(Vec::new());
     };

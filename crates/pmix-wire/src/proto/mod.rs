@@ -4,16 +4,17 @@
 //! it build on it.
 //!
 //! Everything above the codec speaks these types: the client
-//! ([`crate::conn`], [`crate::ops`]), pdvm ([`crate::server`], [`crate::dvm`],
-//! [`crate::sched`]), the flags ([`crate::cli`]) and the output
-//! ([`crate::render`]). A new PMIx attribute is added here first (see
+//! (`conn`, `ops`), pdvm (`server`, `dvm`,
+//! `sched`), the flags (`cli`) and the output
+//! (`render`). A new PMIx attribute is added here first (see
 //! `ARCHITECTURE.md`).
 
 pub mod alloc;
 pub mod cmd;
 pub mod directive;
 pub mod end_cause;
-pub(crate) mod enums;
+#[doc(hidden)]
+pub mod enums;
 pub(crate) mod inherit;
 pub mod keys;
 pub mod proc_state;

@@ -54,7 +54,7 @@ use super::holder_route::{
     acts_on_existing, classify, event_view, output_nspace, pause_request, spawned_nspace, Kind,
 };
 use super::registry::{claim, Claim};
-pub(crate) use super::registry::{registered_path, registry, sweep, HeldBy};
+pub use super::registry::{registered_path, registry, sweep, HeldBy};
 use super::replays::Replays;
 use super::stream::Stream;
 use super::uri::ServerUri;
@@ -114,7 +114,7 @@ struct Relayed {
 }
 
 /// A running holder; dropping it stops serving and removes its socket.
-pub(crate) struct Holder {
+pub struct Holder {
     /// The private directory made for the socket (removed on drop), when
     /// the registry was not used.
     private_dir: Option<PathBuf>,
@@ -160,7 +160,7 @@ impl Holder {
     /// that allocation (see [`registered_path`]), so tools in other shells
     /// of the same user find it by the allocation id, or, where the
     /// registry cannot be used, on a socket in a fresh private directory.
-    pub(crate) fn start(conn: &Connection, alloc_id: &str, held: HeldBy) -> Result<Holder> {
+    pub fn start(conn: &Connection, alloc_id: &str, held: HeldBy) -> Result<Holder> {
         let server = conn.target().uri.nspace.clone();
         let (listener, path, private_dir, claim) = match bind_registered(&server, alloc_id, held) {
             Some((l, c)) => (l, c.entry().to_path_buf(), None, Some(c)),
@@ -219,7 +219,7 @@ impl Holder {
     /// For a holder inside a job: the job's processes the DVM lists (their
     /// pids); those running on this machine as the job's (their
     /// environment, which the DVM set, names it) are trusted as roots too.
-    pub(crate) fn know_job_processes(&mut self, pids: &[u32]) {
+    pub fn know_job_processes(&mut self, pids: &[u32]) {
         let Some(job) = self.job.as_deref() else {
             return;
         };
@@ -233,7 +233,7 @@ impl Holder {
     /// Register this holder also under request id `rid` (a link to its
     /// socket, removed when the returned guard drops), so commands given
     /// the request id of a granted allocation find it.
-    pub(crate) fn alias(&self, conn: &Connection, rid: &str) -> Option<Alias> {
+    pub fn alias(&self, conn: &Connection, rid: &str) -> Option<Alias> {
         if self.private_dir.is_some() {
             return None;
         }
@@ -245,25 +245,25 @@ impl Holder {
 
     /// Whether tools in other shells find this holder by its id (it is in
     /// the registry).
-    pub(crate) fn registered(&self) -> bool {
+    pub fn registered(&self) -> bool {
         self.claim.is_some()
     }
 
     /// The job this holder is a client of, when it runs inside one: only
     /// that job's processes may act through it.
-    pub(crate) fn job(&self) -> Option<&str> {
+    pub fn job(&self) -> Option<&str> {
         self.job.as_deref()
     }
 
     /// The socket clients connect to (the value of [`HOLDER_ENV`]).
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The descriptors to watch for readability: the listening socket
     /// (while there is room for another client), then each client that may
     /// send more now. Pass a ready one to [`Holder::on_ready`].
-    pub(crate) fn fds(&self) -> Vec<RawFd> {
+    pub fn fds(&self) -> Vec<RawFd> {
         let mut v = Vec::with_capacity(self.clients.len() + 1);
         if self.clients.len() < MAX_CLIENTS {
             v.push(self.listener.as_raw_fd());
@@ -283,13 +283,13 @@ impl Holder {
 
     /// When the next client that is mid-frame must have sent more (see
     /// [`Holder::drop_stalled`]).
-    pub(crate) fn next_stall(&self) -> Option<Instant> {
+    pub fn next_stall(&self) -> Option<Instant> {
         self.clients.iter().filter_map(Client::stall_deadline).min()
     }
 
     /// Drop the clients whose unfinished frame has made no progress for
     /// [`super::holder_client::PARTIAL_TIMEOUT`]: what they hold is freed.
-    pub(crate) fn drop_stalled(&mut self, now: Instant) {
+    pub fn drop_stalled(&mut self, now: Instant) {
         while let Some(i) = self
             .clients
             .iter()
@@ -301,7 +301,7 @@ impl Holder {
 
     /// The clients' descriptors to watch for writability (those with
     /// frames waiting); pass a ready one to [`Holder::on_writable`].
-    pub(crate) fn write_fds(&self) -> Vec<RawFd> {
+    pub fn write_fds(&self) -> Vec<RawFd> {
         self.clients
             .iter()
             .filter(|c| c.wants_write())
@@ -312,7 +312,7 @@ impl Holder {
     /// Whether the holder must stop taking messages from the DVM for now:
     /// a client's queue is full, all queues together are, or too much
     /// waits for spawns to be answered. Replies still come.
-    pub(crate) fn paused(&self) -> bool {
+    pub fn paused(&self) -> bool {
         self.parked_bytes >= PARKED_BYTES
             || (self.no_job_pause && self.clients.iter().any(Client::full))
             || self.clients.iter().map(Client::queued).sum::<usize>() >= TOTAL_QUEUE_BYTES
@@ -322,7 +322,7 @@ impl Holder {
     /// jobs of a client whose queue is full are held back by the DVM (only
     /// they slow down); once that client has read half its queue, or has
     /// gone, they flow again.
-    pub(crate) fn sync_flow(&mut self, conn: &Connection) {
+    pub fn sync_flow(&mut self, conn: &Connection) {
         let any_full = self.clients.iter().any(Client::full);
         if self.no_job_pause || (!any_full && self.held_back.is_empty()) {
             return;
@@ -375,7 +375,7 @@ impl Holder {
 
     /// Descriptor `fd` (one of [`Holder::fds`]) is readable: accept a
     /// client, or relay what a client sent over `conn`.
-    pub(crate) fn on_ready(&mut self, fd: RawFd, conn: &Connection) {
+    pub fn on_ready(&mut self, fd: RawFd, conn: &Connection) {
         if fd == self.listener.as_raw_fd() {
             self.accept();
             return;
@@ -389,7 +389,7 @@ impl Holder {
     }
 
     /// Client descriptor `fd` (one of [`Holder::write_fds`]) is writable.
-    pub(crate) fn on_writable(&mut self, fd: RawFd) {
+    pub fn on_writable(&mut self, fd: RawFd) {
         if let Some(i) = self.clients.iter().position(|c| c.stream.as_raw_fd() == fd) {
             if self.clients[i].flush().is_err() {
                 self.remove(i);
@@ -414,7 +414,7 @@ impl Holder {
 
     /// Whether `tag` (an [`crate::conn::client::Event::Reply`]) is a relayed
     /// request's.
-    pub(crate) fn owns(&self, tag: u32) -> bool {
+    pub fn owns(&self, tag: u32) -> bool {
         self.relayed.contains_key(&tag)
     }
 
@@ -422,7 +422,7 @@ impl Holder {
     /// the client's tag (a client whose request can no longer be answered
     /// learns it by its connection closing). A spawn's reply makes the job
     /// it names that client's.
-    pub(crate) fn on_reply(&mut self, tag: u32, conn: &Connection) {
+    pub fn on_reply(&mut self, tag: u32, conn: &Connection) {
         let Some(r) = self.relayed.remove(&tag) else {
             return;
         };
@@ -501,7 +501,7 @@ impl Holder {
     /// the clients registered for their code. Nothing is copied to a client
     /// it does not concern. True when the message was a client's alone (a
     /// timeout warning a client asked for): the holder's owner leaves it.
-    pub(crate) fn route(&mut self, tag: u32, payload: Vec<u8>) -> bool {
+    pub fn route(&mut self, tag: u32, payload: Vec<u8>) -> bool {
         let job = match tag {
             TAG_IOF => output_nspace(&payload, self.wire),
             TAG_NOTIFY => match event_view(&payload, self.wire) {
@@ -580,7 +580,7 @@ impl Holder {
 
     /// Whether a client has released the whole allocation held (some DVMs,
     /// PRRTE master, announce no end to the holder).
-    pub(crate) fn released(&self) -> bool {
+    pub fn released(&self) -> bool {
         self.released
     }
 
@@ -595,13 +595,13 @@ impl Holder {
     }
 
     /// How many clients are connected now.
-    pub(crate) fn clients(&self) -> usize {
+    pub fn clients(&self) -> usize {
         self.clients.len()
     }
 
     /// Close every client's connection (the DVM has gone): each learns it
     /// at once.
-    pub(crate) fn close_all(&mut self) {
+    pub fn close_all(&mut self) {
         for c in self.clients.drain(..) {
             c.close();
         }
@@ -752,7 +752,7 @@ impl Drop for Holder {
 
 /// A second name of a holder's socket (see [`Holder::alias`]), removed
 /// when dropped.
-pub(crate) struct Alias {
+pub struct Alias {
     _claim: Claim,
 }
 

@@ -1,5 +1,5 @@
 //! The connection handshake message (connect-ack) and its parts, shared by
-//! both ends: the client builds it ([`crate::conn::handshake`] runs the
+//! both ends: the client builds it (`conn::handshake` runs the
 //! exchange), pdvm parses it (`server::handshake`).
 //!
 //! The connecting side sends one message whose header carries its length in
@@ -118,7 +118,7 @@ pub struct Welcome {
 }
 
 /// The connect-ack's body (the connection layer puts the connect header in
-/// front: [`crate::conn::handshake::build_connect_ack`]).
+/// front: `conn::handshake::build_connect_ack`).
 pub fn connect_ack_body(h: &Hello) -> Vec<u8> {
     let mut p = Vec::with_capacity(128 + h.info_blob.len());
     put_str(&mut p, PSEC_NATIVE);

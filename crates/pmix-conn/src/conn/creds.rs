@@ -31,7 +31,7 @@ pub(crate) struct PeerSocket {
 
 /// The uid owning the peer end of `s`, when it can be established.
 /// (`SO_PEERCRED` is not asked: on TCP Linux always answers uid -1.)
-pub(crate) fn peer_uid(s: &TcpStream) -> Option<u32> {
+pub fn peer_uid(s: &TcpStream) -> Option<u32> {
     peer_socket(s).map(|p| p.uid)
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn peer_socket(s: &TcpStream) -> Option<PeerSocket> {
 /// own group; a background child orphaned by a shell stays in it). `None`
 /// when the kernel cannot tell (no socket inode, no
 /// `/proc/PID/task/TID/children`).
-pub(crate) fn peer_in_tree(s: &TcpStream, pid: Option<i32>) -> Option<bool> {
+pub fn peer_in_tree(s: &TcpStream, pid: Option<i32>) -> Option<bool> {
     let pid = pid?;
     let inode = peer_socket(s).map(|p| p.inode).filter(|&i| i != 0)?;
     let want = format!("socket:[{inode}]");

@@ -11,17 +11,17 @@
 //!   connect as a **tool**; the server gives us a fresh namespace unless a
 //!   tool identity is supplied ([`ConnectOptions::tool_id`]).
 
-pub(crate) mod client;
-pub(crate) mod creds;
+pub mod client;
+pub mod creds;
 pub mod discover;
 pub mod frame;
 pub mod handshake;
-pub(crate) mod holder;
+pub mod holder;
 pub(crate) mod holder_client;
 pub(crate) mod holder_route;
 pub(crate) mod local_trust;
 pub mod pidfd;
-pub(crate) mod registry;
+pub mod registry;
 pub(crate) mod replays;
 pub(crate) mod route;
 pub mod sched_contact;

@@ -82,7 +82,7 @@ pub(crate) fn registry_dir() -> Option<PathBuf> {
 /// tool of the user reads the same name there, and nobody else can change
 /// it, so a squatter cannot take the registry away nor predict its place.
 /// `Err` says why none can be used, naming each path and its owner.
-pub(crate) fn registry() -> std::result::Result<PathBuf, String> {
+pub fn registry() -> std::result::Result<PathBuf, String> {
     static FOUND: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     FOUND.get_or_init(locate).clone()
 }
@@ -219,7 +219,7 @@ fn open_private(path: &Path) -> std::io::Result<File> {
 
 /// What a holder is registered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HeldBy {
+pub enum HeldBy {
     /// A granted allocation's id.
     Alloc,
     /// A queued request's id (a detached palloc waiting for the grant).
@@ -242,7 +242,7 @@ impl HeldBy {
 /// may look like an allocation id, so the two never share a name
 /// (`SERVER+ID.sock`, `SERVER=ID.sock`, see [`entry_stem`]). Every id the
 /// tools accept has a name, and no two ids share one.
-pub(crate) fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
+pub fn registered_path(server: &str, id: &str, held: HeldBy) -> Option<PathBuf> {
     if id.is_empty() {
         return None;
     }
@@ -299,7 +299,7 @@ pub(crate) fn escape(s: &str) -> String {
 
 /// `s` as a file name of at most `room` bytes, one to one (see
 /// [`entry_stem`]): [`escape`]d, or `~` and a digest when that is longer.
-pub(crate) fn file_name_part(s: &str, room: usize) -> String {
+pub fn file_name_part(s: &str, room: usize) -> String {
     fitted(escape(s), room)
 }
 
@@ -390,7 +390,7 @@ fn claim_tries(entry: &Path, tries: usize) -> Option<Claim> {
 /// but nobody holds the lock (it died, however: the kernel let go of its
 /// lock), `None` no entry (no holder registered, or a sweep removed a dead
 /// one's files).
-pub(crate) fn holder_alive(server: &str, id: &str) -> Option<bool> {
+pub fn holder_alive(server: &str, id: &str) -> Option<bool> {
     let entry = registered_path(server, id, HeldBy::Alloc)?;
     let lock_path = lock_path_of(&entry)?;
     let file = std::fs::OpenOptions::new()
@@ -421,7 +421,7 @@ fn still_named(open: &File, path: &Path) -> bool {
 /// Sweep the registry `dir` unless it was swept in the last
 /// [`SWEEP_EVERY`] (see [`sweep_now`]); the marker is renewed first, so of
 /// a crowd of holders starting at once one sweeps.
-pub(crate) fn sweep(dir: &Path) {
+pub fn sweep(dir: &Path) {
     let marker = dir.join(SWEEP_MARKER);
     let recent = std::fs::symlink_metadata(&marker)
         .ok()

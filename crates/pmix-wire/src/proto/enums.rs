@@ -8,7 +8,8 @@
 /// With a representation (`enum Name: u8`) every variant carries its wire
 /// code (`= 1`), and `code()` / `from_code()` are generated too.
 ///
-/// (The macro is crate-private, so the example is shown, not compiled.)
+/// (Exported for the crates above pmix-wire, which name it
+/// `crate::proto::enums::pmix_enum!`; the example is shown, not compiled.)
 ///
 /// ```text
 /// pmix_enum! {
@@ -28,6 +29,8 @@
 ///     }
 /// }
 /// ```
+#[macro_export]
+#[doc(hidden)]
 macro_rules! pmix_enum {
     (
         $(#[$meta:meta])*
@@ -107,7 +110,7 @@ macro_rules! pmix_enum {
     (@strings $name:ident { $($v:ident => []),* }) => {};
 }
 
-pub(crate) use pmix_enum;
+pub use pmix_enum;
 
 /// A value of the vocabulary as a peer sent it: one of the type's members,
 /// or a code outside it. Decoding never fails on an unknown code; the layer

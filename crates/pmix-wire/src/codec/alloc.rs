@@ -157,9 +157,10 @@ fn inheritance(v: &Value) -> Option<Received<Inheritance>> {
 }
 
 /// An allocation request carrying every attribute (for the tests here and
-/// palloc's wire-form test).
-#[cfg(test)]
-pub(crate) fn every_attribute() -> AllocAttrs {
+/// palloc's wire-form test, in the tools' crate: so it is built always, as
+/// `#[cfg(test)]` holds only inside its own crate).
+#[doc(hidden)]
+pub fn every_attribute() -> AllocAttrs {
     AllocAttrs {
         target: Some("job@1".into()),
         share: Some(true),

@@ -1,6 +1,6 @@
 //! The simulated scheduler behind pdvm.
 //!
-//! It is kept apart from the DVM model ([`crate::dvm`]) exactly as the
+//! It is kept apart from the DVM model (`dvm`) exactly as the
 //! reservation specification keeps the scheduler apart from the runtime: the
 //! scheduler owns node inventory, the FIFO queue, allocation lifetimes and
 //! warning thresholds; the DVM only forwards requests and relays what the

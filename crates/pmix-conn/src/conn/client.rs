@@ -46,7 +46,7 @@ use super::stream::Stream;
 
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one sleep of a wait without a deadline (it ends earlier at any
 /// event: this only bounds a single timed wait).
 const LONGEST_NAP: Duration = Duration::from_secs(3600);
@@ -58,7 +58,7 @@ pub(crate) const TIMEOUT_ENV: &str = "PMIX_TOOLS_TIMEOUT";
 
 /// The deadline [`TIMEOUT_ENV`] sets, if it holds a positive number of
 /// seconds.
-pub(crate) fn env_timeout() -> Option<Duration> {
+pub fn env_timeout() -> Option<Duration> {
     let v = std::env::var(TIMEOUT_ENV).ok()?;
     let secs: f64 = v.trim().trim_end_matches('s').parse().ok()?;
     (secs.is_finite() && secs > 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
@@ -66,13 +66,13 @@ pub(crate) fn env_timeout() -> Option<Duration> {
 
 /// The handshake deadline in force: [`TIMEOUT_ENV`], else
 /// [`HANDSHAKE_TIMEOUT`].
-pub(crate) fn handshake_timeout() -> Duration {
+pub fn handshake_timeout() -> Duration {
     env_timeout().unwrap_or(HANDSHAKE_TIMEOUT)
 }
 
 /// Most unsolicited messages kept for the caller before the socket is no
 /// longer read.
-pub(crate) const MAX_QUEUED: usize = 8192;
+pub const MAX_QUEUED: usize = 8192;
 /// Most payload bytes of unsolicited messages kept for the caller before the
 /// socket is no longer read.
 pub(crate) const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
@@ -1091,7 +1091,7 @@ fn fired(p: &PollFd<'_>) -> bool {
 
 /// A descriptor a wait watches besides the connection, with the readiness
 /// wanted (`POLLIN`, `POLLOUT`).
-pub(crate) type Watched<'a> = (BorrowedFd<'a>, PollFlags);
+pub type Watched<'a> = (BorrowedFd<'a>, PollFlags);
 
 /// Which of `extras` is readable now (no waiting).
 fn poll_extras(extras: &[Watched<'_>]) -> Option<usize> {
@@ -1104,7 +1104,7 @@ fn poll_extras(extras: &[Watched<'_>]) -> Option<usize> {
 
 /// Wait until one of `fds` is readable (or hung up) or `deadline` passes:
 /// the index of the first that is, `None` at the deadline or on an error.
-pub(crate) fn poll_readable(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Option<usize> {
+pub fn poll_readable(fds: &[BorrowedFd<'_>], deadline: Option<Instant>) -> Option<usize> {
     let mut p: Vec<PollFd<'_>> = fds
         .iter()
         .map(|f| PollFd::new(*f, PollFlags::POLLIN))
@@ -1130,7 +1130,7 @@ fn poll_timeout(deadline: Option<Instant>) -> PollTimeout {
 }
 
 /// "30 s", "2.5 s".
-pub(crate) fn seconds(d: Duration) -> String {
+pub fn seconds(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{} s", d.as_secs())
     } else {

@@ -1,5 +1,5 @@
 //! pdvm's PMIx server side: the mirror image of [`crate::conn`] and
-//! [`crate::ops`].
+//! `ops`.
 //!
 //! - [`listener`]: the listening socket on `127.0.0.1:0` and the PRRTE-style
 //!   rendezvous files that let tools find pdvm with no flags.

@@ -16,7 +16,11 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     static TIMES: OnceLock<bool> = OnceLock::new();
     let times = *TIMES.get_or_init(|| std::env::var_os(LOG_TIMES_ENV).is_some());
     let text = if times {
-        format!("{:.3} {args}\n", super::now_ms() as f64 / 1000.0)
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        format!("{now:.3} {args}\n")
     } else {
         format!("{args}\n")
     };

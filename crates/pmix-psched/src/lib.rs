@@ -1,0 +1,15 @@
+//! pmix-psched: psched ([`psched`]), a PMIx scheduler attached to a PRRTE
+//! DVM, over its own pool (the pure scheduler of pmix-sched) or Slurm. It
+//! names pmix-wire, pmix-conn and pmix-sched.
+
+#![warn(unreachable_pub)]
+// A dependency in Cargo.toml that the code never names is an error too (clippy -D warnings).
+#![warn(unused_crate_dependencies)]
+
+// The layers below, under the module names the code has always used.
+use pmix_conn::conn;
+use pmix_sched::sched;
+use pmix_schema::schema;
+use pmix_wire::{codec, error, proto};
+
+pub mod psched;
