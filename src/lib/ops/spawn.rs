@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::codec::{App, DataArray, Info, Size, Value};
+use crate::codec::{App, DataArray, Info, Value};
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
 
 use super::lost_launch::{LostLaunch, LOOK_EVERY, RESENDS};
 use super::session::Session;
-use crate::codec::attrs::write_infos;
+use crate::codec::spawn_message::SpawnMessage;
 use crate::proto::{cmd, keys};
 
 /// Build the `PMIX_SPAWN_TARGET` value: a string for one allocation id, an
@@ -116,9 +116,7 @@ pub fn transient_retries(s: &Session) -> u32 {
 /// lost job, never started, is stopped first.
 fn spawn_once(s: &Session, job_info: &[Info], apps: &[App]) -> Result<String> {
     let mut e = s.request(cmd::SPAWN)?;
-    write_infos(&mut e, job_info)?;
-    e.pack_one(&Size(apps.len() as u64))?;
-    e.pack(apps)?;
+    SpawnMessage::new(job_info, apps).encode_body(&mut e)?;
     let mut lost = LostLaunch::new(s, job_info, apps);
     let mut resends = 0;
     let reply = loop {

@@ -5,6 +5,7 @@
 
 use crate::codec::alloc_message::AllocMessage;
 use crate::codec::attrs::MAX_REQUEST_INFOS;
+use crate::codec::spawn_message::SpawnMessage;
 use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value, WireVersion};
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys, Directive, Received};
@@ -85,7 +86,8 @@ pub(crate) fn classify(payload: &[u8], wire: WireVersion) -> Kind {
     };
     match c {
         cmd::SPAWN => {
-            let targets = read_infos(&mut d)
+            let targets = SpawnMessage::decode_job_info(&mut d)
+                .ok()
                 .and_then(|i| find(&i, keys::SPAWN_TARGET).map(strings))
                 .unwrap_or_default();
             Kind::Spawn { targets }

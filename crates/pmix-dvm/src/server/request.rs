@@ -5,6 +5,7 @@
 //! fuzz target and the property test drive it).
 
 use crate::codec::alloc_message::AllocMessage;
+use crate::codec::spawn_message::SpawnMessage;
 use crate::codec::{
     App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope, Size, WireVersion,
 };
@@ -221,18 +222,10 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
             }
         }
         cmd::SPAWN => {
-            let job_info = read_infos(d)?;
-            let Size(n) = d.unpack_one()?;
-            let n = bounded(n)?;
-            if n == 0 {
-                return Err(Error::new(
-                    Status::ERR_BAD_PARAM,
-                    "spawn with no application",
-                ));
-            }
+            let m = SpawnMessage::decode_body(d)?;
             Request::Spawn {
-                job_info,
-                apps: d.unpack(n)?,
+                job_info: m.job_info.into_owned(),
+                apps: m.apps.into_owned(),
             }
         }
         cmd::PUBLISH => {

@@ -25,6 +25,7 @@ mod info;
 mod json;
 mod kval;
 mod scalars;
+pub mod spawn_message;
 mod structs;
 mod types;
 mod value;
