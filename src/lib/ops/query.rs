@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::codec::{DataArray, Info, ProcInfo, Query, Size, Value};
+use crate::codec::query_message::QueryMessage;
+use crate::codec::{DataArray, Info, ProcInfo, Query, Value};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, Session};
@@ -19,7 +20,7 @@ pub fn query_within(s: &Session, queries: &[Query], timeout: Duration) -> Result
         s.check_infos(&q.qualifiers)?;
     }
     let mut e = s.request(cmd::QUERY)?;
-    crate::codec::attrs::write_sized(&mut e, queries)?;
+    QueryMessage::new(queries).encode_body(&mut e)?;
     let reply = s.call_within(e, timeout)?;
     let mut d = s.decoder(&reply);
     read_status(&mut d)?;
@@ -48,8 +49,7 @@ pub fn begin_barrier(s: &Session) -> Result<u32> {
         qualifiers: vec![],
     };
     let mut e = s.request(cmd::QUERY)?;
-    e.pack_one(&Size(1))?;
-    e.pack(&[q])?;
+    QueryMessage::new(&[q]).encode_body(&mut e)?;
     s.conn().begin(e.bytes())
 }
 

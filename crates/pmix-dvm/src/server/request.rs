@@ -5,6 +5,7 @@
 //! fuzz target and the property test drive it).
 
 use crate::codec::alloc_message::AllocMessage;
+use crate::codec::query_message::QueryMessage;
 use crate::codec::spawn_message::SpawnMessage;
 use crate::codec::{
     App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope, Size, WireVersion,
@@ -213,7 +214,7 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
     Ok(match command {
         cmd::REQ => Request::JobData,
         cmd::FINALIZE => Request::Finalize,
-        cmd::QUERY => Request::Query(counted(d)?),
+        cmd::QUERY => Request::Query(QueryMessage::decode_body(d)?.queries.into_owned()),
         cmd::ALLOC => {
             let m = AllocMessage::decode_body(d)?;
             Request::Alloc {

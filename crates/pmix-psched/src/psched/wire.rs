@@ -5,6 +5,7 @@
 use crate::codec::alloc_message::AllocMessage;
 use crate::codec::attrs::read_request_infos;
 use crate::codec::attrs::write_infos;
+use crate::codec::query_message::QueryMessage;
 use crate::codec::{Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Value, WireVersion};
 use crate::error::Result;
 use crate::proto::status::Status;
@@ -193,8 +194,7 @@ pub fn query_alloc_ids(wire: WireVersion) -> Result<Vec<u8>> {
         qualifiers: Vec::new(),
     };
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::QUERY))?;
-    crate::codec::attrs::write_sized(&mut e, &[q])?;
+    QueryMessage::new(&[q]).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 
@@ -270,8 +270,7 @@ pub fn query(wire: WireVersion, key: &str, qualifiers: Vec<Info>) -> Result<Vec<
         qualifiers,
     };
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::QUERY))?;
-    crate::codec::attrs::write_sized(&mut e, &[q])?;
+    QueryMessage::new(&[q]).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 

@@ -24,6 +24,7 @@ pub mod helpers;
 mod info;
 mod json;
 mod kval;
+pub mod query_message;
 mod scalars;
 pub mod spawn_message;
 mod structs;
