@@ -15,7 +15,8 @@ use crate::support::{show, text, tool, LineReader, Prte};
 const WAITING: &str = "are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for them";
 
 /// Inside `palloc -w HOST`: a gate job fills every slot of the node, then
-/// `pspawn --immediate` is refused and a plain pspawn waits until the test
+/// `pspawn --immediate` is refused and a plain pspawn (and a `--detach`
+/// one, which then runs) waits until the test
 /// opens the gate, longer than the ten seconds pspawn used to give up after.
 /// Only with `-v` (or a terminal) does it say that it waits: a waiting
 /// pspawn run by a script leaves its stderr to the job's bytes (issue 40).
@@ -30,6 +31,7 @@ pspawn -n $n sh -c 'touch {d}/started.$PMIX_RANK; while [ ! -e {d}/gate ]; do sl
 while [ $(ls {d} | grep -c started) -lt $n ]; do sleep 0.2; done
 pspawn --immediate echo immediate; echo immediate=$?
 (pspawn echo quiet 2>{d}/quiet.err; echo quiet=$?) &
+(pspawn --detach sh -c 'echo ran > {d}/detached.out' >/dev/null; echo detached=$?) &
 pspawn -v echo second; echo second=$?
 wait
 echo quiet_stderr=$(wc -c < {d}/quiet.err)"
@@ -69,6 +71,13 @@ echo quiet_stderr=$(wc -c < {d}/quiet.err)"
     assert!(stdout.contains("quiet=0"), "{stdout}\n{said}");
     assert!(stdout.contains("quiet_stderr=0"), "{stdout}\n{said}");
     assert_eq!(said.matches(WAITING).count(), 1, "said once: {said}");
+    // A detached job waits for the slots too, then runs (it was refused,
+    // exit 4, at once).
+    assert!(stdout.contains("detached=0"), "{stdout}\n{said}");
+    let ran = wait::within(Duration::from_secs(30), || {
+        std::fs::read_to_string(dir.path().join("detached.out")).is_ok_and(|t| t == "ran\n")
+    });
+    assert!(ran, "the detached job ran: {stdout}\n{said}");
 }
 
 /// A job larger than its allocation is refused (exit 4) without waiting.

@@ -201,7 +201,8 @@ fn ended_before_reply(end: &JobEnd, job: &mut JobRecord, ui: &Ui) -> i32 {
 
 /// `--detach`: no output forwarding (nobody stays to read it), but the
 /// DVM still announces the job's end, so `pwatch --job NSPACE` can wait
-/// for it. Prints the namespace.
+/// for it. Into a reservation whose slots are busy it waits for them as
+/// an attached job does. Prints the namespace.
 fn detach(
     s: &Session,
     req: &SpawnRequest,
@@ -218,7 +219,8 @@ fn detach(
     info.extend(launch::placement_info(target, req.map_by.as_deref()));
     info.extend(job_extras(req));
     create_output_files(req)?;
-    let ns = spawn(s, &info, apps).map_err(|e| spawn_failure(s, req, attrs, &e))?;
+    // A detached job waits for busy slots too: it is detached once it runs.
+    let ns = when_slots_free(s, req, attrs, ui, &mut || spawn(s, &info, apps))?;
     crate::ops::tool_launches::mark(&ns);
     job.nspace = ns.clone();
     ui.record(job);
@@ -490,9 +492,24 @@ fn spawn_when_slots_free(
     ui: &Ui,
     on_output: &mut dyn FnMut(JobOutput<'_>),
 ) -> Result<Launched, Failure> {
+    when_slots_free(s, req, attrs, ui, &mut || {
+        spawn_or_ended(s, job.0, job.1, on_output)
+    })
+}
+
+/// Run `spawn` until it is not refused for busy slots of the reservation
+/// it targets, waiting between tries (see `wait`); a busy answer that can
+/// never change, or with `--immediate`, is given as it is.
+fn when_slots_free<T>(
+    s: &Session,
+    req: &SpawnRequest,
+    attrs: &AttrsPresent,
+    ui: &Ui,
+    spawn: &mut dyn FnMut() -> crate::error::Result<T>,
+) -> Result<T, Failure> {
     let mut wait = self::wait::SlotWait::new();
     loop {
-        match spawn_or_ended(s, job.0, job.1, on_output) {
+        match spawn() {
             Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
                 match wait.on_busy(s, req, ui) {
                     self::wait::Busy::Retry(p) => {
