@@ -72,18 +72,8 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
         let all = std::fs::read_to_string(&ranks).unwrap_or_default();
         nodes.iter().all(|n| all.lines().any(|l| l.trim() == n))
     });
-    s.run(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={down}"),
-            "State=DOWN",
-            "Reason=psched-test",
-        ],
-    );
+    let (o, said) = down_under(&s, &down, spawned);
     let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
-    let o = crate::support::wait_output(spawned, Duration::from_secs(120));
-    let said = text(&o.stderr);
     eprintln!("pspawn of the rank on {down} said: {said}");
     assert_eq!(o.status.code(), Some(1), "{said}\n{}", ctx());
     assert!(
@@ -165,18 +155,8 @@ exec sleep 300",
             c.psched_log()
         );
     }
-    s.run(
-        "scontrol",
-        &[
-            "update",
-            &format!("NodeName={down}"),
-            "State=DOWN",
-            "Reason=psched-test",
-        ],
-    );
+    let (o, said) = down_under(&s, &down, spawned);
     let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
-    let o = crate::support::wait_output(spawned, Duration::from_secs(120));
-    let said = text(&o.stderr);
     eprintln!("pspawn --array with its tasks on {down} said: {said}");
     assert_eq!(o.status.code(), Some(1), "{said}\n{}", ctx());
     let all = std::fs::read_to_string(&ran).unwrap_or_default();
@@ -191,6 +171,27 @@ exec sleep 300",
     assert!(line.contains(&down), "{line}");
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// Slurm marks `node` DOWN under the running `spawned` pspawn: its output
+/// once it ends, and its stderr.
+fn down_under(
+    s: &Slurm,
+    node: &str,
+    spawned: std::process::Child,
+) -> (std::process::Output, String) {
+    s.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DOWN",
+            "Reason=psched-test",
+        ],
+    );
+    let o = crate::support::wait_output(spawned, Duration::from_secs(120));
+    let said = text(&o.stderr);
+    (o, said)
 }
 
 /// The lines `lines` gives until one contains `want`, or a panic saying
