@@ -2,11 +2,12 @@
 
 use serde::Serialize;
 
-use crate::codec::{Cmd, Decoder, Info, Proc, Value};
-use crate::error::{Error, Result};
+use crate::codec::event_message::{Notification, NotifyRequest};
+use crate::codec::{Decoder, Info, Proc, Value};
+use crate::error::Result;
 use crate::proto::status::Status;
 
-use super::session::{find, read_infos, read_status, Session, MAX_REPLY_ITEMS};
+use super::session::{find, read_status, Session};
 use crate::codec::attrs::write_infos;
 use crate::proto::{cmd, keys};
 
@@ -62,34 +63,18 @@ pub fn notify_all(s: &Session, code: Status, info: &[Info]) -> Result<()> {
     info.extend(crate::codec::attrs::quiet_event_flags());
     s.check_infos(&info)?;
     let mut e = s.request(cmd::NOTIFY)?;
-    e.pack_one(&code)?;
-    e.pack_one(&crate::codec::Range(crate::proto::range::GLOBAL))?;
-    write_infos(&mut e, &info)?;
+    NotifyRequest::new(code, crate::proto::range::GLOBAL, &info).encode_body(&mut e)?;
     let reply = s.call(e)?;
     read_status(&mut s.decoder(&reply))
 }
 
-/// Decode a notification payload (command, code, source, size, infos).
+/// Decode a notification payload (command, code, source, size, infos:
+/// [`Notification`]).
 pub fn decode_notification(d: &mut Decoder) -> Result<Event> {
-    let Cmd(c) = d.unpack_one()?;
-    if c != cmd::NOTIFY {
-        return Err(Error::new(
-            Status::ERR_UNPACK_FAILURE,
-            format!("expected a notification, got command {c}"),
-        ));
-    }
-    let status: Status = d.unpack_one()?;
-    let source: Proc = d.unpack_one()?;
-    let info = read_infos(d)?;
-    if info.len() > MAX_REPLY_ITEMS {
-        return Err(Error::new(
-            Status::ERR_UNPACK_FAILURE,
-            "notification too large",
-        ));
-    }
+    let n = Notification::decode(d)?;
     Ok(Event {
-        status,
-        source,
-        info,
+        status: n.code,
+        source: n.source,
+        info: n.infos.into_owned(),
     })
 }

@@ -5,6 +5,7 @@
 
 use crate::codec::alloc_message::AllocMessage;
 use crate::codec::attrs::MAX_REQUEST_INFOS;
+use crate::codec::event_message::Notification;
 use crate::codec::spawn_message::SpawnMessage;
 use crate::codec::{Cmd, Decoder, Info, Proc, Size, Value, WireVersion};
 use crate::proto::status::Status;
@@ -51,17 +52,6 @@ pub(crate) fn pause_request(nspace: &str, pause: bool, wire: WireVersion) -> Opt
     crate::codec::attrs::write_sized(&mut e, &[all]).ok()?;
     crate::codec::attrs::write_infos(&mut e, &[Info::new(keys::IOF_PAUSE, pause)]).ok()?;
     Some(e.into_bytes())
-}
-
-fn read_infos(d: &mut Decoder) -> Option<Vec<Info>> {
-    if d.is_empty() {
-        return Some(Vec::new());
-    }
-    let Size(n) = d.unpack_one().ok()?;
-    if n > MAX_REQUEST_INFOS as u64 {
-        return None;
-    }
-    d.unpack::<Info>(n as usize).ok()
 }
 
 fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
@@ -162,14 +152,8 @@ pub(crate) struct EventView {
 
 /// Read an event notification's code and subject.
 pub(crate) fn event_view(payload: &[u8], wire: WireVersion) -> Option<EventView> {
-    let mut d = Decoder::new(payload, wire);
-    let Cmd(c) = d.unpack_one().ok()?;
-    if c != cmd::NOTIFY {
-        return None;
-    }
-    let st: Status = d.unpack_one().ok()?;
-    let _source: Proc = d.unpack_one().ok()?;
-    let infos = read_infos(&mut d)?;
+    let n = Notification::decode(&mut Decoder::new(payload, wire)).ok()?;
+    let (st, infos) = (n.code, n.infos);
     let job = match find(&infos, keys::EVENT_AFFECTED_PROC) {
         Some(Value::Proc(p)) => Some(p.nspace.clone()),
         _ => match find(&infos, keys::EVENT_AFFECTED_PROCS) {

@@ -5,10 +5,11 @@
 //! fuzz target and the property test drive it).
 
 use crate::codec::alloc_message::AllocMessage;
+use crate::codec::event_message::NotifyRequest;
 use crate::codec::query_message::QueryMessage;
 use crate::codec::spawn_message::SpawnMessage;
 use crate::codec::{
-    App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Range, Rank, Scope, Size, WireVersion,
+    App, Bucket, ByteObject, Cmd, Decoder, Info, Proc, Query, Rank, Scope, Size, WireVersion,
 };
 use crate::error::{Error, Result};
 use crate::proto::status::Status;
@@ -261,12 +262,11 @@ fn decode_args(command: u8, d: &mut Decoder) -> Result<Request> {
         }
         cmd::DEREGEVENTS => Request::DeregEvents,
         cmd::NOTIFY => {
-            let code: Status = d.unpack_one()?;
-            let Range(range) = d.unpack_one()?;
+            let n = NotifyRequest::decode_body(d)?;
             Request::Notify {
-                code,
-                range,
-                info: read_infos(d)?,
+                code: n.code,
+                range: n.range,
+                info: n.infos.into_owned(),
             }
         }
         cmd::JOB_CONTROL => Request::JobControl {

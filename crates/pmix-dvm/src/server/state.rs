@@ -10,10 +10,13 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use crate::codec::{ByteObject, Cmd, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
+use std::borrow::Cow;
+
+use crate::codec::event_message::Notification;
+use crate::codec::{ByteObject, Info, IofChannel, Proc, Size, Value, RANK_WILDCARD};
 use crate::dvm::Effect;
+use crate::proto::keys;
 use crate::proto::status::Status;
-use crate::proto::{cmd, keys};
 
 use super::conns::ConnTable;
 use super::ident::ProcName;
@@ -213,18 +216,15 @@ impl Server {
         let own = (*source == self.me() && !info.iter().any(|i| i.key == keys::EVENT_NON_DEFAULT))
             .then(|| Info::new(keys::EVENT_NON_DEFAULT, true));
         let mut e = c.encoder();
-        let built = e
-            .pack_one(&Cmd(cmd::NOTIFY))
-            .and_then(|_| e.pack_one(&code))
-            .and_then(|_| e.pack_one(source))
-            .and_then(|_| match own {
-                Some(flag) => {
-                    let mut all = info.to_vec();
-                    all.push(flag);
-                    crate::codec::attrs::write_infos(&mut e, &all)
-                }
-                None => crate::codec::attrs::write_infos(&mut e, info),
-            });
+        let all: Cow<'_, [Info]> = match own {
+            Some(flag) => {
+                let mut all = info.to_vec();
+                all.push(flag);
+                Cow::Owned(all)
+            }
+            None => Cow::Borrowed(info),
+        };
+        let built = Notification::new(code, source.clone(), &all).encode(&mut e);
         match built {
             Ok(()) => Some(e.into_bytes()),
             Err(err) => {

@@ -5,8 +5,9 @@
 use crate::codec::alloc_message::AllocMessage;
 use crate::codec::attrs::read_request_infos;
 use crate::codec::attrs::write_infos;
+use crate::codec::event_message::NotifyRequest;
 use crate::codec::query_message::QueryMessage;
-use crate::codec::{Cmd, DataArray, Decoder, Encoder, Info, Proc, Range, Value, WireVersion};
+use crate::codec::{Cmd, DataArray, Decoder, Encoder, Info, Proc, Value, WireVersion};
 use crate::error::Result;
 use crate::proto::status::Status;
 use crate::proto::{cmd, keys, AllocAttrs};
@@ -157,10 +158,7 @@ pub fn warning(wire: WireVersion, alloc_id: &str, remaining_secs: u32) -> Result
         Info::new(keys::TIME_REMAINING, Value::Uint32(remaining_secs)),
     ];
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::NOTIFY))?;
-    e.pack_one(&Status::ALLOC_TIMEOUT_WARNING)?;
-    e.pack_one(&Range(RANGE_RM))?;
-    write_infos(&mut e, &infos)?;
+    NotifyRequest::new(Status::ALLOC_TIMEOUT_WARNING, RANGE_RM, &infos).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 
@@ -324,10 +322,7 @@ pub fn notify_one(wire: WireVersion, code: Status, to: &Proc, infos: &[Info]) ->
     all.extend(infos.iter().cloned());
     all.extend(crate::codec::attrs::quiet_event_flags());
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::NOTIFY))?;
-    e.pack_one(&code)?;
-    e.pack_one(&Range(RANGE_CUSTOM))?;
-    write_infos(&mut e, &all)?;
+    NotifyRequest::new(code, RANGE_CUSTOM, &all).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 
@@ -339,10 +334,7 @@ pub fn notify_all(wire: WireVersion, code: Status, infos: &[Info]) -> Result<Vec
     let mut all = infos.to_vec();
     all.extend(crate::codec::attrs::quiet_event_flags());
     let mut e = Encoder::new(wire);
-    e.pack_one(&Cmd(cmd::NOTIFY))?;
-    e.pack_one(&code)?;
-    e.pack_one(&Range(RANGE_GLOBAL))?;
-    write_infos(&mut e, &all)?;
+    NotifyRequest::new(code, RANGE_GLOBAL, &all).encode(&mut e)?;
     Ok(e.into_bytes())
 }
 

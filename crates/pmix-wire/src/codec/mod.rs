@@ -18,6 +18,7 @@ mod buffer;
 mod darray;
 mod data;
 mod display;
+pub mod event_message;
 pub mod flex;
 pub mod handshake;
 pub mod helpers;
