@@ -209,7 +209,30 @@ fn burst_of_48() {
         }
         all
     });
-    assert!(ended, "the burst did not end");
+    if !ended {
+        // Say where the burst stuck: the pallocs still running (stopped
+        // now, with what they said), psched's log and the DVM's.
+        let mut stuck = Vec::new();
+        for mut k in kids {
+            if matches!(k.try_wait(), Ok(None)) {
+                let _ = k.kill();
+                stuck.push(show(&k.wait_with_output().expect("palloc")));
+            }
+        }
+        panic!(
+            "the burst did not end: {} of 48 pallocs still ran after 240 s (prte {}); the \
+first:\n{}\n--- psched:\n{}\n{}",
+            stuck.len(),
+            if c.prte_exited() {
+                "had exited"
+            } else {
+                "alive"
+            },
+            stuck.iter().take(3).cloned().collect::<Vec<_>>().join("\n"),
+            c.psched_log(),
+            c.logs()
+        );
+    }
     let mut failed = Vec::new();
     for k in kids {
         let o = k.wait_with_output().expect("palloc");
