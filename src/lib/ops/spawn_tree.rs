@@ -65,7 +65,10 @@ pub struct SpawnTree {
     /// launches for many clients under one name).
     roots: Vec<String>,
     primary_end: Option<JobEnd>,
-    first_failure: Option<JobEnd>,
+    /// The jobs of the tree that ended non-zero, in the order they
+    /// ended; judged at the tree's end, when every tool inside has marked
+    /// what it launched ([`SpawnTree::tool_launched`]).
+    failures: Vec<JobEnd>,
     /// The jobs of our tree left, as the last end of it said.
     left: Option<u32>,
     /// PRRTE 3.0: find the tree by looking.
@@ -81,8 +84,10 @@ pub struct SpawnTree {
     strangers: HashSet<String>,
     unanswered: HashMap<String, u32>,
     /// Where the tools run inside the job mark the jobs they launched
-    /// (`super::tool_launches`), and those of them seen ending.
+    /// (`super::tool_launches`).
     tool_marks: Option<std::path::PathBuf>,
+    /// The members seen ending (a tool's job among them may be marked only
+    /// after its end came).
     tool_ended: HashSet<String>,
 }
 
@@ -102,7 +107,7 @@ impl SpawnTree {
             primary: primary.to_string(),
             roots,
             primary_end: None,
-            first_failure: None,
+            failures: Vec::new(),
             left: None,
             look: major.is_some_and(|m| m < TREE_MIN_MAJOR),
             next_look: Instant::now(),
@@ -169,8 +174,10 @@ impl SpawnTree {
         if let Some(f) = self.found.remove(&ns) {
             self.pulls.extend(f.pull);
         }
+        // Every member's end counts here: a tool's job may be marked only
+        // after its end came.
+        self.tool_ended.insert(ns.clone());
         if self.tool_launched(&ns) {
-            self.tool_ended.insert(ns);
             if let Some(t) = end.tree.as_ref().filter(|t| self.ours(t)) {
                 self.left = Some(t.active);
             }
@@ -197,8 +204,8 @@ impl SpawnTree {
         if let Some(t) = end.tree.as_ref().filter(|t| self.ours(t)) {
             self.left = Some(t.active);
         }
-        if end.exit_status != 0 && self.first_failure.is_none() {
-            self.first_failure = Some(end);
+        if end.exit_status != 0 {
+            self.failures.push(end);
         }
     }
 
@@ -255,7 +262,14 @@ impl SpawnTree {
             withdraw_pull(s, id);
         }
         let mut end = self.primary_end.take()?;
-        if let Some(f) = self.first_failure.take().filter(|f| f.nspace != end.nspace) {
+        // A job a tool inside launched may end before that tool has marked
+        // it (its end can come before the tool reads its spawn's answer):
+        // the marks are read now, once the launched job has ended.
+        let failures = std::mem::take(&mut self.failures);
+        let first = failures
+            .into_iter()
+            .find(|f| f.nspace == end.nspace || !self.tool_launched(&f.nspace));
+        if let Some(f) = first.filter(|f| f.nspace != end.nspace) {
             if end.exit_status == 0 {
                 end.exit_status = f.exit_status;
                 end.term = f.term;

@@ -393,6 +393,8 @@ pub fn launch_and_wait(s: &Session, req: &SpawnRequest, ui: &Ui) -> Result<i32, 
             ns
         }
         Launched::Ended(end) => {
+            // Ended before its spawn was answered: still this tool's.
+            crate::ops::tool_launches::mark(&end.nspace);
             if let Some(mut k) = early {
                 k.flush();
             }
