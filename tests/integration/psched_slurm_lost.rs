@@ -46,11 +46,7 @@ fn hold(c: &Cluster, s: &Slurm, args: &[&str]) -> (std::process::Child, LineRead
 /// (they waited for ever for the busy slots).
 fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
     let (c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
-    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
-    let job = job_of(&s, &id);
-    let nodes = s.job(job).expect("the job").nodes;
-    assert_eq!(nodes.len(), 2, "{nodes:?}");
-    let (down, kept) = (nodes[0].clone(), nodes[1].clone());
+    let (mut holder, id, [down, kept]) = two_nodes(&c, &s);
     let ranks = c.dir().join("ranks");
     // The rank on the node kept ends at once; the other runs until killed.
     let body = format!(
@@ -70,7 +66,9 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
         .expect("start pspawn");
     wait_for("a rank ran on each node", || {
         let all = std::fs::read_to_string(&ranks).unwrap_or_default();
-        nodes.iter().all(|n| all.lines().any(|l| l.trim() == n))
+        [&down, &kept]
+            .iter()
+            .all(|n| all.lines().any(|l| l.trim() == n.as_str()))
     });
     let (o, said) = down_under(&s, &down, spawned);
     let ctx = || format!("{}\n--- psched:\n{}", c.logs(), c.psched_log());
@@ -114,11 +112,7 @@ fn a_rank_on_a_node_slurm_takes_ends_its_pspawn_with_node_fail(v: Version) {
 /// took PRRTE master's status 0: the array exited 0, saying nothing).
 fn array_tasks_on_a_node_slurm_takes_fail_with_node_fail(v: Version) {
     let (c, s) = crate::support::slurm::cluster_on_slurm(v, &[]);
-    let (mut holder, _lines, id) = hold(&c, &s, &["-N", "2", "-t", "5m"]);
-    let job = job_of(&s, &id);
-    let nodes = s.job(job).expect("the job").nodes;
-    assert_eq!(nodes.len(), 2, "{nodes:?}");
-    let (down, kept) = (nodes[0].clone(), nodes[1].clone());
+    let (mut holder, id, [down, kept]) = two_nodes(&c, &s);
     let ran = c.dir().join("tasks");
     let body = format!(
         "echo \"$(hostname) $PMIX_ARRAY_TASK_ID\" >> {}; [ \"$(hostname)\" = {kept} ] && exit 0; \
@@ -171,6 +165,15 @@ exec sleep 300",
     assert!(line.contains(&down), "{line}");
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// A `palloc --hold` of two nodes on Slurm: the holder, the allocation id
+/// and its two nodes (the first to be taken away, the second kept).
+fn two_nodes(c: &Cluster, s: &Slurm) -> (std::process::Child, String, [String; 2]) {
+    let (holder, _lines, id) = hold(c, s, &["-N", "2", "-t", "5m"]);
+    let nodes = s.job(job_of(s, &id)).expect("the job").nodes;
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    (holder, id, [nodes[0].clone(), nodes[1].clone()])
 }
 
 /// Slurm marks `node` DOWN under the running `spawned` pspawn: its output
