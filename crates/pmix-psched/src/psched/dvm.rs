@@ -67,6 +67,12 @@ pub const SETTLE_MS: u64 = 150;
 /// a burst) wait [`SETTLE_MS`]: with 20 ms there, a 30-burst left more of
 /// its launches unanswered.
 pub const SETTLE_QUIET_MS: u64 = 20;
+/// How long psched waits for the DVM's answer to a question of its own
+/// about the change under way (its allocation ids, a node's daemon, a park
+/// or an added node) before going on without it: a DVM that never answers
+/// one must not stop every later grant (a burst's pallocs waited for ever
+/// behind one unanswered question).
+pub const ANSWER_LIMIT_MS: u64 = 10_000;
 /// Most requests waiting for an owner check at once (more are refused
 /// `PMIX_ERR_OUT_OF_RESOURCE`).
 pub const MAX_CHECKS: usize = 1024;
@@ -105,16 +111,19 @@ enum Change {
 /// The change PRRTE is carrying out.
 #[derive(Debug, Clone)]
 enum Flight {
-    /// A grant was answered; the DVM's allocation ids are asked (`asked`).
+    /// A grant was answered; the DVM's allocation ids are asked (`asked`),
+    /// their answer awaited until `until`.
     Confirming {
         asked: u32,
         alloc_id: String,
         new: bool,
         share: bool,
         fresh: Vec<String>,
+        until: u64,
     },
     /// Waiting for the daemons of `fresh`: the next look at `next` (or the
-    /// look `asked` under way), given up at `until`.
+    /// look `asked` under way, whose answer is awaited until `next`), given
+    /// up at `until`.
     Starting {
         fresh: Vec<String>,
         all: Vec<String>,
@@ -124,13 +133,14 @@ enum Flight {
         until: u64,
     },
     /// psched's own request (`asked`) for its idle reservation (`park`)
-    /// or adding a node to an allocation.
+    /// or adding a node to an allocation, its answer awaited until `until`.
     Parking {
         asked: u32,
         nodes: Vec<String>,
         park: bool,
         /// The allocation a node is added to (none: a park).
         alloc: Option<String>,
+        until: u64,
     },
     /// PRRTE has taken the change; the grow it started (every node list
     /// starts one, even of nodes it has) is given until `until` to finish:
@@ -809,9 +819,8 @@ impl Dvm {
     /// When [`Dvm::tick`] is next due (ms since the epoch).
     pub fn next_deadline(&self) -> Option<u64> {
         match &self.flight {
-            Some(Flight::Starting {
-                asked: None, next, ..
-            }) => Some(*next),
+            Some(Flight::Starting { next, .. }) => Some(*next),
+            Some(Flight::Confirming { until, .. } | Flight::Parking { until, .. }) => Some(*until),
             Some(Flight::Settling { until, quiet, .. }) => Some(
                 self.quiet_end(quiet.as_ref())
                     .map_or(*until, |q| q.min(*until)),
@@ -890,12 +899,13 @@ impl Dvm {
                 self.flight = None;
             }
         }
+        self.unanswered(now);
         if let Some(Flight::Starting {
             asked: None, next, ..
         }) = &self.flight
         {
             if *next <= now {
-                self.look_at_daemons(out)?;
+                self.look_at_daemons(now, out)?;
             }
         }
         while self.flight.is_none() {
@@ -931,7 +941,7 @@ impl Dvm {
     /// its daemon called back (the daemons' process table shows a daemon
     /// running as soon as its launch is recorded, and a job launched before
     /// it called back makes `prte` exit: no `PMIX_PROC_URI` for it).
-    fn look_at_daemons(&mut self, out: &mut Vec<Send>) -> Result<()> {
+    fn look_at_daemons(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
         let Some(Flight::Starting { fresh, .. }) = &self.flight else {
             return Ok(());
         };
@@ -944,8 +954,9 @@ impl Dvm {
             vec![Info::new(keys::HOSTNAME, node.as_str())],
         )?;
         let t = self.own_tag(Await::Flight);
-        if let Some(Flight::Starting { asked, .. }) = &mut self.flight {
+        if let Some(Flight::Starting { asked, next, .. }) = &mut self.flight {
             *asked = Some(t);
+            *next = now + ANSWER_LIMIT_MS;
         }
         out.push(Send::Own(t, q));
         Ok(())
@@ -1037,6 +1048,7 @@ impl Dvm {
                     new,
                     share,
                     fresh,
+                    until: now + ANSWER_LIMIT_MS,
                 });
             }
             Change::Add { alloc_id, node } => {
@@ -1056,6 +1068,7 @@ impl Dvm {
                     nodes: vec![node],
                     park: false,
                     alloc: Some(alloc_id),
+                    until: now + ANSWER_LIMIT_MS,
                 });
             }
             Change::Park(nodes) => {
@@ -1096,10 +1109,10 @@ impl Dvm {
                     nodes,
                     park: true,
                     alloc: None,
+                    until: now + ANSWER_LIMIT_MS,
                 });
             }
         }
-        let _ = now;
         Ok(())
     }
 
@@ -1168,6 +1181,61 @@ impl Dvm {
         }
     }
 
+    /// Go on without the answer to the flight's question once its time is
+    /// up ([`ANSWER_LIMIT_MS`]): a grant counts as made (its answer went
+    /// out), a daemon is asked again, a park or an added node counts as
+    /// refused. A late answer is then ignored.
+    fn unanswered(&mut self, now: u64) {
+        let asked = match &mut self.flight {
+            Some(
+                Flight::Confirming { asked, until, .. } | Flight::Parking { asked, until, .. },
+            ) if *until <= now => *asked,
+            Some(Flight::Starting {
+                asked: a @ Some(_),
+                next,
+                ..
+            }) if *next <= now => {
+                let asked = a.take().unwrap_or_default();
+                self.awaiting.remove(&asked);
+                self.log.push(format!(
+                    "the DVM did not answer psched's look at a daemon within {} s: asking again",
+                    ANSWER_LIMIT_MS / 1000
+                ));
+                return;
+            }
+            _ => return,
+        };
+        self.awaiting.remove(&asked);
+        match self.flight.take() {
+            Some(Flight::Confirming {
+                alloc_id,
+                new,
+                share,
+                fresh,
+                ..
+            }) => {
+                self.log.push(format!(
+                    "the DVM did not say within {} s whether it made {alloc_id}: going on as if it did",
+                    ANSWER_LIMIT_MS / 1000
+                ));
+                let ids = [alloc_id.clone()];
+                if let Some(known) = self.confirm(&alloc_id, new && !share, &ids) {
+                    self.flight = self.starting(fresh, now, known, Some(alloc_id));
+                }
+            }
+            Some(Flight::Parking {
+                nodes, park, alloc, ..
+            }) => {
+                self.log.push(format!(
+                    "the DVM did not answer psched's own request within {} s",
+                    ANSWER_LIMIT_MS / 1000
+                ));
+                self.parking_answer(false, nodes, park, alloc, now);
+            }
+            other => self.flight = other,
+        }
+    }
+
     /// The answer to the flight's question.
     fn flight_answer(&mut self, tag: u32, payload: &[u8], now: u64) {
         let Some(f) = self.flight.take() else {
@@ -1180,6 +1248,7 @@ impl Dvm {
                 new,
                 share,
                 fresh,
+                ..
             } if asked == tag => {
                 let ids = wire::alloc_ids_answer(self.wire, payload).unwrap_or_default();
                 if let Some(known) = self.confirm(&alloc_id, new && !share, &ids) {
@@ -1240,6 +1309,7 @@ impl Dvm {
                 nodes,
                 park,
                 alloc,
+                ..
             } if asked == tag => {
                 let ok = crate::codec::Decoder::new(payload, self.wire)
                     .unpack_one::<Status>()
@@ -1349,6 +1419,60 @@ mod tests {
         let (book, sessions) = d.book();
         assert_eq!(sessions, 1, "the first NEW made PRRTE session 1");
         assert!(book.owners.is_empty(), "no requester was named");
+    }
+
+    #[test]
+    fn a_question_the_dvm_never_answers_holds_the_next_grant_only_until_its_limit() {
+        let mut d = dvm(&["n1", "n2"]);
+        let mut out = Vec::new();
+        d.push(
+            vec![grant(10, "alloc.1", &["n1"]), grant(11, "alloc.2", &["n2"])],
+            &mut out,
+        )
+        .unwrap();
+        d.tick(0, &mut out).unwrap();
+        assert_eq!(answers(&out), [10]);
+        let late = own_tags(&out)[0];
+        assert_eq!(d.next_deadline(), Some(ANSWER_LIMIT_MS), "a wake-up is due");
+        out.clear();
+        d.tick(ANSWER_LIMIT_MS - 1, &mut out).unwrap();
+        assert!(answers(&out).is_empty(), "still waiting: {out:?}");
+        d.tick(ANSWER_LIMIT_MS, &mut out).unwrap();
+        assert!(d.take_log().iter().any(|l| l.contains("alloc.1")));
+        d.tick(ANSWER_LIMIT_MS + SETTLE_MS, &mut out).unwrap();
+        assert_eq!(answers(&out), [11], "the next grant went on");
+        let nodes = |_: &str| Vec::new();
+        out.clear();
+        d.on_own_answer(
+            late,
+            &ids_answer(&[]),
+            ANSWER_LIMIT_MS + SETTLE_MS,
+            &nodes,
+            &mut out,
+        )
+        .unwrap();
+        assert!(d.take_refused().is_empty(), "a late answer is ignored");
+    }
+
+    #[test]
+    fn a_look_at_a_daemon_the_dvm_never_answers_is_asked_again() {
+        let mut d = dvm(&[]);
+        let mut out = Vec::new();
+        d.push(vec![grant(10, "alloc.1", &["n1"])], &mut out)
+            .unwrap();
+        d.tick(0, &mut out).unwrap();
+        let q = own_tags(&out)[0];
+        out.clear();
+        let nodes = |_: &str| Vec::new();
+        d.on_own_answer(q, &ids_answer(&["alloc.1"]), 1, &nodes, &mut out)
+            .unwrap();
+        d.tick(1, &mut out).unwrap();
+        assert_eq!(own_tags(&out).len(), 1, "the daemon of n1 is looked at");
+        out.clear();
+        d.tick(1 + ANSWER_LIMIT_MS - 1, &mut out).unwrap();
+        assert!(out.is_empty(), "waiting for the answer: {out:?}");
+        d.tick(1 + ANSWER_LIMIT_MS, &mut out).unwrap();
+        assert_eq!(own_tags(&out).len(), 1, "asked again: {out:?}");
     }
 
     /// Grant alloc.1 of n1 (owned by tool 1), answered; alloc.2 of n2
