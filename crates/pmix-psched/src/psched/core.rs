@@ -32,7 +32,8 @@ pub struct Core<'a> {
     st: &'a mut dyn Backend,
     d: &'a mut Dvm,
     wire: WireVersion,
-    asked: Option<u32>,
+    /// The reconcile question in flight and when it was asked.
+    asked: Option<(u32, u64)>,
     next_reconcile: u64,
 }
 
@@ -86,11 +87,16 @@ impl<'a> Core<'a> {
     /// flight), the backend's deadlines, `extra` decisions (an
     /// administrator's releases), then the DVM side settles.
     pub fn turn(&mut self, now: u64, extra: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
-        if now >= self.next_reconcile && self.asked.is_none() {
+        // A question the DVM never answered is asked again once its time
+        // is up (its late answer is then ignored).
+        let unanswered = self
+            .asked
+            .is_none_or(|(_, at)| now >= at + super::dvm::ANSWER_LIMIT_MS);
+        if now >= self.next_reconcile && unanswered {
             self.next_reconcile = now + RECONCILE_EVERY_MS;
             let t = self.d.plain_tag();
             out.push(Send::Own(t, wire::query_alloc_ids(self.wire)?));
-            self.asked = Some(t);
+            self.asked = Some((t, now));
         }
         let mut outs = self.st.tick(now)?;
         outs.extend(extra);
@@ -108,7 +114,7 @@ impl<'a> Core<'a> {
     ) -> Result<()> {
         if tag < OWN_TAG_BASE {
             self.on_message(tag, payload, now, out)?;
-        } else if Some(tag) == self.asked {
+        } else if self.asked.is_some_and(|(t, _)| t == tag) {
             self.asked = None;
             if let Some(live) = wire::alloc_ids_answer(self.wire, payload) {
                 self.reconcile(&live, now, SETTLE_MS, out)?;
@@ -217,5 +223,42 @@ impl<'a> Core<'a> {
         }
         self.st.hold_back(self.d.broken());
         self.d.tick(now, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::psched::dvm::ANSWER_LIMIT_MS;
+    use crate::psched::ledger::{DvmBook, Ledger};
+    use crate::psched::state::State;
+
+    fn questions(out: &[Send]) -> usize {
+        out.iter().filter(|s| matches!(s, Send::Own(..))).count()
+    }
+
+    #[test]
+    fn a_reconcile_question_the_dvm_never_answers_is_asked_again_after_its_limit() {
+        let wire = WireVersion::V61;
+        let mut st = State::new(&[], Vec::new(), Ledger::default());
+        let mut d = Dvm::new(
+            wire,
+            "psched@0",
+            "dvm@0",
+            DvmBook::default(),
+            0,
+            OWN_TAG_BASE,
+        );
+        let mut core = Core::new(&mut st, &mut d, wire, 0);
+        let mut out = Vec::new();
+        core.turn(RECONCILE_EVERY_MS, Vec::new(), &mut out).unwrap();
+        assert_eq!(questions(&out), 1, "the first question: {out:?}");
+        out.clear();
+        core.turn(3 * RECONCILE_EVERY_MS, Vec::new(), &mut out)
+            .unwrap();
+        assert_eq!(questions(&out), 0, "one question at a time: {out:?}");
+        core.turn(RECONCILE_EVERY_MS + ANSWER_LIMIT_MS, Vec::new(), &mut out)
+            .unwrap();
+        assert_eq!(questions(&out), 1, "asked again: {out:?}");
     }
 }
