@@ -6,8 +6,9 @@
 //! It is the same program (`psched`, same flags) started with
 //! [`ENV`] naming the psched it watches, in a process group of its own, so
 //! a `kill -9` of psched or a Ctrl-C in its terminal leaves it running.
-//! While that psched lives it sleeps (one look a second at the psched's
-//! pid descriptor). Once it is gone it reads psched's ledger every second
+//! While that psched lives it waits on the psched's pid descriptor (a
+//! second at most, to see whether the ledger is still there and served by
+//! no other psched). Once it is gone it reads psched's ledger every second
 //! and, for every grant whose holding ends hand its nodes back (NONE,
 //! CHILD: palloc's own rule), `scancel`s the grant's Slurm jobs when
 //! - the DVM psched served no longer lists the allocation in two looks
@@ -195,7 +196,7 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
         held: BTreeSet::new(),
     };
     loop {
-        // Asleep on the descriptor while psched lives; a look a second
+        // Waiting on the descriptor while psched lives; a look a second
         // once it is gone, unless another psched serves the ledger now.
         if !cfg.ledger.exists() || another_serves(&cfg.ledger, of) {
             return Ok(());
@@ -208,7 +209,8 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
             if !w.turn()? {
                 return Ok(());
             }
-            std::thread::sleep(PERIOD);
+            let next = std::time::Instant::now() + PERIOD;
+            super::wait::until(next, super::wait::Why::WatchdogLook);
         }
     }
 }
