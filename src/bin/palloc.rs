@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     );
     let args: PallocArgs = parse_validated_from(argv);
     for w in warnings {
-        eprintln!("palloc: warning: {w}");
+        pmix_tools::app::diag::line(format_args!("palloc: warning: {w}"));
     }
     tool_main::run("palloc", true, || pmix_tools::app::palloc::run(&args))
 }

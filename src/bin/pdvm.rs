@@ -12,16 +12,25 @@ use clap::Parser;
 use pmix_tools::cli::pdvm::PdvmArgs;
 use pmix_tools::server::{self, ServerConfig};
 
+/// A line on stderr through pdvm's one place for them,
+/// [`pmix_tools::server::diag`] (never a panic; the time in front under
+/// `PDVM_LOG_TIMES`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        server::diag::line(format_args!($($arg)*))
+    };
+}
+
 fn main() -> ExitCode {
     let args = PdvmArgs::parse();
     if let Err(m) = args.validate() {
-        eprintln!("pdvm: {m}");
+        say!("pdvm: {m}");
         return ExitCode::from(2);
     }
     match run(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pdvm: {e:#}");
+            say!("pdvm: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -66,8 +75,7 @@ fn run(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
     let dir = cfg.tmpdir.clone();
     let code = server::run(cfg, command, |_| {
         if !quiet {
-            eprintln!("DVM ready");
-            let _ = std::io::stderr().flush();
+            say!("DVM ready");
         }
     })
     .with_context(|| format!("serving in {}", dir.display()))?;
@@ -90,7 +98,7 @@ fn daemonize(cfg: ServerConfig, quiet: bool) -> anyhow::Result<ExitCode> {
                 bail!("the DVM did not start: {}", buf.trim());
             }
             if !quiet {
-                eprintln!("DVM ready");
+                say!("DVM ready");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -129,7 +137,7 @@ fn release(args: &PdvmArgs, id: &str) -> anyhow::Result<ExitCode> {
     use pmix_tools::codec::Info;
     use pmix_tools::proto::{keys, Directive, Status};
     if server::listener::find_running(args.tmpdir.as_deref()).is_empty() {
-        eprintln!("pdvm: no running pdvm found");
+        say!("pdvm: no running pdvm found");
         return Ok(ExitCode::from(3));
     }
     let opts = pmix_tools::conn::ConnectOptions {
@@ -152,7 +160,7 @@ fn release(args: &PdvmArgs, id: &str) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.status == Status::ERR_NOT_FOUND => {
-            eprintln!("pdvm: no allocation {id}: {e}");
+            say!("pdvm: no allocation {id}: {e}");
             Ok(ExitCode::from(5))
         }
         Err(e) => bail!("releasing {id}: {e}"),
@@ -166,7 +174,7 @@ fn terminate(args: &PdvmArgs) -> anyhow::Result<ExitCode> {
     use nix::unistd::Pid;
     let pids = server::listener::find_running(args.tmpdir.as_deref());
     if pids.is_empty() {
-        eprintln!("pdvm: no running pdvm found");
+        say!("pdvm: no running pdvm found");
         return Ok(ExitCode::from(3));
     }
     for &p in &pids {

@@ -14,7 +14,7 @@ pub fn run(name: &str, catch_signals: bool, body: impl FnOnce() -> i32) -> ExitC
     match ready.map(|()| body()) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("{name}: {e:#}");
+            pmix_tools::app::diag::line(format_args!("{name}: {e:#}"));
             ExitCode::FAILURE
         }
     }

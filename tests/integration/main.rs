@@ -10,6 +10,7 @@ mod cli_parse;
 mod cli_robust;
 mod client_decode_proptest;
 mod client_hardening;
+mod code_shape;
 mod codec_budget;
 mod codec_golden;
 mod codec_malformed;

@@ -126,3 +126,40 @@ fn sigterm_tears_down_running_jobs() {
     assert!(st.success(), "{st}");
     assert!(!alive(child), "job process {child} survived the DVM");
 }
+
+/// pdvm's stderr lines go through one place (`server::diag`, the binary's
+/// and the server's): with `PDVM_LOG_TIMES` each starts with the time;
+/// with a stderr that takes nothing (`/dev/full`) pdvm still ends as it
+/// would, exit 3 (with `eprintln!` it panicked: exit 101).
+#[test]
+fn pdvm_log_lines_carry_the_time_when_asked_and_a_full_stderr_is_no_panic() {
+    use std::process::{Command, Stdio};
+    let tmp = support::unique_tmpdir("pdvm-log");
+    let mut c = Command::new(support::cargo_bin("pdvm"));
+    c.args(["--terminate", "--tmpdir"])
+        .arg(tmp.path())
+        .env("PDVM_LOG_TIMES", "1");
+    let o = support::run_with_timeout(&mut c, 30);
+    assert_eq!(o.status.code(), Some(3), "{}", support::show(&o));
+    let said = support::text(&o.stderr);
+    let (time, rest) = said.split_once(' ').unwrap_or_default();
+    assert!(
+        time.parse::<f64>().is_ok_and(|t| t > 1.0e9)
+            && rest.starts_with("pdvm: no running pdvm found"),
+        "{said}"
+    );
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut child = Command::new(support::cargo_bin("pdvm"))
+        .args(["--terminate", "--tmpdir"])
+        .arg(tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(full)
+        .spawn()
+        .expect("start pdvm");
+    let status = support::wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}

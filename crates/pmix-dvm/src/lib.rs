@@ -13,5 +13,12 @@ use pmix_sched::sched;
 use pmix_schema::schema;
 use pmix_wire::{codec, error, proto};
 
+/// A line on pdvm's stderr through its one place, [`server::diag`].
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::server::diag::line(format_args!($($arg)*))
+    };
+}
+
 pub mod dvm;
 pub mod server;

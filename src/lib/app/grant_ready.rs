@@ -94,7 +94,7 @@ pub(crate) fn wait_usable(
         match run_job(s, &info, &probe, Some(PROBE_LIMIT), |_| {}) {
             Err(e) if e.status == Status::ERR_JOB_FAILED_TO_MAP && Instant::now() < deadline => {
                 // A signal ends the wait; the caller sees it caught.
-                if super::signals::sleep_until(Instant::now() + PAUSE).is_some() {
+                if super::signals::caught_by(Instant::now() + PAUSE).is_some() {
                     return Ok(());
                 }
             }
@@ -110,7 +110,7 @@ pub(crate) fn wait_usable(
 /// its daemon up, within [`LISTED_WAIT`]: psched adds a grant's nodes one
 /// grow at a time, so the reservation is asked again (a query, no launch;
 /// pauses from [`LOOK_FIRST`] doubling up to [`LOOK_MAX`]) instead of
-/// probing and sleeping [`PAUSE`] after each "cannot map yet" (issue 40.5:
+/// probing and waiting [`PAUSE`] after each "cannot map yet" (issue 40.5:
 /// most of `palloc -N 2 -- true`'s time). A signal ends the wait as
 /// done (left caught for the caller, as the probe's wait does).
 fn all_listed_soon(s: &Session, req: &AllocAsk, rec: &AllocationRecord) -> bool {
@@ -137,7 +137,7 @@ fn all_listed_soon(s: &Session, req: &AllocAsk, rec: &AllocationRecord) -> bool 
         if next >= deadline {
             return false;
         }
-        if super::signals::sleep_until(next).is_some() {
+        if super::signals::caught_by(next).is_some() {
             return true;
         }
         pause = (pause * 2).min(LOOK_MAX);

@@ -4,6 +4,7 @@
 //! process exit code (see [`crate::cli::exit`]).
 //!
 //! Shared pieces: [`ui`] (where human lines, warnings and JSON go),
+//! [`diag`] (the one way to a line on stderr, never a panic),
 //! [`failure`] (turning a library error into the sentence, the JSON error
 //! object and the exit code), [`signals`] (SIGINT/SIGTERM as a flag and a self-pipe the tools' one
 //! wait watches),
@@ -11,19 +12,18 @@
 //! with its output forwarded), [`events`] (an event's fields, filters, hooks
 //! and the JSON rendering path) and [`status`] (pwatch's status tables).
 
-/// A line on stderr that never panics: a detached palloc's stderr is its
-/// log, and a full filesystem must not end it (`eprintln!` panics when the
-/// write fails).
+/// A line on stderr through the tools' one place for them, [`diag`]
+/// (never a panic).
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::app::diag::line(format_args!($($arg)*))
+    };
 }
 
 pub mod alloc_end;
 mod alloc_wait;
 mod batch_records;
+pub mod diag;
 pub mod events;
 pub(crate) mod failure;
 mod grant_empty;

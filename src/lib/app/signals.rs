@@ -90,9 +90,11 @@ pub(crate) fn name(sig: i32) -> &'static str {
         .unwrap_or("signal")
 }
 
-/// Sleep until `deadline`, waking early for a caught signal; returns the
-/// signal caught so far, if any.
-pub(crate) fn sleep_until(deadline: std::time::Instant) -> Option<i32> {
+/// The signal caught by `deadline`, if any: a wait on the self-pipe
+/// ([`fd`]) with `deadline`, which a caught signal wakes at once (no nap,
+/// no look again and again). Before [`install`] no signal is caught and
+/// the wait is for the deadline alone.
+pub(crate) fn caught_by(deadline: std::time::Instant) -> Option<i32> {
     use nix::poll::{PollFd, PollFlags, PollTimeout};
     loop {
         if let Some(sig) = caught() {
@@ -110,7 +112,7 @@ pub(crate) fn sleep_until(deadline: std::time::Instant) -> Option<i32> {
                 let _ = nix::poll::poll(&mut p, timeout);
                 drain();
             }
-            None => std::thread::sleep(left),
+            None => crate::ops::wait::until(deadline, crate::ops::wait::Why::NoSignalPipe),
         }
     }
 }

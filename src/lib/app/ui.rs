@@ -178,7 +178,8 @@ impl Waiting {
     fn start(tool: &'static str, what: String, show: Show) -> Waiting {
         let (tx, rx) = mpsc::channel::<()>();
         let drawer = std::thread::spawn(move || {
-            if rx.recv_timeout(QUEUED_AFTER) != Err(mpsc::RecvTimeoutError::Timeout) {
+            let after = std::time::Instant::now() + QUEUED_AFTER;
+            if crate::ops::wait::recv_until(&rx, after) != Err(mpsc::RecvTimeoutError::Timeout) {
                 return;
             }
             match show {

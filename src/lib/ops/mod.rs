@@ -18,5 +18,6 @@ pub mod spawn_tree;
 pub mod status_query;
 pub mod tool_launches;
 pub mod trace;
+pub mod wait;
 
 pub use session::Session;

@@ -69,7 +69,10 @@ pub fn spawn_or_ended(
                     return Err(e);
                 }
                 tries += 1;
-                std::thread::sleep(pause);
+                super::wait::until(
+                    std::time::Instant::now() + pause,
+                    super::wait::Why::SpawnRetry,
+                );
                 pause *= 2;
             }
             Err(e) => return Err(e),

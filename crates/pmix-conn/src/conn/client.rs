@@ -47,9 +47,9 @@ use super::stream::Stream;
 /// How long the whole handshake (connect, our request, the server's whole
 /// answer) may take before we give up on a silent or stopped server.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest one sleep of a wait without a deadline (it ends earlier at any
-/// event: this only bounds a single timed wait).
-const LONGEST_NAP: Duration = Duration::from_secs(3600);
+/// Longest one timed wait of a wait without a deadline (it ends earlier at
+/// any event: this only bounds a single timed wait).
+const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 /// Default time we wait for a reply (`PMIX_TOOLS_TIMEOUT` overrides it).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Environment variable overriding the handshake deadline and the default
@@ -987,13 +987,9 @@ impl Shared {
             }
             if rx.polling {
                 // Another thread polls: it wakes us when it has read.
-                let left = deadline.map_or(LONGEST_NAP, |d| d.saturating_duration_since(now));
+                let left = deadline.map_or(LONGEST_WAIT, |d| d.saturating_duration_since(now));
                 rx.waiters += 1;
-                rx = self
-                    .turn
-                    .wait_timeout(rx, left.min(LONGEST_NAP))
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|p| p.into_inner().0);
+                rx = super::wait::for_turn(&self.turn, rx, left.min(LONGEST_WAIT));
                 rx.waiters -= 1;
                 continue;
             }
@@ -1037,11 +1033,9 @@ impl Shared {
         }
         let timeout = poll_timeout(deadline);
         if fds.is_empty() {
-            // Nothing to watch (queue full, no extras): sleep to the deadline.
-            std::thread::sleep(match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()),
-                None => LONGEST_NAP,
-            });
+            // Nothing to watch (queue full, no extras): wait to the deadline.
+            let until = deadline.unwrap_or_else(|| Instant::now() + LONGEST_WAIT);
+            super::wait::until(until, super::wait::Retry::NothingToWatch);
             return Readiness::default();
         }
         match nix::poll::poll(&mut fds, timeout) {

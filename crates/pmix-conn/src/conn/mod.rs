@@ -27,6 +27,7 @@ pub(crate) mod route;
 pub mod sched_contact;
 pub(crate) mod stream;
 pub(crate) mod uri;
+pub(crate) mod wait;
 
 pub use client::{Connection, Direction, Event, TraceHook, Traced, Unsolicited};
 pub use discover::{ConnectOptions, Target};

@@ -51,6 +51,9 @@ const SWEEP_MAX: usize = 8192;
 /// has it (a sweep holds a dead name's lock for a moment).
 const CLAIM_TRIES: usize = 4;
 
+/// The wait between two attempts at a name whose lock is held.
+const CLAIM_PAUSE: Duration = Duration::from_millis(5);
+
 /// Longest path a Unix socket can be bound at (`sun_path` less its NUL).
 const SOCKET_PATH_MAX: usize = 107;
 
@@ -361,7 +364,8 @@ fn claim_tries(entry: &Path, tries: usize) -> Option<Claim> {
     let lock_path = lock_path_of(entry)?;
     for attempt in 0..tries {
         if attempt > 0 {
-            std::thread::sleep(Duration::from_millis(5));
+            let next = std::time::Instant::now() + CLAIM_PAUSE;
+            super::wait::until(next, super::wait::Retry::NameLock);
         }
         let file = open_private(&lock_path).ok()?;
         let Ok(lock) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {

@@ -62,7 +62,8 @@ impl Connection {
         let mut last = None;
         for attempt in 0..attempts {
             if attempt > 0 {
-                std::thread::sleep(delay);
+                let next = std::time::Instant::now() + delay;
+                super::wait::until(next, super::wait::Retry::Connect);
             }
             let found = discover(opts, &ProcessEnv).and_then(|t| {
                 // A holder that has gone leaves a stale socket: then

@@ -26,7 +26,9 @@
 //!   [`jobs::JobTable`] (real local processes, their pipes and statuses) and
 //!   [`model::ModelDriver`] (the model, the scheduler, the clock, replies
 //!   waiting on them), each with private state; [`events`]: the allocation
-//!   and node events pdvm broadcasts.
+//!   and node events pdvm broadcasts; [`diag`]: pdvm's one way to say
+//!   something on stderr (never a panic, the time in front under
+//!   `PDVM_LOG_TIMES`).
 //!
 //! The reservation rules themselves live in [`crate::dvm`] and
 //! [`crate::sched`]; this module only carries their inputs and effects.
@@ -36,6 +38,7 @@
 pub(crate) mod attrs;
 pub(crate) mod connect;
 pub(crate) mod conns;
+pub mod diag;
 pub(crate) mod dispatch;
 pub(crate) mod event_loop;
 pub(crate) mod events;
@@ -155,7 +158,7 @@ pub fn run(
     let rdv = listener::RendezvousFiles::write(&ident, &cfg.tmpdir, cfg.report_uri.as_deref())?;
     // A name someone else took is never passed over silently.
     for note in rdv.notes() {
-        eprintln!("pdvm: {note}; rendezvous files in {}", rdv.dir().display());
+        say!("pdvm: {note}; rendezvous files in {}", rdv.dir().display());
     }
     let mut sched = Scheduler::new(cfg.sched_nodes, 1);
     let mut dvm = Dvm::new(

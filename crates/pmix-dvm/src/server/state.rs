@@ -119,7 +119,7 @@ impl Server {
     /// Log a line on stderr when verbose.
     pub fn log(&self, msg: impl AsRef<str>) {
         if self.cfg.verbose {
-            eprintln!("pdvm: {}", msg.as_ref());
+            say!("pdvm: {}", msg.as_ref());
         }
     }
 
@@ -688,7 +688,7 @@ impl Server {
         self.settle();
     }
 
-    /// How long the loop may sleep: until the nearest deadline (scheduler,
+    /// How long the loop may wait: until the nearest deadline (scheduler,
     /// SIGKILL escalation, pipe grace, handshake deadline, resumed accepts),
     /// at most a minute.
     pub fn next_wakeup(&self) -> Duration {

@@ -102,7 +102,7 @@ pub fn wait_gone(path: &Path, deadline: Instant) -> bool {
                     let _ = i.read_events();
                 }
             }
-            None => std::thread::sleep(left),
+            None => super::wait::until(deadline, super::wait::Why::NoInotify),
         }
     }
     true

@@ -6,8 +6,11 @@
 //! It is the same program (`psched`, same flags) started with
 //! [`ENV`] naming the psched it watches, in a process group of its own, so
 //! a `kill -9` of psched or a Ctrl-C in its terminal leaves it running.
-//! While that psched lives it sleeps (one look a second at the psched's
-//! pid descriptor). Once it is gone it reads psched's ledger every second
+//! While that psched lives it waits on the psched's pid descriptor and on
+//! the ledger's directory (inotify: the ledger gone, another psched's pid
+//! file written), looking at nothing until one of them wakes it (without
+//! inotify, a look a second). Once psched is gone it reads psched's ledger
+//! every second
 //! and, for every grant whose holding ends hand its nodes back (NONE,
 //! CHILD: palloc's own rule), `scancel`s the grant's Slurm jobs when
 //! - the DVM psched served no longer lists the allocation in two looks
@@ -28,6 +31,8 @@ use std::collections::BTreeSet;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
 use crate::conn::{discover, Connection, Identity};
 use crate::error::Result;
@@ -194,13 +199,15 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
         said: None,
         held: BTreeSet::new(),
     };
+    let beside = watch_beside(&cfg.ledger);
     loop {
-        // Asleep on the descriptor while psched lives; a look a second
-        // once it is gone, unless another psched serves the ledger now.
+        // Waiting on psched's end and the ledger's directory while psched
+        // lives; a look a second once it is gone, unless another psched
+        // serves the ledger now.
         if !cfg.ledger.exists() || another_serves(&cfg.ledger, of) {
             return Ok(());
         }
-        if ended(&psched, PERIOD) {
+        if ended(&psched, beside.as_ref()) {
             if !w.said_down {
                 say!("psched watchdog: psched {of} is gone; watching its Slurm jobs");
                 w.said_down = true;
@@ -208,17 +215,46 @@ pub fn run(cfg: &Config, of: i32) -> Result<()> {
             if !w.turn()? {
                 return Ok(());
             }
-            std::thread::sleep(PERIOD);
+            let next = std::time::Instant::now() + PERIOD;
+            super::wait::until(next, super::wait::Why::WatchdogLook);
         }
     }
 }
 
-/// Whether the process behind `fd` has ended, waiting at most `wait`.
-fn ended(fd: &OwnedFd, wait: Duration) -> bool {
+/// An inotify watch on the directory of `ledger` for what ends the
+/// watchdog while psched lives: the ledger removed or renamed away,
+/// another psched's pid file written (psched's own ledger writes wake it
+/// too, for one look). `None` where inotify is missing.
+fn watch_beside(ledger: &Path) -> Option<Inotify> {
+    let i = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+    let what = AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_MOVED_FROM
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_DELETE_SELF;
+    i.add_watch(&super::files::dir_of(ledger), what).ok()?;
+    Some(i)
+}
+
+/// Whether the process behind `fd` has ended: a wait on it and on
+/// `beside` (what was seen there is drained, for the caller's look), or,
+/// without `beside`, on it for a [`PERIOD`] at most.
+fn ended(fd: &OwnedFd, beside: Option<&Inotify>) -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let ms = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
-    matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+    let mut fds = vec![PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    fds.extend(beside.map(|i| PollFd::new(i.as_fd(), PollFlags::POLLIN)));
+    let timeout = match beside {
+        Some(_) => PollTimeout::NONE,
+        None => PollTimeout::try_from(PERIOD).unwrap_or(PollTimeout::MAX),
+    };
+    if !matches!(poll(&mut fds, timeout), Ok(n) if n > 0) {
+        return false;
+    }
+    let gone = fds[0].revents().is_some_and(|r| !r.is_empty());
+    if let Some(i) = beside {
+        while i.read_events().is_ok_and(|e| !e.is_empty()) {}
+    }
+    gone
 }
 
 /// Whether a psched other than `of`, alive, says it serves `ledger`.

@@ -41,7 +41,7 @@ impl LogCopy {
     /// The bytes lost so far, once the copy has ended or [`DRAIN`] has
     /// passed.
     pub(crate) fn finish(&self) -> u64 {
-        let _ = self.done.recv_timeout(DRAIN);
+        let _ = crate::ops::wait::recv_until(&self.done, std::time::Instant::now() + DRAIN);
         self.lost.load(Ordering::Relaxed)
     }
 }

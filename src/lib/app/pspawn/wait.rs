@@ -95,7 +95,7 @@ pub(crate) fn pause(s: &Session, pause: Duration) -> Option<i32> {
             Event::Ready(_) => crate::app::signals::drain(),
             // The next try says that the DVM has gone.
             Event::Message(Unsolicited::Closed(_)) => {
-                return crate::app::signals::sleep_until(until);
+                return crate::app::signals::caught_by(until);
             }
             Event::Message(_) | Event::Reply(_) => {}
         }

@@ -118,7 +118,7 @@ fn watch_status(s: &Session, w: &StatusWatch, ui: &Ui) -> Result<i32, Failure> {
             return Ok(0);
         };
         let until = Instant::now() + Duration::from_secs(every);
-        if let Some(sig) = signals::sleep_until(until) {
+        if let Some(sig) = signals::caught_by(until) {
             return Err(Failure::interrupted(&format!(
                 "interrupted by {}",
                 signals::name(sig)

@@ -18,7 +18,6 @@
 //! with Slurm's words).
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -164,19 +163,43 @@ impl Options {
     }
 }
 
+/// What a command's waiter hears of it.
+enum Heard {
+    /// One of its pipes is at its end.
+    PipeClosed,
+    /// It has exited (not yet reaped).
+    Exited,
+}
+
 /// Read all of `r` on a thread of its own (so neither of a command's pipes
-/// can fill and stall it while psched waits for the other); `closed` hears
+/// can fill and stall it while psched waits for the other); `heard` hears
 /// when `r` is at its end.
 fn drain(
     mut r: impl Read + Send + 'static,
-    closed: std::sync::mpsc::Sender<()>,
+    heard: std::sync::mpsc::Sender<Heard>,
 ) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut s = String::new();
         let _ = r.read_to_string(&mut s);
-        let _ = closed.send(());
+        let _ = heard.send(Heard::PipeClosed);
         s
     })
+}
+
+/// Hear the end of `child` on a thread of its own, which waits for it
+/// without reaping it (`waitid` with `WNOWAIT`): the process stays ours to
+/// kill and reap, its pid not reused, until [`run`] reaps it.
+fn hear_exit(child: &Child, heard: std::sync::mpsc::Sender<Heard>) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
+    let pid = nix::unistd::Pid::from_raw(pid);
+    std::thread::spawn(move || {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        while waitid(Id::Pid(pid), flags) == Err(nix::errno::Errno::EINTR) {}
+        let _ = heard.send(Heard::Exited);
+    });
 }
 
 /// The outcome of a command run to its end: exit success, stdout, stderr.
@@ -187,9 +210,9 @@ struct Ran {
 }
 
 /// Run `cmd` to its end within [`COMMAND_TIMEOUT`]. Its end is heard, not
-/// polled for: both its pipes close when it exits, and only then is it
-/// reaped (looked at every millisecond until then: a command ending, or
-/// one whose pipes stay open past its end).
+/// polled for: both its pipes close and its waiter hears it exit (one
+/// channel, waited on with the deadline); only then is it reaped. A
+/// command that has not exited at the deadline is killed.
 fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
     let what = format!("{cmd:?}");
     let mut child = cmd
@@ -198,34 +221,25 @@ fn run(mut cmd: Command) -> Result<Ran, Unreachable> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Unreachable(format!("cannot run {what}: {e}")))?;
-    let (closed, pipes) = std::sync::mpsc::channel();
-    let out = drain(child.stdout.take().expect("piped stdout"), closed.clone());
-    let err = drain(child.stderr.take().expect("piped stderr"), closed);
+    let (heard, hearing) = std::sync::mpsc::channel();
+    let out = drain(child.stdout.take().expect("piped stdout"), heard.clone());
+    let err = drain(child.stderr.take().expect("piped stderr"), heard.clone());
+    hear_exit(&child, heard);
     let deadline = Instant::now() + COMMAND_TIMEOUT;
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if pipes.recv_timeout(left).is_err() {
-            break;
+    let (mut open, mut exited) = (2, false);
+    while open > 0 || !exited {
+        match crate::psched::wait::recv_until(&hearing, deadline) {
+            Some(Heard::PipeClosed) => open -= 1,
+            Some(Heard::Exited) => exited = true,
+            None => break,
         }
     }
-    // Its end wakes the wait (a pidfd), bounded by the deadline.
-    let ended = i32::try_from(child.id())
-        .ok()
-        .and_then(|p| crate::conn::pidfd::open(nix::unistd::Pid::from_raw(p)).ok());
-    let status = loop {
-        if let Some(st) = child.try_wait().ok().flatten() {
-            break st;
-        }
-        if Instant::now() >= deadline {
+    let status = match exited.then(|| child.wait().ok()).flatten() {
+        Some(st) => st,
+        None => {
             let _ = child.kill();
             let _ = child.wait();
             return Err(Unreachable(format!("{what} took too long")));
-        }
-        match &ended {
-            Some(fd) => {
-                let _ = crate::conn::client::poll_readable(&[fd.as_fd()], Some(deadline));
-            }
-            None => std::thread::sleep(Duration::from_millis(1)),
         }
     };
     Ok(Ran {

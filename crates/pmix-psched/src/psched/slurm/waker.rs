@@ -1,6 +1,6 @@
 //! How Slurm's worker threads wake psched's one wait: an eventfd each
 //! thread writes to after handing over a result, which the serving loop
-//! polls beside the DVM's socket. The loop then sleeps until something
+//! polls beside the DVM's socket. The loop then waits until something
 //! happens instead of looking for answers every few milliseconds.
 
 use std::os::fd::{AsFd, BorrowedFd};

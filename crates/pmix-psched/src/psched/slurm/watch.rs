@@ -720,7 +720,6 @@ impl SlurmBackend {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
@@ -810,8 +809,12 @@ mod tests {
             b.tick(crate::psched::now_ms()).unwrap();
         }
         assert!(!b.showing && !b.listing, "the ticks took the answers");
-        std::thread::sleep(Duration::from_millis(1));
+        // No wake-up within a millisecond more.
         let mut fds = [PollFd::new(b.wake_fd(), PollFlags::POLLIN)];
-        assert_eq!(poll(&mut fds, PollTimeout::ZERO).unwrap(), 0, "quiet again");
+        assert_eq!(
+            poll(&mut fds, PollTimeout::from(1u8)).unwrap(),
+            0,
+            "quiet again"
+        );
     }
 }
