@@ -215,8 +215,10 @@ fn burst_of_48() {
         let mut stuck = Vec::new();
         for mut k in kids {
             if matches!(k.try_wait(), Ok(None)) {
+                let tree = crate::support::stuck::describe(k.id());
                 let _ = k.kill();
-                stuck.push(show(&k.wait_with_output().expect("palloc")));
+                let said = show(&k.wait_with_output().expect("palloc"));
+                stuck.push(format!("{said}\n--- where it stood:\n{tree}"));
             }
         }
         panic!(

@@ -69,6 +69,7 @@ pub mod pdvm;
 pub mod py;
 pub mod rerun;
 pub mod slurm;
+pub mod stuck;
 pub mod tool;
 pub mod wait;
 
