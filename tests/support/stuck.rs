@@ -19,7 +19,12 @@ fn children(pid: u32) -> Vec<u32> {
 /// closing parenthesis).
 fn parent(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// One line per thread of `pid`: its id, state and wait channel.
@@ -50,7 +55,13 @@ fn threads(pid: u32) -> String {
 /// Each process's stacks from `gdb`, when it is installed.
 fn stacks(pid: u32) -> String {
     let Ok(o) = Command::new("gdb")
-        .args(["-p", &pid.to_string(), "-batch", "-ex", "thread apply all bt 20"])
+        .args([
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt 20",
+        ])
         .output()
     else {
         return String::new();

@@ -22,8 +22,9 @@ pub trait Backend {
     fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
-    /// When the backend next wants [`Backend::tick`].
-    fn next_deadline(&self) -> Option<u64>;
+    /// When the backend next wants [`Backend::tick`], asked at `now` (the
+    /// core's clock: a backend never reads one of its own).
+    fn next_deadline(&self, now: u64) -> Option<u64>;
     /// Fire what fell due by `now`.
     fn tick(&mut self, now: u64) -> Result<Vec<Out>>;
     /// Serve one allocation request the DVM sent on `tag`.
@@ -67,7 +68,7 @@ impl Backend for State {
     fn free_nodes(&self) -> Vec<String> {
         State::free_nodes(self)
     }
-    fn next_deadline(&self) -> Option<u64> {
+    fn next_deadline(&self, _now: u64) -> Option<u64> {
         State::next_deadline(self)
     }
     fn tick(&mut self, now: u64) -> Result<Vec<Out>> {

@@ -70,11 +70,11 @@ impl<'a> Core<'a> {
         self.st.wake_fd()
     }
 
-    /// The earliest moment something is due: a backend deadline, a DVM
-    /// change's, the next reconcile.
-    pub fn next_deadline(&self) -> Option<u64> {
+    /// The earliest moment something is due, asked at `now`: a backend
+    /// deadline, a DVM change's, the next reconcile.
+    pub fn next_deadline(&self, now: u64) -> Option<u64> {
         [
-            self.st.next_deadline(),
+            self.st.next_deadline(now),
             self.d.next_deadline(),
             Some(self.next_reconcile),
         ]

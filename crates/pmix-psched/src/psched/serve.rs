@@ -209,7 +209,7 @@ impl Loop<'_> {
             }
             let deadline = self
                 .core
-                .next_deadline()
+                .next_deadline(now)
                 .map_or(MAX_WAIT, |d| Duration::from_millis(d.saturating_sub(now)))
                 .min(MAX_WAIT);
             // The backend's waker first: its index is 0 when it has one.

@@ -483,8 +483,7 @@ impl super::backend::Backend for SlurmBackend {
 
     /// Slurm's answers wake the loop ([`SlurmBackend::wake_fd`]): only
     /// psched's own timers are deadlines.
-    fn next_deadline(&self) -> Option<u64> {
-        let now = super::now_ms();
+    fn next_deadline(&self, now: u64) -> Option<u64> {
         let mut next = self.next_warning();
         let mut at = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         if self.wants_show() {

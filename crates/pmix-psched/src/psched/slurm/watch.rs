@@ -207,7 +207,7 @@ impl SlurmBackend {
             reason: Reason::None,
             reason_detail: None,
         };
-        self.granted(id, &j)
+        self.granted(id, &j, now)
     }
 
     /// The allocation whose salloc `key` is, if it still waits for it.
@@ -405,7 +405,7 @@ impl SlurmBackend {
         self.cancel_checked(&seen);
         let ids: Vec<String> = self.allocs.keys().cloned().collect();
         for id in ids {
-            out.extend(self.follow_waiting(&id, &seen)?);
+            out.extend(self.follow_waiting(&id, &seen, now)?);
             out.extend(self.follow(&id, &seen, now)?);
         }
         Ok(out)
@@ -460,7 +460,12 @@ impl SlurmBackend {
 
     /// A waiting request whose job Slurm granted is answered; one Slurm
     /// says it will never grant, or ended, is refused.
-    fn follow_waiting(&mut self, id: &str, seen: &HashMap<u64, Seen>) -> Result<Vec<Out>> {
+    fn follow_waiting(
+        &mut self,
+        id: &str,
+        seen: &HashMap<u64, Seen>,
+        now: u64,
+    ) -> Result<Vec<Out>> {
         let Some(w) = self.allocs.get(id).and_then(|a| a.waiting.clone()) else {
             return Ok(Vec::new());
         };
@@ -476,7 +481,7 @@ impl SlurmBackend {
             Some(Seen::Job(j)) => j,
         };
         match &j.state {
-            JobState::Running | JobState::Suspended => self.granted(id, j),
+            JobState::Running | JobState::Suspended => self.granted(id, j, now),
             JobState::Pending => {
                 if let Pending::Refuse(st) = j.reason.pending() {
                     say!(
@@ -499,14 +504,14 @@ impl SlurmBackend {
         }
     }
 
-    /// The waiting request of `id` was granted job `j`: answer the DVM.
-    fn granted(&mut self, id: &str, j: &Job) -> Result<Vec<Out>> {
+    /// The waiting request of `id` was granted job `j` (seen at `now`):
+    /// answer the DVM.
+    fn granted(&mut self, id: &str, j: &Job, now: u64) -> Result<Vec<Out>> {
         if self.landed_on_another(id, j) {
             return Ok(Vec::new());
         }
         self.partitions_changed();
         let mut sessions = self.ledger.sessions;
-        let now = super::super::now_ms();
         let Some(a) = self.allocs.get_mut(id) else {
             return Ok(Vec::new());
         };
@@ -794,7 +799,7 @@ mod tests {
         let now = crate::psched::now_ms();
         assert!(b.tick(now).unwrap().is_empty());
         assert!(b.showing, "the first tick asks Slurm");
-        let next = b.next_deadline();
+        let next = b.next_deadline(now);
         assert!(
             next.is_none_or(|t| t >= now + POLL_MS),
             "no quick deadline while scontrol runs: {next:?} (now {now})"
