@@ -601,6 +601,9 @@ impl Follow<'_> {
             (false, Some(t)) => self.check.due().min(t),
             (false, None) => self.check.due(),
             (true, Some(t)) => t,
+            // Signals wake the wait through their pipe: only without one
+            // does it look at them on a tick.
+            (true, None) if signals::fd().is_some() => now + END_WAIT_IDLE,
             (true, None) => now + END_WAIT_TICK,
         };
         let Some((at, why)) = self.stopped else {
@@ -650,8 +653,12 @@ impl Follow<'_> {
 }
 
 /// How long the wait for the jobs a job spawned sleeps at most between two
-/// looks at signals (their ends come as events).
+/// looks at signals when no signal pipe wakes it (their ends come as
+/// events).
 const END_WAIT_TICK: Duration = Duration::from_secs(1);
+/// The longest such wait when the signal pipe wakes it: nothing else is
+/// due then (the jobs' ends and signals are events).
+const END_WAIT_IDLE: Duration = Duration::from_secs(60);
 
 /// The launched job of `tree` ended (`end`): how the whole tree ended when
 /// nothing of it is left (or the job was being stopped), `None` while jobs
