@@ -114,6 +114,27 @@ pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
     v
 }
 
+/// The record of request `rid` held by the detached palloc `pid`, which
+/// has ended, on whichever DVM it ran (a `palloc --stdin-requests` agent
+/// knows its holders, not their DVM's name): the request's file in each
+/// DVM's folder, the one that palloc wrote. A script still `running` or
+/// `queued` there was left so by its palloc's end: `lost`, as
+/// [`records`] lists it.
+pub(crate) fn ended_holder(rid: &str, pid: u32) -> Option<BatchRecord> {
+    use crate::conn::registry::file_name_part;
+    let name = format!("{}.json", file_name_part(rid, RECORD_NAME_ROOM));
+    let dirs = std::fs::read_dir(crate::conn::holder::registry().ok()?.join("batch")).ok()?;
+    let mut rec = dirs
+        .flatten()
+        .filter_map(|d| std::fs::read(d.path().join(&name)).ok())
+        .filter_map(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+        .find(|r| r.request_id == rid && r.palloc_pid == Some(pid))?;
+    if matches!(rec.state, BatchState::Running | BatchState::Queued) {
+        rec.state = BatchState::Lost;
+    }
+    Some(rec)
+}
+
 /// Whether process `pid` still runs (a zombie has ended).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
