@@ -5,6 +5,7 @@
 //! polling for it.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -28,6 +29,9 @@ struct Holder {
 #[derive(Default)]
 pub(super) struct Holders {
     running: Vec<Holder>,
+    /// The DVM folders of batch records where their records were found
+    /// (looked in first: one, unless lines name other DVMs).
+    record_dirs: Vec<PathBuf>,
 }
 
 impl Holders {
@@ -67,6 +71,7 @@ impl Holders {
     /// ended unanswered, e.g. cancelled while queued).
     pub(super) fn reap(&mut self) -> Vec<BatchRecord> {
         let mut ended = Vec::new();
+        let dirs = &mut self.record_dirs;
         self.running.retain(|h| {
             match waitpid(h.pid, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => true,
@@ -75,6 +80,7 @@ impl Holders {
                     ended.extend(crate::app::batch_records::ended_holder(
                         &h.request_id,
                         h.pid.as_raw() as u32,
+                        dirs,
                     ));
                     false
                 }
