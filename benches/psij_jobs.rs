@@ -2,9 +2,11 @@
 //! `/bin/true` submitted at once and waited on (`integrations/psij/bench/jobs.py`)
 //! with executor `pmix` on pdvm and on PRRTE master + psched, PSI/J's `slurm`
 //! executor on the project's private 4-node Slurm 22.05, and `local`: jobs/s
-//! and p50/p99 submit-to-COMPLETED. `cargo bench --bench psij_jobs`;
+//! and p50/p99 submit-to-COMPLETED (and how long the submissions took).
+//! `cargo bench --bench psij_jobs`;
 //! `BENCH_JOBS=N` for another count. Each executor with its defaults (PSI/J's
-//! `slurm` polls squeue every 30 s; `pmix` polls pwatch every 0.5 s).
+//! `slurm` polls squeue every 30 s; `pmix` hears each end from its
+//! `palloc --stdin-requests` agent, and polls pwatch every 0.5 s besides).
 
 #[path = "watchdog.rs"]
 mod watchdog;
@@ -90,13 +92,13 @@ fn main() {
     }
     println!("\n{n} PSI/J jobs of /bin/true, submitted at once and waited on:");
     println!(
-        "{:<32} {:>8} {:>8} {:>8}",
-        "executor", "jobs/s", "p50 s", "p99 s"
+        "{:<32} {:>8} {:>8} {:>8} {:>9}",
+        "executor", "jobs/s", "p50 s", "p99 s", "submit s"
     );
     for (name, v) in &rows {
         println!(
-            "{:<32} {:>8} {:>8} {:>8}",
-            name, v["jobs_per_s"], v["p50_s"], v["p99_s"]
+            "{:<32} {:>8} {:>8} {:>8} {:>9}",
+            name, v["jobs_per_s"], v["p50_s"], v["p99_s"], v["submit_s"]
         );
     }
 }

@@ -3,7 +3,8 @@
 //! record, or the error record with the exit code `palloc --no-wait` would
 //! end with); a line that is not a JSON array of palloc's arguments is
 //! refused with the valid form; end of input ends it; the jobs it submitted
-//! go on without it, each held by its detached palloc. On pdvm.
+//! go on without it, each held by its detached palloc; while it runs, each
+//! job's end is said unasked with its batch record. On pdvm.
 
 use std::io::Write;
 use std::path::Path;
@@ -147,4 +148,84 @@ fn without_a_dvm_each_line_gets_the_connection_failure_and_its_exit_code() {
         assert_eq!(a["type"], "error", "{answers:?}");
         assert_eq!(a["exit_code"], 3, "cannot connect: {answers:?}");
     }
+}
+
+/// The next JSON line of the agent's stdout (read by a thread into `lines`),
+/// or a panic naming `what` after 60 s.
+fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str, seen: &[Value]) -> Value {
+    let line = lines
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("no line for {what} ({e}); so far: {seen:?}"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+#[test]
+fn while_the_agent_runs_each_jobs_end_is_said_with_its_batch_record() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
+    let dir = support::unique_tmpdir("stdin-requests-ends");
+    let gate = dir.path().join("gate");
+    script(dir.path(), "ok.sh", "echo fine");
+    script(
+        dir.path(),
+        "three.sh",
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.05; done\nexit 3",
+            gate.display()
+        ),
+    );
+    let mut agent = pdvm
+        .tool("palloc")
+        .arg("--stdin-requests")
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start palloc --stdin-requests");
+    let out = agent.stdout.take().expect("agent stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut stdin = agent.stdin.take().expect("agent stdin");
+    let mut seen = Vec::new();
+    // one job at a time: its answer, then (the agent still reading) its end
+    writeln!(stdin, r#"["-J","ok","-N","1","--","./ok.sh"]"#).unwrap();
+    seen.push(next_line(&lines, "ok's answer", &seen));
+    assert_eq!(seen[0]["type"], "request", "{seen:?}");
+    assert_eq!(seen[0]["request_id"], "ok", "{seen:?}");
+    seen.push(next_line(&lines, "ok's end, unasked", &seen));
+    assert_eq!(seen[1]["type"], "batch", "{seen:?}");
+    assert_eq!(seen[1]["request_id"], "ok", "{seen:?}");
+    assert_eq!(seen[1]["state"], "exited", "{seen:?}");
+    assert_eq!(seen[1]["exit_code"], 0, "{seen:?}");
+    writeln!(stdin, r#"["-J","three","-N","1","--","./three.sh"]"#).unwrap();
+    seen.push(next_line(&lines, "three's answer", &seen));
+    assert_eq!(seen[2]["type"], "request", "{seen:?}");
+    assert_eq!(seen[2]["request_id"], "three", "{seen:?}");
+    // its end comes once the script has ended, not before
+    std::fs::write(&gate, "").unwrap();
+    seen.push(next_line(&lines, "three's end, unasked", &seen));
+    assert_eq!(seen[3]["type"], "batch", "{seen:?}");
+    assert_eq!(seen[3]["request_id"], "three", "{seen:?}");
+    assert_eq!(seen[3]["state"], "exited", "{seen:?}");
+    assert_eq!(seen[3]["exit_code"], 3, "{seen:?}");
+    assert!(
+        seen[3]["log"]
+            .as_str()
+            .is_some_and(|l| l.ends_with("palloc-three.out")),
+        "{seen:?}"
+    );
+    assert!(
+        agent.try_wait().expect("try_wait").is_none(),
+        "the agent runs on while its input is open: {seen:?}"
+    );
+    drop(stdin);
+    let ended = wait::within(Duration::from_secs(60), || {
+        agent.try_wait().expect("try_wait").is_some()
+    });
+    assert!(ended, "end of input ends the agent");
 }

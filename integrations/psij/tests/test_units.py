@@ -173,3 +173,27 @@ def test_an_agent_that_cannot_start_or_ends_unheard_leaves_submit_to_palloc_no_w
     with pytest.raises(AgentGone):
         mute.submit(['--', 'x'])  # type: ignore
     assert not mute.usable()  # type: ignore
+
+
+def test_the_agents_job_ends_go_to_on_end_and_answers_to_submit(tmp_path: Path) -> None:
+    import queue
+    import sys
+    from psij_pmix.agent import PallocAgent
+    from psij_pmix.status import batch_status
+    end = {'type': 'batch', 'request_id': 'j1', 'state': 'exited', 'exit_code': 3}
+    # after the first line: its answer, then j1's end unasked; after the second: its answer
+    said = [[{'type': 'request', 'request_id': 'j1', 'state': 'submitted'}, end],
+            [{'type': 'request', 'request_id': 'j2', 'state': 'submitted'}]]
+    code = ('import sys, json\nsaid = %r\nfor recs in said:\n'
+            '    if not sys.stdin.readline():\n        break\n'
+            '    for r in recs:\n        print(json.dumps(r), flush=True)\n'
+            'sys.stdin.readline()\n' % (said,))
+    ends: 'queue.Queue[dict]' = queue.Queue()
+    agent = PallocAgent(lambda: [sys.executable, '-c', code], lambda: str(tmp_path),
+                        lambda: dict(os.environ), on_end=ends.put)
+    assert agent.submit(['-J', 'j1', '--', 'x']) == 'j1'
+    assert ends.get(timeout=60) == end
+    assert agent.submit(['-J', 'j2', '--', 'x']) == 'j2'
+    agent.close()
+    st = batch_status(end, False)
+    assert st.state == JobState.FAILED and st.exit_code == 3

@@ -114,6 +114,42 @@ pub(crate) fn records(server: &str, all: bool) -> Vec<BatchRecord> {
     v
 }
 
+/// The record of request `rid` held by the detached palloc `pid`, which
+/// has ended, on whichever DVM it ran (a `palloc --stdin-requests` agent
+/// knows its holders, not their DVM's name): the request's file in the
+/// DVM folders `known` first (where earlier ones were found), then in
+/// every DVM's folder; the one that palloc wrote, its folder added to
+/// `known`. A script still `running` or `queued` there was left so by its
+/// palloc's end: `lost`, as [`records`] lists it.
+pub(crate) fn ended_holder(rid: &str, pid: u32, known: &mut Vec<PathBuf>) -> Option<BatchRecord> {
+    use crate::conn::registry::file_name_part;
+    let name = format!("{}.json", file_name_part(rid, RECORD_NAME_ROOM));
+    let written_by = |dir: &std::path::Path| {
+        std::fs::read(dir.join(&name))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<BatchRecord>(&b).ok())
+            .filter(|r| r.request_id == rid && r.palloc_pid == Some(pid))
+    };
+    let mut rec = match known.iter().find_map(|d| written_by(d)) {
+        Some(r) => r,
+        None => {
+            let root = crate::conn::holder::registry().ok()?.join("batch");
+            let (dir, r) = std::fs::read_dir(root)
+                .ok()?
+                .flatten()
+                .map(|d| d.path())
+                .filter(|d| !known.contains(d))
+                .find_map(|d| written_by(&d).map(|r| (d, r)))?;
+            known.push(dir);
+            r
+        }
+    };
+    if matches!(rec.state, BatchState::Running | BatchState::Queued) {
+        rec.state = BatchState::Lost;
+    }
+    Some(rec)
+}
+
 /// Whether process `pid` still runs (a zombie has ended).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {

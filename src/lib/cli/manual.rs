@@ -75,6 +75,7 @@ pub(crate) fn json_kinds(tool: &str) -> Vec<JsonKind> {
         "palloc" => vec![
             kind::<AllocationRecord>(),
             kind::<RequestRecord>(),
+            kind::<BatchRecord>(),
             kind::<EventRecord>(),
             kind::<ExitRecord>(),
         ],

@@ -262,6 +262,9 @@ pub struct PallocArgs {
     /// exit with (a line that is not such an array: exit code 2). One palloc serves a whole
     /// workflow (PSI/J's `pmix` executor) instead of one process per job; end of input ends it,
     /// and the jobs it submitted go on, each held by its detached palloc as with --no-wait.
+    /// While it runs, the end of each job's detached palloc is said unasked, as soon as it
+    /// happens: one line holding the job's batch record (`{"type":"batch",…}`, as `pwatch
+    /// --status --all` lists it: its state, exit code or signal).
     #[arg(long, conflicts_with_all = ["hold", "no_wait", "extend", "extend_request", "command"])]
     pub stdin_requests: bool,
 

@@ -1,13 +1,25 @@
 """One long-lived ``palloc --stdin-requests`` submitting an executor's jobs: one JSON line of
 ``palloc --no-wait`` arguments per job, answered by one JSON line (the request record, or palloc's
 error record with its exit code). A job then costs a round trip over a pipe, not a process start.
+
+The agent also says, unasked, how each job it submitted ended, as soon as the detached palloc
+holding it ends: one line holding the job's batch record (``{"type": "batch", ...}``, as
+``pwatch --status --all`` lists it). A thread reads the agent's output and hands those records to
+the ``on_end`` callback, so the executor learns of an end without polling for it.
 """
 import json
+import logging
+import queue
 import subprocess
 import threading
 from typing import Callable, Dict, IO, List, Optional, cast
 
 from psij import SubmitException
+
+logger = logging.getLogger(__name__)
+
+#: The answer the reader thread queues when the agent's output has ended.
+_EOF: Dict[str, object] = {}
 
 
 class AgentGone(Exception):
@@ -19,7 +31,8 @@ class PallocAgent:
     """A ``palloc --stdin-requests`` started at the first request, shared by the caller's threads."""
 
     def __init__(self, command: Callable[[], List[str]], cwd: Callable[[], str],
-                 env: Callable[[], Dict[str, str]]) -> None:
+                 env: Callable[[], Dict[str, str]],
+                 on_end: Optional[Callable[[Dict[str, object]], None]] = None) -> None:
         """
         Parameters
         ----------
@@ -29,11 +42,16 @@ class PallocAgent:
             Its working directory (where the jobs' palloc-NAME.out logs go).
         env
             Its environment.
+        on_end
+            Called (from the reader thread) with the batch record of each job whose detached
+            palloc has ended.
         """
         self._command = command
         self._cwd = cwd
         self._env = env
+        self._on_end = on_end
         self._proc: Optional['subprocess.Popen[str]'] = None
+        self._answers: 'queue.Queue[Dict[str, object]]' = queue.Queue()
         self._answered = False
         self._gone = False
         self._lock = threading.Lock()
@@ -53,20 +71,19 @@ class PallocAgent:
             try:
                 cast(IO[str], proc.stdin).write(line)
                 cast(IO[str], proc.stdin).flush()
-                answer = cast(IO[str], proc.stdout).readline()
+                answer = self._answers.get()
             except (OSError, ValueError):
-                answer = ''
-            if not answer:
+                answer = _EOF
+            if answer is _EOF:
                 self._end()
                 if not self._answered:
                     raise AgentGone()
                 raise SubmitException('pmix: palloc --stdin-requests ended before answering; '
                                       'the job may have been submitted (`pwatch --status`)')
             self._answered = True
-        rec = json.loads(answer)
-        if rec.get('type') == 'error':
-            raise SubmitException('palloc: %s' % rec.get('message'))
-        return cast(str, rec['request_id'])
+        if answer.get('type') == 'error':
+            raise SubmitException('palloc: %s' % answer.get('message'))
+        return cast(str, answer['request_id'])
 
     def _started(self) -> 'subprocess.Popen[str]':
         if self._proc is None:
@@ -78,7 +95,30 @@ class PallocAgent:
             except OSError:
                 self._gone = True
                 raise AgentGone() from None
+            threading.Thread(target=self._read, args=(self._proc,), daemon=True,
+                             name='pmix palloc agent reader').start()
         return self._proc
+
+    def _read(self, proc: 'subprocess.Popen[str]') -> None:
+        """The agent's output: answers to the submitting thread, job ends to ``on_end``."""
+        try:
+            for line in cast(IO[str], proc.stdout):
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get('type') == 'batch':
+                    if self._on_end is not None:
+                        try:
+                            self._on_end(rec)
+                        except Exception:
+                            # the status poll still finds this end
+                            logger.exception('pmix: a job end could not be applied')
+                else:
+                    self._answers.put(rec)
+        except (OSError, ValueError):
+            pass
+        self._answers.put(_EOF)
 
     def _end(self) -> None:
         self._gone = True

@@ -1,8 +1,9 @@
 """The `pmix` executor: PSI/J jobs as palloc batch jobs on a PMIx DVM (pdvm, PRRTE + psched).
 
-submit = ``palloc --no-wait -J NATIVE_ID [resources] -- bash SCRIPT``; status of every job =
-one ``pwatch --status --all --json``; cancel = ``prelease NATIVE_ID``; list = the same status
-query. The DVM is found by the config's ``uri``/``tmpdir`` (or the executor url
+submit = ``palloc --no-wait -J NATIVE_ID [resources] -- bash SCRIPT`` (a line to one long-lived
+``palloc --stdin-requests``, which also says each job's end as it happens); status of every job =
+one ``pwatch --status --all --json`` (polled besides); cancel = ``prelease NATIVE_ID``; list = the
+same status query. The DVM is found by the config's ``uri``/``tmpdir`` (or the executor url
 ``pmix://file:PATH`` / ``pmix:///PATH``), else by the tools' own discovery (PMIX_TOOLS_URI,
 rendezvous files under $TMPDIR).
 """
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,7 +24,7 @@ from psij.executors.batch.script_generator import TemplatedScriptGenerator
 
 from psij_pmix.agent import AgentGone, PallocAgent
 from psij_pmix.spec_args import SpecError, connection_args, flag_lines, palloc_args
-from psij_pmix.status import parse_status
+from psij_pmix.status import batch_status, parse_status
 
 #: palloc/prelease exit code for "not found" (docs: EXIT STATUS).
 EXIT_NOT_FOUND = 5
@@ -79,10 +81,16 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         if url and not self._uri:
             self._uri = _uri_from_url(url)
         self._canceled: Set[str] = set()
+        # the jobs submitted through the agent and not ended yet, and the ends the agent said
+        # before their submission was done
+        self._ends_lock = threading.Lock()
+        self._through_agent: Dict[str, Job] = {}
+        self._early_ends: Dict[str, Dict[str, object]] = {}
+        self._status_lock = threading.RLock()
         super().__init__(url=url, config=config)  # type: ignore
         self._agent = PallocAgent(
             lambda: [self._tool('palloc'), '--stdin-requests'] + self._conn(),
-            lambda: str(self.work_directory), self._tool_env)
+            lambda: str(self.work_directory), self._tool_env, on_end=self._job_ended)
         self.generator = TemplatedScriptGenerator(config, Path(__file__).parent / 'pmix.mustache')
 
     # -- tools ---------------------------------------------------------------------------
@@ -149,6 +157,30 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         job._native_id = nid
         self._set_job_status(job, JobStatus(JobState.QUEUED, metadata={'native_id': nid}))
         self._queue_poll_thread.register_job(job)
+        with self._ends_lock:
+            early = self._early_ends.pop(nid, None)
+            if early is None:
+                self._through_agent[nid] = job
+        if early is not None:
+            self._job_ended(early)
+
+    def _job_ended(self, rec: Dict[str, object]) -> None:
+        """The agent said job ``rec['request_id']`` ended (its batch record): its final status
+        now, without waiting for the next status poll (which keeps the job until it sees the
+        end too, and is what finds the ends of jobs submitted otherwise)."""
+        nid = str(rec.get('request_id'))
+        with self._ends_lock:
+            job = self._through_agent.pop(nid, None)
+            if job is None:
+                self._early_ends[nid] = rec
+                return
+        self._set_job_status(job, batch_status(rec, nid in self._canceled))
+
+    def _set_job_status(self, job: Job, status: JobStatus) -> None:
+        # the status poll and the agent's reader both set statuses: one at a time, so that a
+        # final state is reported once
+        with self._status_lock:
+            super()._set_job_status(job, status)
 
     def _native_for(self, job: Job) -> str:
         nid = getattr(job, '_pmix_native', None)

@@ -4,7 +4,10 @@
 //! and answered with one JSON line on stdout: the request record, or the
 //! error record with the exit code palloc --no-wait would have ended with.
 //! A workflow system (PSI/J's `pmix` executor) then pays one round trip
-//! over a pipe per job instead of a process start.
+//! over a pipe per job instead of a process start. When the detached palloc
+//! of a job it submitted ends, the agent says how the job ended, unasked:
+//! one line holding the job's batch record (as `pwatch --status --all`
+//! lists it), so its caller need not poll for the end.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -14,6 +17,7 @@ use crate::cli::exit::Exit;
 use crate::cli::{try_parse_validated, PallocArgs};
 use crate::render::RequestRecord;
 
+use super::agent_holders::Holders;
 use crate::app::{signals, Failure, Ui};
 
 /// Serve the requests of stdin until its end (or a signal); returns 0, or
@@ -21,10 +25,21 @@ use crate::app::{signals, Failure, Ui};
 pub(super) fn run(agent: &PallocArgs) -> i32 {
     let common = common_args();
     let mut input = LineReader::default();
+    let mut holders = Holders::default();
     loop {
-        reap_ended();
-        let line = match input.next() {
+        let mut out = std::io::stdout().lock();
+        let mut written = Ok(());
+        for rec in holders.reap() {
+            written = written.and(crate::render::json::write_line(&mut out, &rec));
+        }
+        if written.and(out.flush()).is_err() {
+            // Nobody reads the answers any more.
+            return 0;
+        }
+        drop(out);
+        let line = match input.next(&holders.fds(), holders.deadline()) {
             Input::Line(l) => l,
+            Input::Wake => continue,
             Input::End => return 0,
             Input::Signal(sig) => return 128 + sig,
         };
@@ -33,12 +48,18 @@ pub(super) fn run(agent: &PallocArgs) -> i32 {
         }
         let answer = submit_line(agent, &common, &line);
         let mut out = std::io::stdout().lock();
-        let written = match &answer {
-            Ok(rec) => crate::render::json::write_line(&mut out, rec),
+        let written = match answer {
+            Ok(sub) => {
+                let rec = RequestRecord {
+                    request_id: Some(sub.request_id.clone()),
+                    state: "submitted".into(),
+                };
+                holders.add(sub.request_id, sub.holder_pid);
+                crate::render::json::write_line(&mut out, &rec)
+            }
             Err(f) => crate::render::json::write_line(&mut out, &f.record()),
         };
         if written.is_err() || out.flush().is_err() {
-            // Nobody reads the answers any more.
             return 0;
         }
     }
@@ -57,12 +78,12 @@ fn common_args() -> Vec<OsString> {
 const LINE_FORM: &str = "a request line is a JSON array of the arguments of `palloc --no-wait`, \
 ending with `--` and the script, e.g. [\"-J\",\"job1\",\"-N\",\"1\",\"--\",\"/bin/bash\",\"job1.sh\"]";
 
-/// Submit one line's request; the request record, or why not.
+/// Submit one line's request; its request id and holder, or why not.
 fn submit_line(
     agent: &PallocArgs,
     common: &[OsString],
     line: &str,
-) -> std::result::Result<RequestRecord, Failure> {
+) -> std::result::Result<super::detach::Submitted, Failure> {
     let words: Vec<String> = serde_json::from_str(line)
         .map_err(|e| usage(format!("{LINE_FORM}; this line is not ({e})")))?;
     if !words.iter().any(|w| w == "--") {
@@ -92,11 +113,7 @@ fn submit_line(
     out.json = true;
     out.quiet = out.quiet.max(agent.output.quiet);
     let ui = Ui::new("palloc", &out);
-    let rid = super::flow::submit_batch(&args, &ui)?;
-    Ok(RequestRecord {
-        request_id: Some(rid),
-        state: "submitted".into(),
-    })
+    super::flow::submit_batch(&args, &ui)
 }
 
 /// A usage error (exit 2) for a line.
@@ -110,20 +127,12 @@ fn first_line(text: &str) -> String {
     line.strip_prefix("error: ").unwrap_or(line).to_string()
 }
 
-/// Reap the detached pallocs that have ended (this agent is their parent;
-/// each holds its job as long as it needs, and is left alone until then).
-fn reap_ended() {
-    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-        if st == WaitStatus::StillAlive {
-            break;
-        }
-    }
-}
-
 /// What stdin gave.
 enum Input {
     Line(String),
+    /// One of the other fds waited on became readable (or the deadline
+    /// passed): no line yet.
+    Wake,
     End,
     Signal(i32),
 }
@@ -136,7 +145,13 @@ struct LineReader {
 }
 
 impl LineReader {
-    fn next(&mut self) -> Input {
+    /// The next line; [`Input::Wake`] first if one of `also` becomes
+    /// readable or `deadline` passes.
+    fn next(
+        &mut self,
+        also: &[std::os::fd::BorrowedFd<'_>],
+        deadline: Option<std::time::Instant>,
+    ) -> Input {
         loop {
             if let Some(end) = self.got.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.got.drain(..=end).collect();
@@ -154,12 +169,21 @@ impl LineReader {
                 return Input::Signal(sig);
             }
             let stdin = std::io::stdin();
+            let signal_fd = signals::fd();
             let fds: Vec<_> = std::iter::once(stdin.as_fd())
-                .chain(signals::fd())
+                .chain(signal_fd)
+                .chain(also.iter().copied())
                 .collect();
-            if crate::conn::client::poll_readable(&fds, None) != Some(0) {
-                signals::drain();
-                continue;
+            let first_other = 1 + usize::from(signal_fd.is_some());
+            match crate::conn::client::poll_readable(&fds, deadline) {
+                Some(0) => {}
+                Some(i) if i >= first_other => return Input::Wake,
+                Some(_) => {
+                    signals::drain();
+                    continue;
+                }
+                None if deadline.is_some() => return Input::Wake,
+                None => continue,
             }
             let mut buf = [0u8; 8192];
             match nix::unistd::read(stdin.as_raw_fd(), &mut buf) {

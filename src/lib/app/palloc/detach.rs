@@ -37,28 +37,39 @@ pub(crate) fn submit_detached(
     ui: &Ui,
     how: Detach,
 ) -> std::result::Result<i32, Failure> {
-    detach(args, req, ui, how, true).map(|(_, code)| code)
+    detach(args, req, ui, how, true).map(|(_, code, _)| code)
+}
+
+/// A batch job submitted for a `palloc --stdin-requests` line.
+pub(crate) struct Submitted {
+    /// Its request id.
+    pub(crate) request_id: String,
+    /// The detached palloc that holds it (a child of the agent).
+    pub(crate) holder_pid: u32,
 }
 
 /// A batch job of a `palloc --stdin-requests` line: submitted as with
-/// `--no-wait`, nothing printed; its request id.
+/// `--no-wait`, nothing printed; its request id and holder.
 pub(crate) fn submit_line(
     args: &PallocArgs,
     req: &AllocAsk,
     ui: &Ui,
-) -> std::result::Result<String, Failure> {
-    detach(args, req, ui, Detach::Submit, false).map(|(rid, _)| rid)
+) -> std::result::Result<Submitted, Failure> {
+    detach(args, req, ui, Detach::Submit, false).map(|(request_id, _, holder_pid)| Submitted {
+        request_id,
+        holder_pid,
+    })
 }
 
-/// [`submit_detached`], saying what it did when `announce`; the request id
-/// and the exit code.
+/// [`submit_detached`], saying what it did when `announce`; the request id,
+/// the exit code and the detached palloc's pid.
 fn detach(
     args: &PallocArgs,
     req: &AllocAsk,
     ui: &Ui,
     how: Detach,
     announce: bool,
-) -> std::result::Result<(String, i32), Failure> {
+) -> std::result::Result<(String, i32, u32), Failure> {
     let asked = req
         .attrs
         .req_id
@@ -101,7 +112,7 @@ fn detach(
                 if let Some(json) = line.strip_prefix("granted ") {
                     if how == Detach::UntilGranted {
                         let code = print_grant(args, json, child.id(), log_path.as_deref(), ui);
-                        return Ok((rid, code));
+                        return Ok((rid, code, child.id()));
                     }
                 }
                 ui.detail(&format!("the detached palloc says: {line}"));
@@ -139,7 +150,7 @@ fn detach(
                 .unwrap_or_default()
         ));
     }
-    Ok((rid, 0))
+    Ok((rid, 0, child.id()))
 }
 
 /// The request id of a batch script named `asked` (`-J NAME`): NAME, or

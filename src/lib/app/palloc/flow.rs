@@ -67,8 +67,12 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
 }
 
 /// A batch job of a `palloc --stdin-requests` line: what `palloc --no-wait
-/// -- SCRIPT` does, the same checks first; its request id, nothing printed.
-pub(super) fn submit_batch(args: &PallocArgs, ui: &Ui) -> std::result::Result<String, Failure> {
+/// -- SCRIPT` does, the same checks first; its request id and holder,
+/// nothing printed.
+pub(super) fn submit_batch(
+    args: &PallocArgs,
+    ui: &Ui,
+) -> std::result::Result<super::detach::Submitted, Failure> {
     let plan = Plan::new(args, ui);
     if plan.req.directive != Directive::New || plan.mode != PallocMode::NoWait {
         return Err(Failure::with(

@@ -3,6 +3,7 @@
 //! signal, or run a command inside it.
 
 mod agent;
+mod agent_holders;
 mod bad_param;
 mod batch;
 mod batch_log_copy;
