@@ -61,6 +61,7 @@ mod psched_cluster;
 mod psched_examples;
 mod psched_hostile;
 mod psched_load;
+mod psched_lost_launch;
 mod psched_rules;
 mod psched_slurm;
 mod psched_slurm_lost;

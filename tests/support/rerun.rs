@@ -16,7 +16,9 @@
 //! stops answering for a while after jobs fail (pspawn exits 8, "the DVM
 //! stopped answering"). A test on that peer whose failure output shows one
 //! of them runs once more too ([`once_more_if_prrte_3_lapsed`], or the
-//! [`prrte_3_test!`] wrapper), counted against the same budget.
+//! [`prrte_3_test!`] wrapper), counted against the same budget. So does a
+//! test on PRRTE master whose failure shows a launch that peer lost in a
+//! burst, whose slots it keeps taken ([`once_more_if_prrte_master_lapsed`]).
 
 use std::cell::Cell;
 use std::io::Write;
@@ -65,10 +67,27 @@ const PRRTE_3_LAPSES: [&str; 2] = [
     "the DVM stopped answering",
 ];
 
+/// What a failing test's output shows when PRRTE master lost a launch in a
+/// burst and kept its slots taken (pspawn's words, `app::pspawn::lost_slots`).
+const PRRTE_MASTER_LAPSES: [&str; 1] = ["the DVM lost the launch of"];
+
 /// Run `test`, which starts its own PRRTE 3.0.14; when it fails and its
 /// failure shows one of that peer's lapses ([`PRRTE_3_LAPSES`]), or the
 /// peer died, run it once more, if the budget allows.
 pub fn once_more_if_prrte_3_lapsed(test: impl Fn()) {
+    once_more_if_lapsed("PRRTE 3.0.14", &PRRTE_3_LAPSES, test)
+}
+
+/// Run `test`, which starts its own PRRTE master; when it fails and its
+/// failure shows that peer's lost launch ([`PRRTE_MASTER_LAPSES`]), or the
+/// peer died, run it once more, if the budget allows.
+pub fn once_more_if_prrte_master_lapsed(test: impl Fn()) {
+    once_more_if_lapsed("PRRTE master", &PRRTE_MASTER_LAPSES, test)
+}
+
+/// Run `test` on `peer`; once more when it fails and it died or its
+/// failure shows one of `lapses`, if the budget allows.
+fn once_more_if_lapsed(peer: &str, lapses: &[&str], test: impl Fn()) {
     PEER_DIED.with(|d| d.set(false));
     let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&test));
     let Err(failure) = first else { return };
@@ -78,10 +97,10 @@ pub fn once_more_if_prrte_3_lapsed(test: impl Fn()) {
         .or_else(|| failure.downcast_ref::<&str>().copied())
         .unwrap_or_default();
     let died = PEER_DIED.with(|d| d.replace(false));
-    let lapse = PRRTE_3_LAPSES.iter().find(|m| said.contains(*m));
+    let lapse = lapses.iter().find(|m| said.contains(*m));
     let why = match (died, lapse) {
-        (true, _) => "PRRTE 3.0.14 died during the test".to_string(),
-        (false, Some(m)) => format!("PRRTE 3.0.14 lapsed during the test (the tool said: {m})"),
+        (true, _) => format!("{peer} died during the test"),
+        (false, Some(m)) => format!("{peer} lapsed during the test (the tool said: {m})"),
         (false, None) => std::panic::resume_unwind(failure),
     };
     if !count_rerun(&why) {

@@ -5,6 +5,7 @@ mod array;
 mod checks;
 mod hosts;
 mod job_lost;
+mod lost_slots;
 mod owner;
 mod wait;
 

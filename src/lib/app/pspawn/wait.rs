@@ -8,7 +8,9 @@
 //! seconds, until the job starts, the allocation ends (the spawn is then
 //! answered `PMIX_ERR_NOT_FOUND`) or a signal arrives. A job the
 //! allocation could not hold even when idle is refused at once, and so is
-//! every busy answer with `--immediate`.
+//! every busy answer with `--immediate`; so is one whose slots a launch
+//! the DVM lost keeps taken ([`super::lost_slots`]), looked for once the
+//! wait reached its longest pause.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,9 @@ pub(crate) struct SlotWait {
     pause: Duration,
     /// Whether the job can ever fit; judged at the first busy answer.
     fits: Option<Fit>,
+    /// The launches the DVM lost on the allocation's nodes, whose slots
+    /// never free ([`super::lost_slots`]).
+    lost: super::lost_slots::LostSlots,
 }
 
 impl SlotWait {
@@ -47,6 +52,7 @@ impl SlotWait {
         SlotWait {
             pause: FIRST_PAUSE,
             fits: None,
+            lost: Default::default(),
         }
     }
 
@@ -63,6 +69,13 @@ impl SlotWait {
             Fit::No => return Busy::Refuse,
             Fit::NotNow(why) => return Busy::Never(why.clone()),
         }
+        // A short wait (steps taking turns) looks at nothing more; a long
+        // one looks for lost launches at each try.
+        if self.pause >= MAX_PAUSE {
+            if let Some(why) = self.lost_launch_holds_slots(s, req) {
+                return Busy::Never(why);
+            }
+        }
         if first {
             ui.aside(&format!(
                 "the slots of allocation {} are busy (PMIX_ERR_JOB_FAILED_TO_MAP): waiting for \
@@ -73,6 +86,18 @@ them, as srun does (--immediate refuses instead)",
         let pause = self.pause;
         self.pause = (self.pause * 2).min(MAX_PAUSE);
         Busy::Retry(pause)
+    }
+}
+
+impl SlotWait {
+    /// Why the slots the job waits for never free: launches the DVM lost
+    /// hold them ([`super::lost_slots`]); `None` while they may.
+    fn lost_launch_holds_slots(&mut self, s: &Session, req: &SpawnRequest) -> Option<String> {
+        let look = super::lost_slots::look(s, req)?;
+        let pe = u64::from(req.cpus_per_proc.unwrap_or(1).max(1));
+        let needed: u64 = req.apps.iter().map(|a| u64::from(a.np) * pe).sum();
+        self.lost
+            .judge(&look, Instant::now(), needed, &req.targets.join(","))
     }
 }
 

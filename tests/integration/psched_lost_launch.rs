@@ -1,0 +1,72 @@
+//! A launch PRRTE master lost keeps its slots taken for ever (issue 40):
+//! seen in `psched_load`'s burst, where one `palloc -N 1 -- pspawn true`
+//! of 48 waited for ever (PRRTE listed its `true` as launching, with no
+//! pid, on the allocation's only slot; pspawn had stopped it and spawned
+//! again, and the second spawn waited for that slot). Here the launch is
+//! lost on purpose: the node's daemon is stopped (SIGSTOP) under a held
+//! allocation, so the launch never starts. pspawn now ends the wait with
+//! the reason (exit 4) instead of waiting for ever.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::psched_cluster::hold;
+use crate::support::cluster::Cluster;
+use crate::support::wait;
+use crate::support::{show, text, tool, ToolCommand};
+
+/// The `prted` of `node` in cluster `c` (its TMPDIR is the node's own).
+fn daemon_of(c: &Cluster, node: &str) -> Pid {
+    let suffix = format!("/nodes/{node}");
+    c.processes()
+        .into_iter()
+        .find(|p| {
+            let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{p}/environ")).unwrap_or_default();
+            comm.trim() == "prted"
+                && env
+                    .split(|b| *b == 0)
+                    .any(|v| v.starts_with(b"TMPDIR=") && v.ends_with(suffix.as_bytes()))
+        })
+        .map(Pid::from_raw)
+        .unwrap_or_else(|| panic!("no prted of {node} in the cluster: {}", c.logs()))
+}
+
+#[test]
+fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
+    // One pool node of one slot: the lost launch takes all of it.
+    let c = Cluster::start_with_psched(1, 1, &[]);
+    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let daemon = daemon_of(&c, "node02");
+    kill(daemon, Signal::SIGSTOP).expect("stop node02's daemon");
+    let mut p = tool(&c, "pspawn")
+        .no_color()
+        .args(["--target", &id, "-n", "1", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    let ended = wait::within(Duration::from_secs(120), || {
+        !matches!(p.try_wait(), Ok(None))
+    });
+    let waited = !ended;
+    if waited {
+        let _ = p.kill();
+    }
+    let o = p.wait_with_output().expect("pspawn");
+    kill(daemon, Signal::SIGCONT).expect("wake node02's daemon");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(!waited, "pspawn still waited after 120 s: {}", show(&o));
+    assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("lost the launch of") && err.contains("on node02") && err.contains(&id),
+        "{}",
+        show(&o)
+    );
+}
