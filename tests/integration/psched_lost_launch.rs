@@ -5,7 +5,8 @@
 //! again, and the second spawn waited for that slot). Here the launch is
 //! lost on purpose: the node's daemon is stopped (SIGSTOP) under a held
 //! allocation, so the launch never starts. pspawn now ends the wait with
-//! the reason (exit 4) instead of waiting for ever.
+//! the reason (exit 4) instead of waiting for ever, and psched, once the
+//! allocation is given back, never grants that node again.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -58,9 +59,15 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
         let _ = p.kill();
     }
     let o = p.wait_with_output().expect("pspawn");
-    kill(daemon, Signal::SIGCONT).expect("wake node02's daemon");
-    let _ = holder.kill();
+    // The allocation given back, psched finds the lost launch on node02
+    // and never grants node02 again (its daemon still stopped, so the
+    // launch cannot start meanwhile).
+    kill(Pid::from_raw(holder.id() as i32), Signal::SIGTERM).expect("end the holder");
     let _ = holder.wait();
+    let held_back = wait::within(Duration::from_secs(60), || {
+        c.psched_log().contains("never granted again")
+    });
+    kill(daemon, Signal::SIGCONT).expect("wake node02's daemon");
     assert!(!waited, "pspawn still waited after 120 s: {}", show(&o));
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     let err = text(&o.stderr);
@@ -68,5 +75,10 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
         err.contains("lost the launch of") && err.contains("on node02") && err.contains(&id),
         "{}",
         show(&o)
+    );
+    let log = c.psched_log();
+    assert!(
+        held_back && log.contains("lost the launch of") && log.contains("on node02"),
+        "psched did not hold node02 back:\n{log}"
     );
 }

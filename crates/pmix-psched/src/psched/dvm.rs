@@ -169,6 +169,11 @@ enum Await {
     /// nodes, the node source took them away: those are killed (and, when
     /// an allocation lost them, their jobs told: [`super::lost`]).
     Stop(Vec<String>, Option<String>),
+    /// The namespace information telling which jobs are still placed on
+    /// these nodes, back from an allocation ([`super::stuck`]).
+    StuckLook(Vec<String>),
+    /// The process table of a job still placed on such nodes.
+    StuckProcs(String),
 }
 
 /// A request waiting for its owner check.
@@ -206,6 +211,8 @@ pub struct Dvm {
     log: Vec<String>,
     /// Slots of each node, said to PRRTE as it first hears of the node.
     slots: u32,
+    /// Nodes back from an allocation, looked at for launches the DVM lost.
+    stuck: super::stuck::StuckWatch,
 }
 
 impl Dvm {
@@ -238,6 +245,7 @@ impl Dvm {
             refused: Vec::new(),
             log: Vec::new(),
             slots: 1,
+            stuck: Default::default(),
         };
         // The requests a psched before queued died with its connection.
         d.lost = std::mem::take(&mut d.book.waiting);
@@ -484,6 +492,14 @@ impl Dvm {
                 self.kill_on(&nodes, lost_by.as_deref(), payload, out)?;
                 Ok(Vec::new())
             }
+            Some(Await::StuckLook(nodes)) => {
+                self.ask_proc_tables(&nodes, payload, out)?;
+                Ok(Vec::new())
+            }
+            Some(Await::StuckProcs(nspace)) => {
+                self.judge_stuck(&nspace, payload, now);
+                Ok(Vec::new())
+            }
             None => Ok(Vec::new()),
         }
     }
@@ -552,6 +568,7 @@ impl Dvm {
                     if whole {
                         self.end(&alloc_id, None, out)?;
                     }
+                    self.stuck.returned(&nodes);
                     self.park(nodes);
                 }
                 Out::End {
@@ -560,6 +577,7 @@ impl Dvm {
                     why,
                 } => {
                     self.end(&alloc_id, Some(why), out)?;
+                    self.stuck.returned(&nodes);
                     self.park(nodes);
                 }
                 Out::Returned {
@@ -575,6 +593,7 @@ impl Dvm {
                         ));
                         self.stop_work_on(&nodes, None, out)?;
                     }
+                    self.stuck.returned(&nodes);
                     self.park(nodes);
                 }
                 Out::Lost { alloc_id, nodes } => {
@@ -681,6 +700,68 @@ impl Dvm {
         let t = self.plain_tag();
         out.push(Send::Own(t, super::stop::kill(self.wire, &procs)?));
         Ok(())
+    }
+
+    /// Ask where the jobs run, to look for launches the DVM lost on
+    /// `nodes` ([`super::stuck`]).
+    fn look_for_stuck(&mut self, nodes: Vec<String>, out: &mut Vec<Send>) -> Result<()> {
+        let q = wire::query(self.wire, keys::QUERY_NAMESPACE_INFO, Vec::new())?;
+        let t = self.own_tag(Await::StuckLook(nodes));
+        out.push(Send::Own(t, q));
+        Ok(())
+    }
+
+    /// The jobs the namespace information (`payload`) places on `nodes`:
+    /// ask each one's process table.
+    fn ask_proc_tables(
+        &mut self,
+        nodes: &[String],
+        payload: &[u8],
+        out: &mut Vec<Send>,
+    ) -> Result<()> {
+        let infos = wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default();
+        let mut jobs: Vec<String> = super::stop::procs_on(&infos, nodes, &self.daemons)
+            .into_iter()
+            .map(|p| p.nspace)
+            .collect();
+        jobs.sort();
+        jobs.dedup();
+        for nspace in jobs {
+            let q = wire::query(
+                self.wire,
+                keys::QUERY_PROC_TABLE,
+                vec![Info::new(keys::NSPACE, nspace.as_str())],
+            )?;
+            let t = self.own_tag(Await::StuckProcs(nspace));
+            out.push(Send::Own(t, q));
+        }
+        Ok(())
+    }
+
+    /// Job `nspace`'s process table (`payload`) at `now`: its nodes are
+    /// broken once it has stayed unstarted long enough.
+    fn judge_stuck(&mut self, nspace: &str, payload: &[u8], now: u64) {
+        let infos = wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default();
+        let procs = super::stuck::proc_table(&infos);
+        let hosts: Vec<String> = self
+            .stuck
+            .judged(nspace, &procs, now)
+            .into_iter()
+            .filter(|h| !self.book.broken.contains(h))
+            .collect();
+        if hosts.is_empty() {
+            return;
+        }
+        self.log.push(format!(
+            "the DVM lost the launch of {nspace} on {} (no process of it ever started) and keeps \
+its slots there: never granted again until the DVM restarts",
+            hosts.join(",")
+        ));
+        self.book.broken.extend(hosts);
     }
 
     /// A tag for a message whose answer nobody waits for.
@@ -818,6 +899,15 @@ impl Dvm {
 
     /// When [`Dvm::tick`] is next due (ms since the epoch).
     pub fn next_deadline(&self) -> Option<u64> {
+        let flight = self.flight_deadline();
+        match (flight, self.stuck.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the change under way next needs [`Dvm::tick`].
+    fn flight_deadline(&self) -> Option<u64> {
         match &self.flight {
             Some(Flight::Starting { next, .. }) => Some(*next),
             Some(Flight::Confirming { until, .. } | Flight::Parking { until, .. }) => Some(*until),
@@ -886,6 +976,9 @@ impl Dvm {
     /// again when due.
     pub fn tick(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
         self.tell_lost_requests(out)?;
+        for nodes in self.stuck.take_due(now) {
+            self.look_for_stuck(nodes, out)?;
+        }
         if let Some(Flight::Settling {
             until,
             end_when_unheld,
@@ -1528,7 +1621,11 @@ mod tests {
         out.clear();
         d.tick(0, &mut out).unwrap();
         assert_eq!(answers(&out), [11], "granted at once, no park before");
-        assert_eq!(own_tags(&out).len(), 1, "only the grant's confirmation");
+        assert_eq!(
+            own_tags(&out).len(),
+            2,
+            "the look at n1's jobs (super::stuck) and the grant's confirmation alone"
+        );
     }
 
     #[test]
@@ -1642,8 +1739,14 @@ mod tests {
         d.tick(0, &mut out).unwrap();
         assert_eq!(
             own_tags(&out).len(),
-            1,
-            "the node goes to the idle reservation"
+            2,
+            "the look at n1's jobs (super::stuck), and the node goes to the idle reservation"
+        );
+        assert!(
+            d.awaiting
+                .values()
+                .any(|a| matches!(a, Await::StuckLook(n) if n == &["n1".to_string()])),
+            "n1's jobs are looked at"
         );
     }
 

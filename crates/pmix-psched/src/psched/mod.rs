@@ -35,6 +35,7 @@ pub mod state;
 pub mod status;
 pub mod status_server;
 pub mod stop;
+pub mod stuck;
 pub mod wait;
 pub mod waiters;
 pub mod watchdog;

@@ -3,7 +3,8 @@
 //! the DVM. The job stays listed, its processes placed with no pid
 //! (`PMIX_PROC_STATE_LAUNCH_UNDERWAY`) for ever, and their slots stay
 //! taken: neither terminating the job nor killing its processes frees
-//! them while that DVM runs. A pspawn waiting for those slots
+//! them while that DVM runs (PRRTE 3.0.14 shows it TERMINATED then, still
+//! with no pid, its slots still taken: docs/conformance.md D14). A pspawn waiting for those slots
 //! ([`super::wait`]) would wait for ever, and its `palloc` with it. So a
 //! busy answer looks at the jobs on the allocation's nodes: a job none of
 //! whose processes ever started, seen so at two looks at least
@@ -15,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use crate::cli::request::SpawnRequest;
 use crate::ops::Session;
-use crate::proto::proc_state;
 
 /// How long a job must stay unstarted before it counts as a lost launch
 /// (a launch under way under load takes far less).
@@ -120,10 +120,9 @@ pub(crate) fn look(s: &Session, req: &SpawnRequest) -> Option<Look> {
             continue;
         }
         let procs = crate::ops::query::proc_table(s, &j.nspace).ok()?;
-        let never_started = !procs.is_empty()
-            && procs
-                .iter()
-                .all(|p| p.pid == 0 && p.state < proc_state::UNTERMINATED);
+        // Launching, or stopped after it was lost (PRRTE 3.0.14 shows it
+        // TERMINATED), its processes never had a pid.
+        let never_started = !procs.is_empty() && procs.iter().all(|p| p.pid == 0);
         if never_started {
             unstarted.push(Unstarted {
                 nspace: j.nspace,
