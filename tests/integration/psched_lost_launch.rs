@@ -64,7 +64,7 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
     // launch cannot start meanwhile).
     kill(Pid::from_raw(holder.id() as i32), Signal::SIGTERM).expect("end the holder");
     let _ = holder.wait();
-    let held_back = wait::within(Duration::from_secs(60), || {
+    let held_back = wait::within(Duration::from_secs(120), || {
         c.psched_log().contains("never granted again")
     });
     kill(daemon, Signal::SIGCONT).expect("wake node02's daemon");

@@ -735,8 +735,11 @@ fn default_keeps_the_slurm_job_while_the_dvm_holds_the_nodes(v: Version) {
             .contains("kept while the DVM holds its nodes")
     });
     assert_eq!(running(&s).len(), 1, "{}", c.psched_log());
-    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
-    assert!(ledger.contains("retained_jobs"), "{ledger}");
+    // psched says so as it decides; its ledger is stored at the end of
+    // that turn.
+    wait_for("psched's ledger keeps the job", || {
+        std::fs::read_to_string(c.ledger_path()).is_ok_and(|l| l.contains("retained_jobs"))
+    });
     c.kill_psched();
     start_psched_on(&mut c, &s);
     // After two reconcile rounds of the new psched the job still runs.
@@ -1116,11 +1119,12 @@ fn a_node_slurm_marks_down_ends_only_the_allocation_on_it(v: Version) {
         "b's job runs on\n{}",
         c.psched_log()
     );
-    let ledger = std::fs::read_to_string(c.ledger_path()).expect("ledger");
-    assert!(
-        ledger.contains(&id_b) && !ledger.contains(&format!("\"{id_a}\"")),
-        "{ledger}"
-    );
+    // psched says so as it decides; its ledger is stored at the end of
+    // that turn.
+    wait_for("psched's ledger drops a's grant and keeps b's", || {
+        std::fs::read_to_string(c.ledger_path())
+            .is_ok_and(|l| l.contains(&id_b) && !l.contains(&format!("\"{id_a}\"")))
+    });
     for h in [&mut a, &mut b] {
         let _ = h.kill();
         let _ = h.wait();

@@ -15,8 +15,10 @@ use crate::codec::{DataArray, Info, ProcInfo, Value};
 use crate::proto::keys;
 
 /// How long a job must stay with no started process before its nodes
-/// count as lost (a launch under way under load takes far less).
-pub const STUCK_AFTER_MS: u64 = 6_000;
+/// count as lost: longer than pspawn's own judgement
+/// (`app::pspawn::lost_slots`), since a node wrongly held back is lost to
+/// every later grant.
+pub const STUCK_AFTER_MS: u64 = 30_000;
 
 /// The looks psched owes and the jobs it saw unstarted.
 #[derive(Debug, Default)]

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 use crate::cli::request::SpawnRequest;
 use crate::ops::Session;
 
-/// How long a job must stay unstarted before it counts as a lost launch
-/// (a launch under way under load takes far less).
-pub(crate) const STUCK_AFTER: Duration = Duration::from_secs(6);
+/// How long a job must stay unstarted before it counts as a lost launch:
+/// a launch under way takes far less, even on a loaded machine (with 6 s,
+/// a fresh clone's full test run, eight tests at once on two cores, took
+/// a slow launch for a lost one twice).
+pub(crate) const STUCK_AFTER: Duration = Duration::from_secs(20);
 
 /// One wait's looks at the jobs with no started process on its
 /// allocation's nodes: when each was first seen so.
