@@ -72,7 +72,11 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     let err = text(&o.stderr);
     assert!(
-        err.contains("lost the launch of") && err.contains("on node02") && err.contains(&id),
+        err.contains("can never hold the job")
+            && err.contains("lost the launch of")
+            && err.contains("on node02")
+            && err.contains("0 free node(s)")
+            && err.contains(&id),
         "{}",
         show(&o)
     );
@@ -81,4 +85,41 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
         held_back && log.contains("lost the launch of") && log.contains("on node02"),
         "psched did not hold node02 back:\n{log}"
     );
+}
+
+/// With a free node in psched's pool, pspawn asks for it in place of the
+/// node the lost launch keeps busy, and the job runs there.
+#[test]
+fn a_launch_the_dvm_lost_is_mended_with_a_free_node_of_the_scheduler() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let granted = |node: &str| c.psched_log().contains(&format!("granted {id}: {node}"));
+    let (lost, other) = if granted("node02") {
+        ("node02", "node03")
+    } else {
+        ("node03", "node02")
+    };
+    let daemon = daemon_of(&c, lost);
+    kill(daemon, Signal::SIGSTOP).expect("stop the node's daemon");
+    let mut p = tool(&c, "pspawn")
+        .no_color()
+        .args(["--target", &id, "-n", "1", "hostname"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pspawn");
+    let ended = wait::within(Duration::from_secs(120), || {
+        !matches!(p.try_wait(), Ok(None))
+    });
+    if !ended {
+        let _ = p.kill();
+    }
+    let o = p.wait_with_output().expect("pspawn");
+    kill(daemon, Signal::SIGCONT).expect("wake the node's daemon");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(ended, "pspawn still waited after 120 s: {}", show(&o));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    assert_eq!(text(&o.stdout).trim(), other, "{}", show(&o));
 }

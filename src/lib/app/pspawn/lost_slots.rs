@@ -9,7 +9,10 @@
 //! busy answer looks at the jobs on the allocation's nodes: a job none of
 //! whose processes ever started, seen so at two looks at least
 //! [`STUCK_AFTER`] apart, is a lost launch, and when the slots left beside
-//! such jobs cannot hold the job, the wait ends with the reason.
+//! such jobs cannot hold the job, pspawn asks the scheduler for as many
+//! more nodes for the allocation (an EXTEND, when the scheduler says it
+//! has them free) and waits on; without them the wait ends with the
+//! reason ([`replace`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -52,14 +55,15 @@ pub(crate) struct Look {
 
 impl LostSlots {
     /// Judge one look taken at `now` for a job needing `needed` slots in
-    /// `targets`: why the wait can never end, or `None` to keep waiting.
+    /// `targets`: what keeps the slots busy for ever and on how many
+    /// nodes, or `None` to keep waiting.
     pub(crate) fn judge(
         &mut self,
         look: &Look,
         now: Instant,
         needed: u64,
         targets: &str,
-    ) -> Option<String> {
+    ) -> Option<(String, u32)> {
         self.first_seen
             .retain(|ns, _| look.unstarted.iter().any(|u| &u.nspace == ns));
         let mut lost = Vec::new();
@@ -78,13 +82,16 @@ impl LostSlots {
             .iter()
             .map(|u| format!("{} on {}", u.nspace, u.nodes.join(",")))
             .collect();
-        Some(format!(
-            "allocation {targets} can never hold the job: the DVM lost the launch of {} (no \
-process of it ever started, it stays listed as launching) and keeps {held} of its {capacity} \
-slot(s) taken while it runs (PRRTE master frees them neither on terminate nor on kill); nothing \
-was launched. Ask for a new allocation",
+        let mut nodes: Vec<&String> = lost.iter().flat_map(|u| &u.nodes).collect();
+        nodes.sort();
+        nodes.dedup();
+        let why = format!(
+            "the DVM lost the launch of {} (no process of it ever started, it stays listed as \
+launching) and keeps {held} of the {capacity} slot(s) of allocation {targets} taken while it runs \
+(PRRTE master frees them neither on terminate nor on kill)",
             jobs.join(", ")
-        ))
+        );
+        Some((why, u32::try_from(nodes.len()).unwrap_or(u32::MAX)))
     }
 }
 
@@ -139,6 +146,34 @@ pub(crate) fn look(s: &Session, req: &SpawnRequest) -> Option<Look> {
     })
 }
 
+/// Ask the scheduler for `nodes` more nodes for allocation `target`, in
+/// place of nodes lost launches keep busy: only when the scheduler says it
+/// has that many free (a request it would queue could wait for ever). Why
+/// not, when it was not done.
+pub(crate) fn replace(s: &Session, target: &str, nodes: u32) -> Result<(), String> {
+    let want = crate::ops::status_query::Want {
+        sched: true,
+        ..Default::default()
+    };
+    let free = crate::app::status_sched::ask_scheduler(s, &want)
+        .and_then(|a| a.sched)
+        .and_then(|q| q.ok())
+        .map(|q| q.iter().map(|e| e.free.len()).sum::<usize>())
+        .unwrap_or(0);
+    if free < nodes as usize {
+        return Err(format!(
+            "the scheduler has {free} free node(s), {nodes} needed"
+        ));
+    }
+    let info = [
+        crate::codec::Info::new(crate::proto::keys::ALLOC_ID, target),
+        crate::codec::Info::new(crate::proto::keys::ALLOC_NUM_NODES, nodes),
+    ];
+    crate::ops::alloc::allocate(s, crate::proto::Directive::Extend, &info)
+        .map(|_| ())
+        .map_err(|e| format!("asking for {nodes} more node(s) failed: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,13 +199,14 @@ mod tests {
         assert_eq!(l.judge(&look(1, &[("p@98", 1)]), t0, 1, "alloc.37"), None);
         let soon = t0 + STUCK_AFTER / 2;
         assert_eq!(l.judge(&look(1, &[("p@98", 1)]), soon, 1, "alloc.37"), None);
-        let why = l
+        let (why, nodes) = l
             .judge(&look(1, &[("p@98", 1)]), t0 + STUCK_AFTER, 1, "alloc.37")
             .expect("a lost launch holds the only slot");
         assert!(
             why.contains("p@98 on node05") && why.contains("alloc.37"),
             "{why}"
         );
+        assert_eq!(nodes, 1, "one node lost");
     }
 
     #[test]

@@ -511,6 +511,7 @@ fn when_slots_free<T>(
     spawn: &mut dyn FnMut() -> crate::error::Result<T>,
 ) -> Result<T, Failure> {
     let mut wait = self::wait::SlotWait::new();
+    let mut replaced = false;
     loop {
         match spawn() {
             Err(e) if attrs.spawn_target && e.status == Status::ERR_JOB_FAILED_TO_MAP => {
@@ -526,6 +527,30 @@ fn when_slots_free<T>(
                     self::wait::Busy::Refuse => break Err(e),
                     self::wait::Busy::Never(why) => {
                         return Err(Failure::with(Exit::Refused, Some(e.status), why));
+                    }
+                    self::wait::Busy::Lost(why, nodes) => {
+                        let never = |not: &str| {
+                            let why = format!(
+                                "allocation {} can never hold the job: {why} ({not}); nothing \
+was launched. Ask for a new allocation",
+                                req.targets.join(",")
+                            );
+                            Err(Failure::with(Exit::Refused, Some(e.status), why))
+                        };
+                        let target = match req.targets.as_slice() {
+                            [one] if !replaced => one.as_str(),
+                            [_] => return never("its replacement is lost too"),
+                            _ => return never("a job over several allocations is not mended"),
+                        };
+                        if let Err(not) = self::lost_slots::replace(s, target, nodes) {
+                            return never(&not);
+                        }
+                        ui.aside(&format!(
+                            "{why}: asked the scheduler for {nodes} more node(s) for {target} in \
+their place; waiting for them"
+                        ));
+                        replaced = true;
+                        wait = self::wait::SlotWait::new();
                     }
                 }
             }

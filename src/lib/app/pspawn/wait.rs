@@ -34,6 +34,9 @@ pub(crate) enum Busy {
     /// The allocation can never hold the job now, for this reason (what
     /// is left of it after the node source took some of its nodes).
     Never(String),
+    /// Launches the DVM lost keep this many of the allocation's nodes
+    /// busy for ever ([`super::lost_slots`]): why.
+    Lost(String, u32),
 }
 
 /// The waiting state of one spawn.
@@ -72,8 +75,8 @@ impl SlotWait {
         // A short wait (steps taking turns) looks at nothing more; a long
         // one looks for lost launches at each try.
         if self.pause >= MAX_PAUSE {
-            if let Some(why) = self.lost_launch_holds_slots(s, req) {
-                return Busy::Never(why);
+            if let Some((why, nodes)) = self.lost_launch_holds_slots(s, req) {
+                return Busy::Lost(why, nodes);
             }
         }
         if first {
@@ -92,7 +95,11 @@ them, as srun does (--immediate refuses instead)",
 impl SlotWait {
     /// Why the slots the job waits for never free: launches the DVM lost
     /// hold them ([`super::lost_slots`]); `None` while they may.
-    fn lost_launch_holds_slots(&mut self, s: &Session, req: &SpawnRequest) -> Option<String> {
+    fn lost_launch_holds_slots(
+        &mut self,
+        s: &Session,
+        req: &SpawnRequest,
+    ) -> Option<(String, u32)> {
         let look = super::lost_slots::look(s, req)?;
         let pe = u64::from(req.cpus_per_proc.unwrap_or(1).max(1));
         let needed: u64 = req.apps.iter().map(|a| u64::from(a.np) * pe).sum();
