@@ -4,9 +4,8 @@
 //! log, and a full filesystem must not end it (`eprintln!` panics when the
 //! write fails).
 
-use std::io::Write;
-
-/// Write `args` as one line on stderr, whatever becomes of the write.
+/// Write `args` as one line on stderr, whatever becomes of the write
+/// ([`crate::conn::diag`]).
 pub fn line(args: std::fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "{args}");
+    crate::conn::diag::line(false, args);
 }

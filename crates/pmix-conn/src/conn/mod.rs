@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod creds;
+pub mod diag;
 pub mod discover;
 pub mod frame;
 pub mod handshake;

@@ -5,24 +5,15 @@
 //! is set (seconds since the epoch with milliseconds), to read a burst's
 //! log.
 
-use std::io::Write;
 use std::sync::OnceLock;
 
 /// The environment variable that puts the time in front of each line.
 pub const LOG_TIMES_ENV: &str = "PSCHED_LOG_TIMES";
 
-/// Write `args` as one line on stderr, with the time when asked.
+/// Write `args` as one line on stderr, with the time when asked
+/// ([`crate::conn::diag`]).
 pub fn line(args: std::fmt::Arguments<'_>) {
     static TIMES: OnceLock<bool> = OnceLock::new();
-    let times = *TIMES.get_or_init(|| std::env::var_os(LOG_TIMES_ENV).is_some());
-    let text = if times {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        format!("{now:.3} {args}\n")
-    } else {
-        format!("{args}\n")
-    };
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    let times = crate::conn::diag::times_asked(&TIMES, LOG_TIMES_ENV);
+    crate::conn::diag::line(times, args);
 }
