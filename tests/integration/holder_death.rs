@@ -60,7 +60,9 @@ fn a_killed_holder_lifts_the_output_pause_it_asked_for_so_its_job_ends() {
         .lenient_ready()
         .start();
     // pspawn's stdout is a pipe nobody reads: the holder's queue for it
-    // fills, and the holder asks pdvm to pause the job's output.
+    // fills, and the holder asks pdvm to pause the job's output. The job
+    // writes ~90 MB (below a user's 256 MiB budget): with ~20 MB, a fresh
+    // clone's full run once saw it end before the pause took hold.
     let palloc = start(
         &pdvm,
         "palloc",
@@ -70,19 +72,19 @@ fn a_killed_holder_lifts_the_output_pause_it_asked_for_so_its_job_ends() {
             "--",
             "sh",
             "-c",
-            "pspawn seq 1 3000000 | sleep 1000",
+            "pspawn seq 1 12000000 | sleep 1000",
         ],
     );
     let paused = wait::within(MINUTE, || {
         pdvm.logs().contains("paused at the request of connection")
     });
     assert!(paused, "the holder never paused the job\n{}", pdvm.logs());
-    let running = job(&pdvm, "seq 1 3000000").expect("the job is listed");
+    let running = job(&pdvm, "seq 1 12000000").expect("the job is listed");
     assert_eq!(running["state"], "running", "{running}");
     // kill -9 palloc alone (its shell and pspawn stay).
     nix::sys::signal::kill(Pid::from_raw(palloc.0.id() as i32), Signal::SIGKILL).unwrap();
     let ended = wait::within(MINUTE, || {
-        job(&pdvm, "seq 1 3000000").is_none_or(|j| j["state"] != "running")
+        job(&pdvm, "seq 1 12000000").is_none_or(|j| j["state"] != "running")
     });
     assert!(
         ended,
