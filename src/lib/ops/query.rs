@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::codec::query_message::QueryMessage;
-use crate::codec::{DataArray, Info, ProcInfo, Query, Value};
+use crate::codec::{Info, ProcInfo, Query};
 use crate::error::Result;
 
 use super::session::{read_infos, read_status, Session};
@@ -101,19 +101,5 @@ pub fn proc_table_within(s: &Session, nspace: &str, timeout: Duration) -> Result
         qualifiers: vec![Info::new(keys::NSPACE, nspace)],
     };
     let infos = query_within(s, &[q], timeout)?;
-    let mut out = Vec::new();
-    for i in infos.iter().filter(|i| i.key == keys::QUERY_PROC_TABLE) {
-        match &i.value {
-            Value::ProcInfo(p) => out.push(p.clone()),
-            Value::DataArray(DataArray::Scalars(_, items))
-            | Value::DataArray(DataArray::Values(items)) => {
-                out.extend(items.iter().filter_map(|v| match v {
-                    Value::ProcInfo(p) => Some(p.clone()),
-                    _ => None,
-                }))
-            }
-            _ => {}
-        }
-    }
-    Ok(out)
+    Ok(crate::schema::status::proc_table(&infos))
 }

@@ -746,7 +746,7 @@ impl Dvm {
         let infos = wire::query_answer(self.wire, payload)
             .map(|(_, i)| i)
             .unwrap_or_default();
-        let procs = super::stuck::proc_table(&infos);
+        let procs = crate::schema::status::proc_table(&infos);
         let hosts: Vec<String> = self
             .stuck
             .judged(nspace, &procs, now)

@@ -11,8 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::codec::{DataArray, Info, ProcInfo, Value};
-use crate::proto::keys;
+use crate::codec::ProcInfo;
 
 /// How long a job must stay with no started process before its nodes
 /// count as lost: longer than pspawn's own judgement
@@ -73,25 +72,6 @@ impl StuckWatch {
         self.due.push((first + STUCK_AFTER_MS, hosts));
         Vec::new()
     }
-}
-
-/// The process table in a `PMIX_QUERY_PROC_TABLE` answer's infos.
-pub fn proc_table(infos: &[Info]) -> Vec<ProcInfo> {
-    let mut out = Vec::new();
-    for i in infos.iter().filter(|i| i.key == keys::QUERY_PROC_TABLE) {
-        match &i.value {
-            Value::ProcInfo(p) => out.push(p.clone()),
-            Value::DataArray(DataArray::Scalars(_, items))
-            | Value::DataArray(DataArray::Values(items)) => {
-                out.extend(items.iter().filter_map(|v| match v {
-                    Value::ProcInfo(p) => Some(p.clone()),
-                    _ => None,
-                }))
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -372,6 +372,26 @@ pub fn answer(key: &str, entries: Vec<Value>) -> Info {
     Info::new(key, Value::DataArray(DataArray::values(entries)))
 }
 
+/// The process table in a `PMIX_QUERY_PROC_TABLE` answer's infos (one
+/// `pmix_proc_info_t` per process, alone or in an array).
+pub fn proc_table(infos: &[Info]) -> Vec<crate::codec::ProcInfo> {
+    let mut out = Vec::new();
+    for i in infos.iter().filter(|i| i.key == keys::QUERY_PROC_TABLE) {
+        match &i.value {
+            Value::ProcInfo(p) => out.push(p.clone()),
+            Value::DataArray(DataArray::Scalars(_, items))
+            | Value::DataArray(DataArray::Values(items)) => {
+                out.extend(items.iter().filter_map(|v| match v {
+                    Value::ProcInfo(p) => Some(p.clone()),
+                    _ => None,
+                }))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The entries of the answer to `key`. Two shapes are read: pdvm's (an
 /// array of values, each an array of infos) and PRRTE's (an array of
 /// infos, each entry an info whose value is an array of infos, e.g.
