@@ -36,16 +36,21 @@ fn daemon_of(c: &Cluster, node: &str) -> Pid {
         .unwrap_or_else(|| panic!("no prted of {node} in the cluster: {}", c.logs()))
 }
 
-#[test]
-fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
-    // One pool node of one slot: the lost launch takes all of it.
-    let c = Cluster::start_with_psched(1, 1, &[]);
-    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
-    let daemon = daemon_of(&c, "node02");
-    kill(daemon, Signal::SIGSTOP).expect("stop node02's daemon");
-    let mut p = tool(&c, "pspawn")
+/// Stop `node`'s daemon (its next launch is lost), then run `pspawn
+/// --target ID -n 1 PROGRAM` into allocation `id` for at most 120 s: what
+/// pspawn said, and whether it ended by itself. The daemon stays stopped
+/// (the caller wakes it: [`Signal::SIGCONT`]).
+fn pspawn_with_lost_launch(
+    c: &Cluster,
+    node: &str,
+    id: &str,
+    program: &str,
+) -> (Pid, std::process::Output, bool) {
+    let daemon = daemon_of(c, node);
+    kill(daemon, Signal::SIGSTOP).expect("stop the node's daemon");
+    let mut p = tool(c, "pspawn")
         .no_color()
-        .args(["--target", &id, "-n", "1", "true"])
+        .args(["--target", id, "-n", "1", program])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -54,11 +59,19 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
     let ended = wait::within(Duration::from_secs(120), || {
         !matches!(p.try_wait(), Ok(None))
     });
-    let waited = !ended;
-    if waited {
+    if !ended {
         let _ = p.kill();
     }
-    let o = p.wait_with_output().expect("pspawn");
+    (daemon, p.wait_with_output().expect("pspawn"), ended)
+}
+
+#[test]
+fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
+    // One pool node of one slot: the lost launch takes all of it.
+    let c = Cluster::start_with_psched(1, 1, &[]);
+    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let (daemon, o, ended) = pspawn_with_lost_launch(&c, "node02", &id, "true");
+    let waited = !ended;
     // The allocation given back, psched finds the lost launch on node02
     // and never grants node02 again (its daemon still stopped, so the
     // launch cannot start meanwhile).
@@ -99,23 +112,7 @@ fn a_launch_the_dvm_lost_is_mended_with_a_free_node_of_the_scheduler() {
     } else {
         ("node03", "node02")
     };
-    let daemon = daemon_of(&c, lost);
-    kill(daemon, Signal::SIGSTOP).expect("stop the node's daemon");
-    let mut p = tool(&c, "pspawn")
-        .no_color()
-        .args(["--target", &id, "-n", "1", "hostname"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pspawn");
-    let ended = wait::within(Duration::from_secs(120), || {
-        !matches!(p.try_wait(), Ok(None))
-    });
-    if !ended {
-        let _ = p.kill();
-    }
-    let o = p.wait_with_output().expect("pspawn");
+    let (daemon, o, ended) = pspawn_with_lost_launch(&c, lost, &id, "hostname");
     kill(daemon, Signal::SIGCONT).expect("wake the node's daemon");
     let _ = holder.kill();
     let _ = holder.wait();
