@@ -11,6 +11,9 @@ N=${1:-30}
 cd "$(dirname "$0")/.."
 export PATH=$PWD/target/release:$PATH PSCHED=$PWD/target/release/psched PRRTE_CLUSTER_STATE=${TMPDIR:-/tmp}/psched-bench-$$/cl PMIX_TOOLS_PEERS=${PMIX_TOOLS_PEERS:-$PWD/.peers}
 R=scripts/prrte-cluster.sh
+# Stop the cluster however the script ends (an interrupt, a failed start).
+trap '$R stop >/dev/null 2>&1; rm -rf "${TMPDIR:-/tmp}/psched-bench-$$"' EXIT
+trap 'exit 130' INT TERM
 $R start --psched $N >/dev/null 2>&1 || { echo start failed; exit 1; }
 pp=$(cat $PRRTE_CLUSTER_STATE/psched.pid)
 cpu0=$(awk "{print \$1}" /proc/$pp/schedstat)
@@ -20,7 +23,6 @@ for i in $(seq $N); do
 done
 wait
 cpu1=$(awk "{print \$1}" /proc/$pp/schedstat)
-tck=$(getconf CLK_TCK)
 ok=$(cat $out/*.t | awk '$1==0' | wc -l)
 echo "granted ok: $ok / $N"
 cat $out/*.t | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END{print "latency ms p50", a[int(NR*0.5+0.5)], "p99", a[int(NR*0.99+0.5)], "max", a[NR]}'
@@ -29,5 +31,3 @@ $PSCHED --status --nodes "node[02-$(printf %02d $((N+1)))]" --ledger $PRRTE_CLUS
 import json,sys; d=json.load(sys.stdin); nodes=[n for g in d["grants"] for n in g["nodes"]]
 print("grants", len(d["grants"]), "nodes held", len(nodes), "distinct", len(set(nodes)))'
 echo "prted running: $(pgrep -c -f "^/[^ ]*/prted .*ess_base_nspace prte-node01-$(cat $PRRTE_CLUSTER_STATE/prte.pid)@0")"
-
-$R stop >/dev/null; rm -rf "${TMPDIR:-/tmp}/psched-bench-$$"
