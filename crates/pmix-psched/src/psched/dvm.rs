@@ -1,6 +1,6 @@
 //! psched's side of the conversation with PRRTE master, without I/O: what
-//! every backend's decisions ([`Out`]) become on the wire, and the work
-//! around PRRTE master's gaps, so that the pool and Slurm backends share
+//! the decisions ([`Out`]) become on the wire, and the work
+//! around PRRTE master's gaps, so that the pool and Slurm share
 //! one DVM protocol.
 //!
 //! - **One change at a time.** A grant is answered only when PRRTE has
@@ -26,7 +26,7 @@
 //!   from there.
 //! - **Owners checked first.** An EXTEND, RELEASE or cancel from a process
 //!   that does not own the allocation is refused `PMIX_ERR_NO_PERMISSIONS`
-//!   before any backend hears of it (PRRTE forwards every request before it
+//!   before the node source hears of it (PRRTE forwards every request before it
 //!   checks ownership).
 //! - **Ends reach the requester.** The warning, an expiry and a release go
 //!   to the process that asked for the allocation (`PMIX_RANGE_CUSTOM`),
@@ -89,7 +89,7 @@ pub enum Send {
 /// What to do with a request the DVM forwarded.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Hand it to the backend.
+    /// Serve it ([`super::requests`]).
     Pass(Box<Forwarded>),
     /// Answered or waiting here (an owner check, psched's own request).
     Held,
@@ -345,7 +345,7 @@ impl Dvm {
     }
 
     /// Allocations whose NEW PRRTE refused after psched granted it: the
-    /// backend takes their nodes back.
+    /// node source takes their nodes back.
     pub fn take_refused(&mut self) -> Vec<String> {
         std::mem::take(&mut self.refused)
     }
@@ -384,7 +384,7 @@ impl Dvm {
     /// A request the DVM forwarded on `tag`. psched's own requests are
     /// answered here; an EXTEND, RELEASE or cancel from a process outside
     /// the allocation's owners waits for an owner check (its answer, or a
-    /// refusal, comes later); the rest goes to the backend. `find` names
+    /// refusal, comes later); the rest is served. `find` names
     /// the allocation a request id stands for.
     pub fn on_request(
         &mut self,
@@ -484,7 +484,7 @@ impl Dvm {
 
     /// The answer to psched's own message `tag` arrived (`payload`); `nodes_of`
     /// gives an allocation's nodes. Returns requests that passed their
-    /// owner check, for the backend.
+    /// owner check, to be served.
     pub fn on_own_answer(
         &mut self,
         tag: u32,
@@ -557,7 +557,7 @@ impl Dvm {
         Ok(Vec::new())
     }
 
-    /// Take the backend's decisions.
+    /// Take psched's decisions.
     pub fn push(&mut self, outs: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
         for o in outs {
             match o {

@@ -117,7 +117,7 @@ pub enum Out {
         nodes: Vec<String>,
     },
     /// The DVM ended `alloc_id` by itself (its owner's NONE or CHILD
-    /// disposition) and these nodes came back to the backend.
+    /// disposition) and these nodes came back to the node source.
     Returned {
         /// The allocation.
         alloc_id: String,

@@ -531,4 +531,89 @@ mod tests {
         st.reconcile(&[], u64::MAX, 0).unwrap();
         assert_eq!(st.idle().len(), 2, "not listed: freed");
     }
+
+    /// The pool, shared with the test that looks into its scheduler.
+    struct Shared(std::rc::Rc<std::cell::RefCell<State>>);
+
+    impl NodeSource for Shared {
+        fn grant(&mut self, ask: &Ask, now: u64) -> Decision {
+            self.0.borrow_mut().grant(ask, now)
+        }
+        fn release(
+            &mut self,
+            id: &str,
+            what: Give<'_>,
+            now: u64,
+        ) -> std::result::Result<Released, Refusal> {
+            self.0.borrow_mut().release(id, what, now)
+        }
+        fn cancel(&mut self, id: &str, now: u64) -> std::result::Result<(), Refusal> {
+            self.0.borrow_mut().cancel(id, now)
+        }
+        fn what_happened(&mut self, now: u64) -> Vec<SourceEvent> {
+            self.0.borrow_mut().what_happened(now)
+        }
+        fn next_deadline(&self, now: u64) -> Option<u64> {
+            self.0.borrow().next_deadline(now)
+        }
+        fn hear(&mut self, news: Heard<'_>) {
+            self.0.borrow_mut().hear(news)
+        }
+    }
+
+    #[test]
+    fn the_ledger_built_from_changes_is_the_schedulers_after_every_step() {
+        let mut l = Ledger::default();
+        let pool = std::rc::Rc::new(std::cell::RefCell::new(State::new(
+            &pool(3),
+            batch(),
+            &mut l,
+        )));
+        let mut st = Requests::new(Box::new(Shared(pool.clone())), l);
+        let same = |st: &Requests, step: &str| {
+            let s = &pool.borrow().sched;
+            let granted: Vec<(String, Vec<String>, Option<u64>)> = s
+                .allocations()
+                .into_iter()
+                .filter(|a| !a.queued)
+                .map(|a| (a.alloc_id, a.nodes, a.expires_at_ms))
+                .collect();
+            let l = st.ledger();
+            let held: Vec<(String, Vec<String>, Option<u64>)> = l
+                .grants
+                .iter()
+                .map(|g| (g.alloc_id.clone(), g.nodes.clone(), g.expires_at_ms))
+                .collect();
+            assert_eq!(held, granted, "{step}");
+            assert_eq!(l.retained, s.retained_names(), "{step}");
+            assert_eq!(l.next_id, s.next_id_number(), "{step}");
+            assert_eq!(l.pending, s.pending(), "{step}");
+        };
+        st.attach("dvm@0", WireVersion::V61, 0);
+        st.on_alloc(1, ask(Directive::New, Some(2), None), 0)
+            .unwrap();
+        same(&st, "a grant");
+        st.on_alloc(2, ask(Directive::New, Some(2), None), 0)
+            .unwrap();
+        same(&st, "one waits");
+        let a = st.ledger().grants[0].alloc_id.clone();
+        let mut part = ask(Directive::Release, None, Some(&a));
+        part.attrs.node_list = Some(vec!["n1".into()]);
+        st.on_alloc(3, part, 1).unwrap();
+        same(&st, "a partial release");
+        st.on_alloc(4, ask(Directive::Extend, Some(1), Some(&a)), 2)
+            .unwrap();
+        same(&st, "an extension");
+        let mut rule = ask(Directive::New, Some(1), None);
+        rule.attrs.inherit = Some(Inheritance::Default.into());
+        st.on_alloc(5, rule, 3).unwrap();
+        same(&st, "a third");
+        st.reconcile(&[], 4, 0).unwrap();
+        same(&st, "the DVM kept all");
+        st.tick(61_000).unwrap();
+        same(&st, "expired");
+        st.attach("dvm@1", WireVersion::V61, 62_000);
+        same(&st, "another DVM");
+        assert_eq!(st.ledger().dvm.as_deref(), Some("dvm@1"));
+    }
 }

@@ -601,7 +601,6 @@ impl SlurmBackend {
                 .map_or(ended[0].1, |e| e.1);
             return self.ended(id, cause);
         }
-        self.touched.insert(id.to_string());
         let a = self.allocs.get_mut(id).expect("present");
         let mut lost: Vec<String> = Vec::new();
         for (j, cause) in &ended {
@@ -627,17 +626,16 @@ impl SlurmBackend {
                 }
             }
         }
+        let mut changed = !ended.is_empty();
         if !live.is_empty() {
-            a.nodes = a
-                .jobs
-                .iter()
-                .filter_map(|j| a.job_nodes.get(j))
-                .flatten()
-                .cloned()
-                .collect();
-            if end.is_some() {
-                a.end_ms = end;
-            }
+            let jobs = a.jobs.iter().filter_map(|j| a.job_nodes.get(j));
+            let nodes: Vec<String> = jobs.flatten().cloned().collect();
+            changed |= nodes != a.nodes || (end.is_some() && end != a.end_ms);
+            a.nodes = nodes;
+            a.end_ms = end.or(a.end_ms);
+        }
+        if changed {
+            self.touched.insert(id.to_string());
         }
         if lost.is_empty() {
             return Vec::new();
