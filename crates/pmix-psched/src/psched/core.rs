@@ -4,8 +4,9 @@
 //! runs. It routes each frame from the DVM (a forwarded request or session
 //! notice, the answer to its reconcile question, the answer to one of
 //! psched's own messages), keeps the reconcile timer, and after every step
-//! lets the DVM side settle: refused grants back to the backend, broken
-//! nodes held back, the next DVM change started. Time comes in as
+//! lets the DVM side settle: refused grants back to the node source,
+//! broken nodes held back, the next DVM change started. The DVM's requests
+//! themselves are [`Requests`]'s, over the node source. Time comes in as
 //! milliseconds; what to send goes out as [`Send`]s; log lines wait in
 //! [`Core::take_log`].
 
@@ -14,9 +15,10 @@ use crate::error::Result;
 use crate::proto::keys;
 use crate::proto::status::Status;
 
-use super::backend::Backend;
 use super::dvm::{Dvm, Send, Verdict, OWN_TAG_BASE};
-use super::state::Out;
+use super::ledger_change::LedgerChange;
+use super::out::Out;
+use super::requests::Requests;
 use super::wire::{self, Inbound};
 
 /// How often psched asks the DVM which allocations it still holds (the
@@ -26,10 +28,10 @@ pub const RECONCILE_EVERY_MS: u64 = 1000;
 /// made the reservation yet).
 pub const SETTLE_MS: u64 = 3000;
 
-/// One attachment's decisions: the backend, the DVM side, the reconcile
-/// question in flight.
+/// One attachment's decisions: the requests over the node source, the DVM
+/// side, the reconcile question in flight.
 pub struct Core<'a> {
-    st: &'a mut dyn Backend,
+    st: &'a mut Requests,
     d: &'a mut Dvm,
     wire: WireVersion,
     /// The reconcile question in flight and when it was asked.
@@ -38,9 +40,9 @@ pub struct Core<'a> {
 }
 
 impl<'a> Core<'a> {
-    /// A core over backend `st` and DVM side `d` speaking `wire`, its first
-    /// reconcile due [`RECONCILE_EVERY_MS`] after `now`.
-    pub fn new(st: &'a mut dyn Backend, d: &'a mut Dvm, wire: WireVersion, now: u64) -> Core<'a> {
+    /// A core over the requests `st` and DVM side `d` speaking `wire`, its
+    /// first reconcile due [`RECONCILE_EVERY_MS`] after `now`.
+    pub fn new(st: &'a mut Requests, d: &'a mut Dvm, wire: WireVersion, now: u64) -> Core<'a> {
         Core {
             st,
             d,
@@ -50,14 +52,21 @@ impl<'a> Core<'a> {
         }
     }
 
-    /// The backend (its ledger, its free nodes).
-    pub fn backend(&self) -> &dyn Backend {
-        &*self.st
+    /// The requests (the ledger, the source's idle nodes).
+    pub fn requests(&self) -> &Requests {
+        self.st
     }
 
-    /// The backend, to change (an administrator's release).
-    pub fn backend_mut(&mut self) -> &mut dyn Backend {
-        &mut *self.st
+    /// The requests, to change (an administrator's release).
+    pub fn requests_mut(&mut self) -> &mut Requests {
+        self.st
+    }
+
+    /// The DVM side's books into the ledger, when they changed.
+    pub fn keep_books(&mut self) {
+        if let Some((book, sessions)) = self.d.take_book() {
+            self.st.note(LedgerChange::DvmSide(book, sessions));
+        }
     }
 
     /// The DVM side (its book of owners and sessions).
@@ -65,13 +74,13 @@ impl<'a> Core<'a> {
         self.d
     }
 
-    /// The backend's waker, when it has one.
+    /// The node source's waker, when it has one.
     pub fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         self.st.wake_fd()
     }
 
-    /// The earliest moment something is due, asked at `now`: a backend
-    /// deadline, a DVM change's, the next reconcile.
+    /// The earliest moment something is due, asked at `now`: the node
+    /// source's deadline, a DVM change's, the next reconcile.
     pub fn next_deadline(&self, now: u64) -> Option<u64> {
         [
             self.st.next_deadline(now),
@@ -84,7 +93,7 @@ impl<'a> Core<'a> {
     }
 
     /// One turn at `now`: the reconcile question when due (and none is in
-    /// flight), the backend's deadlines, `extra` decisions (an
+    /// flight), the node source's deadlines, `extra` decisions (an
     /// administrator's releases), then the DVM side settles.
     pub fn turn(&mut self, now: u64, extra: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
         // A question the DVM never answered is asked again once its time
@@ -125,8 +134,8 @@ impl<'a> Core<'a> {
         self.settle(now, out)
     }
 
-    /// The DVM holds the allocations `live`: the backend ends the grants
-    /// older than `settle_ms` it no longer holds.
+    /// The DVM holds the allocations `live`: the grants older than
+    /// `settle_ms` it no longer holds end.
     pub fn reconcile(
         &mut self,
         live: &[String],
@@ -154,13 +163,8 @@ impl<'a> Core<'a> {
     ) -> Result<()> {
         match wire::decode(self.wire, payload) {
             Ok(Inbound::Alloc(ask)) => {
-                let l = self.st.ledger();
-                let find = |rid: &str| {
-                    l.grants
-                        .iter()
-                        .find(|g| g.req_id.as_deref() == Some(rid))
-                        .map(|g| g.alloc_id.clone())
-                };
+                let r = &*self.st;
+                let find = |rid: &str| r.find_req(rid);
                 if let Verdict::Pass(ask) = self.d.on_request(tag, *ask, &find, out)? {
                     let outs = self.st.on_alloc(tag, *ask, now)?;
                     self.d.push(outs, out)?;
@@ -188,7 +192,7 @@ impl<'a> Core<'a> {
     }
 
     /// The answer to one of psched's own messages: requests that passed
-    /// their owner check go to the backend.
+    /// their owner check are served.
     fn on_own_answer(
         &mut self,
         tag: u32,
@@ -197,14 +201,8 @@ impl<'a> Core<'a> {
         out: &mut Vec<Send>,
     ) -> Result<()> {
         let passed = {
-            let l = self.st.ledger();
-            let nodes_of = |id: &str| {
-                l.grants
-                    .iter()
-                    .find(|g| g.alloc_id == id)
-                    .map(|g| g.nodes.clone())
-                    .unwrap_or_default()
-            };
+            let r = &*self.st;
+            let nodes_of = |id: &str| r.nodes_of(id);
             self.d.on_own_answer(tag, payload, now, &nodes_of, out)?
         };
         for (t, ask) in passed {
@@ -214,14 +212,15 @@ impl<'a> Core<'a> {
         Ok(())
     }
 
-    /// What the DVM side learned: refused grants go back to the backend,
-    /// broken nodes are held back, the next change starts.
+    /// What the DVM side learned: refused grants go back to the node
+    /// source, broken nodes are held back, the next change starts.
     fn settle(&mut self, now: u64, out: &mut Vec<Send>) -> Result<()> {
         for id in self.d.take_refused() {
             let outs = self.st.on_session_done(&id, now)?;
             self.d.push(outs, out)?;
         }
-        self.st.hold_back(self.d.broken());
+        let outs = self.st.hold_back(self.d.broken(), now)?;
+        self.d.push(outs, out)?;
         self.d.tick(now, out)
     }
 }
@@ -233,6 +232,12 @@ mod tests {
     use crate::psched::ledger::{DvmBook, Ledger};
     use crate::psched::state::State;
 
+    fn empty() -> Requests {
+        let mut l = Ledger::default();
+        let st = State::new(&[], Vec::new(), &mut l);
+        Requests::new(Box::new(st), l)
+    }
+
     fn questions(out: &[Send]) -> usize {
         out.iter().filter(|s| matches!(s, Send::Own(..))).count()
     }
@@ -240,7 +245,7 @@ mod tests {
     #[test]
     fn a_reconcile_question_the_dvm_never_answers_is_asked_again_after_its_limit() {
         let wire = WireVersion::V61;
-        let mut st = State::new(&[], Vec::new(), Ledger::default());
+        let mut st = empty();
         let mut d = Dvm::new(
             wire,
             "psched@0",

@@ -8,11 +8,11 @@ use std::collections::HashSet;
 use crate::codec::WireVersion;
 use crate::conn::frame::FrameDecoder;
 
-use super::backend::Backend;
 use super::core::Core;
 use super::dvm::OWN_TAG_BASE;
 use super::dvm::{Dvm, Send};
 use super::ledger::{DvmBook, Ledger};
+use super::requests::Requests;
 use super::state::State;
 use super::Partition;
 
@@ -48,8 +48,10 @@ pub fn drive_stream(data: &[u8]) -> Driven {
         default_secs: Some(60),
         max_secs: Some(600),
     };
-    let mut st = State::new(&pool, vec![part], Ledger::default());
-    st.attach("fuzz@0", wire);
+    let mut ledger = Ledger::default();
+    let pool_source = State::new(&pool, vec![part], &mut ledger);
+    let mut st = Requests::new(Box::new(pool_source), ledger);
+    st.attach("fuzz@0", wire, 0);
     let mut dvm = Dvm::new(
         wire,
         "psched@0",
@@ -58,7 +60,7 @@ pub fn drive_stream(data: &[u8]) -> Driven {
         0,
         OWN_TAG_BASE,
     );
-    dvm.warm(&st.free_nodes());
+    dvm.warm(&st.idle());
     let mut now = 1_000_000u64;
     let mut core = Core::new(&mut st, &mut dvm, wire, now);
     let mut d = FrameDecoder::new(MAX_FRAME);
@@ -82,16 +84,17 @@ pub fn drive_stream(data: &[u8]) -> Driven {
         }
         let _ = core.take_log();
         out.sent += sends.len();
-        check(core.backend(), &pool);
+        core.keep_books();
+        check(core.requests(), &pool);
     }
     out
 }
 
 /// The invariant: every node is in at most one grant, and a granted or
 /// retained node is not free; every node named is one of the pool's.
-fn check(st: &dyn Backend, pool: &[String]) {
+fn check(st: &Requests, pool: &[String]) {
     let l = st.ledger();
-    let free: HashSet<String> = st.free_nodes().into_iter().collect();
+    let free: HashSet<String> = st.idle().into_iter().collect();
     let mut seen = HashSet::new();
     for n in l.grants.iter().flat_map(|g| &g.nodes).chain(&l.retained) {
         assert!(pool.contains(n), "{n} is not a pool node");

@@ -1,6 +1,6 @@
 //! psched's side of the conversation with PRRTE master, without I/O: what
-//! every backend's decisions ([`Out`]) become on the wire, and the work
-//! around PRRTE master's gaps, so that the pool and Slurm backends share
+//! the decisions ([`Out`]) become on the wire, and the work
+//! around PRRTE master's gaps, so that the pool and Slurm share
 //! one DVM protocol.
 //!
 //! - **One change at a time.** A grant is answered only when PRRTE has
@@ -26,7 +26,7 @@
 //!   from there.
 //! - **Owners checked first.** An EXTEND, RELEASE or cancel from a process
 //!   that does not own the allocation is refused `PMIX_ERR_NO_PERMISSIONS`
-//!   before any backend hears of it (PRRTE forwards every request before it
+//!   before the node source hears of it (PRRTE forwards every request before it
 //!   checks ownership).
 //! - **Ends reach the requester.** The warning, an expiry and a release go
 //!   to the process that asked for the allocation (`PMIX_RANGE_CUSTOM`),
@@ -40,7 +40,7 @@ use crate::proto::status::Status;
 use crate::proto::{keys, Directive, Received};
 
 use super::ledger::{DvmBook, Owner};
-use super::out::{Granted, Out, UnaskedEnd};
+use super::out::{Ending, Granted, Out, UnaskedEnd};
 use super::wire::{self, Forwarded};
 
 /// Tags of psched's own messages: far above any tag the DVM's library uses,
@@ -89,7 +89,7 @@ pub enum Send {
 /// What to do with a request the DVM forwarded.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Hand it to the backend.
+    /// Serve it ([`super::requests`]).
     Pass(Box<Forwarded>),
     /// Answered or waiting here (an owner check, psched's own request).
     Held,
@@ -213,6 +213,8 @@ pub struct Dvm {
     slots: u32,
     /// Nodes back from an allocation, looked at for launches the DVM lost.
     stuck: super::stuck::StuckWatch,
+    /// The books changed since [`Dvm::take_book`] last took them.
+    book_changed: bool,
 }
 
 impl Dvm {
@@ -246,6 +248,7 @@ impl Dvm {
             log: Vec::new(),
             slots: 1,
             stuck: Default::default(),
+            book_changed: true,
         };
         // The requests a psched before queued died with its connection.
         d.lost = std::mem::take(&mut d.book.waiting);
@@ -335,8 +338,14 @@ impl Dvm {
         std::mem::take(&mut self.log)
     }
 
+    /// The books to keep in the ledger when they changed since the last
+    /// call ([`Dvm::book`]); none when they did not.
+    pub fn take_book(&mut self) -> Option<(DvmBook, u32)> {
+        std::mem::take(&mut self.book_changed).then(|| self.book())
+    }
+
     /// Allocations whose NEW PRRTE refused after psched granted it: the
-    /// backend takes their nodes back.
+    /// node source takes their nodes back.
     pub fn take_refused(&mut self) -> Vec<String> {
         std::mem::take(&mut self.refused)
     }
@@ -368,13 +377,14 @@ impl Dvm {
             .owners
             .iter()
             .position(|o| o.alloc_id == alloc_id)?;
+        self.book_changed = true;
         Some(self.book.owners.remove(i))
     }
 
     /// A request the DVM forwarded on `tag`. psched's own requests are
     /// answered here; an EXTEND, RELEASE or cancel from a process outside
     /// the allocation's owners waits for an owner check (its answer, or a
-    /// refusal, comes later); the rest goes to the backend. `find` names
+    /// refusal, comes later); the rest is served. `find` names
     /// the allocation a request id stands for.
     pub fn on_request(
         &mut self,
@@ -399,6 +409,7 @@ impl Dvm {
             Received::Known(Directive::New) => {
                 let req_id = ask.attrs.req_id.clone();
                 self.askers.insert(tag, (owner, who, req_id));
+                self.book_changed = true;
                 Ok(Verdict::Pass(Box::new(ask)))
             }
             Received::Known(Directive::Extend | Directive::Release | Directive::ReqCancel) => {
@@ -473,7 +484,7 @@ impl Dvm {
 
     /// The answer to psched's own message `tag` arrived (`payload`); `nodes_of`
     /// gives an allocation's nodes. Returns requests that passed their
-    /// owner check, for the backend.
+    /// owner check, to be served.
     pub fn on_own_answer(
         &mut self,
         tag: u32,
@@ -546,12 +557,13 @@ impl Dvm {
         Ok(Vec::new())
     }
 
-    /// Take the backend's decisions.
+    /// Take psched's decisions.
     pub fn push(&mut self, outs: Vec<Out>, out: &mut Vec<Send>) -> Result<()> {
         for o in outs {
             match o {
                 Out::Answer(tag, body) => {
                     self.askers.remove(&tag);
+                    self.book_changed = true;
                     out.push(Send::Answer(tag, body))
                 }
                 Out::Grant(g) => self.queue.push_back(Change::Grant(g)),
@@ -571,11 +583,11 @@ impl Dvm {
                     self.stuck.returned(&nodes);
                     self.park(nodes);
                 }
-                Out::End {
+                Out::End(Ending {
                     alloc_id,
                     nodes,
                     why,
-                } => {
+                }) => {
                     self.end(&alloc_id, Some(why), out)?;
                     self.stuck.returned(&nodes);
                     self.park(nodes);
@@ -762,6 +774,7 @@ its slots there: never granted again until the DVM restarts",
             hosts.join(",")
         ));
         self.book.broken.extend(hosts);
+        self.book_changed = true;
     }
 
     /// A tag for a message whose answer nobody waits for.
@@ -1014,6 +1027,7 @@ its slots there: never granted again until the DVM restarts",
     /// lost ([`crate::proto::status::REQUEST_LOST`]): it sends it again.
     fn tell_lost_requests(&mut self, out: &mut Vec<Send>) -> Result<()> {
         for w in std::mem::take(&mut self.lost) {
+            self.book_changed = true;
             self.log.push(format!(
                 "told {}.{} that its queued request{} was lost when psched stopped",
                 w.requester,
@@ -1106,6 +1120,7 @@ its slots there: never granted again until the DVM restarts",
             self.parked.remove(n);
         }
         if let Some((nspace, who, _)) = self.askers.remove(&tag) {
+            self.book_changed = true;
             if new && !share {
                 let req_id = echo
                     .iter()
@@ -1225,6 +1240,7 @@ its slots there: never granted again until the DVM restarts",
         }
         if reserved {
             self.sessions += 1;
+            self.book_changed = true;
             let s = self.sessions;
             if let Some(o) = self.book.owners.iter_mut().find(|o| o.alloc_id == alloc_id) {
                 o.session = Some(s);
@@ -1253,6 +1269,7 @@ its slots there: never granted again until the DVM restarts",
             if self.idle_id.is_none() {
                 self.idle_id = Some(format!("{IDLE_REQ_ID}.{}", self.me));
                 self.sessions += 1;
+                self.book_changed = true;
             }
             let fresh: Vec<String> = nodes
                 .iter()
@@ -1363,6 +1380,7 @@ its slots there: never granted again until the DVM restarts",
                 if reported && !missing.is_empty() {
                     let node = missing.remove(0);
                     self.book.in_dvm.push(node);
+                    self.book_changed = true;
                 }
                 if missing.is_empty() || now >= until {
                     let up: Vec<String> = all
@@ -1378,6 +1396,7 @@ its slots there: never granted again until the DVM restarts",
                             START_LIMIT_MS / 1000
                         ));
                         self.book.broken.extend(missing);
+                        self.book_changed = true;
                     }
                     self.flight = self.settling(now, false, None);
                     return;

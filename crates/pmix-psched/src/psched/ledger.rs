@@ -88,7 +88,7 @@ pub struct Ledger {
     /// For status only: the requests waiting in the queue.
     #[serde(default)]
     pub pending: Vec<crate::sched::SchedPendingView>,
-    /// What psched knows of the DVM it serves (`dvm`), beside the backend's
+    /// What psched knows of the DVM it serves (`dvm`), beside the node source's
     /// books: kept across a restart of psched.
     #[serde(default)]
     pub dvm_side: DvmBook,

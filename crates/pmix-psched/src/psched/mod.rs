@@ -7,7 +7,10 @@
 //! ends expired allocations with session control. Its grants live in a
 //! ledger file that survives a restart.
 //!
-//! [`state`] decides (no I/O); [`serve`] connects, reads and writes.
+//! Two pieces: the sans-I/O core ([`core`], [`requests`], [`dvm`]: the
+//! DVM's requests, grants, timers and the conversation with PRRTE) and the
+//! node sources behind [`source::NodeSource`] ([`state`]: the pool;
+//! [`slurm`]); [`serve`] connects, reads and writes.
 
 /// A line in psched's log ([`diag::line`]): `say!("psched: …")`.
 macro_rules! say {
@@ -17,7 +20,6 @@ macro_rules! say {
 }
 
 pub mod admin;
-pub mod backend;
 pub mod backends;
 pub mod check;
 pub mod contact;
@@ -27,10 +29,13 @@ pub mod drive;
 pub mod dvm;
 pub mod files;
 pub mod ledger;
+pub mod ledger_change;
 pub mod lost;
 pub mod out;
+pub mod requests;
 pub mod serve;
 pub mod slurm;
+pub mod source;
 pub mod state;
 pub mod status;
 pub mod status_server;
@@ -46,7 +51,7 @@ use std::time::Duration;
 
 use crate::conn::ConnectOptions;
 
-pub use backend::BackendKind;
+pub use backends::BackendKind;
 pub use serve::run;
 
 /// A partition (queue): its name and time limits.

@@ -1,7 +1,7 @@
-//! What a backend decides, as types: the DVM side ([`super::dvm`]) turns
-//! these into messages, one DVM change at a time. A backend never builds
-//! the answer that adds or removes a node itself, so the pool and Slurm
-//! backends share one conversation with PRRTE.
+//! What psched decides, as types: the DVM side ([`super::dvm`]) turns
+//! these into messages, one DVM change at a time. A node source never
+//! builds an answer itself ([`super::requests`] does), so the pool and
+//! Slurm share one conversation with PRRTE.
 
 use crate::codec::Info;
 use crate::proto::SessionEndCause;
@@ -71,7 +71,19 @@ pub struct Granted {
     pub new: bool,
 }
 
-/// A decision of a backend that the DVM must hear of.
+/// An allocation ended without its owner asking (its time limit, the
+/// administrator, the node source).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// The allocation.
+    pub alloc_id: String,
+    /// Its nodes.
+    pub nodes: Vec<String>,
+    /// Why.
+    pub why: UnaskedEnd,
+}
+
+/// A decision that the DVM must hear of.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Out {
     /// A plain answer to the DVM's request on `tag` (a refusal, an EXTEND
@@ -91,16 +103,9 @@ pub enum Out {
         /// True when the allocation ends.
         whole: bool,
     },
-    /// The backend ended `alloc_id` on its own: its jobs stop, its nodes
-    /// come back, its requester hears why.
-    End {
-        /// The allocation.
-        alloc_id: String,
-        /// Its nodes.
-        nodes: Vec<String>,
-        /// Why.
-        why: UnaskedEnd,
-    },
+    /// An allocation ended without its owner asking: its jobs stop, its
+    /// nodes come back, its requester hears why.
+    End(Ending),
     /// The node source took `nodes` away from `alloc_id` on its own (a
     /// node Slurm marked DOWN left a job on several nodes; Slurm ended the
     /// job of nodes the DVM retained): the work on those nodes is stopped
@@ -112,7 +117,7 @@ pub enum Out {
         nodes: Vec<String>,
     },
     /// The DVM ended `alloc_id` by itself (its owner's NONE or CHILD
-    /// disposition) and these nodes came back to the backend.
+    /// disposition) and these nodes came back to the node source.
     Returned {
         /// The allocation.
         alloc_id: String,

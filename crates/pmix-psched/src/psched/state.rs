@@ -1,50 +1,40 @@
-//! psched's decisions, without I/O: the pure [`Scheduler`] plus what the
-//! DVM needs echoed, the answers still owed for queued requests, the
-//! partitions and the ledger. Time comes in as milliseconds since the Unix
-//! epoch; what to send comes out as [`Out`] messages.
+//! psched's own pool as a node source ([`NodeSource`]), without I/O: the
+//! pure [`Scheduler`] plus the partitions and the time scale. Time comes in
+//! as milliseconds since the Unix epoch; what happened goes out as
+//! [`SourceEvent`]s, the ledger's changes among them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-use crate::codec::{Info, WireVersion};
-use crate::error::Result;
 use crate::proto::status::Status;
-use crate::proto::Inheritance;
-use crate::sched::{NodeAsk, SchedError, SchedEvent, SchedRequest, Scheduler, Submit};
+use crate::sched::{
+    NodeAsk, SchedError, SchedEvent, SchedPendingView, SchedRequest, Scheduler, Submit,
+};
 
 use super::ledger::{Grant, Ledger};
-pub use super::out::{Granted, Out, UnaskedEnd};
-use super::wire::{self, Forwarded};
+use super::ledger_change::{when_changed, LedgerChange};
+pub use super::out::{Ending, Granted, Out, UnaskedEnd};
+use super::source::{Ask, Decision, Give, Heard, NodeSource, Refusal, Released, SourceEvent};
 use super::Partition;
 
 /// Most requests waiting in the queue: a NEW beyond it is refused
 /// `PMIX_ERR_OUT_OF_RESOURCE` (bounded memory whatever the DVM sends).
 pub const MAX_QUEUED: usize = 4096;
 
-/// What psched keeps beside the scheduler's own books for one allocation.
-#[derive(Debug, Clone, Default)]
-struct Meta {
-    req_id: Option<String>,
-    echo: Vec<Info>,
-    queue: String,
-    /// Whether the DVM was told of the allocation (its first grant).
-    told: bool,
-    /// The DVM's request still waiting for an answer (a queued request).
-    owed: Option<u32>,
-    /// When the DVM was told of the grant (ms since the epoch).
-    granted_at: u64,
-    /// The requester's inheritance rule.
-    inherit: Option<Inheritance>,
-}
-
-/// psched's state: see the module documentation.
+/// psched's pool: see the module documentation.
 pub struct State {
     sched: Scheduler,
     pool: Vec<String>,
-    meta: HashMap<String, Meta>,
+    /// Each allocation's partition.
+    queues: HashMap<String, String>,
     parts: Vec<Partition>,
-    ledger: Ledger,
-    wire: WireVersion,
     scale: f64,
+    /// What happened since [`NodeSource::what_happened`] last took it.
+    news: Vec<SourceEvent>,
+    /// Allocations whose grant changed since then.
+    touched: BTreeSet<String>,
+    /// What the ledger was last told: the next id, the retained nodes,
+    /// the queue.
+    said: (u64, Vec<String>, Vec<SchedPendingView>),
 }
 
 /// The sentence psched gives with a refusal of `e` (PRRTE hands it to the
@@ -77,112 +67,37 @@ fn sched_status(e: SchedError) -> Status {
 }
 
 impl State {
-    /// A state over `pool` with partitions `parts`, re-entering every grant
-    /// of `ledger` (a grant that no longer fits the pool is dropped).
-    pub fn new(pool: &[String], parts: Vec<Partition>, ledger: Ledger) -> State {
+    /// A pool of `pool` with partitions `parts`, re-entering every grant
+    /// of `ledger` (a grant that no longer fits the pool is dropped from
+    /// it: `ledger` is left as this pool keeps it).
+    pub fn new(pool: &[String], parts: Vec<Partition>, ledger: &mut Ledger) -> State {
         let mut sched = Scheduler::with_names(pool);
         sched.set_next_id(ledger.next_id);
-        let mut meta = HashMap::new();
-        let mut kept = Vec::new();
-        for g in &ledger.grants {
-            if sched
+        let mut queues = HashMap::new();
+        ledger.grants.retain(|g| {
+            let ok = sched
                 .restore(&g.alloc_id, &g.nodes, g.expires_at_ms, g.warn_secs)
-                .is_ok()
-            {
-                meta.insert(
-                    g.alloc_id.clone(),
-                    Meta {
-                        req_id: g.req_id.clone(),
-                        queue: g.queue.clone(),
-                        told: true,
-                        inherit: g.inherit,
-                        ..Meta::default()
-                    },
-                );
-                kept.push(g.clone());
+                .is_ok();
+            if ok {
+                queues.insert(g.alloc_id.clone(), g.queue.clone());
             }
-        }
+            ok
+        });
         sched.restore_retained(&ledger.retained);
-        let ledger = Ledger {
-            grants: kept,
-            ..ledger
-        };
+        ledger.next_id = sched.next_id_number();
+        ledger.retained = sched.retained_names();
+        ledger.pending = sched.pending();
+        ledger.pool = pool.to_vec();
+        ledger.partitions = parts.clone();
         State {
+            said: (ledger.next_id, ledger.retained.clone(), Vec::new()),
             sched,
             pool: pool.to_vec(),
-            meta,
+            queues,
             parts,
-            ledger,
-            wire: WireVersion::V41,
             scale: 1.0,
-        }
-    }
-
-    /// Start serving the DVM `dvm` (its namespace) on wire `wire`. The
-    /// requests still waiting came over the connection that ended: their
-    /// requesters are gone with it, so they are dropped (a grant made now
-    /// would go to nobody, or to the wrong DVM). What a DVM before kept
-    /// went with it.
-    pub fn attach(&mut self, dvm: &str, wire: WireVersion) {
-        self.wire = wire;
-        if self.ledger.dvm.as_deref() != Some(dvm) {
-            self.ledger.dvm = Some(dvm.to_string());
-            let _ = self.sched.free_retained(0);
-        }
-        let waiting: Vec<String> = self
-            .sched
-            .pending()
-            .into_iter()
-            .map(|p| p.alloc_id)
-            .collect();
-        for id in waiting {
-            if let Ok((_, was_new, _)) = self.sched.cancel(&id, 0) {
-                if was_new {
-                    self.meta.remove(&id);
-                }
-            }
-        }
-        for m in self.meta.values_mut() {
-            m.owed = None;
-        }
-    }
-
-    /// The ledger as it should be on disk now.
-    pub fn ledger(&self) -> Ledger {
-        let mut l = self.ledger.clone();
-        l.next_id = self.sched.next_id_number();
-        l.grants = self
-            .sched
-            .allocations()
-            .into_iter()
-            .filter(|a| !a.queued)
-            .map(|a| {
-                let m = self.meta.get(&a.alloc_id).cloned().unwrap_or_default();
-                Grant {
-                    alloc_id: a.alloc_id,
-                    req_id: m.req_id,
-                    nodes: a.nodes,
-                    expires_at_ms: a.expires_at_ms,
-                    warn_secs: a.warn_secs,
-                    session: None,
-                    queue: m.queue,
-                    inherit: m.inherit,
-                    slurm_jobs: Vec::new(),
-                }
-            })
-            .collect();
-        l.retained = self.sched.retained_names();
-        l.pool = self.pool.clone();
-        l.partitions = self.parts.clone();
-        l.pending = self.sched.pending();
-        l
-    }
-
-    /// Never grant `nodes` again while this DVM lives (their daemon did not
-    /// come up): each is held back as soon as it is free.
-    pub fn hold_back(&mut self, nodes: &[String]) {
-        if !nodes.is_empty() {
-            self.sched.restore_retained(nodes);
+            news: Vec::new(),
+            touched: BTreeSet::new(),
         }
     }
 
@@ -191,44 +106,8 @@ impl State {
         self.sched.free_names()
     }
 
-    /// When the next warning or expiry falls due (ms since the epoch).
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.sched.next_deadline()
-    }
-
-    /// Serve one allocation request the DVM sent on `tag`.
-    pub fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
-        use crate::proto::{Directive, Received};
-        match ask.directive {
-            Received::Known(Directive::New) => self.on_new(tag, ask, now),
-            Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),
-            Received::Known(Directive::Release) => self.on_release(tag, &ask, now),
-            Received::Known(Directive::ReqCancel) => self.on_cancel(tag, &ask, now),
-            _ => self.refuse(
-                tag,
-                Status::ERR_NOT_SUPPORTED,
-                "psched serves NEW, EXTEND, RELEASE and REQ_CANCEL",
-            ),
-        }
-    }
-
-    /// Refuse `tag` as `st`, saying `why` (`PMIX_EVENT_TEXT_MESSAGE`).
-    fn refuse(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
-        Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
-    }
-
-    /// Refuse `tag` for the scheduler's error `e`.
-    fn refuse_for(&self, tag: u32, e: SchedError) -> Result<Vec<Out>> {
-        self.refuse(tag, sched_status(e), &sched_why(e, self.pool.len()))
-    }
-
-    /// Refuse `tag`: the request names no allocation or request of psched's.
-    fn refuse_unknown(&self, tag: u32) -> Result<Vec<Out>> {
-        self.refuse(
-            tag,
-            Status::ERR_NOT_FOUND,
-            "no allocation or request of that id is psched's",
-        )
+    fn refusal(&self, e: SchedError) -> Refusal {
+        Refusal::saying(sched_status(e), sched_why(e, self.pool.len()))
     }
 
     fn partition(&self, name: Option<&str>) -> Option<&Partition> {
@@ -251,30 +130,30 @@ impl State {
         secs.map(|s| ((f64::from(s) / self.scale).ceil() as u32).max(1))
     }
 
-    fn request(&self, ask: &Forwarded, time_secs: Option<u32>) -> SchedRequest {
-        let want = if !ask.attrs.nodes_named().is_empty() {
-            NodeAsk::List(ask.attrs.nodes_named().to_vec())
+    fn request(&self, ask: &Ask, time_secs: Option<u32>) -> SchedRequest {
+        let a = &ask.attrs;
+        let want = if !a.nodes_named().is_empty() {
+            NodeAsk::List(a.nodes_named().to_vec())
         } else {
-            match ask.attrs.num_nodes {
+            match a.num_nodes {
                 Some(n) if n > 0 => NodeAsk::Count(n),
                 _ => NodeAsk::Nothing,
             }
         };
         SchedRequest {
             ask: want,
-            exclude: ask.attrs.nodes_excluded().to_vec(),
+            exclude: a.nodes_excluded().to_vec(),
             time_secs: self.to_real(time_secs),
-            warn_secs: self.to_real(ask.attrs.warn_timeout),
+            warn_secs: self.to_real(a.warn_timeout),
         }
     }
 
-    fn on_new(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
+    fn new_alloc(&mut self, ask: &Ask, now: u64) -> Decision {
         if self.sched.queue_len() >= MAX_QUEUED {
-            return self.refuse(
-                tag,
+            return Decision::Refused(Refusal::saying(
                 Status::ERR_OUT_OF_RESOURCE,
-                &format!("psched's queue is full ({MAX_QUEUED} requests wait)"),
-            );
+                format!("psched's queue is full ({MAX_QUEUED} requests wait)"),
+            ));
         }
         let Some(part) = self.partition(ask.attrs.queue.as_deref()).cloned() else {
             let names: Vec<&str> = self.parts.iter().map(|p| p.name.as_str()).collect();
@@ -283,7 +162,7 @@ impl State {
                 ask.attrs.queue.as_deref().unwrap_or(""),
                 names.join(", ")
             );
-            return self.refuse(tag, Status::ERR_NOT_FOUND, &why);
+            return Decision::Refused(Refusal::saying(Status::ERR_NOT_FOUND, why));
         };
         let time = ask.attrs.time_secs.or(part.default_secs);
         if let (Some(t), Some(max)) = (time, part.max_secs) {
@@ -292,234 +171,38 @@ impl State {
                     "time limit {t} s exceeds partition {}'s maximum of {max} s",
                     part.name
                 );
-                return self.refuse(tag, Status::ERR_BAD_PARAM, &why);
+                return Decision::Refused(Refusal::saying(Status::ERR_BAD_PARAM, why));
             }
         }
-        let req = self.request(&ask, time);
-        let (id, sub) = match self.sched.submit_new(&req, now) {
-            Ok(x) => x,
-            Err(e) => return self.refuse_for(tag, e),
-        };
-        self.meta.insert(
-            id.clone(),
-            Meta {
-                req_id: ask.attrs.req_id.clone(),
-                echo: ask.echo.clone(),
-                queue: part.name.clone(),
-                told: false,
-                owed: Some(tag),
-                granted_at: now,
-                inherit: ask.attrs.inheritance(),
-            },
-        );
+        let req = self.request(ask, time);
+        match self.sched.submit_new(&req, now) {
+            Err(e) => Decision::Refused(self.refusal(e)),
+            Ok((alloc_id, sub)) => {
+                self.queues.insert(alloc_id.clone(), part.name);
+                self.decided(alloc_id, sub)
+            }
+        }
+    }
+
+    fn extend(&mut self, id: &str, ask: &Ask, now: u64) -> Decision {
+        let req = self.request(ask, ask.attrs.time_secs);
+        match self.sched.submit_extend(id, &req, now) {
+            Err(e) => Decision::Refused(self.refusal(e)),
+            Ok(sub) => self.decided(id.to_string(), sub),
+        }
+    }
+
+    fn decided(&mut self, alloc_id: String, sub: Submit) -> Decision {
         match sub {
-            Submit::Granted(nodes) => self.granted(&id, &nodes, now),
-            Submit::Queued => Ok(Vec::new()),
-        }
-    }
-
-    /// Answer the owed request of `id` with `nodes`.
-    fn granted(&mut self, id: &str, nodes: &[String], now: u64) -> Result<Vec<Out>> {
-        let Some(m) = self.meta.get_mut(id) else {
-            return Ok(Vec::new());
-        };
-        m.granted_at = now;
-        let Some(tag) = m.owed.take() else {
-            return Ok(Vec::new());
-        };
-        let new = !m.told;
-        m.told = true;
-        Ok(vec![Out::Grant(Granted {
-            tag,
-            alloc_id: id.to_string(),
-            nodes: nodes.to_vec(),
-            echo: m.echo.clone(),
-            new,
-        })])
-    }
-
-    fn find_id(&self, ask: &Forwarded) -> Option<String> {
-        if let Some(id) = &ask.attrs.alloc_id {
-            return Some(id.clone());
-        }
-        let rid = ask.attrs.req_id.as_ref()?;
-        self.meta
-            .iter()
-            .find(|(_, m)| m.req_id.as_ref() == Some(rid))
-            .map(|(id, _)| id.clone())
-    }
-
-    fn on_extend(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(&ask) else {
-            return self.refuse_unknown(tag);
-        };
-        let req = self.request(&ask, ask.attrs.time_secs);
-        match self.sched.submit_extend(&id, &req, now) {
-            Err(e) => self.refuse_for(tag, e),
-            Ok(sub) => {
-                if let Some(m) = self.meta.get_mut(&id) {
-                    m.owed = Some(tag);
-                    m.echo = ask.echo.clone();
-                    m.inherit = ask.attrs.inheritance().or(m.inherit);
-                }
-                match sub {
-                    Submit::Granted(nodes) => self.granted(&id, &nodes, now),
-                    Submit::Queued => Ok(Vec::new()),
-                }
+            Submit::Granted(nodes) => {
+                self.touched.insert(alloc_id.clone());
+                Decision::Granted { alloc_id, nodes }
             }
+            Submit::Queued => Decision::Waits { alloc_id },
         }
     }
 
-    fn on_release(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse_unknown(tag);
-        };
-        let part = Some(ask.attrs.nodes_named()).filter(|l| !l.is_empty());
-        match self.sched.release(&id, part, now) {
-            Err(e) => self.refuse_for(tag, e),
-            Ok((nodes, ev)) => {
-                let whole = part.is_none();
-                if whole {
-                    self.meta.remove(&id);
-                }
-                // The release first: its nodes leave before the queued
-                // grants they unblock reach anyone.
-                let mut out = vec![Out::Release {
-                    tag,
-                    alloc_id: id,
-                    nodes,
-                    whole,
-                }];
-                out.extend(self.events(ev, now)?);
-                Ok(out)
-            }
-        }
-    }
-
-    fn on_cancel(&mut self, tag: u32, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse_unknown(tag);
-        };
-        match self.sched.cancel(&id, now) {
-            Err(e) => self.refuse_for(tag, e),
-            Ok((_n, was_new, ev)) => {
-                // The cancel's own answer first: the withdrawn request's
-                // requester may be what relays the canceller (a palloc
-                // holder), and it ends once answered.
-                let mut out = vec![Out::Answer(
-                    tag,
-                    wire::answer(self.wire, Status(0), Some(&id), &[], &[])?,
-                )];
-                let owed = self.meta.get_mut(&id).and_then(|m| m.owed.take());
-                if let Some(t) = owed {
-                    let echo = self
-                        .meta
-                        .get(&id)
-                        .map(|m| m.echo.clone())
-                        .unwrap_or_default();
-                    let body = wire::cancelled(self.wire, &echo, ask.requestor.as_deref())?;
-                    out.push(Out::Answer(t, body));
-                }
-                if was_new {
-                    self.meta.remove(&id);
-                }
-                out.extend(self.events(ev, now)?);
-                Ok(out)
-            }
-        }
-    }
-
-    /// The DVM says a reservation ended by itself (`PMIX_SESSION_COMPLETE`
-    /// with its `PMIX_ALLOC_ID`): its nodes come back to the pool.
-    pub fn on_session_done(&mut self, alloc_id: &str, now: u64) -> Result<Vec<Out>> {
-        let stop = self
-            .meta
-            .get(alloc_id)
-            .and_then(|m| m.inherit)
-            .is_some_and(Inheritance::returns_to_scheduler);
-        match self.sched.release(alloc_id, None, now) {
-            Ok((nodes, ev)) => {
-                self.meta.remove(alloc_id);
-                let mut out = vec![Out::Returned {
-                    alloc_id: alloc_id.to_string(),
-                    nodes,
-                    stop,
-                }];
-                out.extend(self.events(ev, now)?);
-                Ok(out)
-            }
-            Err(_) => Ok(Vec::new()),
-        }
-    }
-
-    /// The DVM lists `live` as its allocations: a grant it no longer lists
-    /// (told of at least `settle_ms` ago) was ended by the DVM itself (its
-    /// owner's disposition fired, which PRRTE master does not report).
-    /// Under NONE or CHILD its nodes come back to the pool; under DEFAULT
-    /// or CHILD_DEFAULT (or no rule given) they stay in the DVM, retained
-    /// until that DVM is gone. Returns what that unblocked.
-    pub fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
-        self.ledger.reconciled_at_ms = Some(now);
-        let gone: Vec<String> = self
-            .sched
-            .allocations()
-            .into_iter()
-            .filter(|a| !a.queued && !live.contains(&a.alloc_id))
-            .filter(|a| {
-                self.meta.get(&a.alloc_id).is_some_and(|m| {
-                    m.owed.is_none() && now.saturating_sub(m.granted_at) >= settle_ms
-                })
-            })
-            .map(|a| a.alloc_id)
-            .collect();
-        let mut out = Vec::new();
-        for id in gone {
-            let back = self
-                .meta
-                .get(&id)
-                .and_then(|m| m.inherit)
-                .unwrap_or(Inheritance::Default)
-                .returns_to_scheduler();
-            if back {
-                out.extend(self.on_session_done(&id, now)?);
-            } else {
-                self.meta.remove(&id);
-                let ev = self.sched.unreserve(&id, now);
-                out.extend(self.events(ev, now)?);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The administrator's release of `alloc_id` (`psched --release`): the
-    /// scheduler may release any reservation (spec 001 §8.2.1.7). Its nodes
-    /// come back to the pool and the DVM is told to end the session, as at
-    /// expiry. `None` when psched holds no such grant.
-    pub fn admin_release(&mut self, alloc_id: &str, now: u64) -> Result<Option<Vec<Out>>> {
-        if self.sched.allocation(alloc_id).is_none_or(|a| a.queued) {
-            return Ok(None);
-        }
-        let Ok((nodes, ev)) = self.sched.release(alloc_id, None, now) else {
-            return Ok(None);
-        };
-        self.meta.remove(alloc_id);
-        let mut out = vec![Out::End {
-            alloc_id: alloc_id.to_string(),
-            nodes,
-            why: UnaskedEnd::Admin,
-        }];
-        out.extend(self.events(ev, now)?);
-        Ok(Some(out))
-    }
-
-    /// Fire what fell due by `now`.
-    pub fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
-        let ev = self.sched.advance(now);
-        self.events(ev, now)
-    }
-
-    fn events(&mut self, ev: Vec<SchedEvent>, now: u64) -> Result<Vec<Out>> {
-        let mut out = Vec::new();
+    fn events(&mut self, ev: Vec<SchedEvent>) {
         for e in ev {
             match e {
                 SchedEvent::WarnDue {
@@ -527,29 +210,159 @@ impl State {
                     remaining_secs,
                 } => {
                     let secs = (f64::from(remaining_secs) * self.scale).round() as u32;
-                    out.push(Out::Warn { alloc_id, secs })
+                    self.news.push(SourceEvent::Warn { alloc_id, secs })
                 }
                 SchedEvent::Expired { alloc_id, nodes } => {
-                    self.meta.remove(&alloc_id);
-                    out.push(Out::End {
+                    self.touched.insert(alloc_id.clone());
+                    self.news.push(SourceEvent::Ended(Ending {
                         alloc_id,
                         nodes,
                         why: UnaskedEnd::Expired,
-                    });
+                    }));
                 }
                 SchedEvent::QueuedGranted {
                     alloc_id, nodes, ..
-                } => out.extend(self.granted(&alloc_id, &nodes, now)?),
+                } => {
+                    self.touched.insert(alloc_id.clone());
+                    self.news.push(SourceEvent::Ready { alloc_id, nodes });
+                }
             }
         }
-        Ok(out)
+    }
+
+    /// The ledger's changes since the last call: each touched grant, the
+    /// next id, the retained nodes, the queue.
+    fn book(&mut self) {
+        for id in std::mem::take(&mut self.touched) {
+            let c = match self.sched.allocation(&id).filter(|a| !a.queued) {
+                Some(a) => LedgerChange::Grant(Grant {
+                    alloc_id: a.alloc_id,
+                    req_id: None,
+                    nodes: a.nodes,
+                    expires_at_ms: a.expires_at_ms,
+                    warn_secs: a.warn_secs,
+                    session: None,
+                    queue: self.queues.get(&id).cloned().unwrap_or_default(),
+                    inherit: None,
+                    slurm_jobs: Vec::new(),
+                }),
+                None => {
+                    self.queues.remove(&id);
+                    LedgerChange::Gone(id)
+                }
+            };
+            self.news.push(SourceEvent::Book(c));
+        }
+        let said = &mut self.said;
+        let changes = [
+            when_changed(
+                &mut said.0,
+                self.sched.next_id_number(),
+                LedgerChange::NextId,
+            ),
+            when_changed(
+                &mut said.1,
+                self.sched.retained_names(),
+                LedgerChange::Retained,
+            ),
+            when_changed(&mut said.2, self.sched.pending(), LedgerChange::Pending),
+        ];
+        let changes = changes.into_iter().flatten().map(SourceEvent::Book);
+        self.news.extend(changes);
+    }
+}
+
+impl NodeSource for State {
+    fn grant(&mut self, ask: &Ask, now: u64) -> Decision {
+        match &ask.extend {
+            None => self.new_alloc(ask, now),
+            Some(id) => self.extend(id, ask, now),
+        }
+    }
+
+    fn release(&mut self, alloc_id: &str, what: Give<'_>, now: u64) -> Result<Released, Refusal> {
+        let (nodes, whole, ev) = match what {
+            Give::KeptByDvm => {
+                let Some(a) = self.sched.allocation(alloc_id) else {
+                    return Err(self.refusal(SchedError::NoSuchAllocation));
+                };
+                (a.nodes, true, self.sched.unreserve(alloc_id, now))
+            }
+            Give::All(_) | Give::Nodes(_) => {
+                let part = match what {
+                    Give::Nodes(n) => Some(n),
+                    _ => None,
+                };
+                let (nodes, ev) = self
+                    .sched
+                    .release(alloc_id, part, now)
+                    .map_err(|e| self.refusal(e))?;
+                (nodes, part.is_none(), ev)
+            }
+        };
+        self.touched.insert(alloc_id.to_string());
+        self.events(ev);
+        Ok(Released { nodes, whole })
+    }
+
+    fn cancel(&mut self, alloc_id: &str, now: u64) -> Result<(), Refusal> {
+        let (_, was_new, ev) = self
+            .sched
+            .cancel(alloc_id, now)
+            .map_err(|e| self.refusal(e))?;
+        if was_new {
+            self.queues.remove(alloc_id);
+        }
+        self.events(ev);
+        Ok(())
+    }
+
+    fn what_happened(&mut self, now: u64) -> Vec<SourceEvent> {
+        let ev = self.sched.advance(now);
+        self.events(ev);
+        self.book();
+        std::mem::take(&mut self.news)
+    }
+
+    fn next_deadline(&self, _now: u64) -> Option<u64> {
+        self.sched.next_deadline()
+    }
+
+    fn hear(&mut self, news: Heard<'_>) {
+        match news {
+            // What the DVM before kept is free again.
+            Heard::Attached { new_dvm: true } => {
+                let (_, ev) = self.sched.free_retained(0);
+                self.events(ev);
+            }
+            Heard::Attached { new_dvm: false } => {}
+            // Each is held back as soon as it is free.
+            Heard::Broken(nodes) => {
+                if !nodes.is_empty() {
+                    self.sched.restore_retained(nodes);
+                }
+            }
+        }
+    }
+
+    fn idle(&self) -> Vec<String> {
+        self.sched.free_names()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::Directive;
+    use crate::codec::WireVersion;
+    use crate::proto::{Directive, Inheritance};
+    use crate::psched::requests::Requests;
+    use crate::psched::wire::Forwarded;
+
+    /// The DVM's requests over a pool of `n` nodes, as `ledger` kept them.
+    fn over(n: usize, mut ledger: Ledger) -> Requests {
+        let st = State::new(&pool(n), batch(), &mut ledger);
+        Requests::new(Box::new(st), ledger)
+    }
 
     fn pool(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()
@@ -588,7 +401,7 @@ mod tests {
 
     #[test]
     fn what_does_not_fit_waits_and_is_answered_on_release() {
-        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut st = over(2, Ledger::default());
         let a = st
             .on_alloc(10, ask(Directive::New, Some(2), None), 0)
             .unwrap();
@@ -602,12 +415,12 @@ mod tests {
             .on_alloc(12, ask(Directive::Release, None, Some(&id)), 1)
             .unwrap();
         assert_eq!(answered(&r), [12, 11], "the release, then the queued NEW");
-        assert_eq!(st.free_nodes().len(), 1);
+        assert_eq!(st.idle().len(), 1);
     }
 
     #[test]
     fn over_the_partition_maximum_is_refused() {
-        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        let mut st = over(1, Ledger::default());
         let mut a = ask(Directive::New, Some(1), None);
         a.attrs.time_secs = Some(601);
         let out = st.on_alloc(1, a, 0).unwrap();
@@ -617,12 +430,12 @@ mod tests {
 
     #[test]
     fn a_restored_ledger_never_hands_out_a_held_node() {
-        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut st = over(2, Ledger::default());
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
-        let saved = st.ledger();
+        let saved = st.ledger().clone();
         let held = saved.grants[0].nodes.clone();
-        let mut again = State::new(&pool(2), batch(), saved);
+        let mut again = over(2, saved);
         again
             .on_alloc(2, ask(Directive::New, Some(1), None), 0)
             .unwrap();
@@ -634,39 +447,42 @@ mod tests {
 
     #[test]
     fn expiry_frees_nodes_and_terminates_the_session() {
-        let mut st = State::new(&pool(1), batch(), Ledger::default());
-        st.attach("dvm@0", WireVersion::V61);
+        let mut st = over(1, Ledger::default());
+        st.attach("dvm@0", WireVersion::V61, 0);
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
         let out = st.tick(60_000).unwrap();
         assert!(
-            matches!(out.as_slice(), [Out::End { why: UnaskedEnd::Expired, nodes, .. }] if nodes == &["n1"]),
+            matches!(out.as_slice(), [Out::End(Ending { why: UnaskedEnd::Expired, nodes, .. })] if nodes == &["n1"]),
             "{out:?}"
         );
-        assert_eq!(st.free_nodes(), ["n1"]);
+        assert_eq!(st.idle(), ["n1"]);
         assert!(st.ledger().grants.is_empty());
     }
 
     #[test]
     fn reconcile_keeps_default_nodes_in_the_dvm() {
-        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut st = over(2, Ledger::default());
         for rule in [None, Some(Inheritance::ChildDefault)] {
             let mut a = ask(Directive::New, Some(1), None);
             a.attrs.inherit = rule.map(Into::into);
             st.on_alloc(1, a, 0).unwrap();
         }
-        st.reconcile(&[], u64::MAX, 0).unwrap();
+        // Before their time limit: the source's timers fire as it is asked.
+        st.reconcile(&[], 1, 0).unwrap();
         assert!(st.ledger().grants.is_empty());
-        assert!(st.free_nodes().is_empty(), "both kept by the DVM");
+        assert!(st.idle().is_empty(), "both kept by the DVM");
         assert_eq!(st.ledger().retained.len(), 2);
-        let again = State::new(&pool(2), batch(), st.ledger());
-        assert!(again.free_nodes().is_empty(), "kept across a restart");
+        let again = over(2, st.ledger().clone());
+        assert!(again.idle().is_empty(), "kept across a restart");
     }
 
     #[test]
     fn time_scale_divides_limits_and_multiplies_the_warning_back() {
-        let mut st = State::new(&pool(1), batch(), Ledger::default());
-        st.set_time_scale(60.0);
+        let mut l = Ledger::default();
+        let mut pool1 = State::new(&pool(1), batch(), &mut l);
+        pool1.set_time_scale(60.0);
+        let mut st = Requests::new(Box::new(pool1), l);
         let mut a = ask(Directive::New, Some(1), None);
         a.attrs.time_secs = Some(600);
         a.attrs.warn_timeout = Some(300);
@@ -683,7 +499,7 @@ mod tests {
 
     #[test]
     fn admin_release_frees_and_terminates() {
-        let mut st = State::new(&pool(1), batch(), Ledger::default());
+        let mut st = over(1, Ledger::default());
         st.on_alloc(1, ask(Directive::New, Some(1), None), 0)
             .unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
@@ -691,28 +507,113 @@ mod tests {
         assert!(
             matches!(
                 out.as_slice(),
-                [Out::End {
+                [Out::End(Ending {
                     why: UnaskedEnd::Admin,
                     ..
-                }]
+                })]
             ),
             "{out:?}"
         );
-        assert_eq!(st.free_nodes(), ["n1"]);
+        assert_eq!(st.idle(), ["n1"]);
         assert!(st.admin_release(&id, 2).unwrap().is_none());
     }
 
     #[test]
     fn reconcile_frees_what_the_dvm_no_longer_lists() {
-        let mut st = State::new(&pool(2), batch(), Ledger::default());
+        let mut st = over(2, Ledger::default());
         let mut a = ask(Directive::New, Some(1), None);
         a.attrs.inherit = Some(Inheritance::None.into());
         st.on_alloc(1, a, 0).unwrap();
         let id = st.ledger().grants[0].alloc_id.clone();
         st.reconcile(std::slice::from_ref(&id), u64::MAX, 0)
             .unwrap();
-        assert_eq!(st.free_nodes().len(), 1, "listed: kept");
+        assert_eq!(st.idle().len(), 1, "listed: kept");
         st.reconcile(&[], u64::MAX, 0).unwrap();
-        assert_eq!(st.free_nodes().len(), 2, "not listed: freed");
+        assert_eq!(st.idle().len(), 2, "not listed: freed");
+    }
+
+    /// The pool, shared with the test that looks into its scheduler.
+    struct Shared(std::rc::Rc<std::cell::RefCell<State>>);
+
+    impl NodeSource for Shared {
+        fn grant(&mut self, ask: &Ask, now: u64) -> Decision {
+            self.0.borrow_mut().grant(ask, now)
+        }
+        fn release(
+            &mut self,
+            id: &str,
+            what: Give<'_>,
+            now: u64,
+        ) -> std::result::Result<Released, Refusal> {
+            self.0.borrow_mut().release(id, what, now)
+        }
+        fn cancel(&mut self, id: &str, now: u64) -> std::result::Result<(), Refusal> {
+            self.0.borrow_mut().cancel(id, now)
+        }
+        fn what_happened(&mut self, now: u64) -> Vec<SourceEvent> {
+            self.0.borrow_mut().what_happened(now)
+        }
+        fn next_deadline(&self, now: u64) -> Option<u64> {
+            self.0.borrow().next_deadline(now)
+        }
+        fn hear(&mut self, news: Heard<'_>) {
+            self.0.borrow_mut().hear(news)
+        }
+    }
+
+    #[test]
+    fn the_ledger_built_from_changes_is_the_schedulers_after_every_step() {
+        let mut l = Ledger::default();
+        let pool = std::rc::Rc::new(std::cell::RefCell::new(State::new(
+            &pool(3),
+            batch(),
+            &mut l,
+        )));
+        let mut st = Requests::new(Box::new(Shared(pool.clone())), l);
+        let same = |st: &Requests, step: &str| {
+            let s = &pool.borrow().sched;
+            let granted: Vec<(String, Vec<String>, Option<u64>)> = s
+                .allocations()
+                .into_iter()
+                .filter(|a| !a.queued)
+                .map(|a| (a.alloc_id, a.nodes, a.expires_at_ms))
+                .collect();
+            let l = st.ledger();
+            let held: Vec<(String, Vec<String>, Option<u64>)> = l
+                .grants
+                .iter()
+                .map(|g| (g.alloc_id.clone(), g.nodes.clone(), g.expires_at_ms))
+                .collect();
+            assert_eq!(held, granted, "{step}");
+            assert_eq!(l.retained, s.retained_names(), "{step}");
+            assert_eq!(l.next_id, s.next_id_number(), "{step}");
+            assert_eq!(l.pending, s.pending(), "{step}");
+        };
+        st.attach("dvm@0", WireVersion::V61, 0);
+        st.on_alloc(1, ask(Directive::New, Some(2), None), 0)
+            .unwrap();
+        same(&st, "a grant");
+        st.on_alloc(2, ask(Directive::New, Some(2), None), 0)
+            .unwrap();
+        same(&st, "one waits");
+        let a = st.ledger().grants[0].alloc_id.clone();
+        let mut part = ask(Directive::Release, None, Some(&a));
+        part.attrs.node_list = Some(vec!["n1".into()]);
+        st.on_alloc(3, part, 1).unwrap();
+        same(&st, "a partial release");
+        st.on_alloc(4, ask(Directive::Extend, Some(1), Some(&a)), 2)
+            .unwrap();
+        same(&st, "an extension");
+        let mut rule = ask(Directive::New, Some(1), None);
+        rule.attrs.inherit = Some(Inheritance::Default.into());
+        st.on_alloc(5, rule, 3).unwrap();
+        same(&st, "a third");
+        st.reconcile(&[], 4, 0).unwrap();
+        same(&st, "the DVM kept all");
+        st.tick(61_000).unwrap();
+        same(&st, "expired");
+        st.attach("dvm@1", WireVersion::V61, 62_000);
+        same(&st, "another DVM");
+        assert_eq!(st.ledger().dvm.as_deref(), Some("dvm@1"));
     }
 }

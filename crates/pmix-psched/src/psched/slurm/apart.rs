@@ -96,7 +96,7 @@ impl SlurmBackend {
                 .join(",")
         );
         self.withdraw_job(j.id);
-        w.key = self.key(id, w.key.ext_tag);
+        w.key = self.key(id, w.key.extend);
         w.job = None;
         self.submit(&w);
         if let Some(a) = self.allocs.get_mut(id) {
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_request_keeps_off_the_other_grants_nodes_but_those_it_names() {
-        let mut b = SlurmBackend::new(Ledger::default(), "aparttest".into()).unwrap();
+        let mut b = SlurmBackend::new(&mut Ledger::default(), "aparttest".into()).unwrap();
         let held = |nodes: &[&str]| Alloc {
             jobs: vec![1],
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
@@ -131,7 +131,7 @@ mod tests {
         let w = Waiting {
             key: SubKey {
                 alloc: "slurm.2".into(),
-                ext_tag: Some(7),
+                extend: true,
                 seq: 1,
             },
             job: None,

@@ -36,16 +36,15 @@ pub mod waker;
 mod watch;
 pub mod worker;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::codec::{Info, WireVersion};
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::status::Status;
-use crate::proto::{Directive, Inheritance, Received};
+use crate::sched::SchedPendingView;
 
 use super::ledger::{Grant, Ledger};
-use super::out::{Granted, Out, UnaskedEnd};
-use super::wire::{self, Forwarded};
+use super::ledger_change::{when_changed, LedgerChange};
+use super::source::{Ask, Decision, Give, Heard, NodeSource, Refusal, Released, SourceEvent};
 use reason::Reason;
 use worker::{SubKey, Task, Worker};
 
@@ -91,16 +90,13 @@ struct Alloc {
     jobs: Vec<u64>,
     /// Each granted job's nodes.
     job_nodes: HashMap<u64, Vec<String>>,
-    /// The NEW still waiting for its answer.
-    owed: Option<u32>,
+    /// The NEW is not granted yet.
+    new: bool,
     /// A NEW's or EXTEND's salloc not granted yet.
     waiting: Option<Waiting>,
-    /// An EXTEND in time waiting for Slurm: the DVM's tag.
-    ext_time: Option<u32>,
-    echo: Vec<Info>,
-    req_id: Option<String>,
+    /// An EXTEND in time waits for Slurm.
+    ext_time: bool,
     queue: String,
-    session: Option<u32>,
     nodes: Vec<String>,
     /// Slurm's end time (ms since the epoch).
     end_ms: Option<u64>,
@@ -108,8 +104,6 @@ struct Alloc {
     /// The end time the warning was sent for (a later end re-arms it).
     warned_for: Option<u64>,
     granted_at: u64,
-    /// The disposition asked for (`None`: no rule, taken as DEFAULT).
-    inherit: Option<Inheritance>,
     /// The DVM ended the reservation but keeps its nodes (DEFAULT or
     /// CHILD_DEFAULT): the Slurm job stays until that DVM is gone.
     retained: bool,
@@ -121,8 +115,14 @@ struct Alloc {
 /// psched's state over Slurm: see the module documentation.
 pub struct SlurmBackend {
     allocs: HashMap<String, Alloc>,
-    ledger: Ledger,
-    wire: WireVersion,
+    /// The number of the last allocation id given.
+    next_id: u64,
+    /// What happened since [`NodeSource::what_happened`] last took it.
+    news: Vec<SourceEvent>,
+    /// Allocations whose grant changed since then.
+    touched: BTreeSet<String>,
+    /// What the ledger was last told of the rest.
+    said: Said,
     /// This psched's part of its jobs' names (`psched.TAG.`).
     tag: String,
     worker: Worker,
@@ -161,6 +161,17 @@ pub struct SlurmBackend {
     slots: u32,
 }
 
+/// The ledger's parts beside the grants, as last said.
+#[derive(Debug, Default)]
+struct Said {
+    next_id: u64,
+    retained: Vec<String>,
+    jobs: BTreeMap<u64, Vec<String>>,
+    withdraw: Vec<u64>,
+    pending: Vec<SchedPendingView>,
+    partitions: Vec<crate::psched::SourcePartition>,
+}
+
 /// Set (to `1`) when psched runs as root for root alone: otherwise a root
 /// psched refuses every request (see [`SlurmBackend::new`]).
 pub const ROOT_ONLY: &str = "PSCHED_SLURM_ROOT_ONLY";
@@ -189,14 +200,15 @@ fn minutes_from_env(var: &str, default: u32) -> u32 {
 
 impl SlurmBackend {
     /// A backend that takes back the grants of `ledger` (checked against
-    /// Slurm at the first poll).
+    /// Slurm at the first poll); `ledger` is left as it keeps it (a grant
+    /// of no Slurm job is dropped).
     ///
     /// As root it refuses every request unless [`ROOT_ONLY`] is `1`: the
     /// requests PRRTE forwards name the requesting process, not its uid,
     /// and `salloc` cannot submit as another user, so every job would be
     /// root's (no fairshare, no limits, one user in the accounting).
     /// Fails when its worker threads cannot get a waker (no eventfd).
-    pub fn new(ledger: Ledger, tag: String) -> Result<SlurmBackend> {
+    pub fn new(ledger: &mut Ledger, tag: String) -> Result<SlurmBackend> {
         let worker = Worker::start().map_err(|e| {
             Error::io(
                 ErrorKind::Local,
@@ -226,20 +238,17 @@ impl SlurmBackend {
             };
             (format!("retained.{job}"), a)
         });
+        ledger.grants.retain(|g| !g.slurm_jobs.is_empty());
         let allocs = ledger
             .grants
             .iter()
-            .filter(|g| !g.slurm_jobs.is_empty())
             .map(|g| {
                 let a = Alloc {
                     jobs: g.slurm_jobs.clone(),
-                    req_id: g.req_id.clone(),
                     queue: g.queue.clone(),
-                    session: g.session,
                     nodes: g.nodes.clone(),
                     end_ms: g.expires_at_ms,
                     warn_secs: g.warn_secs,
-                    inherit: g.inherit,
                     ..Alloc::default()
                 };
                 (g.alloc_id.clone(), a)
@@ -258,11 +267,13 @@ impl SlurmBackend {
                  {ROOT_ONLY}=1 when root alone uses this DVM"
             );
         }
-        Ok(SlurmBackend {
+        let mut b = SlurmBackend {
             allocs,
+            next_id: ledger.next_id,
+            news: Vec::new(),
+            touched: BTreeSet::new(),
+            said: Said::default(),
             to_cancel: ledger.slurm_withdraw.clone(),
-            ledger,
-            wire: WireVersion::V41,
             tag,
             worker,
             uid,
@@ -281,7 +292,15 @@ impl SlurmBackend {
             default_secs,
             max_secs: max_secs.max(default_secs),
             slots: 1,
-        })
+        };
+        // The ledger as this backend keeps it: its parts said at once.
+        b.book();
+        for e in std::mem::take(&mut b.news) {
+            if let SourceEvent::Book(c) = e {
+                ledger.apply(c);
+            }
+        }
+        Ok(b)
     }
 
     /// Each node is said to have `slots` slots to PRRTE (`--slots`).
@@ -301,62 +320,18 @@ impl SlurmBackend {
 
     /// A fresh allocation id.
     fn next_id(&mut self) -> String {
-        self.ledger.next_id += 1;
-        format!("{ID_PREFIX}{}", self.ledger.next_id)
+        self.next_id += 1;
+        format!("{ID_PREFIX}{}", self.next_id)
     }
 
     /// A fresh submission key for `alloc`.
-    fn key(&mut self, alloc: &str, ext_tag: Option<u32>) -> SubKey {
+    fn key(&mut self, alloc: &str, extend: bool) -> SubKey {
         self.seq += 1;
         SubKey {
             alloc: alloc.to_string(),
-            ext_tag,
+            extend,
             seq: self.seq,
         }
-    }
-
-    fn answer(&self, tag: u32, st: Status, id: Option<&str>, a: Option<&Alloc>) -> Result<Out> {
-        let (nodes, echo) = a.map_or((&[][..], &[][..]), |a| (&a.nodes[..], &a.echo[..]));
-        Ok(Out::Answer(
-            tag,
-            wire::answer(self.wire, st, id, nodes, echo)?,
-        ))
-    }
-
-    /// The answer to an EXTEND in time (or asking nothing): the DVM hears
-    /// of no new node, and the echo it keeps.
-    fn renewed(&self, tag: u32, id: &str) -> Out {
-        Out::Grant(Granted {
-            tag,
-            alloc_id: id.to_string(),
-            nodes: Vec::new(),
-            echo: self
-                .allocs
-                .get(id)
-                .map(|a| a.echo.clone())
-                .unwrap_or_default(),
-            new: false,
-        })
-    }
-
-    fn refuse(&self, tag: u32, st: Status) -> Result<Vec<Out>> {
-        Ok(vec![self.answer(tag, st, None, None)?])
-    }
-
-    /// Refuse `tag` as `st`, telling the requester `why`.
-    fn refuse_saying(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
-        Ok(vec![Out::Answer(tag, wire::refusal(self.wire, st, why)?)])
-    }
-
-    fn find_id(&self, ask: &Forwarded) -> Option<String> {
-        if let Some(id) = &ask.attrs.alloc_id {
-            return self.allocs.contains_key(id).then(|| id.clone());
-        }
-        let rid = ask.attrs.req_id.as_ref()?;
-        self.allocs
-            .iter()
-            .find(|(_, a)| a.req_id.as_ref() == Some(rid))
-            .map(|(id, _)| id.clone())
     }
 
     /// Cancel `job` (after checking it is psched's), also across an outage.
@@ -378,103 +353,96 @@ impl SlurmBackend {
         });
     }
 
-    fn grants(&self) -> Vec<Grant> {
-        let mut v: Vec<Grant> = self
-            .allocs
-            .iter()
-            .filter(|(_, a)| a.owed.is_none() && !a.retained && !a.jobs.is_empty())
-            .map(|(id, a)| Grant {
-                alloc_id: id.clone(),
-                req_id: a.req_id.clone(),
-                nodes: a.nodes.clone(),
-                expires_at_ms: a.end_ms,
-                warn_secs: a.warn_secs,
-                session: a.session,
-                queue: a.queue.clone(),
-                inherit: a.inherit,
-                slurm_jobs: a.jobs.clone(),
-            })
-            .collect();
-        v.sort_by(|x, y| x.alloc_id.cmp(&y.alloc_id));
-        v
-    }
-}
-
-impl super::backend::Backend for SlurmBackend {
-    fn attach(&mut self, dvm: &str, wire: WireVersion) {
-        self.wire = wire;
-        if self.ledger.dvm.as_deref() != Some(dvm) {
-            self.ledger.dvm = Some(dvm.to_string());
-            self.ledger.sessions = 0;
-            // Nodes retained by the DVM that is gone go back to Slurm.
-            let kept: Vec<String> = self
-                .allocs
-                .iter()
-                .filter(|(_, a)| a.retained)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in kept {
-                let _ = self.on_session_done(&id, 0);
-            }
+    /// Allocation `id`'s grant as the ledger keeps it, if it is one.
+    fn grant_of(&self, id: &str) -> Option<Grant> {
+        let a = self.allocs.get(id)?;
+        if a.new || a.retained || a.jobs.is_empty() {
+            return None;
         }
-        // Requests of a DVM that is gone are answered to no one: withdrawn.
-        let owed: Vec<String> = self
-            .allocs
-            .iter()
-            .filter(|(_, a)| a.owed.is_some())
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in owed {
-            self.drop_alloc(&id);
-        }
-        for a in self.allocs.values_mut() {
-            if let Some(w) = a.waiting.take() {
-                if let Some(j) = w.job {
-                    self.to_cancel.push(j);
-                }
-            }
-            a.ext_time = None;
-        }
+        Some(Grant {
+            alloc_id: id.to_string(),
+            req_id: None,
+            nodes: a.nodes.clone(),
+            expires_at_ms: a.end_ms,
+            warn_secs: a.warn_secs,
+            session: None,
+            queue: a.queue.clone(),
+            inherit: None,
+            slurm_jobs: a.jobs.clone(),
+        })
     }
 
-    fn ledger(&self) -> Ledger {
-        let mut l = self.ledger.clone();
-        l.grants = self.grants();
-        l.retained = self
-            .allocs
-            .values()
-            .filter(|a| a.retained)
-            .flat_map(|a| a.nodes.iter().cloned())
+    /// The ledger's changes since the last call: each touched grant, then
+    /// the rest of the backend's part where it changed.
+    fn book(&mut self) {
+        for id in std::mem::take(&mut self.touched) {
+            let c = match self.grant_of(&id) {
+                Some(g) => LedgerChange::Grant(g),
+                None => LedgerChange::Gone(id),
+            };
+            self.news.push(SourceEvent::Book(c));
+        }
+        let kept = || self.allocs.values().filter(|a| a.retained);
+        let mut retained: Vec<String> = kept().flat_map(|a| a.nodes.iter().cloned()).collect();
+        retained.sort();
+        let mut jobs: BTreeMap<u64, Vec<String>> = kept()
+            .flat_map(|a| a.jobs.iter().map(|j| (*j, Vec::new())))
             .collect();
-        l.retained.sort();
-        l.retained_jobs = self
-            .allocs
-            .values()
-            .filter(|a| a.retained)
-            .flat_map(|a| a.jobs.iter().copied())
-            .collect();
-        l.retained_jobs.sort();
-        l.retained_job_nodes = self
-            .allocs
-            .values()
-            .filter(|a| a.retained)
-            .flat_map(|a| a.job_nodes.iter().map(|(j, n)| (*j, n.clone())))
-            .collect();
-        l.slurm_withdraw = self
+        for (j, n) in kept().flat_map(|a| a.job_nodes.iter()) {
+            jobs.insert(*j, n.clone());
+        }
+        let mut withdraw: Vec<u64> = self
             .allocs
             .values()
             .filter_map(|a| a.waiting.as_ref()?.job)
             .chain(self.to_cancel.iter().copied())
             .collect();
-        l.slurm_withdraw.sort();
-        l.slurm_withdraw.dedup();
-        l.pending = self.pending_view();
-        l.source_partitions = self.partitions.clone();
-        l
+        withdraw.sort();
+        withdraw.dedup();
+        let pending = self.pending_view();
+        let said = &mut self.said;
+        let changes = [
+            when_changed(&mut said.next_id, self.next_id, LedgerChange::NextId),
+            when_changed(&mut said.retained, retained, LedgerChange::Retained),
+            when_changed(&mut said.jobs, jobs, LedgerChange::RetainedJobs),
+            when_changed(&mut said.withdraw, withdraw, LedgerChange::Withdraw),
+            when_changed(&mut said.pending, pending, LedgerChange::Pending),
+            when_changed(
+                &mut said.partitions,
+                self.partitions.clone(),
+                LedgerChange::SourcePartitions,
+            ),
+        ];
+        let changes = changes.into_iter().flatten().map(SourceEvent::Book);
+        self.news.extend(changes);
+    }
+}
+
+impl NodeSource for SlurmBackend {
+    fn grant(&mut self, ask: &Ask, now: u64) -> Decision {
+        match &ask.extend {
+            None => self.on_new(&ask.attrs, now),
+            Some(id) => self.on_extend(id, &ask.attrs, now),
+        }
     }
 
-    fn free_nodes(&self) -> Vec<String> {
-        Vec::new()
+    fn release(
+        &mut self,
+        alloc_id: &str,
+        what: Give<'_>,
+        _now: u64,
+    ) -> std::result::Result<Released, Refusal> {
+        self.release_nodes(alloc_id, what)
+    }
+
+    fn cancel(&mut self, alloc_id: &str, _now: u64) -> std::result::Result<(), Refusal> {
+        self.on_cancel(alloc_id)
+    }
+
+    fn what_happened(&mut self, now: u64) -> Vec<SourceEvent> {
+        self.step(now);
+        self.book();
+        std::mem::take(&mut self.news)
     }
 
     fn wake_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
@@ -501,77 +469,26 @@ impl super::backend::Backend for SlurmBackend {
         next
     }
 
-    fn tick(&mut self, now: u64) -> Result<Vec<Out>> {
-        self.step(now)
-    }
-
-    fn on_alloc(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
-        match ask.directive {
-            Received::Known(Directive::New) => self.on_new(tag, ask, now),
-            Received::Known(Directive::Extend) => self.on_extend(tag, ask, now),
-            Received::Known(Directive::Release) => self.on_release(tag, &ask),
-            Received::Known(Directive::ReqCancel) => self.on_cancel(tag, &ask),
-            _ => self.refuse(tag, Status::ERR_NOT_SUPPORTED),
-        }
-    }
-
-    fn on_session_done(&mut self, alloc_id: &str, _now: u64) -> Result<Vec<Out>> {
-        let Some((nodes, inherit)) = self
-            .allocs
-            .get(alloc_id)
-            .map(|a| (a.nodes.clone(), a.inherit))
-        else {
-            return Ok(Vec::new());
+    fn hear(&mut self, news: Heard<'_>) {
+        // Slurm chooses the nodes: a broken one is Slurm's to see.
+        let Heard::Attached { new_dvm } = news else {
+            return;
         };
-        say!("psched: the DVM ended {alloc_id}: its Slurm jobs cancelled");
-        self.drop_alloc(alloc_id);
-        Ok(vec![Out::Returned {
-            alloc_id: alloc_id.to_string(),
-            nodes,
-            stop: inherit.is_some_and(Inheritance::returns_to_scheduler),
-        }])
-    }
-
-    fn reconcile(&mut self, live: &[String], now: u64, settle_ms: u64) -> Result<Vec<Out>> {
-        self.ledger.reconciled_at_ms = Some(now);
-        let gone: Vec<String> = self
-            .allocs
-            .iter()
-            .filter(|(id, a)| a.owed.is_none() && !a.retained && !live.contains(id))
-            .filter(|(_, a)| !a.jobs.is_empty())
-            .filter(|(_, a)| now.saturating_sub(a.granted_at) >= settle_ms)
-            .map(|(id, _)| id.clone())
-            .collect();
-        let mut out = Vec::new();
-        for id in gone {
-            let inherit = self.allocs[&id].inherit.unwrap_or(Inheritance::Default);
-            if inherit.returns_to_scheduler() {
-                out.extend(self.on_session_done(&id, now)?);
-            } else if let Some(a) = self.allocs.get_mut(&id) {
-                say!(
-                    "psched: {id} ended under {inherit:?}: job {} kept while the DVM holds its nodes",
-                    a.jobs[0]
-                );
-                a.retained = true;
+        if new_dvm {
+            // Nodes retained by the DVM that is gone go back to Slurm.
+            let kept: Vec<String> = self
+                .allocs
+                .iter()
+                .filter(|(_, a)| a.retained)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in kept {
+                say!("psched: the DVM ended {id}: its Slurm jobs cancelled");
+                self.drop_alloc(&id);
             }
         }
-        Ok(out)
-    }
-
-    fn admin_release(&mut self, alloc_id: &str, _now: u64) -> Result<Option<Vec<Out>>> {
-        let Some(a) = self.allocs.get(alloc_id) else {
-            return Ok(None);
-        };
-        if a.owed.is_some() || a.retained {
-            return Ok(None);
+        for a in self.allocs.values_mut() {
+            a.ext_time = false;
         }
-        let nodes = a.nodes.clone();
-        say!("psched: {alloc_id} released by the administrator: its Slurm jobs cancelled");
-        self.drop_alloc(alloc_id);
-        Ok(Some(vec![Out::End {
-            alloc_id: alloc_id.to_string(),
-            nodes,
-            why: UnaskedEnd::Admin,
-        }]))
     }
 }

@@ -1,5 +1,5 @@
 //! Slurm's controller out of reach, and back: psched says so to every tool
-//! of the DVM (holders, queued pallocs: [`Out::Source`], typed events),
+//! of the DVM (holders, queued pallocs: [`SourceEvent::Reach`], typed events),
 //! keeps every session and request as it is, and asks only `scontrol
 //! ping` every [`PING_MS`] meanwhile (no job query, no `sinfo`, no
 //! `salloc`, whose failures would only say the same, more slowly). The
@@ -7,7 +7,7 @@
 //! made meanwhile are submitted again at once, not after a backoff grown
 //! through a long outage.
 
-use super::super::out::Out;
+use super::super::source::SourceEvent;
 use super::worker::Task;
 use super::SlurmBackend;
 
@@ -36,7 +36,7 @@ pub(super) struct Outage {
     /// When the last outage ended (ms).
     ended: Option<u64>,
     /// What the tools are to hear at the next turn.
-    news: Vec<Out>,
+    news: Vec<SourceEvent>,
 }
 
 impl Outage {
@@ -66,10 +66,10 @@ impl SlurmBackend {
         self.outage.next_ping = now + PING_MS;
         self.outage.announced = self.outage.ended.is_none_or(|t| now >= t + QUIET_MS);
         if self.outage.announced {
-            self.outage.news.push(Out::Source {
+            self.outage.news.push(SourceEvent::Reach {
                 up: false,
                 text: down_text(0, why),
-                tag: None,
+                alloc_id: None,
             });
         }
     }
@@ -94,32 +94,32 @@ impl SlurmBackend {
         if !self.outage.announced {
             return;
         }
-        self.outage.news.push(Out::Source {
+        self.outage.news.push(SourceEvent::Reach {
             up: true,
             text: format!(
                 "Slurm's controller answers again (after {secs} s): waiting requests are asked \
                  again now"
             ),
-            tag: None,
+            alloc_id: None,
         });
     }
 
-    /// The request waiting on `tag` cannot reach Slurm: its requester
+    /// The request of `id` waiting cannot reach Slurm: its requester
     /// hears of the outage (it may have asked after it was announced).
-    pub(super) fn tell_waiting(&mut self, tag: u32, why: &str, now: u64) {
+    pub(super) fn tell_waiting(&mut self, id: &str, why: &str, now: u64) {
         if !self.outage.announced {
             return;
         }
         let since = self.outage.since.unwrap_or(now);
-        self.outage.news.push(Out::Source {
+        self.outage.news.push(SourceEvent::Reach {
             up: false,
             text: down_text(now.saturating_sub(since) / 1000, why),
-            tag: Some(tag),
+            alloc_id: Some(id.to_string()),
         });
     }
 
     /// One turn of the outage: ping when due; what the tools are to hear.
-    pub(super) fn outage_step(&mut self, now: u64) -> Vec<Out> {
+    pub(super) fn outage_step(&mut self, now: u64) -> Vec<SourceEvent> {
         let o = &mut self.outage;
         if o.down() && !o.pinging && now >= o.next_ping {
             o.pinging = true;
@@ -152,16 +152,16 @@ mod tests {
 
     #[test]
     fn an_outage_is_said_once_and_its_end_asks_again_at_once() {
-        let mut b = SlurmBackend::new(Ledger::default(), "outagetest".into()).unwrap();
+        let mut b = SlurmBackend::new(&mut Ledger::default(), "outagetest".into()).unwrap();
         b.unreachable("connection refused", 1_000);
         b.unreachable("connection refused", 2_000);
         let news = b.outage_step(1_500);
         assert!(
             matches!(
                 &news[..],
-                [Out::Source {
+                [SourceEvent::Reach {
                     up: false,
-                    tag: None,
+                    alloc_id: None,
                     ..
                 }]
             ),
@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(b.next_show, 0, "the jobs are asked about at once");
         let news = b.outage_step(101_000);
         assert!(
-            matches!(&news[..], [Out::Source { up: true, text, .. }] if text.contains("100 s")),
+            matches!(&news[..], [SourceEvent::Reach { up: true, text, .. }] if text.contains("100 s")),
             "{news:?}"
         );
         // Down again at once (the job query fails, the ping answers): the

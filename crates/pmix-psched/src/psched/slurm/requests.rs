@@ -1,32 +1,38 @@
-//! What the DVM asks of psched on Slurm: NEW, EXTEND, RELEASE and
-//! REQ_CANCEL. Nothing here waits for Slurm: each hands its commands to the
-//! worker ([`super::worker`]) and answers at once (RELEASE, REQ_CANCEL) or
-//! when Slurm's answer comes back ([`super::watch`]).
+//! What psched asks of Slurm for the DVM's requests: a new allocation, an
+//! extension, a release, a withdrawn request. Nothing here waits for Slurm:
+//! each hands its commands to the worker ([`super::worker`]) and decides at
+//! once (a release, a withdrawal) or when Slurm's answer comes back
+//! ([`super::watch`]).
 
-use crate::error::Result;
 use crate::proto::status::Status;
+use crate::proto::AllocAttrs;
 use crate::sched::SchedPendingView;
 
-use super::super::out::Out;
-use super::super::wire::{self, Forwarded};
+use super::super::source::{By, Decision, Give, Refusal, Released};
 use super::hostlist::bad_node_name;
 use super::worker::Task;
 use super::{ctl, Alloc, SlurmBackend, Waiting};
 
+/// Why `names` may not reach a Slurm command line: a node name Slurm would
+/// misread.
+fn bad_nodes<'a>(names: impl IntoIterator<Item = &'a String>) -> Option<String> {
+    names
+        .into_iter()
+        .filter_map(|n| bad_node_name(n).map(|why| format!("{n:?}: {why}")))
+        .next()
+}
+
 /// Why `ask` may not reach a Slurm command line: a node, partition,
 /// account, QOS or reservation name, or a feature expression, Slurm would
 /// misread.
-fn bad_names(ask: &Forwarded) -> Option<String> {
-    let names = ask
-        .attrs
-        .nodes_named()
-        .iter()
-        .chain(ask.attrs.nodes_excluded())
-        .chain(&ask.attrs.queue);
-    let bad = names
-        .filter_map(|n| bad_node_name(n).map(|why| format!("{n:?}: {why}")))
-        .next();
-    let opts = ctl::Options::from(&ask.attrs);
+fn bad_names(ask: &AllocAttrs) -> Option<String> {
+    let bad = bad_nodes(
+        ask.nodes_named()
+            .iter()
+            .chain(ask.nodes_excluded())
+            .chain(&ask.queue),
+    );
+    let opts = ctl::Options::from(ask);
     let named = opts.names().find_map(|(flag, n)| {
         let why = bad_node_name(n)?.replace("a node name", "a name");
         Some(format!("{flag} {n:?}: {why}"))
@@ -62,16 +68,10 @@ impl SlurmBackend {
     }
 
     /// Start a salloc for `ask` (job `name`) for allocation `id` (an
-    /// EXTEND's when `ext_tag`).
-    fn start_salloc(
-        &mut self,
-        id: &str,
-        ext_tag: Option<u32>,
-        ask: ctl::Ask,
-        name: String,
-    ) -> Waiting {
+    /// EXTEND's when `extend`).
+    fn start_salloc(&mut self, id: &str, extend: bool, ask: ctl::Ask, name: String) -> Waiting {
         let w = Waiting {
-            key: self.key(id, ext_tag),
+            key: self.key(id, extend),
             job: None,
             ask,
             name,
@@ -83,76 +83,70 @@ impl SlurmBackend {
         w
     }
 
-    /// Refuse `tag` as `st`, saying why in psched's log and to the
-    /// requester.
-    fn refuse_why(&self, tag: u32, st: Status, why: &str) -> Result<Vec<Out>> {
+    /// Refuse as `st`, saying why in psched's log and to the requester.
+    fn refuse_why(&self, st: Status, why: &str) -> Refusal {
         say!("psched: request refused ({}): {why}", st.name());
-        self.refuse_saying(tag, st, &format!("psched: {why}"))
+        Refusal::saying(st, format!("psched: {why}"))
     }
 
-    pub(super) fn on_new(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
+    pub(super) fn on_new(&mut self, ask: &AllocAttrs, now: u64) -> Decision {
         if self.refuse_root {
             let why = "psched runs as root for several users (see its first log line)";
-            return self.refuse_why(tag, Status::ERR_NO_PERMISSIONS, why);
+            return Decision::Refused(self.refuse_why(Status::ERR_NO_PERMISSIONS, why));
         }
-        if let Some(why) = bad_names(&ask) {
-            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        if let Some(why) = bad_names(ask) {
+            return Decision::Refused(self.refuse_why(Status::ERR_BAD_PARAM, &why));
         }
-        let Some(time_secs) = self.time_for(ask.attrs.time_secs) else {
+        let Some(time_secs) = self.time_for(ask.time_secs) else {
             let why = format!(
                 "a time limit over psched's maximum ({} min)",
                 self.max_secs / 60
             );
-            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+            return Decision::Refused(self.refuse_why(Status::ERR_BAD_PARAM, &why));
         };
         let want = ctl::Ask {
-            count: ask.attrs.num_nodes.filter(|n| *n > 0),
-            list: ask.attrs.nodes_named().to_vec(),
-            exclude: ask.attrs.nodes_excluded().to_vec(),
+            count: ask.num_nodes.filter(|n| *n > 0),
+            list: ask.nodes_named().to_vec(),
+            exclude: ask.nodes_excluded().to_vec(),
             time_secs,
-            partition: ask.attrs.queue.clone(),
-            opts: ctl::Options::from(&ask.attrs).with_slots(self.slots),
+            partition: ask.queue.clone(),
+            opts: ctl::Options::from(ask).with_slots(self.slots),
         };
         if want.count.is_none() && want.list.is_empty() {
-            return self.refuse_why(tag, Status::ERR_BAD_PARAM, "no node count or list");
+            let why = "no node count or list";
+            return Decision::Refused(self.refuse_why(Status::ERR_BAD_PARAM, why));
         }
         let id = self.next_id();
         let name = self.job_name(&id);
         let want_opts = want.opts.clone();
-        let w = self.start_salloc(&id, None, want, name.clone());
-        let inherit = ask.attrs.inheritance();
+        let w = self.start_salloc(&id, false, want, name.clone());
         let a = Alloc {
-            owed: Some(tag),
+            new: true,
             waiting: Some(w),
-            echo: ask.echo,
-            req_id: ask.attrs.req_id,
-            queue: ask.attrs.queue.unwrap_or_default(),
-            warn_secs: ask.attrs.warn_timeout,
+            queue: ask.queue.clone().unwrap_or_default(),
+            warn_secs: ask.warn_timeout,
             granted_at: now,
-            inherit,
             opts: want_opts,
             ..Alloc::default()
         };
         say!("psched: asked Slurm for {id} (job {name})");
-        self.allocs.insert(id, a);
-        Ok(Vec::new())
+        self.allocs.insert(id.clone(), a);
+        Decision::Waits { alloc_id: id }
     }
 
-    pub(super) fn on_extend(&mut self, tag: u32, ask: Forwarded, now: u64) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(&ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+    pub(super) fn on_extend(&mut self, id: &str, ask: &AllocAttrs, now: u64) -> Decision {
+        let Some(a) = self.allocs.get(id) else {
+            return Decision::Refused(Refusal::bare(Status::ERR_NOT_FOUND));
         };
-        if let Some(why) = bad_names(&ask) {
-            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        if let Some(why) = bad_names(ask) {
+            return Decision::Refused(self.refuse_why(Status::ERR_BAD_PARAM, &why));
         }
-        let a = &self.allocs[&id];
-        if a.owed.is_some() || a.waiting.is_some() || a.ext_time.is_some() || a.retained {
+        if a.new || a.waiting.is_some() || a.ext_time || a.retained {
             // Not granted yet, or an extension already waits.
-            return self.refuse(tag, Status::ERR_NOT_AVAILABLE);
+            return Decision::Refused(Refusal::bare(Status::ERR_NOT_AVAILABLE));
         }
-        let more_nodes =
-            ask.attrs.num_nodes.is_some_and(|n| n > 0) || !ask.attrs.nodes_named().is_empty();
-        let secs = ask.attrs.time_secs.filter(|t| *t > 0);
+        let more_nodes = ask.num_nodes.is_some_and(|n| n > 0) || !ask.nodes_named().is_empty();
+        let secs = ask.time_secs.filter(|t| *t > 0);
         if let Some(t) = secs {
             let held = a
                 .end_ms
@@ -162,95 +156,115 @@ impl SlurmBackend {
                     "{id} would exceed psched's maximum ({} min)",
                     self.max_secs / 60
                 );
-                return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+                return Decision::Refused(self.refuse_why(Status::ERR_BAD_PARAM, &why));
             }
             self.worker.send(Task::Extend {
-                alloc: id.clone(),
-                tag: (!more_nodes).then_some(tag),
+                alloc: id.to_string(),
+                answer: !more_nodes,
                 jobs: a.jobs.clone(),
                 secs: t,
             });
         }
-        if let Some(x) = self.allocs.get_mut(&id) {
-            x.echo = ask.echo.clone();
-            if ask.attrs.warn_timeout.is_some() {
-                x.warn_secs = ask.attrs.warn_timeout;
+        if let Some(x) = self.allocs.get_mut(id) {
+            if ask.warn_timeout.is_some() {
+                x.warn_secs = ask.warn_timeout;
+                self.touched.insert(id.to_string());
             }
             if secs.is_some() && !more_nodes {
-                x.ext_time = Some(tag);
+                x.ext_time = true;
             }
         }
         if more_nodes {
-            return self.extend_nodes(tag, &id, &ask, now);
+            self.extend_nodes(id, ask, now);
+        } else if secs.is_none() {
+            return Decision::Granted {
+                alloc_id: id.to_string(),
+                nodes: Vec::new(),
+            };
         }
-        if secs.is_none() {
-            return Ok(vec![self.renewed(tag, &id)]);
+        Decision::Waits {
+            alloc_id: id.to_string(),
         }
-        Ok(Vec::new())
     }
 
     /// More nodes for `id`: a further job on other nodes, for the time the
-    /// allocation has left; answered when Slurm grants it.
-    fn extend_nodes(&mut self, tag: u32, id: &str, ask: &Forwarded, now: u64) -> Result<Vec<Out>> {
+    /// allocation has left; granted when Slurm grants it.
+    fn extend_nodes(&mut self, id: &str, ask: &AllocAttrs, now: u64) {
         let a = &self.allocs[id];
         let left = a.end_ms.map_or(self.default_secs, |e| {
             (e.saturating_sub(now) / 1000).max(1) as u32
         });
         let mut exclude = a.nodes.clone();
-        exclude.extend(ask.attrs.nodes_excluded().iter().cloned());
+        exclude.extend(ask.nodes_excluded().iter().cloned());
         let want = ctl::Ask {
-            count: ask.attrs.num_nodes.filter(|n| *n > 0),
-            list: ask.attrs.nodes_named().to_vec(),
+            count: ask.num_nodes.filter(|n| *n > 0),
+            list: ask.nodes_named().to_vec(),
             exclude,
             time_secs: left,
             partition: (!a.queue.is_empty()).then(|| a.queue.clone()),
             opts: a.opts.clone(),
         };
         let name = format!("{}.{}", self.job_name(id), a.jobs.len() + 1);
-        let w = self.start_salloc(id, Some(tag), want, name.clone());
+        let w = self.start_salloc(id, true, want, name.clone());
         say!("psched: asked Slurm for more nodes for {id} (job {name})");
         if let Some(x) = self.allocs.get_mut(id) {
             x.waiting = Some(w);
         }
-        Ok(Vec::new())
     }
 
-    pub(super) fn on_release(&mut self, tag: u32, ask: &Forwarded) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+    /// Give back `what` of `id`: a partial release shrinks the jobs
+    /// holding the nodes, a whole one cancels them; the DVM keeping the
+    /// nodes keeps the jobs until that DVM is gone.
+    pub(super) fn release_nodes(&mut self, id: &str, what: Give<'_>) -> Result<Released, Refusal> {
+        let Some(a) = self.allocs.get(id) else {
+            return Err(Refusal::bare(Status::ERR_NOT_FOUND));
         };
-        if let Some(why) = bad_names(ask) {
-            return self.refuse_why(tag, Status::ERR_BAD_PARAM, &why);
+        let named: &[String] = match what {
+            Give::Nodes(n) => n,
+            _ => &[],
+        };
+        if let Some(why) = bad_nodes(named) {
+            return Err(self.refuse_why(Status::ERR_BAD_PARAM, &why));
         }
-        let a = &self.allocs[&id];
-        let keep = a
-            .nodes
-            .iter()
-            .filter(|n| !ask.attrs.nodes_named().contains(n))
-            .count();
-        let whole = ask.attrs.nodes_named().is_empty() || keep == 0;
+        if what == Give::KeptByDvm {
+            let nodes = a.nodes.clone();
+            if let Some(j) = a.jobs.first() {
+                say!("psched: {id} ended, kept by the DVM: job {j} kept while the DVM holds its nodes");
+            }
+            if let Some(a) = self.allocs.get_mut(id) {
+                a.retained = true;
+            }
+            self.touched.insert(id.to_string());
+            return Ok(Released { nodes, whole: true });
+        }
+        let keep = a.nodes.iter().filter(|n| !named.contains(n)).count();
+        let whole = named.is_empty() || keep == 0;
         let nodes = if whole {
             a.nodes.clone()
         } else {
-            ask.attrs.nodes_named().to_vec()
+            named.to_vec()
         };
         if whole {
-            say!("psched: {id} released: its Slurm jobs cancelled");
-            self.drop_alloc(&id);
+            match what {
+                Give::All(By::Dvm) => {
+                    say!("psched: the DVM ended {id}: its Slurm jobs cancelled")
+                }
+                Give::All(By::Admin) => {
+                    say!("psched: {id} released by the administrator: its Slurm jobs cancelled")
+                }
+                _ => say!("psched: {id} released: its Slurm jobs cancelled"),
+            }
+            self.drop_alloc(id);
         } else {
-            self.shrink(&id, ask.attrs.nodes_named());
+            self.shrink(id, named);
         }
-        Ok(vec![Out::Release {
-            tag,
-            alloc_id: id,
-            nodes,
-            whole,
-        }])
+        Ok(Released { nodes, whole })
     }
 
     /// Give `gone` back: each job holding some of them shrinks to the rest,
     /// or is cancelled when none of its nodes stay.
     pub(super) fn shrink(&mut self, id: &str, gone: &[String]) {
+        self.touched.insert(id.to_string());
         let Some(a) = self.allocs.get_mut(id) else {
             return;
         };
@@ -286,35 +300,25 @@ impl SlurmBackend {
         }
     }
 
-    pub(super) fn on_cancel(&mut self, tag: u32, ask: &Forwarded) -> Result<Vec<Out>> {
-        let Some(id) = self.find_id(ask) else {
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+    /// Withdraw the waiting request of `id`: a NEW's allocation with it.
+    pub(super) fn on_cancel(&mut self, id: &str) -> Result<(), Refusal> {
+        let Some(a) = self.allocs.get(id) else {
+            return Err(Refusal::bare(Status::ERR_NOT_FOUND));
         };
-        let by = ask.requestor.as_deref();
-        let a = self.allocs[&id].clone();
         let Some(w) = a.waiting.clone() else {
             // Granted already: nothing is queued to cancel.
-            return self.refuse(tag, Status::ERR_NOT_FOUND);
+            return Err(Refusal::bare(Status::ERR_NOT_FOUND));
         };
-        // The cancel's own answer first (see the pool backend's on_cancel).
-        let mut out = vec![self.answer(tag, Status(0), Some(&id), None)?];
-        let owed = match (a.owed, w.key.ext_tag) {
-            (Some(t), _) => {
-                self.drop_alloc(&id);
-                t
+        if a.new {
+            self.drop_alloc(id);
+        } else {
+            self.withdraw_waiting(&w);
+            if let Some(x) = self.allocs.get_mut(id) {
+                x.waiting = None;
             }
-            (None, Some(t)) => {
-                self.withdraw_waiting(&w);
-                if let Some(x) = self.allocs.get_mut(&id) {
-                    x.waiting = None;
-                }
-                t
-            }
-            (None, None) => return self.refuse(tag, Status::ERR_NOT_FOUND),
-        };
+        }
         say!("psched: the request for {id} withdrawn (REQ_CANCEL)");
-        out.push(Out::Answer(owed, wire::cancelled(self.wire, &a.echo, by)?));
-        Ok(out)
+        Ok(())
     }
 
     /// Withdraw the salloc of `w`: its job when salloc named it, else the
@@ -331,6 +335,7 @@ impl SlurmBackend {
         let Some(a) = self.allocs.remove(id) else {
             return;
         };
+        self.touched.insert(id.to_string());
         if let Some(w) = &a.waiting {
             self.withdraw_waiting(w);
         }
@@ -350,7 +355,7 @@ impl SlurmBackend {
                     alloc_id: id.clone(),
                     nodes: w.ask.count.unwrap_or(w.ask.list.len() as u32),
                     time_secs: Some(w.ask.time_secs),
-                    extend: w.key.ext_tag.is_some(),
+                    extend: w.key.extend,
                     reason: w
                         .said
                         .clone()
@@ -366,15 +371,12 @@ impl SlurmBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{AllocAttrs, RmOptions};
+    use crate::proto::RmOptions;
 
-    fn with(rm: RmOptions) -> Forwarded {
-        Forwarded {
-            attrs: AllocAttrs {
-                rm,
-                ..AllocAttrs::default()
-            },
-            ..Forwarded::default()
+    fn with(rm: RmOptions) -> AllocAttrs {
+        AllocAttrs {
+            rm,
+            ..AllocAttrs::default()
         }
     }
 

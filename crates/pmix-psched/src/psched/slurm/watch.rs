@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 
-use crate::error::Result;
 use crate::proto::status::Status;
 
-use super::super::out::{Granted, Out, UnaskedEnd};
+use super::super::out::{Ending, UnaskedEnd};
+use super::super::source::{Refusal, SourceEvent};
 use super::ctl::Failure;
 use super::job::{Job, Seen, Unreachable};
 use super::reason::{EndCause, JobState, Pending, Reason};
@@ -26,7 +26,7 @@ impl SlurmBackend {
     pub(super) fn next_warning(&self) -> Option<u64> {
         self.allocs
             .values()
-            .filter(|a| !a.retained && a.owed.is_none())
+            .filter(|a| !a.retained && !a.new)
             .filter_map(|a| {
                 let (w, end) = (a.warn_secs?, a.end_ms?);
                 (a.warned_for != Some(end)).then(|| end.saturating_sub(u64::from(w) * 1000))
@@ -62,18 +62,21 @@ impl SlurmBackend {
         v
     }
 
-    /// One turn: collect Slurm's answers, act on them, ask again when due.
-    pub(super) fn step(&mut self, now: u64) -> Result<Vec<Out>> {
-        let mut out = Vec::new();
+    /// One turn: collect Slurm's answers, act on them, ask again when due;
+    /// what happened goes to the news.
+    pub(super) fn step(&mut self, now: u64) {
         for d in self.worker.results() {
-            out.extend(self.on_done(d, now)?);
+            let ev = self.on_done(d, now);
+            self.news.extend(ev);
         }
-        out.extend(self.outage_step(now));
-        out.extend(self.warnings(now)?);
+        let ev = self.outage_step(now);
+        self.news.extend(ev);
+        let ev = self.warnings(now);
+        self.news.extend(ev);
         if self.outage.down() {
-            return Ok(out);
+            return;
         }
-        out.extend(self.resubmit(now));
+        self.resubmit(now);
         if self.partitions_due(now) {
             self.listing = true;
             self.worker.send(Task::Partitions);
@@ -88,7 +91,6 @@ impl SlurmBackend {
             }
             self.next_show = now + POLL_MS;
         }
-        Ok(out)
     }
 
     /// Whether to ask Slurm for its partitions now: once at start, then
@@ -113,7 +115,7 @@ impl SlurmBackend {
             .then_some(self.next_partitions)
     }
 
-    fn on_done(&mut self, d: Done, now: u64) -> Result<Vec<Out>> {
+    fn on_done(&mut self, d: Done, now: u64) -> Vec<SourceEvent> {
         match d {
             Done::Seen(list) => {
                 self.showing = false;
@@ -129,20 +131,24 @@ impl SlurmBackend {
                         self.to_cancel.retain(|j| *j != job);
                     }
                 }
-                Ok(Vec::new())
+                Vec::new()
             }
-            Done::Extended { alloc, tag, result } => self.extended(&alloc, tag, result, now),
+            Done::Extended {
+                alloc,
+                answer,
+                result,
+            } => self.extended(&alloc, answer, result, now),
             Done::Shrunk(job, r) => {
                 if let Err(e) = r {
                     say!("psched: Slurm did not shrink job {job}: {}", e.words());
                 }
                 self.next_show = 0;
-                Ok(Vec::new())
+                Vec::new()
             }
             Done::Salloc(key, ev) => self.on_salloc(key, ev, now),
             Done::Pinged(up) => {
                 self.pinged(up, now);
-                Ok(Vec::new())
+                Vec::new()
             }
             Done::Partitions(r) => {
                 self.listing = false;
@@ -151,7 +157,7 @@ impl SlurmBackend {
                 if let Ok(p) = r {
                     self.partitions = p;
                 }
-                Ok(Vec::new())
+                Vec::new()
             }
         }
     }
@@ -159,12 +165,12 @@ impl SlurmBackend {
     fn extended(
         &mut self,
         id: &str,
-        tag: Option<u32>,
+        answer: bool,
         result: std::result::Result<(), Failure>,
         now: u64,
-    ) -> Result<Vec<Out>> {
+    ) -> Vec<SourceEvent> {
         if let Some(a) = self.allocs.get_mut(id) {
-            a.ext_time = None;
+            a.ext_time = false;
         }
         self.next_show = 0;
         let st = match &result {
@@ -178,24 +184,31 @@ impl SlurmBackend {
                 Status::ERR_BAD_PARAM
             }
         };
-        let Some(tag) = tag else {
-            return Ok(Vec::new());
-        };
-        if st.is_success() {
-            return Ok(vec![self.renewed(tag, id)]);
+        if !answer {
+            return Vec::new();
         }
-        self.refuse(tag, st)
+        let alloc_id = id.to_string();
+        if st.is_success() {
+            return vec![SourceEvent::Ready {
+                alloc_id,
+                nodes: Vec::new(),
+            }];
+        }
+        vec![SourceEvent::Refused {
+            alloc_id,
+            refusal: Refusal::bare(st),
+        }]
     }
 
     /// salloc of `id` said its job's `nodes` are ready: granted, without
     /// a query (the end time is the time limit from now until the next
     /// query says Slurm's own).
-    fn ready(&mut self, id: &str, nodes: Vec<String>, now: u64) -> Result<Vec<Out>> {
+    fn ready(&mut self, id: &str, nodes: Vec<String>, now: u64) -> Vec<SourceEvent> {
         let Some(w) = self.allocs.get(id).and_then(|a| a.waiting.as_ref()) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let Some(job) = w.job else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let limit = u64::from(super::ctl::minutes(w.ask.time_secs)) * 60;
         let j = Job {
@@ -216,7 +229,7 @@ impl SlurmBackend {
         (a.waiting.as_ref()?.key == *key).then(|| key.alloc.clone())
     }
 
-    fn on_salloc(&mut self, key: SubKey, ev: SallocEvent, now: u64) -> Result<Vec<Out>> {
+    fn on_salloc(&mut self, key: SubKey, ev: SallocEvent, now: u64) -> Vec<SourceEvent> {
         let Some(id) = self.waiting_of(&key) else {
             // Withdrawn before it said its job: cancel that job now.
             if let SallocEvent::Job { id: job, .. } = ev {
@@ -225,7 +238,7 @@ impl SlurmBackend {
                     self.withdraw_job(job);
                 }
             }
-            return Ok(Vec::new());
+            return Vec::new();
         };
         match ev {
             SallocEvent::Job { id: job, granted } => {
@@ -240,7 +253,7 @@ impl SlurmBackend {
                 if !granted {
                     self.next_show = 0;
                 }
-                Ok(Vec::new())
+                Vec::new()
             }
             SallocEvent::Ready(nodes) => self.ready(&id, nodes, now),
             // Granted and said (else the query answers), or its job ended
@@ -249,11 +262,11 @@ impl SlurmBackend {
                 if self.allocs.get(&id).is_some_and(|a| a.waiting.is_some()) {
                     self.next_show = 0;
                 }
-                Ok(Vec::new())
+                Vec::new()
             }
             SallocEvent::Exit(Err(_)) if self.job_known(&id) => {
                 self.next_show = 0;
-                Ok(Vec::new())
+                Vec::new()
             }
             SallocEvent::Exit(Err(Failure::Unreachable(why))) => {
                 // Asked after the outage was announced: its requester
@@ -261,18 +274,15 @@ impl SlurmBackend {
                 let known = self.outage.down();
                 self.unreachable(&why, now);
                 say!("psched: {id} waits for Slurm (asked again as soon as it answers)");
-                let mut tell = None;
-                if let Some(a) = self.allocs.get_mut(&id) {
-                    let owed = a.owed;
-                    if let Some(w) = a.waiting.as_mut() {
-                        tell = w.key.ext_tag.or(owed).filter(|_| known);
-                        w.again_at = Some(now + super::outage::PING_MS);
-                    }
+                let mut tell = false;
+                if let Some(w) = self.allocs.get_mut(&id).and_then(|a| a.waiting.as_mut()) {
+                    tell = known;
+                    w.again_at = Some(now + super::outage::PING_MS);
                 }
-                if let Some(tag) = tell {
-                    self.tell_waiting(tag, &why, now);
+                if tell {
+                    self.tell_waiting(&id, &why, now);
                 }
-                Ok(Vec::new())
+                Vec::new()
             }
             SallocEvent::Exit(Err(Failure::Refused(w))) => {
                 say!("psched: Slurm refused {id}: {w}");
@@ -283,9 +293,9 @@ impl SlurmBackend {
 
     /// `id` still waits in Slurm's queue (job `j`): when Slurm's reason
     /// or its words change, say it in the log and to a NEW's requester.
-    fn still_waits(&mut self, id: &str, j: &Job) -> Option<Out> {
+    fn still_waits(&mut self, id: &str, j: &Job) -> Option<SourceEvent> {
         let a = self.allocs.get_mut(id)?;
-        let owed = a.owed;
+        let new = a.new;
         let w = a.waiting.as_mut()?;
         let said = match &j.reason_detail {
             Some(d) => format!("{}, {d}", j.reason.word()),
@@ -297,11 +307,11 @@ impl SlurmBackend {
         say!("psched: {id} waits in Slurm's queue ({said})");
         w.reason = Some(j.reason.clone());
         w.said = Some(said.clone());
-        if j.reason == Reason::None {
+        if j.reason == Reason::None || !new {
             return None;
         }
-        Some(Out::Queued {
-            tag: owed?,
+        Some(SourceEvent::Waiting {
+            alloc_id: id.to_string(),
             reason: j.reason.word().to_string(),
             text: format!(
                 "Slurm says {}",
@@ -318,7 +328,7 @@ impl SlurmBackend {
     }
 
     /// Ask again for what an unreachable Slurm did not take.
-    fn resubmit(&mut self, now: u64) -> Vec<Out> {
+    fn resubmit(&mut self, now: u64) {
         let due: Vec<String> = self
             .allocs
             .iter()
@@ -334,7 +344,7 @@ impl SlurmBackend {
             let Some(mut w) = self.allocs.get(&id).and_then(|a| a.waiting.clone()) else {
                 continue;
             };
-            w.key = self.key(&id, w.key.ext_tag);
+            w.key = self.key(&id, w.key.extend);
             w.again_at = None;
             self.submit(&w);
             if let Some(a) = self.allocs.get_mut(&id) {
@@ -342,43 +352,41 @@ impl SlurmBackend {
                 a.granted_at = now;
             }
         }
-        Vec::new()
     }
 
     /// The waiting request of `id` will not be granted: refuse it with `st`
     /// (an EXTEND's only; a NEW's with its allocation).
-    fn give_up(&mut self, id: &str, st: Status) -> Result<Vec<Out>> {
+    fn give_up(&mut self, id: &str, st: Status) -> Vec<SourceEvent> {
         self.give_up_saying(id, st, None)
     }
 
     /// [`Self::give_up`], telling the requester `why` (Slurm's words).
-    fn give_up_saying(&mut self, id: &str, st: Status, why: Option<&str>) -> Result<Vec<Out>> {
+    fn give_up_saying(&mut self, id: &str, st: Status, why: Option<&str>) -> Vec<SourceEvent> {
         let Some(a) = self.allocs.get_mut(id) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let Some(w) = a.waiting.take() else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        let tag = match (w.key.ext_tag, a.owed) {
-            (Some(t), _) => Some(t),
-            (None, owed) => {
-                self.allocs.remove(id);
-                owed
-            }
-        };
-        self.withdraw_waiting(&w);
-        match (tag, why) {
-            (Some(t), Some(w)) => self.refuse_saying(t, st, w),
-            (Some(t), None) => self.refuse(t, st),
-            (None, _) => Ok(Vec::new()),
+        if !w.key.extend {
+            self.allocs.remove(id);
+            self.touched.insert(id.to_string());
         }
+        self.withdraw_waiting(&w);
+        vec![SourceEvent::Refused {
+            alloc_id: id.to_string(),
+            refusal: Refusal {
+                status: st,
+                why: why.map(String::from),
+            },
+        }]
     }
 
     fn on_seen(
         &mut self,
         list: Vec<(u64, std::result::Result<Seen, Unreachable>)>,
         now: u64,
-    ) -> Result<Vec<Out>> {
+    ) -> Vec<SourceEvent> {
         let mut seen: HashMap<u64, Seen> = HashMap::new();
         for (job, r) in list {
             match r {
@@ -387,7 +395,7 @@ impl SlurmBackend {
                 }
                 Err(Unreachable(w)) => {
                     self.unreachable(&w, now);
-                    return Ok(Vec::new());
+                    return Vec::new();
                 }
             }
         }
@@ -396,7 +404,7 @@ impl SlurmBackend {
         for (job, s) in &seen {
             if let Seen::Job(j) = s {
                 if j.user_id.is_some_and(|u| u != self.uid) {
-                    out.extend(self.foreign(*job, j.user_id)?);
+                    out.extend(self.foreign(*job, j.user_id));
                     continue;
                 }
                 self.verified.insert(*job);
@@ -405,14 +413,14 @@ impl SlurmBackend {
         self.cancel_checked(&seen);
         let ids: Vec<String> = self.allocs.keys().cloned().collect();
         for id in ids {
-            out.extend(self.follow_waiting(&id, &seen, now)?);
-            out.extend(self.follow(&id, &seen, now)?);
+            out.extend(self.follow_waiting(&id, &seen, now));
+            out.extend(self.follow(&id, &seen, now));
         }
-        Ok(out)
+        out
     }
 
     /// Job `job` runs as another user (`uid`): not psched's, never touched.
-    fn foreign(&mut self, job: u64, uid: Option<u32>) -> Result<Vec<Out>> {
+    fn foreign(&mut self, job: u64, uid: Option<u32>) -> Vec<SourceEvent> {
         say!(
             "psched: Slurm job {job} runs as uid {} (psched is {}): not psched's, left alone",
             uid.unwrap_or(0),
@@ -425,15 +433,21 @@ impl SlurmBackend {
             let Some(a) = self.allocs.get_mut(&id) else {
                 continue;
             };
-            a.jobs.retain(|j| *j != job);
+            if a.jobs.contains(&job) {
+                a.jobs.retain(|j| *j != job);
+                self.touched.insert(id.clone());
+            }
+            let Some(a) = self.allocs.get_mut(&id) else {
+                continue;
+            };
             if a.waiting.as_ref().is_some_and(|w| w.job == Some(job)) {
                 if let Some(w) = a.waiting.as_mut() {
                     w.job = None;
                 }
-                out.extend(self.give_up(&id, Status::ERR_NO_PERMISSIONS)?);
+                out.extend(self.give_up(&id, Status::ERR_NO_PERMISSIONS));
             }
         }
-        Ok(out)
+        out
     }
 
     /// Cancel the jobs to cancel that psched checked; drop those already
@@ -465,15 +479,15 @@ impl SlurmBackend {
         id: &str,
         seen: &HashMap<u64, Seen>,
         now: u64,
-    ) -> Result<Vec<Out>> {
+    ) -> Vec<SourceEvent> {
         let Some(w) = self.allocs.get(id).and_then(|a| a.waiting.clone()) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let Some(job) = w.job else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let j = match seen.get(&job) {
-            None => return Ok(Vec::new()),
+            None => return Vec::new(),
             Some(Seen::Gone) => {
                 say!("psched: Slurm no longer knows job {job} ({id}): refused");
                 return self.give_up(id, Status::ERR_JOB_CANCELED);
@@ -491,7 +505,7 @@ impl SlurmBackend {
                     let why = format!("Slurm will not run it as asked: {}", j.reason.said());
                     return self.give_up_saying(id, st, Some(&why));
                 }
-                Ok(self.still_waits(id, j).into_iter().collect())
+                self.still_waits(id, j).into_iter().collect()
             }
             JobState::Ended(c) => {
                 say!(
@@ -500,23 +514,22 @@ impl SlurmBackend {
                 );
                 self.give_up(id, Status::ERR_JOB_CANCELED)
             }
-            JobState::Unknown(_) => Ok(Vec::new()),
+            JobState::Unknown(_) => Vec::new(),
         }
     }
 
     /// The waiting request of `id` was granted job `j` (seen at `now`):
     /// answer the DVM.
-    fn granted(&mut self, id: &str, j: &Job, now: u64) -> Result<Vec<Out>> {
+    fn granted(&mut self, id: &str, j: &Job, now: u64) -> Vec<SourceEvent> {
         if self.landed_on_another(id, j) {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         self.partitions_changed();
-        let mut sessions = self.ledger.sessions;
         let Some(a) = self.allocs.get_mut(id) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let Some(w) = a.waiting.take() else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         a.jobs.push(j.id);
         a.job_nodes.insert(j.id, j.nodes.clone());
@@ -526,49 +539,36 @@ impl SlurmBackend {
             (Some(x), Some(y)) => Some(x.min(y)),
             (x, y) => x.or(y),
         };
-        let new = w.key.ext_tag.is_none();
-        let tag = match w.key.ext_tag {
-            Some(t) => t,
-            None => {
-                a.granted_at = now;
-                if a.session.is_none() {
-                    sessions += 1;
-                    a.session = Some(sessions);
-                }
-                let Some(t) = a.owed.take() else {
-                    return Ok(Vec::new());
-                };
-                t
-            }
+        let new = !w.key.extend;
+        if new {
+            a.granted_at = now;
+            a.new = false;
+        }
+        let nodes = if new {
+            a.nodes.clone()
+        } else {
+            j.nodes.clone()
         };
         say!(
             "psched: Slurm granted job {} for {id} on {}",
             j.id,
             j.nodes.join(",")
         );
-        self.ledger.sessions = sessions;
-        let a = &self.allocs[id];
-        Ok(vec![Out::Grant(Granted {
-            tag,
+        self.touched.insert(id.to_string());
+        vec![SourceEvent::Ready {
             alloc_id: id.to_string(),
-            nodes: if new {
-                a.nodes.clone()
-            } else {
-                j.nodes.clone()
-            },
-            echo: a.echo.clone(),
-            new,
-        })])
+            nodes,
+        }]
     }
 
     /// Follow a granted allocation's jobs: their nodes and end time; its
     /// end when Slurm ended them all.
-    fn follow(&mut self, id: &str, seen: &HashMap<u64, Seen>, _now: u64) -> Result<Vec<Out>> {
+    fn follow(&mut self, id: &str, seen: &HashMap<u64, Seen>, _now: u64) -> Vec<SourceEvent> {
         let Some(a) = self.allocs.get(id) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        if a.jobs.is_empty() || a.owed.is_some() {
-            return Ok(Vec::new());
+        if a.jobs.is_empty() || a.new {
+            return Vec::new();
         }
         let mut ended: Vec<(u64, EndCause)> = Vec::new();
         let mut live: Vec<&Job> = Vec::new();
@@ -626,20 +626,19 @@ impl SlurmBackend {
                 }
             }
         }
+        let mut changed = !ended.is_empty();
         if !live.is_empty() {
-            a.nodes = a
-                .jobs
-                .iter()
-                .filter_map(|j| a.job_nodes.get(j))
-                .flatten()
-                .cloned()
-                .collect();
-            if end.is_some() {
-                a.end_ms = end;
-            }
+            let jobs = a.jobs.iter().filter_map(|j| a.job_nodes.get(j));
+            let nodes: Vec<String> = jobs.flatten().cloned().collect();
+            changed |= nodes != a.nodes || (end.is_some() && end != a.end_ms);
+            a.nodes = nodes;
+            a.end_ms = end.or(a.end_ms);
+        }
+        if changed {
+            self.touched.insert(id.to_string());
         }
         if lost.is_empty() {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         say!(
             "psched: Slurm took {} from {id}: the work there stops, {} stays",
@@ -650,45 +649,45 @@ impl SlurmBackend {
                 a.nodes.join(",")
             }
         );
-        Ok(vec![Out::Lost {
+        vec![SourceEvent::Lost {
             alloc_id: id.to_string(),
             nodes: lost,
-        }])
+        }]
     }
 
     /// Send the warnings that fell due.
-    fn warnings(&mut self, now: u64) -> Result<Vec<Out>> {
+    fn warnings(&mut self, now: u64) -> Vec<SourceEvent> {
         let mut out = Vec::new();
         for (id, a) in self.allocs.iter_mut() {
-            if a.retained || a.owed.is_some() {
+            if a.retained || a.new {
                 continue;
             }
             if let (Some(w), Some(end)) = (a.warn_secs, a.end_ms) {
                 if now + u64::from(w) * 1000 >= end && a.warned_for != Some(end) && now < end {
                     a.warned_for = Some(end);
                     let left = ((end - now) / 1000) as u32;
-                    out.push(Out::Warn {
+                    out.push(SourceEvent::Warn {
                         alloc_id: id.clone(),
                         secs: left,
                     });
                 }
             }
         }
-        Ok(out)
+        out
     }
 
     /// Slurm ended every job of `id` (`cause`: why it ended the first): the
     /// DVM's session ends.
-    fn ended(&mut self, id: &str, cause: EndCause) -> Result<Vec<Out>> {
+    fn ended(&mut self, id: &str, cause: EndCause) -> Vec<SourceEvent> {
         let Some(a) = self.allocs.remove(id) else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
+        self.touched.insert(id.to_string());
         let mut out = Vec::new();
+        // A waiting extension is refused with the allocation
+        // ([`super::super::requests`]).
         if let Some(w) = &a.waiting {
             self.withdraw_waiting(w);
-            if let Some(t) = w.key.ext_tag {
-                out.push(self.answer(t, Status::ERR_NOT_AVAILABLE, None, None)?);
-            }
         }
         for j in &a.jobs {
             self.to_cancel.retain(|x| x != j);
@@ -703,23 +702,23 @@ impl SlurmBackend {
                 a.nodes.join(",")
             );
             if !a.nodes.is_empty() {
-                out.push(Out::Lost {
+                out.push(SourceEvent::Lost {
                     alloc_id: id.to_string(),
                     nodes: a.nodes.clone(),
                 });
             }
-            return Ok(out);
+            return out;
         }
         say!(
             "psched: Slurm ended job {first} ({id}, {}): ending its session",
             cause.word()
         );
-        out.push(Out::End {
+        out.push(SourceEvent::Ended(Ending {
             alloc_id: id.to_string(),
             nodes: a.nodes.clone(),
             why: UnaskedEnd::Source(cause.session_cause()),
-        });
-        Ok(out)
+        }));
+        out
     }
 }
 
@@ -729,8 +728,8 @@ mod tests {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
     use super::*;
-    use crate::psched::backend::Backend;
     use crate::psched::ledger::Ledger;
+    use crate::psched::source::NodeSource;
 
     /// Wait (at most `secs`) for `b`'s waker to turn readable.
     fn woken_within(b: &SlurmBackend, secs: u16) -> bool {
@@ -752,7 +751,7 @@ mod tests {
 
     #[test]
     fn a_node_that_leaves_a_running_job_is_lost_and_an_old_answer_brings_none_back() {
-        let mut b = SlurmBackend::new(Ledger::default(), "losttest".into()).unwrap();
+        let mut b = SlurmBackend::new(&mut Ledger::default(), "losttest".into()).unwrap();
         let nodes: Vec<String> = vec!["n1".into(), "n2".into()];
         b.allocs.insert(
             "slurm.1".into(),
@@ -767,7 +766,7 @@ mod tests {
         // still lists it, and is no loss.
         b.shrink("slurm.1", &["n1".to_string()]);
         let seen = HashMap::from([(7, running(7, &["n1", "n2"]))]);
-        assert!(b.follow("slurm.1", &seen, 0).unwrap().is_empty());
+        assert!(b.follow("slurm.1", &seen, 0).is_empty());
         assert_eq!(b.allocs["slurm.1"].nodes, vec!["n2".to_string()]);
         // Slurm took n2's neighbour away on its own: lost, the job stays.
         b.allocs
@@ -776,10 +775,10 @@ mod tests {
             .job_nodes
             .insert(7, vec!["n2".into(), "n3".into()]);
         let seen = HashMap::from([(7, running(7, &["n2"]))]);
-        let out = b.follow("slurm.1", &seen, 0).unwrap();
+        let out = b.follow("slurm.1", &seen, 0);
         assert_eq!(
             out,
-            vec![Out::Lost {
+            vec![SourceEvent::Lost {
                 alloc_id: "slurm.1".into(),
                 nodes: vec!["n3".into()]
             }]
@@ -791,13 +790,13 @@ mod tests {
     #[test]
     fn a_slurm_command_under_way_is_a_wake_up_not_a_deadline() {
         // A job left to withdraw: the first tick asks Slurm about it.
-        let ledger = Ledger {
+        let mut ledger = Ledger {
             slurm_withdraw: vec![999_999],
             ..Ledger::default()
         };
-        let mut b = SlurmBackend::new(ledger, "waketest".into()).unwrap();
+        let mut b = SlurmBackend::new(&mut ledger, "waketest".into()).unwrap();
         let now = crate::psched::now_ms();
-        assert!(b.tick(now).unwrap().is_empty());
+        assert!(b.what_happened(now).is_empty());
         assert!(b.showing, "the first tick asks Slurm");
         let next = b.next_deadline(now);
         assert!(
@@ -811,7 +810,7 @@ mod tests {
                 break;
             }
             assert!(woken_within(&b, 60), "Slurm's answer wakes the loop");
-            b.tick(crate::psched::now_ms()).unwrap();
+            b.what_happened(crate::psched::now_ms());
         }
         assert!(!b.showing && !b.listing, "the ticks took the answers");
         // No wake-up within a millisecond more.

@@ -12,14 +12,14 @@ use super::ctl::{self, Ask, Dialect, Failure, QueryForm, SallocSays};
 use super::job::{Seen, Unreachable};
 use super::waker::Waker;
 
-/// Which `salloc` an event is about: the allocation, the DVM's tag of an
-/// EXTEND in nodes (none for a NEW), and a number of its own.
+/// Which `salloc` an event is about: the allocation, whether it is for an
+/// EXTEND in nodes (else a NEW), and a number of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubKey {
     /// The allocation id.
     pub alloc: String,
-    /// For an EXTEND in nodes: the DVM's tag to answer.
-    pub ext_tag: Option<u32>,
+    /// For an EXTEND in nodes (else a NEW).
+    pub extend: bool,
     /// Distinguishes a resubmission from an earlier salloc.
     pub seq: u64,
 }
@@ -32,12 +32,12 @@ pub enum Task {
     Show(Vec<u64>),
     /// `scancel` this job.
     Cancel(u64),
-    /// Add `secs` to each of `jobs` (an EXTEND in time of `alloc`, tag `tag`).
+    /// Add `secs` to each of `jobs` (an EXTEND in time of `alloc`).
     Extend {
         /// The allocation.
         alloc: String,
-        /// The DVM's tag to answer (none: another request answers).
-        tag: Option<u32>,
+        /// Its result answers the request (else the EXTEND's nodes do).
+        answer: bool,
         /// Its jobs.
         jobs: Vec<u64>,
         /// How much longer.
@@ -92,8 +92,8 @@ pub enum Done {
     Extended {
         /// The allocation.
         alloc: String,
-        /// The DVM's tag to answer, if any.
-        tag: Option<u32>,
+        /// Its result answers the request.
+        answer: bool,
         /// Done, or why not.
         result: Result<(), Failure>,
     },
@@ -150,12 +150,12 @@ fn perform(t: Task, dialect: &mut Option<Dialect>, form: &mut Option<QueryForm>)
         Task::Cancel(j) => Done::Cancelled(j, ctl::cancel(j)),
         Task::Extend {
             alloc,
-            tag,
+            answer,
             jobs,
             secs,
         } => Done::Extended {
             alloc,
-            tag,
+            answer,
             result: jobs.iter().try_for_each(|j| ctl::add_time(*j, secs)),
         },
         Task::Shrink { job, keep } => Done::Shrunk(job, ctl::shrink(job, &keep)),
