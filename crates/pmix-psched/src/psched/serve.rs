@@ -129,6 +129,10 @@ fn publish(snap: &Snapshot, l: &Ledger) {
     }
 }
 
+/// The most frames taken in one turn before the ledger is stored and the
+/// answers go out.
+const BATCH: usize = 64;
+
 /// One attachment's serving loop and what it works on: the I/O around the
 /// one core ([`Core`]).
 struct Loop<'a> {
@@ -181,6 +185,10 @@ impl Loop<'_> {
                 }
                 Event::Message(Unsolicited::Other(tag, payload)) => {
                     self.core.on_frame(tag, &payload, now_ms(), &mut out)?;
+                    if self.take_queued(&mut out)? {
+                        say!("psched: the DVM went away (closed)");
+                        return Ok(());
+                    }
                 }
                 // The source's news are taken by the turn, at the top.
                 Event::Ready(0) if woken => {}
@@ -188,6 +196,23 @@ impl Loop<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// Take the frames the DVM has already sent, up to [`BATCH`], before
+    /// the next store and send: a burst of requests read at once costs one
+    /// ledger store (two syncs), not one per request. True when the DVM
+    /// went away.
+    fn take_queued(&mut self, out: &mut Vec<Send>) -> Result<bool> {
+        for _ in 0..BATCH {
+            match self.conn.wait(&[], Some(Instant::now())) {
+                Event::Message(Unsolicited::Closed(_)) => return Ok(true),
+                Event::Message(Unsolicited::Other(tag, payload)) => {
+                    self.core.on_frame(tag, &payload, now_ms(), out)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(false)
     }
 
     /// Write the DVM side's log, store the ledger if a change arrived (a
