@@ -120,3 +120,42 @@ fn a_launch_the_dvm_lost_is_mended_with_a_free_node_of_the_scheduler() {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
     assert_eq!(text(&o.stdout).trim(), other, "{}", show(&o));
 }
+
+/// With every other node of the pool held (as in a burst), pspawn's ask
+/// for a replacement waits in psched's queue and is granted the moment a
+/// node comes back: the job runs there, instead of exit 4 for want of a
+/// node free at that instant.
+#[test]
+fn a_replacement_for_a_lost_launch_waits_for_a_node_to_come_back() {
+    let c = Cluster::start_with_psched(1, 2, &[]);
+    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let (mut other_holder, _other_lines, other_id) = hold(&c, &["-N", "1"]);
+    let node_of = |alloc: &str| {
+        crate::psched_cluster::grant(&c, alloc).expect("a grant")["nodes"][0]
+            .as_str()
+            .expect("a node")
+            .to_string()
+    };
+    let (lost, other) = (node_of(&id), node_of(&other_id));
+    let (daemon, o, ended) = std::thread::scope(|s| {
+        let spawned = s.spawn(|| pspawn_with_lost_launch(&c, &lost, &id, "hostname"));
+        let asked = wait::within(Duration::from_secs(120), || {
+            crate::psched_cluster::psched_status(&c)["pending"]
+                .as_array()
+                .is_some_and(|p| p.len() == 1)
+        });
+        assert!(
+            asked,
+            "pspawn's ask for a replacement never waited in psched's queue"
+        );
+        kill(Pid::from_raw(other_holder.id() as i32), Signal::SIGTERM).expect("end the other");
+        let _ = other_holder.wait();
+        spawned.join().expect("pspawn's thread")
+    });
+    kill(daemon, Signal::SIGCONT).expect("wake the node's daemon");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(ended, "pspawn still waited after 120 s: {}", show(&o));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
+    assert_eq!(text(&o.stdout).trim(), other, "{}", show(&o));
+}

@@ -65,6 +65,20 @@ pub fn allocate(s: &Session, directive: Directive, info: &[Info]) -> Result<Allo
     }
 }
 
+/// [`allocate`] of a NEW or EXTEND that may wait in the scheduler's queue:
+/// its answer is waited for up to `patience` instead of the session's
+/// request deadline.
+pub fn allocate_queued(
+    s: &Session,
+    directive: Directive,
+    info: &[Info],
+    patience: Duration,
+) -> Result<AllocReply> {
+    let e = alloc_request(s, directive, info)?;
+    let reply = s.call_within(e, patience)?;
+    decode_alloc_reply(s, directive, &reply)
+}
+
 /// How long a RELEASE waits for its answer before it is sent again.
 pub const RELEASE_RESEND_AFTER: Duration = Duration::from_secs(2);
 /// How many times one RELEASE is sent again.

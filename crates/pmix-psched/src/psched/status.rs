@@ -61,10 +61,17 @@ fn source_queues(l: &Ledger) -> Vec<QueueEntry> {
         .collect()
 }
 
+/// The pool's nodes a grant could take now: neither granted, nor kept by
+/// the DVM, nor broken (a node a lost launch or a daemon that never came
+/// up keeps from every grant).
 fn free_nodes(l: &Ledger) -> Vec<String> {
     l.pool
         .iter()
-        .filter(|n| !l.retained.contains(n) && !l.grants.iter().any(|g| g.nodes.contains(n)))
+        .filter(|n| {
+            !l.retained.contains(n)
+                && !l.dvm_side.broken.contains(n)
+                && !l.grants.iter().any(|g| g.nodes.contains(n))
+        })
         .cloned()
         .collect()
 }

@@ -146,32 +146,55 @@ pub(crate) fn look(s: &Session, req: &SpawnRequest) -> Option<Look> {
     })
 }
 
+/// How long a replacement asked of the scheduler may wait in its queue
+/// (behind the requests of a burst) before pspawn gives up.
+pub(crate) const REPLACEMENT_PATIENCE: Duration = Duration::from_secs(600);
+
 /// Ask the scheduler for `nodes` more nodes for allocation `target`, in
-/// place of nodes lost launches keep busy: only when the scheduler says it
-/// has that many free (a request it would queue could wait for ever). Why
-/// not, when it was not done.
+/// place of those lost launches keep busy. The EXTEND is sent when the
+/// scheduler could ever grant them: its pool has that many nodes besides
+/// the allocation's own. It is answered at once when that many are free,
+/// else it waits in the scheduler's queue like any request (in a burst
+/// every node is held, and one is handed back within moments) for up to
+/// [`REPLACEMENT_PATIENCE`]. `Err` says why no replacement comes.
 pub(crate) fn replace(s: &Session, target: &str, nodes: u32) -> Result<(), String> {
     let want = crate::ops::status_query::Want {
         sched: true,
         ..Default::default()
     };
-    let free = crate::app::status_sched::ask_scheduler(s, &want)
+    let queues = crate::app::status_sched::ask_scheduler(s, &want)
         .and_then(|a| a.sched)
         .and_then(|q| q.ok())
-        .map(|q| q.iter().map(|e| e.free.len()).sum::<usize>())
+        .unwrap_or_default();
+    let free = queues.iter().map(|e| e.free.len()).max().unwrap_or(0);
+    let pool = queues.iter().map(|e| e.nodes as usize).max().unwrap_or(0);
+    let own = crate::ops::status_query::reservations(s, Some(target))
+        .map(|l| {
+            l.iter()
+                .filter(|r| r.alloc_id == target)
+                .map(|r| r.nodes.len())
+                .sum::<usize>()
+        })
         .unwrap_or(0);
-    if free < nodes as usize {
+    let wanted = nodes as usize;
+    if free < wanted && pool.saturating_sub(own) < wanted {
         return Err(format!(
-            "the scheduler has {free} free node(s), {nodes} needed"
+            "the scheduler has {free} free node(s), {nodes} needed, and {pool} in all, \
+{own} of them this allocation's"
         ));
     }
     let info = [
         crate::codec::Info::new(crate::proto::keys::ALLOC_ID, target),
         crate::codec::Info::new(crate::proto::keys::ALLOC_NUM_NODES, nodes),
     ];
-    crate::ops::alloc::allocate(s, crate::proto::Directive::Extend, &info)
-        .map(|_| ())
-        .map_err(|e| format!("asking for {nodes} more node(s) failed: {e}"))
+    crate::ops::alloc::allocate_queued(
+        s,
+        crate::proto::Directive::Extend,
+        &info,
+        REPLACEMENT_PATIENCE,
+    )
+    .map(|_| ())
+    .map_err(|e| format!("asking for {nodes} more node(s) failed: {e}"))
 }
 
 #[cfg(test)]
