@@ -105,20 +105,31 @@ fn a_launch_the_dvm_lost_ends_the_wait_for_its_slots_with_the_reason() {
 #[test]
 fn a_launch_the_dvm_lost_is_mended_with_a_free_node_of_the_scheduler() {
     let c = Cluster::start_with_psched(1, 2, &[]);
-    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let (holder, _lines, id) = hold(&c, &["-N", "1"]);
     let granted = |node: &str| c.psched_log().contains(&format!("granted {id}: {node}"));
     let (lost, other) = if granted("node02") {
         ("node02", "node03")
     } else {
         ("node03", "node02")
     };
-    let (daemon, o, ended) = pspawn_with_lost_launch(&c, lost, &id, "hostname");
+    let spawned = pspawn_with_lost_launch(&c, lost, &id, "hostname");
+    ran_on(&c, spawned, holder, other);
+}
+
+/// The job of [`pspawn_with_lost_launch`] ran on `node`, exit 0; the
+/// stopped daemon woken and the allocation's `holder` ended first.
+fn ran_on(
+    c: &Cluster,
+    (daemon, o, ended): (Pid, std::process::Output, bool),
+    mut holder: std::process::Child,
+    node: &str,
+) {
     kill(daemon, Signal::SIGCONT).expect("wake the node's daemon");
     let _ = holder.kill();
     let _ = holder.wait();
     assert!(ended, "pspawn still waited after 120 s: {}", show(&o));
     assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
-    assert_eq!(text(&o.stdout).trim(), other, "{}", show(&o));
+    assert_eq!(text(&o.stdout).trim(), node, "{}", show(&o));
 }
 
 /// With every other node of the pool held (as in a burst), pspawn's ask
@@ -128,7 +139,7 @@ fn a_launch_the_dvm_lost_is_mended_with_a_free_node_of_the_scheduler() {
 #[test]
 fn a_replacement_for_a_lost_launch_waits_for_a_node_to_come_back() {
     let c = Cluster::start_with_psched(1, 2, &[]);
-    let (mut holder, _lines, id) = hold(&c, &["-N", "1"]);
+    let (holder, _lines, id) = hold(&c, &["-N", "1"]);
     let (mut other_holder, _other_lines, other_id) = hold(&c, &["-N", "1"]);
     let node_of = |alloc: &str| {
         crate::psched_cluster::grant(&c, alloc).expect("a grant")["nodes"][0]
@@ -137,8 +148,8 @@ fn a_replacement_for_a_lost_launch_waits_for_a_node_to_come_back() {
             .to_string()
     };
     let (lost, other) = (node_of(&id), node_of(&other_id));
-    let (daemon, o, ended) = std::thread::scope(|s| {
-        let spawned = s.spawn(|| pspawn_with_lost_launch(&c, &lost, &id, "hostname"));
+    let spawned = std::thread::scope(|s| {
+        let pspawn = s.spawn(|| pspawn_with_lost_launch(&c, &lost, &id, "hostname"));
         let asked = wait::within(Duration::from_secs(120), || {
             crate::psched_cluster::psched_status(&c)["pending"]
                 .as_array()
@@ -150,12 +161,7 @@ fn a_replacement_for_a_lost_launch_waits_for_a_node_to_come_back() {
         );
         kill(Pid::from_raw(other_holder.id() as i32), Signal::SIGTERM).expect("end the other");
         let _ = other_holder.wait();
-        spawned.join().expect("pspawn's thread")
+        pspawn.join().expect("pspawn's thread")
     });
-    kill(daemon, Signal::SIGCONT).expect("wake the node's daemon");
-    let _ = holder.kill();
-    let _ = holder.wait();
-    assert!(ended, "pspawn still waited after 120 s: {}", show(&o));
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", show(&o), c.psched_log());
-    assert_eq!(text(&o.stdout).trim(), other, "{}", show(&o));
+    ran_on(&c, spawned, holder, &other);
 }

@@ -39,6 +39,24 @@ pub struct Grant {
     pub slurm_jobs: Vec<u64>,
 }
 
+#[cfg(test)]
+impl Grant {
+    /// A grant of `nodes` as `alloc_id`, with no other terms (tests).
+    pub(crate) fn bare(alloc_id: &str, nodes: &[&str]) -> Grant {
+        Grant {
+            alloc_id: alloc_id.into(),
+            req_id: None,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            expires_at_ms: None,
+            warn_secs: None,
+            session: None,
+            queue: String::new(),
+            inherit: None,
+            slurm_jobs: Vec::new(),
+        }
+    }
+}
+
 /// The whole ledger.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ledger {

@@ -168,17 +168,7 @@ mod tests {
     use crate::psched::ledger::Owner;
 
     fn grant(id: &str, nodes: &[&str]) -> Grant {
-        Grant {
-            alloc_id: id.into(),
-            req_id: None,
-            nodes: nodes.iter().map(|n| n.to_string()).collect(),
-            expires_at_ms: None,
-            warn_secs: None,
-            session: None,
-            queue: String::new(),
-            inherit: None,
-            slurm_jobs: Vec::new(),
-        }
+        Grant::bare(id, nodes)
     }
 
     #[test]

@@ -592,17 +592,7 @@ mod tests {
     }
 
     fn grant(nodes: &[&str]) -> Grant {
-        Grant {
-            alloc_id: "f.1".into(),
-            req_id: None,
-            nodes: nodes.iter().map(|n| n.to_string()).collect(),
-            expires_at_ms: None,
-            warn_secs: None,
-            session: None,
-            queue: String::new(),
-            inherit: None,
-            slurm_jobs: Vec::new(),
-        }
+        Grant::bare("f.1", nodes)
     }
 
     /// The fake granted `f.1` on `n1` (a NEW on tag 7 waited for it).

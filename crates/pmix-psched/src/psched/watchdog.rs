@@ -419,15 +419,11 @@ mod tests {
 
     fn grant(id: &str, job: u64, inherit: Inheritance, expires: Option<u64>) -> Grant {
         Grant {
-            alloc_id: id.into(),
-            req_id: None,
-            nodes: vec!["n1".into()],
             expires_at_ms: expires,
-            warn_secs: None,
-            session: None,
             queue: "batch".into(),
             inherit: Some(inherit),
             slurm_jobs: vec![job],
+            ..Grant::bare(id, &["n1"])
         }
     }
 
