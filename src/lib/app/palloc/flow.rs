@@ -72,6 +72,7 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
 pub(super) fn submit_batch(
     args: &PallocArgs,
     ui: &Ui,
+    standby: &mut super::standby::Standby,
 ) -> std::result::Result<super::detach::Submitted, Failure> {
     let plan = Plan::new(args, ui);
     if plan.req.directive != Directive::New || plan.mode != PallocMode::NoWait {
@@ -84,7 +85,7 @@ pub(super) fn submit_batch(
     }
     plan.warning_is_heard()?;
     plan.command_runs()?;
-    super::detach::submit_line(args, &plan.req, ui)
+    super::detach::submit_line(args, &plan.req, ui, standby)
 }
 
 fn run_flow(args: &PallocArgs, ui: &Ui) -> Outcome {
