@@ -39,6 +39,7 @@ mod local_trust;
 mod mpi_side_by_side;
 mod newcomer_walls;
 mod palloc_context;
+mod palloc_standby;
 mod palloc_stdin_requests;
 mod parsers_proptest;
 mod pdvm_events;

@@ -126,6 +126,21 @@ def test_the_submit_script_names_the_flags(tmp_path: Path) -> None:
     assert 'pspawn_launch.sh' in text
 
 
+def test_the_launcher_replaces_the_submit_script_and_no_ec_file_is_written(
+        tmp_path: Path) -> None:
+    # one bash a job, as PSI/J's `local` (its exit status, palloc's batch record, is the
+    # launcher's): the launch command is exec'd, nothing runs after it
+    ex = JobExecutor.get_instance('pmix', config=PmixExecutorConfig(bin_dir='/nonexistent'))
+    for launcher in ('single', 'multiple', 'pspawn'):
+        job = _job(launcher=launcher)
+        with open(tmp_path / 's', 'w+') as f:
+            ex.generate_submit_script(job, ex._create_script_context(job), f)  # type: ignore
+            f.seek(0)
+            lines = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith('#')]
+        assert lines[-1].startswith('exec ') and '_launch.sh' in lines[-1], lines[-1]
+        assert not any('.ec' in ln for ln in lines), lines
+
+
 def test_a_missing_dvm_is_a_submit_exception_with_the_tools_message(tmp_path: Path) -> None:
     import shutil
     from psij import SubmitException

@@ -303,10 +303,37 @@ pub(super) fn hold(
     }
 }
 
+/// The holder that lets the user's other shells reach a queued request by
+/// its id (`prelease --cancel ID`), started once the DVM has handled the
+/// request (the barrier behind it answered), before palloc says it is
+/// queued: a request granted at once (pdvm with free nodes) never needs
+/// one, and costs no socket, lock file or thread for it.
+pub(super) struct QueuedHolder {
+    /// The request id it serves; `None`: no holder (a job's own request).
+    rid: Option<String>,
+    holder: Option<Holder>,
+}
+
+impl QueuedHolder {
+    /// One for request `rid`, not started yet.
+    pub(super) fn new(rid: Option<String>) -> QueuedHolder {
+        QueuedHolder { rid, holder: None }
+    }
+
+    /// Start it (once) on `conn`.
+    fn start(&mut self, conn: &crate::conn::client::Connection) {
+        if self.holder.is_none() {
+            if let Some(rid) = &self.rid {
+                self.holder = Holder::start(conn, rid, HeldBy::Request).ok();
+            }
+        }
+    }
+}
+
 /// What palloc's wait for the answer to its request looks after.
 pub(super) struct Awaiting<'a> {
     /// The holder serving the queued request (a detached palloc).
-    pub(super) holder: Option<&'a mut Holder>,
+    pub(super) holder: Option<&'a mut QueuedHolder>,
     /// The pipe to the palloc that started this one.
     pub(super) submitter: &'a mut Option<Submitter>,
     /// The spinner shown while queued.
@@ -333,6 +360,11 @@ pub(super) fn await_answer(
     // stopped or stuck (exit 8), not slow to grant.
     let barrier = crate::ops::query::begin_barrier(s).ok();
     let mut alive_by = barrier.map(|_| Instant::now() + s.timeout());
+    if barrier.is_none() {
+        if let Some(h) = w.holder.as_deref_mut() {
+            h.start(s.conn());
+        }
+    }
     let clear = || {
         if let Some(pb) = w.spinner {
             pb.finish_and_clear();
@@ -356,7 +388,8 @@ pub(super) fn await_answer(
             ));
         }
         let waiter = w.submitter.as_ref().and_then(Submitter::waiter);
-        match step(s, w.holder.as_deref_mut(), waiter, alive_by) {
+        let holder = w.holder.as_deref_mut().and_then(|h| h.holder.as_mut());
+        match step(s, holder, waiter, alive_by) {
             // The palloc that waits for this grant has gone (killed): the
             // request is withdrawn rather than granted to nobody.
             Step::Child => {
@@ -377,6 +410,9 @@ pub(super) fn await_answer(
             Step::Reply(t) if Some(t) == barrier => {
                 s.conn().forget(t);
                 alive_by = None;
+                if let Some(h) = w.holder.as_deref_mut() {
+                    h.start(s.conn());
+                }
                 if let Some(sub) = w.submitter.as_ref() {
                     sub.tell("queued");
                 }

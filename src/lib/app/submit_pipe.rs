@@ -72,13 +72,7 @@ pub fn adopt_inherited_pipe() {
         return;
     };
     std::env::remove_var(SUBMIT_FD_ENV);
-    if let Some(id) = std::env::var(RENAMED_ENV)
-        .ok()
-        .and_then(|id| crate::cli::parse::parse_id(&id).ok())
-    {
-        let _ = RENAMED.set(id);
-    }
-    std::env::remove_var(RENAMED_ENV);
+    take_renamed();
     let is_pipe = nix::sys::stat::fstat(fd).is_ok_and(|st| {
         nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
             == nix::sys::stat::SFlag::S_IFIFO
@@ -91,6 +85,27 @@ pub fn adopt_inherited_pipe() {
     // so the open descriptor `fd` was inherited and has no other owner here.
     let pipe = Submitter(unsafe { OwnedFd::from_raw_fd(fd) }, waited);
     *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(pipe);
+}
+
+/// Adopt `pipe`, the pipe to the palloc that started this detached one,
+/// handed over a socket rather than inherited (a palloc an agent started
+/// ahead, see `palloc::standby`; the agent does not wait for the grant),
+/// with the request id in [`RENAMED_ENV`] if it was renamed.
+pub(crate) fn adopt_handed_pipe(pipe: OwnedFd) {
+    take_renamed();
+    *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Submitter(pipe, false));
+}
+
+/// Take the request id in [`RENAMED_ENV`] (see [`renamed_request_id`]) and
+/// remove the variable.
+fn take_renamed() {
+    if let Some(id) = std::env::var(RENAMED_ENV)
+        .ok()
+        .and_then(|id| crate::cli::parse::parse_id(&id).ok())
+    {
+        let _ = RENAMED.set(id);
+    }
+    std::env::remove_var(RENAMED_ENV);
 }
 
 impl Submitter {

@@ -274,13 +274,9 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         result = parse_status(out, ids, self._canceled)
         for nid in ids:
             if nid not in result:
-                result[nid] = self._missing_status(nid)
+                # not listed yet (its palloc writes its record once it has asked)
+                result[nid] = JobStatus(JobState.QUEUED)
         return result
-
-    def _missing_status(self, nid: str) -> JobStatus:
-        if (self.work_directory / (nid + '.ec')).exists():
-            return JobStatus(JobState.COMPLETED)
-        return JobStatus(JobState.QUEUED)
 
     def get_list_command(self) -> List[str]:
         """The same status query."""

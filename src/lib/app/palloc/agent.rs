@@ -18,6 +18,7 @@ use crate::cli::{try_parse_validated, PallocArgs};
 use crate::render::RequestRecord;
 
 use super::agent_holders::Holders;
+use super::standby::Standby;
 use crate::app::{signals, Failure, Ui};
 
 /// Serve the requests of stdin until its end (or a signal); returns 0, or
@@ -26,6 +27,8 @@ pub(super) fn run(agent: &PallocArgs) -> i32 {
     let common = common_args();
     let mut input = LineReader::default();
     let mut holders = Holders::default();
+    let mut standby = Standby::new();
+    standby.fill();
     loop {
         let mut out = std::io::stdout().lock();
         let mut written = Ok(());
@@ -46,7 +49,7 @@ pub(super) fn run(agent: &PallocArgs) -> i32 {
         if line.trim().is_empty() {
             continue;
         }
-        let answer = submit_line(agent, &common, &line);
+        let answer = submit_line(agent, &common, &line, &mut standby);
         let mut out = std::io::stdout().lock();
         let written = match answer {
             Ok(sub) => {
@@ -62,6 +65,9 @@ pub(super) fn run(agent: &PallocArgs) -> i32 {
         if written.is_err() || out.flush().is_err() {
             return 0;
         }
+        drop(out);
+        // The next line's palloc, started once this one is answered.
+        standby.fill();
     }
 }
 
@@ -83,6 +89,7 @@ fn submit_line(
     agent: &PallocArgs,
     common: &[OsString],
     line: &str,
+    standby: &mut Standby,
 ) -> std::result::Result<super::detach::Submitted, Failure> {
     let words: Vec<String> = serde_json::from_str(line)
         .map_err(|e| usage(format!("{LINE_FORM}; this line is not ({e})")))?;
@@ -113,7 +120,7 @@ fn submit_line(
     out.json = true;
     out.quiet = out.quiet.max(agent.output.quiet);
     let ui = Ui::new("palloc", &out);
-    super::flow::submit_batch(&args, &ui)
+    super::flow::submit_batch(&args, &ui, standby)
 }
 
 /// A usage error (exit 2) for a line.

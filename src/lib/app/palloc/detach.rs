@@ -7,7 +7,7 @@
 //! `granted JSON` (the allocation record); end of file without it means the
 //! detached palloc ended (refused).
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
 use crate::cli::exit::Exit;
@@ -18,6 +18,8 @@ use crate::render::{AllocationRecord, RequestRecord};
 
 use crate::app::requester::generated_request_id;
 use crate::app::{signals, submit_pipe, Failure, Ui};
+
+use super::standby::{Launch, Standby};
 
 /// What the palloc the user typed waits for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,7 +39,7 @@ pub(crate) fn submit_detached(
     ui: &Ui,
     how: Detach,
 ) -> std::result::Result<i32, Failure> {
-    detach(args, req, ui, how, true).map(|(_, code, _)| code)
+    detach(args, req, ui, how, None).map(|(_, code, _)| code)
 }
 
 /// A batch job submitted for a `palloc --stdin-requests` line.
@@ -49,27 +51,33 @@ pub(crate) struct Submitted {
 }
 
 /// A batch job of a `palloc --stdin-requests` line: submitted as with
-/// `--no-wait`, nothing printed; its request id and holder.
+/// `--no-wait`, nothing printed, held by one of the agent's `standby`
+/// pallocs when one is ready; its request id and holder.
 pub(crate) fn submit_line(
     args: &PallocArgs,
     req: &AllocAsk,
     ui: &Ui,
+    standby: &mut Standby,
 ) -> std::result::Result<Submitted, Failure> {
-    detach(args, req, ui, Detach::Submit, false).map(|(request_id, _, holder_pid)| Submitted {
-        request_id,
-        holder_pid,
+    detach(args, req, ui, Detach::Submit, Some(standby)).map(|(request_id, _, holder_pid)| {
+        Submitted {
+            request_id,
+            holder_pid,
+        }
     })
 }
 
-/// [`submit_detached`], saying what it did when `announce`; the request id,
-/// the exit code and the detached palloc's pid.
+/// [`submit_detached`], saying what it did unless for an agent's line
+/// (`standby` its standby pallocs); the request id, the exit code and the
+/// detached palloc's pid.
 fn detach(
     args: &PallocArgs,
     req: &AllocAsk,
     ui: &Ui,
     how: Detach,
-    announce: bool,
+    standby: Option<&mut Standby>,
 ) -> std::result::Result<(String, i32, u32), Failure> {
+    let announce = standby.is_none();
     let asked = req
         .attrs
         .req_id
@@ -85,7 +93,11 @@ fn detach(
     let (said_r, said_w) =
         nix::unistd::pipe().map_err(|e| Failure::other(format!("cannot make a pipe: {e}")))?;
     submit_pipe::set_cloexec(said_r.as_raw_fd());
-    let mut child = start(args, &rid, (&log_path, &log), (&said_w, how))?;
+    let job = launch(args, &rid, &log_path);
+    let mut child = match standby.and_then(|s| s.hand(&job, &log, &said_w)) {
+        Some(child) => child,
+        None => start(job, &log, (&said_w, how))?,
+    };
     drop(said_w);
     let log_path = Some(name_log_for(log_path, args, child.id()));
     if how == Detach::Submit && announce {
@@ -281,18 +293,10 @@ fn name_log_for(path: std::path::PathBuf, args: &PallocArgs, pid: u32) -> std::p
     }
 }
 
-/// Start `palloc … --hold` (or `palloc … -- SCRIPT`) for request `rid` in a
-/// session of its own, its output to `log`, with only stdio and the pipe
-/// `said` open.
-fn start(
-    args: &PallocArgs,
-    rid: &str,
-    (log_path, log): (&std::path::Path, &std::fs::File),
-    (said, how): (&OwnedFd, Detach),
-) -> std::result::Result<std::process::Child, Failure> {
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
+/// The detached palloc's job for request `rid`: `palloc … --hold` (or
+/// `palloc … -- SCRIPT`), and the variables it is started with besides
+/// its pipe's.
+fn launch(args: &PallocArgs, rid: &str, log_path: &std::path::Path) -> Launch {
     let mut argv: Vec<std::ffi::OsString> = Vec::new();
     let mut after_dashes = false;
     let given: Vec<std::ffi::OsString> = match &args.line_argv {
@@ -320,6 +324,25 @@ fn start(
     let renamed = args.request_id.as_deref().is_some_and(|asked| asked != rid);
     let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
     argv.splice(at..at, head);
+    let mut env = Vec::new();
+    if !args.command.is_empty() {
+        env.push((super::batch::LOG_ENV.into(), log_path.into()));
+    }
+    if renamed {
+        env.push((submit_pipe::RENAMED_ENV.into(), rid.into()));
+    }
+    Launch { argv, env }
+}
+
+/// Start the detached palloc for `job` in a session of its own, its output
+/// to `log`, with only stdio and the pipe `said` open.
+fn start(
+    job: Launch,
+    log: &std::fs::File,
+    (said, how): (&OwnedFd, Detach),
+) -> std::result::Result<std::process::Child, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::other(format!("cannot find palloc's own program: {e}")))?;
     let out = |f: &std::fs::File| {
         f.try_clone()
             .map(Into::into)
@@ -327,7 +350,8 @@ fn start(
     };
     let said_fd = said.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(&argv)
+    cmd.args(&job.argv)
+        .envs(job.env)
         .env(
             submit_pipe::SUBMIT_FD_ENV,
             submit_pipe::submit_fd_value(said_fd, how == Detach::UntilGranted),
@@ -335,38 +359,9 @@ fn start(
         .stdin(std::process::Stdio::null())
         .stdout(out(log))
         .stderr(out(log));
-    if !args.command.is_empty() {
-        cmd.env(super::batch::LOG_ENV, log_path);
-    }
-    if renamed {
-        cmd.env(submit_pipe::RENAMED_ENV, rid);
-    }
-    // SAFETY: setsid and close_range are async-signal-safe and touch no
-    // memory of ours.
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            close_others(said_fd);
-            Ok(())
-        });
-    }
+    super::own_session::in_own_session(&mut cmd, Some(said_fd));
     cmd.spawn()
         .map_err(|e| Failure::other(format!("cannot start the detached palloc: {e}")))
-}
-
-/// Close every descriptor above stderr but `keep` (in the child, before
-/// exec): a detached palloc holds nothing the caller opened.
-fn close_others(keep: RawFd) {
-    let close = |lo: u32, hi: u32| {
-        if lo <= hi {
-            // Raw: nix (0.29) has no close_range(2) wrapper.
-            // SAFETY: closes descriptors only; no memory is touched.
-            unsafe { nix::libc::syscall(nix::libc::SYS_close_range, lo, hi, 0) };
-        }
-    };
-    let keep = keep.max(2) as u32;
-    close(3, keep.saturating_sub(1));
-    close(keep + 1, u32::MAX);
 }
 
 /// Print the grant the detached palloc reported (`json`, its allocation

@@ -9,7 +9,6 @@ use crate::cli::exit::{AttrsPresent, Exit, Operation};
 use crate::cli::request::AllocAsk;
 use crate::cli::{PallocArgs, PallocMode};
 use crate::codec::{dt, Info};
-use crate::conn::holder::{HeldBy, Holder};
 use crate::conn::Identity;
 use crate::ops::alloc::{begin_allocate, decode_alloc_reply, AllocReply};
 use crate::ops::events::register;
@@ -23,7 +22,8 @@ use crate::render::{AllocationRecord, ExitRecord, RequestRecord};
 use super::command::run_command;
 use super::detach::{refusal_line, submit_detached, Detach};
 use crate::app::alloc_wait::{
-    as_the_dvm_has_it, await_answer, granted_record, hold, request_infos, step, Awaiting, Step,
+    as_the_dvm_has_it, await_answer, granted_record, hold, request_infos, step, Awaiting,
+    QueuedHolder, Step,
 };
 use crate::app::requester::{acts_as_tool, generated_request_id, interactive};
 use crate::app::submit_pipe::Submitter;
@@ -72,6 +72,7 @@ pub(super) fn run(args: &PallocArgs, ui: &Ui) -> Outcome {
 pub(super) fn submit_batch(
     args: &PallocArgs,
     ui: &Ui,
+    standby: &mut super::standby::Standby,
 ) -> std::result::Result<super::detach::Submitted, Failure> {
     let plan = Plan::new(args, ui);
     if plan.req.directive != Directive::New || plan.mode != PallocMode::NoWait {
@@ -84,7 +85,7 @@ pub(super) fn submit_batch(
     }
     plan.warning_is_heard()?;
     plan.command_runs()?;
-    super::detach::submit_line(args, &plan.req, ui)
+    super::detach::submit_line(args, &plan.req, ui, standby)
 }
 
 fn run_flow(args: &PallocArgs, ui: &Ui) -> Outcome {
@@ -455,10 +456,12 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         // not), other shells of the user reach it by the request id
         // (`prelease --cancel ID`, `prelease ID`), as scancel reaches a
         // pending salloc: the cancel must come from the requester.
-        let mut queued_holder = match (self.from_application, &self.plan.req.attrs.req_id) {
-            (false, Some(rid)) => Holder::start(s.conn(), rid, HeldBy::Request).ok(),
-            _ => None,
-        };
+        // (Started once the DVM has the request: see `QueuedHolder`.)
+        let mut queued_holder = QueuedHolder::new(if self.from_application {
+            None
+        } else {
+            self.plan.req.attrs.req_id.clone()
+        });
         let spinner = ui.queued(self.plan.req.attrs.req_id.as_deref());
         // A batch script waiting for its allocation is listed as queued.
         let listed = match (&self.plan.req.attrs.req_id, &self.plan.mode) {
@@ -496,13 +499,13 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
         tag: u32,
         infos: &[Info],
         submitter: &mut Option<Submitter>,
-        queued_holder: &mut Option<Holder>,
+        queued_holder: &mut QueuedHolder,
         spinner: Option<&crate::app::ui::Waiting>,
     ) -> std::result::Result<crate::error::Result<AllocReply>, Failure> {
         let ui = self.plan.ui;
         let mut reply = {
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut(),
+                holder: Some(&mut *queued_holder),
                 submitter,
                 spinner,
                 infos,
@@ -515,7 +518,7 @@ exist, spec §8.2.1.7); nothing was reserved. List the live ones with `pwatch --
             let tag = begin_allocate(s, self.plan.req.directive, &infos)
                 .map_err(|e| Failure::refused(self.op, &self.attrs, &e))?;
             let mut wait = Awaiting {
-                holder: queued_holder.as_mut(),
+                holder: Some(&mut *queued_holder),
                 submitter,
                 spinner,
                 infos: &infos,

@@ -10,9 +10,12 @@ mod batch_log_copy;
 mod command;
 mod detach;
 mod flow;
+mod own_session;
+mod standby;
 
 use crate::cli::PallocArgs;
 
+pub use self::standby::{await_job, Role};
 pub use super::submit_pipe::adopt_inherited_pipe;
 use super::{Failure, Ui};
 
