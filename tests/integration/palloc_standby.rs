@@ -6,10 +6,10 @@
 //! pdvm.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use crate::palloc_stdin_requests::{agent, gated_script};
 use crate::support;
 use crate::support::pdvm::Pdvm;
 use crate::support::wait;
@@ -17,25 +17,6 @@ use serde_json::Value;
 
 /// How many pallocs the agent keeps started ahead.
 const READY: usize = 2;
-
-/// `script` as `dir/name`, executable.
-fn script(dir: &Path, name: &str, body: &str) {
-    let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-}
-
-/// `palloc --stdin-requests` next to `pdvm`, in `dir`.
-fn agent(pdvm: &Pdvm, dir: &Path) -> Child {
-    pdvm.tool("palloc")
-        .arg("--stdin-requests")
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start palloc --stdin-requests")
-}
 
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
 fn ended(pid: u32) -> bool {
@@ -103,15 +84,7 @@ fn end_input(agent: &mut Child) -> Option<i32> {
 fn a_job_is_held_by_a_palloc_started_ahead_and_outlives_the_agent() {
     let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
     let dir = support::unique_tmpdir("standby-job");
-    let gate = dir.path().join("gate");
-    script(
-        dir.path(),
-        "job.sh",
-        &format!(
-            "while [ ! -e {} ]; do sleep 0.05; done\necho finished",
-            gate.display()
-        ),
-    );
+    let gate = gated_script(dir.path(), "job.sh", "echo finished");
     let mut agent = agent(&pdvm, dir.path());
     let ahead = started_ahead(&agent);
     let mut out = std::io::BufReader::new(agent.stdout.take().expect("agent stdout"));

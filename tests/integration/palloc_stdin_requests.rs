@@ -17,10 +17,38 @@ use crate::support::wait;
 use serde_json::Value;
 
 /// `script` as `dir/name`, executable.
-fn script(dir: &Path, name: &str, body: &str) {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) {
     let p = dir.join(name);
     std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+/// A job script `name` in `dir` that waits until the file it returns
+/// (the gate) exists, then runs `then`.
+pub(crate) fn gated_script(dir: &Path, name: &str, then: &str) -> std::path::PathBuf {
+    let gate = dir.join(format!("{name}.gate"));
+    script(
+        dir,
+        name,
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.05; done\n{then}",
+            gate.display()
+        ),
+    );
+    gate
+}
+
+/// `palloc --stdin-requests` on `pdvm`, working in `dir`, its stdin and
+/// stdout piped.
+pub(crate) fn agent(pdvm: &Pdvm, dir: &Path) -> Child {
+    pdvm.tool("palloc")
+        .arg("--stdin-requests")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start palloc --stdin-requests")
 }
 
 /// The agent's answers once its input (`lines`) has ended and it has
@@ -53,24 +81,8 @@ fn serve(mut agent: Child, lines: &[&str]) -> (Option<i32>, Vec<Value>) {
 fn each_line_is_answered_refusals_and_bad_lines_included_and_jobs_outlive_the_agent() {
     let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
     let dir = support::unique_tmpdir("stdin-requests");
-    let gate = dir.path().join("gate");
-    script(
-        dir.path(),
-        "job.sh",
-        &format!(
-            "while [ ! -e {} ]; do sleep 0.05; done\necho finished",
-            gate.display()
-        ),
-    );
-    let agent = pdvm
-        .tool("palloc")
-        .arg("--stdin-requests")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start palloc --stdin-requests");
+    let gate = gated_script(dir.path(), "job.sh", "echo finished");
+    let agent = agent(&pdvm, dir.path());
     let (code, answers) = serve(
         agent,
         &[
@@ -163,25 +175,9 @@ fn next_line(lines: &std::sync::mpsc::Receiver<String>, what: &str, seen: &[Valu
 fn while_the_agent_runs_each_jobs_end_is_said_with_its_batch_record() {
     let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
     let dir = support::unique_tmpdir("stdin-requests-ends");
-    let gate = dir.path().join("gate");
     script(dir.path(), "ok.sh", "echo fine");
-    script(
-        dir.path(),
-        "three.sh",
-        &format!(
-            "while [ ! -e {} ]; do sleep 0.05; done\nexit 3",
-            gate.display()
-        ),
-    );
-    let mut agent = pdvm
-        .tool("palloc")
-        .arg("--stdin-requests")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start palloc --stdin-requests");
+    let gate = gated_script(dir.path(), "three.sh", "exit 3");
+    let mut agent = agent(&pdvm, dir.path());
     let out = agent.stdout.take().expect("agent stdout");
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
