@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::palloc_stdin_requests::{agent, gated_script};
+use crate::palloc_stdin_requests::{agent, agent_ended, gated_script};
 use crate::support;
 use crate::support::pdvm::Pdvm;
 use crate::support::wait;
@@ -68,16 +68,7 @@ fn batch_records(pdvm: &Pdvm) -> Vec<Value> {
 /// The agent's exit code once its input has ended (at most 60 s).
 fn end_input(agent: &mut Child) -> Option<i32> {
     drop(agent.stdin.take());
-    let mut status = None;
-    let ended = wait::within(Duration::from_secs(60), || {
-        status = agent.try_wait().expect("try_wait");
-        status.is_some()
-    });
-    if !ended {
-        let _ = agent.kill();
-        panic!("palloc --stdin-requests did not end at the end of its input");
-    }
-    status.and_then(|s| s.code())
+    agent_ended(agent).code()
 }
 
 #[test]

@@ -51,15 +51,9 @@ pub(crate) fn agent(pdvm: &Pdvm, dir: &Path) -> Child {
         .expect("start palloc --stdin-requests")
 }
 
-/// The agent's answers once its input (`lines`) has ended and it has
-/// exited (at most 60 s): its exit code and its stdout's JSON lines.
-fn serve(mut agent: Child, lines: &[&str]) -> (Option<i32>, Vec<Value>) {
-    {
-        let mut stdin = agent.stdin.take().expect("agent stdin");
-        for l in lines {
-            writeln!(stdin, "{l}").expect("write a request line");
-        }
-    }
+/// The agent's status once it has ended, its input closed (at most 60 s;
+/// killed and a panic past that).
+pub(crate) fn agent_ended(agent: &mut Child) -> std::process::ExitStatus {
     let mut status = None;
     let ended = wait::within(Duration::from_secs(60), || {
         status = agent.try_wait().expect("try_wait");
@@ -69,12 +63,25 @@ fn serve(mut agent: Child, lines: &[&str]) -> (Option<i32>, Vec<Value>) {
         let _ = agent.kill();
         panic!("palloc --stdin-requests did not end at the end of its input");
     }
+    status.expect("ended")
+}
+
+/// The agent's answers once its input (`lines`) has ended and it has
+/// exited (at most 60 s): its exit code and its stdout's JSON lines.
+fn serve(mut agent: Child, lines: &[&str]) -> (Option<i32>, Vec<Value>) {
+    {
+        let mut stdin = agent.stdin.take().expect("agent stdin");
+        for l in lines {
+            writeln!(stdin, "{l}").expect("write a request line");
+        }
+    }
+    let status = agent_ended(&mut agent);
     let out = agent.wait_with_output().expect("agent output");
     let answers = support::text(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
-    (status.and_then(|s| s.code()), answers)
+    (status.code(), answers)
 }
 
 #[test]

@@ -530,9 +530,7 @@ impl Dvm {
         let Some(c) = self.checks.remove(&req) else {
             return Ok(Vec::new());
         };
-        let infos = wire::query_answer(self.wire, payload)
-            .map(|(_, i)| i)
-            .unwrap_or_default();
+        let infos = self.answered_infos(payload);
         let allowed = match wire::namespace_hosts(&infos, &c.nspace) {
             None => true,
             Some(hosts) if hosts.is_empty() => true,
@@ -687,10 +685,7 @@ impl Dvm {
         payload: &[u8],
         out: &mut Vec<Send>,
     ) -> Result<()> {
-        let infos = wire::query_answer(self.wire, payload)
-            .map(|(_, i)| i)
-            .unwrap_or_default();
-        let procs = super::stop::procs_on(&infos, nodes, &self.daemons);
+        let procs = self.procs_answered(payload, nodes);
         if procs.is_empty() {
             return Ok(());
         }
@@ -714,6 +709,21 @@ impl Dvm {
         Ok(())
     }
 
+    /// The infos of the answer to a query of psched's (`payload`); none
+    /// when it is not one.
+    fn answered_infos(&self, payload: &[u8]) -> Vec<Info> {
+        wire::query_answer(self.wire, payload)
+            .map(|(_, i)| i)
+            .unwrap_or_default()
+    }
+
+    /// The processes that the namespace information (`payload`) places
+    /// on `nodes`.
+    fn procs_answered(&self, payload: &[u8], nodes: &[String]) -> Vec<Proc> {
+        let infos = self.answered_infos(payload);
+        super::stop::procs_on(&infos, nodes, &self.daemons)
+    }
+
     /// Ask where the jobs run, to look for launches the DVM lost on
     /// `nodes` ([`super::stuck`]).
     fn look_for_stuck(&mut self, nodes: Vec<String>, out: &mut Vec<Send>) -> Result<()> {
@@ -731,10 +741,8 @@ impl Dvm {
         payload: &[u8],
         out: &mut Vec<Send>,
     ) -> Result<()> {
-        let infos = wire::query_answer(self.wire, payload)
-            .map(|(_, i)| i)
-            .unwrap_or_default();
-        let mut jobs: Vec<String> = super::stop::procs_on(&infos, nodes, &self.daemons)
+        let mut jobs: Vec<String> = self
+            .procs_answered(payload, nodes)
             .into_iter()
             .map(|p| p.nspace)
             .collect();
@@ -755,9 +763,7 @@ impl Dvm {
     /// Job `nspace`'s process table (`payload`) at `now`: its nodes are
     /// broken once it has stayed unstarted long enough.
     fn judge_stuck(&mut self, nspace: &str, payload: &[u8], now: u64) {
-        let infos = wire::query_answer(self.wire, payload)
-            .map(|(_, i)| i)
-            .unwrap_or_default();
+        let infos = self.answered_infos(payload);
         let procs = crate::schema::status::proc_table(&infos);
         let hosts: Vec<String> = self
             .stuck
