@@ -140,6 +140,10 @@ pub struct SlurmBackend {
     next_show: u64,
     /// A query is under way.
     showing: bool,
+    /// Jobs granted while a query was under way: that query's answer
+    /// predates their grant, so its "pending" for them is old news, not
+    /// a job put back in the queue.
+    granted_while_showing: HashSet<u64>,
     /// Slurm's partitions as `sinfo` said last (for `pwatch --status`).
     partitions: Vec<crate::psched::SourcePartition>,
     /// When to ask for them next (ms); 0: not asked yet.
@@ -287,6 +291,7 @@ impl SlurmBackend {
             partitions_asked: 0,
             listing: false,
             showing: false,
+            granted_while_showing: HashSet::new(),
             outage: outage::Outage::default(),
             seq: 0,
             default_secs,

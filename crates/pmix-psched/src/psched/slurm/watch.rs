@@ -3,7 +3,7 @@
 //! before Slurm's end time, end the session of an allocation Slurm ended,
 //! and keep everything as it is while Slurm cannot be reached.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::proto::status::Status;
 
@@ -119,7 +119,8 @@ impl SlurmBackend {
         match d {
             Done::Seen(list) => {
                 self.showing = false;
-                self.on_seen(list, now)
+                let older = std::mem::take(&mut self.granted_while_showing);
+                self.on_seen(list, &older, now)
             }
             Done::Cancelled(job, r) => {
                 match r {
@@ -385,11 +386,14 @@ impl SlurmBackend {
     fn on_seen(
         &mut self,
         list: Vec<(u64, std::result::Result<Seen, Unreachable>)>,
+        older: &HashSet<u64>,
         now: u64,
     ) -> Vec<SourceEvent> {
         let mut seen: HashMap<u64, Seen> = HashMap::new();
         for (job, r) in list {
             match r {
+                // Asked before the job's grant: its "pending" is old news.
+                Ok(Seen::Job(j)) if older.contains(&job) && j.state == JobState::Pending => {}
                 Ok(s) => {
                     seen.insert(job, s);
                 }
@@ -533,6 +537,9 @@ impl SlurmBackend {
         };
         a.jobs.push(j.id);
         a.job_nodes.insert(j.id, j.nodes.clone());
+        if self.showing {
+            self.granted_while_showing.insert(j.id);
+        }
         a.nodes.extend(j.nodes.iter().cloned());
         let end = j.end_time.map(|t| t * 1000);
         a.end_ms = match (a.end_ms, end) {
@@ -785,6 +792,56 @@ mod tests {
         );
         assert_eq!(b.allocs["slurm.1"].nodes, vec!["n2".to_string()]);
         assert_eq!(b.allocs["slurm.1"].jobs, vec![7]);
+    }
+
+    /// psched_slurm_restart once saw a job ended PREEMPTED right after its
+    /// grant: a query asked before salloc said "granted" answered after it,
+    /// still listing the job as pending.
+    #[test]
+    fn a_query_asked_before_a_grant_does_not_end_it_as_preempted() {
+        let mut b = SlurmBackend::new(&mut Ledger::default(), "staletest".into()).unwrap();
+        let key = SubKey {
+            alloc: "slurm.1".into(),
+            extend: false,
+            seq: 0,
+        };
+        b.allocs.insert(
+            "slurm.1".into(),
+            super::super::Alloc {
+                new: true,
+                waiting: Some(super::super::Waiting {
+                    key,
+                    job: Some(7),
+                    ask: super::super::ctl::Ask::default(),
+                    name: "psched.staletest.slurm.1".into(),
+                    again_at: None,
+                    reason: None,
+                    said: None,
+                }),
+                ..Default::default()
+            },
+        );
+        let pending = || {
+            Seen::Job(Job {
+                state: JobState::Pending,
+                ..match running(7, &[]) {
+                    Seen::Job(j) => j,
+                    Seen::Gone => unreachable!(),
+                }
+            })
+        };
+        b.showing = true;
+        let out = b.ready("slurm.1", vec!["n1".into()], 1_000);
+        assert!(matches!(out[..], [SourceEvent::Ready { .. }]), "{out:?}");
+        let out = b.on_done(Done::Seen(vec![(7, Ok(pending()))]), 2_000);
+        assert!(out.is_empty(), "the old answer ended the grant: {out:?}");
+        assert_eq!(b.allocs["slurm.1"].jobs, vec![7]);
+        // A query asked after the grant: the job was put back in the queue.
+        let out = b.on_done(Done::Seen(vec![(7, Ok(pending()))]), 3_000);
+        assert!(
+            matches!(out[..], [SourceEvent::Ended(_)]),
+            "a job pending after its grant ends it: {out:?}"
+        );
     }
 
     #[test]
