@@ -30,6 +30,9 @@ use nix::sys::socket::{
 /// its job comes on.
 const STANDBY_ENV: &str = "PMIX_TOOLS_STANDBY";
 
+/// The longest a line waits for a standby palloc being started.
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How many standby pallocs an agent keeps ready: a caller that submits
 /// one line at a time uses one while the next starts.
 pub(super) const READY: usize = 2;
@@ -102,6 +105,22 @@ impl Standby {
         }
     }
 
+    /// With none ready but one being started, wait for it (at most
+    /// [`START_WAIT`]): its program is loading and about to be ready,
+    /// sooner than a palloc started for the line would be.
+    fn await_starting(&mut self) {
+        if !self.ready.is_empty() || self.starting == 0 {
+            return;
+        }
+        let until = std::time::Instant::now() + START_WAIT;
+        if let Ok(got) = crate::ops::wait::recv_until(&self.started.1, until) {
+            self.starting -= 1;
+            if let Ok(r) = got {
+                self.ready.push_back(r);
+            }
+        }
+    }
+
     /// Hand `job` to a standby palloc, its output to `log` and `said` its
     /// pipe to the agent; the palloc now holding it, or `None` when none
     /// was ready (or none took it).
@@ -112,6 +131,7 @@ impl Standby {
         said: &OwnedFd,
     ) -> Option<std::process::Child> {
         self.collect();
+        self.await_starting();
         let message = encode(job);
         while let Some(mut r) = self.ready.pop_front() {
             if send(&r.socket, &message, &[log.as_raw_fd(), said.as_raw_fd()]).is_ok() {
