@@ -329,3 +329,73 @@ fn a_holders_memory_for_unfinished_requests_is_bounded_and_stalled_clients_are_d
     );
     let _ = holder.wait();
 }
+
+/// Set a file's (or folder's) time `ago` in the past.
+fn age_by(path: &std::path::Path, ago: std::time::Duration) {
+    let f = std::fs::File::open(path).expect("opening to age it");
+    f.set_modified(std::time::SystemTime::now() - ago)
+        .expect("aging a registry entry");
+}
+
+/// Batch records older than a week go, whichever DVM wrote them (a DVM's
+/// name changes with each start: the folders of DVMs long gone would
+/// otherwise stay for ever), and a folder left empty goes once nobody has
+/// written in it for an hour; a starting script looks at most once an
+/// hour, so a busy user's jobs do not each read every record.
+#[test]
+fn batch_records_of_gone_dvms_are_pruned_at_most_hourly() {
+    use std::time::Duration;
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "2"]);
+    let xdg = support::unique_tmpdir("xdg-prune");
+    let batch = xdg.path().join("pmix-tools-holders/batch");
+    let gone = batch.join("pdvm-gone-1@0");
+    let empty = batch.join("pdvm-gone-2@0");
+    for d in [&gone, &empty] {
+        // private, as the registry must be
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(d)
+            .unwrap();
+    }
+    let week = Duration::from_secs(8 * 24 * 3600);
+    for (name, ago) in [("old", week), ("recent", Duration::from_secs(3600))] {
+        let f = gone.join(format!("{name}.json"));
+        std::fs::write(&f, "{}").unwrap();
+        age_by(&f, ago);
+    }
+    age_by(&empty, Duration::from_secs(2 * 3600));
+    let dir = support::unique_tmpdir("prune-jobs");
+    let job = |name: &str| {
+        let script = format!(
+            "palloc -q -N 1 -J {name} --no-wait -- /bin/true >/dev/null && \
+             until pwatch --status --all --json | grep -q '\"request_id\":\"{name}\".*\"exited\"'; \
+             do sleep 0.05; done"
+        );
+        let mut c = sh(&pdvm, &xdg, &script);
+        c.current_dir(dir.path());
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    };
+    job("first");
+    let listing = std::process::Command::new("ls")
+        .arg("-laR")
+        .arg(&batch)
+        .output()
+        .unwrap();
+    assert!(
+        !gone.join("old.json").exists(),
+        "a week-old record stays: {}",
+        text(&listing.stdout)
+    );
+    assert!(gone.join("recent.json").exists(), "an hour-old record went");
+    assert!(!empty.exists(), "an empty folder untouched for 2 h stays");
+    // Within the hour, nothing is looked at again.
+    let later = gone.join("later.json");
+    std::fs::write(&later, "{}").unwrap();
+    age_by(&later, week);
+    job("second");
+    assert!(later.exists(), "records were read again within the hour");
+    // An hour on, they are.
+    age_by(&batch.join(".pruned"), Duration::from_secs(3601));
+    job("third");
+    assert!(!later.exists(), "a week-old record stays after the hour");
+}

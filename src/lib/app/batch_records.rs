@@ -36,22 +36,35 @@ pub(crate) fn save(path: Option<&std::path::Path>, rec: &BatchRecord) {
         return;
     };
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, path).is_err() {
+    let mut written = std::fs::write(&tmp, &json);
+    if written.is_err() {
+        // Its DVM's folder, empty, was pruned just now (see [`prune`]).
+        if let Some(dir) = path.parent() {
+            make_private_dir(dir);
+        }
+        written = std::fs::write(&tmp, &json);
+    }
+    if written.is_ok() && std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+}
+
+/// Create `dir` (and its parents) with mode 0700, if missing.
+fn make_private_dir(dir: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
 }
 
 /// The directory of batch records of DVM `server`: `batch/SERVER` in the
 /// user's private holder registry (see [`crate::conn::holder::registry`]).
 fn records_dir(server: &str) -> Option<PathBuf> {
     use crate::conn::registry::file_name_part;
-    use std::os::unix::fs::DirBuilderExt;
     let dir = crate::conn::holder::registry().ok()?.join("batch");
     let dir = dir.join(file_name_part(server, RECORD_NAME_ROOM));
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir);
+    make_private_dir(&dir);
     dir.is_dir().then_some(dir)
 }
 
@@ -61,22 +74,56 @@ const RECORD_NAME_ROOM: usize = 200;
 /// Records are kept this long (as sacct keeps a job for a while).
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Remove the records of DVM `server` not written for [`KEEP`].
-pub(crate) fn prune(server: &str) {
-    let Some(entries) = records_dir(server).and_then(|d| std::fs::read_dir(d).ok()) else {
+/// How often a starting script looks for records older than [`KEEP`]: a
+/// look reads every record's time, so doing it for each job would make a
+/// busy user's thousandth job pay for the 999 before it.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// The file (in `batch/`) whose time says when records were last pruned.
+const PRUNED_STAMP: &str = ".pruned";
+
+/// Remove the records not written for [`KEEP`], of every DVM (a DVM's name
+/// changes with each start, so the folders of DVMs long gone are emptied
+/// and removed too, not kept for ever), at most once every
+/// [`PRUNE_EVERY`]: otherwise one look at a stamp file.
+pub(crate) fn prune() {
+    let Some(root) = crate::conn::holder::registry()
+        .ok()
+        .map(|r| r.join("batch"))
+    else {
         return;
     };
-    for e in entries.flatten() {
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > KEEP);
-        if old {
-            let _ = std::fs::remove_file(e.path());
+    let stamp = root.join(PRUNED_STAMP);
+    if age(std::fs::metadata(&stamp)).is_some_and(|a| a < PRUNE_EVERY)
+        || std::fs::write(&stamp, b"").is_err()
+    {
+        return;
+    }
+    let Ok(servers) = std::fs::read_dir(&root) else {
+        return;
+    };
+    for dir in servers.flatten().filter(|e| e.path().is_dir()) {
+        let Ok(records) = std::fs::read_dir(dir.path()) else {
+            continue;
+        };
+        for e in records.flatten() {
+            if age(e.metadata()).is_some_and(|a| a > KEEP) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        // An empty folder nobody wrote in for a while goes (remove_dir
+        // keeps one a record was written to meanwhile).
+        if age(dir.metadata()).is_some_and(|a| a > PRUNE_EVERY) {
+            let _ = std::fs::remove_dir(dir.path());
         }
     }
+}
+
+/// How long ago a file was last written.
+fn age(meta: std::io::Result<std::fs::Metadata>) -> Option<Duration> {
+    meta.and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
 }
 
 /// The record file of request `rid` on DVM `server`: one name per

@@ -125,7 +125,7 @@ impl Batch {
             started_at: Some(crate::app::now_secs() as u64),
             ..Default::default()
         };
-        prune(server);
+        prune();
         let file = record_path(server, &request_id);
         save(file.as_deref(), &rec);
         Starting {
