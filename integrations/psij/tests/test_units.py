@@ -126,10 +126,10 @@ def test_the_submit_script_names_the_flags(tmp_path: Path) -> None:
     assert 'pspawn_launch.sh' in text
 
 
-def test_the_launcher_replaces_the_submit_script_and_no_ec_file_is_written(
+def test_the_launcher_runs_in_the_submit_scripts_shell_and_no_ec_file_is_written(
         tmp_path: Path) -> None:
     # one bash a job, as PSI/J's `local` (its exit status, palloc's batch record, is the
-    # launcher's): the launch command is exec'd, nothing runs after it
+    # launcher's): a bash launcher script is sourced with $0 its own path, nothing runs after
     ex = JobExecutor.get_instance('pmix', config=PmixExecutorConfig(bin_dir='/nonexistent'))
     for launcher in ('single', 'multiple', 'pspawn'):
         job = _job(launcher=launcher)
@@ -137,8 +137,36 @@ def test_the_launcher_replaces_the_submit_script_and_no_ec_file_is_written(
             ex.generate_submit_script(job, ex._create_script_context(job), f)  # type: ignore
             f.seek(0)
             lines = [ln for ln in f.read().splitlines() if ln.strip() and not ln.startswith('#')]
-        assert lines[-1].startswith('exec ') and '_launch.sh' in lines[-1], lines[-1]
+        assert lines[-1] == 'exit', lines[-3:]
+        assert lines[-2].startswith('source ') and '_launch.sh' in lines[-2], lines[-3:]
+        assert lines[-4] == 'BASH_ARGV0=' + lines[-2][len('source '):], lines[-4:]
+        assert not any(ln.startswith('exec /bin/bash') for ln in lines), lines
         assert not any('.ec' in ln for ln in lines), lines
+
+
+def test_a_launch_command_that_is_not_a_bash_script_replaces_the_shell() -> None:
+    from psij_pmix.executor import _sourced_launcher
+    assert _sourced_launcher({'launch_command': ['/usr/bin/env', 'true']}) == {}
+    assert _sourced_launcher({'launch_command': ['/bin/bash', '-c', 'true']}) == {}
+    assert _sourced_launcher({'launch_command': ['/bin/bash', '/l.sh', 'a', '']}) == {
+        'launch_script': '/l.sh', 'launch_args': ['a', '']}
+
+
+def test_a_sourced_launcher_sees_its_own_path_and_arguments(tmp_path: Path) -> None:
+    import subprocess
+    launcher = tmp_path / 'dir' / 'my_launch.sh'
+    launcher.parent.mkdir()
+    launcher.write_text('echo "$(dirname "$0") $# [$2]"\nexit 7\n')
+    ex = JobExecutor.get_instance('pmix', config=PmixExecutorConfig(bin_dir='/nonexistent'))
+    job = _job()
+    ctx = ex._create_script_context(job)  # type: ignore
+    ctx['psij'] = dict(ctx['psij'], launch_command=['/bin/bash', str(launcher), 'a b', '', 'c'])
+    ctx.update({'launch_script': str(launcher), 'launch_args': ['a b', '', 'c']})
+    text = ex.generator.renderer.render(ex.generator.template, ctx)  # type: ignore
+    body = text[text.index('BASH_ARGV0='):]
+    res = subprocess.run(['/bin/bash', '-c', body], capture_output=True, text=True)
+    assert res.returncode == 7, res
+    assert res.stdout == '%s 3 []\n' % launcher.parent, res.stdout
 
 
 def test_a_missing_dvm_is_a_submit_exception_with_the_tools_message(tmp_path: Path) -> None:

@@ -202,6 +202,7 @@ class PmixJobExecutor(BatchSchedulerExecutor):
                     'nodefile_py': str(Path(__file__).parent / 'nodefile.py'),
                     'process_count': pc, 'processes_per_node': ppn,
                     'palloc_flags': flag_lines(palloc_args(job, nid))})
+        ctx.update(_sourced_launcher(cast(Dict[str, object], ctx['psij'])))
         return ctx
 
     def generate_submit_script(self, job: Job, context: Dict[str, object],
@@ -300,6 +301,16 @@ class PmixJobExecutor(BatchSchedulerExecutor):
         super()._clean_submit_script(job)
         self._delete_aux_file(job, '.nodefile')
         self._delete_aux_file(path=self.work_directory / ('palloc-%s.out' % job.native_id))
+
+
+def _sourced_launcher(psij_ctx: Dict[str, object]) -> Dict[str, object]:
+    """The job script's way to run a bash launcher script (``/bin/bash SCRIPT ARGS``, as PSI/J's
+    script-based launchers are) in its own shell instead of a second bash: ``launch_script``
+    and ``launch_args``; nothing for any other launch command, which the script ``exec``s."""
+    cmd = [str(a) for a in cast(List[object], psij_ctx.get('launch_command') or [])]
+    if len(cmd) >= 2 and cmd[0] == '/bin/bash' and not cmd[1].startswith('-'):
+        return {'launch_script': cmd[1], 'launch_args': cmd[2:]}
+    return {}
 
 
 def _uri_from_url(url: str) -> str:
