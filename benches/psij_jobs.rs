@@ -2,7 +2,10 @@
 //! `/bin/true` submitted at once and waited on (`integrations/psij/bench/jobs.py`)
 //! with executor `pmix` on pdvm and on PRRTE master + psched, PSI/J's `slurm`
 //! executor on the project's private 4-node Slurm 22.05, and `local`: jobs/s
-//! and p50/p99 submit-to-COMPLETED (and how long the submissions took).
+//! and p50/p99 submit-to-COMPLETED (and how long the submissions took). One
+//! more row is the executor's own ceiling: `pmix` beside pdvm with palloc
+//! replaced by a stand-in that asks no DVM and starts each job's script at
+//! once (`integrations/psij/bench/standin_palloc.py`).
 //! `cargo bench --bench psij_jobs`;
 //! `BENCH_JOBS=N` for another count. Each executor with its defaults (PSI/J's
 //! `slurm` polls squeue every 30 s; `pmix` hears each end from its
@@ -77,6 +80,29 @@ fn main() {
             "100",
         ]);
         rows.push(("pmix on pdvm", measure(on(&dvm), "pmix", n)));
+        // The executor's own ceiling: the same, palloc replaced by a
+        // stand-in that asks no DVM (pwatch's polls still reach pdvm).
+        let standin = support::unique_tmpdir("psij-bench-standin");
+        let palloc = standin.path().join("palloc");
+        std::fs::write(
+            &palloc,
+            format!(
+                "#!/bin/sh\nexec {} {} \"$@\"\n",
+                python().display(),
+                plugin_dir().join("bench/standin_palloc.py").display()
+            ),
+        )
+        .expect("writing the stand-in");
+        std::fs::set_permissions(&palloc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("making the stand-in executable");
+        let mut c = on(&dvm);
+        let path = std::env::join_paths(
+            std::iter::once(standin.path().to_path_buf())
+                .chain(std::env::split_paths(&support::user_path())),
+        )
+        .expect("PATH");
+        c.env("PATH", path);
+        rows.push(("pmix, palloc stand-in (no DVM)", measure(c, "pmix", n)));
     }
     {
         let c = support::cluster::Cluster::start_with_psched(1, 8, &["--slots", "4"]);
