@@ -31,6 +31,17 @@ mkdir -p "$repo_root/target"
 : > "$PMIX_TOOLS_RERUN_LOG"
 RUN_BUDGET=3
 
+# The holders, queued requests and batch records of the tests' tools go to a
+# registry of the run's own (a private XDG_RUNTIME_DIR, in memory where
+# /dev/shm is, as the tools' own fallback), removed when the run ends: not to
+# the user's registry, where every test DVM would leave a folder of records.
+# Tests that need another registry set XDG_RUNTIME_DIR themselves.
+shm=/dev/shm
+[ -d "$shm" ] && [ -w "$shm" ] || shm="${TMPDIR:-/tmp}"
+XDG_RUNTIME_DIR="$(mktemp -d "$shm/pmix-tools-test-run.XXXXXX")"
+export XDG_RUNTIME_DIR
+trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+
 section "peers (scripts/install-peers.sh, PMIX_TOOLS_PEERS=$PMIX_TOOLS_PEERS)"
 scripts/install-peers.sh
 
