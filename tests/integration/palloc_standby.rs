@@ -155,3 +155,63 @@ fn pallocs_started_ahead_and_never_used_end_with_the_agent_leaving_nothing() {
         .collect();
     assert!(files.is_empty(), "no log: {files:?}");
 }
+
+/// The session process `pid` is in (`/proc/PID/stat`'s sixth field).
+fn session_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
+}
+
+/// What process `pid`'s descriptors name.
+fn descriptors_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|t| t.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A palloc started ahead is from its start a detached palloc as one
+/// started for a job is: a session of its own (a Ctrl-C or hang-up for
+/// the agent's terminal never reaches the jobs it will hold) and none of
+/// the descriptors the agent's caller left open.
+#[test]
+fn pallocs_started_ahead_have_their_own_session_and_none_of_the_callers_descriptors() {
+    let pdvm = Pdvm::start(&["--scheduler-nodes", "1"]);
+    let dir = support::unique_tmpdir("standby-session");
+    let mut c = support::command_like(&pdvm.tool("palloc"), "sh");
+    c.args([
+        "-c",
+        "exec 7> seven; exec 9< /dev/null; exec palloc --stdin-requests",
+    ])
+    .current_dir(dir.path())
+    .stdin(Stdio::piped())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut agent = c.spawn().expect("start palloc --stdin-requests");
+    let agent_session = session_of(agent.id());
+    for p in started_ahead(&agent) {
+        // (it makes its session first thing: give it a moment)
+        let own = wait::within(Duration::from_secs(10), || session_of(p) == Some(p));
+        assert!(
+            own,
+            "palloc {p} started ahead is in session {:?}, the agent's {agent_session:?}",
+            session_of(p)
+        );
+        let fds = descriptors_of(p);
+        assert!(!fds.is_empty(), "cannot see palloc {p}'s descriptors");
+        assert!(
+            !fds.iter().any(|t| t.ends_with("/seven")),
+            "the caller's descriptor 7 leaked into palloc {p} started ahead: {fds:?}"
+        );
+    }
+    assert_eq!(end_input(&mut agent), Some(0));
+}

@@ -163,7 +163,7 @@ fn start_one() -> std::io::Result<Ready> {
         .stdin(std::process::Stdio::from(theirs))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    super::own_session::in_own_session(&mut cmd, None);
+    // It makes its own session first thing (see `await_job`).
     let child = cmd.spawn()?;
     Ok(Ready {
         child,
@@ -274,6 +274,9 @@ pub fn await_job() -> Role {
     });
     if !is_socket {
         return Role::Plain;
+    }
+    if !super::own_session::become_own_session() {
+        return Role::Unused;
     }
     let got = receive(socket)
         .and_then(|(message, fds)| Some((decode(&message)?, <[OwnedFd; 2]>::try_from(fds).ok()?)));
