@@ -40,4 +40,6 @@ pub use request::{
     AllocAsk, AppSpec, EventKind, EventWatch, ReleaseRequest, SpawnRequest, StatusState,
     StatusWatch, StatusWhat, StdinTarget, WatchRequest,
 };
-pub use validate::{parse_validated, parse_validated_from, try_parse_validated, Validate};
+pub use validate::{
+    parse_validated, parse_validated_from, try_parse_validated, try_parse_validated_with, Validate,
+};

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
 
 use crate::cli::exit::Exit;
-use crate::cli::{try_parse_validated, PallocArgs};
+use crate::cli::{try_parse_validated_with, PallocArgs};
 use crate::render::RequestRecord;
 
 use super::agent_holders::Holders;
@@ -25,6 +25,9 @@ use crate::app::{signals, Failure, Ui};
 /// the signal's exit status.
 pub(super) fn run(agent: &PallocArgs) -> i32 {
     let common = common_args();
+    // palloc's command, built once for every line.
+    let mut cmd = <PallocArgs as clap::CommandFactory>::command();
+    cmd.build();
     let mut input = LineReader::default();
     let mut holders = Holders::default();
     let mut standby = Standby::new();
@@ -49,7 +52,7 @@ pub(super) fn run(agent: &PallocArgs) -> i32 {
         if line.trim().is_empty() {
             continue;
         }
-        let answer = submit_line(agent, &common, &line, &mut standby);
+        let answer = submit_line((agent, &cmd), &common, &line, &mut standby);
         let mut out = std::io::stdout().lock();
         let written = match answer {
             Ok(sub) => {
@@ -84,9 +87,10 @@ fn common_args() -> Vec<OsString> {
 const LINE_FORM: &str = "a request line is a JSON array of the arguments of `palloc --no-wait`, \
 ending with `--` and the script, e.g. [\"-J\",\"job1\",\"-N\",\"1\",\"--\",\"/bin/bash\",\"job1.sh\"]";
 
-/// Submit one line's request; its request id and holder, or why not.
+/// Submit one line's request (`cmd`: palloc's command, built); its
+/// request id and holder, or why not.
 fn submit_line(
-    agent: &PallocArgs,
+    (agent, cmd): (&PallocArgs, &clap::Command),
     common: &[OsString],
     line: &str,
     standby: &mut Standby,
@@ -104,12 +108,9 @@ fn submit_line(
     let argv: Vec<OsString> = std::iter::once(OsString::from("palloc"))
         .chain(given.iter().cloned())
         .collect();
-    let (argv, _warnings) = crate::cli::script_directives::merged(
-        argv,
-        &<PallocArgs as clap::CommandFactory>::command(),
-    );
-    let mut args: PallocArgs =
-        try_parse_validated(argv.iter().cloned()).map_err(|e| usage(first_line(&e.to_string())))?;
+    let (argv, _warnings) = crate::cli::script_directives::merged(argv, cmd);
+    let mut args: PallocArgs = try_parse_validated_with(cmd, argv.iter().cloned())
+        .map_err(|e| usage(first_line(&e.to_string())))?;
     if args.stdin_requests {
         return Err(usage(format!(
             "{LINE_FORM}; --stdin-requests is the agent's own flag"
