@@ -20,13 +20,7 @@ const READY: usize = 2;
 
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
 fn ended(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
+    support::proc_stat_field(pid, 0).is_none_or(|state| state == "Z")
 }
 
 /// The pallocs the agent has started ahead, once [`READY`] of them run
@@ -156,15 +150,9 @@ fn pallocs_started_ahead_and_never_used_end_with_the_agent_leaving_nothing() {
     assert!(files.is_empty(), "no log: {files:?}");
 }
 
-/// The session process `pid` is in (`/proc/PID/stat`'s sixth field).
+/// The session process `pid` is in.
 fn session_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()
+    support::proc_stat_field(pid, 3)?.parse().ok()
 }
 
 /// What process `pid`'s descriptors name.

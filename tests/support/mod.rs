@@ -999,6 +999,20 @@ pub fn wait_file(path: &Path, timeout: Duration) -> String {
     .unwrap_or_else(|| panic!("{} never written", path.display()))
 }
 
+/// Field `n` of `/proc/PID/stat` counted from the state (0: state, 1:
+/// parent, 2: process group, 3: session, …: the fields after the command's
+/// closing parenthesis); `None` when the process is gone.
+pub fn proc_stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(n)?
+            .to_string(),
+    )
+}
+
 /// The pids of process `pid`'s children now (forked by any of its
 /// threads), from `/proc`; none when it is gone.
 pub fn children_of(pid: u32) -> Vec<u32> {

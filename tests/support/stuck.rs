@@ -18,13 +18,7 @@ fn children(pid: u32) -> Vec<u32> {
 /// The parent of `pid` (field 4 of /proc/PID/stat, after the command's
 /// closing parenthesis).
 fn parent(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    super::proc_stat_field(pid, 1)?.parse().ok()
 }
 
 /// One line per thread of `pid`: its id, state and wait channel.
