@@ -17,6 +17,8 @@ from typing import Dict
 _names: Dict[int, str] = {}
 _names_lock = threading.Lock()
 _out_lock = threading.Lock()
+#: One release per script started: the reaper waits for a child only when there is one.
+_started = threading.Semaphore(0)
 
 
 def _say(rec: Dict[str, object]) -> None:
@@ -28,11 +30,8 @@ def _say(rec: Dict[str, object]) -> None:
 def _reap() -> None:
     """Says each script's end, as the agent does."""
     while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            threading.Event().wait(0.01)
-            continue
+        _started.acquire()
+        pid, status = os.wait()
         with _names_lock:
             name = _names.pop(pid, None)
         if name is not None:
@@ -53,6 +52,7 @@ def main() -> None:
                    (os.POSIX_SPAWN_DUP2, 1, 2)]
         with _names_lock:
             _names[os.posix_spawn(cmd[0], cmd, env, file_actions=actions)] = name
+        _started.release()
         _say({'type': 'request', 'request_id': name, 'state': 'submitted'})
 
 

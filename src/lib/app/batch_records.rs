@@ -102,7 +102,10 @@ pub(crate) fn prune() {
     let Ok(servers) = std::fs::read_dir(&root) else {
         return;
     };
-    for dir in servers.flatten().filter(|e| e.path().is_dir()) {
+    for dir in servers
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+    {
         let Ok(records) = std::fs::read_dir(dir.path()) else {
             continue;
         };

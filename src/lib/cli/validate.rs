@@ -61,27 +61,26 @@ where
     I: IntoIterator<Item = A>,
     A: Into<OsString> + Clone,
 {
-    try_parse_validated_with(&T::command(), args)
+    try_parse_validated_with(T::command(), args)
 }
 
-/// [`try_parse_validated`] with `cmd`, `T`'s command, built once by a
-/// caller that parses many command lines (palloc's agent, a line each):
-/// building clap's command costs more than parsing with it.
-pub fn try_parse_validated_with<T, I, A>(cmd: &clap::Command, args: I) -> Result<T, clap::Error>
+/// [`try_parse_validated`] with `cmd`, `T`'s command: a caller that parses
+/// many command lines (palloc's agent, a line each) builds it once and
+/// passes a clone, since building clap's command costs more than parsing.
+pub fn try_parse_validated_with<T, I, A>(mut cmd: clap::Command, args: I) -> Result<T, clap::Error>
 where
     T: Parser + Validate,
     I: IntoIterator<Item = A>,
     A: Into<OsString> + Clone,
 {
     let mut matches = cmd
-        .clone()
-        .try_get_matches_from(args)
+        .try_get_matches_from_mut(args)
         .map_err(T::refine_error)?;
-    let parsed = T::from_arg_matches_mut(&mut matches)
-        .map_err(|e| T::refine_error(e.format(&mut cmd.clone())))?;
+    let parsed =
+        T::from_arg_matches_mut(&mut matches).map_err(|e| T::refine_error(e.format(&mut cmd)))?;
     parsed
         .validate()
-        .map_err(|msg| cmd.clone().error(ErrorKind::ArgumentConflict, msg))?;
+        .map_err(|msg| cmd.error(ErrorKind::ArgumentConflict, msg))?;
     Ok(parsed)
 }
 

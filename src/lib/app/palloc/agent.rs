@@ -109,7 +109,7 @@ fn submit_line(
         .chain(given.iter().cloned())
         .collect();
     let (argv, _warnings) = crate::cli::script_directives::merged(argv, cmd);
-    let mut args: PallocArgs = try_parse_validated_with(cmd, argv.iter().cloned())
+    let mut args: PallocArgs = try_parse_validated_with(cmd.clone(), argv.iter().cloned())
         .map_err(|e| usage(first_line(&e.to_string())))?;
     if args.stdin_requests {
         return Err(usage(format!(

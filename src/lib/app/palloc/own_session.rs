@@ -1,8 +1,9 @@
 //! A detached palloc's start in a session of its own holding only its
 //! stdio (and the one descriptor it is to keep): the detached palloc
 //! started for a request (`detach`) gets it before its exec, the ones an
-//! agent starts ahead (`standby`) make it themselves. Its `unsafe` (the `pre_exec` hook and the raw
-//! `close_range`, which nix 0.29 does not wrap) is all here.
+//! agent starts ahead (`standby`) make it themselves. Its `unsafe` (the
+//! `pre_exec` hook and the raw `close_range`, which nix 0.29 does not
+//! wrap) is all here.
 
 use std::os::fd::RawFd;
 
